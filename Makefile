@@ -1,0 +1,59 @@
+# corestack — see README.md.  `make` builds, `make test` runs every test,
+# `make demo` shows corestack on a core of a fixture scenario.
+CC      ?= cc
+CFLAGS  ?= -O2 -g
+WARN    := -std=c17 -D_GNU_SOURCE -Wall -Wextra -Werror
+LIBS    := -ldw -lelf
+BUILD   := build
+
+ENGINE_SRC := $(wildcard util/*.c dwarf/*.c rubyvm/*.c)
+CLI_SRC    := $(wildcard corestack/*.c)
+SRC        := $(ENGINE_SRC) $(CLI_SRC)
+HDR        := $(wildcard util/*.h dwarf/*.h rubyvm/*.h rubyvm/*.def corestack/*.h)
+
+SAN_FLAGS  := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
+              -fno-sanitize-recover=undefined
+
+.PHONY: all test unit demo deps fixtures clean bench
+all: $(BUILD)/corestack
+
+$(BUILD)/corestack: $(SRC) $(HDR) | $(BUILD)
+	$(CC) $(WARN) $(CFLAGS) $(SRC) $(LIBS) -o $@
+
+# The same program under AddressSanitizer and UBSan: what the tests run.
+$(BUILD)/corestack-san: $(SRC) $(HDR) | $(BUILD)
+	$(CC) $(WARN) $(SAN_FLAGS) $(SRC) $(LIBS) -o $@
+
+$(BUILD):
+	mkdir -p $@
+
+# Unit tests: one program per file in tests/unit, each on the engine.
+UNIT_SRC := $(wildcard tests/unit/test_*.c)
+UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/%,$(UNIT_SRC))
+$(BUILD)/test_%: tests/unit/test_%.c $(SRC) $(HDR) | $(BUILD)
+	$(CC) $(WARN) $(SAN_FLAGS) -I. $< $(ENGINE_SRC) corestack/core.c $(LIBS) -o $@
+
+unit: $(UNIT_BIN)
+	@for t in $(UNIT_BIN); do $$t || exit 1; done
+
+# Everything a fresh Debian machine needs (apt packages).
+deps:
+	./.ci/install-deps
+
+fixtures:
+	./fixtures/build-ruby.sh 2.7
+	./fixtures/build-ruby.sh 3.1
+	./fixtures/build-ruby.sh 3.3
+	./fixtures/build-ruby.sh 3.3 static
+
+test: deps $(BUILD)/corestack-san $(UNIT_BIN) fixtures
+	python3 tests/run.py --corestack $(BUILD)/corestack-san --unit $(UNIT_BIN)
+
+demo: deps $(BUILD)/corestack
+	./fixtures/demo.sh $(BUILD)/corestack
+
+bench: deps $(BUILD)/corestack fixtures
+	./tests/bench.sh $(BUILD)/corestack
+
+clean:
+	rm -rf $(BUILD)

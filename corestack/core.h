@@ -1,0 +1,129 @@
+/* ELF core-file reader: process memory, threads and mappings of a core dump.
+ *
+ * Reads x86-64 ELF64 little-endian cores written by the Linux kernel or by
+ * gdb's gcore. Everything in the file is untrusted: bad sizes give
+ * CS_ERR_FORMAT errors, a truncated core opens with what it has (see
+ * cs_core_truncation). The core is mmapped, not copied.
+ *
+ * Memory a core leaves out but a mapped file backs (kernel cores leave
+ * unmodified file pages out with p_filesz < p_memsz; gcore leaves out whole
+ * file mappings, text and rodata) is read from that file on disk, as named
+ * in NT_FILE (optionally under a sysroot). Bytes a core did include but lost
+ * to truncation are not: they were dumped because they may differ from the
+ * file (.data, relocated RELRO), so they fault instead.
+ * Not thread-safe: one cs_core per thread. */
+#ifndef CS_CORESTACK_CORE_H
+#define CS_CORESTACK_CORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../rubyvm/target.h"
+#include "../util/error.h"
+
+struct cs_core;
+
+struct cs_core_thread {           /* one NT_PRSTATUS */
+	int tid;                  /* pr_pid */
+	int cursig;               /* pr_cursig */
+	uint64_t rip, rsp, rbp, fs_base;
+	uint64_t regs[27];        /* x86-64 user_regs_struct as stored in pr_reg */
+};
+
+/* Indexes into cs_core_thread.regs (order of struct user_regs_struct). */
+enum cs_core_reg {
+	CS_CORE_R15, CS_CORE_R14, CS_CORE_R13, CS_CORE_R12, CS_CORE_RBP,
+	CS_CORE_RBX, CS_CORE_R11, CS_CORE_R10, CS_CORE_R9, CS_CORE_R8,
+	CS_CORE_RAX, CS_CORE_RCX, CS_CORE_RDX, CS_CORE_RSI, CS_CORE_RDI,
+	CS_CORE_ORIG_RAX, CS_CORE_RIP, CS_CORE_CS, CS_CORE_EFLAGS, CS_CORE_RSP,
+	CS_CORE_SS, CS_CORE_FS_BASE, CS_CORE_GS_BASE, CS_CORE_DS, CS_CORE_ES,
+	CS_CORE_FS, CS_CORE_GS,
+};
+
+/* One NT_FILE entry; file_offset in bytes. path is the path in the target
+ * (kernel d_path: may end in " (deleted)"), without any sysroot. */
+struct cs_core_mapping {
+	uint64_t start, end, file_offset;
+	const char *path;
+};
+
+struct cs_core_process {          /* NT_PRPSINFO */
+	int present;
+	int pid, ppid, uid, gid;
+	char fname[17];
+	char psargs[81];
+};
+
+struct cs_core_siginfo {          /* NT_SIGINFO */
+	int present;
+	int signo, code, err;
+	uint64_t addr;            /* si_addr for SIGSEGV/SIGBUS/SIGILL/SIGFPE */
+};
+
+struct cs_error *cs_core_open(const char *path, struct cs_core **ret);
+/* Safe on NULL. */
+void cs_core_close(struct cs_core *core);
+const char *cs_core_path(const struct cs_core *core);
+
+/* Read exactly len bytes of process memory at addr, from the core where it
+ * has them, else (for bytes it left out, see above) from the file an
+ * NT_FILE mapping names; else CS_ERR_FAULT naming the address. Reads may
+ * span segments. */
+struct cs_error *cs_core_read(struct cs_core *core, uint64_t addr, void *buf,
+			      size_t len);
+/* As cs_core_read, but only bytes stored in the core itself: for checks
+ * that must not trust the files on disk (build-ids). */
+struct cs_error *cs_core_read_dumped(struct cs_core *core, uint64_t addr,
+				     void *buf, size_t len);
+/* Adapter for rubyvm/target.h; valid while core is open. */
+struct rv_target cs_core_target(struct cs_core *core);
+
+/* Prefix every NT_FILE path with dir when opening it (a copied-out
+ * container or machine root); NULL for none (the default). Closes files
+ * already open and forgets failed opens. */
+struct cs_error *cs_core_set_sysroot(struct cs_core *core, const char *dir);
+
+size_t cs_core_thread_count(const struct cs_core *core);
+/* NULL if i is out of range. Thread 0 is the one the kernel reported first
+ * (for kernel cores, the thread that took the signal). */
+const struct cs_core_thread *cs_core_thread_at(const struct cs_core *core,
+					       size_t i);
+/* Mappings sorted by start address. */
+size_t cs_core_mapping_count(const struct cs_core *core);
+const struct cs_core_mapping *cs_core_mapping_at(const struct cs_core *core,
+						 size_t i);
+/* The NT_FILE mapping containing addr, or NULL. */
+const struct cs_core_mapping *cs_core_mapping_of(const struct cs_core *core,
+						 uint64_t addr);
+const struct cs_core_process *cs_core_process(const struct cs_core *core);
+const struct cs_core_siginfo *cs_core_siginfo(const struct cs_core *core);
+/* auxv value (NT_AUXV), 0 if absent. */
+uint64_t cs_core_auxv(const struct cs_core *core, uint64_t type);
+
+/* The executable's path in the target: the NT_FILE mapping containing
+ * AT_PHDR (or AT_ENTRY), else the AT_EXECFN string from memory, else NULL.
+ * The mapping comes first because AT_EXECFN is the path given to execve:
+ * it may be relative, or a #! script rather than the interpreter. */
+const char *cs_core_executable(struct cs_core *core);
+/* Lowest NT_FILE mapping of a file whose basename starts with
+ * basename_prefix ("libruby.so"), i.e. where that module is loaded. */
+const struct cs_core_mapping *cs_core_find_mapping(const struct cs_core *core,
+						   const char *basename_prefix);
+/* GNU build-id of the ELF module loaded at start, read from the core's own
+ * bytes (ELF header, program headers, PT_NOTE, NT_GNU_BUILD_ID); never from
+ * disk, since it is what proves a disk file matches. CS_ERR_FAULT if those
+ * bytes are not in the core, CS_ERR_CORRUPT if they are not a valid ELF,
+ * CS_ERR_LOOKUP if it has no build-id. */
+struct cs_error *cs_core_module_build_id(struct cs_core *core, uint64_t start,
+					 uint8_t *buf, size_t bufsize,
+					 size_t *len);
+
+/* Truncation: bytes of PT_LOAD data the headers promise but the file lacks,
+ * out of the total promised. */
+uint64_t cs_core_truncated_bytes(const struct cs_core *core);
+uint64_t cs_core_segment_bytes(const struct cs_core *core);
+/* NULL if the core is complete, else a CS_ERR_FORMAT error (the caller
+ * destroys it) with a one-line message for the CLI to print as a warning. */
+struct cs_error *cs_core_truncation(const struct cs_core *core);
+
+#endif

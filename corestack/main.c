@@ -1,0 +1,233 @@
+/* corestack: the Ruby stack of every thread of a Ruby process, from a core.
+ *
+ * Exit codes (README "Exit codes"): 0 complete, 1 partial (some thread or
+ * frame could not be decoded; the output says which), 2 unusable input (one
+ * line on stderr says which file and what to do), 64 usage. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../dwarf/index.h"
+#include "../rubyvm/layout.h"
+#include "../rubyvm/model.h"
+#include "core.h"
+#include "report.h"
+#include "vm_module.h"
+
+enum { EXIT_COMPLETE = 0, EXIT_PARTIAL = 1, EXIT_UNUSABLE = 2, EXIT_USAGE = 64 };
+
+#define MAX_DEBUG_DIRS 16
+
+struct options {
+	const char *core, *executable;
+	int json;
+	const char *layout; /* --layout MODULE: print the resolved layout */
+	size_t max_frames;
+	const char *debug_dirs[MAX_DEBUG_DIRS + 2];
+	size_t ndebug_dirs;
+};
+
+static void usage(FILE *out)
+{
+	fputs("usage: corestack [options] CORE [EXECUTABLE]\n"
+	      "\n"
+	      "Print the Ruby stack of every thread of the Ruby process that\n"
+	      "wrote CORE. EXECUTABLE defaults to the one the core names.\n"
+	      "\n"
+	      "  --json             JSON output (schema: docs/json-schema.md)\n"
+	      "  --max-frames N     frames per stack at most (default 100000)\n"
+	      "  --debug-dir DIR    look for debug files under DIR too\n"
+	      "                     (build-id and debuglink layouts; repeatable)\n"
+	      "  --layout MODULE    print the CRuby layout read from the DWARF\n"
+	      "                     of MODULE (libruby.so or a static ruby)\n"
+	      "  -h, --help         this help\n"
+	      "\n"
+	      "Exit status: 0 complete, 1 partial, 2 unusable input, 64 usage.\n",
+	      out);
+}
+
+static int parse_args(int argc, char **argv, struct options *o)
+{
+	static const struct option longopts[] = {
+		{"json", no_argument, NULL, 'j'},
+		{"max-frames", required_argument, NULL, 'm'},
+		{"debug-dir", required_argument, NULL, 'd'},
+		{"layout", required_argument, NULL, 'l'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	int c;
+	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			o->json = 1;
+			break;
+		case 'm': {
+			char *end;
+			unsigned long long n = strtoull(optarg, &end, 10);
+			if (*end || n == 0) {
+				fprintf(stderr, "corestack: --max-frames needs a "
+						"positive number, not '%s'\n",
+					optarg);
+				return EXIT_USAGE;
+			}
+			o->max_frames = (size_t)n;
+			break;
+		}
+		case 'd':
+			if (o->ndebug_dirs == MAX_DEBUG_DIRS) {
+				fputs("corestack: too many --debug-dir\n", stderr);
+				return EXIT_USAGE;
+			}
+			o->debug_dirs[o->ndebug_dirs++] = optarg;
+			break;
+		case 'l':
+			o->layout = optarg;
+			break;
+		case 'h':
+			usage(stdout);
+			exit(EXIT_COMPLETE);
+		default:
+			usage(stderr);
+			return EXIT_USAGE;
+		}
+	}
+	int rest = argc - optind;
+	if (o->layout && rest == 0)
+		return 0;
+	if (rest < 1 || rest > 2) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	o->core = argv[optind];
+	o->executable = rest == 2 ? argv[optind + 1] : NULL;
+	o->debug_dirs[o->ndebug_dirs++] = "/usr/lib/debug";
+	o->debug_dirs[o->ndebug_dirs] = NULL;
+	return 0;
+}
+
+/* Fail with the one-line message of err. */
+static int unusable(struct cs_error *err)
+{
+	fprintf(stderr, "corestack: %s\n", err->message);
+	cs_error_destroy(err);
+	return EXIT_UNUSABLE;
+}
+
+/* Kernel thread ids: Ruby keeps them (3.1+), or only a pthread_t, which on
+ * glibc x86-64 is the thread's fs_base. */
+static int64_t thread_tid(struct cs_core *core, const struct rv_thread *t)
+{
+	if (t->tid >= 0)
+		return t->tid;
+	for (size_t i = 0; t->pthread_id && i < cs_core_thread_count(core); i++)
+		if (cs_core_thread_at(core, i)->fs_base == t->pthread_id)
+			return cs_core_thread_at(core, i)->tid;
+	return -1;
+}
+
+static int print_layout(const char *path)
+{
+	struct dw_module *mod;
+	struct dw_index *idx = NULL;
+	struct rv_layout layout;
+	struct cs_error *err = dw_module_open(path, NULL, &mod);
+	if (err)
+		return unusable(err);
+	if ((err = dw_index_create(mod, &idx)) ||
+	    (err = rv_layout_resolve(idx, &layout))) {
+		dw_index_destroy(idx);
+		dw_module_close(mod);
+		return unusable(err);
+	}
+	static const char *const sources[] = {"missing", "dwarf", "macro",
+					      "fallback"};
+	for (int i = 0; i < RVL_COUNT; i++) {
+		const struct rv_item *it = &layout.items[i];
+		printf("%-28s %-8s %lld", rv_layout_item_name(i),
+		       sources[it->source], (long long)it->value);
+		if (it->size)
+			printf(" size %u", it->size);
+		if (it->bit_size)
+			printf(" bits %u+%u", it->bit_pos, it->bit_size);
+		putchar('\n');
+	}
+	dw_index_destroy(idx);
+	dw_module_close(mod);
+	return EXIT_COMPLETE;
+}
+
+int main(int argc, char **argv)
+{
+	struct options o = {0};
+	int rc = parse_args(argc, argv, &o);
+	if (rc)
+		return rc;
+	if (o.layout)
+		return print_layout(o.layout);
+
+	struct cs_core *core = NULL;
+	struct cs_error *err = cs_core_open(o.core, &core);
+	if (err)
+		return unusable(err);
+	struct cs_vm_module vm;
+	if ((err = cs_vm_module_open(core, o.executable, o.debug_dirs, &vm))) {
+		cs_core_close(core);
+		return unusable(err);
+	}
+	struct dw_index *idx = NULL;
+	struct rv_session *session = NULL;
+	struct rv_process *proc = NULL;
+	struct rv_target target = cs_core_target(core);
+	struct rv_options ropts = {.max_frames = o.max_frames};
+	if ((err = dw_index_create(vm.vm, &idx)) ||
+	    (err = rv_session_create(&target, idx, vm.load_bias, &ropts,
+				     &session)) ||
+	    (err = rv_snapshot(session, &proc))) {
+		rc = unusable(err);
+		goto out;
+	}
+
+	int64_t *tids = calloc(proc->nthreads + 1, sizeof(*tids));
+	char *warnings[8];
+	size_t nwarnings = 0;
+	for (size_t i = 0; i < vm.nwarnings; i++)
+		warnings[nwarnings++] = vm.warnings[i];
+	struct cs_error *trunc = cs_core_truncation(core);
+	if (trunc)
+		warnings[nwarnings++] = trunc->message;
+	if (!tids) {
+		cs_error_destroy(trunc);
+		rc = unusable(&cs_error_nomem);
+		goto out;
+	}
+	for (size_t i = 0; i < proc->nthreads; i++)
+		tids[i] = thread_tid(core, &proc->threads[i]);
+	struct cs_report report = {
+		.core_path = o.core,
+		.executable = vm.exe->path,
+		.vm_module = vm.vm->path,
+		.process = cs_core_process(core),
+		.siginfo = cs_core_siginfo(core),
+		.ruby = proc,
+		.tids = tids,
+		.warnings = warnings,
+		.nwarnings = nwarnings,
+		.complete = rv_process_complete(proc) && !trunc,
+	};
+	if (o.json)
+		cs_render_json(stdout, &report);
+	else
+		cs_render_text(stdout, &report);
+	rc = report.complete ? EXIT_COMPLETE : EXIT_PARTIAL;
+	cs_error_destroy(trunc);
+	free(tids);
+out:
+	rv_process_destroy(proc);
+	rv_session_destroy(session);
+	dw_index_destroy(idx);
+	cs_vm_module_close(&vm);
+	cs_core_close(core);
+	return rc;
+}

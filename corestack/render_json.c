@@ -1,0 +1,94 @@
+/* JSON output for tools: the schema is documented in docs/json-schema.md;
+ * CS_JSON_SCHEMA changes on any incompatible change. */
+#include <string.h>
+
+#include "../util/json.h"
+#include "report.h"
+
+static void process(struct json *j, const struct cs_report *r)
+{
+	json_begin_object(j, "process");
+	const struct cs_core_process *p = r->process;
+	if (p && p->present) {
+		json_int(j, "pid", p->pid);
+		json_string(j, "command", p->psargs);
+	} else {
+		json_null(j, "pid");
+		json_null(j, "command");
+	}
+	json_string(j, "executable", r->executable);
+	json_string(j, "ruby_module", r->vm_module);
+	json_string(j, "ruby_version", r->ruby->ruby_version);
+	json_string(j, "core", r->core_path);
+	const struct cs_core_siginfo *si = r->siginfo;
+	if (si && si->present && si->signo) {
+		char name[32], addr[32];
+		const char *abbrev = sigabbrev_np(si->signo);
+		snprintf(name, sizeof(name), "SIG%s", abbrev ? abbrev : "?");
+		snprintf(addr, sizeof(addr), "0x%llx",
+			 (unsigned long long)si->addr);
+		json_begin_object(j, "signal");
+		json_int(j, "number", si->signo);
+		json_string(j, "name", name);
+		json_int(j, "code", si->code);
+		json_string(j, "fault_address", addr);
+		json_end_object(j);
+	} else {
+		json_null(j, "signal");
+	}
+	json_end_object(j);
+}
+
+static void frame(struct json *j, const struct rv_frame *f)
+{
+	json_begin_object(j, NULL);
+	json_string(j, "kind", f->kind == RV_FRAME_RUBY ? "ruby" : "cfunc");
+	json_string(j, "label", f->label);
+	json_string(j, "path", f->path);
+	json_int(j, "lineno", f->lineno);
+	json_string(j, "qualified", f->qualified);
+	json_string(j, "error", f->error);
+	json_end_object(j);
+}
+
+static void thread(struct json *j, const struct rv_thread *t, int64_t tid)
+{
+	json_begin_object(j, NULL);
+	if (tid >= 0)
+		json_int(j, "tid", tid);
+	else
+		json_null(j, "tid");
+	json_string(j, "name", t->name);
+	json_bool(j, "main", t->is_main);
+	json_bool(j, "gvl", t->holds_gvl);
+	json_string(j, "status", rv_thread_status_name(t->status));
+	json_bool(j, "truncated", t->truncated);
+	json_begin_array(j, "frames");
+	for (size_t i = 0; i < t->nframes; i++)
+		frame(j, &t->frames[i]);
+	json_end_array(j);
+	json_string(j, "error", t->error);
+	json_end_object(j);
+}
+
+void cs_render_json(FILE *out, const struct cs_report *r)
+{
+	struct json j = {.out = out};
+	json_begin_object(&j, NULL);
+	json_int(&j, "corestack_schema", CS_JSON_SCHEMA);
+	process(&j, r);
+	json_begin_array(&j, "threads");
+	for (size_t i = 0; i < r->ruby->nthreads; i++)
+		thread(&j, &r->ruby->threads[i], r->tids[i]);
+	json_end_array(&j);
+	json_bool(&j, "complete", r->complete);
+	json_begin_array(&j, "errors");
+	if (r->ruby->error)
+		json_string(&j, NULL, r->ruby->error);
+	json_end_array(&j);
+	json_begin_array(&j, "warnings");
+	for (size_t i = 0; i < r->nwarnings; i++)
+		json_string(&j, NULL, r->warnings[i]);
+	json_end_array(&j);
+	json_end_object(&j);
+}

@@ -1,0 +1,69 @@
+/* Text output for people: a process header, then each thread with its
+ * frames innermost first, in the shape of Ruby's own backtraces
+ * ("path:line:in 'label'") followed by the class-qualified name. */
+#include <string.h>
+
+#include "report.h"
+
+static void header(FILE *out, const struct cs_report *r)
+{
+	const struct cs_core_process *p = r->process;
+	if (p && p->present)
+		fprintf(out, "Process %d: %s\n", p->pid, p->psargs);
+	fprintf(out, "Ruby %s  (%s)\n",
+		r->ruby->ruby_version ? r->ruby->ruby_version : "version unknown",
+		r->vm_module);
+	const struct cs_core_siginfo *si = r->siginfo;
+	if (si && si->present && si->signo) {
+		const char *abbrev = sigabbrev_np(si->signo);
+		fprintf(out, "Core written on signal SIG%s (%d), code %d",
+			abbrev ? abbrev : "?", si->signo, si->code);
+		if (si->addr)
+			fprintf(out, ", fault address 0x%llx",
+				(unsigned long long)si->addr);
+		fputc('\n', out);
+	}
+	for (size_t i = 0; i < r->nwarnings; i++)
+		fprintf(out, "warning: %s\n", r->warnings[i]);
+	if (r->ruby->error)
+		fprintf(out, "warning: thread list incomplete: %s\n",
+			r->ruby->error);
+}
+
+static void frame(FILE *out, const struct rv_frame *f)
+{
+	fprintf(out, "    %s:%d:in '%s'", f->path ? f->path : "?", f->lineno,
+		f->label ? f->label : "?");
+	if (f->qualified && (!f->label || strcmp(f->qualified, f->label)))
+		fprintf(out, "  [%s]", f->qualified);
+	if (f->kind == RV_FRAME_CFUNC)
+		fputs("  (C)", out);
+	if (f->error)
+		fprintf(out, "  <unreliable: %s>", f->error);
+	fputc('\n', out);
+}
+
+void cs_render_text(FILE *out, const struct cs_report *r)
+{
+	header(out, r);
+	for (size_t i = 0; i < r->ruby->nthreads; i++) {
+		const struct rv_thread *t = &r->ruby->threads[i];
+		fprintf(out, "\nThread %zu", i + 1);
+		if (t->name)
+			fprintf(out, " \"%s\"", t->name);
+		if (r->tids[i] >= 0)
+			fprintf(out, " (tid %lld)", (long long)r->tids[i]);
+		fprintf(out, " %s", rv_thread_status_name(t->status));
+		if (t->is_main)
+			fputs(", main", out);
+		if (t->holds_gvl)
+			fputs(", holds the GVL", out);
+		fputc('\n', out);
+		if (t->error)
+			fprintf(out, "    <stack incomplete: %s>\n", t->error);
+		for (size_t j = 0; j < t->nframes; j++)
+			frame(out, &t->frames[j]);
+		if (t->truncated)
+			fputs("    <more frames not shown: --max-frames>\n", out);
+	}
+}

@@ -1,0 +1,504 @@
+#include "macros.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <dwarf.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* One table per unit: macro name -> definition text ("NAME(p) body"). */
+struct dw_macros {
+	struct dw_index *idx;
+	const char **defs; /* open addressing; strings owned by libdw */
+	size_t nslots, count;
+};
+
+static size_t name_len(const char *def)
+{
+	size_t n = 0;
+	while (def[n] && (isalnum((unsigned char)def[n]) || def[n] == '_'))
+		n++;
+	return n;
+}
+
+static uint32_t hash_n(const char *s, size_t n)
+{
+	uint32_t h = 2166136261u;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (uint8_t)s[i]) * 16777619u;
+	return h;
+}
+
+static size_t slot_of(const struct dw_macros *m, const char *name, size_t n)
+{
+	size_t i = hash_n(name, n) & (m->nslots - 1);
+	while (m->defs[i] && !(name_len(m->defs[i]) == n &&
+			       memcmp(m->defs[i], name, n) == 0))
+		i = (i + 1) & (m->nslots - 1);
+	return i;
+}
+
+static int grow(struct dw_macros *m)
+{
+	size_t nslots = m->nslots ? m->nslots * 2 : 4096;
+	const char **old = m->defs;
+	size_t oldn = m->nslots;
+	m->defs = calloc(nslots, sizeof(*m->defs));
+	if (!m->defs) {
+		m->defs = old;
+		return 0;
+	}
+	m->nslots = nslots;
+	for (size_t i = 0; i < oldn; i++)
+		if (old[i])
+			m->defs[slot_of(m, old[i], name_len(old[i]))] = old[i];
+	free(old);
+	return 1;
+}
+
+/* Header macros sit in shared units the CU imports (DW_MACRO_import):
+ * their offsets are queued and read after the unit itself. */
+#define MAX_IMPORTS 4096
+
+struct collect {
+	struct dw_macros *m;
+	int failed;
+	Dwarf_Off imports[MAX_IMPORTS];
+	size_t nimports;
+};
+
+/* Last definition wins; #undef removes by leaving a tombstone-free gap is
+ * not possible with linear probing, so an undef stores the bare name, which
+ * the evaluator treats as undefined (no body). */
+static int collect_macro(Dwarf_Macro *macro, void *arg)
+{
+	struct collect *c = arg;
+	unsigned int opcode;
+	const char *str;
+	if (dwarf_macro_opcode(macro, &opcode) != 0)
+		return DWARF_CB_OK;
+	if (opcode == DW_MACRO_import || opcode == DW_MACRO_import_sup) {
+		Dwarf_Attribute attr;
+		Dwarf_Word off;
+		if (dwarf_macro_param(macro, 0, &attr) == 0 &&
+		    dwarf_formudata(&attr, &off) == 0) {
+			for (size_t i = 0; i < c->nimports; i++)
+				if (c->imports[i] == off)
+					return DWARF_CB_OK;
+			if (c->nimports < MAX_IMPORTS)
+				c->imports[c->nimports++] = off;
+		}
+		return DWARF_CB_OK;
+	}
+	if (opcode != DW_MACRO_define && opcode != DW_MACRO_define_strp &&
+	    opcode != DW_MACRO_define_strx && opcode != DW_MACRO_define_sup &&
+	    opcode != DW_MACRO_undef && opcode != DW_MACRO_undef_strp &&
+	    opcode != DW_MACRO_undef_strx && opcode != DW_MACRO_undef_sup)
+		return DWARF_CB_OK;
+	if (dwarf_macro_param2(macro, NULL, &str) != 0 || !str)
+		return DWARF_CB_OK;
+	size_t n = name_len(str);
+	if (!n)
+		return DWARF_CB_OK;
+	struct dw_macros *m = c->m;
+	if ((m->count + 1) * 2 > m->nslots && !grow(m)) {
+		c->failed = 1;
+		return DWARF_CB_ABORT;
+	}
+	size_t i = slot_of(m, str, n);
+	if (!m->defs[i])
+		m->count++;
+	m->defs[i] = str;
+	return DWARF_CB_OK;
+}
+
+struct cs_error *dw_macros_load(struct dw_index *idx, const char *unit,
+				struct dw_macros **ret)
+{
+	*ret = NULL;
+	Dwarf_Die cudie;
+	if (!dw_index_unit(idx, unit, &cudie) ||
+	    (!dwarf_hasattr(&cudie, DW_AT_macros) &&
+	     !dwarf_hasattr(&cudie, DW_AT_GNU_macros)))
+		return NULL;
+	struct dw_macros *m = calloc(1, sizeof(*m));
+	if (!m || !grow(m)) {
+		free(m);
+		return &cs_error_nomem;
+	}
+	m->idx = idx;
+	struct collect *c = calloc(1, sizeof(*c));
+	if (!c) {
+		dw_macros_destroy(m);
+		return &cs_error_nomem;
+	}
+	c->m = m;
+	/* START: accept GNU/DWARF 5 .debug_macro, not just .debug_macinfo. */
+	ptrdiff_t token = DWARF_GETMACROS_START;
+	do {
+		token = dwarf_getmacros(&cudie, collect_macro, c, token);
+	} while (token > 0);
+	Dwarf *dwarf = dwarf_cu_getdwarf(cudie.cu);
+	for (size_t i = 0; token == 0 && !c->failed && i < c->nimports; i++) {
+		ptrdiff_t t = DWARF_GETMACROS_START;
+		do {
+			t = dwarf_getmacros_off(dwarf, c->imports[i],
+						collect_macro, c, t);
+		} while (t > 0);
+	}
+	int failed = c->failed;
+	free(c);
+	if (failed) {
+		dw_macros_destroy(m);
+		return &cs_error_nomem;
+	}
+	if (token < 0 || m->count == 0) {
+		dw_macros_destroy(m);
+		return NULL;
+	}
+	*ret = m;
+	return NULL;
+}
+
+void dw_macros_destroy(struct dw_macros *m)
+{
+	if (!m)
+		return;
+	free(m->defs);
+	free(m);
+}
+
+static const char *lookup_def(const struct dw_macros *m, const char *name,
+			      size_t n)
+{
+	if (!m)
+		return NULL;
+	const char *d = m->defs[slot_of(m, name, n)];
+	/* An undef entry holds just the name. */
+	return d && d[n] != '\0' ? d : NULL;
+}
+
+/* ---- expression evaluator ---- */
+
+#define MAX_PARAMS 8
+#define MAX_DEPTH 32
+
+struct parser {
+	const char *p;
+	const struct dw_macros *m;
+	const char *params[MAX_PARAMS];
+	size_t param_len[MAX_PARAMS];
+	int64_t args[MAX_PARAMS];
+	size_t nparams;
+	int depth;
+	int failed;
+};
+
+static int64_t parse_expr(struct parser *ps);
+static struct cs_error *eval_macro(const struct dw_macros *m, const char *name,
+				   size_t n, const int64_t *args, size_t nargs,
+				   int depth, int64_t *ret);
+
+static void skip_ws(struct parser *ps)
+{
+	while (isspace((unsigned char)*ps->p))
+		ps->p++;
+}
+
+static int accept(struct parser *ps, const char *tok)
+{
+	skip_ws(ps);
+	size_t n = strlen(tok);
+	if (strncmp(ps->p, tok, n) != 0)
+		return 0;
+	/* Don't take "<" from "<<" or "&" from "&&". */
+	if (n == 1 && (tok[0] == '<' || tok[0] == '>' || tok[0] == '&' ||
+		       tok[0] == '|') &&
+	    ps->p[1] == tok[0])
+		return 0;
+	if (n == 1 && (tok[0] == '<' || tok[0] == '>' || tok[0] == '!' ||
+		       tok[0] == '=') &&
+	    ps->p[1] == '=')
+		return 0;
+	ps->p += n;
+	return 1;
+}
+
+static int param_index(const struct parser *ps, const char *name, size_t n)
+{
+	for (size_t i = 0; i < ps->nparams; i++)
+		if (ps->param_len[i] == n && memcmp(ps->params[i], name, n) == 0)
+			return (int)i;
+	return -1;
+}
+
+static int is_cast(struct parser *ps)
+{
+	/* "(" type-words and "*"s ")" followed by something to cast. */
+	const char *q = ps->p;
+	int words = 0;
+	for (;;) {
+		while (isspace((unsigned char)*q))
+			q++;
+		if (*q == ')')
+			break;
+		if (*q == '*') {
+			q++;
+			continue;
+		}
+		size_t n = name_len(q);
+		if (!n || isdigit((unsigned char)*q) ||
+		    param_index(ps, q, n) >= 0 || lookup_def(ps->m, q, n))
+			return 0;
+		q += n;
+		words++;
+	}
+	if (!words)
+		return 0;
+	const char *after = q + 1;
+	while (isspace((unsigned char)*after))
+		after++;
+	if (!*after || strchr(")|&^+*/%<>=?:,", *after))
+		return 0; /* "(X) + 1": X is a value, not a type */
+	ps->p = q + 1;
+	return 1;
+}
+
+static int64_t parse_number(struct parser *ps)
+{
+	char *end;
+	unsigned long long v = strtoull(ps->p, &end, 0);
+	if (end == ps->p) {
+		ps->failed = 1;
+		return 0;
+	}
+	while (*end == 'u' || *end == 'U' || *end == 'l' || *end == 'L')
+		end++;
+	ps->p = end;
+	return (int64_t)v;
+}
+
+static int64_t parse_unary(struct parser *ps);
+
+static int64_t parse_identifier(struct parser *ps)
+{
+	const char *name = ps->p;
+	size_t n = name_len(name);
+	ps->p += n;
+	int pi = param_index(ps, name, n);
+	if (pi >= 0)
+		return ps->args[pi];
+	int64_t args[MAX_PARAMS];
+	size_t nargs = 0;
+	skip_ws(ps);
+	const char *def = lookup_def(ps->m, name, n);
+	if (def && def[n] == '(' && *ps->p == '(') {
+		ps->p++;
+		if (!accept(ps, ")")) {
+			do {
+				if (nargs == MAX_PARAMS) {
+					ps->failed = 1;
+					return 0;
+				}
+				args[nargs++] = parse_expr(ps);
+			} while (accept(ps, ","));
+			if (!accept(ps, ")"))
+				ps->failed = 1;
+		}
+	}
+	int64_t v = 0;
+	struct cs_error *err = eval_macro(ps->m, name, n, args, nargs,
+					  ps->depth + 1, &v);
+	if (err) {
+		/* Not a macro: maybe an enumerator named in the body. */
+		cs_error_destroy(err);
+		char buf[128];
+		if (n < sizeof(buf) && ps->m) {
+			memcpy(buf, name, n);
+			buf[n] = '\0';
+			if (dw_index_find(ps->m->idx, DW_NAME_ENUMERATOR, buf,
+					  NULL, NULL, &v))
+				return v;
+		}
+		ps->failed = 1;
+	}
+	return v;
+}
+
+static int64_t parse_primary(struct parser *ps)
+{
+	skip_ws(ps);
+	if (*ps->p == '(') {
+		ps->p++;
+		if (is_cast(ps))
+			return parse_unary(ps);
+		int64_t v = parse_expr(ps);
+		if (!accept(ps, ")"))
+			ps->failed = 1;
+		return v;
+	}
+	if (isdigit((unsigned char)*ps->p))
+		return parse_number(ps);
+	if (isalpha((unsigned char)*ps->p) || *ps->p == '_')
+		return parse_identifier(ps);
+	ps->failed = 1;
+	return 0;
+}
+
+static int64_t parse_unary(struct parser *ps)
+{
+	if (ps->failed)
+		return 0;
+	if (accept(ps, "-"))
+		return (int64_t)(0 - (uint64_t)parse_unary(ps));
+	if (accept(ps, "+"))
+		return parse_unary(ps);
+	if (accept(ps, "~"))
+		return ~parse_unary(ps);
+	if (accept(ps, "!"))
+		return !parse_unary(ps);
+	return parse_primary(ps);
+}
+
+/* Binary operators by precedence level, lowest first. */
+static const char *const levels[][4] = {
+	{"||"}, {"&&"}, {"|"}, {"^"}, {"&"}, {"==", "!="},
+	{"<=", ">=", "<", ">"}, {"<<", ">>"}, {"+", "-"}, {"*", "/", "%"},
+};
+#define NLEVELS (sizeof(levels) / sizeof(levels[0]))
+
+static int64_t apply(const char *op, int64_t a, int64_t b, int *failed)
+{
+	uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
+	switch (op[0]) {
+	case '|': return op[1] ? (a || b) : (int64_t)(ua | ub);
+	case '&': return op[1] ? (a && b) : (int64_t)(ua & ub);
+	case '^': return (int64_t)(ua ^ ub);
+	case '=': return a == b;
+	case '!': return a != b;
+	case '<':
+		if (op[1] == '<')
+			return ub < 64 ? (int64_t)(ua << ub) : 0;
+		return op[1] ? a <= b : a < b;
+	case '>':
+		if (op[1] == '>')
+			return ub < 64 ? a >> ub : 0;
+		return op[1] ? a >= b : a > b;
+	case '+': return (int64_t)(ua + ub);
+	case '-': return (int64_t)(ua - ub);
+	case '*': return (int64_t)(ua * ub);
+	case '/':
+	case '%':
+		if (b == 0 || (a == INT64_MIN && b == -1)) {
+			*failed = 1;
+			return 0;
+		}
+		return op[0] == '/' ? a / b : a % b;
+	}
+	*failed = 1;
+	return 0;
+}
+
+static int64_t parse_level(struct parser *ps, size_t level)
+{
+	if (level == NLEVELS)
+		return parse_unary(ps);
+	int64_t v = parse_level(ps, level + 1);
+	for (;;) {
+		if (ps->failed)
+			return 0;
+		const char *op = NULL;
+		for (size_t i = 0; i < 4 && levels[level][i]; i++)
+			if (accept(ps, levels[level][i])) {
+				op = levels[level][i];
+				break;
+			}
+		if (!op)
+			return v;
+		v = apply(op, v, parse_level(ps, level + 1), &ps->failed);
+	}
+}
+
+static int64_t parse_expr(struct parser *ps)
+{
+	if (++ps->depth > MAX_DEPTH) {
+		ps->failed = 1;
+		return 0;
+	}
+	int64_t v = parse_level(ps, 0);
+	if (accept(ps, "?")) {
+		int64_t a = parse_expr(ps);
+		if (!accept(ps, ":"))
+			ps->failed = 1;
+		int64_t b = parse_expr(ps);
+		v = v ? a : b;
+	}
+	ps->depth--;
+	return v;
+}
+
+static struct cs_error *eval_body(struct parser *ps, const char *what,
+				  int64_t *ret)
+{
+	int64_t v = parse_expr(ps);
+	skip_ws(ps);
+	if (ps->failed || *ps->p)
+		return cs_error_create(CS_ERR_FORMAT,
+				       "macro %s: not an integer expression",
+				       what);
+	*ret = v;
+	return NULL;
+}
+
+static struct cs_error *eval_macro(const struct dw_macros *m, const char *name,
+				   size_t n, const int64_t *args, size_t nargs,
+				   int depth, int64_t *ret)
+{
+	const char *def = lookup_def(m, name, n);
+	if (!def || depth > MAX_DEPTH)
+		return cs_error_create(CS_ERR_LOOKUP, "macro %.*s not defined",
+				       (int)n, name);
+	struct parser ps = {.m = m, .depth = depth};
+	const char *p = def + n;
+	if (*p == '(') {
+		p++;
+		while (*p && *p != ')') {
+			while (*p == ' ' || *p == ',')
+				p++;
+			size_t len = name_len(p);
+			if (!len || ps.nparams == MAX_PARAMS)
+				break;
+			ps.params[ps.nparams] = p;
+			ps.param_len[ps.nparams] = len;
+			ps.args[ps.nparams] = ps.nparams < nargs ? args[ps.nparams]
+								 : 0;
+			ps.nparams++;
+			p += len;
+			while (*p == ' ')
+				p++;
+		}
+		if (*p == ')')
+			p++;
+		if (ps.nparams != nargs)
+			return cs_error_create(CS_ERR_FORMAT,
+					       "macro %.*s takes %zu arguments",
+					       (int)n, name, ps.nparams);
+	}
+	ps.p = p;
+	char what[128];
+	snprintf(what, sizeof(what), "%.*s", (int)(n < 100 ? n : 100), name);
+	return eval_body(&ps, what, ret);
+}
+
+struct cs_error *dw_macros_eval(const struct dw_macros *m, const char *name,
+				const int64_t *args, size_t nargs, int64_t *ret)
+{
+	return eval_macro(m, name, strlen(name), args, nargs, 0, ret);
+}
+
+struct cs_error *dw_macro_eval_text(const struct dw_macros *m,
+				    const char *text, int64_t *ret)
+{
+	struct parser ps = {.p = text, .m = m};
+	return eval_body(&ps, text, ret);
+}

@@ -1,0 +1,362 @@
+#include "module.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *const default_debug_dirs[] = {"/usr/lib/debug", NULL};
+
+static struct cs_error *open_elf(const char *path, int *fd_ret, Elf **elf_ret)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return cs_error_create(CS_ERR_OS, "%s: cannot open: %s", path,
+				       strerror(errno));
+	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!elf || elf_kind(elf) != ELF_K_ELF) {
+		if (elf)
+			elf_end(elf);
+		close(fd);
+		return cs_error_create(CS_ERR_FORMAT, "%s: not an ELF file",
+				       path);
+	}
+	*fd_ret = fd;
+	*elf_ret = elf;
+	return NULL;
+}
+
+/* The GNU build-id note, from SHT_NOTE sections or PT_NOTE segments. */
+static size_t read_build_id(Elf *elf, uint8_t *out)
+{
+	Elf_Scn *scn = NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr shdr;
+		if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_NOTE)
+			continue;
+		Elf_Data *data = elf_getdata(scn, NULL);
+		if (!data)
+			continue;
+		size_t off = 0, name_off, desc_off;
+		GElf_Nhdr nhdr;
+		while ((off = gelf_getnote(data, off, &nhdr, &name_off,
+					   &desc_off)) > 0) {
+			if (nhdr.n_type == NT_GNU_BUILD_ID &&
+			    nhdr.n_namesz == 4 &&
+			    memcmp((char *)data->d_buf + name_off, "GNU", 4) == 0 &&
+			    nhdr.n_descsz <= DW_BUILD_ID_MAX) {
+				memcpy(out, (char *)data->d_buf + desc_off,
+				       nhdr.n_descsz);
+				return nhdr.n_descsz;
+			}
+		}
+	}
+	return 0;
+}
+
+static int has_debug_info(Elf *elf)
+{
+	size_t shstrndx;
+	if (elf_getshdrstrndx(elf, &shstrndx) != 0)
+		return 0;
+	Elf_Scn *scn = NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr shdr;
+		if (!gelf_getshdr(scn, &shdr))
+			continue;
+		const char *name = elf_strptr(elf, shstrndx, shdr.sh_name);
+		/* A stripped debug file keeps the header as SHT_NOBITS. */
+		if (name && (strcmp(name, ".debug_info") == 0 ||
+			     strcmp(name, ".zdebug_info") == 0) &&
+		    shdr.sh_type != SHT_NOBITS)
+			return 1;
+	}
+	return 0;
+}
+
+static Elf_Scn *find_section(Elf *elf, const char *want)
+{
+	size_t shstrndx;
+	if (elf_getshdrstrndx(elf, &shstrndx) != 0)
+		return NULL;
+	Elf_Scn *scn = NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr shdr;
+		if (!gelf_getshdr(scn, &shdr))
+			continue;
+		const char *name = elf_strptr(elf, shstrndx, shdr.sh_name);
+		if (name && strcmp(name, want) == 0)
+			return scn;
+	}
+	return NULL;
+}
+
+/* Try one candidate debug file: it must exist, be ELF, carry DWARF and, when
+ * the module has a build-id, carry the same one. */
+static int try_debug_file(struct dw_module *mod, const char *path)
+{
+	int fd;
+	Elf *elf;
+	struct cs_error *err = open_elf(path, &fd, &elf);
+	if (err) {
+		cs_error_destroy(err);
+		return 0;
+	}
+	uint8_t id[DW_BUILD_ID_MAX];
+	size_t id_len = read_build_id(elf, id);
+	if (has_debug_info(elf) &&
+	    (mod->build_id_len == 0 ||
+	     (id_len == mod->build_id_len &&
+	      memcmp(id, mod->build_id, id_len) == 0))) {
+		mod->debug_fd = fd;
+		mod->debug_elf = elf;
+		mod->debug_path = strdup(path);
+		return mod->debug_path != NULL;
+	}
+	elf_end(elf);
+	close(fd);
+	return 0;
+}
+
+static int find_by_build_id(struct dw_module *mod)
+{
+	if (mod->build_id_len < 2)
+		return 0;
+	char hex[2 * DW_BUILD_ID_MAX + 1];
+	dw_module_build_id_hex(mod, hex);
+	for (char **dir = mod->debug_dirs; *dir; dir++) {
+		char *path;
+		if (asprintf(&path, "%s/.build-id/%.2s/%s.debug", *dir, hex,
+			     hex + 2) < 0)
+			return 0;
+		int ok = try_debug_file(mod, path);
+		free(path);
+		if (ok)
+			return 1;
+	}
+	return 0;
+}
+
+static int find_by_debuglink(struct dw_module *mod)
+{
+	Elf_Scn *scn = find_section(mod->elf, ".gnu_debuglink");
+	Elf_Data *data = scn ? elf_getdata(scn, NULL) : NULL;
+	if (!data || data->d_size < 2)
+		return 0;
+	const char *name = data->d_buf;
+	if (!memchr(name, '\0', data->d_size) || strchr(name, '/'))
+		return 0;
+	char *copy = strdup(mod->path);
+	if (!copy)
+		return 0;
+	const char *dir = dirname(copy);
+	int ok = 0;
+	char *path = NULL;
+	if (asprintf(&path, "%s/%s", dir, name) >= 0 &&
+	    strcmp(path, mod->path) != 0)
+		ok = try_debug_file(mod, path);
+	free(path);
+	path = NULL;
+	if (!ok && asprintf(&path, "%s/.debug/%s", dir, name) >= 0)
+		ok = try_debug_file(mod, path);
+	free(path);
+	for (char **d = mod->debug_dirs; !ok && *d; d++) {
+		path = NULL;
+		if (asprintf(&path, "%s%s/%s", *d, dir, name) >= 0)
+			ok = try_debug_file(mod, path);
+		free(path);
+	}
+	free(copy);
+	return ok;
+}
+
+struct cs_error *dw_module_open(const char *path, const char *const *debug_dirs,
+				struct dw_module **ret)
+{
+	elf_version(EV_CURRENT);
+	struct dw_module *mod = calloc(1, sizeof(*mod));
+	if (!mod)
+		return &cs_error_nomem;
+	mod->fd = mod->debug_fd = -1;
+	mod->path = strdup(path);
+	if (!mod->path) {
+		free(mod);
+		return &cs_error_nomem;
+	}
+	struct cs_error *err = open_elf(path, &mod->fd, &mod->elf);
+	if (err) {
+		dw_module_close(mod);
+		return err;
+	}
+	GElf_Ehdr ehdr;
+	if (!gelf_getehdr(mod->elf, &ehdr)) {
+		dw_module_close(mod);
+		return cs_error_create(CS_ERR_FORMAT, "%s: bad ELF header",
+				       path);
+	}
+	if (ehdr.e_type == ET_CORE) {
+		dw_module_close(mod);
+		return cs_error_create(CS_ERR_FORMAT,
+				       "%s: is a core dump, not an executable "
+				       "or library (swapped arguments?)",
+				       path);
+	}
+	mod->is_pie_or_dso = ehdr.e_type == ET_DYN;
+	size_t phnum;
+	if (elf_getphdrnum(mod->elf, &phnum) == 0) {
+		for (size_t i = 0; i < phnum; i++) {
+			GElf_Phdr phdr;
+			if (gelf_getphdr(mod->elf, (int)i, &phdr) &&
+			    phdr.p_type == PT_LOAD) {
+				mod->first_vaddr = phdr.p_vaddr & ~(uint64_t)0xfff;
+				break;
+			}
+		}
+	}
+	mod->build_id_len = read_build_id(mod->elf, mod->build_id);
+
+	size_t ndirs = 0;
+	const char *const *dirs = debug_dirs ? debug_dirs : default_debug_dirs;
+	while (dirs[ndirs])
+		ndirs++;
+	mod->debug_dirs = calloc(ndirs + 1, sizeof(char *));
+	if (!mod->debug_dirs) {
+		dw_module_close(mod);
+		return &cs_error_nomem;
+	}
+	for (size_t i = 0; i < ndirs; i++)
+		if (!(mod->debug_dirs[i] = strdup(dirs[i]))) {
+			dw_module_close(mod);
+			return &cs_error_nomem;
+		}
+
+	if (has_debug_info(mod->elf)) {
+		mod->debug_elf = mod->elf;
+		mod->debug_path = strdup(path);
+		if (!mod->debug_path) {
+			dw_module_close(mod);
+			return &cs_error_nomem;
+		}
+	} else if (!find_by_build_id(mod)) {
+		find_by_debuglink(mod);
+	}
+	*ret = mod;
+	return NULL;
+}
+
+void dw_module_close(struct dw_module *mod)
+{
+	if (!mod)
+		return;
+	if (mod->dwarf)
+		dwarf_end(mod->dwarf);
+	if (mod->debug_elf && mod->debug_elf != mod->elf)
+		elf_end(mod->debug_elf);
+	if (mod->debug_fd >= 0)
+		close(mod->debug_fd);
+	if (mod->elf)
+		elf_end(mod->elf);
+	if (mod->fd >= 0)
+		close(mod->fd);
+	if (mod->debug_dirs)
+		for (char **d = mod->debug_dirs; *d; d++)
+			free(*d);
+	free(mod->debug_dirs);
+	free(mod->debug_path);
+	free(mod->path);
+	free(mod);
+}
+
+void dw_module_build_id_hex(const struct dw_module *mod, char *buf)
+{
+	for (size_t i = 0; i < mod->build_id_len; i++)
+		sprintf(buf + 2 * i, "%02x", mod->build_id[i]);
+	buf[2 * mod->build_id_len] = '\0';
+}
+
+struct cs_error *dw_module_dwarf(struct dw_module *mod, Dwarf **ret)
+{
+	if (!mod->dwarf && mod->debug_elf)
+		mod->dwarf = dwarf_begin_elf(mod->debug_elf, DWARF_C_READ, NULL);
+	if (!mod->dwarf) {
+		char hex[2 * DW_BUILD_ID_MAX + 1];
+		dw_module_build_id_hex(mod, hex);
+		return cs_error_create(
+			CS_ERR_NO_DEBUG,
+			"%s: no DWARF debug info (build-id %s); install the "
+			"distribution's debug package (e.g. the -dbgsym "
+			"package), set DEBUGINFOD_URLS, or build Ruby with -g",
+			mod->path, hex[0] ? hex : "none");
+	}
+	*ret = mod->dwarf;
+	return NULL;
+}
+
+static int lookup_in_symtab(Elf *elf, Elf64_Word type, const char *name,
+			    uint64_t *addr, uint64_t *size)
+{
+	Elf_Scn *scn = NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr shdr;
+		if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != type ||
+		    shdr.sh_entsize == 0)
+			continue;
+		Elf_Data *data = elf_getdata(scn, NULL);
+		if (!data)
+			continue;
+		size_t n = shdr.sh_size / shdr.sh_entsize;
+		for (size_t i = 0; i < n; i++) {
+			GElf_Sym sym;
+			if (!gelf_getsym(data, (int)i, &sym) ||
+			    sym.st_shndx == SHN_UNDEF)
+				continue;
+			const char *s = elf_strptr(elf, shdr.sh_link,
+						   sym.st_name);
+			if (s && strcmp(s, name) == 0) {
+				*addr = sym.st_value;
+				if (size)
+					*size = sym.st_size;
+				return 1;
+			}
+		}
+	}
+	return 0;
+}
+
+struct cs_error *dw_module_symbol(struct dw_module *mod, const char *name,
+				  uint64_t *addr, uint64_t *size)
+{
+	if (lookup_in_symtab(mod->elf, SHT_SYMTAB, name, addr, size) ||
+	    (mod->debug_elf && mod->debug_elf != mod->elf &&
+	     lookup_in_symtab(mod->debug_elf, SHT_SYMTAB, name, addr, size)) ||
+	    lookup_in_symtab(mod->elf, SHT_DYNSYM, name, addr, size))
+		return NULL;
+	return cs_error_create(CS_ERR_LOOKUP, "%s: no symbol '%s'", mod->path,
+			       name);
+}
+
+struct cs_error *dw_module_read_vaddr(struct dw_module *mod, uint64_t vaddr,
+				      void *buf, size_t len)
+{
+	size_t phnum;
+	if (elf_getphdrnum(mod->elf, &phnum) != 0)
+		return cs_error_create(CS_ERR_FORMAT, "%s: no program headers",
+				       mod->path);
+	for (size_t i = 0; i < phnum; i++) {
+		GElf_Phdr ph;
+		if (!gelf_getphdr(mod->elf, (int)i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		if (vaddr < ph.p_vaddr || vaddr - ph.p_vaddr >= ph.p_filesz ||
+		    len > ph.p_filesz - (vaddr - ph.p_vaddr))
+			continue;
+		ssize_t n = pread(mod->fd, buf, len,
+				  (off_t)(ph.p_offset + (vaddr - ph.p_vaddr)));
+		if (n == (ssize_t)len)
+			return NULL;
+	}
+	return cs_error_create(CS_ERR_FAULT, "%s: address 0x%llx not in file",
+			       mod->path, (unsigned long long)vaddr);
+}

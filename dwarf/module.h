@@ -1,0 +1,57 @@
+/* An ELF module (executable or shared library) and its debug info.
+ *
+ * Opening a module finds where its DWARF lives: in the file itself, in the
+ * file named by .gnu_debuglink (next to it, in .debug/, under the debug
+ * directories), or under DEBUGDIR/.build-id/xx/yyyy.debug. The module knows
+ * nothing about Ruby. */
+#ifndef CS_DWARF_MODULE_H
+#define CS_DWARF_MODULE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <elfutils/libdw.h>
+#include <gelf.h>
+
+#include "../util/error.h"
+
+#define DW_BUILD_ID_MAX 64
+
+struct dw_module {
+	char *path;           /* the ELF file as opened */
+	char *debug_path;     /* where its DWARF came from (== path if embedded) */
+	int fd, debug_fd;
+	Elf *elf, *debug_elf; /* debug_elf == elf when embedded */
+	Dwarf *dwarf;         /* NULL until dw_module_dwarf() succeeds */
+	uint8_t build_id[DW_BUILD_ID_MAX];
+	size_t build_id_len;
+	uint64_t first_vaddr; /* p_vaddr of the first PT_LOAD (for load bias) */
+	int is_pie_or_dso;    /* ET_DYN: addresses are relative to the load bias */
+	char **debug_dirs;    /* NULL-terminated; default /usr/lib/debug */
+};
+
+/* Open path as an ELF module. Finds the debug file but does not parse DWARF
+ * yet. debug_dirs may be NULL (then /usr/lib/debug). */
+struct cs_error *dw_module_open(const char *path, const char *const *debug_dirs,
+				struct dw_module **ret);
+void dw_module_close(struct dw_module *mod);
+
+/* The module's DWARF (opened on first use). CS_ERR_NO_DEBUG with a message
+ * that names the file, its build-id and how to get debug info. */
+struct cs_error *dw_module_dwarf(struct dw_module *mod, Dwarf **ret);
+
+/* Hex string of the build-id ("" if none) into buf of at least
+ * 2*DW_BUILD_ID_MAX+1 bytes. */
+void dw_module_build_id_hex(const struct dw_module *mod, char *buf);
+
+/* Address of an ELF symbol (.symtab, then .dynsym) relative to the module's
+ * link-time addresses. CS_ERR_LOOKUP when absent. */
+struct cs_error *dw_module_symbol(struct dw_module *mod, const char *name,
+				  uint64_t *addr, uint64_t *size);
+
+/* Read bytes at a link-time virtual address from the file's loadable
+ * segments (for constant data such as ruby_version when the core lacks it). */
+struct cs_error *dw_module_read_vaddr(struct dw_module *mod, uint64_t vaddr,
+				      void *buf, size_t len);
+
+#endif

@@ -1,0 +1,37 @@
+/* Struct layouts from DWARF: sizes, member offsets (through nested and
+ * anonymous members), bitfield positions. */
+#ifndef CS_DWARF_TYPES_H
+#define CS_DWARF_TYPES_H
+
+#include <stdint.h>
+
+#include <elfutils/libdw.h>
+
+#include "../util/error.h"
+
+struct dw_member {
+	uint64_t offset;   /* bytes from the start of the outer struct */
+	uint64_t size;     /* byte size of the member's type */
+	uint32_t bit_size; /* 0 unless a bitfield */
+	uint32_t bit_pos;  /* bitfields: bits from the start of the outer struct */
+	Dwarf_Die type;    /* the member's type, typedefs and qualifiers kept */
+};
+
+/* Strip typedefs and cv-qualifiers. Returns 0 on a broken chain. */
+int dw_type_strip(Dwarf_Die *type, Dwarf_Die *ret);
+
+/* Byte size of a type (arrays included). */
+struct cs_error *dw_type_size(Dwarf_Die *type, uint64_t *ret);
+
+/* Resolve "a.b.c" inside a struct or union type. A component may also be
+ * found inside an anonymous struct/union member. CS_ERR_LOOKUP if absent. */
+struct cs_error *dw_type_member(Dwarf_Die *outer, const char *path,
+				struct dw_member *ret);
+
+/* Element type and count of an array type (count 0 for flexible arrays). */
+int dw_type_array(Dwarf_Die *type, Dwarf_Die *elem, uint64_t *count);
+
+/* Pointed-to type of a pointer type (after stripping). 0 for void*. */
+int dw_type_pointee(Dwarf_Die *type, Dwarf_Die *ret);
+
+#endif

@@ -1,0 +1,47 @@
+/* The fallback table: the only hand-written CRuby facts in corestack.
+ *
+ * Each is a constant that exists only as a C preprocessor macro (or a
+ * static const the compiler may not emit), so the DWARF of a build made
+ * without -g3 has no trace of it. These values are used only when the Ruby's
+ * debug info has no .debug_macro; with it, the value is read from there.
+ * The frame-type enumerators are the exception: a compiler may drop an enum
+ * no emitted code names, and no macro section would have them either.
+ * They have not changed from Ruby 2.7 through 3.4 (see docs/ARCHITECTURE.md
+ * for the sources). No offsets, sizes or version numbers belong here. */
+#include <string.h>
+
+#include "layout.h"
+
+static const struct {
+	const char *name;
+	int64_t value;
+	int is_enumerator; /* 1: used whenever DWARF lacks the enumerator */
+} fallback[] = {
+	{"VM_ENV_DATA_INDEX_ME_CREF", -2, 0}, /* vm_core.h: ep[-2] */
+	{"VM_ENV_DATA_INDEX_SPECVAL", -1, 0}, /* vm_core.h: ep[-1] */
+	{"VM_ENV_DATA_INDEX_FLAGS", 0, 0},    /* vm_core.h: ep[0] */
+	{"IMEMO_MASK", 0x0f, 0},              /* internal/imemo.h */
+	{"IMMEDIATE_TABLE_SIZE", 54, 0},      /* iseq.c succinct index table */
+	{"PATHOBJ_PATH", 0, 0},               /* vm_core.h: pathobj [path, realpath] */
+	{"ID_ENTRY_UNIT", 512, 0},            /* symbol.c: static const int */
+	/* Frame-type enumerators: an unnamed enum before 3.2 that a compiler
+	 * may drop when no emitted code names them. */
+	{"VM_FRAME_MAGIC_MASK", 0x7fff0001, 1},
+	{"VM_FRAME_MAGIC_CFUNC", 0x55550001, 1},
+	{"VM_FRAME_MAGIC_IFUNC", 0x66660001, 1},
+	{"VM_FRAME_MAGIC_DUMMY", 0x79990001, 1},
+	{"VM_FRAME_FLAG_BMETHOD", 0x40, 1},
+	{"VM_FRAME_FLAG_CFRAME", 0x80, 1},
+	{"VM_ENV_FLAG_LOCAL", 0x2, 1},
+};
+
+int rv_fallback_constant(const char *name, int has_macros, int64_t *value)
+{
+	for (size_t i = 0; i < sizeof(fallback) / sizeof(fallback[0]); i++)
+		if (strcmp(fallback[i].name, name) == 0 &&
+		    (!has_macros || fallback[i].is_enumerator)) {
+			*value = fallback[i].value;
+			return 1;
+		}
+	return 0;
+}

@@ -1,0 +1,277 @@
+/* Walking the control frames of one execution context.
+ *
+ * Frames run from ec->cfp (innermost) towards the end of the VM stack; the
+ * last one is the dummy frame rb_ec_initialize_vm_stack pushes, which
+ * Ruby's own backtraces skip too (backtrace_each in 2.7,
+ * rb_ec_partial_backtrace_object in 3.x). A frame with an iseq and a pc is
+ * a Ruby frame; a frame whose type is CFUNC is a C method; everything else
+ * (ifunc, dummy, a frame still being pushed) is skipped, as Ruby does. A C
+ * frame shows the path and line of the nearest older Ruby frame. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "session.h"
+
+/* How many environments a method-entry search climbs before giving up. */
+#define MAX_EP_DEPTH 4096
+
+void rv_frame_free(struct rv_frame *f)
+{
+	free(f->label);
+	free(f->path);
+	free(f->qualified);
+	free(f->error);
+}
+
+static struct cs_error *read_ep(struct rv_session *s, uint64_t ep, int64_t index,
+				uint64_t *ret)
+{
+	return rv_read_u64(s, ep + (uint64_t)(index * 8), ret);
+}
+
+/* A method entry if v is one (imemo_ment), following vm_svar at the local
+ * env; 0 for none. */
+static struct cs_error *check_me(struct rv_session *s, uint64_t v, bool local,
+				 uint64_t *ret)
+{
+	*ret = 0;
+	if (!v || rv_special_const(s, v))
+		return NULL;
+	int64_t type;
+	struct cs_error *err = rv_imemo_type(s, v, &type);
+	if (err)
+		return err;
+	if (type == RV_VAL(s, imemo_ment)) {
+		*ret = v;
+	} else if (type == RV_VAL(s, imemo_svar) && local &&
+		   RV_HAS(s, svar_cref_or_me)) {
+		uint64_t inner;
+		if ((err = rv_read_member(s, v, RVL_svar_cref_or_me, &inner)))
+			return err;
+		return check_me(s, inner, false, ret);
+	}
+	return NULL;
+}
+
+/* rb_vm_frame_method_entry: climb the env chain to the local env. */
+static struct cs_error *frame_method_entry(struct rv_session *s, uint64_t ep,
+					   uint64_t *ret)
+{
+	uint64_t local = (uint64_t)RV_VAL(s, env_flag_local);
+	for (int depth = 0; depth < MAX_EP_DEPTH; depth++) {
+		uint64_t flags, me_cref, specval;
+		struct cs_error *err;
+		if ((err = read_ep(s, ep, RV_VAL(s, env_index_flags), &flags)) ||
+		    (err = read_ep(s, ep, RV_VAL(s, env_index_me_cref),
+				   &me_cref)))
+			return err;
+		bool is_local = flags & local;
+		if ((err = check_me(s, me_cref, is_local, ret)))
+			return err;
+		if (*ret || is_local)
+			return NULL;
+		if ((err = read_ep(s, ep, RV_VAL(s, env_index_specval),
+				   &specval)))
+			return err;
+		ep = specval & ~(uint64_t)3; /* GC_GUARDED_PTR_REF */
+		if (!ep)
+			return NULL;
+	}
+	return cs_error_create(CS_ERR_LIMIT, "environment chain too long");
+}
+
+/* "Owner#name" or "Owner.name" for a method entry. */
+static struct cs_error *method_qualified(struct rv_session *s, uint64_t me,
+					 char **ret)
+{
+	uint64_t def, owner, id;
+	struct cs_error *err;
+	if ((err = rv_read_member(s, me, RVL_me_def, &def)) ||
+	    (err = rv_read_member(s, me, RVL_me_owner, &owner)) ||
+	    (err = rv_read_member(s, def, RVL_def_original_id, &id)))
+		return err;
+	char *name = NULL, *owner_name = NULL;
+	bool singleton = false;
+	if ((err = rv_id_name(s, id, &name)) ||
+	    (err = rv_owner_name(s, owner, &owner_name, &singleton))) {
+		free(name);
+		return err;
+	}
+	int n = asprintf(ret, "%s%s%s", owner_name, singleton ? "." : "#",
+			 name);
+	free(name);
+	free(owner_name);
+	return n < 0 ? &cs_error_nomem : NULL;
+}
+
+/* The qualified name of a Ruby frame: the iseq label with its base label
+ * (the method name) replaced by Owner#method, so "block (2 levels) in run"
+ * becomes "block (2 levels) in Worker#run". Frames outside any method keep
+ * the label. The frame of a define_method body is the method itself. */
+static char *ruby_qualified(struct rv_session *s, const struct rv_iseq_info *info,
+			    uint64_t ep, uint64_t frame_flags)
+{
+	uint64_t me = 0;
+	char *method = NULL, *out = NULL;
+	struct cs_error *err = frame_method_entry(s, ep, &me);
+	if (err || !me || (err = method_qualified(s, me, &method))) {
+		cs_error_destroy(err);
+		return strdup(info->label);
+	}
+	const char *label = info->label, *base = info->base_label;
+	size_t prefix = 0;
+	if (!(frame_flags & (uint64_t)RV_VAL(s, frame_flag_bmethod)) && base) {
+		size_t ll = strlen(label), bl = strlen(base);
+		if (bl <= ll && strcmp(label + ll - bl, base) == 0)
+			prefix = ll - bl;
+	}
+	if (asprintf(&out, "%.*s%s", (int)prefix, label, method) < 0)
+		out = NULL;
+	free(method);
+	return out;
+}
+
+static int set_error(struct rv_frame *f, struct cs_error *err)
+{
+	if (!f->error)
+		f->error = strdup(err->message);
+	cs_error_destroy(err);
+	return 0;
+}
+
+static void ruby_frame(struct rv_session *s, uint64_t iseq, uint64_t pc,
+		       uint64_t ep, struct rv_frame *f)
+{
+	struct rv_iseq_info info;
+	struct cs_error *err = rv_iseq_info(s, iseq, &info);
+	f->kind = RV_FRAME_RUBY;
+	f->iseq = iseq;
+	f->pc = pc;
+	if (err) {
+		f->label = strdup("?");
+		set_error(f, err);
+		return;
+	}
+	if ((err = rv_iseq_lineno(s, &info, pc, &f->lineno)))
+		set_error(f, err);
+	uint64_t flags = 0;
+	if ((err = read_ep(s, ep, RV_VAL(s, env_index_flags), &flags)))
+		set_error(f, err);
+	f->qualified = ruby_qualified(s, &info, ep, flags);
+	f->label = info.label;
+	f->path = info.path;
+	info.label = info.path = NULL;
+	rv_iseq_info_free(&info);
+}
+
+static void cfunc_frame(struct rv_session *s, uint64_t ep, struct rv_frame *f)
+{
+	uint64_t me = 0, def, id;
+	f->kind = RV_FRAME_CFUNC;
+	struct cs_error *err = frame_method_entry(s, ep, &me);
+	if (!err && !me)
+		err = cs_error_create(CS_ERR_CORRUPT,
+				      "C frame without a method entry");
+	if (!err && !(err = rv_read_member(s, me, RVL_me_def, &def)) &&
+	    !(err = rv_read_member(s, def, RVL_def_original_id, &id)))
+		err = rv_id_name(s, id, &f->label);
+	if (err) {
+		set_error(f, err);
+		if (!f->label)
+			f->label = strdup("?");
+		return;
+	}
+	if (RV_HAS(s, def_cfunc_func))
+		rv_read_member(s, def, RVL_def_cfunc_func, &f->cfunc);
+	if ((err = method_qualified(s, me, &f->qualified)))
+		set_error(f, err);
+}
+
+struct cs_error *rv_walk_ec(struct rv_session *s, uint64_t ec,
+			    struct rv_thread *th)
+{
+	uint64_t stack, stack_size, cfp;
+	struct cs_error *err;
+	if ((err = rv_read_member(s, ec, RVL_ec_vm_stack, &stack)) ||
+	    (err = rv_read_member(s, ec, RVL_ec_vm_stack_size, &stack_size)) ||
+	    (err = rv_read_member(s, ec, RVL_ec_cfp, &cfp)))
+		return err;
+	if (!stack)
+		return NULL; /* no VM stack yet: no frames, as in Ruby */
+	uint64_t cfp_size = (uint64_t)RV_VAL(s, cfp_size);
+	if (stack_size > (UINT64_MAX - stack) / 8 || cfp_size == 0)
+		return cs_error_create(CS_ERR_CORRUPT, "VM stack size %llu",
+				       (unsigned long long)stack_size);
+	uint64_t end = stack + stack_size * 8;
+	if (cfp < stack || cfp > end || (end - cfp) % cfp_size)
+		return cs_error_create(CS_ERR_CORRUPT,
+				       "cfp 0x%llx outside its VM stack",
+				       (unsigned long long)cfp);
+	uint64_t count = (end - cfp) / cfp_size;
+	count = count >= 1 ? count - 1 : 0; /* the dummy top frame */
+	if (count > s->opts.max_frames) {
+		count = s->opts.max_frames;
+		th->truncated = true;
+	}
+	if (!count)
+		return NULL;
+	/* One read for all control frames: they are contiguous. */
+	uint8_t *frames = malloc(count * cfp_size);
+	th->frames = calloc(count, sizeof(*th->frames));
+	if (!frames || !th->frames) {
+		free(frames);
+		return &cs_error_nomem;
+	}
+	if ((err = rv_read(s, cfp, frames, count * cfp_size))) {
+		free(frames);
+		return cs_error_wrap(err, "control frames");
+	}
+	uint64_t off_pc = (uint64_t)RV_VAL(s, cfp_pc);
+	uint64_t off_iseq = (uint64_t)RV_VAL(s, cfp_iseq);
+	uint64_t off_ep = (uint64_t)RV_VAL(s, cfp_ep);
+	uint64_t magic_mask = (uint64_t)RV_VAL(s, frame_magic_mask);
+	uint64_t magic_cfunc = (uint64_t)RV_VAL(s, frame_magic_cfunc);
+	for (uint64_t i = 0; i < count; i++) {
+		const uint8_t *c = frames + i * cfp_size;
+		uint64_t pc, iseq, ep, flags = 0;
+		memcpy(&pc, c + off_pc, 8);
+		memcpy(&iseq, c + off_iseq, 8);
+		memcpy(&ep, c + off_ep, 8);
+		struct rv_frame *f = &th->frames[th->nframes];
+		memset(f, 0, sizeof(*f));
+		f->cfp = cfp + i * cfp_size;
+		if (iseq) {
+			if (!pc)
+				continue;
+			ruby_frame(s, iseq, pc, ep, f);
+		} else {
+			if ((err = read_ep(s, ep, RV_VAL(s, env_index_flags),
+					   &flags))) {
+				f->kind = RV_FRAME_CFUNC;
+				f->label = strdup("?");
+				set_error(f, err);
+			} else if ((flags & magic_mask) == magic_cfunc) {
+				cfunc_frame(s, ep, f);
+			} else {
+				continue;
+			}
+		}
+		th->nframes++;
+	}
+	free(frames);
+	/* C frames take the location of the nearest older Ruby frame. */
+	const char *path = NULL;
+	int lineno = 0;
+	for (size_t i = th->nframes; i-- > 0;) {
+		struct rv_frame *f = &th->frames[i];
+		if (f->kind == RV_FRAME_RUBY) {
+			path = f->path;
+			lineno = f->lineno;
+		} else if (path) {
+			f->path = strdup(path);
+			f->lineno = lineno;
+		}
+	}
+	return NULL;
+}

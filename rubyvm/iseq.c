@@ -1,0 +1,163 @@
+/* Instruction sequences: label, path, type and the line of a pc.
+ *
+ * Follows calc_lineno/calc_pos of vm_backtrace.c and get_insn_info of
+ * iseq.c: the pc points after the instruction being run, so the position
+ * looked up is one before it; the entry is found through the succinct
+ * index table (release builds free the plain positions array). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "session.h"
+
+void rv_iseq_info_free(struct rv_iseq_info *info)
+{
+	free(info->label);
+	free(info->base_label);
+	free(info->path);
+	memset(info, 0, sizeof(*info));
+}
+
+/* location.pathobj: a String, or an Array [path, realpath]. */
+static struct cs_error *pathobj_path(struct rv_session *s, uint64_t pathobj,
+				     char **ret)
+{
+	uint64_t type;
+	struct cs_error *err = rv_builtin_type(s, pathobj, &type, NULL);
+	if (err)
+		return err;
+	if (type == (uint64_t)RV_VAL(s, t_array)) {
+		uint64_t str;
+		if ((err = rv_array_entry(s, pathobj,
+					  (uint64_t)RV_VAL(s, pathobj_path),
+					  &str)))
+			return err;
+		pathobj = str;
+	}
+	return rv_string(s, pathobj, ret);
+}
+
+struct cs_error *rv_iseq_info(struct rv_session *s, uint64_t iseq,
+			      struct rv_iseq_info *info)
+{
+	memset(info, 0, sizeof(*info));
+	int64_t imemo;
+	struct cs_error *err = rv_imemo_type(s, iseq, &imemo);
+	if (err)
+		return err;
+	if (imemo != RV_VAL(s, imemo_iseq))
+		return cs_error_create(CS_ERR_CORRUPT,
+				       "0x%llx is not an iseq (imemo type %lld)",
+				       (unsigned long long)iseq, (long long)imemo);
+	uint64_t body, label, base_label, pathobj, type, first;
+	if ((err = rv_read_member(s, iseq, RVL_iseq_body, &body)) ||
+	    (err = rv_read_member(s, body, RVL_body_label, &label)) ||
+	    (err = rv_read_member(s, body, RVL_body_pathobj, &pathobj)) ||
+	    (err = rv_string(s, label, &info->label)) ||
+	    (err = pathobj_path(s, pathobj, &info->path)))
+		goto fail;
+	info->body = body;
+	if (RV_HAS(s, body_base_label) &&
+	    !rv_read_member(s, body, RVL_body_base_label, &base_label) &&
+	    rv_string(s, base_label, &info->base_label))
+		info->base_label = NULL;
+	info->type = -1;
+	if (RV_HAS(s, body_type) &&
+	    !rv_read_member(s, body, RVL_body_type, &type))
+		info->type = (int64_t)type;
+	if (RV_HAS(s, body_first_lineno) &&
+	    !rv_read_member(s, body, RVL_body_first_lineno, &first)) {
+		/* A Fixnum VALUE before 3.2, a plain int after: the member's
+		 * size tells which. */
+		if (RV_ITEM(s, body_first_lineno)->size == 8)
+			info->first_lineno = (int)((int64_t)first >> 1);
+		else
+			info->first_lineno = (int)(int32_t)first;
+	}
+	return NULL;
+fail:
+	rv_iseq_info_free(info);
+	return err;
+}
+
+/* Binary search in insns_info.positions (debug builds keep it). */
+static struct cs_error *positions_lookup(struct rv_session *s,
+					 uint64_t positions, uint64_t size,
+					 uint64_t pos, uint64_t *ret)
+{
+	uint64_t lo = 0, hi = size;
+	while (hi - lo > 1) {
+		uint64_t mid = lo + (hi - lo) / 2;
+		uint32_t p;
+		struct cs_error *err = rv_read(s, positions + mid * 4, &p, 4);
+		if (err)
+			return err;
+		if (p <= pos)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	*ret = lo;
+	return NULL;
+}
+
+struct cs_error *rv_iseq_lineno(struct rv_session *s,
+				const struct rv_iseq_info *info, uint64_t pc,
+				int *ret)
+{
+	uint64_t body = info->body, encoded, iseq_size, size, entries, succ,
+		 positions = 0;
+	struct cs_error *err;
+	if (!pc) {
+		*ret = info->type == RV_VAL(s, iseq_type_top)
+			       ? 0
+			       : info->first_lineno;
+		return NULL;
+	}
+	if ((err = rv_read_member(s, body, RVL_body_iseq_encoded, &encoded)) ||
+	    (err = rv_read_member(s, body, RVL_body_iseq_size, &iseq_size)) ||
+	    (err = rv_read_member(s, body, RVL_body_insns_size, &size)) ||
+	    (err = rv_read_member(s, body, RVL_body_insns_body, &entries)))
+		return err;
+	/* A pc outside the iseq is stale (JIT frames): no line, like CRuby. */
+	if (pc < encoded || (pc - encoded) / 8 > iseq_size)
+		return cs_error_create(CS_ERR_CORRUPT,
+				       "pc 0x%llx outside its iseq",
+				       (unsigned long long)pc);
+	uint64_t pos = (pc - encoded) / 8, idx;
+	if (pos)
+		pos--;
+	if (size == 0) {
+		*ret = 0;
+		return NULL;
+	}
+	if (size == 1) {
+		idx = 0;
+	} else {
+		if (RV_HAS(s, body_insns_positions) &&
+		    (err = rv_read_member(s, body, RVL_body_insns_positions,
+					  &positions)))
+			return err;
+		if (positions) {
+			err = positions_lookup(s, positions, size, pos, &idx);
+		} else {
+			if ((err = rv_read_member(s, body, RVL_body_insns_succ,
+						  &succ)))
+				return err;
+			err = rv_succ_lookup(s, succ, pos, &idx);
+			idx--; /* the table counts entries at or before pos */
+		}
+		if (err)
+			return err;
+	}
+	if (idx >= size)
+		return cs_error_create(CS_ERR_CORRUPT,
+				       "line table index %llu past %llu entries",
+				       (unsigned long long)idx,
+				       (unsigned long long)size);
+	uint64_t line;
+	uint64_t entry = entries + idx * (uint64_t)RV_VAL(s, insn_info_size);
+	if ((err = rv_read_member(s, entry, RVL_insn_info_line_no, &line)))
+		return err;
+	*ret = (int)(int32_t)line;
+	return NULL;
+}

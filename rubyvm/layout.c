@@ -1,0 +1,190 @@
+#include "layout.h"
+
+#include <dwarf.h>
+#include <string.h>
+
+#include "../dwarf/macros.h"
+#include "../dwarf/types.h"
+
+enum spec_kind { SPEC_MEMBER, SPEC_SIZE, SPEC_ENUM, SPEC_VAR, SPEC_CONST };
+
+struct spec {
+	enum spec_kind kind;
+	const char *id;
+	const char *type; /* struct or typedef name; enumerator/var name */
+	const char *path; /* member path */
+	const char *unit;
+};
+
+static const struct spec specs[RVL_COUNT] = {
+#define MEMBER(id, type, path, unit) {SPEC_MEMBER, #id, type, path, unit},
+#define SIZE(id, type, unit) {SPEC_SIZE, #id, type, NULL, unit},
+#define ENUM(id, name) {SPEC_ENUM, #id, name, NULL, NULL},
+#define VAR(id, name, unit) {SPEC_VAR, #id, name, NULL, unit},
+#define CONST(id, name, unit) {SPEC_CONST, #id, name, NULL, unit},
+#include "layout.def"
+#undef MEMBER
+#undef SIZE
+#undef ENUM
+#undef VAR
+#undef CONST
+};
+
+const char *rv_layout_item_name(enum rv_item_id id)
+{
+	return id < RVL_COUNT ? specs[id].id : "?";
+}
+
+static int find_type(struct dw_index *idx, const char *name, const char *unit,
+		     Dwarf_Die *ret)
+{
+	const char *hints[] = {unit, NULL};
+	return dw_index_find(idx, DW_NAME_STRUCT, name, hints, ret, NULL) ||
+	       dw_index_find(idx, DW_NAME_TYPEDEF, name, hints, ret, NULL);
+}
+
+/* Address of a variable from DW_OP_addr, or its DW_AT_const_value. */
+static int variable_value(Dwarf_Die *die, int64_t *value, int *is_const)
+{
+	Dwarf_Attribute attr;
+	if (dwarf_attr(die, DW_AT_const_value, &attr)) {
+		Dwarf_Sword v;
+		if (dwarf_formsdata(&attr, &v) != 0)
+			return 0;
+		*value = v;
+		*is_const = 1;
+		return 1;
+	}
+	Dwarf_Op *ops;
+	size_t nops;
+	if (!dwarf_attr(die, DW_AT_location, &attr) ||
+	    dwarf_getlocation(&attr, &ops, &nops) != 0 || nops != 1 ||
+	    ops[0].atom != DW_OP_addr)
+		return 0;
+	*value = (int64_t)ops[0].number;
+	*is_const = 0;
+	return 1;
+}
+
+struct macro_units {
+	const char *name[8];
+	struct dw_macros *macros[8];
+	size_t count;
+};
+
+static struct cs_error *macros_for(struct dw_index *idx, struct macro_units *mu,
+				   const char *unit, struct dw_macros **ret)
+{
+	for (size_t i = 0; i < mu->count; i++)
+		if (strcmp(mu->name[i], unit) == 0) {
+			*ret = mu->macros[i];
+			return NULL;
+		}
+	struct cs_error *err = dw_macros_load(idx, unit, ret);
+	if (err)
+		return err;
+	if (mu->count < 8) {
+		mu->name[mu->count] = unit;
+		mu->macros[mu->count++] = *ret;
+	}
+	return NULL;
+}
+
+static struct cs_error *resolve_const(struct dw_index *idx,
+				      struct macro_units *mu,
+				      const struct spec *s, struct rv_layout *l,
+				      struct rv_item *it)
+{
+	const char *hints[] = {s->unit, NULL};
+	Dwarf_Die die;
+	int is_const;
+	if (dw_index_find(idx, DW_NAME_ENUMERATOR, s->type, hints, NULL,
+			  &it->value) ||
+	    (dw_index_find(idx, DW_NAME_VARIABLE, s->type, hints, &die, NULL) &&
+	     variable_value(&die, &it->value, &is_const) && is_const)) {
+		it->source = RV_FROM_DWARF;
+		return NULL;
+	}
+	struct dw_macros *m = NULL;
+	struct cs_error *err = macros_for(idx, mu, s->unit, &m);
+	if (err)
+		return err;
+	if (m) {
+		l->has_macros = 1;
+		err = dw_macros_eval(m, s->type, NULL, 0, &it->value);
+		if (!err) {
+			it->source = RV_FROM_MACRO;
+			return NULL;
+		}
+		if (err->code != CS_ERR_LOOKUP)
+			return err;
+		cs_error_destroy(err);
+	}
+	if (rv_fallback_constant(s->type, m != NULL, &it->value))
+		it->source = RV_FROM_FALLBACK;
+	return NULL;
+}
+
+struct cs_error *rv_layout_resolve(struct dw_index *idx, struct rv_layout *l)
+{
+	memset(l, 0, sizeof(*l));
+	struct macro_units mu = {0};
+	struct cs_error *err = NULL;
+	for (int i = 0; i < RVL_COUNT && !err; i++) {
+		const struct spec *s = &specs[i];
+		struct rv_item *it = &l->items[i];
+		const char *hints[] = {s->unit, NULL};
+		Dwarf_Die die;
+		switch (s->kind) {
+		case SPEC_MEMBER: {
+			struct dw_member m;
+			if (!find_type(idx, s->type, s->unit, &die))
+				break;
+			struct cs_error *e = dw_type_member(&die, s->path, &m);
+			if (e) {
+				cs_error_destroy(e);
+				break;
+			}
+			it->value = (int64_t)m.offset;
+			it->size = (uint32_t)m.size;
+			it->bit_pos = (uint16_t)m.bit_pos;
+			it->bit_size = (uint8_t)m.bit_size;
+			it->source = RV_FROM_DWARF;
+			break;
+		}
+		case SPEC_SIZE: {
+			uint64_t size;
+			if (!find_type(idx, s->type, s->unit, &die))
+				break;
+			struct cs_error *e = dw_type_size(&die, &size);
+			if (e) {
+				cs_error_destroy(e);
+				break;
+			}
+			it->value = (int64_t)size;
+			it->source = RV_FROM_DWARF;
+			break;
+		}
+		case SPEC_ENUM:
+			if (dw_index_find(idx, DW_NAME_ENUMERATOR, s->type,
+					  NULL, NULL, &it->value))
+				it->source = RV_FROM_DWARF;
+			break;
+		case SPEC_VAR: {
+			int is_const;
+			if (dw_index_find(idx, DW_NAME_VARIABLE, s->type, hints,
+					  &die, NULL) &&
+			    variable_value(&die, &it->value, &is_const) &&
+			    !is_const)
+				it->source = RV_FROM_DWARF;
+			break;
+		}
+		case SPEC_CONST:
+			err = resolve_const(idx, &mu, s, l, it);
+			break;
+		}
+	}
+	for (size_t i = 0; i < mu.count; i++)
+		dw_macros_destroy(mu.macros[i]);
+	return err;
+}

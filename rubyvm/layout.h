@@ -1,0 +1,61 @@
+/* The compact layout of one CRuby build, resolved from its DWARF.
+ *
+ * layout.def declares every fact up front; resolving turns each into an
+ * rv_item. The model then only indexes an array: no DWARF on the hot path,
+ * and the whole layout can be cached on disk by build-id. */
+#ifndef CS_RUBYVM_LAYOUT_H
+#define CS_RUBYVM_LAYOUT_H
+
+#include <stdint.h>
+
+#include "../dwarf/index.h"
+#include "../util/error.h"
+
+enum rv_item_id {
+#define MEMBER(id, type, path, unit) RVL_##id,
+#define SIZE(id, type, unit) RVL_##id,
+#define ENUM(id, name) RVL_##id,
+#define VAR(id, name, unit) RVL_##id,
+#define CONST(id, name, unit) RVL_##id,
+#include "layout.def"
+#undef MEMBER
+#undef SIZE
+#undef ENUM
+#undef VAR
+#undef CONST
+	RVL_COUNT
+};
+
+enum rv_item_source {
+	RV_MISSING = 0,
+	RV_FROM_DWARF,    /* struct, enumerator, variable or const variable */
+	RV_FROM_MACRO,    /* .debug_macro */
+	RV_FROM_FALLBACK, /* rubyvm/fallback.c, only without .debug_macro */
+};
+
+struct rv_item {
+	int64_t value;     /* offset, size, enumerator/constant or address */
+	uint32_t size;     /* member byte size */
+	uint16_t bit_pos;  /* bitfields: bit position from the struct start */
+	uint8_t bit_size;  /* bitfields: width, else 0 */
+	uint8_t source;    /* enum rv_item_source */
+};
+
+struct rv_layout {
+	struct rv_item items[RVL_COUNT];
+	int has_macros; /* .debug_macro was present */
+};
+
+/* Resolve every item of layout.def. Items that are absent are left
+ * RV_MISSING; whether that is fatal is the model's call. */
+struct cs_error *rv_layout_resolve(struct dw_index *idx,
+				   struct rv_layout *ret);
+
+const char *rv_layout_item_name(enum rv_item_id id);
+
+/* Constants that exist only as C macros, used when .debug_macro is absent
+ * (has_macros 0), and enumerators a compiler may drop. Returns 1 and the
+ * value if name is in the fallback table and may be used. */
+int rv_fallback_constant(const char *name, int has_macros, int64_t *value);
+
+#endif

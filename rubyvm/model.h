@@ -1,0 +1,81 @@
+/* The Ruby model's public face: what a snapshot of a Ruby process is.
+ *
+ * Plain C data, no I/O: front ends render it. Errors are data: a frame that
+ * cannot be decoded carries a reason, a thread that cannot be walked carries
+ * one too, and the snapshot goes on. */
+#ifndef CS_RUBYVM_MODEL_H
+#define CS_RUBYVM_MODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../dwarf/index.h"
+#include "../util/error.h"
+#include "target.h"
+
+enum rv_frame_kind { RV_FRAME_RUBY, RV_FRAME_CFUNC };
+
+struct rv_frame {
+	enum rv_frame_kind kind;
+	char *label;     /* as Ruby's Thread::Backtrace::Location#label */
+	char *path;      /* #path (the caller's for C frames, as Ruby does) */
+	int lineno;      /* #lineno, 0 when Ruby has none */
+	char *qualified; /* "Outer::Inner#meth", "block in Foo.bar" */
+	uint64_t cfp, iseq, pc, cfunc; /* target addresses, 0 if none */
+	char *error;     /* NULL, or why this frame is unreliable */
+};
+
+enum rv_thread_status {
+	RV_STATUS_UNKNOWN,
+	RV_STATUS_RUN,
+	RV_STATUS_SLEEP,
+	RV_STATUS_ABORTING,
+	RV_STATUS_DEAD,
+};
+
+struct rv_thread {
+	uint64_t addr;       /* rb_thread_t * */
+	int64_t tid;         /* kernel thread id, -1 when unknown */
+	uint64_t pthread_id; /* pthread_t when Ruby keeps one, else 0 */
+	char *name;          /* Thread#name, NULL when nil */
+	bool is_main, holds_gvl;
+	enum rv_thread_status status;
+	struct rv_frame *frames; /* innermost first */
+	size_t nframes;
+	bool truncated; /* stopped at max_frames */
+	char *error;    /* NULL, or why the walk stopped early */
+};
+
+struct rv_process {
+	char *ruby_version;
+	struct rv_thread *threads;
+	size_t nthreads;
+	char *error; /* NULL, or why the thread list is incomplete */
+};
+
+struct rv_options {
+	size_t max_frames;  /* per stack; default 100000 */
+	size_t max_threads; /* default 100000 */
+};
+
+struct rv_session;
+
+/* The Ruby model over a target. idx is the DWARF of the module that holds
+ * the VM (libruby.so, or the executable when Ruby is linked statically) and
+ * load_bias where that module is loaded in the target. */
+struct cs_error *rv_session_create(const struct rv_target *target,
+				   struct dw_index *idx, uint64_t load_bias,
+				   const struct rv_options *opts,
+				   struct rv_session **ret);
+void rv_session_destroy(struct rv_session *s);
+
+/* Every thread of every ractor with its Ruby stack. Fails only when there
+ * is no VM at all (CS_ERR_NOT_RUBY) or it cannot be read. */
+struct cs_error *rv_snapshot(struct rv_session *s, struct rv_process **ret);
+void rv_process_destroy(struct rv_process *p);
+
+const char *rv_thread_status_name(enum rv_thread_status st);
+bool rv_process_complete(const struct rv_process *p);
+
+#endif

@@ -1,0 +1,256 @@
+/* Names: ID -> String through the global symbol table, and class paths.
+ *
+ * Where a class keeps its path moved over the versions: an instance
+ * variable in the class's iv_tbl (st_table) up to 3.1, a field of the
+ * embedded classext from 3.3. Which one is used follows the DWARF members
+ * present. Results are cached per session: a stack names the same classes
+ * and methods again and again. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../util/u64map.h"
+#include "session.h"
+
+struct rv_id_cache {
+	struct u64map ids;     /* ID -> char* */
+	struct u64map classes; /* class VALUE -> char* (NULL: anonymous) */
+};
+
+/* The longest st_table the model scans for a class's ivars. */
+#define MAX_IVARS 65536
+
+struct cs_error *rv_names_init(struct rv_session *s)
+{
+	s->ids = calloc(1, sizeof(*s->ids));
+	if (!s->ids)
+		return &cs_error_nomem;
+	/* Up to 3.2 the IDs of "__classpath__" live in static variables. */
+	if (RV_HAS(s, var_classpath) &&
+	    rv_read_u64(s, s->load_bias + (uint64_t)RV_VAL(s, var_classpath),
+			&s->classpath_id))
+		s->classpath_id = 0;
+	if (RV_HAS(s, var_tmp_classpath) &&
+	    rv_read_u64(s,
+			s->load_bias + (uint64_t)RV_VAL(s, var_tmp_classpath),
+			&s->tmp_classpath_id))
+		s->tmp_classpath_id = 0;
+	return NULL;
+}
+
+void rv_names_destroy(struct rv_session *s)
+{
+	if (!s->ids)
+		return;
+	u64map_free(&s->ids->ids, free);
+	u64map_free(&s->ids->classes, free);
+	free(s->ids);
+	s->ids = NULL;
+}
+
+static struct cs_error *id_name_uncached(struct rv_session *s, uint64_t id,
+					 char **ret)
+{
+	if (!RV_HAS(s, global_symbols) || !RV_HAS(s, symbols_ids))
+		return rv_missing(RVL_global_symbols);
+	uint64_t serial = id;
+	if (RV_HAS(s, tlast_op_id) && id > (uint64_t)RV_VAL(s, tlast_op_id))
+		serial = id >> RV_VAL(s, id_scope_shift);
+	uint64_t symbols = s->load_bias + (uint64_t)RV_VAL(s, global_symbols);
+	uint64_t last, ids, ary, str;
+	struct cs_error *err;
+	if (RV_HAS(s, symbols_last_id)) {
+		if ((err = rv_read_member(s, symbols, RVL_symbols_last_id,
+					  &last)))
+			return err;
+		if (serial == 0 || serial > last)
+			return cs_error_create(CS_ERR_CORRUPT,
+					       "ID %llu out of range",
+					       (unsigned long long)id);
+	} else if (RV_HAS(s, symbols_next_id)) {
+		if ((err = rv_read_member(s, symbols, RVL_symbols_next_id,
+					  &last)))
+			return err;
+		if (serial >= last)
+			return cs_error_create(CS_ERR_CORRUPT,
+					       "ID %llu out of range",
+					       (unsigned long long)id);
+	}
+	uint64_t unit = (uint64_t)RV_VAL(s, id_entry_unit);
+	uint64_t entry_size = RV_HAS(s, id_entry_size)
+				      ? (uint64_t)RV_VAL(s, id_entry_size)
+				      : 2;
+	if (!RV_HAS(s, id_entry_unit) || unit == 0)
+		return rv_missing(RVL_id_entry_unit);
+	if ((err = rv_read_member(s, symbols, RVL_symbols_ids, &ids)) ||
+	    (err = rv_array_entry(s, ids, serial / unit, &ary)) ||
+	    (err = rv_array_entry(s, ary,
+				  (serial % unit) * entry_size +
+					  (uint64_t)RV_VAL(s, id_entry_str),
+				  &str)))
+		return err;
+	return rv_string(s, str, ret);
+}
+
+struct cs_error *rv_id_name(struct rv_session *s, uint64_t id, char **ret)
+{
+	int found;
+	char *name = u64map_get(&s->ids->ids, id, &found);
+	if (!found) {
+		struct cs_error *err = id_name_uncached(s, id, &name);
+		if (err)
+			return cs_error_wrap(err, "name of ID %llu",
+					     (unsigned long long)id);
+		if (!u64map_put(&s->ids->ids, id, name)) {
+			free(name);
+			return &cs_error_nomem;
+		}
+	}
+	*ret = strdup(name);
+	return *ret ? NULL : &cs_error_nomem;
+}
+
+/* Value of the ivar `key` in a class's iv_tbl (versions up to 3.1). */
+static struct cs_error *class_ivar(struct rv_session *s, uint64_t klass,
+				   uint64_t key, uint64_t *ret)
+{
+	uint64_t ext, tbl, entries, start, bound;
+	struct cs_error *err;
+	*ret = 0;
+	if (!key)
+		return NULL;
+	if ((err = rv_read_member(s, klass, RVL_rclass_ptr, &ext)) ||
+	    (err = rv_read_member(s, ext, RVL_classext_iv_tbl, &tbl)))
+		return err;
+	if (!tbl)
+		return NULL;
+	if ((err = rv_read_member(s, tbl, RVL_st_entries, &entries)) ||
+	    (err = rv_read_member(s, tbl, RVL_st_entries_start, &start)) ||
+	    (err = rv_read_member(s, tbl, RVL_st_entries_bound, &bound)))
+		return err;
+	if (bound < start || bound - start > MAX_IVARS)
+		return cs_error_create(CS_ERR_CORRUPT,
+				       "ivar table of 0x%llx has %llu entries",
+				       (unsigned long long)klass,
+				       (unsigned long long)(bound - start));
+	uint64_t esize = (uint64_t)RV_VAL(s, st_entry_size);
+	for (uint64_t i = start; i < bound; i++) {
+		uint64_t e = entries + i * esize, k;
+		if ((err = rv_read_member(s, e, RVL_st_entry_key, &k)))
+			return err;
+		if (k == key)
+			return rv_read_member(s, e, RVL_st_entry_record, ret);
+	}
+	return NULL;
+}
+
+/* The classext of a class: embedded (3.3+) or behind RClass.ptr. */
+static struct cs_error *classext(struct rv_session *s, uint64_t klass,
+				 uint64_t *ret)
+{
+	if (RV_HAS(s, rclass_classext)) {
+		*ret = klass + (uint64_t)RV_VAL(s, rclass_classext);
+		return NULL;
+	}
+	return rv_read_member(s, klass, RVL_rclass_ptr, ret);
+}
+
+static struct cs_error *path_value(struct rv_session *s, uint64_t klass,
+				   uint64_t *ret)
+{
+	struct cs_error *err;
+	if (RV_HAS(s, classext_classpath)) {
+		uint64_t ext;
+		if ((err = classext(s, klass, &ext)))
+			return err;
+		return rv_read_member(s, ext, RVL_classext_classpath, ret);
+	}
+	if (!RV_HAS(s, classext_iv_tbl))
+		return cs_error_create(CS_ERR_LOOKUP,
+				       "this Ruby keeps class paths in object "
+				       "shapes, not read yet");
+	if ((err = class_ivar(s, klass, s->classpath_id, ret)))
+		return err;
+	if (!*ret || rv_is_nil(s, *ret))
+		err = class_ivar(s, klass, s->tmp_classpath_id, ret);
+	return err;
+}
+
+static struct cs_error *class_path_uncached(struct rv_session *s,
+					    uint64_t klass, char **ret)
+{
+	uint64_t v;
+	*ret = NULL;
+	struct cs_error *err = path_value(s, klass, &v);
+	if (err)
+		return err;
+	if (!v || rv_special_const(s, v))
+		return NULL; /* anonymous */
+	return rv_string(s, v, ret);
+}
+
+static struct cs_error *attached_object(struct rv_session *s, uint64_t klass,
+					uint64_t *ret)
+{
+	if (RV_HAS(s, classext_attached)) {
+		uint64_t ext;
+		struct cs_error *err = classext(s, klass, &ext);
+		if (err)
+			return err;
+		return rv_read_member(s, ext, RVL_classext_attached, ret);
+	}
+	if (!RV_HAS(s, id_attached))
+		return rv_missing(RVL_id_attached);
+	return class_ivar(s, klass, (uint64_t)RV_VAL(s, id_attached), ret);
+}
+
+static char *anonymous(uint64_t klass)
+{
+	char *s;
+	if (asprintf(&s, "#<Class:0x%016llx>", (unsigned long long)klass) < 0)
+		return NULL;
+	return s;
+}
+
+struct cs_error *rv_class_path(struct rv_session *s, uint64_t klass,
+			       char **ret)
+{
+	int found;
+	char *path = u64map_get(&s->ids->classes, klass, &found);
+	if (!found) {
+		struct cs_error *err = class_path_uncached(s, klass, &path);
+		if (err)
+			return err;
+		if (!u64map_put(&s->ids->classes, klass, path)) {
+			free(path);
+			return &cs_error_nomem;
+		}
+	}
+	*ret = path ? strdup(path) : anonymous(klass);
+	return *ret ? NULL : &cs_error_nomem;
+}
+
+struct cs_error *rv_owner_name(struct rv_session *s, uint64_t owner,
+			       char **ret, bool *singleton)
+{
+	uint64_t type, flags;
+	struct cs_error *err = rv_builtin_type(s, owner, &type, &flags);
+	if (err)
+		return err;
+	*singleton = RV_HAS(s, fl_singleton) &&
+		     (flags & (uint64_t)RV_VAL(s, fl_singleton));
+	if (!*singleton)
+		return rv_class_path(s, owner, ret);
+	uint64_t attached, atype;
+	if ((err = attached_object(s, owner, &attached)))
+		return err;
+	if (!attached || rv_special_const(s, attached) ||
+	    rv_builtin_type(s, attached, &atype, NULL) ||
+	    (atype != (uint64_t)RV_VAL(s, t_class) &&
+	     atype != (uint64_t)RV_VAL(s, t_module))) {
+		/* A singleton method of a plain object: no name to give. */
+		*ret = anonymous(owner);
+		return *ret ? NULL : &cs_error_nomem;
+	}
+	return rv_class_path(s, attached, ret);
+}

@@ -1,0 +1,134 @@
+#include "session.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct cs_error *rv_read(struct rv_session *s, uint64_t addr, void *buf,
+			 size_t len)
+{
+	if (addr == 0)
+		return cs_error_create(CS_ERR_FAULT, "NULL pointer read");
+	return rv_target_read(&s->target, addr, buf, len);
+}
+
+struct cs_error *rv_read_u64(struct rv_session *s, uint64_t addr,
+			     uint64_t *ret)
+{
+	return rv_read(s, addr, ret, sizeof(*ret));
+}
+
+struct cs_error *rv_missing(enum rv_item_id id)
+{
+	return cs_error_create(CS_ERR_LOOKUP,
+			       "Ruby's debug info lacks '%s', which this "
+			       "Ruby layout needs",
+			       rv_layout_item_name(id));
+}
+
+struct cs_error *rv_read_member(struct rv_session *s, uint64_t base,
+				enum rv_item_id id, uint64_t *ret)
+{
+	const struct rv_item *it = &s->layout.items[id];
+	if (it->source == RV_MISSING)
+		return rv_missing(id);
+	if (it->bit_size) {
+		uint64_t first = it->bit_pos / 8, shift = it->bit_pos % 8;
+		size_t nbytes = (size_t)((shift + it->bit_size + 7) / 8);
+		uint8_t bytes[9] = {0};
+		if (nbytes > 8)
+			return cs_error_create(CS_ERR_CORRUPT,
+					       "bitfield %s too wide",
+					       rv_layout_item_name(id));
+		struct cs_error *err = rv_read(s, base + first, bytes, nbytes);
+		if (err)
+			return err;
+		uint64_t v = 0;
+		memcpy(&v, bytes, 8);
+		v >>= shift;
+		if (it->bit_size < 64)
+			v &= ((uint64_t)1 << it->bit_size) - 1;
+		*ret = v;
+		return NULL;
+	}
+	uint8_t buf[8] = {0};
+	size_t size = it->size;
+	if (size == 0 || size > 8)
+		return cs_error_create(CS_ERR_CORRUPT,
+				       "member %s is not a scalar (%zu bytes)",
+				       rv_layout_item_name(id), size);
+	struct cs_error *err = rv_read(s, base + (uint64_t)it->value, buf, size);
+	if (err)
+		return err;
+	uint64_t v = 0;
+	memcpy(&v, buf, 8); /* little-endian: zero-extended */
+	*ret = v;
+	return NULL;
+}
+
+/* The items without which no stack can be read at all. */
+static const enum rv_item_id required[] = {
+	RVL_vm_ptr,          RVL_th_ec,          RVL_ec_vm_stack,
+	RVL_ec_vm_stack_size, RVL_ec_cfp,        RVL_cfp_size,
+	RVL_cfp_pc,          RVL_cfp_ep,         RVL_iseq_body,
+	RVL_body_iseq_encoded, RVL_body_label,   RVL_body_pathobj,
+	RVL_basic_flags,     RVL_t_mask,         RVL_qnil,
+	RVL_frame_magic_mask, RVL_frame_magic_cfunc, RVL_env_index_flags,
+};
+
+struct cs_error *rv_session_create(const struct rv_target *target,
+				   struct dw_index *idx, uint64_t load_bias,
+				   const struct rv_options *opts,
+				   struct rv_session **ret)
+{
+	struct rv_session *s = calloc(1, sizeof(*s));
+	if (!s)
+		return &cs_error_nomem;
+	s->target = *target;
+	s->load_bias = load_bias;
+	s->opts.max_frames = opts && opts->max_frames ? opts->max_frames
+						      : 100000;
+	s->opts.max_threads = opts && opts->max_threads ? opts->max_threads
+							: 100000;
+	struct cs_error *err = rv_layout_resolve(idx, &s->layout);
+	if (err) {
+		free(s);
+		return err;
+	}
+	for (size_t i = 0; i < sizeof(required) / sizeof(required[0]); i++)
+		if (s->layout.items[required[i]].source == RV_MISSING) {
+			const char *path = dw_index_module(idx)->path;
+			rv_session_destroy(s);
+			if (required[i] == RVL_vm_ptr)
+				return cs_error_create(
+					CS_ERR_NOT_RUBY,
+					"%s: no ruby_current_vm_ptr in its "
+					"debug info: not a Ruby VM (or Ruby "
+					"older than 2.5)",
+					path);
+			return cs_error_wrap(rv_missing(required[i]), "%s",
+					     path);
+		}
+	/* Either the 3.x iseq member or master's _iseq. */
+	if (!RV_HAS(s, cfp_iseq) && RV_HAS(s, cfp_iseq_master))
+		s->layout.items[RVL_cfp_iseq] =
+			s->layout.items[RVL_cfp_iseq_master];
+	if (!RV_HAS(s, cfp_iseq)) {
+		rv_session_destroy(s);
+		return rv_missing(RVL_cfp_iseq);
+	}
+	err = rv_names_init(s);
+	if (err) {
+		rv_session_destroy(s);
+		return err;
+	}
+	*ret = s;
+	return NULL;
+}
+
+void rv_session_destroy(struct rv_session *s)
+{
+	if (!s)
+		return;
+	rv_names_destroy(s);
+	free(s);
+}

@@ -1,0 +1,92 @@
+/* Internal state of the Ruby model and its read helpers (not for front ends).
+ */
+#ifndef CS_RUBYVM_SESSION_H
+#define CS_RUBYVM_SESSION_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "layout.h"
+#include "model.h"
+
+struct rv_id_cache;
+
+struct rv_session {
+	struct rv_target target;
+	struct rv_layout layout;
+	uint64_t load_bias;
+	struct rv_options opts;
+	struct rv_id_cache *ids; /* ID -> name, class -> path */
+	uint64_t classpath_id, tmp_classpath_id; /* IDs, 0 if unknown */
+};
+
+#define RV_HAS(s, id) ((s)->layout.items[RVL_##id].source != RV_MISSING)
+#define RV_VAL(s, id) ((s)->layout.items[RVL_##id].value)
+#define RV_ITEM(s, id) (&(s)->layout.items[RVL_##id])
+
+/* Longest string the model reads (labels, paths, names). */
+#define RV_MAX_STRING 4096
+
+struct cs_error *rv_read(struct rv_session *s, uint64_t addr, void *buf,
+			 size_t len);
+struct cs_error *rv_read_u64(struct rv_session *s, uint64_t addr,
+			     uint64_t *ret);
+/* Read a MEMBER item of the struct at base: 1/2/4/8-byte integers and
+ * pointers, bitfields included, zero-extended. */
+struct cs_error *rv_read_member(struct rv_session *s, uint64_t base,
+				enum rv_item_id id, uint64_t *ret);
+/* Missing-item error naming it, for when the model cannot go on. */
+struct cs_error *rv_missing(enum rv_item_id id);
+
+/* value.c */
+bool rv_special_const(struct rv_session *s, uint64_t v);
+bool rv_is_nil(struct rv_session *s, uint64_t v);
+struct cs_error *rv_builtin_type(struct rv_session *s, uint64_t v,
+				 uint64_t *type, uint64_t *flags);
+struct cs_error *rv_imemo_type(struct rv_session *s, uint64_t v, int64_t *ret);
+struct cs_error *rv_string(struct rv_session *s, uint64_t v, char **ret);
+struct cs_error *rv_array_entry(struct rv_session *s, uint64_t ary, uint64_t i,
+				uint64_t *ret);
+
+/* names.c */
+struct cs_error *rv_id_name(struct rv_session *s, uint64_t id, char **ret);
+struct cs_error *rv_class_path(struct rv_session *s, uint64_t klass,
+			       char **ret);
+/* Name of a method owner; *singleton when it is a singleton class, and
+ * then the name is the attached class's path ("Foo" for Foo.bar). */
+struct cs_error *rv_owner_name(struct rv_session *s, uint64_t owner,
+			       char **ret, bool *singleton);
+struct cs_error *rv_names_init(struct rv_session *s);
+void rv_names_destroy(struct rv_session *s);
+
+/* iseq.c */
+struct rv_iseq_info {
+	char *label, *base_label, *path;
+	int64_t type;
+	int first_lineno;
+	uint64_t body;
+};
+struct cs_error *rv_iseq_info(struct rv_session *s, uint64_t iseq,
+			      struct rv_iseq_info *ret);
+void rv_iseq_info_free(struct rv_iseq_info *info);
+struct cs_error *rv_iseq_lineno(struct rv_session *s,
+				const struct rv_iseq_info *info, uint64_t pc,
+				int *ret);
+
+/* lineno.c: the succinct index table lookup, on memory already read. */
+struct rv_succ_geometry {
+	uint64_t imm_count;    /* entries in imm_part[] */
+	uint64_t imm_size;     /* IMMEDIATE_TABLE_SIZE */
+	uint64_t bits_words;   /* entries in succ_dict_block.bits[] */
+};
+struct cs_error *rv_succ_lookup(struct rv_session *s, uint64_t table,
+				uint64_t pos, uint64_t *ret);
+uint64_t rv_succ_block_rank(uint64_t rank, uint64_t small_block_ranks,
+			    const uint64_t *bits, uint64_t i);
+
+/* frames.c */
+struct cs_error *rv_walk_ec(struct rv_session *s, uint64_t ec,
+			    struct rv_thread *th);
+void rv_frame_free(struct rv_frame *f);
+
+#endif

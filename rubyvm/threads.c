@@ -1,0 +1,268 @@
+/* Every thread of every ractor, and the snapshot of the whole process.
+ *
+ * 2.7 keeps threads on vm->living_threads; 3.x keeps ractors on
+ * vm->ractor.set and each ractor's threads on r->threads.set. Which walk
+ * applies follows the members the DWARF has. Lists are ccan lists (renamed
+ * in 3.2, same shape): iterate from head.n.next until back at &head.n. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "session.h"
+
+const char *rv_thread_status_name(enum rv_thread_status st)
+{
+	switch (st) {
+	case RV_STATUS_RUN: return "run";
+	case RV_STATUS_SLEEP: return "sleep";
+	case RV_STATUS_ABORTING: return "aborting";
+	case RV_STATUS_DEAD: return "dead";
+	default: return "unknown";
+	}
+}
+
+/* Offsets of list_head.n and list_node.next, under either name. */
+static void list_offsets(struct rv_session *s, uint64_t *head_n,
+			 uint64_t *node_next)
+{
+	*head_n = RV_HAS(s, ccan_list_head_n) ? (uint64_t)RV_VAL(s, ccan_list_head_n)
+		  : RV_HAS(s, list_head_n)    ? (uint64_t)RV_VAL(s, list_head_n)
+					      : 0;
+	*node_next = RV_HAS(s, ccan_list_node_next)
+			     ? (uint64_t)RV_VAL(s, ccan_list_node_next)
+		     : RV_HAS(s, list_node_next) ? (uint64_t)RV_VAL(s, list_node_next)
+						 : 0;
+}
+
+/* Collect the containers of a list: node address minus node_offset. */
+static struct cs_error *walk_list(struct rv_session *s, uint64_t head,
+				  uint64_t node_offset, size_t max,
+				  uint64_t **items, size_t *count)
+{
+	uint64_t head_n, node_next;
+	list_offsets(s, &head_n, &node_next);
+	uint64_t first = head + head_n, node;
+	struct cs_error *err = rv_read_u64(s, first + node_next, &node);
+	if (err)
+		return err;
+	while (node != first) {
+		if (!node)
+			return cs_error_create(CS_ERR_CORRUPT,
+					       "NULL link in a list");
+		if (*count >= max)
+			return cs_error_create(CS_ERR_LIMIT,
+					       "list longer than %zu: cycle?",
+					       max);
+		uint64_t *n = realloc(*items, (*count + 1) * sizeof(**items));
+		if (!n)
+			return &cs_error_nomem;
+		*items = n;
+		(*items)[(*count)++] = node - node_offset;
+		if ((err = rv_read_u64(s, node + node_next, &node)))
+			return err;
+	}
+	return NULL;
+}
+
+/* All rb_thread_t addresses, in Thread.list order. */
+static void add_gvl_owner(struct rv_session *s, uint64_t base,
+			  enum rv_item_id id, uint64_t **owners, size_t *n)
+{
+	uint64_t th;
+	if (s->layout.items[id].source == RV_MISSING ||
+	    rv_read_member(s, base, id, &th) || !th)
+		return;
+	uint64_t *grown = realloc(*owners, (*n + 1) * sizeof(*grown));
+	if (grown) {
+		*owners = grown;
+		grown[(*n)++] = th;
+	}
+}
+
+static struct cs_error *thread_list(struct rv_session *s, uint64_t vm,
+				    uint64_t **threads, size_t *count,
+				    uint64_t **gvl_owners, size_t *nowners)
+{
+	struct cs_error *err;
+	add_gvl_owner(s, vm, RVL_vm_gvl_owner, gvl_owners, nowners);
+	if (RV_HAS(s, vm_living_threads) && RV_HAS(s, th_vmlt_node))
+		return walk_list(s, vm + (uint64_t)RV_VAL(s, vm_living_threads),
+				 (uint64_t)RV_VAL(s, th_vmlt_node),
+				 s->opts.max_threads, threads, count);
+	if (!RV_HAS(s, vm_ractor_set) || !RV_HAS(s, ractor_vmlr_node) ||
+	    !RV_HAS(s, ractor_threads_set) || !RV_HAS(s, th_lt_node))
+		return cs_error_create(CS_ERR_LOOKUP,
+				       "neither vm->living_threads nor "
+				       "ractor thread sets in the debug info");
+	uint64_t *ractors = NULL;
+	size_t nractors = 0;
+	err = walk_list(s, vm + (uint64_t)RV_VAL(s, vm_ractor_set),
+			(uint64_t)RV_VAL(s, ractor_vmlr_node),
+			s->opts.max_threads, &ractors, &nractors);
+	for (size_t i = 0; !err && i < nractors; i++) {
+		err = walk_list(s, ractors[i] + (uint64_t)RV_VAL(s, ractor_threads_set),
+				(uint64_t)RV_VAL(s, th_lt_node),
+				s->opts.max_threads, threads, count);
+		add_gvl_owner(s, ractors[i], RVL_ractor_gvl_owner, gvl_owners,
+			      nowners);
+		add_gvl_owner(s, ractors[i], RVL_ractor_sched_running,
+			      gvl_owners, nowners);
+	}
+	free(ractors);
+	return err;
+}
+
+static enum rv_thread_status thread_status(struct rv_session *s, uint64_t th)
+{
+	uint64_t st, to_kill = 0;
+	if (rv_read_member(s, th, RVL_th_status, &st))
+		return RV_STATUS_UNKNOWN;
+	if (st == (uint64_t)RV_VAL(s, thread_runnable))
+		return RV_STATUS_RUN;
+	if (st == (uint64_t)RV_VAL(s, thread_stopped) ||
+	    st == (uint64_t)RV_VAL(s, thread_stopped_forever))
+		return RV_STATUS_SLEEP;
+	if (st == (uint64_t)RV_VAL(s, thread_killed)) {
+		/* Thread#status: "aborting" while being killed, else dead. */
+		if (RV_HAS(s, th_to_kill))
+			rv_read_member(s, th, RVL_th_to_kill, &to_kill);
+		return to_kill ? RV_STATUS_ABORTING : RV_STATUS_DEAD;
+	}
+	return RV_STATUS_UNKNOWN;
+}
+
+static void thread_ids(struct rv_session *s, uint64_t th, struct rv_thread *t)
+{
+	uint64_t v, nt;
+	t->tid = -1;
+	if (RV_HAS(s, th_tid) && !rv_read_member(s, th, RVL_th_tid, &v) && v)
+		t->tid = (int64_t)v;
+	if (RV_HAS(s, th_thread_id) && !rv_read_member(s, th, RVL_th_thread_id, &v))
+		t->pthread_id = v;
+	if (RV_HAS(s, th_nt) && !rv_read_member(s, th, RVL_th_nt, &nt) && nt) {
+		if (RV_HAS(s, nt_tid) && !rv_read_member(s, nt, RVL_nt_tid, &v) && v)
+			t->tid = (int64_t)v;
+		if (RV_HAS(s, nt_thread_id) &&
+		    !rv_read_member(s, nt, RVL_nt_thread_id, &v))
+			t->pthread_id = v;
+	}
+}
+
+static void set_thread_error(struct rv_thread *t, struct cs_error *err)
+{
+	if (!t->error)
+		t->error = strdup(err->message);
+	cs_error_destroy(err);
+}
+
+static void read_thread(struct rv_session *s, uint64_t th, uint64_t main_th,
+			const uint64_t *gvl_owners, size_t nowners,
+			struct rv_thread *t)
+{
+	memset(t, 0, sizeof(*t));
+	t->addr = th;
+	t->is_main = th == main_th;
+	t->status = thread_status(s, th);
+	thread_ids(s, th, t);
+	uint64_t name, ec;
+	if (RV_HAS(s, th_name) && !rv_read_member(s, th, RVL_th_name, &name) &&
+	    !rv_special_const(s, name)) {
+		struct cs_error *err = rv_string(s, name, &t->name);
+		if (err)
+			set_thread_error(t, err);
+	}
+	struct cs_error *err = rv_read_member(s, th, RVL_th_ec, &ec);
+	if (err) {
+		set_thread_error(t, err);
+		return;
+	}
+	for (size_t i = 0; i < nowners; i++)
+		if (gvl_owners[i] == th)
+			t->holds_gvl = true;
+	if (!ec)
+		return; /* a finished thread has no EC */
+	if ((err = rv_walk_ec(s, ec, t)))
+		set_thread_error(t, cs_error_wrap(err, "thread 0x%llx",
+						  (unsigned long long)th));
+}
+
+struct cs_error *rv_snapshot(struct rv_session *s, struct rv_process **ret)
+{
+	uint64_t vm;
+	struct cs_error *err = rv_read_u64(
+		s, s->load_bias + (uint64_t)RV_VAL(s, vm_ptr), &vm);
+	if (err)
+		return cs_error_wrap(err, "reading ruby_current_vm_ptr");
+	if (!vm)
+		return cs_error_create(CS_ERR_NOT_RUBY,
+				       "ruby_current_vm_ptr is NULL: the Ruby VM "
+				       "was not started (or already torn down)");
+	struct rv_process *p = calloc(1, sizeof(*p));
+	if (!p)
+		return &cs_error_nomem;
+	if (RV_HAS(s, ruby_version)) {
+		char buf[32] = {0};
+		if (!rv_read(s, s->load_bias + (uint64_t)RV_VAL(s, ruby_version),
+			     buf, sizeof(buf) - 1))
+			p->ruby_version = strndup(buf, sizeof(buf) - 1);
+	}
+	uint64_t main_th = 0;
+	if (RV_HAS(s, vm_main_thread))
+		rv_read_member(s, vm, RVL_vm_main_thread, &main_th);
+	else if (RV_HAS(s, vm_ractor_main_thread))
+		rv_read_member(s, vm, RVL_vm_ractor_main_thread, &main_th);
+
+	uint64_t *threads = NULL, *gvl_owners = NULL;
+	size_t count = 0, nowners = 0;
+	err = thread_list(s, vm, &threads, &count, &gvl_owners, &nowners);
+	if (err) {
+		p->error = strdup(err->message);
+		cs_error_destroy(err);
+	}
+	p->threads = calloc(count ? count : 1, sizeof(*p->threads));
+	if (!p->threads) {
+		free(threads);
+		free(gvl_owners);
+		rv_process_destroy(p);
+		return &cs_error_nomem;
+	}
+	for (size_t i = 0; i < count; i++)
+		read_thread(s, threads[i], main_th, gvl_owners, nowners,
+			    &p->threads[p->nthreads++]);
+	free(threads);
+	free(gvl_owners);
+	*ret = p;
+	return NULL;
+}
+
+bool rv_process_complete(const struct rv_process *p)
+{
+	if (p->error)
+		return false;
+	for (size_t i = 0; i < p->nthreads; i++) {
+		const struct rv_thread *t = &p->threads[i];
+		if (t->error || t->truncated)
+			return false;
+		for (size_t j = 0; j < t->nframes; j++)
+			if (t->frames[j].error)
+				return false;
+	}
+	return true;
+}
+
+void rv_process_destroy(struct rv_process *p)
+{
+	if (!p)
+		return;
+	for (size_t i = 0; i < p->nthreads; i++) {
+		struct rv_thread *t = &p->threads[i];
+		for (size_t j = 0; j < t->nframes; j++)
+			rv_frame_free(&t->frames[j]);
+		free(t->frames);
+		free(t->name);
+		free(t->error);
+	}
+	free(p->threads);
+	free(p->ruby_version);
+	free(p->error);
+	free(p);
+}

@@ -1,0 +1,137 @@
+/* Decoding VALUEs: immediates, object types, Strings and Arrays.
+ *
+ * String and Array layouts differ between versions; which case applies is
+ * decided by which members the DWARF has, never by the version number. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "session.h"
+
+bool rv_special_const(struct rv_session *s, uint64_t v)
+{
+	uint64_t mask = RV_HAS(s, immediate_mask) ? (uint64_t)RV_VAL(s, immediate_mask) : 7;
+	return (v & mask) != 0 || v == (uint64_t)RV_VAL(s, qfalse) ||
+	       v == (uint64_t)RV_VAL(s, qnil) ||
+	       (RV_HAS(s, qundef) && v == (uint64_t)RV_VAL(s, qundef));
+}
+
+bool rv_is_nil(struct rv_session *s, uint64_t v)
+{
+	return v == (uint64_t)RV_VAL(s, qnil);
+}
+
+struct cs_error *rv_builtin_type(struct rv_session *s, uint64_t v,
+				 uint64_t *type, uint64_t *flags)
+{
+	if (rv_special_const(s, v))
+		return cs_error_create(CS_ERR_CORRUPT,
+				       "0x%llx is an immediate, not an object",
+				       (unsigned long long)v);
+	uint64_t f;
+	struct cs_error *err = rv_read_member(s, v, RVL_basic_flags, &f);
+	if (err)
+		return err;
+	*type = f & (uint64_t)RV_VAL(s, t_mask);
+	if (flags)
+		*flags = f;
+	return NULL;
+}
+
+struct cs_error *rv_imemo_type(struct rv_session *s, uint64_t v, int64_t *ret)
+{
+	uint64_t type = 0, flags = 0;
+	struct cs_error *err = rv_builtin_type(s, v, &type, &flags);
+	if (err)
+		return err;
+	if (type != (uint64_t)RV_VAL(s, t_imemo))
+		return cs_error_create(CS_ERR_CORRUPT,
+				       "0x%llx is not an imemo (type 0x%llx)",
+				       (unsigned long long)v,
+				       (unsigned long long)type);
+	*ret = (int64_t)((flags >> RV_VAL(s, fl_ushift)) &
+			 (uint64_t)RV_VAL(s, imemo_mask));
+	return NULL;
+}
+
+struct cs_error *rv_string(struct rv_session *s, uint64_t v, char **ret)
+{
+	uint64_t type = 0, flags = 0;
+	struct cs_error *err = rv_builtin_type(s, v, &type, &flags);
+	if (err)
+		return err;
+	if (type != (uint64_t)RV_VAL(s, t_string))
+		return cs_error_create(CS_ERR_CORRUPT,
+				       "0x%llx is not a String (type 0x%llx)",
+				       (unsigned long long)v,
+				       (unsigned long long)type);
+	bool embedded = !(flags & (uint64_t)RV_VAL(s, rstring_noembed));
+	uint64_t len = 0, ptr = 0;
+	if (RV_HAS(s, rstring_len)) { /* 3.3+: one length for both kinds */
+		if ((err = rv_read_member(s, v, RVL_rstring_len, &len)))
+			return err;
+	} else if (!embedded) {
+		if ((err = rv_read_member(s, v, RVL_rstring_heap_len, &len)))
+			return err;
+	} else if (RV_HAS(s, rstring_embed_len)) { /* variable-width slots */
+		if ((err = rv_read_member(s, v, RVL_rstring_embed_len, &len)))
+			return err;
+	} else { /* length packed in the flags */
+		len = (flags & (uint64_t)RV_VAL(s, rstring_embed_len_mask)) >>
+		      RV_VAL(s, rstring_embed_len_shift);
+	}
+	if (embedded) {
+		enum rv_item_id ary = RV_HAS(s, rstring_embed_ary)
+					      ? RVL_rstring_embed_ary
+					      : RVL_rstring_ary;
+		if (!RV_HAS(s, rstring_embed_ary) && !RV_HAS(s, rstring_ary))
+			return rv_missing(RVL_rstring_embed_ary);
+		ptr = v + (uint64_t)s->layout.items[ary].value;
+	} else if ((err = rv_read_member(s, v, RVL_rstring_heap_ptr, &ptr))) {
+		return err;
+	}
+	if (len > RV_MAX_STRING)
+		return cs_error_create(CS_ERR_CORRUPT,
+				       "String at 0x%llx claims %llu bytes",
+				       (unsigned long long)v,
+				       (unsigned long long)len);
+	char *buf = malloc(len + 1);
+	if (!buf)
+		return &cs_error_nomem;
+	if (len && (err = rv_read(s, ptr, buf, len))) {
+		free(buf);
+		return err;
+	}
+	buf[len] = '\0';
+	*ret = buf;
+	return NULL;
+}
+
+struct cs_error *rv_array_entry(struct rv_session *s, uint64_t ary, uint64_t i,
+				uint64_t *ret)
+{
+	uint64_t type = 0, flags = 0, len = 0, ptr = 0;
+	struct cs_error *err = rv_builtin_type(s, ary, &type, &flags);
+	if (err)
+		return err;
+	if (type != (uint64_t)RV_VAL(s, t_array))
+		return cs_error_create(CS_ERR_CORRUPT,
+				       "0x%llx is not an Array",
+				       (unsigned long long)ary);
+	if (flags & (uint64_t)RV_VAL(s, rarray_embed_flag)) {
+		len = (flags & (uint64_t)RV_VAL(s, rarray_embed_len_mask)) >>
+		      RV_VAL(s, rarray_embed_len_shift);
+		if (!RV_HAS(s, rarray_ary))
+			return rv_missing(RVL_rarray_ary);
+		ptr = ary + (uint64_t)RV_VAL(s, rarray_ary);
+	} else {
+		if ((err = rv_read_member(s, ary, RVL_rarray_heap_len, &len)) ||
+		    (err = rv_read_member(s, ary, RVL_rarray_heap_ptr, &ptr)))
+			return err;
+	}
+	if (i >= len)
+		return cs_error_create(CS_ERR_CORRUPT,
+				       "index %llu past Array length %llu",
+				       (unsigned long long)i,
+				       (unsigned long long)len);
+	return rv_read_u64(s, ptr + i * 8, ret);
+}

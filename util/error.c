@@ -1,0 +1,58 @@
+#include "error.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct cs_error cs_error_nomem = {CS_ERR_NOMEM, (char *)"out of memory"};
+
+struct cs_error *cs_error_vcreate(enum cs_error_code code, const char *fmt,
+				  va_list ap)
+{
+	struct cs_error *err = malloc(sizeof(*err));
+	if (!err)
+		return &cs_error_nomem;
+	if (vasprintf(&err->message, fmt, ap) < 0) {
+		free(err);
+		return &cs_error_nomem;
+	}
+	err->code = code;
+	return err;
+}
+
+struct cs_error *cs_error_create(enum cs_error_code code, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	struct cs_error *err = cs_error_vcreate(code, fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+struct cs_error *cs_error_wrap(struct cs_error *err, const char *fmt, ...)
+{
+	if (!err || err == &cs_error_nomem)
+		return err;
+	char *prefix;
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vasprintf(&prefix, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return err;
+	char *joined;
+	if (asprintf(&joined, "%s: %s", prefix, err->message) >= 0) {
+		free(err->message);
+		err->message = joined;
+	}
+	free(prefix);
+	return err;
+}
+
+void cs_error_destroy(struct cs_error *err)
+{
+	if (!err || err == &cs_error_nomem)
+		return;
+	free(err->message);
+	free(err);
+}

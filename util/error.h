@@ -1,0 +1,45 @@
+/* Error objects: every fallible call returns NULL on success or one of these.
+ *
+ * An error carries a code (what kind of failure, which decides exit codes and
+ * whether a walk may go on) and a message with context: which file, which
+ * struct, which address. Errors are values: callers may keep them, attach
+ * them to a frame or thread, or print them. */
+#ifndef CS_UTIL_ERROR_H
+#define CS_UTIL_ERROR_H
+
+#include <stdarg.h>
+
+enum cs_error_code {
+	CS_ERR_NOMEM = 1,   /* allocation failed */
+	CS_ERR_OS,          /* a system call failed (open, read, mmap…) */
+	CS_ERR_FORMAT,      /* input is not what it claims: bad ELF, truncated core */
+	CS_ERR_FAULT,       /* target memory at an address cannot be read */
+	CS_ERR_LOOKUP,      /* a name (struct, member, symbol, enumerator) is absent */
+	CS_ERR_NO_DEBUG,    /* a module has no usable DWARF */
+	CS_ERR_MISMATCH,    /* a file does not belong to the core (build-id) */
+	CS_ERR_NOT_RUBY,    /* the process has no Ruby VM */
+	CS_ERR_CORRUPT,     /* target data failed a sanity check */
+	CS_ERR_LIMIT,       /* a bound was hit (frame count, list length) */
+	CS_ERR_USAGE,       /* bad command-line use */
+};
+
+struct cs_error {
+	enum cs_error_code code;
+	char *message;
+};
+
+/* Never NULL: on allocation failure, returns the static out-of-memory error. */
+struct cs_error *cs_error_create(enum cs_error_code code, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+struct cs_error *cs_error_vcreate(enum cs_error_code code, const char *fmt,
+				  va_list ap);
+/* Prefix the message of err with more context ("reading thread 3: …");
+ * returns err (or a replacement). Consumes err. */
+struct cs_error *cs_error_wrap(struct cs_error *err, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Safe on NULL and on the static errors. */
+void cs_error_destroy(struct cs_error *err);
+
+extern struct cs_error cs_error_nomem;
+
+#endif
