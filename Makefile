@@ -12,7 +12,7 @@ SRC        := $(ENGINE_SRC) $(CLI_SRC)
 HDR        := $(wildcard util/*.h dwarf/*.h rubyvm/*.h rubyvm/*.def corestack/*.h)
 
 SAN_FLAGS  := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
-              -fno-sanitize-recover=undefined
+              -fno-sanitize-recover=all
 
 .PHONY: all test unit demo deps fixtures clean bench
 all: $(BUILD)/corestack
@@ -52,8 +52,11 @@ test: deps $(BUILD)/corestack-san $(UNIT_BIN) fixtures
 demo: deps $(BUILD)/corestack
 	./fixtures/demo.sh $(BUILD)/corestack
 
-bench: deps $(BUILD)/corestack fixtures
-	./tests/bench.sh $(BUILD)/corestack
+$(BUILD)/bench-inflate: tests/bench/inflate.c | $(BUILD)
+	$(CC) $(WARN) -O2 $< -lelf -o $@
+
+bench: deps $(BUILD)/corestack $(BUILD)/bench-inflate fixtures
+	python3 tests/bench.py --corestack $(BUILD)/corestack
 
 clean:
 	rm -rf $(BUILD)

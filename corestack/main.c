@@ -15,6 +15,8 @@
 #include "report.h"
 #include "vm_module.h"
 
+#define CS_VERSION "0.1.0"
+
 enum { EXIT_COMPLETE = 0, EXIT_PARTIAL = 1, EXIT_UNUSABLE = 2, EXIT_USAGE = 64 };
 
 #define MAX_DEBUG_DIRS 16
@@ -23,6 +25,7 @@ struct options {
 	const char *core, *executable;
 	int json;
 	const char *layout; /* --layout MODULE: print the resolved layout */
+	const char *cache_dir; /* NULL: default; "": no layout cache */
 	size_t max_frames;
 	const char *debug_dirs[MAX_DEBUG_DIRS + 2];
 	size_t ndebug_dirs;
@@ -41,7 +44,10 @@ static void usage(FILE *out)
 	      "                     (build-id and debuglink layouts; repeatable)\n"
 	      "  --layout MODULE    print the CRuby layout read from the DWARF\n"
 	      "                     of MODULE (libruby.so or a static ruby)\n"
+	      "  --cache-dir DIR    layout cache (default ~/.cache/corestack/\n"
+	      "                     layouts); --no-cache to bypass it\n"
 	      "  -h, --help         this help\n"
+	      "  --version          print the version\n"
 	      "\n"
 	      "Exit status: 0 complete, 1 partial, 2 unusable input, 64 usage.\n",
 	      out);
@@ -54,7 +60,10 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{"max-frames", required_argument, NULL, 'm'},
 		{"debug-dir", required_argument, NULL, 'd'},
 		{"layout", required_argument, NULL, 'l'},
+		{"cache-dir", required_argument, NULL, 'c'},
+		{"no-cache", no_argument, NULL, 'n'},
 		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0},
 	};
 	int c;
@@ -85,8 +94,18 @@ static int parse_args(int argc, char **argv, struct options *o)
 		case 'l':
 			o->layout = optarg;
 			break;
+		case 'c':
+			o->cache_dir = optarg;
+			break;
+		case 'n':
+			o->cache_dir = "";
+			break;
 		case 'h':
 			usage(stdout);
+			exit(EXIT_COMPLETE);
+		case 'V':
+			printf("corestack %s (JSON schema %d)\n", CS_VERSION,
+			       CS_JSON_SCHEMA);
 			exit(EXIT_COMPLETE);
 		default:
 			usage(stderr);
@@ -94,6 +113,8 @@ static int parse_args(int argc, char **argv, struct options *o)
 		}
 	}
 	int rest = argc - optind;
+	o->debug_dirs[o->ndebug_dirs++] = "/usr/lib/debug";
+	o->debug_dirs[o->ndebug_dirs] = NULL;
 	if (o->layout && rest == 0)
 		return 0;
 	if (rest < 1 || rest > 2) {
@@ -102,8 +123,6 @@ static int parse_args(int argc, char **argv, struct options *o)
 	}
 	o->core = argv[optind];
 	o->executable = rest == 2 ? argv[optind + 1] : NULL;
-	o->debug_dirs[o->ndebug_dirs++] = "/usr/lib/debug";
-	o->debug_dirs[o->ndebug_dirs] = NULL;
 	return 0;
 }
 
@@ -127,20 +146,20 @@ static int64_t thread_tid(struct cs_core *core, const struct rv_thread *t)
 	return -1;
 }
 
-static int print_layout(const char *path)
+static int print_layout(const char *path, const struct options *o)
 {
 	struct dw_module *mod;
-	struct dw_index *idx = NULL;
 	struct rv_layout layout;
-	struct cs_error *err = dw_module_open(path, NULL, &mod);
+	int cached;
+	struct cs_error *err = dw_module_open(path, o->debug_dirs, &mod);
 	if (err)
 		return unusable(err);
-	if ((err = dw_index_create(mod, &idx)) ||
-	    (err = rv_layout_resolve(idx, &layout))) {
-		dw_index_destroy(idx);
+	if ((err = rv_layout_for_module(mod, o->cache_dir, &layout, &cached))) {
 		dw_module_close(mod);
 		return unusable(err);
 	}
+	printf("# %s: layout %s\n", path,
+	       cached ? "from the cache" : "resolved from DWARF");
 	static const char *const sources[] = {"missing", "dwarf", "macro",
 					      "fallback"};
 	for (int i = 0; i < RVL_COUNT; i++) {
@@ -153,7 +172,6 @@ static int print_layout(const char *path)
 			printf(" bits %u+%u", it->bit_pos, it->bit_size);
 		putchar('\n');
 	}
-	dw_index_destroy(idx);
 	dw_module_close(mod);
 	return EXIT_COMPLETE;
 }
@@ -165,7 +183,7 @@ int main(int argc, char **argv)
 	if (rc)
 		return rc;
 	if (o.layout)
-		return print_layout(o.layout);
+		return print_layout(o.layout, &o);
 
 	struct cs_core *core = NULL;
 	struct cs_error *err = cs_core_open(o.core, &core);
@@ -176,14 +194,16 @@ int main(int argc, char **argv)
 		cs_core_close(core);
 		return unusable(err);
 	}
-	struct dw_index *idx = NULL;
 	struct rv_session *session = NULL;
 	struct rv_process *proc = NULL;
 	struct rv_target target = cs_core_target(core);
 	struct rv_options ropts = {.max_frames = o.max_frames};
-	if ((err = dw_index_create(vm.vm, &idx)) ||
-	    (err = rv_session_create(&target, idx, vm.load_bias, &ropts,
-				     &session)) ||
+	struct rv_layout layout;
+	int cached;
+	if ((err = rv_layout_for_module(vm.vm, o.cache_dir, &layout,
+					&cached)) ||
+	    (err = rv_session_create(&target, &layout, vm.vm->path,
+				     vm.load_bias, &ropts, &session)) ||
 	    (err = rv_snapshot(session, &proc))) {
 		rc = unusable(err);
 		goto out;
@@ -226,7 +246,6 @@ int main(int argc, char **argv)
 out:
 	rv_process_destroy(proc);
 	rv_session_destroy(session);
-	dw_index_destroy(idx);
 	cs_vm_module_close(&vm);
 	cs_core_close(core);
 	return rc;

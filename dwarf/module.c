@@ -253,6 +253,9 @@ void dw_module_close(struct dw_module *mod)
 		return;
 	if (mod->dwarf)
 		dwarf_end(mod->dwarf);
+	if (mod->lean_elf)
+		elf_end(mod->lean_elf);
+	free(mod->lean_image);
 	if (mod->debug_elf && mod->debug_elf != mod->elf)
 		elf_end(mod->debug_elf);
 	if (mod->debug_fd >= 0)
@@ -277,10 +280,118 @@ void dw_module_build_id_hex(const struct dw_module *mod, char *buf)
 	buf[2 * mod->build_id_len] = '\0';
 }
 
+/* The debug sections the layout resolver reads. libdw inflates every debug
+ * section it recognizes when it opens a file, and .debug_line, .debug_loclists
+ * and .debug_rnglists together are larger than .debug_info; so libdw is
+ * handed an in-memory ELF image holding only these (still compressed). */
+static const char *const lean_sections[] = {
+	".debug_info", ".debug_abbrev", ".debug_str", ".debug_line_str",
+	".debug_str_offsets", ".debug_macro", ".debug_addr", NULL,
+};
+
+static int is_lean_section(const char *name)
+{
+	for (const char *const *n = lean_sections; *n; n++)
+		if (strcmp(name, *n) == 0)
+			return 1;
+	return 0;
+}
+
+static size_t align8(size_t n)
+{
+	return (n + 7) & ~(size_t)7;
+}
+
+/* Build the lean image; NULL if the file's sections cannot be read (the
+ * caller then hands libdw the whole file). */
+static Elf *lean_elf(struct dw_module *mod)
+{
+	Elf *src = mod->debug_elf;
+	size_t shstrndx;
+	GElf_Ehdr ehdr;
+	if (!gelf_getehdr(src, &ehdr) || ehdr.e_ident[EI_CLASS] != ELFCLASS64 ||
+	    elf_getshdrstrndx(src, &shstrndx) != 0)
+		return NULL;
+	enum { MAX = 16 };
+	Elf_Scn *keep[MAX];
+	size_t n = 0, data_size = 0, names_size = 1 + sizeof(".shstrtab");
+	Elf_Scn *scn = NULL;
+	while ((scn = elf_nextscn(src, scn)) && n < MAX) {
+		GElf_Shdr sh;
+		const char *name;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS ||
+		    !(name = elf_strptr(src, shstrndx, sh.sh_name)) ||
+		    !is_lean_section(name))
+			continue;
+		Elf_Data *raw = elf_rawdata(scn, NULL);
+		if (!raw || !raw->d_buf)
+			return NULL;
+		keep[n++] = scn;
+		data_size += align8(raw->d_size);
+		names_size += strlen(name) + 1;
+	}
+	size_t shnum = n + 2; /* null section, kept sections, .shstrtab */
+	size_t names_off = sizeof(Elf64_Ehdr);
+	size_t data_off = align8(names_off + names_size);
+	size_t sh_off = data_off + data_size;
+	size_t total = sh_off + shnum * sizeof(Elf64_Shdr);
+	char *image = calloc(1, total);
+	if (!image)
+		return NULL;
+	Elf64_Ehdr *eh = (Elf64_Ehdr *)image;
+	memcpy(eh->e_ident, ehdr.e_ident, EI_NIDENT);
+	eh->e_type = ehdr.e_type;
+	eh->e_machine = ehdr.e_machine;
+	eh->e_version = EV_CURRENT;
+	eh->e_ehsize = sizeof(Elf64_Ehdr);
+	eh->e_shoff = sh_off;
+	eh->e_shentsize = sizeof(Elf64_Shdr);
+	eh->e_shnum = (Elf64_Half)shnum;
+	eh->e_shstrndx = (Elf64_Half)(shnum - 1);
+	Elf64_Shdr *sh = (Elf64_Shdr *)(image + sh_off);
+	char *names = image + names_off;
+	size_t name_pos = 1, pos = data_off;
+	for (size_t i = 0; i < n; i++) {
+		GElf_Shdr in;
+		gelf_getshdr(keep[i], &in);
+		Elf_Data *raw = elf_rawdata(keep[i], NULL);
+		const char *name = elf_strptr(src, shstrndx, in.sh_name);
+		Elf64_Shdr *out = &sh[i + 1];
+		out->sh_name = (Elf64_Word)name_pos;
+		out->sh_type = SHT_PROGBITS;
+		out->sh_flags = in.sh_flags & SHF_COMPRESSED;
+		out->sh_offset = pos;
+		out->sh_size = raw->d_size;
+		out->sh_addralign = 8;
+		memcpy(image + pos, raw->d_buf, raw->d_size);
+		pos += align8(raw->d_size);
+		strcpy(names + name_pos, name);
+		name_pos += strlen(name) + 1;
+	}
+	Elf64_Shdr *str = &sh[shnum - 1];
+	str->sh_name = (Elf64_Word)name_pos;
+	strcpy(names + name_pos, ".shstrtab");
+	str->sh_type = SHT_STRTAB;
+	str->sh_offset = names_off;
+	str->sh_size = names_size;
+	str->sh_addralign = 1;
+	Elf *lean = elf_memory(image, total);
+	if (!lean) {
+		free(image);
+		return NULL;
+	}
+	mod->lean_image = image;
+	return lean;
+}
+
 struct cs_error *dw_module_dwarf(struct dw_module *mod, Dwarf **ret)
 {
-	if (!mod->dwarf && mod->debug_elf)
-		mod->dwarf = dwarf_begin_elf(mod->debug_elf, DWARF_C_READ, NULL);
+	if (!mod->dwarf && mod->debug_elf) {
+		mod->lean_elf = lean_elf(mod);
+		mod->dwarf = dwarf_begin_elf(mod->lean_elf ? mod->lean_elf
+							   : mod->debug_elf,
+					     DWARF_C_READ, NULL);
+	}
 	if (!mod->dwarf) {
 		char hex[2 * DW_BUILD_ID_MAX + 1];
 		dw_module_build_id_hex(mod, hex);

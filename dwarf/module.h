@@ -23,6 +23,8 @@ struct dw_module {
 	int fd, debug_fd;
 	Elf *elf, *debug_elf; /* debug_elf == elf when embedded */
 	Dwarf *dwarf;         /* NULL until dw_module_dwarf() succeeds */
+	Elf *lean_elf;        /* in-memory image of the debug sections read */
+	char *lean_image;
 	uint8_t build_id[DW_BUILD_ID_MAX];
 	size_t build_id_len;
 	uint64_t first_vaddr; /* p_vaddr of the first PT_LOAD (for load bias) */

@@ -28,10 +28,6 @@ static const struct {
 	 * may drop when no emitted code names them. */
 	{"VM_FRAME_MAGIC_MASK", 0x7fff0001, 1},
 	{"VM_FRAME_MAGIC_CFUNC", 0x55550001, 1},
-	{"VM_FRAME_MAGIC_IFUNC", 0x66660001, 1},
-	{"VM_FRAME_MAGIC_DUMMY", 0x79990001, 1},
-	{"VM_FRAME_FLAG_BMETHOD", 0x40, 1},
-	{"VM_FRAME_FLAG_CFRAME", 0x80, 1},
 	{"VM_ENV_FLAG_LOCAL", 0x2, 1},
 };
 

@@ -81,52 +81,56 @@ static struct cs_error *frame_method_entry(struct rv_session *s, uint64_t ep,
 	return cs_error_create(CS_ERR_LIMIT, "environment chain too long");
 }
 
-/* "Owner#name" or "Owner.name" for a method entry. */
+/* "Owner#name" or "Owner.name": name is the method's, or (for C methods)
+ * the method entry's original name. */
 static struct cs_error *method_qualified(struct rv_session *s, uint64_t me,
-					 char **ret)
+					 const char *name, char **ret)
 {
 	uint64_t def, owner, id;
 	struct cs_error *err;
-	if ((err = rv_read_member(s, me, RVL_me_def, &def)) ||
-	    (err = rv_read_member(s, me, RVL_me_owner, &owner)) ||
-	    (err = rv_read_member(s, def, RVL_def_original_id, &id)))
+	char *id_name = NULL, *owner_name = NULL;
+	if ((err = rv_read_member(s, me, RVL_me_owner, &owner)))
 		return err;
-	char *name = NULL, *owner_name = NULL;
+	if (!name) {
+		if ((err = rv_read_member(s, me, RVL_me_def, &def)) ||
+		    (err = rv_read_member(s, def, RVL_def_original_id, &id)) ||
+		    (err = rv_id_name(s, id, &id_name)))
+			return err;
+		name = id_name;
+	}
 	bool singleton = false;
-	if ((err = rv_id_name(s, id, &name)) ||
-	    (err = rv_owner_name(s, owner, &owner_name, &singleton))) {
-		free(name);
+	if ((err = rv_owner_name(s, owner, &owner_name, &singleton))) {
+		free(id_name);
 		return err;
 	}
 	int n = asprintf(ret, "%s%s%s", owner_name, singleton ? "." : "#",
 			 name);
-	free(name);
+	free(id_name);
 	free(owner_name);
 	return n < 0 ? &cs_error_nomem : NULL;
 }
 
-/* The qualified name of a Ruby frame: the iseq label with its base label
- * (the method name) replaced by Owner#method, so "block (2 levels) in run"
- * becomes "block (2 levels) in Worker#run". Frames outside any method keep
- * the label. The frame of a define_method body is the method itself. */
-static char *ruby_qualified(struct rv_session *s, const struct rv_iseq_info *info,
-			    uint64_t ep, uint64_t frame_flags)
+/* The qualified name of a Ruby frame, as Ruby 3.4 builds labels
+ * (calculate_iseq_label): when the frame's local iseq is a method, the
+ * method name in the label becomes Owner#method, keeping the block prefix
+ * ("block (2 levels) in Worker#run"). Frames whose local iseq is not a
+ * method (<main>, class bodies, define_method bodies) keep the label. */
+static char *ruby_qualified(struct rv_session *s,
+			    const struct rv_iseq_info *info, uint64_t ep)
 {
 	uint64_t me = 0;
 	char *method = NULL, *out = NULL;
-	struct cs_error *err = frame_method_entry(s, ep, &me);
-	if (err || !me || (err = method_qualified(s, me, &method))) {
-		cs_error_destroy(err);
-		return strdup(info->label);
-	}
 	const char *label = info->label, *base = info->base_label;
-	size_t prefix = 0;
-	if (!(frame_flags & (uint64_t)RV_VAL(s, frame_flag_bmethod)) && base) {
-		size_t ll = strlen(label), bl = strlen(base);
-		if (bl <= ll && strcmp(label + ll - bl, base) == 0)
-			prefix = ll - bl;
+	if (info->local_type != RV_VAL(s, iseq_type_method) || !base)
+		return strdup(label);
+	size_t ll = strlen(label), bl = strlen(base);
+	struct cs_error *err = frame_method_entry(s, ep, &me);
+	if (err || !me || bl > ll || strcmp(label + ll - bl, base) != 0 ||
+	    (err = method_qualified(s, me, base, &method))) {
+		cs_error_destroy(err);
+		return strdup(label);
 	}
-	if (asprintf(&out, "%.*s%s", (int)prefix, label, method) < 0)
+	if (asprintf(&out, "%.*s%s", (int)(ll - bl), label, method) < 0)
 		out = NULL;
 	free(method);
 	return out;
@@ -155,10 +159,7 @@ static void ruby_frame(struct rv_session *s, uint64_t iseq, uint64_t pc,
 	}
 	if ((err = rv_iseq_lineno(s, &info, pc, &f->lineno)))
 		set_error(f, err);
-	uint64_t flags = 0;
-	if ((err = read_ep(s, ep, RV_VAL(s, env_index_flags), &flags)))
-		set_error(f, err);
-	f->qualified = ruby_qualified(s, &info, ep, flags);
+	f->qualified = ruby_qualified(s, &info, ep);
 	f->label = info.label;
 	f->path = info.path;
 	info.label = info.path = NULL;
@@ -184,7 +185,7 @@ static void cfunc_frame(struct rv_session *s, uint64_t ep, struct rv_frame *f)
 	}
 	if (RV_HAS(s, def_cfunc_func))
 		rv_read_member(s, def, RVL_def_cfunc_func, &f->cfunc);
-	if ((err = method_qualified(s, me, &f->qualified)))
+	if ((err = method_qualified(s, me, NULL, &f->qualified)))
 		set_error(f, err);
 }
 

@@ -188,3 +188,23 @@ struct cs_error *rv_layout_resolve(struct dw_index *idx, struct rv_layout *l)
 		dw_macros_destroy(mu.macros[i]);
 	return err;
 }
+
+/* A fingerprint of layout.def and of struct rv_item, so a cached layout
+ * written by another corestack build is never read as this one's. */
+uint64_t rv_layout_spec_hash(void)
+{
+	uint64_t h = 14695981039346656037ULL;
+	h = (h ^ sizeof(struct rv_item)) * 1099511628211ULL;
+	for (int i = 0; i < RVL_COUNT; i++) {
+		const char *parts[] = {specs[i].id, specs[i].type,
+				       specs[i].path ? specs[i].path : "",
+				       specs[i].unit ? specs[i].unit : ""};
+		h = (h ^ (uint64_t)specs[i].kind) * 1099511628211ULL;
+		for (int p = 0; p < 4; p++) {
+			for (const char *c = parts[p]; *c; c++)
+				h = (h ^ (uint8_t)*c) * 1099511628211ULL;
+			h = (h ^ 0xff) * 1099511628211ULL;
+		}
+	}
+	return h;
+}

@@ -53,6 +53,18 @@ struct cs_error *rv_layout_resolve(struct dw_index *idx,
 
 const char *rv_layout_item_name(enum rv_item_id id);
 
+/* Fingerprint of layout.def and the item format (for the on-disk cache). */
+uint64_t rv_layout_spec_hash(void);
+
+/* The layout of a module: from the on-disk cache keyed by its build-id when
+ * there is a valid entry, else resolved from its DWARF and then cached.
+ * cache_dir NULL means $XDG_CACHE_HOME/corestack/layouts (or ~/.cache/…);
+ * "" disables the cache. *from_cache tells which happened. A module without
+ * a build-id is never cached. */
+struct cs_error *rv_layout_for_module(struct dw_module *mod,
+				      const char *cache_dir,
+				      struct rv_layout *ret, int *from_cache);
+
 /* Constants that exist only as C macros, used when .debug_macro is absent
  * (has_macros 0), and enumerators a compiler may drop. Returns 1 and the
  * value if name is in the fallback table and may be used. */

@@ -61,11 +61,15 @@ struct rv_options {
 
 struct rv_session;
 
-/* The Ruby model over a target. idx is the DWARF of the module that holds
- * the VM (libruby.so, or the executable when Ruby is linked statically) and
- * load_bias where that module is loaded in the target. */
+struct rv_layout;
+
+/* The Ruby model over a target. layout is that of the module holding the VM
+ * (libruby.so, or the executable when Ruby is linked statically; see
+ * rv_layout_for_module), module_path names it in messages, load_bias is
+ * where it is loaded in the target. */
 struct cs_error *rv_session_create(const struct rv_target *target,
-				   struct dw_index *idx, uint64_t load_bias,
+				   const struct rv_layout *layout,
+				   const char *module_path, uint64_t load_bias,
 				   const struct rv_options *opts,
 				   struct rv_session **ret);
 void rv_session_destroy(struct rv_session *s);

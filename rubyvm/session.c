@@ -76,7 +76,8 @@ static const enum rv_item_id required[] = {
 };
 
 struct cs_error *rv_session_create(const struct rv_target *target,
-				   struct dw_index *idx, uint64_t load_bias,
+				   const struct rv_layout *layout,
+				   const char *path, uint64_t load_bias,
 				   const struct rv_options *opts,
 				   struct rv_session **ret)
 {
@@ -89,14 +90,10 @@ struct cs_error *rv_session_create(const struct rv_target *target,
 						      : 100000;
 	s->opts.max_threads = opts && opts->max_threads ? opts->max_threads
 							: 100000;
-	struct cs_error *err = rv_layout_resolve(idx, &s->layout);
-	if (err) {
-		free(s);
-		return err;
-	}
+	s->layout = *layout;
+	struct cs_error *err;
 	for (size_t i = 0; i < sizeof(required) / sizeof(required[0]); i++)
 		if (s->layout.items[required[i]].source == RV_MISSING) {
-			const char *path = dw_index_module(idx)->path;
 			rv_session_destroy(s);
 			if (required[i] == RVL_vm_ptr)
 				return cs_error_create(

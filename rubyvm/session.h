@@ -62,7 +62,8 @@ void rv_names_destroy(struct rv_session *s);
 /* iseq.c */
 struct rv_iseq_info {
 	char *label, *base_label, *path;
-	int64_t type;
+	int64_t type;       /* this iseq's type, -1 if unknown */
+	int64_t local_type; /* type of its local iseq (the method of a block) */
 	int first_lineno;
 	uint64_t body;
 };

@@ -1,0 +1,144 @@
+/* The on-disk layout cache: resolving a layout from compressed DWARF costs
+ * tens of milliseconds, reading it back costs microseconds. Entries are
+ * keyed by the module's build-id and stamped with the layout.def
+ * fingerprint; anything that does not match exactly, or is short, is
+ * ignored and rewritten. Writes go to a temporary file renamed into place,
+ * so a reader never sees half an entry. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../dwarf/module.h"
+#include "layout.h"
+
+#define CACHE_MAGIC "CSLAYOUT"
+
+struct cache_header {
+	char magic[8];
+	uint64_t spec_hash;
+	uint32_t build_id_len;
+	uint8_t build_id[DW_BUILD_ID_MAX];
+	uint32_t has_macros;
+};
+
+static char *cache_path(const char *dir, const struct dw_module *mod)
+{
+	char hex[2 * DW_BUILD_ID_MAX + 1];
+	dw_module_build_id_hex(mod, hex);
+	char *path = NULL;
+	if (dir) {
+		if (asprintf(&path, "%s/%s.layout", dir, hex) < 0)
+			return NULL;
+		return path;
+	}
+	const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+	int n = xdg && *xdg ? asprintf(&path, "%s/corestack/layouts/%s.layout",
+				       xdg, hex)
+		: home && *home
+			? asprintf(&path, "%s/.cache/corestack/layouts/%s.layout",
+				   home, hex)
+			: -1;
+	return n < 0 ? NULL : path;
+}
+
+static void header_for(const struct dw_module *mod, int has_macros,
+		       struct cache_header *h)
+{
+	memset(h, 0, sizeof(*h));
+	memcpy(h->magic, CACHE_MAGIC, 8);
+	h->spec_hash = rv_layout_spec_hash();
+	h->build_id_len = (uint32_t)mod->build_id_len;
+	memcpy(h->build_id, mod->build_id, mod->build_id_len);
+	h->has_macros = (uint32_t)has_macros;
+}
+
+static int load(const char *path, const struct dw_module *mod,
+		struct rv_layout *l)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	struct cache_header want, got;
+	header_for(mod, 0, &want);
+	int ok = read(fd, &got, sizeof(got)) == (ssize_t)sizeof(got) &&
+		 memcmp(got.magic, want.magic, 8) == 0 &&
+		 got.spec_hash == want.spec_hash &&
+		 got.build_id_len == want.build_id_len &&
+		 memcmp(got.build_id, want.build_id, DW_BUILD_ID_MAX) == 0 &&
+		 read(fd, l->items, sizeof(l->items)) == (ssize_t)sizeof(l->items);
+	char extra;
+	ok = ok && read(fd, &extra, 1) == 0;
+	close(fd);
+	for (int i = 0; ok && i < RVL_COUNT; i++)
+		ok = l->items[i].source <= RV_FROM_FALLBACK;
+	l->has_macros = (int)got.has_macros;
+	return ok;
+}
+
+static int mkdirs(char *path)
+{
+	for (char *p = path + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		int r = mkdir(path, 0755);
+		*p = '/';
+		if (r != 0 && errno != EEXIST)
+			return 0;
+	}
+	return 1;
+}
+
+/* Best effort: a cache that cannot be written only costs time. */
+static void save(const char *path, const struct dw_module *mod,
+		 const struct rv_layout *l)
+{
+	char *tmp = NULL;
+	if (asprintf(&tmp, "%s.%d.tmp", path, (int)getpid()) < 0)
+		return;
+	if (!mkdirs(tmp)) {
+		free(tmp);
+		return;
+	}
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd >= 0) {
+		struct cache_header h;
+		header_for(mod, l->has_macros, &h);
+		int ok = write(fd, &h, sizeof(h)) == (ssize_t)sizeof(h) &&
+			 write(fd, l->items, sizeof(l->items)) ==
+				 (ssize_t)sizeof(l->items);
+		ok = close(fd) == 0 && ok;
+		if (!ok || rename(tmp, path) != 0)
+			unlink(tmp);
+	}
+	free(tmp);
+}
+
+struct cs_error *rv_layout_for_module(struct dw_module *mod,
+				      const char *cache_dir,
+				      struct rv_layout *l, int *from_cache)
+{
+	*from_cache = 0;
+	char *path = NULL;
+	if (mod->build_id_len && !(cache_dir && !*cache_dir))
+		path = cache_path(cache_dir, mod);
+	if (path && load(path, mod, l)) {
+		*from_cache = 1;
+		free(path);
+		return NULL;
+	}
+	struct dw_index *idx;
+	struct cs_error *err = dw_index_create(mod, &idx);
+	if (!err) {
+		err = rv_layout_resolve(idx, l);
+		dw_index_destroy(idx);
+	}
+	if (!err && path)
+		save(path, mod, l);
+	free(path);
+	return err;
+}

@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""Benchmarks for README.md (`make bench`). Not a test: it prints figures.
+
+1. End to end on the same core of the 2.7.4 fixture (threads scenario):
+   corestack versus gdb with Ruby's own .gdbinit `rb_ps` (from the same
+   Ruby source tree), wall time, median of several runs.
+2. Layout resolution for libruby 3.3.8: cold (no layout cache: DWARF read
+   and resolved) and warm (on-disk layout cache), against the time needed
+   just to inflate the compressed debug sections libdw reads.
+3. Peak memory (max RSS) of a corestack run.
+"""
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+
+from harness import procs  # noqa: E402
+
+
+def run_timed(argv, env=None):
+    """Wall seconds and max RSS (KiB) of one run; output discarded."""
+    start = time.perf_counter()
+    p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, env=env)
+    _, status, usage = os.wait4(p.pid, 0)
+    wall = time.perf_counter() - start
+    if os.waitstatus_to_exitcode(status) not in (0, 1):
+        raise SystemExit("bench: %s failed (%s)" % (" ".join(argv), status))
+    return wall, usage.ru_maxrss
+
+
+def median_of(argv, runs, env=None):
+    walls, rss = [], 0
+    for _ in range(runs):
+        wall, maxrss = run_timed(argv, env)
+        walls.append(wall)
+        rss = max(rss, maxrss)
+    return statistics.median(walls), rss
+
+
+def take_core(ruby_prefix, scenario, tmp):
+    """Run a scenario until it parks, gcore it, kill it; return the core."""
+    workdir = os.path.join(tmp, scenario)
+    sc = procs.Scenario(os.path.join(ruby_prefix, "bin", "ruby"),
+                        os.path.join(ROOT, "fixtures", "scenarios", scenario),
+                        workdir, False)
+    try:
+        sc.wait_oracle(60)
+        return procs.gcore(sc.pid, os.path.join(workdir, "core"), 120)
+    finally:
+        sc.kill()
+
+
+def fmt_ms(s):
+    return "%.1f ms" % (s * 1000)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--corestack", required=True)
+    ap.add_argument("--runs", type=int, default=7)
+    args = ap.parse_args()
+    corestack = os.path.abspath(args.corestack)
+    cache = os.environ.get("CORESTACK_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "corestack")
+
+    with tempfile.TemporaryDirectory() as tmp:
+        # 1. corestack vs gdb rb_ps on a 2.7.4 core.
+        prefix27 = procs.build_ruby("2.7", "shared", 3600)
+        core = take_core(prefix27, "threads.rb", tmp)
+        ruby = os.path.join(prefix27, "bin", "ruby")
+        gdbinit = os.path.join(cache, "src", "2.7", ".gdbinit")
+        cs_time, cs_rss = median_of([corestack, core, ruby], args.runs)
+        gdb_argv = ["gdb", "-batch", "-nx", "-x", gdbinit, "-ex", "rb_ps", ruby, core]
+        gdb_time, _ = median_of(gdb_argv, max(3, args.runs // 2))
+        print("== end to end, threads scenario core of Ruby 2.7.4 (median of %d)" % args.runs)
+        print("corestack           %s" % fmt_ms(cs_time))
+        print("gdb + .gdbinit rb_ps %s" % fmt_ms(gdb_time))
+        print("speed-up            %.0fx" % (gdb_time / cs_time))
+        print("corestack max RSS   %.1f MiB" % (cs_rss / 1024))
+
+        # 2. Layout resolution on libruby 3.3.8.
+        prefix33 = procs.build_ruby("3.3", "shared", 3600)
+        lib = [os.path.join(prefix33, "lib", f) for f in os.listdir(os.path.join(prefix33, "lib"))
+               if f.startswith("libruby.so.") and f.count(".") == 4][0]
+        layout_dir = os.path.join(tmp, "layouts")
+        cold, _ = median_of([corestack, "--layout", lib, "--no-cache"], args.runs)
+        subprocess.run([corestack, "--layout", lib, "--cache-dir", layout_dir],
+                       stdout=subprocess.DEVNULL, check=True)
+        warm, _ = median_of([corestack, "--layout", lib, "--cache-dir", layout_dir], args.runs)
+        base, _ = median_of([corestack, "--version"], args.runs)
+        inflate_tool = os.path.join(ROOT, "build", "bench-inflate")
+        inflate = None
+        if os.path.exists(inflate_tool):
+            inflate, _ = median_of([inflate_tool, lib], args.runs)
+        print()
+        print("== layout resolution, %s" % lib)
+        print("process start-up (corestack --version)  %s" % fmt_ms(base))
+        print("cold, from DWARF (--no-cache)            %s" % fmt_ms(cold))
+        print("warm, from the layout cache              %s" % fmt_ms(warm))
+        if inflate is not None:
+            print("inflating the debug sections libdw reads %s  (cold/inflate %.2fx)"
+                  % (fmt_ms(inflate), cold / inflate))
+
+
+if __name__ == "__main__":
+    main()
