@@ -33,8 +33,13 @@ UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/%,$(UNIT_SRC))
 $(BUILD)/test_%: tests/unit/test_%.c $(SRC) $(HDR) | $(BUILD)
 	$(CC) $(WARN) $(SAN_FLAGS) -I. $< $(ENGINE_SRC) corestack/core.c $(LIBS) -o $@
 
-unit: $(UNIT_BIN)
-	@for t in $(UNIT_BIN); do $$t || exit 1; done
+# test_dwarf reads back the DWARF of a small library built like the
+# fixture Rubies (-g3, compressed sections).
+$(BUILD)/dwarf_sample.so: tests/unit/dwarf_sample.c tests/unit/dwarf_sample.h | $(BUILD)
+	$(CC) -std=c17 -g3 -gz=zlib -O0 -shared -fPIC $< -o $@
+
+unit: $(UNIT_BIN) $(BUILD)/dwarf_sample.so
+	@for t in $(UNIT_BIN); do $$t $(BUILD)/dwarf_sample.so || exit 1; done
 
 # Everything a fresh Debian machine needs (apt packages).
 deps:
@@ -46,8 +51,9 @@ fixtures:
 	./fixtures/build-ruby.sh 3.3
 	./fixtures/build-ruby.sh 3.3 static
 
-test: deps $(BUILD)/corestack-san $(UNIT_BIN) fixtures
-	python3 tests/run.py --corestack $(BUILD)/corestack-san --unit $(UNIT_BIN)
+test: deps $(BUILD)/corestack-san $(UNIT_BIN) $(BUILD)/dwarf_sample.so fixtures
+	python3 tests/run.py --corestack $(BUILD)/corestack-san \
+		--unit "$(UNIT_BIN)" --unit-arg $(BUILD)/dwarf_sample.so
 
 demo: deps $(BUILD)/corestack
 	./fixtures/demo.sh $(BUILD)/corestack
