@@ -5,18 +5,50 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Where the file whose first mapping has offset 0 is loaded. */
-static const struct cs_core_mapping *module_base(struct cs_core *core,
-						 const char *path)
+/* Does the mapping of path at start look like mod loaded there: each
+ * PT_LOAD segment starting a mapping of the right file offset at
+ * start - first_vaddr + p_vaddr? An offset-0 mapping alone is not enough:
+ * Ruby's own crash reporter mmaps libruby.so and the executable whole to
+ * read their DWARF, and those mappings are in the core too. */
+static int loaded_at(struct cs_core *core, struct dw_module *mod,
+		     const char *path, uint64_t start)
 {
-	const struct cs_core_mapping *best = NULL;
+	size_t phnum;
+	if (elf_getphdrnum(mod->elf, &phnum) != 0)
+		return 0;
+	uint64_t bias = mod->is_pie_or_dso ? start - mod->first_vaddr : 0;
+	for (size_t i = 0; i < phnum; i++) {
+		GElf_Phdr ph;
+		if (!gelf_getphdr(mod->elf, (int)i, &ph) || ph.p_type != PT_LOAD ||
+		    ph.p_filesz == 0)
+			continue;
+		uint64_t page = ph.p_align > 1 ? ph.p_align : 0x1000;
+		if (page > 0x10000)
+			page = 0x1000; /* mappings are page-aligned, not p_align */
+		uint64_t at = (bias + ph.p_vaddr) & ~(page - 1);
+		uint64_t off = ph.p_offset & ~(page - 1);
+		const struct cs_core_mapping *m = cs_core_mapping_of(core, at);
+		/* The loader maps each segment on its own (they differ in
+		 * protection), so each starts a mapping. */
+		if (!m || strcmp(m->path, path) != 0 || m->start != at ||
+		    m->file_offset != off)
+			return 0;
+	}
+	return 1;
+}
+
+/* Where mod (mapped from path) is loaded: the lowest offset-0 mapping of
+ * path that the module's segments agree with; 0 when none does. */
+static uint64_t module_base(struct cs_core *core, struct dw_module *mod,
+			    const char *path)
+{
 	for (size_t i = 0; i < cs_core_mapping_count(core); i++) {
 		const struct cs_core_mapping *m = cs_core_mapping_at(core, i);
-		if (strcmp(m->path, path) == 0 && m->file_offset == 0 &&
-		    (!best || m->start < best->start))
-			best = m;
+		if (m->file_offset == 0 && strcmp(m->path, path) == 0 &&
+		    loaded_at(core, mod, path, m->start))
+			return m->start;
 	}
-	return best;
+	return 0;
 }
 
 /* Refuse a file whose build-id differs from the one in the core. When the
@@ -81,9 +113,8 @@ struct cs_error *cs_vm_module_open(struct cs_core *core, const char *exe_path,
 	struct cs_error *err = dw_module_open(exe_path, debug_dirs, &m->exe);
 	if (err)
 		return err;
-	const struct cs_core_mapping *exe_map =
-		core_exe ? module_base(core, core_exe) : NULL;
-	if (exe_map && (err = check_build_id(core, m, m->exe, exe_map->start)))
+	uint64_t exe_start = core_exe ? module_base(core, m->exe, core_exe) : 0;
+	if (exe_start && (err = check_build_id(core, m, m->exe, exe_start)))
 		goto fail;
 
 	const struct cs_core_mapping *lib =
@@ -91,8 +122,15 @@ struct cs_error *cs_vm_module_open(struct cs_core *core, const char *exe_path,
 	if (lib) {
 		if ((err = dw_module_open(lib->path, debug_dirs, &m->vm)))
 			goto fail;
-		const struct cs_core_mapping *base = module_base(core, lib->path);
-		uint64_t start = base ? base->start : lib->start;
+		uint64_t start = module_base(core, m->vm, lib->path);
+		if (!start) {
+			err = cs_error_create(
+				CS_ERR_MISMATCH,
+				"%s: %s is mapped but its segments do not match "
+				"the file on disk (a different build?)",
+				cs_core_path(core), lib->path);
+			goto fail;
+		}
 		if ((err = check_build_id(core, m, m->vm, start)))
 			goto fail;
 		m->load_bias = bias_of(m->vm, start);
@@ -112,7 +150,7 @@ struct cs_error *cs_vm_module_open(struct cs_core *core, const char *exe_path,
 			goto fail;
 		}
 		m->vm = m->exe;
-		m->load_bias = exe_map ? bias_of(m->exe, exe_map->start) : 0;
+		m->load_bias = exe_start ? bias_of(m->exe, exe_start) : 0;
 	}
 	return NULL;
 fail:

@@ -184,7 +184,7 @@ static void cfunc_frame(struct rv_session *s, uint64_t ep, struct rv_frame *f)
 		return;
 	}
 	if (RV_HAS(s, def_cfunc_func))
-		rv_read_member(s, def, RVL_def_cfunc_func, &f->cfunc);
+		rv_try_member(s, def, RVL_def_cfunc_func, &f->cfunc);
 	if ((err = method_qualified(s, me, NULL, &f->qualified)))
 		set_error(f, err);
 }

@@ -57,21 +57,21 @@ struct cs_error *rv_iseq_info(struct rv_session *s, uint64_t iseq,
 		goto fail;
 	info->body = body;
 	if (RV_HAS(s, body_base_label) &&
-	    !rv_read_member(s, body, RVL_body_base_label, &base_label) &&
-	    rv_string(s, base_label, &info->base_label))
+	    rv_try_member(s, body, RVL_body_base_label, &base_label) &&
+	    rv_failed(rv_string(s, base_label, &info->base_label)))
 		info->base_label = NULL;
 	info->type = info->local_type = -1;
 	if (RV_HAS(s, body_type) &&
-	    !rv_read_member(s, body, RVL_body_type, &type))
+	    rv_try_member(s, body, RVL_body_type, &type))
 		info->type = (int64_t)type;
 	uint64_t local, local_body;
 	if (RV_HAS(s, body_local_iseq) && RV_HAS(s, body_type) &&
-	    !rv_read_member(s, body, RVL_body_local_iseq, &local) && local &&
-	    !rv_read_member(s, local, RVL_iseq_body, &local_body) &&
-	    !rv_read_member(s, local_body, RVL_body_type, &type))
+	    rv_try_member(s, body, RVL_body_local_iseq, &local) && local &&
+	    rv_try_member(s, local, RVL_iseq_body, &local_body) &&
+	    rv_try_member(s, local_body, RVL_body_type, &type))
 		info->local_type = (int64_t)type;
 	if (RV_HAS(s, body_first_lineno) &&
-	    !rv_read_member(s, body, RVL_body_first_lineno, &first)) {
+	    rv_try_member(s, body, RVL_body_first_lineno, &first)) {
 		/* A Fixnum VALUE before 3.2, a plain int after: the member's
 		 * size tells which. */
 		if (RV_ITEM(s, body_first_lineno)->size == 8)

@@ -27,13 +27,13 @@ struct cs_error *rv_names_init(struct rv_session *s)
 		return &cs_error_nomem;
 	/* Up to 3.2 the IDs of "__classpath__" live in static variables. */
 	if (RV_HAS(s, var_classpath) &&
-	    rv_read_u64(s, s->load_bias + (uint64_t)RV_VAL(s, var_classpath),
-			&s->classpath_id))
+	    !rv_try_read(s, s->load_bias + (uint64_t)RV_VAL(s, var_classpath),
+			 &s->classpath_id, 8))
 		s->classpath_id = 0;
 	if (RV_HAS(s, var_tmp_classpath) &&
-	    rv_read_u64(s,
-			s->load_bias + (uint64_t)RV_VAL(s, var_tmp_classpath),
-			&s->tmp_classpath_id))
+	    !rv_try_read(s,
+			 s->load_bias + (uint64_t)RV_VAL(s, var_tmp_classpath),
+			 &s->tmp_classpath_id, 8))
 		s->tmp_classpath_id = 0;
 	return NULL;
 }
@@ -245,7 +245,7 @@ struct cs_error *rv_owner_name(struct rv_session *s, uint64_t owner,
 	if ((err = attached_object(s, owner, &attached)))
 		return err;
 	if (!attached || rv_special_const(s, attached) ||
-	    rv_builtin_type(s, attached, &atype, NULL) ||
+	    rv_failed(rv_builtin_type(s, attached, &atype, NULL)) ||
 	    (atype != (uint64_t)RV_VAL(s, t_class) &&
 	     atype != (uint64_t)RV_VAL(s, t_module))) {
 		/* A singleton method of a plain object: no name to give. */

@@ -65,6 +65,23 @@ struct cs_error *rv_read_member(struct rv_session *s, uint64_t base,
 	return NULL;
 }
 
+bool rv_failed(struct cs_error *err)
+{
+	cs_error_destroy(err);
+	return err != NULL;
+}
+
+bool rv_try_member(struct rv_session *s, uint64_t base, enum rv_item_id id,
+		   uint64_t *ret)
+{
+	return !rv_failed(rv_read_member(s, base, id, ret));
+}
+
+bool rv_try_read(struct rv_session *s, uint64_t addr, void *buf, size_t len)
+{
+	return !rv_failed(rv_read(s, addr, buf, len));
+}
+
 /* The items without which no stack can be read at all. */
 static const enum rv_item_id required[] = {
 	RVL_vm_ptr,          RVL_th_ec,          RVL_ec_vm_stack,

@@ -35,6 +35,13 @@ struct cs_error *rv_read_u64(struct rv_session *s, uint64_t addr,
  * pointers, bitfields included, zero-extended. */
 struct cs_error *rv_read_member(struct rv_session *s, uint64_t base,
 				enum rv_item_id id, uint64_t *ret);
+/* The same where a failed read only means "not known": true on success;
+ * a missing item or unreadable memory gives false (the error is dropped). */
+bool rv_try_member(struct rv_session *s, uint64_t base, enum rv_item_id id,
+		   uint64_t *ret);
+bool rv_try_read(struct rv_session *s, uint64_t addr, void *buf, size_t len);
+/* Drop an error, telling whether there was one (for optional values). */
+bool rv_failed(struct cs_error *err);
 /* Missing-item error naming it, for when the model cannot go on. */
 struct cs_error *rv_missing(enum rv_item_id id);
 

@@ -69,7 +69,7 @@ static void add_gvl_owner(struct rv_session *s, uint64_t base,
 {
 	uint64_t th;
 	if (s->layout.items[id].source == RV_MISSING ||
-	    rv_read_member(s, base, id, &th) || !th)
+	    !rv_try_member(s, base, id, &th) || !th)
 		return;
 	uint64_t *grown = realloc(*owners, (*n + 1) * sizeof(*grown));
 	if (grown) {
@@ -114,7 +114,7 @@ static struct cs_error *thread_list(struct rv_session *s, uint64_t vm,
 static enum rv_thread_status thread_status(struct rv_session *s, uint64_t th)
 {
 	uint64_t st, to_kill = 0;
-	if (rv_read_member(s, th, RVL_th_status, &st))
+	if (!rv_try_member(s, th, RVL_th_status, &st))
 		return RV_STATUS_UNKNOWN;
 	if (st == (uint64_t)RV_VAL(s, thread_runnable))
 		return RV_STATUS_RUN;
@@ -124,7 +124,7 @@ static enum rv_thread_status thread_status(struct rv_session *s, uint64_t th)
 	if (st == (uint64_t)RV_VAL(s, thread_killed)) {
 		/* Thread#status: "aborting" while being killed, else dead. */
 		if (RV_HAS(s, th_to_kill))
-			rv_read_member(s, th, RVL_th_to_kill, &to_kill);
+			rv_try_member(s, th, RVL_th_to_kill, &to_kill);
 		return to_kill ? RV_STATUS_ABORTING : RV_STATUS_DEAD;
 	}
 	return RV_STATUS_UNKNOWN;
@@ -134,15 +134,15 @@ static void thread_ids(struct rv_session *s, uint64_t th, struct rv_thread *t)
 {
 	uint64_t v, nt;
 	t->tid = -1;
-	if (RV_HAS(s, th_tid) && !rv_read_member(s, th, RVL_th_tid, &v) && v)
+	if (RV_HAS(s, th_tid) && rv_try_member(s, th, RVL_th_tid, &v) && v)
 		t->tid = (int64_t)v;
-	if (RV_HAS(s, th_thread_id) && !rv_read_member(s, th, RVL_th_thread_id, &v))
+	if (RV_HAS(s, th_thread_id) && rv_try_member(s, th, RVL_th_thread_id, &v))
 		t->pthread_id = v;
-	if (RV_HAS(s, th_nt) && !rv_read_member(s, th, RVL_th_nt, &nt) && nt) {
-		if (RV_HAS(s, nt_tid) && !rv_read_member(s, nt, RVL_nt_tid, &v) && v)
+	if (RV_HAS(s, th_nt) && rv_try_member(s, th, RVL_th_nt, &nt) && nt) {
+		if (RV_HAS(s, nt_tid) && rv_try_member(s, nt, RVL_nt_tid, &v) && v)
 			t->tid = (int64_t)v;
 		if (RV_HAS(s, nt_thread_id) &&
-		    !rv_read_member(s, nt, RVL_nt_thread_id, &v))
+		    rv_try_member(s, nt, RVL_nt_thread_id, &v))
 			t->pthread_id = v;
 	}
 }
@@ -164,7 +164,7 @@ static void read_thread(struct rv_session *s, uint64_t th, uint64_t main_th,
 	t->status = thread_status(s, th);
 	thread_ids(s, th, t);
 	uint64_t name, ec;
-	if (RV_HAS(s, th_name) && !rv_read_member(s, th, RVL_th_name, &name) &&
+	if (RV_HAS(s, th_name) && rv_try_member(s, th, RVL_th_name, &name) &&
 	    !rv_special_const(s, name)) {
 		struct cs_error *err = rv_string(s, name, &t->name);
 		if (err)
@@ -201,15 +201,15 @@ struct cs_error *rv_snapshot(struct rv_session *s, struct rv_process **ret)
 		return &cs_error_nomem;
 	if (RV_HAS(s, ruby_version)) {
 		char buf[32] = {0};
-		if (!rv_read(s, s->load_bias + (uint64_t)RV_VAL(s, ruby_version),
+		if (rv_try_read(s, s->load_bias + (uint64_t)RV_VAL(s, ruby_version),
 			     buf, sizeof(buf) - 1))
 			p->ruby_version = strndup(buf, sizeof(buf) - 1);
 	}
 	uint64_t main_th = 0;
 	if (RV_HAS(s, vm_main_thread))
-		rv_read_member(s, vm, RVL_vm_main_thread, &main_th);
+		rv_try_member(s, vm, RVL_vm_main_thread, &main_th);
 	else if (RV_HAS(s, vm_ractor_main_thread))
-		rv_read_member(s, vm, RVL_vm_ractor_main_thread, &main_th);
+		rv_try_member(s, vm, RVL_vm_ractor_main_thread, &main_th);
 
 	uint64_t *threads = NULL, *gvl_owners = NULL;
 	size_t count = 0, nowners = 0;
