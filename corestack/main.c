@@ -4,6 +4,7 @@
  * frame could not be decoded; the output says which), 2 unusable input (one
  * line on stderr says which file and what to do), 64 usage. */
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -176,6 +177,23 @@ static int print_layout(const char *path, const struct options *o)
 	return EXIT_COMPLETE;
 }
 
+/* The signal that made the kernel write the core, or NULL. A core taken
+ * from a live process (gcore) records the signal of the attach, SIGSTOP,
+ * which is not why the process stopped: only signals whose default action
+ * dumps core count. */
+static const struct cs_core_siginfo *crash_signal(const struct cs_core *core)
+{
+	static const int dumping[] = {SIGQUIT, SIGILL, SIGTRAP, SIGABRT,
+				      SIGBUS,  SIGFPE, SIGSEGV, SIGXCPU,
+				      SIGXFSZ, SIGSYS};
+	const struct cs_core_siginfo *si = cs_core_siginfo(core);
+	for (size_t i = 0; si->present && i < sizeof(dumping) / sizeof(*dumping);
+	     i++)
+		if (si->signo == dumping[i])
+			return si;
+	return NULL;
+}
+
 int main(int argc, char **argv)
 {
 	struct options o = {0};
@@ -229,7 +247,7 @@ int main(int argc, char **argv)
 		.executable = vm.exe->path,
 		.vm_module = vm.vm->path,
 		.process = cs_core_process(core),
-		.siginfo = cs_core_siginfo(core),
+		.siginfo = crash_signal(core),
 		.ruby = proc,
 		.tids = tids,
 		.warnings = warnings,
