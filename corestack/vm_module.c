@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <elf.h>
 #include <unistd.h>
 
 /* Does the mapping of path at start look like mod loaded there: each
@@ -113,7 +114,16 @@ struct cs_error *cs_vm_module_open(struct cs_core *core, const char *exe_path,
 	struct cs_error *err = dw_module_open(exe_path, debug_dirs, &m->exe);
 	if (err)
 		return err;
-	uint64_t exe_start = core_exe ? module_base(core, m->exe, core_exe) : 0;
+	/* The executable's load address from the auxiliary vector (its
+	 * program headers are in its first mapping): this holds even when
+	 * the file given is not the one that ran, which is what the build-id
+	 * check below must catch. */
+	const struct cs_core_mapping *phdr_map =
+		cs_core_mapping_of(core, cs_core_auxv(core, AT_PHDR));
+	uint64_t exe_start = phdr_map && phdr_map->file_offset == 0
+				     ? phdr_map->start
+			     : core_exe ? module_base(core, m->exe, core_exe)
+					: 0;
 	if (exe_start && (err = check_build_id(core, m, m->exe, exe_start)))
 		goto fail;
 
