@@ -295,8 +295,8 @@ static int find_in_unit(struct dw_index *idx, struct unit *u,
 }
 
 int dw_index_find(struct dw_index *idx, enum dw_name_kind kind,
-		  const char *name, const char *const *cu_hints, Dwarf_Die *die,
-		  int64_t *value)
+		  const char *name, const char *const *cu_hints, int scan_all,
+		  Dwarf_Die *die, int64_t *value)
 {
 	uint32_t hash = name_hash(name, kind);
 	for (const char *const *h = cu_hints; h && *h; h++)
@@ -305,6 +305,8 @@ int dw_index_find(struct dw_index *idx, enum dw_name_kind kind,
 			    find_in_unit(idx, &idx->units[i], kind, name, hash,
 					 die, value))
 				return 1;
+	if (cu_hints && cu_hints[0] && !scan_all)
+		return 0;
 	/* Units already indexed first (cheap), then the rest one by one. */
 	for (int pass = 0; pass < 2; pass++)
 		for (size_t i = 0; i < idx->nunits; i++)

@@ -31,12 +31,14 @@ void dw_index_destroy(struct dw_index *idx);
 
 struct dw_module *dw_index_module(const struct dw_index *idx);
 
-/* Find a name of a kind. cu_hints: NULL-terminated list of compile unit
- * basenames searched first (may be NULL). On success fills *die (not for
- * enumerators) or *value (enumerators only). Returns 1 if found, 0 if not. */
+/* Find a name of a kind in the compile units named by cu_hints (a
+ * NULL-terminated list of basenames), then, if scan_all or when there are
+ * no hints, in every other unit, indexing each on first use. On success
+ * fills *die (not for enumerators) or *value (enumerators only). Returns 1
+ * if found, 0 if not. */
 int dw_index_find(struct dw_index *idx, enum dw_name_kind kind,
-		  const char *name, const char *const *cu_hints, Dwarf_Die *die,
-		  int64_t *value);
+		  const char *name, const char *const *cu_hints, int scan_all,
+		  Dwarf_Die *die, int64_t *value);
 
 /* The CU DIE of a compile unit by basename ("vm.c"); 1 if found. */
 int dw_index_unit(struct dw_index *idx, const char *basename, Dwarf_Die *ret);

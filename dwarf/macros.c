@@ -317,7 +317,7 @@ static int64_t parse_identifier(struct parser *ps)
 			memcpy(buf, name, n);
 			buf[n] = '\0';
 			if (dw_index_find(ps->m->idx, DW_NAME_ENUMERATOR, buf,
-					  NULL, NULL, &v))
+					  NULL, 1, NULL, &v))
 				return v;
 		}
 		ps->failed = 1;

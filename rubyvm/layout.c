@@ -19,7 +19,7 @@ struct spec {
 static const struct spec specs[RVL_COUNT] = {
 #define MEMBER(id, type, path, unit) {SPEC_MEMBER, #id, type, path, unit},
 #define SIZE(id, type, unit) {SPEC_SIZE, #id, type, NULL, unit},
-#define ENUM(id, name) {SPEC_ENUM, #id, name, NULL, NULL},
+#define ENUM(id, name, unit) {SPEC_ENUM, #id, name, NULL, unit},
 #define VAR(id, name, unit) {SPEC_VAR, #id, name, NULL, unit},
 #define CONST(id, name, unit) {SPEC_CONST, #id, name, NULL, unit},
 #include "layout.def"
@@ -35,12 +35,33 @@ const char *rv_layout_item_name(enum rv_item_id id)
 	return id < RVL_COUNT ? specs[id].id : "?";
 }
 
+/* Items without which no stack can be read at all. */
+const enum rv_item_id rv_layout_required[] = {
+	RVL_vm_ptr,          RVL_th_ec,          RVL_ec_vm_stack,
+	RVL_ec_vm_stack_size, RVL_ec_cfp,        RVL_cfp_size,
+	RVL_cfp_pc,          RVL_cfp_ep,         RVL_iseq_body,
+	RVL_body_iseq_encoded, RVL_body_label,   RVL_body_pathobj,
+	RVL_basic_flags,     RVL_t_mask,         RVL_qnil,
+	RVL_frame_magic_mask, RVL_frame_magic_cfunc, RVL_env_index_flags,
+	RVL_COUNT,
+};
+
+static int is_required(int id)
+{
+	for (const enum rv_item_id *r = rv_layout_required; *r != RVL_COUNT; r++)
+		if ((int)*r == id)
+			return 1;
+	return 0;
+}
+
 static int find_type(struct dw_index *idx, const char *name, const char *unit,
-		     Dwarf_Die *ret)
+		     int scan_all, Dwarf_Die *ret)
 {
 	const char *hints[] = {unit, NULL};
-	return dw_index_find(idx, DW_NAME_STRUCT, name, hints, ret, NULL) ||
-	       dw_index_find(idx, DW_NAME_TYPEDEF, name, hints, ret, NULL);
+	return dw_index_find(idx, DW_NAME_STRUCT, name, hints, scan_all, ret,
+			     NULL) ||
+	       dw_index_find(idx, DW_NAME_TYPEDEF, name, hints, scan_all, ret,
+			     NULL);
 }
 
 /* Address of a variable from DW_OP_addr, or its DW_AT_const_value. */
@@ -90,21 +111,33 @@ static struct cs_error *macros_for(struct dw_index *idx, struct macro_units *mu,
 	return NULL;
 }
 
-static struct cs_error *resolve_const(struct dw_index *idx,
-				      struct macro_units *mu,
-				      const struct spec *s, struct rv_layout *l,
-				      struct rv_item *it)
+static int const_from_dwarf(struct dw_index *idx, const struct spec *s,
+			    int scan, struct rv_item *it)
 {
 	const char *hints[] = {s->unit, NULL};
 	Dwarf_Die die;
 	int is_const;
-	if (dw_index_find(idx, DW_NAME_ENUMERATOR, s->type, hints, NULL,
+	if (dw_index_find(idx, DW_NAME_ENUMERATOR, s->type, hints, scan, NULL,
 			  &it->value) ||
-	    (dw_index_find(idx, DW_NAME_VARIABLE, s->type, hints, &die, NULL) &&
+	    (dw_index_find(idx, DW_NAME_VARIABLE, s->type, hints, scan, &die,
+			   NULL) &&
 	     variable_value(&die, &it->value, &is_const) && is_const)) {
 		it->source = RV_FROM_DWARF;
-		return NULL;
+		return 1;
 	}
+	return 0;
+}
+
+/* A constant: an enumerator or static const in its unit, else its macro,
+ * else (without .debug_macro) the fallback table; a required one is then
+ * looked for in every unit. */
+static struct cs_error *resolve_const(struct dw_index *idx,
+				      struct macro_units *mu,
+				      const struct spec *s, struct rv_layout *l,
+				      struct rv_item *it, int scan)
+{
+	if (const_from_dwarf(idx, s, 0, it))
+		return NULL;
 	struct dw_macros *m = NULL;
 	struct cs_error *err = macros_for(idx, mu, s->unit, &m);
 	if (err)
@@ -122,6 +155,8 @@ static struct cs_error *resolve_const(struct dw_index *idx,
 	}
 	if (rv_fallback_constant(s->type, m != NULL, &it->value))
 		it->source = RV_FROM_FALLBACK;
+	else if (scan)
+		const_from_dwarf(idx, s, 1, it);
 	return NULL;
 }
 
@@ -134,11 +169,12 @@ struct cs_error *rv_layout_resolve(struct dw_index *idx, struct rv_layout *l)
 		const struct spec *s = &specs[i];
 		struct rv_item *it = &l->items[i];
 		const char *hints[] = {s->unit, NULL};
+		int scan = is_required(i);
 		Dwarf_Die die;
 		switch (s->kind) {
 		case SPEC_MEMBER: {
 			struct dw_member m;
-			if (!find_type(idx, s->type, s->unit, &die))
+			if (!find_type(idx, s->type, s->unit, scan, &die))
 				break;
 			struct cs_error *e = dw_type_member(&die, s->path, &m);
 			if (e) {
@@ -154,7 +190,7 @@ struct cs_error *rv_layout_resolve(struct dw_index *idx, struct rv_layout *l)
 		}
 		case SPEC_SIZE: {
 			uint64_t size;
-			if (!find_type(idx, s->type, s->unit, &die))
+			if (!find_type(idx, s->type, s->unit, scan, &die))
 				break;
 			struct cs_error *e = dw_type_size(&die, &size);
 			if (e) {
@@ -167,20 +203,20 @@ struct cs_error *rv_layout_resolve(struct dw_index *idx, struct rv_layout *l)
 		}
 		case SPEC_ENUM:
 			if (dw_index_find(idx, DW_NAME_ENUMERATOR, s->type,
-					  NULL, NULL, &it->value))
+					  hints, scan, NULL, &it->value))
 				it->source = RV_FROM_DWARF;
 			break;
 		case SPEC_VAR: {
 			int is_const;
 			if (dw_index_find(idx, DW_NAME_VARIABLE, s->type, hints,
-					  &die, NULL) &&
+					  scan, &die, NULL) &&
 			    variable_value(&die, &it->value, &is_const) &&
 			    !is_const)
 				it->source = RV_FROM_DWARF;
 			break;
 		}
 		case SPEC_CONST:
-			err = resolve_const(idx, &mu, s, l, it);
+			err = resolve_const(idx, &mu, s, l, it, scan);
 			break;
 		}
 	}

@@ -14,7 +14,7 @@
 enum rv_item_id {
 #define MEMBER(id, type, path, unit) RVL_##id,
 #define SIZE(id, type, unit) RVL_##id,
-#define ENUM(id, name) RVL_##id,
+#define ENUM(id, name, unit) RVL_##id,
 #define VAR(id, name, unit) RVL_##id,
 #define CONST(id, name, unit) RVL_##id,
 #include "layout.def"
@@ -52,6 +52,9 @@ struct cs_error *rv_layout_resolve(struct dw_index *idx,
 				   struct rv_layout *ret);
 
 const char *rv_layout_item_name(enum rv_item_id id);
+
+/* Items without which no stack can be read, ending with RVL_COUNT. */
+extern const enum rv_item_id rv_layout_required[];
 
 /* Fingerprint of layout.def and the item format (for the on-disk cache). */
 uint64_t rv_layout_spec_hash(void);

@@ -82,16 +82,6 @@ bool rv_try_read(struct rv_session *s, uint64_t addr, void *buf, size_t len)
 	return !rv_failed(rv_read(s, addr, buf, len));
 }
 
-/* The items without which no stack can be read at all. */
-static const enum rv_item_id required[] = {
-	RVL_vm_ptr,          RVL_th_ec,          RVL_ec_vm_stack,
-	RVL_ec_vm_stack_size, RVL_ec_cfp,        RVL_cfp_size,
-	RVL_cfp_pc,          RVL_cfp_ep,         RVL_iseq_body,
-	RVL_body_iseq_encoded, RVL_body_label,   RVL_body_pathobj,
-	RVL_basic_flags,     RVL_t_mask,         RVL_qnil,
-	RVL_frame_magic_mask, RVL_frame_magic_cfunc, RVL_env_index_flags,
-};
-
 struct cs_error *rv_session_create(const struct rv_target *target,
 				   const struct rv_layout *layout,
 				   const char *path, uint64_t load_bias,
@@ -109,18 +99,17 @@ struct cs_error *rv_session_create(const struct rv_target *target,
 							: 100000;
 	s->layout = *layout;
 	struct cs_error *err;
-	for (size_t i = 0; i < sizeof(required) / sizeof(required[0]); i++)
-		if (s->layout.items[required[i]].source == RV_MISSING) {
+	for (const enum rv_item_id *r = rv_layout_required; *r != RVL_COUNT; r++)
+		if (s->layout.items[*r].source == RV_MISSING) {
 			rv_session_destroy(s);
-			if (required[i] == RVL_vm_ptr)
+			if (*r == RVL_vm_ptr)
 				return cs_error_create(
 					CS_ERR_NOT_RUBY,
 					"%s: no ruby_current_vm_ptr in its "
 					"debug info: not a Ruby VM (or Ruby "
 					"older than 2.5)",
 					path);
-			return cs_error_wrap(rv_missing(required[i]), "%s",
-					     path);
+			return cs_error_wrap(rv_missing(*r), "%s", path);
 		}
 	/* Either the 3.x iseq member or master's _iseq. */
 	if (!RV_HAS(s, cfp_iseq) && RV_HAS(s, cfp_iseq_master))

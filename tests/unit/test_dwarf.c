@@ -20,8 +20,8 @@ static void member(const char *type, const char *path, size_t want_off,
 {
 	Dwarf_Die die;
 	struct dw_member m;
-	int found = dw_index_find(idx, DW_NAME_STRUCT, type, NULL, &die, NULL) ||
-		    dw_index_find(idx, DW_NAME_TYPEDEF, type, NULL, &die, NULL);
+	int found = dw_index_find(idx, DW_NAME_STRUCT, type, NULL, 1, &die, NULL) ||
+		    dw_index_find(idx, DW_NAME_TYPEDEF, type, NULL, 1, &die, NULL);
 	CHECK(found, "type %s not found", type);
 	if (!found)
 		return;
@@ -55,7 +55,7 @@ static void bitfield(const char *path, size_t want_pos, unsigned want_size)
 {
 	Dwarf_Die die;
 	struct dw_member m;
-	dw_index_find(idx, DW_NAME_STRUCT, "sample_outer", NULL, &die, NULL);
+	dw_index_find(idx, DW_NAME_STRUCT, "sample_outer", NULL, 1, &die, NULL);
 	struct cs_error *err = dw_type_member(&die, path, &m);
 	CHECK(!err && m.bit_pos == want_pos && m.bit_size == want_size,
 	      "bitfield %s at bit %u width %u, compiler says %zu width %u",
@@ -67,7 +67,7 @@ static void bitfield(const char *path, size_t want_pos, unsigned want_size)
 static void enumerator(const char *name, int64_t want)
 {
 	int64_t v = 0;
-	int found = dw_index_find(idx, DW_NAME_ENUMERATOR, name, NULL, NULL, &v);
+	int found = dw_index_find(idx, DW_NAME_ENUMERATOR, name, NULL, 1, NULL, &v);
 	CHECK(found && v == want, "enumerator %s = %lld (found %d), want %lld",
 	      name, (long long)v, found, (long long)want);
 }
@@ -127,7 +127,7 @@ int main(int argc, char **argv)
 
 	Dwarf_Die die;
 	uint64_t size = 0;
-	dw_index_find(idx, DW_NAME_STRUCT, "sample_outer", NULL, &die, NULL);
+	dw_index_find(idx, DW_NAME_STRUCT, "sample_outer", NULL, 1, &die, NULL);
 	err = dw_type_size(&die, &size);
 	CHECK(!err && size == sizeof(struct sample_outer),
 	      "sizeof sample_outer %llu, compiler says %zu",
@@ -138,7 +138,7 @@ int main(int argc, char **argv)
 	err = dw_type_member(&die, "no_such_member", &missing);
 	CHECK(err && err->code == CS_ERR_LOOKUP, "absent member not refused");
 	cs_error_destroy(err);
-	CHECK(!dw_index_find(idx, DW_NAME_STRUCT, "no_such_struct", NULL, &die,
+	CHECK(!dw_index_find(idx, DW_NAME_STRUCT, "no_such_struct", NULL, 1, &die,
 			     NULL),
 	      "absent struct found");
 
@@ -148,10 +148,10 @@ int main(int argc, char **argv)
 	enumerator("SAMPLE_POS", SAMPLE_POS);
 
 	const char *hints[] = {"dwarf_sample.c", NULL};
-	CHECK(dw_index_find(idx, DW_NAME_VARIABLE, "sample_global", hints, &die,
+	CHECK(dw_index_find(idx, DW_NAME_VARIABLE, "sample_global", hints, 1, &die,
 			    NULL),
 	      "global variable not found");
-	CHECK(dw_index_find(idx, DW_NAME_VARIABLE, "sample_static", hints, &die,
+	CHECK(dw_index_find(idx, DW_NAME_VARIABLE, "sample_static", hints, 1, &die,
 			    NULL),
 	      "static variable not found");
 	uint64_t addr = 0, sym_size = 0;
