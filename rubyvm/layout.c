@@ -225,12 +225,18 @@ struct cs_error *rv_layout_resolve(struct dw_index *idx, struct rv_layout *l)
 	return err;
 }
 
-/* A fingerprint of layout.def and of struct rv_item, so a cached layout
- * written by another corestack build is never read as this one's. */
+/* Bump when the way items are resolved changes (not their list), so that
+ * layouts cached by an older corestack are resolved again. */
+#define RESOLVER_VERSION 1
+
+/* A fingerprint of layout.def, struct rv_item and the resolver, so a
+ * cached layout written by another corestack build is never read as this
+ * one's. */
 uint64_t rv_layout_spec_hash(void)
 {
 	uint64_t h = 14695981039346656037ULL;
 	h = (h ^ sizeof(struct rv_item)) * 1099511628211ULL;
+	h = (h ^ RESOLVER_VERSION) * 1099511628211ULL;
 	for (int i = 0; i < RVL_COUNT; i++) {
 		const char *parts[] = {specs[i].id, specs[i].type,
 				       specs[i].path ? specs[i].path : "",
