@@ -189,6 +189,41 @@ static void cfunc_frame(struct rv_session *s, uint64_t ep, struct rv_frame *f)
 		set_error(f, err);
 }
 
+/* Decode one control frame into f; false for frames Ruby's backtraces
+ * skip (ifunc, dummy, an iseq frame without a pc). */
+static bool decode_frame(struct rv_session *s, const uint8_t *c, uint64_t addr,
+			 struct rv_frame *f)
+{
+	uint64_t pc, iseq, ep, flags;
+	memcpy(&pc, c + RV_VAL(s, cfp_pc), 8);
+	memcpy(&iseq, c + RV_VAL(s, cfp_iseq), 8);
+	memcpy(&ep, c + RV_VAL(s, cfp_ep), 8);
+	memset(f, 0, sizeof(*f));
+	f->cfp = addr;
+	if (iseq) {
+		if (!pc)
+			return false;
+		ruby_frame(s, iseq, pc, ep, f);
+		return true;
+	}
+	struct cs_error *err = read_ep(s, ep, RV_VAL(s, env_index_flags), &flags);
+	if (err) {
+		f->kind = RV_FRAME_CFUNC;
+		f->label = strdup("?");
+		set_error(f, err);
+		return true;
+	}
+	if ((flags & (uint64_t)RV_VAL(s, frame_magic_mask)) !=
+	    (uint64_t)RV_VAL(s, frame_magic_cfunc))
+		return false;
+	cfunc_frame(s, ep, f);
+	return true;
+}
+
+/* Control frames are read this many at a time: they are contiguous, and a
+ * deep stack need not be copied whole. */
+#define CFP_CHUNK 1024
+
 struct cs_error *rv_walk_ec(struct rv_session *s, uint64_t ec,
 			    struct rv_thread *th)
 {
@@ -211,68 +246,57 @@ struct cs_error *rv_walk_ec(struct rv_session *s, uint64_t ec,
 				       (unsigned long long)cfp);
 	uint64_t count = (end - cfp) / cfp_size;
 	count = count >= 1 ? count - 1 : 0; /* the dummy top frame */
-	if (count > s->opts.max_frames) {
-		count = s->opts.max_frames;
-		th->truncated = true;
-	}
 	if (!count)
 		return NULL;
-	/* One read for all control frames: they are contiguous. */
-	uint8_t *frames = malloc(count * cfp_size);
-	th->frames = calloc(count, sizeof(*th->frames));
-	if (!frames || !th->frames) {
-		free(frames);
+	size_t max = s->opts.max_frames;
+	uint8_t *chunk = malloc(CFP_CHUNK * cfp_size);
+	th->frames = calloc(count < max ? count : max, sizeof(*th->frames));
+	if (!chunk || !th->frames) {
+		free(chunk);
 		return &cs_error_nomem;
 	}
-	if ((err = rv_read(s, cfp, frames, count * cfp_size))) {
-		free(frames);
-		return cs_error_wrap(err, "control frames");
-	}
-	uint64_t off_pc = (uint64_t)RV_VAL(s, cfp_pc);
-	uint64_t off_iseq = (uint64_t)RV_VAL(s, cfp_iseq);
-	uint64_t off_ep = (uint64_t)RV_VAL(s, cfp_ep);
-	uint64_t magic_mask = (uint64_t)RV_VAL(s, frame_magic_mask);
-	uint64_t magic_cfunc = (uint64_t)RV_VAL(s, frame_magic_cfunc);
-	for (uint64_t i = 0; i < count; i++) {
-		const uint8_t *c = frames + i * cfp_size;
-		uint64_t pc, iseq, ep, flags = 0;
-		memcpy(&pc, c + off_pc, 8);
-		memcpy(&iseq, c + off_iseq, 8);
-		memcpy(&ep, c + off_ep, 8);
-		struct rv_frame *f = &th->frames[th->nframes];
-		memset(f, 0, sizeof(*f));
-		f->cfp = cfp + i * cfp_size;
-		if (iseq) {
-			if (!pc)
-				continue;
-			ruby_frame(s, iseq, pc, ep, f);
-		} else {
-			if ((err = read_ep(s, ep, RV_VAL(s, env_index_flags),
-					   &flags))) {
-				f->kind = RV_FRAME_CFUNC;
-				f->label = strdup("?");
-				set_error(f, err);
-			} else if ((flags & magic_mask) == magic_cfunc) {
-				cfunc_frame(s, ep, f);
-			} else {
+	/* Past the limit, frames are only decoded until the next Ruby frame,
+	 * whose location the C frames just above the cut take. */
+	struct rv_frame beyond = {0};
+	bool done = false;
+	for (uint64_t i = 0; i < count && !done; i += CFP_CHUNK) {
+		uint64_t n = count - i < CFP_CHUNK ? count - i : CFP_CHUNK;
+		uint64_t at = cfp + i * cfp_size;
+		if ((err = rv_read(s, at, chunk, n * cfp_size))) {
+			free(chunk);
+			return cs_error_wrap(err, "control frames");
+		}
+		for (uint64_t j = 0; j < n && !done; j++) {
+			const uint8_t *c = chunk + j * cfp_size;
+			if (th->nframes < max) {
+				if (decode_frame(s, c, at + j * cfp_size,
+						 &th->frames[th->nframes]))
+					th->nframes++;
 				continue;
 			}
+			if (!decode_frame(s, c, at + j * cfp_size, &beyond))
+				continue;
+			th->truncated = true;
+			done = beyond.kind == RV_FRAME_RUBY;
+			if (!done)
+				rv_frame_free(&beyond);
 		}
-		th->nframes++;
 	}
-	free(frames);
+	free(chunk);
 	/* C frames take the location of the nearest older Ruby frame. */
-	const char *path = NULL;
-	int lineno = 0;
+	const char *path = beyond.kind == RV_FRAME_RUBY ? beyond.path : NULL;
+	int lineno = beyond.lineno;
 	for (size_t i = th->nframes; i-- > 0;) {
 		struct rv_frame *f = &th->frames[i];
 		if (f->kind == RV_FRAME_RUBY) {
 			path = f->path;
 			lineno = f->lineno;
-		} else if (path) {
+		} else if (path && !f->path) {
 			f->path = strdup(path);
 			f->lineno = lineno;
 		}
 	}
+	if (done)
+		rv_frame_free(&beyond);
 	return NULL;
 }

@@ -77,14 +77,19 @@ def main():
         core = take_core(prefix27, "threads.rb", tmp)
         ruby = os.path.join(prefix27, "bin", "ruby")
         gdbinit = os.path.join(cache, "src", "2.7", ".gdbinit")
-        cs_time, cs_rss = median_of([corestack, core, ruby], args.runs)
+        cold_time, cold_rss = median_of([corestack, "--no-cache", core, ruby], args.runs)
+        subprocess.run([corestack, core, ruby], stdout=subprocess.DEVNULL)  # fill the cache
+        warm_time, warm_rss = median_of([corestack, core, ruby], args.runs)
         gdb_argv = ["gdb", "-batch", "-nx", "-x", gdbinit, "-ex", "rb_ps", ruby, core]
         gdb_time, _ = median_of(gdb_argv, max(3, args.runs // 2))
         print("== end to end, threads scenario core of Ruby 2.7.4 (median of %d)" % args.runs)
-        print("corestack           %s" % fmt_ms(cs_time))
-        print("gdb + .gdbinit rb_ps %s" % fmt_ms(gdb_time))
-        print("speed-up            %.0fx" % (gdb_time / cs_time))
-        print("corestack max RSS   %.1f MiB" % (cs_rss / 1024))
+        print("corestack, layout from DWARF (--no-cache)  %s" % fmt_ms(cold_time))
+        print("corestack, layout from the cache           %s" % fmt_ms(warm_time))
+        print("gdb -batch + Ruby's .gdbinit rb_ps         %s" % fmt_ms(gdb_time))
+        print("speed-up, cold / warm                      %.0fx / %.0fx"
+              % (gdb_time / cold_time, gdb_time / warm_time))
+        print("corestack max RSS, cold / warm             %.1f / %.1f MiB"
+              % (cold_rss / 1024, warm_rss / 1024))
 
         # 2. Layout resolution on libruby 3.3.8.
         prefix33 = procs.build_ruby("3.3", "shared", 3600)

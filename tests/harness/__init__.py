@@ -1,0 +1,1 @@
+"""Helpers of the oracle test runner (tests/run.py)."""

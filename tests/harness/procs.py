@@ -1,0 +1,242 @@
+"""Processes: fixture Rubies, scenarios, cores, and running corestack."""
+
+import glob
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import threading
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BUILD_RUBY = os.path.join(ROOT, "fixtures", "build-ruby.sh")
+SCENARIOS = os.path.join(ROOT, "fixtures", "scenarios")
+CORE_PATTERN = "/proc/sys/kernel/core_pattern"
+
+SANITIZER_MARKS = ("AddressSanitizer", "LeakSanitizer", "UndefinedBehaviorSanitizer",
+                   "MemorySanitizer", "ThreadSanitizer", "runtime error:", "SUMMARY: ")
+
+
+class Failure(Exception):
+    """A setup step failed; the message says why."""
+
+
+def quiet_env(extra=None):
+    env = dict(os.environ)
+    env.pop("DEBUGINFOD_URLS", None)   # gdb must not go to the network
+    env["LC_ALL"] = "C"
+    env.update(extra or {})
+    return env
+
+
+def tail(path, lines=5):
+    try:
+        with open(path, errors="replace") as f:
+            text = f.read().strip().splitlines()
+    except OSError:
+        return ""
+    return " | ".join(text[-lines:])
+
+
+def build_ruby(version, variant, timeout):
+    """fixtures/build-ruby.sh -> install prefix (builds on first use)."""
+    try:
+        res = subprocess.run([BUILD_RUBY, version, variant], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise Failure("build-ruby.sh %s %s took over %d s" % (version, variant, timeout))
+    if res.returncode != 0:
+        raise Failure("build-ruby.sh %s %s exited %d: %s" % (
+            version, variant, res.returncode, " | ".join(res.stderr.strip().splitlines()[-5:])))
+    prefix = res.stdout.strip().splitlines()[-1] if res.stdout.strip() else ""
+    ruby = os.path.join(prefix, "bin", "ruby")
+    if not os.access(ruby, os.X_OK):
+        raise Failure("build-ruby.sh %s %s printed %r, which has no bin/ruby" % (version, variant, prefix))
+    return prefix
+
+
+def allow_cores():
+    soft, hard = resource.getrlimit(resource.RLIMIT_CORE)
+    try:
+        resource.setrlimit(resource.RLIMIT_CORE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+    except (ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_CORE, (hard, hard))
+
+
+def no_cores():
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+class Scenario:
+    """One running scenario program."""
+
+    def __init__(self, ruby, script, workdir, crash):
+        self.script, self.workdir, self.crash = script, workdir, crash
+        shutil.rmtree(workdir, ignore_errors=True)   # no stale oracle or core (--keep)
+        os.makedirs(workdir)
+        self.oracle_path = os.path.join(workdir, "oracle.json")
+        self.stdout_path = os.path.join(workdir, "stdout.txt")
+        self.stderr_path = os.path.join(workdir, "stderr.txt")
+        self.status = None   # raw wait status once reaped
+        with open(self.stdout_path, "wb") as out, open(self.stderr_path, "wb") as err:
+            self.proc = subprocess.Popen(
+                [ruby, script], cwd=workdir, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                env=quiet_env({"CORESTACK_ORACLE": self.oracle_path}),
+                preexec_fn=allow_cores if crash else no_cores)
+        self.pid = self.proc.pid
+
+    def poll(self):
+        """Reap without blocking; True once the process is gone."""
+        if self.status is not None:
+            return True
+        pid, status = os.waitpid(self.pid, os.WNOHANG)
+        if pid == 0:
+            return False
+        self.status = status
+        self.proc.returncode = (os.WEXITSTATUS(status) if os.WIFEXITED(status)
+                                else -os.WTERMSIG(status))
+        return True
+
+    def describe_exit(self):
+        if self.status is None:
+            return "still running"
+        if os.WIFSIGNALED(self.status):
+            sig = os.WTERMSIG(self.status)
+            return "killed by %s%s" % (signal.Signals(sig).name,
+                                       " (core dumped)" if os.WCOREDUMP(self.status) else "")
+        return "exited %d" % os.WEXITSTATUS(self.status)
+
+    def wait_oracle(self, timeout):
+        deadline = time.monotonic() + timeout
+        while not os.path.exists(self.oracle_path):
+            if self.poll():
+                raise Failure("%s %s before writing its oracle; stderr: %s" % (
+                    os.path.basename(self.script), self.describe_exit(), tail(self.stderr_path)))
+            if time.monotonic() > deadline:
+                raise Failure("%s wrote no oracle within %d s; stderr: %s" % (
+                    os.path.basename(self.script), timeout, tail(self.stderr_path)))
+            time.sleep(0.02)
+
+    def wait_exit(self, timeout):
+        deadline = time.monotonic() + timeout
+        while not self.poll():
+            if time.monotonic() > deadline:
+                raise Failure("%s still running %d s after its oracle was written; stderr: %s" % (
+                    os.path.basename(self.script), timeout, tail(self.stderr_path)))
+            time.sleep(0.02)
+
+    def kill(self):
+        if self.poll():
+            return
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        _, self.status = os.waitpid(self.pid, 0)
+        self.proc.returncode = -signal.SIGKILL
+
+
+def gcore(pid, prefix, timeout):
+    """Core of a live process with gdb's gcore -> core path."""
+    core = "%s.%d" % (prefix, pid)
+    try:
+        res = subprocess.run(["gcore", "-o", prefix, str(pid)], stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             timeout=timeout, env=quiet_env())
+    except subprocess.TimeoutExpired:
+        raise Failure("gcore of pid %d took over %d s" % (pid, timeout))
+    except OSError as exc:
+        raise Failure("cannot run gcore: %s" % exc)
+    if res.returncode != 0 or not os.path.isfile(core) or os.path.getsize(core) == 0:
+        raise Failure("gcore of pid %d exited %d without writing %s: %s" % (
+            pid, res.returncode, core, " | ".join(res.stdout.strip().splitlines()[-3:])))
+    return core
+
+
+def dig_holes(path):
+    """Make a gcore'd core sparse (gcore writes never-touched reservations,
+    such as malloc arenas and Ruby 3.3's shape list, as real zeros)."""
+    if shutil.which("fallocate"):
+        subprocess.run(["fallocate", "--dig-holes", path], stdin=subprocess.DEVNULL,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
+
+
+def kernel_core(scenario):
+    """After a crash: the core the kernel wrote into the scenario's cwd."""
+    candidates = [os.path.join(scenario.workdir, "core.%d" % scenario.pid),
+                  os.path.join(scenario.workdir, "core")]
+    candidates += sorted(glob.glob(os.path.join(scenario.workdir, "core*")))
+    for path in candidates:
+        if os.path.isfile(path) and os.path.getsize(path) > 0:
+            return path
+    try:
+        with open(CORE_PATTERN) as f:
+            pattern = f.read().strip()
+    except OSError:
+        pattern = "(unreadable)"
+    raise Failure("%s %s but no core file appeared in %s; %s is %r (the harness needs a plain "
+                  "file name such as 'core' or 'core.%%p', and raised RLIMIT_CORE)" % (
+                      os.path.basename(scenario.script), scenario.describe_exit(),
+                      scenario.workdir, CORE_PATTERN, pattern))
+
+
+_live = set()              # corestack runs under way (process group leaders)
+_live_lock = threading.Lock()
+_stopping = False
+
+
+def kill_live():
+    """Interrupted: end every corestack run still going, start no more."""
+    global _stopping
+    with _live_lock:
+        _stopping = True
+        for pid in _live:
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def run_tool(argv, timeout):
+    """-> (returncode, stdout, stderr, None) or (None, '', '', reason)."""
+    start = time.monotonic()
+    with _live_lock:
+        if _stopping:
+            return None, "", "", "interrupted"
+    try:
+        # Own process group, so a timeout takes down anything it started too.
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, start_new_session=True)
+    except OSError as exc:
+        return None, "", "", "cannot run %s: %s" % (argv[0], exc)
+    with _live_lock:
+        _live.add(proc.pid)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.communicate()
+        return None, "", "", "timed out after %d s (hang): %s" % (timeout, " ".join(argv))
+    finally:
+        with _live_lock:
+            _live.discard(proc.pid)
+    out = out.decode("utf-8", "replace")
+    err = err.decode("utf-8", "replace")
+    res = proc
+    if res.returncode < 0:
+        return None, out, err, "killed by %s after %.1f s; stderr: %s" % (
+            signal.Signals(-res.returncode).name, time.monotonic() - start,
+            " | ".join(err.strip().splitlines()[-3:]))
+    return res.returncode, out, err, None
+
+
+def sanitizer_report(stderr):
+    for mark in SANITIZER_MARKS:
+        if mark in stderr:
+            line = next((l for l in stderr.splitlines() if mark in l), mark)
+            return line.strip()
+    return None
