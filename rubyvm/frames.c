@@ -27,7 +27,8 @@ void rv_frame_free(struct rv_frame *f)
 static struct cs_error *read_ep(struct rv_session *s, uint64_t ep, int64_t index,
 				uint64_t *ret)
 {
-	return rv_read_u64(s, ep + (uint64_t)(index * 8), ret);
+	return rv_read_u64(s, ep + (uint64_t)(index * RV_VAL(s, value_size)),
+			   ret);
 }
 
 /* A method entry if v is one (imemo_ment), following vm_svar at the local
@@ -236,10 +237,11 @@ struct cs_error *rv_walk_ec(struct rv_session *s, uint64_t ec,
 	if (!stack)
 		return NULL; /* no VM stack yet: no frames, as in Ruby */
 	uint64_t cfp_size = (uint64_t)RV_VAL(s, cfp_size);
-	if (stack_size > (UINT64_MAX - stack) / 8 || cfp_size == 0)
+	uint64_t value_size = (uint64_t)RV_VAL(s, value_size);
+	if (stack_size > (UINT64_MAX - stack) / value_size || cfp_size == 0)
 		return cs_error_create(CS_ERR_CORRUPT, "VM stack size %llu",
 				       (unsigned long long)stack_size);
-	uint64_t end = stack + stack_size * 8;
+	uint64_t end = stack + stack_size * value_size; /* size in VALUEs */
 	if (cfp < stack || cfp > end || (end - cfp) % cfp_size)
 		return cs_error_create(CS_ERR_CORRUPT,
 				       "cfp 0x%llx outside its VM stack",

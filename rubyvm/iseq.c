@@ -125,11 +125,12 @@ struct cs_error *rv_iseq_lineno(struct rv_session *s,
 	    (err = rv_read_member(s, body, RVL_body_insns_body, &entries)))
 		return err;
 	/* A pc outside the iseq is stale (JIT frames): no line, like CRuby. */
-	if (pc < encoded || (pc - encoded) / 8 > iseq_size)
+	uint64_t value_size = (uint64_t)RV_VAL(s, value_size);
+	if (pc < encoded || (pc - encoded) / value_size > iseq_size)
 		return cs_error_create(CS_ERR_CORRUPT,
 				       "pc 0x%llx outside its iseq",
 				       (unsigned long long)pc);
-	uint64_t pos = (pc - encoded) / 8, idx;
+	uint64_t pos = (pc - encoded) / value_size, idx;
 	if (pos)
 		pos--;
 	if (size == 0) {

@@ -43,7 +43,7 @@ const enum rv_item_id rv_layout_required[] = {
 	RVL_body_iseq_encoded, RVL_body_label,   RVL_body_pathobj,
 	RVL_basic_flags,     RVL_t_mask,         RVL_qnil,
 	RVL_frame_magic_mask, RVL_frame_magic_cfunc, RVL_env_index_flags,
-	RVL_COUNT,
+	RVL_value_size,      RVL_COUNT,
 };
 
 static int is_required(int id)

@@ -111,6 +111,14 @@ struct cs_error *rv_session_create(const struct rv_target *target,
 					path);
 			return cs_error_wrap(rv_missing(*r), "%s", path);
 		}
+	/* The reads assume a 64-bit little-endian target (x86-64 cores). */
+	if (RV_VAL(s, value_size) != 8) {
+		rv_session_destroy(s);
+		return cs_error_create(CS_ERR_FORMAT,
+				       "%s: VALUE is %lld bytes; corestack reads "
+				       "64-bit Rubies only",
+				       path, (long long)RV_VAL(s, value_size));
+	}
 	/* Either the 3.x iseq member or master's _iseq. */
 	if (!RV_HAS(s, cfp_iseq) && RV_HAS(s, cfp_iseq_master))
 		s->layout.items[RVL_cfp_iseq] =

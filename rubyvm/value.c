@@ -133,5 +133,5 @@ struct cs_error *rv_array_entry(struct rv_session *s, uint64_t ary, uint64_t i,
 				       "index %llu past Array length %llu",
 				       (unsigned long long)i,
 				       (unsigned long long)len);
-	return rv_read_u64(s, ptr + i * 8, ret);
+	return rv_read_u64(s, ptr + i * (uint64_t)RV_VAL(s, value_size), ret);
 }
