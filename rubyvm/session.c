@@ -113,11 +113,12 @@ struct cs_error *rv_session_create(const struct rv_target *target,
 		}
 	/* The reads assume a 64-bit little-endian target (x86-64 cores). */
 	if (RV_VAL(s, value_size) != 8) {
+		long long size = (long long)RV_VAL(s, value_size);
 		rv_session_destroy(s);
 		return cs_error_create(CS_ERR_FORMAT,
 				       "%s: VALUE is %lld bytes; corestack reads "
 				       "64-bit Rubies only",
-				       path, (long long)RV_VAL(s, value_size));
+				       path, size);
 	}
 	/* Either the 3.x iseq member or master's _iseq. */
 	if (!RV_HAS(s, cfp_iseq) && RV_HAS(s, cfp_iseq_master))
