@@ -13,6 +13,7 @@
 #include "../rubyvm/layout.h"
 #include "../rubyvm/model.h"
 #include "core.h"
+#include "image.h"
 #include "report.h"
 #include "vm_module.h"
 
@@ -208,7 +209,13 @@ int main(int argc, char **argv)
 	if (err)
 		return unusable(err);
 	struct cs_vm_module vm;
-	if ((err = cs_vm_module_open(core, o.executable, o.debug_dirs, &vm))) {
+	struct cs_image img = cs_image_of_core(core);
+	if ((err = cs_vm_module_open(&img, o.executable, o.debug_dirs, &vm))) {
+		/* A truncated core explains most failures: say that first. */
+		struct cs_error *trunc = cs_core_truncation(core);
+		if (trunc)
+			err = cs_error_wrap(err, "%s", trunc->message);
+		cs_error_destroy(trunc);
 		cs_core_close(core);
 		return unusable(err);
 	}

@@ -11,7 +11,7 @@
  * start - first_vaddr + p_vaddr? An offset-0 mapping alone is not enough:
  * Ruby's own crash reporter mmaps libruby.so and the executable whole to
  * read their DWARF, and those mappings are in the core too. */
-static int loaded_at(struct cs_core *core, struct dw_module *mod,
+static int loaded_at(const struct cs_image *img, struct dw_module *mod,
 		     const char *path, uint64_t start)
 {
 	size_t phnum;
@@ -28,7 +28,7 @@ static int loaded_at(struct cs_core *core, struct dw_module *mod,
 			page = 0x1000; /* mappings are page-aligned, not p_align */
 		uint64_t at = (bias + ph.p_vaddr) & ~(page - 1);
 		uint64_t off = ph.p_offset & ~(page - 1);
-		const struct cs_core_mapping *m = cs_core_mapping_of(core, at);
+		const struct cs_core_mapping *m = img->ops->mapping_of(img->priv, at);
 		/* The loader maps each segment on its own (they differ in
 		 * protection), so each starts a mapping. */
 		if (!m || strcmp(m->path, path) != 0 || m->start != at ||
@@ -40,13 +40,13 @@ static int loaded_at(struct cs_core *core, struct dw_module *mod,
 
 /* Where mod (mapped from path) is loaded: the lowest offset-0 mapping of
  * path that the module's segments agree with; 0 when none does. */
-static uint64_t module_base(struct cs_core *core, struct dw_module *mod,
+static uint64_t module_base(const struct cs_image *img, struct dw_module *mod,
 			    const char *path)
 {
-	for (size_t i = 0; i < cs_core_mapping_count(core); i++) {
-		const struct cs_core_mapping *m = cs_core_mapping_at(core, i);
+	for (size_t i = 0; i < img->ops->mapping_count(img->priv); i++) {
+		const struct cs_core_mapping *m = img->ops->mapping_at(img->priv, i);
 		if (m->file_offset == 0 && strcmp(m->path, path) == 0 &&
-		    loaded_at(core, mod, path, m->start))
+		    loaded_at(img, mod, path, m->start))
 			return m->start;
 	}
 	return 0;
@@ -54,19 +54,19 @@ static uint64_t module_base(struct cs_core *core, struct dw_module *mod,
 
 /* Refuse a file whose build-id differs from the one in the core. When the
  * core lacks those bytes, say so in a warning and go on. */
-static struct cs_error *check_build_id(struct cs_core *core,
+static struct cs_error *check_build_id(const struct cs_image *img,
 				       struct cs_vm_module *m,
 				       struct dw_module *mod, uint64_t start)
 {
 	uint8_t id[DW_BUILD_ID_MAX];
 	size_t len = 0;
 	struct cs_error *err =
-		cs_core_module_build_id(core, start, id, sizeof(id), &len);
+		img->ops->module_build_id(img->priv, start, id, sizeof(id), &len);
 	if (err) {
 		if (m->nwarnings < 4 &&
 		    asprintf(&m->warnings[m->nwarnings], "%s: cannot check "
-				     "its build-id against the core (%s)",
-			     mod->path, err->message) >= 0)
+				     "its build-id against the %s (%s)",
+			     mod->path, img->what, err->message) >= 0)
 			m->nwarnings++;
 		cs_error_destroy(err);
 		return NULL;
@@ -79,10 +79,10 @@ static struct cs_error *check_build_id(struct cs_core *core,
 	want[2 * len] = '\0';
 	dw_module_build_id_hex(mod, have);
 	return cs_error_create(CS_ERR_MISMATCH,
-			       "%s does not match the core %s (build-id %s in "
-			       "the core, %s in the file): pass the exact "
+			       "%s does not match the %s %s (build-id %s in "
+			       "the %s, %s in the file): pass the exact "
 			       "binary the process ran",
-			       mod->path, cs_core_path(core), want,
+			       mod->path, img->what, img->name, want, img->what,
 			       have[0] ? have : "none");
 }
 
@@ -91,26 +91,47 @@ static uint64_t bias_of(struct dw_module *mod, uint64_t start)
 	return mod->is_pie_or_dso ? start - mod->first_vaddr : 0;
 }
 
-struct cs_error *cs_vm_module_open(struct cs_core *core, const char *exe_path,
+/* Lowest mapping of a file whose basename starts with prefix. */
+static const struct cs_core_mapping *find_mapping(const struct cs_image *img,
+						  const char *prefix)
+{
+	for (size_t i = 0; i < img->ops->mapping_count(img->priv); i++) {
+		const struct cs_core_mapping *m = img->ops->mapping_at(img->priv, i);
+		const char *slash = strrchr(m->path, '/');
+		const char *base = slash ? slash + 1 : m->path;
+		if (strncmp(base, prefix, strlen(prefix)) == 0)
+			return m;
+	}
+	return NULL;
+}
+
+struct cs_error *cs_vm_module_open(const struct cs_image *img,
+				   const char *exe_path,
 				   const char *const *debug_dirs,
 				   struct cs_vm_module *m)
 {
 	memset(m, 0, sizeof(*m));
-	const char *core_exe = cs_core_executable(core);
+	if (img->ops->mapping_count(img->priv) == 0)
+		return cs_error_create(CS_ERR_FORMAT,
+				       "%s: the %s lists no mapped files "
+				       "(no NT_FILE note), so libruby cannot be "
+				       "found",
+				       img->name, img->what);
+	const char *core_exe = img->ops->executable(img->priv);
 	if (!exe_path)
 		exe_path = core_exe;
 	if (!exe_path)
 		return cs_error_create(CS_ERR_FORMAT,
-				       "%s: the core does not name its "
+				       "%s: the %s does not name its "
 				       "executable; pass it: corestack CORE "
 				       "EXECUTABLE",
-				       cs_core_path(core));
+				       img->name, img->what);
 	if (access(exe_path, R_OK) != 0)
 		return cs_error_create(CS_ERR_OS,
 				       "%s: cannot read the executable %s "
-				       "named in the core; pass its path: "
+				       "named in the %s; pass its path: "
 				       "corestack CORE EXECUTABLE",
-				       cs_core_path(core), exe_path);
+				       img->name, exe_path, img->what);
 	struct cs_error *err = dw_module_open(exe_path, debug_dirs, &m->exe);
 	if (err)
 		return err;
@@ -118,30 +139,29 @@ struct cs_error *cs_vm_module_open(struct cs_core *core, const char *exe_path,
 	 * program headers are in its first mapping): this holds even when
 	 * the file given is not the one that ran, which is what the build-id
 	 * check below must catch. */
-	const struct cs_core_mapping *phdr_map =
-		cs_core_mapping_of(core, cs_core_auxv(core, AT_PHDR));
+	const struct cs_core_mapping *phdr_map = img->ops->mapping_of(
+		img->priv, img->ops->auxv(img->priv, AT_PHDR));
 	uint64_t exe_start = phdr_map && phdr_map->file_offset == 0
 				     ? phdr_map->start
-			     : core_exe ? module_base(core, m->exe, core_exe)
+			     : core_exe ? module_base(img, m->exe, core_exe)
 					: 0;
-	if (exe_start && (err = check_build_id(core, m, m->exe, exe_start)))
+	if (exe_start && (err = check_build_id(img, m, m->exe, exe_start)))
 		goto fail;
 
-	const struct cs_core_mapping *lib =
-		cs_core_find_mapping(core, "libruby.so");
+	const struct cs_core_mapping *lib = find_mapping(img, "libruby.so");
 	if (lib) {
 		if ((err = dw_module_open(lib->path, debug_dirs, &m->vm)))
 			goto fail;
-		uint64_t start = module_base(core, m->vm, lib->path);
+		uint64_t start = module_base(img, m->vm, lib->path);
 		if (!start) {
 			err = cs_error_create(
 				CS_ERR_MISMATCH,
 				"%s: %s is mapped but its segments do not match "
 				"the file on disk (a different build?)",
-				cs_core_path(core), lib->path);
+				img->name, lib->path);
 			goto fail;
 		}
-		if ((err = check_build_id(core, m, m->vm, start)))
+		if ((err = check_build_id(img, m, m->vm, start)))
 			goto fail;
 		m->load_bias = bias_of(m->vm, start);
 	} else {
@@ -150,13 +170,11 @@ struct cs_error *cs_vm_module_open(struct cs_core *core, const char *exe_path,
 				       NULL);
 		if (err) {
 			cs_error_destroy(err);
-			const struct cs_core_process *p = cs_core_process(core);
 			err = cs_error_create(
 				CS_ERR_NOT_RUBY,
 				"%s: not a Ruby process: '%s' maps no "
 				"libruby.so and has no Ruby VM",
-				cs_core_path(core),
-				p->present ? p->fname : exe_path);
+				img->name, img->comm[0] ? img->comm : exe_path);
 			goto fail;
 		}
 		m->vm = m->exe;

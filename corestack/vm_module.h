@@ -1,4 +1,4 @@
-/* Finding the module that holds the Ruby VM in a core: libruby.so when the
+/* Finding the module that holds the Ruby VM in a process image: libruby.so when the
  * process mapped one, else the executable itself (a static Ruby). Each file
  * is checked against the build-id recorded in the core's memory, so a
  * rebuilt or upgraded Ruby on disk is refused instead of misread. */
@@ -6,7 +6,7 @@
 #define CS_CORESTACK_VM_MODULE_H
 
 #include "../dwarf/module.h"
-#include "core.h"
+#include "image.h"
 
 struct cs_vm_module {
 	struct dw_module *exe;    /* the executable */
@@ -17,7 +17,8 @@ struct cs_vm_module {
 };
 
 /* exe_path may be NULL (taken from the core). debug_dirs may be NULL. */
-struct cs_error *cs_vm_module_open(struct cs_core *core, const char *exe_path,
+struct cs_error *cs_vm_module_open(const struct cs_image *img,
+				   const char *exe_path,
 				   const char *const *debug_dirs,
 				   struct cs_vm_module *ret);
 void cs_vm_module_close(struct cs_vm_module *m);

@@ -1,0 +1,53 @@
+#include "image.h"
+
+#include <string.h>
+
+static size_t core_mapping_count(const void *p)
+{
+	return cs_core_mapping_count(p);
+}
+
+static const struct cs_core_mapping *core_mapping_at(const void *p, size_t i)
+{
+	return cs_core_mapping_at(p, i);
+}
+
+static const struct cs_core_mapping *core_mapping_of(const void *p,
+						     uint64_t addr)
+{
+	return cs_core_mapping_of(p, addr);
+}
+
+static uint64_t core_auxv(const void *p, uint64_t type)
+{
+	return cs_core_auxv(p, type);
+}
+
+static const char *core_executable(void *p)
+{
+	return cs_core_executable(p);
+}
+
+static struct cs_error *core_build_id(void *p, uint64_t start, uint8_t *buf,
+				      size_t bufsize, size_t *len)
+{
+	return cs_core_module_build_id(p, start, buf, bufsize, len);
+}
+
+static const struct cs_image_ops core_ops = {
+	core_mapping_count, core_mapping_at, core_mapping_of,
+	core_auxv,          core_executable, core_build_id,
+};
+
+struct cs_image cs_image_of_core(struct cs_core *core)
+{
+	const struct cs_core_process *p = cs_core_process(core);
+	struct cs_image img = {
+		.ops = &core_ops,
+		.priv = core,
+		.name = cs_core_path(core),
+		.comm = p->present ? p->fname : "",
+		.what = "core",
+	};
+	return img;
+}
