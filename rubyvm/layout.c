@@ -57,11 +57,16 @@ static int is_required(int id)
 static int find_type(struct dw_index *idx, const char *name, const char *unit,
 		     int scan_all, Dwarf_Die *ret)
 {
+	/* Both kinds in the unit first: "VALUE" is a typedef, and looking
+	 * for a struct of that name everywhere would read every unit. */
 	const char *hints[] = {unit, NULL};
-	return dw_index_find(idx, DW_NAME_STRUCT, name, hints, scan_all, ret,
-			     NULL) ||
-	       dw_index_find(idx, DW_NAME_TYPEDEF, name, hints, scan_all, ret,
-			     NULL);
+	for (int scan = 0; scan <= scan_all; scan++)
+		if (dw_index_find(idx, DW_NAME_STRUCT, name, hints, scan, ret,
+				  NULL) ||
+		    dw_index_find(idx, DW_NAME_TYPEDEF, name, hints, scan, ret,
+				  NULL))
+			return 1;
+	return 0;
 }
 
 /* Address of a variable from DW_OP_addr, or its DW_AT_const_value. */

@@ -22,6 +22,7 @@ crash* scenarios) and checks corestack's reading of it:
     debuginfo/...            the static 3.3 Ruby stripped, its DWARF found by build-id
                              under --debug-dir and by .gnu_debuglink: same stacks
     cache/warm               a second run served from the layout cache: same report
+    RUBY/layout-units        resolving the layout reads at most 10 compile units
     unit/NAME                the unit test programs given with --unit
 
 Prints one line per test (PASS name / FAIL name: reason; SKIP name: reason
@@ -487,6 +488,34 @@ def check_max_frames(run, cap, limit):
     return None
 
 
+MAX_UNITS_READ = 10   # compile units the layout resolver may index
+
+
+def layout_tests(rep, selected, args, prefixes):
+    """The resolver reads only the compile units layout.def names: a missing
+    version-specific item must not turn into a scan of every unit."""
+    for ruby in args.rubies:
+        name = "%s/layout-units" % ruby
+        prefix = prefixes.get(ruby)
+        if not selected(name) or not isinstance(prefix, str):
+            continue
+        libdir = os.path.join(prefix, "lib")
+        libs = sorted(f for f in os.listdir(libdir) if re.match(r"libruby\.so\.\d+\.\d+\.\d+$", f))
+        module = os.path.join(libdir, libs[0]) if libs else os.path.join(prefix, "bin", "ruby")
+        env = dict(os.environ, CORESTACK_DEBUG="1")
+        res = subprocess.run([args.corestack, "--layout", module, "--no-cache"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                             env=env, timeout=args.timeout)
+        m = re.search(r"indexed (\d+) of (\d+) compile units", res.stderr)
+        if res.returncode != 0 or not m:
+            rep.result(name, "corestack --layout exited %d: %s" % (res.returncode, first_line(res.stderr)))
+        elif int(m.group(1)) > MAX_UNITS_READ:
+            rep.result(name, "indexed %s of %s compile units, more than %d" % (
+                m.group(1), m.group(2), MAX_UNITS_READ))
+        else:
+            rep.result(name, None)
+
+
 def unit_tests(rep, selected, programs, extra_args, timeout):
     """Each unit test program is one test; its own summary line is shown."""
     for prog in programs:
@@ -620,6 +649,7 @@ def main():
                         os.unlink(cap.core)
         bad_tests(rep, selected, args, prefixes, captures, workdir)
         debuginfo_tests(rep, selected, args, captures, workdir)
+        layout_tests(rep, selected, args, prefixes)
     finally:
         if args.keep:
             progress("cores and oracles kept in %s" % workdir)
