@@ -165,10 +165,6 @@ void dw_index_destroy(struct dw_index *idx)
 	free(idx);
 }
 
-struct dw_module *dw_index_module(const struct dw_index *idx)
-{
-	return idx->mod;
-}
 
 /* Enumerator values: sign-extend fixed-size forms when the enum is signed. */
 static int64_t enumerator_value(Dwarf_Attribute *attr, int is_signed)

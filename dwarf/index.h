@@ -29,8 +29,6 @@ struct dw_index;
 struct cs_error *dw_index_create(struct dw_module *mod, struct dw_index **ret);
 void dw_index_destroy(struct dw_index *idx);
 
-struct dw_module *dw_index_module(const struct dw_index *idx);
-
 /* Find a name of a kind in the compile units named by cu_hints (a
  * NULL-terminated list of basenames), then, if scan_all or when there are
  * no hints, in every other unit, indexing each on first use. On success

@@ -448,26 +448,3 @@ struct cs_error *dw_module_symbol(struct dw_module *mod, const char *name,
 	return cs_error_create(CS_ERR_LOOKUP, "%s: no symbol '%s'", mod->path,
 			       name);
 }
-
-struct cs_error *dw_module_read_vaddr(struct dw_module *mod, uint64_t vaddr,
-				      void *buf, size_t len)
-{
-	size_t phnum;
-	if (elf_getphdrnum(mod->elf, &phnum) != 0)
-		return cs_error_create(CS_ERR_FORMAT, "%s: no program headers",
-				       mod->path);
-	for (size_t i = 0; i < phnum; i++) {
-		GElf_Phdr ph;
-		if (!gelf_getphdr(mod->elf, (int)i, &ph) || ph.p_type != PT_LOAD)
-			continue;
-		if (vaddr < ph.p_vaddr || vaddr - ph.p_vaddr >= ph.p_filesz ||
-		    len > ph.p_filesz - (vaddr - ph.p_vaddr))
-			continue;
-		ssize_t n = pread(mod->fd, buf, len,
-				  (off_t)(ph.p_offset + (vaddr - ph.p_vaddr)));
-		if (n == (ssize_t)len)
-			return NULL;
-	}
-	return cs_error_create(CS_ERR_FAULT, "%s: address 0x%llx not in file",
-			       mod->path, (unsigned long long)vaddr);
-}

@@ -51,9 +51,4 @@ void dw_module_build_id_hex(const struct dw_module *mod, char *buf);
 struct cs_error *dw_module_symbol(struct dw_module *mod, const char *name,
 				  uint64_t *addr, uint64_t *size);
 
-/* Read bytes at a link-time virtual address from the file's loadable
- * segments (for constant data such as ruby_version when the core lacks it). */
-struct cs_error *dw_module_read_vaddr(struct dw_module *mod, uint64_t vaddr,
-				      void *buf, size_t len);
-
 #endif

@@ -179,31 +179,3 @@ struct cs_error *dw_type_member(Dwarf_Die *outer, const char *path,
 		p = dot + 1;
 	}
 }
-
-int dw_type_array(Dwarf_Die *type, Dwarf_Die *elem, uint64_t *count)
-{
-	Dwarf_Die arr, sub;
-	if (!dw_type_strip(type, &arr) || dwarf_tag(&arr) != DW_TAG_array_type ||
-	    !ref_type(&arr, elem))
-		return 0;
-	*count = 0;
-	if (dwarf_child(&arr, &sub) == 0 &&
-	    dwarf_tag(&sub) == DW_TAG_subrange_type) {
-		Dwarf_Attribute attr;
-		Dwarf_Word w;
-		if (dwarf_attr(&sub, DW_AT_count, &attr) &&
-		    dwarf_formudata(&attr, &w) == 0)
-			*count = w;
-		else if (dwarf_attr(&sub, DW_AT_upper_bound, &attr) &&
-			 dwarf_formudata(&attr, &w) == 0)
-			*count = w + 1;
-	}
-	return 1;
-}
-
-int dw_type_pointee(Dwarf_Die *type, Dwarf_Die *ret)
-{
-	Dwarf_Die p;
-	return dw_type_strip(type, &p) && dwarf_tag(&p) == DW_TAG_pointer_type &&
-	       ref_type(&p, ret);
-}

@@ -28,10 +28,4 @@ struct cs_error *dw_type_size(Dwarf_Die *type, uint64_t *ret);
 struct cs_error *dw_type_member(Dwarf_Die *outer, const char *path,
 				struct dw_member *ret);
 
-/* Element type and count of an array type (count 0 for flexible arrays). */
-int dw_type_array(Dwarf_Die *type, Dwarf_Die *elem, uint64_t *count);
-
-/* Pointed-to type of a pointer type (after stripping). 0 for void*. */
-int dw_type_pointee(Dwarf_Die *type, Dwarf_Die *ret);
-
 #endif
