@@ -31,7 +31,7 @@ $(BUILD):
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/%,$(UNIT_SRC))
 $(BUILD)/test_%: tests/unit/test_%.c $(SRC) $(HDR) | $(BUILD)
-	$(CC) $(WARN) $(SAN_FLAGS) -I. $< $(ENGINE_SRC) corestack/core.c $(LIBS) -o $@
+	$(CC) $(WARN) $(SAN_FLAGS) -I. $< $(ENGINE_SRC) corestack/core.c corestack/live.c $(LIBS) -o $@
 
 # test_dwarf reads back the DWARF of a small library built like the
 # fixture Rubies (-g3, compressed sections).

@@ -1,5 +1,9 @@
 #include "image.h"
 
+#include <stdio.h>
+
+#include "live.h"
+
 #include <string.h>
 
 static size_t core_mapping_count(const void *p)
@@ -48,6 +52,55 @@ struct cs_image cs_image_of_core(struct cs_core *core)
 		.name = cs_core_path(core),
 		.comm = p->present ? p->fname : "",
 		.what = "core",
+	};
+	return img;
+}
+
+static size_t live_mapping_count(const void *p)
+{
+	return cs_live_mapping_count(p);
+}
+
+static const struct cs_core_mapping *live_mapping_at(const void *p, size_t i)
+{
+	return cs_live_mapping_at(p, i);
+}
+
+static const struct cs_core_mapping *live_mapping_of(const void *p,
+						     uint64_t addr)
+{
+	return cs_live_mapping_of(p, addr);
+}
+
+static uint64_t live_auxv(const void *p, uint64_t type)
+{
+	return cs_live_auxv(p, type);
+}
+
+static const char *live_executable(void *p)
+{
+	return cs_live_executable(p);
+}
+
+static struct cs_error *live_build_id(void *p, uint64_t start, uint8_t *buf,
+				      size_t bufsize, size_t *len)
+{
+	return cs_live_module_build_id(p, start, buf, bufsize, len);
+}
+
+static const struct cs_image_ops live_ops = {
+	live_mapping_count, live_mapping_at, live_mapping_of,
+	live_auxv,          live_executable, live_build_id,
+};
+
+struct cs_image cs_image_of_live(struct cs_live *live)
+{
+	struct cs_image img = {
+		.ops = &live_ops,
+		.priv = live,
+		.name = cs_live_name(live),
+		.comm = "",
+		.what = "process",
 	};
 	return img;
 }

@@ -30,6 +30,9 @@ struct cs_image {
 	const char *what;  /* "core" or "process": "does not match the core" */
 };
 
+struct cs_live;
+
 struct cs_image cs_image_of_core(struct cs_core *core);
+struct cs_image cs_image_of_live(struct cs_live *live);
 
 #endif

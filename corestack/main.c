@@ -1,4 +1,5 @@
-/* corestack: the Ruby stack of every thread of a Ruby process, from a core.
+/* corestack: the Ruby stack of every thread of a Ruby process, from a core
+ * or from the running process.
  *
  * Exit codes (README "Exit codes"): 0 complete, 1 partial (some thread or
  * frame could not be decoded; the output says which), 2 unusable input (one
@@ -14,6 +15,7 @@
 #include "../rubyvm/model.h"
 #include "core.h"
 #include "image.h"
+#include "live.h"
 #include "report.h"
 #include "vm_module.h"
 
@@ -25,6 +27,8 @@ enum { EXIT_COMPLETE = 0, EXIT_PARTIAL = 1, EXIT_UNUSABLE = 2, EXIT_USAGE = 64 }
 
 struct options {
 	const char *core, *executable;
+	int pid;         /* --pid: a live process instead of a core */
+	int nonblocking; /* --nonblocking: read it without pausing it */
 	int json;
 	const char *layout; /* --layout MODULE: print the resolved layout */
 	const char *cache_dir; /* NULL: default; "": no layout cache */
@@ -36,10 +40,16 @@ struct options {
 static void usage(FILE *out)
 {
 	fputs("usage: corestack [options] CORE [EXECUTABLE]\n"
+	      "       corestack [options] --pid PID\n"
 	      "\n"
 	      "Print the Ruby stack of every thread of the Ruby process that\n"
-	      "wrote CORE. EXECUTABLE defaults to the one the core names.\n"
+	      "wrote CORE, or of the running process PID. EXECUTABLE defaults\n"
+	      "to the one the core names.\n"
 	      "\n"
+	      "  --pid PID          a live process: every thread is paused\n"
+	      "                     (ptrace) while its stacks are read\n"
+	      "  --nonblocking      with --pid: read without pausing (stacks\n"
+	      "                     may change while they are read)\n"
 	      "  --json             JSON output (schema: docs/json-schema.md)\n"
 	      "  --max-frames N     frames per stack at most (default 100000)\n"
 	      "  --debug-dir DIR    look for debug files under DIR too\n"
@@ -62,6 +72,8 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{"max-frames", required_argument, NULL, 'm'},
 		{"debug-dir", required_argument, NULL, 'd'},
 		{"layout", required_argument, NULL, 'l'},
+		{"pid", required_argument, NULL, 'p'},
+		{"nonblocking", no_argument, NULL, 'b'},
 		{"cache-dir", required_argument, NULL, 'c'},
 		{"no-cache", no_argument, NULL, 'n'},
 		{"help", no_argument, NULL, 'h'},
@@ -96,6 +108,21 @@ static int parse_args(int argc, char **argv, struct options *o)
 		case 'l':
 			o->layout = optarg;
 			break;
+		case 'p': {
+			char *end;
+			long pid = strtol(optarg, &end, 10);
+			if (*end || pid <= 0 || pid > 0x7fffffff) {
+				fprintf(stderr, "corestack: --pid needs a "
+						"process id, not '%s'\n",
+					optarg);
+				return EXIT_USAGE;
+			}
+			o->pid = (int)pid;
+			break;
+		}
+		case 'b':
+			o->nonblocking = 1;
+			break;
 		case 'c':
 			o->cache_dir = optarg;
 			break;
@@ -117,8 +144,16 @@ static int parse_args(int argc, char **argv, struct options *o)
 	int rest = argc - optind;
 	o->debug_dirs[o->ndebug_dirs++] = "/usr/lib/debug";
 	o->debug_dirs[o->ndebug_dirs] = NULL;
-	if (o->layout && rest == 0)
+	if ((o->layout || o->pid) && rest == 0)
 		return 0;
+	if (o->pid) {
+		fputs("corestack: --pid takes no CORE argument\n", stderr);
+		return EXIT_USAGE;
+	}
+	if (o->nonblocking) {
+		fputs("corestack: --nonblocking goes with --pid\n", stderr);
+		return EXIT_USAGE;
+	}
 	if (rest < 1 || rest > 2) {
 		usage(stderr);
 		return EXIT_USAGE;
@@ -138,14 +173,63 @@ static int unusable(struct cs_error *err)
 
 /* Kernel thread ids: Ruby keeps them (3.1+), or only a pthread_t, which on
  * glibc x86-64 is the thread's fs_base. */
-static int64_t thread_tid(struct cs_core *core, const struct rv_thread *t)
+/* What is being analysed: a core file or a live process. */
+struct source {
+	struct cs_core *core;
+	struct cs_live *live;
+	struct cs_image img;
+	struct rv_target target;
+};
+
+static size_t source_thread_count(const struct source *src)
+{
+	return src->core ? cs_core_thread_count(src->core)
+			 : cs_live_thread_count(src->live);
+}
+
+static const struct cs_core_thread *source_thread_at(const struct source *src,
+						     size_t i)
+{
+	return src->core ? cs_core_thread_at(src->core, i)
+			 : cs_live_thread_at(src->live, i);
+}
+
+/* Kernel thread ids: Ruby keeps them (3.1+), or only a pthread_t, which on
+ * glibc x86-64 is the thread's fs_base (known for a core, and for a live
+ * process that was paused). */
+static int64_t thread_tid(const struct source *src, const struct rv_thread *t)
 {
 	if (t->tid >= 0)
 		return t->tid;
-	for (size_t i = 0; t->pthread_id && i < cs_core_thread_count(core); i++)
-		if (cs_core_thread_at(core, i)->fs_base == t->pthread_id)
-			return cs_core_thread_at(core, i)->tid;
+	for (size_t i = 0; t->pthread_id && i < source_thread_count(src); i++)
+		if (source_thread_at(src, i)->fs_base == t->pthread_id)
+			return source_thread_at(src, i)->tid;
 	return -1;
+}
+
+static struct cs_error *source_open(const struct options *o,
+				    struct source *src)
+{
+	memset(src, 0, sizeof(*src));
+	struct cs_error *err;
+	if (o->pid) {
+		if ((err = cs_live_attach(o->pid, !o->nonblocking, &src->live)))
+			return err;
+		src->img = cs_image_of_live(src->live);
+		src->target = cs_live_target(src->live);
+		return NULL;
+	}
+	if ((err = cs_core_open(o->core, &src->core)))
+		return err;
+	src->img = cs_image_of_core(src->core);
+	src->target = cs_core_target(src->core);
+	return NULL;
+}
+
+static void source_close(struct source *src)
+{
+	cs_live_close(src->live);
+	cs_core_close(src->core);
 }
 
 static int print_layout(const char *path, const struct options *o)
@@ -204,57 +288,66 @@ int main(int argc, char **argv)
 	if (o.layout)
 		return print_layout(o.layout, &o);
 
-	struct cs_core *core = NULL;
-	struct cs_error *err = cs_core_open(o.core, &core);
+	struct source src;
+	struct cs_error *err = source_open(&o, &src);
 	if (err)
 		return unusable(err);
 	struct cs_vm_module vm;
-	struct cs_image img = cs_image_of_core(core);
-	if ((err = cs_vm_module_open(&img, o.executable, o.debug_dirs, &vm))) {
+	if ((err = cs_vm_module_open(&src.img, o.executable, o.debug_dirs,
+				     &vm))) {
 		/* A truncated core explains most failures: say that first. */
-		struct cs_error *trunc = cs_core_truncation(core);
+		struct cs_error *trunc =
+			src.core ? cs_core_truncation(src.core) : NULL;
 		if (trunc)
 			err = cs_error_wrap(err, "%s", trunc->message);
 		cs_error_destroy(trunc);
-		cs_core_close(core);
+		source_close(&src);
 		return unusable(err);
 	}
 	struct rv_session *session = NULL;
 	struct rv_process *proc = NULL;
-	struct rv_target target = cs_core_target(core);
 	struct rv_options ropts = {.max_frames = o.max_frames};
 	struct rv_layout layout;
 	int cached;
+	struct cs_error *trunc = NULL;
+	int64_t *tids = NULL;
 	if ((err = rv_layout_for_module(vm.vm, o.cache_dir, &layout,
 					&cached)) ||
-	    (err = rv_session_create(&target, &layout, vm.vm->path,
+	    (err = rv_session_create(&src.target, &layout, vm.vm->path,
 				     vm.load_bias, &ropts, &session)) ||
 	    (err = rv_snapshot(session, &proc))) {
 		rc = unusable(err);
 		goto out;
 	}
+	/* The snapshot is taken: let a live process run again before the
+	 * output is written. */
+	cs_live_detach(src.live);
 
-	int64_t *tids = calloc(proc->nthreads + 1, sizeof(*tids));
 	char *warnings[8];
 	size_t nwarnings = 0;
 	for (size_t i = 0; i < vm.nwarnings; i++)
 		warnings[nwarnings++] = vm.warnings[i];
-	struct cs_error *trunc = cs_core_truncation(core);
-	if (trunc)
+	if (src.core && (trunc = cs_core_truncation(src.core)))
 		warnings[nwarnings++] = trunc->message;
-	if (!tids) {
-		cs_error_destroy(trunc);
+	if (!(tids = calloc(proc->nthreads + 1, sizeof(*tids)))) {
 		rc = unusable(&cs_error_nomem);
 		goto out;
 	}
 	for (size_t i = 0; i < proc->nthreads; i++)
-		tids[i] = thread_tid(core, &proc->threads[i]);
+		tids[i] = thread_tid(&src, &proc->threads[i]);
+	const struct cs_core_process *ps = src.core ? cs_core_process(src.core)
+						    : NULL;
 	struct cs_report report = {
-		.core_path = o.core,
+		.core_path = src.core ? o.core : NULL,
 		.executable = vm.exe->path,
 		.vm_module = vm.vm->path,
-		.process = cs_core_process(core),
-		.siginfo = crash_signal(core),
+		.pid = src.live ? cs_live_pid(src.live)
+		       : ps->present ? ps->pid
+				     : -1,
+		.command = src.live ? cs_live_command(src.live)
+			   : ps->present ? ps->psargs
+					 : NULL,
+		.siginfo = src.core ? crash_signal(src.core) : NULL,
 		.ruby = proc,
 		.tids = tids,
 		.warnings = warnings,
@@ -266,12 +359,12 @@ int main(int argc, char **argv)
 	else
 		cs_render_text(stdout, &report);
 	rc = report.complete ? EXIT_COMPLETE : EXIT_PARTIAL;
+out:
 	cs_error_destroy(trunc);
 	free(tids);
-out:
 	rv_process_destroy(proc);
 	rv_session_destroy(session);
 	cs_vm_module_close(&vm);
-	cs_core_close(core);
+	source_close(&src);
 	return rc;
 }

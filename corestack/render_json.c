@@ -8,18 +8,16 @@
 static void process(struct json *j, const struct cs_report *r)
 {
 	json_begin_object(j, "process");
-	const struct cs_core_process *p = r->process;
-	if (p && p->present) {
-		json_int(j, "pid", p->pid);
-		json_string(j, "command", p->psargs);
-	} else {
+	if (r->pid >= 0)
+		json_int(j, "pid", r->pid);
+	else
 		json_null(j, "pid");
-		json_null(j, "command");
-	}
+	json_string(j, "command", r->command);
 	json_string(j, "executable", r->executable);
 	json_string(j, "ruby_module", r->vm_module);
 	json_string(j, "ruby_version", r->ruby->ruby_version);
 	json_string(j, "core", r->core_path);
+	json_string(j, "source", r->core_path ? "core" : "live");
 	const struct cs_core_siginfo *si = r->siginfo;
 	if (si && si->present && si->signo) {
 		char name[32], addr[32];

@@ -7,9 +7,10 @@
 
 static void header(FILE *out, const struct cs_report *r)
 {
-	const struct cs_core_process *p = r->process;
-	if (p && p->present)
-		fprintf(out, "Process %d: %s\n", p->pid, p->psargs);
+	if (r->pid >= 0)
+		fprintf(out, "Process %d%s: %s\n", r->pid,
+			r->core_path ? "" : " (live)",
+			r->command ? r->command : "?");
 	fprintf(out, "Ruby %s  (%s)\n",
 		r->ruby->ruby_version ? r->ruby->ruby_version : "version unknown",
 		r->vm_module);

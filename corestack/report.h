@@ -1,5 +1,6 @@
-/* What a run found, ready to render: process header from the core plus the
- * Ruby model's snapshot. Renderers only format; they decide nothing. */
+/* What a run found, ready to render: process header from the core or the
+ * live process, plus the Ruby model's snapshot. Renderers only format; they
+ * decide nothing. */
 #ifndef CS_CORESTACK_REPORT_H
 #define CS_CORESTACK_REPORT_H
 
@@ -12,10 +13,11 @@
 #define CS_JSON_SCHEMA 1
 
 struct cs_report {
-	const char *core_path;
+	const char *core_path; /* NULL for a live process */
 	const char *executable;
 	const char *vm_module; /* libruby.so, or the executable if static */
-	const struct cs_core_process *process;
+	int pid;               /* -1 when unknown */
+	const char *command;   /* NULL when unknown */
 	const struct cs_core_siginfo *siginfo;
 	const struct rv_process *ruby;
 	const int64_t *tids;   /* per Ruby thread: kernel tid or -1 */

@@ -17,6 +17,9 @@ crash* scenarios) and checks corestack's reading of it:
                              lineno) as the oracle
     RUBY/SCENARIO/qualified  the same report carries the qualified names of NAME.qualified
     RUBY/SCENARIO/text       corestack CORE RUBY: exit 0, every oracle label in the output
+    RUBY/SCENARIO/live       corestack --json --pid PID on the parked process: as oracle,
+                             and no thread of it left stopped afterwards
+    RUBY/SCENARIO/live-nonblocking  the same with --nonblocking
     bad/...                  unusable input: exit 2, one stderr line naming the file
     limits/max-frames        --max-frames cuts every stack, marks it, exits 1 (partial)
     debuginfo/...            the static 3.3 Ruby stripped, its DWARF found by build-id
@@ -81,6 +84,7 @@ class Capture:
     def __init__(self, ruby, scenario, core, exe, oracle, signal_number):
         self.ruby, self.scenario, self.core, self.exe = ruby, scenario, core, exe
         self.oracle, self.signal_number = oracle, signal_number
+        self.live = {}   # "live", "live-nonblocking" -> (run, problem or None)
 
 
 def ruby_spec(spec):
@@ -104,6 +108,8 @@ def scenario_tests(ruby, scenario):
     if os.path.exists(sidecar_path(scenario)):
         names.append("qualified")
     names.append("text")
+    if not is_crash(scenario):
+        names += ["live", "live-nonblocking"]
     return ["%s/%s/%s" % (ruby, scenario, n) for n in names]
 
 
@@ -113,7 +119,32 @@ def is_crash(scenario):
 
 # --- capture ---------------------------------------------------------------
 
-def capture_all(ruby, exe, scenarios, workdir, keep):
+def stopped_threads(pid):
+    """Threads of pid in a stopped or traced state ('T', 't')."""
+    stopped = []
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state in ("T", "t"):
+            stopped.append("%s (%s)" % (tid, state))
+    return stopped
+
+
+def live_runs(corestack, pid, timeout):
+    """corestack --pid on the parked scenario, paused and not; afterwards no
+    thread of it may be left stopped. -> {name: (run, problem)}"""
+    out = {}
+    for name, extra in (("live", []), ("live-nonblocking", ["--nonblocking"])):
+        run = procs.run_tool([corestack, "--json", "--pid", str(pid)] + extra, timeout)
+        left = stopped_threads(pid)
+        out[name] = (run, "threads left stopped: %s" % ", ".join(left) if left else None)
+    return out
+
+
+def capture_all(ruby, exe, scenarios, workdir, keep, corestack=None, timeout=60):
     """Run a Ruby's scenarios side by side, then take their cores one by one.
     -> {scenario: Capture or procs.Failure}"""
     results, running = {}, []
@@ -146,10 +177,16 @@ def capture_all(ruby, exe, scenarios, workdir, keep):
                     if run.poll():
                         raise procs.Failure("%s.rb %s after writing its oracle; stderr: %s" % (
                             scen, run.describe_exit(), procs.tail(run.stderr_path)))
+                    live = live_runs(corestack, run.pid, timeout) if corestack else {}
+                    if run.poll():
+                        raise procs.Failure("%s.rb %s after corestack --pid; stderr: %s" % (
+                            scen, run.describe_exit(), procs.tail(run.stderr_path)))
                     core = procs.gcore(run.pid, os.path.join(run.workdir, "core"), GCORE_TIMEOUT)
                     if keep:
                         procs.dig_holes(core)
                 results[scen] = Capture(ruby, scen, core, exe, oracle, signal_number)
+                if not run.crash:
+                    results[scen].live = live
                 progress("%s/%s: core %s (%.1f MB, %.1f s)%s" % (
                     ruby, scen, core, os.path.getsize(core) / 1e6, time.monotonic() - started,
                     "; the process was " + run.describe_exit() if run.crash else ""))
@@ -190,12 +227,15 @@ def json_report(run):
     return report, reason
 
 
-def check_oracle(run, cap):
+def check_oracle(run, cap, live=False):
     report, reason = json_report(run)
     if reason:
         return reason
     if run[2]:
         return "stderr is not empty: %s" % first_line(run[2])
+    if live and report.get("process", {}).get("source") != "live":
+        return "process.source is %s, expected \"live\"" % compare.show(
+            report.get("process", {}).get("source"))
     return (compare.check_shape(report)
             or compare.check_process(report, cap.oracle, cap.signal_number)
             or compare.compare_threads(report, cap.oracle))
@@ -244,6 +284,13 @@ def report_scenario(rep, selected, ruby, scen, cap, runs):
         rep.result(names["qualified"], sidecar_error or check_qualified(runs[0], expectations))
     if want("text"):
         rep.result(names["text"], check_text(runs[1], cap))
+    for key in ("live", "live-nonblocking"):
+        if want(key):
+            if key not in cap.live:
+                rep.result(names[key], "corestack --pid did not run")
+                continue
+            run, problem = cap.live[key]
+            rep.result(names[key], check_oracle(run, cap, live=True) or problem)
 
 
 # --- unusable input --------------------------------------------------------
@@ -624,7 +671,8 @@ def main():
                 continue
             exe = os.path.join(prefixes[ruby], "bin", "ruby")
             rwork = os.path.join(workdir, ruby)
-            results = capture_all(ruby, exe, plan[ruby], rwork, bool(args.keep))
+            results = capture_all(ruby, exe, plan[ruby], rwork, bool(args.keep),
+                                  args.corestack, args.timeout)
             for scen, cap in results.items():
                 captures[(ruby, scen)] = cap
             t1 = time.monotonic()

@@ -1,0 +1,1483 @@
+/* Live-process target. See live.h.
+ *
+ * Everything about the target comes from /proc/PID and from ptrace, and
+ * every step may race with the target: threads appear and exit while we
+ * attach, the whole process may die at any point. Each such race ends in
+ * either a skipped thread or a one-line error, and every loop that waits
+ * on the target has a deadline. */
+#include "live.h"
+
+#include <dirent.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/user.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* How long threads get to reach their stop when we attach, and to be
+ * found stopped or dead when we detach. A thread needing longer is in an
+ * uninterruptible sleep (D state: NFS, a core dump in progress). */
+#define CS_LIVE_ATTACH_MS 5000
+#define CS_LIVE_DETACH_MS 2000
+/* Rescans of /proc/PID/task while new threads keep appearing. */
+#define CS_LIVE_MAX_SCANS 64
+/* /proc/PID/maps of a process with a million mappings is ~100 MiB. */
+#define CS_LIVE_MAX_MAPS_BYTES ((size_t)256 << 20)
+#define CS_LIVE_MAX_AUXV_BYTES ((size_t)64 << 10)
+#define CS_LIVE_MAX_CMDLINE_BYTES ((size_t)64 << 10)
+/* Bounds on what we read from memory for a module's build-id, as in
+ * core.c: real modules have a few dozen headers and notes of a few KiB. */
+#define CS_LIVE_MAX_MODULE_PHNUM 1024
+#define CS_LIVE_MAX_MODULE_NOTES (64 * 1024)
+
+#define CS_LIVE_CAP_SYS_PTRACE 19
+#define CS_LIVE_PF_KTHREAD 0x00200000  /* task flag of kernel threads */
+
+struct cs_live_thread {
+	struct cs_core_thread pub;
+	int seized;               /* we are its tracer */
+	int stopped;              /* in a ptrace-stop whose report we took */
+	int gone;                 /* exited */
+	int resig;                /* signal to give back on detach */
+	int slot;                 /* in cs_live_sig_tids, -1 if none */
+};
+
+struct cs_live {
+	int pid;
+	char name[32];            /* "process PID" */
+	int pause;                /* attached with pause */
+	int attached;             /* threads seized, not yet detached */
+	int sig_installed;        /* counted in cs_live_sig_users */
+	int we_are_parent;        /* the target is our child: its exit
+				   * status is not ours to take here */
+	struct cs_live_thread *work;  /* every thread seized, sorted by tid */
+	size_t nwork, work_cap;
+	struct cs_core_thread *threads;  /* public list, see live.h */
+	size_t nthreads;
+	struct cs_core_mapping *maps;
+	size_t nmaps;
+	uint64_t *auxv;           /* pairs */
+	size_t auxv_count;
+	char *exe, *cmd;
+	/* Where to read memory and /proc files from: the main thread, or
+	 * when it has exited (a zombie has no mm, its maps read empty) the
+	 * first live thread; all share one address space. */
+	int mem_tid;
+	char procdir[48];         /* "/proc/PID/task/MEM_TID" */
+	int memfd;                /* its mem, -1 until needed */
+	int no_vm_readv;          /* process_vm_readv unavailable here */
+};
+
+/* ---- signal handling: the only global mutable state ----
+ *
+ * While any cs_live holds stopped threads, SIGINT, SIGTERM and SIGHUP run
+ * cs_live_on_signal, which must resume them with async-signal-safe calls
+ * only, so the tids live in a fixed static array (one sig_atomic_t store
+ * per slot: the handler sees a tid or 0). Slots are shared by all cs_live
+ * of the process. Only the attaching thread touches the rest. */
+static volatile sig_atomic_t cs_live_sig_tids[CS_LIVE_MAX_THREADS];
+static volatile sig_atomic_t cs_live_sig_resig[CS_LIVE_MAX_THREADS];
+static size_t cs_live_sig_free_hint;  /* no free slot below this */
+static const int cs_live_sig_nums[3] = {SIGINT, SIGTERM, SIGHUP};
+static struct sigaction cs_live_sig_old[3];  /* what we replaced */
+static int cs_live_sig_ours[3];               /* we replaced it */
+static int cs_live_sig_users;                 /* cs_live using them */
+
+static void cs_live_on_signal(int sig)
+{
+	int saved = errno;
+	for (size_t i = 0; i < CS_LIVE_MAX_THREADS; i++) {
+		int tid = cs_live_sig_tids[i];
+		if (tid <= 0)
+			continue;
+		/* raw syscall: the libc wrapper is not on any safe list. A
+		 * thread not stopped yet refuses; its slot stays for
+		 * cs_live_detach (and the kernel frees it if we die). */
+		if (syscall(SYS_ptrace, PTRACE_DETACH, tid, 0,
+			    (long)cs_live_sig_resig[i]) == 0)
+			cs_live_sig_tids[i] = 0;
+	}
+	/* Let the previous disposition have the signal: the default one
+	 * kills us, as it would have without us. */
+	for (size_t k = 0; k < 3; k++) {
+		if (cs_live_sig_nums[k] == sig && cs_live_sig_ours[k])
+			sigaction(sig, &cs_live_sig_old[k], NULL);
+	}
+	raise(sig);  /* blocked until we return */
+	errno = saved;
+}
+
+static void cs_live_sig_install(void)
+{
+	if (cs_live_sig_users++ > 0)
+		return;
+	for (size_t k = 0; k < 3; k++) {
+		struct sigaction cur;
+		cs_live_sig_ours[k] = 0;
+		if (sigaction(cs_live_sig_nums[k], NULL, &cur) != 0)
+			continue;
+		/* An ignored signal does not kill us: nothing to undo. */
+		if (!(cur.sa_flags & SA_SIGINFO) && cur.sa_handler == SIG_IGN)
+			continue;
+		cs_live_sig_old[k] = cur;
+		struct sigaction sa;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = cs_live_on_signal;
+		sigemptyset(&sa.sa_mask);
+		for (size_t j = 0; j < 3; j++)
+			sigaddset(&sa.sa_mask, cs_live_sig_nums[j]);
+		sa.sa_flags = SA_RESTART;
+		if (sigaction(cs_live_sig_nums[k], &sa, NULL) == 0)
+			cs_live_sig_ours[k] = 1;
+	}
+}
+
+static void cs_live_sig_uninstall(void)
+{
+	if (cs_live_sig_users == 0 || --cs_live_sig_users > 0)
+		return;
+	for (size_t k = 0; k < 3; k++) {
+		struct sigaction cur;
+		if (!cs_live_sig_ours[k])
+			continue;
+		cs_live_sig_ours[k] = 0;
+		/* Leave alone a handler installed after ours, or the old one
+		 * our handler already put back. */
+		if (sigaction(cs_live_sig_nums[k], NULL, &cur) == 0 &&
+		    !(cur.sa_flags & SA_SIGINFO) &&
+		    cur.sa_handler == cs_live_on_signal)
+			sigaction(cs_live_sig_nums[k], &cs_live_sig_old[k],
+				  NULL);
+	}
+}
+
+static int cs_live_sig_register(int tid)
+{
+	for (size_t i = cs_live_sig_free_hint; i < CS_LIVE_MAX_THREADS; i++) {
+		if (cs_live_sig_tids[i] == 0) {
+			cs_live_sig_resig[i] = 0;
+			cs_live_sig_tids[i] = tid;
+			cs_live_sig_free_hint = i + 1;
+			return (int)i;
+		}
+	}
+	return -1;
+}
+
+static void cs_live_sig_unregister(struct cs_live_thread *t)
+{
+	if (t->slot < 0)
+		return;
+	if (cs_live_sig_tids[t->slot] == t->pub.tid)
+		cs_live_sig_tids[t->slot] = 0;
+	if ((size_t)t->slot < cs_live_sig_free_hint)
+		cs_live_sig_free_hint = (size_t)t->slot;
+	t->slot = -1;
+}
+
+/* The handler already resumed t (it clears the slot when it did). */
+static int cs_live_sig_released(const struct cs_live_thread *t)
+{
+	return t->slot >= 0 && cs_live_sig_tids[t->slot] != t->pub.tid;
+}
+
+/* ---- small helpers ---- */
+
+static int64_t cs_live_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Sleep a little, a little longer each time (50 µs up to 5 ms). */
+static void cs_live_nap(long *us)
+{
+	struct timespec ts = {0, *us * 1000};
+	nanosleep(&ts, NULL);
+	if (*us < 5000)
+		*us *= 2;
+}
+
+/* The whole of a /proc file, NUL-terminated (the NUL not counted). Returns
+ * 0 or an errno value; EFBIG beyond max unless truncate. */
+static int cs_live_slurp(const char *path, size_t max, int truncate,
+			 char **ret, size_t *retlen)
+{
+	*ret = NULL;
+	*retlen = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno ? errno : EIO;
+	size_t cap = 4096 < max ? 4096 : max, n = 0;
+	char *buf = malloc(cap + 1);
+	int err = buf ? 0 : ENOMEM;
+	unsigned eintr = 0;
+	while (!err) {
+		if (n == cap) {
+			if (cap >= max) {
+				if (!truncate)
+					err = EFBIG;
+				break;
+			}
+			size_t ncap = cap * 2 < max ? cap * 2 : max;
+			char *nbuf = realloc(buf, ncap + 1);
+			if (!nbuf) {
+				err = ENOMEM;
+				break;
+			}
+			buf = nbuf;
+			cap = ncap;
+		}
+		ssize_t r = read(fd, buf + n, cap - n);
+		if (r < 0) {
+			if (errno == EINTR && ++eintr < 100)
+				continue;
+			err = errno ? errno : EIO;
+		} else if (r == 0) {
+			break;
+		} else {
+			n += (size_t)r;
+		}
+	}
+	close(fd);
+	if (err || !buf) {
+		free(buf);
+		return err ? err : ENOMEM;
+	}
+	buf[n] = 0;
+	*ret = buf;
+	*retlen = n;
+	return 0;
+}
+
+/* What /proc/PID[/task/TID]/status says. */
+struct cs_live_status {
+	char state;               /* 'R', 'S', 'Z'… */
+	int tgid, ppid, tracer, threads;
+	unsigned uid;             /* real */
+	char name[64];
+};
+
+static int cs_live_read_status(int pid, int tid, struct cs_live_status *st)
+{
+	char path[64];
+	if (tid)
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/status", pid,
+			 tid);
+	else
+		snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	char *text;
+	size_t len;
+	int e = cs_live_slurp(path, 64 << 10, 1, &text, &len);
+	if (e)
+		return e;
+	memset(st, 0, sizeof(*st));
+	for (char *line = text; line && *line;) {
+		char *next = strchr(line, '\n');
+		if (next)
+			*next++ = 0;
+		if (strncmp(line, "Name:", 5) == 0) {
+			const char *v = line + 5 + strspn(line + 5, " \t");
+			snprintf(st->name, sizeof(st->name), "%s", v);
+		} else if (strncmp(line, "State:", 6) == 0) {
+			st->state = line[6 + strspn(line + 6, " \t")];
+		} else {
+			sscanf(line, "Tgid: %d", &st->tgid);
+			sscanf(line, "PPid: %d", &st->ppid);
+			sscanf(line, "TracerPid: %d", &st->tracer);
+			sscanf(line, "Uid: %u", &st->uid);
+			sscanf(line, "Threads: %d", &st->threads);
+		}
+		line = next;
+	}
+	free(text);
+	return 0;
+}
+
+/* State letter of one thread from its stat, 0 if it is gone; *flags
+ * (if flags) its task flags. */
+static char cs_live_stat(int pid, int tid, unsigned long *flags)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, tid);
+	char *text;
+	size_t len;
+	if (cs_live_slurp(path, 4096, 1, &text, &len) != 0)
+		return 0;
+	/* comm may hold ')' and spaces: the state follows the last ')' */
+	char *paren = strrchr(text, ')');
+	char state = paren && paren[1] == ' ' ? paren[2] : 0;
+	/* ") S ppid pgrp session tty_nr tpgid flags" */
+	if (flags && (!state ||
+		      sscanf(paren + 3, "%*d %*d %*d %*d %*d %lu", flags) != 1))
+		*flags = 0;
+	free(text);
+	return state;
+}
+
+static char cs_live_thread_state(int pid, int tid)
+{
+	return cs_live_stat(pid, tid, NULL);
+}
+
+static int cs_live_has_cap_ptrace(void)
+{
+	char *text;
+	size_t len;
+	if (cs_live_slurp("/proc/self/status", 64 << 10, 1, &text, &len) != 0)
+		return 0;
+	const char *p = strstr(text, "\nCapEff:");
+	unsigned long long caps = 0;
+	if (p)
+		caps = strtoull(p + 8, NULL, 16);
+	free(text);
+	return (caps >> CS_LIVE_CAP_SYS_PTRACE) & 1;
+}
+
+/* "gdb", or "this process" for ourselves. */
+static void cs_live_comm(int pid, char *buf, size_t size)
+{
+	if (pid == getpid()) {
+		snprintf(buf, size, "this process");
+		return;
+	}
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/comm", pid);
+	char *text;
+	size_t len;
+	if (cs_live_slurp(path, 256, 1, &text, &len) != 0) {
+		snprintf(buf, size, "exited");
+		return;
+	}
+	text[strcspn(text, "\n")] = 0;
+	snprintf(buf, size, "%s", text);
+	free(text);
+}
+
+static struct cs_error *cs_live_traced_error(int pid, int tid, int tracer)
+{
+	char name[64];
+	cs_live_comm(tracer, name, sizeof(name));
+	if (tid && tid != pid) {
+		return cs_error_create(CS_ERR_OS,
+				       "pid %d: thread %d is already traced by "
+				       "another tracer, pid %d (%s): a thread "
+				       "can have only one tracer; detach it "
+				       "first, or read pid %d without pausing",
+				       pid, tid, tracer, name, pid);
+	}
+	return cs_error_create(CS_ERR_OS,
+			       "pid %d is already traced by another tracer, "
+			       "pid %d (%s): a process can have only one "
+			       "tracer; detach it first, or read pid %d "
+			       "without pausing",
+			       pid, tracer, name, pid);
+}
+
+/* Why we may not ptrace (tid != 0) or read the memory of (tid == 0) pid,
+ * as one line saying what to do. */
+static struct cs_error *cs_live_denied(int pid, int tid)
+{
+	const char *what = tid ? "attach to" : "read the memory of";
+	struct cs_live_status st;
+	int have_st = cs_live_read_status(pid, tid, &st) == 0;
+	if (tid && have_st && st.tracer)
+		return cs_live_traced_error(pid, tid, st.tracer);
+	int cap = cs_live_has_cap_ptrace();
+	int scope = -1;
+	char *text;
+	size_t len;
+	if (cs_live_slurp("/proc/sys/kernel/yama/ptrace_scope", 64, 1, &text,
+			  &len) == 0) {
+		scope = atoi(text);
+		free(text);
+	}
+	if (scope >= 3) {
+		return cs_error_create(CS_ERR_OS,
+				       "cannot %s pid %d: kernel.yama."
+				       "ptrace_scope is %d, which forbids "
+				       "ptrace for everyone until reboot",
+				       what, pid, scope);
+	}
+	if (!cap && have_st && st.uid != (unsigned)geteuid()) {
+		return cs_error_create(CS_ERR_OS,
+				       "cannot %s pid %d: it runs as uid %u and "
+				       "corestack as uid %u; run corestack as "
+				       "that user, or as root (CAP_SYS_PTRACE)",
+				       what, pid, st.uid, (unsigned)geteuid());
+	}
+	if (!cap && scope == 2) {
+		return cs_error_create(CS_ERR_OS,
+				       "cannot %s pid %d: kernel.yama."
+				       "ptrace_scope is 2 (only CAP_SYS_PTRACE "
+				       "may trace); run corestack as root",
+				       what, pid);
+	}
+	if (!cap && scope == 1) {
+		return cs_error_create(CS_ERR_OS,
+				       "cannot %s pid %d: kernel.yama."
+				       "ptrace_scope is 1 (only a parent may "
+				       "trace); run corestack as root, or set "
+				       "it to 0 (sysctl kernel.yama."
+				       "ptrace_scope=0)",
+				       what, pid);
+	}
+	if (!cap) {
+		return cs_error_create(CS_ERR_OS,
+				       "cannot %s pid %d: permission denied (a "
+				       "setuid or undumpable process?); run "
+				       "corestack as root (CAP_SYS_PTRACE)",
+				       what, pid);
+	}
+	return cs_error_create(CS_ERR_OS,
+			       "cannot %s pid %d: permission denied even with "
+			       "CAP_SYS_PTRACE: ptrace is blocked here (a "
+			       "seccomp filter or security module, as in "
+			       "containers: docker needs --cap-add=SYS_PTRACE)",
+			       what, pid);
+}
+
+/* The process is gone, or never was. */
+static struct cs_error *cs_live_vanished(int pid, int attaching)
+{
+	if (attaching) {
+		return cs_error_create(CS_ERR_OS,
+				       "pid %d exited while corestack was "
+				       "attaching to it", pid);
+	}
+	return cs_error_create(CS_ERR_OS, "pid %d: no such process", pid);
+}
+
+static int cs_live_is_dead_state(char state)
+{
+	return state == 0 || state == 'Z' || state == 'X' || state == 'x';
+}
+
+/* Can we go on with pid: it exists, is a process (not a thread of one)
+ * and is not a zombie. */
+static struct cs_error *cs_live_check_process(int pid, int attaching,
+					      struct cs_live_status *st)
+{
+	int e = cs_live_read_status(pid, 0, st);
+	if (e == ENOENT || e == ESRCH)
+		return cs_live_vanished(pid, attaching);
+	if (e) {
+		return cs_error_create(CS_ERR_OS, "pid %d: reading "
+				       "/proc/%d/status: %s",
+				       pid, pid, strerror(e));
+	}
+	if (st->tgid && st->tgid != pid) {
+		return cs_error_create(CS_ERR_USAGE,
+				       "pid %d is a thread of process %d: give "
+				       "the process id %d instead",
+				       pid, st->tgid, st->tgid);
+	}
+	unsigned long flags = 0;
+	cs_live_stat(pid, pid, &flags);
+	if (flags & CS_LIVE_PF_KTHREAD) {
+		return cs_error_create(CS_ERR_NOT_RUBY,
+				       "pid %d (%s) is a kernel thread: it has "
+				       "no user memory to read",
+				       pid, st->name);
+	}
+	/* A main thread that exited while others run is a zombie too, but
+	 * the process is not: only Threads: 1 (or 0) means it is over. */
+	if (cs_live_is_dead_state(st->state) && st->threads <= 1) {
+		if (attaching)
+			return cs_live_vanished(pid, 1);
+		return cs_error_create(CS_ERR_OS,
+				       "pid %d (%s) is a zombie: it has exited "
+				       "and its parent (pid %d) has not reaped "
+				       "it yet; there is no memory left to read",
+				       pid, st->name, st->ppid);
+	}
+	return NULL;
+}
+
+static int cs_live_cmp_int(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+	return (x > y) - (x < y);
+}
+
+/* Tids in /proc/PID/task, sorted. Returns 0 or errno (E2BIG: too many). */
+static int cs_live_list_tasks(int pid, int **ret, size_t *count)
+{
+	*ret = NULL;
+	*count = 0;
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	DIR *dir = opendir(path);
+	if (!dir)
+		return errno;
+	size_t n = 0, cap = 16;
+	int *tids = malloc(cap * sizeof(*tids));
+	int err = tids ? 0 : ENOMEM;
+	struct dirent *de;
+	while (!err && (de = readdir(dir)) != NULL) {
+		char *end;
+		long tid = strtol(de->d_name, &end, 10);
+		if (*end || tid <= 0 || tid > INT_MAX)
+			continue;  /* "." and ".." */
+		if (n == CS_LIVE_MAX_THREADS) {
+			err = E2BIG;
+			break;
+		}
+		if (n == cap) {
+			cap *= 2;
+			int *nt = realloc(tids, cap * sizeof(*tids));
+			if (!nt) {
+				err = ENOMEM;
+				break;
+			}
+			tids = nt;
+		}
+		tids[n++] = (int)tid;
+	}
+	closedir(dir);
+	if (err) {
+		free(tids);
+		return err;
+	}
+	qsort(tids, n, sizeof(*tids), cs_live_cmp_int);
+	*ret = tids;
+	*count = n;
+	return 0;
+}
+
+static struct cs_error *cs_live_errno(int pid, int e, const char *what)
+{
+	if (e == ENOMEM)
+		return &cs_error_nomem;
+	if (e == E2BIG) {
+		return cs_error_create(CS_ERR_LIMIT,
+				       "pid %d has more than %d threads",
+				       pid, CS_LIVE_MAX_THREADS);
+	}
+	if (e == EACCES || e == EPERM)
+		return cs_live_denied(pid, 0);
+	return cs_error_create(CS_ERR_OS, "pid %d: %s: %s", pid, what,
+			       strerror(e));
+}
+
+/* ---- stopping and resuming threads ---- */
+
+static void cs_live_mark_gone(struct cs_live_thread *t)
+{
+	t->gone = 1;
+	t->seized = t->stopped = 0;
+	cs_live_sig_unregister(t);
+}
+
+/* Look once, without blocking, for news of seized thread t: 1 when it is
+ * now in a ptrace-stop (report taken), -1 when it has exited or is no
+ * longer ours, 0 when nothing yet. A dead thread is reaped (else it would
+ * linger as our zombie and keep its process from being reaped), except
+ * the main thread of our own child: that exit status belongs to the code
+ * that forked it. WNOWAIT looks before taking. */
+static int cs_live_poll(struct cs_live *live, struct cs_live_thread *t)
+{
+	int tid = t->pub.tid, status;
+	siginfo_t si;
+	memset(&si, 0, sizeof(si));
+	if (waitid(P_PID, (id_t)tid, &si,
+		   WEXITED | WSTOPPED | WNOHANG | WNOWAIT | __WALL) != 0) {
+		if (errno == EINTR)
+			return 0;
+		cs_live_mark_gone(t);  /* ECHILD: no longer our tracee */
+		return -1;
+	}
+	if (si.si_pid == 0)
+		return 0;
+	if (si.si_code == CLD_TRAPPED || si.si_code == CLD_STOPPED) {
+		if (waitpid(tid, &status, WNOHANG | __WALL) != tid)
+			return 0;
+		if (WIFSTOPPED(status)) {
+			t->stopped = 1;
+			/* A signal-delivery-stop took a signal from the
+			 * thread: give it back on detach. Our interrupt (and
+			 * a group-stop) is PTRACE_EVENT_STOP and takes none. */
+			if ((status >> 16) == 0)
+				t->resig = WSTOPSIG(status);
+			if (t->slot >= 0)
+				cs_live_sig_resig[t->slot] = t->resig;
+			return 1;
+		}
+	} else if (!(tid == live->pid && live->we_are_parent)) {
+		waitpid(tid, &status, WNOHANG | __WALL);
+	}
+	cs_live_mark_gone(t);
+	return -1;
+}
+
+/* Resume every seized thread. Bounded by CS_LIVE_DETACH_MS. */
+static void cs_live_release(struct cs_live *live)
+{
+	int64_t deadline = cs_live_now_ms() + CS_LIVE_DETACH_MS;
+	long nap = 50;
+	for (;;) {
+		size_t left = 0, progress = 0;
+		for (size_t i = 0; i < live->nwork; i++) {
+			struct cs_live_thread *t = &live->work[i];
+			if (!t->seized)
+				continue;
+			if (cs_live_sig_released(t)) {
+				t->seized = t->stopped = 0;
+				t->slot = -1;
+				continue;
+			}
+			if (t->stopped) {
+				if (ptrace(PTRACE_DETACH, t->pub.tid, NULL,
+					   (void *)(intptr_t)t->resig) == 0) {
+					t->seized = t->stopped = 0;
+					cs_live_sig_unregister(t);
+					progress++;
+					continue;
+				}
+				/* ESRCH: it left the stop (SIGKILL); find
+				 * out how below. */
+				t->stopped = 0;
+			}
+			int r = cs_live_poll(live, t);
+			if (r < 0) {
+				progress++;
+			} else {
+				progress += (size_t)r;
+				left++;
+			}
+		}
+		if (!left || cs_live_now_ms() >= deadline)
+			break;
+		if (!progress)
+			cs_live_nap(&nap);
+	}
+	/* What is left is not stopped now; the kernel releases it when we
+	 * exit, and the handler could do nothing more for it. */
+	for (size_t i = 0; i < live->nwork; i++)
+		cs_live_sig_unregister(&live->work[i]);
+}
+
+void cs_live_detach(struct cs_live *live)
+{
+	if (!live)
+		return;
+	if (live->attached) {
+		cs_live_release(live);
+		live->attached = 0;
+	}
+	if (live->sig_installed) {
+		cs_live_sig_uninstall();
+		live->sig_installed = 0;
+	}
+}
+
+static int cs_live_cmp_work(const void *a, const void *b)
+{
+	const struct cs_live_thread *x = a, *y = b;
+	return (x->pub.tid > y->pub.tid) - (x->pub.tid < y->pub.tid);
+}
+
+/* Among the first n threads of live->work, which are sorted. */
+static struct cs_live_thread *cs_live_find_work(struct cs_live *live,
+						size_t n, int tid)
+{
+	if (!n)
+		return NULL;  /* bsearch wants a non-null base */
+	struct cs_live_thread key;
+	key.pub.tid = tid;
+	return bsearch(&key, live->work, n, sizeof(*live->work),
+		       cs_live_cmp_work);
+}
+
+/* PTRACE_SEIZE and PTRACE_INTERRUPT thread t. A thread that exits first
+ * is marked gone, not an error. */
+static struct cs_error *cs_live_seize(struct cs_live *live,
+				      struct cs_live_thread *t)
+{
+	int tid = t->pub.tid;
+	if (ptrace(PTRACE_SEIZE, tid, NULL, NULL) != 0) {
+		int e = errno;
+		/* An exiting thread refuses tracing with EPERM too. */
+		if (e == ESRCH ||
+		    (e == EPERM &&
+		     cs_live_is_dead_state(cs_live_thread_state(live->pid,
+								 tid)))) {
+			t->gone = 1;
+			return NULL;
+		}
+		if (e == EPERM)
+			return cs_live_denied(live->pid, tid);
+		return cs_error_create(CS_ERR_OS,
+				       "pid %d: PTRACE_SEIZE of thread %d: %s",
+				       live->pid, tid, strerror(e));
+	}
+	t->seized = 1;
+	t->slot = cs_live_sig_register(tid);
+	if (ptrace(PTRACE_INTERRUPT, tid, NULL, NULL) != 0 && errno != ESRCH) {
+		/* ESRCH: it died already; polling will tell */
+		return cs_error_create(CS_ERR_OS,
+				       "pid %d: PTRACE_INTERRUPT of thread %d: "
+				       "%s",
+				       live->pid, tid, strerror(errno));
+	}
+	return NULL;
+}
+
+/* Wait until every seized thread is stopped or gone. */
+static struct cs_error *cs_live_wait_stops(struct cs_live *live,
+					   int64_t deadline)
+{
+	long nap = 50;
+	for (;;) {
+		struct cs_live_thread *late = NULL;
+		for (size_t i = 0; i < live->nwork; i++) {
+			struct cs_live_thread *t = &live->work[i];
+			if (t->seized && !t->stopped &&
+			    cs_live_poll(live, t) == 0)
+				late = t;
+		}
+		if (!late)
+			return NULL;
+		if (cs_live_now_ms() >= deadline) {
+			char state = cs_live_thread_state(live->pid,
+							  late->pub.tid);
+			return cs_error_create(CS_ERR_LIMIT,
+					       "pid %d: thread %d did not stop "
+					       "within %d s (state %c%s)",
+					       live->pid, late->pub.tid,
+					       CS_LIVE_ATTACH_MS / 1000,
+					       state ? state : '?',
+					       state == 'D'
+						       ? ": uninterruptible sleep"
+						       : "");
+		}
+		cs_live_nap(&nap);
+	}
+}
+
+/* Seize every thread, rescanning /proc/PID/task until a scan, made with
+ * every known thread stopped or dead, shows no new one: stopped threads
+ * cannot create more, so that is all of them. */
+static struct cs_error *cs_live_stop_all(struct cs_live *live)
+{
+	int64_t deadline = cs_live_now_ms() + CS_LIVE_ATTACH_MS;
+	for (int scan = 0;; scan++) {
+		if (scan == CS_LIVE_MAX_SCANS) {
+			return cs_error_create(CS_ERR_LIMIT,
+					       "pid %d: new threads kept "
+					       "appearing through %d scans "
+					       "while attaching",
+					       live->pid, CS_LIVE_MAX_SCANS);
+		}
+		int *tids;
+		size_t n;
+		int e = cs_live_list_tasks(live->pid, &tids, &n);
+		if (e == ENOENT || e == ESRCH)
+			break;  /* it died; said below */
+		if (e)
+			return cs_live_errno(live->pid, e, "listing threads");
+		/* Threads added in this scan go after the sorted ones; the
+		 * scan lists each tid once, so they need no lookup. */
+		size_t known = live->nwork, fresh = 0;
+		struct cs_error *err = NULL;
+		for (size_t i = 0; i < n && !err; i++) {
+			struct cs_live_thread *old =
+				cs_live_find_work(live, known, tids[i]);
+			if (old && !old->gone)
+				continue;
+			if (old) {
+				/* One we saw exit: a zombie still listed, or
+				 * a new thread that got its tid. Counted only
+				 * once seized, so that a thread slow to leave
+				 * the list cannot make us rescan forever. */
+				if (cs_live_is_dead_state(cs_live_thread_state(
+					    live->pid, tids[i])))
+					continue;
+				memset(old, 0, sizeof(*old));
+				old->pub.tid = tids[i];
+				old->slot = -1;
+				err = cs_live_seize(live, old);
+				fresh += (size_t)old->seized;
+				continue;
+			}
+			/* A new one counts even if gone by now: it may have
+			 * made a thread before exiting. */
+			fresh++;
+			if (live->nwork == CS_LIVE_MAX_THREADS) {
+				err = cs_live_errno(live->pid, E2BIG, "");
+				break;
+			}
+			if (live->nwork == live->work_cap) {
+				size_t cap = live->work_cap ? live->work_cap * 2
+							    : 16;
+				struct cs_live_thread *w =
+					realloc(live->work, cap * sizeof(*w));
+				if (!w) {
+					err = &cs_error_nomem;
+					break;
+				}
+				live->work = w;
+				live->work_cap = cap;
+			}
+			struct cs_live_thread *t = &live->work[live->nwork++];
+			memset(t, 0, sizeof(*t));
+			t->pub.tid = tids[i];
+			t->slot = -1;
+			err = cs_live_seize(live, t);
+		}
+		free(tids);
+		/* sorted again for cs_live_find_work */
+		if (live->nwork)
+			qsort(live->work, live->nwork,
+			      sizeof(*live->work), cs_live_cmp_work);
+		if (err)
+			return err;
+		if (!fresh)
+			break;
+		err = cs_live_wait_stops(live, deadline);
+		if (err)
+			return err;
+	}
+	return NULL;
+}
+
+/* Registers of each stopped thread, and the public thread list. */
+static struct cs_error *cs_live_take_threads(struct cs_live *live)
+{
+	_Static_assert(sizeof(struct user_regs_struct) ==
+			       sizeof(((struct cs_core_thread *)0)->regs),
+		       "user_regs_struct is the 27 registers of a core");
+	live->threads = calloc(live->nwork ? live->nwork : 1,
+			       sizeof(*live->threads));
+	if (!live->threads)
+		return &cs_error_nomem;
+	size_t n = 0;
+	for (size_t i = 0; i < live->nwork; i++) {
+		struct cs_live_thread *t = &live->work[i];
+		if (!t->stopped)
+			continue;
+		struct user_regs_struct regs;
+		if (ptrace(PTRACE_GETREGS, t->pub.tid, NULL, &regs) != 0) {
+			if (errno == ESRCH) {
+				t->stopped = 0;  /* killed: release reaps it */
+				continue;
+			}
+			return cs_error_create(CS_ERR_OS,
+					       "pid %d: PTRACE_GETREGS of "
+					       "thread %d: %s",
+					       live->pid, t->pub.tid,
+					       strerror(errno));
+		}
+		memcpy(t->pub.regs, &regs, sizeof(regs));
+		t->pub.rip = regs.rip;
+		t->pub.rsp = regs.rsp;
+		t->pub.rbp = regs.rbp;
+		t->pub.fs_base = regs.fs_base;
+		t->pub.cursig = t->resig;
+		live->threads[n++] = t->pub;
+	}
+	live->nthreads = n;
+	if (n == 0) {
+		struct cs_live_status st;
+		struct cs_error *err = cs_live_check_process(live->pid, 1, &st);
+		if (err)
+			return err;
+		return cs_error_create(CS_ERR_OS,
+				       "pid %d: no thread could be stopped",
+				       live->pid);
+	}
+	return NULL;
+}
+
+/* Unpaused: tids only, exited threads left out. */
+static struct cs_error *cs_live_list_threads(struct cs_live *live)
+{
+	int *tids;
+	size_t n;
+	int e = cs_live_list_tasks(live->pid, &tids, &n);
+	if (e == ENOENT || e == ESRCH)
+		return cs_live_vanished(live->pid, 1);
+	if (e)
+		return cs_live_errno(live->pid, e, "listing threads");
+	live->threads = calloc(n ? n : 1, sizeof(*live->threads));
+	if (!live->threads) {
+		free(tids);
+		return &cs_error_nomem;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (!cs_live_is_dead_state(cs_live_thread_state(live->pid,
+								 tids[i])))
+			live->threads[live->nthreads++].tid = tids[i];
+	}
+	free(tids);
+	if (live->nthreads == 0)
+		return cs_live_vanished(live->pid, 1);
+	return NULL;
+}
+
+/* Main thread first (as a core lists the thread that crashed first),
+ * then ascending tid: the list is already sorted by tid. */
+static void cs_live_order_threads(struct cs_live *live)
+{
+	for (size_t i = 1; i < live->nthreads; i++) {
+		if (live->threads[i].tid != live->pid)
+			continue;
+		struct cs_core_thread main_thread = live->threads[i];
+		memmove(&live->threads[1], &live->threads[0],
+			i * sizeof(*live->threads));
+		live->threads[0] = main_thread;
+		break;
+	}
+}
+
+/* ---- /proc files ---- */
+
+static int cs_live_cmp_map(const void *a, const void *b)
+{
+	const struct cs_core_mapping *x = a, *y = b;
+	return (x->start > y->start) - (x->start < y->start);
+}
+
+static struct cs_error *cs_live_read_maps(struct cs_live *live)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "%s/maps", live->procdir);
+	char *text;
+	size_t len;
+	int e = cs_live_slurp(path, CS_LIVE_MAX_MAPS_BYTES, 0, &text, &len);
+	if (e == ENOENT || e == ESRCH)
+		return cs_live_vanished(live->pid, 1);
+	if (e == EFBIG) {
+		return cs_error_create(CS_ERR_LIMIT,
+				       "pid %d: /proc/%d/maps is over %zu MiB",
+				       live->pid, live->pid,
+				       CS_LIVE_MAX_MAPS_BYTES >> 20);
+	}
+	if (e)
+		return cs_live_errno(live->pid, e, "reading /proc/PID/maps");
+	size_t lines = 0;
+	for (size_t i = 0; i < len; i++)
+		lines += text[i] == '\n';
+	live->maps = calloc(lines + 1, sizeof(*live->maps));
+	if (!live->maps) {
+		free(text);
+		return &cs_error_nomem;
+	}
+	struct cs_error *err = NULL;
+	for (char *line = text; *line && !err;) {
+		char *next = strchr(line, '\n');
+		if (next)
+			*next++ = 0;
+		else
+			next = line + strlen(line);
+		/* start-end perms offset dev inode   path */
+		uint64_t start, end, offset, inode;
+		int pathpos = 0;
+		if (sscanf(line,
+			   "%" SCNx64 "-%" SCNx64 " %*s %" SCNx64 " %*s %" SCNu64
+			   " %n",
+			   &start, &end, &offset, &inode, &pathpos) >= 4 &&
+		    inode != 0 && pathpos > 0 && line[pathpos] && start < end) {
+			struct cs_core_mapping *m = &live->maps[live->nmaps];
+			char *p = strdup(line + pathpos);
+			if (!p) {
+				err = &cs_error_nomem;
+				break;
+			}
+			m->start = start;
+			m->end = end;
+			m->file_offset = offset;
+			m->path = p;
+			live->nmaps++;
+		}
+		line = next;
+	}
+	free(text);
+	if (err)
+		return err;
+	qsort(live->maps, live->nmaps, sizeof(*live->maps), cs_live_cmp_map);
+	return NULL;
+}
+
+static struct cs_error *cs_live_read_proc(struct cs_live *live)
+{
+	struct cs_error *err = cs_live_read_maps(live);
+	if (err)
+		return err;
+	char path[64];
+	char *text;
+	size_t len;
+	snprintf(path, sizeof(path), "%s/auxv", live->procdir);
+	int e = cs_live_slurp(path, CS_LIVE_MAX_AUXV_BYTES, 1, &text, &len);
+	if (e == ENOENT || e == ESRCH)
+		return cs_live_vanished(live->pid, 1);
+	if (e)
+		return cs_live_errno(live->pid, e, "reading /proc/PID/auxv");
+	live->auxv = (uint64_t *)(void *)text;  /* malloc'd: aligned */
+	live->auxv_count = len / 16;
+
+	snprintf(path, sizeof(path), "%s/cmdline", live->procdir);
+	e = cs_live_slurp(path, CS_LIVE_MAX_CMDLINE_BYTES, 1, &text, &len);
+	if (e == 0) {
+		while (len > 0 && text[len - 1] == 0)
+			len--;
+		for (size_t i = 0; i < len; i++)
+			if (text[i] == 0)
+				text[i] = ' ';
+		text[len] = 0;
+		if (len)
+			live->cmd = text;
+		else
+			free(text);
+	}
+
+	snprintf(path, sizeof(path), "%s/exe", live->procdir);
+	char buf[PATH_MAX + 1];
+	ssize_t n = readlink(path, buf, PATH_MAX);
+	if (n > 0) {
+		buf[n] = 0;
+		live->exe = strdup(buf);
+		if (!live->exe)
+			return &cs_error_nomem;
+	} else {
+		static const uint64_t types[] = {AT_PHDR, AT_ENTRY};
+		for (size_t i = 0; i < 2 && !live->exe; i++) {
+			uint64_t v = cs_live_auxv(live, types[i]);
+			const struct cs_core_mapping *m =
+				v ? cs_live_mapping_of(live, v) : NULL;
+			if (m && !(live->exe = strdup(m->path)))
+				return &cs_error_nomem;
+		}
+	}
+	return NULL;
+}
+
+/* ---- public ---- */
+
+struct cs_error *cs_live_attach(int pid, int pause, struct cs_live **ret)
+{
+	*ret = NULL;
+	if (pid <= 0)
+		return cs_error_create(CS_ERR_USAGE, "invalid pid %d", pid);
+	if (pause && pid == getpid()) {
+		return cs_error_create(CS_ERR_USAGE,
+				       "pid %d is corestack itself, which "
+				       "cannot stop itself",
+				       pid);
+	}
+	struct cs_live_status st;
+	struct cs_error *err = cs_live_check_process(pid, 0, &st);
+	if (err)
+		return err;
+	/* Before stopping anything: a tracer makes the attach fail anyway. */
+	if (pause && st.tracer)
+		return cs_live_traced_error(pid, 0, st.tracer);
+	struct cs_live *live = calloc(1, sizeof(*live));
+	if (!live)
+		return &cs_error_nomem;
+	live->pid = pid;
+	snprintf(live->name, sizeof(live->name), "process %d", pid);
+	live->pause = pause;
+	live->memfd = -1;
+	live->we_are_parent = st.ppid == getpid();
+	if (pause) {
+		/* Handlers first: a ^C while attaching must resume too. */
+		cs_live_sig_install();
+		live->sig_installed = 1;
+		live->attached = 1;
+		err = cs_live_stop_all(live);
+		if (!err)
+			err = cs_live_take_threads(live);
+	} else {
+		err = cs_live_list_threads(live);
+	}
+	if (!err && live->nthreads == 0)
+		err = cs_live_vanished(pid, 1);  /* both lists ensure not */
+	if (!err) {
+		cs_live_order_threads(live);
+		live->mem_tid = live->threads[0].tid;
+		snprintf(live->procdir, sizeof(live->procdir),
+			 "/proc/%d/task/%d", pid, live->mem_tid);
+		err = cs_live_read_proc(live);
+	}
+	if (!err && !pause) {
+		/* Without ptrace, permission shows only when reading. */
+		uint64_t probe = cs_live_auxv(live, AT_PHDR);
+		if (!probe && live->nmaps)
+			probe = live->maps[0].start;
+		uint8_t byte;
+		struct cs_error *e = probe ? cs_live_read(live, probe, &byte, 1)
+					   : NULL;
+		if (e && e->code != CS_ERR_FAULT)
+			err = e;
+		else
+			cs_error_destroy(e);
+	}
+	if (err) {
+		cs_live_close(live);
+		return err;
+	}
+	*ret = live;
+	return NULL;
+}
+
+void cs_live_close(struct cs_live *live)
+{
+	if (!live)
+		return;
+	cs_live_detach(live);
+	for (size_t i = 0; i < live->nmaps; i++)
+		free((char *)live->maps[i].path);
+	free(live->maps);
+	free(live->work);
+	free(live->threads);
+	free(live->auxv);
+	free(live->exe);
+	free(live->cmd);
+	if (live->memfd >= 0)
+		close(live->memfd);
+	free(live);
+}
+
+int cs_live_pid(const struct cs_live *live)
+{
+	return live->pid;
+}
+
+const char *cs_live_name(const struct cs_live *live)
+{
+	return live->name;
+}
+
+int cs_live_paused(const struct cs_live *live)
+{
+	return live->pause && live->attached;
+}
+
+static struct cs_error *cs_live_fault(const struct cs_live *live,
+				      uint64_t addr, size_t len, uint64_t at,
+				      const char *why)
+{
+	if (at == addr) {
+		return cs_error_create(CS_ERR_FAULT,
+				       "pid %d: cannot read %zu bytes at 0x%"
+				       PRIx64 ": %s",
+				       live->pid, len, addr, why);
+	}
+	return cs_error_create(CS_ERR_FAULT,
+			       "pid %d: cannot read %zu bytes at 0x%" PRIx64
+			       ": 0x%" PRIx64 ": %s",
+			       live->pid, len, addr, at, why);
+}
+
+static struct cs_error *cs_live_open_mem(struct cs_live *live, uint64_t addr,
+					 size_t len)
+{
+	if (live->memfd >= 0)
+		return NULL;
+	char path[64];
+	snprintf(path, sizeof(path), "%s/mem", live->procdir);
+	live->memfd = open(path, O_RDONLY | O_CLOEXEC);
+	if (live->memfd >= 0)
+		return NULL;
+	int e = errno;
+	if (e == EACCES || e == EPERM)
+		return cs_live_denied(live->pid, 0);
+	return cs_live_fault(live, addr, len, addr,
+			     e == ENOENT || e == ESRCH
+				     ? "the process has exited"
+				     : strerror(e));
+}
+
+struct cs_error *cs_live_read(struct cs_live *live, uint64_t addr, void *buf,
+			      size_t len)
+{
+	uint8_t *out = buf;
+	size_t done = 0;
+	unsigned eintr = 0;
+	uint64_t last;
+	if (len && __builtin_add_overflow(addr, len - 1, &last))
+		return cs_live_fault(live, addr, len, addr, "past the end of "
+				     "the address space");
+	/* Each pass reads something or returns, except that the fallback to
+	 * /proc/PID/mem switches once and EINTR repeats a bounded number. */
+	while (done < len) {
+		uint64_t at = addr + done;
+		size_t want = len - done;
+		ssize_t r;
+		int e = 0;
+		if (!live->no_vm_readv) {
+			struct iovec local = {out + done, want};
+			struct iovec remote = {(void *)(uintptr_t)at, want};
+			r = process_vm_readv(live->mem_tid, &local, 1, &remote,
+					     1, 0);
+			if (r < 0 && (errno == ENOSYS || errno == EPERM)) {
+				/* Not built in, or filtered (seccomp):
+				 * /proc/PID/mem may still do. */
+				live->no_vm_readv = 1;
+				continue;
+			}
+		} else {
+			struct cs_error *err =
+				cs_live_open_mem(live, addr, len);
+			if (err)
+				return err;
+			if (at > (uint64_t)INT64_MAX)
+				return cs_live_fault(live, addr, len, at,
+						     "not a user address");
+			r = pread(live->memfd, out + done, want, (off_t)at);
+		}
+		if (r > 0) {
+			done += (size_t)r;
+			continue;
+		}
+		e = r < 0 ? errno : 0;
+		if (e == EINTR && ++eintr < 100)
+			continue;
+		if (e == ESRCH || (r == 0 && live->no_vm_readv &&
+				   kill(live->pid, 0) != 0 && errno == ESRCH))
+			return cs_live_fault(live, addr, len, at,
+					     "the process has exited");
+		if (e == EACCES || e == EPERM)
+			return cs_live_denied(live->pid, 0);
+		return cs_live_fault(live, addr, len, at,
+				     r == 0 || e == EFAULT || e == EIO
+					     ? "not mapped or not readable"
+					     : strerror(e));
+	}
+	return NULL;
+}
+
+static struct cs_error *cs_live_target_read(void *priv, uint64_t addr,
+					    void *buf, size_t len)
+{
+	return cs_live_read(priv, addr, buf, len);
+}
+
+struct rv_target cs_live_target(struct cs_live *live)
+{
+	struct rv_target t = {cs_live_target_read, live};
+	return t;
+}
+
+size_t cs_live_thread_count(const struct cs_live *live)
+{
+	return live->nthreads;
+}
+
+const struct cs_core_thread *cs_live_thread_at(const struct cs_live *live,
+					       size_t i)
+{
+	return i < live->nthreads ? &live->threads[i] : NULL;
+}
+
+size_t cs_live_mapping_count(const struct cs_live *live)
+{
+	return live->nmaps;
+}
+
+const struct cs_core_mapping *cs_live_mapping_at(const struct cs_live *live,
+						 size_t i)
+{
+	return i < live->nmaps ? &live->maps[i] : NULL;
+}
+
+const struct cs_core_mapping *cs_live_mapping_of(const struct cs_live *live,
+						 uint64_t addr)
+{
+	size_t lo = 0, hi = live->nmaps;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (live->maps[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0 || addr >= live->maps[lo - 1].end)
+		return NULL;
+	return &live->maps[lo - 1];
+}
+
+const struct cs_core_mapping *cs_live_find_mapping(const struct cs_live *live,
+						   const char *basename_prefix)
+{
+	size_t plen = strlen(basename_prefix);
+	for (size_t i = 0; i < live->nmaps; i++) {
+		const char *path = live->maps[i].path;
+		const char *slash = strrchr(path, '/');
+		const char *base = slash ? slash + 1 : path;
+		if (strncmp(base, basename_prefix, plen) == 0)
+			return &live->maps[i];
+	}
+	return NULL;
+}
+
+uint64_t cs_live_auxv(const struct cs_live *live, uint64_t type)
+{
+	for (size_t i = 0; i < live->auxv_count; i++) {
+		if (live->auxv[2 * i] == AT_NULL)
+			break;
+		if (live->auxv[2 * i] == type)
+			return live->auxv[2 * i + 1];
+	}
+	return 0;
+}
+
+const char *cs_live_executable(const struct cs_live *live)
+{
+	return live->exe;
+}
+
+const char *cs_live_command(const struct cs_live *live)
+{
+	return live->cmd;
+}
+
+/* ---- build-id ---- */
+
+static size_t cs_live_align(size_t n, size_t align)
+{
+	return (n + align - 1) & ~(align - 1);
+}
+
+/* The first NT_GNU_BUILD_ID note in notes; *found says if there was one. */
+static struct cs_error *cs_live_note_build_id(const uint8_t *notes,
+					      size_t size, size_t align,
+					      uint8_t *buf, size_t bufsize,
+					      size_t *len, int *found)
+{
+	size_t pos = 0;
+	/* pos grows by at least 12 per note */
+	while (size - pos >= 12) {
+		uint32_t namesz, descsz, type;
+		memcpy(&namesz, notes + pos, 4);
+		memcpy(&descsz, notes + pos + 4, 4);
+		memcpy(&type, notes + pos + 8, 4);
+		size_t name = pos + 12;
+		if (namesz > size - name)
+			break;
+		size_t desc = name + cs_live_align(namesz, align);
+		if (desc > size || descsz > size - desc)
+			break;
+		if (type == NT_GNU_BUILD_ID && namesz == 4 && descsz > 0 &&
+		    memcmp(notes + name, "GNU", 4) == 0) {
+			if (descsz > bufsize) {
+				return cs_error_create(CS_ERR_LIMIT,
+						       "build-id of %" PRIu32
+						       " bytes does not fit "
+						       "in %zu",
+						       descsz, bufsize);
+			}
+			memcpy(buf, notes + desc, descsz);
+			*len = descsz;
+			*found = 1;
+			return NULL;
+		}
+		size_t next = desc + cs_live_align(descsz, align);
+		if (next > size)
+			break;
+		pos = next;
+	}
+	return NULL;
+}
+
+struct cs_error *cs_live_module_build_id(struct cs_live *live, uint64_t start,
+					 uint8_t *buf, size_t bufsize,
+					 size_t *len)
+{
+	*len = 0;
+	Elf64_Ehdr eh;  /* the target is this machine: same byte order */
+	struct cs_error *err = cs_live_read(live, start, &eh, sizeof(eh));
+	if (err) {
+		return cs_error_wrap(err, "ELF header of the module at 0x%" PRIx64,
+				     start);
+	}
+	if (memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
+	    eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+	    eh.e_ident[EI_DATA] != ELFDATA2LSB) {
+		return cs_error_create(CS_ERR_CORRUPT,
+				       "pid %d: no 64-bit little-endian ELF "
+				       "header at 0x%" PRIx64,
+				       live->pid, start);
+	}
+	uint64_t phaddr;
+	if (eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phnum == 0 ||
+	    eh.e_phnum > CS_LIVE_MAX_MODULE_PHNUM ||
+	    __builtin_add_overflow(start, eh.e_phoff, &phaddr)) {
+		return cs_error_create(CS_ERR_CORRUPT,
+				       "pid %d: the module at 0x%" PRIx64
+				       " has implausible program headers",
+				       live->pid, start);
+	}
+	size_t phnum = eh.e_phnum;
+	Elf64_Phdr *ph = malloc(phnum * sizeof(*ph));
+	if (!ph)
+		return &cs_error_nomem;
+	err = cs_live_read(live, phaddr, ph, phnum * sizeof(*ph));
+	if (err) {
+		free(ph);
+		return cs_error_wrap(err,
+				     "program headers of the module at 0x%" PRIx64,
+				     start);
+	}
+	/* Load bias: the first PT_LOAD maps file offset 0 at start. */
+	uint64_t bias = start;
+	for (size_t i = 0; i < phnum; i++) {
+		if (ph[i].p_type == PT_LOAD) {
+			bias = start - (ph[i].p_vaddr - ph[i].p_offset);
+			break;
+		}
+	}
+	struct cs_error *fault = NULL;
+	int found = 0;
+	for (size_t i = 0; i < phnum && !found && !err; i++) {
+		if (ph[i].p_type != PT_NOTE || ph[i].p_filesz == 0 ||
+		    ph[i].p_filesz > CS_LIVE_MAX_MODULE_NOTES)
+			continue;
+		size_t size = ph[i].p_filesz;
+		uint8_t *notes = malloc(size);
+		if (!notes) {
+			err = &cs_error_nomem;
+			break;
+		}
+		struct cs_error *e =
+			cs_live_read(live, bias + ph[i].p_vaddr, notes, size);
+		if (e) {
+			/* another PT_NOTE may still be readable */
+			if (!fault)
+				fault = e;
+			else
+				cs_error_destroy(e);
+		} else {
+			err = cs_live_note_build_id(notes, size,
+						    ph[i].p_align == 8 ? 8 : 4,
+						    buf, bufsize, len, &found);
+		}
+		free(notes);
+	}
+	free(ph);
+	if (err || found) {
+		cs_error_destroy(fault);
+		return err;
+	}
+	if (fault) {
+		return cs_error_wrap(fault, "notes of the module at 0x%" PRIx64,
+				     start);
+	}
+	return cs_error_create(CS_ERR_LOOKUP,
+			       "pid %d: the module at 0x%" PRIx64
+			       " has no GNU build-id",
+			       live->pid, start);
+}

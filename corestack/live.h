@@ -1,0 +1,105 @@
+/* Live-process target: memory, threads and mappings of a running process
+ * (corestack --pid PID), with the same accessors as the core reader so the
+ * code that finds libruby works on either.
+ *
+ * Paused: every thread is PTRACE_SEIZEd and PTRACE_INTERRUPTed, and
+ * cs_live_attach returns only once each has stopped, so memory and
+ * registers form one consistent snapshot. Threads created while attaching
+ * are caught by re-reading /proc/PID/task until it holds nothing new.
+ * Unpaused: no ptrace at all; memory is read while the process runs (reads
+ * may tear), threads carry no registers.
+ *
+ * Memory is read with process_vm_readv, falling back to /proc/PID/mem.
+ * Both need the same permission as ptrace, checked at attach time.
+ *
+ * Never leaves the target stopped: every error path resumes what it
+ * stopped, and while threads are stopped SIGINT, SIGTERM and SIGHUP are
+ * caught to resume them before corestack dies (the handler then restores
+ * the previous disposition and re-raises). For any other death (SIGKILL,
+ * a crash) the kernel detaches the tracees itself.
+ *
+ * Not thread-safe: use a cs_live from the thread that attached it (ptrace
+ * requests only work from the tracing thread). */
+#ifndef CS_CORESTACK_LIVE_H
+#define CS_CORESTACK_LIVE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../rubyvm/target.h"
+#include "../util/error.h"
+#include "core.h"
+
+struct cs_live;
+
+/* Most threads a process may have for us (paused or not): CS_ERR_LIMIT
+ * beyond. */
+#define CS_LIVE_MAX_THREADS 8192
+
+/* Attach to every thread of pid; see above for pause. Errors, each one line
+ * naming the pid: no such process, a zombie, a process that exits while we
+ * attach, another tracer (named, with its pid), ptrace_scope, missing
+ * permission or CAP_SYS_PTRACE, threads that do not stop in time. On error
+ * nothing is left stopped and *ret is NULL. */
+struct cs_error *cs_live_attach(int pid, int pause, struct cs_live **ret);
+/* Resume (PTRACE_DETACH) every thread we stopped, re-delivering a signal a
+ * thread was stopped with; reaps threads that died meanwhile. Safe on NULL,
+ * safe twice, and after the target died. The cs_live stays usable for
+ * reads (no longer consistent) and for the captured threads and maps.
+ * A thread still not stopped after a bounded wait (stuck in an
+ * uninterruptible sleep) is released by the kernel when corestack exits. */
+void cs_live_detach(struct cs_live *live);
+/* Detach if needed and free. Safe on NULL. */
+void cs_live_close(struct cs_live *live);
+
+int cs_live_pid(const struct cs_live *live);
+/* "process PID", for messages. */
+const char *cs_live_name(const struct cs_live *live);
+int cs_live_paused(const struct cs_live *live);  /* still attached, paused */
+
+/* Read exactly len bytes at addr; a short read is CS_ERR_FAULT naming the
+ * address (and where it stopped, if past addr). */
+struct cs_error *cs_live_read(struct cs_live *live, uint64_t addr, void *buf,
+			      size_t len);
+/* Adapter for rubyvm/target.h; valid until cs_live_close. */
+struct rv_target cs_live_target(struct cs_live *live);
+
+/* Threads as struct cs_core_thread: thread 0 is the main thread (when it is
+ * alive), then ascending tid. Paused: registers from PTRACE_GETREGS, and
+ * cursig the signal a thread stopped with (0 for our own interrupt).
+ * Unpaused: tid only, everything else zero. Exited (zombie) threads are
+ * left out. NULL if i is out of range. */
+size_t cs_live_thread_count(const struct cs_live *live);
+const struct cs_core_thread *cs_live_thread_at(const struct cs_live *live,
+					       size_t i);
+
+/* File-backed mappings (inode != 0) from /proc/PID/maps, read once at
+ * attach (after stopping, when paused), sorted by start; path as the kernel
+ * prints it (may end in " (deleted)"). */
+size_t cs_live_mapping_count(const struct cs_live *live);
+const struct cs_core_mapping *cs_live_mapping_at(const struct cs_live *live,
+						 size_t i);
+/* The mapping containing addr, or NULL. */
+const struct cs_core_mapping *cs_live_mapping_of(const struct cs_live *live,
+						 uint64_t addr);
+/* Lowest mapping of a file whose basename starts with basename_prefix. */
+const struct cs_core_mapping *cs_live_find_mapping(const struct cs_live *live,
+						   const char *basename_prefix);
+
+/* auxv value from /proc/PID/auxv, 0 if absent. */
+uint64_t cs_live_auxv(const struct cs_live *live, uint64_t type);
+/* readlink /proc/PID/exe, else the mapping containing AT_PHDR; NULL if
+ * neither is known. */
+const char *cs_live_executable(const struct cs_live *live);
+/* /proc/PID/cmdline with NULs as spaces; NULL if empty or unreadable. */
+const char *cs_live_command(const struct cs_live *live);
+
+/* GNU build-id of the ELF module loaded at start, read from process memory
+ * (ELF header, program headers, PT_NOTE), like cs_core_module_build_id:
+ * CS_ERR_FAULT if unreadable, CS_ERR_CORRUPT if not a valid ELF,
+ * CS_ERR_LOOKUP if it has none, CS_ERR_LIMIT if it does not fit bufsize. */
+struct cs_error *cs_live_module_build_id(struct cs_live *live, uint64_t start,
+					 uint8_t *buf, size_t bufsize,
+					 size_t *len);
+
+#endif
