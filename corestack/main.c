@@ -21,6 +21,8 @@
 
 #define CS_VERSION "0.1.0"
 
+int cs_record_main(int argc, char **argv); /* record.c */
+
 enum { EXIT_COMPLETE = 0, EXIT_PARTIAL = 1, EXIT_UNUSABLE = 2, EXIT_USAGE = 64 };
 
 #define MAX_DEBUG_DIRS 16
@@ -41,6 +43,7 @@ static void usage(FILE *out)
 {
 	fputs("usage: corestack [options] CORE [EXECUTABLE]\n"
 	      "       corestack [options] --pid PID\n"
+	      "       corestack record --help   (sampling profiler)\n"
 	      "\n"
 	      "Print the Ruby stack of every thread of the Ruby process that\n"
 	      "wrote CORE, or of the running process PID. EXECUTABLE defaults\n"
@@ -281,6 +284,8 @@ static const struct cs_core_siginfo *crash_signal(const struct cs_core *core)
 
 int main(int argc, char **argv)
 {
+	if (argc > 1 && strcmp(argv[1], "record") == 0)
+		return cs_record_main(argc - 1, argv + 1);
 	struct options o = {0};
 	int rc = parse_args(argc, argv, &o);
 	if (rc)

@@ -73,6 +73,9 @@ struct cs_error *rv_session_create(const struct rv_target *target,
 				   const struct rv_options *opts,
 				   struct rv_session **ret);
 void rv_session_destroy(struct rv_session *s);
+/* Read through another target from now on (a sampler re-attaching to the
+ * same process); the layout and the name caches stay. */
+void rv_session_set_target(struct rv_session *s, const struct rv_target *t);
 
 /* Every thread of every ractor with its Ruby stack. Fails only when there
  * is no VM at all (CS_ERR_NOT_RUBY) or it cannot be read. */

@@ -137,6 +137,11 @@ struct cs_error *rv_session_create(const struct rv_target *target,
 	return NULL;
 }
 
+void rv_session_set_target(struct rv_session *s, const struct rv_target *t)
+{
+	s->target = *t;
+}
+
 void rv_session_destroy(struct rv_session *s)
 {
 	if (!s)

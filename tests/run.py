@@ -26,6 +26,8 @@ crash* scenarios) and checks corestack's reading of it:
                              under --debug-dir and by .gnu_debuglink: same stacks
     cache/warm               a second run served from the layout cache: same report
     RUBY/layout-units        resolving the layout reads at most 10 compile units
+    RUBY/record...           corestack record on fixtures/profile/shares.rb (known time
+                             shares): paused, nonblocking, target exiting, SIGINT
     unit/NAME                the unit test programs given with --unit
 
 Prints one line per test (PASS name / FAIL name: reason; SKIP name: reason
@@ -535,6 +537,109 @@ def check_max_frames(run, cap, limit):
     return None
 
 
+SHARES = os.path.join(os.path.dirname(procs.SCENARIOS), "profile", "shares.rb")
+
+
+def shares_of(collapsed):
+    """-> (samples of stacks through Object#heavy, through Object#light)."""
+    heavy = light = 0
+    for line in collapsed.splitlines():
+        stack, _, n = line.rpartition(" ")
+        frames = stack.split(";")
+        heavy += int(n) if "Object#heavy" in frames else 0
+        light += int(n) if "Object#light" in frames else 0
+    return heavy, light
+
+
+def check_profile(res, path, target=None):
+    """A profile ranks heavy (3x the work) over light, the target is left
+    running and not stopped."""
+    if res.returncode != 0:
+        return "exit %d: %s" % (res.returncode, first_line(res.stderr))
+    if procs.sanitizer_report(res.stderr):
+        return "sanitizer report: %s" % procs.sanitizer_report(res.stderr)
+    try:
+        with open(path) as f:
+            heavy, light = shares_of(f.read())
+    except (OSError, ValueError) as exc:
+        return "no readable profile: %s" % exc
+    if heavy + light < 50:
+        return "only %d samples in heavy or light" % (heavy + light)
+    if heavy < 1.5 * light:
+        return "heavy %d samples, light %d: heavy does 3x the work" % (heavy, light)
+    if target is not None:
+        if target.poll() is not None:
+            return "the target died during recording (%s)" % target.returncode
+        left = stopped_threads(target.pid)
+        if left:
+            return "threads left stopped: %s" % ", ".join(left)
+    return None
+
+
+def record_tests(rep, selected, args, prefixes, workdir):
+    """corestack record on a program with known time shares."""
+    for ruby in args.rubies:
+        prefix = prefixes.get(ruby)
+        if not isinstance(prefix, str):
+            continue
+        exe = os.path.join(prefix, "bin", "ruby")
+        out = os.path.join(workdir, "profile-%s.folded" % ruby)
+        for mode, extra in (("record", []), ("record-nonblocking", ["--nonblocking"])):
+            name = "%s/%s" % (ruby, mode)
+            if not selected(name):
+                continue
+            target = subprocess.Popen([exe, SHARES], stdin=subprocess.DEVNULL,
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            try:
+                time.sleep(0.5)
+                res = subprocess.run([args.corestack, "record", "--pid", str(target.pid),
+                                      "--duration", "2", "-o", out] + extra,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                     timeout=args.timeout)
+                rep.result(name, check_profile(res, out, target))
+            except subprocess.TimeoutExpired:
+                rep.result(name, "record hung")
+            finally:
+                target.kill()
+                target.wait()
+        name = "%s/record-target-exits" % ruby
+        if selected(name):
+            started = time.monotonic()
+            try:
+                res = subprocess.run([args.corestack, "record", "--duration", "20", "-o", out,
+                                      "--", exe, SHARES, "1.5"],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                     timeout=args.timeout)
+                took = time.monotonic() - started
+                reason = check_profile(res, out)
+                if not reason and took > 10:
+                    reason = "record went on %.1f s after its target exited" % took
+                rep.result(name, reason)
+            except subprocess.TimeoutExpired:
+                rep.result(name, "record hung after its target exited")
+        name = "%s/record-interrupted" % ruby
+        if selected(name):
+            target = subprocess.Popen([exe, SHARES], stdin=subprocess.DEVNULL,
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            try:
+                time.sleep(0.5)
+                rec = subprocess.Popen([args.corestack, "record", "--pid", str(target.pid),
+                                        "-o", out], stdout=subprocess.PIPE,
+                                       stderr=subprocess.PIPE, text=True)
+                time.sleep(2)
+                rec.send_signal(signal.SIGINT)
+                stdout, stderr = rec.communicate(timeout=args.timeout)
+                rep.result(name, check_profile(
+                    subprocess.CompletedProcess(rec.args, rec.returncode, stdout, stderr),
+                    out, target))
+            except subprocess.TimeoutExpired:
+                rec.kill()
+                rep.result(name, "record did not stop on SIGINT")
+            finally:
+                target.kill()
+                target.wait()
+
+
 MAX_UNITS_READ = 10   # compile units the layout resolver may index
 
 
@@ -640,6 +745,11 @@ def main():
         build_anyway.add(args.rubies[0])
     if selected("bad/build-id-mismatch") and "3.1" in args.rubies:
         build_anyway.add("3.1")
+    for r in args.rubies:   # tests on a fixture Ruby without its scenarios
+        if any(selected("%s/%s" % (r, t)) for t in (
+                "layout-units", "record", "record-nonblocking", "record-target-exits",
+                "record-interrupted")):
+            build_anyway.add(r)
 
     if args.keep:
         workdir = os.path.abspath(args.keep)
@@ -698,6 +808,7 @@ def main():
         bad_tests(rep, selected, args, prefixes, captures, workdir)
         debuginfo_tests(rep, selected, args, captures, workdir)
         layout_tests(rep, selected, args, prefixes)
+        record_tests(rep, selected, args, prefixes, workdir)
     finally:
         if args.keep:
             progress("cores and oracles kept in %s" % workdir)

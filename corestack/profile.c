@@ -1,0 +1,216 @@
+#include "profile.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+void cs_profile_init(struct cs_profile *p)
+{
+	memset(p, 0, sizeof(*p));
+}
+
+static uint64_t hash_str(const char *s)
+{
+	uint64_t h = 14695981039346656037ULL;
+	for (; *s; s++)
+		h = (h ^ (uint8_t)*s) * 1099511628211ULL;
+	return h;
+}
+
+static size_t *slot_for(struct cs_profile *p, const char *key, int *fresh)
+{
+	size_t i = hash_str(key) & (p->nslots - 1);
+	while (p->keys[i] && strcmp(p->keys[i], key) != 0)
+		i = (i + 1) & (p->nslots - 1);
+	*fresh = p->keys[i] == NULL;
+	return &p->counts[i];
+}
+
+static int grow(struct cs_profile *p)
+{
+	size_t n = p->nslots ? p->nslots * 2 : 256;
+	char **keys = calloc(n, sizeof(*keys));
+	size_t *counts = calloc(n, sizeof(*counts));
+	if (!keys || !counts) {
+		free(keys);
+		free(counts);
+		return 0;
+	}
+	struct cs_profile old = *p;
+	p->keys = keys;
+	p->counts = counts;
+	p->nslots = n;
+	for (size_t i = 0; i < old.nslots; i++) {
+		if (!old.keys[i])
+			continue;
+		int fresh;
+		size_t *c = slot_for(p, old.keys[i], &fresh);
+		p->keys[c - p->counts] = old.keys[i];
+		*c = old.counts[i];
+	}
+	free(old.keys);
+	free(old.counts);
+	return 1;
+}
+
+static int count(struct cs_profile *p, char *key)
+{
+	if ((p->nkeys + 1) * 2 > p->nslots && !grow(p)) {
+		free(key);
+		return 0;
+	}
+	int fresh;
+	size_t *c = slot_for(p, key, &fresh);
+	if (fresh) {
+		p->keys[c - p->counts] = key;
+		p->nkeys++;
+	} else {
+		free(key);
+	}
+	(*c)++;
+	return 1;
+}
+
+/* ';' separates frames in collapsed stacks: keep it out of names. */
+static void append(char **buf, size_t *len, size_t *cap, const char *s)
+{
+	size_t n = strlen(s);
+	if (*len + n + 2 > *cap) {
+		size_t c = (*len + n + 2) * 2;
+		char *b = realloc(*buf, c);
+		if (!b)
+			return;
+		*buf = b;
+		*cap = c;
+	}
+	if (*len)
+		(*buf)[(*len)++] = ';';
+	for (size_t i = 0; i < n; i++)
+		(*buf)[(*len)++] = s[i] == ';' ? ':' : s[i];
+	(*buf)[*len] = '\0';
+}
+
+int cs_profile_add(struct cs_profile *p, const struct rv_process *proc)
+{
+	for (size_t i = 0; i < proc->nthreads; i++) {
+		const struct rv_thread *t = &proc->threads[i];
+		char thread[64];
+		if (t->name)
+			snprintf(thread, sizeof(thread), "%s", t->name);
+		else if (t->tid >= 0)
+			snprintf(thread, sizeof(thread), "thread %lld",
+				 (long long)t->tid);
+		else
+			snprintf(thread, sizeof(thread), "thread %zu", i + 1);
+		char *buf = NULL;
+		size_t len = 0, cap = 0;
+		append(&buf, &len, &cap, thread);
+		for (size_t j = t->nframes; j-- > 0;) {
+			const struct rv_frame *f = &t->frames[j];
+			append(&buf, &len, &cap,
+			       f->qualified ? f->qualified
+			       : f->label   ? f->label
+					    : "?");
+		}
+		if (!buf || !count(p, buf))
+			return 0;
+	}
+	p->samples++;
+	return 1;
+}
+
+void cs_profile_write_collapsed(const struct cs_profile *p, FILE *out)
+{
+	for (size_t i = 0; i < p->nslots; i++)
+		if (p->keys[i])
+			fprintf(out, "%s %zu\n", p->keys[i], p->counts[i]);
+}
+
+struct tally {
+	char *name;
+	size_t self, total;
+};
+
+static int by_self(const void *a, const void *b)
+{
+	const struct tally *x = a, *y = b;
+	return x->self != y->self ? (x->self < y->self ? 1 : -1)
+				  : (x->total < y->total) - (x->total > y->total);
+}
+
+static struct tally *tally_of(struct tally **t, size_t *n, const char *name,
+			      size_t len)
+{
+	for (size_t i = 0; i < *n; i++)
+		if (strlen((*t)[i].name) == len &&
+		    memcmp((*t)[i].name, name, len) == 0)
+			return &(*t)[i];
+	struct tally *grown = realloc(*t, (*n + 1) * sizeof(**t));
+	if (!grown)
+		return NULL;
+	*t = grown;
+	grown[*n] = (struct tally){strndup(name, len), 0, 0};
+	return grown[*n].name ? &grown[(*n)++] : NULL;
+}
+
+/* Self: samples with the frame innermost; total: samples with the frame
+ * anywhere in the stack (counted once per stack). The thread is left out. */
+void cs_profile_write_summary(const struct cs_profile *p, FILE *out,
+			      size_t lost, double seconds, double rate)
+{
+	struct tally *t = NULL;
+	size_t n = 0, stacks = 0;
+	for (size_t i = 0; i < p->nslots; i++) {
+		if (!p->keys[i])
+			continue;
+		const char *k = strchr(p->keys[i], ';');
+		if (!k)
+			continue; /* a thread without frames */
+		stacks += p->counts[i];
+		for (const char *f = k + 1;;) {
+			const char *e = strchr(f, ';');
+			size_t len = e ? (size_t)(e - f) : strlen(f);
+			struct tally *x = tally_of(&t, &n, f, len);
+			if (x) {
+				/* count a frame once per stack */
+				int seen = 0;
+				for (const char *g = k + 1; g < f;) {
+					const char *ge = strchr(g, ';');
+					size_t gl = (size_t)(ge - g);
+					if (gl == len && !memcmp(g, f, len))
+						seen = 1;
+					g = ge + 1;
+				}
+				if (!seen)
+					x->total += p->counts[i];
+				if (!e)
+					x->self += p->counts[i];
+			}
+			if (!e)
+				break;
+			f = e + 1;
+		}
+	}
+	if (n)
+		qsort(t, n, sizeof(*t), by_self);
+	fprintf(out, "%zu samples in %.1f s (%.0f Hz), %zu lost; %zu thread "
+		     "stacks with Ruby frames\n\n",
+		p->samples, seconds, rate, lost, stacks);
+	fprintf(out, "%7s %7s %7s  %s\n", "self", "self%", "total", "frame");
+	for (size_t i = 0; i < n && i < 20; i++)
+		fprintf(out, "%7zu %6.1f%% %7zu  %s\n", t[i].self,
+			stacks ? 100.0 * (double)t[i].self / (double)stacks : 0,
+			t[i].total, t[i].name);
+	for (size_t i = 0; i < n; i++)
+		free(t[i].name);
+	free(t);
+}
+
+void cs_profile_free(struct cs_profile *p)
+{
+	for (size_t i = 0; i < p->nslots; i++)
+		free(p->keys[i]);
+	free(p->keys);
+	free(p->counts);
+	memset(p, 0, sizeof(*p));
+}

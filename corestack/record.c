@@ -1,0 +1,275 @@
+/* corestack record: a sampling profile of every thread of a live Ruby.
+ *
+ *   corestack record --pid PID [--duration S] [--rate HZ] [--nonblocking]
+ *                    [--format collapsed|summary] [-o FILE]
+ *   corestack record [options] -- COMMAND ARGS...
+ *
+ * The layout is resolved once; each sample is one snapshot of every thread
+ * (paused by default: attach, read, detach, so the target runs between
+ * samples). A sample that cannot be read (a stack changing under a
+ * nonblocking read, the process exiting) is counted as lost, never
+ * printed. Stops at --duration, on SIGINT/SIGTERM, or when the target
+ * exits, and writes what it has. */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../rubyvm/layout.h"
+#include "../rubyvm/model.h"
+#include "image.h"
+#include "live.h"
+#include "profile.h"
+#include "vm_module.h"
+
+enum { EXIT_OK = 0, EXIT_UNUSABLE = 2, EXIT_USAGE = 64 };
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_stop_signal(int sig)
+{
+	(void)sig;
+	stop_requested = 1;
+}
+
+struct record_options {
+	int pid;
+	double duration; /* seconds; 0 = until stopped */
+	double rate;     /* Hz */
+	int nonblocking;
+	const char *format; /* "collapsed" or "summary" */
+	const char *out;
+	char **command;  /* after "--" */
+};
+
+static void record_usage(FILE *out)
+{
+	fputs("usage: corestack record --pid PID [options]\n"
+	      "       corestack record [options] -- COMMAND [ARGS...]\n"
+	      "\n"
+	      "  --duration S       seconds to record (default: until Ctrl-C\n"
+	      "                     or the target exits)\n"
+	      "  --rate HZ          samples per second (default 100)\n"
+	      "  --nonblocking      read without pausing the target\n"
+	      "  --format F         collapsed (default with -o) or summary\n"
+	      "  -o FILE            write the profile to FILE\n",
+	      out);
+}
+
+static int parse(int argc, char **argv, struct record_options *o)
+{
+	static const struct option longopts[] = {
+		{"pid", required_argument, NULL, 'p'},
+		{"duration", required_argument, NULL, 'd'},
+		{"rate", required_argument, NULL, 'r'},
+		{"nonblocking", no_argument, NULL, 'b'},
+		{"format", required_argument, NULL, 'f'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	o->rate = 100;
+	int c;
+	while ((c = getopt_long(argc, argv, "+o:h", longopts, NULL)) != -1) {
+		char *end;
+		switch (c) {
+		case 'p':
+			o->pid = (int)strtol(optarg, &end, 10);
+			if (*end || o->pid <= 0)
+				goto bad;
+			break;
+		case 'd':
+			o->duration = strtod(optarg, &end);
+			if (*end || o->duration <= 0)
+				goto bad;
+			break;
+		case 'r':
+			o->rate = strtod(optarg, &end);
+			if (*end || o->rate <= 0 || o->rate > 10000)
+				goto bad;
+			break;
+		case 'b':
+			o->nonblocking = 1;
+			break;
+		case 'f':
+			o->format = optarg;
+			if (strcmp(optarg, "collapsed") && strcmp(optarg, "summary"))
+				goto bad;
+			break;
+		case 'o':
+			o->out = optarg;
+			break;
+		case 'h':
+			record_usage(stdout);
+			exit(EXIT_OK);
+		default:
+			record_usage(stderr);
+			return EXIT_USAGE;
+		}
+	}
+	if (optind < argc)
+		o->command = argv + optind;
+	if (!o->pid == !o->command) {
+		record_usage(stderr);
+		return EXIT_USAGE;
+	}
+	if (!o->format)
+		o->format = o->out ? "collapsed" : "summary";
+	return 0;
+bad:
+	fprintf(stderr, "corestack record: bad value '%s'\n", optarg);
+	return EXIT_USAGE;
+}
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int start_command(char **command)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		execvp(command[0], command);
+		fprintf(stderr, "corestack record: cannot run %s: %s\n",
+			command[0], strerror(errno));
+		_exit(127);
+	}
+	return pid;
+}
+
+/* One sample: attach, snapshot, detach. 1 taken, 0 lost, -1 target gone. */
+static int take_sample(struct rv_session *s, int pid, int pause,
+		       struct cs_profile *prof)
+{
+	struct cs_live *live;
+	struct cs_error *err = cs_live_attach(pid, pause, &live);
+	if (err) {
+		int gone = kill(pid, 0) != 0;
+		cs_error_destroy(err);
+		return gone ? -1 : 0;
+	}
+	struct rv_target t = cs_live_target(live);
+	rv_session_set_target(s, &t);
+	struct rv_process *p = NULL;
+	err = rv_snapshot(s, &p);
+	cs_live_close(live);
+	if (err || !rv_process_complete(p)) {
+		cs_error_destroy(err);
+		rv_process_destroy(p);
+		return 0;
+	}
+	int ok = cs_profile_add(prof, p);
+	rv_process_destroy(p);
+	return ok;
+}
+
+int cs_record_main(int argc, char **argv)
+{
+	struct record_options o = {0};
+	int rc = parse(argc, argv, &o);
+	if (rc)
+		return rc;
+	int pid = o.pid, child = 0;
+	if (o.command) {
+		pid = child = start_command(o.command);
+		if (pid < 0) {
+			perror("corestack record: fork");
+			return EXIT_UNUSABLE;
+		}
+		usleep(200000); /* let the Ruby VM come up before the first look */
+	}
+	struct sigaction sa = {.sa_handler = on_stop_signal};
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+
+	/* Resolve everything once, on a first attach. */
+	struct cs_live *live;
+	struct cs_error *err = cs_live_attach(pid, 0, &live);
+	struct cs_vm_module vm = {0};
+	struct rv_layout layout;
+	struct rv_session *session = NULL;
+	int cached;
+	if (!err) {
+		struct cs_image img = cs_image_of_live(live);
+		struct rv_target t = cs_live_target(live);
+		if (!(err = cs_vm_module_open(&img, NULL, NULL, &vm)) &&
+		    !(err = rv_layout_for_module(vm.vm, NULL, &layout, &cached)))
+			err = rv_session_create(&t, &layout, vm.vm->path,
+						vm.load_bias, NULL, &session);
+	}
+	cs_live_close(live);
+	if (err) {
+		fprintf(stderr, "corestack record: %s\n", err->message);
+		cs_error_destroy(err);
+		cs_vm_module_close(&vm);
+		if (child)
+			kill(child, SIGTERM);
+		return EXIT_UNUSABLE;
+	}
+
+	struct cs_profile prof;
+	cs_profile_init(&prof);
+	double interval = 1.0 / o.rate, start = now(), next = start;
+	size_t lost = 0;
+	int interactive = isatty(STDERR_FILENO);
+	while (!stop_requested &&
+	       (o.duration <= 0 || now() - start < o.duration)) {
+		double wait = next - now();
+		if (wait > 0)
+			usleep((useconds_t)(wait * 1e6));
+		next += interval;
+		/* Our own child lingers as a zombie: reap it to see it end. */
+		if (child && waitpid(child, NULL, WNOHANG) == child) {
+			child = 0;
+			break;
+		}
+		int r = take_sample(session, pid, !o.nonblocking, &prof);
+		if (r < 0)
+			break; /* the target exited: keep what we have */
+		if (r == 0)
+			lost++;
+		if (interactive && (prof.samples + lost) % 50 == 0)
+			fprintf(stderr, "\rcorestack record: %zu samples, %zu "
+					"lost, %.1f s",
+				prof.samples, lost, now() - start);
+	}
+	double elapsed = now() - start;
+	if (interactive)
+		fputc('\n', stderr);
+
+	FILE *out = o.out ? fopen(o.out, "w") : stdout;
+	if (!out) {
+		fprintf(stderr, "corestack record: cannot write %s: %s\n", o.out,
+			strerror(errno));
+		rc = EXIT_UNUSABLE;
+	} else {
+		if (strcmp(o.format, "collapsed") == 0)
+			cs_profile_write_collapsed(&prof, out);
+		else
+			cs_profile_write_summary(&prof, out, lost, elapsed,
+						 o.rate);
+		if (o.out)
+			fclose(out);
+	}
+	fprintf(stderr,
+		"corestack record: %zu samples in %.1f s (%.0f Hz asked, %.1f "
+		"achieved), %zu lost\n",
+		prof.samples, elapsed, o.rate,
+		elapsed > 0 ? (double)(prof.samples + lost) / elapsed : 0.0,
+		lost);
+	cs_profile_free(&prof);
+	rv_session_destroy(session);
+	cs_vm_module_close(&vm);
+	if (child) {
+		kill(child, SIGTERM);
+		waitpid(child, NULL, 0);
+	}
+	return rc;
+}
