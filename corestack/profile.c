@@ -1,5 +1,7 @@
 #include "profile.h"
 
+#include "../util/json.h"
+
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,10 +92,13 @@ static void append(char **buf, size_t *len, size_t *cap, const char *s)
 	(*buf)[*len] = '\0';
 }
 
-int cs_profile_add(struct cs_profile *p, const struct rv_process *proc)
+int cs_profile_add(struct cs_profile *p, const struct rv_process *proc,
+		   int on_cpu)
 {
 	for (size_t i = 0; i < proc->nthreads; i++) {
 		const struct rv_thread *t = &proc->threads[i];
+		if (on_cpu && !t->holds_gvl)
+			continue;
 		char thread[64];
 		if (t->name)
 			snprintf(thread, sizeof(thread), "%s", t->name);
@@ -204,6 +209,107 @@ void cs_profile_write_summary(const struct cs_profile *p, FILE *out,
 	for (size_t i = 0; i < n; i++)
 		free(t[i].name);
 	free(t);
+}
+
+/* Index of name in the shared frame list, adding it (linear: profiles
+ * have hundreds of distinct frames, not millions). */
+static size_t frame_index(char ***names, size_t *n, const char *name,
+			  size_t len)
+{
+	for (size_t i = 0; i < *n; i++)
+		if (strlen((*names)[i]) == len && !memcmp((*names)[i], name, len))
+			return i;
+	char **grown = realloc(*names, (*n + 1) * sizeof(*grown));
+	char *copy = strndup(name, len);
+	if (!grown || !copy) {
+		free(copy);
+		if (grown)
+			*names = grown;
+		return SIZE_MAX;
+	}
+	*names = grown;
+	grown[*n] = copy;
+	return (*n)++;
+}
+
+void cs_profile_write_speedscope(const struct cs_profile *p, FILE *out)
+{
+	char **names = NULL, **threads = NULL;
+	size_t nnames = 0, nthreads = 0;
+	/* Frame and thread tables first: speedscope wants indexes. */
+	for (size_t i = 0; i < p->nslots; i++) {
+		if (!p->keys[i])
+			continue;
+		const char *k = p->keys[i], *semi = strchr(k, ';');
+		frame_index(&threads, &nthreads, k, semi ? (size_t)(semi - k)
+							 : strlen(k));
+		for (const char *f = semi ? semi + 1 : NULL; f;) {
+			const char *e = strchr(f, ';');
+			frame_index(&names, &nnames, f,
+				    e ? (size_t)(e - f) : strlen(f));
+			f = e ? e + 1 : NULL;
+		}
+	}
+	struct json j = {.out = out};
+	json_begin_object(&j, NULL);
+	json_string(&j, "$schema",
+		    "https://www.speedscope.app/file-format-schema.json");
+	json_string(&j, "exporter", "corestack record");
+	json_begin_object(&j, "shared");
+	json_begin_array(&j, "frames");
+	for (size_t i = 0; i < nnames; i++) {
+		json_begin_object(&j, NULL);
+		json_string(&j, "name", names[i]);
+		json_end_object(&j);
+	}
+	json_end_array(&j);
+	json_end_object(&j);
+	json_begin_array(&j, "profiles");
+	for (size_t t = 0; t < nthreads; t++) {
+		size_t total = 0, tl = strlen(threads[t]);
+		json_begin_object(&j, NULL);
+		json_string(&j, "type", "sampled");
+		json_string(&j, "name", threads[t]);
+		json_string(&j, "unit", "none");
+		json_int(&j, "startValue", 0);
+		json_begin_array(&j, "samples");
+		for (size_t i = 0; i < p->nslots; i++) {
+			const char *k = p->keys[i];
+			if (!k || strncmp(k, threads[t], tl) ||
+			    (k[tl] != ';' && k[tl]))
+				continue;
+			json_begin_array(&j, NULL);
+			for (const char *f = k[tl] ? k + tl + 1 : NULL; f;) {
+				const char *e = strchr(f, ';');
+				json_int(&j, NULL,
+					 (int64_t)frame_index(
+						 &names, &nnames, f,
+						 e ? (size_t)(e - f) : strlen(f)));
+				f = e ? e + 1 : NULL;
+			}
+			json_end_array(&j);
+			total += p->counts[i];
+		}
+		json_end_array(&j);
+		json_begin_array(&j, "weights");
+		for (size_t i = 0; i < p->nslots; i++) {
+			const char *k = p->keys[i];
+			if (k && !strncmp(k, threads[t], tl) &&
+			    (k[tl] == ';' || !k[tl]))
+				json_int(&j, NULL, (int64_t)p->counts[i]);
+		}
+		json_end_array(&j);
+		json_int(&j, "endValue", (int64_t)total);
+		json_end_object(&j);
+	}
+	json_end_array(&j);
+	json_end_object(&j);
+	for (size_t i = 0; i < nnames; i++)
+		free(names[i]);
+	for (size_t i = 0; i < nthreads; i++)
+		free(threads[i]);
+	free(names);
+	free(threads);
 }
 
 void cs_profile_free(struct cs_profile *p)

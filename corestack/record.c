@@ -1,7 +1,8 @@
 /* corestack record: a sampling profile of every thread of a live Ruby.
  *
  *   corestack record --pid PID [--duration S] [--rate HZ] [--nonblocking]
- *                    [--format collapsed|summary] [-o FILE]
+ *                    [--format collapsed|speedscope|summary] [--on-cpu]
+ *                    [-o FILE]
  *   corestack record [options] -- COMMAND ARGS...
  *
  * The layout is resolved once; each sample is one snapshot of every thread
@@ -42,7 +43,8 @@ struct record_options {
 	double duration; /* seconds; 0 = until stopped */
 	double rate;     /* Hz */
 	int nonblocking;
-	const char *format; /* "collapsed" or "summary" */
+	int on_cpu;      /* only the thread holding the GVL */
+	const char *format; /* "collapsed", "speedscope" or "summary" */
 	const char *out;
 	char **command;  /* after "--" */
 };
@@ -56,7 +58,10 @@ static void record_usage(FILE *out)
 	      "                     or the target exits)\n"
 	      "  --rate HZ          samples per second (default 100)\n"
 	      "  --nonblocking      read without pausing the target\n"
-	      "  --format F         collapsed (default with -o) or summary\n"
+	      "  --format F         collapsed (default with -o), speedscope\n"
+	      "                     (JSON for speedscope.app) or summary\n"
+	      "  --on-cpu           only the thread holding the GVL (the one\n"
+	      "                     running Ruby code) in each sample\n"
 	      "  -o FILE            write the profile to FILE\n",
 	      out);
 }
@@ -69,6 +74,7 @@ static int parse(int argc, char **argv, struct record_options *o)
 		{"rate", required_argument, NULL, 'r'},
 		{"nonblocking", no_argument, NULL, 'b'},
 		{"format", required_argument, NULL, 'f'},
+		{"on-cpu", no_argument, NULL, 'c'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -97,8 +103,12 @@ static int parse(int argc, char **argv, struct record_options *o)
 			break;
 		case 'f':
 			o->format = optarg;
-			if (strcmp(optarg, "collapsed") && strcmp(optarg, "summary"))
+			if (strcmp(optarg, "collapsed") && strcmp(optarg, "summary") &&
+			    strcmp(optarg, "speedscope"))
 				goto bad;
+			break;
+		case 'c':
+			o->on_cpu = 1;
 			break;
 		case 'o':
 			o->out = optarg;
@@ -145,7 +155,7 @@ static int start_command(char **command)
 }
 
 /* One sample: attach, snapshot, detach. 1 taken, 0 lost, -1 target gone. */
-static int take_sample(struct rv_session *s, int pid, int pause,
+static int take_sample(struct rv_session *s, int pid, int pause, int on_cpu,
 		       struct cs_profile *prof)
 {
 	struct cs_live *live;
@@ -165,7 +175,7 @@ static int take_sample(struct rv_session *s, int pid, int pause,
 		rv_process_destroy(p);
 		return 0;
 	}
-	int ok = cs_profile_add(prof, p);
+	int ok = cs_profile_add(prof, p, on_cpu);
 	rv_process_destroy(p);
 	return ok;
 }
@@ -230,7 +240,8 @@ int cs_record_main(int argc, char **argv)
 			child = 0;
 			break;
 		}
-		int r = take_sample(session, pid, !o.nonblocking, &prof);
+		int r = take_sample(session, pid, !o.nonblocking, o.on_cpu,
+				    &prof);
 		if (r < 0)
 			break; /* the target exited: keep what we have */
 		if (r == 0)
@@ -252,6 +263,8 @@ int cs_record_main(int argc, char **argv)
 	} else {
 		if (strcmp(o.format, "collapsed") == 0)
 			cs_profile_write_collapsed(&prof, out);
+		else if (strcmp(o.format, "speedscope") == 0)
+			cs_profile_write_speedscope(&prof, out);
 		else
 			cs_profile_write_summary(&prof, out, lost, elapsed,
 						 o.rate);

@@ -27,7 +27,8 @@ crash* scenarios) and checks corestack's reading of it:
     cache/warm               a second run served from the layout cache: same report
     RUBY/layout-units        resolving the layout reads at most 10 compile units
     RUBY/record...           corestack record on fixtures/profile/shares.rb (known time
-                             shares): paused, nonblocking, target exiting, SIGINT
+                             shares): paused, nonblocking, speedscope with --on-cpu,
+                             target exiting, SIGINT
     unit/NAME                the unit test programs given with --unit
 
 Prints one line per test (PASS name / FAIL name: reason; SKIP name: reason
@@ -576,6 +577,31 @@ def check_profile(res, path, target=None):
     return None
 
 
+def check_speedscope(res, path):
+    """A speedscope file whose indexes hold, heavy ranked over light."""
+    if res.returncode != 0:
+        return "exit %d: %s" % (res.returncode, first_line(res.stderr))
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+        frames = [fr["name"] for fr in doc["shared"]["frames"]]
+        heavy = light = 0
+        for prof in doc["profiles"]:
+            if prof["type"] != "sampled" or len(prof["samples"]) != len(prof["weights"]):
+                return "profile %s: samples and weights differ" % prof.get("name")
+            if sum(prof["weights"]) != prof["endValue"]:
+                return "profile %s: weights do not add up to endValue" % prof.get("name")
+            for stack, w in zip(prof["samples"], prof["weights"]):
+                names = [frames[i] for i in stack]
+                heavy += w if "Object#heavy" in names else 0
+                light += w if "Object#light" in names else 0
+    except (OSError, ValueError, KeyError, IndexError, TypeError) as exc:
+        return "not a valid speedscope file: %s" % exc
+    if heavy + light < 50 or heavy < 1.5 * light:
+        return "heavy %d samples, light %d: heavy does 3x the work" % (heavy, light)
+    return None
+
+
 def record_tests(rep, selected, args, prefixes, workdir):
     """corestack record on a program with known time shares."""
     for ruby in args.rubies:
@@ -602,6 +628,17 @@ def record_tests(rep, selected, args, prefixes, workdir):
             finally:
                 target.kill()
                 target.wait()
+        name = "%s/record-speedscope" % ruby
+        if selected(name):
+            js = out + ".speedscope.json"
+            try:
+                res = subprocess.run([args.corestack, "record", "--duration", "20", "--on-cpu",
+                                      "--format", "speedscope", "-o", js, "--", exe, SHARES, "1.5"],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                     timeout=args.timeout)
+                rep.result(name, check_speedscope(res, js))
+            except subprocess.TimeoutExpired:
+                rep.result(name, "record hung")
         name = "%s/record-target-exits" % ruby
         if selected(name):
             started = time.monotonic()
@@ -748,6 +785,7 @@ def main():
     for r in args.rubies:   # tests on a fixture Ruby without its scenarios
         if any(selected("%s/%s" % (r, t)) for t in (
                 "layout-units", "record", "record-nonblocking", "record-target-exits",
+                "record-speedscope",
                 "record-interrupted")):
             build_anyway.add(r)
 
