@@ -25,6 +25,7 @@
 #include "../rubyvm/model.h"
 #include "image.h"
 #include "live.h"
+#include "page_cache.h"
 #include "profile.h"
 #include "vm_module.h"
 
@@ -154,22 +155,35 @@ static int start_command(char **command)
 	return pid;
 }
 
-/* One sample: attach, snapshot, detach. 1 taken, 0 lost, -1 target gone. */
+/* One sample. Paused: attach, snapshot, detach. Nonblocking: snapshot
+ * through the attachment kept across samples (*keep). 1 taken, 0 lost,
+ * -1 target gone. */
 static int take_sample(struct rv_session *s, int pid, int pause, int on_cpu,
+		       struct cs_live **keep, struct cs_page_cache *cache,
 		       struct cs_profile *prof)
 {
-	struct cs_live *live;
-	struct cs_error *err = cs_live_attach(pid, pause, &live);
-	if (err) {
+	struct cs_live *live = pause ? NULL : *keep;
+	struct cs_error *err = NULL;
+	if (!live && (err = cs_live_attach(pid, pause, &live))) {
 		int gone = kill(pid, 0) != 0;
 		cs_error_destroy(err);
 		return gone ? -1 : 0;
 	}
 	struct rv_target t = cs_live_target(live);
+	cache->inner = t;
+	cs_page_cache_clear(cache); /* the process ran since the last sample */
+	t = cs_page_cache_target(cache);
 	rv_session_set_target(s, &t);
 	struct rv_process *p = NULL;
 	err = rv_snapshot(s, &p);
-	cs_live_close(live);
+	if (pause)
+		cs_live_close(live);
+	else
+		*keep = live;
+	if (err && !pause && kill(pid, 0) != 0) {
+		cs_error_destroy(err);
+		return -1;
+	}
 	if (err || !rv_process_complete(p)) {
 		cs_error_destroy(err);
 		rv_process_destroy(p);
@@ -225,9 +239,19 @@ int cs_record_main(int argc, char **argv)
 	}
 
 	struct cs_profile prof;
+	struct cs_live *kept = NULL; /* nonblocking: one attachment for all */
+	struct cs_page_cache cache;
+	struct rv_target none = {0};
+	if (!cs_page_cache_init(&cache, &none)) {
+		fputs("corestack record: out of memory\n", stderr);
+		rv_session_destroy(session);
+		cs_vm_module_close(&vm);
+		return EXIT_UNUSABLE;
+	}
 	cs_profile_init(&prof);
 	double interval = 1.0 / o.rate, start = now(), next = start;
 	size_t lost = 0;
+	double reading = 0; /* seconds spent taking samples */
 	int interactive = isatty(STDERR_FILENO);
 	while (!stop_requested &&
 	       (o.duration <= 0 || now() - start < o.duration)) {
@@ -240,8 +264,10 @@ int cs_record_main(int argc, char **argv)
 			child = 0;
 			break;
 		}
+		double t0 = now();
 		int r = take_sample(session, pid, !o.nonblocking, o.on_cpu,
-				    &prof);
+				    &kept, &cache, &prof);
+		reading += now() - t0;
 		if (r < 0)
 			break; /* the target exited: keep what we have */
 		if (r == 0)
@@ -252,6 +278,7 @@ int cs_record_main(int argc, char **argv)
 				prof.samples, lost, now() - start);
 	}
 	double elapsed = now() - start;
+	cs_live_close(kept);
 	if (interactive)
 		fputc('\n', stderr);
 
@@ -271,13 +298,15 @@ int cs_record_main(int argc, char **argv)
 		if (o.out)
 			fclose(out);
 	}
+	size_t tries = prof.samples + lost;
 	fprintf(stderr,
 		"corestack record: %zu samples in %.1f s (%.0f Hz asked, %.1f "
-		"achieved), %zu lost\n",
+		"achieved), %zu lost, %.1f us per sample\n",
 		prof.samples, elapsed, o.rate,
-		elapsed > 0 ? (double)(prof.samples + lost) / elapsed : 0.0,
-		lost);
+		elapsed > 0 ? (double)tries / elapsed : 0.0, lost,
+		tries ? reading / (double)tries * 1e6 : 0.0);
 	cs_profile_free(&prof);
+	cs_page_cache_free(&cache);
 	rv_session_destroy(session);
 	cs_vm_module_close(&vm);
 	if (child) {
