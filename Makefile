@@ -51,7 +51,8 @@ fixtures:
 	./fixtures/build-ruby.sh 3.3
 	./fixtures/build-ruby.sh 3.3 static
 
-test: deps $(BUILD)/corestack-san $(UNIT_BIN) $(BUILD)/dwarf_sample.so fixtures
+# fuzz-regress: every crash the fuzzers found, replayed (tests/fuzz/).
+test: deps $(BUILD)/corestack-san $(UNIT_BIN) $(BUILD)/dwarf_sample.so fixtures fuzz-regress
 	python3 tests/run.py --corestack $(BUILD)/corestack-san \
 		--unit "$(UNIT_BIN)" --unit-arg $(BUILD)/dwarf_sample.so
 
@@ -66,3 +67,4 @@ bench: deps $(BUILD)/corestack $(BUILD)/bench-inflate fixtures
 
 clean:
 	rm -rf $(BUILD)
+include tests/fuzz/Makefile.inc

@@ -82,6 +82,45 @@ bool rv_try_read(struct rv_session *s, uint64_t addr, void *buf, size_t len)
 	return !rv_failed(rv_read(s, addr, buf, len));
 }
 
+/* A layout comes from DWARF or from a cache file on disk: either may be
+ * corrupt. Values the walkers use as shifts, indexes or offsets into a
+ * buffer they read must be in range, or reading them is undefined. */
+static struct cs_error *check_layout(const struct rv_layout *l,
+				     const char *path)
+{
+	const struct rv_item *it = l->items;
+	int64_t cfp = it[RVL_cfp_size].value;
+	const enum rv_item_id in_cfp[] = {RVL_cfp_pc, RVL_cfp_iseq, RVL_cfp_ep};
+	const enum rv_item_id shifts[] = {
+		RVL_fl_ushift, RVL_id_scope_shift, RVL_rstring_embed_len_shift,
+		RVL_rarray_embed_len_shift};
+	const enum rv_item_id env[] = {RVL_env_index_me_cref,
+				       RVL_env_index_specval,
+				       RVL_env_index_flags};
+	const char *bad = NULL;
+	if (cfp < 8 || cfp > 1024)
+		bad = "cfp_size";
+	for (size_t i = 0; !bad && i < sizeof(in_cfp) / sizeof(*in_cfp); i++)
+		if (it[in_cfp[i]].value < 0 || it[in_cfp[i]].value + 8 > cfp)
+			bad = rv_layout_item_name(in_cfp[i]);
+	for (size_t i = 0; !bad && i < sizeof(shifts) / sizeof(*shifts); i++)
+		if (it[shifts[i]].source != RV_MISSING &&
+		    (it[shifts[i]].value < 0 || it[shifts[i]].value > 63))
+			bad = rv_layout_item_name(shifts[i]);
+	for (size_t i = 0; !bad && i < sizeof(env) / sizeof(*env); i++)
+		if (it[env[i]].value < -16 || it[env[i]].value > 16)
+			bad = rv_layout_item_name(env[i]);
+	for (int i = 0; !bad && i < RVL_COUNT; i++)
+		if (it[i].bit_size > 64 || it[i].source > RV_FROM_FALLBACK)
+			bad = rv_layout_item_name(i);
+	if (!bad)
+		return NULL;
+	return cs_error_create(CS_ERR_CORRUPT,
+			       "%s: the layout read for it is implausible (%s); "
+			       "run with --no-cache, or remove the layout cache",
+			       path, bad);
+}
+
 struct cs_error *rv_session_create(const struct rv_target *target,
 				   const struct rv_layout *layout,
 				   const char *path, uint64_t load_bias,
@@ -111,6 +150,10 @@ struct cs_error *rv_session_create(const struct rv_target *target,
 					path);
 			return cs_error_wrap(rv_missing(*r), "%s", path);
 		}
+	if ((err = check_layout(&s->layout, path))) {
+		rv_session_destroy(s);
+		return err;
+	}
 	/* The reads assume a 64-bit little-endian target (x86-64 cores). */
 	if (RV_VAL(s, value_size) != 8) {
 		long long size = (long long)RV_VAL(s, value_size);

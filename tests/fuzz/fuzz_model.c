@@ -1,0 +1,188 @@
+/* libFuzzer harness for the Ruby model (rubyvm/): rv_session_create and
+ * rv_snapshot over a layout and target memory both taken from the input,
+ * in the format of tests/fuzz/model_seed.h. Seeds come from
+ * tests/fuzz/make_model_seed.c (a real core's layout plus every region the
+ * walker read), so mutations land on exactly the bytes the walker reads.
+ *
+ * By default the layout is fuzzed too (it comes from DWARF or the on-disk
+ * layout cache, so it is input as well). With FUZZ_MODEL_LAYOUT=SEEDFILE
+ * in the environment, every input's layout (and load bias) is replaced by
+ * that seed's, so only target memory varies: for campaigns on the walker's
+ * handling of corrupt memory, which layout bugs would otherwise drown.
+ * Build: see tests/fuzz/Makefile.inc (make fuzz-build). */
+#include "rubyvm/layout.h"
+#include "rubyvm/model.h"
+#include "rubyvm/target.h"
+#include "tests/fuzz/model_seed.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_REGIONS 4096
+
+struct region {
+	uint64_t addr, len;
+	const uint8_t *bytes;
+};
+
+struct mem {
+	struct region r[MAX_REGIONS];
+	size_t n;
+};
+
+static uint64_t get(const uint8_t *p, int n)
+{
+	uint64_t v = 0;
+	for (int i = n - 1; i >= 0; i--)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+static int by_addr(const void *a, const void *b)
+{
+	const struct region *x = a, *y = b;
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+/* The region holding addr, the one starting last at or below it among
+ * those that contain it; NULL if none does. Regions are sorted by addr. */
+static const struct region *region_of(const struct mem *m, uint64_t addr)
+{
+	size_t lo = 0, hi = m->n;
+	while (lo < hi) { /* first region with start > addr */
+		size_t mid = lo + (hi - lo) / 2;
+		if (m->r[mid].addr <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* overlapping regions after mutation: scan back a little */
+	for (size_t i = lo; i-- > 0 && lo - i <= 8;)
+		if (addr - m->r[i].addr < m->r[i].len)
+			return &m->r[i];
+	return NULL;
+}
+
+static struct cs_error *mem_read(void *priv, uint64_t addr, void *buf,
+				 size_t len)
+{
+	const struct mem *m = priv;
+	uint8_t *out = buf;
+	uint64_t a = addr;
+	size_t left = len;
+	while (left) {
+		const struct region *r = region_of(m, a);
+		if (!r)
+			return cs_error_create(CS_ERR_FAULT,
+					       "cannot read %zu bytes at 0x%llx",
+					       len, (unsigned long long)addr);
+		uint64_t avail = r->len - (a - r->addr);
+		size_t n = avail < left ? (size_t)avail : left;
+		memcpy(out, r->bytes + (a - r->addr), n);
+		out += n;
+		left -= n;
+		a += n;
+		if (left && a == 0) /* wrapped around the address space */
+			return cs_error_create(CS_ERR_FAULT,
+					       "read wraps at 0x%llx",
+					       (unsigned long long)addr);
+	}
+	return NULL;
+}
+
+static struct mem mem; /* big: static, reset per input */
+
+/* FUZZ_MODEL_LAYOUT: the header and items of that seed, read once. */
+static uint8_t fixed_layout[MODEL_SEED_HEADER + RVL_COUNT * MODEL_SEED_ITEM];
+static int fixed_state; /* 0 unread, 1 none, 2 loaded */
+
+static void load_fixed_layout(void)
+{
+	fixed_state = 1;
+	const char *path = getenv("FUZZ_MODEL_LAYOUT");
+	if (!path || !*path)
+		return;
+	FILE *f = fopen(path, "rb");
+	if (!f || fread(fixed_layout, 1, sizeof(fixed_layout), f) !=
+			  sizeof(fixed_layout) ||
+	    memcmp(fixed_layout, MODEL_SEED_MAGIC, 8) != 0 ||
+	    get(fixed_layout + 16, 4) != RVL_COUNT) {
+		fprintf(stderr, "FUZZ_MODEL_LAYOUT=%s: not a seed of this "
+				"build\n", path);
+		abort();
+	}
+	fclose(f);
+	fixed_state = 2;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	const uint8_t *p0 = data;
+	if (!fixed_state)
+		load_fixed_layout();
+	if (size < MODEL_SEED_HEADER ||
+	    memcmp(data, MODEL_SEED_MAGIC, 8) != 0)
+		return 0;
+	uint32_t nitems = (uint32_t)get(data + 16, 4);
+	if (nitems != RVL_COUNT ||
+	    size < MODEL_SEED_HEADER + (size_t)nitems * MODEL_SEED_ITEM)
+		return 0;
+	const uint8_t *regions = data + MODEL_SEED_HEADER +
+				 (size_t)nitems * MODEL_SEED_ITEM;
+	if (fixed_state == 2)
+		data = fixed_layout;
+	uint64_t load_bias = get(data + 8, 8);
+	struct rv_layout *layout = calloc(1, sizeof(*layout));
+	if (!layout)
+		return 0;
+	layout->has_macros = (int)get(data + 20, 4);
+	const uint8_t *p = data + MODEL_SEED_HEADER;
+	for (size_t i = 0; i < RVL_COUNT; i++, p += MODEL_SEED_ITEM) {
+		struct rv_item *it = &layout->items[i];
+		it->value = (int64_t)get(p, 8);
+		it->size = (uint32_t)get(p + 8, 4);
+		it->bit_pos = (uint16_t)get(p + 12, 2);
+		it->bit_size = p[14];
+		it->source = p[15];
+	}
+	p = regions;
+	const uint8_t *end = p0 + size;
+	mem.n = 0;
+	while ((size_t)(end - p) >= MODEL_SEED_REGION_HEADER &&
+	       mem.n < MAX_REGIONS) {
+		uint64_t addr = get(p, 8), len = get(p + 8, 4);
+		p += MODEL_SEED_REGION_HEADER;
+		if (len > (uint64_t)(end - p))
+			break;
+		if (len && addr + len - 1 >= addr) /* no wrap-around */
+			mem.r[mem.n++] = (struct region){addr, len, p};
+		p += len;
+	}
+	qsort(mem.r, mem.n, sizeof(mem.r[0]), by_addr);
+
+	struct rv_target target = {.read = mem_read, .priv = &mem};
+	/* The CLI's defaults would let a cyclic list cost 10^5 x 10^5 steps;
+	 * smaller bounds keep each input fast without hiding memory bugs. */
+	struct rv_options opts = {.max_frames = 2000, .max_threads = 64};
+	struct rv_session *s = NULL;
+	struct cs_error *err = rv_session_create(&target, layout,
+						 "fuzz/libruby.so", load_bias,
+						 &opts, &s);
+	if (!err) {
+		struct rv_process *proc = NULL;
+		err = rv_snapshot(s, &proc);
+		if (!err) {
+			(void)rv_process_complete(proc);
+			for (size_t i = 0; i < proc->nthreads; i++)
+				(void)rv_thread_status_name(
+					proc->threads[i].status);
+			rv_process_destroy(proc);
+		}
+		rv_session_destroy(s);
+	}
+	cs_error_destroy(err);
+	free(layout);
+	return 0;
+}
