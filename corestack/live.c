@@ -30,6 +30,9 @@
  * uninterruptible sleep (D state: NFS, a core dump in progress). */
 #define CS_LIVE_ATTACH_MS 5000
 #define CS_LIVE_DETACH_MS 2000
+/* How long cs_live_pause waits for threads to stop, and cs_live_resume
+ * for the one extra stop it may have to let pass. */
+#define CS_LIVE_PAUSE_MS 1000
 /* Rescans of /proc/PID/task while new threads keep appearing. */
 #define CS_LIVE_MAX_SCANS 64
 /* /proc/PID/maps of a process with a million mappings is ~100 MiB. */
@@ -44,12 +47,23 @@
 #define CS_LIVE_CAP_SYS_PTRACE 19
 #define CS_LIVE_PF_KTHREAD 0x00200000  /* task flag of kernel threads */
 
+/* A seized thread is in one of three states: stopped (in a ptrace-stop
+ * whose report we took), running (we let it go with PTRACE_CONT, or never
+ * saw it stop), or listening (PTRACE_LISTEN: in a group-stop from SIGSTOP
+ * and the like, which we must not end). A running or listening thread may
+ * have stopped since, with a report we have not taken yet. */
 struct cs_live_thread {
 	struct cs_core_thread pub;
 	int seized;               /* we are its tracer */
 	int stopped;              /* in a ptrace-stop whose report we took */
+	int listening;            /* let go with PTRACE_LISTEN */
+	int interrupted;          /* a PTRACE_INTERRUPT of ours may still be
+				   * pending: do not send another */
 	int gone;                 /* exited */
-	int resig;                /* signal to give back on detach */
+	int resig;                /* signal to give back on resume or detach
+				   * (the stop was a signal-delivery-stop) */
+	int group_stop;           /* the stop was a group-stop, by this
+				   * signal: resume with PTRACE_LISTEN */
 	int slot;                 /* in cs_live_sig_tids, -1 if none */
 };
 
@@ -58,6 +72,7 @@ struct cs_live {
 	char name[32];            /* "process PID" */
 	int pause;                /* attached with pause */
 	int attached;             /* threads seized, not yet detached */
+	int running;              /* attached, let run by cs_live_resume */
 	int sig_installed;        /* counted in cs_live_sig_users */
 	int we_are_parent;        /* the target is our child: its exit
 				   * status is not ours to take here */
@@ -84,8 +99,13 @@ struct cs_live {
  * While any cs_live holds stopped threads, SIGINT, SIGTERM and SIGHUP run
  * cs_live_on_signal, which must resume them with async-signal-safe calls
  * only, so the tids live in a fixed static array (one sig_atomic_t store
- * per slot: the handler sees a tid or 0). Slots are shared by all cs_live
- * of the process. Only the attaching thread touches the rest. */
+ * per slot). A slot holds 0 when free, -tid while the thread is seized but
+ * not in a stop we took (running, listening, or on its way to our stop:
+ * the handler leaves it alone, and if we die the kernel detaches it the
+ * right way, keeping its pending signal or group-stop), tid while it is
+ * stopped by us (armed: the handler detaches it, with cs_live_sig_resig).
+ * Slots are shared by all cs_live of the process. Only the attaching
+ * thread touches the rest. */
 static volatile sig_atomic_t cs_live_sig_tids[CS_LIVE_MAX_THREADS];
 static volatile sig_atomic_t cs_live_sig_resig[CS_LIVE_MAX_THREADS];
 static size_t cs_live_sig_free_hint;  /* no free slot below this */
@@ -162,12 +182,13 @@ static void cs_live_sig_uninstall(void)
 	}
 }
 
+/* A slot for tid, disarmed; -1 if none is free. */
 static int cs_live_sig_register(int tid)
 {
 	for (size_t i = cs_live_sig_free_hint; i < CS_LIVE_MAX_THREADS; i++) {
 		if (cs_live_sig_tids[i] == 0) {
 			cs_live_sig_resig[i] = 0;
-			cs_live_sig_tids[i] = tid;
+			cs_live_sig_tids[i] = -tid;
 			cs_live_sig_free_hint = i + 1;
 			return (int)i;
 		}
@@ -179,17 +200,35 @@ static void cs_live_sig_unregister(struct cs_live_thread *t)
 {
 	if (t->slot < 0)
 		return;
-	if (cs_live_sig_tids[t->slot] == t->pub.tid)
+	if (cs_live_sig_tids[t->slot] == t->pub.tid ||
+	    cs_live_sig_tids[t->slot] == -t->pub.tid)
 		cs_live_sig_tids[t->slot] = 0;
 	if ((size_t)t->slot < cs_live_sig_free_hint)
 		cs_live_sig_free_hint = (size_t)t->slot;
 	t->slot = -1;
 }
 
+/* t is stopped by us: let the handler detach it (resig first: the
+ * handler reads the tid, then the signal). */
+static void cs_live_sig_arm(const struct cs_live_thread *t)
+{
+	if (t->slot < 0)
+		return;
+	cs_live_sig_resig[t->slot] = t->resig;
+	cs_live_sig_tids[t->slot] = t->pub.tid;
+}
+
+/* t is about to leave our stop: the handler must leave it alone. */
+static void cs_live_sig_disarm(const struct cs_live_thread *t)
+{
+	if (t->slot >= 0 && cs_live_sig_tids[t->slot] == t->pub.tid)
+		cs_live_sig_tids[t->slot] = -t->pub.tid;
+}
+
 /* The handler already resumed t (it clears the slot when it did). */
 static int cs_live_sig_released(const struct cs_live_thread *t)
 {
-	return t->slot >= 0 && cs_live_sig_tids[t->slot] != t->pub.tid;
+	return t->slot >= 0 && cs_live_sig_tids[t->slot] == 0;
 }
 
 /* ---- small helpers ---- */
@@ -577,8 +616,27 @@ static struct cs_error *cs_live_errno(int pid, int e, const char *what)
 static void cs_live_mark_gone(struct cs_live_thread *t)
 {
 	t->gone = 1;
-	t->seized = t->stopped = 0;
+	t->seized = t->stopped = t->listening = t->interrupted = 0;
+	t->resig = t->group_stop = 0;
 	cs_live_sig_unregister(t);
+}
+
+/* If the signal handler detached t (and a handler of the program kept us
+ * alive), t runs untraced now: forget it as if it had exited, so that the
+ * next pause seizes it again. 1 if so. */
+static int cs_live_check_released(struct cs_live_thread *t)
+{
+	if (!t->seized || !cs_live_sig_released(t))
+		return 0;
+	t->slot = -1;  /* the handler freed it */
+	cs_live_mark_gone(t);
+	return 1;
+}
+
+static int cs_live_is_stop_signal(int sig)
+{
+	return sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN ||
+	       sig == SIGTTOU;
 }
 
 /* Look once, without blocking, for news of seized thread t: 1 when it is
@@ -605,14 +663,20 @@ static int cs_live_poll(struct cs_live *live, struct cs_live_thread *t)
 		if (waitpid(tid, &status, WNOHANG | __WALL) != tid)
 			return 0;
 		if (WIFSTOPPED(status)) {
+			int event = status >> 16, sig = WSTOPSIG(status);
 			t->stopped = 1;
+			t->listening = 0;
 			/* A signal-delivery-stop took a signal from the
-			 * thread: give it back on detach. Our interrupt (and
-			 * a group-stop) is PTRACE_EVENT_STOP and takes none. */
-			if ((status >> 16) == 0)
-				t->resig = WSTOPSIG(status);
-			if (t->slot >= 0)
-				cs_live_sig_resig[t->slot] = t->resig;
+			 * thread: give it back on resume or detach. Our
+			 * interrupt (and a group-stop) is PTRACE_EVENT_STOP
+			 * and takes none; it carries SIGTRAP, or the stop
+			 * signal while the process is in a group-stop. */
+			t->resig = event == 0 ? sig : 0;
+			t->group_stop = event == PTRACE_EVENT_STOP &&
+						cs_live_is_stop_signal(sig)
+					? sig
+					: 0;
+			cs_live_sig_arm(t);
 			return 1;
 		}
 	} else if (!(tid == live->pid && live->we_are_parent)) {
@@ -622,11 +686,33 @@ static int cs_live_poll(struct cs_live *live, struct cs_live_thread *t)
 	return -1;
 }
 
-/* Resume every seized thread. Bounded by CS_LIVE_DETACH_MS. */
+/* PTRACE_INTERRUPT t unless one may still be pending: an interrupt sent
+ * while t is already in a stop would stop it again right after the next
+ * PTRACE_CONT. ESRCH (it died) is for polling to find. */
+static int cs_live_interrupt(struct cs_live_thread *t)
+{
+	if (t->interrupted)
+		return 0;
+	if (ptrace(PTRACE_INTERRUPT, t->pub.tid, NULL, NULL) != 0 &&
+	    errno != ESRCH)
+		return errno;
+	t->interrupted = 1;
+	return 0;
+}
+
+/* Resume (PTRACE_DETACH) every seized thread, stopping first those that
+ * run (only a stopped tracee can be detached). Bounded by
+ * CS_LIVE_DETACH_MS. */
 static void cs_live_release(struct cs_live *live)
 {
 	int64_t deadline = cs_live_now_ms() + CS_LIVE_DETACH_MS;
 	long nap = 50;
+	for (size_t i = 0; i < live->nwork; i++) {
+		struct cs_live_thread *t = &live->work[i];
+		if (t->seized && !t->stopped && !cs_live_check_released(t))
+			cs_live_interrupt(t);
+	}
+	live->running = 0;
 	for (;;) {
 		size_t left = 0, progress = 0;
 		for (size_t i = 0; i < live->nwork; i++) {
@@ -725,19 +811,20 @@ static struct cs_error *cs_live_seize(struct cs_live *live,
 	}
 	t->seized = 1;
 	t->slot = cs_live_sig_register(tid);
-	if (ptrace(PTRACE_INTERRUPT, tid, NULL, NULL) != 0 && errno != ESRCH) {
-		/* ESRCH: it died already; polling will tell */
+	int e = cs_live_interrupt(t);
+	if (e) {
 		return cs_error_create(CS_ERR_OS,
 				       "pid %d: PTRACE_INTERRUPT of thread %d: "
 				       "%s",
-				       live->pid, tid, strerror(errno));
+				       live->pid, tid, strerror(e));
 	}
 	return NULL;
 }
 
-/* Wait until every seized thread is stopped or gone. */
+/* Wait until every seized thread is stopped or gone; timeout_ms is the
+ * time the deadline allowed, for the message. */
 static struct cs_error *cs_live_wait_stops(struct cs_live *live,
-					   int64_t deadline)
+					   int64_t deadline, int timeout_ms)
 {
 	long nap = 50;
 	for (;;) {
@@ -755,9 +842,9 @@ static struct cs_error *cs_live_wait_stops(struct cs_live *live,
 							  late->pub.tid);
 			return cs_error_create(CS_ERR_LIMIT,
 					       "pid %d: thread %d did not stop "
-					       "within %d s (state %c%s)",
+					       "within %d ms (state %c%s)",
 					       live->pid, late->pub.tid,
-					       CS_LIVE_ATTACH_MS / 1000,
+					       timeout_ms,
 					       state ? state : '?',
 					       state == 'D'
 						       ? ": uninterruptible sleep"
@@ -767,18 +854,20 @@ static struct cs_error *cs_live_wait_stops(struct cs_live *live,
 	}
 }
 
-/* Seize every thread, rescanning /proc/PID/task until a scan, made with
- * every known thread stopped or dead, shows no new one: stopped threads
- * cannot create more, so that is all of them. */
-static struct cs_error *cs_live_stop_all(struct cs_live *live)
+/* Seize every thread not seized yet, rescanning /proc/PID/task until a
+ * scan, made with every known thread stopped or dead, shows no new one:
+ * stopped threads cannot create more, so that is all of them. Threads
+ * already seized must be stopped or interrupted. */
+static struct cs_error *cs_live_stop_all(struct cs_live *live,
+					 int timeout_ms)
 {
-	int64_t deadline = cs_live_now_ms() + CS_LIVE_ATTACH_MS;
+	int64_t deadline = cs_live_now_ms() + timeout_ms;
 	for (int scan = 0;; scan++) {
 		if (scan == CS_LIVE_MAX_SCANS) {
 			return cs_error_create(CS_ERR_LIMIT,
 					       "pid %d: new threads kept "
 					       "appearing through %d scans "
-					       "while attaching",
+					       "while stopping it",
 					       live->pid, CS_LIVE_MAX_SCANS);
 		}
 		int *tids;
@@ -844,11 +933,14 @@ static struct cs_error *cs_live_stop_all(struct cs_live *live)
 			      sizeof(*live->work), cs_live_cmp_work);
 		if (err)
 			return err;
-		if (!fresh)
+		/* The first scan waits for the threads seized before too. */
+		if (!fresh && scan > 0)
 			break;
-		err = cs_live_wait_stops(live, deadline);
+		err = cs_live_wait_stops(live, deadline, timeout_ms);
 		if (err)
 			return err;
+		if (!fresh)
+			break;
 	}
 	return NULL;
 }
@@ -859,6 +951,8 @@ static struct cs_error *cs_live_take_threads(struct cs_live *live)
 	_Static_assert(sizeof(struct user_regs_struct) ==
 			       sizeof(((struct cs_core_thread *)0)->regs),
 		       "user_regs_struct is the 27 registers of a core");
+	free(live->threads);
+	live->nthreads = 0;
 	live->threads = calloc(live->nwork ? live->nwork : 1,
 			       sizeof(*live->threads));
 	if (!live->threads)
@@ -1097,7 +1191,7 @@ struct cs_error *cs_live_attach(int pid, int pause, struct cs_live **ret)
 		cs_live_sig_install();
 		live->sig_installed = 1;
 		live->attached = 1;
-		err = cs_live_stop_all(live);
+		err = cs_live_stop_all(live, CS_LIVE_ATTACH_MS);
 		if (!err)
 			err = cs_live_take_threads(live);
 	} else {
@@ -1163,7 +1257,7 @@ const char *cs_live_name(const struct cs_live *live)
 
 int cs_live_paused(const struct cs_live *live)
 {
-	return live->pause && live->attached;
+	return live->pause && live->attached && !live->running;
 }
 
 static struct cs_error *cs_live_fault(const struct cs_live *live,
