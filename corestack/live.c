@@ -591,6 +591,12 @@ static int cs_live_list_tasks(int pid, int **ret, size_t *count)
 		return err;
 	}
 	qsort(tids, n, sizeof(*tids), cs_live_cmp_int);
+	/* a listing made while threads exit may repeat one */
+	size_t u = 0;
+	for (size_t i = 0; i < n; i++)
+		if (!u || tids[u - 1] != tids[i])
+			tids[u++] = tids[i];
+	n = u;
 	*ret = tids;
 	*count = n;
 	return 0;
@@ -857,11 +863,12 @@ static struct cs_error *cs_live_wait_stops(struct cs_live *live,
 /* Seize every thread not seized yet, rescanning /proc/PID/task until a
  * scan, made with every known thread stopped or dead, shows no new one:
  * stopped threads cannot create more, so that is all of them. Threads
- * already seized must be stopped or interrupted. */
+ * already seized must be stopped or dead already: one on its way to our
+ * stop may still finish a clone (only a fatal signal aborts one). */
 static struct cs_error *cs_live_stop_all(struct cs_live *live,
-					 int timeout_ms)
+					 int64_t deadline, int timeout_ms)
 {
-	int64_t deadline = cs_live_now_ms() + timeout_ms;
+	int recounts = 0;
 	for (int scan = 0;; scan++) {
 		if (scan == CS_LIVE_MAX_SCANS) {
 			return cs_error_create(CS_ERR_LIMIT,
@@ -933,14 +940,25 @@ static struct cs_error *cs_live_stop_all(struct cs_live *live,
 			      sizeof(*live->work), cs_live_cmp_work);
 		if (err)
 			return err;
-		/* The first scan waits for the threads seized before too. */
-		if (!fresh && scan > 0)
+		/* Reading /proc/PID/task while threads exit can skip live
+		 * ones (the kernel resumes a listing by position). When a
+		 * scan finds nothing new, every thread it lists is stopped
+		 * or a zombie only we can reap, so the count, read before
+		 * we reap anything, is at least the number listed, and more
+		 * only if some thread was missed. A few recounts at most,
+		 * in case the count cannot be trusted here. */
+		int missed = 0;
+		if (!fresh && recounts < 8) {
+			struct cs_live_status st;
+			missed = cs_live_read_status(live->pid, 0, &st) == 0 &&
+				 st.threads > 0 && (size_t)st.threads > n;
+			recounts += missed;
+		}
+		if (!fresh && !missed)
 			break;
 		err = cs_live_wait_stops(live, deadline, timeout_ms);
 		if (err)
 			return err;
-		if (!fresh)
-			break;
 	}
 	return NULL;
 }
@@ -1191,7 +1209,9 @@ struct cs_error *cs_live_attach(int pid, int pause, struct cs_live **ret)
 		cs_live_sig_install();
 		live->sig_installed = 1;
 		live->attached = 1;
-		err = cs_live_stop_all(live, CS_LIVE_ATTACH_MS);
+		err = cs_live_stop_all(live,
+				       cs_live_now_ms() + CS_LIVE_ATTACH_MS,
+				       CS_LIVE_ATTACH_MS);
 		if (!err)
 			err = cs_live_take_threads(live);
 	} else {
@@ -1243,6 +1263,181 @@ void cs_live_close(struct cs_live *live)
 	if (live->memfd >= 0)
 		close(live->memfd);
 	free(live);
+}
+
+/* ---- pausing and resuming an attached process ----
+ *
+ * No ptrace options are set: a thread created while the process runs is
+ * not traced (PTRACE_O_TRACECLONE would stop every thread that creates
+ * one until we answer, and between samples we do not), so each pause
+ * finds new threads by rescanning /proc/PID/task, as attach does. A
+ * traced thread that gets a signal while running stops in a
+ * signal-delivery-stop until the next pause takes its report; the next
+ * resume hands the signal on. One that enters a group-stop (SIGSTOP) is
+ * let go with PTRACE_LISTEN, which keeps it stopped until SIGCONT. */
+
+/* Drop the threads that exited (or were never seized) from live->work,
+ * keeping it sorted: their tids may come back as new threads. */
+static void cs_live_compact(struct cs_live *live)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < live->nwork; i++) {
+		if (live->work[i].seized)
+			live->work[n++] = live->work[i];
+	}
+	live->nwork = n;
+}
+
+/* Let stopped thread t go: PTRACE_LISTEN from a group-stop, else
+ * PTRACE_CONT with the signal it stopped with. 0 or an errno value; a
+ * thread killed meanwhile (ESRCH) is left for polling to find. */
+static int cs_live_let_go(struct cs_live_thread *t)
+{
+	int tid = t->pub.tid;
+	cs_live_sig_disarm(t);
+	long r = t->group_stop
+			 ? ptrace(PTRACE_LISTEN, tid, NULL, NULL)
+			 : ptrace(PTRACE_CONT, tid, NULL,
+				  (void *)(intptr_t)t->resig);
+	if (r != 0 && errno != ESRCH) {
+		int e = errno;
+		cs_live_sig_arm(t);  /* still stopped: still ours to resume */
+		return e;
+	}
+	t->listening = r == 0 && t->group_stop;
+	t->stopped = t->interrupted = 0;
+	t->resig = t->group_stop = 0;
+	return 0;
+}
+
+/* t stopped for a signal after we sent it PTRACE_INTERRUPT: whether the
+ * interrupt was used up by that stop (sent before it) or is still pending
+ * (sent just after) cannot be told, and a pending one would stop t again
+ * right after it handles the signal, until the next pause. So make it
+ * pending for sure, let the signal go, take that one stop and let t go
+ * again. Rare: only when a signal arrives just as we pause. */
+static int cs_live_let_signal_go(struct cs_live *live,
+				 struct cs_live_thread *t)
+{
+	ptrace(PTRACE_INTERRUPT, t->pub.tid, NULL, NULL);
+	int e = cs_live_let_go(t);
+	if (e)
+		return e;
+	t->interrupted = 1;
+	int64_t deadline = cs_live_now_ms() + CS_LIVE_PAUSE_MS;
+	long nap = 20;
+	for (;;) {
+		int r = cs_live_poll(live, t);
+		if (r < 0)
+			return 0;  /* the signal killed it */
+		if (r > 0)
+			return cs_live_let_go(t);
+		/* Not in time: it is still counted as interrupted, and the
+		 * next pause takes the stop. */
+		if (cs_live_now_ms() >= deadline)
+			return 0;
+		cs_live_nap(&nap);
+	}
+}
+
+/* The whole process is gone (or only its unreaped leader is left). */
+static int cs_live_process_gone(const struct cs_live *live)
+{
+	struct cs_live_status st;
+	int e = cs_live_read_status(live->pid, 0, &st);
+	if (e)
+		return e == ENOENT || e == ESRCH;
+	return cs_live_is_dead_state(st.state) && st.threads <= 1;
+}
+
+struct cs_error *cs_live_resume(struct cs_live *live)
+{
+	if (!live->pause || !live->attached) {
+		return cs_error_create(CS_ERR_USAGE,
+				       "pid %d: cannot resume: not attached "
+				       "with pause",
+				       live->pid);
+	}
+	if (live->running)
+		return NULL;
+	live->running = 1;
+	struct cs_error *err = NULL;
+	for (size_t i = 0; i < live->nwork; i++) {
+		struct cs_live_thread *t = &live->work[i];
+		if (!t->seized || !t->stopped || cs_live_check_released(t))
+			continue;
+		int e = t->resig && t->interrupted
+				? cs_live_let_signal_go(live, t)
+				: cs_live_let_go(t);
+		if (e && !err) {
+			err = cs_error_create(CS_ERR_OS,
+					      "pid %d: resuming thread %d: %s",
+					      live->pid, t->pub.tid,
+					      strerror(e));
+		}
+	}
+	return err;
+}
+
+struct cs_error *cs_live_pause(struct cs_live *live)
+{
+	if (!live->pause || !live->attached) {
+		return cs_error_create(CS_ERR_USAGE,
+				       "pid %d: cannot pause: not attached "
+				       "with pause",
+				       live->pid);
+	}
+	if (!live->running)
+		return NULL;
+	cs_live_compact(live);
+	int64_t deadline = cs_live_now_ms() + CS_LIVE_PAUSE_MS;
+	struct cs_error *err = NULL;
+	/* Take the stops that came while it ran (signals, group-stops,
+	 * exits): a thread already stopped must not be interrupted. */
+	for (size_t i = 0; i < live->nwork && !err; i++) {
+		struct cs_live_thread *t = &live->work[i];
+		if (!t->seized || t->stopped || cs_live_check_released(t) ||
+		    cs_live_poll(live, t) != 0)
+			continue;
+		int e = cs_live_interrupt(t);
+		if (e) {
+			err = cs_error_create(CS_ERR_OS,
+					      "pid %d: PTRACE_INTERRUPT of "
+					      "thread %d: %s",
+					      live->pid, t->pub.tid,
+					      strerror(e));
+		}
+	}
+	live->running = 0;
+	/* All stopped before the first scan: see cs_live_stop_all. */
+	if (!err)
+		err = cs_live_wait_stops(live, deadline, CS_LIVE_PAUSE_MS);
+	if (!err)
+		err = cs_live_stop_all(live, deadline, CS_LIVE_PAUSE_MS);
+	if (!err)
+		err = cs_live_take_threads(live);
+	if (err && cs_live_process_gone(live)) {
+		cs_error_destroy(err);
+		err = cs_error_create(CS_ERR_OS, "process %d exited",
+				      live->pid);
+	}
+	if (err) {
+		/* Never leave it stopped: let go what did stop. */
+		cs_error_destroy(cs_live_resume(live));
+		live->nthreads = 0;
+		return err;
+	}
+	cs_live_order_threads(live);
+	if (live->threads[0].tid != live->mem_tid) {
+		/* the thread we read memory through has exited */
+		live->mem_tid = live->threads[0].tid;
+		snprintf(live->procdir, sizeof(live->procdir),
+			 "/proc/%d/task/%d", live->pid, live->mem_tid);
+		if (live->memfd >= 0)
+			close(live->memfd);
+		live->memfd = -1;
+	}
+	return NULL;
 }
 
 int cs_live_pid(const struct cs_live *live)

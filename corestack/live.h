@@ -49,13 +49,40 @@ struct cs_error *cs_live_attach(int pid, int pause, struct cs_live **ret);
  * A thread still not stopped after a bounded wait (stuck in an
  * uninterruptible sleep) is released by the kernel when corestack exits. */
 void cs_live_detach(struct cs_live *live);
-/* Detach if needed and free. Safe on NULL. */
+/* Detach if needed and free. Safe on NULL. Whether stopped or resumed,
+ * the target is left running (or in the group-stop it was in) and
+ * untraced. */
 void cs_live_close(struct cs_live *live);
+
+/* Sampling many times: attach paused once, then per sample read, resume,
+ * wait, pause; close at the end. Both are for a paused attachment only
+ * (CS_ERR_USAGE otherwise, or after cs_live_detach); each is a no-op when
+ * the target is already in the state asked for.
+ *
+ * cs_live_resume lets every seized thread run again (PTRACE_CONT, giving
+ * back a signal it stopped with; PTRACE_LISTEN for a thread in a
+ * group-stop, which stays stopped until SIGCONT), staying attached. The
+ * thread list stays that of the last stop; reads tear, as unpaused. While
+ * it runs, a thread that gets a signal stops until the next pause (the
+ * signal is handed on at the resume after), and threads it creates are
+ * not traced until the next pause finds them. The signal handlers stay
+ * installed and leave running threads alone.
+ *
+ * cs_live_pause stops every thread again, as attach does: seizes the
+ * threads created since, forgets those that exited, and refreshes the
+ * thread list and registers (pointers from cs_live_thread_at are valid
+ * until the next pause). A thread not stopped within 1 s is CS_ERR_LIMIT.
+ * "process PID exited" (CS_ERR_OS) when the process is gone. On any error
+ * the threads it did stop are resumed, the thread list is empty, and the
+ * cs_live stays attached: pause may be tried again, close works. */
+struct cs_error *cs_live_resume(struct cs_live *live);
+struct cs_error *cs_live_pause(struct cs_live *live);
 
 int cs_live_pid(const struct cs_live *live);
 /* "process PID", for messages. */
 const char *cs_live_name(const struct cs_live *live);
-int cs_live_paused(const struct cs_live *live);  /* still attached, paused */
+/* attached paused and stopped now (not resumed) */
+int cs_live_paused(const struct cs_live *live);
 
 /* Read exactly len bytes at addr; a short read is CS_ERR_FAULT naming the
  * address (and where it stopped, if past addr). */

@@ -5,9 +5,9 @@
  *                    [-o FILE]
  *   corestack record [options] -- COMMAND ARGS...
  *
- * The layout is resolved once; each sample is one snapshot of every thread
- * (paused by default: attach, read, detach, so the target runs between
- * samples). A sample that cannot be read (a stack changing under a
+ * The layout is resolved once and the process attached once; each sample
+ * is one snapshot of every thread (paused by default: every thread is
+ * stopped for the read and runs between samples). A sample that cannot be read (a stack changing under a
  * nonblocking read, the process exiting) is counted as lost, never
  * printed. Stops at --duration, on SIGINT/SIGTERM, or when the target
  * exits, and writes what it has. */
@@ -155,33 +155,37 @@ static int start_command(char **command)
 	return pid;
 }
 
-/* One sample. Paused: attach, snapshot, detach. Nonblocking: snapshot
- * through the attachment kept across samples (*keep). 1 taken, 0 lost,
- * -1 target gone. */
+/* One sample through one attachment kept for the whole recording (*keep).
+ * Paused: stop every thread, read, let them run again; nonblocking: read
+ * while they run. 1 taken, 0 lost, -1 target gone. */
 static int take_sample(struct rv_session *s, int pid, int pause, int on_cpu,
 		       struct cs_live **keep, struct cs_page_cache *cache,
 		       struct cs_profile *prof)
 {
-	struct cs_live *live = pause ? NULL : *keep;
 	struct cs_error *err = NULL;
-	if (!live && (err = cs_live_attach(pid, pause, &live))) {
-		int gone = kill(pid, 0) != 0;
+	if (!*keep)
+		err = cs_live_attach(pid, pause, keep);
+	else if (pause)
+		err = cs_live_pause(*keep);
+	if (err) {
+		int gone = kill(pid, 0) != 0 || strstr(err->message, "exited");
 		cs_error_destroy(err);
 		return gone ? -1 : 0;
 	}
-	struct rv_target t = cs_live_target(live);
+	struct rv_target t = cs_live_target(*keep);
 	cache->inner = t;
 	cs_page_cache_clear(cache); /* the process ran since the last sample */
 	t = cs_page_cache_target(cache);
 	rv_session_set_target(s, &t);
 	struct rv_process *p = NULL;
 	err = rv_snapshot(s, &p);
-	if (pause)
-		cs_live_close(live);
-	else
-		*keep = live;
-	if (err && !pause && kill(pid, 0) != 0) {
+	if (pause) {
+		struct cs_error *r = cs_live_resume(*keep);
+		cs_error_destroy(r);
+	}
+	if (err && kill(pid, 0) != 0) {
 		cs_error_destroy(err);
+		rv_process_destroy(p);
 		return -1;
 	}
 	if (err || !rv_process_complete(p)) {
@@ -239,7 +243,7 @@ int cs_record_main(int argc, char **argv)
 	}
 
 	struct cs_profile prof;
-	struct cs_live *kept = NULL; /* nonblocking: one attachment for all */
+	struct cs_live *kept = NULL; /* one attachment for all samples */
 	struct cs_page_cache cache;
 	struct rv_target none = {0};
 	if (!cs_page_cache_init(&cache, &none)) {

@@ -1118,6 +1118,816 @@ static void test_signal(void)
 	CHECK(sa.sa_handler == SIG_DFL, "SIGINT handler left installed");
 }
 
+/* ---- pause and resume ---- */
+
+/* The cycling child: a fork of this program, so &cyc is the same address
+ * there. Busy threads bump counter under lock; handlers count signals. */
+static struct {
+	pthread_mutex_t lock;
+	volatile uint64_t counter;
+	volatile uint64_t usr1, rt;
+} cyc = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
+
+static void *cyc_busy(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		pthread_mutex_lock(&cyc.lock);
+		cyc.counter++;
+		pthread_mutex_unlock(&cyc.lock);
+	}
+	return NULL;
+}
+
+static void cyc_on_signal(int sig)
+{
+	/* atomic: threads may handle signals at the same time */
+	if (sig == SIGUSR1)
+		__atomic_fetch_add(&cyc.usr1, 1, __ATOMIC_SEQ_CST);
+	else
+		__atomic_fetch_add(&cyc.rt, 1, __ATOMIC_SEQ_CST);
+}
+
+/* nthreads threads besides main, busy or sleeping, and the churner if
+ * churn. Main answers 'p' with 'P', exits on 'x', and on 'v' vforks a
+ * child that sleeps 1.5 s (main is in D state meanwhile). */
+static int start_cyc_child(struct child *c, int nthreads, int busy, int churn)
+{
+	int req[2], resp[2];
+	memset(c, 0, sizeof(*c));
+	if (pipe(req) || pipe(resp))
+		return -1;
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		close(req[1]);
+		close(resp[0]);
+		struct sigaction sa;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = cyc_on_signal;
+		sa.sa_flags = SA_RESTART;
+		sigaction(SIGUSR1, &sa, NULL);
+		sigaction(SIGRTMIN + 1, &sa, NULL);
+		for (int i = 0; i < nthreads; i++) {
+			pthread_t t;
+			if (pthread_create(&t, NULL,
+					   busy ? cyc_busy : child_sleeper,
+					   NULL) != 0)
+				_exit(2);
+		}
+		if (churn) {
+			pthread_t t;
+			if (pthread_create(&t, NULL, child_churner, NULL) != 0)
+				_exit(2);
+		}
+		if (write(resp[1], "R", 1) != 1)
+			_exit(2);
+		for (;;) {
+			char ch;
+			ssize_t r = read(req[0], &ch, 1);
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r <= 0 || ch == 'x')
+				_exit(0);
+			if (ch == 'p' && write(resp[1], "P", 1) != 1)
+				_exit(2);
+			if (ch == 'v') {
+				pid_t v = vfork();
+				if (v == 0) {
+					struct timespec ts = {1, 500000000};
+					syscall(SYS_nanosleep, &ts, NULL);
+					_exit(0);
+				}
+				if (v > 0)
+					waitpid(v, NULL, 0);
+			}
+		}
+	}
+	close(req[0]);
+	close(resp[1]);
+	c->pid = pid;
+	c->req_w = req[1];
+	c->resp_r = resp[0];
+	char r = 0;
+	struct pollfd pfd = {c->resp_r, POLLIN, 0};
+	if (poll(&pfd, 1, 5000) != 1 || read(c->resp_r, &r, 1) != 1 ||
+	    r != 'R')
+		return -1;
+	return 0;
+}
+
+static uint64_t read_u64(struct cs_live *live, volatile uint64_t *addr,
+			 int *failed)
+{
+	uint64_t v = 0;
+	struct cs_error *err =
+		cs_live_read(live, (uint64_t)(uintptr_t)addr, &v, sizeof(v));
+	if (err) {
+		printf("read: %s\n", err->message);
+		*failed = 1;
+	}
+	cs_error_destroy(err);
+	return v;
+}
+
+/* The threads of live are exactly the live tasks of the process, and all
+ * of them are in a tracing stop with registers. */
+static int paused_exactly(struct cs_live *live, pid_t pid, char *why,
+			  size_t whylen)
+{
+	int tids[256];
+	char states[256];
+	int n = task_states(pid, tids, states, 256);
+	size_t live_tasks = 0;
+	for (int i = 0; i < n; i++) {
+		if (dead_state(states[i]))
+			continue;
+		live_tasks++;
+		int found = 0;
+		for (size_t j = 0; j < cs_live_thread_count(live); j++)
+			if (cs_live_thread_at(live, j)->tid == tids[i])
+				found = 1;
+		if (states[i] != 't' || !found) {
+			snprintf(why, whylen, "task %d state %c, listed %d",
+				 tids[i], states[i], found);
+			return 0;
+		}
+	}
+	if (live_tasks != cs_live_thread_count(live)) {
+		snprintf(why, whylen, "%zu live tasks, %zu threads", live_tasks,
+			 cs_live_thread_count(live));
+		return 0;
+	}
+	for (size_t j = 0; j < cs_live_thread_count(live); j++) {
+		if (!cs_live_thread_at(live, j)->rip) {
+			snprintf(why, whylen, "thread %d has no rip",
+				 cs_live_thread_at(live, j)->tid);
+			return 0;
+		}
+	}
+	return 1;
+}
+
+/* No task of pid is in a stop, right now (no waiting). */
+static int none_stopped_now(pid_t pid)
+{
+	int tids[256];
+	char states[256];
+	int n = task_states(pid, tids, states, 256);
+	for (int i = 0; i < n; i++)
+		if (states[i] == 't' || states[i] == 'T')
+			return 0;
+	return n > 0;
+}
+
+/* Reads counter until it differs from v (up to 2 s). */
+static int advances(struct cs_live *live, volatile uint64_t *counter,
+		    uint64_t v, int *failed)
+{
+	for (int i = 0; i < 2000; i++) {
+		if (read_u64(live, counter, failed) != v)
+			return 1;
+		sleep_ms(1);
+	}
+	return 0;
+}
+
+/* 200 cycles on busy threads: stopped and consistent when paused,
+ * running when resumed; then close after a pause or after a resume. */
+static void test_cycles(void)
+{
+	for (int close_running = 0; close_running < 2; close_running++) {
+		struct child c;
+		if (start_cyc_child(&c, 3, 1, 0) != 0) {
+			CHECK(0, "cannot start child");
+			return;
+		}
+		struct cs_live *live = NULL;
+		struct cs_error *err = cs_live_attach(c.pid, 1, &live);
+		CHECK(!err && live, "attach: %s", msg(err));
+		cs_error_destroy(err);
+		if (!live) {
+			stop_child(&c);
+			return;
+		}
+		int bad = 0, failed = 0;
+		char why[128] = "";
+		for (int round = 0; round < 200 && !bad && !failed; round++) {
+			if (!paused_exactly(live, c.pid, why, sizeof(why))) {
+				printf("cycle %d paused: %s\n", round, why);
+				bad++;
+			}
+			if (!cs_live_paused(live))
+				bad++;
+			uint64_t a = read_u64(live, &cyc.counter, &failed);
+			struct timespec ts = {0, 300000};
+			nanosleep(&ts, NULL);
+			uint64_t b = read_u64(live, &cyc.counter, &failed);
+			if (a != b) {
+				printf("cycle %d: counter moved while paused "
+				       "(%llu, %llu)\n", round,
+				       (unsigned long long)a,
+				       (unsigned long long)b);
+				bad++;
+			}
+			err = cs_live_resume(live);
+			if (err) {
+				printf("cycle %d resume: %s\n", round,
+				       err->message);
+				bad++;
+			}
+			cs_error_destroy(err);
+			if (cs_live_paused(live) || !none_stopped_now(c.pid)) {
+				printf("cycle %d: stopped after resume\n",
+				       round);
+				bad++;
+			}
+			if (!advances(live, &cyc.counter, b, &failed)) {
+				printf("cycle %d: counter stuck after resume\n",
+				       round);
+				bad++;
+			}
+			if (close_running && round == 199)
+				break;
+			err = cs_live_pause(live);
+			if (err) {
+				printf("cycle %d pause: %s\n", round,
+				       err->message);
+				bad++;
+			}
+			cs_error_destroy(err);
+		}
+		CHECK(!bad && !failed, "cycles (close %s): %d bad, read failed "
+		      "%d", close_running ? "running" : "paused", bad, failed);
+		/* no-ops in the state asked for */
+		if (close_running) {
+			err = cs_live_resume(live);
+		} else {
+			err = cs_live_pause(live);
+		}
+		CHECK(!err, "repeated call: %s", msg(err));
+		cs_error_destroy(err);
+		cs_live_close(live);
+		CHECK(none_stopped(c.pid), "stopped after close (%s)",
+		      close_running ? "running" : "paused");
+		CHECK(untraced_except(c.pid, 0), "traced after close");
+		CHECK(ping(&c), "child does not answer after close");
+		stop_child(&c);
+	}
+}
+
+/* Threads created and joined all the time: each pause has them all. */
+static void test_cycles_churn(void)
+{
+	struct child c;
+	if (start_cyc_child(&c, 2, 0, 1) != 0) {
+		CHECK(0, "cannot start child");
+		return;
+	}
+	struct cs_live *live = NULL;
+	struct cs_error *err = cs_live_attach(c.pid, 1, &live);
+	CHECK(!err && live, "attach: %s", msg(err));
+	cs_error_destroy(err);
+	if (!live) {
+		stop_child(&c);
+		return;
+	}
+	int bad = 0, errors = 0;
+	size_t most = 0;
+	char why[128];
+	for (int round = 0; round < 200; round++) {
+		err = cs_live_resume(live);
+		if (err) {
+			printf("churn cycle %d resume: %s\n", round,
+			       err->message);
+			errors++;
+		}
+		cs_error_destroy(err);
+		sleep_ms(round % 3);
+		err = cs_live_pause(live);
+		if (err) {
+			printf("churn cycle %d pause: %s\n", round,
+			       err->message);
+			errors++;
+			cs_error_destroy(err);
+			continue;
+		}
+		if (cs_live_thread_count(live) > most)
+			most = cs_live_thread_count(live);
+		if (!paused_exactly(live, c.pid, why, sizeof(why))) {
+			printf("churn cycle %d: %s\n", round, why);
+			bad++;
+		}
+	}
+	CHECK(!errors && !bad, "churn cycles: %d errors, %d bad", errors, bad);
+	CHECK(most > 3, "churn cycles: never saw a short thread (%zu)", most);
+	cs_live_close(live);
+	CHECK(none_stopped(c.pid), "churn cycles: stopped after close");
+	CHECK(untraced_except(c.pid, 0), "churn cycles: traced after close");
+	CHECK(ping(&c), "churn cycles: child does not answer");
+	stop_child(&c);
+}
+
+/* Signals sent while resumed (and while paused) are delivered, each one:
+ * SIGRTMIN+1 is queued, so none may be lost. */
+static void test_cycles_signals(void)
+{
+	struct child c;
+	if (start_cyc_child(&c, 3, 1, 0) != 0) {
+		CHECK(0, "cannot start child");
+		return;
+	}
+	struct cs_live *live = NULL;
+	struct cs_error *err = cs_live_attach(c.pid, 1, &live);
+	CHECK(!err && live, "attach: %s", msg(err));
+	cs_error_destroy(err);
+	if (!live) {
+		stop_child(&c);
+		return;
+	}
+	int failed = 0;
+	/* One SIGUSR1 while running: the thread that takes it stops with
+	 * it, shows it as cursig, and gets it at the next resume. */
+	err = cs_live_resume(live);
+	cs_error_destroy(err);
+	kill(c.pid, SIGUSR1);
+	sleep_ms(20);
+	err = cs_live_pause(live);
+	CHECK(!err, "pause: %s", msg(err));
+	cs_error_destroy(err);
+	int with_sig = 0;
+	for (size_t i = 0; i < cs_live_thread_count(live); i++)
+		if (cs_live_thread_at(live, i)->cursig == SIGUSR1)
+			with_sig++;
+	CHECK(with_sig == 1, "%d threads stopped with SIGUSR1", with_sig);
+	CHECK(read_u64(live, &cyc.usr1, &failed) == 0,
+	      "SIGUSR1 handled while stopped");
+	err = cs_live_resume(live);
+	CHECK(!err, "resume: %s", msg(err));
+	cs_error_destroy(err);
+	CHECK(advances(live, &cyc.usr1, 0, &failed),
+	      "SIGUSR1 not delivered after the resume");
+
+	/* Many, at every point of the cycle: the race of a signal with our
+	 * interrupt included. */
+	unsigned sent = 0;
+	int errors = 0;
+	for (int round = 0; round < 300; round++) {
+		int phase = round % 4;
+		if (phase == 0)
+			kill(c.pid, SIGRTMIN + 1), sent++;  /* while paused */
+		err = cs_live_resume(live);
+		if (err)
+			errors++;
+		cs_error_destroy(err);
+		if (phase == 1)
+			kill(c.pid, SIGRTMIN + 1), sent++;
+		if (phase == 2) {
+			struct timespec ts = {0, (round * 7919) % 200000};
+			nanosleep(&ts, NULL);
+			kill(c.pid, SIGRTMIN + 1), sent++;
+		} else {
+			sleep_ms(1);
+		}
+		if (phase == 3)
+			kill(c.pid, SIGRTMIN + 1), sent++;  /* racing pause */
+		err = cs_live_pause(live);
+		if (err) {
+			printf("signal cycle %d pause: %s\n", round,
+			       err->message);
+			errors++;
+		}
+		cs_error_destroy(err);
+	}
+	/* A few more cycles hand on what stopped in the last ones. */
+	for (int round = 0; round < 5; round++) {
+		cs_error_destroy(cs_live_resume(live));
+		sleep_ms(2);
+		cs_error_destroy(cs_live_pause(live));
+	}
+	cs_live_detach(live);
+	uint64_t got = 0;
+	for (int i = 0; i < 200 && got != sent; i++) {
+		got = read_u64(live, &cyc.rt, &failed);
+		if (got != sent)
+			sleep_ms(10);
+	}
+	CHECK(!errors && got == sent && !failed,
+	      "signals: %u sent, %llu handled, %d errors", sent,
+	      (unsigned long long)got, errors);
+	cs_live_close(live);
+	CHECK(none_stopped(c.pid), "signals: stopped after close");
+	CHECK(untraced_except(c.pid, 0), "signals: traced after close");
+	CHECK(ping(&c), "signals: child does not answer");
+	stop_child(&c);
+}
+
+/* All tasks of pid are stopped ('t' or 'T'). */
+static int all_stopped(pid_t pid)
+{
+	int tids[256];
+	char states[256];
+	int n = task_states(pid, tids, states, 256);
+	for (int i = 0; i < n; i++)
+		if (states[i] != 't' && states[i] != 'T' &&
+		    !dead_state(states[i]))
+			return 0;
+	return n > 0;
+}
+
+/* SIGSTOP while resumed: the process stops and stays stopped through
+ * our cycles, SIGCONT resumes it, and a close leaves a stopped process
+ * stopped. */
+static void test_cycles_sigstop(void)
+{
+	struct child c;
+	if (start_cyc_child(&c, 3, 1, 0) != 0) {
+		CHECK(0, "cannot start child");
+		return;
+	}
+	struct cs_live *live = NULL;
+	struct cs_error *err = cs_live_attach(c.pid, 1, &live);
+	CHECK(!err && live, "attach: %s", msg(err));
+	cs_error_destroy(err);
+	if (!live) {
+		stop_child(&c);
+		return;
+	}
+	int failed = 0, errors = 0;
+	cs_error_destroy(cs_live_resume(live));
+	kill(c.pid, SIGSTOP);
+	for (int round = 0; round < 3; round++) {
+		sleep_ms(5);
+		if ((err = cs_live_pause(live)))
+			errors++;
+		cs_error_destroy(err);
+		if ((err = cs_live_resume(live)))
+			errors++;
+		cs_error_destroy(err);
+	}
+	uint64_t a = read_u64(live, &cyc.counter, &failed);
+	int stopped_now = all_stopped(c.pid);
+	for (int round = 0; round < 5; round++) {
+		sleep_ms(5);
+		if ((err = cs_live_pause(live)))
+			errors++;
+		cs_error_destroy(err);
+		if ((err = cs_live_resume(live)))
+			errors++;
+		cs_error_destroy(err);
+	}
+	sleep_ms(20);
+	uint64_t b = read_u64(live, &cyc.counter, &failed);
+	CHECK(stopped_now && a == b && all_stopped(c.pid) && !errors,
+	      "SIGSTOP: not kept stopped through cycles (%llu, %llu, %d "
+	      "errors)", (unsigned long long)a, (unsigned long long)b, errors);
+	kill(c.pid, SIGCONT);
+	for (int round = 0; round < 3; round++) {
+		sleep_ms(5);
+		if ((err = cs_live_pause(live)))
+			errors++;
+		cs_error_destroy(err);
+		if ((err = cs_live_resume(live)))
+			errors++;
+		cs_error_destroy(err);
+	}
+	CHECK(advances(live, &cyc.counter, b, &failed) && !errors,
+	      "SIGCONT: counter stuck (%d errors)", errors);
+	/* stopped again, then closed while resumed: stays stopped */
+	kill(c.pid, SIGSTOP);
+	for (int round = 0; round < 3; round++) {
+		sleep_ms(5);
+		cs_error_destroy(cs_live_pause(live));
+		cs_error_destroy(cs_live_resume(live));
+	}
+	cs_live_close(live);
+	int still = 0;
+	for (int i = 0; i < 100 && !still; i++) {
+		int tids[64];
+		char states[64];
+		int n = task_states(c.pid, tids, states, 64);
+		still = n > 0;
+		for (int j = 0; j < n; j++)
+			if (states[j] != 'T')
+				still = 0;
+		if (!still)
+			sleep_ms(10);
+	}
+	CHECK(still, "SIGSTOP: not group-stopped after close");
+	CHECK(untraced_except(c.pid, 0), "SIGSTOP: traced after close");
+	kill(c.pid, SIGCONT);
+	CHECK(none_stopped(c.pid), "SIGSTOP: SIGCONT did not resume");
+	CHECK(ping(&c), "SIGSTOP: child does not answer");
+	stop_child(&c);
+}
+
+/* The child exits between cycles: pause says so, close still works and
+ * the child's status is still ours to take. */
+static void test_cycles_exit(void)
+{
+	for (int how = 0; how < 3; how++) {
+		struct child c;
+		if (start_cyc_child(&c, 3, how == 1, 0) != 0) {
+			CHECK(0, "cannot start child");
+			return;
+		}
+		struct cs_live *live = NULL;
+		struct cs_error *err = cs_live_attach(c.pid, 1, &live);
+		CHECK(!err && live, "attach: %s", msg(err));
+		cs_error_destroy(err);
+		if (!live) {
+			stop_child(&c);
+			return;
+		}
+		for (int round = 0; round < 5; round++) {
+			cs_error_destroy(cs_live_resume(live));
+			cs_error_destroy(cs_live_pause(live));
+		}
+		if (how == 2) {
+			/* killed while stopped: resume then pause */
+			kill(c.pid, SIGKILL);
+			sleep_ms(20);
+			cs_error_destroy(cs_live_resume(live));
+		} else {
+			cs_error_destroy(cs_live_resume(live));
+			if (how == 0) {
+				CHECK(write(c.req_w, "x", 1) == 1, "write");
+			} else {
+				kill(c.pid, SIGKILL);
+			}
+			sleep_ms(50);
+		}
+		long t0 = now_ms();
+		err = cs_live_pause(live);
+		char want[64];
+		snprintf(want, sizeof(want), "process %d exited", c.pid);
+		CHECK(err && err->code == CS_ERR_OS && contains(err, want),
+		      "pause after exit (%d): %s", how, msg(err));
+		cs_error_destroy(err);
+		CHECK(cs_live_thread_count(live) == 0, "threads after exit");
+		err = cs_live_pause(live);  /* again: still exited */
+		CHECK(err && contains(err, "exited"), "second pause: %s",
+		      msg(err));
+		cs_error_destroy(err);
+		cs_live_close(live);
+		CHECK(now_ms() - t0 < 2500, "exit handling took %ld ms",
+		      now_ms() - t0);
+		int status = 0;
+		pid_t r = waitpid(c.pid, &status, WNOHANG);
+		for (int i = 0; i < 200 && r == 0; i++) {
+			sleep_ms(10);
+			r = waitpid(c.pid, &status, WNOHANG);
+		}
+		CHECK(r == c.pid && (how == 0 ? WIFEXITED(status) &&
+						WEXITSTATUS(status) == 0
+					      : WIFSIGNALED(status) &&
+						WTERMSIG(status) == SIGKILL),
+		      "exit status (%d): %d 0x%x", how, (int)r, status);
+		close(c.req_w);
+		close(c.resp_r);
+	}
+}
+
+/* A thread in uninterruptible sleep (main, in vfork) cannot be stopped:
+ * pause fails after its bound and leaves the others running; a later
+ * pause, once it woke, works. */
+static void test_cycles_stuck(void)
+{
+	struct child c;
+	if (start_cyc_child(&c, 3, 1, 0) != 0) {
+		CHECK(0, "cannot start child");
+		return;
+	}
+	struct cs_live *live = NULL;
+	struct cs_error *err = cs_live_attach(c.pid, 1, &live);
+	CHECK(!err && live, "attach: %s", msg(err));
+	cs_error_destroy(err);
+	if (!live) {
+		stop_child(&c);
+		return;
+	}
+	int failed = 0;
+	cs_error_destroy(cs_live_resume(live));
+	CHECK(write(c.req_w, "v", 1) == 1, "write");
+	sleep_ms(100);
+	long t0 = now_ms();
+	err = cs_live_pause(live);
+	long took = now_ms() - t0;
+	CHECK(err && err->code == CS_ERR_LIMIT && contains(err, "did not stop"),
+	      "pause of a stuck thread: %s", msg(err));
+	if (getenv("TEST_LIVE_VERBOSE"))
+		printf("stuck: %s (%ld ms)\n", msg(err), took);
+	cs_error_destroy(err);
+	CHECK(took < 1500, "stuck pause took %ld ms", took);
+	CHECK(!cs_live_paused(live) && cs_live_thread_count(live) == 0,
+	      "state after a failed pause");
+	/* the others run */
+	int tids[64];
+	char states[64];
+	int n = task_states(c.pid, tids, states, 64), others_run = n > 1;
+	for (int i = 0; i < n; i++)
+		if (tids[i] != c.pid && (states[i] == 't' || states[i] == 'T'))
+			others_run = 0;
+	CHECK(others_run, "other threads stopped after a failed pause");
+	uint64_t v = read_u64(live, &cyc.counter, &failed);
+	CHECK(advances(live, &cyc.counter, v, &failed), "counter stuck");
+	sleep_ms(1600);  /* the vfork child is gone: main can stop now */
+	err = cs_live_pause(live);
+	char why[128] = "";
+	CHECK(!err && paused_exactly(live, c.pid, why, sizeof(why)),
+	      "pause after the stuck thread woke: %s %s", msg(err), why);
+	cs_error_destroy(err);
+	err = cs_live_resume(live);
+	CHECK(!err, "resume: %s", msg(err));
+	cs_error_destroy(err);
+	sleep_ms(20);
+	CHECK(none_stopped_now(c.pid), "stopped after resume");
+	CHECK(ping(&c), "stuck: child does not answer while resumed");
+	cs_live_close(live);
+	CHECK(none_stopped(c.pid) && untraced_except(c.pid, 0),
+	      "stuck: after close");
+	stop_child(&c);
+}
+
+/* SIGTERM to an attacher whose target is resumed: the handler leaves the
+ * running threads alone (they run, still traced), then does the paused
+ * case right; an attacher that dies of it leaves its target running. */
+static void test_cycles_sigterm(void)
+{
+	for (int mode = 0; mode < 3; mode++) {
+		/* 0: resumed, handler kept; 1: paused after cycles, handler
+		 * kept; 2: resumed, SIGTERM kills the attacher */
+		struct child c;
+		if (start_cyc_child(&c, 3, 0, 0) != 0) {
+			CHECK(0, "cannot start child");
+			return;
+		}
+		int ready[2], handled[2];
+		if (pipe(ready) || pipe(handled)) {
+			CHECK(0, "pipe");
+			return;
+		}
+		fflush(stdout);
+		pid_t helper = fork();
+		if (helper == 0) {
+			close(ready[0]);
+			close(handled[0]);
+			sigterm_pipe = handled[1];
+			if (mode != 2)
+				signal(SIGTERM, helper_on_term);
+			alarm(30);
+			struct cs_live *live = NULL;
+			struct cs_error *err = cs_live_attach(c.pid, 1, &live);
+			for (int i = 0; i < 3 && !err; i++) {
+				err = cs_live_resume(live);
+				if (!err)
+					err = cs_live_pause(live);
+			}
+			if (!err && mode != 1)
+				err = cs_live_resume(live);
+			char r = err ? 'E' : 'A';
+			if (write(ready[1], &r, 1) != 1)
+				_exit(2);
+			for (;;)
+				pause();
+		}
+		close(ready[1]);
+		close(handled[1]);
+		char r = 0;
+		CHECK(read(ready[0], &r, 1) == 1 && r == 'A',
+		      "helper attach failed");
+		if (mode == 1) {
+			CHECK(all_traced(c.pid, NULL), "helper not paused");
+		} else {
+			CHECK(none_stopped_now(c.pid) &&
+				      tracer_of(c.pid, c.pid) == helper,
+			      "helper not resumed and attached");
+		}
+		kill(helper, SIGTERM);
+		if (mode == 2) {
+			int status = 0;
+			waitpid(helper, &status, 0);
+			CHECK(WIFSIGNALED(status) &&
+				      WTERMSIG(status) == SIGTERM,
+			      "helper did not die of SIGTERM: 0x%x", status);
+		} else {
+			struct pollfd pfd = {handled[0], POLLIN, 0};
+			char h = 0;
+			CHECK(poll(&pfd, 1, 3000) == 1 &&
+				      read(handled[0], &h, 1) == 1 && h == 'h',
+			      "previous SIGTERM handler not called (%d)",
+			      mode);
+			CHECK(kill(helper, 0) == 0, "helper died");
+		}
+		CHECK(none_stopped(c.pid), "child stopped after SIGTERM (%d)",
+		      mode);
+		if (mode == 0)
+			CHECK(tracer_of(c.pid, c.pid) == helper,
+			      "handler detached running threads");
+		else
+			CHECK(untraced_except(c.pid, 0),
+			      "child still traced after SIGTERM (%d)", mode);
+		CHECK(ping(&c), "child does not answer after SIGTERM (%d)",
+		      mode);
+		if (mode != 2) {
+			kill(helper, SIGKILL);
+			waitpid(helper, NULL, 0);
+		}
+		CHECK(none_stopped(c.pid) && untraced_except(c.pid, 0),
+		      "child after the helper died (%d)", mode);
+		close(ready[0]);
+		close(handled[0]);
+		stop_child(&c);
+	}
+}
+
+/* Mean cost of one pause + resume cycle of a 4-thread child. */
+static void test_cycle_cost(void)
+{
+	for (int busy = 0; busy < 2; busy++) {
+		struct child c;
+		if (start_cyc_child(&c, 3, busy, 0) != 0) {
+			CHECK(0, "cannot start child");
+			return;
+		}
+		struct cs_live *live = NULL;
+		struct cs_error *err = cs_live_attach(c.pid, 1, &live);
+		CHECK(!err && live, "attach: %s", msg(err));
+		cs_error_destroy(err);
+		if (!live) {
+			stop_child(&c);
+			return;
+		}
+		int errors = 0;
+		double total_us = 0, pause_us = 0, worst_us = 0;
+		const int cycles = 1000;
+		for (int i = 0; i < cycles; i++) {
+			struct timespec t0, t1, t2;
+			clock_gettime(CLOCK_MONOTONIC, &t0);
+			if ((err = cs_live_resume(live)))
+				errors++;
+			cs_error_destroy(err);
+			clock_gettime(CLOCK_MONOTONIC, &t1);
+			if ((err = cs_live_pause(live)))
+				errors++;
+			cs_error_destroy(err);
+			clock_gettime(CLOCK_MONOTONIC, &t2);
+			double us = (t2.tv_sec - t0.tv_sec) * 1e6 +
+				    (t2.tv_nsec - t0.tv_nsec) / 1e3;
+			total_us += us;
+			pause_us += (t2.tv_sec - t1.tv_sec) * 1e6 +
+				    (t2.tv_nsec - t1.tv_nsec) / 1e3;
+			if (us > worst_us)
+				worst_us = us;
+			if (cs_live_thread_count(live) != 4)
+				errors++;
+		}
+		CHECK(!errors, "cycle cost: %d errors", errors);
+		if (getenv("TEST_LIVE_VERBOSE"))
+			printf("pause+resume, 4 %s threads: mean %.0f us "
+			       "(pause %.0f us), worst %.0f us over %d\n",
+			       busy ? "busy" : "sleeping", total_us / cycles,
+			       pause_us / cycles, worst_us, cycles);
+		CHECK(total_us / cycles < 20000, "cycle cost %.0f us",
+		      total_us / cycles);
+		cs_live_close(live);
+		CHECK(none_stopped(c.pid) && untraced_except(c.pid, 0),
+		      "cost: after close");
+		stop_child(&c);
+	}
+}
+
+/* Misuse: unpaused, and after detach. */
+static void test_cycles_usage(void)
+{
+	struct child c;
+	if (start_cyc_child(&c, 1, 0, 0) != 0) {
+		CHECK(0, "cannot start child");
+		return;
+	}
+	for (int pause = 0; pause < 2; pause++) {
+		struct cs_live *live = NULL;
+		struct cs_error *err = cs_live_attach(c.pid, pause, &live);
+		CHECK(!err, "attach: %s", msg(err));
+		cs_error_destroy(err);
+		if (!live)
+			continue;
+		if (pause)
+			cs_live_detach(live);
+		err = cs_live_resume(live);
+		CHECK(err && err->code == CS_ERR_USAGE, "resume: %s", msg(err));
+		cs_error_destroy(err);
+		err = cs_live_pause(live);
+		CHECK(err && err->code == CS_ERR_USAGE, "pause: %s", msg(err));
+		cs_error_destroy(err);
+		cs_live_close(live);
+	}
+	CHECK(none_stopped(c.pid) && ping(&c), "usage: child state");
+	stop_child(&c);
+}
+
 int main(int argc, char **argv)
 {
 	(void)argc;
@@ -1137,5 +1947,14 @@ int main(int argc, char **argv)
 	test_exit_while_attached();
 	test_exit_during_attach();
 	test_signal();
+	test_cycles();
+	test_cycles_churn();
+	test_cycles_signals();
+	test_cycles_sigstop();
+	test_cycles_exit();
+	test_cycles_stuck();
+	test_cycles_sigterm();
+	test_cycles_usage();
+	test_cycle_cost();
 	return check_summary("live");
 }
