@@ -8,6 +8,8 @@ BUILD   := build
 
 ENGINE_SRC := $(wildcard util/*.c dwarf/*.c rubyvm/*.c)
 CLI_SRC    := $(wildcard corestack/*.c)
+# The core and live targets, for the unit tests.
+TARGET_SRC := corestack/core.c corestack/live.c corestack/build_id.c
 SRC        := $(ENGINE_SRC) $(CLI_SRC)
 HDR        := $(wildcard util/*.h dwarf/*.h rubyvm/*.h rubyvm/*.def corestack/*.h)
 
@@ -31,7 +33,7 @@ $(BUILD):
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/%,$(UNIT_SRC))
 $(BUILD)/test_%: tests/unit/test_%.c $(SRC) $(HDR) | $(BUILD)
-	$(CC) $(WARN) $(SAN_FLAGS) -I. $< $(ENGINE_SRC) corestack/core.c corestack/live.c $(LIBS) -o $@
+	$(CC) $(WARN) $(SAN_FLAGS) -I. $< $(ENGINE_SRC) $(TARGET_SRC) $(LIBS) -o $@
 
 # test_dwarf reads back the DWARF of a small library built like the
 # fixture Rubies (-g3, compressed sections).

@@ -5,6 +5,7 @@
  * own bounds checks, since every size in a core is untrusted (truncated
  * writes, disk corruption, files that are not cores at all). */
 #include "core.h"
+#include "build_id.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -26,8 +27,6 @@
 
 /* Bounds on what we read from target memory for a module's build-id:
  * real modules have a few dozen program headers and notes of a few KiB. */
-#define CS_CORE_MAX_MODULE_PHNUM 1024
-#define CS_CORE_MAX_MODULE_NOTES (64 * 1024)
 
 #define CS_CORE_PRSTATUS_REG_OFFSET 112  /* offsetof(elf_prstatus, pr_reg) */
 #define CS_CORE_PRSTATUS_MIN (CS_CORE_PRSTATUS_REG_OFFSET + 27 * 8)
@@ -1097,129 +1096,20 @@ const struct cs_core_mapping *cs_core_find_mapping(const struct cs_core *core,
 
 /* ---- build-id ---- */
 
-static struct cs_error *cs_core_find_build_id(const uint8_t *notes,
-					      size_t size, uint64_t align,
-					      uint8_t *buf, size_t bufsize,
-					      size_t *len, int *found)
+static struct cs_error *cs_core_dumped_read(void *priv, uint64_t addr,
+					    void *buf, size_t len)
 {
-	size_t pos = 0;
-	struct cs_core_note n;
-	uint64_t need;
-	while (cs_core_note_next(notes, size, align, &pos, &n, &need) ==
-	       CS_CORE_NOTE_OK) {
-		if (n.type != NT_GNU_BUILD_ID || n.descsz == 0 ||
-		    !cs_core_note_named(&n, "GNU"))
-			continue;
-		if (n.descsz > bufsize) {
-			return cs_error_create(CS_ERR_LIMIT,
-					       "build-id of %" PRIu32
-					       " bytes does not fit in %zu",
-					       n.descsz, bufsize);
-		}
-		memcpy(buf, n.desc, n.descsz);
-		*len = n.descsz;
-		*found = 1;
-		return NULL;
-	}
-	return NULL;
+	return cs_core_read_dumped(priv, addr, buf, len);
 }
 
+/* Only the core's own bytes: the build-id must not come from the very file
+ * it is meant to check. */
 struct cs_error *cs_core_module_build_id(struct cs_core *core, uint64_t start,
 					 uint8_t *buf, size_t bufsize,
 					 size_t *len)
 {
-	*len = 0;
-	uint8_t eh[sizeof(Elf64_Ehdr)];
-	struct cs_error *err = cs_core_read_dumped(core, start, eh, sizeof(eh));
-	if (err) {
-		return cs_error_wrap(err, "ELF header of the module at 0x%" PRIx64,
-				     start);
-	}
-	if (memcmp(eh, ELFMAG, SELFMAG) != 0 || eh[EI_CLASS] != ELFCLASS64 ||
-	    eh[EI_DATA] != ELFDATA2LSB) {
-		return cs_error_create(CS_ERR_CORRUPT,
-				       "%s: no 64-bit little-endian ELF header "
-				       "at 0x%" PRIx64,
-				       core->path, start);
-	}
-	uint64_t phoff = cs_core_le64(eh + offsetof(Elf64_Ehdr, e_phoff));
-	unsigned phentsize = cs_core_le16(eh + offsetof(Elf64_Ehdr, e_phentsize));
-	unsigned phnum = cs_core_le16(eh + offsetof(Elf64_Ehdr, e_phnum));
-	uint64_t phaddr;
-	if (phentsize != sizeof(Elf64_Phdr) || phnum == 0 ||
-	    phnum > CS_CORE_MAX_MODULE_PHNUM ||
-	    __builtin_add_overflow(start, phoff, &phaddr)) {
-		return cs_error_create(CS_ERR_CORRUPT,
-				       "%s: the module at 0x%" PRIx64
-				       " has implausible program headers",
-				       core->path, start);
-	}
-	size_t tsize = (size_t)phnum * sizeof(Elf64_Phdr);
-	uint8_t *ph = malloc(tsize);
-	if (!ph)
-		return &cs_error_nomem;
-	err = cs_core_read_dumped(core, phaddr, ph, tsize);
-	if (err) {
-		free(ph);
-		return cs_error_wrap(err,
-				     "program headers of the module at 0x%" PRIx64,
-				     start);
-	}
-	/* Load bias: the first PT_LOAD maps file offset 0 at start. */
-	uint64_t bias = start;
-	for (unsigned i = 0; i < phnum; i++) {
-		const uint8_t *p = ph + i * sizeof(Elf64_Phdr);
-		if (cs_core_le32(p) == PT_LOAD) {
-			uint64_t off = cs_core_le64(p + offsetof(Elf64_Phdr, p_offset));
-			uint64_t va = cs_core_le64(p + offsetof(Elf64_Phdr, p_vaddr));
-			bias = start - (va - off);
-			break;
-		}
-	}
-	struct cs_error *fault = NULL;
-	int found = 0;
-	for (unsigned i = 0; i < phnum && !found && !err; i++) {
-		const uint8_t *p = ph + i * sizeof(Elf64_Phdr);
-		if (cs_core_le32(p) != PT_NOTE)
-			continue;
-		uint64_t va = cs_core_le64(p + offsetof(Elf64_Phdr, p_vaddr));
-		uint64_t size = cs_core_le64(p + offsetof(Elf64_Phdr, p_filesz));
-		uint64_t align = cs_core_le64(p + offsetof(Elf64_Phdr, p_align));
-		if (size == 0 || size > CS_CORE_MAX_MODULE_NOTES)
-			continue;
-		uint8_t *notes = malloc(size);
-		if (!notes) {
-			err = &cs_error_nomem;
-			break;
-		}
-		struct cs_error *e =
-			cs_core_read_dumped(core, bias + va, notes, size);
-		if (e) {
-			/* Another PT_NOTE may still be in the core. */
-			if (!fault)
-				fault = e;
-			else
-				cs_error_destroy(e);
-		} else {
-			err = cs_core_find_build_id(notes, size,
-						    align == 8 ? 8 : 4, buf,
-						    bufsize, len, &found);
-		}
-		free(notes);
-	}
-	free(ph);
-	if (err || found) {
-		cs_error_destroy(fault);
-		return err;
-	}
-	if (fault) {
-		return cs_error_wrap(fault, "notes of the module at 0x%" PRIx64,
-				     start);
-	}
-	return cs_error_create(CS_ERR_LOOKUP,
-			       "%s: the module at 0x%" PRIx64
-			       " has no GNU build-id",
-			       core->path, start);
+	struct rv_target dumped = {cs_core_dumped_read, core};
+	return cs_build_id_read(&dumped, core->path, start, buf, bufsize, len);
 }
 
 /* ---- truncation ---- */

@@ -6,6 +6,7 @@
  * either a skipped thread or a one-line error, and every loop that waits
  * on the target has a deadline. */
 #include "live.h"
+#include "build_id.h"
 
 #include <dirent.h>
 #include <elf.h>
@@ -41,8 +42,6 @@
 #define CS_LIVE_MAX_CMDLINE_BYTES ((size_t)64 << 10)
 /* Bounds on what we read from memory for a module's build-id, as in
  * core.c: real modules have a few dozen headers and notes of a few KiB. */
-#define CS_LIVE_MAX_MODULE_PHNUM 1024
-#define CS_LIVE_MAX_MODULE_NOTES (64 * 1024)
 
 #define CS_LIVE_CAP_SYS_PTRACE 19
 #define CS_LIVE_PF_KTHREAD 0x00200000  /* task flag of kernel threads */
@@ -1636,137 +1635,10 @@ const char *cs_live_command(const struct cs_live *live)
 
 /* ---- build-id ---- */
 
-static size_t cs_live_align(size_t n, size_t align)
-{
-	return (n + align - 1) & ~(align - 1);
-}
-
-/* The first NT_GNU_BUILD_ID note in notes; *found says if there was one. */
-static struct cs_error *cs_live_note_build_id(const uint8_t *notes,
-					      size_t size, size_t align,
-					      uint8_t *buf, size_t bufsize,
-					      size_t *len, int *found)
-{
-	size_t pos = 0;
-	/* pos grows by at least 12 per note */
-	while (size - pos >= 12) {
-		uint32_t namesz, descsz, type;
-		memcpy(&namesz, notes + pos, 4);
-		memcpy(&descsz, notes + pos + 4, 4);
-		memcpy(&type, notes + pos + 8, 4);
-		size_t name = pos + 12;
-		if (namesz > size - name)
-			break;
-		size_t desc = name + cs_live_align(namesz, align);
-		if (desc > size || descsz > size - desc)
-			break;
-		if (type == NT_GNU_BUILD_ID && namesz == 4 && descsz > 0 &&
-		    memcmp(notes + name, "GNU", 4) == 0) {
-			if (descsz > bufsize) {
-				return cs_error_create(CS_ERR_LIMIT,
-						       "build-id of %" PRIu32
-						       " bytes does not fit "
-						       "in %zu",
-						       descsz, bufsize);
-			}
-			memcpy(buf, notes + desc, descsz);
-			*len = descsz;
-			*found = 1;
-			return NULL;
-		}
-		size_t next = desc + cs_live_align(descsz, align);
-		if (next > size)
-			break;
-		pos = next;
-	}
-	return NULL;
-}
-
 struct cs_error *cs_live_module_build_id(struct cs_live *live, uint64_t start,
 					 uint8_t *buf, size_t bufsize,
 					 size_t *len)
 {
-	*len = 0;
-	Elf64_Ehdr eh;  /* the target is this machine: same byte order */
-	struct cs_error *err = cs_live_read(live, start, &eh, sizeof(eh));
-	if (err) {
-		return cs_error_wrap(err, "ELF header of the module at 0x%" PRIx64,
-				     start);
-	}
-	if (memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
-	    eh.e_ident[EI_CLASS] != ELFCLASS64 ||
-	    eh.e_ident[EI_DATA] != ELFDATA2LSB) {
-		return cs_error_create(CS_ERR_CORRUPT,
-				       "pid %d: no 64-bit little-endian ELF "
-				       "header at 0x%" PRIx64,
-				       live->pid, start);
-	}
-	uint64_t phaddr;
-	if (eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phnum == 0 ||
-	    eh.e_phnum > CS_LIVE_MAX_MODULE_PHNUM ||
-	    __builtin_add_overflow(start, eh.e_phoff, &phaddr)) {
-		return cs_error_create(CS_ERR_CORRUPT,
-				       "pid %d: the module at 0x%" PRIx64
-				       " has implausible program headers",
-				       live->pid, start);
-	}
-	size_t phnum = eh.e_phnum;
-	Elf64_Phdr *ph = malloc(phnum * sizeof(*ph));
-	if (!ph)
-		return &cs_error_nomem;
-	err = cs_live_read(live, phaddr, ph, phnum * sizeof(*ph));
-	if (err) {
-		free(ph);
-		return cs_error_wrap(err,
-				     "program headers of the module at 0x%" PRIx64,
-				     start);
-	}
-	/* Load bias: the first PT_LOAD maps file offset 0 at start. */
-	uint64_t bias = start;
-	for (size_t i = 0; i < phnum; i++) {
-		if (ph[i].p_type == PT_LOAD) {
-			bias = start - (ph[i].p_vaddr - ph[i].p_offset);
-			break;
-		}
-	}
-	struct cs_error *fault = NULL;
-	int found = 0;
-	for (size_t i = 0; i < phnum && !found && !err; i++) {
-		if (ph[i].p_type != PT_NOTE || ph[i].p_filesz == 0 ||
-		    ph[i].p_filesz > CS_LIVE_MAX_MODULE_NOTES)
-			continue;
-		size_t size = ph[i].p_filesz;
-		uint8_t *notes = malloc(size);
-		if (!notes) {
-			err = &cs_error_nomem;
-			break;
-		}
-		struct cs_error *e =
-			cs_live_read(live, bias + ph[i].p_vaddr, notes, size);
-		if (e) {
-			/* another PT_NOTE may still be readable */
-			if (!fault)
-				fault = e;
-			else
-				cs_error_destroy(e);
-		} else {
-			err = cs_live_note_build_id(notes, size,
-						    ph[i].p_align == 8 ? 8 : 4,
-						    buf, bufsize, len, &found);
-		}
-		free(notes);
-	}
-	free(ph);
-	if (err || found) {
-		cs_error_destroy(fault);
-		return err;
-	}
-	if (fault) {
-		return cs_error_wrap(fault, "notes of the module at 0x%" PRIx64,
-				     start);
-	}
-	return cs_error_create(CS_ERR_LOOKUP,
-			       "pid %d: the module at 0x%" PRIx64
-			       " has no GNU build-id",
-			       live->pid, start);
+	struct rv_target mem = cs_live_target(live);
+	return cs_build_id_read(&mem, live->name, start, buf, bufsize, len);
 }

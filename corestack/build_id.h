@@ -1,0 +1,21 @@
+/* The GNU build-id of an ELF module loaded in a target, read from the
+ * target's memory: ELF header, program headers, PT_NOTE, NT_GNU_BUILD_ID.
+ * Shared by the core reader (bytes dumped in the core only) and the live
+ * target, since it is what proves a file on disk is the one that ran. */
+#ifndef CS_CORESTACK_BUILD_ID_H
+#define CS_CORESTACK_BUILD_ID_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../rubyvm/target.h"
+#include "../util/error.h"
+
+/* who names the target in messages. CS_ERR_FAULT if the bytes cannot be
+ * read, CS_ERR_CORRUPT if they are not a 64-bit little-endian ELF,
+ * CS_ERR_LOOKUP without a build-id, CS_ERR_LIMIT if it exceeds bufsize. */
+struct cs_error *cs_build_id_read(const struct rv_target *mem, const char *who,
+				  uint64_t start, uint8_t *buf, size_t bufsize,
+				  size_t *len);
+
+#endif
