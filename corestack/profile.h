@@ -27,6 +27,8 @@ void cs_profile_write_summary(const struct cs_profile *p, FILE *out,
 /* speedscope's file format: one sampled profile per thread, frames shared;
  * each distinct stack is one sample weighted by its count. */
 void cs_profile_write_speedscope(const struct cs_profile *p, FILE *out);
+/* A flame graph, standalone SVG (flamegraph.c). */
+void cs_profile_write_flamegraph(const struct cs_profile *p, FILE *out);
 void cs_profile_free(struct cs_profile *p);
 
 #endif

@@ -1,7 +1,8 @@
 /* corestack record: a sampling profile of every thread of a live Ruby.
  *
  *   corestack record --pid PID [--duration S] [--rate HZ] [--nonblocking]
- *                    [--format collapsed|speedscope|summary] [--on-cpu]
+ *                    [--format collapsed|speedscope|flamegraph|summary]
+ *                    [--on-cpu]
  *                    [-o FILE]
  *   corestack record [options] -- COMMAND ARGS...
  *
@@ -45,7 +46,7 @@ struct record_options {
 	double rate;     /* Hz */
 	int nonblocking;
 	int on_cpu;      /* only the thread holding the GVL */
-	const char *format; /* "collapsed", "speedscope" or "summary" */
+	const char *format; /* collapsed, speedscope, flamegraph, summary */
 	const char *out;
 	char **command;  /* after "--" */
 };
@@ -60,7 +61,8 @@ static void record_usage(FILE *out)
 	      "  --rate HZ          samples per second (default 100)\n"
 	      "  --nonblocking      read without pausing the target\n"
 	      "  --format F         collapsed (default with -o), speedscope\n"
-	      "                     (JSON for speedscope.app) or summary\n"
+	      "                     (JSON for speedscope.app), flamegraph\n"
+	      "                     (SVG) or summary\n"
 	      "  --on-cpu           only the thread holding the GVL (the one\n"
 	      "                     running Ruby code) in each sample\n"
 	      "  -o FILE            write the profile to FILE\n",
@@ -105,7 +107,8 @@ static int parse(int argc, char **argv, struct record_options *o)
 		case 'f':
 			o->format = optarg;
 			if (strcmp(optarg, "collapsed") && strcmp(optarg, "summary") &&
-			    strcmp(optarg, "speedscope"))
+			    strcmp(optarg, "speedscope") &&
+			    strcmp(optarg, "flamegraph"))
 				goto bad;
 			break;
 		case 'c':
@@ -296,6 +299,8 @@ int cs_record_main(int argc, char **argv)
 			cs_profile_write_collapsed(&prof, out);
 		else if (strcmp(o.format, "speedscope") == 0)
 			cs_profile_write_speedscope(&prof, out);
+		else if (strcmp(o.format, "flamegraph") == 0)
+			cs_profile_write_flamegraph(&prof, out);
 		else
 			cs_profile_write_summary(&prof, out, lost, elapsed,
 						 o.rate);

@@ -28,6 +28,7 @@ crash* scenarios) and checks corestack's reading of it:
     RUBY/layout-units        resolving the layout reads at most 10 compile units
     RUBY/record...           corestack record on fixtures/profile/shares.rb (known time
                              shares): paused, nonblocking, speedscope with --on-cpu,
+                             flame graph SVG,
                              target exiting, SIGINT
     unit/NAME                the unit test programs given with --unit
 
@@ -602,6 +603,26 @@ def check_speedscope(res, path):
     return None
 
 
+def check_flamegraph(res, path):
+    """A well-formed SVG whose boxes give heavy more samples than light."""
+    import xml.etree.ElementTree as ET
+    if res.returncode != 0:
+        return "exit %d: %s" % (res.returncode, first_line(res.stderr))
+    try:
+        root = ET.parse(path).getroot()
+    except (OSError, ET.ParseError) as exc:
+        return "not a well-formed SVG: %s" % exc
+    samples = {}
+    for title in root.iter("{http://www.w3.org/2000/svg}title"):
+        m = re.match(r"(.*) \((\d+) samples\)$", title.text or "")
+        if m:
+            samples[m.group(1)] = samples.get(m.group(1), 0) + int(m.group(2))
+    heavy, light = samples.get("Object#heavy", 0), samples.get("Object#light", 0)
+    if heavy + light < 50 or heavy < 1.5 * light:
+        return "heavy %d samples, light %d: heavy does 3x the work" % (heavy, light)
+    return None
+
+
 def record_tests(rep, selected, args, prefixes, workdir):
     """corestack record on a program with known time shares."""
     for ruby in args.rubies:
@@ -637,6 +658,17 @@ def record_tests(rep, selected, args, prefixes, workdir):
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                      timeout=args.timeout)
                 rep.result(name, check_speedscope(res, js))
+            except subprocess.TimeoutExpired:
+                rep.result(name, "record hung")
+        name = "%s/record-flamegraph" % ruby
+        if selected(name):
+            svg = out + ".svg"
+            try:
+                res = subprocess.run([args.corestack, "record", "--duration", "20",
+                                      "--format", "flamegraph", "-o", svg, "--", exe, SHARES,
+                                      "1.5"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True, timeout=args.timeout)
+                rep.result(name, check_flamegraph(res, svg))
             except subprocess.TimeoutExpired:
                 rep.result(name, "record hung")
         name = "%s/record-target-exits" % ruby
@@ -785,7 +817,7 @@ def main():
     for r in args.rubies:   # tests on a fixture Ruby without its scenarios
         if any(selected("%s/%s" % (r, t)) for t in (
                 "layout-units", "record", "record-nonblocking", "record-target-exits",
-                "record-speedscope",
+                "record-speedscope", "record-flamegraph",
                 "record-interrupted")):
             build_anyway.add(r)
 
