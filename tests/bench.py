@@ -114,6 +114,38 @@ def main():
             print("inflating the debug sections libdw reads %s  (cold/inflate %.2fx)"
                   % (fmt_ms(inflate), cold / inflate))
 
+        # 3. The sampler's cost to the program it samples.
+        overhead(corestack, os.path.join(prefix33, "bin", "ruby"), 200, 5)
+
+
+def overhead(corestack, ruby, rounds, runs):
+    """Run time of fixed work under record at 100 Hz against without, each
+    measured by the program itself; runs alternate so drift hits all."""
+    script = os.path.join(ROOT, "fixtures", "profile", "deep50.rb")
+    modes = {"alone": [], "nonblocking": [], "paused": []}
+    lost = {"nonblocking": [], "paused": []}
+    for _ in range(runs):
+        for mode in modes:
+            argv = [ruby, script, str(rounds)]
+            if mode != "alone":
+                argv = [corestack, "record", "--rate", "100", "-o", os.devnull] + \
+                    (["--nonblocking"] if mode == "nonblocking" else []) + ["--"] + argv
+            res = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            modes[mode].append(float(res.stdout.strip().splitlines()[-1]))
+            if mode != "alone":
+                import re
+                m = re.search(r"(\d+) samples .* (\d+) lost", res.stderr)
+                if m:
+                    lost[mode].append(int(m.group(2)) / max(1, int(m.group(1)) + int(m.group(2))))
+    base = statistics.median(modes["alone"])
+    print()
+    print("== sampling overhead at 100 Hz, deep50.rb (%d rounds, median of %d)" % (rounds, runs))
+    print("alone                     %.3f s" % base)
+    for mode in ("nonblocking", "paused"):
+        t = statistics.median(modes[mode])
+        print("record %-12s       %.3f s  (+%.1f%%, %.1f%% samples lost)"
+              % (mode, t, 100 * (t / base - 1), 100 * statistics.mean(lost[mode] or [0])))
+
 
 if __name__ == "__main__":
     main()
