@@ -148,8 +148,8 @@ static int set_error(struct rv_frame *f, struct cs_error *err)
 static void ruby_frame(struct rv_session *s, uint64_t iseq, uint64_t pc,
 		       uint64_t ep, struct rv_frame *f)
 {
-	struct rv_iseq_info info;
-	struct cs_error *err = rv_iseq_info(s, iseq, &info);
+	const struct rv_iseq_info *info;
+	struct cs_error *err = rv_iseq_lookup(s, iseq, &info);
 	f->kind = RV_FRAME_RUBY;
 	f->iseq = iseq;
 	f->pc = pc;
@@ -158,13 +158,11 @@ static void ruby_frame(struct rv_session *s, uint64_t iseq, uint64_t pc,
 		set_error(f, err);
 		return;
 	}
-	if ((err = rv_iseq_lineno(s, &info, pc, &f->lineno)))
+	if ((err = rv_line_lookup(s, iseq, info, pc, &f->lineno)))
 		set_error(f, err);
-	f->qualified = ruby_qualified(s, &info, ep);
-	f->label = info.label;
-	f->path = info.path;
-	info.label = info.path = NULL;
-	rv_iseq_info_free(&info);
+	f->qualified = ruby_qualified(s, info, ep);
+	f->label = strdup(info->label);
+	f->path = strdup(info->path);
 }
 
 static void cfunc_frame(struct rv_session *s, uint64_t ep, struct rv_frame *f)

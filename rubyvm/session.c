@@ -190,5 +190,6 @@ void rv_session_destroy(struct rv_session *s)
 	if (!s)
 		return;
 	rv_names_destroy(s);
+	rv_iseq_cache_destroy(s);
 	free(s);
 }

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "../util/u64map.h"
 #include "layout.h"
 #include "model.h"
 
@@ -18,6 +19,8 @@ struct rv_session {
 	struct rv_options opts;
 	struct rv_id_cache *ids; /* ID -> name, class -> path */
 	uint64_t classpath_id, tmp_classpath_id; /* IDs, 0 if unknown */
+	struct u64map iseqs; /* iseq -> struct rv_iseq_info (iseq_cache.c) */
+	struct u64map lines; /* pc -> line */
 };
 
 #define RV_HAS(s, id) ((s)->layout.items[RVL_##id].source != RV_MISSING)
@@ -80,6 +83,15 @@ void rv_iseq_info_free(struct rv_iseq_info *info);
 struct cs_error *rv_iseq_lineno(struct rv_session *s,
 				const struct rv_iseq_info *info, uint64_t pc,
 				int *ret);
+
+/* iseq_cache.c: the same, decoded once per iseq (and per pc) and kept. The
+ * info belongs to the cache: copy what outlives the next lookup. */
+struct cs_error *rv_iseq_lookup(struct rv_session *s, uint64_t iseq,
+				const struct rv_iseq_info **ret);
+struct cs_error *rv_line_lookup(struct rv_session *s, uint64_t iseq,
+				const struct rv_iseq_info *info, uint64_t pc,
+				int *ret);
+void rv_iseq_cache_destroy(struct rv_session *s);
 
 /* lineno.c: the succinct index table lookup, on memory already read. */
 struct rv_succ_geometry {
