@@ -75,7 +75,7 @@ static struct cs_error *frame_method_entry(struct rv_session *s, uint64_t ep,
 		if ((err = read_ep(s, ep, RV_VAL(s, env_index_specval),
 				   &specval)))
 			return err;
-		ep = specval & ~(uint64_t)3; /* GC_GUARDED_PTR_REF */
+		ep = specval & (uint64_t)RV_VAL(s, guarded_ptr_mask);
 		if (!ep)
 			return NULL;
 	}

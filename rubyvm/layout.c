@@ -43,7 +43,7 @@ const enum rv_item_id rv_layout_required[] = {
 	RVL_body_iseq_encoded, RVL_body_label,   RVL_body_pathobj,
 	RVL_basic_flags,     RVL_t_mask,         RVL_qnil,
 	RVL_frame_magic_mask, RVL_frame_magic_cfunc, RVL_env_index_flags,
-	RVL_value_size,      RVL_COUNT,
+	RVL_value_size,      RVL_guarded_ptr_mask, RVL_COUNT,
 };
 
 static int is_required(int id)
@@ -149,12 +149,15 @@ static struct cs_error *resolve_const(struct dw_index *idx,
 		return err;
 	if (m) {
 		l->has_macros = 1;
-		err = dw_macros_eval(m, s->type, NULL, 0, &it->value);
+		/* "NAME(args)" applies a function-like macro. */
+		err = strchr(s->type, '(')
+			      ? dw_macro_eval_text(m, s->type, &it->value)
+			      : dw_macros_eval(m, s->type, NULL, 0, &it->value);
 		if (!err) {
 			it->source = RV_FROM_MACRO;
 			return NULL;
 		}
-		if (err->code != CS_ERR_LOOKUP)
+		if (err->code != CS_ERR_LOOKUP && err->code != CS_ERR_FORMAT)
 			return err;
 		cs_error_destroy(err);
 	}
@@ -232,7 +235,7 @@ struct cs_error *rv_layout_resolve(struct dw_index *idx, struct rv_layout *l)
 
 /* Bump when the way items are resolved changes (not their list), so that
  * layouts cached by an older corestack are resolved again. */
-#define RESOLVER_VERSION 1
+#define RESOLVER_VERSION 2
 
 /* A fingerprint of layout.def, struct rv_item and the resolver, so a
  * cached layout written by another corestack build is never read as this
