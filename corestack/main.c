@@ -247,8 +247,12 @@ static int print_layout(const char *path, const struct options *o)
 		dw_module_close(mod);
 		return unusable(err);
 	}
-	printf("# %s: layout %s\n", path,
-	       cached ? "from the cache" : "resolved from DWARF");
+	if (cached)
+		printf("# %s: layout from the cache\n", path);
+	else
+		printf("# %s: layout resolved from DWARF, indexed %zu of %zu "
+		       "compile units\n",
+		       path, layout.units_read, layout.units_total);
 	static const char *const sources[] = {"missing", "dwarf", "macro",
 					      "fallback"};
 	for (int i = 0; i < RVL_COUNT; i++) {

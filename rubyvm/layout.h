@@ -44,6 +44,7 @@ struct rv_item {
 struct rv_layout {
 	struct rv_item items[RVL_COUNT];
 	int has_macros; /* .debug_macro was present */
+	size_t units_read, units_total; /* compile units indexed; 0 if cached */
 };
 
 /* Resolve every item of layout.def. Items that are absent are left

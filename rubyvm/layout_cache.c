@@ -135,13 +135,7 @@ struct cs_error *rv_layout_for_module(struct dw_module *mod,
 	struct cs_error *err = dw_index_create(mod, &idx);
 	if (!err) {
 		err = rv_layout_resolve(idx, l);
-		if (getenv("CORESTACK_DEBUG")) {
-			size_t indexed, total;
-			dw_index_stats(idx, &indexed, &total);
-			fprintf(stderr, "corestack: %s: indexed %zu of %zu "
-					"compile units\n",
-				mod->debug_path, indexed, total);
-		}
+		dw_index_stats(idx, &l->units_read, &l->units_total);
 		dw_index_destroy(idx);
 	}
 	if (!err && path)

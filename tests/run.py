@@ -723,11 +723,10 @@ def layout_tests(rep, selected, args, prefixes):
         libdir = os.path.join(prefix, "lib")
         libs = sorted(f for f in os.listdir(libdir) if re.match(r"libruby\.so\.\d+\.\d+\.\d+$", f))
         module = os.path.join(libdir, libs[0]) if libs else os.path.join(prefix, "bin", "ruby")
-        env = dict(os.environ, CORESTACK_DEBUG="1")
         res = subprocess.run([args.corestack, "--layout", module, "--no-cache"],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                             env=env, timeout=args.timeout)
-        m = re.search(r"indexed (\d+) of (\d+) compile units", res.stderr)
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             timeout=args.timeout)
+        m = re.search(r"indexed (\d+) of (\d+) compile units", res.stdout)
         if res.returncode != 0 or not m:
             rep.result(name, "corestack --layout exited %d: %s" % (res.returncode, first_line(res.stderr)))
         elif int(m.group(1)) > MAX_UNITS_READ:
