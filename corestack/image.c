@@ -22,6 +22,12 @@ static const struct cs_core_mapping *core_mapping_of(const void *p,
 	return cs_core_mapping_of(p, addr);
 }
 
+static const struct cs_core_mapping *core_find_mapping(const void *p,
+						       const char *prefix)
+{
+	return cs_core_find_mapping(p, prefix);
+}
+
 static uint64_t core_auxv(const void *p, uint64_t type)
 {
 	return cs_core_auxv(p, type);
@@ -40,7 +46,8 @@ static struct cs_error *core_build_id(void *p, uint64_t start, uint8_t *buf,
 
 static const struct cs_image_ops core_ops = {
 	core_mapping_count, core_mapping_at, core_mapping_of,
-	core_auxv,          core_executable, core_build_id,
+	core_find_mapping,  core_auxv,       core_executable,
+	core_build_id,
 };
 
 struct cs_image cs_image_of_core(struct cs_core *core)
@@ -72,6 +79,12 @@ static const struct cs_core_mapping *live_mapping_of(const void *p,
 	return cs_live_mapping_of(p, addr);
 }
 
+static const struct cs_core_mapping *live_find_mapping(const void *p,
+						       const char *prefix)
+{
+	return cs_live_find_mapping(p, prefix);
+}
+
 static uint64_t live_auxv(const void *p, uint64_t type)
 {
 	return cs_live_auxv(p, type);
@@ -90,7 +103,8 @@ static struct cs_error *live_build_id(void *p, uint64_t start, uint8_t *buf,
 
 static const struct cs_image_ops live_ops = {
 	live_mapping_count, live_mapping_at, live_mapping_of,
-	live_auxv,          live_executable, live_build_id,
+	live_find_mapping,  live_auxv,       live_executable,
+	live_build_id,
 };
 
 struct cs_image cs_image_of_live(struct cs_live *live)

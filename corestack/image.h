@@ -15,6 +15,9 @@ struct cs_image_ops {
 	const struct cs_core_mapping *(*mapping_at)(const void *priv, size_t i);
 	const struct cs_core_mapping *(*mapping_of)(const void *priv,
 						    uint64_t addr);
+	/* Lowest mapping of a file whose basename starts with a prefix. */
+	const struct cs_core_mapping *(*find_mapping)(const void *priv,
+						      const char *prefix);
 	uint64_t (*auxv)(const void *priv, uint64_t type);
 	const char *(*executable)(void *priv);
 	struct cs_error *(*module_build_id)(void *priv, uint64_t start,

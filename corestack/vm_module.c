@@ -91,20 +91,6 @@ static uint64_t bias_of(struct dw_module *mod, uint64_t start)
 	return mod->is_pie_or_dso ? start - mod->first_vaddr : 0;
 }
 
-/* Lowest mapping of a file whose basename starts with prefix. */
-static const struct cs_core_mapping *find_mapping(const struct cs_image *img,
-						  const char *prefix)
-{
-	for (size_t i = 0; i < img->ops->mapping_count(img->priv); i++) {
-		const struct cs_core_mapping *m = img->ops->mapping_at(img->priv, i);
-		const char *slash = strrchr(m->path, '/');
-		const char *base = slash ? slash + 1 : m->path;
-		if (strncmp(base, prefix, strlen(prefix)) == 0)
-			return m;
-	}
-	return NULL;
-}
-
 struct cs_error *cs_vm_module_open(const struct cs_image *img,
 				   const char *exe_path,
 				   const char *const *debug_dirs,
@@ -148,7 +134,8 @@ struct cs_error *cs_vm_module_open(const struct cs_image *img,
 	if (exe_start && (err = check_build_id(img, m, m->exe, exe_start)))
 		goto fail;
 
-	const struct cs_core_mapping *lib = find_mapping(img, "libruby.so");
+	const struct cs_core_mapping *lib =
+		img->ops->find_mapping(img->priv, "libruby.so");
 	if (lib) {
 		if ((err = dw_module_open(lib->path, debug_dirs, &m->vm)))
 			goto fail;

@@ -82,31 +82,19 @@ static struct cs_error *frame_method_entry(struct rv_session *s, uint64_t ep,
 	return cs_error_create(CS_ERR_LIMIT, "environment chain too long");
 }
 
-/* "Owner#name" or "Owner.name": name is the method's, or (for C methods)
- * the method entry's original name. */
+/* "Owner#name" or "Owner.name" for the method entry me. */
 static struct cs_error *method_qualified(struct rv_session *s, uint64_t me,
 					 const char *name, char **ret)
 {
-	uint64_t def, owner, id;
-	struct cs_error *err;
-	char *id_name = NULL, *owner_name = NULL;
-	if ((err = rv_read_member(s, me, RVL_me_owner, &owner)))
-		return err;
-	if (!name) {
-		if ((err = rv_read_member(s, me, RVL_me_def, &def)) ||
-		    (err = rv_read_member(s, def, RVL_def_original_id, &id)) ||
-		    (err = rv_id_name(s, id, &id_name)))
-			return err;
-		name = id_name;
-	}
+	uint64_t owner;
+	char *owner_name = NULL;
 	bool singleton = false;
-	if ((err = rv_owner_name(s, owner, &owner_name, &singleton))) {
-		free(id_name);
+	struct cs_error *err;
+	if ((err = rv_read_member(s, me, RVL_me_owner, &owner)) ||
+	    (err = rv_owner_name(s, owner, &owner_name, &singleton)))
 		return err;
-	}
 	int n = asprintf(ret, "%s%s%s", owner_name, singleton ? "." : "#",
 			 name);
-	free(id_name);
 	free(owner_name);
 	return n < 0 ? &cs_error_nomem : NULL;
 }
@@ -184,7 +172,8 @@ static void cfunc_frame(struct rv_session *s, uint64_t ep, struct rv_frame *f)
 	}
 	if (RV_HAS(s, def_cfunc_func))
 		rv_try_member(s, def, RVL_def_cfunc_func, &f->cfunc);
-	if ((err = method_qualified(s, me, NULL, &f->qualified)))
+	/* The label is the method's name: only the owner is left to read. */
+	if ((err = method_qualified(s, me, f->label, &f->qualified)))
 		set_error(f, err);
 }
 
