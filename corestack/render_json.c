@@ -1,5 +1,7 @@
 /* JSON output for tools: the schema is documented in docs/json-schema.md;
  * CS_JSON_SCHEMA changes on any incompatible change. */
+#include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "../util/json.h"
@@ -37,6 +39,19 @@ static void process(struct json *j, const struct cs_report *r)
 	json_end_object(j);
 }
 
+/* A target address as "0x..." (JSON numbers lose 64-bit precision), or
+ * null when there is none. */
+static void address(struct json *j, const char *key, uint64_t value)
+{
+	char text[24];
+	if (!value) {
+		json_null(j, key);
+		return;
+	}
+	snprintf(text, sizeof(text), "0x%" PRIx64, value);
+	json_string(j, key, text);
+}
+
 static void frame(struct json *j, const struct rv_frame *f)
 {
 	json_begin_object(j, NULL);
@@ -46,6 +61,10 @@ static void frame(struct json *j, const struct rv_frame *f)
 	json_int(j, "lineno", f->lineno);
 	json_string(j, "qualified", f->qualified);
 	json_string(j, "error", f->error);
+	address(j, "cfp", f->cfp);
+	address(j, "iseq", f->iseq);
+	address(j, "pc", f->pc);
+	address(j, "cfunc", f->cfunc);
 	json_end_object(j);
 }
 

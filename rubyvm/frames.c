@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../util/utf8.h"
 #include "session.h"
 
 /* How many environments a method-entry search climbs before giving up. */
@@ -133,6 +134,30 @@ static int set_error(struct rv_frame *f, struct cs_error *err)
 	return 0;
 }
 
+/* Text from target memory that is not valid UTF-8 is not believed: the
+ * frame says so, and the bad bytes never reach the output. */
+static void check_text(struct rv_frame *f, const char *what, char *text)
+{
+	if (!text || utf8_scrub(text) || f->error)
+		return;
+	if (asprintf(&f->error, "%s is not valid UTF-8", what) < 0)
+		f->error = NULL;
+}
+
+/* A line outside the lines the iseq spans comes from a corrupt line table
+ * or a pc that is not what it seems. */
+static void check_line(struct rv_frame *f, const struct rv_iseq_info *info)
+{
+	int first = info->code_first_line, last = info->code_last_line;
+	if (f->error || f->lineno == 0 || (first <= 0 && last <= 0))
+		return;
+	if (f->lineno >= first && f->lineno <= last && f->lineno > 0)
+		return;
+	if (asprintf(&f->error, "line %d outside the iseq's lines %d-%d",
+		     f->lineno, first, last) < 0)
+		f->error = NULL;
+}
+
 static void ruby_frame(struct rv_session *s, uint64_t iseq, uint64_t pc,
 		       uint64_t ep, struct rv_frame *f)
 {
@@ -151,6 +176,10 @@ static void ruby_frame(struct rv_session *s, uint64_t iseq, uint64_t pc,
 	f->qualified = ruby_qualified(s, info, ep);
 	f->label = strdup(info->label);
 	f->path = strdup(info->path);
+	check_line(f, info);
+	check_text(f, "label", f->label);
+	check_text(f, "path", f->path);
+	check_text(f, "qualified name", f->qualified);
 }
 
 static void cfunc_frame(struct rv_session *s, uint64_t ep, struct rv_frame *f)
@@ -175,6 +204,8 @@ static void cfunc_frame(struct rv_session *s, uint64_t ep, struct rv_frame *f)
 	/* The label is the method's name: only the owner is left to read. */
 	if ((err = method_qualified(s, me, f->label, &f->qualified)))
 		set_error(f, err);
+	check_text(f, "label", f->label);
+	check_text(f, "qualified name", f->qualified);
 }
 
 /* Decode one control frame into f; false for frames Ruby's backtraces
@@ -273,17 +304,22 @@ struct cs_error *rv_walk_ec(struct rv_session *s, uint64_t ec,
 	}
 	free(chunk);
 	/* C frames take the location of the nearest older Ruby frame. */
-	const char *path = beyond.kind == RV_FRAME_RUBY ? beyond.path : NULL;
-	int lineno = beyond.lineno;
+	const struct rv_frame *caller = beyond.kind == RV_FRAME_RUBY ? &beyond : NULL;
 	for (size_t i = th->nframes; i-- > 0;) {
 		struct rv_frame *f = &th->frames[i];
 		if (f->kind == RV_FRAME_RUBY) {
-			path = f->path;
-			lineno = f->lineno;
-		} else if (path && !f->path) {
-			f->path = strdup(path);
-			f->lineno = lineno;
+			caller = f;
+			continue;
 		}
+		if (!caller)
+			continue;
+		if (caller->path && !f->path) {
+			f->path = strdup(caller->path);
+			f->lineno = caller->lineno;
+		}
+		/* The location is the caller's: no better than the caller. */
+		if (caller->error && !f->error)
+			f->error = strdup("location from an unreliable caller frame");
 	}
 	if (done)
 		rv_frame_free(&beyond);

@@ -75,6 +75,7 @@ struct rv_iseq_info {
 	int64_t type;       /* this iseq's type, -1 if unknown */
 	int64_t local_type; /* type of its local iseq (the method of a block) */
 	int first_lineno;
+	int code_first_line, code_last_line; /* 0, 0 when unknown */
 	uint64_t body;
 };
 struct cs_error *rv_iseq_info(struct rv_session *s, uint64_t iseq,

@@ -21,6 +21,9 @@ crash* scenarios) and checks corestack's reading of it:
                              and no thread of it left stopped afterwards
     RUBY/SCENARIO/live-nonblocking  the same with --nonblocking
     bad/...                  unusable input: exit 2, one stderr line naming the file
+    RUBY/corrupt/...         a real core with a pointer, a line table or a label broken:
+                             that frame marked unreliable with the reason, the rest intact
+                             (tests/harness/corrupt.py)
     limits/max-frames        --max-frames cuts every stack, marks it, exits 1 (partial)
     debuginfo/...            the static 3.3 Ruby stripped, its DWARF found by build-id
                              under --debug-dir and by .gnu_debuglink: same stacks
@@ -51,7 +54,7 @@ import time
 
 sys.dont_write_bytecode = True   # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import compare, procs  # noqa: E402
+from harness import compare, corrupt, procs  # noqa: E402
 
 RUBIES = ("2.7", "3.1", "3.3", "3.3-static")
 ORACLE_TIMEOUT = 60    # scenario start to oracle file
@@ -763,6 +766,9 @@ def bad_needs(selected, rubies):
             needs.add((source, "threads"))
     if (selected("bad/no-debug-info") or selected("bad/build-id-mismatch")) and "3.3-static" in rubies:
         needs.add(("3.3-static", "threads"))
+    for r in rubies:
+        if any(selected("%s/corrupt/%s" % (r, n)) for n, _, _ in corrupt.PATCHES):
+            needs.add((r, "threads"))
     return needs
 
 
@@ -875,6 +881,10 @@ def main():
                             and (ruby, scen) != ("3.3-static", "threads"):
                         os.unlink(cap.core)
         bad_tests(rep, selected, args, prefixes, captures, workdir)
+        for ruby in args.rubies:
+            cap = captures.get((ruby, "threads"))
+            if isinstance(cap, Capture):
+                corrupt.corrupt_tests(rep, selected, ruby, cap, args.corestack, args.timeout)
         debuginfo_tests(rep, selected, args, captures, workdir)
         layout_tests(rep, selected, args, prefixes)
         record_tests(rep, selected, args, prefixes, workdir)
