@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "../dwarf/index.h"
 #include "../rubyvm/layout.h"
@@ -35,9 +36,25 @@ struct options {
 	const char *layout; /* --layout MODULE: print the resolved layout */
 	const char *cache_dir; /* NULL: default; "": no layout cache */
 	size_t max_frames;
+	size_t max_output; /* --max-output; 0: tied to the core's size */
 	const char *debug_dirs[MAX_DEBUG_DIRS + 2];
 	size_t ndebug_dirs;
 };
+
+/* What the model may build for one snapshot: tied to the input's size, so
+ * that no core, however corrupt, makes corestack allocate or work more
+ * than a bounded multiple of it (rv_options.max_output_bytes). */
+static size_t output_budget(const struct options *o)
+{
+	struct stat st;
+	const size_t floor = (size_t)64 << 20;
+	if (o->max_output)
+		return o->max_output;
+	if (!o->core || stat(o->core, &st) != 0 || st.st_size < 0)
+		return 0; /* the model's default */
+	uint64_t size = (uint64_t)st.st_size;
+	return size > (SIZE_MAX - floor) / 4 ? SIZE_MAX : floor + 4 * (size_t)size;
+}
 
 static void usage(FILE *out)
 {
@@ -55,6 +72,9 @@ static void usage(FILE *out)
 	      "                     may change while they are read)\n"
 	      "  --json             JSON output (schema: docs/json-schema.md)\n"
 	      "  --max-frames N     frames per stack at most (default 100000)\n"
+	      "  --max-output BYTES memory for all frames and their text, the\n"
+	      "                     bound on work too (default: 64 MiB plus\n"
+	      "                     4 times the core's size; 1 GiB for --pid)\n"
 	      "  --debug-dir DIR    look for debug files under DIR too\n"
 	      "                     (build-id and debuglink layouts; repeatable)\n"
 	      "  --layout MODULE    print the CRuby layout read from the DWARF\n"
@@ -73,6 +93,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 	static const struct option longopts[] = {
 		{"json", no_argument, NULL, 'j'},
 		{"max-frames", required_argument, NULL, 'm'},
+		{"max-output", required_argument, NULL, 'M'},
 		{"debug-dir", required_argument, NULL, 'd'},
 		{"layout", required_argument, NULL, 'l'},
 		{"pid", required_argument, NULL, 'p'},
@@ -89,16 +110,18 @@ static int parse_args(int argc, char **argv, struct options *o)
 		case 'j':
 			o->json = 1;
 			break;
-		case 'm': {
+		case 'm':
+		case 'M': {
 			char *end;
 			unsigned long long n = strtoull(optarg, &end, 10);
-			if (*end || n == 0) {
-				fprintf(stderr, "corestack: --max-frames needs a "
+			if (*end || n == 0 || *optarg == '-') {
+				fprintf(stderr, "corestack: --%s needs a "
 						"positive number, not '%s'\n",
+					c == 'm' ? "max-frames" : "max-output",
 					optarg);
 				return EXIT_USAGE;
 			}
-			o->max_frames = (size_t)n;
+			*(c == 'm' ? &o->max_frames : &o->max_output) = (size_t)n;
 			break;
 		}
 		case 'd':
@@ -315,7 +338,8 @@ int main(int argc, char **argv)
 	}
 	struct rv_session *session = NULL;
 	struct rv_process *proc = NULL;
-	struct rv_options ropts = {.max_frames = o.max_frames};
+	struct rv_options ropts = {.max_frames = o.max_frames,
+				   .max_output_bytes = output_budget(&o)};
 	struct rv_layout layout;
 	int cached;
 	struct cs_error *trunc = NULL;

@@ -239,6 +239,52 @@ static bool decode_frame(struct rv_session *s, const uint8_t *c, uint64_t addr,
 	return true;
 }
 
+/* The snapshot's output budget (rv_options.max_output_bytes): every control
+ * frame visited costs a frame, every frame kept its text too, so a corrupt
+ * stack cannot make the walk work or allocate more than the budget. */
+static bool charge(struct rv_session *s, size_t bytes)
+{
+	if (s->output_left < bytes) {
+		s->output_left = 0;
+		return false;
+	}
+	s->output_left -= bytes;
+	return true;
+}
+
+static struct cs_error *budget_exhausted(const struct rv_session *s)
+{
+	return cs_error_create(CS_ERR_LIMIT,
+			       "stopped: the snapshot's output budget of %zu "
+			       "bytes is spent (a bound tied to the input's "
+			       "size; corrupt stacks?)",
+			       s->opts.max_output_bytes);
+}
+
+static size_t text_size(const char *t)
+{
+	return t ? strlen(t) + 1 : 0;
+}
+
+static size_t frame_text_size(const struct rv_frame *f)
+{
+	return text_size(f->label) + text_size(f->path) +
+	       text_size(f->qualified) + text_size(f->error);
+}
+
+/* Frames grow as they are decoded, not by what the stack claims. */
+static bool grow_frames(struct rv_thread *th, size_t *cap)
+{
+	size_t n = *cap ? *cap * 2 : 64;
+	struct rv_frame *f = realloc(th->frames, n * sizeof(*f));
+	if (!f)
+		return false;
+	memset(f + *cap, 0, (n - *cap) * sizeof(*f));
+	th->frames = f;
+	*cap = n;
+	return true;
+}
+
 /* Control frames are read this many at a time: they are contiguous, and a
  * deep stack need not be copied whole. */
 #define CFP_CHUNK 1024
@@ -268,16 +314,14 @@ struct cs_error *rv_walk_ec(struct rv_session *s, uint64_t ec,
 	count = count >= 1 ? count - 1 : 0; /* the dummy top frame */
 	if (!count)
 		return NULL;
-	size_t max = s->opts.max_frames;
+	size_t max = s->opts.max_frames, cap = 0;
 	uint8_t *chunk = malloc(CFP_CHUNK * cfp_size);
-	th->frames = calloc(count < max ? count : max, sizeof(*th->frames));
-	if (!chunk || !th->frames) {
-		free(chunk);
+	if (!chunk)
 		return &cs_error_nomem;
-	}
 	/* Past the limit, frames are only decoded until the next Ruby frame,
 	 * whose location the C frames just above the cut take. */
 	struct rv_frame beyond = {0};
+	struct cs_error *spent = NULL; /* the budget ran out */
 	bool done = false;
 	for (uint64_t i = 0; i < count && !done; i += CFP_CHUNK) {
 		uint64_t n = count - i < CFP_CHUNK ? count - i : CFP_CHUNK;
@@ -288,10 +332,21 @@ struct cs_error *rv_walk_ec(struct rv_session *s, uint64_t ec,
 		}
 		for (uint64_t j = 0; j < n && !done; j++) {
 			const uint8_t *c = chunk + j * cfp_size;
+			if (!charge(s, sizeof(struct rv_frame))) {
+				th->truncated = done = true;
+				spent = budget_exhausted(s);
+				break;
+			}
 			if (th->nframes < max) {
-				if (decode_frame(s, c, at + j * cfp_size,
-						 &th->frames[th->nframes]))
+				if (th->nframes == cap && !grow_frames(th, &cap)) {
+					free(chunk);
+					return &cs_error_nomem;
+				}
+				struct rv_frame *f = &th->frames[th->nframes];
+				if (decode_frame(s, c, at + j * cfp_size, f)) {
 					th->nframes++;
+					charge(s, frame_text_size(f));
+				}
 				continue;
 			}
 			if (!decode_frame(s, c, at + j * cfp_size, &beyond))
@@ -323,5 +378,5 @@ struct cs_error *rv_walk_ec(struct rv_session *s, uint64_t ec,
 	}
 	if (done)
 		rv_frame_free(&beyond);
-	return NULL;
+	return spent;
 }

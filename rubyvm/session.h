@@ -17,6 +17,7 @@ struct rv_session {
 	struct rv_layout layout;
 	uint64_t load_bias;
 	struct rv_options opts;
+	size_t output_left; /* of opts.max_output_bytes, this snapshot */
 	struct rv_id_cache *ids; /* ID -> name, class -> path */
 	uint64_t classpath_id, tmp_classpath_id; /* IDs, 0 if unknown */
 	struct u64map iseqs; /* iseq -> struct rv_iseq_info (iseq_cache.c) */

@@ -24,6 +24,7 @@ crash* scenarios) and checks corestack's reading of it:
     RUBY/corrupt/...         a real core with a pointer, a line table or a label broken:
                              that frame marked unreliable with the reason, the rest intact
                              (tests/harness/corrupt.py)
+    RUBY/limits/max-output   the output budget cuts the walk: partial, marked, prefix intact
     limits/max-frames        --max-frames cuts every stack, marks it, exits 1 (partial)
     debuginfo/...            the static 3.3 Ruby stripped, its DWARF found by build-id
                              under --debug-dir and by .gnu_debuglink: same stacks
@@ -767,7 +768,8 @@ def bad_needs(selected, rubies):
     if (selected("bad/no-debug-info") or selected("bad/build-id-mismatch")) and "3.3-static" in rubies:
         needs.add(("3.3-static", "threads"))
     for r in rubies:
-        if any(selected("%s/corrupt/%s" % (r, n)) for n, _, _ in corrupt.PATCHES):
+        if selected("%s/limits/max-output" % r) or \
+                any(selected("%s/corrupt/%s" % (r, n)) for n, _, _ in corrupt.PATCHES):
             needs.add((r, "threads"))
     return needs
 

@@ -12,6 +12,10 @@ the tests carry no CRuby offsets of their own:
                           the iseq's last line: "line N outside the iseq's lines"
     RUBY/corrupt/string   a byte of a frame's label made invalid UTF-8: the
                           frame says so, and the JSON stays valid UTF-8
+    RUBY/limits/max-output  the output budget (--max-output, by default tied to
+                          the core's size) stops the walk: exit 1, the stacks
+                          read so far kept and equal to the full report's, the
+                          rest marked as cut by the budget
 """
 
 import json
@@ -202,10 +206,42 @@ PATCHES = (("pointer", patch_pointer, False), ("line", patch_line, True),
            ("string", patch_string, True))
 
 
+BUDGET = 3000   # bytes: about fifteen frames
+
+
+def check_budget(corestack, cap, baseline, timeout):
+    res = subprocess.run([corestack, "--json", "--max-output", str(BUDGET), cap.core, cap.exe],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
+    try:
+        report = json.loads(res.stdout.decode("utf-8"))
+    except ValueError:
+        return "stdout is not JSON: %s" % compare.show(res.stdout[:200])
+    if res.returncode != 1:
+        return "exit status %d, expected 1 (partial)" % res.returncode
+    threads, full = report.get("threads", []), baseline["threads"]
+    if len(threads) != len(full):
+        return "%d threads, %d without the budget" % (len(threads), len(full))
+    kept = sum(len(t["frames"]) for t in threads)
+    if kept == 0 or kept >= sum(len(t["frames"]) for t in full):
+        return "%d frames kept: the budget cut nothing or everything" % kept
+    cut = [t for t in threads if re.search(r"budget", t.get("error") or "")]
+    if not cut or not all(t.get("truncated") for t in cut):
+        return "no thread says the budget stopped it (truncated and an error naming it)"
+    for t, f in zip(threads, full):
+        # A C frame cut off from its caller has no location to show.
+        for got, want in zip(t["frames"], f["frames"]):
+            if got["label"] != want["label"] or \
+                    (got["kind"] == "ruby" and got["lineno"] != want["lineno"]):
+                return "thread %s: frame %s, %s without the budget" % (
+                    compare.show(t.get("name")), compare.show(got["label"]), compare.show(want["label"]))
+    return None
+
+
 def corrupt_tests(rep, selected, ruby, cap, corestack, timeout):
     """The three patches on one Ruby's threads core (a run.py Capture)."""
     names = ["%s/corrupt/%s" % (ruby, n) for n, _, _ in PATCHES]
-    if not any(selected(n) for n in names):
+    budget_name = "%s/limits/max-output" % ruby
+    if not any(selected(n) for n in names + [budget_name]):
         return
     try:
         rc, baseline, _, err = run_json(corestack, cap.core, cap.exe, timeout)
@@ -214,10 +250,15 @@ def corrupt_tests(rep, selected, ruby, cap, corestack, timeout):
         layout = layout_of(corestack, baseline["process"]["ruby_module"], timeout)
         where = target_frame(baseline, os.path.basename(cap.scenario) + ".rb")
     except (RuntimeError, KeyError, OSError, subprocess.SubprocessError) as exc:
-        for n in names:
+        for n in names + [budget_name]:
             if selected(n):
                 rep.result(n, "setup: %s" % exc)
         return
+    if selected(budget_name):
+        try:
+            rep.result(budget_name, check_budget(corestack, cap, baseline, timeout))
+        except (OSError, subprocess.SubprocessError) as exc:
+            rep.result(budget_name, "setup: %s" % exc)
     frame = baseline["threads"][where[0]]["frames"][where[1]]
     for (what, patch, same_iseq), name in zip(PATCHES, names):
         if not selected(name):
