@@ -210,15 +210,10 @@ static void cfunc_frame(struct rv_session *s, uint64_t ep, struct rv_frame *f)
 
 /* Decode one control frame into f; false for frames Ruby's backtraces
  * skip (ifunc, dummy, an iseq frame without a pc). */
-static bool decode_frame(struct rv_session *s, const uint8_t *c, uint64_t addr,
-			 struct rv_frame *f)
+static bool decode_uncached(struct rv_session *s, uint64_t pc, uint64_t iseq,
+			    uint64_t ep, struct rv_frame *f)
 {
-	uint64_t pc, iseq, ep, flags;
-	memcpy(&pc, c + RV_VAL(s, cfp_pc), 8);
-	memcpy(&iseq, c + RV_VAL(s, cfp_iseq), 8);
-	memcpy(&ep, c + RV_VAL(s, cfp_ep), 8);
-	memset(f, 0, sizeof(*f));
-	f->cfp = addr;
+	uint64_t flags;
 	if (iseq) {
 		if (!pc)
 			return false;
@@ -237,6 +232,35 @@ static bool decode_frame(struct rv_session *s, const uint8_t *c, uint64_t addr,
 		return false;
 	cfunc_frame(s, ep, f);
 	return true;
+}
+
+/* decode_uncached, served from the frame cache when the frame and its
+ * environment read as they did when it was decoded. */
+static bool decode_frame(struct rv_session *s, const uint8_t *c, uint64_t addr,
+			 struct rv_frame *f)
+{
+	struct rv_frame_key key = {0};
+	memcpy(&key.pc, c + RV_VAL(s, cfp_pc), 8);
+	memcpy(&key.iseq, c + RV_VAL(s, cfp_iseq), 8);
+	memcpy(&key.ep, c + RV_VAL(s, cfp_ep), 8);
+	memset(f, 0, sizeof(*f));
+	bool keyed = !rv_failed(read_ep(s, key.ep, RV_VAL(s, env_index_flags),
+					&key.flags)) &&
+		     !rv_failed(read_ep(s, key.ep, RV_VAL(s, env_index_me_cref),
+					&key.me_cref)) &&
+		     !rv_failed(read_ep(s, key.ep,
+					RV_VAL(s, env_index_specval),
+					&key.specval));
+	bool shown;
+	if (keyed && rv_frame_cache_get(s, addr, &key, f, &shown)) {
+		f->cfp = addr;
+		return shown;
+	}
+	shown = decode_uncached(s, key.pc, key.iseq, key.ep, f);
+	f->cfp = addr;
+	if (keyed)
+		rv_frame_cache_put(s, addr, &key, f, shown);
+	return shown;
 }
 
 /* The snapshot's output budget (rv_options.max_output_bytes): every control

@@ -194,5 +194,6 @@ void rv_session_destroy(struct rv_session *s)
 		return;
 	rv_names_destroy(s);
 	rv_iseq_cache_destroy(s);
+	rv_frame_cache_destroy(s);
 	free(s);
 }
