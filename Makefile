@@ -9,7 +9,8 @@ BUILD   := build
 ENGINE_SRC := $(wildcard util/*.c dwarf/*.c rubyvm/*.c)
 CLI_SRC    := $(wildcard corestack/*.c)
 # The core and live targets, for the unit tests.
-TARGET_SRC := corestack/core.c corestack/live.c corestack/build_id.c
+TARGET_SRC := corestack/core.c corestack/live.c corestack/build_id.c \
+              corestack/page_cache.c
 SRC        := $(ENGINE_SRC) $(CLI_SRC)
 HDR        := $(wildcard util/*.h dwarf/*.h rubyvm/*.h rubyvm/*.def corestack/*.h)
 

@@ -1489,6 +1489,25 @@ static struct cs_error *cs_live_open_mem(struct cs_live *live, uint64_t addr,
 				     : strerror(e));
 }
 
+size_t cs_live_read_pages(struct cs_live *live, const uint64_t *pages,
+			  void *const *bufs, size_t n, size_t page_size)
+{
+	enum { BATCH = 64 }; /* well under IOV_MAX */
+	struct iovec local[BATCH], remote[BATCH];
+	if (live->no_vm_readv || n == 0)
+		return 0;
+	if (n > BATCH)
+		n = BATCH;
+	for (size_t i = 0; i < n; i++) {
+		local[i] = (struct iovec){bufs[i], page_size};
+		remote[i] = (struct iovec){(void *)(uintptr_t)pages[i],
+					   page_size};
+	}
+	ssize_t r = process_vm_readv(live->mem_tid, local, (unsigned long)n,
+				     remote, (unsigned long)n, 0);
+	return r > 0 ? (size_t)r / page_size : 0;
+}
+
 struct cs_error *cs_live_read(struct cs_live *live, uint64_t addr, void *buf,
 			      size_t len)
 {
