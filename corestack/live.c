@@ -449,6 +449,15 @@ static struct cs_error *cs_live_denied(int pid, int tid)
 				       "ptrace for everyone until reboot",
 				       what, pid, scope);
 	}
+	if (!cap && geteuid() == 0) {
+		return cs_error_create(CS_ERR_OS,
+				       "cannot %s pid %d: corestack runs as "
+				       "root but without CAP_SYS_PTRACE (a "
+				       "container started without it?); grant "
+				       "it (docker run --cap-add=SYS_PTRACE), "
+				       "or run corestack as the process's user",
+				       what, pid);
+	}
 	if (!cap && have_st && st.uid != (unsigned)geteuid()) {
 		return cs_error_create(CS_ERR_OS,
 				       "cannot %s pid %d: it runs as uid %u and "

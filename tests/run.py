@@ -25,6 +25,8 @@ crash* scenarios) and checks corestack's reading of it:
                              that frame marked unreliable with the reason, the rest intact
                              (tests/harness/corrupt.py)
     RUBY/limits/max-output   the output budget cuts the walk: partial, marked, prefix intact
+    live/no-cap-sys-ptrace... --pid without CAP_SYS_PTRACE: one line saying so, exit 2
+                             (tests/harness/permissions.py)
     limits/max-frames        --max-frames cuts every stack, marks it, exits 1 (partial)
     debuginfo/...            the static 3.3 Ruby stripped, its DWARF found by build-id
                              under --debug-dir and by .gnu_debuglink: same stacks
@@ -55,7 +57,7 @@ import time
 
 sys.dont_write_bytecode = True   # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import compare, corrupt, procs  # noqa: E402
+from harness import compare, corrupt, permissions, procs  # noqa: E402
 
 RUBIES = ("2.7", "3.1", "3.3", "3.3-static")
 ORACLE_TIMEOUT = 60    # scenario start to oracle file
@@ -883,6 +885,8 @@ def main():
                             and (ruby, scen) != ("3.3-static", "threads"):
                         os.unlink(cap.core)
         bad_tests(rep, selected, args, prefixes, captures, workdir)
+        permissions.permission_tests(rep, selected, args.corestack, check_unusable,
+                                     procs.run_tool, args.timeout)
         for ruby in args.rubies:
             cap = captures.get((ruby, "threads"))
             if isinstance(cap, Capture):
