@@ -106,6 +106,7 @@ static struct cs_error *cached_read(void *priv, uint64_t addr, void *buf,
 				return rv_target_read(&c->inner, addr, out, len);
 			}
 			c->tags[slot] = page + 1;
+			c->filled++;
 		} else {
 			c->hits++;
 		}

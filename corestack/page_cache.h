@@ -27,6 +27,7 @@ struct cs_page_cache {
 	uint8_t used[CS_PAGE_SLOTS];  /* read from since the last clear */
 	uint8_t (*pages)[CS_PAGE_SIZE];
 	uint64_t hits, misses, prefetched;
+	uint64_t filled; /* pages read on demand (not ahead) and kept */
 	/* Optional. When set, a clear reads the pages the last snapshot used
 	 * again, all in one call: the next snapshot of a process mostly walks
 	 * the same pages, and a call per page is most of a sample's cost. */
