@@ -37,6 +37,8 @@ struct options {
 	size_t max_frames;
 	const char *debug_dirs[MAX_DEBUG_DIRS + 2];
 	size_t ndebug_dirs;
+	const char *sysroot;         /* --sysroot: the core's files under DIR */
+	const char *lib_search_path; /* --lib-search-path DIRS (colon-separated) */
 };
 
 static void usage(FILE *out)
@@ -57,6 +59,11 @@ static void usage(FILE *out)
 	      "  --max-frames N     frames per stack at most (default 100000)\n"
 	      "  --debug-dir DIR    look for debug files under DIR too\n"
 	      "                     (build-id and debuglink layouts; repeatable)\n"
+	      "  --sysroot DIR      find the files the core names under DIR\n"
+	      "                     (a core from another machine or container)\n"
+	      "  --lib-search-path DIRS  colon-separated directories to find\n"
+	      "                     the core's executable and libraries in,\n"
+	      "                     by file name\n"
 	      "  --layout MODULE    print the CRuby layout read from the DWARF\n"
 	      "                     of MODULE (libruby.so or a static ruby)\n"
 	      "  --cache-dir DIR    layout cache (default ~/.cache/corestack/\n"
@@ -79,6 +86,8 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{"nonblocking", no_argument, NULL, 'b'},
 		{"cache-dir", required_argument, NULL, 'c'},
 		{"no-cache", no_argument, NULL, 'n'},
+		{"sysroot", required_argument, NULL, 'S'},
+		{"lib-search-path", required_argument, NULL, 'L'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0},
@@ -132,6 +141,12 @@ static int parse_args(int argc, char **argv, struct options *o)
 		case 'n':
 			o->cache_dir = "";
 			break;
+		case 'S':
+			o->sysroot = optarg;
+			break;
+		case 'L':
+			o->lib_search_path = optarg;
+			break;
 		case 'h':
 			usage(stdout);
 			exit(EXIT_COMPLETE);
@@ -147,6 +162,11 @@ static int parse_args(int argc, char **argv, struct options *o)
 	int rest = argc - optind;
 	o->debug_dirs[o->ndebug_dirs++] = "/usr/lib/debug";
 	o->debug_dirs[o->ndebug_dirs] = NULL;
+	if (o->pid && (o->sysroot || o->lib_search_path)) {
+		fputs("corestack: --sysroot and --lib-search-path go with a "
+		      "core\n", stderr);
+		return EXIT_USAGE;
+	}
 	if ((o->layout || o->pid) && rest == 0)
 		return 0;
 	if (o->pid) {
@@ -222,7 +242,9 @@ static struct cs_error *source_open(const struct options *o,
 		src->target = cs_live_target(src->live);
 		return NULL;
 	}
-	if ((err = cs_core_open(o->core, &src->core)))
+	if ((err = cs_core_open(o->core, &src->core)) ||
+	    (err = cs_core_set_sysroot(src->core, o->sysroot)) ||
+	    (err = cs_core_set_lib_search_path(src->core, o->lib_search_path)))
 		return err;
 	src->img = cs_image_of_core(src->core);
 	src->target = cs_core_target(src->core);
@@ -332,10 +354,22 @@ int main(int argc, char **argv)
 	 * output is written. */
 	cs_live_detach(src.live);
 
-	char *warnings[8];
+	char *warnings[16];
 	size_t nwarnings = 0;
 	for (size_t i = 0; i < vm.nwarnings; i++)
 		warnings[nwarnings++] = vm.warnings[i];
+	int files_ok = 1; /* every file found for the core is the one it ran */
+	if (src.core) {
+		cs_core_check_files(src.core);
+		for (size_t i = 0; i < cs_core_warning_count(src.core); i++) {
+			/* Also on stderr: the output may go to a file. */
+			fprintf(stderr, "corestack: warning: %s\n",
+				cs_core_warning_at(src.core, i));
+			warnings[nwarnings++] =
+				(char *)cs_core_warning_at(src.core, i);
+		}
+		files_ok = cs_core_warning_count(src.core) == 0;
+	}
 	if (src.core && (trunc = cs_core_truncation(src.core)))
 		warnings[nwarnings++] = trunc->message;
 	if (!(tids = calloc(proc->nthreads + 1, sizeof(*tids)))) {
@@ -361,7 +395,7 @@ int main(int argc, char **argv)
 		.tids = tids,
 		.warnings = warnings,
 		.nwarnings = nwarnings,
-		.complete = rv_process_complete(proc) && !trunc,
+		.complete = rv_process_complete(proc) && !trunc && files_ok,
 	};
 	if (o.json)
 		cs_render_json(stdout, &report);

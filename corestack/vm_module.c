@@ -104,21 +104,29 @@ struct cs_error *cs_vm_module_open(const struct cs_image *img,
 				       "found",
 				       img->name, img->what);
 	const char *core_exe = img->ops->executable(img->priv);
-	if (!exe_path)
-		exe_path = core_exe;
-	if (!exe_path)
+	if (!exe_path && !core_exe)
 		return cs_error_create(CS_ERR_FORMAT,
 				       "%s: the %s does not name its "
 				       "executable; pass it: corestack CORE "
 				       "EXECUTABLE",
 				       img->name, img->what);
-	if (access(exe_path, R_OK) != 0)
-		return cs_error_create(CS_ERR_OS,
-				       "%s: cannot read the executable %s "
-				       "named in the %s; pass its path: "
-				       "corestack CORE EXECUTABLE",
-				       img->name, exe_path, img->what);
-	struct cs_error *err = dw_module_open(exe_path, debug_dirs, &m->exe);
+	/* The path the core names is the other machine's: look it up
+	 * under --sysroot / --lib-search-path. */
+	char *host_exe = exe_path ? strdup(exe_path)
+				  : img->ops->host_path(img->priv, core_exe);
+	if (!host_exe)
+		return &cs_error_nomem;
+	struct cs_error *err = NULL;
+	if (access(host_exe, R_OK) != 0)
+		err = cs_error_create(CS_ERR_OS,
+				      "%s: cannot read the executable %s "
+				      "named in the %s; pass its path: "
+				      "corestack CORE EXECUTABLE, or the "
+				      "root it was copied to: --sysroot DIR",
+				      img->name, host_exe, img->what);
+	else
+		err = dw_module_open(host_exe, debug_dirs, &m->exe);
+	free(host_exe);
 	if (err)
 		return err;
 	/* The executable's load address from the auxiliary vector (its
@@ -137,7 +145,14 @@ struct cs_error *cs_vm_module_open(const struct cs_image *img,
 	const struct cs_core_mapping *lib =
 		img->ops->find_mapping(img->priv, "libruby.so");
 	if (lib) {
-		if ((err = dw_module_open(lib->path, debug_dirs, &m->vm)))
+		char *host_lib = img->ops->host_path(img->priv, lib->path);
+		if (!host_lib) {
+			err = &cs_error_nomem;
+			goto fail;
+		}
+		err = dw_module_open(host_lib, debug_dirs, &m->vm);
+		free(host_lib);
+		if (err)
 			goto fail;
 		uint64_t start = module_base(img, m->vm, lib->path);
 		if (!start) {
@@ -161,7 +176,7 @@ struct cs_error *cs_vm_module_open(const struct cs_image *img,
 				CS_ERR_NOT_RUBY,
 				"%s: not a Ruby process: '%s' maps no "
 				"libruby.so and has no Ruby VM",
-				img->name, img->comm[0] ? img->comm : exe_path);
+				img->name, img->comm[0] ? img->comm : m->exe->path);
 			goto fail;
 		}
 		m->vm = m->exe;

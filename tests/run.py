@@ -30,6 +30,12 @@ crash* scenarios) and checks corestack's reading of it:
                              shares): paused, nonblocking, speedscope with --on-cpu,
                              flame graph SVG,
                              target exiting, SIGINT
+    remote/...               (tests/harness/native.py) a core whose files moved to another
+                             tree: exit 2 naming --sysroot without it; --sysroot and
+                             --lib-search-path give the oracle's stacks; a mismatched
+                             library in the root is warned about (exit 1) and not used;
+                             the core compressed with zstd, gzip, xz read directly; a
+                             cut-off .zst core is a truncated core
     unit/NAME                the unit test programs given with --unit
 
 Prints one line per test (PASS name / FAIL name: reason; SKIP name: reason
@@ -51,7 +57,7 @@ import time
 
 sys.dont_write_bytecode = True   # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import compare, procs  # noqa: E402
+from harness import compare, native, procs  # noqa: E402
 
 RUBIES = ("2.7", "3.1", "3.3", "3.3-static")
 ORACLE_TIMEOUT = 60    # scenario start to oracle file
@@ -813,6 +819,8 @@ def main():
         build_anyway.add(args.rubies[0])
     if selected("bad/build-id-mismatch") and "3.1" in args.rubies:
         build_anyway.add("3.1")
+    if any(selected(n) for n in native.REMOTE_TESTS) and native.REMOTE_RUBY in args.rubies:
+        build_anyway.add(native.REMOTE_RUBY)
     for r in args.rubies:   # tests on a fixture Ruby without its scenarios
         if any(selected("%s/%s" % (r, t)) for t in (
                 "layout-units", "record", "record-nonblocking", "record-target-exits",
@@ -878,6 +886,7 @@ def main():
         debuginfo_tests(rep, selected, args, captures, workdir)
         layout_tests(rep, selected, args, prefixes)
         record_tests(rep, selected, args, prefixes, workdir)
+        native.remote_tests(rep, selected, args, prefixes, workdir, sys.modules[__name__])
     finally:
         if args.keep:
             progress("cores and oracles kept in %s" % workdir)
