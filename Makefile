@@ -3,7 +3,7 @@
 CC      ?= cc
 CFLAGS  ?= -O2 -g
 WARN    := -std=c17 -D_GNU_SOURCE -Wall -Wextra -Werror
-LIBS    := -ldw -lelf -lzstd -llzma -lz
+LIBS    := -ldw -lelf -ldebuginfod -lzstd -llzma -lz
 BUILD   := build
 
 ENGINE_SRC := $(wildcard util/*.c dwarf/*.c rubyvm/*.c)

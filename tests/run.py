@@ -30,6 +30,11 @@ crash* scenarios) and checks corestack's reading of it:
                              shares): paused, nonblocking, speedscope with --on-cpu,
                              flame graph SVG,
                              target exiting, SIGINT
+    debuginfo/debuginfod, debuginfo/debug-dir-debuglink, debuginfo/no-debug-message
+                             (tests/harness/native.py) the stripped static 3.3 Ruby's DWARF
+                             from a local debuginfod server (private db, loopback port),
+                             by debuglink under --debug-dir; none: exit 2, one line with
+                             the file, its build-id and how to get debug info
     remote/...               (tests/harness/native.py) a core whose files moved to another
                              tree: exit 2 naming --sysroot without it; --sysroot and
                              --lib-search-path give the oracle's stacks; a mismatched
@@ -769,6 +774,8 @@ def bad_needs(selected, rubies):
             needs.add((source, "threads"))
     if (selected("bad/no-debug-info") or selected("bad/build-id-mismatch")) and "3.3-static" in rubies:
         needs.add(("3.3-static", "threads"))
+    if any(selected(n) for n in native.DEBUGINFO_TESTS) and "3.3-static" in rubies:
+        needs.add(("3.3-static", "threads"))
     return needs
 
 
@@ -838,6 +845,7 @@ def main():
     os.environ.setdefault("CORESTACK_CACHE", os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "corestack"))
     os.environ["XDG_CACHE_HOME"] = os.path.join(workdir, "xdg-cache")
+    os.environ.pop("DEBUGINFOD_URLS", None)   # only the local server of debuginfo/debuginfod
     rep = Reporter()
     started = time.monotonic()
     unit_tests(rep, selected, args.unit.split(), args.unit_arg, args.timeout)
@@ -887,6 +895,7 @@ def main():
         layout_tests(rep, selected, args, prefixes)
         record_tests(rep, selected, args, prefixes, workdir)
         native.remote_tests(rep, selected, args, prefixes, workdir, sys.modules[__name__])
+        native.debuginfo_tests(rep, selected, args, captures, workdir, sys.modules[__name__])
     finally:
         if args.keep:
             progress("cores and oracles kept in %s" % workdir)

@@ -11,10 +11,14 @@ names no longer exist on this machine.
 """
 
 import os
-import re
 import shutil
+import signal
+import socket
 import struct
 import subprocess
+import time
+import urllib.error
+import urllib.request
 
 from . import compare, procs
 
@@ -183,3 +187,125 @@ def remote_tests(rep, selected, args, prefixes, workdir, run):
             res = procs.run_tool([cs, "--json", "--sysroot", root, cut], timeout)
             rep.result("remote/core-zst-cut", run.check_unusable(
                 res, [cut], (1, 2), r"truncated", "'truncated'"))
+
+
+DEBUGINFO_TESTS = ("debuginfo/debuginfod", "debuginfo/debug-dir-debuglink",
+                   "debuginfo/no-debug-message")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Debuginfod:
+    """A debuginfod server on loopback serving one directory, with a private
+    database; killed on exit."""
+
+    def __init__(self, serve_dir, workdir, build_id, timeout=60):
+        self.port = free_port()
+        self.log = os.path.join(workdir, "debuginfod.log")
+        with open(self.log, "wb") as log:
+            self.proc = subprocess.Popen(
+                ["debuginfod", "-F", serve_dir, "-d", os.path.join(workdir, "debuginfod.sqlite"),
+                 "-p", str(self.port), "-t", "0", "-g", "0"],
+                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                start_new_session=True)
+        self.url = "http://127.0.0.1:%d" % self.port
+        deadline = time.monotonic() + timeout
+        want = "%s/buildid/%s/debuginfo" % (self.url, build_id)
+        while True:
+            try:
+                with urllib.request.urlopen(want, timeout=5) as r:   # debuginfod: GET only
+                    if r.status == 200:
+                        return
+            except (OSError, urllib.error.URLError):
+                pass
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.close()
+                raise procs.Failure("debuginfod did not serve %s within %d s: %s" % (
+                    want, timeout, procs.tail(self.log)))
+            time.sleep(0.3)
+
+    def close(self):
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def run_with_env(argv, env, timeout):
+    """procs.run_tool with extra environment variables."""
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        return procs.run_tool(argv, timeout)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def debuginfo_tests(rep, selected, args, captures, workdir, run):
+    """The static 3.3 Ruby's DWARF split off and the binary stripped: found
+    by .gnu_debuglink under --debug-dir, from a local debuginfod; with no
+    debug info anywhere, one line naming the file, its build-id and the
+    ways to get it."""
+    names = [n for n in DEBUGINFO_TESTS if selected(n)]
+    if not names:
+        return
+    cap = captures.get(("3.3-static", "threads"))
+    if not isinstance(cap, run.Capture):
+        for n in names:
+            rep.skip(n, "needs the 3.3-static/threads core")
+        return
+    cs, timeout = args.corestack, args.timeout
+    base = os.path.join(workdir, "debuginfo5")
+    try:
+        shutil.rmtree(base, ignore_errors=True)
+        stripped, debug, build_id = run.split_debug(cap.exe, os.path.join(base, "split"))
+        # Away from the debuglink's reach next to the binary.
+        serve = os.path.join(base, "serve")
+        os.makedirs(serve)
+        kept = os.path.join(serve, "ruby.debug")
+        os.rename(debug, kept)
+    except (procs.Failure, OSError, subprocess.SubprocessError) as exc:
+        for n in names:
+            rep.result(n, "setup: %s" % exc)
+        return
+    if selected("debuginfo/no-debug-message"):
+        res = procs.run_tool([cs, "--json", "--no-cache", cap.core, stripped], timeout)
+        reason = run.check_unusable(res, [stripped], (2,), r"DWARF", "'DWARF'")
+        for word in (build_id, "DEBUGINFOD_URLS", "debug package", "-g"):
+            if not reason and word not in res[2]:
+                reason = "stderr does not say %r: %s" % (word, run.first_line(res[2]))
+        rep.result("debuginfo/no-debug-message", reason)
+    if selected("debuginfo/debug-dir-debuglink"):
+        # DIR + the binary's directory + the debuglink name, as GDB looks.
+        tree = os.path.join(base, "debug-tree")
+        target = tree + os.path.join(os.path.dirname(stripped), "ruby.debug")
+        os.makedirs(os.path.dirname(target))
+        shutil.copyfile(kept, target)
+        res = procs.run_tool([cs, "--json", "--no-cache", "--debug-dir", tree, cap.core,
+                              stripped], timeout)
+        rep.result("debuginfo/debug-dir-debuglink", run.check_oracle(res, cap))
+    if selected("debuginfo/debuginfod"):
+        try:
+            with Debuginfod(serve, base, build_id) as server:
+                res = run_with_env([cs, "--json", "--no-cache", cap.core, stripped], {
+                    "DEBUGINFOD_URLS": server.url,
+                    "DEBUGINFOD_CACHE_PATH": os.path.join(base, "client-cache")}, timeout)
+            reason = run.check_oracle(res, cap)
+            if not reason and not os.listdir(os.path.join(base, "client-cache")):
+                reason = "nothing was fetched into the debuginfod client cache"
+        except (procs.Failure, OSError, subprocess.SubprocessError) as exc:
+            reason = "setup: %s" % exc
+        rep.result("debuginfo/debuginfod", reason)
