@@ -188,6 +188,10 @@ static bool decode_frame(struct rv_session *s, const uint8_t *c, uint64_t addr,
 	memcpy(&ep, c + RV_VAL(s, cfp_ep), 8);
 	memset(f, 0, sizeof(*f));
 	f->cfp = addr;
+	/* Where a vm_exec() invocation began, for merging native stacks. */
+	if (s->opts.frame_flags &&
+	    !read_ep(s, ep, RV_VAL(s, env_index_flags), &flags))
+		f->vm_finish = (flags & (uint64_t)RV_VAL(s, frame_flag_finish)) != 0;
 	if (iseq) {
 		if (!pc)
 			return false;
@@ -258,9 +262,13 @@ struct cs_error *rv_walk_ec(struct rv_session *s, uint64_t ec,
 		for (uint64_t j = 0; j < n && !done; j++) {
 			const uint8_t *c = chunk + j * cfp_size;
 			if (th->nframes < max) {
-				if (decode_frame(s, c, at + j * cfp_size,
-						 &th->frames[th->nframes]))
+				struct rv_frame *f = &th->frames[th->nframes];
+				if (decode_frame(s, c, at + j * cfp_size, f))
 					th->nframes++;
+				else if (f->vm_finish && th->nframes)
+					/* a skipped frame began a vm_exec:
+					 * the next inner one starts it */
+					th->frames[th->nframes - 1].vm_finish = true;
 				continue;
 			}
 			if (!decode_frame(s, c, at + j * cfp_size, &beyond))

@@ -23,6 +23,8 @@ struct rv_frame {
 	int lineno;      /* #lineno, 0 when Ruby has none */
 	char *qualified; /* "Outer::Inner#meth", "block in Foo.bar" */
 	uint64_t cfp, iseq, pc, cfunc; /* target addresses, 0 if none */
+	bool vm_finish;  /* VM_FRAME_FLAG_FINISH: the first frame a vm_exec()
+			  * call ran (only with rv_options.frame_flags) */
 	char *error;     /* NULL, or why this frame is unreliable */
 };
 
@@ -57,6 +59,7 @@ struct rv_process {
 struct rv_options {
 	size_t max_frames;  /* per stack; default 100000 */
 	size_t max_threads; /* default 100000 */
+	bool frame_flags;   /* read each frame's VM_FRAME_FLAG_FINISH */
 };
 
 struct rv_session;

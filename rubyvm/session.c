@@ -136,6 +136,7 @@ struct cs_error *rv_session_create(const struct rv_target *target,
 						      : 100000;
 	s->opts.max_threads = opts && opts->max_threads ? opts->max_threads
 							: 100000;
+	s->opts.frame_flags = opts && opts->frame_flags;
 	s->layout = *layout;
 	struct cs_error *err;
 	for (const enum rv_item_id *r = rv_layout_required; *r != RVL_COUNT; r++)
