@@ -30,6 +30,14 @@ crash* scenarios) and checks corestack's reading of it:
                              shares): paused, nonblocking, speedscope with --on-cpu,
                              flame graph SVG,
                              target exiting, SIGINT
+    RUBY/native/...          (tests/harness/native.py) a C extension built against the Ruby
+                             (fixtures/native/): a block a C method yields to calls a C
+                             method that blocks in pause() (gcore) or faults at 0x10
+                             (kernel core). --native: the Ruby frames are the oracle's,
+                             each C method sits on its C function, native frames between;
+                             native pcs and names as eu-stack --core; --native-all covers
+                             every thread eu-stack sees; the crash: SIGSEGV, SEGV_MAPERR,
+                             0x10, the crashed thread marked and first in the text
     debuginfo/debuginfod, debuginfo/debug-dir-debuglink, debuginfo/no-debug-message
                              (tests/harness/native.py) the stripped static 3.3 Ruby's DWARF
                              from a local debuginfod server (private db, loopback port),
@@ -826,6 +834,9 @@ def main():
         build_anyway.add(args.rubies[0])
     if selected("bad/build-id-mismatch") and "3.1" in args.rubies:
         build_anyway.add("3.1")
+    for r in args.rubies:
+        if any(selected(n) for n in native.native_test_names(r)):
+            build_anyway.add(r)
     if any(selected(n) for n in native.REMOTE_TESTS) and native.REMOTE_RUBY in args.rubies:
         build_anyway.add(native.REMOTE_RUBY)
     for r in args.rubies:   # tests on a fixture Ruby without its scenarios
@@ -896,6 +907,7 @@ def main():
         record_tests(rep, selected, args, prefixes, workdir)
         native.remote_tests(rep, selected, args, prefixes, workdir, sys.modules[__name__])
         native.debuginfo_tests(rep, selected, args, captures, workdir, sys.modules[__name__])
+        native.native_tests(rep, selected, args, prefixes, workdir)
     finally:
         if args.keep:
             progress("cores and oracles kept in %s" % workdir)

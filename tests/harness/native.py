@@ -10,7 +10,9 @@ other file the core names is copied into W/sysroot too. The paths the core
 names no longer exist on this machine.
 """
 
+import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -309,3 +311,254 @@ def debuginfo_tests(rep, selected, args, captures, workdir, run):
         except (procs.Failure, OSError, subprocess.SubprocessError) as exc:
             reason = "setup: %s" % exc
         rep.result("debuginfo/debuginfod", reason)
+
+
+# --- --native on a C extension ------------------------------------------------
+
+NATIVE_DIR = os.path.join(procs.ROOT, "fixtures", "native")
+NATIVE_CHECKS = ("pause-merged", "pause-eu-stack", "native-all", "segv-merged",
+                 "segv-crash-context", "segv-eu-stack")
+
+
+def native_test_names(ruby):
+    return ["%s/native/%s" % (ruby, n) for n in NATIVE_CHECKS]
+
+
+def build_extension(ruby_exe, outdir):
+    """nativetest.so for the fixture Ruby (see the note in nativetest.c: it
+    declares the three C API functions it calls)."""
+    os.makedirs(outdir, exist_ok=True)
+    so = os.path.join(outdir, "nativetest.so")
+    res = subprocess.run(["cc", "-shared", "-fPIC", "-g", "-O1", "-pthread",
+                          os.path.join(NATIVE_DIR, "nativetest.c"), "-o", so],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
+    if res.returncode != 0:
+        raise procs.Failure("building nativetest.so: %s" % res.stdout.strip()[-300:])
+    return outdir
+
+
+def run_native_program(ruby_exe, mode, extdir, workdir, timeout):
+    """native.rb in MODE -> (core, oracle frames). pause: gcore of the blocked
+    program; segv: the kernel's core."""
+    saved = {k: os.environ.get(k) for k in ("NATIVE_MODE", "NATIVE_EXT")}
+    os.environ.update(NATIVE_MODE=mode, NATIVE_EXT=extdir)
+    try:
+        run = procs.Scenario(ruby_exe, os.path.join(NATIVE_DIR, "native.rb"), workdir,
+                             mode == "segv")
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    try:
+        run.wait_oracle(timeout)
+        with open(run.oracle_path) as f:
+            oracle = json.load(f)["frames"]
+        if mode == "segv":
+            run.wait_exit(timeout)
+            core = procs.kernel_core(run)
+        else:
+            time.sleep(0.5)   # from writing the oracle into pause()
+            core = procs.gcore(run.pid, os.path.join(workdir, "core"), 120)
+    finally:
+        run.kill()
+    return core, oracle
+
+
+def eu_stack(core):
+    """eu-stack --core: {tid: [(pc, name)]}."""
+    res = subprocess.run(["eu-stack", "--core", core], stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, text=True, timeout=300,
+                         env=procs.quiet_env())
+    threads, cur = {}, None
+    for line in res.stdout.splitlines():
+        m = re.match(r"TID (\d+):", line)
+        if m:
+            cur = threads.setdefault(int(m.group(1)), [])
+            continue
+        m = re.match(r"#\d+\s+0x([0-9a-f]+)\s*(\S*)", line)
+        if m and cur is not None:
+            cur.append((int(m.group(1), 16), m.group(2)))
+    return threads
+
+
+def plain_name(name):
+    """An ELF symbol name as the DWARF names the function."""
+    name = name.split("@")[0]
+    return re.sub(r"(\.(cold|constprop|isra|part|lto_priv)(\.\d+)?)+$", "", name)
+
+
+def the_thread(report, c_label):
+    for t in report.get("threads", []):
+        if any(f.get("kind") == "cfunc" and f.get("label") == c_label
+               for f in t.get("frames", [])):
+            return t
+    return None
+
+
+def check_merged(res, oracle, c_label, c_function, innermost_cfunc):
+    """Exit 0; the thread's Ruby frames are the oracle's; merged holds every
+    Ruby frame in order, the C methods on their C functions, native frames
+    (rb_yield...) between the block and call_block."""
+    report, reason = run_json(res)
+    if reason:
+        return reason
+    t = the_thread(report, c_label)
+    if not t:
+        return "no thread with the C method %r" % c_label
+    got = [[f.get("label"), f.get("path"), f.get("lineno")] for f in t["frames"]]
+    if got != oracle:
+        return "Ruby frames %s, oracle %s" % (compare.show(got), compare.show(oracle))
+    if t.get("merge_error"):
+        return "not merged: %s" % t["merge_error"]
+    merged = t.get("merged") or []
+    order = [e["frame"] for e in merged if "frame" in e]
+    if order != list(range(len(t["frames"]))):
+        return "Ruby frames in merged in order %s" % order
+    by_frame = {e["frame"]: (i, e) for i, e in enumerate(merged) if "frame" in e}
+    i_c, e_c = by_frame[0]
+    if e_c.get("kind") != "cfunc" or e_c.get("function") != c_function:
+        return "%r sits on %s, expected %s" % (c_label, compare.show(e_c.get("function")),
+                                                c_function)
+    call = next((k for k, f in enumerate(t["frames"]) if f["label"] == "call_block"), None)
+    if call is None:
+        return "no call_block frame"
+    i_b, e_b = by_frame[call]
+    if e_b.get("function") != "nt_call_block":
+        return "call_block sits on %s" % compare.show(e_b.get("function"))
+    i_blk = by_frame[call - 1][0]
+    between = [e.get("function") for e in merged[i_blk + 1:i_b] if "frame" not in e]
+    if not between:
+        return "no native frame between the block and call_block"
+    if innermost_cfunc and i_c != 0:
+        return "the crashing C method is not the innermost frame: %s" % compare.show(merged[0])
+    if not innermost_cfunc and (i_c == 0 or "frame" in merged[0]):
+        return "no native frame inside the C method %r" % c_label
+    return None
+
+
+def run_json(res):
+    rc, out, err, reason = res
+    if reason:
+        return None, reason
+    san = procs.sanitizer_report(err)
+    if san:
+        return None, "sanitizer report: %s" % san
+    if rc != 0:
+        return None, "exit status %d, expected 0; stderr: %s" % (rc, err.strip()[:200])
+    return compare.parse_report(out)
+
+
+def check_eu_stack(res, core, c_label):
+    """The C-method thread's native frames (without inlined ones) have
+    eu-stack's pcs, and its names for the Ruby and extension modules."""
+    report, reason = run_json(res)
+    if reason:
+        return reason
+    t = the_thread(report, c_label)
+    if not t:
+        return "no thread with the C method %r" % c_label
+    eu = eu_stack(core).get(t.get("tid"))
+    if not eu:
+        return "eu-stack shows no thread %s" % t.get("tid")
+    ours = [f for f in t.get("native", []) if not f["inlined"]]
+    if [int(f["pc"], 16) for f in ours] != [pc for pc, _ in eu]:
+        return "pcs %s, eu-stack %s" % ([f["pc"] for f in ours][:12],
+                                        [hex(pc) for pc, _ in eu][:12])
+    for f, (_, name) in zip(ours, eu):
+        mod = f.get("module") or ""
+        if (mod.startswith(("libruby", "nativetest")) or mod == "ruby") \
+                and f.get("function") != plain_name(name):
+            return "at %s: %s, eu-stack %s" % (f["pc"], f.get("function"), name)
+    return None
+
+
+def check_native_all(res, core):
+    report, reason = run_json(res)
+    if reason:
+        return reason
+    tids = {t.get("tid") for t in report.get("threads", [])}
+    tids |= {t.get("tid") for t in report.get("native_threads", [])}
+    eu = set(eu_stack(core))
+    if tids != eu:
+        return "threads %s, eu-stack %s" % (sorted(t for t in tids if t), sorted(eu))
+    if not any(f.get("function") == "nt_c_thread_main"
+               for t in report.get("native_threads", []) for f in t.get("native", [])):
+        return "the extension's own thread (nt_c_thread_main) is not among native_threads"
+    if any(not t.get("native") for t in report["native_threads"]):
+        return "a thread without Ruby has no native frames"
+    return None
+
+
+def check_crash_context(res_json, res_text):
+    report, reason = run_json(res_json)
+    if reason:
+        return reason
+    sig = report.get("process", {}).get("signal") or {}
+    want = {"name": "SIGSEGV", "code_name": "SEGV_MAPERR", "fault_address": "0x10"}
+    got = {k: sig.get(k) for k in want}
+    if got != want:
+        return "signal %s, expected %s" % (got, want)
+    t = the_thread(report, "segv")
+    crashed = [x for x in report["threads"] if x.get("crashed")]
+    if crashed != [t]:
+        return "crashed threads %s, expected the one in 'segv'" % [x.get("tid") for x in crashed]
+    rc, out, err, reason = res_text
+    if reason or rc != 0:
+        return reason or "text run exit %d" % rc
+    blocks = out.split("\nThread ")[1:]
+    if not blocks or "received the signal" not in blocks[0].splitlines()[0] \
+            or "= nt_segv" not in blocks[0]:
+        return "the first thread in the text is not the crashed one in nt_segv: %s" % (
+            compare.show(blocks[0][:200] if blocks else out[:200]))
+    return None
+
+
+def native_tests(rep, selected, args, prefixes, workdir):
+    cs, timeout = args.corestack, args.timeout
+    for ruby in args.rubies:
+        names = [n for n in native_test_names(ruby) if selected(n)]
+        if not names:
+            continue
+        prefix = prefixes.get(ruby)
+        if not isinstance(prefix, str):
+            for n in names:
+                rep.skip(n, "the %s fixture Ruby is not built" % ruby)
+            continue
+        exe = os.path.join(prefix, "bin", "ruby")
+        base = os.path.join(workdir, ruby, "native")
+        results = {}
+        try:
+            shutil.rmtree(base, ignore_errors=True)
+            ext = build_extension(exe, os.path.join(base, "ext"))
+            for mode in ("pause", "segv"):
+                if not any(n.startswith("%s/native/%s" % (ruby, mode)) or
+                           (mode == "pause" and n.endswith("native-all")) for n in names):
+                    continue
+                core, oracle = run_native_program(exe, mode, ext, os.path.join(base, mode),
+                                                  timeout)
+                results[mode] = (core, oracle,
+                                 procs.run_tool([cs, "--json", "--native-all", core], timeout))
+        except (procs.Failure, OSError, subprocess.SubprocessError, ValueError) as exc:
+            for n in names:
+                rep.result(n, "setup: %s" % exc)
+            continue
+        for n in names:
+            check = n.rsplit("/", 1)[1]
+            mode = "segv" if check.startswith("segv") else "pause"
+            if mode not in results:
+                rep.result(n, "setup: no %s core" % mode)
+                continue
+            core, oracle, res = results[mode]
+            if check == "pause-merged":
+                reason = check_merged(res, oracle, "pause", "nt_pause", False)
+            elif check == "segv-merged":
+                reason = check_merged(res, oracle, "segv", "nt_segv", True)
+            elif check.endswith("eu-stack"):
+                reason = check_eu_stack(res, core, mode)
+            elif check == "native-all":
+                reason = check_native_all(res, core)
+            else:
+                reason = check_crash_context(res, procs.run_tool([cs, "--native", core], timeout))
+            rep.result(n, reason)
