@@ -10,6 +10,7 @@ other file the core names is copied into W/sysroot too. The paths the core
 names no longer exist on this machine.
 """
 
+import contextlib
 import json
 import os
 import re
@@ -28,6 +29,21 @@ REMOTE_TESTS = ("remote/no-sysroot", "remote/sysroot", "remote/lib-search-path",
                 "remote/mismatched-library", "remote/core-zst", "remote/core-gz",
                 "remote/core-xz", "remote/core-zst-cut")
 REMOTE_RUBY = "3.3"
+
+
+@contextlib.contextmanager
+def extra_env(env):
+    """os.environ with env added (what scenario and tool runs inherit)."""
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def nt_file_paths(core):
@@ -69,16 +85,9 @@ def copy_into_root(path, root):
 
 def run_copied_ruby(run, prefix_copy, workdir, args):
     """The crash scenario from the copied Ruby -> Capture (kernel core)."""
-    saved = os.environ.get("LD_LIBRARY_PATH")
-    os.environ["LD_LIBRARY_PATH"] = os.path.join(prefix_copy, "lib")
-    try:
+    with extra_env({"LD_LIBRARY_PATH": os.path.join(prefix_copy, "lib")}):
         results = run.capture_all(REMOTE_RUBY, os.path.join(prefix_copy, "bin", "ruby"),
                                   ["crash"], workdir, True, None, args.timeout)
-    finally:
-        if saved is None:
-            os.environ.pop("LD_LIBRARY_PATH", None)
-        else:
-            os.environ["LD_LIBRARY_PATH"] = saved
     cap = results["crash"]
     if isinstance(cap, procs.Failure):
         raise cap
@@ -242,20 +251,6 @@ class Debuginfod:
         self.close()
 
 
-def run_with_env(argv, env, timeout):
-    """procs.run_tool with extra environment variables."""
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    try:
-        return procs.run_tool(argv, timeout)
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-
-
 def debuginfo_tests(rep, selected, args, captures, workdir, run):
     """The static 3.3 Ruby's DWARF split off and the binary stripped: found
     by .gnu_debuglink under --debug-dir, from a local debuginfod; with no
@@ -302,9 +297,10 @@ def debuginfo_tests(rep, selected, args, captures, workdir, run):
     if selected("debuginfo/debuginfod"):
         try:
             with Debuginfod(serve, base, build_id) as server:
-                res = run_with_env([cs, "--json", "--no-cache", cap.core, stripped], {
-                    "DEBUGINFOD_URLS": server.url,
-                    "DEBUGINFOD_CACHE_PATH": os.path.join(base, "client-cache")}, timeout)
+                with extra_env({"DEBUGINFOD_URLS": server.url,
+                                "DEBUGINFOD_CACHE_PATH": os.path.join(base, "client-cache")}):
+                    res = procs.run_tool([cs, "--json", "--no-cache", cap.core, stripped],
+                                         timeout)
             reason = run.check_oracle(res, cap)
             if not reason and not os.listdir(os.path.join(base, "client-cache")):
                 reason = "nothing was fetched into the debuginfod client cache"
@@ -340,17 +336,9 @@ def build_extension(ruby_exe, outdir):
 def run_native_program(ruby_exe, mode, extdir, workdir, timeout):
     """native.rb in MODE -> (core, oracle frames). pause: gcore of the blocked
     program; segv: the kernel's core."""
-    saved = {k: os.environ.get(k) for k in ("NATIVE_MODE", "NATIVE_EXT")}
-    os.environ.update(NATIVE_MODE=mode, NATIVE_EXT=extdir)
-    try:
+    with extra_env({"NATIVE_MODE": mode, "NATIVE_EXT": extdir}):
         run = procs.Scenario(ruby_exe, os.path.join(NATIVE_DIR, "native.rb"), workdir,
                              mode == "segv")
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
     try:
         run.wait_oracle(timeout)
         with open(run.oracle_path) as f:
