@@ -33,7 +33,8 @@ crash* scenarios) and checks corestack's reading of it:
     RUBY/native/...          (tests/harness/native.py) a C extension built against the Ruby
                              (fixtures/native/): a block a C method yields to calls a C
                              method that blocks in pause() (gcore) or faults at 0x10
-                             (kernel core). --native: the Ruby frames are the oracle's,
+                             (kernel core). --native (on the core, and with --pid on the
+                             blocked program: pause-live): the Ruby frames are the oracle's,
                              each C method sits on its C function, native frames between;
                              native pcs and names as eu-stack --core; --native-all covers
                              every thread eu-stack sees; the crash: SIGSEGV, SEGV_MAPERR,

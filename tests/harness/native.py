@@ -312,8 +312,8 @@ def debuginfo_tests(rep, selected, args, captures, workdir, run):
 # --- --native on a C extension ------------------------------------------------
 
 NATIVE_DIR = os.path.join(procs.ROOT, "fixtures", "native")
-NATIVE_CHECKS = ("pause-merged", "pause-eu-stack", "native-all", "segv-merged",
-                 "segv-crash-context", "segv-eu-stack")
+NATIVE_CHECKS = ("pause-merged", "pause-eu-stack", "pause-live", "native-all",
+                 "segv-merged", "segv-crash-context", "segv-eu-stack")
 
 
 def native_test_names(ruby):
@@ -333,12 +333,14 @@ def build_extension(ruby_exe, outdir):
     return outdir
 
 
-def run_native_program(ruby_exe, mode, extdir, workdir, timeout):
-    """native.rb in MODE -> (core, oracle frames). pause: gcore of the blocked
-    program; segv: the kernel's core."""
+def run_native_program(ruby_exe, mode, extdir, workdir, timeout, corestack):
+    """native.rb in MODE -> (core, oracle frames, live run). pause: gcore of
+    the blocked program, after corestack --native --pid on it; segv: the
+    kernel's core."""
     with extra_env({"NATIVE_MODE": mode, "NATIVE_EXT": extdir}):
         run = procs.Scenario(ruby_exe, os.path.join(NATIVE_DIR, "native.rb"), workdir,
                              mode == "segv")
+    live = None
     try:
         run.wait_oracle(timeout)
         with open(run.oracle_path) as f:
@@ -348,10 +350,12 @@ def run_native_program(ruby_exe, mode, extdir, workdir, timeout):
             core = procs.kernel_core(run)
         else:
             time.sleep(0.5)   # from writing the oracle into pause()
+            live = procs.run_tool([corestack, "--json", "--native", "--pid", str(run.pid)],
+                                  timeout)
             core = procs.gcore(run.pid, os.path.join(workdir, "core"), 120)
     finally:
         run.kill()
-    return core, oracle
+    return core, oracle, live
 
 
 def eu_stack(core):
@@ -524,9 +528,9 @@ def native_tests(rep, selected, args, prefixes, workdir):
                 if not any(n.startswith("%s/native/%s" % (ruby, mode)) or
                            (mode == "pause" and n.endswith("native-all")) for n in names):
                     continue
-                core, oracle = run_native_program(exe, mode, ext, os.path.join(base, mode),
-                                                  timeout)
-                results[mode] = (core, oracle,
+                core, oracle, live = run_native_program(exe, mode, ext,
+                                                        os.path.join(base, mode), timeout, cs)
+                results[mode] = (core, oracle, live,
                                  procs.run_tool([cs, "--json", "--native-all", core], timeout))
         except (procs.Failure, OSError, subprocess.SubprocessError, ValueError) as exc:
             for n in names:
@@ -538,8 +542,10 @@ def native_tests(rep, selected, args, prefixes, workdir):
             if mode not in results:
                 rep.result(n, "setup: no %s core" % mode)
                 continue
-            core, oracle, res = results[mode]
-            if check == "pause-merged":
+            core, oracle, live, res = results[mode]
+            if check == "pause-live":
+                reason = check_merged(live, oracle, "pause", "nt_pause", False)
+            elif check == "pause-merged":
                 reason = check_merged(res, oracle, "pause", "nt_pause", False)
             elif check == "segv-merged":
                 reason = check_merged(res, oracle, "segv", "nt_segv", True)
