@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../util/u64map.h"
 #include "vm_module.h"
 
 struct native_session {
@@ -183,13 +184,10 @@ static char *call_site(Dwarf_Die *cu, Dwarf_Die *inl, int *line)
 	return f ? strdup(f) : NULL;
 }
 
-/* pc's frames: the inlined calls innermost first, then the function. */
-static int symbolize(Dwfl *dwfl, uint64_t pc, int activation,
-		     struct frame_list *l)
+/* at's frames: the inlined calls innermost first, then the function. */
+static void symbolize_at(Dwfl *dwfl, uint64_t pc, uint64_t at,
+			 struct frame_list *l)
 {
-	/* A return address may be past the call's function: look up the
-	 * call instruction. */
-	uint64_t at = activation ? pc : pc - 1;
 	Dwfl_Module *mod = dwfl_addrmodule(dwfl, at);
 	char *modname = NULL, *file = NULL, *elf_name = NULL;
 	int line = 0;
@@ -259,7 +257,59 @@ static int symbolize(Dwfl *dwfl, uint64_t pc, int activation,
 	free(file);
 	free(elf_name);
 	free(modname);
-	return 0;
+}
+
+static void free_frames(struct cs_native_frame *frames, size_t n)
+{
+	for (size_t j = 0; j < n; j++) {
+		free(frames[j].function);
+		free(frames[j].file);
+		free(frames[j].module);
+	}
+	free(frames);
+}
+
+static void free_cached(void *p)
+{
+	struct frame_list *c = p;
+	free_frames(c->frames, c->n);
+	free(c);
+}
+
+static char *dup_or_null(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+/* pc's frames onto l. Threads share most of their code paths, so each
+ * address is symbolized once (DWARF scopes and lines are the costly part)
+ * and copied from then on. */
+static void symbolize(Dwfl *dwfl, struct u64map *cache, uint64_t pc,
+		      int activation, struct frame_list *l)
+{
+	/* A return address may be past the call's function: look up the
+	 * call instruction. */
+	uint64_t at = activation ? pc : pc - 1;
+	int found;
+	struct frame_list *c = u64map_get(cache, at + 1, &found);
+	if (!c && (c = calloc(1, sizeof(*c)))) {
+		c->max = 64; /* inlining depth at one address, at most */
+		symbolize_at(dwfl, pc, at, c);
+		if (!u64map_put(cache, at + 1, c)) {
+			free_cached(c);
+			c = NULL;
+		}
+	}
+	for (size_t i = 0; c && i < c->n && l->n < l->max; i++) {
+		struct cs_native_frame *f = frame_push(l);
+		if (!f)
+			return;
+		*f = c->frames[i];
+		f->pc = pc;
+		f->function = dup_or_null(f->function);
+		f->file = dup_or_null(f->file);
+		f->module = dup_or_null(f->module);
+	}
 }
 
 /* ---- unwinding ---- */
@@ -276,6 +326,7 @@ struct unwind {
 	size_t max_frames;
 	struct raw_frame *raw;
 	size_t nraw;
+	struct u64map cache; /* address -> struct frame_list */
 };
 
 static int on_frame(Dwfl_Frame *state, void *arg)
@@ -312,7 +363,8 @@ static int on_thread(Dwfl_Thread *thread, void *arg)
 		t->error = NULL;
 	struct frame_list l = {.max = u->max_frames};
 	for (size_t i = 0; i < u->nraw && l.n < l.max; i++)
-		symbolize(u->dwfl, u->raw[i].pc, u->raw[i].activation, &l);
+		symbolize(u->dwfl, &u->cache, u->raw[i].pc, u->raw[i].activation,
+			  &l);
 	t->frames = l.frames;
 	t->nframes = l.n;
 	return DWARF_CB_OK;
@@ -400,6 +452,7 @@ done:
 		dwfl_end(dwfl);
 	free(debuginfo_path);
 	free(u.raw);
+	u64map_free(&u.cache, free_cached);
 	if (err) {
 		cs_native_destroy(out);
 		return err;
@@ -414,12 +467,7 @@ void cs_native_destroy(struct cs_native_stacks *s)
 		return;
 	for (size_t i = 0; s->threads && i < s->nthreads; i++) {
 		struct cs_native_thread *t = &s->threads[i];
-		for (size_t j = 0; j < t->nframes; j++) {
-			free(t->frames[j].function);
-			free(t->frames[j].file);
-			free(t->frames[j].module);
-		}
-		free(t->frames);
+		free_frames(t->frames, t->nframes);
 		free(t->error);
 	}
 	free(s->threads);
