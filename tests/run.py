@@ -38,7 +38,10 @@ crash* scenarios) and checks corestack's reading of it:
                              each C method sits on its C function, native frames between;
                              native pcs and names as eu-stack --core; --native-all covers
                              every thread eu-stack sees; the crash: SIGSEGV, SEGV_MAPERR,
-                             0x10, the crashed thread marked and first in the text
+                             0x10, the crashed thread marked and first in the text;
+                             rb-bug: on the crash scenario's core (Ruby's handler, rb_bug,
+                             abort) the crashed thread's native frames show sigsegv and
+                             rb_bug_for_fatal_signal
     debuginfo/debuginfod, debuginfo/debug-dir-debuglink, debuginfo/no-debug-message
                              (tests/harness/native.py) the stripped static 3.3 Ruby's DWARF
                              from a local debuginfod server (private db, loopback port),
@@ -785,6 +788,7 @@ def bad_needs(selected, rubies):
         needs.add(("3.3-static", "threads"))
     if any(selected(n) for n in native.DEBUGINFO_TESTS) and "3.3-static" in rubies:
         needs.add(("3.3-static", "threads"))
+    needs |= {(r, "crash") for r in rubies if selected("%s/native/rb-bug" % r)}
     return needs
 
 
@@ -908,7 +912,7 @@ def main():
         record_tests(rep, selected, args, prefixes, workdir)
         native.remote_tests(rep, selected, args, prefixes, workdir, sys.modules[__name__])
         native.debuginfo_tests(rep, selected, args, captures, workdir, sys.modules[__name__])
-        native.native_tests(rep, selected, args, prefixes, workdir)
+        native.native_tests(rep, selected, args, prefixes, workdir, captures)
     finally:
         if args.keep:
             progress("cores and oracles kept in %s" % workdir)

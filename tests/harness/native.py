@@ -313,7 +313,7 @@ def debuginfo_tests(rep, selected, args, captures, workdir, run):
 
 NATIVE_DIR = os.path.join(procs.ROOT, "fixtures", "native")
 NATIVE_CHECKS = ("pause-merged", "pause-eu-stack", "pause-live", "native-all",
-                 "segv-merged", "segv-crash-context", "segv-eu-stack")
+                 "segv-merged", "segv-crash-context", "segv-eu-stack", "rb-bug")
 
 
 def native_test_names(ruby):
@@ -507,10 +507,35 @@ def check_crash_context(res_json, res_text):
     return None
 
 
-def native_tests(rep, selected, args, prefixes, workdir):
+def check_rb_bug(res):
+    """The crash scenario's core (Ruby's SIGSEGV handler, rb_bug, abort):
+    the crashed thread's native frames show the handler and rb_bug, and
+    every thread merges."""
+    report, reason = run_json(res)
+    if reason:
+        return reason
+    crashed = [t for t in report.get("threads", []) if t.get("crashed")]
+    if len(crashed) != 1:
+        return "%d threads marked crashed, expected 1" % len(crashed)
+    names = [plain_name(f.get("function") or "") for f in crashed[0].get("native", [])]
+    for want in ("sigsegv", "rb_bug_for_fatal_signal"):
+        if want not in names:
+            return "no %s among the crashed thread's native frames: %s" % (want, names[:8])
+    bad = [t.get("merge_error") for t in report["threads"] if t.get("merge_error")]
+    return "not merged: %s" % bad[0] if bad else None
+
+
+def native_tests(rep, selected, args, prefixes, workdir, captures):
     cs, timeout = args.corestack, args.timeout
     for ruby in args.rubies:
-        names = [n for n in native_test_names(ruby) if selected(n)]
+        if selected("%s/native/rb-bug" % ruby):
+            cap = captures.get((ruby, "crash"))
+            if cap is None or isinstance(cap, procs.Failure):
+                rep.result("%s/native/rb-bug" % ruby, "setup: no %s/crash core: %s" % (ruby, cap))
+            else:
+                rep.result("%s/native/rb-bug" % ruby, check_rb_bug(
+                    procs.run_tool([cs, "--json", "--native", cap.core], timeout)))
+        names = [n for n in native_test_names(ruby) if selected(n) and not n.endswith("rb-bug")]
         if not names:
             continue
         prefix = prefixes.get(ruby)
