@@ -52,7 +52,8 @@ crash* scenarios) and checks corestack's reading of it:
                              --lib-search-path give the oracle's stacks; a mismatched
                              library in the root is warned about (exit 1) and not used;
                              the core compressed with zstd, gzip, xz read directly; a
-                             cut-off .zst core is a truncated core
+                             cut-off .zst core is a truncated core; --native --sysroot
+                             merges every thread and shows Ruby's crash handler
     unit/NAME                the unit test programs given with --unit
 
 Prints one line per test (PASS name / FAIL name: reason; SKIP name: reason

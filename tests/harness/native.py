@@ -27,7 +27,7 @@ from . import compare, procs
 
 REMOTE_TESTS = ("remote/no-sysroot", "remote/sysroot", "remote/lib-search-path",
                 "remote/mismatched-library", "remote/core-zst", "remote/core-gz",
-                "remote/core-xz", "remote/core-zst-cut")
+                "remote/core-xz", "remote/core-zst-cut", "remote/sysroot-native")
 REMOTE_RUBY = "3.3"
 
 
@@ -148,6 +148,11 @@ def remote_tests(rep, selected, args, prefixes, workdir, run):
     if selected("remote/sysroot"):
         res = procs.run_tool([cs, "--json", "--sysroot", root, cap.core], timeout)
         rep.result("remote/sysroot", run.check_oracle(res, cap))
+    if selected("remote/sysroot-native"):
+        # Native frames too come from the files under the root.
+        res = procs.run_tool([cs, "--json", "--native", "--sysroot", root, cap.core], timeout)
+        reason = run.check_oracle(res, cap) or check_rb_bug(res)
+        rep.result("remote/sysroot-native", reason)
     if selected("remote/lib-search-path"):
         dirs = ":".join([os.path.join(base, "nowhere"),
                          root + os.path.join(machine, "prefix", "bin"),
