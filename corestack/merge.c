@@ -120,9 +120,11 @@ struct cs_error *cs_merge_stacks(const struct rv_thread *rt,
 	}
 	if (nloops != ngroups) {
 		err = fail(out,
-			   "%zu interpreter-loop frames on the native stack, "
-			   "%zu vm_exec() entries on the Ruby stack",
-			   nloops, ngroups);
+			   "%zu interpreter-loop frames on the native stack "
+			   "(%zu frames%s%s), %zu vm_exec() entries on the Ruby "
+			   "stack",
+			   nloops, nn, nt->error ? ", unwinding stopped: " : "",
+			   nt->error ? nt->error : "", ngroups);
 		goto done;
 	}
 	/* Each group's C-method frames onto native frames of their C

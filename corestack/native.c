@@ -344,6 +344,25 @@ static int on_frame(Dwfl_Frame *state, void *arg)
 	return DWARF_CB_OK;
 }
 
+/* Did the unwind reach a thread's first function (_start, clone3)? */
+static int ends_naturally(struct unwind *u, Dwfl_Thread *thread)
+{
+	if (u->nraw == 0)
+		return 0;
+	struct raw_frame *last = &u->raw[u->nraw - 1];
+	uint64_t at = last->activation ? last->pc : last->pc - 1;
+	Dwfl_Module *mod = dwfl_addrmodule(dwfl_thread_dwfl(thread), at);
+	GElf_Off off;
+	GElf_Sym sym;
+	const char *name = mod ? dwfl_module_addrinfo(mod, at, &off, &sym,
+						      NULL, NULL, NULL)
+			       : NULL;
+	return name && (strcmp(name, "_start") == 0 ||
+			strncmp(name, "__clone", 7) == 0 ||
+			strcmp(name, "clone") == 0 ||
+			strcmp(name, "start_thread") == 0);
+}
+
 static int on_thread(Dwfl_Thread *thread, void *arg)
 {
 	struct unwind *u = arg;
@@ -358,8 +377,10 @@ static int on_thread(Dwfl_Thread *thread, void *arg)
 	int rc = dwfl_thread_getframes(thread, on_frame, u);
 	if (rc == DWARF_CB_ABORT + 1)
 		t->truncated = 1;
-	else if (rc == -1 && u->nraw <= 1 && asprintf(&t->error, "%s",
-						      dwfl_errmsg(-1)) < 0)
+	/* libdwfl also ends a complete unwind with an error (no return
+	 * address past _start or clone3); only an early end is reported. */
+	else if (rc == -1 && !ends_naturally(u, thread) &&
+		 asprintf(&t->error, "%s", dwfl_errmsg(-1)) < 0)
 		t->error = NULL;
 	struct frame_list l = {.max = u->max_frames};
 	for (size_t i = 0; i < u->nraw && l.n < l.max; i++)
