@@ -31,6 +31,8 @@ static void process(struct json *j, const struct cs_report *r)
 		json_int(j, "number", si->signo);
 		json_string(j, "name", name);
 		json_int(j, "code", si->code);
+		json_string(j, "code_name",
+			    cs_signal_code_name(si->signo, si->code));
 		json_string(j, "fault_address", addr);
 		json_end_object(j);
 	} else {
@@ -68,8 +70,10 @@ static void frame(struct json *j, const struct rv_frame *f)
 	json_end_object(j);
 }
 
-static void thread(struct json *j, const struct rv_thread *t, int64_t tid)
+static void thread(struct json *j, const struct cs_report *r, size_t i)
 {
+	const struct rv_thread *t = &r->ruby->threads[i];
+	int64_t tid = r->tids[i];
 	json_begin_object(j, NULL);
 	if (tid >= 0)
 		json_int(j, "tid", tid);
@@ -85,6 +89,9 @@ static void thread(struct json *j, const struct rv_thread *t, int64_t tid)
 		frame(j, &t->frames[i]);
 	json_end_array(j);
 	json_string(j, "error", t->error);
+	json_bool(j, "crashed", r->crash_tid >= 0 && tid == r->crash_tid);
+	if (r->native)
+		cs_render_native_json(j, r, i);
 	json_end_object(j);
 }
 
@@ -96,8 +103,10 @@ void cs_render_json(FILE *out, const struct cs_report *r)
 	process(&j, r);
 	json_begin_array(&j, "threads");
 	for (size_t i = 0; i < r->ruby->nthreads; i++)
-		thread(&j, &r->ruby->threads[i], r->tids[i]);
+		thread(&j, r, i);
 	json_end_array(&j);
+	if (r->native_all)
+		cs_render_native_only_json(&j, r);
 	json_bool(&j, "complete", r->complete);
 	json_begin_array(&j, "errors");
 	if (r->ruby->error)

@@ -252,14 +252,15 @@ static bool decode_frame(struct rv_session *s, const uint8_t *c, uint64_t addr,
 					RV_VAL(s, env_index_specval),
 					&key.specval));
 	bool shown;
-	if (keyed && rv_frame_cache_get(s, addr, &key, f, &shown)) {
-		f->cfp = addr;
-		return shown;
+	if (!keyed || !rv_frame_cache_get(s, addr, &key, f, &shown)) {
+		shown = decode_uncached(s, key.pc, key.iseq, key.ep, f);
+		if (keyed)
+			rv_frame_cache_put(s, addr, &key, f, shown);
 	}
-	shown = decode_uncached(s, key.pc, key.iseq, key.ep, f);
 	f->cfp = addr;
-	if (keyed)
-		rv_frame_cache_put(s, addr, &key, f, shown);
+	/* Where a vm_exec() invocation began, for merging native stacks. */
+	f->vm_finish = s->opts.frame_flags && keyed &&
+		       (key.flags & (uint64_t)RV_VAL(s, frame_flag_finish));
 	return shown;
 }
 
@@ -370,6 +371,10 @@ struct cs_error *rv_walk_ec(struct rv_session *s, uint64_t ec,
 				if (decode_frame(s, c, at + j * cfp_size, f)) {
 					th->nframes++;
 					charge(s, frame_text_size(f));
+				} else if (f->vm_finish && th->nframes) {
+					/* a skipped frame began a vm_exec: the
+					 * next inner one starts it */
+					th->frames[th->nframes - 1].vm_finish = true;
 				}
 				continue;
 			}

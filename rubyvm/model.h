@@ -23,6 +23,8 @@ struct rv_frame {
 	int lineno;      /* #lineno, 0 when Ruby has none */
 	char *qualified; /* "Outer::Inner#meth", "block in Foo.bar" */
 	uint64_t cfp, iseq, pc, cfunc; /* target addresses, 0 if none */
+	bool vm_finish;  /* VM_FRAME_FLAG_FINISH: the first frame a vm_exec()
+			  * call ran (only with rv_options.frame_flags) */
 	char *error;     /* NULL, or why this frame is unreliable */
 };
 
@@ -62,6 +64,7 @@ struct rv_options {
 	 * their input, so that no input makes the model allocate, or work,
 	 * more than a bounded multiple of it. */
 	size_t max_output_bytes;
+	bool frame_flags;   /* read each frame's VM_FRAME_FLAG_FINISH */
 };
 
 struct rv_session;
