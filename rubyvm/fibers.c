@@ -256,10 +256,12 @@ static struct cs_error *distribute(struct rv_session *s, struct rv_process *p,
 		read_fiber(s, &list[i], t == SIZE_MAX ? NULL : &tf[t], f);
 	}
 	for (size_t t = 0; t < p->nthreads; t++)
-		qsort(p->threads[t].fibers, p->threads[t].nfibers,
+		if (p->threads[t].nfibers)
+			qsort(p->threads[t].fibers, p->threads[t].nfibers,
+			      sizeof(struct rv_fiber), display_order);
+	if (p->norphan_fibers)
+		qsort(p->orphan_fibers, p->norphan_fibers,
 		      sizeof(struct rv_fiber), display_order);
-	qsort(p->orphan_fibers, p->norphan_fibers, sizeof(struct rv_fiber),
-	      display_order);
 	free(counts);
 	return NULL;
 }
