@@ -877,7 +877,7 @@ def main():
                         runs = patient_result(futures[scen]) if scen in futures else None
                         report_scenario(rep, selected, ruby, scen, results[scen], runs)
                         fibers.report(rep, selected, ruby, scen, results[scen], runs,
-                                      args.corestack, args.timeout)
+                                      args.corestack, args.timeout, json_report)
                 except BaseException:   # ^C or SIGTERM: do not wait for the pool
                     for future in futures.values():
                         future.cancel()

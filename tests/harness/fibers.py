@@ -44,18 +44,13 @@ def test_names(ruby, scenario):
 def load_sidecar(path=SIDECAR):
     """-> ({tag: [(label, path basename or None, lineno)]}, None) or (None, reason)."""
     stacks = {}
-    with open(path, encoding="utf-8") as f:
-        for number, line in enumerate(f, 1):
-            line = line.rstrip("\n")
-            if not line.strip() or line.startswith("#"):
-                continue
-            cols = line.split("\t")
-            if len(cols) != 4 or not cols[3].isdigit():
-                return None, "%s:%d: not tag, label, path, lineno: %s" % (
-                    os.path.basename(path), number, show(line))
-            tag, label, fpath, lineno = cols
-            stacks.setdefault(tag, []).append(
-                (label, None if fpath == "-" else fpath, int(lineno)))
+    for number, line, cols in compare.sidecar_rows(path):
+        if len(cols) != 4 or not cols[3].isdigit():
+            return None, "%s:%d: not tag, label, path, lineno: %s" % (
+                os.path.basename(path), number, show(line))
+        tag, label, fpath, lineno = cols
+        stacks.setdefault(tag, []).append(
+            (label, None if fpath == "-" else fpath, int(lineno)))
     return stacks, None
 
 
@@ -210,21 +205,10 @@ def check_no_fibers(report, oracle):
     return compare.compare_threads(report, oracle)
 
 
-def json_of(run):
-    rc, out, err, reason = run
-    if reason:
-        return None, reason
-    san = procs.sanitizer_report(err)
-    if san:
-        return None, "sanitizer report on stderr: %s" % san
-    if rc != 0:
-        return None, "exit status %d, expected 0; stderr: %s" % (rc, err.strip()[:200])
-    return compare.parse_report(out)
-
-
-def report(rep, selected, ruby, scen, cap, runs, corestack, timeout):
+def report(rep, selected, ruby, scen, cap, runs, corestack, timeout, json_of):
     """The fiber tests of one capture of fibers.rb (runs: run.py's json and
-    text runs of its core)."""
+    text runs of its core; json_of: run.py's check of a run that must exit
+    0 with JSON -> (report, None) or (None, reason))."""
     names = dict((n.rsplit("/", 1)[1], n) for n in test_names(ruby, scen))
     want = lambda key: key in names and selected(names[key])
     if not names:
