@@ -199,6 +199,9 @@ static struct cs_error *heap_candidates(struct rv_session *s,
 		p->fibers_error = scan.error;
 		scan.error = NULL;
 	}
+	if (scan.count > MAX_FIBERS && !p->fibers_error)
+		p->fibers_error = strdup("more Fiber objects in the GC heap than "
+					 "corestack lists (16M): the rest left out");
 	for (size_t i = 0; !err && i < scan.count; i++)
 		if (!add_candidate(list, n, cap, scan.found[i].data,
 				   scan.found[i].object))

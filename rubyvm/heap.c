@@ -74,8 +74,9 @@ static bool scan_page(struct rv_session *s, const struct slot_reader *r,
 		stride = 0;
 	/* total_slots and slot_size are shorts: a "negative" one is corrupt. */
 	uint64_t sign = (uint64_t)1 << (RV_ITEM(s, page_total_slots)->size * 8 - 1);
-	if (total >= sign || stride < r->need || stride > MAX_SLOT_SIZE ||
-	    total * stride > MAX_PAGE_BYTES || !start) {
+	if (total >= sign || total > MAX_PAGE_BYTES || stride < r->need ||
+	    stride > MAX_SLOT_SIZE || total * stride > MAX_PAGE_BYTES ||
+	    !start) {
 		note(scan, "heap page 0x%llx implausible (%llu slots)",
 		     (unsigned long long)page, (unsigned long long)total);
 		return true;
