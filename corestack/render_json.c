@@ -79,16 +79,6 @@ static void stack(struct json *j, bool truncated,
 	json_string(j, "error", error);
 }
 
-static void address(struct json *j, const char *key, uint64_t addr)
-{
-	char buf[32];
-	snprintf(buf, sizeof(buf), "0x%llx", (unsigned long long)addr);
-	if (addr)
-		json_string(j, key, buf);
-	else
-		json_null(j, key);
-}
-
 static void fiber_list(struct json *j, const char *key,
 		       const struct rv_process *p, const struct rv_fiber *fibers,
 		       size_t n)
