@@ -35,6 +35,7 @@ struct options {
 	int pid;         /* --pid: a live process instead of a core */
 	int nonblocking; /* --nonblocking: read it without pausing it */
 	int json;
+	int no_fibers; /* --no-fibers: skip the GC heap walk */
 	const char *layout; /* --layout MODULE: print the resolved layout */
 	const char *cache_dir; /* NULL: default; "": no layout cache */
 	size_t max_frames;
@@ -84,6 +85,7 @@ static void usage(FILE *out)
 	      "  --max-output BYTES memory for all frames and their text, the\n"
 	      "                     bound on work too (default: 64 MiB plus\n"
 	      "                     4 times the core's size; 1 GiB for --pid)\n"
+	      "  --no-fibers        do not walk the GC heap for fibers\n"
 	      "  --debug-dir DIR    look for debug files under DIR too\n"
 	      "                     (build-id and debuglink layouts; repeatable)\n"
 	      "  --sysroot DIR      find the files the core names under DIR\n"
@@ -121,6 +123,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{"native", no_argument, NULL, 'N'},
 		{"native-all", no_argument, NULL, 'A'},
 		{"lib-search-path", required_argument, NULL, 'L'},
+		{"no-fibers", no_argument, NULL, 'F'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0},
@@ -187,6 +190,9 @@ static int parse_args(int argc, char **argv, struct options *o)
 			break;
 		case 'L':
 			o->lib_search_path = optarg;
+			break;
+		case 'F':
+			o->no_fibers = 1;
 			break;
 		case 'h':
 			usage(stdout);
@@ -436,7 +442,8 @@ int main(int argc, char **argv)
 					&cached)) ||
 	    (err = rv_session_create(&src.target, &layout, vm.vm->path,
 				     vm.load_bias, &ropts, &session)) ||
-	    (err = rv_snapshot(session, &proc))) {
+	    (err = rv_snapshot(session, &proc)) ||
+	    (!o.no_fibers && (err = rv_snapshot_fibers(session, proc)))) {
 		rc = unusable(err);
 		goto out;
 	}

@@ -1,6 +1,7 @@
 /* JSON output for tools: the schema is documented in docs/json-schema.md;
  * CS_JSON_SCHEMA changes on any incompatible change. */
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -70,6 +71,44 @@ static void frame(struct json *j, const struct rv_frame *f)
 	json_end_object(j);
 }
 
+static void stack(struct json *j, bool truncated,
+		  const struct rv_frame *frames, size_t n, const char *error)
+{
+	json_bool(j, "truncated", truncated);
+	json_begin_array(j, "frames");
+	for (size_t i = 0; i < n; i++)
+		frame(j, &frames[i]);
+	json_end_array(j);
+	json_string(j, "error", error);
+}
+
+static void fiber_list(struct json *j, const char *key,
+		       const struct rv_process *p, const struct rv_fiber *fibers,
+		       size_t n)
+{
+	if (!p->fibers_read) {
+		json_null(j, key);
+		return;
+	}
+	json_begin_array(j, key);
+	for (size_t i = 0; i < n; i++) {
+		const struct rv_fiber *f = &fibers[i];
+		json_begin_object(j, NULL);
+		address(j, "object", f->object);
+		address(j, "fiber", f->addr);
+		json_string(j, "status", rv_fiber_status_name(f->status));
+		if (f->blocking < 0)
+			json_null(j, "blocking");
+		else
+			json_bool(j, "blocking", f->blocking);
+		json_bool(j, "root", f->is_root);
+		json_bool(j, "current", f->is_current);
+		stack(j, f->truncated, f->frames, f->nframes, f->error);
+		json_end_object(j);
+	}
+	json_end_array(j);
+}
+
 static void thread(struct json *j, const struct cs_report *r, size_t i)
 {
 	const struct rv_thread *t = &r->ruby->threads[i];
@@ -83,12 +122,8 @@ static void thread(struct json *j, const struct cs_report *r, size_t i)
 	json_bool(j, "main", t->is_main);
 	json_bool(j, "gvl", t->holds_gvl);
 	json_string(j, "status", rv_thread_status_name(t->status));
-	json_bool(j, "truncated", t->truncated);
-	json_begin_array(j, "frames");
-	for (size_t i = 0; i < t->nframes; i++)
-		frame(j, &t->frames[i]);
-	json_end_array(j);
-	json_string(j, "error", t->error);
+	stack(j, t->truncated, t->frames, t->nframes, t->error);
+	fiber_list(j, "fibers", r->ruby, t->fibers, t->nfibers);
 	json_bool(j, "crashed", r->crash_tid >= 0 && tid == r->crash_tid);
 	if (r->native)
 		cs_render_native_json(j, r, i);
@@ -100,17 +135,30 @@ void cs_render_json(FILE *out, const struct cs_report *r)
 	struct json j = {.out = out};
 	json_begin_object(&j, NULL);
 	json_int(&j, "corestack_schema", CS_JSON_SCHEMA);
+	json_int(&j, "corestack_schema_minor", CS_JSON_SCHEMA_MINOR);
 	process(&j, r);
 	json_begin_array(&j, "threads");
 	for (size_t i = 0; i < r->ruby->nthreads; i++)
 		thread(&j, r, i);
 	json_end_array(&j);
+	fiber_list(&j, "orphan_fibers", r->ruby, r->ruby->orphan_fibers,
+		   r->ruby->norphan_fibers);
+	if (r->ruby->fibers_read) {
+		json_begin_object(&j, "heap");
+		json_int(&j, "pages", (int64_t)r->ruby->heap_pages);
+		json_int(&j, "bytes", (int64_t)r->ruby->heap_bytes);
+		json_end_object(&j);
+	} else {
+		json_null(&j, "heap");
+	}
 	if (r->native_all)
 		cs_render_native_only_json(&j, r);
 	json_bool(&j, "complete", r->complete);
 	json_begin_array(&j, "errors");
 	if (r->ruby->error)
 		json_string(&j, NULL, r->ruby->error);
+	if (r->ruby->fibers_error)
+		json_string(&j, NULL, r->ruby->fibers_error);
 	json_end_array(&j);
 	json_begin_array(&j, "warnings");
 	for (size_t i = 0; i < r->nwarnings; i++)

@@ -1,6 +1,7 @@
 /* Text output for people: a process header, then each thread with its
  * frames innermost first, in the shape of Ruby's own backtraces
  * ("path:line:in 'label'") followed by the class-qualified name. */
+#include <stdbool.h>
 #include <string.h>
 
 #include "report.h"
@@ -32,13 +33,16 @@ static void header(FILE *out, const struct cs_report *r)
 	if (r->ruby->error)
 		fprintf(out, "warning: thread list incomplete: %s\n",
 			r->ruby->error);
+	if (r->ruby->fibers_error)
+		fprintf(out, "warning: fibers incomplete: %s\n",
+			r->ruby->fibers_error);
 }
 
-void cs_render_frame_text(FILE *out, const struct rv_frame *f,
-			  const struct cs_native_frame *on)
+static void frame(FILE *out, const struct rv_frame *f,
+		  const struct cs_native_frame *on, int indent)
 {
-	fprintf(out, "    %s:%d:in '%s'", f->path ? f->path : "?", f->lineno,
-		f->label ? f->label : "?");
+	fprintf(out, "%*s%s:%d:in '%s'", indent, "", f->path ? f->path : "?",
+		f->lineno, f->label ? f->label : "?");
 	if (f->qualified && (!f->label || strcmp(f->qualified, f->label)))
 		fprintf(out, "  [%s]", f->qualified);
 	if (f->kind == RV_FRAME_CFUNC)
@@ -51,6 +55,42 @@ void cs_render_frame_text(FILE *out, const struct rv_frame *f,
 	if (f->error)
 		fprintf(out, "  <unreliable: %s>", f->error);
 	fputc('\n', out);
+}
+
+void cs_render_frame_text(FILE *out, const struct rv_frame *f,
+			  const struct cs_native_frame *on)
+{
+	frame(out, f, on, 4);
+}
+
+static void stack(FILE *out, const char *error, const struct rv_frame *frames,
+		  size_t n, bool truncated, int indent)
+{
+	if (error)
+		fprintf(out, "%*s<stack incomplete: %s>\n", indent, "", error);
+	for (size_t j = 0; j < n; j++)
+		frame(out, &frames[j], NULL, indent);
+	if (truncated)
+		fprintf(out, "%*s<more frames not shown: --max-frames>\n",
+			indent, "");
+}
+
+/* Fibers under their thread; the current one's stack is the thread's. */
+static void fibers(FILE *out, const struct rv_fiber *list, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct rv_fiber *f = &list[i];
+		fprintf(out, "  Fiber 0x%llx%s %s",
+			(unsigned long long)(f->object ? f->object : f->addr),
+			f->is_root ? " (root)" : "",
+			rv_fiber_status_name(f->status));
+		if (f->blocking == 0)
+			fputs(", non-blocking", out);
+		if (f->is_current)
+			fputs(", current: the thread's stack above", out);
+		fputc('\n', out);
+		stack(out, f->error, f->frames, f->nframes, f->truncated, 6);
+	}
 }
 
 void cs_render_text(FILE *out, const struct cs_report *r)
@@ -80,14 +120,26 @@ void cs_render_text(FILE *out, const struct cs_report *r)
 		if (r->crash_tid >= 0 && r->tids[i] == r->crash_tid)
 			fputs(", received the signal", out);
 		fputc('\n', out);
-		if (t->error)
-			fprintf(out, "    <stack incomplete: %s>\n", t->error);
-		if (r->merged)
+		if (r->merged) {
+			if (t->error)
+				fprintf(out, "    <stack incomplete: %s>\n",
+					t->error);
 			cs_render_native_text(out, r, i);
-		for (size_t j = 0; !r->merged && j < t->nframes; j++)
-			cs_render_frame_text(out, &t->frames[j], NULL);
-		if (t->truncated)
-			fputs("    <more frames not shown: --max-frames>\n", out);
+			if (t->truncated)
+				fputs("    <more frames not shown: "
+				      "--max-frames>\n", out);
+		} else {
+			stack(out, t->error, t->frames, t->nframes,
+			      t->truncated, 4);
+		}
+		/* A lone running root fiber says nothing the thread did not. */
+		if (t->nfibers > 1 ||
+		    (t->nfibers == 1 && !t->fibers[0].is_current))
+			fibers(out, t->fibers, t->nfibers);
+	}
+	if (r->ruby->norphan_fibers) {
+		fputs("\nFibers of threads no longer listed\n", out);
+		fibers(out, r->ruby->orphan_fibers, r->ruby->norphan_fibers);
 	}
 	if (r->native_all)
 		cs_render_native_only_text(out, r);

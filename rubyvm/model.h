@@ -36,6 +36,30 @@ enum rv_thread_status {
 	RV_STATUS_DEAD,
 };
 
+/* Fibers (rubyvm/fibers.c), from Fiber#inspect's status names. */
+enum rv_fiber_status {
+	RV_FIBER_UNKNOWN,
+	RV_FIBER_CREATED,
+	RV_FIBER_RESUMED,
+	RV_FIBER_SUSPENDED,
+	RV_FIBER_TERMINATED,
+};
+
+struct rv_fiber {
+	uint64_t addr;   /* rb_fiber_t * */
+	uint64_t object; /* the Fiber VALUE; 0 for a root fiber never asked for */
+	enum rv_fiber_status status;
+	int blocking;    /* 1 blocking, 0 non-blocking, -1 unknown (2.7) */
+	bool is_root;    /* the thread's first fiber */
+	bool is_current; /* running on its thread: its stack is the thread's */
+	/* Resumed and suspended fibers that are not current, innermost first;
+	 * empty for the current one (the thread's frames are its stack). */
+	struct rv_frame *frames;
+	size_t nframes;
+	bool truncated;
+	char *error;
+};
+
 struct rv_thread {
 	uint64_t addr;       /* rb_thread_t * */
 	int64_t tid;         /* kernel thread id, -1 when unknown */
@@ -47,6 +71,8 @@ struct rv_thread {
 	size_t nframes;
 	bool truncated; /* stopped at max_frames or max_output_bytes */
 	char *error;    /* NULL, or why the walk stopped early */
+	struct rv_fiber *fibers; /* after rv_snapshot_fibers: root first */
+	size_t nfibers;
 };
 
 struct rv_process {
@@ -54,6 +80,12 @@ struct rv_process {
 	struct rv_thread *threads;
 	size_t nthreads;
 	char *error; /* NULL, or why the thread list is incomplete */
+	/* Filled by rv_snapshot_fibers only. */
+	bool fibers_read;
+	struct rv_fiber *orphan_fibers; /* whose thread is not in the list */
+	size_t norphan_fibers;
+	char *fibers_error; /* NULL, or why some fibers may be missing */
+	uint64_t heap_pages, heap_bytes; /* GC heap scanned */
 };
 
 struct rv_options {
@@ -89,6 +121,13 @@ void rv_session_set_target(struct rv_session *s, const struct rv_target *t);
  * is no VM at all (CS_ERR_NOT_RUBY) or it cannot be read. */
 struct cs_error *rv_snapshot(struct rv_session *s, struct rv_process **ret);
 void rv_process_destroy(struct rv_process *p);
+
+/* Every fiber of the process, added to a snapshot: each thread's root and
+ * current fiber, and every Fiber object found by walking the GC heap. A
+ * heap that cannot be walked completely is reported in p->fibers_error;
+ * fails only when memory runs out. */
+struct cs_error *rv_snapshot_fibers(struct rv_session *s, struct rv_process *p);
+const char *rv_fiber_status_name(enum rv_fiber_status st);
 
 const char *rv_thread_status_name(enum rv_thread_status st);
 bool rv_process_complete(const struct rv_process *p);

@@ -120,6 +120,28 @@ struct cs_error *rv_succ_lookup(struct rv_session *s, uint64_t table,
 uint64_t rv_succ_block_rank(uint64_t rank, uint64_t small_block_ranks,
 			    const uint64_t *bits, uint64_t i);
 
+/* heap.c */
+struct rv_heap_object {
+	uint64_t object, data; /* the VALUE and its DATA_PTR */
+};
+struct rv_heap_scan {
+	struct rv_heap_object *found;
+	size_t count, capacity;
+	uint64_t pages, bytes; /* read and scanned */
+	char *error;           /* NULL, or why objects may be missing */
+};
+/* Every T_DATA object of the data type at address type, in the heap of
+ * the VM at vm. Fails only when out of memory: a heap that cannot be
+ * walked (completely) leaves its reason in scan->error. */
+struct cs_error *rv_heap_find_typed_data(struct rv_session *s, uint64_t vm,
+					 uint64_t type,
+					 struct rv_heap_scan *scan);
+void rv_heap_scan_free(struct rv_heap_scan *scan);
+
+/* fibers.c */
+void rv_fibers_free(struct rv_fiber *fibers, size_t n);
+bool rv_fibers_complete(const struct rv_fiber *fibers, size_t n);
+
 /* frames.c */
 struct cs_error *rv_walk_ec(struct rv_session *s, uint64_t ec,
 			    struct rv_thread *th);

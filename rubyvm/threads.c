@@ -237,11 +237,13 @@ struct cs_error *rv_snapshot(struct rv_session *s, struct rv_process **ret)
 
 bool rv_process_complete(const struct rv_process *p)
 {
-	if (p->error)
+	if (p->error || p->fibers_error ||
+	    !rv_fibers_complete(p->orphan_fibers, p->norphan_fibers))
 		return false;
 	for (size_t i = 0; i < p->nthreads; i++) {
 		const struct rv_thread *t = &p->threads[i];
-		if (t->error || t->truncated)
+		if (t->error || t->truncated ||
+		    !rv_fibers_complete(t->fibers, t->nfibers))
 			return false;
 		for (size_t j = 0; j < t->nframes; j++)
 			if (t->frames[j].error)
@@ -261,7 +263,10 @@ void rv_process_destroy(struct rv_process *p)
 		free(t->frames);
 		free(t->name);
 		free(t->error);
+		rv_fibers_free(t->fibers, t->nfibers);
 	}
+	rv_fibers_free(p->orphan_fibers, p->norphan_fibers);
+	free(p->fibers_error);
 	free(p->threads);
 	free(p->ruby_version);
 	free(p->error);

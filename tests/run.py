@@ -61,6 +61,9 @@ crash* scenarios) and checks corestack's reading of it:
                              cut-off .zst core is a truncated core; --native --sysroot
                              merges every thread and shows Ruby's crash handler
     unit/NAME                the unit test programs given with --unit
+    RUBY/fibers/fiber-sidecar, fibers, fibers-live, fibers-text, no-fibers
+                             every fiber of fixtures/scenarios/fibers.rb against the
+                             oracle's Fiber#backtrace_locations (tests/harness/fibers.py)
 
 Prints one line per test (PASS name / FAIL name: reason; SKIP name: reason
 for tests whose fixtures are not selected), then "N passed, N failed".
@@ -81,7 +84,7 @@ import time
 
 sys.dont_write_bytecode = True   # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import compare, corrupt, native, permissions, procs  # noqa: E402
+from harness import compare, corrupt, fibers, native, permissions, procs  # noqa: E402
 
 RUBIES = ("2.7", "3.1", "3.3", "3.3-static")
 ORACLE_TIMEOUT = 60    # scenario start to oracle file
@@ -144,7 +147,7 @@ def scenario_tests(ruby, scenario):
     names.append("text")
     if not is_crash(scenario):
         names += ["live", "live-nonblocking"]
-    return ["%s/%s/%s" % (ruby, scenario, n) for n in names]
+    return ["%s/%s/%s" % (ruby, scenario, n) for n in names] + fibers.test_names(ruby, scenario)
 
 
 def is_crash(scenario):
@@ -906,6 +909,8 @@ def main():
                     for scen in plan[ruby]:
                         runs = patient_result(futures[scen]) if scen in futures else None
                         report_scenario(rep, selected, ruby, scen, results[scen], runs)
+                        fibers.report(rep, selected, ruby, scen, results[scen], runs,
+                                      args.corestack, args.timeout, json_report)
                 except BaseException:   # ^C or SIGTERM: do not wait for the pool
                     for future in futures.values():
                         future.cancel()

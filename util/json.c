@@ -25,8 +25,14 @@ static void write_escaped(FILE *out, const char *s)
 			fprintf(out, "\\u%04x", c);
 			p++;
 		} else if (c < 0x80) {
-			fputc(c, out);
-			p++;
+			/* A run of plain ASCII in one write: labels and paths
+			 * are nearly all of the output. */
+			size_t n = 1;
+			while (p[n] >= 0x20 && p[n] < 0x80 && p[n] != '"' &&
+			       p[n] != '\\')
+				n++;
+			fwrite(p, 1, n, out);
+			p += n;
 		} else {
 			/* Copy a well-formed UTF-8 sequence, else U+FFFD. */
 			size_t n = utf8_sequence_length(p);

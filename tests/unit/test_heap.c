@@ -1,0 +1,165 @@
+/* The GC heap walk (rubyvm/heap.c) on a synthetic heap: the typed data
+ * objects of one type are found across pages of different slot sizes, and
+ * corrupt heaps (a huge page count, a negative slot count, a tiny slot
+ * size, an unreadable page, a missing layout item) stop or skip with a
+ * reason instead of crashing or running away. The layout values here are
+ * this test's own, not CRuby's. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../rubyvm/session.h"
+#include "check.h"
+
+#define BASE 0x100000ULL
+#define MEM_SIZE 0x10000
+#define TYPE 0x7777000ULL
+
+static uint8_t mem[MEM_SIZE];
+
+static struct cs_error *read_mem(void *priv, uint64_t addr, void *buf,
+				 size_t len)
+{
+	(void)priv;
+	if (addr < BASE || addr - BASE > MEM_SIZE || len > MEM_SIZE - (addr - BASE))
+		return cs_error_create(CS_ERR_FAULT, "0x%llx not in the test heap",
+				       (unsigned long long)addr);
+	memcpy(buf, mem + (addr - BASE), len);
+	return NULL;
+}
+
+static void put(uint64_t addr, uint64_t v, size_t size)
+{
+	memcpy(mem + (addr - BASE), &v, size);
+}
+
+static void member(struct rv_session *s, enum rv_item_id id, int64_t off,
+		   uint32_t size)
+{
+	s->layout.items[id] = (struct rv_item){.value = off, .size = size,
+					       .source = RV_FROM_DWARF};
+}
+
+/* vm at BASE -> objspace -> 2 pages: 4 slots of 40 bytes, 3 of 80. */
+static void build(struct rv_session *s)
+{
+	memset(mem, 0, sizeof(mem));
+	memset(s, 0, sizeof(*s));
+	s->target = (struct rv_target){.read = read_mem};
+	member(s, RVL_vm_objspace, 8, 8);
+	member(s, RVL_objspace_sorted, 0, 8);
+	member(s, RVL_objspace_allocated_pages, 8, 8);
+	member(s, RVL_page_slot_size, 0, 2);
+	member(s, RVL_page_total_slots, 2, 2);
+	member(s, RVL_page_start, 8, 8);
+	member(s, RVL_rvalue_size, 40, 0);
+	member(s, RVL_basic_flags, 0, 8);
+	member(s, RVL_typeddata_type, 16, 8);
+	member(s, RVL_typeddata_typed_flag, 24, 8);
+	member(s, RVL_typeddata_data, 32, 8);
+	member(s, RVL_t_mask, 0x1f, 0);
+	member(s, RVL_t_data, 0x0c, 0);
+	put(BASE + 8, BASE + 0x100, 8);                /* vm->objspace */
+	put(BASE + 0x100, BASE + 0x200, 8);            /* sorted */
+	put(BASE + 0x108, 2, 8);                       /* allocated_pages */
+	put(BASE + 0x200, BASE + 0x400, 8);
+	put(BASE + 0x208, BASE + 0x500, 8);
+	put(BASE + 0x400, 40, 2);                      /* slot_size */
+	put(BASE + 0x402, 4, 2);                       /* total_slots */
+	put(BASE + 0x408, BASE + 0x1000, 8);           /* start */
+	put(BASE + 0x500, 80, 2);
+	put(BASE + 0x502, 3, 2);
+	put(BASE + 0x508, BASE + 0x2000, 8);
+	/* page 1: a match, another type, a String, an untyped T_DATA */
+	uint64_t p1 = BASE + 0x1000;
+	put(p1, 0x0c, 8), put(p1 + 16, TYPE, 8), put(p1 + 24, 1, 8);
+	put(p1 + 32, 0xaaa1, 8);
+	put(p1 + 40, 0x0c, 8), put(p1 + 56, TYPE + 8, 8), put(p1 + 64, 1, 8);
+	put(p1 + 80, 0x05, 8), put(p1 + 96, TYPE, 8);
+	put(p1 + 120, 0x0c, 8), put(p1 + 136, TYPE, 8);
+	/* page 2: a match in its second 80-byte slot */
+	uint64_t p2 = BASE + 0x2000 + 80;
+	put(p2, 0x40c, 8), put(p2 + 16, TYPE, 8), put(p2 + 24, 1, 8);
+	put(p2 + 32, 0xaaa2, 8);
+}
+
+static void walk(struct rv_session *s, struct rv_heap_scan *scan)
+{
+	struct cs_error *err = rv_heap_find_typed_data(s, BASE, TYPE, scan);
+	CHECK(!err, "walk failed: %s", err ? err->message : "");
+	cs_error_destroy(err);
+}
+
+static bool says(const struct rv_heap_scan *scan, const char *what)
+{
+	return scan->error && strstr(scan->error, what);
+}
+
+int main(void)
+{
+	struct rv_session s;
+	struct rv_heap_scan scan;
+
+	build(&s);
+	walk(&s, &scan);
+	CHECK(scan.count == 2 && !scan.error, "intact heap: %zu found, error %s",
+	      scan.count, scan.error ? scan.error : "none");
+	CHECK(scan.count == 2 && scan.found[0].object == BASE + 0x1000 &&
+		      scan.found[0].data == 0xaaa1 &&
+		      scan.found[1].object == BASE + 0x2050 &&
+		      scan.found[1].data == 0xaaa2,
+	      "intact heap: wrong objects");
+	CHECK(scan.pages == 2 && scan.bytes == 4 * 40 + 3 * 80,
+	      "intact heap: %llu pages, %llu bytes scanned",
+	      (unsigned long long)scan.pages, (unsigned long long)scan.bytes);
+	rv_heap_scan_free(&scan);
+
+	build(&s);
+	put(BASE + 0x108, (uint64_t)1 << 40, 8);
+	walk(&s, &scan);
+	CHECK(scan.count == 2 && says(&scan, "claims"),
+	      "2^40 pages: %zu found, error %s", scan.count,
+	      scan.error ? scan.error : "none");
+	rv_heap_scan_free(&scan);
+
+	build(&s);
+	put(BASE + 0x402, 0x8000, 2); /* total_slots -32768 */
+	walk(&s, &scan);
+	CHECK(scan.count == 1 && says(&scan, "implausible"),
+	      "negative slot count: %zu found, error %s", scan.count,
+	      scan.error ? scan.error : "none");
+	rv_heap_scan_free(&scan);
+
+	build(&s);
+	put(BASE + 0x500, 8, 2); /* slot_size smaller than RTypedData */
+	walk(&s, &scan);
+	CHECK(scan.count == 1 && says(&scan, "implausible"),
+	      "tiny slot size: %zu found, error %s", scan.count,
+	      scan.error ? scan.error : "none");
+	rv_heap_scan_free(&scan);
+
+	build(&s);
+	put(BASE + 0x408, 0xdead0000, 8); /* page 1 body not in memory */
+	walk(&s, &scan);
+	CHECK(scan.count == 1 && says(&scan, "unreadable"),
+	      "unreadable page: %zu found, error %s", scan.count,
+	      scan.error ? scan.error : "none");
+	rv_heap_scan_free(&scan);
+
+	build(&s);
+	put(BASE + 0x100, 0xdead0000, 8); /* the page list itself */
+	walk(&s, &scan);
+	CHECK(scan.count == 0 && says(&scan, "page list unreadable"),
+	      "unreadable page list: %zu found, error %s", scan.count,
+	      scan.error ? scan.error : "none");
+	rv_heap_scan_free(&scan);
+
+	build(&s);
+	s.layout.items[RVL_typeddata_type].source = RV_MISSING;
+	walk(&s, &scan);
+	CHECK(scan.count == 0 && says(&scan, "typeddata_type"),
+	      "missing layout item: %zu found, error %s", scan.count,
+	      scan.error ? scan.error : "none");
+	rv_heap_scan_free(&scan);
+
+	return check_summary("heap");
+}
