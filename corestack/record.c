@@ -266,10 +266,11 @@ int cs_record_main(int argc, char **argv)
 	if (!err) {
 		struct cs_image img = cs_image_of_live(live);
 		struct rv_target t = cs_live_target(live);
+		struct rv_options opts = {.reuse_frames = true};
 		if (!(err = cs_vm_module_open(&img, NULL, NULL, &vm)) &&
 		    !(err = rv_layout_for_module(vm.vm, NULL, &layout, &cached)))
 			err = rv_session_create(&t, &layout, vm.vm->path,
-						vm.load_bias, NULL, &session);
+						vm.load_bias, &opts, &session);
 	}
 	cs_live_close(live);
 	if (err) {

@@ -234,8 +234,9 @@ static bool decode_uncached(struct rv_session *s, uint64_t pc, uint64_t iseq,
 	return true;
 }
 
-/* decode_uncached, served from the frame cache when the frame and its
- * environment read as they did when it was decoded. */
+/* decode_uncached, served from the frame cache (rv_options.reuse_frames)
+ * when the frame and its environment read as they did when it was
+ * decoded. */
 static bool decode_frame(struct rv_session *s, const uint8_t *c, uint64_t addr,
 			 struct rv_frame *f)
 {
@@ -244,8 +245,11 @@ static bool decode_frame(struct rv_session *s, const uint8_t *c, uint64_t addr,
 	memcpy(&key.iseq, c + RV_VAL(s, cfp_iseq), 8);
 	memcpy(&key.ep, c + RV_VAL(s, cfp_ep), 8);
 	memset(f, 0, sizeof(*f));
-	bool keyed = !rv_failed(read_ep(s, key.ep, RV_VAL(s, env_index_flags),
-					&key.flags)) &&
+	bool have_flags = (s->opts.reuse_frames || s->opts.frame_flags) &&
+			  !rv_failed(read_ep(s, key.ep,
+					     RV_VAL(s, env_index_flags),
+					     &key.flags));
+	bool keyed = s->opts.reuse_frames && have_flags &&
 		     !rv_failed(read_ep(s, key.ep, RV_VAL(s, env_index_me_cref),
 					&key.me_cref)) &&
 		     !rv_failed(read_ep(s, key.ep,
@@ -259,7 +263,7 @@ static bool decode_frame(struct rv_session *s, const uint8_t *c, uint64_t addr,
 	}
 	f->cfp = addr;
 	/* Where a vm_exec() invocation began, for merging native stacks. */
-	f->vm_finish = s->opts.frame_flags && keyed &&
+	f->vm_finish = s->opts.frame_flags && have_flags &&
 		       (key.flags & (uint64_t)RV_VAL(s, frame_flag_finish));
 	return shown;
 }

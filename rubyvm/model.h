@@ -97,6 +97,10 @@ struct rv_options {
 	 * more than a bounded multiple of it. */
 	size_t max_output_bytes;
 	bool frame_flags;   /* read each frame's VM_FRAME_FLAG_FINISH */
+	/* Keep decoded frames across snapshots (frame_cache.c): for samplers,
+	 * which read the same stacks again and again; a one-shot snapshot
+	 * only pays for the copies. */
+	bool reuse_frames;
 };
 
 struct rv_session;

@@ -140,6 +140,7 @@ struct cs_error *rv_session_create(const struct rv_target *target,
 					   ? opts->max_output_bytes
 					   : (size_t)1 << 30;
 	s->opts.frame_flags = opts && opts->frame_flags;
+	s->opts.reuse_frames = opts && opts->reuse_frames;
 	s->layout = *layout;
 	struct cs_error *err;
 	for (const enum rv_item_id *r = rv_layout_required; *r != RVL_COUNT; r++)
