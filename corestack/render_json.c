@@ -49,6 +49,38 @@ static void frame(struct json *j, const struct rv_frame *f)
 	json_end_object(j);
 }
 
+static void waiting_on(struct json *j, const struct rv_wait *w)
+{
+	if (w->kind == RV_WAIT_NONE) {
+		json_null(j, "waiting_on");
+		return;
+	}
+	json_begin_object(j, "waiting_on");
+	json_string(j, "kind", rv_wait_kind_name(w->kind));
+	json_string(j, "method", w->method);
+	if (w->object) {
+		char addr[32];
+		snprintf(addr, sizeof(addr), "0x%llx",
+			 (unsigned long long)w->object);
+		json_string(j, "object", addr);
+	} else {
+		json_null(j, "object");
+	}
+	json_end_object(j);
+}
+
+static void ractor_of(struct json *j, const struct rv_ractor *r)
+{
+	if (!r->present) {
+		json_null(j, "ractor");
+		return;
+	}
+	json_begin_object(j, "ractor");
+	json_int(j, "id", r->id);
+	json_string(j, "name", r->name);
+	json_end_object(j);
+}
+
 static void thread(struct json *j, const struct rv_thread *t, int64_t tid)
 {
 	json_begin_object(j, NULL);
@@ -61,6 +93,9 @@ static void thread(struct json *j, const struct rv_thread *t, int64_t tid)
 	json_bool(j, "gvl", t->holds_gvl);
 	json_string(j, "status", rv_thread_status_name(t->status));
 	json_bool(j, "truncated", t->truncated);
+	json_string(j, "state", rv_thread_state_name(t->state));
+	waiting_on(j, &t->wait);
+	ractor_of(j, &t->ractor);
 	json_begin_array(j, "frames");
 	for (size_t i = 0; i < t->nframes; i++)
 		frame(j, &t->frames[i]);

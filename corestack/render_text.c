@@ -44,6 +44,35 @@ static void frame(FILE *out, const struct rv_frame *f)
 	fputc('\n', out);
 }
 
+/* An identifier for people: "sleeping_forever" -> "sleeping forever". */
+static void words(FILE *out, const char *id)
+{
+	for (; *id; id++)
+		fputc(*id == '_' ? ' ' : *id, out);
+}
+
+/* "; ractor 2 "name"; sleeping forever, waiting on queue (Thread::Queue#pop)" */
+static void thread_detail(FILE *out, const struct rv_thread *t)
+{
+	if (t->ractor.present && t->ractor.id != 1) {
+		fprintf(out, "; ractor %u", t->ractor.id);
+		if (t->ractor.name)
+			fprintf(out, " \"%s\"", t->ractor.name);
+	}
+	if (t->state == RV_STATE_UNKNOWN)
+		return;
+	fputs("; ", out);
+	words(out, rv_thread_state_name(t->state));
+	if (t->wait.kind == RV_WAIT_NONE)
+		return;
+	fputs(", waiting on ", out);
+	words(out, rv_wait_kind_name(t->wait.kind));
+	if (t->wait.method)
+		fprintf(out, " (%s)", t->wait.method);
+	if (t->wait.object)
+		fprintf(out, " 0x%llx", (unsigned long long)t->wait.object);
+}
+
 void cs_render_text(FILE *out, const struct cs_report *r)
 {
 	header(out, r);
@@ -59,6 +88,7 @@ void cs_render_text(FILE *out, const struct cs_report *r)
 			fputs(", main", out);
 		if (t->holds_gvl)
 			fputs(", holds the GVL", out);
+		thread_detail(out, t);
 		fputc('\n', out);
 		if (t->error)
 			fprintf(out, "    <stack incomplete: %s>\n", t->error);

@@ -104,6 +104,15 @@ struct cs_error *rv_succ_lookup(struct rv_session *s, uint64_t table,
 uint64_t rv_succ_block_rank(uint64_t rank, uint64_t small_block_ranks,
 			    const uint64_t *bits, uint64_t i);
 
+/* thread_state.c: state and wait reason of a thread whose status and
+ * frames are read. */
+void rv_thread_state_read(struct rv_session *s, uint64_t th,
+			  struct rv_thread *t);
+
+/* ractors.c: the ractor a thread belongs to (3.x). */
+void rv_thread_ractor_read(struct rv_session *s, uint64_t th,
+			   struct rv_thread *t);
+
 /* frames.c */
 struct cs_error *rv_walk_ec(struct rv_session *s, uint64_t ec,
 			    struct rv_thread *th);

@@ -178,11 +178,12 @@ static void read_thread(struct rv_session *s, uint64_t th, uint64_t main_th,
 	for (size_t i = 0; i < nowners; i++)
 		if (gvl_owners[i] == th)
 			t->holds_gvl = true;
-	if (!ec)
-		return; /* a finished thread has no EC */
-	if ((err = rv_walk_ec(s, ec, t)))
+	rv_thread_ractor_read(s, th, t);
+	/* a finished thread has no EC */
+	if (ec && (err = rv_walk_ec(s, ec, t)))
 		set_thread_error(t, cs_error_wrap(err, "thread 0x%llx",
 						  (unsigned long long)th));
+	rv_thread_state_read(s, th, t);
 }
 
 struct cs_error *rv_snapshot(struct rv_session *s, struct rv_process **ret)
@@ -260,6 +261,7 @@ void rv_process_destroy(struct rv_process *p)
 		free(t->frames);
 		free(t->name);
 		free(t->error);
+		free(t->ractor.name);
 	}
 	free(p->threads);
 	free(p->ruby_version);

@@ -20,6 +20,8 @@ crash* scenarios) and checks corestack's reading of it:
     RUBY/SCENARIO/live       corestack --json --pid PID on the parked process: as oracle,
                              and no thread of it left stopped afterwards
     RUBY/SCENARIO/live-nonblocking  the same with --nonblocking
+    RUBY/SCENARIO/threadstate[-sidecar]  each thread's state, wait reason and
+                             ractor as NAME.threadstate says (tests/harness/threadstate.py)
     bad/...                  unusable input: exit 2, one stderr line naming the file
     limits/max-frames        --max-frames cuts every stack, marks it, exits 1 (partial)
     debuginfo/...            the static 3.3 Ruby stripped, its DWARF found by build-id
@@ -51,7 +53,7 @@ import time
 
 sys.dont_write_bytecode = True   # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import compare, procs  # noqa: E402
+from harness import compare, procs, threadstate  # noqa: E402
 
 RUBIES = ("2.7", "3.1", "3.3", "3.3-static")
 ORACLE_TIMEOUT = 60    # scenario start to oracle file
@@ -114,7 +116,8 @@ def scenario_tests(ruby, scenario):
     names.append("text")
     if not is_crash(scenario):
         names += ["live", "live-nonblocking"]
-    return ["%s/%s/%s" % (ruby, scenario, n) for n in names]
+    return (["%s/%s/%s" % (ruby, scenario, n) for n in names]
+            + threadstate.test_names(procs.SCENARIOS, ruby, scenario))
 
 
 def is_crash(scenario):
@@ -267,6 +270,8 @@ def check_text(run, cap):
 
 
 def report_scenario(rep, selected, ruby, scen, cap, runs):
+    threadstate.report(rep, selected, procs.SCENARIOS, ruby, scen, cap,
+                       runs[0] if runs else None, json_report)
     names = dict((n.rsplit("/", 1)[1], n) for n in scenario_tests(ruby, scen))
     want = lambda key: key in names and selected(names[key])
     if isinstance(cap, procs.Failure):

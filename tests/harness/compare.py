@@ -155,19 +155,24 @@ class Expectation:
         return fnmatch.fnmatchcase(str(frame.get("lineno")), self.lineno)
 
 
-def load_sidecar(path):
-    """-> (list of Expectation, None) or (None, reason)."""
-    expectations = []
+def sidecar_rows(path):
+    """(line number, line, tab-separated columns) of a sidecar's lines that
+    are neither blank nor comments."""
     with open(path, encoding="utf-8") as f:
         for number, line in enumerate(f, 1):
             line = line.rstrip("\n")
-            if not line.strip() or line.startswith("#"):
-                continue
-            cols = line.split("\t")
-            if len(cols) != 4 or not all(cols):
-                return None, "%s:%d: not 4 non-empty tab-separated columns: %s" % (
-                    os.path.basename(path), number, show(line))
-            expectations.append(Expectation(path, number, *cols))
+            if line.strip() and not line.startswith("#"):
+                yield number, line, line.split("\t")
+
+
+def load_sidecar(path):
+    """-> (list of Expectation, None) or (None, reason)."""
+    expectations = []
+    for number, line, cols in sidecar_rows(path):
+        if len(cols) != 4 or not all(cols):
+            return None, "%s:%d: not 4 non-empty tab-separated columns: %s" % (
+                os.path.basename(path), number, show(line))
+        expectations.append(Expectation(path, number, *cols))
     return expectations, None
 
 
