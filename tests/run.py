@@ -35,7 +35,8 @@ crash* scenarios) and checks corestack's reading of it:
     unit/NAME                the unit test programs given with --unit
 
 Prints one line per test (PASS name / FAIL name: reason; SKIP name: reason
-for tests whose fixtures are not selected), then "N passed, N failed".
+for tests whose fixtures are not selected, or whose scenario needs a newer
+Ruby: "# corestack-requires: FEATURE (Ruby X.Y)", tests/harness/requires.py), then "N passed, N failed".
 Exit status 1 when a test failed (or none ran). Progress goes to stderr.
 """
 
@@ -53,7 +54,7 @@ import time
 
 sys.dont_write_bytecode = True   # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import compare, procs, threadstate  # noqa: E402
+from harness import compare, procs, requires, threadstate  # noqa: E402
 
 RUBIES = ("2.7", "3.1", "3.3", "3.3-static")
 ORACLE_TIMEOUT = 60    # scenario start to oracle file
@@ -813,6 +814,15 @@ def main():
     plan = {r: [s for s in scenarios
                 if any(selected(t) for t in scenario_tests(r, s)) or (r, s) in wanted_bad]
             for r in args.rubies}
+    rep = Reporter()
+    for r in args.rubies:   # scenarios a fixture Ruby lacks the feature for
+        for s in list(plan[r]):
+            why = requires.missing(os.path.join(procs.SCENARIOS, s + ".rb"), ruby_spec(r)[0])
+            if why:
+                plan[r].remove(s)
+                for t in scenario_tests(r, s):
+                    if selected(t):
+                        rep.skip(t, why)
     build_anyway = set()    # Rubies whose executable a bad/ test uses
     if selected("bad/not-a-core") and args.rubies and not any(plan.values()):
         build_anyway.add(args.rubies[0])
@@ -835,7 +845,6 @@ def main():
     os.environ.setdefault("CORESTACK_CACHE", os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "corestack"))
     os.environ["XDG_CACHE_HOME"] = os.path.join(workdir, "xdg-cache")
-    rep = Reporter()
     started = time.monotonic()
     unit_tests(rep, selected, args.unit.split(), args.unit_arg, args.timeout)
     prefixes, captures = {}, {}

@@ -100,6 +100,11 @@ def check_sidecar(lines, oracle):
         if threads[i].get("status") != STATUS_OF[line.state]:
             return "%s: state %s, but Ruby said status %s" % (
                 line.where, line.state, compare.show(threads[i].get("status")))
+        if line.ractor is not None and "ractor_id" in threads[i]:
+            said = str(threads[i]["ractor_id"]) + (
+                ":" + threads[i]["ractor_name"] if threads[i].get("ractor_name") is not None else "")
+            if said != line.ractor:
+                return "%s: ractor %s, but Ruby said %s" % (line.where, line.ractor, said)
     return None
 
 
