@@ -46,6 +46,7 @@ static void frame(struct json *j, const struct rv_frame *f)
 	json_int(j, "lineno", f->lineno);
 	json_string(j, "qualified", f->qualified);
 	json_string(j, "error", f->error);
+	json_bool(j, "pc_stale", f->pc_stale);
 	json_end_object(j);
 }
 

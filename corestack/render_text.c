@@ -39,6 +39,8 @@ static void frame(FILE *out, const struct rv_frame *f)
 		fprintf(out, "  [%s]", f->qualified);
 	if (f->kind == RV_FRAME_CFUNC)
 		fputs("  (C)", out);
+	if (f->pc_stale)
+		fputs("  <stale pc: line of the method's start>", out);
 	if (f->error)
 		fprintf(out, "  <unreliable: %s>", f->error);
 	fputc('\n', out);

@@ -133,8 +133,19 @@ static int set_error(struct rv_frame *f, struct cs_error *err)
 	return 0;
 }
 
+/* The innermost frame may be running JIT code, which saves cfp->pc only
+ * before calls that can look at it (YJIT's jit_save_pc): its pc can be left
+ * over from an older frame in the same slot. Such a pc is read as no pc at
+ * all, as calc_pos in vm_backtrace.c reads a NULL one: line 0 for a
+ * top-level iseq, else the iseq's first line. */
+static bool stale_pc(struct rv_session *s, const struct rv_iseq_info *info,
+		     uint64_t pc, bool innermost)
+{
+	return innermost && !rv_iseq_pc_inside(s, info, pc);
+}
+
 static void ruby_frame(struct rv_session *s, uint64_t iseq, uint64_t pc,
-		       uint64_t ep, struct rv_frame *f)
+		       uint64_t ep, bool innermost, struct rv_frame *f)
 {
 	const struct rv_iseq_info *info;
 	struct cs_error *err = rv_iseq_lookup(s, iseq, &info);
@@ -146,7 +157,9 @@ static void ruby_frame(struct rv_session *s, uint64_t iseq, uint64_t pc,
 		set_error(f, err);
 		return;
 	}
-	if ((err = rv_line_lookup(s, iseq, info, pc, &f->lineno)))
+	f->pc_stale = stale_pc(s, info, pc, innermost);
+	if ((err = rv_line_lookup(s, iseq, info, f->pc_stale ? 0 : pc,
+				  &f->lineno)))
 		set_error(f, err);
 	f->qualified = ruby_qualified(s, info, ep);
 	f->label = strdup(info->label);
@@ -180,7 +193,7 @@ static void cfunc_frame(struct rv_session *s, uint64_t ep, struct rv_frame *f)
 /* Decode one control frame into f; false for frames Ruby's backtraces
  * skip (ifunc, dummy, an iseq frame without a pc). */
 static bool decode_frame(struct rv_session *s, const uint8_t *c, uint64_t addr,
-			 struct rv_frame *f)
+			 bool innermost, struct rv_frame *f)
 {
 	uint64_t pc, iseq, ep, flags;
 	memcpy(&pc, c + RV_VAL(s, cfp_pc), 8);
@@ -191,7 +204,7 @@ static bool decode_frame(struct rv_session *s, const uint8_t *c, uint64_t addr,
 	if (iseq) {
 		if (!pc)
 			return false;
-		ruby_frame(s, iseq, pc, ep, f);
+		ruby_frame(s, iseq, pc, ep, innermost, f);
 		return true;
 	}
 	struct cs_error *err = read_ep(s, ep, RV_VAL(s, env_index_flags), &flags);
@@ -259,11 +272,13 @@ struct cs_error *rv_walk_ec(struct rv_session *s, uint64_t ec,
 			const uint8_t *c = chunk + j * cfp_size;
 			if (th->nframes < max) {
 				if (decode_frame(s, c, at + j * cfp_size,
+						 at + j * cfp_size == cfp,
 						 &th->frames[th->nframes]))
 					th->nframes++;
 				continue;
 			}
-			if (!decode_frame(s, c, at + j * cfp_size, &beyond))
+			if (!decode_frame(s, c, at + j * cfp_size, false,
+					  &beyond))
 				continue;
 			th->truncated = true;
 			done = beyond.kind == RV_FRAME_RUBY;

@@ -24,6 +24,9 @@ struct rv_frame {
 	char *qualified; /* "Outer::Inner#meth", "block in Foo.bar" */
 	uint64_t cfp, iseq, pc, cfunc; /* target addresses, 0 if none */
 	char *error;     /* NULL, or why this frame is unreliable */
+	bool pc_stale;   /* innermost frame whose pc lies outside its iseq (JIT
+			  * code does not keep cfp->pc current): lineno is
+			  * then what Ruby gives for a frame without a pc */
 };
 
 enum rv_thread_status {

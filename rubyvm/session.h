@@ -84,6 +84,11 @@ struct cs_error *rv_iseq_lineno(struct rv_session *s,
 				const struct rv_iseq_info *info, uint64_t pc,
 				int *ret);
 
+/* Whether pc lies within the iseq's encoded instructions (true when that
+ * cannot be read: the line lookup then reports why). */
+bool rv_iseq_pc_inside(struct rv_session *s, const struct rv_iseq_info *info,
+		       uint64_t pc);
+
 /* iseq_cache.c: the same, decoded once per iseq (and per pc) and kept. The
  * info belongs to the cache: copy what outlives the next lookup. */
 struct cs_error *rv_iseq_lookup(struct rv_session *s, uint64_t iseq,

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Oracle tests: corestack against what Ruby says about itself.
 
-    python3 tests/run.py --corestack PATH [--rubies 2.7,3.1,3.3,3.3-static]
+    python3 tests/run.py --corestack PATH [--rubies 2.7,3.1,3.3,3.3-static,3.3-yjit]
                          [-k SUBSTRING] [--keep DIR]
 
 For every fixture Ruby (built on first use by fixtures/build-ruby.sh) and
@@ -32,6 +32,11 @@ crash* scenarios) and checks corestack's reading of it:
                              shares): paused, nonblocking, speedscope with --on-cpu,
                              flame graph SVG,
                              target exiting, SIGINT
+    3.3-yjit/running-jit-code  a thread inside JIT code, read live (tests/harness/yjit.py)
+    3.3-yjit/...             every scenario again on Ruby 3.3 built with YJIT, run with
+                             --yjit --yjit-call-threshold=1; 3.3-yjit/SCENARIO/yjit: Ruby
+                             says YJIT was on and compiled code (tests/harness/yjit.py;
+                             SKIP 3.3-yjit/build when no rustc >= 1.58 can build it)
     unit/NAME                the unit test programs given with --unit
 
 Prints one line per test (PASS name / FAIL name: reason; SKIP name: reason
@@ -54,9 +59,9 @@ import time
 
 sys.dont_write_bytecode = True   # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import compare, procs, requires, threadstate  # noqa: E402
+from harness import compare, procs, requires, threadstate, yjit  # noqa: E402
 
-RUBIES = ("2.7", "3.1", "3.3", "3.3-static")
+RUBIES = ("2.7", "3.1", "3.3", "3.3-static", "3.3-yjit")
 ORACLE_TIMEOUT = 60    # scenario start to oracle file
 CRASH_TIMEOUT = 60     # oracle file to the crashed process's exit
 GCORE_TIMEOUT = 120
@@ -118,7 +123,8 @@ def scenario_tests(ruby, scenario):
     if not is_crash(scenario):
         names += ["live", "live-nonblocking"]
     return (["%s/%s/%s" % (ruby, scenario, n) for n in names]
-            + threadstate.test_names(procs.SCENARIOS, ruby, scenario))
+            + threadstate.test_names(procs.SCENARIOS, ruby, scenario)
+            + yjit.test_names(ruby, scenario))
 
 
 def is_crash(scenario):
@@ -160,7 +166,8 @@ def capture_all(ruby, exe, scenarios, workdir, keep, corestack=None, timeout=60)
         for scen in scenarios:
             script = os.path.join(procs.SCENARIOS, scen + ".rb")
             try:
-                running.append(procs.Scenario(exe, script, os.path.join(workdir, scen), is_crash(scen)))
+                running.append(procs.Scenario(exe, script, os.path.join(workdir, scen), is_crash(scen),
+                                              yjit.scenario_env(ruby)))
             except OSError as exc:
                 results[scen] = procs.Failure("cannot start %s: %s" % (exe, exc))
         for run in running:
@@ -273,6 +280,7 @@ def check_text(run, cap):
 def report_scenario(rep, selected, ruby, scen, cap, runs):
     threadstate.report(rep, selected, procs.SCENARIOS, ruby, scen, cap,
                        runs[0] if runs else None, json_report)
+    yjit.report(rep, selected, ruby, scen, cap)
     names = dict((n.rsplit("/", 1)[1], n) for n in scenario_tests(ruby, scen))
     want = lambda key: key in names and selected(names[key])
     if isinstance(cap, procs.Failure):
@@ -830,7 +838,7 @@ def main():
         build_anyway.add("3.1")
     for r in args.rubies:   # tests on a fixture Ruby without its scenarios
         if any(selected("%s/%s" % (r, t)) for t in (
-                "layout-units", "record", "record-nonblocking", "record-target-exits",
+                "layout-units", "running-jit-code", "record", "record-nonblocking", "record-target-exits",
                 "record-speedscope", "record-flamegraph",
                 "record-interrupted")):
             build_anyway.add(r)
@@ -856,6 +864,10 @@ def main():
             progress("%s: fixture Ruby" % ruby)
             try:
                 prefixes[ruby] = procs.build_ruby(*ruby_spec(ruby), timeout=BUILD_TIMEOUT)
+            except procs.Unavailable as exc:   # e.g. YJIT without rustc
+                prefixes[ruby] = exc
+                rep.skip("%s/build" % ruby, str(exc))
+                continue
             except procs.Failure as exc:
                 prefixes[ruby] = exc
                 rep.result("%s/build" % ruby, str(exc))
@@ -891,6 +903,7 @@ def main():
         bad_tests(rep, selected, args, prefixes, captures, workdir)
         debuginfo_tests(rep, selected, args, captures, workdir)
         layout_tests(rep, selected, args, prefixes)
+        yjit.running_test(rep, selected, args.corestack, prefixes, args.timeout)
         record_tests(rep, selected, args, prefixes, workdir)
     finally:
         if args.keep:
