@@ -116,17 +116,18 @@ static enum rv_thread_status thread_status(struct rv_session *s, uint64_t th)
 	uint64_t st, to_kill = 0;
 	if (!rv_try_member(s, th, RVL_th_status, &st))
 		return RV_STATUS_UNKNOWN;
-	if (st == (uint64_t)RV_VAL(s, thread_runnable))
-		return RV_STATUS_RUN;
+	/* As thread_status_name in thread.c: "aborting" is a runnable thread
+	 * being killed (running its ensure clauses); a killed one is dead. */
+	if (st == (uint64_t)RV_VAL(s, thread_runnable)) {
+		if (RV_HAS(s, th_to_kill))
+			rv_try_member(s, th, RVL_th_to_kill, &to_kill);
+		return to_kill ? RV_STATUS_ABORTING : RV_STATUS_RUN;
+	}
 	if (st == (uint64_t)RV_VAL(s, thread_stopped) ||
 	    st == (uint64_t)RV_VAL(s, thread_stopped_forever))
 		return RV_STATUS_SLEEP;
-	if (st == (uint64_t)RV_VAL(s, thread_killed)) {
-		/* Thread#status: "aborting" while being killed, else dead. */
-		if (RV_HAS(s, th_to_kill))
-			rv_try_member(s, th, RVL_th_to_kill, &to_kill);
-		return to_kill ? RV_STATUS_ABORTING : RV_STATUS_DEAD;
-	}
+	if (st == (uint64_t)RV_VAL(s, thread_killed))
+		return RV_STATUS_DEAD;
 	return RV_STATUS_UNKNOWN;
 }
 

@@ -14,9 +14,10 @@ waiting_on the "waiting_on.kind" or "-" for none; ractor, when given, is
 must be named by one line.
 
     RUBY/NAME/threadstate-sidecar  each line names exactly one oracle thread,
-                                   every oracle thread is named, its status fits
-    RUBY/NAME/threadstate          corestack --json gives each thread that state,
-                                   wait reason (and ractor)
+                                   every oracle thread is named, and its state is
+                                   the one Thread#inspect showed (sleep_forever)
+    RUBY/NAME/threadstate          corestack --json gives each thread that state
+                                   (and Thread#inspect's), wait reason (and ractor)
 """
 
 import fnmatch
@@ -25,8 +26,8 @@ import os
 from . import compare
 
 STATES = ("runnable", "sleeping", "sleeping_forever", "aborting", "dead")
-# Thread#status for each state.
-STATUS_OF = {"runnable": "run", "sleeping": "sleep", "sleeping_forever": "sleep",
+# Thread#inspect's status (the oracle's status_detail) for each state.
+DETAIL_OF = {"runnable": "run", "sleeping": "sleep", "sleeping_forever": "sleep_forever",
              "aborting": "aborting", "dead": "dead"}
 WAITS = ("mutex", "queue", "sized_queue", "condition_variable", "sleep",
          "thread_join", "thread_stop", "io", "process_wait")
@@ -97,9 +98,9 @@ def check_sidecar(lines, oracle):
             return "%s names no line for it (frames: %s)" % (
                 compare.thread_title(i, t), compare.show(t.get("frames", [])[:2]))
     for line, i in zip(lines, index):
-        if threads[i].get("status") != STATUS_OF[line.state]:
-            return "%s: state %s, but Ruby said status %s" % (
-                line.where, line.state, compare.show(threads[i].get("status")))
+        if threads[i].get("status_detail") != DETAIL_OF[line.state]:
+            return "%s: state %s, but Thread#inspect said %s" % (
+                line.where, line.state, compare.show(threads[i].get("status_detail")))
         if line.ractor is not None and "ractor_id" in threads[i]:
             said = str(threads[i]["ractor_id"]) + (
                 ":" + threads[i]["ractor_name"] if threads[i].get("ractor_name") is not None else "")
@@ -127,6 +128,10 @@ def check_report(lines, oracle, report):
                 line.where, i, line.path, line.lineno)
         got = theirs[i]
         title = "%s (%s)" % (compare.thread_title(i, got), line.where)
+        said = DETAIL_OF.get(got.get("state"))
+        if said != mine[i].get("status_detail"):
+            return "%s: state: Thread#inspect said %s, corestack %s" % (
+                title, compare.show(mine[i].get("status_detail")), compare.show(got.get("state")))
         if got.get("state") != line.state:
             return "%s: state: expected %s, corestack %s" % (
                 title, line.state, compare.show(got.get("state")))
