@@ -78,6 +78,9 @@ def check_spin_sample(report):
     if len(spinning) != 1:
         return "%d threads have spin on top, expected 1: %s" % (
             len(spinning), [[f.get("label") for f in t.get("frames", [])][:3] for t in threads])
+    if spinning[0].get("state") != "runnable" or spinning[0].get("gvl") is not True:
+        return "spinning thread: state %s, gvl %s; expected runnable, holding the GVL" % (
+            spinning[0].get("state"), spinning[0].get("gvl"))
     frames = spinning[0]["frames"]
     got = [(f.get("label"), os.path.basename(f.get("path") or ""), f.get("lineno")) for f in frames]
     if len(frames) != 2 or got[1] != ("block in <main>", "spin.rb", SPIN_BLOCK_LINE):
@@ -98,7 +101,8 @@ def check_spin_sample(report):
 def running_test(rep, selected, corestack, prefixes, timeout):
     """RUBY/running-jit-code: a thread that never leaves YJIT code, read
     with --pid SPIN_SAMPLES times: no frame invented, garbled or in error,
-    and its line as Ruby's rule for a stale pc gives it."""
+    its line as Ruby's rule for a stale pc gives it, and the thread runnable
+    and holding the GVL (the only thread that is not asleep)."""
     for ruby, prefix in prefixes.items():
         name = "%s/running-jit-code" % ruby
         if not is_yjit(ruby) or not selected(name) or not isinstance(prefix, str):
