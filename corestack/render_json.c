@@ -96,6 +96,7 @@ static void thread(struct json *j, const struct rv_thread *t, int64_t tid)
 	json_bool(j, "truncated", t->truncated);
 	json_string(j, "state", rv_thread_state_name(t->state));
 	waiting_on(j, &t->wait);
+	json_bool(j, "blocking_region", t->wait.blocking_region);
 	ractor_of(j, &t->ractor);
 	json_begin_array(j, "frames");
 	for (size_t i = 0; i < t->nframes; i++)

@@ -65,6 +65,8 @@ static void thread_detail(FILE *out, const struct rv_thread *t)
 		return;
 	fputs("; ", out);
 	words(out, rv_thread_state_name(t->state));
+	if (t->wait.blocking_region)
+		fputs(" in a blocking call (GVL released)", out);
 	if (t->wait.kind == RV_WAIT_NONE)
 		return;
 	fputs(", waiting on ", out);

@@ -68,6 +68,7 @@ struct rv_wait {
 	const char *method; /* the method that tells ("Thread::Queue#pop"),
 			     * static, NULL when only a field told */
 	uint64_t object;    /* the Mutex being locked (locking_mutex), or 0 */
+	bool blocking_region; /* the GVL released for a blocking call */
 };
 
 struct rv_ractor {

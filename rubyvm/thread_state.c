@@ -8,7 +8,9 @@
  * builtins above its innermost frame of user code (ConditionVariable#wait
  * sleeps in Mutex#sleep: the outermost method of that run that says
  * something wins), and from rb_thread_t.locking_mutex, which Mutex#lock
- * sets while it waits for the mutex. */
+ * sets while it waits for the mutex. A thread in a blocking region (I/O,
+ * waitpid, a C extension's call without the GVL) is flagged as such: Ruby's
+ * own sleeps (Queue, Mutex, sleep, join) do not release the GVL that way. */
 #include <string.h>
 
 #include "session.h"
@@ -147,7 +149,10 @@ void rv_thread_state_read(struct rv_session *s, uint64_t th,
 	    t->state != RV_STATE_SLEEPING_FOREVER)
 		return; /* a running thread waits on nothing */
 	wait_from_frames(t, &t->wait);
-	uint64_t mutex;
+	uint64_t mutex, region;
+	t->wait.blocking_region =
+		RV_HAS(s, th_blocking_region) &&
+		rv_try_member(s, th, RVL_th_blocking_region, &region) && region;
 	if (RV_HAS(s, th_locking_mutex) &&
 	    rv_try_member(s, th, RVL_th_locking_mutex, &mutex) &&
 	    !rv_special_const(s, mutex)) {

@@ -17,7 +17,8 @@ must be named by one line.
                                    every oracle thread is named, and its state is
                                    the one Thread#inspect showed (sleep_forever)
     RUBY/NAME/threadstate          corestack --json gives each thread that state
-                                   (and Thread#inspect's), wait reason (and ractor)
+                                   (and Thread#inspect's), wait reason, blocking
+                                   region flag (BLOCKING_REGION) and ractor
 """
 
 import fnmatch
@@ -31,6 +32,14 @@ DETAIL_OF = {"runnable": "run", "sleeping": "sleep", "sleeping_forever": "sleep_
              "aborting": "aborting", "dead": "dead"}
 WAITS = ("mutex", "queue", "sized_queue", "condition_variable", "sleep",
          "thread_join", "thread_stop", "io", "process_wait")
+# Whether a thread waiting so is in a blocking region (GVL released), from
+# CRuby's thread.c and io.c (2.7 to 3.3): Ruby's own sleeps go through
+# native_sleep, never BLOCKING_REGION; waiting for an fd does (read(2), or
+# ppoll on a non-blocking pipe). Process.wait differs by version (2.7 may
+# sleep on SIGCHLD instead): not checked.
+BLOCKING_REGION = {"mutex": False, "queue": False, "sized_queue": False,
+                   "condition_variable": False, "sleep": False, "thread_join": False,
+                   "thread_stop": False, "io": True}
 
 
 def sidecar_path(scenarios_dir, scenario):
@@ -140,6 +149,10 @@ def check_report(lines, oracle, report):
         if kind != line.wait:
             return "%s: waiting_on: expected %s, corestack %s" % (
                 title, compare.show(line.wait), compare.show(waiting))
+        expected = BLOCKING_REGION.get(line.wait)
+        if expected is not None and got.get("blocking_region") is not expected:
+            return "%s: blocking_region: expected %s for %s, corestack %s" % (
+                title, expected, line.wait, compare.show(got.get("blocking_region")))
         if line.ractor is not None and ractor_text(got) != line.ractor:
             return "%s: ractor: expected %s, corestack %s" % (
                 title, line.ractor, compare.show(got.get("ractor")))
