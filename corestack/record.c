@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -139,11 +140,16 @@ bad:
 	return EXIT_USAGE;
 }
 
-static double now(void)
+static double clock_seconds(clockid_t id)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(id, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static double now(void)
+{
+	return clock_seconds(CLOCK_MONOTONIC);
 }
 
 static int start_command(char **command)
@@ -158,33 +164,63 @@ static int start_command(char **command)
 	return pid;
 }
 
+static size_t read_live_pages(void *live, const uint64_t *pages,
+			      void *const *bufs, size_t n, size_t page_size)
+{
+	return cs_live_read_pages(live, pages, bufs, n, page_size);
+}
+
+/* Paused samples try this many times to read everything during a short
+ * stop (see take_sample) before staying stopped for the whole read. */
+#define QUICK_TRIES 2
+
 /* One sample through one attachment kept for the whole recording (*keep).
- * Paused: stop every thread, read, let them run again; nonblocking: read
- * while they run. 1 taken, 0 lost, -1 target gone. */
+ * Nonblocking: read while the threads run. Paused: stop every thread, and
+ * read again, in one call, the pages the last sample used; let the threads
+ * run at once, and walk the stacks from those pages. When the walk needed
+ * a page that was not among them, that page was read while the process ran,
+ * so the sample is not consistent: it is taken again (the page is now on
+ * the list), and the last try stays stopped until the walk is done. So a
+ * paused sample always reads a stopped process, and in the steady state the
+ * process is stopped for one read, not for the whole walk.
+ * 1 taken, 0 lost, -1 target gone. */
 static int take_sample(struct rv_session *s, int pid, int pause, int on_cpu,
 		       struct cs_live **keep, struct cs_page_cache *cache,
 		       struct cs_profile *prof)
 {
-	struct cs_error *err = NULL;
-	if (!*keep)
-		err = cs_live_attach(pid, pause, keep);
-	else if (pause)
-		err = cs_live_pause(*keep);
-	if (err) {
-		int gone = kill(pid, 0) != 0 || strstr(err->message, "exited");
-		cs_error_destroy(err);
-		return gone ? -1 : 0;
-	}
-	struct rv_target t = cs_live_target(*keep);
-	cache->inner = t;
-	cs_page_cache_clear(cache); /* the process ran since the last sample */
-	t = cs_page_cache_target(cache);
-	rv_session_set_target(s, &t);
 	struct rv_process *p = NULL;
-	err = rv_snapshot(s, &p);
-	if (pause) {
-		struct cs_error *r = cs_live_resume(*keep);
-		cs_error_destroy(r);
+	struct cs_error *err = NULL;
+	for (int try = 0;; try++) {
+		bool quick = pause && try < QUICK_TRIES;
+		if (!*keep)
+			err = cs_live_attach(pid, pause, keep);
+		else if (pause)
+			err = cs_live_pause(*keep);
+		if (err) {
+			int gone = kill(pid, 0) != 0 ||
+				   strstr(err->message, "exited");
+			cs_error_destroy(err);
+			return gone ? -1 : 0;
+		}
+		struct rv_target t = cs_live_target(*keep);
+		cache->inner = t;
+		cache->read_pages = read_live_pages;
+		cache->read_pages_priv = *keep;
+		cs_page_cache_clear(cache); /* the process ran since */
+		uint64_t filled = cache->filled;
+		if (quick)
+			cs_error_destroy(cs_live_resume(*keep));
+		t = cs_page_cache_target(cache);
+		rv_session_set_target(s, &t);
+		err = rv_snapshot(s, &p);
+		if (pause && !quick)
+			cs_error_destroy(cs_live_resume(*keep));
+		if (!quick || cache->filled == filled)
+			break;
+		cs_error_destroy(err);
+		rv_process_destroy(p);
+		err = NULL;
+		p = NULL;
 	}
 	if (err && kill(pid, 0) != 0) {
 		cs_error_destroy(err);
@@ -259,6 +295,9 @@ int cs_record_main(int argc, char **argv)
 	double interval = 1.0 / o.rate, start = now(), next = start;
 	size_t lost = 0;
 	double reading = 0; /* seconds spent taking samples */
+	/* ... of which on a CPU, kernel time for the reads included: what a
+	 * sample costs when the machine is busy with other work too. */
+	double reading_cpu = 0;
 	int interactive = isatty(STDERR_FILENO);
 	while (!stop_requested &&
 	       (o.duration <= 0 || now() - start < o.duration)) {
@@ -271,10 +310,11 @@ int cs_record_main(int argc, char **argv)
 			child = 0;
 			break;
 		}
-		double t0 = now();
+		double t0 = now(), c0 = clock_seconds(CLOCK_THREAD_CPUTIME_ID);
 		int r = take_sample(session, pid, !o.nonblocking, o.on_cpu,
 				    &kept, &cache, &prof);
 		reading += now() - t0;
+		reading_cpu += clock_seconds(CLOCK_THREAD_CPUTIME_ID) - c0;
 		if (r < 0)
 			break; /* the target exited: keep what we have */
 		if (r == 0)
@@ -310,10 +350,11 @@ int cs_record_main(int argc, char **argv)
 	size_t tries = prof.samples + lost;
 	fprintf(stderr,
 		"corestack record: %zu samples in %.1f s (%.0f Hz asked, %.1f "
-		"achieved), %zu lost, %.1f us per sample\n",
+		"achieved), %zu lost, %.1f us per sample (%.1f us of CPU)\n",
 		prof.samples, elapsed, o.rate,
 		elapsed > 0 ? (double)tries / elapsed : 0.0, lost,
-		tries ? reading / (double)tries * 1e6 : 0.0);
+		tries ? reading / (double)tries * 1e6 : 0.0,
+		tries ? reading_cpu / (double)tries * 1e6 : 0.0);
 	cs_profile_free(&prof);
 	cs_page_cache_free(&cache);
 	rv_session_destroy(session);
