@@ -54,6 +54,7 @@ fixtures:
 	./fixtures/build-ruby.sh 3.1
 	./fixtures/build-ruby.sh 3.3
 	./fixtures/build-ruby.sh 3.3 static
+	./fixtures/build-ruby.sh 3.3 yjit || [ $$? -eq 3 ]   # 3: no rustc, the tests say SKIP
 
 # fuzz-regress: every crash the fuzzers found, replayed (tests/fuzz/).
 test: deps $(BUILD)/corestack-san $(UNIT_BIN) $(BUILD)/dwarf_sample.so fixtures fuzz-regress

@@ -68,6 +68,32 @@ static void frame(struct json *j, const struct rv_frame *f)
 	address(j, "iseq", f->iseq);
 	address(j, "pc", f->pc);
 	address(j, "cfunc", f->cfunc);
+	json_bool(j, "pc_stale", f->pc_stale);
+	json_end_object(j);
+}
+
+static void waiting_on(struct json *j, const struct rv_wait *w)
+{
+	if (w->kind == RV_WAIT_NONE) {
+		json_null(j, "waiting_on");
+		return;
+	}
+	json_begin_object(j, "waiting_on");
+	json_string(j, "kind", rv_wait_kind_name(w->kind));
+	json_string(j, "method", w->method);
+	address(j, "object", w->object);
+	json_end_object(j);
+}
+
+static void ractor_of(struct json *j, const struct rv_ractor *r)
+{
+	if (!r->present) {
+		json_null(j, "ractor");
+		return;
+	}
+	json_begin_object(j, "ractor");
+	json_int(j, "id", r->id);
+	json_string(j, "name", r->name);
 	json_end_object(j);
 }
 
@@ -122,6 +148,10 @@ static void thread(struct json *j, const struct cs_report *r, size_t i)
 	json_bool(j, "main", t->is_main);
 	json_bool(j, "gvl", t->holds_gvl);
 	json_string(j, "status", rv_thread_status_name(t->status));
+	json_string(j, "state", rv_thread_state_name(t->state));
+	waiting_on(j, &t->wait);
+	json_bool(j, "blocking_region", t->wait.blocking_region);
+	ractor_of(j, &t->ractor);
 	stack(j, t->truncated, t->frames, t->nframes, t->error);
 	fiber_list(j, "fibers", r->ruby, t->fibers, t->nfibers);
 	json_bool(j, "crashed", r->crash_tid >= 0 && tid == r->crash_tid);

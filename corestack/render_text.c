@@ -52,6 +52,8 @@ static void frame(FILE *out, const struct rv_frame *f,
 		if (on->file)
 			fprintf(out, " at %s:%d", on->file, on->line);
 	}
+	if (f->pc_stale)
+		fputs("  <stale pc: line of the method's start>", out);
 	if (f->error)
 		fprintf(out, "  <unreliable: %s>", f->error);
 	fputc('\n', out);
@@ -93,6 +95,37 @@ static void fibers(FILE *out, const struct rv_fiber *list, size_t n)
 	}
 }
 
+/* An identifier for people: "sleeping_forever" -> "sleeping forever". */
+static void words(FILE *out, const char *id)
+{
+	for (; *id; id++)
+		fputc(*id == '_' ? ' ' : *id, out);
+}
+
+/* "; ractor 2 "name"; sleeping forever, waiting on queue (Thread::Queue#pop)" */
+static void thread_detail(FILE *out, const struct rv_thread *t)
+{
+	if (t->ractor.present && t->ractor.id != 1) {
+		fprintf(out, "; ractor %u", t->ractor.id);
+		if (t->ractor.name)
+			fprintf(out, " \"%s\"", t->ractor.name);
+	}
+	if (t->state == RV_STATE_UNKNOWN)
+		return;
+	fputs("; ", out);
+	words(out, rv_thread_state_name(t->state));
+	if (t->wait.blocking_region)
+		fputs(" in a blocking call (GVL released)", out);
+	if (t->wait.kind == RV_WAIT_NONE)
+		return;
+	fputs(", waiting on ", out);
+	words(out, rv_wait_kind_name(t->wait.kind));
+	if (t->wait.method)
+		fprintf(out, " (%s)", t->wait.method);
+	if (t->wait.object)
+		fprintf(out, " 0x%llx", (unsigned long long)t->wait.object);
+}
+
 void cs_render_text(FILE *out, const struct cs_report *r)
 {
 	header(out, r);
@@ -119,6 +152,7 @@ void cs_render_text(FILE *out, const struct cs_report *r)
 			fputs(", holds the GVL", out);
 		if (r->crash_tid >= 0 && r->tids[i] == r->crash_tid)
 			fputs(", received the signal", out);
+		thread_detail(out, t);
 		fputc('\n', out);
 		if (r->merged) {
 			if (t->error)

@@ -134,6 +134,17 @@ static int set_error(struct rv_frame *f, struct cs_error *err)
 	return 0;
 }
 
+/* The innermost frame may be running JIT code, which saves cfp->pc only
+ * before calls that can look at it (YJIT's jit_save_pc): its pc can be left
+ * over from an older frame in the same slot. Such a pc is read as no pc at
+ * all, as calc_pos in vm_backtrace.c reads a NULL one: line 0 for a
+ * top-level iseq, else the iseq's first line. */
+static bool stale_pc(struct rv_session *s, const struct rv_iseq_info *info,
+		     uint64_t pc, bool innermost)
+{
+	return innermost && !rv_iseq_pc_inside(s, info, pc);
+}
+
 /* Text from target memory that is not valid UTF-8 is not believed: the
  * frame says so, and the bad bytes never reach the output. */
 static void check_text(struct rv_frame *f, const char *what, char *text)
@@ -159,7 +170,7 @@ static void check_line(struct rv_frame *f, const struct rv_iseq_info *info)
 }
 
 static void ruby_frame(struct rv_session *s, uint64_t iseq, uint64_t pc,
-		       uint64_t ep, struct rv_frame *f)
+		       uint64_t ep, bool innermost, struct rv_frame *f)
 {
 	const struct rv_iseq_info *info;
 	struct cs_error *err = rv_iseq_lookup(s, iseq, &info);
@@ -171,7 +182,9 @@ static void ruby_frame(struct rv_session *s, uint64_t iseq, uint64_t pc,
 		set_error(f, err);
 		return;
 	}
-	if ((err = rv_line_lookup(s, iseq, info, pc, &f->lineno)))
+	f->pc_stale = stale_pc(s, info, pc, innermost);
+	if ((err = rv_line_lookup(s, iseq, info, f->pc_stale ? 0 : pc,
+				  &f->lineno)))
 		set_error(f, err);
 	f->qualified = ruby_qualified(s, info, ep);
 	f->label = strdup(info->label);
@@ -211,13 +224,13 @@ static void cfunc_frame(struct rv_session *s, uint64_t ep, struct rv_frame *f)
 /* Decode one control frame into f; false for frames Ruby's backtraces
  * skip (ifunc, dummy, an iseq frame without a pc). */
 static bool decode_uncached(struct rv_session *s, uint64_t pc, uint64_t iseq,
-			    uint64_t ep, struct rv_frame *f)
+			    uint64_t ep, bool innermost, struct rv_frame *f)
 {
 	uint64_t flags;
 	if (iseq) {
 		if (!pc)
 			return false;
-		ruby_frame(s, iseq, pc, ep, f);
+		ruby_frame(s, iseq, pc, ep, innermost, f);
 		return true;
 	}
 	struct cs_error *err = read_ep(s, ep, RV_VAL(s, env_index_flags), &flags);
@@ -235,10 +248,11 @@ static bool decode_uncached(struct rv_session *s, uint64_t pc, uint64_t iseq,
 }
 
 /* decode_uncached, served from the frame cache (rv_options.reuse_frames)
- * when the frame and its environment read as they did when it was
- * decoded. */
+ * when the frame and its environment read as they did when it was decoded.
+ * The innermost frame is always decoded afresh: whether its pc is stale
+ * depends on its place. */
 static bool decode_frame(struct rv_session *s, const uint8_t *c, uint64_t addr,
-			 struct rv_frame *f)
+			 bool innermost, struct rv_frame *f)
 {
 	struct rv_frame_key key = {0};
 	memcpy(&key.pc, c + RV_VAL(s, cfp_pc), 8);
@@ -256,9 +270,11 @@ static bool decode_frame(struct rv_session *s, const uint8_t *c, uint64_t addr,
 					RV_VAL(s, env_index_specval),
 					&key.specval));
 	bool shown;
-	if (!keyed || !rv_frame_cache_get(s, addr, &key, f, &shown)) {
-		shown = decode_uncached(s, key.pc, key.iseq, key.ep, f);
-		if (keyed)
+	if (innermost || !keyed ||
+	    !rv_frame_cache_get(s, addr, &key, f, &shown)) {
+		shown = decode_uncached(s, key.pc, key.iseq, key.ep, innermost,
+					f);
+		if (keyed && !innermost)
 			rv_frame_cache_put(s, addr, &key, f, shown);
 	}
 	f->cfp = addr;
@@ -372,7 +388,8 @@ struct cs_error *rv_walk_ec(struct rv_session *s, uint64_t ec,
 					return &cs_error_nomem;
 				}
 				struct rv_frame *f = &th->frames[th->nframes];
-				if (decode_frame(s, c, at + j * cfp_size, f)) {
+				if (decode_frame(s, c, at + j * cfp_size,
+						 at + j * cfp_size == cfp, f)) {
 					th->nframes++;
 					charge(s, frame_text_size(f));
 				} else if (f->vm_finish && th->nframes) {
@@ -382,7 +399,8 @@ struct cs_error *rv_walk_ec(struct rv_session *s, uint64_t ec,
 				}
 				continue;
 			}
-			if (!decode_frame(s, c, at + j * cfp_size, &beyond))
+			if (!decode_frame(s, c, at + j * cfp_size, false,
+					  &beyond))
 				continue;
 			th->truncated = true;
 			done = beyond.kind == RV_FRAME_RUBY;

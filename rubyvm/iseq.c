@@ -113,6 +113,17 @@ static struct cs_error *positions_lookup(struct rv_session *s,
 	return NULL;
 }
 
+bool rv_iseq_pc_inside(struct rv_session *s, const struct rv_iseq_info *info,
+		       uint64_t pc)
+{
+	uint64_t encoded, iseq_size;
+	if (!rv_try_member(s, info->body, RVL_body_iseq_encoded, &encoded) ||
+	    !rv_try_member(s, info->body, RVL_body_iseq_size, &iseq_size))
+		return true;
+	uint64_t value_size = (uint64_t)RV_VAL(s, value_size);
+	return pc >= encoded && (pc - encoded) / value_size <= iseq_size;
+}
+
 struct cs_error *rv_iseq_lineno(struct rv_session *s,
 				const struct rv_iseq_info *info, uint64_t pc,
 				int *ret)
@@ -131,9 +142,10 @@ struct cs_error *rv_iseq_lineno(struct rv_session *s,
 	    (err = rv_read_member(s, body, RVL_body_insns_size, &size)) ||
 	    (err = rv_read_member(s, body, RVL_body_insns_body, &entries)))
 		return err;
-	/* A pc outside the iseq is stale (JIT frames): no line, like CRuby. */
+	/* Outside the iseq: corrupt, or a stale pc the caller did not expect
+	 * (frames.c handles the innermost frame's, see rv_frame.pc_stale). */
 	uint64_t value_size = (uint64_t)RV_VAL(s, value_size);
-	if (pc < encoded || (pc - encoded) / value_size > iseq_size)
+	if (!rv_iseq_pc_inside(s, info, pc))
 		return cs_error_create(CS_ERR_CORRUPT,
 				       "pc 0x%llx outside its iseq",
 				       (unsigned long long)pc);

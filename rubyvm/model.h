@@ -26,6 +26,9 @@ struct rv_frame {
 	bool vm_finish;  /* VM_FRAME_FLAG_FINISH: the first frame a vm_exec()
 			  * call ran (only with rv_options.frame_flags) */
 	char *error;     /* NULL, or why this frame is unreliable */
+	bool pc_stale;   /* innermost frame whose pc lies outside its iseq (JIT
+			  * code does not keep cfp->pc current): lineno is
+			  * then what Ruby gives for a frame without a pc */
 };
 
 enum rv_thread_status {
@@ -60,6 +63,46 @@ struct rv_fiber {
 	char *error;
 };
 
+/* Thread#status with the distinction Ruby keeps internally but prints as
+ * "sleep" either way: sleeping with a deadline or wakeup expected
+ * (THREAD_STOPPED) and sleeping forever (THREAD_STOPPED_FOREVER). */
+enum rv_thread_state {
+	RV_STATE_UNKNOWN,
+	RV_STATE_RUNNABLE,
+	RV_STATE_SLEEPING,
+	RV_STATE_SLEEPING_FOREVER,
+	RV_STATE_ABORTING,
+	RV_STATE_DEAD,
+};
+
+/* What a blocked thread waits on, from its stack and its own fields. */
+enum rv_wait_kind {
+	RV_WAIT_NONE,
+	RV_WAIT_MUTEX,
+	RV_WAIT_QUEUE,
+	RV_WAIT_SIZED_QUEUE,
+	RV_WAIT_CONDITION_VARIABLE,
+	RV_WAIT_SLEEP,
+	RV_WAIT_THREAD_JOIN,
+	RV_WAIT_THREAD_STOP,
+	RV_WAIT_IO,
+	RV_WAIT_PROCESS,
+};
+
+struct rv_wait {
+	enum rv_wait_kind kind;
+	const char *method; /* the method that tells ("Thread::Queue#pop"),
+			     * static, NULL when only a field told */
+	uint64_t object;    /* the Mutex being locked (locking_mutex), or 0 */
+	bool blocking_region; /* the GVL released for a blocking call */
+};
+
+struct rv_ractor {
+	bool present;  /* 3.x: the thread's ractor was read */
+	uint32_t id;   /* Ractor#inspect's number: 1 for the main ractor */
+	char *name;    /* Ractor#name, NULL when nil */
+};
+
 struct rv_thread {
 	uint64_t addr;       /* rb_thread_t * */
 	int64_t tid;         /* kernel thread id, -1 when unknown */
@@ -73,6 +116,9 @@ struct rv_thread {
 	char *error;    /* NULL, or why the walk stopped early */
 	struct rv_fiber *fibers; /* after rv_snapshot_fibers: root first */
 	size_t nfibers;
+	enum rv_thread_state state; /* thread_state.c */
+	struct rv_wait wait;        /* thread_state.c */
+	struct rv_ractor ractor;    /* ractors.c */
 };
 
 struct rv_process {
@@ -134,6 +180,11 @@ struct cs_error *rv_snapshot_fibers(struct rv_session *s, struct rv_process *p);
 const char *rv_fiber_status_name(enum rv_fiber_status st);
 
 const char *rv_thread_status_name(enum rv_thread_status st);
+/* "runnable", "sleeping", "sleeping_forever", "aborting", "dead", "unknown" */
+const char *rv_thread_state_name(enum rv_thread_state st);
+/* "mutex", "queue", "sized_queue", "condition_variable", "sleep",
+ * "thread_join", "thread_stop", "io", "process_wait"; NULL for none */
+const char *rv_wait_kind_name(enum rv_wait_kind k);
 bool rv_process_complete(const struct rv_process *p);
 
 #endif

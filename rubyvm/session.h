@@ -87,6 +87,11 @@ struct cs_error *rv_iseq_lineno(struct rv_session *s,
 				const struct rv_iseq_info *info, uint64_t pc,
 				int *ret);
 
+/* Whether pc lies within the iseq's encoded instructions (true when that
+ * cannot be read: the line lookup then reports why). */
+bool rv_iseq_pc_inside(struct rv_session *s, const struct rv_iseq_info *info,
+		       uint64_t pc);
+
 /* iseq_cache.c: the same, decoded once per iseq (and per pc) and kept. The
  * info belongs to the cache: copy what outlives the next lookup. */
 struct cs_error *rv_iseq_lookup(struct rv_session *s, uint64_t iseq,
@@ -141,6 +146,14 @@ void rv_heap_scan_free(struct rv_heap_scan *scan);
 /* fibers.c */
 void rv_fibers_free(struct rv_fiber *fibers, size_t n);
 bool rv_fibers_complete(const struct rv_fiber *fibers, size_t n);
+/* thread_state.c: state and wait reason of a thread whose status and
+ * frames are read. */
+void rv_thread_state_read(struct rv_session *s, uint64_t th,
+			  struct rv_thread *t);
+
+/* ractors.c: the ractor a thread belongs to (3.x). */
+void rv_thread_ractor_read(struct rv_session *s, uint64_t th,
+			   struct rv_thread *t);
 
 /* frames.c */
 struct cs_error *rv_walk_ec(struct rv_session *s, uint64_t ec,

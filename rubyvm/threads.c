@@ -116,17 +116,18 @@ static enum rv_thread_status thread_status(struct rv_session *s, uint64_t th)
 	uint64_t st, to_kill = 0;
 	if (!rv_try_member(s, th, RVL_th_status, &st))
 		return RV_STATUS_UNKNOWN;
-	if (st == (uint64_t)RV_VAL(s, thread_runnable))
-		return RV_STATUS_RUN;
+	/* As thread_status_name in thread.c: "aborting" is a runnable thread
+	 * being killed (running its ensure clauses); a killed one is dead. */
+	if (st == (uint64_t)RV_VAL(s, thread_runnable)) {
+		if (RV_HAS(s, th_to_kill))
+			rv_try_member(s, th, RVL_th_to_kill, &to_kill);
+		return to_kill ? RV_STATUS_ABORTING : RV_STATUS_RUN;
+	}
 	if (st == (uint64_t)RV_VAL(s, thread_stopped) ||
 	    st == (uint64_t)RV_VAL(s, thread_stopped_forever))
 		return RV_STATUS_SLEEP;
-	if (st == (uint64_t)RV_VAL(s, thread_killed)) {
-		/* Thread#status: "aborting" while being killed, else dead. */
-		if (RV_HAS(s, th_to_kill))
-			rv_try_member(s, th, RVL_th_to_kill, &to_kill);
-		return to_kill ? RV_STATUS_ABORTING : RV_STATUS_DEAD;
-	}
+	if (st == (uint64_t)RV_VAL(s, thread_killed))
+		return RV_STATUS_DEAD;
 	return RV_STATUS_UNKNOWN;
 }
 
@@ -178,11 +179,12 @@ static void read_thread(struct rv_session *s, uint64_t th, uint64_t main_th,
 	for (size_t i = 0; i < nowners; i++)
 		if (gvl_owners[i] == th)
 			t->holds_gvl = true;
-	if (!ec)
-		return; /* a finished thread has no EC */
-	if ((err = rv_walk_ec(s, ec, t)))
+	rv_thread_ractor_read(s, th, t);
+	/* a finished thread has no EC */
+	if (ec && (err = rv_walk_ec(s, ec, t)))
 		set_thread_error(t, cs_error_wrap(err, "thread 0x%llx",
 						  (unsigned long long)th));
+	rv_thread_state_read(s, th, t);
 }
 
 struct cs_error *rv_snapshot(struct rv_session *s, struct rv_process **ret)
@@ -264,6 +266,7 @@ void rv_process_destroy(struct rv_process *p)
 		free(t->name);
 		free(t->error);
 		rv_fibers_free(t->fibers, t->nfibers);
+		free(t->ractor.name);
 	}
 	rv_fibers_free(p->orphan_fibers, p->norphan_fibers);
 	free(p->fibers_error);

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Oracle tests: corestack against what Ruby says about itself.
 
-    python3 tests/run.py --corestack PATH [--rubies 2.7,3.1,3.3,3.3-static]
+    python3 tests/run.py --corestack PATH [--rubies 2.7,3.1,3.3,3.3-static,3.3-yjit]
                          [-k SUBSTRING] [--keep DIR]
 
 For every fixture Ruby (built on first use by fixtures/build-ruby.sh) and
@@ -20,6 +20,8 @@ crash* scenarios) and checks corestack's reading of it:
     RUBY/SCENARIO/live       corestack --json --pid PID on the parked process: as oracle,
                              and no thread of it left stopped afterwards
     RUBY/SCENARIO/live-nonblocking  the same with --nonblocking
+    RUBY/SCENARIO/threadstate[-sidecar]  each thread's state, wait reason and
+                             ractor as NAME.threadstate says (tests/harness/threadstate.py)
     bad/...                  unusable input: exit 2, one stderr line naming the file
     RUBY/corrupt/...         a real core with a pointer, a line table or a label broken:
                              that frame marked unreliable with the reason, the rest intact
@@ -36,6 +38,11 @@ crash* scenarios) and checks corestack's reading of it:
                              shares): paused, nonblocking, speedscope with --on-cpu,
                              flame graph SVG,
                              target exiting, SIGINT
+    3.3-yjit/running-jit-code  a thread inside JIT code, read live (tests/harness/yjit.py)
+    3.3-yjit/...             every scenario again on Ruby 3.3 built with YJIT, run with
+                             --yjit --yjit-call-threshold=1; 3.3-yjit/SCENARIO/yjit: Ruby
+                             says YJIT was on and compiled code (tests/harness/yjit.py;
+                             SKIP 3.3-yjit/build when no rustc >= 1.58 can build it)
     RUBY/native/...          (tests/harness/native.py) a C extension built against the Ruby
                              (fixtures/native/): a block a C method yields to calls a C
                              method that blocks in pause() (gcore) or faults at 0x10
@@ -66,7 +73,8 @@ crash* scenarios) and checks corestack's reading of it:
                              oracle's Fiber#backtrace_locations (tests/harness/fibers.py)
 
 Prints one line per test (PASS name / FAIL name: reason; SKIP name: reason
-for tests whose fixtures are not selected), then "N passed, N failed".
+for tests whose fixtures are not selected, or whose scenario needs a newer
+Ruby: "# corestack-requires: FEATURE (Ruby X.Y)", tests/harness/requires.py), then "N passed, N failed".
 Exit status 1 when a test failed (or none ran). Progress goes to stderr.
 """
 
@@ -84,9 +92,10 @@ import time
 
 sys.dont_write_bytecode = True   # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import compare, corrupt, fibers, native, permissions, procs  # noqa: E402
+from harness import (compare, corrupt, fibers, native, permissions, procs,  # noqa: E402
+                     requires, threadstate, yjit)
 
-RUBIES = ("2.7", "3.1", "3.3", "3.3-static")
+RUBIES = ("2.7", "3.1", "3.3", "3.3-static", "3.3-yjit")
 ORACLE_TIMEOUT = 60    # scenario start to oracle file
 CRASH_TIMEOUT = 60     # oracle file to the crashed process's exit
 GCORE_TIMEOUT = 120
@@ -147,7 +156,10 @@ def scenario_tests(ruby, scenario):
     names.append("text")
     if not is_crash(scenario):
         names += ["live", "live-nonblocking"]
-    return ["%s/%s/%s" % (ruby, scenario, n) for n in names] + fibers.test_names(ruby, scenario)
+    return (["%s/%s/%s" % (ruby, scenario, n) for n in names]
+            + fibers.test_names(ruby, scenario)
+            + threadstate.test_names(procs.SCENARIOS, ruby, scenario)
+            + yjit.test_names(ruby, scenario))
 
 
 def is_crash(scenario):
@@ -189,7 +201,8 @@ def capture_all(ruby, exe, scenarios, workdir, keep, corestack=None, timeout=60)
         for scen in scenarios:
             script = os.path.join(procs.SCENARIOS, scen + ".rb")
             try:
-                running.append(procs.Scenario(exe, script, os.path.join(workdir, scen), is_crash(scen)))
+                running.append(procs.Scenario(exe, script, os.path.join(workdir, scen), is_crash(scen),
+                                              yjit.scenario_env(ruby)))
             except OSError as exc:
                 results[scen] = procs.Failure("cannot start %s: %s" % (exe, exc))
         for run in running:
@@ -300,6 +313,9 @@ def check_text(run, cap):
 
 
 def report_scenario(rep, selected, ruby, scen, cap, runs):
+    threadstate.report(rep, selected, procs.SCENARIOS, ruby, scen, cap,
+                       runs[0] if runs else None, json_report)
+    yjit.report(rep, selected, ruby, scen, cap)
     names = dict((n.rsplit("/", 1)[1], n) for n in scenario_tests(ruby, scen))
     want = lambda key: key in names and selected(names[key])
     if isinstance(cap, procs.Failure):
@@ -848,6 +864,15 @@ def main():
     plan = {r: [s for s in scenarios
                 if any(selected(t) for t in scenario_tests(r, s)) or (r, s) in wanted_bad]
             for r in args.rubies}
+    rep = Reporter()
+    for r in args.rubies:   # scenarios a fixture Ruby lacks the feature for
+        for s in list(plan[r]):
+            why = requires.missing(os.path.join(procs.SCENARIOS, s + ".rb"), ruby_spec(r)[0])
+            if why:
+                plan[r].remove(s)
+                for t in scenario_tests(r, s):
+                    if selected(t):
+                        rep.skip(t, why)
     build_anyway = set()    # Rubies whose executable a bad/ test uses
     if selected("bad/not-a-core") and args.rubies and not any(plan.values()):
         build_anyway.add(args.rubies[0])
@@ -860,7 +885,7 @@ def main():
         build_anyway.add(native.REMOTE_RUBY)
     for r in args.rubies:   # tests on a fixture Ruby without its scenarios
         if any(selected("%s/%s" % (r, t)) for t in (
-                "layout-units", "record", "record-nonblocking", "record-target-exits",
+                "layout-units", "running-jit-code", "record", "record-nonblocking", "record-target-exits",
                 "record-speedscope", "record-flamegraph",
                 "record-interrupted")):
             build_anyway.add(r)
@@ -876,7 +901,6 @@ def main():
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "corestack"))
     os.environ["XDG_CACHE_HOME"] = os.path.join(workdir, "xdg-cache")
     os.environ.pop("DEBUGINFOD_URLS", None)   # only the local server of debuginfo/debuginfod
-    rep = Reporter()
     started = time.monotonic()
     unit_tests(rep, selected, args.unit.split(), args.unit_arg, args.timeout)
     prefixes, captures = {}, {}
@@ -888,6 +912,10 @@ def main():
             progress("%s: fixture Ruby" % ruby)
             try:
                 prefixes[ruby] = procs.build_ruby(*ruby_spec(ruby), timeout=BUILD_TIMEOUT)
+            except procs.Unavailable as exc:   # e.g. YJIT without rustc
+                prefixes[ruby] = exc
+                rep.skip("%s/build" % ruby, str(exc))
+                continue
             except procs.Failure as exc:
                 prefixes[ruby] = exc
                 rep.result("%s/build" % ruby, str(exc))
@@ -931,6 +959,7 @@ def main():
                 corrupt.corrupt_tests(rep, selected, ruby, cap, args.corestack, args.timeout)
         debuginfo_tests(rep, selected, args, captures, workdir)
         layout_tests(rep, selected, args, prefixes)
+        yjit.running_test(rep, selected, args.corestack, prefixes, args.timeout)
         record_tests(rep, selected, args, prefixes, workdir)
         native.remote_tests(rep, selected, args, prefixes, workdir, sys.modules[__name__])
         native.debuginfo_tests(rep, selected, args, captures, workdir, sys.modules[__name__])

@@ -22,6 +22,10 @@ class Failure(Exception):
     """A setup step failed; the message says why."""
 
 
+class Unavailable(Failure):
+    """A fixture this machine cannot build (no rustc for YJIT): skipped."""
+
+
 def quiet_env(extra=None):
     env = dict(os.environ)
     env.pop("DEBUGINFOD_URLS", None)   # gdb must not go to the network
@@ -39,6 +43,11 @@ def tail(path, lines=5):
     return " | ".join(text[-lines:])
 
 
+# build-ruby.sh's exit status when the machine lacks what the fixture needs
+# (rustc for YJIT): the tests say they skipped it, and why.
+BUILD_UNAVAILABLE = 3
+
+
 def build_ruby(version, variant, timeout):
     """fixtures/build-ruby.sh -> install prefix (builds on first use)."""
     try:
@@ -46,6 +55,9 @@ def build_ruby(version, variant, timeout):
                              stderr=subprocess.PIPE, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         raise Failure("build-ruby.sh %s %s took over %d s" % (version, variant, timeout))
+    if res.returncode == BUILD_UNAVAILABLE:
+        raise Unavailable("build-ruby.sh %s %s cannot build it here: %s" % (
+            version, variant, " | ".join(res.stderr.strip().splitlines()[-2:])))
     if res.returncode != 0:
         raise Failure("build-ruby.sh %s %s exited %d: %s" % (
             version, variant, res.returncode, " | ".join(res.stderr.strip().splitlines()[-5:])))
@@ -71,7 +83,7 @@ def no_cores():
 class Scenario:
     """One running scenario program."""
 
-    def __init__(self, ruby, script, workdir, crash):
+    def __init__(self, ruby, script, workdir, crash, env=None):
         self.script, self.workdir, self.crash = script, workdir, crash
         shutil.rmtree(workdir, ignore_errors=True)   # no stale oracle or core (--keep)
         os.makedirs(workdir)
@@ -82,7 +94,7 @@ class Scenario:
         with open(self.stdout_path, "wb") as out, open(self.stderr_path, "wb") as err:
             self.proc = subprocess.Popen(
                 [ruby, script], cwd=workdir, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                env=quiet_env({"CORESTACK_ORACLE": self.oracle_path}),
+                env=quiet_env(dict(env or {}, CORESTACK_ORACLE=self.oracle_path)),
                 preexec_fn=allow_cores if crash else no_cores)
         self.pid = self.proc.pid
 

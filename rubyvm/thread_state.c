@@ -1,0 +1,165 @@
+/* A thread's state with Ruby's own distinctions, and what it waits on.
+ *
+ * Thread#status prints "sleep" for both THREAD_STOPPED (sleep with a
+ * deadline, a blocking region such as read(2)) and THREAD_STOPPED_FOREVER
+ * (sleep without one: Queue#pop, Mutex#lock, Thread#join, Thread.stop);
+ * the state keeps them apart. What a sleeping thread waits on comes from
+ * the methods at the top of its stack, the C methods and <internal:...>
+ * builtins above its innermost frame of user code (ConditionVariable#wait
+ * sleeps in Mutex#sleep: the outermost method of that run that says
+ * something wins), and from rb_thread_t.locking_mutex, which Mutex#lock
+ * sets while it waits for the mutex. A thread in a blocking region (I/O,
+ * waitpid, a C extension's call without the GVL) is flagged as such: Ruby's
+ * own sleeps (Queue, Mutex, sleep, join) do not release the GVL that way. */
+#include <string.h>
+
+#include "session.h"
+
+const char *rv_thread_state_name(enum rv_thread_state st)
+{
+	switch (st) {
+	case RV_STATE_RUNNABLE: return "runnable";
+	case RV_STATE_SLEEPING: return "sleeping";
+	case RV_STATE_SLEEPING_FOREVER: return "sleeping_forever";
+	case RV_STATE_ABORTING: return "aborting";
+	case RV_STATE_DEAD: return "dead";
+	default: return "unknown";
+	}
+}
+
+const char *rv_wait_kind_name(enum rv_wait_kind k)
+{
+	switch (k) {
+	case RV_WAIT_MUTEX: return "mutex";
+	case RV_WAIT_QUEUE: return "queue";
+	case RV_WAIT_SIZED_QUEUE: return "sized_queue";
+	case RV_WAIT_CONDITION_VARIABLE: return "condition_variable";
+	case RV_WAIT_SLEEP: return "sleep";
+	case RV_WAIT_THREAD_JOIN: return "thread_join";
+	case RV_WAIT_THREAD_STOP: return "thread_stop";
+	case RV_WAIT_IO: return "io";
+	case RV_WAIT_PROCESS: return "process_wait";
+	default: return NULL;
+	}
+}
+
+/* Methods that block, by their qualified name (the owner that defines
+ * them, the same on 2.7 to 3.4). */
+static const struct {
+	const char *method;
+	enum rv_wait_kind kind;
+} blocking_methods[] = {
+	{"Thread::Mutex#lock", RV_WAIT_MUTEX},
+	{"Thread::Mutex#synchronize", RV_WAIT_MUTEX},
+	{"Thread::Mutex#sleep", RV_WAIT_SLEEP},
+	{"Thread::Queue#pop", RV_WAIT_QUEUE},
+	{"Thread::Queue#shift", RV_WAIT_QUEUE},
+	{"Thread::Queue#deq", RV_WAIT_QUEUE},
+	{"Thread::SizedQueue#pop", RV_WAIT_SIZED_QUEUE},
+	{"Thread::SizedQueue#shift", RV_WAIT_SIZED_QUEUE},
+	{"Thread::SizedQueue#deq", RV_WAIT_SIZED_QUEUE},
+	{"Thread::SizedQueue#push", RV_WAIT_SIZED_QUEUE},
+	{"Thread::SizedQueue#<<", RV_WAIT_SIZED_QUEUE},
+	{"Thread::SizedQueue#enq", RV_WAIT_SIZED_QUEUE},
+	{"Thread::ConditionVariable#wait", RV_WAIT_CONDITION_VARIABLE},
+	{"Kernel#sleep", RV_WAIT_SLEEP},
+	{"Thread#join", RV_WAIT_THREAD_JOIN},
+	{"Thread#value", RV_WAIT_THREAD_JOIN},
+	{"Thread.stop", RV_WAIT_THREAD_STOP},
+	{"Process.wait", RV_WAIT_PROCESS},
+	{"Process.wait2", RV_WAIT_PROCESS},
+	{"Process.waitpid", RV_WAIT_PROCESS},
+	{"Process.waitpid2", RV_WAIT_PROCESS},
+	{"Process.waitall", RV_WAIT_PROCESS},
+	{"Process::Status.wait", RV_WAIT_PROCESS},
+	{"Kernel#system", RV_WAIT_PROCESS},
+	{"Kernel#`", RV_WAIT_PROCESS},
+	{"IO#read", RV_WAIT_IO},
+	{"IO#readpartial", RV_WAIT_IO},
+	{"IO#sysread", RV_WAIT_IO},
+	{"IO#gets", RV_WAIT_IO},
+	{"IO#readline", RV_WAIT_IO},
+	{"IO#readlines", RV_WAIT_IO},
+	{"IO#each_line", RV_WAIT_IO},
+	{"IO#getc", RV_WAIT_IO},
+	{"IO#getbyte", RV_WAIT_IO},
+	{"IO#readchar", RV_WAIT_IO},
+	{"IO#readbyte", RV_WAIT_IO},
+	{"IO#write", RV_WAIT_IO},
+	{"IO#syswrite", RV_WAIT_IO},
+	{"IO#wait", RV_WAIT_IO},
+	{"IO#wait_readable", RV_WAIT_IO},
+	{"IO#wait_writable", RV_WAIT_IO},
+	{"IO.select", RV_WAIT_IO},
+	{"Kernel#select", RV_WAIT_IO},
+	{"Kernel#gets", RV_WAIT_IO},
+	{"Kernel#readline", RV_WAIT_IO},
+};
+
+static const char *INTERNAL_PATH = "<internal:";
+
+/* A frame of the run above the user's code: a C method or a builtin. */
+static bool is_library_frame(const struct rv_frame *f)
+{
+	return f->kind == RV_FRAME_CFUNC ||
+	       (f->path && !strncmp(f->path, INTERNAL_PATH,
+				    strlen(INTERNAL_PATH)));
+}
+
+static void wait_from_frames(const struct rv_thread *t, struct rv_wait *w)
+{
+	for (size_t i = 0; i < t->nframes && is_library_frame(&t->frames[i]);
+	     i++) {
+		const char *q = t->frames[i].qualified;
+		if (!q)
+			continue;
+		for (size_t k = 0;
+		     k < sizeof(blocking_methods) / sizeof(*blocking_methods);
+		     k++)
+			if (!strcmp(q, blocking_methods[k].method)) {
+				w->kind = blocking_methods[k].kind;
+				w->method = blocking_methods[k].method;
+			}
+	}
+}
+
+static enum rv_thread_state thread_state(struct rv_session *s, uint64_t th,
+					 enum rv_thread_status status)
+{
+	uint64_t st;
+	switch (status) {
+	case RV_STATUS_RUN: return RV_STATE_RUNNABLE;
+	case RV_STATUS_ABORTING: return RV_STATE_ABORTING;
+	case RV_STATUS_DEAD: return RV_STATE_DEAD;
+	case RV_STATUS_SLEEP:
+		if (rv_try_member(s, th, RVL_th_status, &st) &&
+		    st == (uint64_t)RV_VAL(s, thread_stopped_forever))
+			return RV_STATE_SLEEPING_FOREVER;
+		return RV_STATE_SLEEPING;
+	default: return RV_STATE_UNKNOWN;
+	}
+}
+
+void rv_thread_state_read(struct rv_session *s, uint64_t th,
+			  struct rv_thread *t)
+{
+	t->state = thread_state(s, th, t->status);
+	memset(&t->wait, 0, sizeof(t->wait));
+	if (t->state != RV_STATE_SLEEPING &&
+	    t->state != RV_STATE_SLEEPING_FOREVER)
+		return; /* a running thread waits on nothing */
+	wait_from_frames(t, &t->wait);
+	uint64_t mutex, region;
+	t->wait.blocking_region =
+		RV_HAS(s, th_blocking_region) &&
+		rv_try_member(s, th, RVL_th_blocking_region, &region) && region;
+	if (RV_HAS(s, th_locking_mutex) &&
+	    rv_try_member(s, th, RVL_th_locking_mutex, &mutex) &&
+	    !rv_special_const(s, mutex)) {
+		/* Mutex#lock, or Mutex#sleep taking its mutex back. */
+		if (t->wait.kind != RV_WAIT_MUTEX)
+			t->wait.method = NULL;
+		t->wait.kind = RV_WAIT_MUTEX;
+		t->wait.object = mutex;
+	}
+}
