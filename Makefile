@@ -16,8 +16,8 @@ HDR        := $(wildcard util/*.h dwarf/*.h rubyvm/*.h rubyvm/*.def corestack/*.
 SAN_FLAGS  := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
               -fno-sanitize-recover=all
 
-.PHONY: all test unit demo deps fixtures clean bench
-all: $(BUILD)/corestack
+.PHONY: all test unit demo deps fixtures clean bench gdbext install
+all: $(BUILD)/corestack gdbext
 
 $(BUILD)/corestack: $(SRC) $(HDR) | $(BUILD)
 	$(CC) $(WARN) $(CFLAGS) $(SRC) $(LIBS) -o $@
@@ -27,6 +27,28 @@ $(BUILD)/corestack-san: $(SRC) $(HDR) | $(BUILD)
 	$(CC) $(WARN) $(SAN_FLAGS) $(SRC) $(LIBS) -o $@
 
 $(BUILD):
+	mkdir -p $@
+
+# gdbext: the CPython extension gdb and lldb load (stable ABI: one .so for
+# any Python 3.7+), the engine and the CLI's readers compiled into it, and
+# the loaders next to it. Symbols stay inside: no clash with the debugger's.
+GDBEXT_SRC := $(ENGINE_SRC) $(filter-out corestack/main.c,$(CLI_SRC)) \
+              $(wildcard gdbext/*.c)
+GDBEXT_HDR := $(HDR) $(wildcard gdbext/*.h)
+GDBEXT_DIR := $(BUILD)/gdbext
+GDBEXT_SO  := $(GDBEXT_DIR)/_corestack.abi3.so
+GDBEXT_PY  := $(GDBEXT_DIR)/ruby-gdb.py $(GDBEXT_DIR)/ruby-lldb.py
+PY_CFLAGS  := $(shell pkg-config --cflags python3 2>/dev/null)
+gdbext: $(GDBEXT_SO) $(GDBEXT_PY)
+
+$(GDBEXT_SO): $(GDBEXT_SRC) $(GDBEXT_HDR) | $(GDBEXT_DIR)
+	$(CC) $(WARN) $(CFLAGS) $(PY_CFLAGS) -fPIC -shared -fvisibility=hidden \
+		-Wl,-Bsymbolic -pthread $(GDBEXT_SRC) $(LIBS) -o $@
+
+$(GDBEXT_DIR)/%.py: gdbext/%.py | $(GDBEXT_DIR)
+	cp $< $@
+
+$(GDBEXT_DIR):
 	mkdir -p $@
 
 # Unit tests: one program per file in tests/unit, each on the engine.

@@ -28,6 +28,7 @@
 #include "live.h"
 #include "page_cache.h"
 #include "profile.h"
+#include "sampler.h"
 #include "vm_module.h"
 
 enum { EXIT_OK = 0, EXIT_UNUSABLE = 2, EXIT_USAGE = 64 };
@@ -158,49 +159,6 @@ static int start_command(char **command)
 	return pid;
 }
 
-/* One sample through one attachment kept for the whole recording (*keep).
- * Paused: stop every thread, read, let them run again; nonblocking: read
- * while they run. 1 taken, 0 lost, -1 target gone. */
-static int take_sample(struct rv_session *s, int pid, int pause, int on_cpu,
-		       struct cs_live **keep, struct cs_page_cache *cache,
-		       struct cs_profile *prof)
-{
-	struct cs_error *err = NULL;
-	if (!*keep)
-		err = cs_live_attach(pid, pause, keep);
-	else if (pause)
-		err = cs_live_pause(*keep);
-	if (err) {
-		int gone = kill(pid, 0) != 0 || strstr(err->message, "exited");
-		cs_error_destroy(err);
-		return gone ? -1 : 0;
-	}
-	struct rv_target t = cs_live_target(*keep);
-	cache->inner = t;
-	cs_page_cache_clear(cache); /* the process ran since the last sample */
-	t = cs_page_cache_target(cache);
-	rv_session_set_target(s, &t);
-	struct rv_process *p = NULL;
-	err = rv_snapshot(s, &p);
-	if (pause) {
-		struct cs_error *r = cs_live_resume(*keep);
-		cs_error_destroy(r);
-	}
-	if (err && kill(pid, 0) != 0) {
-		cs_error_destroy(err);
-		rv_process_destroy(p);
-		return -1;
-	}
-	if (err || !rv_process_complete(p)) {
-		cs_error_destroy(err);
-		rv_process_destroy(p);
-		return 0;
-	}
-	int ok = cs_profile_add(prof, p, on_cpu);
-	rv_process_destroy(p);
-	return ok;
-}
-
 int cs_record_main(int argc, char **argv)
 {
 	struct record_options o = {0};
@@ -272,7 +230,7 @@ int cs_record_main(int argc, char **argv)
 			break;
 		}
 		double t0 = now();
-		int r = take_sample(session, pid, !o.nonblocking, o.on_cpu,
+		int r = cs_sample_once(session, pid, !o.nonblocking, o.on_cpu,
 				    &kept, &cache, &prof);
 		reading += now() - t0;
 		if (r < 0)

@@ -77,7 +77,8 @@ void cs_render_json(FILE *out, const struct cs_report *r)
 	process(&j, r);
 	json_begin_array(&j, "threads");
 	for (size_t i = 0; i < r->ruby->nthreads; i++)
-		thread(&j, &r->ruby->threads[i], r->tids[i]);
+		if (!r->shown || r->shown[i])
+			thread(&j, &r->ruby->threads[i], r->tids[i]);
 	json_end_array(&j);
 	json_bool(&j, "complete", r->complete);
 	json_begin_array(&j, "errors");
