@@ -37,7 +37,7 @@ GDBEXT_SRC := $(ENGINE_SRC) $(filter-out corestack/main.c,$(CLI_SRC)) \
 GDBEXT_HDR := $(HDR) $(wildcard gdbext/*.h)
 GDBEXT_DIR := $(BUILD)/gdbext
 GDBEXT_SO  := $(GDBEXT_DIR)/_corestack.abi3.so
-GDBEXT_PY  := $(GDBEXT_DIR)/ruby-gdb.py $(GDBEXT_DIR)/ruby-lldb.py
+GDBEXT_PY  := $(GDBEXT_DIR)/ruby-gdb.py $(GDBEXT_DIR)/ruby_lldb.py
 PY_CFLAGS  := $(shell pkg-config --cflags python3 2>/dev/null)
 gdbext: $(GDBEXT_SO) $(GDBEXT_PY)
 

@@ -14,6 +14,7 @@
 #include "../rubyvm/layout.h"
 #include "../rubyvm/model.h"
 #include "core.h"
+#include "crash_signal.h"
 #include "image.h"
 #include "live.h"
 #include "report.h"
@@ -269,23 +270,6 @@ static int print_layout(const char *path, const struct options *o)
 	return EXIT_COMPLETE;
 }
 
-/* The signal that made the kernel write the core, or NULL. A core taken
- * from a live process (gcore) records the signal of the attach, SIGSTOP,
- * which is not why the process stopped: only signals whose default action
- * dumps core count. */
-static const struct cs_core_siginfo *crash_signal(const struct cs_core *core)
-{
-	static const int dumping[] = {SIGQUIT, SIGILL, SIGTRAP, SIGABRT,
-				      SIGBUS,  SIGFPE, SIGSEGV, SIGXCPU,
-				      SIGXFSZ, SIGSYS};
-	const struct cs_core_siginfo *si = cs_core_siginfo(core);
-	for (size_t i = 0; si->present && i < sizeof(dumping) / sizeof(*dumping);
-	     i++)
-		if (si->signo == dumping[i])
-			return si;
-	return NULL;
-}
-
 int main(int argc, char **argv)
 {
 	if (argc > 1 && strcmp(argv[1], "record") == 0)
@@ -356,7 +340,8 @@ int main(int argc, char **argv)
 		.command = src.live ? cs_live_command(src.live)
 			   : ps->present ? ps->psargs
 					 : NULL,
-		.siginfo = src.core ? crash_signal(src.core) : NULL,
+		.siginfo = src.core ? cs_crash_signal(cs_core_siginfo(src.core))
+				    : NULL,
 		.ruby = proc,
 		.tids = tids,
 		.warnings = warnings,

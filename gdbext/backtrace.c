@@ -1,11 +1,11 @@
 #include "backtrace.h"
 
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../corestack/core.h"
+#include "../corestack/crash_signal.h"
 #include "../corestack/live.h"
 #include "../corestack/page_cache.h"
 #include "../corestack/report.h"
@@ -47,7 +47,8 @@ static struct cs_error *open_source(const struct gx_source *src,
 	case GX_SOURCE_DEBUGGER:
 		/* Every read is a round trip through the debugger: keep the
 		 * pages a snapshot reads again and again. */
-		if (!cs_page_cache_init(&o->cache, &src->debugger->mem))
+		struct rv_target mem = gx_debugger_image_target(src->debugger);
+		if (!cs_page_cache_init(&o->cache, &mem))
 			return &cs_error_nomem;
 		o->cached = 1;
 		o->img = gx_debugger_image(src->debugger);
@@ -63,21 +64,6 @@ static void close_source(struct opened *o)
 	cs_core_close(o->core);
 	if (o->cached)
 		cs_page_cache_free(&o->cache);
-}
-
-/* A core gcore wrote records SIGSTOP; only a signal that dumps core says
- * why the process died (as the CLI decides). */
-static const struct cs_core_siginfo *crash_signal(const struct cs_core *core)
-{
-	static const int dumping[] = {SIGQUIT, SIGILL, SIGTRAP, SIGABRT,
-				      SIGBUS,  SIGFPE, SIGSEGV, SIGXCPU,
-				      SIGXFSZ, SIGSYS};
-	const struct cs_core_siginfo *si = cs_core_siginfo(core);
-	for (size_t i = 0; si->present && i < sizeof(dumping) / sizeof(*dumping);
-	     i++)
-		if (si->signo == dumping[i])
-			return si;
-	return NULL;
 }
 
 /* Kernel tids of the Ruby threads: Ruby's own (3.1+), else the thread
@@ -186,7 +172,8 @@ static struct cs_error *render(const struct gx_source *src,
 		.command = o->live ? cs_live_command(o->live)
 			   : ps && ps->present ? ps->psargs
 					       : src->command,
-		.siginfo = o->core ? crash_signal(o->core) : NULL,
+		.siginfo = cs_crash_signal(o->core ? cs_core_siginfo(o->core)
+					   : src->siginfo),
 		.ruby = proc,
 		.tids = tids,
 		.shown = shown,

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../corestack/core.h"
 #include "../util/error.h"
 #include "debugger_image.h"
 
@@ -25,6 +26,9 @@ struct gx_source {
 	struct gx_debugger_image *debugger; /* GX_SOURCE_DEBUGGER */
 	int debugger_is_core;    /* the debugger reads a core (for the report) */
 	const char *command;     /* to report, NULL if unknown (debugger path) */
+	/* The debugger's view of a core's signal, when not read from a core
+	 * here; NULL if none. */
+	const struct cs_core_siginfo *siginfo;
 };
 
 /* A kernel thread as the debugger knows it: what tells a Ruby thread that

@@ -1,7 +1,9 @@
 #include "debugger_image.h"
 
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../corestack/build_id.h"
 
@@ -39,7 +41,11 @@ void gx_debugger_image_free(struct gx_debugger_image *d)
 		free((char *)d->maps[i].path);
 	free(d->maps);
 	free(d->executable);
+	if (d->fd >= 0)
+		close(d->fd);
+	free(d->fd_path);
 	memset(d, 0, sizeof(*d));
+	d->fd = -1;
 }
 
 static size_t mapping_count(const void *p)
@@ -107,6 +113,53 @@ static const struct cs_image_ops ops = {
 	mapping_count, mapping_at, mapping_of, find_mapping,
 	auxv,          executable, build_id,
 };
+
+/* The file of mapping m, opened once and kept until another is needed. */
+static int mapped_file(struct gx_debugger_image *d,
+		       const struct cs_core_mapping *m)
+{
+	if (d->fd >= 0 && strcmp(d->fd_path, m->path) == 0)
+		return d->fd;
+	if (d->fd >= 0)
+		close(d->fd);
+	free(d->fd_path);
+	d->fd_path = strdup(m->path);
+	d->fd = d->fd_path ? open(m->path, O_RDONLY | O_CLOEXEC) : -1;
+	return d->fd;
+}
+
+static struct cs_error *read_with_files(void *priv, uint64_t addr, void *buf,
+					size_t len)
+{
+	struct gx_debugger_image *d = priv;
+	struct cs_error *err = rv_target_read(&d->mem, addr, buf, len);
+	if (!err)
+		return NULL;
+	uint8_t *out = buf;
+	for (size_t done = 0; done < len;) {
+		const struct cs_core_mapping *m = mapping_of(d, addr + done);
+		int fd = m ? mapped_file(d, m) : -1;
+		if (fd < 0)
+			return err;
+		uint64_t at = addr + done;
+		size_t n = len - done;
+		if (n > m->end - at)
+			n = (size_t)(m->end - at);
+		ssize_t r = pread(fd, out + done, n,
+				  (off_t)(m->file_offset + (at - m->start)));
+		if (r <= 0)
+			return err;
+		done += (size_t)r;
+	}
+	cs_error_destroy(err);
+	return NULL;
+}
+
+struct rv_target gx_debugger_image_target(struct gx_debugger_image *d)
+{
+	struct rv_target t = {read_with_files, d};
+	return t;
+}
 
 struct cs_image gx_debugger_image(struct gx_debugger_image *d)
 {

@@ -23,8 +23,11 @@ struct gx_debugger_image {
 	char *executable; /* NULL if unknown */
 	struct rv_target mem;
 	const char *name; /* "gdb inferior 1": subject of messages */
+	int fd;           /* the mapped file last read from disk, or -1 */
+	char *fd_path;
 };
 
+/* Start with {.fd = -1} and these: */
 /* Takes a copy of path; maps need not come sorted. 0 on allocation failure. */
 int gx_debugger_image_add_mapping(struct gx_debugger_image *d, uint64_t start,
 				  uint64_t end, uint64_t offset,
@@ -33,5 +36,10 @@ int gx_debugger_image_add_mapping(struct gx_debugger_image *d, uint64_t start,
 void gx_debugger_image_finish(struct gx_debugger_image *d);
 void gx_debugger_image_free(struct gx_debugger_image *d);
 struct cs_image gx_debugger_image(struct gx_debugger_image *d);
+/* Memory through the debugger; where it cannot read bytes of a file
+ * mapping (lldb reads of a core that left the file's pages out), from the
+ * mapped file on disk, as the core reader does. Build-ids are read through
+ * the debugger only: they are what proves the file on disk matches. */
+struct rv_target gx_debugger_image_target(struct gx_debugger_image *d);
 
 #endif

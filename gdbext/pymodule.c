@@ -141,19 +141,30 @@ static PyObject *py_backtrace(PyObject *self, PyObject *args, PyObject *kw)
 	static char *names[] = {"kind",  "core",   "pid",      "executable",
 				"read",  "mappings", "auxv",   "is_core",
 				"name",  "json",   "tids",     "hints",
-				NULL};
+				"signal", NULL};
 	const char *kind, *core = NULL, *executable = NULL,
 			  *name = "the debugger's inferior";
 	int pid = -1, is_core = 0, json = 0;
 	PyObject *read = Py_None, *maps = Py_None, *auxv = Py_None,
-		 *tids = Py_None, *hints = Py_None;
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "s|zizOOOpzpOO", names,
+		 *tids = Py_None, *hints = Py_None, *sig = Py_None;
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "s|zizOOOpzpOOO", names,
 					 &kind, &core, &pid, &executable,
 					 &read, &maps, &auxv, &is_core, &name,
-					 &json, &tids, &hints))
+					 &json, &tids, &hints, &sig))
 		return NULL;
-	struct gx_source src = {.pid = pid, .executable = executable};
-	struct gx_debugger_image dbg = {0};
+	/* signal: (signo, code, fault address) the debugger reports */
+	struct cs_core_siginfo siginfo = {0};
+	unsigned long long fault = 0;
+	if (sig != Py_None) {
+		if (!PyArg_ParseTuple(sig, "iiK", &siginfo.signo, &siginfo.code,
+				      &fault))
+			return NULL;
+		siginfo.present = 1;
+		siginfo.addr = fault;
+	}
+	struct gx_source src = {.pid = pid, .executable = executable,
+				.siginfo = sig != Py_None ? &siginfo : NULL};
+	struct gx_debugger_image dbg = {.fd = -1};
 	struct py_reader reader = {read, name};
 	if (strcmp(kind, "core") == 0 && core) {
 		src.kind = GX_SOURCE_CORE;

@@ -31,10 +31,11 @@ _find_module()
 import _corestack  # noqa: E402
 
 
-def _inferior():
+def _inferior(command):
     inf = gdb.selected_inferior()
     if inf is None or inf.pid == 0:
-        raise gdb.GdbError("no process and no core file: run, attach or load a core first")
+        raise gdb.GdbError("%s: no process and no core file: run, attach or load a core first"
+                           % command)
     return inf
 
 
@@ -110,12 +111,27 @@ def _thread_hints(inf):
     return hints
 
 
+def _core_signal():
+    """(signo, code, fault address) of a core, from gdb's $_siginfo, or None."""
+    try:
+        si = gdb.parse_and_eval("$_siginfo")
+        addr = 0
+        try:
+            addr = int(si["_sifields"]["_sigfault"]["si_addr"])
+        except (gdb.error, ValueError):
+            pass
+        return int(si["si_signo"]), int(si["si_code"]), addr & (2**64 - 1)
+    except (gdb.error, ValueError):
+        return None
+
+
 def _debugger_source(inf, ctype):
     """Memory, mappings and auxv through gdb: any target gdb can read."""
     def read(addr, length):
         return bytes(inf.read_memory(addr, length))
     return dict(kind="debugger", read=read, mappings=_mappings(), auxv=_auxv(),
-                is_core=ctype == "core", name="gdb inferior %d" % inf.num, pid=inf.pid)
+                is_core=ctype == "core", name="gdb inferior %d" % inf.num, pid=inf.pid,
+                signal=_core_signal() if ctype == "core" else None)
 
 
 def _sources(inf, via_debugger):
@@ -159,7 +175,7 @@ ruby-bt [--json] [--via-debugger] [all | N]
     def invoke(self, arg, from_tty):
         try:
             json, via_debugger, which = _corestack.bt_args(arg)
-            inf = _inferior()
+            inf = _inferior("ruby-bt")
             if which == "all":
                 tids = None
             else:
@@ -206,7 +222,7 @@ ruby-sample [SECONDS] [--rate HZ] [--out FILE]
             seconds, rate, out = _corestack.sample_args(arg)
         except _corestack.Error as exc:
             raise gdb.GdbError("ruby-sample: %s" % exc)
-        inf = _inferior()
+        inf = _inferior("ruby-sample")
         if _connection_type(inf) != "native":
             raise gdb.GdbError("ruby-sample: sampling needs a live local process; "
                                "this inferior is a %s" % (

@@ -31,6 +31,8 @@ crash* scenarios) and checks corestack's reading of it:
                              flame graph SVG,
                              target exiting, SIGINT
     unit/NAME                the unit test programs given with --unit
+    gdbext/..., lldb/...     ruby-bt and ruby-sample inside gdb and lldb (--gdbext DIR,
+                             default build/gdbext): see tests/harness/gdbext.py
 
 Prints one line per test (PASS name / FAIL name: reason; SKIP name: reason
 for tests whose fixtures are not selected), then "N passed, N failed".
@@ -51,7 +53,7 @@ import time
 
 sys.dont_write_bytecode = True   # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import compare, procs  # noqa: E402
+from harness import compare, gdbext, procs  # noqa: E402
 
 RUBIES = ("2.7", "3.1", "3.3", "3.3-static")
 ORACLE_TIMEOUT = 60    # scenario start to oracle file
@@ -789,6 +791,8 @@ def main():
     ap.add_argument("--unit", default="", help="unit test programs, space-separated")
     ap.add_argument("--unit-arg", action="append", default=[],
                     help="argument passed to every unit test program")
+    ap.add_argument("--gdbext", default=os.path.join(procs.ROOT, "build", "gdbext"),
+                    help="directory of the gdb/lldb module and loaders (default %(default)s)")
     args = ap.parse_args()
     # SIGTERM unwinds like ^C: scenario processes killed, temporary cores removed.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -818,6 +822,8 @@ def main():
                 "layout-units", "record", "record-nonblocking", "record-target-exits",
                 "record-speedscope", "record-flamegraph",
                 "record-interrupted")):
+            build_anyway.add(r)
+        if gdbext.wanted(selected, [r], scenarios):
             build_anyway.add(r)
 
     if args.keep:
@@ -878,6 +884,7 @@ def main():
         debuginfo_tests(rep, selected, args, captures, workdir)
         layout_tests(rep, selected, args, prefixes)
         record_tests(rep, selected, args, prefixes, workdir)
+        gdbext.gdbext_tests(rep, selected, args, prefixes, scenarios, workdir)
     finally:
         if args.keep:
             progress("cores and oracles kept in %s" % workdir)
