@@ -16,7 +16,7 @@ HDR        := $(wildcard util/*.h dwarf/*.h rubyvm/*.h rubyvm/*.def corestack/*.
 SAN_FLAGS  := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
               -fno-sanitize-recover=all
 
-.PHONY: all test unit demo deps fixtures clean bench gdbext install
+.PHONY: all test unit demo deps fixtures clean bench gdbext install bench-gdbext
 all: $(BUILD)/corestack gdbext
 
 $(BUILD)/corestack: $(SRC) $(HDR) | $(BUILD)
@@ -51,6 +51,19 @@ $(GDBEXT_DIR)/%.py: gdbext/%.py | $(GDBEXT_DIR)
 $(GDBEXT_DIR):
 	mkdir -p $@
 
+# make install [PREFIX=/usr/local] [DESTDIR=] [RUBY_FOR_GDB="ruby paths"]:
+# corestack, the gdb/lldb module and loaders, and gdb auto-load scripts for
+# the Rubies named (default: the ruby on PATH) under GDB_AUTOLOAD_DIR.
+PREFIX           ?= /usr/local
+GDB_AUTOLOAD_DIR ?= $(PREFIX)/share/gdb/auto-load
+RUBY_FOR_GDB     ?= $(shell command -v ruby 2>/dev/null)
+install: $(BUILD)/corestack gdbext
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/corestack
+	install -m 755 $(BUILD)/corestack $(DESTDIR)$(PREFIX)/bin/corestack
+	install -m 644 $(GDBEXT_SO) $(GDBEXT_PY) $(DESTDIR)$(PREFIX)/lib/corestack/
+	./gdbext/install-autoload.sh "$(DESTDIR)" "$(GDB_AUTOLOAD_DIR)" \
+		"$(PREFIX)/lib/corestack/ruby-gdb.py" $(RUBY_FOR_GDB)
+
 # Unit tests: one program per file in tests/unit, each on the engine.
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/%,$(UNIT_SRC))
@@ -76,9 +89,10 @@ fixtures:
 	./fixtures/build-ruby.sh 3.3 static
 
 # fuzz-regress: every crash the fuzzers found, replayed (tests/fuzz/).
-test: deps $(BUILD)/corestack-san $(UNIT_BIN) $(BUILD)/dwarf_sample.so fixtures fuzz-regress
+test: deps $(BUILD)/corestack-san $(UNIT_BIN) $(BUILD)/dwarf_sample.so fixtures fuzz-regress gdbext
 	python3 tests/run.py --corestack $(BUILD)/corestack-san \
-		--unit "$(UNIT_BIN)" --unit-arg $(BUILD)/dwarf_sample.so
+		--unit "$(UNIT_BIN)" --unit-arg $(BUILD)/dwarf_sample.so \
+		--gdbext $(GDBEXT_DIR)
 
 demo: deps $(BUILD)/corestack
 	./fixtures/demo.sh $(BUILD)/corestack
@@ -88,6 +102,9 @@ $(BUILD)/bench-inflate: tests/bench/inflate.c | $(BUILD)
 
 bench: deps $(BUILD)/corestack $(BUILD)/bench-inflate fixtures
 	python3 tests/bench.py --corestack $(BUILD)/corestack
+
+bench-gdbext: deps gdbext fixtures
+	python3 tests/bench_gdbext.py --gdbext $(GDBEXT_DIR)
 
 clean:
 	rm -rf $(BUILD)

@@ -24,6 +24,9 @@ Ruby says about itself (fixtures/oracle.rb), on every fixture Ruby.
                                     inferior, ruby-sample on a core, bad arguments:
                                     one error line and gdb still usable
     lldb/RUBY/threads/MODE          the same ruby-bt --json all in lldb (live, core)
+    gdbext/install                  make install PREFIX=TMP RUBY_FOR_GDB=3.3's ruby, then
+                                    gdb on a 3.3 core with only that auto-load directory
+                                    named: ruby-bt all works with no `source`
 """
 
 import json
@@ -63,6 +66,8 @@ def ruby_tests(ruby, scenarios):
     return names
 
 
+INSTALL_RUBY = "3.3"
+
 BAD_TESTS = ("gdbext/bad/not-ruby-live", "gdbext/bad/not-ruby-core", "gdbext/bad/no-inferior",
              "gdbext/bad/sample-on-core", "gdbext/bad/usage")
 
@@ -70,7 +75,8 @@ BAD_TESTS = ("gdbext/bad/not-ruby-live", "gdbext/bad/not-ruby-core", "gdbext/bad
 def wanted(selected, rubies, scenarios):
     """Does any gdbext test run? (so run.py builds the Rubies)"""
     return any(selected(n) for r in rubies for n in ruby_tests(r, scenarios)) or \
-        any(selected(n) for n in BAD_TESTS)
+        any(selected(n) for n in BAD_TESTS) or \
+        (INSTALL_RUBY in rubies and selected("gdbext/install"))
 
 
 # --- running gdb -------------------------------------------------------------
@@ -555,6 +561,63 @@ def lldb_test(rep, selected, args, ruby, exe, workdir):
         run.kill()
 
 
+# --- make install ------------------------------------------------------------------
+
+def install_test(rep, args, exe, workdir):
+    """gdb auto-loads the commands from what make install wrote."""
+    prefix = os.path.join(workdir, "prefix")
+    try:
+        res = subprocess.run(["make", "-C", ROOT, "install", "PREFIX=" + prefix,
+                              "RUBY_FOR_GDB=" + exe], stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             timeout=600)
+    except subprocess.TimeoutExpired:
+        rep.result("gdbext/install", "make install hung")
+        return
+    if res.returncode != 0:
+        rep.result("gdbext/install", "make install exited %d: %s" % (
+            res.returncode, compare.show(res.stdout[-300:])))
+        return
+    for path in ("bin/corestack", "lib/corestack/_corestack.abi3.so",
+                 "lib/corestack/ruby-gdb.py", "lib/corestack/ruby_lldb.py"):
+        if not os.path.exists(os.path.join(prefix, path)):
+            rep.result("gdbext/install", "make install did not install %s" % path)
+            return
+    sc = procs.Scenario(exe, os.path.join(procs.SCENARIOS, "threads.rb"),
+                        os.path.join(workdir, "install-threads"), False)
+    try:
+        sc.wait_oracle(60)
+        with open(sc.oracle_path) as f:
+            oracle = json.load(f)
+        core = procs.gcore(sc.pid, os.path.join(sc.workdir, "core"), 120)
+    except (procs.Failure, OSError, ValueError) as exc:
+        rep.result("gdbext/install", "capture failed: %s" % exc)
+        return
+    finally:
+        sc.kill()
+    autoload = os.path.join(prefix, "share", "gdb", "auto-load")
+    env = procs.quiet_env()
+    env.pop("CORESTACK_GDBEXT_DIR", None)
+    try:
+        res = subprocess.run(["gdb", "-nx", "-q", "-batch",
+                              "-iex", "set auto-load scripts-directory " + autoload,
+                              "-iex", "set auto-load safe-path " + autoload,
+                              "-ex", "ruby-bt --json all", exe, core],
+                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, timeout=GDB_TIMEOUT, env=env)
+    except subprocess.TimeoutExpired:
+        rep.result("gdbext/install", "gdb hung")
+        return
+    out = res.stdout
+    start, end = out.find("{\n"), out.rfind("\n}")
+    if start < 0 or end < 0:
+        rep.result("gdbext/install", "no ruby-bt report from the auto-loaded commands: %s" %
+                   compare.show(res.stderr[-300:]))
+        return
+    rep.result("gdbext/install", check_json({"out": out[start:end + 2]}, oracle, "core", None))
+    os.unlink(core)
+
+
 # --- entry point -------------------------------------------------------------------
 
 def gdbext_tests(rep, selected, args, prefixes, scenarios, workdir):
@@ -581,6 +644,8 @@ def gdbext_tests(rep, selected, args, prefixes, scenarios, workdir):
             sample_test(rep, args, ruby, exe, rwork)
         if ruby in LLDB_RUBIES:
             lldb_test(rep, selected, args, ruby, exe, rwork)
+        if ruby == INSTALL_RUBY and selected("gdbext/install"):
+            install_test(rep, args, exe, rwork)
         if some_ruby is None and selected("gdbext/bad/sample-on-core"):
             sleeper = procs.Scenario(exe, os.path.join(procs.SCENARIOS, "threads.rb"),
                                      os.path.join(rwork, "bad-core"), False)
