@@ -17,9 +17,11 @@ for ruby in "$@"; do
         mkdir -p "$(dirname "$script")"
         cat > "$script" <<PY
 # corestack: ruby-bt and ruby-sample for this Ruby (written by make install).
+import sys
 import gdb
 if not getattr(gdb, "corestack_loaded", False):
     gdb.corestack_loaded = True
+    sys.path.insert(0, "$(dirname "$loader")")   # where _corestack is
     gdb.execute("source $loader")
 PY
         echo "install-autoload: $script"
