@@ -18,16 +18,9 @@ import time
 import lldb
 
 
-def _find_module():
-    here = os.path.dirname(os.path.realpath(__file__))
-    for d in (os.environ.get("CORESTACK_GDBEXT_DIR"), here):
-        if d and os.path.exists(os.path.join(d, "_corestack.abi3.so")):
-            if d not in sys.path:
-                sys.path.insert(0, d)
-            return
-
-
-_find_module()
+# _corestack lives next to this file (or where CORESTACK_GDBEXT_DIR says).
+sys.path.insert(0, os.environ.get("CORESTACK_GDBEXT_DIR")
+                or os.path.dirname(os.path.realpath(__file__)))
 import _corestack  # noqa: E402
 
 

@@ -5,7 +5,9 @@
    scenarios): `ruby-bt all` (direct read of the core, and --via-debugger)
    against Ruby's own .gdbinit `rb_ps`, wall time of the first call and
    median of the following ones.
-2. `ruby-sample` on fixtures/profile/shares.rb (3.3): time one stack read
+2. `ruby-bt all` on a large live process and on its core (3.3: 200
+   threads, each 200 Ruby calls deep).
+3. `ruby-sample` on fixtures/profile/shares.rb (3.3): time one stack read
    takes, and the achieved rate against 100 and 1000 Hz asked.
 """
 import argparse
@@ -15,11 +17,13 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
+from bench import take_core  # noqa: E402
 from harness import procs  # noqa: E402
 
 # Runs inside gdb: times each command, first call and repeats.
@@ -50,6 +54,7 @@ def gdb_timing(gdbext, gdbinit, ruby, core, runs, tmp):
     with open(script, "w") as f:
         f.write(TIMING)
     env = procs.quiet_env({"GDBEXT_LOADER": os.path.join(gdbext, "ruby-gdb.py"),
+                           "CORESTACK_GDBEXT_DIR": gdbext,
                            "RUBY_GDBINIT": gdbinit, "BENCH_RUNS": str(runs),
                            "BENCH_RESULT": result})
     subprocess.run(["gdb", "-nx", "-q", "-batch", "-ex", "source " + script, ruby, core],
@@ -59,15 +64,67 @@ def gdb_timing(gdbext, gdbinit, ruby, core, runs, tmp):
         return json.load(f)
 
 
-def take_core(prefix, scenario, tmp):
-    sc = procs.Scenario(os.path.join(prefix, "bin", "ruby"),
-                        os.path.join(ROOT, "fixtures", "scenarios", scenario),
-                        os.path.join(tmp, scenario), False)
+# A large process: many threads, each deep in Ruby calls.
+LARGE = r'''
+def down(n, q) = n.zero? ? (q << 1; sleep) : [0].each { down(n - 1, q) }
+q = Queue.new
+THREADS.times { Thread.new { down(DEPTH, q) } }
+THREADS.times { q.pop }
+File.write(ARGV[0], "ready")
+sleep
+'''
+
+
+def large_timing(gdbext, ruby, tmp, threads, depth, runs):
+    """ruby-bt all on a live process and on its core: (live, core) seconds."""
+    script = os.path.join(tmp, "large.rb")
+    ready = os.path.join(tmp, "large.ready")
+    with open(script, "w") as f:
+        f.write(LARGE.replace("THREADS", str(threads)).replace("DEPTH", str(depth)))
+    proc = subprocess.Popen([ruby, script, ready], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        sc.wait_oracle(60)
-        return procs.gcore(sc.pid, os.path.join(sc.workdir, "core"), 120)
+        for _ in range(600):
+            if os.path.exists(ready):
+                break
+            time.sleep(0.1)
+        live = gdb_bt_timing(gdbext, ["-p", str(proc.pid)], runs, tmp)
+        core = procs.gcore(proc.pid, os.path.join(tmp, "large-core"), 300)
     finally:
-        sc.kill()
+        proc.kill()
+        proc.wait()
+    res = live, gdb_bt_timing(gdbext, [ruby, core], runs, tmp)
+    os.unlink(core)
+    return res
+
+
+BT_TIMING = r'''
+import gdb, json, os, statistics, time
+gdb.execute("source " + os.environ["GDBEXT_LOADER"])
+times = []
+for i in range(int(os.environ["BENCH_RUNS"])):
+    t0 = time.perf_counter()
+    out = gdb.execute("ruby-bt all", to_string=True)
+    times.append(time.perf_counter() - t0)
+with open(os.environ["BENCH_RESULT"], "w") as f:
+    json.dump({"first": times[0], "median": statistics.median(times[1:] or times),
+               "lines": len(out.splitlines())}, f)
+'''
+
+
+def gdb_bt_timing(gdbext, target, runs, tmp):
+    script = os.path.join(tmp, "bt_timing.py")
+    result = os.path.join(tmp, "bt_timing.json")
+    with open(script, "w") as f:
+        f.write(BT_TIMING)
+    env = procs.quiet_env({"GDBEXT_LOADER": os.path.join(gdbext, "ruby-gdb.py"),
+                           "CORESTACK_GDBEXT_DIR": gdbext, "BENCH_RUNS": str(runs),
+                           "BENCH_RESULT": result})
+    subprocess.run(["gdb", "-nx", "-q", "-batch", "-ex", "source " + script] + target,
+                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL, env=env, timeout=1200, check=False)
+    with open(result) as f:
+        return json.load(f)
 
 
 def sample(gdbext, ruby, rate, seconds):
@@ -119,6 +176,15 @@ def main():
             os.unlink(core)
             print()
         ruby33 = os.path.join(procs.build_ruby("3.3", "shared", 3600), "bin", "ruby")
+        threads, depth = 200, 200
+        live, core = large_timing(gdbext, ruby33, tmp, threads, depth, args.runs)
+        print("== ruby-bt all on a large process: Ruby 3.3.8, %d threads %d calls deep "
+              "(%d lines; first call / median of %d)" % (threads, depth, core["lines"], args.runs))
+        print("live (gdb -p)                %9.1f ms / %9.1f ms" % (
+            live["first"] * 1e3, live["median"] * 1e3))
+        print("core (gdb RUBY CORE)         %9.1f ms / %9.1f ms" % (
+            core["first"] * 1e3, core["median"] * 1e3))
+        print()
         print("== ruby-sample in gdb on shares.rb (Ruby 3.3.8), 3 s")
         for rate in (100, 1000):
             n, secs, asked, achieved, lost, us = sample(gdbext, ruby33, rate, 3)

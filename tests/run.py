@@ -125,18 +125,7 @@ def is_crash(scenario):
 
 # --- capture ---------------------------------------------------------------
 
-def stopped_threads(pid):
-    """Threads of pid in a stopped or traced state ('T', 't')."""
-    stopped = []
-    for tid in os.listdir("/proc/%d/task" % pid):
-        try:
-            with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
-                state = f.read().rsplit(")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            continue
-        if state in ("T", "t"):
-            stopped.append("%s (%s)" % (tid, state))
-    return stopped
+stopped_threads = procs.stopped_threads
 
 
 def live_runs(corestack, pid, timeout):

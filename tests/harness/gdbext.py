@@ -149,6 +149,18 @@ def run_gdb(gdbext_dir, target_args, commands, workdir, tag, timeout=GDB_TIMEOUT
 
 # --- checks ------------------------------------------------------------------
 
+def fail_all(rep, selected, names, reason):
+    for n in names:
+        if selected(n):
+            rep.result(n, reason)
+
+
+def json_in(output):
+    """The JSON report in a debugger's output (between its own lines)."""
+    start, end = output.find("{\n"), output.rfind("\n}")
+    return output[start:end + 2] if start >= 0 and end >= 0 else None
+
+
 def parse_json_run(run):
     if "error" in run:
         return None, "ruby-bt failed: %s" % run["error"].strip()
@@ -231,19 +243,6 @@ def check_via_debugger(data, oracle, source, signal_number):
     return None
 
 
-def stopped_threads(pid):
-    out = []
-    for tid in os.listdir("/proc/%d/task" % pid):
-        try:
-            with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
-                state = f.read().rsplit(")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            continue
-        if state in ("T", "t"):
-            out.append(tid)
-    return out
-
-
 # --- scenario runs -------------------------------------------------------------
 
 def check_session(rep, names, mode, gdb_run, cli, oracle, signal_number, selected):
@@ -300,7 +299,7 @@ def scenario_runs(rep, selected, args, ruby, exe, scenarios, workdir):
                     check_session(rep, names, "live", live, cli, oracle, None, selected)
                     name = names["prefix"] + "/live/detached"
                     if selected(name):
-                        left = stopped_threads(run.pid) if not run.poll() else ["(exited)"]
+                        left = procs.stopped_threads(run.pid) if not run.poll() else ["(exited)"]
                         rep.result(name, "threads left stopped: %s" % left if left else None)
                     core = procs.gcore(run.pid, os.path.join(run.workdir, "core"), 120)
                 cli = procs.run_tool([args.corestack, core, exe], args.timeout)
@@ -310,9 +309,7 @@ def scenario_runs(rep, selected, args, ruby, exe, scenarios, workdir):
                 if not args.keep:
                     os.unlink(core)
             except (procs.Failure, OSError, ValueError) as exc:
-                for n in tests:
-                    if selected(n):
-                        rep.result(n, "capture failed: %s" % exc)
+                fail_all(rep, selected, tests, "capture failed: %s" % exc)
             finally:
                 run.kill()
     finally:
@@ -474,9 +471,7 @@ def bad_tests(rep, selected, args, workdir, some_ruby):
                 reason = one_error(run, r"usage: ruby-sample")
             rep.result("gdbext/bad/usage", reason)
     except procs.Failure as exc:
-        for n in BAD_TESTS:
-            if selected(n):
-                rep.result(n, str(exc))
+        fail_all(rep, selected, BAD_TESTS, str(exc))
     finally:
         if sleeper:
             sleeper.kill()
@@ -540,23 +535,19 @@ def lldb_test(rep, selected, args, ruby, exe, workdir):
             except subprocess.TimeoutExpired:
                 rep.result(name, "lldb hung")
                 continue
-            out = res.stdout
-            start = out.find("{\n")
-            end = out.rfind("\n}")
-            if start < 0 or end < 0:
+            report = json_in(res.stdout)
+            if report is None:
                 rep.result(name, "no JSON report in lldb's output: %s / %s" % (
-                    compare.show(out[-300:]), compare.show(res.stderr[-300:])))
+                    compare.show(res.stdout[-300:]), compare.show(res.stderr[-300:])))
                 continue
-            r = check_json({"out": out[start:end + 2]}, oracle, mode, None)
+            r = check_json({"out": report}, oracle, mode, None)
             if not r and mode == "live":
                 time.sleep(0.2)
-                left = stopped_threads(run.pid)
+                left = procs.stopped_threads(run.pid)
                 r = "threads left stopped: %s" % left if left else None
             rep.result(name, r)
     except (procs.Failure, OSError, ValueError) as exc:
-        for n in names:
-            if selected(n):
-                rep.result(n, "capture failed: %s" % exc)
+        fail_all(rep, selected, names, "capture failed: %s" % exc)
     finally:
         run.kill()
 
@@ -608,13 +599,12 @@ def install_test(rep, args, exe, workdir):
     except subprocess.TimeoutExpired:
         rep.result("gdbext/install", "gdb hung")
         return
-    out = res.stdout
-    start, end = out.find("{\n"), out.rfind("\n}")
-    if start < 0 or end < 0:
+    report = json_in(res.stdout)
+    if report is None:
         rep.result("gdbext/install", "no ruby-bt report from the auto-loaded commands: %s" %
                    compare.show(res.stderr[-300:]))
         return
-    rep.result("gdbext/install", check_json({"out": out[start:end + 2]}, oracle, "core", None))
+    rep.result("gdbext/install", check_json({"out": report}, oracle, "core", None))
     os.unlink(core)
 
 
@@ -625,10 +615,9 @@ def gdbext_tests(rep, selected, args, prefixes, scenarios, workdir):
     if not wanted(selected, args.rubies, scenarios):
         return
     if not os.path.exists(os.path.join(args.gdbext, "_corestack.abi3.so")):
-        for r in args.rubies:
-            for n in ruby_tests(r, scenarios):
-                if selected(n):
-                    rep.result(n, "no gdbext module in %s (make gdbext)" % args.gdbext)
+        fail_all(rep, selected, [n for r in args.rubies for n in ruby_tests(r, scenarios)]
+                 + list(BAD_TESTS) + ["gdbext/install"],
+                 "no gdbext module in %s (make gdbext)" % args.gdbext)
         return
     some_ruby = None
     for ruby in args.rubies:
