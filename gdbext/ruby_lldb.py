@@ -133,22 +133,28 @@ def ruby_sample(debugger, command, result, internal_dict):
         if process.GetState() != lldb.eStateStopped:
             raise CommandError("the process is running; stop it first")
         sampler = _corestack.sample_start(process.GetProcessID(), seconds, rate)
+        # Asynchronous: continue, watch the state (it turns "running" a
+        # moment later), stop it when the time is up unless it stopped or
+        # exited on its own meanwhile.
         was_async = debugger.GetAsync()
         debugger.SetAsync(True)
+        gone = (lldb.eStateExited, lldb.eStateCrashed, lldb.eStateDetached)
         try:
             process.Continue()
             deadline = time.monotonic() + seconds
-            while time.monotonic() < deadline and process.GetState() in (
-                    lldb.eStateRunning, lldb.eStateStepping, lldb.eStateLaunching):
+            seen_running = False
+            while time.monotonic() < deadline:
                 time.sleep(0.02)
-            if process.GetState() in (lldb.eStateRunning, lldb.eStateStepping):
-                process.Stop()
-            listener = debugger.GetListener()
-            event = lldb.SBEvent()
-            for _ in range(100):
-                if process.GetState() not in (lldb.eStateRunning, lldb.eStateStepping):
+                state = process.GetState()
+                seen_running = seen_running or state == lldb.eStateRunning
+                if state in gone or (seen_running and state == lldb.eStateStopped):
                     break
-                listener.WaitForEvent(1, event)
+            if process.GetState() not in gone + (lldb.eStateStopped,):
+                process.Stop()
+            for _ in range(250):   # bounded: 5 s
+                if process.GetState() in gone + (lldb.eStateStopped,):
+                    break
+                time.sleep(0.02)
         finally:
             debugger.SetAsync(was_async)
             summary, _ = _corestack.sample_finish(sampler, out)

@@ -24,6 +24,8 @@ Ruby says about itself (fixtures/oracle.rb), on every fixture Ruby.
                                     inferior, ruby-sample on a core, bad arguments:
                                     one error line and gdb still usable
     lldb/RUBY/threads/MODE          the same ruby-bt --json all in lldb (live, core)
+    lldb/RUBY/sample                ruby-sample 2 --out F in lldb on shares.rb: heavy
+                                    ranked over light, the process stopped again
     gdbext/install                  make install PREFIX=TMP RUBY_FOR_GDB=3.3's ruby, then
                                     gdb on a 3.3 core with only that auto-load directory
                                     named: ruby-bt all works with no `source`
@@ -62,7 +64,7 @@ def ruby_tests(ruby, scenarios):
         names += scenario_tests(ruby, scen, scen.startswith("crash"))
     names.append("gdbext/%s/sample" % ruby)
     if ruby in LLDB_RUBIES:
-        names += ["lldb/%s/threads/%s" % (ruby, m) for m in MODES]
+        names += ["lldb/%s/threads/%s" % (ruby, m) for m in MODES] + ["lldb/%s/sample" % ruby]
     return names
 
 
@@ -501,8 +503,39 @@ def lldb_env(gdbext_dir):
     return env
 
 
+def lldb_sample_test(rep, args, lldb, ruby, exe, workdir):
+    name = "lldb/%s/sample" % ruby
+    folded = os.path.join(workdir, "lldb-sample.folded")
+    # lldb takes seconds to attach (it reads libruby's DWARF): a long run.
+    target = subprocess.Popen([exe, SHARES, "60"], stdin=subprocess.DEVNULL,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(0.5)
+        res = subprocess.run([lldb, "-b", "-o", "command script import " +
+                              os.path.join(args.gdbext, "ruby_lldb.py"),
+                              "-o", "ruby-sample 2 --out " + folded,
+                              "-o", "script print('STATE', lldb.process.GetState() == lldb.eStateStopped)",
+                              "-p", str(target.pid)], stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             timeout=GDB_TIMEOUT, env=lldb_env(args.gdbext))
+        summary = res.stdout
+        data = {"summary": summary, "states": ["t"], "running": [], "exitcode": 0}
+        reason = check_sample(data, folded)
+        if not reason and "STATE True" not in summary:
+            reason = "the process is not stopped after ruby-sample: %s" % compare.show(
+                summary[-300:])
+        if not reason and "stopped again" not in summary:
+            reason = "summary does not say the process is stopped again"
+        rep.result(name, reason)
+    except subprocess.TimeoutExpired:
+        rep.result(name, "lldb hung")
+    finally:
+        target.kill()
+        target.wait()
+
+
 def lldb_test(rep, selected, args, ruby, exe, workdir):
-    names = ["lldb/%s/threads/%s" % (ruby, m) for m in MODES]
+    names = ["lldb/%s/threads/%s" % (ruby, m) for m in MODES] + ["lldb/%s/sample" % ruby]
     if not any(selected(n) for n in names):
         return
     lldb = shutil.which("lldb-14") or shutil.which("lldb")
@@ -510,6 +543,10 @@ def lldb_test(rep, selected, args, ruby, exe, workdir):
         for n in names:
             if selected(n):
                 rep.result(n, "lldb-14 is not installed (.ci/install-deps)")
+        return
+    if selected("lldb/%s/sample" % ruby):
+        lldb_sample_test(rep, args, lldb, ruby, exe, workdir)
+    if not any(selected(n) for n in names[:-1]):
         return
     loader = os.path.join(args.gdbext, "ruby_lldb.py")
     script = os.path.join(procs.SCENARIOS, "threads.rb")
