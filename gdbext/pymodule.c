@@ -203,7 +203,6 @@ static PyObject *py_backtrace(PyObject *self, PyObject *args, PyObject *kw)
 	char *text = NULL;
 	int complete = 0;
 	struct cs_error *err = gx_backtrace(&src, &req, &text, &complete);
-	dbg.mem.priv = NULL;
 	gx_debugger_image_free(&dbg);
 	free(only);
 	if (err)

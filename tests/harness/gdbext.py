@@ -23,6 +23,10 @@ Ruby says about itself (fixtures/oracle.rb), on every fixture Ruby.
     gdbext/bad/...                  no Ruby in the inferior (live and core), no
                                     inferior, ruby-sample on a core, bad arguments:
                                     one error line and gdb still usable
+    gdbext/RUBY/threads/remote      ruby-bt --json all through gdbserver --attach (target
+                                    remote: memory, mappings, auxv over the protocol): as
+                                    the oracle; ruby-sample there says it needs a local
+                                    process
     lldb/RUBY/threads/MODE          the same ruby-bt --json all in lldb (live, core)
     lldb/RUBY/sample                ruby-sample 2 --out F in lldb on shares.rb: heavy
                                     ranked over light, the process stopped again
@@ -45,6 +49,7 @@ ROOT = procs.ROOT
 SHARES = os.path.join(ROOT, "fixtures", "profile", "shares.rb")
 GDB_TIMEOUT = 120
 LLDB_RUBIES = ("3.3",)
+REMOTE_RUBIES = ("3.3",)   # gdbserver: slow to start (it ships every library)
 MODES = ("live", "core")
 
 
@@ -65,6 +70,8 @@ def ruby_tests(ruby, scenarios):
     names.append("gdbext/%s/sample" % ruby)
     if ruby in LLDB_RUBIES:
         names += ["lldb/%s/threads/%s" % (ruby, m) for m in MODES] + ["lldb/%s/sample" % ruby]
+    if ruby in REMOTE_RUBIES:
+        names.append("gdbext/%s/threads/remote" % ruby)
     return names
 
 
@@ -589,6 +596,43 @@ def lldb_test(rep, selected, args, ruby, exe, workdir):
         run.kill()
 
 
+# --- a remote target ---------------------------------------------------------------
+
+def remote_test(rep, args, ruby, exe, workdir):
+    name = "gdbext/%s/threads/remote" % ruby
+    gdbserver = shutil.which("gdbserver")
+    if not gdbserver:
+        rep.result(name, "gdbserver is not installed (.ci/install-deps)")
+        return
+    run = procs.Scenario(exe, os.path.join(procs.SCENARIOS, "threads.rb"),
+                         os.path.join(workdir, "remote-threads"), False)
+    try:
+        run.wait_oracle(60)
+        with open(run.oracle_path) as f:
+            oracle = json.load(f)
+        time.sleep(0.2)
+        # A pipe: no port to pick, nothing listening on the network.
+        res = run_gdb(args.gdbext, [exe], [
+            "target remote | exec %s --attach - %d" % (gdbserver, run.pid),
+            "ruby-bt --json all", "ruby-sample 1", "print 1+1"], run.workdir, "remote")
+        rc, out, err, _, reason = res
+        if reason:
+            rep.result(name, reason)
+            return
+        report = json_in(out)
+        if report is None:
+            rep.result(name, "no JSON report through gdbserver: %s" % compare.show(err[-300:]))
+            return
+        r = check_json({"out": report}, oracle, "live", None)
+        if not r:
+            r = one_error(res, "needs a live local process")
+        rep.result(name, r)
+    except (procs.Failure, OSError, ValueError) as exc:
+        rep.result(name, "capture failed: %s" % exc)
+    finally:
+        run.kill()
+
+
 # --- make install ------------------------------------------------------------------
 
 def install_test(rep, args, exe, workdir):
@@ -670,6 +714,8 @@ def gdbext_tests(rep, selected, args, prefixes, scenarios, workdir):
             sample_test(rep, args, ruby, exe, rwork)
         if ruby in LLDB_RUBIES:
             lldb_test(rep, selected, args, ruby, exe, rwork)
+        if ruby in REMOTE_RUBIES and selected("gdbext/%s/threads/remote" % ruby):
+            remote_test(rep, args, ruby, exe, rwork)
         if ruby == INSTALL_RUBY and selected("gdbext/install"):
             install_test(rep, args, exe, rwork)
         if some_ruby is None and selected("gdbext/bad/sample-on-core"):
