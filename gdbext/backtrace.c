@@ -24,6 +24,16 @@ struct opened {
 	struct rv_target target;
 };
 
+/* Put a page cache in front of *target. */
+static struct cs_error *cached(struct opened *o, struct rv_target *target)
+{
+	if (!cs_page_cache_init(&o->cache, target))
+		return &cs_error_nomem;
+	o->cached = 1;
+	*target = cs_page_cache_target(&o->cache);
+	return NULL;
+}
+
 static struct cs_error *open_source(const struct gx_source *src,
 				    struct opened *o)
 {
@@ -42,18 +52,16 @@ static struct cs_error *open_source(const struct gx_source *src,
 		if ((err = cs_live_attach(src->pid, 0, &o->live)))
 			return err;
 		o->img = cs_image_of_live(o->live);
+		/* Every read is a system call, and the process stands still
+		 * while the debugger holds it: cache pages for this command. */
 		o->target = cs_live_target(o->live);
-		return NULL;
+		return cached(o, &o->target);
 	case GX_SOURCE_DEBUGGER:
 		/* Every read is a round trip through the debugger: keep the
 		 * pages a snapshot reads again and again. */
-		struct rv_target mem = gx_debugger_image_target(src->debugger);
-		if (!cs_page_cache_init(&o->cache, &mem))
-			return &cs_error_nomem;
-		o->cached = 1;
 		o->img = gx_debugger_image(src->debugger);
-		o->target = cs_page_cache_target(&o->cache);
-		return NULL;
+		o->target = gx_debugger_image_target(src->debugger);
+		return cached(o, &o->target);
 	}
 	return cs_error_create(CS_ERR_USAGE, "unknown source");
 }

@@ -158,6 +158,20 @@ def run_gdb(gdbext_dir, target_args, commands, workdir, tag, timeout=GDB_TIMEOUT
 
 # --- checks ------------------------------------------------------------------
 
+def parked(exe, workdir, tag):
+    """threads.rb parked, its oracle read -> (Scenario, oracle); the caller
+    kills it. Raises procs.Failure, OSError, ValueError."""
+    run = procs.Scenario(exe, os.path.join(procs.SCENARIOS, "threads.rb"),
+                         os.path.join(workdir, tag), False)
+    try:
+        run.wait_oracle(60)
+        with open(run.oracle_path) as f:
+            return run, json.load(f)
+    except BaseException:
+        run.kill()
+        raise
+
+
 def fail_all(rep, selected, names, reason):
     for n in names:
         if selected(n):
@@ -556,12 +570,9 @@ def lldb_test(rep, selected, args, ruby, exe, workdir):
     if not any(selected(n) for n in names[:-1]):
         return
     loader = os.path.join(args.gdbext, "ruby_lldb.py")
-    script = os.path.join(procs.SCENARIOS, "threads.rb")
-    run = procs.Scenario(exe, script, os.path.join(workdir, "lldb-threads"), False)
+    run = None
     try:
-        run.wait_oracle(60)
-        with open(run.oracle_path) as f:
-            oracle = json.load(f)
+        run, oracle = parked(exe, workdir, "lldb-threads")
         time.sleep(0.2)
         for mode in MODES:
             name = "lldb/%s/threads/%s" % (ruby, mode)
@@ -593,7 +604,8 @@ def lldb_test(rep, selected, args, ruby, exe, workdir):
     except (procs.Failure, OSError, ValueError) as exc:
         fail_all(rep, selected, names, "capture failed: %s" % exc)
     finally:
-        run.kill()
+        if run:
+            run.kill()
 
 
 # --- a remote target ---------------------------------------------------------------
@@ -604,12 +616,9 @@ def remote_test(rep, args, ruby, exe, workdir):
     if not gdbserver:
         rep.result(name, "gdbserver is not installed (.ci/install-deps)")
         return
-    run = procs.Scenario(exe, os.path.join(procs.SCENARIOS, "threads.rb"),
-                         os.path.join(workdir, "remote-threads"), False)
+    run = None
     try:
-        run.wait_oracle(60)
-        with open(run.oracle_path) as f:
-            oracle = json.load(f)
+        run, oracle = parked(exe, workdir, "remote-threads")
         time.sleep(0.2)
         # A pipe: no port to pick, nothing listening on the network.
         res = run_gdb(args.gdbext, [exe], [
@@ -630,7 +639,8 @@ def remote_test(rep, args, ruby, exe, workdir):
     except (procs.Failure, OSError, ValueError) as exc:
         rep.result(name, "capture failed: %s" % exc)
     finally:
-        run.kill()
+        if run:
+            run.kill()
 
 
 # --- make install ------------------------------------------------------------------
@@ -655,18 +665,16 @@ def install_test(rep, args, exe, workdir):
         if not os.path.exists(os.path.join(prefix, path)):
             rep.result("gdbext/install", "make install did not install %s" % path)
             return
-    sc = procs.Scenario(exe, os.path.join(procs.SCENARIOS, "threads.rb"),
-                        os.path.join(workdir, "install-threads"), False)
+    sc = None
     try:
-        sc.wait_oracle(60)
-        with open(sc.oracle_path) as f:
-            oracle = json.load(f)
+        sc, oracle = parked(exe, workdir, "install-threads")
         core = procs.gcore(sc.pid, os.path.join(sc.workdir, "core"), 120)
     except (procs.Failure, OSError, ValueError) as exc:
         rep.result("gdbext/install", "capture failed: %s" % exc)
         return
     finally:
-        sc.kill()
+        if sc:
+            sc.kill()
     autoload = os.path.join(prefix, "share", "gdb", "auto-load")
     env = procs.quiet_env()
     env.pop("CORESTACK_GDBEXT_DIR", None)
