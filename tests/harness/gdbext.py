@@ -409,7 +409,10 @@ def check_sample(data, folded):
 def sample_test(rep, args, ruby, exe, workdir):
     name = "gdbext/%s/sample" % ruby
     folded = os.path.join(workdir, "sample.folded")
-    target = subprocess.Popen([exe, SHARES, "6"], stdin=subprocess.DEVNULL,
+    # It ends 15 s after its start (wall clock): long enough for a slow
+    # attach on a loaded machine plus the 2 s of sampling, so that the
+    # `continue` after ruby-sample sees it run on to its normal exit.
+    target = subprocess.Popen([exe, SHARES, "15"], stdin=subprocess.DEVNULL,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         time.sleep(0.5)
