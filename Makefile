@@ -3,13 +3,15 @@
 CC      ?= cc
 CFLAGS  ?= -O2 -g
 WARN    := -std=c17 -D_GNU_SOURCE -Wall -Wextra -Werror
-LIBS    := -ldw -lelf
+LIBS    := -ldw -lelf -ldebuginfod -lzstd -llzma -lz
 BUILD   := build
 
 ENGINE_SRC := $(wildcard util/*.c dwarf/*.c rubyvm/*.c)
 CLI_SRC    := $(wildcard corestack/*.c)
 # The core and live targets, for the unit tests.
-TARGET_SRC := corestack/core.c corestack/live.c corestack/build_id.c
+TARGET_SRC := corestack/core.c corestack/live.c corestack/build_id.c \
+              corestack/page_cache.c \
+              corestack/decompress.c
 SRC        := $(ENGINE_SRC) $(CLI_SRC)
 HDR        := $(wildcard util/*.h dwarf/*.h rubyvm/*.h rubyvm/*.def corestack/*.h)
 

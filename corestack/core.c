@@ -6,8 +6,10 @@
  * writes, disk corruption, files that are not cores at all). */
 #include "core.h"
 #include "build_id.h"
+#include "decompress.h"
 
 #include <elf.h>
+#include <elfutils/libdwelf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -49,6 +51,8 @@ struct cs_core_file {             /* a file named by NT_FILE, opened lazily */
 	const char *path;         /* target path, points into the note */
 	int fd;                   /* -1 while not open */
 	int open_errno;           /* opening failed: don't retry every read */
+	int checked;              /* build-id compared with the core's */
+	int mismatched;           /* ... and it differs: never read from it */
 	uint64_t last_use;        /* LRU stamp from cs_core.clock */
 };
 
@@ -76,6 +80,10 @@ struct cs_core {
 	size_t nfiles, nopen;
 	uint64_t clock;
 	char *sysroot;
+	char **lib_dirs;          /* --lib-search-path, NULL-terminated */
+	const char *compression;  /* "zstd"... when inflated from that */
+	char *warnings[CS_CORE_MAX_WARNINGS];
+	size_t nwarnings;
 
 	struct cs_core_process process;
 	struct cs_core_siginfo siginfo;
@@ -479,27 +487,6 @@ static struct cs_error *cs_core_index_files(struct cs_core *core)
 
 /* ---- opening ---- */
 
-static const char *cs_core_compression(const uint8_t *p, size_t size)
-{
-	static const struct {
-		const char *name;
-		unsigned char magic[6];
-		size_t len;
-	} kinds[] = {
-		{"zstd", {0x28, 0xb5, 0x2f, 0xfd}, 4},
-		{"xz", {0xfd, '7', 'z', 'X', 'Z', 0}, 6},
-		{"lz4", {0x04, 0x22, 0x4d, 0x18}, 4},
-		{"gzip", {0x1f, 0x8b}, 2},
-		{"bzip2", {'B', 'Z', 'h'}, 3},
-	};
-	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
-		if (size >= kinds[i].len &&
-		    memcmp(p, kinds[i].magic, kinds[i].len) == 0)
-			return kinds[i].name;
-	}
-	return NULL;
-}
-
 static const char *cs_core_type_name(unsigned type)
 {
 	switch (type) {
@@ -517,7 +504,7 @@ static struct cs_error *cs_core_check_header(struct cs_core *core,
 	const uint8_t *p = core->image;
 	size_t size = core->image_size;
 	if (size < SELFMAG || memcmp(p, ELFMAG, SELFMAG) != 0) {
-		const char *z = cs_core_compression(p, size);
+		const char *z = cs_compression_of(p, size);
 		if (z) {
 			return cs_error_create(
 				CS_ERR_FORMAT,
@@ -672,6 +659,18 @@ struct cs_error *cs_core_open(const char *path, struct cs_core **ret)
 				     "/proc/sys/kernel/core_pattern)");
 		goto fail;
 	}
+	uint8_t head[8];
+	ssize_t got = pread(core->fd, head, sizeof(head), 0);
+	const char *kind = got > 0 ? cs_compression_of(head, (size_t)got) : NULL;
+	if (cs_compression_supported(kind)) {
+		int inflated;
+		err = cs_decompress_core(core->fd, path, kind, 0, &inflated);
+		if (err)
+			goto fail;
+		close(core->fd);
+		core->fd = inflated;
+		core->compression = kind;
+	}
 	elf_version(EV_CURRENT);
 	core->elf = elf_begin(core->fd, ELF_C_READ_MMAP, NULL);
 	if (!core->elf) {
@@ -704,8 +703,21 @@ static void cs_core_close_files(struct cs_core *core)
 			close(core->files[i].fd);
 		core->files[i].fd = -1;
 		core->files[i].open_errno = 0;
+		core->files[i].checked = 0;
+		core->files[i].mismatched = 0;
 	}
 	core->nopen = 0;
+	for (size_t i = 0; i < core->nwarnings; i++)
+		free(core->warnings[i]);
+	core->nwarnings = 0;
+}
+
+static void cs_core_free_lib_dirs(struct cs_core *core)
+{
+	for (size_t i = 0; core->lib_dirs && core->lib_dirs[i]; i++)
+		free(core->lib_dirs[i]);
+	free(core->lib_dirs);
+	core->lib_dirs = NULL;
 }
 
 void cs_core_close(struct cs_core *core)
@@ -722,6 +734,7 @@ void cs_core_close(struct cs_core *core)
 	free(core->maps);
 	free(core->files);
 	free(core->sysroot);
+	cs_core_free_lib_dirs(core);
 	free(core->exe_buf);
 	free(core->path);
 	free(core);
@@ -744,6 +757,71 @@ struct cs_error *cs_core_set_sysroot(struct cs_core *core, const char *dir)
 	core->sysroot = copy;
 	cs_core_close_files(core);
 	return NULL;
+}
+
+struct cs_error *cs_core_set_lib_search_path(struct cs_core *core,
+					     const char *dirs)
+{
+	cs_core_free_lib_dirs(core);
+	cs_core_close_files(core);
+	if (!dirs || !*dirs)
+		return NULL;
+	size_t n = 1;
+	for (const char *p = dirs; *p; p++)
+		n += *p == ':';
+	core->lib_dirs = calloc(n + 1, sizeof(*core->lib_dirs));
+	if (!core->lib_dirs)
+		return &cs_error_nomem;
+	size_t k = 0;
+	for (const char *p = dirs; k < n; k++) {
+		size_t len = strcspn(p, ":");
+		if (!(core->lib_dirs[k] = strndup(p, len))) {
+			cs_core_free_lib_dirs(core);
+			return &cs_error_nomem;
+		}
+		p += len + (p[len] == ':');
+	}
+	return NULL;
+}
+
+static int cs_core_is_regular(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+char *cs_core_host_path(const struct cs_core *core, const char *path)
+{
+	char *first = NULL;
+	if (asprintf(&first, "%s%s", core->sysroot ? core->sysroot : "",
+		     path) < 0)
+		return NULL;
+	if (cs_core_is_regular(first) || !core->lib_dirs)
+		return first;
+	const char *slash = strrchr(path, '/');
+	const char *base = slash ? slash + 1 : path;
+	for (size_t i = 0; core->lib_dirs[i]; i++) {
+		char *cand;
+		if (!*core->lib_dirs[i] ||
+		    asprintf(&cand, "%s/%s", core->lib_dirs[i], base) < 0)
+			continue;
+		if (cs_core_is_regular(cand)) {
+			free(first);
+			return cand;
+		}
+		free(cand);
+	}
+	return first;
+}
+
+size_t cs_core_warning_count(const struct cs_core *core)
+{
+	return core->nwarnings;
+}
+
+const char *cs_core_warning_at(const struct cs_core *core, size_t i)
+{
+	return i < core->nwarnings ? core->warnings[i] : NULL;
 }
 
 /* ---- memory ---- */
@@ -796,6 +874,77 @@ static struct cs_error *cs_core_fault(const struct cs_core *core,
 			       core->path, len, addr, at, why);
 }
 
+static void cs_core_hex(const uint8_t *id, size_t len, char *out)
+{
+	for (size_t i = 0; i < len; i++)
+		sprintf(out + 2 * i, "%02x", id[i]);
+	out[2 * len] = '\0';
+}
+
+/* The build-id in the notes of the ELF file fd; 0 if it has none. */
+static size_t cs_core_file_build_id(int fd, uint8_t *out, size_t max)
+{
+	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!elf)
+		return 0;
+	const void *id = NULL;
+	ssize_t len = dwelf_elf_gnu_build_id(elf, &id);
+	size_t n = len > 0 && (size_t)len <= max ? (size_t)len : 0;
+	memcpy(out, id, n);
+	elf_end(elf);
+	return n;
+}
+
+/* Does the file host (open as fd), found for the core's file f, differ
+ * from what the process mapped? Compared by build-id: the core's from the
+ * module's ELF header dumped at each offset-0 mapping of f (one match
+ * will do: Ruby's crash reporter maps libruby whole a second time), the
+ * file's from its notes. A module whose header the core left out, or
+ * without build-id, cannot be checked and passes. A mismatch adds a
+ * warning naming the file and both build-ids. */
+static int cs_core_file_mismatch(struct cs_core *core, struct cs_core_file *f,
+				 int fd, const char *host)
+{
+	uint8_t have[64], want[64];
+	size_t have_len = 0, want_len = 0;
+	int file_read = 0;
+	for (size_t i = 0; i < core->nmaps; i++) {
+		const struct cs_core_map *m = &core->maps[i];
+		if (&core->files[m->file] != f || m->pub.file_offset != 0)
+			continue;
+		uint8_t id[64];
+		size_t len;
+		struct cs_error *err = cs_core_module_build_id(
+			core, m->pub.start, id, sizeof(id), &len);
+		if (err) {
+			cs_error_destroy(err);
+			continue;
+		}
+		memcpy(want, id, len);
+		want_len = len;
+		if (!file_read) {
+			have_len = cs_core_file_build_id(fd, have, sizeof(have));
+			file_read = 1;
+		}
+		if (have_len == want_len && memcmp(have, want, have_len) == 0)
+			return 0;
+	}
+	if (!want_len)
+		return 0;
+	char have_hex[2 * 64 + 1] = "none", want_hex[2 * 64 + 1];
+	if (have_len)
+		cs_core_hex(have, have_len, have_hex);
+	cs_core_hex(want, want_len, want_hex);
+	if (core->nwarnings < CS_CORE_MAX_WARNINGS &&
+	    asprintf(&core->warnings[core->nwarnings],
+		     "%s: build-id %s, but the %s the process mapped has %s: "
+		     "a different build, not used (give the right file with "
+		     "--sysroot or --lib-search-path)",
+		     host, have_hex, f->path, want_hex) >= 0)
+		core->nwarnings++;
+	return 1;
+}
+
 static int cs_core_file_fd(struct cs_core *core, struct cs_core_file *f)
 {
 	f->last_use = ++core->clock;
@@ -816,9 +965,10 @@ static int cs_core_file_fd(struct cs_core *core, struct cs_core_file *f)
 			core->nopen--;
 		}
 	}
-	char *host = NULL;
-	if (asprintf(&host, "%s%s", core->sysroot ? core->sysroot : "",
-		     f->path) < 0) {
+	if (f->mismatched)
+		return -1;
+	char *host = cs_core_host_path(core, f->path);
+	if (!host) {
 		f->open_errno = ENOMEM;
 		return -1;
 	}
@@ -841,12 +991,27 @@ static int cs_core_file_fd(struct cs_core *core, struct cs_core_file *f)
 			fd = -1;
 		}
 	}
+	if (fd >= 0 && !f->checked) {
+		f->checked = 1;
+		if (cs_core_file_mismatch(core, f, fd, host)) {
+			f->mismatched = 1;
+			close(fd);
+			fd = -1;
+		}
+	}
 	free(host);
 	if (fd < 0)
 		return -1;
 	f->fd = fd;
 	core->nopen++;
 	return fd;
+}
+
+void cs_core_check_files(struct cs_core *core)
+{
+	for (size_t i = 0; i < core->nfiles; i++)
+		if (!core->files[i].checked)
+			(void)cs_core_file_fd(core, &core->files[i]);
 }
 
 /* Bytes the core lacks, from the file the mapping names. */

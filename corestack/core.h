@@ -60,6 +60,8 @@ struct cs_core_siginfo {          /* NT_SIGINFO */
 	uint64_t addr;            /* si_addr for SIGSEGV/SIGBUS/SIGILL/SIGFPE */
 };
 
+/* A core compressed with zstd, gzip or xz (told by its magic bytes) is
+ * inflated into memory first; see decompress.h. */
 struct cs_error *cs_core_open(const char *path, struct cs_core **ret);
 /* Safe on NULL. */
 void cs_core_close(struct cs_core *core);
@@ -82,6 +84,26 @@ struct rv_target cs_core_target(struct cs_core *core);
  * container or machine root); NULL for none (the default). Closes files
  * already open and forgets failed opens. */
 struct cs_error *cs_core_set_sysroot(struct cs_core *core, const char *dir);
+
+/* --lib-search-path: colon-separated directories where a file NT_FILE
+ * names is looked for by its basename when it is not at its path (under
+ * the sysroot, if any). NULL or "" for none. Closes open files. */
+struct cs_error *cs_core_set_lib_search_path(struct cs_core *core,
+					     const char *dirs);
+/* Where the file the target knew as path is on this machine: under the
+ * sysroot, else by basename in the lib search path, else path itself.
+ * malloc'd (NULL on ENOMEM); it may not exist. */
+char *cs_core_host_path(const struct cs_core *core, const char *path);
+
+/* Open every file NT_FILE names now rather than on first read, so that
+ * each found file whose build-id differs from the one dumped in the core
+ * gives its warning (see cs_core_warning_at) whatever is read later.
+ * Such a file is never read: its bytes fault. */
+void cs_core_check_files(struct cs_core *core);
+/* Warnings about the input (mismatched files), one line each. */
+#define CS_CORE_MAX_WARNINGS 8
+size_t cs_core_warning_count(const struct cs_core *core);
+const char *cs_core_warning_at(const struct cs_core *core, size_t i);
 
 size_t cs_core_thread_count(const struct cs_core *core);
 /* NULL if i is out of range. Thread 0 is the one the kernel reported first

@@ -44,10 +44,15 @@ static struct cs_error *core_build_id(void *p, uint64_t start, uint8_t *buf,
 	return cs_core_module_build_id(p, start, buf, bufsize, len);
 }
 
+static char *core_host_path(const void *p, const char *path)
+{
+	return cs_core_host_path(p, path);
+}
+
 static const struct cs_image_ops core_ops = {
 	core_mapping_count, core_mapping_at, core_mapping_of,
 	core_find_mapping,  core_auxv,       core_executable,
-	core_build_id,
+	core_build_id,      core_host_path,
 };
 
 struct cs_image cs_image_of_core(struct cs_core *core)
@@ -101,10 +106,17 @@ static struct cs_error *live_build_id(void *p, uint64_t start, uint8_t *buf,
 	return cs_live_module_build_id(p, start, buf, bufsize, len);
 }
 
+/* A live process's files are on this machine, at their paths. */
+static char *live_host_path(const void *p, const char *path)
+{
+	(void)p;
+	return strdup(path);
+}
+
 static const struct cs_image_ops live_ops = {
 	live_mapping_count, live_mapping_at, live_mapping_of,
 	live_find_mapping,  live_auxv,       live_executable,
-	live_build_id,
+	live_build_id,      live_host_path,
 };
 
 struct cs_image cs_image_of_live(struct cs_live *live)

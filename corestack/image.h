@@ -23,6 +23,9 @@ struct cs_image_ops {
 	struct cs_error *(*module_build_id)(void *priv, uint64_t start,
 					    uint8_t *buf, size_t bufsize,
 					    size_t *len);
+	/* Where a file the target mapped is on this machine (--sysroot,
+	 * --lib-search-path for cores); malloc'd, NULL on ENOMEM. */
+	char *(*host_path)(const void *priv, const char *path);
 };
 
 struct cs_image {

@@ -449,6 +449,15 @@ static struct cs_error *cs_live_denied(int pid, int tid)
 				       "ptrace for everyone until reboot",
 				       what, pid, scope);
 	}
+	if (!cap && geteuid() == 0) {
+		return cs_error_create(CS_ERR_OS,
+				       "cannot %s pid %d: corestack runs as "
+				       "root but without CAP_SYS_PTRACE (a "
+				       "container started without it?); grant "
+				       "it (docker run --cap-add=SYS_PTRACE), "
+				       "or run corestack as the process's user",
+				       what, pid);
+	}
 	if (!cap && have_st && st.uid != (unsigned)geteuid()) {
 		return cs_error_create(CS_ERR_OS,
 				       "cannot %s pid %d: it runs as uid %u and "
@@ -1487,6 +1496,25 @@ static struct cs_error *cs_live_open_mem(struct cs_live *live, uint64_t addr,
 			     e == ENOENT || e == ESRCH
 				     ? "the process has exited"
 				     : strerror(e));
+}
+
+size_t cs_live_read_pages(struct cs_live *live, const uint64_t *pages,
+			  void *const *bufs, size_t n, size_t page_size)
+{
+	enum { BATCH = 64 }; /* well under IOV_MAX */
+	struct iovec local[BATCH], remote[BATCH];
+	if (live->no_vm_readv || n == 0)
+		return 0;
+	if (n > BATCH)
+		n = BATCH;
+	for (size_t i = 0; i < n; i++) {
+		local[i] = (struct iovec){bufs[i], page_size};
+		remote[i] = (struct iovec){(void *)(uintptr_t)pages[i],
+					   page_size};
+	}
+	ssize_t r = process_vm_readv(live->mem_tid, local, (unsigned long)n,
+				     remote, (unsigned long)n, 0);
+	return r > 0 ? (size_t)r / page_size : 0;
 }
 
 struct cs_error *cs_live_read(struct cs_live *live, uint64_t addr, void *buf,

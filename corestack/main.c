@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "../dwarf/index.h"
 #include "../rubyvm/layout.h"
@@ -17,6 +18,8 @@
 #include "crash_signal.h"
 #include "image.h"
 #include "live.h"
+#include "merge.h"
+#include "native.h"
 #include "report.h"
 #include "vm_module.h"
 
@@ -36,9 +39,32 @@ struct options {
 	const char *layout; /* --layout MODULE: print the resolved layout */
 	const char *cache_dir; /* NULL: default; "": no layout cache */
 	size_t max_frames;
+	size_t max_output; /* --max-output; 0: tied to the core's size */
 	const char *debug_dirs[MAX_DEBUG_DIRS + 2];
 	size_t ndebug_dirs;
+	const char *sysroot;         /* --sysroot: the core's files under DIR */
+	const char *lib_search_path; /* --lib-search-path DIRS (colon-separated) */
+	int native;     /* --native: native frames merged with Ruby's */
+	int native_all; /* --native-all: and threads that run no Ruby */
 };
+
+/* What the model may build for one snapshot: tied to the input's size, so
+ * that no core, however corrupt, makes corestack allocate or work more
+ * than a bounded multiple of it (rv_options.max_output_bytes). */
+static size_t output_budget(const struct options *o)
+{
+	struct stat st;
+	const size_t floor = (size_t)64 << 20;
+	if (o->max_output)
+		return o->max_output;
+	if (!o->core || stat(o->core, &st) != 0 || st.st_size < 0)
+		return 0; /* the model's default */
+	uint64_t size = (uint64_t)st.st_size;
+	return size > (SIZE_MAX - floor) / 4 ? SIZE_MAX : floor + 4 * (size_t)size;
+}
+
+/* Native frames unwound per thread at most. */
+#define NATIVE_MAX_FRAMES 1024
 
 static void usage(FILE *out)
 {
@@ -56,8 +82,19 @@ static void usage(FILE *out)
 	      "                     may change while they are read)\n"
 	      "  --json             JSON output (schema: docs/json-schema.md)\n"
 	      "  --max-frames N     frames per stack at most (default 100000)\n"
+	      "  --max-output BYTES memory for all frames and their text, the\n"
+	      "                     bound on work too (default: 64 MiB plus\n"
+	      "                     4 times the core's size; 1 GiB for --pid)\n"
 	      "  --debug-dir DIR    look for debug files under DIR too\n"
 	      "                     (build-id and debuglink layouts; repeatable)\n"
+	      "  --sysroot DIR      find the files the core names under DIR\n"
+	      "                     (a core from another machine or container)\n"
+	      "  --lib-search-path DIRS  colon-separated directories to find\n"
+	      "                     the core's executable and libraries in,\n"
+	      "                     by file name\n"
+	      "  --native           merge each thread's native (C) frames with\n"
+	      "                     its Ruby frames (a core, or --pid paused)\n"
+	      "  --native-all       --native, and threads that run no Ruby\n"
 	      "  --layout MODULE    print the CRuby layout read from the DWARF\n"
 	      "                     of MODULE (libruby.so or a static ruby)\n"
 	      "  --cache-dir DIR    layout cache (default ~/.cache/corestack/\n"
@@ -74,12 +111,17 @@ static int parse_args(int argc, char **argv, struct options *o)
 	static const struct option longopts[] = {
 		{"json", no_argument, NULL, 'j'},
 		{"max-frames", required_argument, NULL, 'm'},
+		{"max-output", required_argument, NULL, 'M'},
 		{"debug-dir", required_argument, NULL, 'd'},
 		{"layout", required_argument, NULL, 'l'},
 		{"pid", required_argument, NULL, 'p'},
 		{"nonblocking", no_argument, NULL, 'b'},
 		{"cache-dir", required_argument, NULL, 'c'},
 		{"no-cache", no_argument, NULL, 'n'},
+		{"sysroot", required_argument, NULL, 'S'},
+		{"native", no_argument, NULL, 'N'},
+		{"native-all", no_argument, NULL, 'A'},
+		{"lib-search-path", required_argument, NULL, 'L'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0},
@@ -90,16 +132,18 @@ static int parse_args(int argc, char **argv, struct options *o)
 		case 'j':
 			o->json = 1;
 			break;
-		case 'm': {
+		case 'm':
+		case 'M': {
 			char *end;
 			unsigned long long n = strtoull(optarg, &end, 10);
-			if (*end || n == 0) {
-				fprintf(stderr, "corestack: --max-frames needs a "
+			if (*end || n == 0 || *optarg == '-') {
+				fprintf(stderr, "corestack: --%s needs a "
 						"positive number, not '%s'\n",
+					c == 'm' ? "max-frames" : "max-output",
 					optarg);
 				return EXIT_USAGE;
 			}
-			o->max_frames = (size_t)n;
+			*(c == 'm' ? &o->max_frames : &o->max_output) = (size_t)n;
 			break;
 		}
 		case 'd':
@@ -133,6 +177,18 @@ static int parse_args(int argc, char **argv, struct options *o)
 		case 'n':
 			o->cache_dir = "";
 			break;
+		case 'S':
+			o->sysroot = optarg;
+			break;
+		case 'A':
+			o->native_all = 1;
+			/* fall through */
+		case 'N':
+			o->native = 1;
+			break;
+		case 'L':
+			o->lib_search_path = optarg;
+			break;
 		case 'h':
 			usage(stdout);
 			exit(EXIT_COMPLETE);
@@ -148,6 +204,16 @@ static int parse_args(int argc, char **argv, struct options *o)
 	int rest = argc - optind;
 	o->debug_dirs[o->ndebug_dirs++] = "/usr/lib/debug";
 	o->debug_dirs[o->ndebug_dirs] = NULL;
+	if (o->pid && o->nonblocking && o->native) {
+		fputs("corestack: --native needs the threads paused: not with "
+		      "--nonblocking\n", stderr);
+		return EXIT_USAGE;
+	}
+	if (o->pid && (o->sysroot || o->lib_search_path)) {
+		fputs("corestack: --sysroot and --lib-search-path go with a "
+		      "core\n", stderr);
+		return EXIT_USAGE;
+	}
 	if ((o->layout || o->pid) && rest == 0)
 		return 0;
 	if (o->pid) {
@@ -223,7 +289,9 @@ static struct cs_error *source_open(const struct options *o,
 		src->target = cs_live_target(src->live);
 		return NULL;
 	}
-	if ((err = cs_core_open(o->core, &src->core)))
+	if ((err = cs_core_open(o->core, &src->core)) ||
+	    (err = cs_core_set_sysroot(src->core, o->sysroot)) ||
+	    (err = cs_core_set_lib_search_path(src->core, o->lib_search_path)))
 		return err;
 	src->img = cs_image_of_core(src->core);
 	src->target = cs_core_target(src->core);
@@ -270,6 +338,28 @@ static int print_layout(const char *path, const struct options *o)
 	return EXIT_COMPLETE;
 }
 
+/* Every thread's native stack; on failure a warning (the caller owns it)
+ * and the Ruby stacks go on alone. */
+static char *unwind_native(const struct options *o, const struct source *src,
+			   struct cs_native_stacks **ret)
+{
+	size_t n = source_thread_count(src);
+	const struct cs_core_thread **threads = calloc(n + 1, sizeof(*threads));
+	if (!threads)
+		return strdup("native stacks: out of memory");
+	for (size_t i = 0; i < n; i++)
+		threads[i] = source_thread_at(src, i);
+	struct cs_error *err = cs_native_unwind(&src->img, &src->target, threads,
+						n, o->debug_dirs,
+						NATIVE_MAX_FRAMES, ret);
+	free(threads);
+	char *msg = NULL;
+	if (err && asprintf(&msg, "native stacks: %s", err->message) < 0)
+		msg = NULL;
+	cs_error_destroy(err);
+	return msg;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1 && strcmp(argv[1], "record") == 0)
@@ -299,7 +389,12 @@ int main(int argc, char **argv)
 	}
 	struct rv_session *session = NULL;
 	struct rv_process *proc = NULL;
-	struct rv_options ropts = {.max_frames = o.max_frames};
+	struct rv_options ropts = {.max_frames = o.max_frames,
+				   .max_output_bytes = output_budget(&o),
+				   .frame_flags = o.native};
+	struct cs_native_stacks *native = NULL;
+	struct cs_merged_stack *merged = NULL;
+	char *native_warning = NULL;
 	struct rv_layout layout;
 	int cached;
 	struct cs_error *trunc = NULL;
@@ -312,14 +407,28 @@ int main(int argc, char **argv)
 		rc = unusable(err);
 		goto out;
 	}
+	if (o.native) /* before a live process runs again */
+		native_warning = unwind_native(&o, &src, &native);
 	/* The snapshot is taken: let a live process run again before the
 	 * output is written. */
 	cs_live_detach(src.live);
 
-	char *warnings[8];
+	char *warnings[16];
 	size_t nwarnings = 0;
 	for (size_t i = 0; i < vm.nwarnings; i++)
 		warnings[nwarnings++] = vm.warnings[i];
+	int files_ok = 1; /* every file found for the core is the one it ran */
+	if (src.core) {
+		cs_core_check_files(src.core);
+		for (size_t i = 0; i < cs_core_warning_count(src.core); i++) {
+			/* Also on stderr: the output may go to a file. */
+			fprintf(stderr, "corestack: warning: %s\n",
+				cs_core_warning_at(src.core, i));
+			warnings[nwarnings++] =
+				(char *)cs_core_warning_at(src.core, i);
+		}
+		files_ok = cs_core_warning_count(src.core) == 0;
+	}
 	if (src.core && (trunc = cs_core_truncation(src.core)))
 		warnings[nwarnings++] = trunc->message;
 	if (!(tids = calloc(proc->nthreads + 1, sizeof(*tids)))) {
@@ -328,6 +437,22 @@ int main(int argc, char **argv)
 	}
 	for (size_t i = 0; i < proc->nthreads; i++)
 		tids[i] = thread_tid(&src, &proc->threads[i]);
+	int merged_ok = 1;
+	if (native_warning)
+		warnings[nwarnings++] = native_warning;
+	if (native && !(merged = calloc(proc->nthreads + 1, sizeof(*merged)))) {
+		rc = unusable(&cs_error_nomem);
+		goto out;
+	}
+	for (size_t i = 0; native && i < proc->nthreads; i++) {
+		if ((err = cs_merge_stacks(&proc->threads[i],
+					   cs_native_thread_of(native, tids[i]),
+					   &merged[i]))) {
+			rc = unusable(err);
+			goto out;
+		}
+		merged_ok &= !merged[i].error;
+	}
 	const struct cs_core_process *ps = src.core ? cs_core_process(src.core)
 						    : NULL;
 	struct cs_report report = {
@@ -346,7 +471,12 @@ int main(int argc, char **argv)
 		.tids = tids,
 		.warnings = warnings,
 		.nwarnings = nwarnings,
-		.complete = rv_process_complete(proc) && !trunc,
+		.complete = rv_process_complete(proc) && !trunc && files_ok &&
+			    merged_ok && !native_warning,
+		.crash_tid = src.core ? cs_core_crash_tid(src.core) : -1,
+		.native = native,
+		.merged = merged,
+		.native_all = o.native_all,
 	};
 	if (o.json)
 		cs_render_json(stdout, &report);
@@ -354,6 +484,11 @@ int main(int argc, char **argv)
 		cs_render_text(stdout, &report);
 	rc = report.complete ? EXIT_COMPLETE : EXIT_PARTIAL;
 out:
+	for (size_t i = 0; merged && i < proc->nthreads; i++)
+		cs_merged_stack_free(&merged[i]);
+	free(merged);
+	cs_native_destroy(native);
+	free(native_warning);
 	cs_error_destroy(trunc);
 	free(tids);
 	rv_process_destroy(proc);

@@ -1,5 +1,7 @@
 /* JSON output for tools: the schema is documented in docs/json-schema.md;
  * CS_JSON_SCHEMA changes on any incompatible change. */
+#include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "../util/json.h"
@@ -29,12 +31,27 @@ static void process(struct json *j, const struct cs_report *r)
 		json_int(j, "number", si->signo);
 		json_string(j, "name", name);
 		json_int(j, "code", si->code);
+		json_string(j, "code_name",
+			    cs_signal_code_name(si->signo, si->code));
 		json_string(j, "fault_address", addr);
 		json_end_object(j);
 	} else {
 		json_null(j, "signal");
 	}
 	json_end_object(j);
+}
+
+/* A target address as "0x..." (JSON numbers lose 64-bit precision), or
+ * null when there is none. */
+static void address(struct json *j, const char *key, uint64_t value)
+{
+	char text[24];
+	if (!value) {
+		json_null(j, key);
+		return;
+	}
+	snprintf(text, sizeof(text), "0x%" PRIx64, value);
+	json_string(j, key, text);
 }
 
 static void frame(struct json *j, const struct rv_frame *f)
@@ -46,11 +63,17 @@ static void frame(struct json *j, const struct rv_frame *f)
 	json_int(j, "lineno", f->lineno);
 	json_string(j, "qualified", f->qualified);
 	json_string(j, "error", f->error);
+	address(j, "cfp", f->cfp);
+	address(j, "iseq", f->iseq);
+	address(j, "pc", f->pc);
+	address(j, "cfunc", f->cfunc);
 	json_end_object(j);
 }
 
-static void thread(struct json *j, const struct rv_thread *t, int64_t tid)
+static void thread(struct json *j, const struct cs_report *r, size_t i)
 {
+	const struct rv_thread *t = &r->ruby->threads[i];
+	int64_t tid = r->tids[i];
 	json_begin_object(j, NULL);
 	if (tid >= 0)
 		json_int(j, "tid", tid);
@@ -66,6 +89,9 @@ static void thread(struct json *j, const struct rv_thread *t, int64_t tid)
 		frame(j, &t->frames[i]);
 	json_end_array(j);
 	json_string(j, "error", t->error);
+	json_bool(j, "crashed", r->crash_tid >= 0 && tid == r->crash_tid);
+	if (r->native)
+		cs_render_native_json(j, r, i);
 	json_end_object(j);
 }
 
@@ -78,8 +104,10 @@ void cs_render_json(FILE *out, const struct cs_report *r)
 	json_begin_array(&j, "threads");
 	for (size_t i = 0; i < r->ruby->nthreads; i++)
 		if (!r->shown || r->shown[i])
-			thread(&j, &r->ruby->threads[i], r->tids[i]);
+			thread(&j, r, i);
 	json_end_array(&j);
+	if (r->native_all)
+		cs_render_native_only_json(&j, r);
 	json_bool(&j, "complete", r->complete);
 	json_begin_array(&j, "errors");
 	if (r->ruby->error)

@@ -19,6 +19,9 @@ static void header(FILE *out, const struct cs_report *r)
 		const char *abbrev = sigabbrev_np(si->signo);
 		fprintf(out, "Core written on signal SIG%s (%d), code %d",
 			abbrev ? abbrev : "?", si->signo, si->code);
+		const char *code = cs_signal_code_name(si->signo, si->code);
+		if (code)
+			fprintf(out, " (%s)", code);
 		if (si->addr)
 			fprintf(out, ", fault address 0x%llx",
 				(unsigned long long)si->addr);
@@ -31,7 +34,8 @@ static void header(FILE *out, const struct cs_report *r)
 			r->ruby->error);
 }
 
-static void frame(FILE *out, const struct rv_frame *f)
+void cs_render_frame_text(FILE *out, const struct rv_frame *f,
+			  const struct cs_native_frame *on)
 {
 	fprintf(out, "    %s:%d:in '%s'", f->path ? f->path : "?", f->lineno,
 		f->label ? f->label : "?");
@@ -39,6 +43,11 @@ static void frame(FILE *out, const struct rv_frame *f)
 		fprintf(out, "  [%s]", f->qualified);
 	if (f->kind == RV_FRAME_CFUNC)
 		fputs("  (C)", out);
+	if (on) { /* --native: the C function this C method runs */
+		fprintf(out, "  = %s", on->function ? on->function : "??");
+		if (on->file)
+			fprintf(out, " at %s:%d", on->file, on->line);
+	}
 	if (f->error)
 		fprintf(out, "  <unreliable: %s>", f->error);
 	fputc('\n', out);
@@ -47,7 +56,16 @@ static void frame(FILE *out, const struct rv_frame *f)
 void cs_render_text(FILE *out, const struct cs_report *r)
 {
 	header(out, r);
-	for (size_t i = 0; i < r->ruby->nthreads; i++) {
+	/* The thread that took the fatal signal first. */
+	size_t first = 0;
+	while (first < r->ruby->nthreads &&
+	       !(r->crash_tid >= 0 && r->tids[first] == r->crash_tid))
+		first++;
+	for (size_t k = 0; k < r->ruby->nthreads; k++) {
+		size_t i = first == r->ruby->nthreads ? k
+			   : k == 0		      ? first
+			   : k <= first		      ? k - 1
+						      : k;
 		const struct rv_thread *t = &r->ruby->threads[i];
 		if (r->shown && !r->shown[i])
 			continue;
@@ -61,12 +79,18 @@ void cs_render_text(FILE *out, const struct cs_report *r)
 			fputs(", main", out);
 		if (t->holds_gvl)
 			fputs(", holds the GVL", out);
+		if (r->crash_tid >= 0 && r->tids[i] == r->crash_tid)
+			fputs(", received the signal", out);
 		fputc('\n', out);
 		if (t->error)
 			fprintf(out, "    <stack incomplete: %s>\n", t->error);
-		for (size_t j = 0; j < t->nframes; j++)
-			frame(out, &t->frames[j]);
+		if (r->merged)
+			cs_render_native_text(out, r, i);
+		for (size_t j = 0; !r->merged && j < t->nframes; j++)
+			cs_render_frame_text(out, &t->frames[j], NULL);
 		if (t->truncated)
 			fputs("    <more frames not shown: --max-frames>\n", out);
 	}
+	if (r->native_all)
+		cs_render_native_only_text(out, r);
 }

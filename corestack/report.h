@@ -9,6 +9,8 @@
 
 #include "../rubyvm/model.h"
 #include "core.h"
+#include "merge.h"
+#include "native.h"
 
 /* Bump on incompatible changes of the JSON output (docs/json-schema.md). */
 #define CS_JSON_SCHEMA 1
@@ -26,7 +28,27 @@ struct cs_report {
 	char **warnings;
 	size_t nwarnings;
 	int complete;
+	int64_t crash_tid;     /* the thread that took siginfo's signal, or -1 */
+	/* --native: every thread's native stack and, per Ruby thread, the
+	 * merged one; NULL otherwise. native_all: also threads without Ruby. */
+	const struct cs_native_stacks *native;
+	const struct cs_merged_stack *merged;
+	int native_all;
 };
+
+/* One Ruby frame as a text line; on: the native frame of its C function
+ * (--native), or NULL. */
+void cs_render_frame_text(FILE *out, const struct rv_frame *f,
+			  const struct cs_native_frame *on);
+/* render_native.c: the parts of the output --native adds. */
+const char *cs_signal_code_name(int signo, int code);
+void cs_render_native_text(FILE *out, const struct cs_report *r, size_t i);
+void cs_render_native_only_text(FILE *out, const struct cs_report *r);
+struct json;
+void cs_render_native_json(struct json *j, const struct cs_report *r, size_t i);
+void cs_render_native_only_json(struct json *j, const struct cs_report *r);
+/* Is native thread nt one of the Ruby threads? */
+int cs_report_is_ruby_tid(const struct cs_report *r, int64_t tid);
 
 void cs_render_text(FILE *out, const struct cs_report *r);
 void cs_render_json(FILE *out, const struct cs_report *r);

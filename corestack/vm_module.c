@@ -6,21 +6,39 @@
 #include <elf.h>
 #include <unistd.h>
 
-/* Does the mapping of path at start look like mod loaded there: each
+/* The first PT_LOAD's page-aligned p_vaddr, and whether elf is ET_DYN. */
+static uint64_t first_vaddr_of(Elf *elf, int *is_dyn)
+{
+	GElf_Ehdr eh;
+	*is_dyn = gelf_getehdr(elf, &eh) && eh.e_type == ET_DYN;
+	size_t phnum;
+	if (elf_getphdrnum(elf, &phnum) != 0)
+		return 0;
+	for (size_t i = 0; i < phnum; i++) {
+		GElf_Phdr ph;
+		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD)
+			return ph.p_vaddr & ~(uint64_t)0xfff;
+	}
+	return 0;
+}
+
+/* Does the mapping of path at start look like elf loaded there: each
  * PT_LOAD segment starting a mapping of the right file offset at
  * start - first_vaddr + p_vaddr? An offset-0 mapping alone is not enough:
  * Ruby's own crash reporter mmaps libruby.so and the executable whole to
  * read their DWARF, and those mappings are in the core too. */
-static int loaded_at(const struct cs_image *img, struct dw_module *mod,
-		     const char *path, uint64_t start)
+static int loaded_at(const struct cs_image *img, Elf *elf, const char *path,
+		     uint64_t start)
 {
 	size_t phnum;
-	if (elf_getphdrnum(mod->elf, &phnum) != 0)
+	if (elf_getphdrnum(elf, &phnum) != 0)
 		return 0;
-	uint64_t bias = mod->is_pie_or_dso ? start - mod->first_vaddr : 0;
+	int is_dyn;
+	uint64_t first = first_vaddr_of(elf, &is_dyn);
+	uint64_t bias = is_dyn ? start - first : 0;
 	for (size_t i = 0; i < phnum; i++) {
 		GElf_Phdr ph;
-		if (!gelf_getphdr(mod->elf, (int)i, &ph) || ph.p_type != PT_LOAD ||
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD ||
 		    ph.p_filesz == 0)
 			continue;
 		uint64_t page = ph.p_align > 1 ? ph.p_align : 0x1000;
@@ -38,18 +56,29 @@ static int loaded_at(const struct cs_image *img, struct dw_module *mod,
 	return 1;
 }
 
-/* Where mod (mapped from path) is loaded: the lowest offset-0 mapping of
- * path that the module's segments agree with; 0 when none does. */
-static uint64_t module_base(const struct cs_image *img, struct dw_module *mod,
-			    const char *path)
+uint64_t cs_image_module_start(const struct cs_image *img, Elf *elf,
+			       const char *path)
 {
 	for (size_t i = 0; i < img->ops->mapping_count(img->priv); i++) {
 		const struct cs_core_mapping *m = img->ops->mapping_at(img->priv, i);
 		if (m->file_offset == 0 && strcmp(m->path, path) == 0 &&
-		    loaded_at(img, mod, path, m->start))
+		    loaded_at(img, elf, path, m->start))
 			return m->start;
 	}
 	return 0;
+}
+
+uint64_t cs_image_module_bias(Elf *elf, uint64_t start)
+{
+	int is_dyn;
+	uint64_t first = first_vaddr_of(elf, &is_dyn);
+	return is_dyn ? start - first : 0;
+}
+
+static uint64_t module_base(const struct cs_image *img, struct dw_module *mod,
+			    const char *path)
+{
+	return cs_image_module_start(img, mod->elf, path);
 }
 
 /* Refuse a file whose build-id differs from the one in the core. When the
@@ -104,21 +133,29 @@ struct cs_error *cs_vm_module_open(const struct cs_image *img,
 				       "found",
 				       img->name, img->what);
 	const char *core_exe = img->ops->executable(img->priv);
-	if (!exe_path)
-		exe_path = core_exe;
-	if (!exe_path)
+	if (!exe_path && !core_exe)
 		return cs_error_create(CS_ERR_FORMAT,
 				       "%s: the %s does not name its "
 				       "executable; pass it: corestack CORE "
 				       "EXECUTABLE",
 				       img->name, img->what);
-	if (access(exe_path, R_OK) != 0)
-		return cs_error_create(CS_ERR_OS,
-				       "%s: cannot read the executable %s "
-				       "named in the %s; pass its path: "
-				       "corestack CORE EXECUTABLE",
-				       img->name, exe_path, img->what);
-	struct cs_error *err = dw_module_open(exe_path, debug_dirs, &m->exe);
+	/* The path the core names is the other machine's: look it up
+	 * under --sysroot / --lib-search-path. */
+	char *host_exe = exe_path ? strdup(exe_path)
+				  : img->ops->host_path(img->priv, core_exe);
+	if (!host_exe)
+		return &cs_error_nomem;
+	struct cs_error *err = NULL;
+	if (access(host_exe, R_OK) != 0)
+		err = cs_error_create(CS_ERR_OS,
+				      "%s: cannot read the executable %s "
+				      "named in the %s; pass its path: "
+				      "corestack CORE EXECUTABLE, or the "
+				      "root it was copied to: --sysroot DIR",
+				      img->name, host_exe, img->what);
+	else
+		err = dw_module_open(host_exe, debug_dirs, &m->exe);
+	free(host_exe);
 	if (err)
 		return err;
 	/* The executable's load address from the auxiliary vector (its
@@ -137,7 +174,14 @@ struct cs_error *cs_vm_module_open(const struct cs_image *img,
 	const struct cs_core_mapping *lib =
 		img->ops->find_mapping(img->priv, "libruby.so");
 	if (lib) {
-		if ((err = dw_module_open(lib->path, debug_dirs, &m->vm)))
+		char *host_lib = img->ops->host_path(img->priv, lib->path);
+		if (!host_lib) {
+			err = &cs_error_nomem;
+			goto fail;
+		}
+		err = dw_module_open(host_lib, debug_dirs, &m->vm);
+		free(host_lib);
+		if (err)
 			goto fail;
 		uint64_t start = module_base(img, m->vm, lib->path);
 		if (!start) {
@@ -161,7 +205,7 @@ struct cs_error *cs_vm_module_open(const struct cs_image *img,
 				CS_ERR_NOT_RUBY,
 				"%s: not a Ruby process: '%s' maps no "
 				"libruby.so and has no Ruby VM",
-				img->name, img->comm[0] ? img->comm : exe_path);
+				img->name, img->comm[0] ? img->comm : m->exe->path);
 			goto fail;
 		}
 		m->vm = m->exe;

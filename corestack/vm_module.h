@@ -23,4 +23,12 @@ struct cs_error *cs_vm_module_open(const struct cs_image *img,
 				   struct cs_vm_module *ret);
 void cs_vm_module_close(struct cs_vm_module *m);
 
+/* Where the ELF file elf, mapped from path (the target's name for it), is
+ * loaded: the lowest offset-0 mapping of path that each of its PT_LOAD
+ * segments agrees with; 0 when none does. */
+uint64_t cs_image_module_start(const struct cs_image *img, Elf *elf,
+			       const char *path);
+/* Its load bias when loaded at start (0 for ET_EXEC). */
+uint64_t cs_image_module_bias(Elf *elf, uint64_t start);
+
 #endif

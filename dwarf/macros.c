@@ -3,6 +3,8 @@
 #include <ctype.h>
 #include <stdio.h>
 #include <dwarf.h>
+#include <gelf.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -112,6 +114,55 @@ static int collect_macro(Dwarf_Macro *macro, void *arg)
 	return DWARF_CB_OK;
 }
 
+/* The bytes of .debug_macro, or NULL. */
+static Elf_Data *macro_section(Dwarf *dwarf)
+{
+	Elf *elf = dwarf_getelf(dwarf);
+	size_t shstrndx;
+	if (!elf || elf_getshdrstrndx(elf, &shstrndx) != 0)
+		return NULL;
+	for (Elf_Scn *scn = NULL; (scn = elf_nextscn(elf, scn));) {
+		GElf_Shdr shdr;
+		const char *name;
+		if (gelf_getshdr(scn, &shdr) &&
+		    (name = elf_strptr(elf, shstrndx, shdr.sh_name)) &&
+		    strcmp(name, ".debug_macro") == 0)
+			return elf_getdata(scn, NULL);
+	}
+	return NULL;
+}
+
+/* Whether libdw may be handed the macro unit at off. elfutils (0.188 at
+ * least) trusts the unit header's opcode_operands_table: an entry for
+ * opcode 0 makes it write before a stack array. Compilers never emit that
+ * table, so a unit that has one, or whose header does not fit, is refused
+ * before libdw sees it. */
+static bool macro_unit_safe(Dwarf *dwarf, Dwarf_Off off)
+{
+	Elf_Data *data = macro_section(dwarf);
+	if (!data || !data->d_buf || off > data->d_size ||
+	    data->d_size - off < 3)
+		return false;
+	const uint8_t *p = (const uint8_t *)data->d_buf + off;
+	unsigned version = (unsigned)p[0] | (unsigned)p[1] << 8;
+	unsigned flags = p[2];
+	return (version == 4 || version == 5) && !(flags & 0x4);
+}
+
+/* The CU's own macro unit offset (DW_AT_macros or DW_AT_GNU_macros). */
+static bool unit_macro_offset(Dwarf_Die *cudie, Dwarf_Off *off)
+{
+	Dwarf_Attribute attr;
+	Dwarf_Word w;
+	if (!dwarf_attr(cudie, DW_AT_macros, &attr) &&
+	    !dwarf_attr(cudie, DW_AT_GNU_macros, &attr))
+		return false;
+	if (dwarf_formudata(&attr, &w) != 0)
+		return false;
+	*off = w;
+	return true;
+}
+
 struct cs_error *dw_macros_load(struct dw_index *idx, const char *unit,
 				struct dw_macros **ret)
 {
@@ -121,6 +172,10 @@ struct cs_error *dw_macros_load(struct dw_index *idx, const char *unit,
 	    (!dwarf_hasattr(&cudie, DW_AT_macros) &&
 	     !dwarf_hasattr(&cudie, DW_AT_GNU_macros)))
 		return NULL;
+	Dwarf *dwarf = dwarf_cu_getdwarf(cudie.cu);
+	Dwarf_Off own;
+	if (!unit_macro_offset(&cudie, &own) || !macro_unit_safe(dwarf, own))
+		return NULL; /* as without macros: the fallback table applies */
 	struct dw_macros *m = calloc(1, sizeof(*m));
 	if (!m || !grow(m)) {
 		free(m);
@@ -138,8 +193,9 @@ struct cs_error *dw_macros_load(struct dw_index *idx, const char *unit,
 	do {
 		token = dwarf_getmacros(&cudie, collect_macro, c, token);
 	} while (token > 0);
-	Dwarf *dwarf = dwarf_cu_getdwarf(cudie.cu);
 	for (size_t i = 0; token == 0 && !c->failed && i < c->nimports; i++) {
+		if (!macro_unit_safe(dwarf, c->imports[i]))
+			continue;
 		ptrdiff_t t = DWARF_GETMACROS_START;
 		do {
 			t = dwarf_getmacros_off(dwarf, c->imports[i],

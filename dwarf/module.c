@@ -1,5 +1,6 @@
 #include "module.h"
 
+#include <elfutils/debuginfod.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -173,6 +174,29 @@ static int find_by_debuglink(struct dw_module *mod)
 	return ok;
 }
 
+/* Last resort: the debuginfod servers DEBUGINFOD_URLS names, by build-id
+ * (libdebuginfod keeps what it downloads in its own cache). */
+static int find_by_debuginfod(struct dw_module *mod)
+{
+	const char *urls = getenv("DEBUGINFOD_URLS");
+	if (!urls || !*urls || mod->build_id_len == 0)
+		return 0;
+	debuginfod_client *client = debuginfod_begin();
+	if (!client)
+		return 0;
+	char *path = NULL;
+	int fd = debuginfod_find_debuginfo(client, mod->build_id,
+					   (int)mod->build_id_len, &path);
+	debuginfod_end(client);
+	int ok = 0;
+	if (fd >= 0) {
+		close(fd);
+		ok = path && try_debug_file(mod, path);
+	}
+	free(path);
+	return ok;
+}
+
 struct cs_error *dw_module_open(const char *path, const char *const *debug_dirs,
 				struct dw_module **ret)
 {
@@ -240,8 +264,8 @@ struct cs_error *dw_module_open(const char *path, const char *const *debug_dirs,
 			dw_module_close(mod);
 			return &cs_error_nomem;
 		}
-	} else if (!find_by_build_id(mod)) {
-		find_by_debuglink(mod);
+	} else if (!find_by_build_id(mod) && !find_by_debuglink(mod)) {
+		find_by_debuginfod(mod);
 	}
 	*ret = mod;
 	return NULL;
@@ -395,12 +419,20 @@ struct cs_error *dw_module_dwarf(struct dw_module *mod, Dwarf **ret)
 	if (!mod->dwarf) {
 		char hex[2 * DW_BUILD_ID_MAX + 1];
 		dw_module_build_id_hex(mod, hex);
+		const char *urls = getenv("DEBUGINFOD_URLS");
 		return cs_error_create(
 			CS_ERR_NO_DEBUG,
-			"%s: no DWARF debug info (build-id %s); install the "
-			"distribution's debug package (e.g. the -dbgsym "
-			"package), set DEBUGINFOD_URLS, or build Ruby with -g",
-			mod->path, hex[0] ? hex : "none");
+			"%s: no DWARF debug info (build-id %s; looked in the "
+			"file, under %s/.build-id, by .gnu_debuglink%s%s%s); "
+			"install the distribution's debug package (e.g. the "
+			"-dbgsym package), point DEBUGINFOD_URLS at a "
+			"debuginfod server, pass --debug-dir, or build Ruby "
+			"with -g",
+			mod->path, hex[0] ? hex : "none",
+			mod->debug_dirs[0] ? mod->debug_dirs[0] : "(none)",
+			urls && *urls ? ", at debuginfod " : "",
+			urls && *urls ? urls : "",
+			urls && *urls ? "" : "; DEBUGINFOD_URLS is unset");
 	}
 	*ret = mod->dwarf;
 	return NULL;

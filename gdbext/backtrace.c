@@ -168,6 +168,8 @@ static struct cs_error *render(const struct gx_source *src,
 						   : NULL;
 	int is_core = o->core || (src->kind == GX_SOURCE_DEBUGGER &&
 				  src->debugger_is_core);
+	const struct cs_core_siginfo *report_signal = cs_crash_signal(
+		o->core ? cs_core_siginfo(o->core) : src->siginfo);
 	struct cs_report report = {
 		.core_path = o->core ? src->core_path
 			     : is_core ? src->debugger->name
@@ -180,11 +182,13 @@ static struct cs_error *render(const struct gx_source *src,
 		.command = o->live ? cs_live_command(o->live)
 			   : ps && ps->present ? ps->psargs
 					       : src->command,
-		.siginfo = cs_crash_signal(o->core ? cs_core_siginfo(o->core)
-					   : src->siginfo),
+		.siginfo = report_signal,
 		.ruby = proc,
 		.tids = tids,
 		.shown = shown,
+		.crash_tid = o->core ? cs_core_crash_tid(o->core)
+			     : report_signal ? src->crash_tid
+					     : -1,
 		.warnings = warnings,
 		.nwarnings = nwarnings,
 		.complete = rv_process_complete(proc) && !trunc,

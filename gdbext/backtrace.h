@@ -29,6 +29,7 @@ struct gx_source {
 	/* The debugger's view of a core's signal, when not read from a core
 	 * here; NULL if none. */
 	const struct cs_core_siginfo *siginfo;
+	int64_t crash_tid;       /* with siginfo: the thread that took it */
 };
 
 /* A kernel thread as the debugger knows it: what tells a Ruby thread that

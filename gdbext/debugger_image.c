@@ -109,9 +109,16 @@ static struct cs_error *build_id(void *p, uint64_t start, uint8_t *buf,
 	return cs_build_id_read(&d->mem, d->name, start, buf, bufsize, len);
 }
 
+/* The debugger's files are this machine's. */
+static char *host_path(const void *p, const char *path)
+{
+	(void)p;
+	return strdup(path);
+}
+
 static const struct cs_image_ops ops = {
 	mapping_count, mapping_at, mapping_of, find_mapping,
-	auxv,          executable, build_id,
+	auxv,          executable, build_id,   host_path,
 };
 
 /* The file of mapping m, opened once and kept until another is needed. */

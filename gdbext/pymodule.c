@@ -152,18 +152,21 @@ static PyObject *py_backtrace(PyObject *self, PyObject *args, PyObject *kw)
 					 &read, &maps, &auxv, &is_core, &name,
 					 &json, &tids, &hints, &sig))
 		return NULL;
-	/* signal: (signo, code, fault address) the debugger reports */
+	/* signal: (signo, code, fault address, tid that took it) the debugger
+	 * reports */
 	struct cs_core_siginfo siginfo = {0};
 	unsigned long long fault = 0;
+	long long crash_tid = -1;
 	if (sig != Py_None) {
-		if (!PyArg_ParseTuple(sig, "iiK", &siginfo.signo, &siginfo.code,
-				      &fault))
+		if (!PyArg_ParseTuple(sig, "iiKL", &siginfo.signo, &siginfo.code,
+				      &fault, &crash_tid))
 			return NULL;
 		siginfo.present = 1;
 		siginfo.addr = fault;
 	}
 	struct gx_source src = {.pid = pid, .executable = executable,
-				.siginfo = sig != Py_None ? &siginfo : NULL};
+				.siginfo = sig != Py_None ? &siginfo : NULL,
+				.crash_tid = crash_tid};
 	struct gx_debugger_image dbg = {.fd = -1};
 	struct py_reader reader = {read, name};
 	if (strcmp(kind, "core") == 0 && core) {

@@ -104,18 +104,27 @@ def _thread_hints(inf):
     return hints
 
 
-def _core_signal():
-    """(signo, code, fault address) of a core, from gdb's $_siginfo, or None."""
+def _core_signal(inf):
+    """(signo, code, fault address, tid) of a core, from gdb's $_siginfo of
+    its first thread (the kernel lists the thread that took it first)."""
+    first = min(inf.threads(), key=lambda t: t.num, default=None)
+    if first is None:
+        return None
+    selected = gdb.selected_thread()
     try:
+        first.switch()
         si = gdb.parse_and_eval("$_siginfo")
         addr = 0
         try:
             addr = int(si["_sifields"]["_sigfault"]["si_addr"])
         except (gdb.error, ValueError):
             pass
-        return int(si["si_signo"]), int(si["si_code"]), addr & (2**64 - 1)
+        return int(si["si_signo"]), int(si["si_code"]), addr & (2**64 - 1), first.ptid[1]
     except (gdb.error, ValueError):
         return None
+    finally:
+        if selected is not None:
+            selected.switch()
 
 
 def _debugger_source(inf, ctype):
@@ -124,7 +133,7 @@ def _debugger_source(inf, ctype):
         return bytes(inf.read_memory(addr, length))
     return dict(kind="debugger", read=read, mappings=_mappings(), auxv=_auxv(),
                 is_core=ctype == "core", name="gdb inferior %d" % inf.num, pid=inf.pid,
-                signal=_core_signal() if ctype == "core" else None)
+                signal=_core_signal(inf) if ctype == "core" else None)
 
 
 def _sources(inf, via_debugger):

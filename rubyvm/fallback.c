@@ -30,6 +30,8 @@ static const struct {
 	{"VM_FRAME_MAGIC_MASK", 0x7fff0001, 1},
 	{"VM_FRAME_MAGIC_CFUNC", 0x55550001, 1},
 	{"VM_ENV_FLAG_LOCAL", 0x2, 1},
+	/* vm_core.h: a frame vm_exec() was entered for; same enum */
+	{"VM_FRAME_FLAG_FINISH", 0x20, 1},
 };
 
 int rv_fallback_constant(const char *name, int has_macros, int64_t *value)

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../util/utf8.h"
 #include "session.h"
 
 /* How many environments a method-entry search climbs before giving up. */
@@ -133,6 +134,30 @@ static int set_error(struct rv_frame *f, struct cs_error *err)
 	return 0;
 }
 
+/* Text from target memory that is not valid UTF-8 is not believed: the
+ * frame says so, and the bad bytes never reach the output. */
+static void check_text(struct rv_frame *f, const char *what, char *text)
+{
+	if (!text || utf8_scrub(text) || f->error)
+		return;
+	if (asprintf(&f->error, "%s is not valid UTF-8", what) < 0)
+		f->error = NULL;
+}
+
+/* A line outside the lines the iseq spans comes from a corrupt line table
+ * or a pc that is not what it seems. */
+static void check_line(struct rv_frame *f, const struct rv_iseq_info *info)
+{
+	int first = info->code_first_line, last = info->code_last_line;
+	if (f->error || f->lineno == 0 || (first <= 0 && last <= 0))
+		return;
+	if (f->lineno >= first && f->lineno <= last && f->lineno > 0)
+		return;
+	if (asprintf(&f->error, "line %d outside the iseq's lines %d-%d",
+		     f->lineno, first, last) < 0)
+		f->error = NULL;
+}
+
 static void ruby_frame(struct rv_session *s, uint64_t iseq, uint64_t pc,
 		       uint64_t ep, struct rv_frame *f)
 {
@@ -151,6 +176,10 @@ static void ruby_frame(struct rv_session *s, uint64_t iseq, uint64_t pc,
 	f->qualified = ruby_qualified(s, info, ep);
 	f->label = strdup(info->label);
 	f->path = strdup(info->path);
+	check_line(f, info);
+	check_text(f, "label", f->label);
+	check_text(f, "path", f->path);
+	check_text(f, "qualified name", f->qualified);
 }
 
 static void cfunc_frame(struct rv_session *s, uint64_t ep, struct rv_frame *f)
@@ -175,19 +204,16 @@ static void cfunc_frame(struct rv_session *s, uint64_t ep, struct rv_frame *f)
 	/* The label is the method's name: only the owner is left to read. */
 	if ((err = method_qualified(s, me, f->label, &f->qualified)))
 		set_error(f, err);
+	check_text(f, "label", f->label);
+	check_text(f, "qualified name", f->qualified);
 }
 
 /* Decode one control frame into f; false for frames Ruby's backtraces
  * skip (ifunc, dummy, an iseq frame without a pc). */
-static bool decode_frame(struct rv_session *s, const uint8_t *c, uint64_t addr,
-			 struct rv_frame *f)
+static bool decode_uncached(struct rv_session *s, uint64_t pc, uint64_t iseq,
+			    uint64_t ep, struct rv_frame *f)
 {
-	uint64_t pc, iseq, ep, flags;
-	memcpy(&pc, c + RV_VAL(s, cfp_pc), 8);
-	memcpy(&iseq, c + RV_VAL(s, cfp_iseq), 8);
-	memcpy(&ep, c + RV_VAL(s, cfp_ep), 8);
-	memset(f, 0, sizeof(*f));
-	f->cfp = addr;
+	uint64_t flags;
 	if (iseq) {
 		if (!pc)
 			return false;
@@ -205,6 +231,82 @@ static bool decode_frame(struct rv_session *s, const uint8_t *c, uint64_t addr,
 	    (uint64_t)RV_VAL(s, frame_magic_cfunc))
 		return false;
 	cfunc_frame(s, ep, f);
+	return true;
+}
+
+/* decode_uncached, served from the frame cache when the frame and its
+ * environment read as they did when it was decoded. */
+static bool decode_frame(struct rv_session *s, const uint8_t *c, uint64_t addr,
+			 struct rv_frame *f)
+{
+	struct rv_frame_key key = {0};
+	memcpy(&key.pc, c + RV_VAL(s, cfp_pc), 8);
+	memcpy(&key.iseq, c + RV_VAL(s, cfp_iseq), 8);
+	memcpy(&key.ep, c + RV_VAL(s, cfp_ep), 8);
+	memset(f, 0, sizeof(*f));
+	bool keyed = !rv_failed(read_ep(s, key.ep, RV_VAL(s, env_index_flags),
+					&key.flags)) &&
+		     !rv_failed(read_ep(s, key.ep, RV_VAL(s, env_index_me_cref),
+					&key.me_cref)) &&
+		     !rv_failed(read_ep(s, key.ep,
+					RV_VAL(s, env_index_specval),
+					&key.specval));
+	bool shown;
+	if (!keyed || !rv_frame_cache_get(s, addr, &key, f, &shown)) {
+		shown = decode_uncached(s, key.pc, key.iseq, key.ep, f);
+		if (keyed)
+			rv_frame_cache_put(s, addr, &key, f, shown);
+	}
+	f->cfp = addr;
+	/* Where a vm_exec() invocation began, for merging native stacks. */
+	f->vm_finish = s->opts.frame_flags && keyed &&
+		       (key.flags & (uint64_t)RV_VAL(s, frame_flag_finish));
+	return shown;
+}
+
+/* The snapshot's output budget (rv_options.max_output_bytes): every control
+ * frame visited costs a frame, every frame kept its text too, so a corrupt
+ * stack cannot make the walk work or allocate more than the budget. */
+static bool charge(struct rv_session *s, size_t bytes)
+{
+	if (s->output_left < bytes) {
+		s->output_left = 0;
+		return false;
+	}
+	s->output_left -= bytes;
+	return true;
+}
+
+static struct cs_error *budget_exhausted(const struct rv_session *s)
+{
+	return cs_error_create(CS_ERR_LIMIT,
+			       "stopped: the snapshot's output budget of %zu "
+			       "bytes is spent (a bound tied to the input's "
+			       "size; corrupt stacks?)",
+			       s->opts.max_output_bytes);
+}
+
+static size_t text_size(const char *t)
+{
+	return t ? strlen(t) + 1 : 0;
+}
+
+static size_t frame_text_size(const struct rv_frame *f)
+{
+	return text_size(f->label) + text_size(f->path) +
+	       text_size(f->qualified) + text_size(f->error);
+}
+
+/* Frames grow as they are decoded, not by what the stack claims. */
+static bool grow_frames(struct rv_thread *th, size_t *cap)
+{
+	size_t n = *cap ? *cap * 2 : 64;
+	struct rv_frame *f = realloc(th->frames, n * sizeof(*f));
+	if (!f)
+		return false;
+	memset(f + *cap, 0, (n - *cap) * sizeof(*f));
+	th->frames = f;
+	*cap = n;
 	return true;
 }
 
@@ -237,16 +339,14 @@ struct cs_error *rv_walk_ec(struct rv_session *s, uint64_t ec,
 	count = count >= 1 ? count - 1 : 0; /* the dummy top frame */
 	if (!count)
 		return NULL;
-	size_t max = s->opts.max_frames;
+	size_t max = s->opts.max_frames, cap = 0;
 	uint8_t *chunk = malloc(CFP_CHUNK * cfp_size);
-	th->frames = calloc(count < max ? count : max, sizeof(*th->frames));
-	if (!chunk || !th->frames) {
-		free(chunk);
+	if (!chunk)
 		return &cs_error_nomem;
-	}
 	/* Past the limit, frames are only decoded until the next Ruby frame,
 	 * whose location the C frames just above the cut take. */
 	struct rv_frame beyond = {0};
+	struct cs_error *spent = NULL; /* the budget ran out */
 	bool done = false;
 	for (uint64_t i = 0; i < count && !done; i += CFP_CHUNK) {
 		uint64_t n = count - i < CFP_CHUNK ? count - i : CFP_CHUNK;
@@ -257,10 +357,25 @@ struct cs_error *rv_walk_ec(struct rv_session *s, uint64_t ec,
 		}
 		for (uint64_t j = 0; j < n && !done; j++) {
 			const uint8_t *c = chunk + j * cfp_size;
+			if (!charge(s, sizeof(struct rv_frame))) {
+				th->truncated = done = true;
+				spent = budget_exhausted(s);
+				break;
+			}
 			if (th->nframes < max) {
-				if (decode_frame(s, c, at + j * cfp_size,
-						 &th->frames[th->nframes]))
+				if (th->nframes == cap && !grow_frames(th, &cap)) {
+					free(chunk);
+					return &cs_error_nomem;
+				}
+				struct rv_frame *f = &th->frames[th->nframes];
+				if (decode_frame(s, c, at + j * cfp_size, f)) {
 					th->nframes++;
+					charge(s, frame_text_size(f));
+				} else if (f->vm_finish && th->nframes) {
+					/* a skipped frame began a vm_exec: the
+					 * next inner one starts it */
+					th->frames[th->nframes - 1].vm_finish = true;
+				}
 				continue;
 			}
 			if (!decode_frame(s, c, at + j * cfp_size, &beyond))
@@ -273,19 +388,24 @@ struct cs_error *rv_walk_ec(struct rv_session *s, uint64_t ec,
 	}
 	free(chunk);
 	/* C frames take the location of the nearest older Ruby frame. */
-	const char *path = beyond.kind == RV_FRAME_RUBY ? beyond.path : NULL;
-	int lineno = beyond.lineno;
+	const struct rv_frame *caller = beyond.kind == RV_FRAME_RUBY ? &beyond : NULL;
 	for (size_t i = th->nframes; i-- > 0;) {
 		struct rv_frame *f = &th->frames[i];
 		if (f->kind == RV_FRAME_RUBY) {
-			path = f->path;
-			lineno = f->lineno;
-		} else if (path && !f->path) {
-			f->path = strdup(path);
-			f->lineno = lineno;
+			caller = f;
+			continue;
 		}
+		if (!caller)
+			continue;
+		if (caller->path && !f->path) {
+			f->path = strdup(caller->path);
+			f->lineno = caller->lineno;
+		}
+		/* The location is the caller's: no better than the caller. */
+		if (caller->error && !f->error)
+			f->error = strdup("location from an unreliable caller frame");
 	}
 	if (done)
 		rv_frame_free(&beyond);
-	return NULL;
+	return spent;
 }

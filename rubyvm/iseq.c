@@ -79,6 +79,13 @@ struct cs_error *rv_iseq_info(struct rv_session *s, uint64_t iseq,
 		else
 			info->first_lineno = (int)(int32_t)first;
 	}
+	uint64_t beg, end;
+	if (RV_HAS(s, body_code_first_line) && RV_HAS(s, body_code_last_line) &&
+	    rv_try_member(s, body, RVL_body_code_first_line, &beg) &&
+	    rv_try_member(s, body, RVL_body_code_last_line, &end)) {
+		info->code_first_line = (int)(int32_t)beg;
+		info->code_last_line = (int)(int32_t)end;
+	}
 	return NULL;
 fail:
 	rv_iseq_info_free(info);

@@ -23,6 +23,8 @@ struct rv_frame {
 	int lineno;      /* #lineno, 0 when Ruby has none */
 	char *qualified; /* "Outer::Inner#meth", "block in Foo.bar" */
 	uint64_t cfp, iseq, pc, cfunc; /* target addresses, 0 if none */
+	bool vm_finish;  /* VM_FRAME_FLAG_FINISH: the first frame a vm_exec()
+			  * call ran (only with rv_options.frame_flags) */
 	char *error;     /* NULL, or why this frame is unreliable */
 };
 
@@ -43,7 +45,7 @@ struct rv_thread {
 	enum rv_thread_status status;
 	struct rv_frame *frames; /* innermost first */
 	size_t nframes;
-	bool truncated; /* stopped at max_frames */
+	bool truncated; /* stopped at max_frames or max_output_bytes */
 	char *error;    /* NULL, or why the walk stopped early */
 };
 
@@ -57,6 +59,12 @@ struct rv_process {
 struct rv_options {
 	size_t max_frames;  /* per stack; default 100000 */
 	size_t max_threads; /* default 100000 */
+	/* Bytes of frames (and their text) one snapshot may build, all
+	 * stacks together; default 1 GiB. Front ends tie it to the size of
+	 * their input, so that no input makes the model allocate, or work,
+	 * more than a bounded multiple of it. */
+	size_t max_output_bytes;
+	bool frame_flags;   /* read each frame's VM_FRAME_FLAG_FINISH */
 };
 
 struct rv_session;

@@ -136,6 +136,10 @@ struct cs_error *rv_session_create(const struct rv_target *target,
 						      : 100000;
 	s->opts.max_threads = opts && opts->max_threads ? opts->max_threads
 							: 100000;
+	s->opts.max_output_bytes = opts && opts->max_output_bytes
+					   ? opts->max_output_bytes
+					   : (size_t)1 << 30;
+	s->opts.frame_flags = opts && opts->frame_flags;
 	s->layout = *layout;
 	struct cs_error *err;
 	for (const enum rv_item_id *r = rv_layout_required; *r != RVL_COUNT; r++)
@@ -191,5 +195,6 @@ void rv_session_destroy(struct rv_session *s)
 		return;
 	rv_names_destroy(s);
 	rv_iseq_cache_destroy(s);
+	rv_frame_cache_destroy(s);
 	free(s);
 }

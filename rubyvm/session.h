@@ -17,10 +17,12 @@ struct rv_session {
 	struct rv_layout layout;
 	uint64_t load_bias;
 	struct rv_options opts;
+	size_t output_left; /* of opts.max_output_bytes, this snapshot */
 	struct rv_id_cache *ids; /* ID -> name, class -> path */
 	uint64_t classpath_id, tmp_classpath_id; /* IDs, 0 if unknown */
 	struct u64map iseqs; /* iseq -> struct rv_iseq_info (iseq_cache.c) */
 	struct u64map lines; /* pc -> line */
+	struct u64map frames; /* cfp -> decoded frame (frame_cache.c) */
 };
 
 #define RV_HAS(s, id) ((s)->layout.items[RVL_##id].source != RV_MISSING)
@@ -75,6 +77,7 @@ struct rv_iseq_info {
 	int64_t type;       /* this iseq's type, -1 if unknown */
 	int64_t local_type; /* type of its local iseq (the method of a block) */
 	int first_lineno;
+	int code_first_line, code_last_line; /* 0, 0 when unknown */
 	uint64_t body;
 };
 struct cs_error *rv_iseq_info(struct rv_session *s, uint64_t iseq,
@@ -92,6 +95,19 @@ struct cs_error *rv_line_lookup(struct rv_session *s, uint64_t iseq,
 				const struct rv_iseq_info *info, uint64_t pc,
 				int *ret);
 void rv_iseq_cache_destroy(struct rv_session *s);
+
+/* frame_cache.c: what a control frame decoded to, reused while what it
+ * was decoded from reads the same. */
+struct rv_frame_key {
+	uint64_t iseq, pc, ep, flags, me_cref, specval;
+};
+bool rv_frame_cache_get(struct rv_session *s, uint64_t cfp,
+			const struct rv_frame_key *key, struct rv_frame *f,
+			bool *shown);
+void rv_frame_cache_put(struct rv_session *s, uint64_t cfp,
+			const struct rv_frame_key *key,
+			const struct rv_frame *f, bool shown);
+void rv_frame_cache_destroy(struct rv_session *s);
 
 /* lineno.c: the succinct index table lookup, on memory already read. */
 struct rv_succ_geometry {

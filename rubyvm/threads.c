@@ -199,6 +199,7 @@ struct cs_error *rv_snapshot(struct rv_session *s, struct rv_process **ret)
 	struct rv_process *p = calloc(1, sizeof(*p));
 	if (!p)
 		return &cs_error_nomem;
+	s->output_left = s->opts.max_output_bytes;
 	if (RV_HAS(s, ruby_version)) {
 		char buf[32] = {0};
 		if (rv_try_read(s, s->load_bias + (uint64_t)RV_VAL(s, ruby_version),

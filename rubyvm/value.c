@@ -102,6 +102,14 @@ struct cs_error *rv_string(struct rv_session *s, uint64_t v, char **ret)
 		return err;
 	}
 	buf[len] = '\0';
+	/* Labels, paths and names never hold a NUL: one means the length or
+	 * the bytes are not what they claim. */
+	if (memchr(buf, '\0', len)) {
+		free(buf);
+		return cs_error_create(CS_ERR_CORRUPT,
+				       "String at 0x%llx holds a NUL byte",
+				       (unsigned long long)v);
+	}
 	*ret = buf;
 	return NULL;
 }

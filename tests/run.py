@@ -21,6 +21,12 @@ crash* scenarios) and checks corestack's reading of it:
                              and no thread of it left stopped afterwards
     RUBY/SCENARIO/live-nonblocking  the same with --nonblocking
     bad/...                  unusable input: exit 2, one stderr line naming the file
+    RUBY/corrupt/...         a real core with a pointer, a line table or a label broken:
+                             that frame marked unreliable with the reason, the rest intact
+                             (tests/harness/corrupt.py)
+    RUBY/limits/max-output   the output budget cuts the walk: partial, marked, prefix intact
+    live/no-cap-sys-ptrace... --pid without CAP_SYS_PTRACE: one line saying so, exit 2
+                             (tests/harness/permissions.py)
     limits/max-frames        --max-frames cuts every stack, marks it, exits 1 (partial)
     debuginfo/...            the static 3.3 Ruby stripped, its DWARF found by build-id
                              under --debug-dir and by .gnu_debuglink: same stacks
@@ -30,6 +36,30 @@ crash* scenarios) and checks corestack's reading of it:
                              shares): paused, nonblocking, speedscope with --on-cpu,
                              flame graph SVG,
                              target exiting, SIGINT
+    RUBY/native/...          (tests/harness/native.py) a C extension built against the Ruby
+                             (fixtures/native/): a block a C method yields to calls a C
+                             method that blocks in pause() (gcore) or faults at 0x10
+                             (kernel core). --native (on the core, and with --pid on the
+                             blocked program: pause-live): the Ruby frames are the oracle's,
+                             each C method sits on its C function, native frames between;
+                             native pcs and names as eu-stack --core; --native-all covers
+                             every thread eu-stack sees; the crash: SIGSEGV, SEGV_MAPERR,
+                             0x10, the crashed thread marked and first in the text;
+                             rb-bug: on the crash scenario's core (Ruby's handler, rb_bug,
+                             abort) the crashed thread's native frames show sigsegv and
+                             rb_bug_for_fatal_signal
+    debuginfo/debuginfod, debuginfo/debug-dir-debuglink, debuginfo/no-debug-message
+                             (tests/harness/native.py) the stripped static 3.3 Ruby's DWARF
+                             from a local debuginfod server (private db, loopback port),
+                             by debuglink under --debug-dir; none: exit 2, one line with
+                             the file, its build-id and how to get debug info
+    remote/...               (tests/harness/native.py) a core whose files moved to another
+                             tree: exit 2 naming --sysroot without it; --sysroot and
+                             --lib-search-path give the oracle's stacks; a mismatched
+                             library in the root is warned about (exit 1) and not used;
+                             the core compressed with zstd, gzip, xz read directly; a
+                             cut-off .zst core is a truncated core; --native --sysroot
+                             merges every thread and shows Ruby's crash handler
     unit/NAME                the unit test programs given with --unit
     gdbext/..., lldb/...     ruby-bt and ruby-sample inside gdb and lldb (--gdbext DIR,
                              default build/gdbext): see tests/harness/gdbext.py
@@ -53,7 +83,7 @@ import time
 
 sys.dont_write_bytecode = True   # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import compare, gdbext, procs  # noqa: E402
+from harness import compare, corrupt, gdbext, native, permissions, procs  # noqa: E402
 
 RUBIES = ("2.7", "3.1", "3.3", "3.3-static")
 ORACLE_TIMEOUT = 60    # scenario start to oracle file
@@ -754,6 +784,13 @@ def bad_needs(selected, rubies):
             needs.add((source, "threads"))
     if (selected("bad/no-debug-info") or selected("bad/build-id-mismatch")) and "3.3-static" in rubies:
         needs.add(("3.3-static", "threads"))
+    for r in rubies:
+        if selected("%s/limits/max-output" % r) or \
+                any(selected("%s/corrupt/%s" % (r, n)) for n, _, _ in corrupt.PATCHES):
+            needs.add((r, "threads"))
+    if any(selected(n) for n in native.DEBUGINFO_TESTS) and "3.3-static" in rubies:
+        needs.add(("3.3-static", "threads"))
+    needs |= {(r, "crash") for r in rubies if selected("%s/native/rb-bug" % r)}
     return needs
 
 
@@ -806,6 +843,11 @@ def main():
         build_anyway.add(args.rubies[0])
     if selected("bad/build-id-mismatch") and "3.1" in args.rubies:
         build_anyway.add("3.1")
+    for r in args.rubies:
+        if any(selected(n) for n in native.native_test_names(r)):
+            build_anyway.add(r)
+    if any(selected(n) for n in native.REMOTE_TESTS) and native.REMOTE_RUBY in args.rubies:
+        build_anyway.add(native.REMOTE_RUBY)
     for r in args.rubies:   # tests on a fixture Ruby without its scenarios
         if any(selected("%s/%s" % (r, t)) for t in (
                 "layout-units", "record", "record-nonblocking", "record-target-exits",
@@ -825,6 +867,7 @@ def main():
     os.environ.setdefault("CORESTACK_CACHE", os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "corestack"))
     os.environ["XDG_CACHE_HOME"] = os.path.join(workdir, "xdg-cache")
+    os.environ.pop("DEBUGINFOD_URLS", None)   # only the local server of debuginfo/debuginfod
     rep = Reporter()
     started = time.monotonic()
     unit_tests(rep, selected, args.unit.split(), args.unit_arg, args.timeout)
@@ -870,9 +913,18 @@ def main():
                             and (ruby, scen) != ("3.3-static", "threads"):
                         os.unlink(cap.core)
         bad_tests(rep, selected, args, prefixes, captures, workdir)
+        permissions.permission_tests(rep, selected, args.corestack, check_unusable,
+                                     procs.run_tool, args.timeout)
+        for ruby in args.rubies:
+            cap = captures.get((ruby, "threads"))
+            if isinstance(cap, Capture):
+                corrupt.corrupt_tests(rep, selected, ruby, cap, args.corestack, args.timeout)
         debuginfo_tests(rep, selected, args, captures, workdir)
         layout_tests(rep, selected, args, prefixes)
         record_tests(rep, selected, args, prefixes, workdir)
+        native.remote_tests(rep, selected, args, prefixes, workdir, sys.modules[__name__])
+        native.debuginfo_tests(rep, selected, args, captures, workdir, sys.modules[__name__])
+        native.native_tests(rep, selected, args, prefixes, workdir, captures)
         gdbext.gdbext_tests(rep, selected, args, prefixes, scenarios, workdir)
     finally:
         if args.keep:

@@ -2,6 +2,8 @@
 
 #include <string.h>
 
+#include "utf8.h"
+
 static void indent(struct json *j)
 {
 	fputc('\n', j->out);
@@ -27,15 +29,9 @@ static void write_escaped(FILE *out, const char *s)
 			p++;
 		} else {
 			/* Copy a well-formed UTF-8 sequence, else U+FFFD. */
-			int n = (c & 0xe0) == 0xc0 ? 2
-				: (c & 0xf0) == 0xe0 ? 3
-				: (c & 0xf8) == 0xf0 ? 4
-						     : 0;
-			int ok = n > 0 && !(n == 2 && c < 0xc2);
-			for (int i = 1; ok && i < n; i++)
-				ok = (p[i] & 0xc0) == 0x80;
-			if (ok) {
-				fwrite(p, 1, (size_t)n, out);
+			size_t n = utf8_sequence_length(p);
+			if (n) {
+				fwrite(p, 1, n, out);
 				p += n;
 			} else {
 				fputs("\\ufffd", out);

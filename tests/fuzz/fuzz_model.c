@@ -94,8 +94,52 @@ static struct cs_error *mem_read(void *priv, uint64_t addr, void *buf,
 
 static struct mem mem; /* big: static, reset per input */
 
-/* FUZZ_MODEL_LAYOUT: the header and items of that seed, read once. */
-static uint8_t fixed_layout[MODEL_SEED_HEADER + RVL_COUNT * MODEL_SEED_ITEM];
+/* The item a seed record names, RVL_COUNT if this build has none such. */
+static size_t item_named(const uint8_t *name, size_t n)
+{
+	for (size_t i = 0; i < RVL_COUNT; i++) {
+		const char *known = rv_layout_item_name((enum rv_item_id)i);
+		if (strlen(known) == n && memcmp(known, name, n) == 0)
+			return i;
+	}
+	return RVL_COUNT;
+}
+
+/* The header and items at data into layout and *bias; returns where the
+ * regions start, or NULL when the input is not a seed. */
+static const uint8_t *parse_layout(const uint8_t *data, size_t size,
+				   struct rv_layout *layout, uint64_t *bias)
+{
+	if (size < MODEL_SEED_HEADER ||
+	    memcmp(data, MODEL_SEED_MAGIC, 8) != 0)
+		return NULL;
+	const uint8_t *end = data + size;
+	uint32_t nitems = (uint32_t)get(data + 16, 4);
+	memset(layout, 0, sizeof(*layout));
+	*bias = get(data + 8, 8);
+	layout->has_macros = (int)get(data + 20, 4);
+	const uint8_t *p = data + MODEL_SEED_HEADER;
+	for (uint32_t k = 0; k < nitems; k++) {
+		if (end - p < 1 || (size_t)(end - p) < 1u + p[0] + MODEL_SEED_ITEM)
+			return NULL;
+		size_t i = item_named(p + 1, p[0]);
+		p += 1 + p[0];
+		if (i < RVL_COUNT) {
+			struct rv_item *it = &layout->items[i];
+			it->value = (int64_t)get(p, 8);
+			it->size = (uint32_t)get(p + 8, 4);
+			it->bit_pos = (uint16_t)get(p + 12, 2);
+			it->bit_size = p[14];
+			it->source = p[15];
+		}
+		p += MODEL_SEED_ITEM;
+	}
+	return p;
+}
+
+/* FUZZ_MODEL_LAYOUT: that seed's layout and load bias, read once. */
+static struct rv_layout fixed_layout;
+static uint64_t fixed_bias;
 static int fixed_state; /* 0 unread, 1 none, 2 loaded */
 
 static void load_fixed_layout(void)
@@ -104,13 +148,11 @@ static void load_fixed_layout(void)
 	const char *path = getenv("FUZZ_MODEL_LAYOUT");
 	if (!path || !*path)
 		return;
+	static uint8_t buf[1 << 16];
 	FILE *f = fopen(path, "rb");
-	if (!f || fread(fixed_layout, 1, sizeof(fixed_layout), f) !=
-			  sizeof(fixed_layout) ||
-	    memcmp(fixed_layout, MODEL_SEED_MAGIC, 8) != 0 ||
-	    get(fixed_layout + 16, 4) != RVL_COUNT) {
-		fprintf(stderr, "FUZZ_MODEL_LAYOUT=%s: not a seed of this "
-				"build\n", path);
+	size_t n = f ? fread(buf, 1, sizeof(buf), f) : 0;
+	if (!f || !parse_layout(buf, n, &fixed_layout, &fixed_bias)) {
+		fprintf(stderr, "FUZZ_MODEL_LAYOUT=%s: not a seed\n", path);
 		abort();
 	}
 	fclose(f);
@@ -122,30 +164,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const uint8_t *p0 = data;
 	if (!fixed_state)
 		load_fixed_layout();
-	if (size < MODEL_SEED_HEADER ||
-	    memcmp(data, MODEL_SEED_MAGIC, 8) != 0)
-		return 0;
-	uint32_t nitems = (uint32_t)get(data + 16, 4);
-	if (nitems != RVL_COUNT ||
-	    size < MODEL_SEED_HEADER + (size_t)nitems * MODEL_SEED_ITEM)
-		return 0;
-	const uint8_t *regions = data + MODEL_SEED_HEADER +
-				 (size_t)nitems * MODEL_SEED_ITEM;
-	if (fixed_state == 2)
-		data = fixed_layout;
-	uint64_t load_bias = get(data + 8, 8);
 	struct rv_layout *layout = calloc(1, sizeof(*layout));
 	if (!layout)
 		return 0;
-	layout->has_macros = (int)get(data + 20, 4);
-	const uint8_t *p = data + MODEL_SEED_HEADER;
-	for (size_t i = 0; i < RVL_COUNT; i++, p += MODEL_SEED_ITEM) {
-		struct rv_item *it = &layout->items[i];
-		it->value = (int64_t)get(p, 8);
-		it->size = (uint32_t)get(p + 8, 4);
-		it->bit_pos = (uint16_t)get(p + 12, 2);
-		it->bit_size = p[14];
-		it->source = p[15];
+	uint64_t load_bias = 0;
+	const uint8_t *p, *regions = parse_layout(data, size, layout, &load_bias);
+	if (!regions) {
+		free(layout);
+		return 0;
+	}
+	if (fixed_state == 2) {
+		*layout = fixed_layout;
+		load_bias = fixed_bias;
 	}
 	p = regions;
 	const uint8_t *end = p0 + size;
@@ -164,8 +194,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	struct rv_target target = {.read = mem_read, .priv = &mem};
 	/* The CLI's defaults would let a cyclic list cost 10^5 x 10^5 steps;
-	 * smaller bounds keep each input fast without hiding memory bugs. */
-	struct rv_options opts = {.max_frames = 2000, .max_threads = 64};
+	 * smaller bounds keep each input fast without hiding memory bugs. The
+	 * output budget is tied to the input's size, as the CLI ties it to
+	 * the core's, and checked below. */
+	size_t budget = 4 * size + 4096;
+	struct rv_options opts = {.max_frames = 2000, .max_threads = 64,
+				  .max_output_bytes = budget};
 	struct rv_session *s = NULL;
 	struct cs_error *err = rv_session_create(&target, layout,
 						 "fuzz/libruby.so", load_bias,
@@ -175,9 +209,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		err = rv_snapshot(s, &proc);
 		if (!err) {
 			(void)rv_process_complete(proc);
-			for (size_t i = 0; i < proc->nthreads; i++)
+			size_t built = 0;
+			for (size_t i = 0; i < proc->nthreads; i++) {
 				(void)rv_thread_status_name(
 					proc->threads[i].status);
+				built += proc->threads[i].nframes *
+					 sizeof(struct rv_frame);
+			}
+			if (built > budget)
+				abort(); /* the bound did not hold */
 			rv_process_destroy(proc);
 		}
 		rv_session_destroy(s);

@@ -203,6 +203,9 @@ int main(int argc, char **argv)
 	le(f, rv_layout_spec_hash(), 8);
 	for (size_t i = 0; i < RVL_COUNT; i++) {
 		const struct rv_item *it = &layout->items[i];
+		const char *name = rv_layout_item_name((enum rv_item_id)i);
+		le(f, strlen(name), 1);
+		fwrite(name, 1, strlen(name), f);
 		le(f, (uint64_t)it->value, 8);
 		le(f, it->size, 4);
 		le(f, it->bit_pos, 2);

@@ -2,12 +2,16 @@
  * tests/fuzz/make_model_seed.c writes it). All integers little-endian.
  *
  *   header (32 bytes):
- *     char     magic[8]     "CSFZMDL1"
+ *     char     magic[8]     "CSFZMDL2"
  *     uint64   load_bias    where the VM module is loaded
- *     uint32   nitems       == RVL_COUNT of the build (else input ignored)
+ *     uint32   nitems       items that follow
  *     uint32   has_macros   struct rv_layout.has_macros
  *     uint64   spec_hash    rv_layout_spec_hash() when written (informative)
- *   nitems items (16 bytes each, struct rv_item in field order):
+ *   nitems items, each named, so that a seed outlives edits of layout.def
+ *   (a name this build does not know is skipped; an item no record names
+ *   is missing):
+ *     uint8 name_len, name_len bytes of the item's name (layout.def id),
+ *     then 16 bytes, struct rv_item in field order:
  *     int64 value, uint32 size, uint16 bit_pos, uint8 bit_size, uint8 source
  *   then regions until the end of the file:
  *     uint64 addr, uint32 len, len bytes of target memory at addr
@@ -19,7 +23,7 @@
 #ifndef CS_TESTS_FUZZ_MODEL_SEED_H
 #define CS_TESTS_FUZZ_MODEL_SEED_H
 
-#define MODEL_SEED_MAGIC "CSFZMDL1"
+#define MODEL_SEED_MAGIC "CSFZMDL2"
 #define MODEL_SEED_HEADER 32
 #define MODEL_SEED_ITEM 16
 #define MODEL_SEED_REGION_HEADER 12

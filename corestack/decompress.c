@@ -1,0 +1,283 @@
+/* Compressed cores inflated into memory. See decompress.h.
+ *
+ * Each format runs one streaming loop: read a chunk of the file, inflate
+ * it into a fixed buffer, append that to the memfd. A stream cut off
+ * before its end keeps what it inflated: the core reader then reports a
+ * truncated core, as it does for one cut off uncompressed. */
+#include "decompress.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <lzma.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <zlib.h>
+#include <zstd.h>
+
+#define CS_DECOMPRESS_IN_CHUNK (256 * 1024)
+#define CS_DECOMPRESS_OUT_CHUNK (1024 * 1024)
+#define CS_DECOMPRESS_PAGE 4096
+
+const char *cs_compression_of(const uint8_t *p, size_t size)
+{
+	static const struct {
+		const char *name;
+		unsigned char magic[6];
+		size_t len;
+	} kinds[] = {
+		{"zstd", {0x28, 0xb5, 0x2f, 0xfd}, 4},
+		{"xz", {0xfd, '7', 'z', 'X', 'Z', 0}, 6},
+		{"lz4", {0x04, 0x22, 0x4d, 0x18}, 4},
+		{"gzip", {0x1f, 0x8b}, 2},
+		{"bzip2", {'B', 'Z', 'h'}, 3},
+	};
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		if (size >= kinds[i].len &&
+		    memcmp(p, kinds[i].magic, kinds[i].len) == 0)
+			return kinds[i].name;
+	}
+	return NULL;
+}
+
+int cs_compression_supported(const char *kind)
+{
+	return kind && (strcmp(kind, "zstd") == 0 || strcmp(kind, "gzip") == 0 ||
+			strcmp(kind, "xz") == 0);
+}
+
+/* Shared state of one inflation: where bytes come from and go to. */
+struct cs_inflate {
+	int in_fd, out_fd;
+	const char *path, *kind;
+	uint64_t written, max_bytes;
+	uint8_t *in, *out;
+	int eof;
+};
+
+/* Next chunk of compressed input; *n == 0 at end of file. */
+static struct cs_error *cs_inflate_read(struct cs_inflate *z, size_t *n)
+{
+	for (;;) {
+		ssize_t r = read(z->in_fd, z->in, CS_DECOMPRESS_IN_CHUNK);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return cs_error_create(CS_ERR_OS, "%s: cannot read: %s",
+					       z->path, strerror(errno));
+		*n = (size_t)r;
+		z->eof = r == 0;
+		return NULL;
+	}
+}
+
+static int cs_all_zero(const uint8_t *p, size_t n)
+{
+	return n == 0 || (p[0] == 0 && memcmp(p, p + 1, n - 1) == 0);
+}
+
+/* Append out[0..n) to the memfd. Pages of zeros (most of a core: unused
+ * stack and heap) are skipped as holes, so the in-memory file costs what
+ * the core's data does, not its apparent size. */
+static struct cs_error *cs_inflate_write(struct cs_inflate *z, size_t n)
+{
+	if (z->written + n > z->max_bytes)
+		return cs_error_create(
+			CS_ERR_LIMIT,
+			"%s: the %s-compressed core inflates to more than "
+			"%" PRIu64 " MiB, the bound for inflating in memory; "
+			"decompress it to disk first (`%s -dc %s > core`)",
+			z->path, z->kind, z->max_bytes >> 20, z->kind, z->path);
+	const uint8_t *p = z->out;
+	while (n > 0) {
+		size_t piece = CS_DECOMPRESS_PAGE - (size_t)(z->written %
+							     CS_DECOMPRESS_PAGE);
+		if (piece > n)
+			piece = n;
+		ssize_t w;
+		if (cs_all_zero(p, piece))
+			w = (ssize_t)piece; /* a hole: nothing written */
+		else
+			w = pwrite(z->out_fd, p, piece, (off_t)z->written);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return cs_error_create(CS_ERR_OS,
+					       "%s: cannot hold the inflated "
+					       "core in memory: %s",
+					       z->path, strerror(errno));
+		p += w;
+		n -= (size_t)w;
+		z->written += (uint64_t)w;
+	}
+	return NULL;
+}
+
+static struct cs_error *cs_inflate_corrupt(struct cs_inflate *z,
+					   const char *why)
+{
+	return cs_error_create(CS_ERR_FORMAT,
+			       "%s: %s-compressed, but the stream is corrupt "
+			       "after %" PRIu64 " inflated bytes (%s)",
+			       z->path, z->kind, z->written, why);
+}
+
+static struct cs_error *cs_inflate_zstd(struct cs_inflate *z)
+{
+	ZSTD_DStream *ds = ZSTD_createDStream();
+	if (!ds)
+		return &cs_error_nomem;
+	struct cs_error *err = NULL;
+	size_t n;
+	while (!err && !(err = cs_inflate_read(z, &n)) && n > 0) {
+		ZSTD_inBuffer in = {z->in, n, 0};
+		while (!err && in.pos < in.size) {
+			ZSTD_outBuffer out = {z->out, CS_DECOMPRESS_OUT_CHUNK, 0};
+			size_t r = ZSTD_decompressStream(ds, &out, &in);
+			if (ZSTD_isError(r))
+				err = cs_inflate_corrupt(z, ZSTD_getErrorName(r));
+			else
+				err = cs_inflate_write(z, out.pos);
+		}
+	}
+	/* Output zstd still holds after the input ended. */
+	for (int more = 1; !err && more;) {
+		ZSTD_inBuffer in = {z->in, 0, 0};
+		ZSTD_outBuffer out = {z->out, CS_DECOMPRESS_OUT_CHUNK, 0};
+		size_t r = ZSTD_decompressStream(ds, &out, &in);
+		if (ZSTD_isError(r))
+			break; /* cut off: keep what was inflated */
+		err = cs_inflate_write(z, out.pos);
+		more = out.pos == out.size;
+	}
+	ZSTD_freeDStream(ds);
+	return err;
+}
+
+static struct cs_error *cs_inflate_gzip(struct cs_inflate *z)
+{
+	z_stream s;
+	memset(&s, 0, sizeof(s));
+	if (inflateInit2(&s, 15 + 32) != Z_OK) /* +32: gzip header */
+		return &cs_error_nomem;
+	struct cs_error *err = NULL;
+	size_t n;
+	while (!err && !(err = cs_inflate_read(z, &n)) && n > 0) {
+		s.next_in = z->in;
+		s.avail_in = (uInt)n;
+		while (!err && s.avail_in > 0) {
+			s.next_out = z->out;
+			s.avail_out = CS_DECOMPRESS_OUT_CHUNK;
+			int r = inflate(&s, Z_NO_FLUSH);
+			if (r != Z_OK && r != Z_STREAM_END && r != Z_BUF_ERROR) {
+				err = cs_inflate_corrupt(z, s.msg ? s.msg
+								  : "zlib error");
+				break;
+			}
+			err = cs_inflate_write(z, CS_DECOMPRESS_OUT_CHUNK -
+							  s.avail_out);
+			/* gzip files may hold several members, one after
+			 * the other (what `cat a.gz b.gz` makes). */
+			if (!err && r == Z_STREAM_END && s.avail_in > 0)
+				inflateReset(&s);
+			else if (r == Z_STREAM_END)
+				break;
+		}
+	}
+	inflateEnd(&s);
+	return err;
+}
+
+static struct cs_error *cs_inflate_xz(struct cs_inflate *z)
+{
+	lzma_stream s = LZMA_STREAM_INIT;
+	if (lzma_stream_decoder(&s, UINT64_MAX, LZMA_CONCATENATED) != LZMA_OK)
+		return &cs_error_nomem;
+	struct cs_error *err = NULL;
+	size_t n = 0;
+	lzma_ret r = LZMA_OK;
+	while (!err && r == LZMA_OK) {
+		if (s.avail_in == 0 && !z->eof) {
+			if ((err = cs_inflate_read(z, &n)))
+				break;
+			s.next_in = z->in;
+			s.avail_in = n;
+		}
+		s.next_out = z->out;
+		s.avail_out = CS_DECOMPRESS_OUT_CHUNK;
+		r = lzma_code(&s, z->eof ? LZMA_FINISH : LZMA_RUN);
+		err = cs_inflate_write(z, CS_DECOMPRESS_OUT_CHUNK - s.avail_out);
+		if (r == LZMA_BUF_ERROR && z->eof)
+			break; /* cut off: keep what was inflated */
+		if (!err && r != LZMA_OK && r != LZMA_STREAM_END)
+			err = cs_inflate_corrupt(z, "xz decoder error");
+	}
+	lzma_end(&s);
+	return err;
+}
+
+static uint64_t cs_default_bound(void)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+	if (pages <= 0 || size <= 0)
+		return UINT64_C(4) << 30;
+	return (uint64_t)pages * (uint64_t)size / 2;
+}
+
+struct cs_error *cs_decompress_core(int fd, const char *path, const char *kind,
+				    uint64_t max_bytes, int *ret_fd)
+{
+	*ret_fd = -1;
+	struct cs_inflate z = {
+		.in_fd = fd,
+		.path = path,
+		.kind = kind,
+		.max_bytes = max_bytes ? max_bytes : cs_default_bound(),
+	};
+	if (lseek(fd, 0, SEEK_SET) != 0)
+		return cs_error_create(CS_ERR_OS, "%s: cannot seek: %s", path,
+				       strerror(errno));
+	z.out_fd = memfd_create("corestack-core", MFD_CLOEXEC);
+	if (z.out_fd < 0)
+		return cs_error_create(CS_ERR_OS,
+				       "%s: cannot create an in-memory file "
+				       "for the inflated core: %s",
+				       path, strerror(errno));
+	z.in = malloc(CS_DECOMPRESS_IN_CHUNK);
+	z.out = malloc(CS_DECOMPRESS_OUT_CHUNK);
+	struct cs_error *err = NULL;
+	if (!z.in || !z.out)
+		err = &cs_error_nomem;
+	else if (strcmp(kind, "zstd") == 0)
+		err = cs_inflate_zstd(&z);
+	else if (strcmp(kind, "gzip") == 0)
+		err = cs_inflate_gzip(&z);
+	else if (strcmp(kind, "xz") == 0)
+		err = cs_inflate_xz(&z);
+	else
+		err = cs_error_create(CS_ERR_FORMAT,
+				      "%s: %s-compressed cores are not read "
+				      "directly; decompress it first",
+				      path, kind);
+	free(z.in);
+	free(z.out);
+	if (!err && z.written == 0)
+		err = cs_error_create(CS_ERR_FORMAT,
+				      "%s: %s-compressed, but the stream "
+				      "holds no data (cut off, or not a "
+				      "compressed core?)",
+				      path, kind);
+	/* Trailing holes: the file's size is what was inflated. */
+	if (!err && ftruncate(z.out_fd, (off_t)z.written) != 0)
+		err = cs_error_create(CS_ERR_OS,
+				      "%s: cannot hold the inflated core in "
+				      "memory: %s",
+				      path, strerror(errno));
+	if (err) {
+		close(z.out_fd);
+		return err;
+	}
+	*ret_fd = z.out_fd;
+	return NULL;
+}

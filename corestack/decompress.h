@@ -1,0 +1,28 @@
+/* Compressed cores (systemd-coredump's .zst, .gz, .xz) read directly: the
+ * kind is told by the magic bytes, never by the file name, and the core is
+ * inflated into an anonymous in-memory file, so that the core reader maps
+ * it like any other core and nothing is written to disk. */
+#ifndef CS_CORESTACK_DECOMPRESS_H
+#define CS_CORESTACK_DECOMPRESS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../util/error.h"
+
+/* "zstd", "gzip", "xz", "lz4", "bzip2" when head starts with that format's
+ * magic, else NULL. */
+const char *cs_compression_of(const uint8_t *head, size_t size);
+
+/* Whether cs_decompress_core can inflate that kind. */
+int cs_compression_supported(const char *kind);
+
+/* Inflate the whole compressed file fd (named path in messages) into a
+ * new memfd positioned at 0, returned in *ret_fd. The inflated size is
+ * bounded by max_bytes (0: half the machine's physical memory); past it,
+ * CS_ERR_LIMIT says how to decompress to disk instead. A corrupt or cut
+ * off stream is CS_ERR_FORMAT. */
+struct cs_error *cs_decompress_core(int fd, const char *path, const char *kind,
+				    uint64_t max_bytes, int *ret_fd);
+
+#endif

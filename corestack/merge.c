@@ -1,0 +1,194 @@
+/* Native and Ruby frames merged. See merge.h.
+ *
+ * Both stacks are walked from the outermost frame in. Ruby frames are cut
+ * into groups, one per vm_exec() invocation, at the frames flagged
+ * VM_FRAME_FLAG_FINISH; the native stack must hold exactly one
+ * interpreter-loop frame per group. A group's C-method frames (a C method
+ * called from Ruby, or from it by rb_funcall) must appear, in order, as
+ * the native frames of their C functions between that loop frame and the
+ * next one. */
+#include "merge.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int is_loop(const struct cs_native_frame *f, const char *name)
+{
+	return f->function && strcmp(f->function, name) == 0;
+}
+
+/* The VM functions that call a C method's function: from the interpreter
+ * (vm_call_cfunc_with_frame) or from rb_funcall (vm_call0_*). */
+static int calls_cfuncs(const struct cs_native_frame *f)
+{
+	static const char *const prefixes[] = {"vm_call_cfunc", "vm_call0_cfunc",
+					       "vm_call0_body"};
+	for (size_t i = 0; f->function && i < 3; i++)
+		if (strncmp(f->function, prefixes[i], strlen(prefixes[i])) == 0)
+			return 1;
+	return 0;
+}
+
+/* The native frame of r's C function in frames (cursor, stop) searched
+ * inward, or (*above = 1) when that function made a tail call and is gone,
+ * the frame that took its place: the first called by a VM function that
+ * calls C methods. nn (no frame) when neither. */
+static size_t find_cfunc(const struct cs_native_thread *nt,
+			 const struct rv_frame *r, size_t cursor, size_t stop,
+			 int *above)
+{
+	*above = 0;
+	for (size_t p = cursor; p-- > 0 && p != stop;) {
+		const struct cs_native_frame *f = &nt->frames[p];
+		if (!f->inlined && r->cfunc && f->func_start == r->cfunc)
+			return p;
+	}
+	for (size_t p = cursor; p-- > 0 && p != stop;) {
+		if (!nt->frames[p].inlined && p + 1 < nt->nframes &&
+		    calls_cfuncs(&nt->frames[p + 1]) &&
+		    !calls_cfuncs(&nt->frames[p])) {
+			*above = 1;
+			return p;
+		}
+	}
+	return nt->nframes;
+}
+
+/* Indexes of the interpreter-loop frames, outermost first. vm_exec_core
+ * is the loop; a build that inlined it away leaves vm_exec. */
+static size_t loop_frames(const struct cs_native_thread *nt, size_t *idx)
+{
+	static const char *const names[] = {"vm_exec_core", "vm_exec"};
+	for (size_t k = 0; k < 2; k++) {
+		size_t n = 0;
+		for (size_t i = nt->nframes; i-- > 0;)
+			if (is_loop(&nt->frames[i], names[k]))
+				idx[n++] = i;
+		if (n)
+			return n;
+	}
+	return 0;
+}
+
+__attribute__((format(printf, 2, 3)))
+static struct cs_error *fail(struct cs_merged_stack *out, const char *fmt, ...)
+{
+	free(out->frames);
+	out->frames = NULL;
+	out->nframes = 0;
+	va_list ap;
+	va_start(ap, fmt);
+	int rc = vasprintf(&out->error, fmt, ap);
+	va_end(ap);
+	if (rc < 0) {
+		out->error = NULL;
+		return &cs_error_nomem;
+	}
+	return NULL;
+}
+
+struct cs_error *cs_merge_stacks(const struct rv_thread *rt,
+				 const struct cs_native_thread *nt,
+				 struct cs_merged_stack *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (!nt || !nt->nframes)
+		return fail(out, "no native stack for this thread");
+	size_t nn = nt->nframes, nr = rt->nframes;
+	size_t *loops = calloc(nn + 1, sizeof(*loops));
+	/* groups[g]: index of the group's outermost Ruby frame */
+	size_t *groups = calloc(nr + 1, sizeof(*groups));
+	/* attach[p]: the C-method frame on native frame p; above[p]: one
+	 * whose function tail-called, shown just outside frame p */
+	const struct rv_frame **attach = calloc(nn + 1, sizeof(*attach));
+	const struct rv_frame **above = calloc(nn + 1, sizeof(*above));
+	out->frames = calloc(nn + nr + 1, sizeof(*out->frames));
+	struct cs_error *err = NULL;
+	if (!loops || !groups || !attach || !above || !out->frames) {
+		err = &cs_error_nomem;
+		goto done;
+	}
+	size_t nloops = loop_frames(nt, loops), ngroups = 0;
+	for (size_t j = nr; j-- > 0;)
+		if (j == nr - 1 || rt->frames[j].vm_finish)
+			groups[ngroups++] = j;
+	if (rt->truncated || nt->truncated) {
+		err = fail(out, "a stack was cut at the frame limit");
+		goto done;
+	}
+	if (nloops != ngroups) {
+		err = fail(out,
+			   "%zu interpreter-loop frames on the native stack "
+			   "(%zu frames%s%s), %zu vm_exec() entries on the Ruby "
+			   "stack",
+			   nloops, nn, nt->error ? ", unwinding stopped: " : "",
+			   nt->error ? nt->error : "", ngroups);
+		goto done;
+	}
+	/* Each group's C-method frames onto native frames of their C
+	 * functions, searched inward from the group's loop frame. */
+	for (size_t g = 0; g < ngroups; g++) {
+		size_t first = groups[g];
+		size_t last = g + 1 < ngroups ? groups[g + 1] + 1 : 0;
+		size_t stop = g + 1 < ngroups ? loops[g + 1] : (size_t)-1;
+		size_t cursor = loops[g];
+		for (size_t j = first + 1; j-- > last;) {
+			const struct rv_frame *r = &rt->frames[j];
+			if (r->kind != RV_FRAME_CFUNC)
+				continue;
+			int tail;
+			size_t p = find_cfunc(nt, r, cursor, stop, &tail);
+			if (p == nn || attach[p] || above[p]) {
+				err = fail(out,
+					   "the C method '%s' (function "
+					   "0x%llx) is not on the native stack "
+					   "where the Ruby stack calls it",
+					   r->label ? r->label : "?",
+					   (unsigned long long)r->cfunc);
+				goto done;
+			}
+			if (tail)
+				above[p] = r;
+			else
+				attach[p] = r;
+			cursor = p;
+		}
+	}
+	/* Outermost first into out, then reversed. */
+	size_t n = 0, g = 0;
+	for (size_t i = nn; i-- > 0;) {
+		if (g < ngroups && i == loops[g]) {
+			size_t last = g + 1 < ngroups ? groups[g + 1] + 1 : 0;
+			for (size_t j = groups[g] + 1; j-- > last;)
+				if (rt->frames[j].kind != RV_FRAME_CFUNC)
+					out->frames[n++].ruby = &rt->frames[j];
+			g++;
+			continue;
+		}
+		if (above[i])
+			out->frames[n++].ruby = above[i];
+		out->frames[n].native = &nt->frames[i];
+		out->frames[n++].ruby = attach[i];
+	}
+	for (size_t a = 0, b = n; a + 1 < b; a++, b--) {
+		struct cs_merged_frame t = out->frames[a];
+		out->frames[a] = out->frames[b - 1];
+		out->frames[b - 1] = t;
+	}
+	out->nframes = n;
+done:
+	free(loops);
+	free(groups);
+	free(attach);
+	free(above);
+	return err;
+}
+
+void cs_merged_stack_free(struct cs_merged_stack *m)
+{
+	free(m->frames);
+	free(m->error);
+	memset(m, 0, sizeof(*m));
+}

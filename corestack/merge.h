@@ -1,0 +1,31 @@
+/* One stack per thread from its native and Ruby frames, in the real call
+ * order: each native frame of the interpreter loop (vm_exec_core) is
+ * replaced by the Ruby frames that vm_exec() invocation ran (a group
+ * begins at each frame flagged VM_FRAME_FLAG_FINISH), and each Ruby
+ * C-method frame sits on the native frame of its C function. When the two
+ * stacks do not fit together, the merge says why and gives nothing. */
+#ifndef CS_CORESTACK_MERGE_H
+#define CS_CORESTACK_MERGE_H
+
+#include "../rubyvm/model.h"
+#include "native.h"
+
+struct cs_merged_frame {
+	const struct cs_native_frame *native; /* NULL for a Ruby frame */
+	const struct rv_frame *ruby;          /* NULL for a native frame */
+};
+
+struct cs_merged_stack {
+	struct cs_merged_frame *frames; /* innermost first */
+	size_t nframes;
+	char *error; /* NULL, or why the stacks could not be matched */
+};
+
+/* nt may be NULL (no native stack for the thread). Only allocation
+ * failure is an error; a mismatch is out->error. */
+struct cs_error *cs_merge_stacks(const struct rv_thread *rt,
+				 const struct cs_native_thread *nt,
+				 struct cs_merged_stack *out);
+void cs_merged_stack_free(struct cs_merged_stack *m);
+
+#endif

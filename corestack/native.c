@@ -1,0 +1,505 @@
+/* Native stacks through libdwfl. See native.h.
+ *
+ * Modules are reported from the image's file mappings (each file opened
+ * where --sysroot / --lib-search-path say, loaded where its segments
+ * agree with the mappings); threads, registers and memory come from our
+ * target through Dwfl_Thread_Callbacks, so libdwfl never reads the core
+ * itself. */
+#include "native.h"
+
+#include <dwarf.h>
+#include <elfutils/libdwelf.h>
+#include <elfutils/libdwfl.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../util/u64map.h"
+#include "vm_module.h"
+
+struct native_session {
+	const struct rv_target *mem;
+	const struct cs_core_thread *const *threads;
+	size_t nthreads, cursor;
+};
+
+/* ---- thread callbacks ---- */
+
+static pid_t next_thread(Dwfl *dwfl, void *arg, void **thread_argp)
+{
+	(void)dwfl;
+	struct native_session *ns = arg;
+	if (!*thread_argp)
+		ns->cursor = 0;
+	while (ns->cursor < ns->nthreads && ns->threads[ns->cursor]->tid <= 0)
+		ns->cursor++;
+	if (ns->cursor >= ns->nthreads)
+		return 0;
+	const struct cs_core_thread *t = ns->threads[ns->cursor++];
+	*thread_argp = (void *)t;
+	return t->tid;
+}
+
+static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result,
+			void *arg)
+{
+	(void)dwfl;
+	struct native_session *ns = arg;
+	uint64_t v;
+	struct cs_error *err = ns->mem->read(ns->mem->priv, addr, &v, 8);
+	if (err) {
+		cs_error_destroy(err);
+		return false;
+	}
+	*result = v;
+	return true;
+}
+
+/* x86-64 DWARF register numbers 0..16 from user_regs_struct order. */
+static bool set_initial_registers(Dwfl_Thread *thread, void *thread_arg)
+{
+	const struct cs_core_thread *t = thread_arg;
+	static const enum cs_core_reg order[17] = {
+		CS_CORE_RAX, CS_CORE_RDX, CS_CORE_RCX, CS_CORE_RBX,
+		CS_CORE_RSI, CS_CORE_RDI, CS_CORE_RBP, CS_CORE_RSP,
+		CS_CORE_R8,  CS_CORE_R9,  CS_CORE_R10, CS_CORE_R11,
+		CS_CORE_R12, CS_CORE_R13, CS_CORE_R14, CS_CORE_R15,
+		CS_CORE_RIP,
+	};
+	Dwarf_Word regs[17];
+	for (size_t i = 0; i < 17; i++)
+		regs[i] = t->regs[order[i]];
+	return dwfl_thread_state_registers(thread, 0, 17, regs);
+}
+
+static const Dwfl_Thread_Callbacks thread_callbacks = {
+	.next_thread = next_thread,
+	.memory_read = memory_read,
+	.set_initial_registers = set_initial_registers,
+};
+
+/* ---- modules ---- */
+
+/* Same build-id in the file as in the target's memory? Unknown (the
+ * target lacks those bytes) counts as yes, as for the core reader. */
+static int same_build_id(const struct cs_image *img, Elf *elf, uint64_t start)
+{
+	uint8_t want[64];
+	size_t want_len;
+	struct cs_error *err = img->ops->module_build_id(img->priv, start, want,
+							 sizeof(want), &want_len);
+	if (err) {
+		cs_error_destroy(err);
+		return 1;
+	}
+	const void *have;
+	ssize_t have_len = dwelf_elf_gnu_build_id(elf, &have);
+	return have_len == (ssize_t)want_len &&
+	       memcmp(have, want, want_len) == 0;
+}
+
+/* Report one file mapped at offset 0, if it is an ELF module loaded
+ * there and not reported yet. */
+static void report_module(Dwfl *dwfl, const struct cs_image *img,
+			  const struct cs_core_mapping *m)
+{
+	if (dwfl_addrmodule(dwfl, m->start))
+		return; /* already reported (one module, several mappings) */
+	char *host = img->ops->host_path(img->priv, m->path);
+	if (!host)
+		return;
+	int fd = open(host, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	Elf *elf = fd >= 0 ? elf_begin(fd, ELF_C_READ_MMAP, NULL) : NULL;
+	GElf_Ehdr eh;
+	if (elf && elf_kind(elf) == ELF_K_ELF && gelf_getehdr(elf, &eh) &&
+	    (eh.e_type == ET_DYN || eh.e_type == ET_EXEC)) {
+		uint64_t start = cs_image_module_start(img, elf, m->path);
+		if (start == m->start && same_build_id(img, elf, start)) {
+			const char *slash = strrchr(m->path, '/');
+			int dfd = open(host, O_RDONLY | O_CLOEXEC);
+			/* dwfl takes dfd; the base is the load bias */
+			if (dfd >= 0 &&
+			    !dwfl_report_elf(dwfl, slash ? slash + 1 : m->path,
+					     host, dfd,
+					     cs_image_module_bias(elf, start),
+					     true))
+				close(dfd);
+		}
+	}
+	if (elf)
+		elf_end(elf);
+	if (fd >= 0)
+		close(fd);
+	free(host);
+}
+
+/* ---- symbols ---- */
+
+struct frame_list {
+	struct cs_native_frame *frames;
+	size_t n, cap, max;
+};
+
+static struct cs_native_frame *frame_push(struct frame_list *l)
+{
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 32;
+		void *p = reallocarray(l->frames, cap, sizeof(*l->frames));
+		if (!p)
+			return NULL;
+		l->frames = p;
+		l->cap = cap;
+	}
+	struct cs_native_frame *f = &l->frames[l->n++];
+	memset(f, 0, sizeof(*f));
+	return f;
+}
+
+static char *die_name(Dwarf_Die *die)
+{
+	Dwarf_Attribute a;
+	const char *n = dwarf_formstring(
+		dwarf_attr_integrate(die, DW_AT_name, &a));
+	return n ? strdup(n) : NULL;
+}
+
+/* Where an inlined subroutine was called from (its caller's location). */
+static char *call_site(Dwarf_Die *cu, Dwarf_Die *inl, int *line)
+{
+	Dwarf_Attribute a;
+	Dwarf_Word idx, ln = 0;
+	*line = 0;
+	if (dwarf_formudata(dwarf_attr(inl, DW_AT_call_file, &a), &idx) != 0)
+		return NULL;
+	if (dwarf_formudata(dwarf_attr(inl, DW_AT_call_line, &a), &ln) == 0)
+		*line = (int)ln;
+	Dwarf_Files *files;
+	size_t nfiles;
+	if (dwarf_getsrcfiles(cu, &files, &nfiles) != 0 || idx >= nfiles)
+		return NULL;
+	const char *f = dwarf_filesrc(files, idx, NULL, NULL);
+	return f ? strdup(f) : NULL;
+}
+
+/* at's frames: the inlined calls innermost first, then the function. */
+static void symbolize_at(Dwfl *dwfl, uint64_t pc, uint64_t at,
+			 struct frame_list *l)
+{
+	Dwfl_Module *mod = dwfl_addrmodule(dwfl, at);
+	char *modname = NULL, *file = NULL, *elf_name = NULL;
+	int line = 0;
+	uint64_t func_start = 0;
+	if (mod) {
+		const char *name = dwfl_module_info(mod, NULL, NULL, NULL, NULL,
+						    NULL, NULL, NULL);
+		modname = name ? strdup(name) : NULL;
+		GElf_Off off;
+		GElf_Sym sym;
+		const char *s = dwfl_module_addrinfo(mod, at, &off, &sym, NULL,
+						     NULL, NULL);
+		if (s) {
+			elf_name = strdup(s);
+			func_start = at - off;
+		}
+		Dwfl_Line *dl = dwfl_module_getsrc(mod, at);
+		const char *src = dl ? dwfl_lineinfo(dl, NULL, &line, NULL,
+						     NULL, NULL)
+				     : NULL;
+		file = src ? strdup(src) : NULL;
+	}
+	Dwarf_Addr bias = 0;
+	Dwarf_Die *cu = mod ? dwfl_module_addrdie(mod, at, &bias) : NULL;
+	Dwarf_Die *scopes = NULL;
+	int nscopes = cu ? dwarf_getscopes(cu, at - bias, &scopes) : 0;
+	int done = 0;
+	for (int i = 0; i < nscopes && !done && l->n < l->max; i++) {
+		int tag = dwarf_tag(&scopes[i]);
+		if (tag != DW_TAG_inlined_subroutine && tag != DW_TAG_subprogram)
+			continue;
+		struct cs_native_frame *f = frame_push(l);
+		if (!f)
+			break;
+		f->pc = pc;
+		f->function = die_name(&scopes[i]);
+		f->file = file;
+		f->line = line;
+		f->module = modname ? strdup(modname) : NULL;
+		if (tag == DW_TAG_inlined_subroutine) {
+			f->inlined = 1;
+			file = call_site(cu, &scopes[i], &line);
+		} else {
+			f->func_start = func_start;
+			if (!f->function) {
+				f->function = elf_name;
+				elf_name = NULL;
+			}
+			file = NULL;
+			done = 1;
+		}
+	}
+	free(scopes);
+	if (!done && l->n < l->max) {
+		struct cs_native_frame *f = frame_push(l);
+		if (f) {
+			f->pc = pc;
+			f->function = elf_name;
+			elf_name = NULL;
+			f->file = file;
+			file = NULL;
+			f->line = line;
+			f->module = modname ? strdup(modname) : NULL;
+			f->func_start = func_start;
+		}
+	}
+	free(file);
+	free(elf_name);
+	free(modname);
+}
+
+static void free_frames(struct cs_native_frame *frames, size_t n)
+{
+	for (size_t j = 0; j < n; j++) {
+		free(frames[j].function);
+		free(frames[j].file);
+		free(frames[j].module);
+	}
+	free(frames);
+}
+
+static void free_cached(void *p)
+{
+	struct frame_list *c = p;
+	free_frames(c->frames, c->n);
+	free(c);
+}
+
+static char *dup_or_null(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+/* pc's frames onto l. Threads share most of their code paths, so each
+ * address is symbolized once (DWARF scopes and lines are the costly part)
+ * and copied from then on. */
+static void symbolize(Dwfl *dwfl, struct u64map *cache, uint64_t pc,
+		      int activation, struct frame_list *l)
+{
+	/* A return address may be past the call's function: look up the
+	 * call instruction. */
+	uint64_t at = activation ? pc : pc - 1;
+	int found;
+	struct frame_list *c = u64map_get(cache, at + 1, &found);
+	if (!c && (c = calloc(1, sizeof(*c)))) {
+		c->max = 64; /* inlining depth at one address, at most */
+		symbolize_at(dwfl, pc, at, c);
+		if (!u64map_put(cache, at + 1, c)) {
+			free_cached(c);
+			c = NULL;
+		}
+	}
+	for (size_t i = 0; c && i < c->n && l->n < l->max; i++) {
+		struct cs_native_frame *f = frame_push(l);
+		if (!f)
+			return;
+		*f = c->frames[i];
+		f->pc = pc;
+		f->function = dup_or_null(f->function);
+		f->file = dup_or_null(f->file);
+		f->module = dup_or_null(f->module);
+	}
+}
+
+/* ---- unwinding ---- */
+
+struct raw_frame {
+	uint64_t pc;
+	int activation;
+};
+
+struct unwind {
+	Dwfl *dwfl;
+	struct cs_native_stacks *out;
+	const struct cs_core_thread *const *threads;
+	size_t max_frames;
+	struct raw_frame *raw;
+	size_t nraw;
+	struct u64map cache; /* address -> struct frame_list */
+};
+
+static int on_frame(Dwfl_Frame *state, void *arg)
+{
+	struct unwind *u = arg;
+	Dwarf_Addr pc;
+	bool activation;
+	if (!dwfl_frame_pc(state, &pc, &activation))
+		return DWARF_CB_ABORT;
+	if (u->nraw == u->max_frames)
+		return DWARF_CB_ABORT + 1; /* the limit, told apart below */
+	u->raw[u->nraw].pc = pc;
+	u->raw[u->nraw].activation = activation;
+	u->nraw++;
+	return DWARF_CB_OK;
+}
+
+/* Did the unwind reach a thread's first function (_start, clone3)? */
+static int ends_naturally(struct unwind *u, Dwfl_Thread *thread)
+{
+	if (u->nraw == 0)
+		return 0;
+	struct raw_frame *last = &u->raw[u->nraw - 1];
+	uint64_t at = last->activation ? last->pc : last->pc - 1;
+	Dwfl_Module *mod = dwfl_addrmodule(dwfl_thread_dwfl(thread), at);
+	GElf_Off off;
+	GElf_Sym sym;
+	const char *name = mod ? dwfl_module_addrinfo(mod, at, &off, &sym,
+						      NULL, NULL, NULL)
+			       : NULL;
+	return name && (strcmp(name, "_start") == 0 ||
+			strncmp(name, "__clone", 7) == 0 ||
+			strcmp(name, "clone") == 0 ||
+			strcmp(name, "start_thread") == 0);
+}
+
+static int on_thread(Dwfl_Thread *thread, void *arg)
+{
+	struct unwind *u = arg;
+	pid_t tid = dwfl_thread_tid(thread);
+	struct cs_native_thread *t = NULL;
+	for (size_t i = 0; i < u->out->nthreads; i++)
+		if (u->out->threads[i].tid == tid && !u->out->threads[i].frames)
+			t = &u->out->threads[i];
+	if (!t)
+		return DWARF_CB_OK;
+	u->nraw = 0;
+	int rc = dwfl_thread_getframes(thread, on_frame, u);
+	if (rc == DWARF_CB_ABORT + 1)
+		t->truncated = 1;
+	/* libdwfl also ends a complete unwind with an error (no return
+	 * address past _start or clone3); only an early end is reported. */
+	else if (rc == -1 && !ends_naturally(u, thread) &&
+		 asprintf(&t->error, "%s", dwfl_errmsg(-1)) < 0)
+		t->error = NULL;
+	struct frame_list l = {.max = u->max_frames};
+	for (size_t i = 0; i < u->nraw && l.n < l.max; i++)
+		symbolize(u->dwfl, &u->cache, u->raw[i].pc, u->raw[i].activation,
+			  &l);
+	t->frames = l.frames;
+	t->nframes = l.n;
+	return DWARF_CB_OK;
+}
+
+static char *debuginfo_path_of(const char *const *debug_dirs)
+{
+	size_t len = sizeof(":.debug");
+	for (size_t i = 0; debug_dirs && debug_dirs[i]; i++)
+		len += strlen(debug_dirs[i]) + 1;
+	char *p = malloc(len + sizeof(":/usr/lib/debug"));
+	if (!p)
+		return NULL;
+	strcpy(p, ":.debug");
+	for (size_t i = 0; debug_dirs && debug_dirs[i]; i++) {
+		strcat(p, ":");
+		strcat(p, debug_dirs[i]);
+	}
+	if (!debug_dirs)
+		strcat(p, ":/usr/lib/debug");
+	return p;
+}
+
+struct cs_error *cs_native_unwind(const struct cs_image *img,
+				  const struct rv_target *mem,
+				  const struct cs_core_thread *const *threads,
+				  size_t nthreads,
+				  const char *const *debug_dirs,
+				  size_t max_frames,
+				  struct cs_native_stacks **ret)
+{
+	*ret = NULL;
+	struct cs_native_stacks *out = calloc(1, sizeof(*out));
+	char *debuginfo_path = debuginfo_path_of(debug_dirs);
+	struct unwind u = {.out = out, .threads = threads,
+			   .max_frames = max_frames ? max_frames : 1};
+	u.raw = calloc(u.max_frames, sizeof(*u.raw));
+	if (out)
+		out->threads = calloc(nthreads + 1, sizeof(*out->threads));
+	if (!out || !debuginfo_path || !u.raw || !out->threads) {
+		free(debuginfo_path);
+		free(u.raw);
+		cs_native_destroy(out);
+		return &cs_error_nomem;
+	}
+	out->nthreads = nthreads;
+	for (size_t i = 0; i < nthreads; i++)
+		out->threads[i].tid = threads[i]->tid;
+	Dwfl_Callbacks callbacks = {
+		.find_elf = dwfl_build_id_find_elf,
+		.find_debuginfo = dwfl_standard_find_debuginfo,
+		.debuginfo_path = &debuginfo_path,
+	};
+	struct native_session ns = {.mem = mem, .threads = threads,
+				    .nthreads = nthreads};
+	struct cs_error *err = NULL;
+	Dwfl *dwfl = dwfl_begin(&callbacks);
+	if (!dwfl) {
+		err = cs_error_create(CS_ERR_OS, "native unwinder: %s",
+				      dwfl_errmsg(-1));
+		goto done;
+	}
+	u.dwfl = dwfl;
+	dwfl_report_begin(dwfl);
+	for (size_t i = 0; i < img->ops->mapping_count(img->priv); i++) {
+		const struct cs_core_mapping *m = img->ops->mapping_at(img->priv, i);
+		if (m->file_offset == 0)
+			report_module(dwfl, img, m);
+	}
+	dwfl_report_end(dwfl, NULL, NULL);
+	int pid = nthreads ? threads[0]->tid : 1;
+	if (!dwfl_attach_state(dwfl, NULL, pid, &thread_callbacks, &ns)) {
+		err = cs_error_create(CS_ERR_FORMAT,
+				      "%s: native unwinder: %s", img->name,
+				      dwfl_errmsg(-1));
+		goto done;
+	}
+	if (dwfl_getthreads(dwfl, on_thread, &u) == -1) {
+		err = cs_error_create(CS_ERR_FORMAT,
+				      "%s: native unwinder: %s", img->name,
+				      dwfl_errmsg(-1));
+	}
+done:
+	if (dwfl)
+		dwfl_end(dwfl);
+	free(debuginfo_path);
+	free(u.raw);
+	u64map_free(&u.cache, free_cached);
+	if (err) {
+		cs_native_destroy(out);
+		return err;
+	}
+	*ret = out;
+	return NULL;
+}
+
+void cs_native_destroy(struct cs_native_stacks *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; s->threads && i < s->nthreads; i++) {
+		struct cs_native_thread *t = &s->threads[i];
+		free_frames(t->frames, t->nframes);
+		free(t->error);
+	}
+	free(s->threads);
+	free(s);
+}
+
+const struct cs_native_thread *
+cs_native_thread_of(const struct cs_native_stacks *s, int64_t tid)
+{
+	for (size_t i = 0; s && i < s->nthreads; i++)
+		if (s->threads[i].tid == tid)
+			return &s->threads[i];
+	return NULL;
+}

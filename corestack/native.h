@@ -1,0 +1,60 @@
+/* Native (C) stacks of every thread of a process image: unwound with the
+ * DWARF CFI of the loaded modules and symbolized with function, file:line
+ * and inlined frames. libdwfl does the unwinding and the lookups; this
+ * interface is all the rest of corestack sees of it.
+ *
+ * Memory and registers come from our own target (the core reader or the
+ * paused live process), so a core's missing pages, --sysroot,
+ * --lib-search-path and compressed cores work as for the Ruby stacks.
+ * Modules whose file on disk has another build-id than the one in memory
+ * are left out (their CFI would be wrong): frames in them show no symbol. */
+#ifndef CS_CORESTACK_NATIVE_H
+#define CS_CORESTACK_NATIVE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../rubyvm/target.h"
+#include "core.h"
+#include "image.h"
+
+struct cs_native_frame {
+	uint64_t pc;          /* as unwound: a return address past frame 0 */
+	uint64_t func_start;  /* the function's entry (ELF symbol); 0 unknown */
+	char *function;       /* NULL when unknown */
+	char *file;           /* NULL when unknown */
+	int line;             /* 0 when unknown */
+	char *module;         /* basename of the module file; NULL: none */
+	int inlined;          /* inlined into the next (outer) frame */
+};
+
+struct cs_native_thread {
+	int tid;
+	struct cs_native_frame *frames; /* innermost first */
+	size_t nframes;
+	int truncated;        /* stopped at the frame limit */
+	char *error;          /* NULL, or why the unwind stopped early */
+};
+
+struct cs_native_stacks {
+	struct cs_native_thread *threads; /* in the order given */
+	size_t nthreads;
+};
+
+/* Unwind threads[0..nthreads) (registers as in a core's NT_PRSTATUS) of
+ * the process img describes, reading memory through mem. debug_dirs as
+ * for dw_module_open (may be NULL). At most max_frames per thread. */
+struct cs_error *cs_native_unwind(const struct cs_image *img,
+				  const struct rv_target *mem,
+				  const struct cs_core_thread *const *threads,
+				  size_t nthreads,
+				  const char *const *debug_dirs,
+				  size_t max_frames,
+				  struct cs_native_stacks **ret);
+void cs_native_destroy(struct cs_native_stacks *s);
+
+/* The thread with that tid, or NULL. */
+const struct cs_native_thread *
+cs_native_thread_of(const struct cs_native_stacks *s, int64_t tid);
+
+#endif

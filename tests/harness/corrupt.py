@@ -1,0 +1,274 @@
+"""Corrupt target memory: frames whose values fail a sanity check are marked
+unreliable with the reason, and the rest of the walk goes on.
+
+Each test patches a few bytes of a real fixture core in place (restored
+afterwards), at places found from corestack's own JSON (frame addresses) and
+from the layout corestack resolves from the Ruby's DWARF (`--layout`), so
+the tests carry no CRuby offsets of their own:
+
+    RUBY/corrupt/pointer  a control frame's iseq pointer aimed outside every
+                          mapping: that frame says why, the others are intact
+    RUBY/corrupt/line     every line-table entry of a frame's iseq set past
+                          the iseq's last line: "line N outside the iseq's lines"
+    RUBY/corrupt/string   a byte of a frame's label made invalid UTF-8: the
+                          frame says so, and the JSON stays valid UTF-8
+    RUBY/limits/max-output  the output budget (--max-output, by default tied to
+                          the core's size) stops the walk: exit 1, the stacks
+                          read so far kept and equal to the full report's, the
+                          rest marked as cut by the budget
+"""
+
+import json
+import os
+import re
+import struct
+import subprocess
+
+from . import compare
+
+BAD_LINE = 999999
+UNMAPPED = 0x10   # the zero page is never mapped
+
+
+class CoreFile:
+    """Read and patch a core's memory by virtual address (PT_LOAD data only)."""
+
+    def __init__(self, path):
+        self.path = path
+        self.loads = []
+        with open(path, "rb") as f:
+            ehdr = f.read(64)
+            if ehdr[:4] != b"\x7fELF" or ehdr[4] != 2:
+                raise ValueError("%s is not an ELF64 file" % path)
+            phoff, = struct.unpack_from("<Q", ehdr, 32)
+            phentsize, phnum = struct.unpack_from("<HH", ehdr, 54)
+            f.seek(phoff)
+            table = f.read(phentsize * phnum)
+        for i in range(phnum):
+            p_type, _, p_offset, p_vaddr, _, p_filesz = struct.unpack_from(
+                "<IIQQQQ", table, i * phentsize)
+            if p_type == 1 and p_filesz:
+                self.loads.append((p_vaddr, p_offset, p_filesz))
+        self.saved = []   # (file offset, original bytes), newest last
+
+    def offset(self, addr, size):
+        for vaddr, off, filesz in self.loads:
+            if vaddr <= addr and addr + size <= vaddr + filesz:
+                return off + addr - vaddr
+        raise LookupError("0x%x (+%d) is not in %s" % (addr, size, self.path))
+
+    def read(self, addr, size):
+        with open(self.path, "rb") as f:
+            f.seek(self.offset(addr, size))
+            return f.read(size)
+
+    def u64(self, addr):
+        return struct.unpack("<Q", self.read(addr, 8))[0]
+
+    def uint(self, addr, size):
+        return int.from_bytes(self.read(addr, size), "little")
+
+    def write(self, addr, data):
+        off = self.offset(addr, len(data))
+        with open(self.path, "r+b") as f:
+            f.seek(off)
+            self.saved.append((off, f.read(len(data))))
+            f.seek(off)
+            f.write(data)
+
+    def restore(self):
+        with open(self.path, "r+b") as f:
+            while self.saved:
+                off, data = self.saved.pop()
+                f.seek(off)
+                f.write(data)
+
+
+def layout_of(corestack, module, timeout):
+    """corestack --layout MODULE -> {item: (value, size or None)}."""
+    res = subprocess.run([corestack, "--no-cache", "--layout", module], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, timeout=timeout)
+    if res.returncode != 0:
+        raise RuntimeError("corestack --layout %s: exit %d: %s" % (
+            module, res.returncode, res.stderr.strip()[:200]))
+    items = {}
+    for line in res.stdout.splitlines():
+        m = re.match(r"(\w+)\s+(dwarf|macro|fallback|cache)\s+(-?\d+)(?:\s+size\s+(\d+))?", line)
+        if m:
+            items[m.group(1)] = (int(m.group(3)), int(m.group(4)) if m.group(4) else None)
+    return items
+
+
+def run_json(corestack, core, exe, timeout):
+    """-> (exit status, report dict or None, raw stdout bytes, stderr text)."""
+    res = subprocess.run([corestack, "--json", core, exe], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, timeout=timeout)
+    try:
+        report = json.loads(res.stdout.decode("utf-8"))
+    except ValueError:
+        report = None
+    return res.returncode, report, res.stdout, res.stderr.decode("utf-8", "replace")
+
+
+def target_frame(report, scenario_file):
+    """(thread index, frame index) of the first Ruby frame of the scenario's
+    own file that runs a plain method (its label a heap String)."""
+    for ti, t in enumerate(report.get("threads", [])):
+        for fi, f in enumerate(t["frames"]):
+            if f["kind"] == "ruby" and f.get("iseq") and \
+                    (f.get("path") or "").endswith(scenario_file) and \
+                    re.fullmatch(r"[a-z_]\w*", f.get("label") or ""):
+                return ti, fi
+    raise RuntimeError("no frame of a method of %s in the report" % scenario_file)
+
+
+def check_marked(corestack, core, exe, timeout, baseline, where, reason_re, same_iseq=False):
+    """The patched core: exit 1, the frame at where marked with reason_re, the
+    other frames as in baseline, except C frames that took their location
+    from the broken frame, which must say so."""
+    rc, report, raw, err = run_json(corestack, core, exe, timeout)
+    san = [l for l in err.splitlines() if "Sanitizer" in l or "runtime error" in l]
+    if san:
+        return "sanitizer report: %s" % san[0]
+    if report is None:
+        return "stdout is not valid UTF-8 JSON: %s" % compare.show(raw[:200])
+    if rc != 1:
+        return "exit status %d, expected 1 (partial); stderr: %s" % (rc, err.strip()[:200])
+    if report.get("complete") is not False:
+        return "complete is %s, expected false" % report.get("complete")
+    ti, index = where
+    frames, before = report["threads"][ti]["frames"], baseline["threads"][ti]["frames"]
+    if len(frames) != len(before):
+        return "the thread has %d frames, %d before the patch" % (len(frames), len(before))
+    error = frames[index].get("error") or ""
+    if not re.search(reason_re, error):
+        return "frame %d error is %s, expected /%s/" % (index, compare.show(error), reason_re)
+    iseq = before[index].get("iseq")
+    callee_cfuncs = set()
+    for i in range(index - 1, -1, -1):
+        if before[i]["kind"] != "cfunc":
+            break
+        callee_cfuncs.add(i)
+    for i, (f, b) in enumerate(zip(frames, before)):
+        if i == index or (same_iseq and b.get("iseq") == iseq):
+            continue
+        if i in callee_cfuncs and f.get("error"):
+            continue
+        for key in ("label", "path", "lineno", "error"):
+            if f.get(key) != b.get(key):
+                return "frame %d %s changed: %s -> %s" % (
+                    i, key, compare.show(b.get(key)), compare.show(f.get(key)))
+    text = subprocess.run([corestack, core, exe], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, timeout=timeout)
+    if b"<unreliable: " not in text.stdout:
+        return "the text output does not mark the frame <unreliable: ...>"
+    return None
+
+
+def patch_pointer(cf, layout, frame):
+    cf.write(int(frame["cfp"], 16) + layout["cfp_iseq"][0], struct.pack("<Q", UNMAPPED))
+    return r"cannot read \d+ bytes at 0x[0-9a-f]+: (not in the core|outside)"
+
+
+def patch_line(cf, layout, frame):
+    body = cf.u64(int(frame["iseq"], 16) + layout["iseq_body"][0])
+    entries = cf.u64(body + layout["body_insns_body"][0])
+    count = cf.uint(body + layout["body_insns_size"][0], layout["body_insns_size"][1])
+    if not 0 < count < 100000:
+        raise RuntimeError("implausible line table size %d" % count)
+    step, (at, size) = layout["insn_info_size"][0], layout["insn_info_line_no"]
+    for i in range(count):
+        cf.write(entries + i * step + at, BAD_LINE.to_bytes(size, "little"))
+    return r"line %d outside the iseq's lines \d+-\d+" % BAD_LINE
+
+
+def patch_string(cf, layout, frame):
+    """Find the label's bytes in its String (inside the object, or behind one
+    of its words) and break the first one."""
+    body = cf.u64(int(frame["iseq"], 16) + layout["iseq_body"][0])
+    string = cf.u64(body + layout["body_label"][0])
+    want = frame["label"].encode()
+    obj = cf.read(string, 64)
+    places = [string + obj.find(want)] if obj.find(want) >= 0 else []
+    for (word,) in struct.iter_unpack("<Q", obj):
+        try:
+            if not places and cf.read(word, len(want)) == want:
+                places.append(word)
+        except LookupError:
+            continue
+    if not places:
+        raise RuntimeError("label %r not found in the String at 0x%x" % (frame["label"], string))
+    cf.write(places[0], b"\xff")
+    return r"label is not valid UTF-8"
+
+
+PATCHES = (("pointer", patch_pointer, False), ("line", patch_line, True),
+           ("string", patch_string, True))
+
+
+BUDGET = 3000   # bytes: about fifteen frames
+
+
+def check_budget(corestack, cap, baseline, timeout):
+    res = subprocess.run([corestack, "--json", "--max-output", str(BUDGET), cap.core, cap.exe],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
+    try:
+        report = json.loads(res.stdout.decode("utf-8"))
+    except ValueError:
+        return "stdout is not JSON: %s" % compare.show(res.stdout[:200])
+    if res.returncode != 1:
+        return "exit status %d, expected 1 (partial)" % res.returncode
+    threads, full = report.get("threads", []), baseline["threads"]
+    if len(threads) != len(full):
+        return "%d threads, %d without the budget" % (len(threads), len(full))
+    kept = sum(len(t["frames"]) for t in threads)
+    if kept == 0 or kept >= sum(len(t["frames"]) for t in full):
+        return "%d frames kept: the budget cut nothing or everything" % kept
+    cut = [t for t in threads if re.search(r"budget", t.get("error") or "")]
+    if not cut or not all(t.get("truncated") for t in cut):
+        return "no thread says the budget stopped it (truncated and an error naming it)"
+    for t, f in zip(threads, full):
+        # A C frame cut off from its caller has no location to show.
+        for got, want in zip(t["frames"], f["frames"]):
+            if got["label"] != want["label"] or \
+                    (got["kind"] == "ruby" and got["lineno"] != want["lineno"]):
+                return "thread %s: frame %s, %s without the budget" % (
+                    compare.show(t.get("name")), compare.show(got["label"]), compare.show(want["label"]))
+    return None
+
+
+def corrupt_tests(rep, selected, ruby, cap, corestack, timeout):
+    """The three patches on one Ruby's threads core (a run.py Capture)."""
+    names = ["%s/corrupt/%s" % (ruby, n) for n, _, _ in PATCHES]
+    budget_name = "%s/limits/max-output" % ruby
+    if not any(selected(n) for n in names + [budget_name]):
+        return
+    try:
+        rc, baseline, _, err = run_json(corestack, cap.core, cap.exe, timeout)
+        if rc != 0 or baseline is None:
+            raise RuntimeError("the unpatched core: exit %d: %s" % (rc, err.strip()[:200]))
+        layout = layout_of(corestack, baseline["process"]["ruby_module"], timeout)
+        where = target_frame(baseline, os.path.basename(cap.scenario) + ".rb")
+    except (RuntimeError, KeyError, OSError, subprocess.SubprocessError) as exc:
+        for n in names + [budget_name]:
+            if selected(n):
+                rep.result(n, "setup: %s" % exc)
+        return
+    if selected(budget_name):
+        try:
+            rep.result(budget_name, check_budget(corestack, cap, baseline, timeout))
+        except (OSError, subprocess.SubprocessError) as exc:
+            rep.result(budget_name, "setup: %s" % exc)
+    frame = baseline["threads"][where[0]]["frames"][where[1]]
+    for (what, patch, same_iseq), name in zip(PATCHES, names):
+        if not selected(name):
+            continue
+        cf = CoreFile(cap.core)
+        try:
+            reason = patch(cf, layout, frame)
+            rep.result(name, check_marked(corestack, cap.core, cap.exe, timeout,
+                                          baseline, where, reason, same_iseq))
+        except (RuntimeError, LookupError, KeyError, OSError, subprocess.SubprocessError) as exc:
+            rep.result(name, "setup: %s" % exc)
+        finally:
+            cf.restore()

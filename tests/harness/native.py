@@ -1,0 +1,588 @@
+"""Tests of issue 5: cores from another machine (--sysroot, --lib-search-path,
+compressed cores, mismatched files). Called from run.py's main(); names are
+listed in run.py's docstring.
+
+The "other machine" is simulated honestly: the 3.3 fixture Ruby is copied to
+W/machine/prefix, the crash scenario runs from that copy (LD_LIBRARY_PATH
+points at the copy's lib, so its libruby is the one mapped) and the kernel
+writes its core; then W/machine moves to W/sysroot/W/machine and every
+other file the core names is copied into W/sysroot too. The paths the core
+names no longer exist on this machine.
+"""
+
+import contextlib
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import time
+import urllib.error
+import urllib.request
+
+from . import compare, procs
+
+REMOTE_TESTS = ("remote/no-sysroot", "remote/sysroot", "remote/lib-search-path",
+                "remote/mismatched-library", "remote/core-zst", "remote/core-gz",
+                "remote/core-xz", "remote/core-zst-cut", "remote/sysroot-native")
+REMOTE_RUBY = "3.3"
+
+
+@contextlib.contextmanager
+def extra_env(env):
+    """os.environ with env added (what scenario and tool runs inherit)."""
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def nt_file_paths(core):
+    """The file names of a core's NT_FILE note (x86-64 ELF64 LE)."""
+    paths = []
+    with open(core, "rb") as f:
+        eh = f.read(64)
+        phoff, = struct.unpack_from("<Q", eh, 32)
+        phentsize, phnum = struct.unpack_from("<HH", eh, 54)
+        f.seek(phoff)
+        phdrs = f.read(phentsize * phnum)
+        for i in range(phnum):
+            p_type, _, p_offset, _, _, p_filesz = struct.unpack_from(
+                "<IIQQQQ", phdrs, i * phentsize)
+            if p_type != 4:   # PT_NOTE
+                continue
+            f.seek(p_offset)
+            notes = f.read(p_filesz)
+            pos = 0
+            while pos + 12 <= len(notes):
+                namesz, descsz, ntype = struct.unpack_from("<III", notes, pos)
+                desc = pos + 12 + ((namesz + 3) & ~3)
+                if ntype == 0x46494c45:   # NT_FILE
+                    count, = struct.unpack_from("<Q", notes, desc)
+                    names = notes[desc + 16 + 24 * count:desc + descsz]
+                    paths += [n.decode("utf-8", "replace")
+                              for n in names.split(b"\0")[:count]]
+                pos = desc + ((descsz + 3) & ~3)
+    return paths
+
+
+def copy_into_root(path, root):
+    dst = root + path
+    if os.path.exists(dst) or not os.path.isfile(path):
+        return
+    os.makedirs(os.path.dirname(dst), exist_ok=True)
+    shutil.copy2(path, dst)
+
+
+def run_copied_ruby(run, prefix_copy, workdir, args):
+    """The crash scenario from the copied Ruby -> Capture (kernel core)."""
+    with extra_env({"LD_LIBRARY_PATH": os.path.join(prefix_copy, "lib")}):
+        results = run.capture_all(REMOTE_RUBY, os.path.join(prefix_copy, "bin", "ruby"),
+                                  ["crash"], workdir, True, None, args.timeout)
+    cap = results["crash"]
+    if isinstance(cap, procs.Failure):
+        raise cap
+    return cap
+
+
+def check_warned(res, cap, run, path):
+    """Exit 1 (partial), one stderr line naming the file and its build-id,
+    the same warning in the report, and the stacks still the oracle's."""
+    reason = run.check_unusable(res, [path], (1,), r"build-id", "'build-id'")
+    if reason:
+        return reason
+    report, reason = compare.parse_report(res[1])
+    if reason:
+        return reason
+    if not any(path in w for w in report.get("warnings", [])):
+        return "no warning naming %s in the report: %s" % (
+            path, compare.show(report.get("warnings")))
+    return (compare.check_process(report, cap.oracle, cap.signal_number)
+            or compare.compare_threads(report, cap.oracle))
+
+
+def remote_tests(rep, selected, args, prefixes, workdir, run):
+    names = [n for n in REMOTE_TESTS if selected(n)]
+    if not names:
+        return
+    prefix = prefixes.get(REMOTE_RUBY)
+    if not isinstance(prefix, str):
+        for n in names:
+            rep.skip(n, "needs the %s fixture Ruby (%s)" % (
+                REMOTE_RUBY, "not in --rubies" if REMOTE_RUBY not in args.rubies else "not built"))
+        return
+    cs, timeout = args.corestack, args.timeout
+    base = os.path.join(workdir, "remote")
+    machine = os.path.join(base, "machine")
+    root = os.path.join(base, "sysroot")
+    try:
+        shutil.rmtree(base, ignore_errors=True)
+        shutil.copytree(prefix, os.path.join(machine, "prefix"), symlinks=True)
+        cap = run_copied_ruby(run, os.path.join(machine, "prefix"),
+                              os.path.join(base, "run"), args)
+        os.makedirs(os.path.dirname(root + machine), exist_ok=True)
+        os.rename(machine, root + machine)
+        for path in set(nt_file_paths(cap.core)):
+            copy_into_root(path, root)
+    except (procs.Failure, OSError, subprocess.SubprocessError, struct.error) as exc:
+        for n in names:
+            rep.result(n, "setup: %s" % exc)
+        return
+    exe_path = os.path.join(machine, "prefix", "bin", "ruby")
+    cap.exe = None
+
+    if selected("remote/no-sysroot"):
+        # The core's paths are gone: unusable, and the message says how.
+        res = procs.run_tool([cs, "--json", cap.core], timeout)
+        rep.result("remote/no-sysroot", run.check_unusable(
+            res, [exe_path], (2,), r"--sysroot", "'--sysroot'"))
+    if selected("remote/sysroot"):
+        res = procs.run_tool([cs, "--json", "--sysroot", root, cap.core], timeout)
+        rep.result("remote/sysroot", run.check_oracle(res, cap))
+    if selected("remote/sysroot-native"):
+        # Native frames too come from the files under the root.
+        res = procs.run_tool([cs, "--json", "--native", "--sysroot", root, cap.core], timeout)
+        reason = run.check_oracle(res, cap) or check_rb_bug(res)
+        rep.result("remote/sysroot-native", reason)
+    if selected("remote/lib-search-path"):
+        dirs = ":".join([os.path.join(base, "nowhere"),
+                         root + os.path.join(machine, "prefix", "bin"),
+                         root + os.path.join(machine, "prefix", "lib")])
+        res = procs.run_tool([cs, "--json", "--lib-search-path", dirs, cap.core], timeout)
+        rep.result("remote/lib-search-path", run.check_oracle(res, cap))
+    if selected("remote/mismatched-library"):
+        # libm replaced by another library in the root: warned, not used.
+        reason = None
+        libm = next((p for p in nt_file_paths(cap.core)
+                     if os.path.basename(p).startswith("libm.so")), None)
+        other = next((p for p in nt_file_paths(cap.core)
+                      if os.path.basename(p).startswith("libz.so")
+                      or os.path.basename(p).startswith("libcrypt.so")), None)
+        if not libm or not other:
+            reason = "setup: the core maps no libm and no libz/libcrypt to swap in"
+        else:
+            saved = root + libm + ".right"
+            os.rename(root + libm, saved)
+            shutil.copy2(other, root + libm)
+            try:
+                res = procs.run_tool([cs, "--json", "--sysroot", root, cap.core], timeout)
+            finally:
+                os.replace(saved, root + libm)
+            reason = check_warned(res, cap, run, root + libm)
+        rep.result("remote/mismatched-library", reason)
+    for kind, argv in (("zst", ["zstd", "-q", "-c"]), ("gz", ["gzip", "-c"]),
+                       ("xz", ["xz", "-0", "-T2", "-c"])):
+        name = "remote/core-" + kind
+        if not selected(name) and not (kind == "zst" and selected("remote/core-zst-cut")):
+            continue
+        # No suffix: the kind is read from the magic bytes, not the name.
+        packed = os.path.join(base, "packed-" + kind)
+        with open(cap.core, "rb") as fin, open(packed, "wb") as fout:
+            res = subprocess.run(argv, stdin=fin, stdout=fout, stderr=subprocess.PIPE,
+                                 timeout=600)
+        if res.returncode != 0:
+            rep.result(name, "setup: %s failed: %s" % (argv[0], res.stderr[:200]))
+            continue
+        if selected(name):
+            res = procs.run_tool([cs, "--json", "--sysroot", root, packed], timeout)
+            rep.result(name, run.check_oracle(res, cap))
+        if kind == "zst" and selected("remote/core-zst-cut"):
+            # A compressed core cut off at half: what inflated is read as a
+            # truncated core (exit 1 or 2, one line), never a crash.
+            cut = packed + "-cut"
+            run.copy_prefix(packed, cut, os.path.getsize(packed) // 2)
+            res = procs.run_tool([cs, "--json", "--sysroot", root, cut], timeout)
+            rep.result("remote/core-zst-cut", run.check_unusable(
+                res, [cut], (1, 2), r"truncated", "'truncated'"))
+
+
+DEBUGINFO_TESTS = ("debuginfo/debuginfod", "debuginfo/debug-dir-debuglink",
+                   "debuginfo/no-debug-message")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Debuginfod:
+    """A debuginfod server on loopback serving one directory, with a private
+    database; killed on exit."""
+
+    def __init__(self, serve_dir, workdir, build_id, timeout=60):
+        self.port = free_port()
+        self.log = os.path.join(workdir, "debuginfod.log")
+        with open(self.log, "wb") as log:
+            self.proc = subprocess.Popen(
+                ["debuginfod", "-F", serve_dir, "-d", os.path.join(workdir, "debuginfod.sqlite"),
+                 "-p", str(self.port), "-t", "0", "-g", "0"],
+                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                start_new_session=True)
+        self.url = "http://127.0.0.1:%d" % self.port
+        deadline = time.monotonic() + timeout
+        want = "%s/buildid/%s/debuginfo" % (self.url, build_id)
+        while True:
+            try:
+                with urllib.request.urlopen(want, timeout=5) as r:   # debuginfod: GET only
+                    if r.status == 200:
+                        return
+            except (OSError, urllib.error.URLError):
+                pass
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.close()
+                raise procs.Failure("debuginfod did not serve %s within %d s: %s" % (
+                    want, timeout, procs.tail(self.log)))
+            time.sleep(0.3)
+
+    def close(self):
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def debuginfo_tests(rep, selected, args, captures, workdir, run):
+    """The static 3.3 Ruby's DWARF split off and the binary stripped: found
+    by .gnu_debuglink under --debug-dir, from a local debuginfod; with no
+    debug info anywhere, one line naming the file, its build-id and the
+    ways to get it."""
+    names = [n for n in DEBUGINFO_TESTS if selected(n)]
+    if not names:
+        return
+    cap = captures.get(("3.3-static", "threads"))
+    if not isinstance(cap, run.Capture):
+        for n in names:
+            rep.skip(n, "needs the 3.3-static/threads core")
+        return
+    cs, timeout = args.corestack, args.timeout
+    base = os.path.join(workdir, "debuginfo5")
+    try:
+        shutil.rmtree(base, ignore_errors=True)
+        stripped, debug, build_id = run.split_debug(cap.exe, os.path.join(base, "split"))
+        # Away from the debuglink's reach next to the binary.
+        serve = os.path.join(base, "serve")
+        os.makedirs(serve)
+        kept = os.path.join(serve, "ruby.debug")
+        os.rename(debug, kept)
+    except (procs.Failure, OSError, subprocess.SubprocessError) as exc:
+        for n in names:
+            rep.result(n, "setup: %s" % exc)
+        return
+    if selected("debuginfo/no-debug-message"):
+        res = procs.run_tool([cs, "--json", "--no-cache", cap.core, stripped], timeout)
+        reason = run.check_unusable(res, [stripped], (2,), r"DWARF", "'DWARF'")
+        for word in (build_id, "DEBUGINFOD_URLS", "debug package", "-g"):
+            if not reason and word not in res[2]:
+                reason = "stderr does not say %r: %s" % (word, run.first_line(res[2]))
+        rep.result("debuginfo/no-debug-message", reason)
+    if selected("debuginfo/debug-dir-debuglink"):
+        # DIR + the binary's directory + the debuglink name, as GDB looks.
+        tree = os.path.join(base, "debug-tree")
+        target = tree + os.path.join(os.path.dirname(stripped), "ruby.debug")
+        os.makedirs(os.path.dirname(target))
+        shutil.copyfile(kept, target)
+        res = procs.run_tool([cs, "--json", "--no-cache", "--debug-dir", tree, cap.core,
+                              stripped], timeout)
+        rep.result("debuginfo/debug-dir-debuglink", run.check_oracle(res, cap))
+    if selected("debuginfo/debuginfod"):
+        try:
+            with Debuginfod(serve, base, build_id) as server:
+                with extra_env({"DEBUGINFOD_URLS": server.url,
+                                "DEBUGINFOD_CACHE_PATH": os.path.join(base, "client-cache")}):
+                    res = procs.run_tool([cs, "--json", "--no-cache", cap.core, stripped],
+                                         timeout)
+            reason = run.check_oracle(res, cap)
+            if not reason and not os.listdir(os.path.join(base, "client-cache")):
+                reason = "nothing was fetched into the debuginfod client cache"
+        except (procs.Failure, OSError, subprocess.SubprocessError) as exc:
+            reason = "setup: %s" % exc
+        rep.result("debuginfo/debuginfod", reason)
+
+
+# --- --native on a C extension ------------------------------------------------
+
+NATIVE_DIR = os.path.join(procs.ROOT, "fixtures", "native")
+NATIVE_CHECKS = ("pause-merged", "pause-eu-stack", "pause-live", "native-all",
+                 "segv-merged", "segv-crash-context", "segv-eu-stack", "rb-bug")
+
+
+def native_test_names(ruby):
+    return ["%s/native/%s" % (ruby, n) for n in NATIVE_CHECKS]
+
+
+def build_extension(ruby_exe, outdir):
+    """nativetest.so for the fixture Ruby (see the note in nativetest.c: it
+    declares the three C API functions it calls)."""
+    os.makedirs(outdir, exist_ok=True)
+    so = os.path.join(outdir, "nativetest.so")
+    res = subprocess.run(["cc", "-shared", "-fPIC", "-g", "-O1", "-pthread",
+                          os.path.join(NATIVE_DIR, "nativetest.c"), "-o", so],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
+    if res.returncode != 0:
+        raise procs.Failure("building nativetest.so: %s" % res.stdout.strip()[-300:])
+    return outdir
+
+
+def run_native_program(ruby_exe, mode, extdir, workdir, timeout, corestack):
+    """native.rb in MODE -> (core, oracle frames, live run). pause: gcore of
+    the blocked program, after corestack --native --pid on it; segv: the
+    kernel's core."""
+    with extra_env({"NATIVE_MODE": mode, "NATIVE_EXT": extdir}):
+        run = procs.Scenario(ruby_exe, os.path.join(NATIVE_DIR, "native.rb"), workdir,
+                             mode == "segv")
+    live = None
+    try:
+        run.wait_oracle(timeout)
+        with open(run.oracle_path) as f:
+            oracle = json.load(f)["frames"]
+        if mode == "segv":
+            run.wait_exit(timeout)
+            core = procs.kernel_core(run)
+        else:
+            time.sleep(0.5)   # from writing the oracle into pause()
+            live = procs.run_tool([corestack, "--json", "--native", "--pid", str(run.pid)],
+                                  timeout)
+            core = procs.gcore(run.pid, os.path.join(workdir, "core"), 120)
+    finally:
+        run.kill()
+    return core, oracle, live
+
+
+def eu_stack(core):
+    """eu-stack --core: {tid: [(pc, name)]}."""
+    res = subprocess.run(["eu-stack", "--core", core], stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, text=True, timeout=300,
+                         env=procs.quiet_env())
+    threads, cur = {}, None
+    for line in res.stdout.splitlines():
+        m = re.match(r"TID (\d+):", line)
+        if m:
+            cur = threads.setdefault(int(m.group(1)), [])
+            continue
+        m = re.match(r"#\d+\s+0x([0-9a-f]+)\s*(\S*)", line)
+        if m and cur is not None:
+            cur.append((int(m.group(1), 16), m.group(2)))
+    return threads
+
+
+def plain_name(name):
+    """An ELF symbol name as the DWARF names the function."""
+    name = name.split("@")[0]
+    return re.sub(r"(\.(cold|constprop|isra|part|lto_priv)(\.\d+)?)+$", "", name)
+
+
+def the_thread(report, c_label):
+    for t in report.get("threads", []):
+        if any(f.get("kind") == "cfunc" and f.get("label") == c_label
+               for f in t.get("frames", [])):
+            return t
+    return None
+
+
+def check_merged(res, oracle, c_label, c_function, innermost_cfunc):
+    """Exit 0; the thread's Ruby frames are the oracle's; merged holds every
+    Ruby frame in order, the C methods on their C functions, native frames
+    (rb_yield...) between the block and call_block."""
+    report, reason = run_json(res)
+    if reason:
+        return reason
+    t = the_thread(report, c_label)
+    if not t:
+        return "no thread with the C method %r" % c_label
+    got = [[f.get("label"), f.get("path"), f.get("lineno")] for f in t["frames"]]
+    if got != oracle:
+        return "Ruby frames %s, oracle %s" % (compare.show(got), compare.show(oracle))
+    if t.get("merge_error"):
+        return "not merged: %s" % t["merge_error"]
+    merged = t.get("merged") or []
+    order = [e["frame"] for e in merged if "frame" in e]
+    if order != list(range(len(t["frames"]))):
+        return "Ruby frames in merged in order %s" % order
+    by_frame = {e["frame"]: (i, e) for i, e in enumerate(merged) if "frame" in e}
+    i_c, e_c = by_frame[0]
+    if e_c.get("kind") != "cfunc" or e_c.get("function") != c_function:
+        return "%r sits on %s, expected %s" % (c_label, compare.show(e_c.get("function")),
+                                                c_function)
+    call = next((k for k, f in enumerate(t["frames"]) if f["label"] == "call_block"), None)
+    if call is None:
+        return "no call_block frame"
+    i_b, e_b = by_frame[call]
+    if e_b.get("function") != "nt_call_block":
+        return "call_block sits on %s" % compare.show(e_b.get("function"))
+    i_blk = by_frame[call - 1][0]
+    between = [e.get("function") for e in merged[i_blk + 1:i_b] if "frame" not in e]
+    if not between:
+        return "no native frame between the block and call_block"
+    if innermost_cfunc and i_c != 0:
+        return "the crashing C method is not the innermost frame: %s" % compare.show(merged[0])
+    if not innermost_cfunc and (i_c == 0 or "frame" in merged[0]):
+        return "no native frame inside the C method %r" % c_label
+    return None
+
+
+def run_json(res):
+    rc, out, err, reason = res
+    if reason:
+        return None, reason
+    san = procs.sanitizer_report(err)
+    if san:
+        return None, "sanitizer report: %s" % san
+    if rc != 0:
+        return None, "exit status %d, expected 0; stderr: %s" % (rc, err.strip()[:200])
+    return compare.parse_report(out)
+
+
+def check_eu_stack(res, core, c_label):
+    """The C-method thread's native frames (without inlined ones) have
+    eu-stack's pcs, and its names for the Ruby and extension modules."""
+    report, reason = run_json(res)
+    if reason:
+        return reason
+    t = the_thread(report, c_label)
+    if not t:
+        return "no thread with the C method %r" % c_label
+    eu = eu_stack(core).get(t.get("tid"))
+    if not eu:
+        return "eu-stack shows no thread %s" % t.get("tid")
+    ours = [f for f in t.get("native", []) if not f["inlined"]]
+    if [int(f["pc"], 16) for f in ours] != [pc for pc, _ in eu]:
+        return "pcs %s, eu-stack %s" % ([f["pc"] for f in ours][:12],
+                                        [hex(pc) for pc, _ in eu][:12])
+    for f, (_, name) in zip(ours, eu):
+        mod = f.get("module") or ""
+        if (mod.startswith(("libruby", "nativetest")) or mod == "ruby") \
+                and f.get("function") != plain_name(name):
+            return "at %s: %s, eu-stack %s" % (f["pc"], f.get("function"), name)
+    return None
+
+
+def check_native_all(res, core):
+    report, reason = run_json(res)
+    if reason:
+        return reason
+    tids = {t.get("tid") for t in report.get("threads", [])}
+    tids |= {t.get("tid") for t in report.get("native_threads", [])}
+    eu = set(eu_stack(core))
+    if tids != eu:
+        return "threads %s, eu-stack %s" % (sorted(t for t in tids if t), sorted(eu))
+    if not any(f.get("function") == "nt_c_thread_main"
+               for t in report.get("native_threads", []) for f in t.get("native", [])):
+        return "the extension's own thread (nt_c_thread_main) is not among native_threads"
+    if any(not t.get("native") for t in report["native_threads"]):
+        return "a thread without Ruby has no native frames"
+    return None
+
+
+def check_crash_context(res_json, res_text):
+    report, reason = run_json(res_json)
+    if reason:
+        return reason
+    sig = report.get("process", {}).get("signal") or {}
+    want = {"name": "SIGSEGV", "code_name": "SEGV_MAPERR", "fault_address": "0x10"}
+    got = {k: sig.get(k) for k in want}
+    if got != want:
+        return "signal %s, expected %s" % (got, want)
+    t = the_thread(report, "segv")
+    crashed = [x for x in report["threads"] if x.get("crashed")]
+    if crashed != [t]:
+        return "crashed threads %s, expected the one in 'segv'" % [x.get("tid") for x in crashed]
+    rc, out, err, reason = res_text
+    if reason or rc != 0:
+        return reason or "text run exit %d" % rc
+    blocks = out.split("\nThread ")[1:]
+    if not blocks or "received the signal" not in blocks[0].splitlines()[0] \
+            or "= nt_segv" not in blocks[0]:
+        return "the first thread in the text is not the crashed one in nt_segv: %s" % (
+            compare.show(blocks[0][:200] if blocks else out[:200]))
+    return None
+
+
+def check_rb_bug(res):
+    """The crash scenario's core (Ruby's SIGSEGV handler, rb_bug, abort):
+    the crashed thread's native frames show the handler and rb_bug, and
+    every thread merges."""
+    report, reason = run_json(res)
+    if reason:
+        return reason
+    crashed = [t for t in report.get("threads", []) if t.get("crashed")]
+    if len(crashed) != 1:
+        return "%d threads marked crashed, expected 1" % len(crashed)
+    names = [plain_name(f.get("function") or "") for f in crashed[0].get("native", [])]
+    for want in ("sigsegv", "rb_bug_for_fatal_signal"):
+        if want not in names:
+            return "no %s among the crashed thread's native frames: %s" % (want, names[:8])
+    bad = [t.get("merge_error") for t in report["threads"] if t.get("merge_error")]
+    return "not merged: %s" % bad[0] if bad else None
+
+
+def native_tests(rep, selected, args, prefixes, workdir, captures):
+    cs, timeout = args.corestack, args.timeout
+    for ruby in args.rubies:
+        if selected("%s/native/rb-bug" % ruby):
+            cap = captures.get((ruby, "crash"))
+            if cap is None or isinstance(cap, procs.Failure):
+                rep.result("%s/native/rb-bug" % ruby, "setup: no %s/crash core: %s" % (ruby, cap))
+            else:
+                rep.result("%s/native/rb-bug" % ruby, check_rb_bug(
+                    procs.run_tool([cs, "--json", "--native", cap.core], timeout)))
+        names = [n for n in native_test_names(ruby) if selected(n) and not n.endswith("rb-bug")]
+        if not names:
+            continue
+        prefix = prefixes.get(ruby)
+        if not isinstance(prefix, str):
+            for n in names:
+                rep.skip(n, "the %s fixture Ruby is not built" % ruby)
+            continue
+        exe = os.path.join(prefix, "bin", "ruby")
+        base = os.path.join(workdir, ruby, "native")
+        results = {}
+        try:
+            shutil.rmtree(base, ignore_errors=True)
+            ext = build_extension(exe, os.path.join(base, "ext"))
+            for mode in ("pause", "segv"):
+                if not any(n.startswith("%s/native/%s" % (ruby, mode)) or
+                           (mode == "pause" and n.endswith("native-all")) for n in names):
+                    continue
+                core, oracle, live = run_native_program(exe, mode, ext,
+                                                        os.path.join(base, mode), timeout, cs)
+                results[mode] = (core, oracle, live,
+                                 procs.run_tool([cs, "--json", "--native-all", core], timeout))
+        except (procs.Failure, OSError, subprocess.SubprocessError, ValueError) as exc:
+            for n in names:
+                rep.result(n, "setup: %s" % exc)
+            continue
+        for n in names:
+            check = n.rsplit("/", 1)[1]
+            mode = "segv" if check.startswith("segv") else "pause"
+            if mode not in results:
+                rep.result(n, "setup: no %s core" % mode)
+                continue
+            core, oracle, live, res = results[mode]
+            if check == "pause-live":
+                reason = check_merged(live, oracle, "pause", "nt_pause", False)
+            elif check == "pause-merged":
+                reason = check_merged(res, oracle, "pause", "nt_pause", False)
+            elif check == "segv-merged":
+                reason = check_merged(res, oracle, "segv", "nt_segv", True)
+            elif check.endswith("eu-stack"):
+                reason = check_eu_stack(res, core, mode)
+            elif check == "native-all":
+                reason = check_native_all(res, core)
+            else:
+                reason = check_crash_context(res, procs.run_tool([cs, "--native", core], timeout))
+            rep.result(n, reason)
