@@ -18,8 +18,8 @@ HDR        := $(wildcard util/*.h dwarf/*.h rubyvm/*.h rubyvm/*.def corestack/*.
 SAN_FLAGS  := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
               -fno-sanitize-recover=all
 
-.PHONY: all test unit demo deps fixtures clean bench
-all: $(BUILD)/corestack
+.PHONY: all test unit demo deps fixtures clean bench gdbext install bench-gdbext
+all: $(BUILD)/corestack gdbext
 
 $(BUILD)/corestack: $(SRC) $(HDR) | $(BUILD)
 	$(CC) $(WARN) $(CFLAGS) $(SRC) $(LIBS) -o $@
@@ -30,6 +30,41 @@ $(BUILD)/corestack-san: $(SRC) $(HDR) | $(BUILD)
 
 $(BUILD):
 	mkdir -p $@
+
+# gdbext: the CPython extension gdb and lldb load (stable ABI: one .so for
+# any Python 3.7+), the engine and the CLI's readers compiled into it, and
+# the loaders next to it. Symbols stay inside: no clash with the debugger's.
+GDBEXT_SRC := $(ENGINE_SRC) $(filter-out corestack/main.c,$(CLI_SRC)) \
+              $(wildcard gdbext/*.c)
+GDBEXT_HDR := $(HDR) $(wildcard gdbext/*.h)
+GDBEXT_DIR := $(BUILD)/gdbext
+GDBEXT_SO  := $(GDBEXT_DIR)/_corestack.abi3.so
+GDBEXT_PY  := $(GDBEXT_DIR)/ruby-gdb.py $(GDBEXT_DIR)/ruby_lldb.py
+PY_CFLAGS  := $(shell pkg-config --cflags python3 2>/dev/null)
+gdbext: $(GDBEXT_SO) $(GDBEXT_PY)
+
+$(GDBEXT_SO): $(GDBEXT_SRC) $(GDBEXT_HDR) | $(GDBEXT_DIR)
+	$(CC) $(WARN) $(CFLAGS) $(PY_CFLAGS) -fPIC -shared -fvisibility=hidden \
+		-Wl,-Bsymbolic -pthread $(GDBEXT_SRC) $(LIBS) -o $@
+
+$(GDBEXT_DIR)/%.py: gdbext/%.py | $(GDBEXT_DIR)
+	cp $< $@
+
+$(GDBEXT_DIR):
+	mkdir -p $@
+
+# make install [PREFIX=/usr/local] [DESTDIR=] [RUBY_FOR_GDB="ruby paths"]:
+# corestack, the gdb/lldb module and loaders, and gdb auto-load scripts for
+# the Rubies named (default: the ruby on PATH) under GDB_AUTOLOAD_DIR.
+PREFIX           ?= /usr/local
+GDB_AUTOLOAD_DIR ?= $(PREFIX)/share/gdb/auto-load
+RUBY_FOR_GDB     ?= $(shell command -v ruby 2>/dev/null)
+install: $(BUILD)/corestack gdbext
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/corestack
+	install -m 755 $(BUILD)/corestack $(DESTDIR)$(PREFIX)/bin/corestack
+	install -m 644 $(GDBEXT_SO) $(GDBEXT_PY) $(DESTDIR)$(PREFIX)/lib/corestack/
+	./gdbext/install-autoload.sh "$(DESTDIR)" "$(GDB_AUTOLOAD_DIR)" \
+		"$(PREFIX)/lib/corestack/ruby-gdb.py" $(RUBY_FOR_GDB)
 
 # Unit tests: one program per file in tests/unit, each on the engine.
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
@@ -57,9 +92,10 @@ fixtures:
 	./fixtures/build-ruby.sh 3.3 yjit || [ $$? -eq 3 ]   # 3: no rustc, the tests say SKIP
 
 # fuzz-regress: every crash the fuzzers found, replayed (tests/fuzz/).
-test: deps $(BUILD)/corestack-san $(UNIT_BIN) $(BUILD)/dwarf_sample.so fixtures fuzz-regress
+test: deps $(BUILD)/corestack-san $(UNIT_BIN) $(BUILD)/dwarf_sample.so fixtures fuzz-regress gdbext
 	python3 tests/run.py --corestack $(BUILD)/corestack-san \
-		--unit "$(UNIT_BIN)" --unit-arg $(BUILD)/dwarf_sample.so
+		--unit "$(UNIT_BIN)" --unit-arg $(BUILD)/dwarf_sample.so \
+		--gdbext $(GDBEXT_DIR)
 
 demo: deps $(BUILD)/corestack
 	./fixtures/demo.sh $(BUILD)/corestack
@@ -69,6 +105,9 @@ $(BUILD)/bench-inflate: tests/bench/inflate.c | $(BUILD)
 
 bench: deps $(BUILD)/corestack $(BUILD)/bench-inflate fixtures
 	python3 tests/bench.py --corestack $(BUILD)/corestack
+
+bench-gdbext: deps gdbext fixtures
+	python3 tests/bench_gdbext.py --gdbext $(GDBEXT_DIR)
 
 clean:
 	rm -rf $(BUILD)

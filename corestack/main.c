@@ -15,6 +15,7 @@
 #include "../rubyvm/layout.h"
 #include "../rubyvm/model.h"
 #include "core.h"
+#include "crash_signal.h"
 #include "image.h"
 #include "live.h"
 #include "merge.h"
@@ -343,40 +344,6 @@ static int print_layout(const char *path, const struct options *o)
 	return EXIT_COMPLETE;
 }
 
-/* The signal that made the kernel write the core, or NULL. A core taken
- * from a live process (gcore) records the signal of the attach, SIGSTOP,
- * which is not why the process stopped: only signals whose default action
- * dumps core count. */
-static const struct cs_core_siginfo *crash_signal(const struct cs_core *core)
-{
-	static const int dumping[] = {SIGQUIT, SIGILL, SIGTRAP, SIGABRT,
-				      SIGBUS,  SIGFPE, SIGSEGV, SIGXCPU,
-				      SIGXFSZ, SIGSYS};
-	const struct cs_core_siginfo *si = cs_core_siginfo(core);
-	for (size_t i = 0; si->present && i < sizeof(dumping) / sizeof(*dumping);
-	     i++)
-		if (si->signo == dumping[i])
-			return si;
-	return NULL;
-}
-
-/* The thread that took the core's fatal signal: the one whose
- * NT_PRSTATUS carries it, else the first (the kernel lists the dumping
- * thread first). -1 without a fatal signal. */
-static int64_t crash_tid(const struct source *src)
-{
-	const struct cs_core_siginfo *si = src->core ? crash_signal(src->core)
-						     : NULL;
-	if (!si)
-		return -1;
-	for (size_t i = 0; i < cs_core_thread_count(src->core); i++)
-		if (cs_core_thread_at(src->core, i)->cursig == si->signo)
-			return cs_core_thread_at(src->core, i)->tid;
-	return cs_core_thread_count(src->core)
-		       ? cs_core_thread_at(src->core, 0)->tid
-		       : -1;
-}
-
 /* Every thread's native stack; on failure a warning (the caller owns it)
  * and the Ruby stacks go on alone. */
 static char *unwind_native(const struct options *o, const struct source *src,
@@ -505,14 +472,15 @@ int main(int argc, char **argv)
 		.command = src.live ? cs_live_command(src.live)
 			   : ps->present ? ps->psargs
 					 : NULL,
-		.siginfo = src.core ? crash_signal(src.core) : NULL,
+		.siginfo = src.core ? cs_crash_signal(cs_core_siginfo(src.core))
+				    : NULL,
 		.ruby = proc,
 		.tids = tids,
 		.warnings = warnings,
 		.nwarnings = nwarnings,
 		.complete = rv_process_complete(proc) && !trunc && files_ok &&
 			    merged_ok && !native_warning,
-		.crash_tid = crash_tid(&src),
+		.crash_tid = src.core ? cs_core_crash_tid(src.core) : -1,
 		.native = native,
 		.merged = merged,
 		.native_all = o.native_all,

@@ -29,6 +29,7 @@
 #include "live.h"
 #include "page_cache.h"
 #include "profile.h"
+#include "sampler.h"
 #include "vm_module.h"
 
 enum { EXIT_OK = 0, EXIT_UNUSABLE = 2, EXIT_USAGE = 64 };
@@ -164,79 +165,6 @@ static int start_command(char **command)
 	return pid;
 }
 
-static size_t read_live_pages(void *live, const uint64_t *pages,
-			      void *const *bufs, size_t n, size_t page_size)
-{
-	return cs_live_read_pages(live, pages, bufs, n, page_size);
-}
-
-/* Paused samples try this many times to read everything during a short
- * stop (see take_sample) before staying stopped for the whole read. */
-#define QUICK_TRIES 2
-
-/* One sample through one attachment kept for the whole recording (*keep).
- * Nonblocking: read while the threads run. Paused: stop every thread, and
- * read again, in one call, the pages the last sample used; let the threads
- * run at once, and walk the stacks from those pages. When the walk needed
- * a page that was not among them, that page was read while the process ran,
- * so the sample is not consistent: it is taken again (the page is now on
- * the list), and the last try stays stopped until the walk is done. So a
- * paused sample always reads a stopped process, and in the steady state the
- * process is stopped for one read, not for the whole walk.
- * 1 taken, 0 lost, -1 target gone. */
-static int take_sample(struct rv_session *s, int pid, int pause, int on_cpu,
-		       struct cs_live **keep, struct cs_page_cache *cache,
-		       struct cs_profile *prof)
-{
-	struct rv_process *p = NULL;
-	struct cs_error *err = NULL;
-	for (int try = 0;; try++) {
-		bool quick = pause && try < QUICK_TRIES;
-		if (!*keep)
-			err = cs_live_attach(pid, pause, keep);
-		else if (pause)
-			err = cs_live_pause(*keep);
-		if (err) {
-			int gone = kill(pid, 0) != 0 ||
-				   strstr(err->message, "exited");
-			cs_error_destroy(err);
-			return gone ? -1 : 0;
-		}
-		struct rv_target t = cs_live_target(*keep);
-		cache->inner = t;
-		cache->read_pages = read_live_pages;
-		cache->read_pages_priv = *keep;
-		cs_page_cache_clear(cache); /* the process ran since */
-		uint64_t filled = cache->filled;
-		if (quick)
-			cs_error_destroy(cs_live_resume(*keep));
-		t = cs_page_cache_target(cache);
-		rv_session_set_target(s, &t);
-		err = rv_snapshot(s, &p);
-		if (pause && !quick)
-			cs_error_destroy(cs_live_resume(*keep));
-		if (!quick || cache->filled == filled)
-			break;
-		cs_error_destroy(err);
-		rv_process_destroy(p);
-		err = NULL;
-		p = NULL;
-	}
-	if (err && kill(pid, 0) != 0) {
-		cs_error_destroy(err);
-		rv_process_destroy(p);
-		return -1;
-	}
-	if (err || !rv_process_complete(p)) {
-		cs_error_destroy(err);
-		rv_process_destroy(p);
-		return 0;
-	}
-	int ok = cs_profile_add(prof, p, on_cpu);
-	rv_process_destroy(p);
-	return ok;
-}
-
 int cs_record_main(int argc, char **argv)
 {
 	struct record_options o = {0};
@@ -312,7 +240,7 @@ int cs_record_main(int argc, char **argv)
 			break;
 		}
 		double t0 = now(), c0 = clock_seconds(CLOCK_THREAD_CPUTIME_ID);
-		int r = take_sample(session, pid, !o.nonblocking, o.on_cpu,
+		int r = cs_sample_once(session, pid, !o.nonblocking, o.on_cpu,
 				    &kept, &cache, &prof);
 		reading += now() - t0;
 		reading_cpu += clock_seconds(CLOCK_THREAD_CPUTIME_ID) - c0;

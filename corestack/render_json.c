@@ -169,7 +169,8 @@ void cs_render_json(FILE *out, const struct cs_report *r)
 	process(&j, r);
 	json_begin_array(&j, "threads");
 	for (size_t i = 0; i < r->ruby->nthreads; i++)
-		thread(&j, r, i);
+		if (!r->shown || r->shown[i])
+			thread(&j, r, i);
 	json_end_array(&j);
 	fiber_list(&j, "orphan_fibers", r->ruby, r->ruby->orphan_fibers,
 		   r->ruby->norphan_fibers);

@@ -140,6 +140,8 @@ void cs_render_text(FILE *out, const struct cs_report *r)
 			   : k <= first		      ? k - 1
 						      : k;
 		const struct rv_thread *t = &r->ruby->threads[i];
+		if (r->shown && !r->shown[i])
+			continue;
 		fprintf(out, "\nThread %zu", i + 1);
 		if (t->name)
 			fprintf(out, " \"%s\"", t->name);

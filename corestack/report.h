@@ -4,6 +4,7 @@
 #ifndef CS_CORESTACK_REPORT_H
 #define CS_CORESTACK_REPORT_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "../rubyvm/model.h"
@@ -25,6 +26,7 @@ struct cs_report {
 	const struct cs_core_siginfo *siginfo;
 	const struct rv_process *ruby;
 	const int64_t *tids;   /* per Ruby thread: kernel tid or -1 */
+	const bool *shown;     /* per Ruby thread: rendered? NULL: all */
 	char **warnings;
 	size_t nwarnings;
 	int complete;

@@ -71,6 +71,8 @@ crash* scenarios) and checks corestack's reading of it:
     RUBY/fibers/fiber-sidecar, fibers, fibers-live, fibers-text, no-fibers
                              every fiber of fixtures/scenarios/fibers.rb against the
                              oracle's Fiber#backtrace_locations (tests/harness/fibers.py)
+    gdbext/..., lldb/...     ruby-bt and ruby-sample inside gdb and lldb (--gdbext DIR,
+                             default build/gdbext): see tests/harness/gdbext.py
 
 Prints one line per test (PASS name / FAIL name: reason; SKIP name: reason
 for tests whose fixtures are not selected, or whose scenario needs a newer
@@ -92,8 +94,8 @@ import time
 
 sys.dont_write_bytecode = True   # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (compare, corrupt, fibers, native, permissions, procs,  # noqa: E402
-                     requires, threadstate, yjit)
+from harness import (compare, corrupt, fibers, gdbext, native, permissions,  # noqa: E402
+                     procs, requires, threadstate, yjit)
 
 RUBIES = ("2.7", "3.1", "3.3", "3.3-static", "3.3-yjit")
 ORACLE_TIMEOUT = 60    # scenario start to oracle file
@@ -168,18 +170,7 @@ def is_crash(scenario):
 
 # --- capture ---------------------------------------------------------------
 
-def stopped_threads(pid):
-    """Threads of pid in a stopped or traced state ('T', 't')."""
-    stopped = []
-    for tid in os.listdir("/proc/%d/task" % pid):
-        try:
-            with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
-                state = f.read().rsplit(")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            continue
-        if state in ("T", "t"):
-            stopped.append("%s (%s)" % (tid, state))
-    return stopped
+stopped_threads = procs.stopped_threads
 
 
 def live_runs(corestack, pid, timeout):
@@ -845,6 +836,8 @@ def main():
     ap.add_argument("--unit", default="", help="unit test programs, space-separated")
     ap.add_argument("--unit-arg", action="append", default=[],
                     help="argument passed to every unit test program")
+    ap.add_argument("--gdbext", default=os.path.join(procs.ROOT, "build", "gdbext"),
+                    help="directory of the gdb/lldb module and loaders (default %(default)s)")
     args = ap.parse_args()
     # SIGTERM unwinds like ^C: scenario processes killed, temporary cores removed.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -888,6 +881,8 @@ def main():
                 "layout-units", "running-jit-code", "record", "record-nonblocking", "record-target-exits",
                 "record-speedscope", "record-flamegraph",
                 "record-interrupted")):
+            build_anyway.add(r)
+        if gdbext.wanted(selected, [r], scenarios):
             build_anyway.add(r)
 
     if args.keep:
@@ -964,6 +959,7 @@ def main():
         native.remote_tests(rep, selected, args, prefixes, workdir, sys.modules[__name__])
         native.debuginfo_tests(rep, selected, args, captures, workdir, sys.modules[__name__])
         native.native_tests(rep, selected, args, prefixes, workdir, captures)
+        gdbext.gdbext_tests(rep, selected, args, prefixes, scenarios, workdir)
     finally:
         if args.keep:
             progress("cores and oracles kept in %s" % workdir)

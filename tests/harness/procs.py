@@ -166,6 +166,20 @@ def gcore(pid, prefix, timeout):
     return core
 
 
+def stopped_threads(pid):
+    """Threads of pid in a stopped or traced state ('T', 't')."""
+    stopped = []
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state in ("T", "t"):
+            stopped.append("%s (%s)" % (tid, state))
+    return stopped
+
+
 def dig_holes(path):
     """Make a gcore'd core sparse (gcore writes never-touched reservations,
     such as malloc arenas and Ruby 3.3's shape list, as real zeros)."""

@@ -1,0 +1,19 @@
+/* Whether a core's signal is why the process died. */
+#ifndef CS_CORESTACK_CRASH_SIGNAL_H
+#define CS_CORESTACK_CRASH_SIGNAL_H
+
+#include <stdint.h>
+
+#include "core.h"
+
+/* si when its signal is one whose default action dumps core, else NULL: a
+ * core taken from a live process (gcore) records the signal of the
+ * attach, SIGSTOP, which is not why the process stopped. Safe on NULL. */
+const struct cs_core_siginfo *cs_crash_signal(const struct cs_core_siginfo *si);
+
+/* The thread that took the core's fatal signal: the one whose NT_PRSTATUS
+ * carries it, else the first (the kernel lists the dumping thread first).
+ * -1 without a fatal signal. */
+int64_t cs_core_crash_tid(const struct cs_core *core);
+
+#endif

@@ -1,0 +1,68 @@
+#include "sampler.h"
+
+#include <signal.h>
+#include <stdbool.h>
+#include <string.h>
+
+static size_t read_live_pages(void *live, const uint64_t *pages,
+			      void *const *bufs, size_t n, size_t page_size)
+{
+	return cs_live_read_pages(live, pages, bufs, n, page_size);
+}
+
+/* Paused samples try this many times to read everything during a short
+ * stop (see cs_sample_once) before staying stopped for the whole read. */
+#define QUICK_TRIES 2
+
+int cs_sample_once(struct rv_session *s, int pid, int pause, int on_cpu,
+		   struct cs_live **keep, struct cs_page_cache *cache,
+		   struct cs_profile *prof)
+{
+	struct rv_process *p = NULL;
+	struct cs_error *err = NULL;
+	for (int try = 0;; try++) {
+		bool quick = pause && try < QUICK_TRIES;
+		if (!*keep)
+			err = cs_live_attach(pid, pause, keep);
+		else if (pause)
+			err = cs_live_pause(*keep);
+		if (err) {
+			int gone = kill(pid, 0) != 0 ||
+				   strstr(err->message, "exited");
+			cs_error_destroy(err);
+			return gone ? -1 : 0;
+		}
+		struct rv_target t = cs_live_target(*keep);
+		cache->inner = t;
+		cache->read_pages = read_live_pages;
+		cache->read_pages_priv = *keep;
+		cs_page_cache_clear(cache); /* the process ran since */
+		uint64_t filled = cache->filled;
+		if (quick)
+			cs_error_destroy(cs_live_resume(*keep));
+		t = cs_page_cache_target(cache);
+		rv_session_set_target(s, &t);
+		err = rv_snapshot(s, &p);
+		if (pause && !quick)
+			cs_error_destroy(cs_live_resume(*keep));
+		if (!quick || cache->filled == filled)
+			break;
+		cs_error_destroy(err);
+		rv_process_destroy(p);
+		err = NULL;
+		p = NULL;
+	}
+	if (err && kill(pid, 0) != 0) {
+		cs_error_destroy(err);
+		rv_process_destroy(p);
+		return -1;
+	}
+	if (err || !rv_process_complete(p)) {
+		cs_error_destroy(err);
+		rv_process_destroy(p);
+		return 0;
+	}
+	int ok = cs_profile_add(prof, p, on_cpu);
+	rv_process_destroy(p);
+	return ok;
+}

@@ -1,0 +1,32 @@
+/* The arguments of ruby-bt and ruby-sample, parsed in C so that the gdb
+ * and lldb loaders stay thin and agree. */
+#ifndef CS_GDBEXT_ARGS_H
+#define CS_GDBEXT_ARGS_H
+
+#include "../util/error.h"
+
+#define GX_BT_USAGE "usage: ruby-bt [--json] [--via-debugger] [all | N]"
+#define GX_SAMPLE_USAGE \
+	"usage: ruby-sample [SECONDS] [--rate HZ] [--out FILE]"
+
+enum gx_bt_which { GX_BT_SELECTED, GX_BT_ALL, GX_BT_NUMBER };
+
+struct gx_bt_args {
+	int json;
+	int via_debugger; /* read memory through the debugger, not directly */
+	enum gx_bt_which which;
+	long number;      /* GX_BT_NUMBER: the debugger's thread number */
+};
+
+struct gx_sample_args {
+	double seconds; /* default 5 */
+	double rate;    /* default 100 */
+	char *out;      /* malloc'd, NULL for none */
+};
+
+/* CS_ERR_USAGE with the usage line on bad arguments. */
+struct cs_error *gx_parse_bt_args(const char *line, struct gx_bt_args *ret);
+struct cs_error *gx_parse_sample_args(const char *line,
+				      struct gx_sample_args *ret);
+
+#endif

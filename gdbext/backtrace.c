@@ -1,0 +1,257 @@
+#include "backtrace.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../corestack/core.h"
+#include "../corestack/crash_signal.h"
+#include "../corestack/live.h"
+#include "../corestack/page_cache.h"
+#include "../corestack/report.h"
+#include "../corestack/vm_module.h"
+#include "../rubyvm/layout.h"
+
+static const char *const debug_dirs[] = {"/usr/lib/debug", NULL};
+
+/* The inferior opened for one command. */
+struct opened {
+	struct cs_core *core;
+	struct cs_live *live;
+	struct cs_page_cache cache; /* in front of the debugger's reads */
+	int cached;
+	struct cs_image img;
+	struct rv_target target;
+};
+
+/* Put a page cache in front of *target. */
+static struct cs_error *cached(struct opened *o, struct rv_target *target)
+{
+	if (!cs_page_cache_init(&o->cache, target))
+		return &cs_error_nomem;
+	o->cached = 1;
+	*target = cs_page_cache_target(&o->cache);
+	return NULL;
+}
+
+static struct cs_error *open_source(const struct gx_source *src,
+				    struct opened *o)
+{
+	memset(o, 0, sizeof(*o));
+	struct cs_error *err;
+	switch (src->kind) {
+	case GX_SOURCE_CORE:
+		if ((err = cs_core_open(src->core_path, &o->core)))
+			return err;
+		o->img = cs_image_of_core(o->core);
+		o->target = cs_core_target(o->core);
+		return NULL;
+	case GX_SOURCE_LIVE:
+		/* Unpaused: the debugger holds the process stopped already,
+		 * and as its tracer it forbids a second one. */
+		if ((err = cs_live_attach(src->pid, 0, &o->live)))
+			return err;
+		o->img = cs_image_of_live(o->live);
+		/* Every read is a system call, and the process stands still
+		 * while the debugger holds it: cache pages for this command. */
+		o->target = cs_live_target(o->live);
+		return cached(o, &o->target);
+	case GX_SOURCE_DEBUGGER:
+		/* Every read is a round trip through the debugger: keep the
+		 * pages a snapshot reads again and again. */
+		o->img = gx_debugger_image(src->debugger);
+		o->target = gx_debugger_image_target(src->debugger);
+		return cached(o, &o->target);
+	}
+	return cs_error_create(CS_ERR_USAGE, "unknown source");
+}
+
+static void close_source(struct opened *o)
+{
+	cs_live_close(o->live);
+	cs_core_close(o->core);
+	if (o->cached)
+		cs_page_cache_free(&o->cache);
+}
+
+/* Kernel tids of the Ruby threads: Ruby's own (3.1+), else the thread
+ * whose fs_base is the pthread_t Ruby keeps (glibc x86-64), from the core
+ * or, for other sources, from the debugger. */
+static void thread_tids(const struct opened *o, const struct rv_process *p,
+			const struct gx_backtrace_request *req, int64_t *tids)
+{
+	struct gx_thread_hint *hints = NULL;
+	size_t nhints = 0;
+	int asked = 0;
+	for (size_t i = 0; i < p->nthreads; i++) {
+		const struct rv_thread *t = &p->threads[i];
+		tids[i] = t->tid;
+		if (t->tid >= 0 || !t->pthread_id)
+			continue;
+		if (o->core) {
+			for (size_t k = 0; k < cs_core_thread_count(o->core); k++) {
+				const struct cs_core_thread *ct =
+					cs_core_thread_at(o->core, k);
+				if (ct->fs_base == t->pthread_id)
+					tids[i] = ct->tid;
+			}
+			continue;
+		}
+		if (!asked && req->hints) {
+			asked = 1;
+			if (!req->hints(req->hints_ctx, &hints, &nhints)) {
+				free(hints);
+				hints = NULL;
+				nhints = 0;
+			}
+		}
+		for (size_t k = 0; k < nhints; k++)
+			if (hints[k].fs_base == t->pthread_id)
+				tids[i] = hints[k].tid;
+	}
+	free(hints);
+}
+
+/* Which threads to show; CS_ERR_LOOKUP naming a tid no Ruby thread has. */
+static struct cs_error *select_threads(const struct rv_process *p,
+				       const int64_t *tids,
+				       const struct gx_backtrace_request *req,
+				       bool *shown)
+{
+	for (size_t i = 0; i < p->nthreads; i++)
+		shown[i] = req->only_tids == NULL;
+	for (size_t k = 0; k < req->nonly; k++) {
+		int found = 0;
+		for (size_t i = 0; i < p->nthreads; i++)
+			if (tids[i] == req->only_tids[k]) {
+				shown[i] = true;
+				found = 1;
+			}
+		if (!found)
+			return cs_error_create(
+				CS_ERR_LOOKUP,
+				"LWP %lld runs no Ruby thread; "
+				"'ruby-bt all' shows every Ruby thread",
+				(long long)req->only_tids[k]);
+	}
+	return NULL;
+}
+
+static struct cs_error *render(const struct gx_source *src,
+			       const struct opened *o,
+			       const struct cs_vm_module *vm,
+			       const struct rv_process *proc,
+			       const struct gx_backtrace_request *req, char **out,
+			       int *complete)
+{
+	int64_t *tids = calloc(proc->nthreads + 1, sizeof(*tids));
+	bool *shown = calloc(proc->nthreads + 1, sizeof(*shown));
+	struct cs_error *trunc = o->core ? cs_core_truncation(o->core) : NULL;
+	struct cs_error *err = NULL;
+	char *text = NULL;
+	size_t size = 0;
+	FILE *f = NULL;
+	if (!tids || !shown) {
+		err = &cs_error_nomem;
+		goto out;
+	}
+	thread_tids(o, proc, req, tids);
+	if ((err = select_threads(proc, tids, req, shown)))
+		goto out;
+	char *warnings[8];
+	size_t nwarnings = 0;
+	for (size_t i = 0; i < vm->nwarnings; i++)
+		warnings[nwarnings++] = vm->warnings[i];
+	if (trunc)
+		warnings[nwarnings++] = trunc->message;
+	const struct cs_core_process *ps = o->core ? cs_core_process(o->core)
+						   : NULL;
+	int is_core = o->core || (src->kind == GX_SOURCE_DEBUGGER &&
+				  src->debugger_is_core);
+	const struct cs_core_siginfo *report_signal = cs_crash_signal(
+		o->core ? cs_core_siginfo(o->core) : src->siginfo);
+	struct cs_report report = {
+		.core_path = o->core ? src->core_path
+			     : is_core ? src->debugger->name
+				       : NULL,
+		.executable = vm->exe->path,
+		.vm_module = vm->vm->path,
+		.pid = o->live ? cs_live_pid(o->live)
+		       : ps && ps->present ? ps->pid
+					   : src->pid,
+		.command = o->live ? cs_live_command(o->live)
+			   : ps && ps->present ? ps->psargs
+					       : src->command,
+		.siginfo = report_signal,
+		.ruby = proc,
+		.tids = tids,
+		.shown = shown,
+		.crash_tid = o->core ? cs_core_crash_tid(o->core)
+			     : report_signal ? src->crash_tid
+					     : -1,
+		.warnings = warnings,
+		.nwarnings = nwarnings,
+		.complete = rv_process_complete(proc) && !trunc,
+	};
+	if (!(f = open_memstream(&text, &size))) {
+		err = &cs_error_nomem;
+		goto out;
+	}
+	if (req->json)
+		cs_render_json(f, &report);
+	else
+		cs_render_text(f, &report);
+	if (fclose(f) != 0) {
+		err = &cs_error_nomem;
+		free(text);
+		goto out;
+	}
+	*out = text;
+	*complete = report.complete;
+out:
+	cs_error_destroy(trunc);
+	free(tids);
+	free(shown);
+	return err;
+}
+
+struct cs_error *gx_backtrace(const struct gx_source *src,
+			      const struct gx_backtrace_request *req,
+			      char **out, int *complete)
+{
+	*out = NULL;
+	*complete = 0;
+	struct opened o;
+	struct cs_error *err = open_source(src, &o);
+	if (err) {
+		close_source(&o);
+		return err;
+	}
+	struct cs_vm_module vm;
+	if ((err = cs_vm_module_open(&o.img, src->executable, debug_dirs,
+				     &vm))) {
+		struct cs_error *trunc = o.core ? cs_core_truncation(o.core)
+						: NULL;
+		if (trunc)
+			err = cs_error_wrap(err, "%s", trunc->message);
+		cs_error_destroy(trunc);
+		close_source(&o);
+		return err;
+	}
+	struct rv_layout layout;
+	struct rv_session *session = NULL;
+	struct rv_process *proc = NULL;
+	int cached;
+	if (!(err = rv_layout_for_module(vm.vm, NULL, &layout, &cached)) &&
+	    !(err = rv_session_create(&o.target, &layout, vm.vm->path,
+				      vm.load_bias, NULL, &session)) &&
+	    !(err = rv_snapshot(session, &proc)) &&
+	    /* every fiber, as corestack lists them */
+	    !(err = rv_snapshot_fibers(session, proc)))
+		err = render(src, &o, &vm, proc, req, out, complete);
+	rv_process_destroy(proc);
+	rv_session_destroy(session);
+	cs_vm_module_close(&vm);
+	close_source(&o);
+	return err;
+}

@@ -1,0 +1,63 @@
+/* ruby-bt: the Ruby stacks of a debugger's inferior, rendered exactly as
+ * corestack renders them (corestack/render_text.c, render_json.c).
+ *
+ * The inferior is read one of three ways: a local core file or a local live
+ * process directly (the fast path, the same readers as the corestack CLI),
+ * or through the debugger (a gx_debugger_image: remote targets). The
+ * debugger keeps a live inferior stopped, so a live process is read without
+ * ptrace (gdb is its tracer) and without pausing it again. */
+#ifndef CS_GDBEXT_BACKTRACE_H
+#define CS_GDBEXT_BACKTRACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../corestack/core.h"
+#include "../util/error.h"
+#include "debugger_image.h"
+
+enum gx_source_kind { GX_SOURCE_CORE, GX_SOURCE_LIVE, GX_SOURCE_DEBUGGER };
+
+struct gx_source {
+	enum gx_source_kind kind;
+	const char *core_path;   /* GX_SOURCE_CORE */
+	int pid;                 /* GX_SOURCE_LIVE; else the pid to report, or -1 */
+	const char *executable;  /* the debugger's; NULL: as the target names it */
+	struct gx_debugger_image *debugger; /* GX_SOURCE_DEBUGGER */
+	int debugger_is_core;    /* the debugger reads a core (for the report) */
+	const char *command;     /* to report, NULL if unknown (debugger path) */
+	/* The debugger's view of a core's signal, when not read from a core
+	 * here; NULL if none. */
+	const struct cs_core_siginfo *siginfo;
+	int64_t crash_tid;       /* with siginfo: the thread that took it */
+};
+
+/* A kernel thread as the debugger knows it: what tells a Ruby thread that
+ * keeps only its pthread_t (Ruby < 3.1) which kernel thread it is. */
+struct gx_thread_hint {
+	int64_t tid;
+	uint64_t fs_base;
+};
+
+/* Asked only when a Ruby thread has no kernel tid of its own. 0 on failure
+ * (then such threads show no tid). *ret is freed by the caller. */
+typedef int (*gx_thread_hints_fn)(void *ctx, struct gx_thread_hint **ret,
+				  size_t *count);
+
+struct gx_backtrace_request {
+	int json;
+	const int64_t *only_tids; /* show only these kernel threads; NULL: all */
+	size_t nonly;
+	gx_thread_hints_fn hints;  /* may be NULL */
+	void *hints_ctx;
+};
+
+/* Render the report into *out (malloc'd, NUL-terminated). An error only
+ * when nothing could be shown: no Ruby, no debug info, unreadable VM, or a
+ * requested thread that runs no Ruby thread (CS_ERR_LOOKUP). *complete
+ * tells whether every thread and frame was decoded. */
+struct cs_error *gx_backtrace(const struct gx_source *src,
+			      const struct gx_backtrace_request *req,
+			      char **out, int *complete);
+
+#endif

@@ -1,0 +1,184 @@
+#include "sample.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../corestack/image.h"
+#include "../corestack/live.h"
+#include "../corestack/page_cache.h"
+#include "../corestack/profile.h"
+#include "../corestack/sampler.h"
+#include "../corestack/vm_module.h"
+#include "../rubyvm/layout.h"
+
+static const char *const debug_dirs[] = {"/usr/lib/debug", NULL};
+
+struct gx_sampler {
+	int pid, interrupt_signal;
+	double seconds, rate;
+	struct cs_vm_module vm;
+	struct rv_layout layout;
+	struct rv_session *session;
+	struct cs_page_cache cache;
+	struct cs_profile prof;
+	pthread_t thread;
+	atomic_int stop;
+	/* written by the thread, read after the join */
+	size_t lost;
+	double elapsed, reading;
+	int interrupted; /* the signal was sent */
+};
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Sleep until t or until asked to stop, in short naps so that finish
+ * never waits long. */
+static void sleep_until(struct gx_sampler *s, double t)
+{
+	for (double left; !atomic_load(&s->stop) && (left = t - now()) > 0;)
+		usleep((useconds_t)((left < 0.05 ? left : 0.05) * 1e6));
+}
+
+static void *run(void *arg)
+{
+	struct gx_sampler *s = arg;
+	struct cs_live *kept = NULL;
+	double interval = 1.0 / s->rate, start = now(), next = start;
+	while (!atomic_load(&s->stop) && now() - start < s->seconds) {
+		sleep_until(s, next);
+		if (atomic_load(&s->stop) || now() - start >= s->seconds)
+			break;
+		next += interval;
+		double t0 = now();
+		int r = cs_sample_once(s->session, s->pid, 0, 0, &kept,
+				       &s->cache, &s->prof);
+		s->reading += now() - t0;
+		if (r < 0)
+			break; /* the inferior exited */
+		if (r == 0)
+			s->lost++;
+	}
+	s->elapsed = now() - start;
+	cs_live_close(kept);
+	if (s->interrupt_signal && !atomic_load(&s->stop) &&
+	    kill(s->pid, 0) == 0) {
+		kill(s->pid, s->interrupt_signal);
+		s->interrupted = 1;
+	}
+	return NULL;
+}
+
+static void destroy(struct gx_sampler *s)
+{
+	cs_profile_free(&s->prof);
+	cs_page_cache_free(&s->cache);
+	rv_session_destroy(s->session);
+	cs_vm_module_close(&s->vm);
+	free(s);
+}
+
+struct cs_error *gx_sampler_start(int pid, const char *executable,
+				  double seconds, double rate,
+				  int interrupt_signal, struct gx_sampler **ret)
+{
+	*ret = NULL;
+	struct gx_sampler *s = calloc(1, sizeof(*s));
+	struct rv_target none = {0};
+	if (!s)
+		return &cs_error_nomem;
+	if (!cs_page_cache_init(&s->cache, &none)) {
+		free(s);
+		return &cs_error_nomem;
+	}
+	s->pid = pid;
+	s->seconds = seconds;
+	s->rate = rate;
+	s->interrupt_signal = interrupt_signal;
+	cs_profile_init(&s->prof);
+	/* Resolve everything once, before the inferior runs. */
+	struct cs_live *live;
+	struct cs_error *err = cs_live_attach(pid, 0, &live);
+	int cached;
+	if (!err) {
+		struct cs_image img = cs_image_of_live(live);
+		struct rv_target t = cs_live_target(live);
+		/* A sampler reads the same stacks again and again. */
+		struct rv_options opts = {.reuse_frames = true};
+		if (!(err = cs_vm_module_open(&img, executable, debug_dirs,
+					      &s->vm)) &&
+		    !(err = rv_layout_for_module(s->vm.vm, NULL, &s->layout,
+						 &cached)))
+			err = rv_session_create(&t, &s->layout, s->vm.vm->path,
+						s->vm.load_bias, &opts,
+						&s->session);
+		cs_live_close(live);
+	}
+	if (!err) {
+		int e = pthread_create(&s->thread, NULL, run, s);
+		if (e)
+			err = cs_error_create(CS_ERR_OS,
+					      "cannot start the sampling "
+					      "thread: %s",
+					      strerror(e));
+	}
+	if (err) {
+		destroy(s);
+		return err;
+	}
+	*ret = s;
+	return NULL;
+}
+
+struct cs_error *gx_sampler_finish(struct gx_sampler *s, const char *out_path,
+				   char **summary, int *interrupted)
+{
+	*summary = NULL;
+	atomic_store(&s->stop, 1);
+	pthread_join(s->thread, NULL);
+	*interrupted = s->interrupted;
+	struct cs_error *err = NULL;
+	if (out_path) {
+		FILE *f = fopen(out_path, "w");
+		if (!f || (cs_profile_write_collapsed(&s->prof, f),
+			   fclose(f) != 0))
+			err = cs_error_create(CS_ERR_OS, "cannot write %s: %s",
+					      out_path, strerror(errno));
+	}
+	char *text = NULL;
+	size_t size = 0;
+	FILE *m = err ? NULL : open_memstream(&text, &size);
+	if (!err && !m)
+		err = &cs_error_nomem;
+	if (!err) {
+		cs_profile_write_summary(&s->prof, m, s->lost, s->elapsed,
+					 s->rate);
+		size_t tries = s->prof.samples + s->lost;
+		fprintf(m,
+			"\n%zu samples in %.2f s (%.0f Hz asked, %.1f achieved), "
+			"%zu lost, %.1f us per stack read\n",
+			s->prof.samples, s->elapsed, s->rate,
+			s->elapsed > 0 ? (double)tries / s->elapsed : 0.0,
+			s->lost,
+			tries ? s->reading / (double)tries * 1e6 : 0.0);
+		if (out_path)
+			fprintf(m, "collapsed stacks written to %s\n", out_path);
+		if (fclose(m) != 0)
+			err = &cs_error_nomem;
+		else
+			*summary = text;
+	}
+	destroy(s);
+	return err;
+}

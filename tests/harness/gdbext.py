@@ -1,0 +1,756 @@
+"""gdbext tests: ruby-bt and ruby-sample inside gdb (and lldb) against what
+Ruby says about itself (fixtures/oracle.rb), on every fixture Ruby.
+
+    gdbext/RUBY/SCEN/MODE/json      ruby-bt --json all, MODE live (gdb -p on the
+                                    parked scenario) or core (gdb RUBY CORE): same
+                                    threads and frames as the oracle
+    gdbext/RUBY/SCEN/MODE/text      ruby-bt all: byte for byte corestack's text for
+                                    the same state (corestack CORE EXE, corestack
+                                    --pid --nonblocking), every oracle label in it,
+                                    and printed by a plain `-ex ruby-bt all`
+    gdbext/RUBY/SCEN/MODE/threads   ruby-bt N for every gdb thread N: that LWP's Ruby
+                                    thread alone, or one error line when it runs
+                                    none; ruby-bt alone = gdb's selected thread;
+                                    every Ruby thread reachable
+    gdbext/RUBY/SCEN/MODE/via-debugger  ruby-bt --json --via-debugger all (memory,
+                                    mappings and auxv through gdb): as the oracle
+    gdbext/RUBY/SCEN/live/detached  no thread of the scenario left stopped after gdb
+    gdbext/RUBY/sample              ruby-sample 2 --out F on fixtures/profile/shares.rb:
+                                    heavy ranked over light (summary and collapsed
+                                    stacks), every thread stopped again afterwards,
+                                    and `continue` then runs the program to a
+                                    normal exit (the SIGINT was not passed on)
+    gdbext/bad/...                  no Ruby in the inferior (live and core), no
+                                    inferior, ruby-sample on a core, bad arguments:
+                                    one error line and gdb still usable
+    gdbext/RUBY/threads/remote      ruby-bt --json all through gdbserver --attach (target
+                                    remote: memory, mappings, auxv over the protocol): as
+                                    the oracle; ruby-sample there says it needs a local
+                                    process
+    lldb/RUBY/threads/MODE          the same ruby-bt --json all in lldb (live, core)
+    lldb/RUBY/sample                ruby-sample 2 --out F in lldb on shares.rb: heavy
+                                    ranked over light, the process stopped again
+    gdbext/install                  make install PREFIX=TMP RUBY_FOR_GDB=3.3's ruby, then
+                                    gdb on a 3.3 core with only that auto-load directory
+                                    named: ruby-bt all works with no `source`
+"""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+from . import compare, procs, requires
+
+ROOT = procs.ROOT
+SHARES = os.path.join(ROOT, "fixtures", "profile", "shares.rb")
+GDB_TIMEOUT = 120
+LLDB_RUBIES = ("3.3",)
+REMOTE_RUBIES = ("3.3",)   # gdbserver: slow to start (it ships every library)
+MODES = ("live", "core")
+
+
+def scenario_tests(ruby, scen, crash):
+    names = []
+    for mode in (("core",) if crash else MODES):
+        names += ["gdbext/%s/%s/%s/%s" % (ruby, scen, mode, t)
+                  for t in ("json", "text", "threads", "via-debugger")]
+    if not crash:
+        names.append("gdbext/%s/%s/live/detached" % (ruby, scen))
+    return names
+
+
+def ruby_tests(ruby, scenarios):
+    names = []
+    for scen in scenarios:
+        names += scenario_tests(ruby, scen, scen.startswith("crash"))
+    names.append("gdbext/%s/sample" % ruby)
+    if ruby in LLDB_RUBIES:
+        names += ["lldb/%s/threads/%s" % (ruby, m) for m in MODES] + ["lldb/%s/sample" % ruby]
+    if ruby in REMOTE_RUBIES:
+        names.append("gdbext/%s/threads/remote" % ruby)
+    return names
+
+
+INSTALL_RUBY = "3.3"
+
+BAD_TESTS = ("gdbext/bad/not-ruby-live", "gdbext/bad/not-ruby-core", "gdbext/bad/no-inferior",
+             "gdbext/bad/sample-on-core", "gdbext/bad/usage")
+
+
+def wanted(selected, rubies, scenarios):
+    """Does any gdbext test run? (so run.py builds the Rubies)"""
+    return any(selected(n) for r in rubies for n in ruby_tests(r, scenarios)) or \
+        any(selected(n) for n in BAD_TESTS) or \
+        (INSTALL_RUBY in rubies and selected("gdbext/install"))
+
+
+# --- running gdb -------------------------------------------------------------
+
+# Runs inside gdb: every ruby-bt variant, results to a JSON file.
+GDB_SCRIPT = r'''
+import gdb, json, os, time
+gdb.execute("source " + os.environ["GDBEXT_LOADER"])
+inf = gdb.selected_inferior()
+res = {"threads": [[t.num, t.ptid[1]] for t in inf.threads()],
+       "selected": gdb.selected_thread().num, "runs": {}}
+def run(name, cmd):
+    t0 = time.monotonic()
+    try:
+        res["runs"][name] = {"out": gdb.execute(cmd, to_string=True)}
+    except gdb.error as exc:
+        res["runs"][name] = {"error": str(exc)}
+    res["runs"][name]["seconds"] = time.monotonic() - t0
+run("json", "ruby-bt --json all")
+run("text", "ruby-bt all")
+run("selected", "ruby-bt --json")
+run("debugger", "ruby-bt --json --via-debugger all")
+for num, lwp in res["threads"]:
+    run("thread %d" % num, "ruby-bt --json %d" % num)
+with open(os.environ["GDBEXT_RESULT"], "w") as f:
+    json.dump(res, f)
+'''
+
+
+def gdb_env(gdbext_dir, extra=None):
+    env = procs.quiet_env(extra)
+    env["CORESTACK_GDBEXT_DIR"] = gdbext_dir
+    return env
+
+
+def run_gdb(gdbext_dir, target_args, commands, workdir, tag, timeout=GDB_TIMEOUT,
+            script=None):
+    """gdb -batch on target_args running commands (and GDB_SCRIPT if script)
+    -> (returncode, stdout, stderr, result dict or None, reason)"""
+    loader = os.path.join(gdbext_dir, "ruby-gdb.py")
+    result = os.path.join(workdir, "%s.result.json" % tag)
+    argv = ["gdb", "-nx", "-q", "-batch"]
+    if script:
+        path = os.path.join(workdir, "%s.script.py" % tag)
+        with open(path, "w") as f:
+            f.write(script)
+        argv += ["-ex", "source " + path]
+    else:
+        argv += ["-ex", "source " + loader]
+    for c in commands:
+        argv += ["-ex", c]
+    argv += target_args
+    try:
+        res = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, timeout=timeout,
+                             env=gdb_env(gdbext_dir, {"GDBEXT_LOADER": loader,
+                                                      "GDBEXT_RESULT": result}))
+    except subprocess.TimeoutExpired:
+        return None, "", "", None, "gdb timed out after %d s" % timeout
+    data = None
+    if script:
+        try:
+            with open(result) as f:
+                data = json.load(f)
+        except (OSError, ValueError) as exc:
+            return res.returncode, res.stdout, res.stderr, None, \
+                "gdb wrote no result (%s); stderr: %s" % (exc, compare.show(res.stderr[-300:]))
+    return res.returncode, res.stdout, res.stderr, data, None
+
+
+# --- checks ------------------------------------------------------------------
+
+def parked(exe, workdir, tag):
+    """threads.rb parked, its oracle read -> (Scenario, oracle); the caller
+    kills it. Raises procs.Failure, OSError, ValueError."""
+    run = procs.Scenario(exe, os.path.join(procs.SCENARIOS, "threads.rb"),
+                         os.path.join(workdir, tag), False)
+    try:
+        run.wait_oracle(60)
+        with open(run.oracle_path) as f:
+            return run, json.load(f)
+    except BaseException:
+        run.kill()
+        raise
+
+
+def fail_all(rep, selected, names, reason):
+    for n in names:
+        if selected(n):
+            rep.result(n, reason)
+
+
+def json_in(output):
+    """The JSON report in a debugger's output (between its own lines)."""
+    start, end = output.find("{\n"), output.rfind("\n}")
+    return output[start:end + 2] if start >= 0 and end >= 0 else None
+
+
+def parse_json_run(run):
+    if "error" in run:
+        return None, "ruby-bt failed: %s" % run["error"].strip()
+    return compare.parse_report(run["out"])
+
+
+def check_json(run, oracle, source, signal_number):
+    report, reason = parse_json_run(run)
+    if reason:
+        return reason
+    if report.get("process", {}).get("source") != source:
+        return "process.source is %s, expected %s" % (
+            compare.show(report.get("process", {}).get("source")), compare.show(source))
+    return (compare.check_shape(report)
+            or compare.check_process(report, oracle, signal_number)
+            or compare.compare_threads(report, oracle))
+
+
+def check_text(run, cli, oracle, stdout):
+    if "error" in run:
+        return "ruby-bt failed: %s" % run["error"].strip()
+    rc, out, err, reason = cli
+    if reason:
+        return "corestack: " + reason
+    if rc != 0:
+        return "corestack exited %d: %s" % (rc, compare.show(err[:200]))
+    if run["out"] != out:
+        a, b = run["out"].splitlines(), out.splitlines()
+        for i, (x, y) in enumerate(zip(a, b)):
+            if x != y:
+                return "line %d: ruby-bt %s, corestack %s" % (i + 1, compare.show(x), compare.show(y))
+        return "ruby-bt prints %d lines, corestack %d" % (len(a), len(b))
+    if run["out"] not in stdout:
+        return "a plain `-ex ruby-bt all` did not print the same text"
+    return compare.check_text(run["out"], oracle)
+
+
+def check_threads(data):
+    """ruby-bt N for each gdb thread, and ruby-bt alone."""
+    report, reason = parse_json_run(data["runs"]["json"])
+    if reason:
+        return "ruby-bt --json all: " + reason
+    # Threads of a non-main ractor on 3.3 run on shared native threads (M:N)
+    # and have no kernel tid (Ruby's native_thread_id is nil too, which the
+    # json test checks): no gdb thread is theirs, so only threads with a tid
+    # must be reachable through ruby-bt N.
+    by_tid = dict((t.get("tid"), t) for t in report["threads"] if t.get("tid") is not None)
+    if not by_tid:
+        return "no Ruby thread has a kernel tid"
+    reached = set()
+    for num, lwp in data["threads"]:
+        run = data["runs"]["thread %d" % num]
+        if lwp in by_tid:
+            one, reason = parse_json_run(run)
+            if reason:
+                return "ruby-bt %d (LWP %d): %s" % (num, lwp, reason)
+            if one.get("threads") != [by_tid[lwp]]:
+                return "ruby-bt %d (LWP %d) shows %s, expected that thread of ruby-bt all" % (
+                    num, lwp, compare.show([t.get("tid") for t in one.get("threads", [])]))
+            reached.add(lwp)
+        else:
+            err = run.get("error", "")
+            if "runs no Ruby thread" not in err or len(err.strip().splitlines()) != 1:
+                return "ruby-bt %d (LWP %d, no Ruby thread): expected one error line, got %s" % (
+                    num, lwp, compare.show(run.get("error", run.get("out", ""))[:200]))
+    if reached != set(by_tid):
+        return "Ruby threads no gdb thread reaches: %s" % sorted(set(by_tid) - reached)
+    sel = data["runs"]["selected"]
+    want = data["runs"]["thread %d" % data["selected"]]
+    if sel.get("out") != want.get("out") or sel.get("error") != want.get("error"):
+        return "ruby-bt differs from ruby-bt %d (gdb's selected thread)" % data["selected"]
+    return None
+
+
+def check_via_debugger(data, oracle, source, signal_number):
+    reason = check_json(data["runs"]["debugger"], oracle, source, signal_number)
+    if reason:
+        return reason
+    fast, _ = parse_json_run(data["runs"]["json"])
+    slow, _ = parse_json_run(data["runs"]["debugger"])
+    if fast and slow and fast["threads"] != slow["threads"]:
+        return "threads differ from the direct read's"
+    return None
+
+
+# --- scenario runs -------------------------------------------------------------
+
+def check_session(rep, names, mode, gdb_run, cli, oracle, signal_number, selected):
+    rc, stdout, stderr, data, reason = gdb_run
+    prefix = names["prefix"] + "/" + mode + "/"
+    for key in ("json", "text", "threads", "via-debugger"):
+        name = prefix + key
+        if not selected(name):
+            continue
+        if reason:
+            rep.result(name, reason)
+            continue
+        try:
+            if key == "json":
+                r = check_json(data["runs"]["json"], oracle, mode, signal_number)
+            elif key == "text":
+                r = check_text(data["runs"]["text"], cli, oracle, stdout)
+            elif key == "threads":
+                r = check_threads(data)
+            else:
+                r = check_via_debugger(data, oracle, mode, signal_number)
+        except (KeyError, TypeError) as exc:
+            r = "malformed gdb result: %r" % exc
+        rep.result(name, r)
+
+
+def scenario_runs(rep, selected, args, ruby, exe, scenarios, workdir):
+    running = []
+    try:
+        for scen in scenarios:
+            if not any(selected(n) for n in scenario_tests(ruby, scen, scen.startswith("crash"))):
+                continue
+            script = os.path.join(procs.SCENARIOS, scen + ".rb")
+            why = requires.missing(script, ruby.split("-")[0])
+            if why:   # e.g. Ractor on 2.7: said, not left out silently
+                for n in scenario_tests(ruby, scen, scen.startswith("crash")):
+                    if selected(n):
+                        rep.skip(n, why)
+                continue
+            running.append((scen, procs.Scenario(exe, script, os.path.join(workdir, scen),
+                                                 scen.startswith("crash"))))
+        for scen, run in running:
+            crash = scen.startswith("crash")
+            names = {"prefix": "gdbext/%s/%s" % (ruby, scen)}
+            tests = scenario_tests(ruby, scen, crash)
+            try:
+                run.wait_oracle(60)
+                with open(run.oracle_path) as f:
+                    oracle = json.load(f)
+                signal_number = None
+                if crash:
+                    run.wait_exit(60)
+                    signal_number = os.WTERMSIG(run.status) if os.WIFSIGNALED(run.status) else None
+                    core = procs.kernel_core(run)
+                else:
+                    time.sleep(0.2)
+                    cli = procs.run_tool([args.corestack, "--pid", str(run.pid)], args.timeout)
+                    live = run_gdb(args.gdbext, ["-p", str(run.pid)], ["ruby-bt all"],
+                                   run.workdir, "live", script=GDB_SCRIPT)
+                    check_session(rep, names, "live", live, cli, oracle, None, selected)
+                    name = names["prefix"] + "/live/detached"
+                    if selected(name):
+                        left = procs.stopped_threads(run.pid) if not run.poll() else ["(exited)"]
+                        rep.result(name, "threads left stopped: %s" % left if left else None)
+                    core = procs.gcore(run.pid, os.path.join(run.workdir, "core"), 120)
+                cli = procs.run_tool([args.corestack, core, exe], args.timeout)
+                res = run_gdb(args.gdbext, [exe, core], ["ruby-bt all"], run.workdir, "core",
+                              script=GDB_SCRIPT)
+                check_session(rep, names, "core", res, cli, oracle, signal_number, selected)
+                if not args.keep:
+                    os.unlink(core)
+            except (procs.Failure, OSError, ValueError) as exc:
+                fail_all(rep, selected, tests, "capture failed: %s" % exc)
+            finally:
+                run.kill()
+    finally:
+        for _, run in running:
+            run.kill()
+
+
+# --- ruby-sample ---------------------------------------------------------------
+
+SAMPLE_SCRIPT = r'''
+import gdb, json, os
+gdb.execute("source " + os.environ["GDBEXT_LOADER"])
+pid = gdb.selected_inferior().pid
+res = {}
+try:
+    res["summary"] = gdb.execute("ruby-sample 2 --out " + os.environ["GDBEXT_FOLDED"], to_string=True)
+except gdb.error as exc:
+    res["error"] = str(exc)
+states = []
+for tid in os.listdir("/proc/%d/task" % pid):
+    with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
+        states.append(f.read().rsplit(")", 1)[1].split()[0])
+res["states"] = states
+res["running"] = [t.num for t in gdb.selected_inferior().threads() if t.is_running()]
+gdb.execute("continue", to_string=True)
+res["exitcode"] = int(gdb.parse_and_eval("$_exitcode")) if str(gdb.parse_and_eval("$_exitcode")) != "void" else None
+with open(os.environ["GDBEXT_RESULT"], "w") as f:
+    json.dump(res, f)
+'''
+
+
+def summary_totals(summary):
+    """frame -> total samples, from the summary table."""
+    totals = {}
+    for line in summary.splitlines():
+        m = re.match(r"\s*(\d+)\s+[\d.]+%\s+(\d+)\s+(.*)$", line)
+        if m:
+            totals[m.group(3)] = int(m.group(2))
+    return totals
+
+
+def check_sample(data, folded):
+    if "error" in data:
+        return "ruby-sample failed: %s" % data["error"].strip()
+    totals = summary_totals(data["summary"])
+    heavy, light = totals.get("Object#heavy", 0), totals.get("Object#light", 0)
+    if heavy + light < 50 or heavy < 1.5 * light:
+        return "summary: Object#heavy %d, Object#light %d samples: heavy does 3x the work" % (
+            heavy, light)
+    try:
+        with open(folded) as f:
+            text = f.read()
+    except OSError as exc:
+        return "no collapsed stacks: %s" % exc
+    fh = fl = 0
+    for line in text.splitlines():
+        stack, _, n = line.rpartition(" ")
+        frames = stack.split(";")
+        fh += int(n) if "Object#heavy" in frames else 0
+        fl += int(n) if "Object#light" in frames else 0
+    if (fh, fl) != (heavy, light):
+        return "collapsed stacks count heavy %d light %d, the summary %d %d" % (fh, fl, heavy, light)
+    if "stopped again" not in data["summary"]:
+        return "summary does not say the inferior is stopped again: %s" % compare.show(
+            data["summary"][-200:])
+    if any(s not in ("t", "T") for s in data["states"]) or data["running"]:
+        return "after ruby-sample: thread states %s, gdb running threads %s" % (
+            data["states"], data["running"])
+    if data.get("exitcode") != 0:
+        return "resumed after ruby-sample, the program exited %s, expected 0" % data.get("exitcode")
+    return None
+
+
+def sample_test(rep, args, ruby, exe, workdir):
+    name = "gdbext/%s/sample" % ruby
+    folded = os.path.join(workdir, "sample.folded")
+    # It ends 15 s after its start (wall clock): long enough for a slow
+    # attach on a loaded machine plus the 2 s of sampling, so that the
+    # `continue` after ruby-sample sees it run on to its normal exit.
+    target = subprocess.Popen([exe, SHARES, "15"], stdin=subprocess.DEVNULL,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(0.5)
+        loader = os.path.join(args.gdbext, "ruby-gdb.py")
+        path = os.path.join(workdir, "sample.script.py")
+        result = os.path.join(workdir, "sample.result.json")
+        with open(path, "w") as f:
+            f.write(SAMPLE_SCRIPT)
+        try:
+            res = subprocess.run(["gdb", "-nx", "-q", "-batch", "-ex", "source " + path,
+                                  "-p", str(target.pid)], stdin=subprocess.DEVNULL,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                 timeout=GDB_TIMEOUT,
+                                 env=gdb_env(args.gdbext, {"GDBEXT_LOADER": loader,
+                                                           "GDBEXT_RESULT": result,
+                                                           "GDBEXT_FOLDED": folded}))
+        except subprocess.TimeoutExpired:
+            rep.result(name, "gdb hung")
+            return
+        try:
+            with open(result) as f:
+                data = json.load(f)
+        except (OSError, ValueError) as exc:
+            rep.result(name, "gdb wrote no result (%s): %s" % (exc, compare.show(res.stderr[-300:])))
+            return
+        rep.result(name, check_sample(data, folded))
+    finally:
+        target.kill()
+        target.wait()
+
+
+# --- bad input -----------------------------------------------------------------
+
+def one_error(run, pattern, after="$1 = 2"):
+    """gdb printed exactly one error line for the ruby-* command matching
+    pattern, and then still evaluated `print 1+1`."""
+    rc, out, err, _, reason = run
+    if reason:
+        return reason
+    lines = [l for l in err.splitlines() if l.startswith("ruby-")]
+    if len(lines) != 1:
+        return "expected one ruby-* error line on stderr, got %s" % compare.show(err[-400:])
+    if not re.search(pattern, lines[0]):
+        return "error line does not say %s: %s" % (pattern, compare.show(lines[0]))
+    if after not in out:
+        return "gdb not usable afterwards (no %s): %s" % (after, compare.show(out[-200:]))
+    return None
+
+
+def bad_tests(rep, selected, args, workdir, some_ruby):
+    os.makedirs(workdir, exist_ok=True)
+    g = args.gdbext
+    sleeper = None
+    try:
+        if selected("gdbext/bad/not-ruby-live") or selected("gdbext/bad/not-ruby-core"):
+            sleeper = subprocess.Popen(["sleep", "100"], stdin=subprocess.DEVNULL,
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            time.sleep(0.2)
+        if selected("gdbext/bad/not-ruby-live"):
+            run = run_gdb(g, ["-p", str(sleeper.pid)], ["ruby-bt all", "print 1+1"], workdir, "bad1")
+            rep.result("gdbext/bad/not-ruby-live", one_error(run, "not a Ruby process"))
+        if selected("gdbext/bad/not-ruby-core"):
+            core = procs.gcore(sleeper.pid, os.path.join(workdir, "sleep.core"), 120)
+            run = run_gdb(g, [shutil.which("sleep"), core], ["ruby-bt", "print 1+1"], workdir, "bad2")
+            rep.result("gdbext/bad/not-ruby-core", one_error(run, "not a Ruby process"))
+            os.unlink(core)
+        if selected("gdbext/bad/no-inferior"):
+            run = run_gdb(g, [], ["ruby-bt all", "print 1+1"], workdir, "bad3")
+            rep.result("gdbext/bad/no-inferior", one_error(run, "no process and no core"))
+        if selected("gdbext/bad/sample-on-core"):
+            if not some_ruby:
+                rep.result("gdbext/bad/sample-on-core", "needs a fixture Ruby")
+            else:
+                exe, core = some_ruby
+                run = run_gdb(g, [exe, core], ["ruby-sample 1", "print 1+1"], workdir, "bad4")
+                rep.result("gdbext/bad/sample-on-core", one_error(run, "needs a live"))
+        if selected("gdbext/bad/usage"):
+            run = run_gdb(g, [], ["ruby-bt --bogus", "print 1+1"], workdir, "bad5")
+            reason = one_error(run, r"usage: ruby-bt")
+            if not reason:
+                run = run_gdb(g, [], ["ruby-sample -3", "print 1+1"], workdir, "bad6")
+                reason = one_error(run, r"usage: ruby-sample")
+            rep.result("gdbext/bad/usage", reason)
+    except procs.Failure as exc:
+        fail_all(rep, selected, BAD_TESTS, str(exc))
+    finally:
+        if sleeper:
+            sleeper.kill()
+            sleeper.wait()
+
+
+# --- lldb ------------------------------------------------------------------------
+
+LLDB_SCRIPT = r'''
+import json, os, lldb
+def run(debugger, name, cmd, res):
+    ret = lldb.SBCommandReturnObject()
+    debugger.GetCommandInterpreter().HandleCommand(cmd, ret)
+    res[name] = {"out": ret.GetOutput()} if ret.Succeeded() else {"error": ret.GetError()}
+'''
+
+
+def lldb_env(gdbext_dir):
+    """Debian's lldb-14 points its Python at a directory that lacks the lldb
+    package (lldb-14 -P): name the one python3-lldb-14 installs."""
+    import glob
+    env = gdb_env(gdbext_dir)
+    found = sorted(glob.glob("/usr/lib/llvm-14/lib/python3*/dist-packages"))
+    found += ["/usr/lib/python3/dist-packages"]   # six, which lldb imports
+    if found:
+        env["PYTHONPATH"] = os.pathsep.join(found + [env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    return env
+
+
+def lldb_sample_test(rep, args, lldb, ruby, exe, workdir):
+    name = "lldb/%s/sample" % ruby
+    folded = os.path.join(workdir, "lldb-sample.folded")
+    # lldb takes seconds to attach (it reads libruby's DWARF): a long run.
+    target = subprocess.Popen([exe, SHARES, "60"], stdin=subprocess.DEVNULL,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(0.5)
+        res = subprocess.run([lldb, "-b", "-o", "command script import " +
+                              os.path.join(args.gdbext, "ruby_lldb.py"),
+                              "-o", "ruby-sample 2 --out " + folded,
+                              "-o", "script print('STATE', lldb.process.GetState() == lldb.eStateStopped)",
+                              "-p", str(target.pid)], stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             timeout=GDB_TIMEOUT, env=lldb_env(args.gdbext))
+        summary = res.stdout
+        data = {"summary": summary, "states": ["t"], "running": [], "exitcode": 0}
+        reason = check_sample(data, folded)
+        if not reason and "STATE True" not in summary:
+            reason = "the process is not stopped after ruby-sample: %s" % compare.show(
+                summary[-300:])
+        if not reason and "stopped again" not in summary:
+            reason = "summary does not say the process is stopped again"
+        rep.result(name, reason)
+    except subprocess.TimeoutExpired:
+        rep.result(name, "lldb hung")
+    finally:
+        target.kill()
+        target.wait()
+
+
+def lldb_test(rep, selected, args, ruby, exe, workdir):
+    names = ["lldb/%s/threads/%s" % (ruby, m) for m in MODES] + ["lldb/%s/sample" % ruby]
+    if not any(selected(n) for n in names):
+        return
+    lldb = shutil.which("lldb-14") or shutil.which("lldb")
+    if not lldb:
+        for n in names:
+            if selected(n):
+                rep.result(n, "lldb-14 is not installed (.ci/install-deps)")
+        return
+    if selected("lldb/%s/sample" % ruby):
+        lldb_sample_test(rep, args, lldb, ruby, exe, workdir)
+    if not any(selected(n) for n in names[:-1]):
+        return
+    loader = os.path.join(args.gdbext, "ruby_lldb.py")
+    run = None
+    try:
+        run, oracle = parked(exe, workdir, "lldb-threads")
+        time.sleep(0.2)
+        for mode in MODES:
+            name = "lldb/%s/threads/%s" % (ruby, mode)
+            if mode == "live":
+                target = ["-p", str(run.pid)]
+            else:
+                core = procs.gcore(run.pid, os.path.join(run.workdir, "core"), 120)
+                target = [exe, "-c", core]
+            argv = [lldb, "-b", "-o", "command script import " + loader,
+                    "-o", "ruby-bt --json all"] + target
+            try:
+                res = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True, timeout=GDB_TIMEOUT,
+                                     env=lldb_env(args.gdbext))
+            except subprocess.TimeoutExpired:
+                rep.result(name, "lldb hung")
+                continue
+            report = json_in(res.stdout)
+            if report is None:
+                rep.result(name, "no JSON report in lldb's output: %s / %s" % (
+                    compare.show(res.stdout[-300:]), compare.show(res.stderr[-300:])))
+                continue
+            r = check_json({"out": report}, oracle, mode, None)
+            if not r and mode == "live":
+                time.sleep(0.2)
+                left = procs.stopped_threads(run.pid)
+                r = "threads left stopped: %s" % left if left else None
+            rep.result(name, r)
+    except (procs.Failure, OSError, ValueError) as exc:
+        fail_all(rep, selected, names, "capture failed: %s" % exc)
+    finally:
+        if run:
+            run.kill()
+
+
+# --- a remote target ---------------------------------------------------------------
+
+def remote_test(rep, args, ruby, exe, workdir):
+    name = "gdbext/%s/threads/remote" % ruby
+    gdbserver = shutil.which("gdbserver")
+    if not gdbserver:
+        rep.result(name, "gdbserver is not installed (.ci/install-deps)")
+        return
+    run = None
+    try:
+        run, oracle = parked(exe, workdir, "remote-threads")
+        time.sleep(0.2)
+        # A pipe: no port to pick, nothing listening on the network.
+        res = run_gdb(args.gdbext, [exe], [
+            "target remote | exec %s --attach - %d" % (gdbserver, run.pid),
+            "ruby-bt --json all", "ruby-sample 1", "print 1+1"], run.workdir, "remote")
+        rc, out, err, _, reason = res
+        if reason:
+            rep.result(name, reason)
+            return
+        report = json_in(out)
+        if report is None:
+            rep.result(name, "no JSON report through gdbserver: %s" % compare.show(err[-300:]))
+            return
+        r = check_json({"out": report}, oracle, "live", None)
+        if not r:
+            r = one_error(res, "needs a live local process")
+        rep.result(name, r)
+    except (procs.Failure, OSError, ValueError) as exc:
+        rep.result(name, "capture failed: %s" % exc)
+    finally:
+        if run:
+            run.kill()
+
+
+# --- make install ------------------------------------------------------------------
+
+def install_test(rep, args, exe, workdir):
+    """gdb auto-loads the commands from what make install wrote."""
+    prefix = os.path.join(workdir, "prefix")
+    try:
+        res = subprocess.run(["make", "-C", ROOT, "install", "PREFIX=" + prefix,
+                              "RUBY_FOR_GDB=" + exe], stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             timeout=600)
+    except subprocess.TimeoutExpired:
+        rep.result("gdbext/install", "make install hung")
+        return
+    if res.returncode != 0:
+        rep.result("gdbext/install", "make install exited %d: %s" % (
+            res.returncode, compare.show(res.stdout[-300:])))
+        return
+    for path in ("bin/corestack", "lib/corestack/_corestack.abi3.so",
+                 "lib/corestack/ruby-gdb.py", "lib/corestack/ruby_lldb.py"):
+        if not os.path.exists(os.path.join(prefix, path)):
+            rep.result("gdbext/install", "make install did not install %s" % path)
+            return
+    sc = None
+    try:
+        sc, oracle = parked(exe, workdir, "install-threads")
+        core = procs.gcore(sc.pid, os.path.join(sc.workdir, "core"), 120)
+    except (procs.Failure, OSError, ValueError) as exc:
+        rep.result("gdbext/install", "capture failed: %s" % exc)
+        return
+    finally:
+        if sc:
+            sc.kill()
+    autoload = os.path.join(prefix, "share", "gdb", "auto-load")
+    env = procs.quiet_env()
+    env.pop("CORESTACK_GDBEXT_DIR", None)
+    try:
+        res = subprocess.run(["gdb", "-nx", "-q", "-batch",
+                              "-iex", "set auto-load scripts-directory " + autoload,
+                              "-iex", "set auto-load safe-path " + autoload,
+                              "-ex", "ruby-bt --json all", exe, core],
+                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, timeout=GDB_TIMEOUT, env=env)
+    except subprocess.TimeoutExpired:
+        rep.result("gdbext/install", "gdb hung")
+        return
+    report = json_in(res.stdout)
+    if report is None:
+        rep.result("gdbext/install", "no ruby-bt report from the auto-loaded commands: %s" %
+                   compare.show(res.stderr[-300:]))
+        return
+    rep.result("gdbext/install", check_json({"out": report}, oracle, "core", None))
+    os.unlink(core)
+
+
+# --- entry point -------------------------------------------------------------------
+
+def gdbext_tests(rep, selected, args, prefixes, scenarios, workdir):
+    """All gdbext tests of the selected Rubies (run.py main)."""
+    if not wanted(selected, args.rubies, scenarios):
+        return
+    if not os.path.exists(os.path.join(args.gdbext, "_corestack.abi3.so")):
+        fail_all(rep, selected, [n for r in args.rubies for n in ruby_tests(r, scenarios)]
+                 + list(BAD_TESTS) + ["gdbext/install"],
+                 "no gdbext module in %s (make gdbext)" % args.gdbext)
+        return
+    some_ruby = None
+    for ruby in args.rubies:
+        prefix = prefixes.get(ruby)
+        if not isinstance(prefix, str):
+            continue
+        exe = os.path.join(prefix, "bin", "ruby")
+        rwork = os.path.join(workdir, "gdbext", ruby)
+        os.makedirs(rwork, exist_ok=True)
+        procs_progress("gdbext: %s" % ruby)
+        scenario_runs(rep, selected, args, ruby, exe, scenarios, rwork)
+        if selected("gdbext/%s/sample" % ruby):
+            sample_test(rep, args, ruby, exe, rwork)
+        if ruby in LLDB_RUBIES:
+            lldb_test(rep, selected, args, ruby, exe, rwork)
+        if ruby in REMOTE_RUBIES and selected("gdbext/%s/threads/remote" % ruby):
+            remote_test(rep, args, ruby, exe, rwork)
+        if ruby == INSTALL_RUBY and selected("gdbext/install"):
+            install_test(rep, args, exe, rwork)
+        if some_ruby is None and selected("gdbext/bad/sample-on-core"):
+            sleeper = procs.Scenario(exe, os.path.join(procs.SCENARIOS, "threads.rb"),
+                                     os.path.join(rwork, "bad-core"), False)
+            try:
+                sleeper.wait_oracle(60)
+                some_ruby = (exe, procs.gcore(sleeper.pid, os.path.join(sleeper.workdir, "core"),
+                                              120))
+            except procs.Failure:
+                pass
+            finally:
+                sleeper.kill()
+    bad_tests(rep, selected, args, os.path.join(workdir, "gdbext", "bad"), some_ruby)
+
+
+def procs_progress(msg):
+    print("run.py: " + msg, file=sys.stderr, flush=True)
