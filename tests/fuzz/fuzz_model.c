@@ -207,6 +207,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!err) {
 		struct rv_process *proc = NULL;
 		err = rv_snapshot(s, &proc);
+		if (!err) /* the GC heap walk and every fiber's stack too */
+			err = rv_snapshot_fibers(s, proc);
 		if (!err) {
 			(void)rv_process_complete(proc);
 			size_t built = 0;
