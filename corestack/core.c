@@ -889,8 +889,9 @@ static size_t cs_core_file_build_id(int fd, uint8_t *out, size_t max)
 		return 0;
 	const void *id = NULL;
 	ssize_t len = dwelf_elf_gnu_build_id(elf, &id);
-	size_t n = len > 0 && (size_t)len <= max ? (size_t)len : 0;
-	memcpy(out, id, n);
+	size_t n = len > 0 && id && (size_t)len <= max ? (size_t)len : 0;
+	if (n) /* id is NULL when there is none: memcpy wants a pointer */
+		memcpy(out, id, n);
 	elf_end(elf);
 	return n;
 }
