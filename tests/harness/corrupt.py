@@ -24,7 +24,7 @@ import re
 import struct
 import subprocess
 
-from . import compare
+from . import compare, elfcore
 
 BAD_LINE = 999999
 UNMAPPED = 0x10   # the zero page is never mapped
@@ -35,20 +35,9 @@ class CoreFile:
 
     def __init__(self, path):
         self.path = path
-        self.loads = []
-        with open(path, "rb") as f:
-            ehdr = f.read(64)
-            if ehdr[:4] != b"\x7fELF" or ehdr[4] != 2:
-                raise ValueError("%s is not an ELF64 file" % path)
-            phoff, = struct.unpack_from("<Q", ehdr, 32)
-            phentsize, phnum = struct.unpack_from("<HH", ehdr, 54)
-            f.seek(phoff)
-            table = f.read(phentsize * phnum)
-        for i in range(phnum):
-            p_type, _, p_offset, p_vaddr, _, p_filesz = struct.unpack_from(
-                "<IIQQQQ", table, i * phentsize)
-            if p_type == 1 and p_filesz:
-                self.loads.append((p_vaddr, p_offset, p_filesz))
+        self.loads = [(vaddr, off, filesz)
+                      for p_type, off, vaddr, filesz in elfcore.program_headers(path)
+                      if p_type == elfcore.PT_LOAD and filesz]
         self.saved = []   # (file offset, original bytes), newest last
 
     def offset(self, addr, size):

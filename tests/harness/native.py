@@ -23,7 +23,7 @@ import time
 import urllib.error
 import urllib.request
 
-from . import compare, procs
+from . import compare, elfcore, procs
 
 REMOTE_TESTS = ("remote/no-sysroot", "remote/sysroot", "remote/lib-search-path",
                 "remote/mismatched-library", "remote/core-zst", "remote/core-gz",
@@ -50,15 +50,8 @@ def nt_file_paths(core):
     """The file names of a core's NT_FILE note (x86-64 ELF64 LE)."""
     paths = []
     with open(core, "rb") as f:
-        eh = f.read(64)
-        phoff, = struct.unpack_from("<Q", eh, 32)
-        phentsize, phnum = struct.unpack_from("<HH", eh, 54)
-        f.seek(phoff)
-        phdrs = f.read(phentsize * phnum)
-        for i in range(phnum):
-            p_type, _, p_offset, _, _, p_filesz = struct.unpack_from(
-                "<IIQQQQ", phdrs, i * phentsize)
-            if p_type != 4:   # PT_NOTE
+        for p_type, p_offset, _, p_filesz in elfcore.program_headers(core):
+            if p_type != elfcore.PT_NOTE:
                 continue
             f.seek(p_offset)
             notes = f.read(p_filesz)
