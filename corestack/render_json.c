@@ -1,6 +1,5 @@
 /* JSON output for tools: the schema is documented in docs/json-schema.md;
  * CS_JSON_SCHEMA changes on any incompatible change. */
-#include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -46,13 +45,10 @@ static void process(struct json *j, const struct cs_report *r)
  * null when there is none. */
 static void address(struct json *j, const char *key, uint64_t value)
 {
-	char text[24];
-	if (!value) {
+	if (value)
+		json_hex_string(j, key, value);
+	else
 		json_null(j, key);
-		return;
-	}
-	snprintf(text, sizeof(text), "0x%" PRIx64, value);
-	json_string(j, key, text);
 }
 
 static void frame(struct json *j, const struct rv_frame *f)
