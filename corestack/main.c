@@ -7,6 +7,7 @@
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -485,6 +486,9 @@ int main(int argc, char **argv)
 		.merged = merged,
 		.native_all = o.native_all,
 	};
+	/* Only this thread writes the report: stdio need not lock for each
+	 * of the many small writes of thousands of stacks. */
+	__fsetlocking(stdout, FSETLOCKING_BYCALLER);
 	if (o.json)
 		cs_render_json(stdout, &report);
 	else

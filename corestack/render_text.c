@@ -38,13 +38,39 @@ static void header(FILE *out, const struct cs_report *r)
 			r->ruby->fibers_error);
 }
 
+/* Frames are most of a report of thousands of fibers: they are written
+ * piece by piece, without printf's formatting. */
+static void put_int(FILE *out, int v)
+{
+	char text[16], *p = text + sizeof(text);
+	unsigned u = v < 0 ? 0u - (unsigned)v : (unsigned)v;
+	do {
+		*--p = (char)('0' + u % 10);
+		u /= 10;
+	} while (u);
+	if (v < 0)
+		*--p = '-';
+	fwrite(p, 1, (size_t)(text + sizeof(text) - p), out);
+}
+
 static void frame(FILE *out, const struct rv_frame *f,
 		  const struct cs_native_frame *on, int indent)
 {
-	fprintf(out, "%*s%s:%d:in '%s'", indent, "", f->path ? f->path : "?",
-		f->lineno, f->label ? f->label : "?");
-	if (f->qualified && (!f->label || strcmp(f->qualified, f->label)))
-		fprintf(out, "  [%s]", f->qualified);
+	static const char spaces[] = "        ";
+	fwrite(spaces, 1, (size_t)indent < sizeof(spaces) - 1 ? (size_t)indent
+							     : sizeof(spaces) - 1,
+	       out);
+	fputs(f->path ? f->path : "?", out);
+	putc(':', out);
+	put_int(out, f->lineno);
+	fputs(":in '", out);
+	fputs(f->label ? f->label : "?", out);
+	putc('\'', out);
+	if (f->qualified && (!f->label || strcmp(f->qualified, f->label))) {
+		fputs("  [", out);
+		fputs(f->qualified, out);
+		putc(']', out);
+	}
 	if (f->kind == RV_FRAME_CFUNC)
 		fputs("  (C)", out);
 	if (on) { /* --native: the C function this C method runs */
