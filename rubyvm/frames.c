@@ -83,6 +83,20 @@ static struct cs_error *frame_method_entry(struct rv_session *s, uint64_t ep,
 	return cs_error_create(CS_ERR_LIMIT, "environment chain too long");
 }
 
+/* a[0..alen) b c in a new string: a frame's names are built thousands of
+ * times per report, and asprintf's formatting was a large share of it. */
+static char *join3(const char *a, size_t alen, const char *b, const char *c)
+{
+	size_t bl = strlen(b), cl = strlen(c);
+	char *out = malloc(alen + bl + cl + 1);
+	if (!out)
+		return NULL;
+	memcpy(out, a, alen);
+	memcpy(out + alen, b, bl);
+	memcpy(out + alen + bl, c, cl + 1);
+	return out;
+}
+
 /* "Owner#name" or "Owner.name" for the method entry me. */
 static struct cs_error *method_qualified(struct rv_session *s, uint64_t me,
 					 const char *name, char **ret)
@@ -94,10 +108,10 @@ static struct cs_error *method_qualified(struct rv_session *s, uint64_t me,
 	if ((err = rv_read_member(s, me, RVL_me_owner, &owner)) ||
 	    (err = rv_owner_name(s, owner, &owner_name, &singleton)))
 		return err;
-	int n = asprintf(ret, "%s%s%s", owner_name, singleton ? "." : "#",
-			 name);
+	*ret = join3(owner_name, strlen(owner_name), singleton ? "." : "#",
+		     name);
 	free(owner_name);
-	return n < 0 ? &cs_error_nomem : NULL;
+	return *ret ? NULL : &cs_error_nomem;
 }
 
 /* The qualified name of a Ruby frame, as Ruby 3.4 builds labels
@@ -120,8 +134,7 @@ static char *ruby_qualified(struct rv_session *s,
 		cs_error_destroy(err);
 		return strdup(label);
 	}
-	if (asprintf(&out, "%.*s%s", (int)(ll - bl), label, method) < 0)
-		out = NULL;
+	out = join3(label, ll - bl, method, "");
 	free(method);
 	return out;
 }
@@ -190,8 +203,11 @@ static void ruby_frame(struct rv_session *s, uint64_t iseq, uint64_t pc,
 	f->label = strdup(info->label);
 	f->path = strdup(info->path);
 	check_line(f, info);
-	check_text(f, "label", f->label);
-	check_text(f, "path", f->path);
+	/* label and path were checked (and scrubbed) with the iseq */
+	if (!f->error && (!info->label_clean || !info->path_clean))
+		f->error = strdup(!info->label_clean
+					  ? "label is not valid UTF-8"
+					  : "path is not valid UTF-8");
 	check_text(f, "qualified name", f->qualified);
 }
 
@@ -317,10 +333,13 @@ static size_t frame_text_size(const struct rv_frame *f)
 	       text_size(f->qualified) + text_size(f->error);
 }
 
-/* Frames grow as they are decoded, not by what the stack claims. */
+/* Frames grow as they are decoded, not by what the stack claims. The first
+ * array is small: thousands of fibers are a few frames deep each. */
+#define FIRST_FRAMES 8
+
 static bool grow_frames(struct rv_thread *th, size_t *cap)
 {
-	size_t n = *cap ? *cap * 2 : 64;
+	size_t n = *cap ? *cap * 2 : FIRST_FRAMES;
 	struct rv_frame *f = realloc(th->frames, n * sizeof(*f));
 	if (!f)
 		return false;
@@ -360,7 +379,7 @@ struct cs_error *rv_walk_ec(struct rv_session *s, uint64_t ec,
 	if (!count)
 		return NULL;
 	size_t max = s->opts.max_frames, cap = 0;
-	uint8_t *chunk = malloc(CFP_CHUNK * cfp_size);
+	uint8_t *chunk = malloc((count < CFP_CHUNK ? count : CFP_CHUNK) * cfp_size);
 	if (!chunk)
 		return &cs_error_nomem;
 	/* Past the limit, frames are only decoded until the next Ruby frame,

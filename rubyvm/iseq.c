@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../util/utf8.h"
 #include "session.h"
 
 void rv_iseq_info_free(struct rv_iseq_info *info)
@@ -56,10 +57,14 @@ struct cs_error *rv_iseq_info(struct rv_session *s, uint64_t iseq,
 	    (err = pathobj_path(s, pathobj, &info->path)))
 		goto fail;
 	info->body = body;
+	info->label_clean = utf8_scrub(info->label);
+	info->path_clean = utf8_scrub(info->path);
 	if (RV_HAS(s, body_base_label) &&
 	    rv_try_member(s, body, RVL_body_base_label, &base_label) &&
 	    rv_failed(rv_string(s, base_label, &info->base_label)))
 		info->base_label = NULL;
+	if (info->base_label)
+		utf8_scrub(info->base_label);
 	info->type = info->local_type = -1;
 	if (RV_HAS(s, body_type) &&
 	    rv_try_member(s, body, RVL_body_type, &type))

@@ -79,6 +79,9 @@ struct rv_iseq_info {
 	int first_lineno;
 	int code_first_line, code_last_line; /* 0, 0 when unknown */
 	uint64_t body;
+	/* label and path were valid UTF-8 (they are scrubbed once here, not
+	 * for every frame that shows them) */
+	bool label_clean, path_clean;
 };
 struct cs_error *rv_iseq_info(struct rv_session *s, uint64_t iseq,
 			      struct rv_iseq_info *ret);
