@@ -79,6 +79,9 @@ struct cs_error *cs_core_read_dumped(struct cs_core *core, uint64_t addr,
 				     void *buf, size_t len);
 /* Adapter for rubyvm/target.h; valid while core is open. */
 struct rv_target cs_core_target(struct cs_core *core);
+/* Prefetch hints for the model (rubyvm/target.h): the core's pages that
+ * hold a range are read ahead with MADV_WILLNEED. */
+struct rv_prefetcher cs_core_prefetcher(struct cs_core *core);
 
 /* Prefix every NT_FILE path with dir when opening it (a copied-out
  * container or machine root); NULL for none (the default). Closes files

@@ -409,8 +409,15 @@ int main(int argc, char **argv)
 	if ((err = rv_layout_for_module(vm.vm, o.cache_dir, &layout,
 					&cached)) ||
 	    (err = rv_session_create(&src.target, &layout, vm.vm->path,
-				     vm.load_bias, &ropts, &session)) ||
-	    (err = rv_snapshot(session, &proc)) ||
+				     vm.load_bias, &ropts, &session))) {
+		rc = unusable(err);
+		goto out;
+	}
+	if (src.core) { /* a core's pages may not be in memory yet */
+		struct rv_prefetcher hint = cs_core_prefetcher(src.core);
+		rv_session_set_prefetcher(session, &hint);
+	}
+	if ((err = rv_snapshot(session, &proc)) ||
 	    (!o.no_fibers && (err = rv_snapshot_fibers(session, proc)))) {
 		rc = unusable(err);
 		goto out;

@@ -163,6 +163,9 @@ struct cs_error *rv_session_create(const struct rv_target *target,
 				   const struct rv_options *opts,
 				   struct rv_session **ret);
 void rv_session_destroy(struct rv_session *s);
+/* Hint the target about reads to come (target.h); NULL for none. */
+void rv_session_set_prefetcher(struct rv_session *s,
+			       const struct rv_prefetcher *p);
 /* Read through another target from now on (a sampler re-attaching to the
  * same process); the layout and the name caches stay. */
 void rv_session_set_target(struct rv_session *s, const struct rv_target *t);

@@ -190,6 +190,18 @@ void rv_session_set_target(struct rv_session *s, const struct rv_target *t)
 	s->target = *t;
 }
 
+void rv_session_set_prefetcher(struct rv_session *s,
+			       const struct rv_prefetcher *p)
+{
+	s->prefetcher = p ? *p : (struct rv_prefetcher){0};
+}
+
+void rv_prefetch(struct rv_session *s, uint64_t addr, size_t len)
+{
+	if (s->prefetcher.prefetch && len)
+		s->prefetcher.prefetch(s->prefetcher.priv, addr, len);
+}
+
 void rv_session_destroy(struct rv_session *s)
 {
 	if (!s)

@@ -14,6 +14,7 @@ struct rv_id_cache;
 
 struct rv_session {
 	struct rv_target target;
+	struct rv_prefetcher prefetcher; /* prefetch NULL when none */
 	struct rv_layout layout;
 	uint64_t load_bias;
 	struct rv_options opts;
@@ -34,6 +35,8 @@ struct rv_session {
 
 struct cs_error *rv_read(struct rv_session *s, uint64_t addr, void *buf,
 			 size_t len);
+/* [addr, addr + len) will be read soon (rv_prefetcher). */
+void rv_prefetch(struct rv_session *s, uint64_t addr, size_t len);
 struct cs_error *rv_read_u64(struct rv_session *s, uint64_t addr,
 			     uint64_t *ret);
 /* Read a MEMBER item of the struct at base: 1/2/4/8-byte integers and

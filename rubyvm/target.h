@@ -18,6 +18,15 @@ struct rv_target {
 	void *priv;
 };
 
+/* An optional hint to a target whose first read of a page is slow (a core
+ * file not yet in the page cache): the model is about to read these
+ * ranges, scattered over the target, and the target may start fetching
+ * them all at once. Reads stay correct without it. */
+struct rv_prefetcher {
+	void (*prefetch)(void *priv, uint64_t addr, size_t len);
+	void *priv;
+};
+
 static inline struct cs_error *rv_target_read(const struct rv_target *t,
 					      uint64_t addr, void *buf,
 					      size_t len)
