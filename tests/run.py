@@ -27,6 +27,9 @@ crash* scenarios) and checks corestack's reading of it:
                              that frame marked unreliable with the reason, the rest intact
                              (tests/harness/corrupt.py)
     RUBY/limits/max-output   the output budget cuts the walk: partial, marked, prefix intact
+    RUBY/stale-pc/...        a real core's innermost frame given a pc just outside its iseq
+                             (YJIT's stale pc): pc_stale and the method's first line; the
+                             same pc in an older frame is unreliable (tests/harness/stale_pc.py)
     live/no-cap-sys-ptrace... --pid without CAP_SYS_PTRACE: one line saying so, exit 2
                              (tests/harness/permissions.py)
     limits/max-frames        --max-frames cuts every stack, marks it, exits 1 (partial)
@@ -95,7 +98,7 @@ import time
 sys.dont_write_bytecode = True   # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import (compare, corrupt, fibers, gdbext, native, permissions,  # noqa: E402
-                     procs, requires, threadstate, yjit)
+                     procs, requires, stale_pc, threadstate, yjit)
 
 RUBIES = ("2.7", "3.1", "3.3", "3.3-static", "3.3-yjit")
 ORACLE_TIMEOUT = 60    # scenario start to oracle file
@@ -805,7 +808,8 @@ def bad_needs(selected, rubies):
         needs.add(("3.3-static", "threads"))
     for r in rubies:
         if selected("%s/limits/max-output" % r) or \
-                any(selected("%s/corrupt/%s" % (r, n)) for n, _, _ in corrupt.PATCHES):
+                any(selected("%s/corrupt/%s" % (r, n)) for n, _, _ in corrupt.PATCHES) or \
+                any(selected(n) for n in stale_pc.test_names(r)):
             needs.add((r, "threads"))
     if any(selected(n) for n in native.DEBUGINFO_TESTS) and "3.3-static" in rubies:
         needs.add(("3.3-static", "threads"))
@@ -952,6 +956,7 @@ def main():
             cap = captures.get((ruby, "threads"))
             if isinstance(cap, Capture):
                 corrupt.corrupt_tests(rep, selected, ruby, cap, args.corestack, args.timeout)
+                stale_pc.stale_pc_tests(rep, selected, ruby, cap, args.corestack, args.timeout)
         debuginfo_tests(rep, selected, args, captures, workdir)
         layout_tests(rep, selected, args, prefixes)
         yjit.running_test(rep, selected, args.corestack, prefixes, args.timeout)
