@@ -14,10 +14,18 @@ same with --no-fibers gives the cost of the fibers alone. Wall and CPU
 other programs' load. The heap-walk throughput is the GC heap scanned (JSON
 "heap.bytes") per CPU second of a run with CORESTACK_BALLAST objects (a
 large heap, few fibers) minus the same run with --no-fibers.
+
+Each fiber's stack is two memory mappings (stack and guard page), so
+Linux's default vm.max_map_count (65530) stops Ruby near 32,000 fibers.
+When a count needs more, the bench raises vm.max_map_count for its run
+(root only: /proc/sys/vm/max_map_count) and puts the old value back
+afterwards, also on ^C; without root it says so and tries anyway.
 """
 import argparse
+import contextlib
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -51,6 +59,21 @@ def timed(argv, runs):
     return statistics.median(walls), statistics.median(cpus), out
 
 
+def evict(path):
+    """Drop the file's pages from the page cache: the next run reads the
+    core from disk, as the first look at a core copied from elsewhere does."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
+def load():
+    return os.getloadavg()[0]
+
+
 def capture(exe, tmp, fibers, ballast):
     """gcore of fibers.rb with that many fibers -> (core, seconds to set up)."""
     os.environ["CORESTACK_FIBERS"] = str(fibers)
@@ -64,6 +87,45 @@ def capture(exe, tmp, fibers, ballast):
             time.monotonic() - start
     finally:
         sc.kill()
+
+
+MAX_MAP_COUNT = "/proc/sys/vm/max_map_count"
+MAPS_PER_FIBER = 2          # the fiber's stack and its guard page
+MAPS_SPARE = 20000          # the Ruby's own mappings, threads, heap pages
+
+
+@contextlib.contextmanager
+def map_count_for(fibers):
+    """vm.max_map_count high enough for that many fibers while the block
+    runs (root only), restored afterwards."""
+    want = fibers * MAPS_PER_FIBER + MAPS_SPARE
+    try:
+        with open(MAX_MAP_COUNT) as f:
+            old = int(f.read())
+    except (OSError, ValueError) as exc:
+        print("  note: cannot read %s (%s); %d fibers may fail" % (MAX_MAP_COUNT, exc, fibers),
+              flush=True)
+        yield
+        return
+    if old >= want:
+        yield
+        return
+    try:
+        with open(MAX_MAP_COUNT, "w") as f:
+            f.write(str(want))
+    except OSError as exc:
+        print("  note: vm.max_map_count is %d, %d fibers need about %d mappings and it cannot "
+              "be raised here (%s): run as root, or `sysctl -w vm.max_map_count=%d` first; "
+              "trying anyway" % (old, fibers, want, exc.strerror or exc, want), flush=True)
+        yield
+        return
+    print("  vm.max_map_count raised from %d to %d for %d fibers (restored afterwards)" % (
+        old, want, fibers), flush=True)
+    try:
+        yield
+    finally:
+        with open(MAX_MAP_COUNT, "w") as f:
+            f.write(str(old))
 
 
 def counted(report):
@@ -80,6 +142,8 @@ def main():
                     help="objects for the heap-walk throughput run")
     ap.add_argument("--runs", type=int, default=5)
     args = ap.parse_args()
+    # SIGTERM unwinds like ^C: vm.max_map_count restored, the scenario killed.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     with tempfile.TemporaryDirectory(prefix="corestack-bench-fibers-") as tmp:
         # The fixture Rubies stay where they are; the layout cache is ours.
         os.environ.setdefault("CORESTACK_CACHE", os.path.join(
@@ -93,15 +157,21 @@ def main():
             cases = [(int(n), 0) for n in args.fibers.split(",")] + [(0, args.ballast)]
             for fibers, ballast in cases:
                 try:
-                    core, setup = capture(exe, tmp, fibers, ballast)
+                    with map_count_for(fibers):
+                        core, setup = capture(exe, tmp, fibers, ballast)
                 except procs.Failure as exc:
                     print("  %6d fibers: scenario failed: %s" % (fibers, str(exc)[:300]),
                           flush=True)
                     continue
                 base = [args.corestack, "--json", core, exe]
-                timed(base, 1)   # warm the layout cache and the page cache
+                timed(base, 1)   # warm the layout cache
+                evict(core)
+                cold, cpu_cold, _ = timed(base, 1)
+                load_before = load()
                 with_f, cpu_f, out = timed(base, args.runs)
+                text, cpu_t, _ = timed(base[:1] + base[2:], args.runs)
                 without, cpu_n, _ = timed(base[:1] + ["--no-fibers"] + base[1:], args.runs)
+                load_after = load()
                 nfib, pages, nbytes = counted(json.loads(out))
                 size = os.path.getsize(core) / 1e6
                 os.unlink(core)
@@ -113,11 +183,15 @@ def main():
                               nbytes / 1e6, pages, nfib, with_f * 1e3, cpu_f * 1e3,
                               without * 1e3, cpu_n * 1e3, rate, size), flush=True)
                 else:
-                    print("  %6d fibers asked, %6d listed: all stacks %.1f ms (CPU %.1f), "
-                          "--no-fibers %.1f ms (CPU %.1f); heap %.1f MB in %d pages "
-                          "(core %.0f MB, set-up %.0f s)" % (
-                              fibers, nfib, with_f * 1e3, cpu_f * 1e3, without * 1e3,
-                              cpu_n * 1e3, nbytes / 1e6, pages, size, setup), flush=True)
+                    print("  %6d fibers asked, %6d listed: all stacks --json %.1f ms (CPU %.1f), "
+                          "text %.1f ms (CPU %.1f), --no-fibers %.1f ms (CPU %.1f); "
+                          "--json with the core not in the page cache %.1f ms (CPU %.1f); "
+                          "heap %.1f MB in %d pages (core %.0f MB, set-up %.0f s); "
+                          "load %.2f -> %.2f" % (
+                              fibers, nfib, with_f * 1e3, cpu_f * 1e3, text * 1e3, cpu_t * 1e3,
+                              without * 1e3, cpu_n * 1e3, cold * 1e3, cpu_cold * 1e3,
+                              nbytes / 1e6, pages, size, setup, load_before, load_after),
+                          flush=True)
     return 0
 
 
