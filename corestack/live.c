@@ -34,6 +34,8 @@
 /* How long cs_live_pause waits for threads to stop, and cs_live_resume
  * for the one extra stop it may have to let pass. */
 #define CS_LIVE_PAUSE_MS 1000
+/* A thread that takes longer than this to stop was not on a CPU. */
+#define CS_LIVE_SLOW_STOP_US 100
 /* Rescans of /proc/PID/task while new threads keep appearing. */
 #define CS_LIVE_MAX_SCANS 64
 /* /proc/PID/maps of a process with a million mappings is ~100 MiB. */
@@ -64,6 +66,8 @@ struct cs_live_thread {
 	int group_stop;           /* the stop was a group-stop, by this
 				   * signal: resume with PTRACE_LISTEN */
 	int slot;                 /* in cs_live_sig_tids, -1 if none */
+	int slow_to_stop;         /* its last stop took long: it was asleep
+				   * (see cs_live_pause) */
 };
 
 struct cs_live {
@@ -91,6 +95,7 @@ struct cs_live {
 	char procdir[48];         /* "/proc/PID/task/MEM_TID" */
 	int memfd;                /* its mem, -1 until needed */
 	int no_vm_readv;          /* process_vm_readv unavailable here */
+	int no_registers;         /* pauses leave registers out */
 };
 
 /* ---- signal handling: the only global mutable state ----
@@ -239,7 +244,14 @@ static int64_t cs_live_now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Sleep a little, a little longer each time (50 µs up to 5 ms). */
+static int64_t cs_live_now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* Sleep a little, a little longer each time (10 µs up to 5 ms). */
 static void cs_live_nap(long *us)
 {
 	struct timespec ts = {0, *us * 1000};
@@ -370,6 +382,32 @@ static char cs_live_thread_state(int pid, int tid)
 	return cs_live_stat(pid, tid, NULL);
 }
 
+/* How many threads the kernel counts in process pid (num_threads in its
+ * stat, read without allocating: a sampler asks at every pause); -1 if
+ * unreadable. */
+static int cs_live_kernel_thread_count(int pid)
+{
+	char path[32], text[1024];
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, text, sizeof(text) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	text[n] = 0;
+	/* ") S ppid pgrp session tty_nr tpgid flags minflt cminflt majflt
+	 * cmajflt utime stime cutime cstime priority nice num_threads" */
+	const char *paren = strrchr(text, ')');
+	int count;
+	if (!paren || sscanf(paren + 1, " %*c %*d %*d %*d %*d %*d %*u %*u "
+				       "%*u %*u %*u %*u %*u %*d %*d %*d %*d %d",
+			     &count) != 1)
+		return -1;
+	return count;
+}
+
 static int cs_live_has_cap_ptrace(void)
 {
 	char *text;
@@ -424,32 +462,18 @@ static struct cs_error *cs_live_traced_error(int pid, int tid, int tracer)
 			       pid, tracer, name, pid);
 }
 
-/* Why we may not ptrace (tid != 0) or read the memory of (tid == 0) pid,
- * as one line saying what to do. */
-static struct cs_error *cs_live_denied(int pid, int tid)
+struct cs_error *cs_live_denial_message(const struct cs_live_denial *d)
 {
-	const char *what = tid ? "attach to" : "read the memory of";
-	struct cs_live_status st;
-	int have_st = cs_live_read_status(pid, tid, &st) == 0;
-	if (tid && have_st && st.tracer)
-		return cs_live_traced_error(pid, tid, st.tracer);
-	int cap = cs_live_has_cap_ptrace();
-	int scope = -1;
-	char *text;
-	size_t len;
-	if (cs_live_slurp("/proc/sys/kernel/yama/ptrace_scope", 64, 1, &text,
-			  &len) == 0) {
-		scope = atoi(text);
-		free(text);
-	}
-	if (scope >= 3) {
+	const char *what = d->attaching ? "attach to" : "read the memory of";
+	int pid = d->pid;
+	if (d->yama_scope >= 3) {
 		return cs_error_create(CS_ERR_OS,
 				       "cannot %s pid %d: kernel.yama."
 				       "ptrace_scope is %d, which forbids "
 				       "ptrace for everyone until reboot",
-				       what, pid, scope);
+				       what, pid, d->yama_scope);
 	}
-	if (!cap && geteuid() == 0) {
+	if (!d->cap_sys_ptrace && d->our_uid == 0) {
 		return cs_error_create(CS_ERR_OS,
 				       "cannot %s pid %d: corestack runs as "
 				       "root but without CAP_SYS_PTRACE (a "
@@ -458,21 +482,22 @@ static struct cs_error *cs_live_denied(int pid, int tid)
 				       "or run corestack as the process's user",
 				       what, pid);
 	}
-	if (!cap && have_st && st.uid != (unsigned)geteuid()) {
+	if (!d->cap_sys_ptrace && d->target_uid_known &&
+	    d->target_uid != d->our_uid) {
 		return cs_error_create(CS_ERR_OS,
 				       "cannot %s pid %d: it runs as uid %u and "
 				       "corestack as uid %u; run corestack as "
 				       "that user, or as root (CAP_SYS_PTRACE)",
-				       what, pid, st.uid, (unsigned)geteuid());
+				       what, pid, d->target_uid, d->our_uid);
 	}
-	if (!cap && scope == 2) {
+	if (!d->cap_sys_ptrace && d->yama_scope == 2) {
 		return cs_error_create(CS_ERR_OS,
 				       "cannot %s pid %d: kernel.yama."
 				       "ptrace_scope is 2 (only CAP_SYS_PTRACE "
 				       "may trace); run corestack as root",
 				       what, pid);
 	}
-	if (!cap && scope == 1) {
+	if (!d->cap_sys_ptrace && d->yama_scope == 1) {
 		return cs_error_create(CS_ERR_OS,
 				       "cannot %s pid %d: kernel.yama."
 				       "ptrace_scope is 1 (only a parent may "
@@ -481,7 +506,7 @@ static struct cs_error *cs_live_denied(int pid, int tid)
 				       "ptrace_scope=0)",
 				       what, pid);
 	}
-	if (!cap) {
+	if (!d->cap_sys_ptrace) {
 		return cs_error_create(CS_ERR_OS,
 				       "cannot %s pid %d: permission denied (a "
 				       "setuid or undumpable process?); run "
@@ -494,6 +519,33 @@ static struct cs_error *cs_live_denied(int pid, int tid)
 			       "seccomp filter or security module, as in "
 			       "containers: docker needs --cap-add=SYS_PTRACE)",
 			       what, pid);
+}
+
+/* Why we may not ptrace (tid != 0) or read the memory of (tid == 0) pid,
+ * as one line saying what to do, from what this machine says. */
+static struct cs_error *cs_live_denied(int pid, int tid)
+{
+	struct cs_live_status st;
+	int have_st = cs_live_read_status(pid, tid, &st) == 0;
+	if (tid && have_st && st.tracer)
+		return cs_live_traced_error(pid, tid, st.tracer);
+	struct cs_live_denial d = {
+		.pid = pid,
+		.attaching = tid != 0,
+		.cap_sys_ptrace = cs_live_has_cap_ptrace(),
+		.yama_scope = -1,
+		.our_uid = (unsigned)geteuid(),
+		.target_uid_known = have_st,
+		.target_uid = have_st ? st.uid : 0,
+	};
+	char *text;
+	size_t len;
+	if (cs_live_slurp("/proc/sys/kernel/yama/ptrace_scope", 64, 1, &text,
+			  &len) == 0) {
+		d.yama_scope = atoi(text);
+		free(text);
+	}
+	return cs_live_denial_message(&d);
 }
 
 /* The process is gone, or never was. */
@@ -840,14 +892,22 @@ static struct cs_error *cs_live_seize(struct cs_live *live,
 static struct cs_error *cs_live_wait_stops(struct cs_live *live,
 					   int64_t deadline, int timeout_ms)
 {
-	long nap = 50;
+	/* A thread stops within microseconds unless it is off a CPU: a
+	 * sampler's pause waits for it, so start short. */
+	long nap = 10;
+	int64_t start = cs_live_now_us();
 	for (;;) {
 		struct cs_live_thread *late = NULL;
 		for (size_t i = 0; i < live->nwork; i++) {
 			struct cs_live_thread *t = &live->work[i];
-			if (t->seized && !t->stopped &&
-			    cs_live_poll(live, t) == 0)
+			if (!t->seized || t->stopped || !t->interrupted)
+				continue;
+			int r = cs_live_poll(live, t);
+			if (r == 0)
 				late = t;
+			else if (r > 0)
+				t->slow_to_stop = cs_live_now_us() - start >
+						  CS_LIVE_SLOW_STOP_US;
 		}
 		if (!late)
 			return NULL;
@@ -989,6 +1049,14 @@ static struct cs_error *cs_live_take_threads(struct cs_live *live)
 		if (!t->stopped)
 			continue;
 		struct user_regs_struct regs;
+		if (live->no_registers) {
+			memset(t->pub.regs, 0, sizeof(t->pub.regs));
+			t->pub.rip = t->pub.rsp = t->pub.rbp = 0;
+			t->pub.fs_base = 0;
+			t->pub.cursig = t->resig;
+			live->threads[n++] = t->pub;
+			continue;
+		}
 		if (ptrace(PTRACE_GETREGS, t->pub.tid, NULL, &regs) != 0) {
 			if (errno == ESRCH) {
 				t->stopped = 0;  /* killed: release reaps it */
@@ -1370,9 +1438,12 @@ struct cs_error *cs_live_resume(struct cs_live *live)
 		return NULL;
 	live->running = 1;
 	struct cs_error *err = NULL;
-	for (size_t i = 0; i < live->nwork; i++) {
-		struct cs_live_thread *t = &live->work[i];
-		if (!t->seized || !t->stopped || cs_live_check_released(t))
+	/* The threads that were running first: they are the ones losing
+	 * time (see cs_live_pause). */
+	for (size_t k = 0; k < 2 * live->nwork; k++) {
+		struct cs_live_thread *t = &live->work[k % live->nwork];
+		if (t->slow_to_stop != (k >= live->nwork) || !t->seized ||
+		    !t->stopped || cs_live_check_released(t))
 			continue;
 		int e = t->resig && t->interrupted
 				? cs_live_let_signal_go(live, t)
@@ -1385,6 +1456,24 @@ struct cs_error *cs_live_resume(struct cs_live *live)
 		}
 	}
 	return err;
+}
+
+/* With every known thread stopped (stopped threads create none), the
+ * kernel counting no more threads than we hold stopped means there is no
+ * thread we do not know: the directory scan of cs_live_stop_all can be
+ * skipped. A count that differs (a new thread, one exiting) makes it
+ * scan. */
+static int cs_live_none_new(const struct cs_live *live)
+{
+	int stopped = 0;
+	for (size_t i = 0; i < live->nwork; i++)
+		stopped += live->work[i].seized && live->work[i].stopped;
+	return stopped > 0 && cs_live_kernel_thread_count(live->pid) == stopped;
+}
+
+void cs_live_without_registers(struct cs_live *live)
+{
+	live->no_registers = 1;
 }
 
 struct cs_error *cs_live_pause(struct cs_live *live)
@@ -1400,27 +1489,38 @@ struct cs_error *cs_live_pause(struct cs_live *live)
 	cs_live_compact(live);
 	int64_t deadline = cs_live_now_ms() + CS_LIVE_PAUSE_MS;
 	struct cs_error *err = NULL;
-	/* Take the stops that came while it ran (signals, group-stops,
-	 * exits): a thread already stopped must not be interrupted. */
-	for (size_t i = 0; i < live->nwork && !err; i++) {
-		struct cs_live_thread *t = &live->work[i];
-		if (!t->seized || t->stopped || cs_live_check_released(t) ||
-		    cs_live_poll(live, t) != 0)
-			continue;
-		int e = cs_live_interrupt(t);
-		if (e) {
-			err = cs_error_create(CS_ERR_OS,
-					      "pid %d: PTRACE_INTERRUPT of "
-					      "thread %d: %s",
-					      live->pid, t->pub.tid,
-					      strerror(e));
-		}
-	}
 	live->running = 0;
+	/* Two waves: first the threads that were slow to stop last time
+	 * (asleep: each must be woken and scheduled before it stops, which
+	 * takes milliseconds on a busy machine), then the others (running:
+	 * they stop at once). A thread that runs is then stopped only for
+	 * its own stop and the read, not for the sleepers' wake-ups: that is
+	 * what a paused profile costs the program. */
+	for (int wave = 0; wave < 2 && !err; wave++) {
+		/* Take the stops that came while it ran (signals,
+		 * group-stops, exits): a thread already stopped must not be
+		 * interrupted. */
+		for (size_t i = 0; i < live->nwork && !err; i++) {
+			struct cs_live_thread *t = &live->work[i];
+			if (t->slow_to_stop != (wave == 0) || !t->seized ||
+			    t->stopped || cs_live_check_released(t) ||
+			    cs_live_poll(live, t) != 0)
+				continue;
+			int e = cs_live_interrupt(t);
+			if (e) {
+				err = cs_error_create(CS_ERR_OS,
+						      "pid %d: PTRACE_INTERRUPT "
+						      "of thread %d: %s",
+						      live->pid, t->pub.tid,
+						      strerror(e));
+			}
+		}
+		if (!err)
+			err = cs_live_wait_stops(live, deadline,
+						 CS_LIVE_PAUSE_MS);
+	}
 	/* All stopped before the first scan: see cs_live_stop_all. */
-	if (!err)
-		err = cs_live_wait_stops(live, deadline, CS_LIVE_PAUSE_MS);
-	if (!err)
+	if (!err && !cs_live_none_new(live))
 		err = cs_live_stop_all(live, deadline, CS_LIVE_PAUSE_MS);
 	if (!err)
 		err = cs_live_take_threads(live);

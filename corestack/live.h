@@ -77,6 +77,24 @@ void cs_live_close(struct cs_live *live);
  * cs_live stays attached: pause may be tried again, close works. */
 struct cs_error *cs_live_resume(struct cs_live *live);
 struct cs_error *cs_live_pause(struct cs_live *live);
+/* What decides the message for a refused ptrace or memory read: the
+ * machine's facts, so that every case (Yama's ptrace_scope 1 to 3, another
+ * user's process, root without CAP_SYS_PTRACE) can be tested on any
+ * machine. Another tracer has its own message. */
+struct cs_live_denial {
+	int pid;
+	int attaching;        /* ptrace, or else reading memory */
+	int cap_sys_ptrace;   /* we have it */
+	int yama_scope;       /* kernel.yama.ptrace_scope, -1 without Yama */
+	unsigned our_uid;     /* effective */
+	int target_uid_known;
+	unsigned target_uid;  /* real */
+};
+struct cs_error *cs_live_denial_message(const struct cs_live_denial *d);
+
+/* Later pauses leave the registers out (zero): a sampler that reads only
+ * Ruby stacks saves a system call per thread and sample. */
+void cs_live_without_registers(struct cs_live *live);
 
 int cs_live_pid(const struct cs_live *live);
 /* "process PID", for messages. */

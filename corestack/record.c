@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -221,6 +222,10 @@ int cs_record_main(int argc, char **argv)
 		return EXIT_UNUSABLE;
 	}
 	cs_profile_init(&prof);
+	/* Our sleeps pace the samples and wait for the target's threads to
+	 * stop: the kernel's default 50 us of timer slack would stretch each
+	 * of them, and so the time the target spends stopped. */
+	prctl(PR_SET_TIMERSLACK, 1000UL);
 	double interval = 1.0 / o.rate, start = now(), next = start;
 	size_t lost = 0;
 	double reading = 0; /* seconds spent taking samples */

@@ -22,9 +22,11 @@ int cs_sample_once(struct rv_session *s, int pid, int pause, int on_cpu,
 	struct cs_error *err = NULL;
 	for (int try = 0;; try++) {
 		bool quick = pause && try < QUICK_TRIES;
-		if (!*keep)
+		if (!*keep) {
 			err = cs_live_attach(pid, pause, keep);
-		else if (pause)
+			if (!err)
+				cs_live_without_registers(*keep);
+		} else if (pause)
 			err = cs_live_pause(*keep);
 		if (err) {
 			int gone = kill(pid, 0) != 0 ||

@@ -3,9 +3,15 @@
  * A profiler reads the same deep stack hundreds of times a second and only
  * its top changes. A frame is reused only when everything its decoding
  * depends on reads the same again: the control frame's iseq, pc and ep,
- * and at ep the frame's flags, the method-entry/cref slot and the link to the previous
- * environment (which lead to the method entry, hence the qualified name).
- * The map is emptied when it grows past a bound. */
+ * and at ep the frame's flags, the method-entry/cref slot and the link to
+ * the previous environment (which lead to the method entry, hence the
+ * qualified name).
+ *
+ * A frame served from here borrows the cache's strings (rv_frame.borrowed)
+ * instead of copying them: copying and freeing four strings per frame per
+ * sample was a third of a sample's cost. So an entry must outlive every
+ * snapshot that may have handed it out: entries replaced or dropped are
+ * retired, and freed only when the next snapshot begins. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,6 +20,7 @@
 #define MAX_ENTRIES 65536
 
 struct cached_frame {
+	struct cached_frame *next_retired;
 	struct rv_frame_key key;
 	bool shown; /* false: a frame Ruby's backtraces skip */
 	struct rv_frame frame;
@@ -26,9 +33,26 @@ static void free_entry(void *p)
 	free(c);
 }
 
+static void free_retired(struct rv_session *s)
+{
+	while (s->retired_frames) {
+		struct cached_frame *c = s->retired_frames;
+		s->retired_frames = c->next_retired;
+		free_entry(c);
+	}
+}
+
 void rv_frame_cache_destroy(struct rv_session *s)
 {
+	free_retired(s);
 	u64map_free(&s->frames, free_entry);
+}
+
+void rv_frame_cache_begin_snapshot(struct rv_session *s)
+{
+	free_retired(s);
+	if (s->frames.count >= MAX_ENTRIES)
+		u64map_free(&s->frames, free_entry);
 }
 
 static char *dup_or_null(const char *t, bool *failed)
@@ -55,6 +79,18 @@ static bool copy_frame(struct rv_frame *dst, const struct rv_frame *src)
 	return !failed;
 }
 
+bool rv_frame_own_strings(struct rv_frame *f)
+{
+	if (!f->borrowed)
+		return true;
+	struct rv_frame shared = *f;
+	shared.borrowed = false;
+	if (copy_frame(f, &shared))
+		return true;
+	memset(f, 0, sizeof(*f)); /* copy_frame freed what it made */
+	return false;
+}
+
 bool rv_frame_cache_get(struct rv_session *s, uint64_t cfp,
 			const struct rv_frame_key *key, struct rv_frame *f,
 			bool *shown)
@@ -64,9 +100,11 @@ bool rv_frame_cache_get(struct rv_session *s, uint64_t cfp,
 	if (!found || memcmp(&c->key, key, sizeof(*key)) != 0)
 		return false;
 	*shown = c->shown;
-	if (!c->shown)
-		return true;
-	return copy_frame(f, &c->frame);
+	if (c->shown) {
+		*f = c->frame;
+		f->borrowed = true;
+	}
+	return true;
 }
 
 void rv_frame_cache_put(struct rv_session *s, uint64_t cfp,
@@ -84,11 +122,16 @@ void rv_frame_cache_put(struct rv_session *s, uint64_t cfp,
 	}
 	int found;
 	struct cached_frame *old = u64map_get(&s->frames, cfp, &found);
-	if (found) {
-		free_entry(old);
-	} else if (s->frames.count >= MAX_ENTRIES) {
-		u64map_free(&s->frames, free_entry);
+	if (!found && s->frames.count >= MAX_ENTRIES) {
+		free_entry(c); /* full until the next snapshot begins */
+		return;
 	}
-	if (!u64map_put(&s->frames, cfp, c))
+	if (!u64map_put(&s->frames, cfp, c)) {
 		free_entry(c);
+		return;
+	}
+	if (found) { /* this snapshot may have handed it out already */
+		old->next_retired = s->retired_frames;
+		s->retired_frames = old;
+	}
 }

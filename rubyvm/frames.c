@@ -19,6 +19,8 @@
 
 void rv_frame_free(struct rv_frame *f)
 {
+	if (f->borrowed)
+		return;
 	free(f->label);
 	free(f->path);
 	free(f->qualified);
@@ -265,8 +267,8 @@ static bool decode_uncached(struct rv_session *s, uint64_t pc, uint64_t iseq,
 
 /* decode_uncached, served from the frame cache (rv_options.reuse_frames)
  * when the frame and its environment read as they did when it was decoded.
- * The innermost frame is always decoded afresh: whether its pc is stale
- * depends on its place. */
+ * Being innermost is part of the key: whether a pc is stale depends on
+ * that place. */
 static bool decode_frame(struct rv_session *s, const uint8_t *c, uint64_t addr,
 			 bool innermost, struct rv_frame *f)
 {
@@ -285,12 +287,12 @@ static bool decode_frame(struct rv_session *s, const uint8_t *c, uint64_t addr,
 		     !rv_failed(read_ep(s, key.ep,
 					RV_VAL(s, env_index_specval),
 					&key.specval));
+	key.innermost = innermost;
 	bool shown;
-	if (innermost || !keyed ||
-	    !rv_frame_cache_get(s, addr, &key, f, &shown)) {
+	if (!keyed || !rv_frame_cache_get(s, addr, &key, f, &shown)) {
 		shown = decode_uncached(s, key.pc, key.iseq, key.ep, innermost,
 					f);
-		if (keyed && !innermost)
+		if (keyed)
 			rv_frame_cache_put(s, addr, &key, f, shown);
 	}
 	f->cfp = addr;
@@ -349,6 +351,8 @@ static bool grow_frames(struct rv_thread *th, size_t *cap)
 	return true;
 }
 
+static char unreliable_caller[] = "location from an unreliable caller frame";
+
 /* Control frames are read this many at a time: they are contiguous, and a
  * deep stack need not be copied whole. */
 #define CFP_CHUNK 1024
@@ -379,9 +383,11 @@ struct cs_error *rv_walk_ec(struct rv_session *s, uint64_t ec,
 	if (!count)
 		return NULL;
 	size_t max = s->opts.max_frames, cap = 0;
-	uint8_t *chunk = malloc((count < CFP_CHUNK ? count : CFP_CHUNK) * cfp_size);
-	if (!chunk)
+	/* Kept for the session: a sampler walks many times a second, and
+	 * allocating it each time made malloc consolidate its free lists. */
+	if (!s->cfp_chunk && !(s->cfp_chunk = malloc(CFP_CHUNK * cfp_size)))
 		return &cs_error_nomem;
+	uint8_t *chunk = s->cfp_chunk;
 	/* Past the limit, frames are only decoded until the next Ruby frame,
 	 * whose location the C frames just above the cut take. */
 	struct rv_frame beyond = {0};
@@ -390,10 +396,8 @@ struct cs_error *rv_walk_ec(struct rv_session *s, uint64_t ec,
 	for (uint64_t i = 0; i < count && !done; i += CFP_CHUNK) {
 		uint64_t n = count - i < CFP_CHUNK ? count - i : CFP_CHUNK;
 		uint64_t at = cfp + i * cfp_size;
-		if ((err = rv_read(s, at, chunk, n * cfp_size))) {
-			free(chunk);
+		if ((err = rv_read(s, at, chunk, n * cfp_size)))
 			return cs_error_wrap(err, "control frames");
-		}
 		for (uint64_t j = 0; j < n && !done; j++) {
 			const uint8_t *c = chunk + j * cfp_size;
 			if (!charge(s, sizeof(struct rv_frame))) {
@@ -402,10 +406,8 @@ struct cs_error *rv_walk_ec(struct rv_session *s, uint64_t ec,
 				break;
 			}
 			if (th->nframes < max) {
-				if (th->nframes == cap && !grow_frames(th, &cap)) {
-					free(chunk);
+				if (th->nframes == cap && !grow_frames(th, &cap))
 					return &cs_error_nomem;
-				}
 				struct rv_frame *f = &th->frames[th->nframes];
 				if (decode_frame(s, c, at + j * cfp_size,
 						 at + j * cfp_size == cfp, f)) {
@@ -427,8 +429,8 @@ struct cs_error *rv_walk_ec(struct rv_session *s, uint64_t ec,
 				rv_frame_free(&beyond);
 		}
 	}
-	free(chunk);
-	/* C frames take the location of the nearest older Ruby frame. */
+	/* C frames take the location of the nearest older Ruby frame. A
+	 * borrowed frame borrows it too: the caller is freed with it. */
 	const struct rv_frame *caller = beyond.kind == RV_FRAME_RUBY ? &beyond : NULL;
 	for (size_t i = th->nframes; i-- > 0;) {
 		struct rv_frame *f = &th->frames[i];
@@ -438,13 +440,19 @@ struct cs_error *rv_walk_ec(struct rv_session *s, uint64_t ec,
 		}
 		if (!caller)
 			continue;
+		/* beyond dies with this walk: nothing may borrow from it */
+		if (f->borrowed && caller == &beyond && !beyond.borrowed &&
+		    !rv_frame_own_strings(f))
+			return &cs_error_nomem;
 		if (caller->path && !f->path) {
-			f->path = strdup(caller->path);
+			f->path = f->borrowed ? caller->path
+					      : strdup(caller->path);
 			f->lineno = caller->lineno;
 		}
 		/* The location is the caller's: no better than the caller. */
 		if (caller->error && !f->error)
-			f->error = strdup("location from an unreliable caller frame");
+			f->error = f->borrowed ? unreliable_caller
+					       : strdup(unreliable_caller);
 	}
 	if (done)
 		rv_frame_free(&beyond);

@@ -29,6 +29,8 @@ struct rv_frame {
 	bool pc_stale;   /* innermost frame whose pc lies outside its iseq (JIT
 			  * code does not keep cfp->pc current): lineno is
 			  * then what Ruby gives for a frame without a pc */
+	bool borrowed;   /* the strings belong to the session's frame cache
+			  * (rv_options.reuse_frames), not to this frame */
 };
 
 enum rv_thread_status {
@@ -145,7 +147,8 @@ struct rv_options {
 	bool frame_flags;   /* read each frame's VM_FRAME_FLAG_FINISH */
 	/* Keep decoded frames across snapshots (frame_cache.c): for samplers,
 	 * which read the same stacks again and again; a one-shot snapshot
-	 * only pays for the copies. */
+	 * only pays for the copies. Frames then borrow the session's strings:
+	 * destroy each process before the session's next snapshot. */
 	bool reuse_frames;
 };
 

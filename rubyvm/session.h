@@ -24,6 +24,8 @@ struct rv_session {
 	struct u64map iseqs; /* iseq -> struct rv_iseq_info (iseq_cache.c) */
 	struct u64map lines; /* pc -> line */
 	struct u64map frames; /* cfp -> decoded frame (frame_cache.c) */
+	struct cached_frame *retired_frames; /* freed when a snapshot begins */
+	uint8_t *cfp_chunk; /* rv_walk_ec's buffer, kept between walks */
 };
 
 #define RV_HAS(s, id) ((s)->layout.items[RVL_##id].source != RV_MISSING)
@@ -108,9 +110,11 @@ struct cs_error *rv_line_lookup(struct rv_session *s, uint64_t iseq,
 void rv_iseq_cache_destroy(struct rv_session *s);
 
 /* frame_cache.c: what a control frame decoded to, reused while what it
- * was decoded from reads the same. */
+ * was decoded from reads the same. A frame it serves borrows its strings
+ * (rv_frame.borrowed) until the session's next snapshot begins. */
 struct rv_frame_key {
 	uint64_t iseq, pc, ep, flags, me_cref, specval;
+	uint64_t innermost; /* only there may a pc be stale */
 };
 bool rv_frame_cache_get(struct rv_session *s, uint64_t cfp,
 			const struct rv_frame_key *key, struct rv_frame *f,
@@ -118,6 +122,10 @@ bool rv_frame_cache_get(struct rv_session *s, uint64_t cfp,
 void rv_frame_cache_put(struct rv_session *s, uint64_t cfp,
 			const struct rv_frame_key *key,
 			const struct rv_frame *f, bool shown);
+void rv_frame_cache_begin_snapshot(struct rv_session *s);
+/* Make f own copies of the strings it borrows; false when out of memory
+ * (f is then emptied). */
+bool rv_frame_own_strings(struct rv_frame *f);
 void rv_frame_cache_destroy(struct rv_session *s);
 
 /* lineno.c: the succinct index table lookup, on memory already read. */

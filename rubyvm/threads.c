@@ -201,6 +201,7 @@ struct cs_error *rv_snapshot(struct rv_session *s, struct rv_process **ret)
 	struct rv_process *p = calloc(1, sizeof(*p));
 	if (!p)
 		return &cs_error_nomem;
+	rv_frame_cache_begin_snapshot(s);
 	s->output_left = s->opts.max_output_bytes;
 	if (RV_HAS(s, ruby_version)) {
 		char buf[32] = {0};
