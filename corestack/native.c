@@ -290,26 +290,30 @@ static void symbolize(Dwfl *dwfl, struct u64map *cache, uint64_t pc,
 	/* A return address may be past the call's function: look up the
 	 * call instruction. */
 	uint64_t at = activation ? pc : pc - 1;
-	int found;
-	struct frame_list *c = u64map_get(cache, at + 1, &found);
-	if (!c && (c = calloc(1, sizeof(*c)))) {
+	/* u64map reserves key 0: a return address of 0 (at = UINT64_MAX)
+	 * is symbolized each time and not kept. */
+	uint64_t key = at + 1;
+	int found, kept = 0;
+	struct frame_list *c = u64map_get(cache, key, &found);
+	if (c) {
+		kept = 1;
+	} else if ((c = calloc(1, sizeof(*c)))) {
 		c->max = 64; /* inlining depth at one address, at most */
 		symbolize_at(dwfl, pc, at, c);
-		if (!u64map_put(cache, at + 1, c)) {
-			free_cached(c);
-			c = NULL;
-		}
+		kept = key && u64map_put(cache, key, c);
 	}
 	for (size_t i = 0; c && i < c->n && l->n < l->max; i++) {
 		struct cs_native_frame *f = frame_push(l);
 		if (!f)
-			return;
+			break;
 		*f = c->frames[i];
 		f->pc = pc;
 		f->function = dup_or_null(f->function);
 		f->file = dup_or_null(f->file);
 		f->module = dup_or_null(f->module);
 	}
+	if (c && !kept)
+		free_cached(c);
 }
 
 /* ---- unwinding ---- */
