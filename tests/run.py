@@ -27,6 +27,12 @@ crash* scenarios) and checks corestack's reading of it:
                              that frame marked unreliable with the reason, the rest intact
                              (tests/harness/corrupt.py)
     RUBY/limits/max-output   the output budget cuts the walk: partial, marked, prefix intact
+    RUBY/hostile/...         (tests/harness/hostile.py) under strace, with --sysroot and
+                             --native: files NT_FILE names opened read-only under the
+                             sysroot only, nothing written outside the layout cache, no
+                             program run; NT_FILE naming a FIFO, /dev/zero, a directory,
+                             a 1 TiB sparse file: exit 2 at once, one line; libc a FIFO:
+                             the stacks still the oracle's
     live/no-cap-sys-ptrace... --pid without CAP_SYS_PTRACE: one line saying so, exit 2
                              (tests/harness/permissions.py)
     limits/max-frames        --max-frames cuts every stack, marks it, exits 1 (partial)
@@ -94,7 +100,7 @@ import time
 
 sys.dont_write_bytecode = True   # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (compare, corrupt, fibers, gdbext, native, permissions,  # noqa: E402
+from harness import (compare, corrupt, fibers, gdbext, hostile, native, permissions,  # noqa: E402
                      procs, requires, threadstate, yjit)
 
 RUBIES = ("2.7", "3.1", "3.3", "3.3-static", "3.3-yjit")
@@ -807,6 +813,9 @@ def bad_needs(selected, rubies):
         if selected("%s/limits/max-output" % r) or \
                 any(selected("%s/corrupt/%s" % (r, n)) for n, _, _ in corrupt.PATCHES):
             needs.add((r, "threads"))
+    for r in rubies:
+        if any(selected(n) for n in hostile.test_names(r)):
+            needs.add((r, "threads"))
     if any(selected(n) for n in native.DEBUGINFO_TESTS) and "3.3-static" in rubies:
         needs.add(("3.3-static", "threads"))
     needs |= {(r, "crash") for r in rubies if selected("%s/native/rb-bug" % r)}
@@ -952,6 +961,8 @@ def main():
             cap = captures.get((ruby, "threads"))
             if isinstance(cap, Capture):
                 corrupt.corrupt_tests(rep, selected, ruby, cap, args.corestack, args.timeout)
+                hostile.hostile_tests(rep, selected, ruby, cap, args.corestack, args.timeout,
+                                      sys.modules[__name__])
         debuginfo_tests(rep, selected, args, captures, workdir)
         layout_tests(rep, selected, args, prefixes)
         yjit.running_test(rep, selected, args.corestack, prefixes, args.timeout)
