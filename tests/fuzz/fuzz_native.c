@@ -34,7 +34,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#ifndef FUZZ_NATIVE_MODULE
+#ifndef FUZZ_NATIVE_MODULE /* the Makefile gives its absolute path */
 #define FUZZ_NATIVE_MODULE "tests/fuzz/native-target"
 #endif
 /* Where the seeds' process ran its module from (make fuzz-seeds). */
@@ -64,19 +64,18 @@ static void setup(void)
 	atexit(cleanup);
 	mkdir(module_dirs[0], 0755);
 	mkdir(module_dirs[1], 0755);
-	FILE *in = fopen(FUZZ_NATIVE_MODULE, "rb");
-	FILE *out = fopen(module_copy, "wb");
-	if (!in || !out) {
-		fprintf(stderr, "fuzz_native: cannot copy %s (run from the "
-				"repository's top directory)\n",
-			FUZZ_NATIVE_MODULE);
+	FILE *src = fopen(FUZZ_NATIVE_MODULE, "rb");
+	FILE *dst = fopen(module_copy, "wb");
+	if (!src || !dst) {
+		fprintf(stderr, "fuzz_native: cannot copy %s into %s\n",
+			FUZZ_NATIVE_MODULE, module_copy);
 		abort();
 	}
 	int c;
-	while ((c = fgetc(in)) != EOF)
-		fputc(c, out);
-	fclose(in);
-	fclose(out);
+	while ((c = fgetc(src)) != EOF)
+		fputc(c, dst);
+	fclose(src);
+	fclose(dst);
 	/* FUZZ_NATIVE_PRINT=1: show what an input renders to (triage). */
 	devnull = getenv("FUZZ_NATIVE_PRINT") ? stdout : fopen("/dev/null", "w");
 	if (!devnull)
