@@ -791,11 +791,46 @@ static int cs_core_is_regular(const char *path)
 	return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
+/* path under sysroot, with "." and ".." resolved by name as if sysroot
+ * were /: a core naming /../../etc/passwd stays inside the sysroot. */
+static char *under_sysroot(const char *sysroot, const char *path)
+{
+	size_t root = strlen(sysroot);
+	char *out = malloc(root + strlen(path) + 2);
+	if (!out)
+		return NULL;
+	memcpy(out, sysroot, root);
+	size_t n = root;
+	for (const char *p = path; *p;) {
+		while (*p == '/')
+			p++;
+		size_t len = strcspn(p, "/");
+		if (len == 2 && p[0] == '.' && p[1] == '.') {
+			while (n > root && out[n - 1] != '/')
+				n--;
+			if (n > root)
+				n--; /* the slash before the dropped name */
+		} else if (len && !(len == 1 && p[0] == '.')) {
+			out[n++] = '/';
+			memcpy(out + n, p, len);
+			n += len;
+		}
+		p += len;
+	}
+	if (n == root)
+		out[n++] = '/';
+	out[n] = '\0';
+	return out;
+}
+
 char *cs_core_host_path(const struct cs_core *core, const char *path)
 {
 	char *first = NULL;
-	if (asprintf(&first, "%s%s", core->sysroot ? core->sysroot : "",
-		     path) < 0)
+	if (core->sysroot)
+		first = under_sysroot(core->sysroot, path);
+	else if (asprintf(&first, "%s", path) < 0)
+		first = NULL;
+	if (!first)
 		return NULL;
 	if (cs_core_is_regular(first) || !core->lib_dirs)
 		return first;

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../util/u64map.h"
@@ -111,7 +112,13 @@ static void report_module(Dwfl *dwfl, const struct cs_image *img,
 	char *host = img->ops->host_path(img->priv, m->path);
 	if (!host)
 		return;
-	int fd = open(host, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	/* Only a regular file: NT_FILE may name a FIFO or a device. */
+	int fd = open(host, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	struct stat st;
+	if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
+		close(fd);
+		fd = -1;
+	}
 	Elf *elf = fd >= 0 ? elf_begin(fd, ELF_C_READ_MMAP, NULL) : NULL;
 	GElf_Ehdr eh;
 	if (elf && elf_kind(elf) == ELF_K_ELF && gelf_getehdr(elf, &eh) &&
@@ -119,7 +126,7 @@ static void report_module(Dwfl *dwfl, const struct cs_image *img,
 		uint64_t start = cs_image_module_start(img, elf, m->path);
 		if (start == m->start && same_build_id(img, elf, start)) {
 			const char *slash = strrchr(m->path, '/');
-			int dfd = open(host, O_RDONLY | O_CLOEXEC);
+			int dfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
 			/* dwfl takes dfd; the base is the load bias */
 			if (dfd >= 0 &&
 			    !dwfl_report_elf(dwfl, slash ? slash + 1 : m->path,
@@ -290,26 +297,30 @@ static void symbolize(Dwfl *dwfl, struct u64map *cache, uint64_t pc,
 	/* A return address may be past the call's function: look up the
 	 * call instruction. */
 	uint64_t at = activation ? pc : pc - 1;
-	int found;
-	struct frame_list *c = u64map_get(cache, at + 1, &found);
-	if (!c && (c = calloc(1, sizeof(*c)))) {
+	/* u64map reserves key 0: a return address of 0 (at = UINT64_MAX)
+	 * is symbolized each time and not kept. */
+	uint64_t key = at + 1;
+	int found, kept = 0;
+	struct frame_list *c = u64map_get(cache, key, &found);
+	if (c) {
+		kept = 1;
+	} else if ((c = calloc(1, sizeof(*c)))) {
 		c->max = 64; /* inlining depth at one address, at most */
 		symbolize_at(dwfl, pc, at, c);
-		if (!u64map_put(cache, at + 1, c)) {
-			free_cached(c);
-			c = NULL;
-		}
+		kept = key && u64map_put(cache, key, c);
 	}
 	for (size_t i = 0; c && i < c->n && l->n < l->max; i++) {
 		struct cs_native_frame *f = frame_push(l);
 		if (!f)
-			return;
+			break;
 		*f = c->frames[i];
 		f->pc = pc;
 		f->function = dup_or_null(f->function);
 		f->file = dup_or_null(f->file);
 		f->module = dup_or_null(f->module);
 	}
+	if (c && !kept)
+		free_cached(c);
 }
 
 /* ---- unwinding ---- */

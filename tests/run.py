@@ -30,6 +30,12 @@ crash* scenarios) and checks corestack's reading of it:
     RUBY/stale-pc/...        a real core's innermost frame given a pc just outside its iseq
                              (YJIT's stale pc): pc_stale and the method's first line; the
                              same pc in an older frame is unreliable (tests/harness/stale_pc.py)
+    RUBY/hostile/...         (tests/harness/hostile.py) under strace, with --sysroot and
+                             --native: files NT_FILE names opened read-only under the
+                             sysroot only, nothing written outside the layout cache, no
+                             program run; NT_FILE naming a FIFO, /dev/zero, a directory,
+                             a 1 TiB sparse file: exit 2 at once, one line; libc a FIFO:
+                             the stacks still the oracle's
     live/no-cap-sys-ptrace... --pid without CAP_SYS_PTRACE: one line saying so, exit 2
                              (tests/harness/permissions.py)
     limits/max-frames        --max-frames cuts every stack, marks it, exits 1 (partial)
@@ -97,8 +103,8 @@ import time
 
 sys.dont_write_bytecode = True   # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (compare, corrupt, fibers, gdbext, native, permissions,  # noqa: E402
-                     procs, requires, stale_pc, threadstate, yjit)
+from harness import (compare, corrupt, fibers, gdbext, hostile, native,  # noqa: E402
+                     permissions, procs, requires, stale_pc, threadstate, yjit)
 
 RUBIES = ("2.7", "3.1", "3.3", "3.3-static", "3.3-yjit")
 ORACLE_TIMEOUT = 60    # scenario start to oracle file
@@ -811,6 +817,9 @@ def bad_needs(selected, rubies):
                 any(selected("%s/corrupt/%s" % (r, n)) for n, _, _ in corrupt.PATCHES) or \
                 any(selected(n) for n in stale_pc.test_names(r)):
             needs.add((r, "threads"))
+    for r in rubies:
+        if any(selected(n) for n in hostile.test_names(r)):
+            needs.add((r, "threads"))
     if any(selected(n) for n in native.DEBUGINFO_TESTS) and "3.3-static" in rubies:
         needs.add(("3.3-static", "threads"))
     needs |= {(r, "crash") for r in rubies if selected("%s/native/rb-bug" % r)}
@@ -957,6 +966,8 @@ def main():
             if isinstance(cap, Capture):
                 corrupt.corrupt_tests(rep, selected, ruby, cap, args.corestack, args.timeout)
                 stale_pc.stale_pc_tests(rep, selected, ruby, cap, args.corestack, args.timeout)
+                hostile.hostile_tests(rep, selected, ruby, cap, args.corestack, args.timeout,
+                                      sys.modules[__name__])
         debuginfo_tests(rep, selected, args, captures, workdir)
         layout_tests(rep, selected, args, prefixes)
         yjit.running_test(rep, selected, args.corestack, prefixes, args.timeout)

@@ -9,6 +9,7 @@
  *
  * Build: see tests/fuzz/Makefile.inc (make fuzz-build). */
 #include "corestack/core.h"
+#include "tests/fuzz/core_input.h"
 
 #include <fcntl.h>
 #include <stdint.h>
@@ -19,33 +20,20 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static int memfd = -1;
-static char core_path[64];
-static char sysroot[64];
-
+static struct core_input in = {.memfd = -1};
 static char lib_dir[128], lib_file[160];
 
 static void cleanup(void)
 {
 	unlink(lib_file);
 	rmdir(lib_dir);
-	rmdir(sysroot);
+	rmdir(in.sysroot);
 }
 
 static void setup(void)
 {
-	memfd = memfd_create("fuzz_core", MFD_CLOEXEC);
-	if (memfd < 0) {
-		perror("memfd_create");
-		abort();
-	}
-	snprintf(core_path, sizeof(core_path), "/proc/self/fd/%d", memfd);
-	snprintf(sysroot, sizeof(sysroot), "/tmp/fuzz_core_root.XXXXXX");
-	if (!mkdtemp(sysroot)) {
-		perror("mkdtemp");
-		abort();
-	}
-	snprintf(lib_dir, sizeof(lib_dir), "%s/lib", sysroot);
+	core_input_init(&in, "fuzz_core");
+	snprintf(lib_dir, sizeof(lib_dir), "%s/lib", in.sysroot);
 	mkdir(lib_dir, 0755);
 	snprintf(lib_file, sizeof(lib_file), "%s/x.so", lib_dir);
 	atexit(cleanup);
@@ -86,21 +74,13 @@ static void touch(const char *s)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	if (memfd < 0)
+	if (in.memfd < 0)
 		setup();
-	if (ftruncate(memfd, 0) != 0 || ftruncate(memfd, (off_t)size) != 0 ||
-	    (size && pwrite(memfd, data, size, 0) != (ssize_t)size))
-		abort();
-
-	struct cs_core *core = NULL;
-	struct cs_error *err = cs_core_open(core_path, &core);
-	if (err) {
-		touch(err->message);
-		cs_error_destroy(err);
+	struct cs_core *core = core_input_open(&in, data, size);
+	if (!core)
 		return 0;
-	}
-	cs_error_destroy(cs_core_set_sysroot(core, sysroot));
 	touch(cs_core_path(core));
+	struct cs_error *err;
 
 	size_t nt = cs_core_thread_count(core);
 	for (size_t i = 0; i <= nt; i++) {

@@ -4,6 +4,7 @@ that read or patch a core themselves."""
 import struct
 
 PT_LOAD, PT_NOTE = 1, 4
+NT_FILE = 0x46494C45
 
 
 def program_headers(path):
@@ -21,4 +22,28 @@ def program_headers(path):
         p_type, _, p_offset, p_vaddr, _, p_filesz = struct.unpack_from(
             "<IIQQQQ", table, i * phentsize)
         out.append((p_type, p_offset, p_vaddr, p_filesz))
+    return out
+
+
+def nt_file_names(path):
+    """[(file offset, name bytes)] of every name in the core's NT_FILE note."""
+    out = []
+    with open(path, "rb") as f:
+        for p_type, p_offset, _, p_filesz in program_headers(path):
+            if p_type != PT_NOTE:
+                continue
+            f.seek(p_offset)
+            notes = f.read(p_filesz)
+            pos = 0
+            while pos + 12 <= len(notes):
+                namesz, descsz, ntype = struct.unpack_from("<III", notes, pos)
+                desc = pos + 12 + ((namesz + 3) & ~3)
+                if ntype == NT_FILE:
+                    count, = struct.unpack_from("<Q", notes, desc)
+                    at = desc + 16 + 24 * count
+                    for _ in range(count):
+                        end = notes.index(b"\0", at)
+                        out.append((p_offset + at, notes[at:end]))
+                        at = end + 1
+                pos = desc + ((descsz + 3) & ~3)
     return out

@@ -48,24 +48,7 @@ def extra_env(env):
 
 def nt_file_paths(core):
     """The file names of a core's NT_FILE note (x86-64 ELF64 LE)."""
-    paths = []
-    with open(core, "rb") as f:
-        for p_type, p_offset, _, p_filesz in elfcore.program_headers(core):
-            if p_type != elfcore.PT_NOTE:
-                continue
-            f.seek(p_offset)
-            notes = f.read(p_filesz)
-            pos = 0
-            while pos + 12 <= len(notes):
-                namesz, descsz, ntype = struct.unpack_from("<III", notes, pos)
-                desc = pos + 12 + ((namesz + 3) & ~3)
-                if ntype == 0x46494c45:   # NT_FILE
-                    count, = struct.unpack_from("<Q", notes, desc)
-                    names = notes[desc + 16 + 24 * count:desc + descsz]
-                    paths += [n.decode("utf-8", "replace")
-                              for n in names.split(b"\0")[:count]]
-                pos = desc + ((descsz + 3) & ~3)
-    return paths
+    return [name.decode("utf-8", "replace") for _, name in elfcore.nt_file_names(core)]
 
 
 def copy_into_root(path, root):

@@ -732,6 +732,37 @@ static void expect_format(const char *path, const char *want, char *why,
 	cs_error_destroy(err);
 }
 
+/* NT_FILE paths under --sysroot: ".." never climbs out of it. */
+static void test_sysroot_confined(void)
+{
+	static const char *const cases[][2] = {
+		{"/lib/x.so", "/lib/x.so"},
+		{"/../../etc/passwd", "/etc/passwd"},
+		{"/lib/../../../../etc/shadow", "/etc/shadow"},
+		{"/./lib//./x.so", "/lib/x.so"},
+		{"lib/x.so", "/lib/x.so"},
+		{"/a/b/../c", "/a/c"},
+		{"/..", "/"},
+		{"", "/"},
+	};
+	char why[1024] = "";
+	struct cs_core *core = NULL;
+	NO_ERROR(cs_core_open(core_path, &core), "open");
+	if (core)
+		NO_ERROR(cs_core_set_sysroot(core, "/srv/root"), "set_sysroot");
+	for (size_t i = 0; core && i < sizeof(cases) / sizeof(*cases); i++) {
+		char want[64];
+		snprintf(want, sizeof(want), "/srv/root%s", cases[i][1]);
+		char *got = cs_core_host_path(core, cases[i][0]);
+		if (!got || strcmp(got, want) != 0)
+			snprintf(why, sizeof(why), "'%s' -> '%s', want '%s'",
+				 cases[i][0], got ? got : "(null)", want);
+		free(got);
+	}
+	cs_core_close(core);
+	report("NT_FILE paths stay under the sysroot", why);
+}
+
 static void test_bad_files(void)
 {
 	char why[1024] = "";
@@ -1324,6 +1355,7 @@ int main(void)
 	test_reads();
 	test_notes();
 	test_files();
+	test_sysroot_confined();
 	test_bad_files();
 	test_truncated();
 	test_fuzz();
