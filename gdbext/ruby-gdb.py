@@ -140,6 +140,8 @@ def _sources(inf, via_debugger):
     """The ways to read the inferior, fastest first."""
     ctype = _connection_type(inf)
     exe = gdb.current_progspace().filename
+    if exe and os.path.exists(exe):
+        exe = os.path.realpath(exe)   # as the mappings name it
     fast = None
     if not via_debugger:
         if ctype == "core":
@@ -188,8 +190,12 @@ ruby-bt [--json] [--via-debugger] [all | N]
             first = None
             for source in _sources(inf, via_debugger):
                 try:
-                    text, _ = _corestack.backtrace(json=json, tids=tids,
-                                                   hints=_thread_hints(inf), **source)
+                    text, _ = _corestack.backtrace(
+                        json=json, tids=tids, hints=_thread_hints(inf),
+                        debug_dirs=gdb.parameter("debug-file-directory"),
+                        debug_dir_advice="add a directory that holds it to gdb's "
+                        "debug-file-directory (set debug-file-directory DIR:...)",
+                        **source)
                     break
                 except _corestack.Error as exc:
                     first = first or exc
