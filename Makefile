@@ -55,9 +55,14 @@ $(GDBEXT_DIR):
 
 # make install [PREFIX=/usr/local] [DESTDIR=] [RUBY_FOR_GDB="ruby paths"]:
 # corestack, the gdb/lldb module and loaders, and gdb auto-load scripts for
-# the Rubies named (default: the ruby on PATH) under GDB_AUTOLOAD_DIR.
+# the Rubies named (default: the ruby on PATH) under GDB_AUTOLOAD_DIR, and
+# a snippet in gdb's system gdbinit directory (Debian's gdb reads
+# /etc/gdb/gdbinit.d; GDB_SYSTEM_GDBINIT_DIR= leaves it out) that tells gdb
+# to read and trust GDB_AUTOLOAD_DIR.
 PREFIX           ?= /usr/local
+SYSCONFDIR       ?= /etc
 GDB_AUTOLOAD_DIR ?= $(PREFIX)/share/gdb/auto-load
+GDB_SYSTEM_GDBINIT_DIR ?= $(SYSCONFDIR)/gdb/gdbinit.d
 RUBY_FOR_GDB     ?= $(shell command -v ruby 2>/dev/null)
 install: $(BUILD)/corestack gdbext
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/corestack
@@ -65,6 +70,10 @@ install: $(BUILD)/corestack gdbext
 	install -m 644 $(GDBEXT_SO) $(GDBEXT_PY) $(DESTDIR)$(PREFIX)/lib/corestack/
 	./gdbext/install-autoload.sh "$(DESTDIR)" "$(GDB_AUTOLOAD_DIR)" \
 		"$(PREFIX)/lib/corestack/ruby-gdb.py" $(RUBY_FOR_GDB)
+	if [ -n "$(GDB_SYSTEM_GDBINIT_DIR)" ]; then \
+		install -d "$(DESTDIR)$(GDB_SYSTEM_GDBINIT_DIR)" && \
+		sed 's|@GDB_AUTOLOAD_DIR@|$(GDB_AUTOLOAD_DIR)|g' gdbext/corestack.gdb.in \
+			> "$(DESTDIR)$(GDB_SYSTEM_GDBINIT_DIR)/corestack.gdb"; fi
 
 # Unit tests: one program per file in tests/unit, each on the engine.
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
