@@ -18,7 +18,7 @@ HDR        := $(wildcard util/*.h dwarf/*.h rubyvm/*.h rubyvm/*.def corestack/*.
 SAN_FLAGS  := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
               -fno-sanitize-recover=all
 
-.PHONY: all test unit demo deps fixtures clean bench gdbext install bench-gdbext
+.PHONY: all test unit demo deps fixtures clean bench gdbext gdbext-san install bench-gdbext
 all: $(BUILD)/corestack gdbext
 
 $(BUILD)/corestack: $(SRC) $(HDR) | $(BUILD)
@@ -51,6 +51,27 @@ $(GDBEXT_DIR)/%.py: gdbext/%.py | $(GDBEXT_DIR)
 	cp $< $@
 
 $(GDBEXT_DIR):
+	mkdir -p $@
+
+# The module the tests load, under UBSan (a report aborts the debugger, so
+# the test fails). Not ASan: its runtime must come first in the process
+# (LD_PRELOAD into gdb), and Debian's gdb 13 with libasan preloaded hangs at
+# start-up (in setlocale) before it runs a command. The same C runs under
+# ASan+UBSan in corestack-san and the unit tests.
+GDBEXT_SAN_DIR   := $(BUILD)/gdbext-san
+GDBEXT_SAN_FLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=undefined \
+                    -fno-sanitize-recover=all
+gdbext-san: $(GDBEXT_SAN_DIR)/_corestack.abi3.so \
+            $(GDBEXT_SAN_DIR)/ruby-gdb.py $(GDBEXT_SAN_DIR)/ruby_lldb.py
+
+$(GDBEXT_SAN_DIR)/_corestack.abi3.so: $(GDBEXT_SRC) $(GDBEXT_HDR) | $(GDBEXT_SAN_DIR)
+	$(CC) $(WARN) $(GDBEXT_SAN_FLAGS) $(PY_CFLAGS) -fPIC -shared \
+		-fvisibility=hidden -Wl,-Bsymbolic -pthread $(GDBEXT_SRC) $(LIBS) -o $@
+
+$(GDBEXT_SAN_DIR)/%.py: gdbext/%.py | $(GDBEXT_SAN_DIR)
+	cp $< $@
+
+$(GDBEXT_SAN_DIR):
 	mkdir -p $@
 
 # make install [PREFIX=/usr/local] [DESTDIR=] [RUBY_FOR_GDB="ruby paths"]:
@@ -101,10 +122,12 @@ fixtures:
 	./fixtures/build-ruby.sh 3.3 yjit || [ $$? -eq 3 ]   # 3: no rustc, the tests say SKIP
 
 # fuzz-regress: every crash the fuzzers found, replayed (tests/fuzz/).
-test: deps $(BUILD)/corestack-san $(UNIT_BIN) $(BUILD)/dwarf_sample.so fixtures fuzz-regress gdbext
+# gdbext: make install (tested) builds the plain module too.
+test: deps $(BUILD)/corestack-san $(UNIT_BIN) $(BUILD)/dwarf_sample.so fixtures fuzz-regress \
+      gdbext gdbext-san
 	python3 tests/run.py --corestack $(BUILD)/corestack-san \
 		--unit "$(UNIT_BIN)" --unit-arg $(BUILD)/dwarf_sample.so \
-		--gdbext $(GDBEXT_DIR)
+		--gdbext $(GDBEXT_SAN_DIR)
 
 demo: deps $(BUILD)/corestack
 	./fixtures/demo.sh $(BUILD)/corestack

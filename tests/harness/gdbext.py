@@ -173,6 +173,9 @@ def run_gdb(gdbext_dir, target_args, commands, workdir, tag, timeout=GDB_TIMEOUT
                                                           GDBEXT_RESULT=result)))
     except subprocess.TimeoutExpired:
         return None, "", "", None, "gdb timed out after %d s" % timeout
+    if procs.sanitizer_report(res.stderr):   # the module built with UBSan (make test)
+        return res.returncode, res.stdout, res.stderr, None, \
+            "sanitizer report: %s" % procs.sanitizer_report(res.stderr)
     data = None
     if script:
         try:
@@ -468,6 +471,9 @@ def sample_test(rep, args, ruby, exe, workdir):
                                                            "GDBEXT_FOLDED": folded}))
         except subprocess.TimeoutExpired:
             rep.result(name, "gdb hung")
+            return
+        if procs.sanitizer_report(res.stderr):
+            rep.result(name, "sanitizer report: %s" % procs.sanitizer_report(res.stderr))
             return
         try:
             with open(result) as f:
@@ -791,6 +797,8 @@ def run_lldb_commands(args, target_args, commands, workdir, tag, env=None):
     except subprocess.TimeoutExpired:
         return None, "", "lldb hung"
     output = res.stdout + res.stderr
+    if procs.sanitizer_report(res.stderr):
+        return None, output, "sanitizer report: %s" % procs.sanitizer_report(res.stderr)
     try:
         with open(result) as f:
             return json.load(f), output, None
@@ -837,6 +845,8 @@ def lldb_sample_test(rep, args, lldb, ruby, exe, workdir):
         summary = res.stdout
         data = {"summary": summary, "states": ["t"], "running": [], "exitcode": 0}
         reason = check_sample(data, folded)
+        if procs.sanitizer_report(res.stderr):
+            reason = "sanitizer report: %s" % procs.sanitizer_report(res.stderr)
         if not reason and "STATE True" not in summary:
             reason = "the process is not stopped after ruby-sample: %s" % compare.show(
                 summary[-300:])
@@ -885,6 +895,9 @@ def lldb_test(rep, selected, args, ruby, exe, workdir):
             except subprocess.TimeoutExpired:
                 rep.result(name, "lldb hung")
                 continue
+            if procs.sanitizer_report(res.stderr):
+                rep.result(name, "sanitizer report: %s" % procs.sanitizer_report(res.stderr))
+                continue
             report = json_in(res.stdout)
             if report is None:
                 rep.result(name, "no JSON report in lldb's output: %s / %s" % (
@@ -918,7 +931,7 @@ def remote_test(rep, args, ruby, exe, workdir):
         # A pipe: no port to pick, nothing listening on the network.
         res = run_gdb(args.gdbext, [exe], [
             "target remote | exec %s --attach - %d" % (gdbserver, run.pid),
-            "ruby-bt --json all", "ruby-sample 1", "print 1+1"], run.workdir, "remote")
+            "ruby-bt --json all"] + twice("ruby-sample 1"), run.workdir, "remote")
         rc, out, err, _, reason = res
         if reason:
             rep.result(name, reason)
