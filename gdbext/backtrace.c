@@ -13,7 +13,6 @@
 #include "../dwarf/module.h"
 #include "../rubyvm/layout.h"
 
-
 /* The inferior opened for one command. */
 struct opened {
 	struct cs_core *core;

@@ -150,7 +150,9 @@ static int split_dirs(const char *dirs, char ***ret)
 	}
 	char *copy = memcpy((char *)(list + n + 1), dirs, len + 1);
 	size_t k = 0;
-	for (char *dir = strtok(copy, ":"); dir; dir = strtok(NULL, ":"))
+	char *rest = NULL;
+	for (char *dir = strtok_r(copy, ":", &rest); dir;
+	     dir = strtok_r(NULL, ":", &rest))
 		list[k++] = dir;
 	list[k] = NULL;
 	*ret = list;

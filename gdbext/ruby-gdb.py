@@ -140,8 +140,6 @@ def _sources(inf, via_debugger):
     """The ways to read the inferior, fastest first."""
     ctype = _connection_type(inf)
     exe = gdb.current_progspace().filename
-    if exe and os.path.exists(exe):
-        exe = os.path.realpath(exe)   # as the mappings name it
     fast = None
     if not via_debugger:
         if ctype == "core":
@@ -152,6 +150,8 @@ def _sources(inf, via_debugger):
             fast = dict(kind="live", pid=inf.pid)
     if fast:
         yield fast
+    if exe and os.path.exists(exe):
+        exe = os.path.realpath(exe)   # as `info proc mappings` names it
     yield dict(_debugger_source(inf, ctype), executable=exe)
 
 
