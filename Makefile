@@ -18,7 +18,7 @@ HDR        := $(wildcard util/*.h dwarf/*.h rubyvm/*.h rubyvm/*.def corestack/*.
 SAN_FLAGS  := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
               -fno-sanitize-recover=all
 
-.PHONY: all test unit demo deps fixtures clean bench gdbext install bench-gdbext
+.PHONY: all test unit demo deps fixtures clean bench gdbext gdbext-san install bench-gdbext
 all: $(BUILD)/corestack gdbext
 
 $(BUILD)/corestack: $(SRC) $(HDR) | $(BUILD)
@@ -53,11 +53,37 @@ $(GDBEXT_DIR)/%.py: gdbext/%.py | $(GDBEXT_DIR)
 $(GDBEXT_DIR):
 	mkdir -p $@
 
+# The module the tests load, under UBSan (a report aborts the debugger, so
+# the test fails). Not ASan: its runtime must come first in the process
+# (LD_PRELOAD into gdb), and Debian's gdb 13 with libasan preloaded hangs at
+# start-up (in setlocale) before it runs a command. The same C runs under
+# ASan+UBSan in corestack-san and the unit tests.
+GDBEXT_SAN_DIR   := $(BUILD)/gdbext-san
+GDBEXT_SAN_FLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=undefined \
+                    -fno-sanitize-recover=all
+gdbext-san: $(GDBEXT_SAN_DIR)/_corestack.abi3.so \
+            $(GDBEXT_SAN_DIR)/ruby-gdb.py $(GDBEXT_SAN_DIR)/ruby_lldb.py
+
+$(GDBEXT_SAN_DIR)/_corestack.abi3.so: $(GDBEXT_SRC) $(GDBEXT_HDR) | $(GDBEXT_SAN_DIR)
+	$(CC) $(WARN) $(GDBEXT_SAN_FLAGS) $(PY_CFLAGS) -fPIC -shared \
+		-fvisibility=hidden -Wl,-Bsymbolic -pthread $(GDBEXT_SRC) $(LIBS) -o $@
+
+$(GDBEXT_SAN_DIR)/%.py: gdbext/%.py | $(GDBEXT_SAN_DIR)
+	cp $< $@
+
+$(GDBEXT_SAN_DIR):
+	mkdir -p $@
+
 # make install [PREFIX=/usr/local] [DESTDIR=] [RUBY_FOR_GDB="ruby paths"]:
 # corestack, the gdb/lldb module and loaders, and gdb auto-load scripts for
-# the Rubies named (default: the ruby on PATH) under GDB_AUTOLOAD_DIR.
+# the Rubies named (default: the ruby on PATH) under GDB_AUTOLOAD_DIR, and
+# a snippet in gdb's system gdbinit directory (Debian's gdb reads
+# /etc/gdb/gdbinit.d; GDB_SYSTEM_GDBINIT_DIR= leaves it out) that tells gdb
+# to read and trust GDB_AUTOLOAD_DIR.
 PREFIX           ?= /usr/local
+SYSCONFDIR       ?= /etc
 GDB_AUTOLOAD_DIR ?= $(PREFIX)/share/gdb/auto-load
+GDB_SYSTEM_GDBINIT_DIR ?= $(SYSCONFDIR)/gdb/gdbinit.d
 RUBY_FOR_GDB     ?= $(shell command -v ruby 2>/dev/null)
 install: $(BUILD)/corestack gdbext
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/corestack
@@ -65,6 +91,10 @@ install: $(BUILD)/corestack gdbext
 	install -m 644 $(GDBEXT_SO) $(GDBEXT_PY) $(DESTDIR)$(PREFIX)/lib/corestack/
 	./gdbext/install-autoload.sh "$(DESTDIR)" "$(GDB_AUTOLOAD_DIR)" \
 		"$(PREFIX)/lib/corestack/ruby-gdb.py" $(RUBY_FOR_GDB)
+	if [ -n "$(GDB_SYSTEM_GDBINIT_DIR)" ]; then \
+		install -d "$(DESTDIR)$(GDB_SYSTEM_GDBINIT_DIR)" && \
+		sed 's|@GDB_AUTOLOAD_DIR@|$(GDB_AUTOLOAD_DIR)|g' gdbext/corestack.gdb.in \
+			> "$(DESTDIR)$(GDB_SYSTEM_GDBINIT_DIR)/corestack.gdb"; fi
 
 # Unit tests: one program per file in tests/unit, each on the engine.
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
@@ -96,10 +126,12 @@ fixtures:
 	newer=$$?; wait $$older && exit $$newer
 
 # fuzz-regress: every crash the fuzzers found, replayed (tests/fuzz/).
-test: deps $(BUILD)/corestack-san $(UNIT_BIN) $(BUILD)/dwarf_sample.so fixtures fuzz-regress gdbext
+# gdbext: make install (tested) builds the plain module too.
+test: deps $(BUILD)/corestack-san $(UNIT_BIN) $(BUILD)/dwarf_sample.so fixtures fuzz-regress \
+      gdbext gdbext-san
 	python3 tests/run.py --corestack $(BUILD)/corestack-san \
 		--unit "$(UNIT_BIN)" --unit-arg $(BUILD)/dwarf_sample.so \
-		--gdbext $(GDBEXT_DIR)
+		--gdbext $(GDBEXT_SAN_DIR)
 
 demo: deps $(BUILD)/corestack
 	./fixtures/demo.sh $(BUILD)/corestack

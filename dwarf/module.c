@@ -438,8 +438,8 @@ struct cs_error *dw_module_dwarf(struct dw_module *mod, Dwarf **ret)
 			"file, under %s/.build-id, by .gnu_debuglink%s%s%s); "
 			"install the distribution's debug package (e.g. the "
 			"-dbgsym package), point DEBUGINFOD_URLS at a "
-			"debuginfod server, pass --debug-dir, or build Ruby "
-			"with -g",
+			"debuginfod server, " DW_DEBUG_DIR_ADVICE ", or build "
+			"Ruby with -g",
 			mod->path, hex[0] ? hex : "none",
 			mod->debug_dirs[0] ? mod->debug_dirs[0] : "(none)",
 			urls && *urls ? ", at debuginfod " : "",

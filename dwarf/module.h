@@ -39,7 +39,10 @@ struct cs_error *dw_module_open(const char *path, const char *const *debug_dirs,
 void dw_module_close(struct dw_module *mod);
 
 /* The module's DWARF (opened on first use). CS_ERR_NO_DEBUG with a message
- * that names the file, its build-id and how to get debug info. */
+ * that names the file, its build-id and how to get debug info; one of the
+ * ways is DW_DEBUG_DIR_ADVICE, which front ends with another way to name a
+ * debug directory (a debugger's setting) replace with theirs. */
+#define DW_DEBUG_DIR_ADVICE "pass --debug-dir"
 struct cs_error *dw_module_dwarf(struct dw_module *mod, Dwarf **ret);
 
 /* Hex string of the build-id ("" if none) into buf of at least

@@ -10,9 +10,8 @@
 #include "../corestack/page_cache.h"
 #include "../corestack/report.h"
 #include "../corestack/vm_module.h"
+#include "../dwarf/module.h"
 #include "../rubyvm/layout.h"
-
-static const char *const debug_dirs[] = {"/usr/lib/debug", NULL};
 
 /* The inferior opened for one command. */
 struct opened {
@@ -112,7 +111,9 @@ static void thread_tids(const struct opened *o, const struct rv_process *p,
 	free(hints);
 }
 
-/* Which threads to show; CS_ERR_LOOKUP naming a tid no Ruby thread has. */
+/* Which threads to show; CS_ERR_LOOKUP naming a tid no Ruby thread has
+ * (CS_ERR_FAULT when the thread list could not be read to the end: then
+ * it may well have one). */
 static struct cs_error *select_threads(const struct rv_process *p,
 				       const int64_t *tids,
 				       const struct gx_backtrace_request *req,
@@ -127,6 +128,13 @@ static struct cs_error *select_threads(const struct rv_process *p,
 				shown[i] = true;
 				found = 1;
 			}
+		if (!found && p->error)
+			return cs_error_create(
+				CS_ERR_FAULT,
+				"LWP %lld is not among the Ruby threads read: "
+				"the thread list is incomplete (%s); "
+				"'ruby-bt all' shows those read",
+				(long long)req->only_tids[k], p->error);
 		if (!found)
 			return cs_error_create(
 				CS_ERR_LOOKUP,
@@ -135,6 +143,25 @@ static struct cs_error *select_threads(const struct rv_process *p,
 				(long long)req->only_tids[k]);
 	}
 	return NULL;
+}
+
+/* Not one Ruby thread read: an error, not an empty report, so that the
+ * debugger shows one line (the CLI reports it as partial output). */
+static struct cs_error *nothing_read(const struct gx_source *src,
+				     const struct rv_process *p)
+{
+	if (p->nthreads > 0 || !p->error)
+		return NULL;
+	return cs_error_create(
+		CS_ERR_FAULT,
+		"no Ruby thread could be read: %s (the Ruby VM's memory is "
+		"missing or damaged%s)",
+		p->error,
+		src->kind == GX_SOURCE_LIVE
+			? "; try again, or take a core with gcore"
+		: src->kind == GX_SOURCE_CORE || src->debugger_is_core
+			? ": is the core complete? take a new one if you can"
+			: "; try again");
 }
 
 static struct cs_error *render(const struct gx_source *src,
@@ -215,9 +242,9 @@ out:
 	return err;
 }
 
-struct cs_error *gx_backtrace(const struct gx_source *src,
-			      const struct gx_backtrace_request *req,
-			      char **out, int *complete)
+static struct cs_error *backtrace(const struct gx_source *src,
+				  const struct gx_backtrace_request *req,
+				  char **out, int *complete)
 {
 	*out = NULL;
 	*complete = 0;
@@ -228,7 +255,7 @@ struct cs_error *gx_backtrace(const struct gx_source *src,
 		return err;
 	}
 	struct cs_vm_module vm;
-	if ((err = cs_vm_module_open(&o.img, src->executable, debug_dirs,
+	if ((err = cs_vm_module_open(&o.img, src->executable, src->debug_dirs,
 				     &vm))) {
 		struct cs_error *trunc = o.core ? cs_core_truncation(o.core)
 						: NULL;
@@ -246,6 +273,7 @@ struct cs_error *gx_backtrace(const struct gx_source *src,
 	    !(err = rv_session_create(&o.target, &layout, vm.vm->path,
 				      vm.load_bias, NULL, &session)) &&
 	    !(err = rv_snapshot(session, &proc)) &&
+	    !(err = nothing_read(src, proc)) &&
 	    /* every fiber, as corestack lists them */
 	    !(err = rv_snapshot_fibers(session, proc)))
 		err = render(src, &o, &vm, proc, req, out, complete);
@@ -254,4 +282,31 @@ struct cs_error *gx_backtrace(const struct gx_source *src,
 	cs_vm_module_close(&vm);
 	close_source(&o);
 	return err;
+}
+
+/* The CLI's advice on debug directories (--debug-dir) is no use inside a
+ * debugger: say the debugger's way instead. Consumes err. */
+static struct cs_error *debugger_advice(struct cs_error *err,
+					const char *advice)
+{
+	char *at = err && advice && err->code == CS_ERR_NO_DEBUG
+			   ? strstr(err->message, DW_DEBUG_DIR_ADVICE)
+			   : NULL;
+	if (!at)
+		return err;
+	struct cs_error *told = cs_error_create(
+		err->code, "%.*s%s%s", (int)(at - err->message), err->message,
+		advice, at + strlen(DW_DEBUG_DIR_ADVICE));
+	if (told == &cs_error_nomem)
+		return err;
+	cs_error_destroy(err);
+	return told;
+}
+
+struct cs_error *gx_backtrace(const struct gx_source *src,
+			      const struct gx_backtrace_request *req,
+			      char **out, int *complete)
+{
+	return debugger_advice(backtrace(src, req, out, complete),
+			       src->debug_dir_advice);
 }

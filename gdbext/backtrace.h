@@ -30,6 +30,13 @@ struct gx_source {
 	 * here; NULL if none. */
 	const struct cs_core_siginfo *siginfo;
 	int64_t crash_tid;       /* with siginfo: the thread that took it */
+	/* Where to look for debug files (the debugger's own setting);
+	 * NULL-terminated, NULL: /usr/lib/debug. */
+	const char *const *debug_dirs;
+	/* How the user names a debug directory in this debugger: replaces
+	 * the CLI's DW_DEBUG_DIR_ADVICE in a no-debug-info message; NULL:
+	 * keep it. */
+	const char *debug_dir_advice;
 };
 
 /* A kernel thread as the debugger knows it: what tells a Ruby thread that

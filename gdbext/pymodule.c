@@ -133,24 +133,54 @@ static int tid_list(PyObject *tids, int64_t **ret, size_t *n)
 	return 1;
 }
 
+/* "dir1:dir2" (a debugger's debug-file-directory) as a NULL-terminated
+ * array in *ret (one allocation: free *ret only); NULL when dirs is. */
+static int split_dirs(const char *dirs, char ***ret)
+{
+	*ret = NULL;
+	if (!dirs)
+		return 1;
+	size_t n = 1, len = strlen(dirs);
+	for (const char *c = dirs; *c; c++)
+		n += *c == ':';
+	char **list = malloc((n + 1) * sizeof(*list) + len + 1);
+	if (!list) {
+		PyErr_NoMemory();
+		return 0;
+	}
+	char *copy = memcpy((char *)(list + n + 1), dirs, len + 1);
+	size_t k = 0;
+	char *rest = NULL;
+	for (char *dir = strtok_r(copy, ":", &rest); dir;
+	     dir = strtok_r(NULL, ":", &rest))
+		list[k++] = dir;
+	list[k] = NULL;
+	*ret = list;
+	return 1;
+}
+
 /* backtrace(kind, ...) -> (text, complete). kind: "core", "live" or
- * "debugger". */
+ * "debugger". debug_dirs: the debugger's debug directories ("a:b");
+ * debug_dir_advice: how its user adds one (for the no-debug message). */
 static PyObject *py_backtrace(PyObject *self, PyObject *args, PyObject *kw)
 {
 	(void)self;
 	static char *names[] = {"kind",  "core",   "pid",      "executable",
 				"read",  "mappings", "auxv",   "is_core",
 				"name",  "json",   "tids",     "hints",
-				"signal", NULL};
+				"signal", "debug_dirs", "debug_dir_advice",
+				NULL};
 	const char *kind, *core = NULL, *executable = NULL,
-			  *name = "the debugger's inferior";
+			  *name = "the debugger's inferior", *dirs = NULL,
+			  *advice = NULL;
 	int pid = -1, is_core = 0, json = 0;
 	PyObject *read = Py_None, *maps = Py_None, *auxv = Py_None,
 		 *tids = Py_None, *hints = Py_None, *sig = Py_None;
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "s|zizOOOpzpOOO", names,
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "s|zizOOOpzpOOOzz", names,
 					 &kind, &core, &pid, &executable,
 					 &read, &maps, &auxv, &is_core, &name,
-					 &json, &tids, &hints, &sig))
+					 &json, &tids, &hints, &sig, &dirs,
+					 &advice))
 		return NULL;
 	/* signal: (signo, code, fault address, tid that took it) the debugger
 	 * reports */
@@ -166,7 +196,8 @@ static PyObject *py_backtrace(PyObject *self, PyObject *args, PyObject *kw)
 	}
 	struct gx_source src = {.pid = pid, .executable = executable,
 				.siginfo = sig != Py_None ? &siginfo : NULL,
-				.crash_tid = crash_tid};
+				.crash_tid = crash_tid,
+				.debug_dir_advice = advice};
 	struct gx_debugger_image dbg = {.fd = -1};
 	struct py_reader reader = {read, name};
 	if (strcmp(kind, "core") == 0 && core) {
@@ -179,6 +210,10 @@ static PyObject *py_backtrace(PyObject *self, PyObject *args, PyObject *kw)
 		src.kind = GX_SOURCE_DEBUGGER;
 		dbg.mem = (struct rv_target){py_read, &reader};
 		dbg.name = name;
+		/* Where the executable is loaded is found from its mappings
+		 * when the debugger shows no auxiliary vector (lldb). */
+		if (executable && !(dbg.executable = strdup(executable)))
+			return PyErr_NoMemory();
 		src.debugger = &dbg;
 		src.debugger_is_core = is_core;
 		if (!fill_image(&dbg, maps, auxv == Py_None ? NULL : auxv)) {
@@ -203,11 +238,19 @@ static PyObject *py_backtrace(PyObject *self, PyObject *args, PyObject *kw)
 		req.hints = py_hints;
 		req.hints_ctx = hints;
 	}
+	char **debug_dirs;
+	if (!split_dirs(dirs, &debug_dirs)) {
+		free(only);
+		gx_debugger_image_free(&dbg);
+		return NULL;
+	}
+	src.debug_dirs = (const char *const *)debug_dirs;
 	char *text = NULL;
 	int complete = 0;
 	struct cs_error *err = gx_backtrace(&src, &req, &text, &complete);
 	gx_debugger_image_free(&dbg);
 	free(only);
+	free(debug_dirs);
 	if (err)
 		return raise(err);
 	PyObject *res = Py_BuildValue("(sO)", text,

@@ -150,6 +150,8 @@ def _sources(inf, via_debugger):
             fast = dict(kind="live", pid=inf.pid)
     if fast:
         yield fast
+    if exe and os.path.exists(exe):
+        exe = os.path.realpath(exe)   # as `info proc mappings` names it
     yield dict(_debugger_source(inf, ctype), executable=exe)
 
 
@@ -188,8 +190,12 @@ ruby-bt [--json] [--via-debugger] [all | N]
             first = None
             for source in _sources(inf, via_debugger):
                 try:
-                    text, _ = _corestack.backtrace(json=json, tids=tids,
-                                                   hints=_thread_hints(inf), **source)
+                    text, _ = _corestack.backtrace(
+                        json=json, tids=tids, hints=_thread_hints(inf),
+                        debug_dirs=gdb.parameter("debug-file-directory"),
+                        debug_dir_advice="add a directory that holds it to gdb's "
+                        "debug-file-directory (set debug-file-directory DIR:...)",
+                        **source)
                     break
                 except _corestack.Error as exc:
                     first = first or exc

@@ -77,8 +77,21 @@ def _hints(process):
     return hints
 
 
+def _debug_dirs(debugger):
+    """lldb's target.debug-file-search-paths, then /usr/lib/debug, as "a:b"."""
+    value = debugger.GetInternalVariableValue("target.debug-file-search-paths",
+                                              debugger.GetInstanceName())
+    dirs = []
+    for i in range(value.GetSize() if value else 0):
+        item = value.GetStringAtIndex(i)   # "  [0]: /path"
+        dirs.append(item.split(":", 1)[1].strip() if "]:" in item else item.strip())
+    return ":".join([d for d in dirs if d] + ["/usr/lib/debug"])
+
+
 def _sources(target, process, via_debugger):
     exe = target.GetExecutable().fullpath
+    if exe:
+        exe = os.path.realpath(exe)   # as _mappings names it
     if not via_debugger and not _is_core(process) and _is_local(target):
         yield dict(kind="live", pid=process.GetProcessID())
 
@@ -110,8 +123,13 @@ def ruby_bt(debugger, command, result, internal_dict):
         first = None
         for source in _sources(target, process, via_debugger):
             try:
-                text, _ = _corestack.backtrace(json=json, tids=tids, hints=_hints(process),
-                                               **source)
+                text, _ = _corestack.backtrace(
+                    json=json, tids=tids, hints=_hints(process),
+                    debug_dirs=_debug_dirs(debugger),
+                    debug_dir_advice="add a directory that holds it to lldb's "
+                    "target.debug-file-search-paths (settings append "
+                    "target.debug-file-search-paths DIR)",
+                    **source)
                 break
             except _corestack.Error as exc:
                 first = first or exc

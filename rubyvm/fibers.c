@@ -156,6 +156,8 @@ static bool thread_candidates(struct rv_session *s, struct rv_process *p,
  * heap), keeping the object address that is known. */
 static size_t dedup(struct candidate *list, size_t n)
 {
+	if (n == 0) /* list may be NULL: qsort must not see it */
+		return 0;
 	qsort(list, n, sizeof(*list), by_fiber);
 	size_t out = 0;
 	for (size_t i = 0; i < n; i++) {

@@ -81,7 +81,8 @@ crash* scenarios) and checks corestack's reading of it:
                              every fiber of fixtures/scenarios/fibers.rb against the
                              oracle's Fiber#backtrace_locations (tests/harness/fibers.py)
     gdbext/..., lldb/...     ruby-bt and ruby-sample inside gdb and lldb (--gdbext DIR,
-                             default build/gdbext): see tests/harness/gdbext.py
+                             default build/gdbext; make test: build/gdbext-san, the
+                             module under UBSan): see tests/harness/gdbext.py
 
 Prints one line per test (PASS name / FAIL name: reason; SKIP name: reason
 for tests whose fixtures are not selected, or whose scenario needs a newer

@@ -20,9 +20,25 @@ Ruby says about itself (fixtures/oracle.rb), on every fixture Ruby.
                                     stacks), every thread stopped again afterwards,
                                     and `continue` then runs the program to a
                                     normal exit (the SIGINT was not passed on)
-    gdbext/bad/...                  no Ruby in the inferior (live and core), no
-                                    inferior, ruby-sample on a core, bad arguments:
-                                    one error line and gdb still usable
+    gdbext/bad/...                  no Ruby in the inferior (live and core, also
+                                    --via-debugger), no inferior, ruby-sample on a
+                                    core, bad arguments, unreadable memory (a real
+                                    core's VM pointer aimed at the zero page; every
+                                    read path, and corestack on it says the thread
+                                    list is incomplete, no sanitizer report): each
+                                    command, run twice around `print 6*7`, prints the
+                                    same one error line, no Python traceback, and 42
+    lldb/bad/not-ruby-core, lldb/bad/unreadable-vm  the same in lldb (ruby-bt all,
+                                    expression 6*7, ruby-bt all)
+    gdbext/3.3-static/no-debug-info the static Ruby stripped of DWARF: one line naming
+                                    the file and gdb's debug-file-directory (not the
+                                    CLI's --debug-dir), on its core (also
+                                    --via-debugger) and live
+    gdbext/3.3-static/debug-file-directory  the advice followed (the DWARF in a
+                                    build-id tree named by set debug-file-directory):
+                                    the oracle's stacks
+    lldb/3.3-static/no-debug-info   the same in lldb (target.debug-file-search-paths),
+                                    both the error line and the stacks once set
     gdbext/RUBY/threads/remote      ruby-bt --json all through gdbserver --attach (target
                                     remote: memory, mappings, auxv over the protocol): as
                                     the oracle; ruby-sample there says it needs a local
@@ -30,20 +46,29 @@ Ruby says about itself (fixtures/oracle.rb), on every fixture Ruby.
     lldb/RUBY/threads/MODE          the same ruby-bt --json all in lldb (live, core)
     lldb/RUBY/sample                ruby-sample 2 --out F in lldb on shares.rb: heavy
                                     ranked over light, the process stopped again
-    gdbext/install                  make install PREFIX=TMP RUBY_FOR_GDB=3.3's ruby, then
-                                    gdb on a 3.3 core with only that auto-load directory
-                                    named: ruby-bt all works with no `source`
+    gdbext/install                  make install PREFIX=TMP SYSCONFDIR=TMP/etc RUBY_FOR_GDB=
+                                    3.3's ruby, then gdb -nx on a 3.3 core reading only the
+                                    installed gdbinit.d snippet (-iex source, as gdb reads
+                                    its system gdbinit dir): ruby-bt --json all as the oracle
+    gdbext/install-destdir          make install DESTDIR=TMP (default PREFIX, SYSCONFDIR):
+                                    every file under TMP, naming the final paths only
+    gdbext/install-system-gdbinit   that staged tree laid over /usr/local and
+                                    /etc/gdb/gdbinit.d in a private mount namespace
+                                    (unshare -m): a plain gdb (no -nx, HOME empty) gets
+                                    ruby-bt with no `source`; SKIP where mounting is not
+                                    allowed
 """
 
 import json
 import os
 import re
 import shutil
+import struct
 import subprocess
 import sys
 import time
 
-from . import compare, procs, requires
+from . import compare, corrupt, procs, requires
 
 ROOT = procs.ROOT
 SHARES = os.path.join(ROOT, "fixtures", "profile", "shares.rb")
@@ -72,20 +97,23 @@ def ruby_tests(ruby, scenarios):
         names += ["lldb/%s/threads/%s" % (ruby, m) for m in MODES] + ["lldb/%s/sample" % ruby]
     if ruby in REMOTE_RUBIES:
         names.append("gdbext/%s/threads/remote" % ruby)
+    if ruby == NO_DEBUG_RUBY:
+        names += NO_DEBUG_TESTS
     return names
 
 
 INSTALL_RUBY = "3.3"
 
 BAD_TESTS = ("gdbext/bad/not-ruby-live", "gdbext/bad/not-ruby-core", "gdbext/bad/no-inferior",
-             "gdbext/bad/sample-on-core", "gdbext/bad/usage")
+             "gdbext/bad/sample-on-core", "gdbext/bad/unreadable-vm", "gdbext/bad/usage",
+             "lldb/bad/not-ruby-core", "lldb/bad/unreadable-vm")
 
 
 def wanted(selected, rubies, scenarios):
     """Does any gdbext test run? (so run.py builds the Rubies)"""
     return any(selected(n) for r in rubies for n in ruby_tests(r, scenarios)) or \
         any(selected(n) for n in BAD_TESTS) or \
-        (INSTALL_RUBY in rubies and selected("gdbext/install"))
+        (INSTALL_RUBY in rubies and any(selected(n) for n in INSTALL_TESTS))
 
 
 # --- running gdb -------------------------------------------------------------
@@ -122,7 +150,7 @@ def gdb_env(gdbext_dir, extra=None):
 
 
 def run_gdb(gdbext_dir, target_args, commands, workdir, tag, timeout=GDB_TIMEOUT,
-            script=None):
+            script=None, env=None):
     """gdb -batch on target_args running commands (and GDB_SCRIPT if script)
     -> (returncode, stdout, stderr, result dict or None, reason)"""
     loader = os.path.join(gdbext_dir, "ruby-gdb.py")
@@ -141,10 +169,13 @@ def run_gdb(gdbext_dir, target_args, commands, workdir, tag, timeout=GDB_TIMEOUT
     try:
         res = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True, timeout=timeout,
-                             env=gdb_env(gdbext_dir, {"GDBEXT_LOADER": loader,
-                                                      "GDBEXT_RESULT": result}))
+                             env=gdb_env(gdbext_dir, dict(env or {}, GDBEXT_LOADER=loader,
+                                                          GDBEXT_RESULT=result)))
     except subprocess.TimeoutExpired:
         return None, "", "", None, "gdb timed out after %d s" % timeout
+    if procs.sanitizer_report(res.stderr):   # the module built with UBSan (make test)
+        return res.returncode, res.stdout, res.stderr, None, \
+            "sanitizer report: %s" % procs.sanitizer_report(res.stderr)
     data = None
     if script:
         try:
@@ -441,6 +472,9 @@ def sample_test(rep, args, ruby, exe, workdir):
         except subprocess.TimeoutExpired:
             rep.result(name, "gdb hung")
             return
+        if procs.sanitizer_report(res.stderr):
+            rep.result(name, "sanitizer report: %s" % procs.sanitizer_report(res.stderr))
+            return
         try:
             with open(result) as f:
                 data = json.load(f)
@@ -455,20 +489,91 @@ def sample_test(rep, args, ruby, exe, workdir):
 
 # --- bad input -----------------------------------------------------------------
 
-def one_error(run, pattern, after="$1 = 2"):
-    """gdb printed exactly one error line for the ruby-* command matching
-    pattern, and then still evaluated `print 1+1`."""
+PYTHON_ERROR_MARKS = ("Traceback", "Python Exception", "Error occurred in Python")
+
+
+def twice(command):
+    """The command, gdb's arithmetic, the command again: the error must not
+    have left the session broken."""
+    return [command, "print 6*7", command]
+
+
+def one_error(run, pattern, count=2):
+    """Each of the count ruby-* commands printed one error line, the same
+    one, matching pattern; no Python error reached gdb; and `print 6*7`
+    (see twice) still printed 42."""
     rc, out, err, _, reason = run
     if reason:
         return reason
+    for mark in PYTHON_ERROR_MARKS:
+        if mark in out or mark in err:
+            return "a Python error reached gdb (%s): %s" % (mark, compare.show(err[-400:]))
     lines = [l for l in err.splitlines() if l.startswith("ruby-")]
-    if len(lines) != 1:
-        return "expected one ruby-* error line on stderr, got %s" % compare.show(err[-400:])
+    if len(lines) != count:
+        return "expected %d ruby-* error lines (one per command), got %s" % (
+            count, compare.show(err[-400:]))
+    if len(set(lines)) != 1:
+        return "the same command said different things: %s" % compare.show(lines)
     if not re.search(pattern, lines[0]):
-        return "error line does not say %s: %s" % (pattern, compare.show(lines[0]))
-    if after not in out:
-        return "gdb not usable afterwards (no %s): %s" % (after, compare.show(out[-200:]))
+        return "error line does not say /%s/: %s" % (pattern, compare.show(lines[0]))
+    if "$1 = 42" not in out:
+        return "gdb not usable afterwards (print 6*7 gave no $1 = 42): %s" % compare.show(
+            out[-200:])
     return None
+
+
+def vm_pointer_address(gdbext_dir, exe, core, workdir):
+    """Where the core keeps the pointer to the Ruby VM, as gdb resolves the
+    symbol (the tests' own view, not corestack's)."""
+    run = run_gdb(gdbext_dir, [exe, core], ["print/x (unsigned long)&ruby_current_vm_ptr"],
+                  workdir, "vm-pointer")
+    m = re.search(r"^\$1 = (0x[0-9a-f]+)$", run[1], re.M)
+    if not m:
+        raise procs.Failure("gdb cannot tell where ruby_current_vm_ptr is: %s" % compare.show(
+            (run[4] or run[2])[-300:]))
+    return int(m.group(1), 16)
+
+
+def unreadable_vm_test(rep, args, exe, core, workdir):
+    """The VM pointer of a real core aimed at the zero page: every read
+    path (the core reader, gdb's own reads) gives one line, in gdb and in
+    lldb, and corestack itself reports the thread list as incomplete."""
+    g = args.gdbext
+    try:
+        where = vm_pointer_address(g, exe, core, workdir)
+    except procs.Failure as exc:
+        for n in ("gdbext/bad/unreadable-vm", "lldb/bad/unreadable-vm"):
+            rep.result(n, "setup: %s" % exc)
+        return
+    patched = corrupt.CoreFile(core)
+    try:
+        try:
+            patched.write(where, struct.pack("<Q", corrupt.UNMAPPED))
+        except LookupError as exc:
+            for n in ("gdbext/bad/unreadable-vm", "lldb/bad/unreadable-vm"):
+                rep.result(n, "setup: %s" % exc)
+            return
+        reason = None
+        for i, cmd in enumerate(("ruby-bt all", "ruby-bt", "ruby-bt --json --via-debugger all")):
+            run = run_gdb(g, [exe, core], twice(cmd), workdir, "unreadable%d" % i)
+            reason = one_error(run, r"no Ruby thread could be read: .*cannot read .*"
+                                    r"is the core complete")
+            if reason:
+                reason = "%s: %s" % (cmd, reason)
+                break
+        if not reason:
+            rc, out, err, why = procs.run_tool([args.corestack, core, exe], args.timeout)
+            reason = why or (procs.sanitizer_report(err) and
+                             "corestack: sanitizer report: %s" % procs.sanitizer_report(err))
+            if not reason and (rc != 1 or "thread list incomplete" not in out):
+                reason = "corestack exited %d, expected 1 with 'thread list incomplete': %s" % (
+                    rc, compare.show((out + err)[-300:]))
+        rep.result("gdbext/bad/unreadable-vm", reason)
+        rep.result("lldb/bad/unreadable-vm", lldb_one_error(
+            args, [exe, "-c", core], r"no Ruby thread could be read: .*cannot read", workdir,
+            "lldb-unreadable"))
+    finally:
+        patched.restore()
 
 
 def bad_tests(rep, selected, args, workdir, some_ruby):
@@ -481,28 +586,44 @@ def bad_tests(rep, selected, args, workdir, some_ruby):
                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             time.sleep(0.2)
         if selected("gdbext/bad/not-ruby-live"):
-            run = run_gdb(g, ["-p", str(sleeper.pid)], ["ruby-bt all", "print 1+1"], workdir, "bad1")
+            run = run_gdb(g, ["-p", str(sleeper.pid)], twice("ruby-bt all"), workdir, "bad1")
             rep.result("gdbext/bad/not-ruby-live", one_error(run, "not a Ruby process"))
         if selected("gdbext/bad/not-ruby-core"):
             core = procs.gcore(sleeper.pid, os.path.join(workdir, "sleep.core"), 120)
-            run = run_gdb(g, [shutil.which("sleep"), core], ["ruby-bt", "print 1+1"], workdir, "bad2")
-            rep.result("gdbext/bad/not-ruby-core", one_error(run, "not a Ruby process"))
+            run = run_gdb(g, [shutil.which("sleep"), core], twice("ruby-bt"), workdir, "bad2")
+            reason = one_error(run, "not a Ruby process")
+            if not reason:
+                run = run_gdb(g, [shutil.which("sleep"), core],
+                              twice("ruby-bt --via-debugger all"), workdir, "bad2d")
+                reason = one_error(run, "not a Ruby process")
+            rep.result("gdbext/bad/not-ruby-core", reason)
+            if selected("lldb/bad/not-ruby-core"):
+                rep.result("lldb/bad/not-ruby-core", lldb_one_error(
+                    args, [shutil.which("sleep"), "-c", core], "not a Ruby process", workdir,
+                    "lldb-not-ruby"))
             os.unlink(core)
         if selected("gdbext/bad/no-inferior"):
-            run = run_gdb(g, [], ["ruby-bt all", "print 1+1"], workdir, "bad3")
+            run = run_gdb(g, [], twice("ruby-bt all"), workdir, "bad3")
             rep.result("gdbext/bad/no-inferior", one_error(run, "no process and no core"))
         if selected("gdbext/bad/sample-on-core"):
             if not some_ruby:
                 rep.result("gdbext/bad/sample-on-core", "needs a fixture Ruby")
             else:
                 exe, core = some_ruby
-                run = run_gdb(g, [exe, core], ["ruby-sample 1", "print 1+1"], workdir, "bad4")
+                run = run_gdb(g, [exe, core], twice("ruby-sample 1"), workdir, "bad4")
                 rep.result("gdbext/bad/sample-on-core", one_error(run, "needs a live"))
+        if selected("gdbext/bad/unreadable-vm") or selected("lldb/bad/unreadable-vm"):
+            if not some_ruby:
+                for n in ("gdbext/bad/unreadable-vm", "lldb/bad/unreadable-vm"):
+                    if selected(n):
+                        rep.result(n, "needs a fixture Ruby")
+            else:
+                unreadable_vm_test(rep, args, some_ruby[0], some_ruby[1], workdir)
         if selected("gdbext/bad/usage"):
-            run = run_gdb(g, [], ["ruby-bt --bogus", "print 1+1"], workdir, "bad5")
+            run = run_gdb(g, [], twice("ruby-bt --bogus"), workdir, "bad5")
             reason = one_error(run, r"usage: ruby-bt")
             if not reason:
-                run = run_gdb(g, [], ["ruby-sample -3", "print 1+1"], workdir, "bad6")
+                run = run_gdb(g, [], twice("ruby-sample -3"), workdir, "bad6")
                 reason = one_error(run, r"usage: ruby-sample")
             rep.result("gdbext/bad/usage", reason)
     except procs.Failure as exc:
@@ -511,6 +632,116 @@ def bad_tests(rep, selected, args, workdir, some_ruby):
         if sleeper:
             sleeper.kill()
             sleeper.wait()
+
+
+# --- no debug info ------------------------------------------------------------------
+
+NO_DEBUG_RUBY = "3.3-static"   # the Ruby is one file: strip it, and the core still fits
+NO_DEBUG_TESTS = ("gdbext/%s/no-debug-info" % NO_DEBUG_RUBY,
+                  "gdbext/%s/debug-file-directory" % NO_DEBUG_RUBY,
+                  "lldb/%s/no-debug-info" % NO_DEBUG_RUBY)
+
+
+def build_id_of(path):
+    out = subprocess.run(["readelf", "-n", path], stdout=subprocess.PIPE, text=True).stdout
+    m = re.search(r"Build ID: ([0-9a-f]+)", out)
+    if not m:
+        raise procs.Failure("no build-id in %s" % path)
+    return m.group(1)
+
+
+def no_debug_tests(rep, selected, args, exe, workdir):
+    """The static Ruby stripped of its DWARF (no debuglink either): ruby-bt
+    says so in one line that names the file and gdb's way to add a debug
+    directory, on a core and on a live process; following that advice (the
+    DWARF under a build-id tree named by debug-file-directory) gives the
+    oracle's stacks."""
+    names = [n for n in NO_DEBUG_TESTS if selected(n)]
+    if not names:
+        return
+    g = args.gdbext
+    base = os.path.join(workdir, "no-debug")
+    shutil.rmtree(base, ignore_errors=True)
+    os.makedirs(base)
+    stripped = os.path.join(base, "ruby")
+    # The layout cache is keyed by build-id, which strip keeps: a fresh one.
+    env = {"XDG_CACHE_HOME": os.path.join(base, "xdg-cache")}
+    sc = live = None
+    try:
+        res = subprocess.run(["strip", "--strip-debug", "-o", stripped, exe],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             timeout=300)
+        if res.returncode != 0:
+            raise procs.Failure("strip: %s" % res.stdout.strip())
+        # The DWARF where the advice says to put it: a build-id tree.
+        build_id = build_id_of(stripped)
+        tree = os.path.join(base, "debug-tree")
+        debug = os.path.join(tree, ".build-id", build_id[:2], build_id[2:] + ".debug")
+        os.makedirs(os.path.dirname(debug))
+        res = subprocess.run(["objcopy", "--only-keep-debug", exe, debug],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             timeout=300)
+        if res.returncode != 0:
+            raise procs.Failure("objcopy: %s" % res.stdout.strip())
+        sc, oracle = parked(exe, base, "threads")
+        core = procs.gcore(sc.pid, os.path.join(sc.workdir, "core"), 120)
+        sc.kill()
+        said = r"%s: no DWARF debug info .*set debug-file-directory" % re.escape(stripped)
+        name = "gdbext/%s/no-debug-info" % NO_DEBUG_RUBY
+        if selected(name):
+            reason = None
+            for cmd in ("ruby-bt all", "ruby-bt --via-debugger"):
+                run = run_gdb(g, [stripped, core], twice(cmd), base, "core", env=env)
+                reason = one_error(run, said)
+                if not reason and "--debug-dir" in run[2]:
+                    reason = "the advice names corestack's --debug-dir, not gdb's setting"
+                if reason:
+                    reason = "core, %s: %s" % (cmd, reason)
+                    break
+            if not reason:
+                live = subprocess.Popen([stripped, "-e", "sleep"], stdin=subprocess.DEVNULL,
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                time.sleep(0.3)
+                run = run_gdb(g, ["-p", str(live.pid)], twice("ruby-bt all"), base, "live",
+                              env=env)
+                reason = one_error(run, said)
+                reason = reason and "live: " + reason
+            rep.result(name, reason)
+        name = "gdbext/%s/debug-file-directory" % NO_DEBUG_RUBY
+        if selected(name):
+            run = run_gdb(g, [stripped, core], [
+                "set debug-file-directory %s:/usr/lib/debug" % tree, "ruby-bt --json all"],
+                base, "debug-dir",   # a cache of its own: the layout it finds goes there
+                env={"XDG_CACHE_HOME": os.path.join(base, "xdg-cache-with-debug")})
+            rc, out, err, _, reason = run
+            report = json_in(out) if not reason else None
+            if not reason and report is None:
+                reason = "no report with debug-file-directory set: %s" % compare.show(err[-300:])
+            rep.result(name, reason or check_json({"out": report}, oracle, "core", None))
+        name = "lldb/%s/no-debug-info" % NO_DEBUG_RUBY
+        if selected(name):
+            reason = lldb_one_error(args, [stripped, "-c", core], r"%s: no DWARF debug info .*"
+                                    r"settings append target.debug-file-search-paths" %
+                                    re.escape(stripped), base, "lldb-no-debug", env)
+            if not reason:   # the advice works: the DWARF found there
+                runs, output, reason = run_lldb_commands(args, [stripped, "-c", core], [
+                    "settings append target.debug-file-search-paths " + tree,
+                    "ruby-bt --json all"], base, "lldb-debug-dir",
+                    {"XDG_CACHE_HOME": os.path.join(base, "xdg-cache-lldb-debug")})
+                if not reason:
+                    reason = check_json({"out": runs[1]["out"]} if runs[1]["ok"]
+                                        else {"error": runs[1]["error"]}, oracle, "core", None)
+            rep.result(name, reason)
+    except (procs.Failure, OSError, ValueError, subprocess.SubprocessError) as exc:
+        fail_all(rep, selected, names, "setup: %s" % exc)
+    finally:
+        for p in (sc, live):
+            if p:
+                p.kill()
+        if live:
+            live.wait()
+        if not args.keep:   # a core and two copies of the Ruby: free the disk
+            shutil.rmtree(base, ignore_errors=True)
 
 
 # --- lldb ------------------------------------------------------------------------
@@ -536,6 +767,73 @@ def lldb_env(gdbext_dir):
     return env
 
 
+# Runs inside lldb (script exec): each command through lldb's interpreter,
+# as typed, results to a JSON file; lldb -b would stop at the first error.
+LLDB_COMMANDS_SCRIPT = r'''
+import json, os, lldb
+res = []
+for cmd in json.loads(os.environ["GDBEXT_COMMANDS"]):
+    ret = lldb.SBCommandReturnObject()
+    lldb.debugger.GetCommandInterpreter().HandleCommand(cmd, ret)
+    res.append({"ok": ret.Succeeded(), "out": ret.GetOutput() or "", "error": ret.GetError() or ""})
+with open(os.environ["GDBEXT_RESULT"], "w") as f:
+    json.dump(res, f)
+'''
+
+
+def run_lldb_commands(args, target_args, commands, workdir, tag, env=None):
+    """lldb -b on target_args running commands one by one (LLDB_COMMANDS_SCRIPT)
+    -> (results [{ok, out, error}], lldb's own output, reason)"""
+    lldb = shutil.which("lldb-14") or shutil.which("lldb")
+    if not lldb:
+        return None, "", "lldb-14 is not installed (.ci/install-deps)"
+    script = os.path.join(workdir, tag + ".py")
+    result = os.path.join(workdir, tag + ".json")
+    with open(script, "w") as f:
+        f.write(LLDB_COMMANDS_SCRIPT)
+    full_env = lldb_env(args.gdbext)
+    full_env.update(env or {})
+    full_env.update(GDBEXT_RESULT=result, GDBEXT_COMMANDS=json.dumps(commands))
+    try:
+        res = subprocess.run([lldb, "-b", "-o", "command script import " +
+                              os.path.join(args.gdbext, "ruby_lldb.py"),
+                              "-o", "script exec(open(%r).read())" % script] + target_args,
+                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, timeout=GDB_TIMEOUT,
+                             env=full_env)
+    except subprocess.TimeoutExpired:
+        return None, "", "lldb hung"
+    output = res.stdout + res.stderr
+    if procs.sanitizer_report(res.stderr):
+        return None, output, "sanitizer report: %s" % procs.sanitizer_report(res.stderr)
+    try:
+        with open(result) as f:
+            return json.load(f), output, None
+    except (OSError, ValueError) as exc:
+        return None, output, "lldb wrote no result (%s): %s" % (exc, compare.show(output[-300:]))
+
+
+def lldb_one_error(args, target_args, pattern, workdir, tag, env=None):
+    """In lldb: ruby-bt all, expression 6*7, ruby-bt all: each ruby-bt one
+    error line, the same, matching pattern; 42; no Python traceback."""
+    runs, output, reason = run_lldb_commands(
+        args, target_args, ["ruby-bt all", "expression 6*7", "ruby-bt all"], workdir, tag, env)
+    if reason:
+        return reason
+    for mark in PYTHON_ERROR_MARKS:
+        if mark in output + json.dumps(runs):
+            return "a Python error reached lldb (%s): %s" % (mark, compare.show(output[-300:]))
+    errors = [runs[0]["error"], runs[2]["error"]]
+    if runs[0]["ok"] or runs[2]["ok"] or errors[0] != errors[1] or \
+            len(errors[0].strip().splitlines()) != 1:
+        return "expected the same one error line twice, got %s" % compare.show(errors)
+    if not re.search(pattern, errors[0]):
+        return "error line does not say /%s/: %s" % (pattern, compare.show(errors[0]))
+    if "42" not in runs[1]["out"]:
+        return "lldb not usable afterwards (expression 6*7: %s)" % compare.show(runs[1])
+    return None
+
+
 def lldb_sample_test(rep, args, lldb, ruby, exe, workdir):
     name = "lldb/%s/sample" % ruby
     folded = os.path.join(workdir, "lldb-sample.folded")
@@ -554,6 +852,8 @@ def lldb_sample_test(rep, args, lldb, ruby, exe, workdir):
         summary = res.stdout
         data = {"summary": summary, "states": ["t"], "running": [], "exitcode": 0}
         reason = check_sample(data, folded)
+        if procs.sanitizer_report(res.stderr):
+            reason = "sanitizer report: %s" % procs.sanitizer_report(res.stderr)
         if not reason and "STATE True" not in summary:
             reason = "the process is not stopped after ruby-sample: %s" % compare.show(
                 summary[-300:])
@@ -602,6 +902,9 @@ def lldb_test(rep, selected, args, ruby, exe, workdir):
             except subprocess.TimeoutExpired:
                 rep.result(name, "lldb hung")
                 continue
+            if procs.sanitizer_report(res.stderr):
+                rep.result(name, "sanitizer report: %s" % procs.sanitizer_report(res.stderr))
+                continue
             report = json_in(res.stdout)
             if report is None:
                 rep.result(name, "no JSON report in lldb's output: %s / %s" % (
@@ -635,7 +938,7 @@ def remote_test(rep, args, ruby, exe, workdir):
         # A pipe: no port to pick, nothing listening on the network.
         res = run_gdb(args.gdbext, [exe], [
             "target remote | exec %s --attach - %d" % (gdbserver, run.pid),
-            "ruby-bt --json all", "ruby-sample 1", "print 1+1"], run.workdir, "remote")
+            "ruby-bt --json all"] + twice("ruby-sample 1"), run.workdir, "remote")
         rc, out, err, _, reason = res
         if reason:
             rep.result(name, reason)
@@ -657,55 +960,154 @@ def remote_test(rep, args, ruby, exe, workdir):
 
 # --- make install ------------------------------------------------------------------
 
-def install_test(rep, args, exe, workdir):
-    """gdb auto-loads the commands from what make install wrote."""
-    prefix = os.path.join(workdir, "prefix")
+INSTALL_TESTS = ("gdbext/install", "gdbext/install-destdir", "gdbext/install-system-gdbinit")
+SNIPPET = os.path.join("gdb", "gdbinit.d", "corestack.gdb")   # under SYSCONFDIR
+
+
+def make_install(variables):
+    """make install with variables -> None or why it failed."""
     try:
-        res = subprocess.run(["make", "-C", ROOT, "install", "PREFIX=" + prefix,
-                              "RUBY_FOR_GDB=" + exe], stdin=subprocess.DEVNULL,
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                             timeout=600)
+        res = subprocess.run(["make", "-C", ROOT, "install"] + variables,
+                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True, timeout=600)
     except subprocess.TimeoutExpired:
-        rep.result("gdbext/install", "make install hung")
-        return
+        return "make install hung"
     if res.returncode != 0:
-        rep.result("gdbext/install", "make install exited %d: %s" % (
-            res.returncode, compare.show(res.stdout[-300:])))
-        return
-    for path in ("bin/corestack", "lib/corestack/_corestack.abi3.so",
-                 "lib/corestack/ruby-gdb.py", "lib/corestack/ruby_lldb.py"):
-        if not os.path.exists(os.path.join(prefix, path)):
-            rep.result("gdbext/install", "make install did not install %s" % path)
-            return
-    sc = None
+        return "make install exited %d: %s" % (res.returncode, compare.show(res.stdout[-300:]))
+    return None
+
+
+def installed_files(root, prefix, sysconfdir, exe):
+    """Where make install must have written (under root, DESTDIR or /)."""
+    autoload = os.path.join(prefix, "share", "gdb", "auto-load")
+    return [root + os.path.join(prefix, p) for p in (
+        "bin/corestack", "lib/corestack/_corestack.abi3.so",
+        "lib/corestack/ruby-gdb.py", "lib/corestack/ruby_lldb.py")] + [
+        root + os.path.join(sysconfdir, SNIPPET),
+        root + autoload + os.path.realpath(exe) + "-gdb.py"]
+
+
+def check_installed(root, prefix, sysconfdir, exe):
+    for path in installed_files(root, prefix, sysconfdir, exe):
+        if not os.path.isfile(path):
+            return "make install did not write %s" % path
+    return None
+
+
+def check_destdir(dest, exe):
+    """DESTDIR: every file under it, each naming the final paths only."""
+    reason = check_installed(dest, "/usr/local", "/etc", exe)
+    if reason:
+        return reason
+    snippet, autoload = installed_files(dest, "/usr/local", "/etc", exe)[-2:]
+    for path, final in ((snippet, "/usr/local/share/gdb/auto-load"),
+                        (autoload, "/usr/local/lib/corestack/ruby-gdb.py")):
+        with open(path) as f:
+            text = f.read()
+        if dest in text:
+            return "%s names the DESTDIR %s" % (path, dest)
+        if final not in text:
+            return "%s does not name %s: %s" % (path, final, compare.show(text[-300:]))
+    return None
+
+
+def check_autoloaded(res, oracle):
+    report = json_in(res.stdout)
+    if report is None:
+        return "no ruby-bt report from the auto-loaded commands: %s" % compare.show(
+            (res.stdout + res.stderr)[-300:])
+    return check_json({"out": report}, oracle, "core", None)
+
+
+def mount_namespace_works():
+    """Can the tests mount inside a private mount namespace (root, and a
+    container that allows it)? -> None or why not."""
+    unshare = shutil.which("unshare")
+    if not unshare:
+        return "no unshare(1)"
+    try:
+        res = subprocess.run([unshare, "-m", "sh", "-c", "mount -t tmpfs none /mnt"],
+                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return "unshare -m: %s" % exc
+    return None if res.returncode == 0 else "cannot mount in a private mount namespace: %s" % (
+        res.stdout.strip()[:200])
+
+
+def system_gdbinit_run(dest, exe, core, workdir):
+    """gdb as a user runs it (no -nx), in a private mount namespace where
+    the DESTDIR tree is laid over /usr/local and /etc/gdb/gdbinit.d: what
+    the installed tree does once in place, without touching the real /."""
+    home = os.path.join(workdir, "home")   # no ~/.gdbinit of the user's
+    os.makedirs(home, exist_ok=True)
+    gdbinit_d = "/etc/gdb/gdbinit.d"
+    script = ('set -e; mount --bind %(dest)s%(gd)s %(gd)s; '
+              'mount -t overlay overlay -o lowerdir=%(dest)s/usr/local:/usr/local /usr/local; '
+              'exec gdb -q -batch -ex "ruby-bt --json all" %(exe)s %(core)s') % {
+                  "gd": gdbinit_d, "dest": dest, "exe": exe, "core": core}
+    env = procs.quiet_env({"HOME": home})
+    env.pop("CORESTACK_GDBEXT_DIR", None)
+    return subprocess.run(["unshare", "-m", "sh", "-c", script], stdin=subprocess.DEVNULL,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          timeout=GDB_TIMEOUT, env=env)
+
+
+def install_test(rep, selected, args, exe, workdir):
+    """make install into temporary trees; gdb gets the commands from what it
+    wrote, with no `source` and no auto-load settings of its own."""
+    base = os.path.join(workdir, "install")
+    shutil.rmtree(base, ignore_errors=True)
+    prefix, etc = os.path.join(base, "prefix"), os.path.join(base, "etc")
+    dest = os.path.join(base, "dest")
+    sc = core = None
     try:
         sc, oracle = parked(exe, workdir, "install-threads")
         core = procs.gcore(sc.pid, os.path.join(sc.workdir, "core"), 120)
     except (procs.Failure, OSError, ValueError) as exc:
-        rep.result("gdbext/install", "capture failed: %s" % exc)
+        fail_all(rep, selected, INSTALL_TESTS, "capture failed: %s" % exc)
         return
     finally:
         if sc:
             sc.kill()
-    autoload = os.path.join(prefix, "share", "gdb", "auto-load")
     env = procs.quiet_env()
     env.pop("CORESTACK_GDBEXT_DIR", None)
-    try:
-        res = subprocess.run(["gdb", "-nx", "-q", "-batch",
-                              "-iex", "set auto-load scripts-directory " + autoload,
-                              "-iex", "set auto-load safe-path " + autoload,
-                              "-ex", "ruby-bt --json all", exe, core],
-                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, timeout=GDB_TIMEOUT, env=env)
-    except subprocess.TimeoutExpired:
-        rep.result("gdbext/install", "gdb hung")
-        return
-    report = json_in(res.stdout)
-    if report is None:
-        rep.result("gdbext/install", "no ruby-bt report from the auto-loaded commands: %s" %
-                   compare.show(res.stderr[-300:]))
-        return
-    rep.result("gdbext/install", check_json({"out": report}, oracle, "core", None))
+    if selected("gdbext/install"):
+        # PREFIX and SYSCONFDIR in a temporary tree; gdb -nx skips the system
+        # gdbinit directory, so it reads the snippet as it would read that.
+        reason = make_install(["PREFIX=" + prefix, "SYSCONFDIR=" + etc,
+                                     "RUBY_FOR_GDB=" + exe]) or \
+            check_installed("", prefix, etc, exe)
+        if not reason:
+            try:
+                res = subprocess.run(["gdb", "-nx", "-q", "-batch",
+                                      "-iex", "source " + os.path.join(etc, SNIPPET),
+                                      "-ex", "ruby-bt --json all", exe, core],
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True, timeout=GDB_TIMEOUT,
+                                     env=env)
+                reason = check_autoloaded(res, oracle)
+            except subprocess.TimeoutExpired:
+                reason = "gdb hung"
+        rep.result("gdbext/install", reason)
+    if selected("gdbext/install-destdir") or selected("gdbext/install-system-gdbinit"):
+        # The default PREFIX (/usr/local) and SYSCONFDIR (/etc), staged.
+        reason = make_install(["DESTDIR=" + dest, "RUBY_FOR_GDB=" + exe]) or \
+            check_destdir(dest, exe)
+        if selected("gdbext/install-destdir"):
+            rep.result("gdbext/install-destdir", reason)
+        if selected("gdbext/install-system-gdbinit"):
+            why_not = None if reason else mount_namespace_works()
+            if why_not:
+                rep.skip("gdbext/install-system-gdbinit", why_not)
+            elif reason:
+                rep.result("gdbext/install-system-gdbinit", reason)
+            else:
+                try:
+                    res = system_gdbinit_run(dest, exe, core, base)
+                    rep.result("gdbext/install-system-gdbinit", check_autoloaded(res, oracle))
+                except subprocess.TimeoutExpired:
+                    rep.result("gdbext/install-system-gdbinit", "gdb hung")
     os.unlink(core)
 
 
@@ -717,7 +1119,7 @@ def gdbext_tests(rep, selected, args, prefixes, scenarios, workdir):
         return
     if not os.path.exists(os.path.join(args.gdbext, "_corestack.abi3.so")):
         fail_all(rep, selected, [n for r in args.rubies for n in ruby_tests(r, scenarios)]
-                 + list(BAD_TESTS) + ["gdbext/install"],
+                 + list(BAD_TESTS) + list(INSTALL_TESTS),
                  "no gdbext module in %s (make gdbext)" % args.gdbext)
         return
     some_ruby = None
@@ -736,9 +1138,12 @@ def gdbext_tests(rep, selected, args, prefixes, scenarios, workdir):
             lldb_test(rep, selected, args, ruby, exe, rwork)
         if ruby in REMOTE_RUBIES and selected("gdbext/%s/threads/remote" % ruby):
             remote_test(rep, args, ruby, exe, rwork)
-        if ruby == INSTALL_RUBY and selected("gdbext/install"):
-            install_test(rep, args, exe, rwork)
-        if some_ruby is None and selected("gdbext/bad/sample-on-core"):
+        if ruby == INSTALL_RUBY and any(selected(n) for n in INSTALL_TESTS):
+            install_test(rep, selected, args, exe, rwork)
+        if ruby == NO_DEBUG_RUBY:
+            no_debug_tests(rep, selected, args, exe, rwork)
+        if some_ruby is None and any(selected(n) for n in (
+                "gdbext/bad/sample-on-core", "gdbext/bad/unreadable-vm", "lldb/bad/unreadable-vm")):
             sleeper = procs.Scenario(exe, os.path.join(procs.SCENARIOS, "threads.rb"),
                                      os.path.join(rwork, "bad-core"), False)
             try:
