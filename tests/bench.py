@@ -115,7 +115,7 @@ def main():
                   % (fmt_ms(inflate), cold / inflate))
 
         # 3. The sampler's cost to the program it samples.
-        overhead(corestack, os.path.join(prefix33, "bin", "ruby"), 200, 5)
+        overhead(corestack, os.path.join(prefix33, "bin", "ruby"), 100, 11)
 
 
 def overhead(corestack, ruby, rounds, runs):
@@ -137,14 +137,21 @@ def overhead(corestack, ruby, rounds, runs):
                 m = re.search(r"(\d+) samples .* (\d+) lost", res.stderr)
                 if m:
                     lost[mode].append(int(m.group(2)) / max(1, int(m.group(1)) + int(m.group(2))))
+    # This machine's runs vary by +-10% (a shared virtual machine): the
+    # fastest run of each mode is the one least disturbed by anything else,
+    # so both the median and the minimum are shown.
     base = statistics.median(modes["alone"])
+    base_min = min(modes["alone"])
     print()
-    print("== sampling overhead at 100 Hz, deep50.rb (%d rounds, median of %d)" % (rounds, runs))
-    print("alone                     %.3f s" % base)
+    print("== sampling overhead at 100 Hz, deep50.rb (%d rounds, %d runs each, alternating)"
+          % (rounds, runs))
+    print("alone                     median %.3f s, fastest %.3f s" % (base, base_min))
     for mode in ("nonblocking", "paused"):
-        t = statistics.median(modes[mode])
-        print("record %-12s       %.3f s  (+%.1f%%, %.1f%% samples lost)"
-              % (mode, t, 100 * (t / base - 1), 100 * statistics.mean(lost[mode] or [0])))
+        t, t_min = statistics.median(modes[mode]), min(modes[mode])
+        print("record %-12s       median %.3f s (%+.1f%%), fastest %.3f s (%+.1f%%), "
+              "%.1f%% samples lost"
+              % (mode, t, 100 * (t / base - 1), t_min, 100 * (t_min / base_min - 1),
+                 100 * statistics.mean(lost[mode] or [0])))
 
 
 if __name__ == "__main__":
