@@ -68,8 +68,7 @@ def main():
     ap.add_argument("--runs", type=int, default=7)
     args = ap.parse_args()
     corestack = os.path.abspath(args.corestack)
-    cache = os.environ.get("CORESTACK_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "corestack")
+    cache = procs.fixture_cache()
 
     with tempfile.TemporaryDirectory() as tmp:
         # 1. corestack vs gdb rb_ps on a 2.7.4 core.

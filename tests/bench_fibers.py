@@ -146,8 +146,7 @@ def main():
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     with tempfile.TemporaryDirectory(prefix="corestack-bench-fibers-") as tmp:
         # The fixture Rubies stay where they are; the layout cache is ours.
-        os.environ.setdefault("CORESTACK_CACHE", os.path.join(
-            os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "corestack"))
+        os.environ.setdefault("CORESTACK_CACHE", procs.fixture_cache())
         os.environ["XDG_CACHE_HOME"] = os.path.join(tmp, "xdg")
         for ruby in args.rubies.split(","):
             version, _, variant = ruby.partition("-")

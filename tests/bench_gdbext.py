@@ -156,8 +156,7 @@ def main():
     ap.add_argument("--runs", type=int, default=5)
     args = ap.parse_args()
     gdbext = os.path.abspath(args.gdbext)
-    cache = os.environ.get("CORESTACK_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "corestack")
+    cache = procs.fixture_cache()
     with tempfile.TemporaryDirectory() as tmp:
         ruby33 = os.path.join(procs.build_ruby("3.3", "shared", 3600), "bin", "ruby")
         threads, depth = 200, 200

@@ -589,18 +589,7 @@ def check_max_frames(run, cap, limit):
     return None
 
 
-SHARES = os.path.join(os.path.dirname(procs.SCENARIOS), "profile", "shares.rb")
-
-
-def shares_of(collapsed):
-    """-> (samples of stacks through Object#heavy, through Object#light)."""
-    heavy = light = 0
-    for line in collapsed.splitlines():
-        stack, _, n = line.rpartition(" ")
-        frames = stack.split(";")
-        heavy += int(n) if "Object#heavy" in frames else 0
-        light += int(n) if "Object#light" in frames else 0
-    return heavy, light
+SHARES = procs.SHARES
 
 
 def check_profile(res, path, target=None):
@@ -612,7 +601,7 @@ def check_profile(res, path, target=None):
         return "sanitizer report: %s" % procs.sanitizer_report(res.stderr)
     try:
         with open(path) as f:
-            heavy, light = shares_of(f.read())
+            heavy, light = procs.shares_of(f.read())
     except (OSError, ValueError) as exc:
         return "no readable profile: %s" % exc
     if heavy + light < 50:
@@ -906,8 +895,7 @@ def main():
         workdir = tempfile.mkdtemp(prefix="corestack-oracle-")
     # The fixture Rubies stay where they are; corestack's layout cache goes
     # to the work directory, so every run starts cold and leaves nothing.
-    os.environ.setdefault("CORESTACK_CACHE", os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "corestack"))
+    os.environ.setdefault("CORESTACK_CACHE", procs.fixture_cache())
     os.environ["XDG_CACHE_HOME"] = os.path.join(workdir, "xdg-cache")
     os.environ.pop("DEBUGINFOD_URLS", None)   # only the local server of debuginfo/debuginfod
     started = time.monotonic()

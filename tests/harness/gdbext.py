@@ -71,7 +71,7 @@ import time
 from . import compare, corrupt, procs, requires
 
 ROOT = procs.ROOT
-SHARES = os.path.join(ROOT, "fixtures", "profile", "shares.rb")
+SHARES = procs.SHARES
 GDB_TIMEOUT = 120
 LLDB_RUBIES = ("3.3",)
 REMOTE_RUBIES = ("3.3",)   # gdbserver: slow to start (it ships every library)
@@ -427,12 +427,7 @@ def check_sample(data, folded):
             text = f.read()
     except OSError as exc:
         return "no collapsed stacks: %s" % exc
-    fh = fl = 0
-    for line in text.splitlines():
-        stack, _, n = line.rpartition(" ")
-        frames = stack.split(";")
-        fh += int(n) if "Object#heavy" in frames else 0
-        fl += int(n) if "Object#light" in frames else 0
+    fh, fl = procs.shares_of(text)
     if (fh, fl) != (heavy, light):
         return "collapsed stacks count heavy %d light %d, the summary %d %d" % (fh, fl, heavy, light)
     if "stopped again" not in data["summary"]:

@@ -43,6 +43,28 @@ def tail(path, lines=5):
     return " | ".join(text[-lines:])
 
 
+def fixture_cache():
+    """Where fixtures/build-ruby.sh keeps the fixture Rubies and their
+    sources, found the way it finds it."""
+    return os.environ.get("CORESTACK_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "corestack")
+
+
+# The sampler's fixture: heavy does three times the work of light.
+SHARES = os.path.join(ROOT, "fixtures", "profile", "shares.rb")
+
+
+def shares_of(collapsed):
+    """Collapsed stacks -> (samples through Object#heavy, through Object#light)."""
+    heavy = light = 0
+    for line in collapsed.splitlines():
+        stack, _, n = line.rpartition(" ")
+        frames = stack.split(";")
+        heavy += int(n) if "Object#heavy" in frames else 0
+        light += int(n) if "Object#light" in frames else 0
+    return heavy, light
+
+
 # build-ruby.sh's exit status when the machine lacks what the fixture needs
 # (rustc for YJIT): the tests say they skipped it, and why.
 BUILD_UNAVAILABLE = 3
