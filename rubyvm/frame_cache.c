@@ -111,6 +111,10 @@ void rv_frame_cache_put(struct rv_session *s, uint64_t cfp,
 			const struct rv_frame_key *key,
 			const struct rv_frame *f, bool shown)
 {
+	int found;
+	struct cached_frame *old = u64map_get(&s->frames, cfp, &found);
+	if (!found && s->frames.count >= MAX_ENTRIES)
+		return; /* full until the next snapshot begins */
 	struct cached_frame *c = calloc(1, sizeof(*c));
 	if (!c)
 		return; /* only caching failed */
@@ -118,12 +122,6 @@ void rv_frame_cache_put(struct rv_session *s, uint64_t cfp,
 	c->shown = shown;
 	if (shown && !copy_frame(&c->frame, f)) {
 		free(c);
-		return;
-	}
-	int found;
-	struct cached_frame *old = u64map_get(&s->frames, cfp, &found);
-	if (!found && s->frames.count >= MAX_ENTRIES) {
-		free_entry(c); /* full until the next snapshot begins */
 		return;
 	}
 	if (!u64map_put(&s->frames, cfp, c)) {
