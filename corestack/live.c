@@ -1598,8 +1598,8 @@ static struct cs_error *cs_live_open_mem(struct cs_live *live, uint64_t addr,
 				     : strerror(e));
 }
 
-size_t cs_live_read_pages(struct cs_live *live, const uint64_t *pages,
-			  void *const *bufs, size_t n, size_t page_size)
+size_t cs_live_read_ranges(struct cs_live *live, const uint64_t *addrs,
+			   void *const *bufs, const size_t *lens, size_t n)
 {
 	enum { BATCH = 64 }; /* well under IOV_MAX */
 	struct iovec local[BATCH], remote[BATCH];
@@ -1608,13 +1608,16 @@ size_t cs_live_read_pages(struct cs_live *live, const uint64_t *pages,
 	if (n > BATCH)
 		n = BATCH;
 	for (size_t i = 0; i < n; i++) {
-		local[i] = (struct iovec){bufs[i], page_size};
-		remote[i] = (struct iovec){(void *)(uintptr_t)pages[i],
-					   page_size};
+		local[i] = (struct iovec){bufs[i], lens[i]};
+		remote[i] = (struct iovec){(void *)(uintptr_t)addrs[i], lens[i]};
 	}
 	ssize_t r = process_vm_readv(live->mem_tid, local, (unsigned long)n,
 				     remote, (unsigned long)n, 0);
-	return r > 0 ? (size_t)r / page_size : 0;
+	/* A short read stops at the first range it could not finish. */
+	size_t whole = 0, bytes = r > 0 ? (size_t)r : 0;
+	while (whole < n && lens[whole] <= bytes)
+		bytes -= lens[whole++];
+	return whole;
 }
 
 struct cs_error *cs_live_read(struct cs_live *live, uint64_t addr, void *buf,

@@ -106,12 +106,12 @@ int cs_live_paused(const struct cs_live *live);
  * address (and where it stopped, if past addr). */
 struct cs_error *cs_live_read(struct cs_live *live, uint64_t addr, void *buf,
 			      size_t len);
-/* Read the n pages (of page_size bytes) at pages[i] into bufs[i], in one
- * system call. Returns how many pages, from the first, were read whole; a
- * page that cannot be read ends the batch (not an error: read it alone to
- * learn why). At most 64 pages a call. */
-size_t cs_live_read_pages(struct cs_live *live, const uint64_t *pages,
-			  void *const *bufs, size_t n, size_t page_size);
+/* Read the n ranges, lens[i] bytes at addrs[i] into bufs[i], in one system
+ * call. Returns how many ranges, from the first, were read whole; a range
+ * that cannot be read ends the batch (not an error: read it alone to learn
+ * why). At most 64 ranges a call. */
+size_t cs_live_read_ranges(struct cs_live *live, const uint64_t *addrs,
+			   void *const *bufs, const size_t *lens, size_t n);
 /* Adapter for rubyvm/target.h; valid until cs_live_close. */
 struct rv_target cs_live_target(struct cs_live *live);
 

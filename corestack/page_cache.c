@@ -4,6 +4,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* What a clear reads again of a used page: the bytes used, out to these
+ * boundaries and one more step either side. A stack a frame deeper next
+ * time still falls inside, and a few hundred bytes more to copy cost far
+ * less than a system call for the page later. Copying whole pages was a
+ * third of a sample; the parts used are a few kilobytes. */
+#define RANGE_STEP 256
+
 int cs_page_cache_init(struct cs_page_cache *c, const struct rv_target *inner)
 {
 	memset(c, 0, sizeof(*c));
@@ -12,28 +19,68 @@ int cs_page_cache_init(struct cs_page_cache *c, const struct rv_target *inner)
 	return c->pages != NULL;
 }
 
+static size_t slot_of(uint64_t page)
+{
+	return (size_t)(page / CS_PAGE_SIZE) % CS_PAGE_SLOTS;
+}
+
+static void set_valid(struct cs_page_cache *c, uint64_t page, size_t lo,
+		      size_t hi)
+{
+	size_t slot = slot_of(page);
+	c->tags[slot] = page + 1;
+	c->valid_lo[slot] = (uint16_t)lo;
+	c->valid_hi[slot] = (uint16_t)hi;
+}
+
+/* The range of slot's page a clear reads again. */
+static void read_ahead_range(const struct cs_page_cache *c, size_t slot,
+			     uint64_t *addr, size_t *len)
+{
+	size_t lo = c->used_lo[slot] / RANGE_STEP * RANGE_STEP;
+	size_t hi = (c->used_hi[slot] + RANGE_STEP - 1) / RANGE_STEP *
+		    RANGE_STEP;
+	lo = lo >= RANGE_STEP ? lo - RANGE_STEP : 0;
+	hi = hi + RANGE_STEP <= CS_PAGE_SIZE ? hi + RANGE_STEP : CS_PAGE_SIZE;
+	*addr = c->recent[slot] - 1 + lo;
+	*len = hi - lo;
+}
+
 void cs_page_cache_clear(struct cs_page_cache *c)
 {
-	uint64_t want[CS_PAGE_PREFETCH];
+	uint64_t addrs[CS_PAGE_PREFETCH];
 	void *bufs[CS_PAGE_PREFETCH];
+	size_t lens[CS_PAGE_PREFETCH];
 	size_t n = 0;
-	for (size_t slot = 0; c->read_pages && slot < CS_PAGE_SLOTS &&
-			      n < CS_PAGE_PREFETCH; slot++) {
-		if (c->used[slot] && c->tags[slot]) {
-			want[n] = c->tags[slot] - 1;
-			bufs[n++] = c->pages[slot];
-		}
-	}
 	memset(c->tags, 0, sizeof(c->tags));
-	memset(c->used, 0, sizeof(c->used));
-	if (!n)
-		return;
-	size_t got = c->read_pages(c->read_pages_priv, want, bufs, n,
-				   CS_PAGE_SIZE);
-	for (size_t i = 0; i < got && i < n; i++)
-		c->tags[(size_t)(want[i] / CS_PAGE_SIZE) % CS_PAGE_SLOTS] =
-			want[i] + 1;
-	c->prefetched += got;
+	c->clears++;
+	for (size_t slot = 0; c->read_ranges && slot < CS_PAGE_SLOTS &&
+			      n < CS_PAGE_PREFETCH; slot++) {
+		if (!c->recent[slot])
+			continue;
+		if (c->clears - c->recent_clear[slot] > CS_PAGE_KEEP) {
+			c->recent[slot] = 0;
+			continue;
+		}
+		read_ahead_range(c, slot, &addrs[n], &lens[n]);
+		bufs[n] = c->pages[slot] + addrs[n] % CS_PAGE_SIZE;
+		n++;
+	}
+	/* A range that cannot be read (unmapped since) ends a batch: it is
+	 * forgotten, and the rest read in another. */
+	for (size_t done = 0; done < n;) {
+		size_t got = c->read_ranges(c->read_ranges_priv, addrs + done,
+					    bufs + done, lens + done,
+					    n - done);
+		for (size_t i = done; i < done + got && i < n; i++) {
+			size_t lo = (size_t)(addrs[i] % CS_PAGE_SIZE);
+			set_valid(c, addrs[i] - lo, lo, lo + lens[i]);
+		}
+		c->prefetched += got;
+		done += got;
+		if (done < n)
+			c->recent[slot_of(addrs[done++])] = 0;
+	}
 }
 
 void cs_page_cache_free(struct cs_page_cache *c)
@@ -46,17 +93,22 @@ void cs_page_cache_free(struct cs_page_cache *c)
  * of missing pages (control frames span several) instead of one each. */
 #define MAX_RUN 8
 
-static size_t slot_of(uint64_t page)
-{
-	return (size_t)(page / CS_PAGE_SIZE) % CS_PAGE_SLOTS;
-}
-
 static bool cached(const struct cs_page_cache *c, uint64_t page)
 {
 	return c->tags[slot_of(page)] == page + 1;
 }
 
-/* Bring in the run of missing pages starting at page, up to last. */
+/* Whether bytes [off, off + n) of page are cached. */
+static bool holds(const struct cs_page_cache *c, uint64_t page, size_t off,
+		  size_t n)
+{
+	size_t slot = slot_of(page);
+	return c->tags[slot] == page + 1 && off >= c->valid_lo[slot] &&
+	       off + n <= c->valid_hi[slot];
+}
+
+/* Bring in whole the run of pages starting at page, up to last, that are
+ * not cached at all. */
 static struct cs_error *fill(struct cs_page_cache *c, uint64_t page,
 			     uint64_t last)
 {
@@ -65,9 +117,13 @@ static struct cs_error *fill(struct cs_page_cache *c, uint64_t page,
 	       !cached(c, page + n * CS_PAGE_SIZE))
 		n++;
 	c->misses += n;
-	if (n == 1)
-		return rv_target_read(&c->inner, page, c->pages[slot_of(page)],
-				      CS_PAGE_SIZE);
+	if (n == 1) {
+		struct cs_error *err = rv_target_read(
+			&c->inner, page, c->pages[slot_of(page)], CS_PAGE_SIZE);
+		if (!err)
+			set_valid(c, page, 0, CS_PAGE_SIZE);
+		return err;
+	}
 	static uint8_t run[MAX_RUN * CS_PAGE_SIZE];
 	struct cs_error *err =
 		rv_target_read(&c->inner, page, run, n * CS_PAGE_SIZE);
@@ -78,10 +134,25 @@ static struct cs_error *fill(struct cs_page_cache *c, uint64_t page,
 		uint64_t p = page + i * CS_PAGE_SIZE;
 		memcpy(c->pages[slot_of(p)], run + i * CS_PAGE_SIZE,
 		       CS_PAGE_SIZE);
-		if (i)
-			c->tags[slot_of(p)] = p + 1;
+		set_valid(c, p, 0, CS_PAGE_SIZE);
 	}
 	return NULL;
+}
+
+static void note_use(struct cs_page_cache *c, uint64_t page, size_t off,
+		     size_t n)
+{
+	size_t slot = slot_of(page);
+	if (c->recent[slot] != page + 1) {
+		c->recent[slot] = page + 1;
+		c->used_lo[slot] = (uint16_t)off;
+		c->used_hi[slot] = (uint16_t)(off + n);
+	}
+	if (off < c->used_lo[slot])
+		c->used_lo[slot] = (uint16_t)off;
+	if (off + n > c->used_hi[slot])
+		c->used_hi[slot] = (uint16_t)(off + n);
+	c->recent_clear[slot] = c->clears;
 }
 
 static struct cs_error *cached_read(void *priv, uint64_t addr, void *buf,
@@ -96,7 +167,9 @@ static struct cs_error *cached_read(void *priv, uint64_t addr, void *buf,
 		size_t off = (size_t)(addr - page);
 		size_t n = CS_PAGE_SIZE - off < len ? CS_PAGE_SIZE - off : len;
 		size_t slot = slot_of(page);
-		if (c->tags[slot] != page + 1) {
+		if (!holds(c, page, off, n)) {
+			if (cached(c, page)) /* only partly: read it whole */
+				c->tags[slot] = 0;
 			struct cs_error *err = fill(c, page, last);
 			if (err) {
 				/* A page only partly readable: read exactly
@@ -105,12 +178,11 @@ static struct cs_error *cached_read(void *priv, uint64_t addr, void *buf,
 				c->tags[slot] = 0;
 				return rv_target_read(&c->inner, addr, out, len);
 			}
-			c->tags[slot] = page + 1;
 			c->filled++;
 		} else {
 			c->hits++;
 		}
-		c->used[slot] = 1;
+		note_use(c, page, off, n);
 		memcpy(out, c->pages[slot] + off, n);
 		out += n;
 		addr += n;

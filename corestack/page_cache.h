@@ -14,31 +14,47 @@
 
 /* Pages read ahead at each clear, at most. */
 #define CS_PAGE_PREFETCH 64
+/* A page is read ahead at the clears that follow a snapshot using it, this
+ * many: the top of a running stack alternates between a few methods, and
+ * a page left out one time would cost a system call of its own the next. */
+#define CS_PAGE_KEEP 8
 
-/* Reads whole pages in one go (cs_live_read_pages); returns how many, from
- * the first, were read. */
-typedef size_t (*cs_read_pages_fn)(void *priv, const uint64_t *pages,
-				   void *const *bufs, size_t n,
-				   size_t page_size);
+/* Reads n ranges, lens[i] bytes at addrs[i] into bufs[i], in one go
+ * (cs_live_read_ranges); returns how many, from the first, were read
+ * whole. */
+typedef size_t (*cs_read_ranges_fn)(void *priv, const uint64_t *addrs,
+				    void *const *bufs, const size_t *lens,
+				    size_t n);
 
 struct cs_page_cache {
 	struct rv_target inner;
 	uint64_t tags[CS_PAGE_SLOTS]; /* page address + 1; 0 = empty */
-	uint8_t used[CS_PAGE_SLOTS];  /* read from since the last clear */
+	/* The bytes [valid_lo, valid_hi) of a slot hold the target's: the
+	 * whole page when read on demand, the part the last snapshot used
+	 * (and a margin) when read ahead at a clear. */
+	uint16_t valid_lo[CS_PAGE_SLOTS], valid_hi[CS_PAGE_SLOTS];
+	/* Which page each slot last served (address + 1) and at which clear
+	 * (clears counts them), and the bytes [used_lo, used_hi) of it read
+	 * since that page came into the slot. */
+	uint64_t recent[CS_PAGE_SLOTS];
+	uint32_t recent_clear[CS_PAGE_SLOTS];
+	uint16_t used_lo[CS_PAGE_SLOTS], used_hi[CS_PAGE_SLOTS];
+	uint32_t clears;
 	uint8_t (*pages)[CS_PAGE_SIZE];
 	uint64_t hits, misses, prefetched;
 	uint64_t filled; /* pages read on demand (not ahead) and kept */
-	/* Optional. When set, a clear reads the pages the last snapshot used
-	 * again, all in one call: the next snapshot of a process mostly walks
-	 * the same pages, and a call per page is most of a sample's cost. */
-	cs_read_pages_fn read_pages;
-	void *read_pages_priv;
+	/* Optional. When set, a clear reads again what the last snapshot
+	 * used of each page, all in one call: the next snapshot of a process
+	 * mostly walks the same bytes, and a call per page is most of a
+	 * sample's cost. */
+	cs_read_ranges_fn read_ranges;
+	void *read_ranges_priv;
 };
 
 /* 0 on allocation failure. */
 int cs_page_cache_init(struct cs_page_cache *c, const struct rv_target *inner);
-/* Forget every page (the target ran); with read_pages set, read again at
- * once the pages used since the last clear. */
+/* Forget every page (the target ran); with read_ranges set, read again at
+ * once the parts of pages used in the last CS_PAGE_KEEP snapshots. */
 void cs_page_cache_clear(struct cs_page_cache *c);
 void cs_page_cache_free(struct cs_page_cache *c);
 struct rv_target cs_page_cache_target(struct cs_page_cache *c);

@@ -4,10 +4,10 @@
 #include <stdbool.h>
 #include <string.h>
 
-static size_t read_live_pages(void *live, const uint64_t *pages,
-			      void *const *bufs, size_t n, size_t page_size)
+static size_t read_live_ranges(void *live, const uint64_t *addrs,
+			       void *const *bufs, const size_t *lens, size_t n)
 {
-	return cs_live_read_pages(live, pages, bufs, n, page_size);
+	return cs_live_read_ranges(live, addrs, bufs, lens, n);
 }
 
 /* Paused samples try this many times to read everything during a short
@@ -36,8 +36,8 @@ int cs_sample_once(struct rv_session *s, int pid, int pause, int on_cpu,
 		}
 		struct rv_target t = cs_live_target(*keep);
 		cache->inner = t;
-		cache->read_pages = read_live_pages;
-		cache->read_pages_priv = *keep;
+		cache->read_ranges = read_live_ranges;
+		cache->read_ranges_priv = *keep;
 		cs_page_cache_clear(cache); /* the process ran since */
 		uint64_t filled = cache->filled;
 		if (quick)

@@ -2,7 +2,9 @@
  * back right across page boundaries, runs of missing pages are read in one
  * call, a clear forgets everything, and with a batch reader the pages used
  * before a clear are read again in one call, fresh, skipping none that a
- * later snapshot still needs when one of them has become unreadable. */
+ * later snapshot still needs when one of them has become unreadable. A
+ * read-ahead brings only the part of a page that was used; a read outside
+ * it fetches the page whole. */
 #include "corestack/page_cache.h"
 #include "tests/unit/check.h"
 
@@ -16,6 +18,7 @@
 struct fake {
 	uint8_t mem[NPAGES * CS_PAGE_SIZE];
 	int reads, batches;
+	size_t batch_bytes; /* read by batches */
 	uint64_t hole; /* a page that cannot be read, 0 for none */
 };
 
@@ -39,15 +42,16 @@ static struct cs_error *fake_read(void *priv, uint64_t addr, void *buf,
 	return NULL;
 }
 
-static size_t fake_read_pages(void *priv, const uint64_t *pages,
-			      void *const *bufs, size_t n, size_t size)
+static size_t fake_read_ranges(void *priv, const uint64_t *addrs,
+			       void *const *bufs, const size_t *lens, size_t n)
 {
 	struct fake *f = priv;
 	f->batches++;
 	for (size_t i = 0; i < n; i++) {
-		if (!readable(f, pages[i], size))
+		if (!readable(f, addrs[i], lens[i]))
 			return i;
-		memcpy(bufs[i], f->mem + (pages[i] - BASE), size);
+		memcpy(bufs[i], f->mem + (addrs[i] - BASE), lens[i]);
+		f->batch_bytes += lens[i];
 	}
 	return n;
 }
@@ -88,8 +92,8 @@ int main(void)
 	      "after a clear the page is read afresh (%d reads)", f.reads);
 
 	/* With a batch reader, a clear reads the used pages in one call. */
-	c.read_pages = fake_read_pages;
-	c.read_pages_priv = &f;
+	c.read_ranges = fake_read_ranges;
+	c.read_ranges_priv = &f;
 	CHECK(read_ok(&t, &f, BASE + 5 * CS_PAGE_SIZE, 8), "another page");
 	int reads = f.reads;
 	cs_page_cache_clear(&c);
@@ -104,17 +108,66 @@ int main(void)
 	CHECK(read_ok(&t, &f, BASE + 5 * CS_PAGE_SIZE, 8) && f.reads == reads,
 	      "the next clear reads the changed page afresh");
 
-	/* A page that became unreadable ends the batch; those after it are
-	 * read on demand, and the bad one still fails. */
+	/* A page that became unreadable is left out of the batch; those
+	 * after it are still read ahead, and the bad one still fails. */
 	CHECK(read_ok(&t, &f, BASE + 1 * CS_PAGE_SIZE, 8) &&
 		      read_ok(&t, &f, BASE + 9 * CS_PAGE_SIZE, 8),
 	      "two more pages");
 	f.hole = BASE + 1 * CS_PAGE_SIZE;
 	cs_page_cache_clear(&c);
-	CHECK(read_ok(&t, &f, BASE + 9 * CS_PAGE_SIZE, 8),
-	      "a page after the hole is still read right");
+	reads = f.reads;
+	CHECK(read_ok(&t, &f, BASE + 9 * CS_PAGE_SIZE, 8) && f.reads == reads,
+	      "a page after the hole is still read ahead");
 	CHECK(!read_ok(&t, &f, BASE + 1 * CS_PAGE_SIZE, 8),
 	      "the unreadable page fails");
+	f.hole = 0;
+
+	/* Only the used part of a page is read ahead, with a margin: a read
+	 * near it is served, one far from it fetches the page whole. */
+	for (int i = 0; i <= CS_PAGE_KEEP; i++)
+		cs_page_cache_clear(&c); /* nothing used lately */
+	f.batch_bytes = 0;
+	cs_page_cache_clear(&c);
+	CHECK(f.batch_bytes == 0, "pages unused for %d clears are not read "
+	      "ahead (%zu bytes)", CS_PAGE_KEEP, f.batch_bytes);
+	uint64_t page = BASE + 12 * CS_PAGE_SIZE;
+	CHECK(read_ok(&t, &f, page + 1000, 16), "a few bytes");
+	f.batch_bytes = 0;
+	cs_page_cache_clear(&c);
+	CHECK(f.batch_bytes > 0 && f.batch_bytes <= 1024,
+	      "a clear read %zu bytes again for 16 used", f.batch_bytes);
+	reads = f.reads;
+	f.mem[12 * CS_PAGE_SIZE + 1000] ^= 0xff; /* after the read-ahead */
+	CHECK(rv_target_read(&t, page + 1000, &b, 1) == NULL &&
+		      b != f.mem[12 * CS_PAGE_SIZE + 1000] && f.reads == reads,
+	      "the used bytes come from the read-ahead");
+	CHECK(read_ok(&t, &f, page + 1100, 8) && f.reads == reads,
+	      "bytes near them too");
+	CHECK(read_ok(&t, &f, page + 3000, 8) && f.reads == reads + 1,
+	      "bytes far away fetch the page (%d reads)", f.reads - reads);
+	CHECK(read_ok(&t, &f, page + 1000, 1) && read_ok(&t, &f, page, 4096) &&
+		      f.reads == reads + 1,
+	      "then the whole page is served, fresh");
+	/* A read across a partly cached page and a missing one. */
+	CHECK(read_ok(&t, &f, page + 1000, 8), "used again");
+	cs_page_cache_clear(&c);
+	reads = f.reads;
+	CHECK(read_ok(&t, &f, page + 3000, CS_PAGE_SIZE), "across two pages");
+	CHECK(f.reads == reads + 1, "the partial page and the next in one "
+	      "read (%d)", f.reads - reads);
+
+	/* A page used once is read ahead at the next CS_PAGE_KEEP clears,
+	 * not after. */
+	for (int i = 0; i <= CS_PAGE_KEEP; i++)
+		cs_page_cache_clear(&c);
+	CHECK(read_ok(&t, &f, page + 900, 8), "used once");
+	for (int i = 1; i <= CS_PAGE_KEEP + 1; i++) {
+		f.batch_bytes = 0;
+		cs_page_cache_clear(&c);
+		CHECK((f.batch_bytes > 0) == (i <= CS_PAGE_KEEP),
+		      "clear %d after the use read %zu bytes ahead", i,
+		      f.batch_bytes);
+	}
 	cs_page_cache_free(&c);
 	return check_summary("test_page_cache");
 }
