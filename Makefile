@@ -107,6 +107,11 @@ $(BUILD)/test_%: tests/unit/test_%.c $(SRC) $(HDR) | $(BUILD)
 $(BUILD)/dwarf_sample.so: tests/unit/dwarf_sample.c tests/unit/dwarf_sample.h | $(BUILD)
 	$(CC) -std=c17 -g3 -gz=zlib -O0 -shared -fPIC $< -o $@
 
+# Checks tests/run.py runs on the fixtures' cores (tests/tools).
+$(BUILD)/check-frame-reuse: tests/tools/check_frame_reuse.c $(SRC) $(HDR) | $(BUILD)
+	$(CC) $(WARN) $(SAN_FLAGS) -I. $< $(ENGINE_SRC) $(TARGET_SRC) \
+		corestack/image.c corestack/vm_module.c $(LIBS) -o $@
+
 unit: $(UNIT_BIN) $(BUILD)/dwarf_sample.so
 	@for t in $(UNIT_BIN); do $$t $(BUILD)/dwarf_sample.so || exit 1; done
 
@@ -128,8 +133,9 @@ fixtures:
 # fuzz-regress: every crash the fuzzers found, replayed (tests/fuzz/).
 # gdbext: make install (tested) builds the plain module too.
 test: deps $(BUILD)/corestack-san $(UNIT_BIN) $(BUILD)/dwarf_sample.so fixtures fuzz-regress \
-      gdbext gdbext-san
+      gdbext gdbext-san $(BUILD)/check-frame-reuse
 	python3 tests/run.py --corestack $(BUILD)/corestack-san \
+		--frame-reuse-check $(BUILD)/check-frame-reuse \
 		--unit "$(UNIT_BIN)" --unit-arg $(BUILD)/dwarf_sample.so \
 		--gdbext $(GDBEXT_SAN_DIR)
 

@@ -24,6 +24,7 @@ struct cached_frame {
 	struct rv_frame_key key;
 	bool shown; /* false: a frame Ruby's backtraces skip */
 	struct rv_frame frame;
+	size_t text_bytes; /* the frame's strings, with their NULs */
 };
 
 static void free_entry(void *p)
@@ -91,25 +92,59 @@ bool rv_frame_own_strings(struct rv_frame *f)
 	return false;
 }
 
+static void lend(const struct cached_frame *c, struct rv_frame *f,
+		 size_t *text_bytes)
+{
+	*f = c->frame;
+	f->borrowed = true;
+	*text_bytes = c->text_bytes;
+}
+
 bool rv_frame_cache_get(struct rv_session *s, uint64_t cfp,
 			const struct rv_frame_key *key, struct rv_frame *f,
-			bool *shown)
+			bool *shown, size_t *text_bytes)
 {
 	int found;
 	const struct cached_frame *c = u64map_get(&s->frames, cfp, &found);
 	if (!found || memcmp(&c->key, key, sizeof(*key)) != 0)
 		return false;
 	*shown = c->shown;
-	if (c->shown) {
-		*f = c->frame;
-		f->borrowed = true;
-	}
+	*text_bytes = 0;
+	if (c->shown)
+		lend(c, f, text_bytes);
 	return true;
+}
+
+struct cached_frame *rv_frame_cache_moved(struct rv_session *s, uint64_t cfp,
+					  const struct rv_frame_key *key)
+{
+	int found;
+	struct cached_frame *c = u64map_get(&s->frames, cfp, &found);
+	if (!found || !c->shown || c->frame.kind != RV_FRAME_RUBY ||
+	    c->frame.error)
+		return NULL;
+	struct rv_frame_key moved = c->key;
+	moved.pc = key->pc;
+	moved.innermost = key->innermost;
+	return memcmp(&moved, key, sizeof(*key)) == 0 ? c : NULL;
+}
+
+void rv_frame_cache_move(struct cached_frame *c,
+			 const struct rv_frame_key *key, int lineno,
+			 bool pc_stale, struct rv_frame *f, size_t *text_bytes)
+{
+	/* Frames this snapshot already took copied pc and line: only the
+	 * strings are shared, and they stay. */
+	c->key = *key;
+	c->frame.pc = key->pc;
+	c->frame.lineno = lineno;
+	c->frame.pc_stale = pc_stale;
+	lend(c, f, text_bytes);
 }
 
 void rv_frame_cache_put(struct rv_session *s, uint64_t cfp,
 			const struct rv_frame_key *key,
-			const struct rv_frame *f, bool shown)
+			const struct rv_frame *f, bool shown, size_t text_bytes)
 {
 	int found;
 	struct cached_frame *old = u64map_get(&s->frames, cfp, &found);
@@ -120,6 +155,7 @@ void rv_frame_cache_put(struct rv_session *s, uint64_t cfp,
 		return; /* only caching failed */
 	c->key = *key;
 	c->shown = shown;
+	c->text_bytes = text_bytes;
 	if (shown && !copy_frame(&c->frame, f)) {
 		free(c);
 		return;

@@ -265,12 +265,50 @@ static bool decode_uncached(struct rv_session *s, uint64_t pc, uint64_t iseq,
 	return true;
 }
 
+static size_t text_size(const char *t)
+{
+	return t ? strlen(t) + 1 : 0;
+}
+
+static size_t frame_text_size(const struct rv_frame *f)
+{
+	return text_size(f->label) + text_size(f->path) +
+	       text_size(f->qualified) + text_size(f->error);
+}
+
+/* The cached frame at addr moved to a new pc (see rv_frame_cache_moved):
+ * only the line is looked up again. A line outside the iseq's is left to
+ * decode_uncached, which says so. */
+static bool moved_frame(struct rv_session *s, uint64_t addr,
+			const struct rv_frame_key *key, struct rv_frame *f,
+			size_t *text_bytes)
+{
+	struct cached_frame *c = rv_frame_cache_moved(s, addr, key);
+	const struct rv_iseq_info *info;
+	int line;
+	if (!c || !key->pc || !(info = rv_iseq_known(s, key->iseq)))
+		return false;
+	bool stale = stale_pc(s, info, key->pc, key->innermost);
+	struct rv_frame probe = {.lineno = 0};
+	if (rv_failed(rv_line_lookup(s, key->iseq, info, stale ? 0 : key->pc,
+				     &line)))
+		return false;
+	probe.lineno = line;
+	check_line(&probe, info);
+	if (probe.error) {
+		free(probe.error);
+		return false;
+	}
+	rv_frame_cache_move(c, key, line, stale, f, text_bytes);
+	return true;
+}
+
 /* decode_uncached, served from the frame cache (rv_options.reuse_frames)
  * when the frame and its environment read as they did when it was decoded.
  * Being innermost is part of the key: whether a pc is stale depends on
- * that place. */
+ * that place. text_bytes is the size of the frame's strings. */
 static bool decode_frame(struct rv_session *s, const uint8_t *c, uint64_t addr,
-			 bool innermost, struct rv_frame *f)
+			 bool innermost, struct rv_frame *f, size_t *text_bytes)
 {
 	struct rv_frame_key key = {0};
 	memcpy(&key.pc, c + RV_VAL(s, cfp_pc), 8);
@@ -289,11 +327,19 @@ static bool decode_frame(struct rv_session *s, const uint8_t *c, uint64_t addr,
 					&key.specval));
 	key.innermost = innermost;
 	bool shown;
-	if (!keyed || !rv_frame_cache_get(s, addr, &key, f, &shown)) {
-		shown = decode_uncached(s, key.pc, key.iseq, key.ep, innermost,
-					f);
-		if (keyed)
-			rv_frame_cache_put(s, addr, &key, f, shown);
+	if (!keyed || !rv_frame_cache_get(s, addr, &key, f, &shown,
+					  text_bytes)) {
+		if (keyed && key.iseq && moved_frame(s, addr, &key, f,
+						     text_bytes)) {
+			shown = true;
+		} else {
+			shown = decode_uncached(s, key.pc, key.iseq, key.ep,
+						innermost, f);
+			*text_bytes = shown ? frame_text_size(f) : 0;
+			if (keyed)
+				rv_frame_cache_put(s, addr, &key, f, shown,
+						   *text_bytes);
+		}
 	}
 	f->cfp = addr;
 	/* Where a vm_exec() invocation began, for merging native stacks. */
@@ -322,17 +368,6 @@ static struct cs_error *budget_exhausted(const struct rv_session *s)
 			       "bytes is spent (a bound tied to the input's "
 			       "size; corrupt stacks?)",
 			       s->opts.max_output_bytes);
-}
-
-static size_t text_size(const char *t)
-{
-	return t ? strlen(t) + 1 : 0;
-}
-
-static size_t frame_text_size(const struct rv_frame *f)
-{
-	return text_size(f->label) + text_size(f->path) +
-	       text_size(f->qualified) + text_size(f->error);
 }
 
 /* Frames grow as they are decoded, not by what the stack claims. The first
@@ -409,10 +444,12 @@ struct cs_error *rv_walk_ec(struct rv_session *s, uint64_t ec,
 				if (th->nframes == cap && !grow_frames(th, &cap))
 					return &cs_error_nomem;
 				struct rv_frame *f = &th->frames[th->nframes];
+				size_t text;
 				if (decode_frame(s, c, at + j * cfp_size,
-						 at + j * cfp_size == cfp, f)) {
+						 at + j * cfp_size == cfp, f,
+						 &text)) {
 					th->nframes++;
-					charge(s, frame_text_size(f));
+					charge(s, text);
 				} else if (f->vm_finish && th->nframes) {
 					/* a skipped frame began a vm_exec: the
 					 * next inner one starts it */
@@ -420,8 +457,9 @@ struct cs_error *rv_walk_ec(struct rv_session *s, uint64_t ec,
 				}
 				continue;
 			}
+			size_t text;
 			if (!decode_frame(s, c, at + j * cfp_size, false,
-					  &beyond))
+					  &beyond, &text))
 				continue;
 			th->truncated = true;
 			done = beyond.kind == RV_FRAME_RUBY;

@@ -61,6 +61,13 @@ struct cs_error *rv_iseq_lookup(struct rv_session *s, uint64_t iseq,
 	return NULL;
 }
 
+const struct rv_iseq_info *rv_iseq_known(struct rv_session *s, uint64_t iseq)
+{
+	int found;
+	const struct rv_iseq_info *info = u64map_get(&s->iseqs, iseq, &found);
+	return found ? info : NULL;
+}
+
 struct cs_error *rv_line_lookup(struct rv_session *s, uint64_t iseq,
 				const struct rv_iseq_info *info, uint64_t pc,
 				int *ret)

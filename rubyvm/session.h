@@ -104,6 +104,10 @@ bool rv_iseq_pc_inside(struct rv_session *s, const struct rv_iseq_info *info,
  * info belongs to the cache: copy what outlives the next lookup. */
 struct cs_error *rv_iseq_lookup(struct rv_session *s, uint64_t iseq,
 				const struct rv_iseq_info **ret);
+/* The info decoded for iseq before, without reading the target to check
+ * that the iseq still has that body; NULL if none. For a frame whose
+ * cache entry vouches for the iseq already (rv_frame_cache_moved). */
+const struct rv_iseq_info *rv_iseq_known(struct rv_session *s, uint64_t iseq);
 struct cs_error *rv_line_lookup(struct rv_session *s, uint64_t iseq,
 				const struct rv_iseq_info *info, uint64_t pc,
 				int *ret);
@@ -116,12 +120,25 @@ struct rv_frame_key {
 	uint64_t iseq, pc, ep, flags, me_cref, specval;
 	uint64_t innermost; /* only there may a pc be stale */
 };
+/* A frame served from the cache borrows its strings, whose size (with
+ * their NULs) comes back in text_bytes. */
 bool rv_frame_cache_get(struct rv_session *s, uint64_t cfp,
 			const struct rv_frame_key *key, struct rv_frame *f,
-			bool *shown);
+			bool *shown, size_t *text_bytes);
 void rv_frame_cache_put(struct rv_session *s, uint64_t cfp,
 			const struct rv_frame_key *key,
-			const struct rv_frame *f, bool shown);
+			const struct rv_frame *f, bool shown, size_t text_bytes);
+/* The innermost frame of a running thread moves on at every sample; its
+ * names do not. The Ruby frame cached at cfp, if it has no error and key
+ * differs from its key only in the pc and in being innermost; else NULL.
+ * rv_frame_cache_move then takes key and the new pc's line, and lends the
+ * frame as rv_frame_cache_get does. */
+struct cached_frame;
+struct cached_frame *rv_frame_cache_moved(struct rv_session *s, uint64_t cfp,
+					  const struct rv_frame_key *key);
+void rv_frame_cache_move(struct cached_frame *c,
+			 const struct rv_frame_key *key, int lineno,
+			 bool pc_stale, struct rv_frame *f, size_t *text_bytes);
 void rv_frame_cache_begin_snapshot(struct rv_session *s);
 /* Make f own copies of the strings it borrows; false when out of memory
  * (f is then emptied). */

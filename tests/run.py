@@ -30,6 +30,8 @@ crash* scenarios) and checks corestack's reading of it:
     RUBY/stale-pc/...        a real core's innermost frame given a pc just outside its iseq
                              (YJIT's stale pc): pc_stale and the method's first line; the
                              same pc in an older frame is unreliable (tests/harness/stale_pc.py)
+    RUBY/frame-reuse         frames the sampler serves from its cache after their pc
+                             moved are what a fresh decode gives (tests/harness/frame_reuse.py)
     RUBY/hostile/...         (tests/harness/hostile.py) under strace, with --sysroot and
                              --native: files NT_FILE names opened read-only under the
                              sysroot only, nothing written outside the layout cache, no
@@ -104,8 +106,8 @@ import time
 
 sys.dont_write_bytecode = True   # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (compare, corrupt, fibers, gdbext, hostile, native,  # noqa: E402
-                     permissions, procs, requires, stale_pc, threadstate, yjit)
+from harness import (compare, corrupt, fibers, frame_reuse, gdbext, hostile,  # noqa: E402
+                     native, permissions, procs, requires, stale_pc, threadstate, yjit)
 
 RUBIES = ("2.7", "3.1", "3.3", "3.3-static", "3.3-yjit")
 ORACLE_TIMEOUT = 60    # scenario start to oracle file
@@ -805,7 +807,8 @@ def bad_needs(selected, rubies):
     for r in rubies:
         if selected("%s/limits/max-output" % r) or \
                 any(selected("%s/corrupt/%s" % (r, n)) for n, _, _ in corrupt.PATCHES) or \
-                any(selected(n) for n in stale_pc.test_names(r)):
+                any(selected(n) for n in stale_pc.test_names(r)) or \
+                selected(frame_reuse.test_name(r)):
             needs.add((r, "threads"))
     for r in rubies:
         if any(selected(n) for n in hostile.test_names(r)):
@@ -837,6 +840,8 @@ def main():
     ap.add_argument("--timeout", type=int, default=60, help="seconds per corestack run (default 60)")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2, help="parallel corestack runs")
     ap.add_argument("--unit", default="", help="unit test programs, space-separated")
+    ap.add_argument("--frame-reuse-check", metavar="PROGRAM",
+                    help="build/check-frame-reuse, for the RUBY/frame-reuse tests")
     ap.add_argument("--unit-arg", action="append", default=[],
                     help="argument passed to every unit test program")
     ap.add_argument("--gdbext", default=os.path.join(procs.ROOT, "build", "gdbext"),
@@ -955,6 +960,8 @@ def main():
             if isinstance(cap, Capture):
                 corrupt.corrupt_tests(rep, selected, ruby, cap, args.corestack, args.timeout)
                 stale_pc.stale_pc_tests(rep, selected, ruby, cap, args.corestack, args.timeout)
+                frame_reuse.frame_reuse_test(rep, selected, ruby, cap, args.frame_reuse_check,
+                                             args.timeout)
                 hostile.hostile_tests(rep, selected, ruby, cap, args.corestack, args.timeout,
                                       sys.modules[__name__])
         debuginfo_tests(rep, selected, args, captures, workdir)
