@@ -8,9 +8,9 @@ BUILD   := build
 
 ENGINE_SRC := $(wildcard util/*.c dwarf/*.c rubyvm/*.c)
 CLI_SRC    := $(wildcard corestack/*.c)
-# The core and live targets, for the unit tests.
+# The core and live targets and the profile, for the unit tests.
 TARGET_SRC := corestack/core.c corestack/live.c corestack/build_id.c \
-              corestack/page_cache.c \
+              corestack/page_cache.c corestack/profile.c corestack/flamegraph.c \
               corestack/decompress.c
 SRC        := $(ENGINE_SRC) $(CLI_SRC)
 HDR        := $(wildcard util/*.h dwarf/*.h rubyvm/*.h rubyvm/*.def corestack/*.h)

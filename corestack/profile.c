@@ -39,6 +39,7 @@ static int grow(struct cs_profile *p)
 		return 0;
 	}
 	struct cs_profile old = *p;
+	p->grown++; /* the memos' slots are stale */
 	p->keys = keys;
 	p->counts = counts;
 	p->nslots = n;
@@ -55,7 +56,8 @@ static int grow(struct cs_profile *p)
 	return 1;
 }
 
-static int count(struct cs_profile *p, char *key)
+/* Count key (taking it), and tell the slot it was counted in. */
+static int count(struct cs_profile *p, char *key, size_t *slot)
 {
 	if ((p->nkeys + 1) * 2 > p->nslots && !grow(p)) {
 		free(key);
@@ -70,6 +72,7 @@ static int count(struct cs_profile *p, char *key)
 		free(key);
 	}
 	(*c)++;
+	*slot = (size_t)(c - p->counts);
 	return 1;
 }
 
@@ -92,12 +95,78 @@ static void append(char **buf, size_t *len, size_t *cap, const char *s)
 	(*buf)[*len] = '\0';
 }
 
+static bool same_text(const char *a, const char *b)
+{
+	return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+static struct cs_profile_memo *memo_of(struct cs_profile *p,
+				       const struct rv_thread *t)
+{
+	for (size_t i = 0; i < p->nmemos; i++)
+		if (p->memos[i].thread == t->addr)
+			return &p->memos[i];
+	struct cs_profile_memo *grown =
+		realloc(p->memos, (p->nmemos + 1) * sizeof(*grown));
+	if (!grown)
+		return NULL;
+	p->memos = grown;
+	grown[p->nmemos] = (struct cs_profile_memo){.thread = t->addr};
+	return &grown[p->nmemos++];
+}
+
+/* The thread's stack was counted in m->slot last time, and its frames and
+ * name are the same now: count it again. */
+static bool count_again(struct cs_profile *p, const struct cs_profile_memo *m,
+			const struct rv_thread *t, size_t index)
+{
+	if (!m || !m->valid || m->grown != p->grown || m->nids != t->nframes ||
+	    m->tid != t->tid || m->index != index ||
+	    !same_text(m->name, t->name))
+		return false;
+	for (size_t j = 0; j < t->nframes; j++)
+		if (!t->frames[j].names_id || t->frames[j].names_id != m->ids[j])
+			return false;
+	p->counts[m->slot]++;
+	return true;
+}
+
+static void remember(struct cs_profile *p, struct cs_profile_memo *m,
+		     const struct rv_thread *t, size_t index, size_t slot)
+{
+	if (!m)
+		return;
+	m->valid = false;
+	if (t->nframes > m->cap) {
+		uint64_t *ids = realloc(m->ids, t->nframes * sizeof(*ids));
+		if (!ids)
+			return;
+		m->ids = ids;
+		m->cap = t->nframes;
+	}
+	free(m->name);
+	m->name = t->name ? strdup(t->name) : NULL;
+	if (t->name && !m->name)
+		return;
+	for (size_t j = 0; j < t->nframes; j++)
+		m->ids[j] = t->frames[j].names_id;
+	m->nids = t->nframes;
+	m->tid = t->tid;
+	m->index = index; /* in the label when there is no tid */
+	m->slot = slot;
+	m->grown = p->grown;
+	m->valid = true;
+}
+
 int cs_profile_add(struct cs_profile *p, const struct rv_process *proc,
 		   int on_cpu)
 {
 	for (size_t i = 0; i < proc->nthreads; i++) {
 		const struct rv_thread *t = &proc->threads[i];
 		if (on_cpu && !t->holds_gvl)
+			continue;
+		struct cs_profile_memo *memo = memo_of(p, t);
+		if (count_again(p, memo, t, i))
 			continue;
 		char thread[64];
 		if (t->name)
@@ -117,8 +186,10 @@ int cs_profile_add(struct cs_profile *p, const struct rv_process *proc,
 			       : f->label   ? f->label
 					    : "?");
 		}
-		if (!buf || !count(p, buf))
+		size_t slot;
+		if (!buf || !count(p, buf, &slot))
 			return 0;
+		remember(p, memo, t, i, slot);
 	}
 	p->samples++;
 	return 1;
@@ -318,5 +389,10 @@ void cs_profile_free(struct cs_profile *p)
 		free(p->keys[i]);
 	free(p->keys);
 	free(p->counts);
+	for (size_t i = 0; i < p->nmemos; i++) {
+		free(p->memos[i].name);
+		free(p->memos[i].ids);
+	}
+	free(p->memos);
 	memset(p, 0, sizeof(*p));
 }

@@ -4,16 +4,38 @@
 #ifndef CS_CORESTACK_PROFILE_H
 #define CS_CORESTACK_PROFILE_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "../rubyvm/model.h"
+
+/* The stack last counted for one thread, by its frames' names_id. */
+struct cs_profile_memo {
+	uint64_t thread;   /* rv_thread.addr */
+	int64_t tid;
+	size_t index;      /* in the snapshot's thread list */
+	char *name;        /* Thread#name then, NULL for none */
+	uint64_t *ids;     /* innermost first */
+	size_t nids, cap;
+	bool valid;
+	size_t slot;       /* where it was counted, while grown is the same */
+	size_t grown;
+};
 
 struct cs_profile {
 	char **keys;      /* collapsed stacks, open addressing */
 	size_t *counts;
 	size_t nslots, nkeys;
 	size_t samples;   /* snapshots added */
+	/* A thread whose frames have the names of its last sample's is
+	 * counted again without its collapsed stack being built: in a deep
+	 * stack, building it touched every frame's strings, most of a
+	 * sample's cost to the profile. */
+	struct cs_profile_memo *memos;
+	size_t nmemos;
+	size_t grown; /* times the slots were rehashed */
 };
 
 void cs_profile_init(struct cs_profile *p);

@@ -142,30 +142,33 @@ void rv_frame_cache_move(struct cached_frame *c,
 	lend(c, f, text_bytes);
 }
 
-void rv_frame_cache_put(struct rv_session *s, uint64_t cfp,
-			const struct rv_frame_key *key,
-			const struct rv_frame *f, bool shown, size_t text_bytes)
+uint64_t rv_frame_cache_put(struct rv_session *s, uint64_t cfp,
+			    const struct rv_frame_key *key,
+			    const struct rv_frame *f, bool shown,
+			    size_t text_bytes)
 {
 	int found;
 	struct cached_frame *old = u64map_get(&s->frames, cfp, &found);
 	if (!found && s->frames.count >= MAX_ENTRIES)
-		return; /* full until the next snapshot begins */
+		return 0; /* full until the next snapshot begins */
 	struct cached_frame *c = calloc(1, sizeof(*c));
 	if (!c)
-		return; /* only caching failed */
+		return 0; /* only caching failed */
 	c->key = *key;
 	c->shown = shown;
 	c->text_bytes = text_bytes;
 	if (shown && !copy_frame(&c->frame, f)) {
 		free(c);
-		return;
+		return 0;
 	}
 	if (!u64map_put(&s->frames, cfp, c)) {
 		free_entry(c);
-		return;
+		return 0;
 	}
+	c->frame.names_id = ++s->last_names_id;
 	if (found) { /* this snapshot may have handed it out already */
 		old->next_retired = s->retired_frames;
 		s->retired_frames = old;
 	}
+	return c->frame.names_id;
 }

@@ -337,8 +337,8 @@ static bool decode_frame(struct rv_session *s, const uint8_t *c, uint64_t addr,
 						innermost, f);
 			*text_bytes = shown ? frame_text_size(f) : 0;
 			if (keyed)
-				rv_frame_cache_put(s, addr, &key, f, shown,
-						   *text_bytes);
+				f->names_id = rv_frame_cache_put(
+					s, addr, &key, f, shown, *text_bytes);
 		}
 	}
 	f->cfp = addr;

@@ -31,6 +31,11 @@ struct rv_frame {
 			  * then what Ruby gives for a frame without a pc */
 	bool borrowed;   /* the strings belong to the session's frame cache
 			  * (rv_options.reuse_frames), not to this frame */
+	/* With rv_options.reuse_frames: frames of the session with the same
+	 * nonzero names_id have the same kind, label and qualified name (one
+	 * frame cache entry's), so a profiler can tell a stack it has seen
+	 * without reading its strings. 0: no such promise. */
+	uint64_t names_id;
 };
 
 enum rv_thread_status {

@@ -25,6 +25,7 @@ struct rv_session {
 	struct u64map lines; /* pc -> line */
 	struct u64map frames; /* cfp -> decoded frame (frame_cache.c) */
 	struct cached_frame *retired_frames; /* freed when a snapshot begins */
+	uint64_t last_names_id; /* the last rv_frame.names_id handed out */
 	uint8_t *cfp_chunk; /* rv_walk_ec's buffer, kept between walks */
 };
 
@@ -125,9 +126,12 @@ struct rv_frame_key {
 bool rv_frame_cache_get(struct rv_session *s, uint64_t cfp,
 			const struct rv_frame_key *key, struct rv_frame *f,
 			bool *shown, size_t *text_bytes);
-void rv_frame_cache_put(struct rv_session *s, uint64_t cfp,
-			const struct rv_frame_key *key,
-			const struct rv_frame *f, bool shown, size_t text_bytes);
+/* Returns the names_id the cached copy has (rv_frame.names_id), or 0 when
+ * it could not be cached. */
+uint64_t rv_frame_cache_put(struct rv_session *s, uint64_t cfp,
+			    const struct rv_frame_key *key,
+			    const struct rv_frame *f, bool shown,
+			    size_t text_bytes);
 /* The innermost frame of a running thread moves on at every sample; its
  * names do not. The Ruby frame cached at cfp, if it has no error and key
  * differs from its key only in the pc and in being innermost; else NULL.
