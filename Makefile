@@ -18,7 +18,8 @@ HDR        := $(wildcard util/*.h dwarf/*.h rubyvm/*.h rubyvm/*.def corestack/*.
 SAN_FLAGS  := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
               -fno-sanitize-recover=all
 
-.PHONY: all test unit demo deps fixtures clean bench gdbext gdbext-san install bench-gdbext
+.PHONY: all test unit demo deps fixtures clean bench gdbext gdbext-san install bench-gdbext \
+        bench-sampling
 all: $(BUILD)/corestack gdbext
 
 $(BUILD)/corestack: $(SRC) $(HDR) | $(BUILD)
@@ -147,6 +148,10 @@ $(BUILD)/bench-inflate: tests/bench/inflate.c | $(BUILD)
 
 bench: deps $(BUILD)/corestack $(BUILD)/bench-inflate fixtures
 	python3 tests/bench.py --corestack $(BUILD)/corestack
+	python3 tests/bench_sampling.py --corestack $(BUILD)/corestack
+
+bench-sampling: deps $(BUILD)/corestack fixtures
+	python3 tests/bench_sampling.py --corestack $(BUILD)/corestack
 
 bench-gdbext: deps gdbext fixtures
 	python3 tests/bench_gdbext.py --gdbext $(GDBEXT_DIR)

@@ -8,6 +8,8 @@
    and resolved) and warm (on-disk layout cache), against the time needed
    just to inflate the compressed debug sections libdw reads.
 3. Peak memory (max RSS) of a corestack run.
+
+Sampling (`corestack record`) has its own: tests/bench_sampling.py.
 """
 import argparse
 import os
@@ -112,45 +114,6 @@ def main():
         if inflate is not None:
             print("inflating the debug sections libdw reads %s  (cold/inflate %.2fx)"
                   % (fmt_ms(inflate), cold / inflate))
-
-        # 3. The sampler's cost to the program it samples.
-        overhead(corestack, os.path.join(prefix33, "bin", "ruby"), 100, 11)
-
-
-def overhead(corestack, ruby, rounds, runs):
-    """Run time of fixed work under record at 100 Hz against without, each
-    measured by the program itself; runs alternate so drift hits all."""
-    script = os.path.join(ROOT, "fixtures", "profile", "deep50.rb")
-    modes = {"alone": [], "nonblocking": [], "paused": []}
-    lost = {"nonblocking": [], "paused": []}
-    for _ in range(runs):
-        for mode in modes:
-            argv = [ruby, script, str(rounds)]
-            if mode != "alone":
-                argv = [corestack, "record", "--rate", "100", "-o", os.devnull] + \
-                    (["--nonblocking"] if mode == "nonblocking" else []) + ["--"] + argv
-            res = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            modes[mode].append(float(res.stdout.strip().splitlines()[-1]))
-            if mode != "alone":
-                import re
-                m = re.search(r"(\d+) samples .* (\d+) lost", res.stderr)
-                if m:
-                    lost[mode].append(int(m.group(2)) / max(1, int(m.group(1)) + int(m.group(2))))
-    # This machine's runs vary by +-10% (a shared virtual machine): the
-    # fastest run of each mode is the one least disturbed by anything else,
-    # so both the median and the minimum are shown.
-    base = statistics.median(modes["alone"])
-    base_min = min(modes["alone"])
-    print()
-    print("== sampling overhead at 100 Hz, deep50.rb (%d rounds, %d runs each, alternating)"
-          % (rounds, runs))
-    print("alone                     median %.3f s, fastest %.3f s" % (base, base_min))
-    for mode in ("nonblocking", "paused"):
-        t, t_min = statistics.median(modes[mode]), min(modes[mode])
-        print("record %-12s       median %.3f s (%+.1f%%), fastest %.3f s (%+.1f%%), "
-              "%.1f%% samples lost"
-              % (mode, t, 100 * (t / base - 1), t_min, 100 * (t_min / base_min - 1),
-                 100 * statistics.mean(lost[mode] or [0])))
 
 
 if __name__ == "__main__":

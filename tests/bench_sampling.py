@@ -1,0 +1,217 @@
+#!/usr/bin/env python3
+"""Sampling benchmarks for README.md (`make bench-sampling`). Not a test.
+
+All on fixtures/profile/deep50.rb (CPU-bound work under a 50-frame Ruby
+stack) and the 3.3 fixture Ruby, with `corestack record`.
+
+1. Cost of one sample: record --pid on the running program, paused and
+   --nonblocking, at 100 and 1000 Hz; record itself reports the mean wall
+   and CPU time per sample and the rate reached. Several runs each, run
+   alternately; the median and the range are printed.
+2. Cost to the sampled program, measured in one run of it: the program
+   prints when each round of its fixed work started and ended; a recorder
+   is attached for a window, then none for a window, alternating nonblocking
+   and paused recorders with windows of no recorder between them. A
+   round's time counts for its window's mode. This machine runs the same
+   round in about 11 ms or about 22 ms, switching every few hundred
+   milliseconds to seconds (the host's load; no steal time is reported),
+   which swamps a few percent in any mean or whole-run time; so the rounds
+   of the fast state (see FAST_STATE) are compared across modes. Rounds in
+   the first quarter second of a window are left out: there corestack
+   starts, attaches and decodes every frame once.
+3. The same cost over whole runs: fixed work timed by the program itself,
+   alone and under record (`-- command`), runs alternating.
+"""
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+
+from harness import procs  # noqa: E402
+
+SCRIPT = os.path.join(ROOT, "fixtures", "profile", "deep50.rb")
+RECORD_LINE = re.compile(r"(\d+) samples in [\d.]+ s \([\d.]+ Hz asked, ([\d.]+) achieved\), "
+                         r"(\d+) lost, ([\d.]+) us per sample \(([\d.]+) us of CPU\)")
+SETTLE = 0.25   # seconds at the start of a window not counted
+FAST_STATE = 1.25
+
+
+def record(corestack, args):
+    """(samples, achieved Hz, lost, wall us, cpu us) from record's last line."""
+    res = subprocess.run([corestack, "record", "-o", os.devnull] + args,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    m = RECORD_LINE.search(res.stderr)
+    if res.returncode != 0 or not m:
+        raise SystemExit("bench: record %s: exit %d: %s" % (" ".join(args), res.returncode,
+                                                           res.stderr.strip()[-300:]))
+    return int(m.group(1)), float(m.group(2)), int(m.group(3)), float(m.group(4)), \
+        float(m.group(5))
+
+
+def spread(values, fmt):
+    return (fmt + " (" + fmt + "-" + fmt + ")") % (statistics.median(values), min(values),
+                                                   max(values))
+
+
+class Target:
+    """deep50.rb forever, its rounds collected as (start, end) as they end."""
+
+    def __init__(self, ruby):
+        self.proc = subprocess.Popen([ruby, SCRIPT, "forever"], stdout=subprocess.PIPE,
+                                     text=True)
+        self.rounds = []
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            parts = line.split()
+            if len(parts) == 2:
+                self.rounds.append((float(parts[0]), float(parts[1])))
+
+    def within(self, start, end):
+        return [e - s for s, e in self.rounds if s >= start and e <= end]
+
+    def stop(self):
+        self.proc.kill()
+        self.proc.wait()
+
+
+def sample_cost(corestack, ruby, runs, seconds):
+    target = Target(ruby)
+    try:
+        time.sleep(1)
+        results = {}
+        for _ in range(runs):
+            for mode in ("nonblocking", "paused"):
+                for rate in (100, 1000):
+                    args = ["--pid", str(target.proc.pid), "--rate", str(rate),
+                            "--duration", str(seconds)]
+                    if mode == "nonblocking":
+                        args.append("--nonblocking")
+                    results.setdefault((mode, rate), []).append(record(corestack, args))
+    finally:
+        target.stop()
+    print("== one sample of a 50-frame stack (deep50.rb, %d runs of %g s each, median (range))"
+          % (runs, seconds))
+    print("%-12s %5s  %-24s %-24s %-18s %s" % ("mode", "rate", "wall us/sample",
+                                              "CPU us/sample", "rate reached", "lost"))
+    for (mode, rate), rs in sorted(results.items()):
+        lost = sum(r[2] for r in rs) / max(1, sum(r[0] + r[2] for r in rs))
+        print("%-12s %5d  %-24s %-24s %-18s %.2f%%" % (
+            mode, rate, spread([r[3] for r in rs], "%.1f"), spread([r[4] for r in rs], "%.1f"),
+            spread([r[1] for r in rs], "%.0f"), 100 * lost))
+
+
+def in_run_overhead(corestack, ruby, pairs, window):
+    """Windows alternate: none, nonblocking, none, paused, none, ..."""
+    target = Target(ruby)
+    windows = []   # (mode, start, end, lost fraction)
+    try:
+        time.sleep(1.5)
+        for i in range(2 * pairs):
+            mode = "nonblocking" if i % 2 == 0 else "paused"
+            start = time.monotonic()
+            time.sleep(window)
+            windows.append(("none", start, time.monotonic(), 0))
+            args = ["--pid", str(target.proc.pid), "--rate", "100", "--duration", str(window)]
+            if mode == "nonblocking":
+                args.append("--nonblocking")
+            start = time.monotonic()
+            samples, _, lost, _, _ = record(corestack, args)
+            windows.append((mode, start, time.monotonic(), lost / max(1, samples + lost)))
+        start = time.monotonic()
+        time.sleep(window)
+        windows.append(("none", start, time.monotonic(), 0))
+        time.sleep(0.1)   # the last rounds reach the reader
+    finally:
+        target.stop()
+    rounds = {"none": [], "nonblocking": [], "paused": []}
+    lost = {"nonblocking": [], "paused": []}
+    for mode, start, end, lf in windows:
+        rounds[mode] += target.within(start + SETTLE, end)
+        if mode != "none":
+            lost[mode].append(lf)
+    # This machine runs a round in one of two states, minutes or
+    # milliseconds long, about 2x apart (the host's other load; no steal
+    # time is reported). Rounds of the fast state, up to FAST_STATE times
+    # the fastest few percent of the unrecorded ones, are compared.
+    quick = sorted(rounds["none"])[len(rounds["none"]) // 20]
+    limit = FAST_STATE * quick
+    fast = {m: [r for r in rs if r <= limit] for m, rs in rounds.items()}
+    base = statistics.median(fast["none"])
+    print()
+    print("== cost to the program, in one run: record at 100 Hz in %g s windows, "
+          "%d per mode, between windows without" % (window, pairs))
+    print("rounds without a recorder: %d, median %.2f ms; %d%% in the fast state "
+          "(<= %.2f ms), median %.2f ms there"
+          % (len(rounds["none"]), 1000 * statistics.median(rounds["none"]),
+             100 * len(fast["none"]) // max(1, len(rounds["none"])), 1000 * limit, 1000 * base))
+    for mode in ("nonblocking", "paused"):
+        if not fast[mode]:
+            print("%-12s no rounds in the fast state" % mode)
+            continue
+        t = statistics.median(fast[mode])
+        every = statistics.mean(rounds[mode]) / statistics.mean(rounds["none"]) - 1
+        print("%-12s %d rounds, %d%% fast, median %.2f ms there: %+.2f%% "
+              "(all rounds' mean: %+.1f%%); %.2f%% samples lost"
+              % (mode, len(rounds[mode]), 100 * len(fast[mode]) // max(1, len(rounds[mode])),
+                 1000 * t, 100 * (t / base - 1), 100 * every, 100 * statistics.mean(lost[mode])))
+
+
+def whole_run_overhead(corestack, ruby, rounds, runs):
+    """Run time of fixed work under record at 100 Hz against without, each
+    measured by the program itself; runs alternate so drift hits all."""
+    modes = {"alone": [], "nonblocking": [], "paused": []}
+    lost = {"nonblocking": [], "paused": []}
+    for _ in range(runs):
+        for mode in modes:
+            argv = [ruby, SCRIPT, str(rounds)]
+            if mode != "alone":
+                argv = [corestack, "record", "--rate", "100", "-o", os.devnull] + \
+                    (["--nonblocking"] if mode == "nonblocking" else []) + ["--"] + argv
+            res = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            modes[mode].append(float(res.stdout.strip().splitlines()[-1]))
+            m = RECORD_LINE.search(res.stderr)
+            if mode != "alone" and m:
+                lost[mode].append(int(m.group(3)) / max(1, int(m.group(1)) + int(m.group(3))))
+    base, base_min = statistics.median(modes["alone"]), min(modes["alone"])
+    print()
+    print("== cost to the program over whole runs: %d rounds, %d runs each, alternating"
+          % (rounds, runs))
+    print("alone                median %.3f s, fastest %.3f s" % (base, base_min))
+    for mode in ("nonblocking", "paused"):
+        t, t_min = statistics.median(modes[mode]), min(modes[mode])
+        print("record %-12s  median %.3f s (%+.1f%%), fastest %.3f s (%+.1f%%), "
+              "%.2f%% samples lost"
+              % (mode, t, 100 * (t / base - 1), t_min, 100 * (t_min / base_min - 1),
+                 100 * statistics.mean(lost[mode] or [0])))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--corestack", required=True)
+    ap.add_argument("--runs", type=int, default=5, help="runs per sample-cost case")
+    ap.add_argument("--pairs", type=int, default=20, help="recorded windows per mode")
+    ap.add_argument("--window", type=float, default=1.5, help="seconds per window")
+    ap.add_argument("--whole-runs", type=int, default=11, help="whole runs per mode (0: none)")
+    args = ap.parse_args()
+    corestack = os.path.abspath(args.corestack)
+    ruby = os.path.join(procs.build_ruby("3.3", "shared", 3600), "bin", "ruby")
+    print("load average before: %s" % open("/proc/loadavg").read().split()[0])
+    sample_cost(corestack, ruby, args.runs, 2)
+    in_run_overhead(corestack, ruby, args.pairs, args.window)
+    if args.whole_runs:
+        whole_run_overhead(corestack, ruby, 100, args.whole_runs)
+
+
+if __name__ == "__main__":
+    main()
