@@ -1,6 +1,5 @@
 #include "page_cache.h"
 
-#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,25 +23,35 @@ static size_t slot_of(uint64_t page)
 	return (size_t)(page / CS_PAGE_SIZE) % CS_PAGE_SLOTS;
 }
 
+static struct cs_page_slot *slot_for(struct cs_page_cache *c, uint64_t page)
+{
+	size_t i = slot_of(page);
+	struct cs_page_slot *sl = &c->slots[i];
+	if (!sl->listed) {
+		sl->listed = true;
+		c->active[c->nactive++] = (uint16_t)i;
+	}
+	return sl;
+}
+
 static void set_valid(struct cs_page_cache *c, uint64_t page, size_t lo,
 		      size_t hi)
 {
-	size_t slot = slot_of(page);
-	c->tags[slot] = page + 1;
-	c->valid_lo[slot] = (uint16_t)lo;
-	c->valid_hi[slot] = (uint16_t)hi;
+	struct cs_page_slot *sl = slot_for(c, page);
+	sl->tag = page + 1;
+	sl->valid_lo = (uint16_t)lo;
+	sl->valid_hi = (uint16_t)hi;
 }
 
-/* The range of slot's page a clear reads again. */
-static void read_ahead_range(const struct cs_page_cache *c, size_t slot,
-			     uint64_t *addr, size_t *len)
+/* The range of the slot's recent page a clear reads again. */
+static void read_ahead_range(const struct cs_page_slot *sl, uint64_t *addr,
+			     size_t *len)
 {
-	size_t lo = c->used_lo[slot] / RANGE_STEP * RANGE_STEP;
-	size_t hi = (c->used_hi[slot] + RANGE_STEP - 1) / RANGE_STEP *
-		    RANGE_STEP;
+	size_t lo = sl->used_lo / RANGE_STEP * RANGE_STEP;
+	size_t hi = (sl->used_hi + RANGE_STEP - 1) / RANGE_STEP * RANGE_STEP;
 	lo = lo >= RANGE_STEP ? lo - RANGE_STEP : 0;
 	hi = hi + RANGE_STEP <= CS_PAGE_SIZE ? hi + RANGE_STEP : CS_PAGE_SIZE;
-	*addr = c->recent[slot] - 1 + lo;
+	*addr = sl->recent - 1 + lo;
 	*len = hi - lo;
 }
 
@@ -51,21 +60,28 @@ void cs_page_cache_clear(struct cs_page_cache *c)
 	uint64_t addrs[CS_PAGE_PREFETCH];
 	void *bufs[CS_PAGE_PREFETCH];
 	size_t lens[CS_PAGE_PREFETCH];
-	size_t n = 0;
-	memset(c->tags, 0, sizeof(c->tags));
+	size_t n = 0, kept = 0;
 	c->clears++;
-	for (size_t slot = 0; c->read_ranges && slot < CS_PAGE_SLOTS &&
-			      n < CS_PAGE_PREFETCH; slot++) {
-		if (!c->recent[slot])
-			continue;
-		if (c->clears - c->recent_clear[slot] > CS_PAGE_KEEP) {
-			c->recent[slot] = 0;
+	/* Every tag goes; a slot stays listed while its recent page is kept
+	 * for read-ahead. */
+	for (size_t k = 0; k < c->nactive; k++) {
+		struct cs_page_slot *sl = &c->slots[c->active[k]];
+		sl->tag = 0;
+		if (sl->recent &&
+		    c->clears - sl->recent_clear > CS_PAGE_KEEP)
+			sl->recent = 0;
+		if (!sl->recent) {
+			sl->listed = false;
 			continue;
 		}
-		read_ahead_range(c, slot, &addrs[n], &lens[n]);
-		bufs[n] = c->pages[slot] + addrs[n] % CS_PAGE_SIZE;
+		c->active[kept++] = c->active[k];
+		if (!c->read_ranges || n == CS_PAGE_PREFETCH)
+			continue;
+		read_ahead_range(sl, &addrs[n], &lens[n]);
+		bufs[n] = c->pages[c->active[k]] + addrs[n] % CS_PAGE_SIZE;
 		n++;
 	}
+	c->nactive = kept;
 	/* A range that cannot be read (unmapped since) ends a batch: it is
 	 * forgotten, and the rest read in another. */
 	for (size_t done = 0; done < n;) {
@@ -79,7 +95,7 @@ void cs_page_cache_clear(struct cs_page_cache *c)
 		c->prefetched += got;
 		done += got;
 		if (done < n)
-			c->recent[slot_of(addrs[done++])] = 0;
+			c->slots[slot_of(addrs[done++])].recent = 0;
 	}
 }
 
@@ -95,16 +111,15 @@ void cs_page_cache_free(struct cs_page_cache *c)
 
 static bool cached(const struct cs_page_cache *c, uint64_t page)
 {
-	return c->tags[slot_of(page)] == page + 1;
+	return c->slots[slot_of(page)].tag == page + 1;
 }
 
 /* Whether bytes [off, off + n) of page are cached. */
-static bool holds(const struct cs_page_cache *c, uint64_t page, size_t off,
+static bool holds(const struct cs_page_slot *sl, uint64_t page, size_t off,
 		  size_t n)
 {
-	size_t slot = slot_of(page);
-	return c->tags[slot] == page + 1 && off >= c->valid_lo[slot] &&
-	       off + n <= c->valid_hi[slot];
+	return sl->tag == page + 1 && off >= sl->valid_lo &&
+	       off + n <= sl->valid_hi;
 }
 
 /* Bring in whole the run of pages starting at page, up to last, that are
@@ -139,20 +154,20 @@ static struct cs_error *fill(struct cs_page_cache *c, uint64_t page,
 	return NULL;
 }
 
-static void note_use(struct cs_page_cache *c, uint64_t page, size_t off,
-		     size_t n)
+static void note_use(struct cs_page_cache *c, struct cs_page_slot *sl,
+		     uint64_t page, size_t off, size_t n)
 {
-	size_t slot = slot_of(page);
-	if (c->recent[slot] != page + 1) {
-		c->recent[slot] = page + 1;
-		c->used_lo[slot] = (uint16_t)off;
-		c->used_hi[slot] = (uint16_t)(off + n);
+	if (sl->recent != page + 1) {
+		sl = slot_for(c, page);
+		sl->recent = page + 1;
+		sl->used_lo = (uint16_t)off;
+		sl->used_hi = (uint16_t)(off + n);
 	}
-	if (off < c->used_lo[slot])
-		c->used_lo[slot] = (uint16_t)off;
-	if (off + n > c->used_hi[slot])
-		c->used_hi[slot] = (uint16_t)(off + n);
-	c->recent_clear[slot] = c->clears;
+	if (off < sl->used_lo)
+		sl->used_lo = (uint16_t)off;
+	if (off + n > sl->used_hi)
+		sl->used_hi = (uint16_t)(off + n);
+	sl->recent_clear = c->clears;
 }
 
 static struct cs_error *cached_read(void *priv, uint64_t addr, void *buf,
@@ -167,22 +182,22 @@ static struct cs_error *cached_read(void *priv, uint64_t addr, void *buf,
 		size_t off = (size_t)(addr - page);
 		size_t n = CS_PAGE_SIZE - off < len ? CS_PAGE_SIZE - off : len;
 		size_t slot = slot_of(page);
-		if (!holds(c, page, off, n)) {
-			if (cached(c, page)) /* only partly: read it whole */
-				c->tags[slot] = 0;
+		struct cs_page_slot *sl = &c->slots[slot];
+		if (!holds(sl, page, off, n)) {
+			sl->tag = 0; /* absent, or only partly there */
 			struct cs_error *err = fill(c, page, last);
 			if (err) {
 				/* A page only partly readable: read exactly
 				 * what was asked, uncached. */
 				cs_error_destroy(err);
-				c->tags[slot] = 0;
+				sl->tag = 0;
 				return rv_target_read(&c->inner, addr, out, len);
 			}
 			c->filled++;
 		} else {
 			c->hits++;
 		}
-		note_use(c, page, off, n);
+		note_use(c, sl, page, off, n);
 		memcpy(out, c->pages[slot] + off, n);
 		out += n;
 		addr += n;

@@ -5,6 +5,7 @@
 #ifndef CS_CORESTACK_PAGE_CACHE_H
 #define CS_CORESTACK_PAGE_CACHE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "../rubyvm/target.h"
@@ -26,19 +27,30 @@ typedef size_t (*cs_read_ranges_fn)(void *priv, const uint64_t *addrs,
 				    void *const *bufs, const size_t *lens,
 				    size_t n);
 
+/* What the cache knows of one slot: one cache line, as a sample after a
+ * sleep finds its data cold and each line touched costs a memory access. */
+struct cs_page_slot {
+	uint64_t tag; /* page address + 1; 0 = empty */
+	/* The page the slot last served (address + 1) and at which clear
+	 * (cs_page_cache.clears), and the bytes [used_lo, used_hi) of it
+	 * read since that page came into the slot. */
+	uint64_t recent;
+	uint32_t recent_clear;
+	uint16_t used_lo, used_hi;
+	/* The bytes [valid_lo, valid_hi) of the slot's page hold the
+	 * target's: the whole page when read on demand, the part used lately
+	 * (and a margin) when read ahead at a clear. */
+	uint16_t valid_lo, valid_hi;
+	bool listed; /* in cs_page_cache.active */
+};
+
 struct cs_page_cache {
 	struct rv_target inner;
-	uint64_t tags[CS_PAGE_SLOTS]; /* page address + 1; 0 = empty */
-	/* The bytes [valid_lo, valid_hi) of a slot hold the target's: the
-	 * whole page when read on demand, the part the last snapshot used
-	 * (and a margin) when read ahead at a clear. */
-	uint16_t valid_lo[CS_PAGE_SLOTS], valid_hi[CS_PAGE_SLOTS];
-	/* Which page each slot last served (address + 1) and at which clear
-	 * (clears counts them), and the bytes [used_lo, used_hi) of it read
-	 * since that page came into the slot. */
-	uint64_t recent[CS_PAGE_SLOTS];
-	uint32_t recent_clear[CS_PAGE_SLOTS];
-	uint16_t used_lo[CS_PAGE_SLOTS], used_hi[CS_PAGE_SLOTS];
+	struct cs_page_slot slots[CS_PAGE_SLOTS];
+	/* The slots with a tag or a recent page, so that a clear visits a
+	 * dozen slots, not all of them. */
+	uint16_t active[CS_PAGE_SLOTS];
+	size_t nactive;
 	uint32_t clears;
 	uint8_t (*pages)[CS_PAGE_SIZE];
 	uint64_t hits, misses, prefetched;
