@@ -100,12 +100,31 @@ static bool same_text(const char *a, const char *b)
 	return a == b || (a && b && strcmp(a, b) == 0);
 }
 
-static struct cs_profile_memo *memo_of(struct cs_profile *p,
-				       const struct rv_thread *t)
+static void forget_memos(struct cs_profile *p)
 {
+	for (size_t i = 0; i < p->nmemos; i++) {
+		free(p->memos[i].name);
+		free(p->memos[i].ids);
+	}
+	free(p->memos);
+	p->memos = NULL;
+	p->nmemos = 0;
+}
+
+/* The memo of the thread at index in a snapshot of nthreads. Threads keep
+ * their order from one snapshot to the next, so the memo at the same index
+ * is tried first; memos of threads long gone are dropped all at once. */
+static struct cs_profile_memo *memo_of(struct cs_profile *p,
+				       const struct rv_thread *t, size_t index,
+				       size_t nthreads)
+{
+	if (index < p->nmemos && p->memos[index].thread == t->addr)
+		return &p->memos[index];
 	for (size_t i = 0; i < p->nmemos; i++)
 		if (p->memos[i].thread == t->addr)
 			return &p->memos[i];
+	if (p->nmemos >= 2 * nthreads + 64)
+		forget_memos(p);
 	struct cs_profile_memo *grown =
 		realloc(p->memos, (p->nmemos + 1) * sizeof(*grown));
 	if (!grown)
@@ -165,7 +184,7 @@ int cs_profile_add(struct cs_profile *p, const struct rv_process *proc,
 		const struct rv_thread *t = &proc->threads[i];
 		if (on_cpu && !t->holds_gvl)
 			continue;
-		struct cs_profile_memo *memo = memo_of(p, t);
+		struct cs_profile_memo *memo = memo_of(p, t, i, proc->nthreads);
 		if (count_again(p, memo, t, i))
 			continue;
 		char thread[64];
@@ -389,10 +408,6 @@ void cs_profile_free(struct cs_profile *p)
 		free(p->keys[i]);
 	free(p->keys);
 	free(p->counts);
-	for (size_t i = 0; i < p->nmemos; i++) {
-		free(p->memos[i].name);
-		free(p->memos[i].ids);
-	}
-	free(p->memos);
+	forget_memos(p);
 	memset(p, 0, sizeof(*p));
 }

@@ -111,6 +111,18 @@ int main(void)
 	CHECK(count_of(&p, "w;a;b;c") == 7, "after the table grew: %zu",
 	      count_of(&p, "w;a;b;c"));
 	CHECK(p.samples == 613, "samples %zu", p.samples);
+
+	/* Threads come and go: memos of gone ones do not pile up, and the
+	 * counts stay right. */
+	for (int i = 0; i < 300; i++) {
+		make(&f, abc, ids, "w");
+		f.thread.addr = 0x10000 + (uint64_t)i * 0x100;
+		cs_profile_add(&p, &f.proc, 0);
+		cs_profile_add(&p, &f.proc, 0);
+	}
+	CHECK(p.nmemos <= 66, "%zu memos for one live thread", p.nmemos);
+	CHECK(count_of(&p, "w;a;b;c") == 607, "after 300 threads: %zu",
+	      count_of(&p, "w;a;b;c"));
 	cs_profile_free(&p);
 	return check_summary("test_profile");
 }
