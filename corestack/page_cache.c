@@ -190,7 +190,6 @@ static struct cs_error *cached_read(void *priv, uint64_t addr, void *buf,
 				/* A page only partly readable: read exactly
 				 * what was asked, uncached. */
 				cs_error_destroy(err);
-				sl->tag = 0;
 				return rv_target_read(&c->inner, addr, out, len);
 			}
 			c->filled++;

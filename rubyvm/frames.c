@@ -172,15 +172,21 @@ static void check_text(struct rv_frame *f, const char *what, char *text)
 
 /* A line outside the lines the iseq spans comes from a corrupt line table
  * or a pc that is not what it seems. */
-static void check_line(struct rv_frame *f, const struct rv_iseq_info *info)
+static bool line_outside(const struct rv_iseq_info *info, int line)
 {
 	int first = info->code_first_line, last = info->code_last_line;
-	if (f->error || f->lineno == 0 || (first <= 0 && last <= 0))
-		return;
-	if (f->lineno >= first && f->lineno <= last && f->lineno > 0)
+	if (line == 0 || (first <= 0 && last <= 0))
+		return false;
+	return line < first || line > last || line < 0;
+}
+
+static void check_line(struct rv_frame *f, const struct rv_iseq_info *info)
+{
+	if (f->error || !line_outside(info, f->lineno))
 		return;
 	if (asprintf(&f->error, "line %d outside the iseq's lines %d-%d",
-		     f->lineno, first, last) < 0)
+		     f->lineno, info->code_first_line,
+		     info->code_last_line) < 0)
 		f->error = NULL;
 }
 
@@ -289,16 +295,10 @@ static bool moved_frame(struct rv_session *s, uint64_t addr,
 	if (!c || !key->pc || !(info = rv_iseq_known(s, key->iseq)))
 		return false;
 	bool stale = stale_pc(s, info, key->pc, key->innermost);
-	struct rv_frame probe = {.lineno = 0};
 	if (rv_failed(rv_line_lookup(s, key->iseq, info, stale ? 0 : key->pc,
-				     &line)))
+				     &line)) ||
+	    line_outside(info, line))
 		return false;
-	probe.lineno = line;
-	check_line(&probe, info);
-	if (probe.error) {
-		free(probe.error);
-		return false;
-	}
 	rv_frame_cache_move(c, key, line, stale, f, text_bytes);
 	return true;
 }
@@ -329,8 +329,7 @@ static bool decode_frame(struct rv_session *s, const uint8_t *c, uint64_t addr,
 	bool shown;
 	if (!keyed || !rv_frame_cache_get(s, addr, &key, f, &shown,
 					  text_bytes)) {
-		if (keyed && key.iseq && moved_frame(s, addr, &key, f,
-						     text_bytes)) {
+		if (keyed && moved_frame(s, addr, &key, f, text_bytes)) {
 			shown = true;
 		} else {
 			shown = decode_uncached(s, key.pc, key.iseq, key.ep,
