@@ -122,10 +122,12 @@ deps:
 
 # Two lanes at once: much of a Ruby build is serial (configure, each
 # extension's extconf, install), so a second build fills the idle core.
-# 3.3 is one lane (its variants share the source tree). Exit 3 of the yjit
-# variant: no rustc, the tests say SKIP.
+# 3.3 is one lane (its variants share the source tree); 2.7, 3.1 and 3.4
+# the other. Exit 3 of a yjit variant: no rustc, the tests say SKIP.
 fixtures:
-	@( ./fixtures/build-ruby.sh 2.7 && ./fixtures/build-ruby.sh 3.1 ) & \
+	@( ./fixtures/build-ruby.sh 2.7 && ./fixtures/build-ruby.sh 3.1 && \
+	   ./fixtures/build-ruby.sh 3.4 && \
+	   { ./fixtures/build-ruby.sh 3.4 yjit || [ $$? -eq 3 ]; } ) & \
 	older=$$!; \
 	./fixtures/build-ruby.sh 3.3 && ./fixtures/build-ruby.sh 3.3 static && \
 	{ ./fixtures/build-ruby.sh 3.3 yjit || [ $$? -eq 3 ]; }; \

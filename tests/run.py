@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Oracle tests: corestack against what Ruby says about itself.
 
-    python3 tests/run.py --corestack PATH [--rubies 2.7,3.1,3.3,3.3-static,3.3-yjit]
+    python3 tests/run.py --corestack PATH [--rubies 2.7,3.1,3.3,3.3-static,3.3-yjit,3.4,3.4-yjit]
                          [-k SUBSTRING] [--keep DIR]
 
 For every fixture Ruby (built on first use by fixtures/build-ruby.sh) and
@@ -109,7 +109,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import (compare, corrupt, fibers, frame_reuse, gdbext, hostile,  # noqa: E402
                      native, permissions, procs, requires, stale_pc, threadstate, yjit)
 
-RUBIES = ("2.7", "3.1", "3.3", "3.3-static", "3.3-yjit")
+RUBIES = ("2.7", "3.1", "3.3", "3.3-static", "3.3-yjit", "3.4", "3.4-yjit")
 ORACLE_TIMEOUT = 60    # scenario start to oracle file
 CRASH_TIMEOUT = 60     # oracle file to the crashed process's exit
 GCORE_TIMEOUT = 120
