@@ -10,6 +10,7 @@
 
 #include <elf.h>
 #include <elfutils/libdwelf.h>
+#include <linux/magic.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -22,6 +23,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 /* Files opened for NT_FILE fallback reads are kept open, but a process can
@@ -631,7 +633,9 @@ struct cs_error *cs_core_open(const char *path, struct cs_core **ret)
 		return &cs_error_nomem;
 	}
 	struct cs_error *err = NULL;
-	core->fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* Non-blocking: opening a FIFO with no writer would wait forever.
+	 * Only a regular file is read further (checked below). */
+	core->fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (core->fd < 0) {
 		err = cs_error_create(CS_ERR_OS, "%s: cannot open: %s", path,
 				      strerror(errno));
@@ -651,6 +655,17 @@ struct cs_error *cs_core_open(const char *path, struct cs_core **ret)
 		err = cs_core_format(core,
 				     "not a regular file (save the core to "
 				     "a file first)");
+		goto fail;
+	}
+	struct statfs fs;
+	if (fstatfs(core->fd, &fs) == 0 &&
+	    (fs.f_type == PROC_SUPER_MAGIC || fs.f_type == SYSFS_MAGIC)) {
+		/* /proc/PID/mem and friends: regular files of size 0 whose
+		 * reads mean something else */
+		err = cs_core_format(core,
+				     "a file of /proc or /sys, not a core "
+				     "dump (a running process: --pid PID; a "
+				     "core of it: gcore PID)");
 		goto fail;
 	}
 	if (st.st_size == 0) {

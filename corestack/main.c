@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "../dwarf/index.h"
+#include "../util/cli_args.h"
 #include "../rubyvm/layout.h"
 #include "../rubyvm/model.h"
 #include "core.h"
@@ -131,23 +132,25 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{NULL, 0, NULL, 0},
 	};
 	int c;
-	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+	opterr = 0; /* our own one-line messages (unknown_option) */
+	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
 			o->json = 1;
 			break;
 		case 'm':
 		case 'M': {
-			char *end;
-			unsigned long long n = strtoull(optarg, &end, 10);
-			if (*end || n == 0 || *optarg == '-') {
-				fprintf(stderr, "corestack: --%s needs a "
-						"positive number, not '%s'\n",
-					c == 'm' ? "max-frames" : "max-output",
-					optarg);
+			uint64_t n;
+			bool frames = c == 'm';
+			/* frames: far past any real stack; bytes: 1 MiB to
+			 * 1 PiB, past any core this tool can map */
+			if (!cli_integer("corestack",
+					 frames ? "--max-frames" : "--max-output",
+					 optarg, frames ? 1 : (uint64_t)1 << 20,
+					 frames ? 1000000000 : (uint64_t)1 << 50,
+					 &n))
 				return EXIT_USAGE;
-			}
-			*(c == 'm' ? &o->max_frames : &o->max_output) = (size_t)n;
+			*(frames ? &o->max_frames : &o->max_output) = (size_t)n;
 			break;
 		}
 		case 'd':
@@ -161,14 +164,10 @@ static int parse_args(int argc, char **argv, struct options *o)
 			o->layout = optarg;
 			break;
 		case 'p': {
-			char *end;
-			long pid = strtol(optarg, &end, 10);
-			if (*end || pid <= 0 || pid > 0x7fffffff) {
-				fprintf(stderr, "corestack: --pid needs a "
-						"process id, not '%s'\n",
-					optarg);
+			uint64_t pid;
+			if (!cli_integer("corestack", "--pid", optarg, 1,
+					 CLI_PID_MAX, &pid))
 				return EXIT_USAGE;
-			}
 			o->pid = (int)pid;
 			break;
 		}
@@ -204,7 +203,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 			       CS_JSON_SCHEMA);
 			exit(EXIT_COMPLETE);
 		default:
-			usage(stderr);
+			cli_unknown_option("corestack", c, argv);
 			return EXIT_USAGE;
 		}
 	}
@@ -231,8 +230,15 @@ static int parse_args(int argc, char **argv, struct options *o)
 		fputs("corestack: --nonblocking goes with --pid\n", stderr);
 		return EXIT_USAGE;
 	}
-	if (rest < 1 || rest > 2) {
-		usage(stderr);
+	if (rest < 1) {
+		fputs("corestack: name a CORE (and its EXECUTABLE if the core "
+		      "cannot), or --pid PID (see corestack --help)\n", stderr);
+		return EXIT_USAGE;
+	}
+	if (rest > 2) {
+		fprintf(stderr, "corestack: one CORE and at most one EXECUTABLE, "
+				"not also '%s' (see corestack --help)\n",
+			argv[optind + 2]);
 		return EXIT_USAGE;
 	}
 	o->core = argv[optind];

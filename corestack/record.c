@@ -14,17 +14,20 @@
  * exits, and writes what it has. */
 #include <errno.h>
 #include <getopt.h>
+#include <libgen.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "../rubyvm/layout.h"
+#include "../util/cli_args.h"
 #include "../rubyvm/model.h"
 #include "image.h"
 #include "live.h"
@@ -34,6 +37,8 @@
 #include "vm_module.h"
 
 enum { EXIT_OK = 0, EXIT_UNUSABLE = 2, EXIT_USAGE = 64 };
+
+#define PROG "corestack record"
 
 static volatile sig_atomic_t stop_requested;
 
@@ -86,23 +91,27 @@ static int parse(int argc, char **argv, struct record_options *o)
 	};
 	o->rate = 100;
 	int c;
-	while ((c = getopt_long(argc, argv, "+o:h", longopts, NULL)) != -1) {
-		char *end;
+	opterr = 0; /* our own one-line messages (cli_unknown_option) */
+	while ((c = getopt_long(argc, argv, "+:o:h", longopts, NULL)) != -1) {
+		uint64_t pid;
 		switch (c) {
 		case 'p':
-			o->pid = (int)strtol(optarg, &end, 10);
-			if (*end || o->pid <= 0)
-				goto bad;
+			if (!cli_integer(PROG, "--pid", optarg, 1, CLI_PID_MAX,
+					 &pid))
+				return EXIT_USAGE;
+			o->pid = (int)pid;
 			break;
+		/* a duration past a year or a rate no sampler keeps up
+		 * with is a typing mistake */
 		case 'd':
-			o->duration = strtod(optarg, &end);
-			if (*end || o->duration <= 0)
-				goto bad;
+			if (!cli_real(PROG, "--duration", optarg, 0.001,
+				      366 * 86400.0, "seconds", &o->duration))
+				return EXIT_USAGE;
 			break;
 		case 'r':
-			o->rate = strtod(optarg, &end);
-			if (*end || o->rate <= 0 || o->rate > 10000)
-				goto bad;
+			if (!cli_real(PROG, "--rate", optarg, 0.01, 10000,
+				      "samples per second", &o->rate))
+				return EXIT_USAGE;
 			break;
 		case 'b':
 			o->nonblocking = 1;
@@ -111,8 +120,14 @@ static int parse(int argc, char **argv, struct record_options *o)
 			o->format = optarg;
 			if (strcmp(optarg, "collapsed") && strcmp(optarg, "summary") &&
 			    strcmp(optarg, "speedscope") &&
-			    strcmp(optarg, "flamegraph"))
-				goto bad;
+			    strcmp(optarg, "flamegraph")) {
+				fprintf(stderr, PROG ": --format is one of "
+						"collapsed, speedscope, "
+						"flamegraph, summary, not "
+						"'%s'\n",
+					optarg);
+				return EXIT_USAGE;
+			}
 			break;
 		case 'c':
 			o->on_cpu = 1;
@@ -124,22 +139,55 @@ static int parse(int argc, char **argv, struct record_options *o)
 			record_usage(stdout);
 			exit(EXIT_OK);
 		default:
-			record_usage(stderr);
+			cli_unknown_option(PROG, c, argv);
 			return EXIT_USAGE;
 		}
 	}
 	if (optind < argc)
 		o->command = argv + optind;
 	if (!o->pid == !o->command) {
-		record_usage(stderr);
+		fputs(o->pid ? PROG ": --pid PID or -- COMMAND, not both\n"
+			     : PROG ": name what to record: --pid PID or -- "
+				    "COMMAND [ARGS...] (see " PROG " --help)\n",
+		      stderr);
 		return EXIT_USAGE;
 	}
 	if (!o->format)
 		o->format = o->out ? "collapsed" : "summary";
 	return 0;
-bad:
-	fprintf(stderr, "corestack record: bad value '%s'\n", optarg);
-	return EXIT_USAGE;
+}
+
+/* -o FILE must be writable before anything is recorded: a recording lost
+ * to a typo in a path is the worst time to learn of it. The file itself is
+ * only written at the end (an existing profile stays until then). */
+static bool output_writable(const char *path)
+{
+	struct stat st;
+	const char *why = NULL;
+	if (stat(path, &st) == 0) {
+		if (S_ISDIR(st.st_mode))
+			why = "it is a directory";
+		else if (access(path, W_OK) != 0)
+			why = strerror(errno);
+	} else if (errno != ENOENT) {
+		why = strerror(errno);
+	} else {
+		char *copy = strdup(path);
+		if (!copy)
+			return false;
+		const char *dir = dirname(copy);
+		if (stat(dir, &st) != 0)
+			why = strerror(errno);
+		else if (!S_ISDIR(st.st_mode))
+			why = "its directory is not a directory";
+		else if (access(dir, W_OK | X_OK) != 0)
+			why = strerror(errno);
+		free(copy);
+	}
+	if (why)
+		fprintf(stderr, PROG ": cannot write the profile to %s: %s\n",
+			path, why);
+	return !why;
 }
 
 static double clock_seconds(clockid_t id)
@@ -172,6 +220,8 @@ int cs_record_main(int argc, char **argv)
 	int rc = parse(argc, argv, &o);
 	if (rc)
 		return rc;
+	if (o.out && !output_writable(o.out))
+		return EXIT_UNUSABLE;
 	int pid = o.pid, child = 0;
 	if (o.command) {
 		pid = child = start_command(o.command);

@@ -38,6 +38,10 @@ crash* scenarios) and checks corestack's reading of it:
                              program run; NT_FILE naming a FIFO, /dev/zero, a directory,
                              a 1 TiB sparse file: exit 2 at once, one line; libc a FIFO:
                              the stacks still the oracle's
+    cli/...                  (tests/harness/cli.py) wrong options and values: exit 64, one
+                             line naming the option and its range; a core argument that is
+                             a FIFO, a device, a directory or a /proc file: exit 2 at once;
+                             record -o to an unwritable path: refused before recording
     live/no-cap-sys-ptrace... --pid without CAP_SYS_PTRACE: one line saying so, exit 2
                              (tests/harness/permissions.py)
     limits/max-frames        --max-frames cuts every stack, marks it, exits 1 (partial)
@@ -106,7 +110,7 @@ import time
 
 sys.dont_write_bytecode = True   # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (compare, corrupt, fibers, frame_reuse, gdbext, hostile,  # noqa: E402
+from harness import (cli, compare, corrupt, fibers, frame_reuse, gdbext, hostile,  # noqa: E402
                      native, permissions, procs, requires, stale_pc, threadstate, yjit)
 
 RUBIES = ("2.7", "3.1", "3.3", "3.3-static", "3.3-yjit", "3.4", "3.4-yjit")
@@ -953,6 +957,8 @@ def main():
                             and (ruby, scen) != ("3.3-static", "threads"):
                         os.unlink(cap.core)
         bad_tests(rep, selected, args, prefixes, captures, workdir)
+        cli.cli_tests(rep, selected, args.corestack, procs.run_tool, procs.sanitizer_report,
+                      args.timeout)
         permissions.permission_tests(rep, selected, args.corestack, check_unusable,
                                      procs.run_tool, args.timeout)
         for ruby in args.rubies:

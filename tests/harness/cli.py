@@ -1,0 +1,103 @@
+"""The command line and the core argument, without any fixture Ruby.
+
+    cli/usage/NAME        a wrong option or value: exit 64, one stderr line that
+                          names the option (and for a value, the range it takes)
+    cli/core-arg/NAME     a core argument that is no core file (a FIFO with no
+                          writer, a character device, a directory, a file of
+                          /proc): exit 2 at once, one line naming the file and
+                          saying what it is; never a hang
+    cli/record-out/NAME   record -o to a path that cannot be written: refused
+                          before anything is recorded (no target is even started)
+"""
+
+import os
+import re
+import tempfile
+
+# (name, argv after the program, pattern the one line must match)
+USAGE = [
+    ("max-frames-overflow", ["--max-frames", "18446744073709551616", "core"],
+     r"--max-frames takes a whole number from 1 to \d+, not '18446744073709551616'"),
+    ("max-frames-zero", ["--max-frames", "0", "core"], r"--max-frames .* from 1 to"),
+    ("max-output-negative", ["--max-output", "-5", "core"], r"--max-output .*not '-5'"),
+    ("pid-negative", ["--pid", "-3"], r"--pid takes a whole number from 1 to \d+"),
+    ("pid-junk", ["--pid", "12x"], r"--pid .*not '12x'"),
+    ("pid-missing-value", ["--pid"], r"--pid needs a value"),
+    ("unknown-long", ["--frobnicate", "core"], r"unknown option '--frobnicate'.*--help"),
+    ("unknown-short", ["-x", "core"], r"unknown option '-x'.*--help"),
+    ("no-core", [], r"CORE.*--pid"),
+    ("three-args", ["a", "b", "c"], r"'c'"),
+    ("record-duration-nan", ["record", "--duration", "nan", "--pid", "1"],
+     r"--duration takes seconds from [\d.]+ to \d+, not 'nan'"),
+    ("record-duration-negative", ["record", "--duration", "-1", "--pid", "1"],
+     r"--duration .*not '-1'"),
+    ("record-duration-inf", ["record", "--duration", "inf", "--pid", "1"], r"--duration .*'inf'"),
+    ("record-rate-zero", ["record", "--rate", "0", "--pid", "1"],
+     r"--rate takes samples per second from [\d.]+ to 10000, not '0'"),
+    ("record-rate-huge", ["record", "--rate", "100000", "--pid", "1"], r"--rate .*10000"),
+    ("record-rate-overflow", ["record", "--rate", "1e400", "--pid", "1"], r"--rate .*'1e400'"),
+    ("record-format", ["record", "--format", "pdf", "--pid", "1"], r"--format is one of .*'pdf'"),
+    ("record-unknown", ["record", "--bogus"], r"unknown option '--bogus'"),
+    ("record-nothing", ["record"], r"--pid PID or -- COMMAND"),
+    ("record-both", ["record", "--pid", "1", "--", "true"], r"not both"),
+]
+
+
+def _one_line(run, rc_expected, pattern):
+    rc, out, err, reason = run
+    if reason:
+        return reason
+    lines = err.rstrip("\n").split("\n") if err.strip() else []
+    if rc != rc_expected:
+        return "exit status %s, expected %d; stderr: %r" % (rc, rc_expected, err[:300])
+    if len(lines) != 1:
+        return "stderr has %d lines, expected one: %r" % (len(lines), err[:300])
+    if not re.search(pattern, lines[0]):
+        return "stderr %r does not match %r" % (lines[0], pattern)
+    if out:
+        return "stdout not empty: %r" % out[:200]
+    return None
+
+
+def cli_tests(rep, selected, corestack, run_tool, sanitizer_report, timeout):
+    for name, argv, pattern in USAGE:
+        test = "cli/usage/" + name
+        if selected(test):
+            run = run_tool([corestack] + argv, timeout)
+            rep.result(test, sanitizer_report(run[2]) or _one_line(run, 64, pattern))
+
+    with tempfile.TemporaryDirectory(prefix="corestack-cli-") as tmp:
+        fifo = os.path.join(tmp, "core.fifo")
+        os.mkfifo(fifo)
+        cases = [
+            # a FIFO with no writer: open() would block forever
+            ("fifo", fifo, r"not a regular file"),
+            ("char-device", "/dev/null", r"not a regular file"),
+            ("directory", tmp, r"directory"),
+            ("proc-mem", "/proc/self/mem", r"/proc.*not a core dump.*--pid"),
+        ]
+        for name, path, pattern in cases:
+            test = "cli/core-arg/" + name
+            if selected(test):
+                # a hang shows as run_tool's timeout; a short one is plenty
+                run = run_tool([corestack, path], min(timeout, 20))
+                why = sanitizer_report(run[2]) or _one_line(run, 2, pattern)
+                if not why and path not in run[2]:
+                    why = "stderr does not name %s: %r" % (path, run[2])
+                rep.result(test, why)
+
+        marker = os.path.join(tmp, "started")
+        for name, out in (("missing-dir", os.path.join(tmp, "no", "such", "dir", "p.txt")),
+                          ("directory", tmp)):
+            test = "cli/record-out/" + name
+            if not selected(test):
+                continue
+            # the command would leave a mark if record started it
+            run = run_tool([corestack, "record", "-o", out, "--duration", "1", "--",
+                            "sh", "-c", "touch %s" % marker], timeout)
+            why = sanitizer_report(run[2]) or _one_line(run, 2, r"cannot write the profile to")
+            if not why and out not in run[2]:
+                why = "stderr does not name %s: %r" % (out, run[2])
+            if not why and os.path.exists(marker):
+                why = "the command was started before the output path was checked"
+            rep.result(test, why)
