@@ -140,6 +140,7 @@ static void thread(struct json *j, const struct cs_report *r, size_t i)
 		json_int(j, "tid", tid);
 	else
 		json_null(j, "tid");
+	address(j, "thread", t->addr);
 	json_string(j, "name", t->name);
 	json_bool(j, "main", t->is_main);
 	json_bool(j, "gvl", t->holds_gvl);

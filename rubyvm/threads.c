@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lists.h"
 #include "session.h"
 
 const char *rv_thread_status_name(enum rv_thread_status st)
@@ -18,49 +19,6 @@ const char *rv_thread_status_name(enum rv_thread_status st)
 	case RV_STATUS_DEAD: return "dead";
 	default: return "unknown";
 	}
-}
-
-/* Offsets of list_head.n and list_node.next, under either name. */
-static void list_offsets(struct rv_session *s, uint64_t *head_n,
-			 uint64_t *node_next)
-{
-	*head_n = RV_HAS(s, ccan_list_head_n) ? (uint64_t)RV_VAL(s, ccan_list_head_n)
-		  : RV_HAS(s, list_head_n)    ? (uint64_t)RV_VAL(s, list_head_n)
-					      : 0;
-	*node_next = RV_HAS(s, ccan_list_node_next)
-			     ? (uint64_t)RV_VAL(s, ccan_list_node_next)
-		     : RV_HAS(s, list_node_next) ? (uint64_t)RV_VAL(s, list_node_next)
-						 : 0;
-}
-
-/* Collect the containers of a list: node address minus node_offset. */
-static struct cs_error *walk_list(struct rv_session *s, uint64_t head,
-				  uint64_t node_offset, size_t max,
-				  uint64_t **items, size_t *count)
-{
-	uint64_t head_n, node_next;
-	list_offsets(s, &head_n, &node_next);
-	uint64_t first = head + head_n, node;
-	struct cs_error *err = rv_read_u64(s, first + node_next, &node);
-	if (err)
-		return err;
-	while (node != first) {
-		if (!node)
-			return cs_error_create(CS_ERR_CORRUPT,
-					       "NULL link in a list");
-		if (*count >= max)
-			return cs_error_create(CS_ERR_LIMIT,
-					       "list longer than %zu: cycle?",
-					       max);
-		uint64_t *n = realloc(*items, (*count + 1) * sizeof(**items));
-		if (!n)
-			return &cs_error_nomem;
-		*items = n;
-		(*items)[(*count)++] = node - node_offset;
-		if ((err = rv_read_u64(s, node + node_next, &node)))
-			return err;
-	}
-	return NULL;
 }
 
 /* All rb_thread_t addresses, in Thread.list order. */
@@ -79,35 +37,53 @@ static void add_gvl_owner(struct rv_session *s, uint64_t base,
 }
 
 static struct cs_error *thread_list(struct rv_session *s, uint64_t vm,
-				    uint64_t **threads, size_t *count,
+				    struct rv_list *threads,
 				    uint64_t **gvl_owners, size_t *nowners)
 {
 	struct cs_error *err;
+	size_t max = s->opts.max_threads;
 	add_gvl_owner(s, vm, RVL_vm_gvl_owner, gvl_owners, nowners);
-	if (RV_HAS(s, vm_living_threads) && RV_HAS(s, th_vmlt_node))
-		return walk_list(s, vm + (uint64_t)RV_VAL(s, vm_living_threads),
-				 (uint64_t)RV_VAL(s, th_vmlt_node),
-				 s->opts.max_threads, threads, count);
+	if (RV_HAS(s, vm_living_threads) && RV_HAS(s, th_vmlt_node)) {
+		err = rv_list_walk(s, vm + (uint64_t)RV_VAL(s, vm_living_threads),
+				   (uint64_t)RV_VAL(s, th_vmlt_node), max,
+				   threads);
+		return err ? err
+			   : rv_list_check_count(s, vm, RVL_vm_living_thread_num,
+						 threads->count,
+						 "vm->living_threads");
+	}
 	if (!RV_HAS(s, vm_ractor_set) || !RV_HAS(s, ractor_vmlr_node) ||
 	    !RV_HAS(s, ractor_threads_set) || !RV_HAS(s, th_lt_node))
 		return cs_error_create(CS_ERR_LOOKUP,
 				       "neither vm->living_threads nor "
 				       "ractor thread sets in the debug info");
-	uint64_t *ractors = NULL;
-	size_t nractors = 0;
-	err = walk_list(s, vm + (uint64_t)RV_VAL(s, vm_ractor_set),
-			(uint64_t)RV_VAL(s, ractor_vmlr_node),
-			s->opts.max_threads, &ractors, &nractors);
-	for (size_t i = 0; !err && i < nractors; i++) {
-		err = walk_list(s, ractors[i] + (uint64_t)RV_VAL(s, ractor_threads_set),
-				(uint64_t)RV_VAL(s, th_lt_node),
-				s->opts.max_threads, threads, count);
-		add_gvl_owner(s, ractors[i], RVL_ractor_gvl_owner, gvl_owners,
+	struct rv_list ractors = {0};
+	err = rv_list_walk(s, vm + (uint64_t)RV_VAL(s, vm_ractor_set),
+			   (uint64_t)RV_VAL(s, ractor_vmlr_node), max, &ractors);
+	if (!err)
+		err = rv_list_check_count(s, vm, RVL_vm_ractor_cnt,
+					  ractors.count, "vm->ractor.set");
+	/* A ractor list cut short still leads to the threads it reached. */
+	for (size_t i = 0; i < ractors.count; i++) {
+		uint64_t r = ractors.items[i];
+		size_t before = threads->count;
+		struct cs_error *e = rv_list_walk(
+			s, r + (uint64_t)RV_VAL(s, ractor_threads_set),
+			(uint64_t)RV_VAL(s, th_lt_node),
+			max - (before < max ? before : max), threads);
+		if (!e)
+			e = rv_list_check_count(s, r, RVL_ractor_threads_cnt,
+						threads->count - before,
+						"a ractor's threads.set");
+		if (e && !err)
+			err = e;
+		else
+			cs_error_destroy(e);
+		add_gvl_owner(s, r, RVL_ractor_gvl_owner, gvl_owners, nowners);
+		add_gvl_owner(s, r, RVL_ractor_sched_running, gvl_owners,
 			      nowners);
-		add_gvl_owner(s, ractors[i], RVL_ractor_sched_running,
-			      gvl_owners, nowners);
 	}
-	free(ractors);
+	rv_list_free(&ractors);
 	return err;
 }
 
@@ -215,24 +191,26 @@ struct cs_error *rv_snapshot(struct rv_session *s, struct rv_process **ret)
 	else if (RV_HAS(s, vm_ractor_main_thread))
 		rv_try_member(s, vm, RVL_vm_ractor_main_thread, &main_th);
 
-	uint64_t *threads = NULL, *gvl_owners = NULL;
-	size_t count = 0, nowners = 0;
-	err = thread_list(s, vm, &threads, &count, &gvl_owners, &nowners);
+	struct rv_list threads = {0};
+	uint64_t *gvl_owners = NULL;
+	size_t nowners = 0;
+	err = thread_list(s, vm, &threads, &gvl_owners, &nowners);
 	if (err) {
 		p->error = strdup(err->message);
 		cs_error_destroy(err);
 	}
+	size_t count = threads.count;
 	p->threads = calloc(count ? count : 1, sizeof(*p->threads));
 	if (!p->threads) {
-		free(threads);
+		rv_list_free(&threads);
 		free(gvl_owners);
 		rv_process_destroy(p);
 		return &cs_error_nomem;
 	}
 	for (size_t i = 0; i < count; i++)
-		read_thread(s, threads[i], main_th, gvl_owners, nowners,
+		read_thread(s, threads.items[i], main_th, gvl_owners, nowners,
 			    &p->threads[p->nthreads++]);
-	free(threads);
+	rv_list_free(&threads);
 	free(gvl_owners);
 	*ret = p;
 	return NULL;

@@ -24,8 +24,9 @@ crash* scenarios) and checks corestack's reading of it:
                              ractor as NAME.threadstate says (tests/harness/threadstate.py)
     bad/...                  unusable input: exit 2, one stderr line naming the file
     RUBY/corrupt/...         a real core with a pointer, a line table or a label broken:
-                             that frame marked unreliable with the reason, the rest intact
-                             (tests/harness/corrupt.py)
+                             that frame marked unreliable with the reason, the rest intact;
+                             the thread list made cyclic, cut short or one thread unlinked:
+                             exit 1 naming the list, no thread twice (tests/harness/corrupt.py)
     RUBY/limits/max-output   the output budget cuts the walk: partial, marked, prefix intact
     RUBY/stale-pc/...        a real core's innermost frame given a pc just outside its iseq
                              (YJIT's stale pc): pc_stale and the method's first line; the
@@ -810,7 +811,7 @@ def bad_needs(selected, rubies):
         needs.add(("3.3-static", "threads"))
     for r in rubies:
         if selected("%s/limits/max-output" % r) or \
-                any(selected("%s/corrupt/%s" % (r, n)) for n, _, _ in corrupt.PATCHES) or \
+                any(selected("%s/corrupt/%s" % (r, n)) for n in corrupt.test_names()) or \
                 any(selected(n) for n in stale_pc.test_names(r)) or \
                 selected(frame_reuse.test_name(r)):
             needs.add((r, "threads"))

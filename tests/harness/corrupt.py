@@ -12,6 +12,14 @@ the tests carry no CRuby offsets of their own:
                           the iseq's last line: "line N outside the iseq's lines"
     RUBY/corrupt/string   a byte of a frame's label made invalid UTF-8: the
                           frame says so, and the JSON stays valid UTF-8
+    RUBY/corrupt/thread-list-cycle     a thread's list node pointed back at itself
+    RUBY/corrupt/thread-list-head      the list head pointed past the first threads
+    RUBY/corrupt/thread-list-unlinked  a thread unlinked consistently (next and prev
+                          of its neighbours), so that only the count CRuby keeps
+                          beside the list tells: each exits 1 with an error naming the
+                          list, prints no thread twice and none that the list does not
+                          reach, and ends in well under 10 s (before, a cycle ran to
+                          the 100,000-thread bound and a short list passed for whole)
     RUBY/limits/max-output  the output budget (--max-output, by default tied to
                           the core's size) stops the walk: exit 1, the stacks
                           read so far kept and equal to the full report's, the
@@ -23,6 +31,7 @@ import os
 import re
 import struct
 import subprocess
+import time
 
 from . import compare, elfcore
 
@@ -226,9 +235,100 @@ def check_budget(corestack, cap, baseline, timeout):
     return None
 
 
+LIST_TIME_LIMIT = 10   # seconds; an intact core takes well under one
+
+
+def list_fields(layout):
+    """(node offset in rb_thread_t, next offset, prev offset) for either
+    naming of CRuby's lists (2.7's living_threads, 3.x's ractor sets)."""
+    node = layout.get("th_lt_node") or layout.get("th_vmlt_node")
+    nxt = layout.get("ccan_list_node_next") or layout.get("list_node_next")
+    prv = layout.get("ccan_list_node_prev") or layout.get("list_node_prev")
+    if not (node and nxt and prv):
+        raise RuntimeError("no thread list node layout (th_lt_node/th_vmlt_node, next, prev)")
+    return node[0], nxt[0], prv[0]
+
+
+def main_ractor_nodes(cf, layout, baseline):
+    """The list nodes of the threads of the first ractor, in list order."""
+    node_at, _, _ = list_fields(layout)
+    threads = [t for t in baseline["threads"]
+               if (t.get("ractor") or {}).get("id") in (None, 1)]
+    if len(threads) < 3:
+        raise RuntimeError("needs 3 threads in one list, the core has %d" % len(threads))
+    return [int(t["thread"], 16) + node_at for t in threads]
+
+
+def patch_list_cycle(cf, layout, nodes):
+    _, nxt, _ = list_fields(layout)
+    cf.write(nodes[1] + nxt, struct.pack("<Q", nodes[1]))
+
+
+def patch_list_head(cf, layout, nodes):
+    _, nxt, prv = list_fields(layout)
+    head = cf.u64(nodes[0] + prv)        # the first node links back to the head
+    cf.write(head + nxt, struct.pack("<Q", nodes[-1]))
+
+
+def patch_list_unlinked(cf, layout, nodes):
+    _, nxt, prv = list_fields(layout)
+    cf.write(nodes[0] + nxt, struct.pack("<Q", nodes[2]))
+    cf.write(nodes[2] + prv, struct.pack("<Q", nodes[0]))
+
+
+LIST_PATCHES = (("thread-list-cycle", patch_list_cycle),
+                ("thread-list-head", patch_list_head),
+                ("thread-list-unlinked", patch_list_unlinked))
+
+
+def check_list(corestack, cap, baseline, timeout):
+    start = time.monotonic()
+    rc, report, raw, err = run_json(corestack, cap.core, cap.exe, timeout)
+    took = time.monotonic() - start
+    if any("Sanitizer" in l or "runtime error" in l for l in err.splitlines()):
+        return "sanitizer report: %s" % err.strip()[:200]
+    if report is None:
+        return "stdout is not JSON: %s" % compare.show(raw[:200])
+    if rc != 1 or report.get("complete") is not False:
+        return "exit status %d, complete %s: expected 1 and false (a silent wrong answer)" % (
+            rc, report.get("complete"))
+    errors = " | ".join(report.get("errors") or [])
+    if not re.search(r"list|count", errors):
+        return "no error names the thread list: %s" % compare.show(errors[:300])
+    seen = [t.get("thread") for t in report.get("threads", [])]
+    if len(seen) != len(set(seen)):
+        return "a thread is printed twice (%d threads, %d distinct)" % (len(seen), len(set(seen)))
+    known = {t.get("thread") for t in baseline["threads"]}
+    if not set(seen) <= known:
+        return "threads the list does not hold: %s" % sorted(set(seen) - known)
+    if took > LIST_TIME_LIMIT:
+        return "took %.1f s" % took
+    return None
+
+
+def list_tests(rep, selected, ruby, cap, corestack, timeout, baseline, layout):
+    for what, patch in LIST_PATCHES:
+        name = "%s/corrupt/%s" % (ruby, what)
+        if not selected(name):
+            continue
+        cf = CoreFile(cap.core)
+        try:
+            patch(cf, layout, main_ractor_nodes(cf, layout, baseline))
+            rep.result(name, check_list(corestack, cap, baseline, timeout))
+        except (RuntimeError, LookupError, KeyError, OSError, subprocess.SubprocessError) as exc:
+            rep.result(name, "setup: %s" % exc)
+        finally:
+            cf.restore()
+
+
+def test_names():
+    """The corrupt/ tests' names after RUBY/corrupt/."""
+    return [n for n, _, _ in PATCHES] + [n for n, _ in LIST_PATCHES]
+
+
 def corrupt_tests(rep, selected, ruby, cap, corestack, timeout):
     """The three patches on one Ruby's threads core (a run.py Capture)."""
-    names = ["%s/corrupt/%s" % (ruby, n) for n, _, _ in PATCHES]
+    names = ["%s/corrupt/%s" % (ruby, n) for n in test_names()]
     budget_name = "%s/limits/max-output" % ruby
     if not any(selected(n) for n in names + [budget_name]):
         return
@@ -248,6 +348,7 @@ def corrupt_tests(rep, selected, ruby, cap, corestack, timeout):
             rep.result(budget_name, check_budget(corestack, cap, baseline, timeout))
         except (OSError, subprocess.SubprocessError) as exc:
             rep.result(budget_name, "setup: %s" % exc)
+    list_tests(rep, selected, ruby, cap, corestack, timeout, baseline, layout)
     frame = baseline["threads"][where[0]]["frames"][where[1]]
     for (what, patch, same_iseq), name in zip(PATCHES, names):
         if not selected(name):
