@@ -19,7 +19,7 @@ SAN_FLAGS  := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
               -fno-sanitize-recover=all
 
 .PHONY: all test unit demo deps fixtures clean bench gdbext gdbext-san install bench-gdbext \
-        bench-sampling
+        bench-sampling bench-contention
 all: $(BUILD)/corestack gdbext
 
 $(BUILD)/corestack: $(SRC) $(HDR) | $(BUILD)
@@ -154,6 +154,10 @@ bench: deps $(BUILD)/corestack $(BUILD)/bench-inflate fixtures
 
 bench-sampling: deps $(BUILD)/corestack fixtures
 	python3 tests/bench_sampling.py --corestack $(BUILD)/corestack
+
+# What a recorder does to a program whose threads contend for the GVL.
+bench-contention: deps $(BUILD)/corestack fixtures
+	python3 tests/bench_contention.py --corestack $(BUILD)/corestack
 
 bench-gdbext: deps gdbext fixtures
 	python3 tests/bench_gdbext.py --gdbext $(GDBEXT_DIR)

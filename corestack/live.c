@@ -68,6 +68,8 @@ struct cs_live_thread {
 	int slot;                 /* in cs_live_sig_tids, -1 if none */
 	int slow_to_stop;         /* its last stop took long: it was asleep
 				   * (see cs_live_pause) */
+	int left_running;         /* not stopped by later pauses
+				   * (cs_live_leave_running) */
 };
 
 struct cs_live {
@@ -1465,10 +1467,21 @@ struct cs_error *cs_live_resume(struct cs_live *live)
  * scan. */
 static int cs_live_none_new(const struct cs_live *live)
 {
-	int stopped = 0;
-	for (size_t i = 0; i < live->nwork; i++)
-		stopped += live->work[i].seized && live->work[i].stopped;
-	return stopped > 0 && cs_live_kernel_thread_count(live->pid) == stopped;
+	int stopped = 0, running = 0;
+	for (size_t i = 0; i < live->nwork; i++) {
+		const struct cs_live_thread *t = &live->work[i];
+		stopped += t->seized && t->stopped;
+		running += t->seized && !t->stopped && t->left_running;
+	}
+	return stopped > 0 &&
+	       cs_live_kernel_thread_count(live->pid) == stopped + running;
+}
+
+void cs_live_leave_running(struct cs_live *live, int tid, int leave)
+{
+	struct cs_live_thread *t = cs_live_find_work(live, live->nwork, tid);
+	if (t)
+		t->left_running = leave;
 }
 
 void cs_live_without_registers(struct cs_live *live)
@@ -1504,7 +1517,7 @@ struct cs_error *cs_live_pause(struct cs_live *live)
 			struct cs_live_thread *t = &live->work[i];
 			if (t->slow_to_stop != (wave == 0) || !t->seized ||
 			    t->stopped || cs_live_check_released(t) ||
-			    cs_live_poll(live, t) != 0)
+			    cs_live_poll(live, t) != 0 || t->left_running)
 				continue;
 			int e = cs_live_interrupt(t);
 			if (e) {

@@ -92,6 +92,16 @@ struct cs_live_denial {
 };
 struct cs_error *cs_live_denial_message(const struct cs_live_denial *d);
 
+/* Later pauses leave thread tid running (leave) or stop it again (!leave).
+ * A sampler leaves the threads that run no Ruby alone: stopping them
+ * distorts the program, since a system call that a stop interrupts may
+ * start over with its whole timeout (epoll_wait does): Ruby 3.3's timer
+ * thread, stopped 100 times a second, never ends its 100 ms wait, and
+ * threads waiting for the GVL are never given it. Such a thread is still
+ * traced; a stop of its own (a signal) is taken and handed on as for any
+ * thread. It is not in the thread list while it runs. */
+void cs_live_leave_running(struct cs_live *live, int tid, int leave);
+
 /* Later pauses leave the registers out (zero): a sampler that reads only
  * Ruby stacks saves a system call per thread and sample. */
 void cs_live_without_registers(struct cs_live *live);

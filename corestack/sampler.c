@@ -10,6 +10,32 @@ static size_t read_live_ranges(void *live, const uint64_t *addrs,
 	return cs_live_read_ranges(live, addrs, bufs, lens, n);
 }
 
+/* After a paused sample: later pauses stop only the threads that run Ruby
+ * (see cs_live_leave_running for why the others must run on). Only when
+ * Ruby names every thread's kernel tid (3.1+, and no M:N thread parked off
+ * a native thread): else every thread is stopped, as before. A thread
+ * left running that turns out to run Ruby is stopped again from the next
+ * pause on. */
+static void leave_others_running(struct cs_live *live,
+				 const struct rv_process *p)
+{
+	if (p->error || !p->nthreads)
+		return;
+	for (size_t i = 0; i < p->nthreads; i++)
+		if (p->threads[i].tid < 0)
+			return;
+	for (size_t i = 0; i < p->nthreads; i++)
+		cs_live_leave_running(live, (int)p->threads[i].tid, 0);
+	for (size_t i = 0; i < cs_live_thread_count(live); i++) {
+		int tid = cs_live_thread_at(live, i)->tid;
+		bool ruby = false;
+		for (size_t j = 0; j < p->nthreads && !ruby; j++)
+			ruby = p->threads[j].tid == tid;
+		if (!ruby)
+			cs_live_leave_running(live, tid, 1);
+	}
+}
+
 /* Paused samples try this many times to read everything during a short
  * stop (see cs_sample_once) before staying stopped for the whole read. */
 #define QUICK_TRIES 2
@@ -64,6 +90,8 @@ int cs_sample_once(struct rv_session *s, int pid, int pause, int on_cpu,
 		rv_process_destroy(p);
 		return 0;
 	}
+	if (pause)
+		leave_others_running(*keep, p);
 	int ok = cs_profile_add(prof, p, on_cpu);
 	rv_process_destroy(p);
 	return ok;

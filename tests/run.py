@@ -53,7 +53,9 @@ crash* scenarios) and checks corestack's reading of it:
     RUBY/record...           corestack record on fixtures/profile/shares.rb (known time
                              shares): paused, nonblocking, speedscope with --on-cpu,
                              flame graph SVG,
-                             target exiting, SIGINT
+                             target exiting, SIGINT; record-contention: a paused
+                             recording does not starve threads waiting for the GVL
+                             (tests/harness/contention.py)
     3.3-yjit/running-jit-code  a thread inside JIT code, read live (tests/harness/yjit.py)
     3.3-yjit/...             every scenario again on Ruby 3.3 built with YJIT, run with
                              --yjit --yjit-call-threshold=1; 3.3-yjit/SCENARIO/yjit: Ruby
@@ -111,7 +113,7 @@ import time
 
 sys.dont_write_bytecode = True   # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (cli, compare, corrupt, fibers, frame_reuse, gdbext, hostile,  # noqa: E402
+from harness import (cli, compare, contention, corrupt, fibers, frame_reuse, gdbext, hostile,  # noqa: E402
                      native, permissions, procs, requires, stale_pc, threadstate, yjit)
 
 RUBIES = ("2.7", "3.1", "3.3", "3.3-static", "3.3-yjit", "3.4", "3.4-yjit")
@@ -717,6 +719,7 @@ def record_tests(rep, selected, args, prefixes, workdir):
                 rep.result(name, check_flamegraph(res, svg))
             except subprocess.TimeoutExpired:
                 rep.result(name, "record hung")
+        contention.contention_test(rep, selected, args.corestack, ruby, exe, args.timeout)
         name = "%s/record-target-exits" % ruby
         if selected(name):
             started = time.monotonic()
@@ -892,7 +895,7 @@ def main():
     for r in args.rubies:   # tests on a fixture Ruby without its scenarios
         if any(selected("%s/%s" % (r, t)) for t in (
                 "layout-units", "running-jit-code", "record", "record-nonblocking", "record-target-exits",
-                "record-speedscope", "record-flamegraph",
+                "record-speedscope", "record-flamegraph", "record-contention",
                 "record-interrupted")):
             build_anyway.add(r)
         if gdbext.wanted(selected, [r], scenarios):
