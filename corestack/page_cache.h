@@ -55,6 +55,10 @@ struct cs_page_cache {
 	uint8_t (*pages)[CS_PAGE_SIZE];
 	uint64_t hits, misses, prefetched;
 	uint64_t filled; /* pages read on demand (not ahead) and kept */
+	/* Samples in a row whose walk needed bytes the clear had not read
+	 * again: a sampler stops trying to walk a running process from them
+	 * (cs_sample_once) and looks again now and then. */
+	uint32_t unserved;
 	/* Optional. When set, a clear reads again what the last snapshot
 	 * used of each page, all in one call: the next snapshot of a process
 	 * mostly walks the same bytes, and a call per page is most of a

@@ -10,22 +10,88 @@ static size_t read_live_ranges(void *live, const uint64_t *addrs,
 	return cs_live_read_ranges(live, addrs, bufs, lens, n);
 }
 
-/* After a paused sample: later pauses stop only the threads that run Ruby
- * (see cs_live_leave_running for why the others must run on). Only when
- * Ruby names every thread's kernel tid (3.1+, and no M:N thread parked off
- * a native thread): else every thread is stopped, as before. A thread
- * left running that turns out to run Ruby is stopped again from the next
- * pause on. */
-static void leave_others_running(struct cs_live *live,
-				 const struct rv_process *p)
+/* Which threads a paused sample must stop.
+ *
+ * Only a thread holding a GVL runs Ruby: the others wait for it, sleep, or
+ * run C code with the GVL released, and none of them can change a Ruby
+ * stack, a thread list or a string until it takes the GVL. A holder that is
+ * stopped cannot hand the GVL on. So a sample is consistent when, for every
+ * ractor, the thread the snapshot names as holding its GVL was stopped
+ * through the read (then it held it all along, and nobody else ran Ruby),
+ * or when every Ruby thread was stopped. A sampler therefore stops the GVL
+ * holders of the last sample only, checks the snapshot says they still
+ * hold it, and stops every Ruby thread when they do not (the GVL moved, or
+ * nobody held it: then any waiting thread could have taken it).
+ *
+ * Stopping fewer threads is not only cheaper: stopping a thread restarts
+ * some of its waits from the start (epoll_wait's timeout: Ruby 3.3's timer
+ * thread, stopped 100 times a second, never ends its 100 ms wait and no
+ * waiting thread ever gets the GVL), and waking each sleeper to stop it
+ * takes CPU from the running thread. Threads that run no Ruby (the timer
+ * thread, a C extension's own threads) are never stopped after the first
+ * sample.
+ *
+ * All of this needs the kernel tid of every Ruby thread (3.1+, and no M:N
+ * thread parked off a native thread); without it every thread is stopped
+ * at every sample. */
+static bool stopped(const struct cs_live *live, int64_t tid)
 {
-	if (p->error || !p->nthreads)
-		return;
+	for (size_t i = 0; i < cs_live_thread_count(live); i++)
+		if (cs_live_thread_at(live, i)->tid == tid)
+			return true;
+	return false;
+}
+
+static bool tids_known(const struct rv_process *p)
+{
 	for (size_t i = 0; i < p->nthreads; i++)
 		if (p->threads[i].tid < 0)
-			return;
+			return false;
+	return p->nthreads > 0 && !p->error;
+}
+
+/* Every ractor's GVL holder, and only if each has one and it was stopped. */
+static bool holders_stopped(const struct cs_live *live,
+			    const struct rv_process *p)
+{
+	for (size_t i = 0; i < p->nthreads; i++) {
+		const struct rv_thread *t = &p->threads[i];
+		bool held = false;
+		for (size_t j = 0; j < p->nthreads && !held; j++) {
+			const struct rv_thread *h = &p->threads[j];
+			held = h->holds_gvl && h->ractor.id == t->ractor.id &&
+			       stopped(live, h->tid);
+		}
+		if (!held)
+			return false;
+	}
+	return true;
+}
+
+static bool consistent(const struct cs_live *live, const struct rv_process *p)
+{
+	if (!tids_known(p))
+		return true; /* every thread was stopped (see next_stops) */
+	if (holders_stopped(live, p))
+		return true;
 	for (size_t i = 0; i < p->nthreads; i++)
-		cs_live_leave_running(live, (int)p->threads[i].tid, 0);
+		if (!stopped(live, p->threads[i].tid))
+			return false;
+	return true;
+}
+
+/* Set who the next pause stops: the GVL holders only (holders), or every
+ * Ruby thread; never the threads that run no Ruby. */
+static void next_stops(struct cs_live *live, const struct rv_process *p,
+		       bool holders)
+{
+	if (!tids_known(p)) {
+		for (size_t i = 0; i < cs_live_thread_count(live); i++)
+			cs_live_leave_running(live, cs_live_thread_at(live, i)->tid,
+					      0);
+		return;
+	}
+	/* stopped threads that are not Ruby's: left running from now on */
 	for (size_t i = 0; i < cs_live_thread_count(live); i++) {
 		int tid = cs_live_thread_at(live, i)->tid;
 		bool ruby = false;
@@ -34,11 +100,20 @@ static void leave_others_running(struct cs_live *live,
 		if (!ruby)
 			cs_live_leave_running(live, tid, 1);
 	}
+	for (size_t i = 0; i < p->nthreads; i++) {
+		const struct rv_thread *t = &p->threads[i];
+		cs_live_leave_running(live, (int)t->tid,
+				      holders && !t->holds_gvl);
+	}
 }
 
 /* Paused samples try this many times to read everything during a short
- * stop (see cs_sample_once) before staying stopped for the whole read. */
+ * stop (see cs_sample_once) before staying stopped for the whole read. A
+ * program whose running thread keeps moving to bytes not read last time
+ * makes every quick try fail, and each failed try is a stop more: after a
+ * sample whose quick tries failed, only one sample in QUICK_RETRY tries. */
 #define QUICK_TRIES 2
+#define QUICK_RETRY 16
 
 int cs_sample_once(struct rv_session *s, int pid, int pause, int on_cpu,
 		   struct cs_live **keep, struct cs_page_cache *cache,
@@ -46,8 +121,11 @@ int cs_sample_once(struct rv_session *s, int pid, int pause, int on_cpu,
 {
 	struct rv_process *p = NULL;
 	struct cs_error *err = NULL;
+	/* when stopping the GVL holders was not enough: once more, all */
+	bool again = false;
+	int quick_tries = cache->unserved % QUICK_RETRY ? 0 : QUICK_TRIES;
 	for (int try = 0;; try++) {
-		bool quick = pause && try < QUICK_TRIES;
+		bool quick = pause && try < quick_tries;
 		if (!*keep) {
 			err = cs_live_attach(pid, pause, keep);
 			if (!err)
@@ -73,7 +151,18 @@ int cs_sample_once(struct rv_session *s, int pid, int pause, int on_cpu,
 		err = rv_snapshot(s, &p);
 		if (pause && !quick)
 			cs_error_destroy(cs_live_resume(*keep));
-		if (!quick || cache->filled == filled)
+		bool whole = !quick || cache->filled == filled;
+		if (pause && try == quick_tries && quick_tries)
+			cache->unserved++; /* every quick try failed */
+		else if (quick && whole)
+			cache->unserved = 0;
+		if (whole && pause && !err && !again && !consistent(*keep, p)) {
+			next_stops(*keep, p, false);
+			again = true;
+			try = -1; /* the quick tries again, with every thread */
+			whole = false;
+		}
+		if (whole)
 			break;
 		cs_error_destroy(err);
 		rv_process_destroy(p);
@@ -91,7 +180,7 @@ int cs_sample_once(struct rv_session *s, int pid, int pause, int on_cpu,
 		return 0;
 	}
 	if (pause)
-		leave_others_running(*keep, p);
+		next_stops(*keep, p, true);
 	int ok = cs_profile_add(prof, p, on_cpu);
 	rv_process_destroy(p);
 	return ok;

@@ -9,14 +9,16 @@
 #include "profile.h"
 
 /* One sample through one attachment kept for the whole recording (*keep).
- * Nonblocking: read while the threads run. Paused: stop every thread, and
- * read again, in one call, the pages the last sample used; let the threads
- * run at once, and walk the stacks from those pages. When the walk needed
- * a page that was not among them, that page was read while the process ran,
- * so the sample is not consistent: it is taken again (the page is now on
- * the list), and the last try stays stopped until the walk is done. So a
- * paused sample always reads a stopped process, and in the steady state the
- * process is stopped for one read, not for the whole walk.
+ * Nonblocking: read while the threads run. Paused: stop the threads that
+ * hold a GVL (every Ruby thread when that is not enough: see sampler.c),
+ * and read again, in one call, the pages the last sample used; let the
+ * threads run at once, and walk the stacks from those pages. When the walk
+ * needed a page that was not among them, that page was read while the
+ * process ran, so the sample is not consistent: it is taken again (the
+ * page is now on the list), and the last try stays stopped until the walk
+ * is done. So a paused sample always reads a process whose Ruby cannot
+ * move, and in the steady state the running thread is stopped for one
+ * read, not for the whole walk.
  * Unpaused also reads a process a debugger holds (gdbext's ruby-sample).
  * 1 taken, 0 lost, -1 target gone. */
 int cs_sample_once(struct rv_session *s, int pid, int pause, int on_cpu,
