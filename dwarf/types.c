@@ -1,6 +1,7 @@
 #include "types.h"
 
 #include <dwarf.h>
+#include <stdbool.h>
 #include <string.h>
 
 static int ref_type(Dwarf_Die *die, Dwarf_Die *ret)
@@ -154,6 +155,14 @@ static int find_component(Dwarf_Die *outer, const char *name, size_t len,
 	return 0;
 }
 
+/* The type a pointer type points to. */
+static int pointee(Dwarf_Die *type, Dwarf_Die *ret)
+{
+	Dwarf_Die ptr;
+	return dw_type_strip(type, &ptr) &&
+	       dwarf_tag(&ptr) == DW_TAG_pointer_type && ref_type(&ptr, ret);
+}
+
 struct cs_error *dw_type_member(Dwarf_Die *outer, const char *path,
 				struct dw_member *ret)
 {
@@ -161,21 +170,34 @@ struct cs_error *dw_type_member(Dwarf_Die *outer, const char *path,
 	uint64_t base = 0;
 	const char *p = path;
 	for (;;) {
-		const char *dot = strchr(p, '.');
-		size_t len = dot ? (size_t)(dot - p) : strlen(p);
+		size_t len = strcspn(p, ".-");
+		const char *sep = p[len] ? p + len : NULL;
+		bool deref = sep && sep[0] == '-' && sep[1] == '>';
 		struct dw_member m;
-		if (!find_component(&cur, p, len, base, &m, 0)) {
+		if ((sep && !deref && sep[0] != '.') ||
+		    !find_component(&cur, p, len, base, &m, 0)) {
 			const char *oname = dwarf_diename(outer);
 			return cs_error_create(CS_ERR_LOOKUP,
 					       "no member '%s' in %s", path,
 					       oname ? oname : "(anonymous)");
 		}
-		if (!dot) {
+		if (!sep) {
 			*ret = m;
 			return NULL;
 		}
-		base = m.offset;
-		cur = m.type;
-		p = dot + 1;
+		if (deref) {
+			/* offsets start again in the struct pointed to */
+			if (!pointee(&m.type, &cur))
+				return cs_error_create(
+					CS_ERR_LOOKUP,
+					"'%.*s' in '%s' is not a pointer",
+					(int)len, p, path);
+			base = 0;
+			p = sep + 2;
+		} else {
+			base = m.offset;
+			cur = m.type;
+			p = sep + 1;
+		}
 	}
 }

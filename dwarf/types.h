@@ -24,7 +24,10 @@ int dw_type_strip(Dwarf_Die *type, Dwarf_Die *ret);
 struct cs_error *dw_type_size(Dwarf_Die *type, uint64_t *ret);
 
 /* Resolve "a.b.c" inside a struct or union type. A component may also be
- * found inside an anonymous struct/union member. CS_ERR_LOOKUP if absent. */
+ * found inside an anonymous struct/union member. "a->b" goes through the
+ * pointer a: b's offset is then counted from the start of what a points to
+ * (how a member of an anonymous pointee, such as an rb_darray, is named).
+ * CS_ERR_LOOKUP if absent. */
 struct cs_error *dw_type_member(Dwarf_Die *outer, const char *path,
 				struct dw_member *ret);
 

@@ -1,10 +1,16 @@
 /* Walking the GC heap for the typed data objects of one data type.
  *
- * Every heap page is listed in objspace->heap_pages.sorted (2.7 to 3.3;
- * vm->objspace). A page's slots start at page->start: total_slots of them,
- * slot_size bytes apart where pages carry a slot size (3.1+, size pools),
- * else sizeof(RVALUE). A slot holds T_DATA when (flags & T_MASK) == T_DATA;
- * a typed one has bit 0 of typed_flag set and its rb_data_type_t in type.
+ * Every heap page is listed in objspace->heap_pages.sorted: a plain array
+ * of allocated_pages entries (2.7 to 3.3, vm->objspace), or an rb_darray
+ * carrying its own size (3.4+, vm->gc.objspace: the GC became a module). A
+ * page's slots start at page->start: total_slots of them, slot_size bytes
+ * apart where pages carry a slot size (3.1+, size pools), else
+ * sizeof(RVALUE). A slot holds T_DATA when (flags & T_MASK) == T_DATA, and
+ * the object we look for when its type is the rb_data_type_t asked for:
+ * the low bits of type are cleared first (4.0 keeps "embedded" there; the
+ * struct holds pointers, so its address has them free), and where RTypedData
+ * has a typed_flag it must be set (the same word is dfree in an untyped
+ * RData), or else the RBasic flag that says typed (4.0).
  *
  * The heap of a crashed process may be corrupt: every count and size is
  * bounded, a page that cannot be read is skipped and named, and a walk that
@@ -52,8 +58,10 @@ static bool add_found(struct rv_heap_scan *scan, uint64_t object,
 }
 
 struct slot_reader {
-	uint64_t flags_off, type_off, typed_flag_off, data_off, need;
-	uint64_t t_mask, t_data, type;
+	uint64_t flags_off, type_off, data_off, need;
+	int64_t typed_flag_off; /* -1: no typed_flag (4.0+) */
+	uint64_t typed_fl;      /* RBasic flag for typed data, 0 if none */
+	uint64_t t_mask, t_data, type, type_mask;
 };
 
 /* The slots of one page, read in one go. False only when out of memory. */
@@ -68,9 +76,9 @@ static bool scan_page(struct rv_session *s, const struct slot_reader *r,
 		     (unsigned long long)page);
 		return true;
 	}
-	stride = (uint64_t)RV_VAL(s, rvalue_size);
-	if (RV_HAS(s, page_slot_size) &&
-	    !rv_try_member(s, page, RVL_page_slot_size, &stride))
+	if (!RV_HAS(s, page_slot_size))
+		stride = (uint64_t)RV_VAL(s, rvalue_size);
+	else if (!rv_try_member(s, page, RVL_page_slot_size, &stride))
 		stride = 0;
 	/* total_slots and slot_size are shorts: a "negative" one is corrupt. */
 	uint64_t sign = (uint64_t)1 << (RV_ITEM(s, page_total_slots)->size * 8 - 1);
@@ -98,13 +106,15 @@ static bool scan_page(struct rv_session *s, const struct slot_reader *r,
 	scan->bytes += bytes;
 	for (uint64_t i = 0; i < total; i++) {
 		const uint8_t *slot = *buf + i * stride;
-		uint64_t flags, type, typed_flag, data;
+		uint64_t flags, type, typed_flag = 1, data;
 		memcpy(&flags, slot + r->flags_off, 8);
-		if ((flags & r->t_mask) != r->t_data)
+		if ((flags & r->t_mask) != r->t_data ||
+		    (r->typed_fl && !(flags & r->typed_fl)))
 			continue;
 		memcpy(&type, slot + r->type_off, 8);
-		memcpy(&typed_flag, slot + r->typed_flag_off, 8);
-		if (type != r->type || !(typed_flag & 1))
+		if (r->typed_flag_off >= 0)
+			memcpy(&typed_flag, slot + r->typed_flag_off, 8);
+		if ((type & r->type_mask) != r->type || !typed_flag)
 			continue;
 		memcpy(&data, slot + r->data_off, 8);
 		if (!add_found(scan, start + i * stride, data))
@@ -113,17 +123,49 @@ static bool scan_page(struct rv_session *s, const struct slot_reader *r,
 	return true;
 }
 
+/* A GC loaded from RUBY_GC_LIBRARY (a Ruby built --with-modular-gc) keeps
+ * the objects in its own heap, which libruby's DWARF does not describe
+ * (and MMTk's has no pages): its objspace must not be read as the default
+ * GC's. */
+static bool modular_gc_loaded(struct rv_session *s)
+{
+	uint64_t loaded;
+	return RV_HAS(s, gc_functions) && RV_HAS(s, gc_functions_modular) &&
+	       rv_try_member(s, s->load_bias + (uint64_t)RV_VAL(s, gc_functions),
+			     RVL_gc_functions_modular, &loaded) &&
+	       loaded;
+}
+
+/* The sorted page array: where its entries are and how many. */
+static bool page_array(struct rv_session *s, uint64_t objspace,
+		       uint64_t *entries, uint64_t *npages)
+{
+	uint64_t sorted;
+	if (!rv_try_member(s, objspace, RVL_objspace_sorted, &sorted))
+		return false;
+	if (RV_HAS(s, sorted_darray_data) && RV_HAS(s, sorted_darray_size)) {
+		*entries = sorted + (uint64_t)RV_VAL(s, sorted_darray_data);
+		return sorted &&
+		       rv_try_member(s, sorted, RVL_sorted_darray_size, npages);
+	}
+	*entries = sorted;
+	return RV_HAS(s, objspace_allocated_pages) &&
+	       rv_try_member(s, objspace, RVL_objspace_allocated_pages, npages);
+}
+
 struct cs_error *rv_heap_find_typed_data(struct rv_session *s, uint64_t vm,
 					 uint64_t type,
 					 struct rv_heap_scan *scan)
 {
 	memset(scan, 0, sizeof(*scan));
+	/* sizeof(RVALUE) only where pages carry no slot size (2.7; 3.4
+	 * has no RVALUE) */
 	const enum rv_item_id needed[] = {
-		RVL_vm_objspace,      RVL_objspace_sorted,
-		RVL_objspace_allocated_pages, RVL_page_total_slots,
-		RVL_page_start,       RVL_rvalue_size,
+		RVL_objspace_sorted,  RVL_page_total_slots,
+		RVL_page_start,       RV_HAS(s, page_slot_size) ? RVL_page_slot_size
+							: RVL_rvalue_size,
 		RVL_t_data,           RVL_typeddata_type,
-		RVL_typeddata_typed_flag, RVL_typeddata_data};
+		RVL_typeddata_data};
 	for (size_t i = 0; i < sizeof(needed) / sizeof(*needed); i++)
 		if (s->layout.items[needed[i]].source == RV_MISSING) {
 			note(scan, "GC heap not walked: the debug info lacks "
@@ -131,18 +173,47 @@ struct cs_error *rv_heap_find_typed_data(struct rv_session *s, uint64_t vm,
 			     rv_layout_item_name(needed[i]));
 			return NULL;
 		}
+	if (modular_gc_loaded(s)) {
+		note(scan, "GC heap not walked: this Ruby runs a GC loaded from "
+			   "RUBY_GC_LIBRARY (modular GC), whose heap corestack "
+			   "cannot read; suspended fibers are not listed");
+		return NULL;
+	}
+	enum rv_item_id objspace_id = RV_HAS(s, vm_gc_objspace)
+					      ? RVL_vm_gc_objspace
+					      : RVL_vm_objspace;
+	if (!RV_HAS(s, vm_gc_objspace) && !RV_HAS(s, vm_objspace)) {
+		note(scan, "GC heap not walked: the debug info has neither "
+			   "vm->objspace nor vm->gc.objspace");
+		return NULL;
+	}
+	uint64_t value_size = (uint64_t)RV_VAL(s, value_size);
 	struct slot_reader r = {
 		.flags_off = (uint64_t)RV_VAL(s, basic_flags),
 		.type_off = (uint64_t)RV_VAL(s, typeddata_type),
-		.typed_flag_off = (uint64_t)RV_VAL(s, typeddata_typed_flag),
+		.typed_flag_off = RV_HAS(s, typeddata_typed_flag)
+					  ? RV_VAL(s, typeddata_typed_flag)
+					  : -1,
+		.typed_fl = RV_HAS(s, typed_fl_is_typed_data)
+				    ? (uint64_t)RV_VAL(s, typed_fl_is_typed_data)
+				    : 0,
 		.data_off = (uint64_t)RV_VAL(s, typeddata_data),
 		.t_mask = (uint64_t)RV_VAL(s, t_mask),
 		.t_data = (uint64_t)RV_VAL(s, t_data),
 		.type = type,
+		.type_mask = ~(value_size - 1),
 	};
-	const uint64_t offs[] = {r.flags_off, r.type_off, r.typed_flag_off,
+	if (r.typed_flag_off < 0 && !r.typed_fl) {
+		note(scan, "GC heap not walked: RTypedData has no typed_flag "
+			   "and the debug info lacks "
+			   "'RUBY_TYPED_FL_IS_TYPED_DATA'");
+		return NULL;
+	}
+	const uint64_t offs[] = {r.flags_off, r.type_off,
+				 r.typed_flag_off < 0 ? 0
+						      : (uint64_t)r.typed_flag_off,
 				 r.data_off};
-	bool plausible = true;
+	bool plausible = value_size == 8;
 	for (size_t i = 0; i < 4; i++) {
 		plausible &= offs[i] <= 256;
 		if (offs[i] + 8 > r.need)
@@ -154,12 +225,10 @@ struct cs_error *rv_heap_find_typed_data(struct rv_session *s, uint64_t vm,
 		return NULL;
 	}
 	uint64_t objspace, sorted, npages;
-	if (!rv_try_member(s, vm, RVL_vm_objspace, &objspace) || !objspace ||
-	    !rv_try_member(s, objspace, RVL_objspace_sorted, &sorted) ||
-	    !rv_try_member(s, objspace, RVL_objspace_allocated_pages,
-			   &npages)) {
-		scan->error = strdup("GC heap not walked: vm->objspace or its "
-				     "page list unreadable");
+	if (!rv_try_member(s, vm, objspace_id, &objspace) || !objspace ||
+	    !page_array(s, objspace, &sorted, &npages)) {
+		scan->error = strdup("GC heap not walked: the object space or "
+				     "its page list unreadable");
 		return NULL;
 	}
 	if (npages > MAX_HEAP_PAGES) {

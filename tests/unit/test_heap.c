@@ -1,5 +1,8 @@
 /* The GC heap walk (rubyvm/heap.c) on a synthetic heap: the typed data
- * objects of one type are found across pages of different slot sizes, and
+ * objects of one type are found across pages of different slot sizes, in
+ * each shape CRuby's heap has had (a page array with a count beside it; an
+ * rb_darray reached through vm->gc, 3.4; RTypedData without typed_flag,
+ * 4.0), a GC loaded from RUBY_GC_LIBRARY is refused with a reason, and
  * corrupt heaps (a huge page count, a negative slot count, a tiny slot
  * size, an unreadable page, a missing layout item) stop or skip with a
  * reason instead of crashing or running away. The layout values here are
@@ -58,6 +61,7 @@ static void build(struct rv_session *s)
 	member(s, RVL_typeddata_data, 32, 8);
 	member(s, RVL_t_mask, 0x1f, 0);
 	member(s, RVL_t_data, 0x0c, 0);
+	member(s, RVL_value_size, 8, 0);
 	put(BASE + 8, BASE + 0x100, 8);                /* vm->objspace */
 	put(BASE + 0x100, BASE + 0x200, 8);            /* sorted */
 	put(BASE + 0x108, 2, 8);                       /* allocated_pages */
@@ -80,6 +84,41 @@ static void build(struct rv_session *s)
 	uint64_t p2 = BASE + 0x2000 + 80;
 	put(p2, 0x40c, 8), put(p2 + 16, TYPE, 8), put(p2 + 24, 1, 8);
 	put(p2 + 32, 0xaaa2, 8);
+}
+
+/* The same heap as 3.4 lays it out: vm->gc.objspace, sorted an rb_darray
+ * {size, capa, data[]}, no RVALUE. */
+static void build_darray(struct rv_session *s)
+{
+	build(s);
+	s->layout.items[RVL_vm_objspace].source = RV_MISSING;
+	s->layout.items[RVL_objspace_allocated_pages].source = RV_MISSING;
+	s->layout.items[RVL_rvalue_size].source = RV_MISSING;
+	member(s, RVL_vm_gc_objspace, 16, 8);
+	member(s, RVL_sorted_darray_size, 0, 8);
+	member(s, RVL_sorted_darray_data, 16, 0);
+	put(BASE + 8, 0, 8);                          /* no vm->objspace */
+	put(BASE + 16, BASE + 0x100, 8);              /* vm->gc.objspace */
+	put(BASE + 0x100, BASE + 0x600, 8);           /* the darray */
+	put(BASE + 0x108, 0, 8);
+	put(BASE + 0x600, 2, 8);                      /* meta.size */
+	put(BASE + 0x608, 4, 8);                      /* meta.capa */
+	put(BASE + 0x610, BASE + 0x400, 8);           /* data[] */
+	put(BASE + 0x618, BASE + 0x500, 8);
+}
+
+/* 4.0's RTypedData: {basic, fields_obj, type | embedded, data}; typed is
+ * a flag of RBasic. */
+static void build_no_typed_flag(struct rv_session *s)
+{
+	build(s);
+	s->layout.items[RVL_typeddata_typed_flag].source = RV_MISSING;
+	member(s, RVL_typed_fl_is_typed_data, 0x100, 0);
+	uint64_t p1 = BASE + 0x1000, p2 = BASE + 0x2000 + 80;
+	put(p1, 0x10c, 8), put(p1 + 24, 0, 8);   /* typed, not embedded */
+	put(p2, 0x50c, 8), put(p2 + 16, TYPE | 1, 8);   /* embedded */
+	/* an untyped T_DATA whose dmark happens to be TYPE */
+	put(p1 + 120, 0x0c, 8), put(p1 + 136, TYPE, 8);
 }
 
 static void walk(struct rv_session *s, struct rv_heap_scan *scan)
@@ -111,6 +150,55 @@ int main(void)
 	CHECK(scan.pages == 2 && scan.bytes == 4 * 40 + 3 * 80,
 	      "intact heap: %llu pages, %llu bytes scanned",
 	      (unsigned long long)scan.pages, (unsigned long long)scan.bytes);
+	rv_heap_scan_free(&scan);
+
+	build_darray(&s);
+	walk(&s, &scan);
+	CHECK(scan.count == 2 && !scan.error && scan.found[1].data == 0xaaa2,
+	      "darray heap: %zu found, error %s", scan.count,
+	      scan.error ? scan.error : "none");
+	rv_heap_scan_free(&scan);
+
+	build_darray(&s);
+	put(BASE + 0x600, (uint64_t)1 << 40, 8);
+	walk(&s, &scan);
+	CHECK(scan.count == 2 && says(&scan, "claims"),
+	      "darray of 2^40 pages: %zu found, error %s", scan.count,
+	      scan.error ? scan.error : "none");
+	rv_heap_scan_free(&scan);
+
+	build_no_typed_flag(&s);
+	walk(&s, &scan);
+	CHECK(scan.count == 2 && !scan.error && scan.found[0].data == 0xaaa1 &&
+		      scan.found[1].data == 0xaaa2,
+	      "4.0 RTypedData: %zu found, error %s", scan.count,
+	      scan.error ? scan.error : "none");
+	rv_heap_scan_free(&scan);
+
+	build_no_typed_flag(&s);
+	s.layout.items[RVL_typed_fl_is_typed_data].source = RV_MISSING;
+	walk(&s, &scan);
+	CHECK(scan.count == 0 && says(&scan, "RUBY_TYPED_FL_IS_TYPED_DATA"),
+	      "no way to tell typed data: %zu found, error %s", scan.count,
+	      scan.error ? scan.error : "none");
+	rv_heap_scan_free(&scan);
+
+	/* rb_gc_functions.modular_gc_loaded_p set: RUBY_GC_LIBRARY's GC */
+	build_darray(&s);
+	member(&s, RVL_gc_functions, 0x700, 0);
+	member(&s, RVL_gc_functions_modular, 8, 1);
+	s.load_bias = BASE;
+	put(BASE + 0x708, 1, 1);
+	walk(&s, &scan);
+	CHECK(scan.count == 0 && says(&scan, "RUBY_GC_LIBRARY"),
+	      "modular GC: %zu found, error %s", scan.count,
+	      scan.error ? scan.error : "none");
+	rv_heap_scan_free(&scan);
+	put(BASE + 0x708, 0, 1); /* built modular, running the default GC */
+	walk(&s, &scan);
+	CHECK(scan.count == 2 && !scan.error,
+	      "modular build, default GC: %zu found, error %s", scan.count,
+	      scan.error ? scan.error : "none");
 	rv_heap_scan_free(&scan);
 
 	build(&s);
