@@ -142,11 +142,11 @@ static int parse_args(int argc, char **argv, struct options *o)
 		case 'M': {
 			uint64_t n;
 			bool frames = c == 'm';
-			/* frames: far past any real stack; bytes: 1 MiB to
+			/* frames: far past any real stack; bytes: up to
 			 * 1 PiB, past any core this tool can map */
 			if (!cli_integer("corestack",
 					 frames ? "--max-frames" : "--max-output",
-					 optarg, frames ? 1 : (uint64_t)1 << 20,
+					 optarg, 1,
 					 frames ? 1000000000 : (uint64_t)1 << 50,
 					 &n))
 				return EXIT_USAGE;
@@ -336,7 +336,7 @@ static int print_layout(const char *path, const struct options *o)
 		       "compile units\n",
 		       path, layout.units_read, layout.units_total);
 	static const char *const sources[] = {"missing", "dwarf", "macro",
-					      "fallback"};
+					      "fallback", "elf"};
 	for (int i = 0; i < RVL_COUNT; i++) {
 		const struct rv_item *it = &layout.items[i];
 		printf("%-28s %-8s %lld", rv_layout_item_name(i),

@@ -66,7 +66,7 @@ void cs_render_native_text(FILE *out, const struct cs_report *r, size_t i)
 		fprintf(out, "    <native frames not merged: %s; Ruby stack "
 			     "alone>\n", m->error);
 		for (size_t j = 0; j < t->nframes; j++)
-			cs_render_frame_text(out, &t->frames[j], NULL);
+			cs_render_frame_text(out, r->ruby, &t->frames[j], NULL);
 		return;
 	}
 	for (size_t j = 0; j < m->nframes; j++) {
@@ -74,7 +74,7 @@ void cs_render_native_text(FILE *out, const struct cs_report *r, size_t i)
 		if (f->native && (!f->ruby || f->native->inlined))
 			native_frame_text(out, f->native);
 		if (f->ruby)
-			cs_render_frame_text(out, f->ruby, f->native);
+			cs_render_frame_text(out, r->ruby, f->ruby, f->native);
 	}
 }
 

@@ -53,17 +53,20 @@ static void put_int(FILE *out, int v)
 	fwrite(p, 1, (size_t)(text + sizeof(text) - p), out);
 }
 
+/* Ruby up to 3.3 quotes a label `m', 3.4 and later 'm' (rv_process). */
 static void frame(FILE *out, const struct rv_frame *f,
-		  const struct cs_native_frame *on, int indent)
+		  const struct cs_native_frame *on, int indent, bool backtick)
 {
 	static const char spaces[] = "        ";
 	fwrite(spaces, 1, (size_t)indent < sizeof(spaces) - 1 ? (size_t)indent
 							     : sizeof(spaces) - 1,
 	       out);
 	fputs(f->path ? f->path : "?", out);
-	putc(':', out);
-	put_int(out, f->lineno);
-	fputs(":in '", out);
+	if (f->lineno) { /* as location_format: no line, no number */
+		putc(':', out);
+		put_int(out, f->lineno);
+	}
+	fputs(backtick ? ":in `" : ":in '", out);
 	fputs(f->label ? f->label : "?", out);
 	putc('\'', out);
 	if (f->qualified && (!f->label || strcmp(f->qualified, f->label))) {
@@ -85,26 +88,29 @@ static void frame(FILE *out, const struct rv_frame *f,
 	fputc('\n', out);
 }
 
-void cs_render_frame_text(FILE *out, const struct rv_frame *f,
+void cs_render_frame_text(FILE *out, const struct rv_process *p,
+			  const struct rv_frame *f,
 			  const struct cs_native_frame *on)
 {
-	frame(out, f, on, 4);
+	frame(out, f, on, 4, p->backtick_quotes);
 }
 
-static void stack(FILE *out, const char *error, const struct rv_frame *frames,
-		  size_t n, bool truncated, int indent)
+static void stack(FILE *out, const struct rv_process *p, const char *error,
+		  const struct rv_frame *frames, size_t n, bool truncated,
+		  int indent)
 {
 	if (error)
 		fprintf(out, "%*s<stack incomplete: %s>\n", indent, "", error);
 	for (size_t j = 0; j < n; j++)
-		frame(out, &frames[j], NULL, indent);
+		frame(out, &frames[j], NULL, indent, p->backtick_quotes);
 	if (truncated)
 		fprintf(out, "%*s<more frames not shown: --max-frames>\n",
 			indent, "");
 }
 
 /* Fibers under their thread; the current one's stack is the thread's. */
-static void fibers(FILE *out, const struct rv_fiber *list, size_t n)
+static void fibers(FILE *out, const struct rv_process *p,
+		   const struct rv_fiber *list, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		const struct rv_fiber *f = &list[i];
@@ -117,7 +123,8 @@ static void fibers(FILE *out, const struct rv_fiber *list, size_t n)
 		if (f->is_current)
 			fputs(", current: the thread's stack above", out);
 		fputc('\n', out);
-		stack(out, f->error, f->frames, f->nframes, f->truncated, 6);
+		stack(out, p, f->error, f->frames, f->nframes, f->truncated,
+		      6);
 	}
 }
 
@@ -191,17 +198,17 @@ void cs_render_text(FILE *out, const struct cs_report *r)
 				fputs("    <more frames not shown: "
 				      "--max-frames>\n", out);
 		} else {
-			stack(out, t->error, t->frames, t->nframes,
+			stack(out, r->ruby, t->error, t->frames, t->nframes,
 			      t->truncated, 4);
 		}
 		/* A lone running root fiber says nothing the thread did not. */
 		if (t->nfibers > 1 ||
 		    (t->nfibers == 1 && !t->fibers[0].is_current))
-			fibers(out, t->fibers, t->nfibers);
+			fibers(out, r->ruby, t->fibers, t->nfibers);
 	}
 	if (r->ruby->norphan_fibers) {
 		fputs("\nFibers of threads no longer listed\n", out);
-		fibers(out, r->ruby->orphan_fibers, r->ruby->norphan_fibers);
+		fibers(out, r->ruby, r->ruby->orphan_fibers, r->ruby->norphan_fibers);
 	}
 	if (r->native_all)
 		cs_render_native_only_text(out, r);

@@ -38,9 +38,10 @@ struct cs_report {
 	int native_all;
 };
 
-/* One Ruby frame as a text line; on: the native frame of its C function
- * (--native), or NULL. */
-void cs_render_frame_text(FILE *out, const struct rv_frame *f,
+/* One Ruby frame of p as a text line, quoted as that Ruby quotes; on: the
+ * native frame of its C function (--native), or NULL. */
+void cs_render_frame_text(FILE *out, const struct rv_process *p,
+			  const struct rv_frame *f,
 			  const struct cs_native_frame *on);
 /* render_native.c: the parts of the output --native adds. */
 const char *cs_signal_code_name(int signo, int code);

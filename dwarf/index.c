@@ -255,6 +255,16 @@ static struct cs_error *index_unit(struct dw_index *idx, struct unit *u)
 			} while (dwarf_siblingof(&e, &e) == 0);
 			break;
 		}
+		case DW_TAG_subprogram:
+			/* a definition, or the abstract one of an inlined
+			 * static function; not a declaration */
+			if (dwarf_hasattr(&die, DW_AT_declaration) ||
+			    !(name = dwarf_diename(&die)))
+				break;
+			if (!add(&u->names, name, DW_NAME_FUNCTION,
+				 dwarf_dieoffset(&die), 0))
+				return &cs_error_nomem;
+			break;
 		case DW_TAG_variable:
 			if (!dwarf_hasattr(&die, DW_AT_location) &&
 			    !dwarf_hasattr(&die, DW_AT_const_value))
@@ -320,6 +330,11 @@ int dw_index_unit(struct dw_index *idx, const char *basename, Dwarf_Die *ret)
 			return dwarf_offdie(idx->dwarf, idx->units[i].die_off,
 					    ret) != NULL;
 	return 0;
+}
+
+struct dw_module *dw_index_module(const struct dw_index *idx)
+{
+	return idx->mod;
 }
 
 void dw_index_stats(const struct dw_index *idx, size_t *indexed, size_t *total)

@@ -22,6 +22,7 @@ enum dw_name_kind {
 	DW_NAME_ENUMERATOR, /* value in the entry, no DIE */
 	DW_NAME_VARIABLE,   /* variable with a location or a constant value */
 	DW_NAME_UNIT,       /* a compile unit, by file basename */
+	DW_NAME_FUNCTION,   /* a function defined (or inlined) in the unit */
 };
 
 struct dw_index;
@@ -40,6 +41,9 @@ int dw_index_find(struct dw_index *idx, enum dw_name_kind kind,
 
 /* The CU DIE of a compile unit by basename ("vm.c"); 1 if found. */
 int dw_index_unit(struct dw_index *idx, const char *basename, Dwarf_Die *ret);
+
+/* The module the index reads. */
+struct dw_module *dw_index_module(const struct dw_index *idx);
 
 /* Number of units indexed so far, and in all (for benchmarks and tests). */
 void dw_index_stats(const struct dw_index *idx, size_t *indexed, size_t *total);

@@ -492,3 +492,27 @@ struct cs_error *dw_module_symbol(struct dw_module *mod, const char *name,
 	return cs_error_create(CS_ERR_LOOKUP, "%s: no symbol '%s'", mod->path,
 			       name);
 }
+
+int dw_module_has_string(struct dw_module *mod, const char *text)
+{
+	size_t shstrndx;
+	Elf_Scn *scn = NULL;
+	if (elf_getshdrstrndx(mod->elf, &shstrndx) != 0)
+		return 0;
+	size_t len = strlen(text) + 1; /* with its NUL */
+	while ((scn = elf_nextscn(mod->elf, scn))) {
+		GElf_Shdr sh;
+		const char *name;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS ||
+		    !(name = elf_strptr(mod->elf, shstrndx, sh.sh_name)) ||
+		    strcmp(name, ".rodata") != 0)
+			continue;
+		Elf_Data *d = elf_getdata(scn, NULL);
+		if (!d || !d->d_buf)
+			return 0;
+		/* with its NUL: the end of a string (linkers store a string
+		 * that ends another only once) */
+		return memmem(d->d_buf, d->d_size, text, len) != NULL;
+	}
+	return 0;
+}

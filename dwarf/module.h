@@ -54,4 +54,10 @@ void dw_module_build_id_hex(const struct dw_module *mod, char *buf);
 struct cs_error *dw_module_symbol(struct dw_module *mod, const char *name,
 				  uint64_t *addr, uint64_t *size);
 
+/* 1 if the module's read-only data (.rodata) holds text at the end of a
+ * NUL-terminated string (linkers keep a string that ends another only
+ * once), 0 if not (or no such section). Behaviour that shows only in the
+ * strings a program prints is told this way. */
+int dw_module_has_string(struct dw_module *mod, const char *text);
+
 #endif

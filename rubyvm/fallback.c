@@ -22,13 +22,14 @@ static const struct {
 	{"VM_ENV_DATA_INDEX_FLAGS", 0, 0},    /* vm_core.h: ep[0] */
 	{"IMEMO_MASK", 0x0f, 0},              /* internal/imemo.h */
 	{"IMMEDIATE_TABLE_SIZE", 54, 0},      /* iseq.c succinct index table */
-	{"PATHOBJ_PATH", 0, 0},
-	{"GC_GUARDED_PTR_REF(-1)", ~(int64_t)3, 0}, /* vm_core.h: tag bits */               /* vm_core.h: pathobj [path, realpath] */
+	{"PATHOBJ_PATH", 0, 0},               /* vm_core.h: pathobj [path, realpath] */
+	{"GC_GUARDED_PTR_REF(-1)", ~(int64_t)3, 0}, /* vm_core.h: tag bits */
 	{"ID_ENTRY_UNIT", 512, 0},            /* symbol.c: static const int */
 	/* Frame-type enumerators: an unnamed enum before 3.2 that a compiler
 	 * may drop when no emitted code names them. */
 	{"VM_FRAME_MAGIC_MASK", 0x7fff0001, 1},
 	{"VM_FRAME_MAGIC_CFUNC", 0x55550001, 1},
+	{"VM_FRAME_MAGIC_DUMMY", 0x79990001, 1},
 	{"VM_ENV_FLAG_LOCAL", 0x2, 1},
 	/* vm_core.h: a frame vm_exec() was entered for; same enum */
 	{"VM_FRAME_FLAG_FINISH", 0x20, 1},

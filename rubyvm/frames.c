@@ -190,6 +190,62 @@ static void check_line(struct rv_frame *f, const struct rv_iseq_info *info)
 		f->error = NULL;
 }
 
+/* The label of a Ruby frame as this Ruby builds it (backtrace_rules.c):
+ * the iseq's label field, or (3.4+) calculate_iseq_label's with the
+ * method's owner; a frame shown as a C method is named by its method. */
+static struct cs_error *ruby_label(struct rv_session *s, uint64_t iseq,
+				   const struct rv_iseq_info *info, uint64_t ep,
+				   struct rv_frame *f)
+{
+	uint64_t me = 0, owner = 0, def, id;
+	struct cs_error *err;
+	if (!s->rules.owner_labels && !f->c_like) {
+		f->label = strdup(info->label);
+		return f->label ? NULL : &cs_error_nomem;
+	}
+	if ((err = frame_method_entry(s, ep, &me)) ||
+	    (me && (err = rv_read_member(s, me, RVL_me_owner, &owner))))
+		return err;
+	if (f->c_like) {
+		char *name = NULL;
+		if (!me)
+			return cs_error_create(CS_ERR_CORRUPT,
+					       "a frame shown as a C method "
+					       "without a method entry");
+		if ((err = rv_read_member(s, me, RVL_me_def, &def)) ||
+		    (err = rv_read_member(s, def, RVL_def_original_id, &id)) ||
+		    (err = rv_id_name(s, id, &name)))
+			return err;
+		if (s->rules.owner_labels)
+			err = rv_bt_method_name(s, owner, name, &f->label);
+		free(name);
+		if (!s->rules.owner_labels)
+			f->label = name;
+		return err;
+	}
+	if ((err = rv_bt_iseq_label(s, owner, iseq, false, &f->label)))
+		return err;
+	/* the qualified name follows the same iseqs (an eval's label field
+	 * can read "<compiled>" where its method is meant) */
+	char *qualified;
+	if ((err = rv_bt_iseq_label(s, owner, iseq, true, &qualified)))
+		return err;
+	free(f->qualified);
+	f->qualified = qualified;
+	return NULL;
+}
+
+/* 4.0 shows a dummy frame that has an iseq at its iseq's first line, as a
+ * frame without a pc (rb_ec_partial_backtrace_object). */
+static bool dummy_frame(struct rv_session *s, uint64_t ep)
+{
+	uint64_t flags;
+	return s->rules.internal_as_c && RV_HAS(s, frame_magic_dummy) &&
+	       !rv_failed(read_ep(s, ep, RV_VAL(s, env_index_flags), &flags)) &&
+	       (flags & (uint64_t)RV_VAL(s, frame_magic_mask)) ==
+		       (uint64_t)RV_VAL(s, frame_magic_dummy);
+}
+
 static void ruby_frame(struct rv_session *s, uint64_t iseq, uint64_t pc,
 		       uint64_t ep, bool innermost, struct rv_frame *f)
 {
@@ -204,11 +260,18 @@ static void ruby_frame(struct rv_session *s, uint64_t iseq, uint64_t pc,
 		return;
 	}
 	f->pc_stale = stale_pc(s, info, pc, innermost);
-	if ((err = rv_line_lookup(s, iseq, info, f->pc_stale ? 0 : pc,
+	bool no_pc = f->pc_stale || dummy_frame(s, ep);
+	if ((err = rv_line_lookup(s, iseq, info, no_pc ? 0 : pc,
 				  &f->lineno)))
 		set_error(f, err);
+	f->c_like = rv_bt_c_like(s, info);
+	f->rescue_or_ensure = rv_bt_rescue_or_ensure(s, info);
 	f->qualified = ruby_qualified(s, info, ep);
-	f->label = strdup(info->label);
+	if ((err = ruby_label(s, iseq, info, ep, f))) {
+		set_error(f, err);
+		if (!f->label)
+			f->label = strdup(info->label);
+	}
 	f->path = strdup(info->path);
 	check_line(f, info);
 	/* label and path were checked (and scrubbed) with the iseq */
@@ -240,6 +303,16 @@ static void cfunc_frame(struct rv_session *s, uint64_t ep, struct rv_frame *f)
 		rv_try_member(s, def, RVL_def_cfunc_func, &f->cfunc);
 	/* The label is the method's name: only the owner is left to read. */
 	if ((err = method_qualified(s, me, f->label, &f->qualified)))
+		set_error(f, err);
+	uint64_t owner;
+	char *label;
+	if (s->rules.owner_labels &&
+	    !(err = rv_read_member(s, me, RVL_me_owner, &owner)) &&
+	    !(err = rv_bt_method_name(s, owner, f->label, &label))) {
+		free(f->label);
+		f->label = label;
+	}
+	if (err)
 		set_error(f, err);
 	check_text(f, "label", f->label);
 	check_text(f, "qualified name", f->qualified);
@@ -461,17 +534,20 @@ struct cs_error *rv_walk_ec(struct rv_session *s, uint64_t ec,
 					  &beyond, &text))
 				continue;
 			th->truncated = true;
-			done = beyond.kind == RV_FRAME_RUBY;
+			done = beyond.kind == RV_FRAME_RUBY && !beyond.c_like;
 			if (!done)
 				rv_frame_free(&beyond);
 		}
 	}
-	/* C frames take the location of the nearest older Ruby frame. A
-	 * borrowed frame borrows it too: the caller is freed with it. */
-	const struct rv_frame *caller = beyond.kind == RV_FRAME_RUBY ? &beyond : NULL;
+	rv_bt_select_frames(s, th);
+	/* C frames, and the Ruby frames this Ruby shows as C methods, take
+	 * the location of the nearest older Ruby frame. A borrowed frame
+	 * borrows it too: the caller is freed with it. */
+	const struct rv_frame *caller =
+		beyond.kind == RV_FRAME_RUBY && !beyond.c_like ? &beyond : NULL;
 	for (size_t i = th->nframes; i-- > 0;) {
 		struct rv_frame *f = &th->frames[i];
-		if (f->kind == RV_FRAME_RUBY) {
+		if (f->kind == RV_FRAME_RUBY && !f->c_like) {
 			caller = f;
 			continue;
 		}
@@ -481,6 +557,11 @@ struct cs_error *rv_walk_ec(struct rv_session *s, uint64_t ec,
 		if (f->borrowed && caller == &beyond && !beyond.borrowed &&
 		    !rv_frame_own_strings(f))
 			return &cs_error_nomem;
+		if (caller->path && f->c_like && f->path) {
+			if (!f->borrowed)
+				free(f->path);
+			f->path = NULL; /* its own: the caller's replaces it */
+		}
 		if (caller->path && !f->path) {
 			f->path = f->borrowed ? caller->path
 					      : strdup(caller->path);

@@ -70,6 +70,13 @@ struct cs_error *rv_iseq_info(struct rv_session *s, uint64_t iseq,
 	    rv_try_member(s, body, RVL_body_type, &type))
 		info->type = (int64_t)type;
 	uint64_t local, local_body;
+	if (RV_HAS(s, body_parent_iseq))
+		rv_try_member(s, body, RVL_body_parent_iseq, &info->parent_iseq);
+	if (RV_HAS(s, body_local_iseq))
+		rv_try_member(s, body, RVL_body_local_iseq, &info->local_iseq);
+	if (RV_HAS(s, body_builtin_attrs))
+		rv_try_member(s, body, RVL_body_builtin_attrs,
+			      &info->builtin_attrs);
 	if (RV_HAS(s, body_local_iseq) && RV_HAS(s, body_type) &&
 	    rv_try_member(s, body, RVL_body_local_iseq, &local) && local &&
 	    rv_try_member(s, local, RVL_iseq_body, &local_body) &&

@@ -6,7 +6,15 @@
 #include "../dwarf/macros.h"
 #include "../dwarf/types.h"
 
-enum spec_kind { SPEC_MEMBER, SPEC_SIZE, SPEC_ENUM, SPEC_VAR, SPEC_CONST };
+enum spec_kind {
+	SPEC_MEMBER,
+	SPEC_SIZE,
+	SPEC_ENUM,
+	SPEC_VAR,
+	SPEC_CONST,
+	SPEC_FUNC,
+	SPEC_TEXT
+};
 
 struct spec {
 	enum spec_kind kind;
@@ -22,12 +30,16 @@ static const struct spec specs[RVL_COUNT] = {
 #define ENUM(id, name, unit) {SPEC_ENUM, #id, name, NULL, unit},
 #define VAR(id, name, unit) {SPEC_VAR, #id, name, NULL, unit},
 #define CONST(id, name, unit) {SPEC_CONST, #id, name, NULL, unit},
+#define FUNC(id, name, unit) {SPEC_FUNC, #id, name, NULL, unit},
+#define TEXT(id, text) {SPEC_TEXT, #id, text, NULL, NULL},
 #include "layout.def"
 #undef MEMBER
 #undef SIZE
 #undef ENUM
 #undef VAR
 #undef CONST
+#undef FUNC
+#undef TEXT
 };
 
 const char *rv_layout_item_name(enum rv_item_id id)
@@ -226,6 +238,19 @@ struct cs_error *rv_layout_resolve(struct dw_index *idx, struct rv_layout *l)
 		case SPEC_CONST:
 			err = resolve_const(idx, &mu, s, l, it, scan);
 			break;
+		case SPEC_FUNC:
+			if (dw_index_find(idx, DW_NAME_FUNCTION, s->type, hints,
+					  scan, NULL, NULL)) {
+				it->value = 1;
+				it->source = RV_FROM_DWARF;
+			}
+			break;
+		case SPEC_TEXT:
+			if (dw_module_has_string(dw_index_module(idx), s->type)) {
+				it->value = 1;
+				it->source = RV_FROM_ELF;
+			}
+			break;
 		}
 	}
 	for (size_t i = 0; i < mu.count; i++)
@@ -235,7 +260,7 @@ struct cs_error *rv_layout_resolve(struct dw_index *idx, struct rv_layout *l)
 
 /* Bump when the way items are resolved changes (not their list), so that
  * layouts cached by an older corestack are resolved again. */
-#define RESOLVER_VERSION 2
+#define RESOLVER_VERSION 3
 
 /* A fingerprint of layout.def, struct rv_item and the resolver, so a
  * cached layout written by another corestack build is never read as this

@@ -17,12 +17,16 @@ enum rv_item_id {
 #define ENUM(id, name, unit) RVL_##id,
 #define VAR(id, name, unit) RVL_##id,
 #define CONST(id, name, unit) RVL_##id,
+#define FUNC(id, name, unit) RVL_##id,
+#define TEXT(id, text) RVL_##id,
 #include "layout.def"
 #undef MEMBER
 #undef SIZE
 #undef ENUM
 #undef VAR
 #undef CONST
+#undef FUNC
+#undef TEXT
 	RVL_COUNT
 };
 
@@ -31,6 +35,7 @@ enum rv_item_source {
 	RV_FROM_DWARF,    /* struct, enumerator, variable or const variable */
 	RV_FROM_MACRO,    /* .debug_macro */
 	RV_FROM_FALLBACK, /* rubyvm/fallback.c, only without .debug_macro */
+	RV_FROM_ELF,      /* the module's ELF: a string in its .rodata */
 };
 
 struct rv_item {

@@ -74,7 +74,7 @@ static int load(const char *path, const struct dw_module *mod,
 	ok = ok && read(fd, &extra, 1) == 0;
 	close(fd);
 	for (int i = 0; ok && i < RVL_COUNT; i++)
-		ok = l->items[i].source <= RV_FROM_FALLBACK;
+		ok = l->items[i].source <= RV_FROM_ELF;
 	l->has_macros = (int)got.has_macros;
 	return ok;
 }

@@ -29,6 +29,14 @@ struct rv_frame {
 	bool pc_stale;   /* innermost frame whose pc lies outside its iseq (JIT
 			  * code does not keep cfp->pc current): lineno is
 			  * then what Ruby gives for a frame without a pc */
+	/* A Ruby frame this Ruby's backtraces show as a C method (its label
+	 * the method's name, its location the caller's): why, or 0. */
+	enum rv_c_like {
+		RV_NOT_C_LIKE = 0,
+		RV_C_LIKE_C_TRACE,  /* Primitive.attr! :c_trace (3.4) */
+		RV_C_LIKE_INTERNAL, /* in an <internal:...> file (4.0) */
+	} c_like;
+	bool rescue_or_ensure; /* runs a rescue or ensure clause's iseq */
 	bool borrowed;   /* the strings belong to the session's frame cache
 			  * (rv_options.reuse_frames), not to this frame */
 	/* With rv_options.reuse_frames: frames of the session with the same
@@ -139,6 +147,9 @@ struct rv_process {
 	size_t norphan_fibers;
 	char *fibers_error; /* NULL, or why some fibers may be missing */
 	uint64_t heap_pages, heap_bytes; /* GC heap scanned */
+	/* How this Ruby quotes a label in a backtrace line: path:line:in `m'
+	 * (up to 3.3) or path:line:in 'm' (3.4+). */
+	bool backtick_quotes;
 };
 
 struct rv_options {

@@ -189,8 +189,8 @@ static struct cs_error *class_path_uncached(struct rv_session *s,
 	return rv_string(s, v, ret);
 }
 
-static struct cs_error *attached_object(struct rv_session *s, uint64_t klass,
-					uint64_t *ret)
+struct cs_error *rv_attached_object(struct rv_session *s, uint64_t klass,
+				    uint64_t *ret)
 {
 	if (RV_HAS(s, classext_attached)) {
 		uint64_t ext;
@@ -212,8 +212,9 @@ static char *anonymous(uint64_t klass)
 	return s;
 }
 
-struct cs_error *rv_class_path(struct rv_session *s, uint64_t klass,
-			       char **ret)
+/* The class path of klass, NULL when anonymous; owned by the cache. */
+static struct cs_error *cached_path(struct rv_session *s, uint64_t klass,
+				    const char **ret)
 {
 	int found;
 	char *path = u64map_get(&s->ids->classes, klass, &found);
@@ -226,6 +227,17 @@ struct cs_error *rv_class_path(struct rv_session *s, uint64_t klass,
 			return &cs_error_nomem;
 		}
 	}
+	*ret = path;
+	return NULL;
+}
+
+struct cs_error *rv_class_path(struct rv_session *s, uint64_t klass,
+			       char **ret)
+{
+	const char *path;
+	struct cs_error *err = cached_path(s, klass, &path);
+	if (err)
+		return err;
 	*ret = path ? strdup(path) : anonymous(klass);
 	return *ret ? NULL : &cs_error_nomem;
 }
@@ -242,7 +254,7 @@ struct cs_error *rv_owner_name(struct rv_session *s, uint64_t owner,
 	if (!*singleton)
 		return rv_class_path(s, owner, ret);
 	uint64_t attached, atype;
-	if ((err = attached_object(s, owner, &attached)))
+	if ((err = rv_attached_object(s, owner, &attached)))
 		return err;
 	if (!attached || rv_special_const(s, attached) ||
 	    rv_failed(rv_builtin_type(s, attached, &atype, NULL)) ||
@@ -253,4 +265,27 @@ struct cs_error *rv_owner_name(struct rv_session *s, uint64_t owner,
 		return *ret ? NULL : &cs_error_nomem;
 	}
 	return rv_class_path(s, attached, ret);
+}
+
+struct cs_error *rv_permanent_path(struct rv_session *s, uint64_t klass,
+				   char **ret)
+{
+	*ret = NULL;
+	if (RV_HAS(s, classext_permanent_classpath)) {
+		uint64_t ext, permanent;
+		struct cs_error *err = classext(s, klass, &ext);
+		if (!err)
+			err = rv_read_member(s, ext,
+					     RVL_classext_permanent_classpath,
+					     &permanent);
+		if (err || !permanent)
+			return err;
+	}
+	const char *path;
+	struct cs_error *err = cached_path(s, klass, &path);
+	if (err)
+		return err;
+	if (path && !(*ret = strdup(path)))
+		return &cs_error_nomem;
+	return NULL;
 }

@@ -111,7 +111,7 @@ static struct cs_error *check_layout(const struct rv_layout *l,
 		if (it[env[i]].value < -16 || it[env[i]].value > 16)
 			bad = rv_layout_item_name(env[i]);
 	for (int i = 0; !bad && i < RVL_COUNT; i++)
-		if (it[i].bit_size > 64 || it[i].source > RV_FROM_FALLBACK)
+		if (it[i].bit_size > 64 || it[i].source > RV_FROM_ELF)
 			bad = rv_layout_item_name(i);
 	if (!bad)
 		return NULL;
@@ -176,6 +176,7 @@ struct cs_error *rv_session_create(const struct rv_target *target,
 		rv_session_destroy(s);
 		return rv_missing(RVL_cfp_iseq);
 	}
+	rv_bt_rules_init(s);
 	err = rv_names_init(s);
 	if (err) {
 		rv_session_destroy(s);

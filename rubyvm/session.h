@@ -12,6 +12,15 @@
 
 struct rv_id_cache;
 
+/* Which of the backtrace rules of backtrace_rules.c this Ruby follows. */
+struct rv_bt_rules {
+	bool owner_labels;     /* "Kernel#sleep", "block in Foo#bar" (3.4+) */
+	bool rescue_as_method; /* a rescue/ensure frame stands for its method */
+	bool c_trace;          /* :c_trace methods shown as C methods */
+	bool internal_as_c;    /* <internal:...> frames as C methods (4.0) */
+	bool backtick_quotes;  /* in `m' rather than in 'm' */
+};
+
 struct rv_session {
 	struct rv_target target;
 	struct rv_prefetcher prefetcher; /* prefetch NULL when none */
@@ -20,6 +29,7 @@ struct rv_session {
 	struct rv_options opts;
 	size_t output_left; /* of opts.max_output_bytes, this snapshot */
 	struct rv_id_cache *ids; /* ID -> name, class -> path */
+	struct rv_bt_rules rules;
 	uint64_t classpath_id, tmp_classpath_id; /* IDs, 0 if unknown */
 	struct u64map iseqs; /* iseq -> struct rv_iseq_info (iseq_cache.c) */
 	struct u64map lines; /* pc -> line */
@@ -74,6 +84,14 @@ struct cs_error *rv_class_path(struct rv_session *s, uint64_t klass,
  * then the name is the attached class's path ("Foo" for Foo.bar). */
 struct cs_error *rv_owner_name(struct rv_session *s, uint64_t owner,
 			       char **ret, bool *singleton);
+/* The class path of klass when it is permanent (rb_mod_name0's permanent:
+ * every enclosing module named), else NULL: what Ruby 3.4's backtrace
+ * labels name a method's owner by. */
+struct cs_error *rv_permanent_path(struct rv_session *s, uint64_t klass,
+				   char **ret);
+/* The object a singleton class is attached to. */
+struct cs_error *rv_attached_object(struct rv_session *s, uint64_t klass,
+				    uint64_t *ret);
 struct cs_error *rv_names_init(struct rv_session *s);
 void rv_names_destroy(struct rv_session *s);
 
@@ -82,6 +100,8 @@ struct rv_iseq_info {
 	char *label, *base_label, *path;
 	int64_t type;       /* this iseq's type, -1 if unknown */
 	int64_t local_type; /* type of its local iseq (the method of a block) */
+	uint64_t parent_iseq, local_iseq; /* 0 when none or unknown */
+	uint64_t builtin_attrs;           /* Primitive.attr! bits (3.1+) */
 	int first_lineno;
 	int code_first_line, code_last_line; /* 0, 0 when unknown */
 	uint64_t body;
@@ -189,6 +209,28 @@ void rv_thread_state_read(struct rv_session *s, uint64_t th,
 /* ractors.c: the ractor a thread belongs to (3.x). */
 void rv_thread_ractor_read(struct rv_session *s, uint64_t th,
 			   struct rv_thread *t);
+
+/* backtrace_rules.c */
+void rv_bt_rules_init(struct rv_session *s);
+/* type is the value of the ISEQ_TYPE_* enumerator id (false if unknown) */
+bool rv_bt_is_type(struct rv_session *s, int64_t type, enum rv_item_id id);
+/* rb_gen_method_name: "Owner#name" / "Owner.name" when the owner's name
+ * is permanent, else name. */
+struct cs_error *rv_bt_method_name(struct rv_session *s, uint64_t owner,
+				   const char *name, char **ret);
+/* calculate_iseq_label: the label of a frame running iseq, whose method's
+ * owner is owner (0 when the frame has no method entry); always: the
+ * qualified name, the owner named even when anonymous. */
+struct cs_error *rv_bt_iseq_label(struct rv_session *s, uint64_t owner,
+				  uint64_t iseq, bool always, char **ret);
+bool rv_bt_rescue_or_ensure(struct rv_session *s,
+			    const struct rv_iseq_info *info);
+bool rv_bt_internal(const struct rv_iseq_info *info);
+enum rv_c_like rv_bt_c_like(struct rv_session *s,
+			    const struct rv_iseq_info *info);
+/* Drop the frames this Ruby's backtraces do not show (a rescue clause's
+ * method, what an internal frame called), after the walk. */
+void rv_bt_select_frames(struct rv_session *s, struct rv_thread *th);
 
 /* frames.c */
 struct cs_error *rv_walk_ec(struct rv_session *s, uint64_t ec,

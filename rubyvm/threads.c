@@ -179,6 +179,7 @@ struct cs_error *rv_snapshot(struct rv_session *s, struct rv_process **ret)
 		return &cs_error_nomem;
 	rv_frame_cache_begin_snapshot(s);
 	s->output_left = s->opts.max_output_bytes;
+	p->backtick_quotes = s->rules.backtick_quotes;
 	if (RV_HAS(s, ruby_version)) {
 		char buf[32] = {0};
 		if (rv_try_read(s, s->load_bias + (uint64_t)RV_VAL(s, ruby_version),

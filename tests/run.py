@@ -301,13 +301,13 @@ def check_oracle(run, cap, live=False):
             or compare.compare_threads(report, cap.oracle))
 
 
-def check_qualified(run, expectations):
+def check_qualified(run, expectations, oracle):
     report, reason = json_report(run)
     if reason:
         return reason
     if not isinstance(report.get("threads"), list):
         return "no threads list"
-    return compare.check_qualified(expectations, report)
+    return compare.check_qualified(expectations, report, oracle)
 
 
 def check_text(run, cap):
@@ -344,7 +344,7 @@ def report_scenario(rep, selected, ruby, scen, cap, runs):
     if want("oracle"):
         rep.result(names["oracle"], check_oracle(runs[0], cap))
     if want("qualified"):
-        rep.result(names["qualified"], sidecar_error or check_qualified(runs[0], expectations))
+        rep.result(names["qualified"], sidecar_error or check_qualified(runs[0], expectations, cap.oracle))
     if want("text"):
         rep.result(names["text"], check_text(runs[1], cap))
     for key in ("live", "live-nonblocking"):

@@ -91,7 +91,7 @@ def layout_of(corestack, module, timeout):
             module, res.returncode, res.stderr.strip()[:200]))
     items = {}
     for line in res.stdout.splitlines():
-        m = re.match(r"(\w+)\s+(dwarf|macro|fallback|cache)\s+(-?\d+)(?:\s+size\s+(\d+))?", line)
+        m = re.match(r"(\w+)\s+(dwarf|macro|fallback|elf|cache)\s+(-?\d+)(?:\s+size\s+(\d+))?", line)
         if m:
             items[m.group(1)] = (int(m.group(3)), int(m.group(4)) if m.group(4) else None)
     return items
@@ -115,7 +115,7 @@ def target_frame(report, scenario_file):
         for fi, f in enumerate(t["frames"]):
             if f["kind"] == "ruby" and f.get("iseq") and \
                     (f.get("path") or "").endswith(scenario_file) and \
-                    re.fullmatch(r"[a-z_]\w*", f.get("label") or ""):
+                    re.fullmatch(r"[a-z_]\w*", compare.plain_label(f.get("label") or "")):
                 return ti, fi
     raise RuntimeError("no frame of a method of %s in the report" % scenario_file)
 
@@ -185,7 +185,7 @@ def patch_string(cf, layout, frame):
     of its words) and break the first one."""
     body = cf.u64(int(frame["iseq"], 16) + layout["iseq_body"][0])
     string = cf.u64(body + layout["body_label"][0])
-    want = frame["label"].encode()
+    want = compare.plain_label(frame["label"]).encode()   # the iseq's own label
     obj = cf.read(string, 64)
     places = [string + obj.find(want)] if obj.find(want) >= 0 else []
     for (word,) in struct.iter_unpack("<Q", obj):
@@ -195,7 +195,7 @@ def patch_string(cf, layout, frame):
         except LookupError:
             continue
     if not places:
-        raise RuntimeError("label %r not found in the String at 0x%x" % (frame["label"], string))
+        raise RuntimeError("label %r not found in the String at 0x%x" % (want, string))
     cf.write(places[0], b"\xff")
     return r"label is not valid UTF-8"
 
@@ -213,7 +213,8 @@ def check_budget(corestack, cap, baseline, timeout):
     try:
         report = json.loads(res.stdout.decode("utf-8"))
     except ValueError:
-        return "stdout is not JSON: %s" % compare.show(res.stdout[:200])
+        return "stdout is not JSON (exit %d): %r; stderr %r" % (
+            res.returncode, res.stdout[:200], res.stderr[-300:])
     if res.returncode != 1:
         return "exit status %d, expected 1 (partial)" % res.returncode
     threads, full = report.get("threads", []), baseline["threads"]

@@ -56,7 +56,8 @@ def load_sidecar(path=SIDECAR):
 
 def short(frames):
     """Frames as (label, basename or None, lineno), the sidecar's terms."""
-    return [(f.get("label"), os.path.basename(f["path"]) if f.get("path") else None,
+    return [(compare.plain_label(f.get("label")),
+             os.path.basename(f["path"]) if f.get("path") else None,
              f.get("lineno")) for f in frames]
 
 

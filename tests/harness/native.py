@@ -364,7 +364,7 @@ def plain_name(name):
 
 def the_thread(report, c_label):
     for t in report.get("threads", []):
-        if any(f.get("kind") == "cfunc" and f.get("label") == c_label
+        if any(f.get("kind") == "cfunc" and compare.plain_label(f.get("label")) == c_label
                for f in t.get("frames", [])):
             return t
     return None
@@ -394,7 +394,8 @@ def check_merged(res, oracle, c_label, c_function, innermost_cfunc):
     if e_c.get("kind") != "cfunc" or e_c.get("function") != c_function:
         return "%r sits on %s, expected %s" % (c_label, compare.show(e_c.get("function")),
                                                 c_function)
-    call = next((k for k, f in enumerate(t["frames"]) if f["label"] == "call_block"), None)
+    call = next((k for k, f in enumerate(t["frames"])
+                 if compare.plain_label(f["label"]) == "call_block"), None)
     if call is None:
         return "no call_block frame"
     i_b, e_b = by_frame[call]

@@ -70,7 +70,7 @@ class Place:
     def __init__(self, cf, layout, report):
         for ti, t in enumerate(report.get("threads", [])):
             for fi, f in enumerate(t["frames"]):
-                if f.get("label") == METHOD and (f.get("path") or "").endswith(SCENARIO + ".rb"):
+                if compare.plain_label(f.get("label")) == METHOD and (f.get("path") or "").endswith(SCENARIO + ".rb"):
                     self.thread, self.index, self.frame = ti, fi, f
                     break
             else:
@@ -109,7 +109,7 @@ class Place:
 def oracle_tail(oracle, report_thread):
     """The oracle's frames of the worker thread from `deeper` outwards."""
     for t in compare.scenario_threads(oracle["threads"]):
-        labels = [f["label"] for f in t["frames"]]
+        labels = [compare.plain_label(f["label"]) for f in t["frames"]]
         if METHOD in labels and t.get("name") == report_thread.get("name"):
             return t["frames"][labels.index(METHOD):]
     raise RuntimeError("no thread of the oracle has a %s frame" % METHOD)
@@ -156,7 +156,9 @@ def check_innermost(corestack, cap, place, case, expected, lines, timeout):
                 i, compare.show(got.get("error")), compare.show(got.get("pc_stale")))
     text = subprocess.run([corestack, cap.core, cap.exe], stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, timeout=timeout).stdout.decode("utf-8", "replace")
-    said = [l for l in text.splitlines() if ":in '%s'" % METHOD in l]
+    said = [l for l in text.splitlines()
+            if compare.plain_label((re.search(r":in [`']([^']*)'", l) or [None, None])[1])
+            == METHOD]
     stale = [l for l in said if "<stale pc" in l]
     if case != "at-end" and len(stale) != 1:
         return "the text output marks %d %s lines <stale pc ...>" % (len(stale), METHOD)

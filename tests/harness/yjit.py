@@ -21,6 +21,8 @@ import subprocess
 import sys
 import time
 
+from . import compare
+
 VARIANT = "yjit"
 RUBYOPT = "--yjit --yjit-call-threshold=1"
 
@@ -74,7 +76,8 @@ SPIN_BLOCK_LINE = 21
 
 def check_spin_sample(report):
     threads = report.get("threads") or []
-    spinning = [t for t in threads if t.get("frames") and t["frames"][0].get("label") == "spin"]
+    spinning = [t for t in threads if t.get("frames") and
+                compare.plain_label(t["frames"][0].get("label")) == "spin"]
     if len(spinning) != 1:
         return "%d threads have spin on top, expected 1: %s" % (
             len(spinning), [[f.get("label") for f in t.get("frames", [])][:3] for t in threads])
