@@ -50,18 +50,6 @@ bool rv_bt_is_type(struct rv_session *s, int64_t type, enum rv_item_id id)
 	       type == s->layout.items[id].value;
 }
 
-static char *concat(const char *a, const char *b, const char *c)
-{
-	size_t la = strlen(a), lb = strlen(b), lc = strlen(c);
-	char *out = malloc(la + lb + lc + 1);
-	if (!out)
-		return NULL;
-	memcpy(out, a, la);
-	memcpy(out + la, b, lb);
-	memcpy(out + la + lb, c, lc + 1);
-	return out;
-}
-
 /* rb_gen_method_name: "Owner#name", "Owner.name" for a singleton class of
  * a class or module, only when that name is permanent; else the name.
  * always: corestack's qualified name instead, with any owner named. */
@@ -76,7 +64,7 @@ static struct cs_error *method_name(struct rv_session *s, uint64_t owner,
 					     : NULL;
 		if (err)
 			return err;
-		*ret = path ? concat(path, singleton ? "." : "#", name)
+		*ret = path ? rv_join3(path, strlen(path), singleton ? "." : "#", name)
 			    : strdup(name);
 		free(path);
 		return *ret ? NULL : &cs_error_nomem;
@@ -113,7 +101,7 @@ struct cs_error *rv_bt_method_name(struct rv_session *s, uint64_t owner,
 		if (klass)
 			err = rv_permanent_path(s, klass, &path);
 	}
-	*ret = path ? concat(path, sep, name) : strdup(name);
+	*ret = path ? rv_join3(path, strlen(path), sep, name) : strdup(name);
 	free(path);
 	if (err) {
 		free(*ret);
@@ -185,7 +173,7 @@ static struct cs_error *iseq_label(struct rv_session *s, uint64_t owner,
 		else
 			snprintf(prefix, sizeof(prefix),
 				 "block (%d levels) in ", level);
-		*ret = concat(prefix, inner, "");
+		*ret = rv_join3(prefix, strlen(prefix), inner, "");
 		free(inner);
 		return *ret ? NULL : &cs_error_nomem;
 	}

@@ -87,7 +87,7 @@ static struct cs_error *frame_method_entry(struct rv_session *s, uint64_t ep,
 
 /* a[0..alen) b c in a new string: a frame's names are built thousands of
  * times per report, and asprintf's formatting was a large share of it. */
-static char *join3(const char *a, size_t alen, const char *b, const char *c)
+char *rv_join3(const char *a, size_t alen, const char *b, const char *c)
 {
 	size_t bl = strlen(b), cl = strlen(c);
 	char *out = malloc(alen + bl + cl + 1);
@@ -110,7 +110,7 @@ static struct cs_error *method_qualified(struct rv_session *s, uint64_t me,
 	if ((err = rv_read_member(s, me, RVL_me_owner, &owner)) ||
 	    (err = rv_owner_name(s, owner, &owner_name, &singleton)))
 		return err;
-	*ret = join3(owner_name, strlen(owner_name), singleton ? "." : "#",
+	*ret = rv_join3(owner_name, strlen(owner_name), singleton ? "." : "#",
 		     name);
 	free(owner_name);
 	return *ret ? NULL : &cs_error_nomem;
@@ -136,7 +136,7 @@ static char *ruby_qualified(struct rv_session *s,
 		cs_error_destroy(err);
 		return strdup(label);
 	}
-	out = join3(label, ll - bl, method, "");
+	out = rv_join3(label, ll - bl, method, "");
 	free(method);
 	return out;
 }
@@ -168,6 +168,25 @@ static void check_text(struct rv_frame *f, const char *what, char *text)
 		return;
 	if (asprintf(&f->error, "%s is not valid UTF-8", what) < 0)
 		f->error = NULL;
+}
+
+/* The iseq whose code_location bounds the lines iseq's instructions may
+ * carry: a rescue or ensure clause's spans only the clause's body, yet its
+ * instructions can carry the line of the begin that holds it (an ensure
+ * clause running a begin/rescue of its own reports the begin's line), so
+ * the method's or block's it belongs to bounds it. */
+static const struct rv_iseq_info *line_bounds(struct rv_session *s,
+					      const struct rv_iseq_info *info)
+{
+	for (int depth = 0; depth < 64 && info->parent_iseq &&
+			    rv_bt_rescue_or_ensure(s, info);
+	     depth++) {
+		const struct rv_iseq_info *parent;
+		if (rv_failed(rv_iseq_lookup(s, info->parent_iseq, &parent)))
+			break;
+		info = parent;
+	}
+	return info;
 }
 
 /* A line outside the lines the iseq spans comes from a corrupt line table
@@ -273,7 +292,7 @@ static void ruby_frame(struct rv_session *s, uint64_t iseq, uint64_t pc,
 			f->label = strdup(info->label);
 	}
 	f->path = strdup(info->path);
-	check_line(f, info);
+	check_line(f, line_bounds(s, info));
 	/* label and path were checked (and scrubbed) with the iseq */
 	if (!f->error && (!info->label_clean || !info->path_clean))
 		f->error = strdup(!info->label_clean
@@ -370,7 +389,7 @@ static bool moved_frame(struct rv_session *s, uint64_t addr,
 	bool stale = stale_pc(s, info, key->pc, key->innermost);
 	if (rv_failed(rv_line_lookup(s, key->iseq, info, stale ? 0 : key->pc,
 				     &line)) ||
-	    line_outside(info, line))
+	    line_outside(line_bounds(s, info), line))
 		return false;
 	rv_frame_cache_move(c, key, line, stale, f, text_bytes);
 	return true;

@@ -233,6 +233,8 @@ enum rv_c_like rv_bt_c_like(struct rv_session *s,
 void rv_bt_select_frames(struct rv_session *s, struct rv_thread *th);
 
 /* frames.c */
+/* a[0..alen) b c, in a new string (NULL when out of memory) */
+char *rv_join3(const char *a, size_t alen, const char *b, const char *c);
 struct cs_error *rv_walk_ec(struct rv_session *s, uint64_t ec,
 			    struct rv_thread *th);
 void rv_frame_free(struct rv_frame *f);
