@@ -1419,6 +1419,20 @@ static int cs_live_let_signal_go(struct cs_live *live,
 }
 
 /* The whole process is gone (or only its unreaped leader is left). */
+int cs_live_exited(int pid)
+{
+	int *tids;
+	size_t n;
+	int e = cs_live_list_tasks(pid, &tids, &n);
+	if (e)
+		return e == ENOENT || e == ESRCH;
+	int exited = 1;
+	for (size_t i = 0; i < n && exited; i++)
+		exited = cs_live_is_dead_state(cs_live_thread_state(pid, tids[i]));
+	free(tids);
+	return exited;
+}
+
 static int cs_live_process_gone(const struct cs_live *live)
 {
 	struct cs_live_status st;

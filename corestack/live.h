@@ -106,6 +106,12 @@ void cs_live_leave_running(struct cs_live *live, int tid, int leave);
  * Ruby stacks saves a system call per thread and sample. */
 void cs_live_without_registers(struct cs_live *live);
 
+/* 1 when process pid has ended: it is gone, or every one of its threads
+ * is dead or a zombie (its parent has not reaped it yet, or its threads
+ * still wait for their tracer, us, to reap them). A sampler asks when a
+ * sample fails: such a process never gives one again. */
+int cs_live_exited(int pid);
+
 int cs_live_pid(const struct cs_live *live);
 /* "process PID", for messages. */
 const char *cs_live_name(const struct cs_live *live);

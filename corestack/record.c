@@ -230,6 +230,18 @@ int cs_record_main(int argc, char **argv)
 			return EXIT_UNUSABLE;
 		}
 		usleep(200000); /* let the Ruby VM come up before the first look */
+		int status;
+		if (waitpid(child, &status, WNOHANG) == child) {
+			/* ours to reap: not "a zombie its parent has not
+			 * reaped", which attaching would say */
+			fprintf(stderr, PROG ": %s ended before it could be "
+					"sampled (%s %d)\n",
+				o.command[0],
+				WIFEXITED(status) ? "exit status" : "signal",
+				WIFEXITED(status) ? WEXITSTATUS(status)
+						  : WTERMSIG(status));
+			return EXIT_UNUSABLE;
+		}
 	}
 	struct sigaction sa = {.sa_handler = on_stop_signal};
 	sigaction(SIGINT, &sa, NULL);
@@ -301,8 +313,14 @@ int cs_record_main(int argc, char **argv)
 		reading_cpu += clock_seconds(CLOCK_THREAD_CPUTIME_ID) - c0;
 		if (r < 0)
 			break; /* the target exited: keep what we have */
-		if (r == 0)
+		if (r == 0) {
+			/* An exited target that nobody reaped (our own child
+			 * whose traced threads we still hold, or another
+			 * process's) fails every sample until --duration. */
+			if (cs_live_exited(pid))
+				break;
 			lost++;
+		}
 		if (interactive && (prof.samples + lost) % 50 == 0)
 			fprintf(stderr, "\rcorestack record: %zu samples, %zu "
 					"lost, %.1f s",

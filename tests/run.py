@@ -55,7 +55,9 @@ crash* scenarios) and checks corestack's reading of it:
                              flame graph SVG,
                              target exiting, SIGINT; record-contention: a paused
                              recording does not starve threads waiting for the GVL
-                             (tests/harness/contention.py)
+                             (tests/harness/contention.py); record-unreaped-exit:
+                             a target that exits and is never reaped ends the
+                             recording at once (tests/harness/record_exits.py)
     3.3-yjit/running-jit-code  a thread inside JIT code, read live (tests/harness/yjit.py)
     3.3-yjit/...             every scenario again on Ruby 3.3 built with YJIT, run with
                              --yjit --yjit-call-threshold=1; 3.3-yjit/SCENARIO/yjit: Ruby
@@ -113,7 +115,7 @@ import time
 
 sys.dont_write_bytecode = True   # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (cli, compare, contention, corrupt, fibers, frame_reuse, gdbext, hostile,  # noqa: E402
+from harness import (cli, compare, contention, corrupt, fibers, record_exits, frame_reuse, gdbext, hostile,  # noqa: E402
                      native, permissions, procs, requires, stale_pc, threadstate, yjit)
 
 RUBIES = ("2.7", "3.1", "3.3", "3.3-static", "3.3-yjit", "3.4", "3.4-yjit")
@@ -720,6 +722,8 @@ def record_tests(rep, selected, args, prefixes, workdir):
             except subprocess.TimeoutExpired:
                 rep.result(name, "record hung")
         contention.contention_test(rep, selected, args.corestack, ruby, exe, args.timeout)
+        record_exits.record_exit_tests(rep, selected, args.corestack, ruby, exe, workdir,
+                                       args.timeout)
         name = "%s/record-target-exits" % ruby
         if selected(name):
             started = time.monotonic()
@@ -896,6 +900,7 @@ def main():
         if any(selected("%s/%s" % (r, t)) for t in (
                 "layout-units", "running-jit-code", "record", "record-nonblocking", "record-target-exits",
                 "record-speedscope", "record-flamegraph", "record-contention",
+                "record-unreaped-exit", "record-unreaped-exit-nonblocking",
                 "record-interrupted")):
             build_anyway.add(r)
         if gdbext.wanted(selected, [r], scenarios):
@@ -963,6 +968,7 @@ def main():
         bad_tests(rep, selected, args, prefixes, captures, workdir)
         cli.cli_tests(rep, selected, args.corestack, procs.run_tool, procs.sanitizer_report,
                       args.timeout)
+        record_exits.own_child_test(rep, selected, args.corestack, args.timeout)
         permissions.permission_tests(rep, selected, args.corestack, check_unusable,
                                      procs.run_tool, args.timeout)
         for ruby in args.rubies:

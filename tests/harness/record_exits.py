@@ -1,0 +1,78 @@
+"""corestack record ends when its target does, however the target ends.
+
+    RUBY/record-unreaped-exit[-nonblocking]  the target is another process's
+                          child that exits and is never reaped (a zombie):
+                          record --pid --duration 20 ends within 10 s of the
+                          exit, writes the profile with the samples taken,
+                          exits 0 (before, it recorded lost samples until
+                          --duration, or exited 2 without the profile)
+    record/own-child-ends-early  record -- COMMAND whose command ends before the
+                          first sample: one line saying it ended, with its exit
+                          status, not that corestack's own child is "a zombie"
+"""
+
+import os
+import subprocess
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SHARES = os.path.join(ROOT, "fixtures", "profile", "shares.rb")
+RUNS_FOR = 2.0      # seconds the target runs
+PROMPT = 10.0       # seconds after its exit that record may take to notice
+
+
+def test_names(ruby):
+    return ["%s/record-unreaped-exit" % ruby, "%s/record-unreaped-exit-nonblocking" % ruby]
+
+
+def unreaped_exit(corestack, exe, out, extra, timeout):
+    # Popen makes this test process the target's parent; it waits for the
+    # target only after record is done, so the target stays a zombie.
+    target = subprocess.Popen([exe, SHARES, str(RUNS_FOR)], stdin=subprocess.DEVNULL,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(0.5)
+        started = time.monotonic()
+        res = subprocess.run([corestack, "record", "--pid", str(target.pid), "--duration", "20",
+                              "-o", out] + extra, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, timeout=timeout)
+        took = time.monotonic() - started
+    except subprocess.TimeoutExpired:
+        return "record hung"
+    finally:
+        target.kill()
+        target.wait()
+    if res.returncode != 0:
+        return "exit %d: %s" % (res.returncode, res.stderr.strip()[-300:])
+    if took > RUNS_FOR + PROMPT:
+        return "record went on %.1f s after its target exited (ran %.1f s)" % (
+            took - RUNS_FOR, took)
+    try:
+        with open(out) as f:
+            samples = sum(int(l.rsplit(" ", 1)[1]) for l in f if l.strip())
+    except (OSError, ValueError, IndexError) as exc:
+        return "profile unreadable: %s" % exc
+    return None if samples > 0 else "the profile has no sample"
+
+
+def record_exit_tests(rep, selected, corestack, ruby, exe, workdir, timeout):
+    for name, extra in zip(test_names(ruby), ([], ["--nonblocking"])):
+        if selected(name):
+            out = os.path.join(workdir, "unreaped-%s%s.folded" % (ruby, "-nb" if extra else ""))
+            rep.result(name, unreaped_exit(corestack, exe, out, extra, timeout))
+
+
+def own_child_test(rep, selected, corestack, timeout):
+    name = "record/own-child-ends-early"
+    if not selected(name):
+        return
+    res = subprocess.run([corestack, "record", "--", "sh", "-c", "exit 3"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         timeout=timeout)
+    lines = res.stderr.strip().splitlines()
+    if res.returncode != 2 or len(lines) != 1 or "exit status 3" not in lines[0] \
+            or "zombie" in lines[0]:
+        rep.result(name, "exit %d, stderr %r: expected 2 and one line with its exit status" % (
+            res.returncode, res.stderr))
+    else:
+        rep.result(name, None)
