@@ -905,7 +905,10 @@ static struct cs_error *cs_live_wait_stops(struct cs_live *live,
 			if (!t->seized || t->stopped || !t->interrupted)
 				continue;
 			int r = cs_live_poll(live, t);
-			if (r == 0)
+			/* a dead thread (a zombie whose exit we cannot take
+			 * yet) never stops: not worth the wait */
+			if (r == 0 && !cs_live_is_dead_state(cs_live_thread_state(
+					      live->pid, t->pub.tid)))
 				late = t;
 			else if (r > 0)
 				t->slow_to_stop = cs_live_now_us() - start >
@@ -1439,7 +1442,9 @@ static int cs_live_process_gone(const struct cs_live *live)
 	int e = cs_live_read_status(live->pid, 0, &st);
 	if (e)
 		return e == ENOENT || e == ESRCH;
-	return cs_live_is_dead_state(st.state) && st.threads <= 1;
+	/* every thread dead, some still waiting for us to take their exit */
+	return cs_live_is_dead_state(st.state) &&
+	       (st.threads <= 1 || cs_live_exited(live->pid));
 }
 
 struct cs_error *cs_live_resume(struct cs_live *live)

@@ -47,6 +47,10 @@ struct cs_error *gx_parse_bt_args(const char *line, struct gx_bt_args *ret)
 			ret->json = 1;
 		} else if (strcmp(w, "--via-debugger") == 0) {
 			ret->via_debugger = 1;
+		} else if (strcmp(w, "--out") == 0 && i + 1 < n) {
+			free(ret->out);
+			if (!(ret->out = strdup(words[++i])))
+				return &cs_error_nomem;
 		} else if (target++) {
 			goto bad;
 		} else if (strcmp(w, "all") == 0) {
@@ -62,7 +66,14 @@ struct cs_error *gx_parse_bt_args(const char *line, struct gx_bt_args *ret)
 	}
 	return NULL;
 bad:
+	gx_bt_args_free(ret);
 	return cs_error_create(CS_ERR_USAGE, "%s", GX_BT_USAGE);
+}
+
+void gx_bt_args_free(struct gx_bt_args *a)
+{
+	free(a->out);
+	a->out = NULL;
 }
 
 struct cs_error *gx_parse_sample_args(const char *line,

@@ -5,7 +5,8 @@
 
 #include "../util/error.h"
 
-#define GX_BT_USAGE "usage: ruby-bt [--json] [--via-debugger] [all | N]"
+#define GX_BT_USAGE \
+	"usage: ruby-bt [--json] [--out FILE] [--via-debugger] [all | N]"
 #define GX_SAMPLE_USAGE \
 	"usage: ruby-sample [SECONDS] [--rate HZ] [--out FILE]"
 
@@ -16,6 +17,7 @@ struct gx_bt_args {
 	int via_debugger; /* read memory through the debugger, not directly */
 	enum gx_bt_which which;
 	long number;      /* GX_BT_NUMBER: the debugger's thread number */
+	char *out;        /* --out FILE: malloc'd, NULL for the console */
 };
 
 struct gx_sample_args {
@@ -25,6 +27,7 @@ struct gx_sample_args {
 };
 
 /* CS_ERR_USAGE with the usage line on bad arguments. */
+void gx_bt_args_free(struct gx_bt_args *a);
 struct cs_error *gx_parse_bt_args(const char *line, struct gx_bt_args *ret);
 struct cs_error *gx_parse_sample_args(const char *line,
 				      struct gx_sample_args *ret);

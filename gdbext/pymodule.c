@@ -310,8 +310,8 @@ static PyObject *py_sample_finish(PyObject *self, PyObject *args)
 
 /* --- arguments ------------------------------------------------------------ */
 
-/* bt_args(line) -> (json, via_debugger, which) with which None (the
- * selected thread), "all" or a thread number. */
+/* bt_args(line) -> (json, via_debugger, which, out) with which None (the
+ * selected thread), "all" or a thread number, out None or --out's path. */
 static PyObject *py_bt_args(PyObject *self, PyObject *args)
 {
 	(void)self;
@@ -325,10 +325,15 @@ static PyObject *py_bt_args(PyObject *self, PyObject *args)
 	PyObject *which = a.which == GX_BT_ALL ? PyUnicode_FromString("all")
 			  : a.which == GX_BT_NUMBER ? PyLong_FromLong(a.number)
 						    : (Py_INCREF(Py_None), Py_None);
-	if (!which)
+	if (!which) {
+		gx_bt_args_free(&a);
 		return NULL;
-	return Py_BuildValue("(OON)", a.json ? Py_True : Py_False,
-			     a.via_debugger ? Py_True : Py_False, which);
+	}
+	PyObject *res = Py_BuildValue("(OONz)", a.json ? Py_True : Py_False,
+				      a.via_debugger ? Py_True : Py_False,
+				      which, a.out);
+	gx_bt_args_free(&a);
+	return res;
 }
 
 /* sample_args(line) -> (seconds, rate, out or None) */
@@ -358,7 +363,7 @@ static PyMethodDef methods[] = {
 	{"sample_finish", py_sample_finish, METH_VARARGS,
 	 "sample_finish(sampler, out=None) -> (summary, interrupted)"},
 	{"bt_args", py_bt_args, METH_VARARGS,
-	 "bt_args(line) -> (json, via_debugger, which)"},
+	 "bt_args(line) -> (json, via_debugger, which, out)"},
 	{"sample_args", py_sample_args, METH_VARARGS,
 	 "sample_args(line) -> (seconds, rate, out)"},
 	{NULL, NULL, 0, NULL},

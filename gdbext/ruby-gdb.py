@@ -170,6 +170,8 @@ ruby-bt [--json] [--via-debugger] [all | N]
   ruby-bt all     every Ruby thread
   ruby-bt N       the Ruby thread running on gdb thread N
   --json          corestack's JSON (docs/json-schema.md)
+  --out FILE      write to FILE instead of gdb's console, where gdb's own
+                  warnings would mix with it (checked before any work)
   --via-debugger  read memory through gdb even where the target is a local
                   process or core (what a remote target always uses)"""
 
@@ -177,8 +179,10 @@ ruby-bt [--json] [--via-debugger] [all | N]
         super().__init__("ruby-bt", gdb.COMMAND_STACK)
 
     def invoke(self, arg, from_tty):
+        sink = None
         try:
-            json, via_debugger, which = _corestack.bt_args(arg)
+            json, via_debugger, which, out = _corestack.bt_args(arg)
+            sink = _output_file(out)
             inf = _inferior("ruby-bt")
             if which == "all":
                 tids = None
@@ -202,8 +206,26 @@ ruby-bt [--json] [--via-debugger] [all | N]
             else:
                 raise first
         except _corestack.Error as exc:
+            if sink:
+                sink.close()
             raise gdb.GdbError("ruby-bt: %s" % exc)
-        gdb.write(text)
+        if sink:
+            with sink:
+                sink.write(text)
+            gdb.write("ruby-bt: written to %s\n" % out)
+        else:
+            gdb.write(text)
+
+
+def _output_file(path):
+    """--out FILE opened before any work, so that a bad path costs nothing;
+    a message of one line when it cannot be."""
+    if path is None:
+        return None
+    try:
+        return open(path, "w", encoding="utf-8")
+    except OSError as exc:
+        raise _corestack.Error("cannot write %s: %s" % (path, exc.strerror or exc))
 
 
 def _sigint_handling():

@@ -107,9 +107,16 @@ def _sources(target, process, via_debugger):
 
 
 def ruby_bt(debugger, command, result, internal_dict):
-    """ruby-bt [--json] [--via-debugger] [all | N]: Ruby stacks, as corestack prints them."""
+    """ruby-bt [--json] [--out FILE] [--via-debugger] [all | N]: Ruby stacks, as
+    corestack prints them; --out writes them to FILE instead of lldb's console."""
+    sink = None
     try:
-        json, via_debugger, which = _corestack.bt_args(command)
+        json, via_debugger, which, out = _corestack.bt_args(command)
+        if out is not None:
+            try:
+                sink = open(out, "w", encoding="utf-8")
+            except OSError as exc:
+                raise CommandError("cannot write %s: %s" % (out, exc.strerror or exc))
         target, process = _process(debugger)
         if which == "all":
             tids = None
@@ -135,8 +142,15 @@ def ruby_bt(debugger, command, result, internal_dict):
                 first = first or exc
         else:
             raise first
-        result.Print(text)
+        if sink:
+            with sink:
+                sink.write(text)
+            result.Print("ruby-bt: written to %s\n" % out)
+        else:
+            result.Print(text)
     except (_corestack.Error, CommandError) as exc:
+        if sink:
+            sink.close()
         result.SetError("ruby-bt: %s" % exc)
 
 

@@ -125,19 +125,28 @@ gdb.execute("source " + os.environ["GDBEXT_LOADER"])
 inf = gdb.selected_inferior()
 res = {"threads": [[t.num, t.ptid[1]] for t in inf.threads()],
        "selected": gdb.selected_thread().num, "runs": {}}
-def run(name, cmd):
+def run(name, cmd, to_file=False):
+    """JSON goes through --out FILE: gdb's console also carries what gdb
+    says about the machine (a core's .reg-xstate "too small" warning)."""
     t0 = time.monotonic()
+    path = "%s.%d.out" % (os.environ["GDBEXT_RESULT"], len(res["runs"]))
     try:
-        res["runs"][name] = {"out": gdb.execute(cmd, to_string=True)}
+        said = gdb.execute(cmd + (" --out " + path if to_file else ""), to_string=True)
+        if to_file:
+            with open(path) as f:
+                res["runs"][name] = {"out": f.read(), "said": said}
+        else:
+            res["runs"][name] = {"out": said}
     except gdb.error as exc:
         res["runs"][name] = {"error": str(exc)}
     res["runs"][name]["seconds"] = time.monotonic() - t0
-run("json", "ruby-bt --json all")
+run("json", "ruby-bt --json all", True)
 run("text", "ruby-bt all")
-run("selected", "ruby-bt --json")
-run("debugger", "ruby-bt --json --via-debugger all")
+run("selected", "ruby-bt --json", True)
+run("debugger", "ruby-bt --json --via-debugger all", True)
+run("bad out", "ruby-bt --json all --out /nonexistent-dir/stacks.json")
 for num, lwp in res["threads"]:
-    run("thread %d" % num, "ruby-bt --json %d" % num)
+    run("thread %d" % num, "ruby-bt --json %d" % num, True)
 with open(os.environ["GDBEXT_RESULT"], "w") as f:
     json.dump(res, f)
 '''
@@ -221,10 +230,18 @@ def parse_json_run(run):
     return compare.parse_report(run["out"])
 
 
-def check_json(run, oracle, source, signal_number):
+def check_json(run, oracle, source, signal_number, bad_out=None):
     report, reason = parse_json_run(run)
     if reason:
         return reason
+    # gdb's own warnings about the machine may come before it
+    if "said" in run and not re.fullmatch(r"ruby-bt: written to \S+",
+                                          (run["said"].strip().splitlines() or [""])[-1]):
+        return "ruby-bt --out said %s, expected a last line naming the file" % (
+            compare.show(run["said"]))
+    if bad_out is not None and "cannot write /nonexistent-dir/stacks.json" not in \
+            bad_out.get("error", ""):
+        return "ruby-bt --out to a missing directory: %s" % compare.show(bad_out)
     if report.get("process", {}).get("source") != source:
         return "process.source is %s, expected %s" % (
             compare.show(report.get("process", {}).get("source")), compare.show(source))
@@ -314,7 +331,8 @@ def check_session(rep, names, mode, gdb_run, cli, oracle, signal_number, selecte
             continue
         try:
             if key == "json":
-                r = check_json(data["runs"]["json"], oracle, mode, signal_number)
+                r = check_json(data["runs"]["json"], oracle, mode, signal_number,
+                               data["runs"].get("bad out", {}))
             elif key == "text":
                 r = check_text(data["runs"]["text"], cli, oracle, stdout)
             elif key == "threads":
