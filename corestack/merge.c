@@ -94,6 +94,10 @@ struct cs_error *cs_merge_stacks(const struct rv_thread *rt,
 				 struct cs_merged_stack *out)
 {
 	memset(out, 0, sizeof(*out));
+	if (!nt && rt->off_native) {
+		out->off_native = true;
+		return NULL;
+	}
 	if (!nt || !nt->nframes)
 		return fail(out, "no native stack for this thread");
 	size_t nn = nt->nframes, nr = rt->nframes;

@@ -19,6 +19,9 @@ struct cs_merged_stack {
 	struct cs_merged_frame *frames; /* innermost first */
 	size_t nframes;
 	char *error; /* NULL, or why the stacks could not be matched */
+	/* an M:N thread parked on no native thread: no native stack to
+	 * merge, which is no error (rv_thread.off_native) */
+	bool off_native;
 };
 
 /* nt may be NULL (no native stack for the thread). Only allocation

@@ -62,6 +62,13 @@ void cs_render_native_text(FILE *out, const struct cs_report *r, size_t i)
 {
 	const struct rv_thread *t = &r->ruby->threads[i];
 	const struct cs_merged_stack *m = &r->merged[i];
+	if (m->off_native) {
+		fputs("    <parked on no native thread (M:N scheduler): no "
+		      "native frames>\n", out);
+		for (size_t j = 0; j < t->nframes; j++)
+			cs_render_frame_text(out, r->ruby, &t->frames[j], NULL);
+		return;
+	}
 	if (m->error) {
 		fprintf(out, "    <native frames not merged: %s; Ruby stack "
 			     "alone>\n", m->error);
@@ -144,6 +151,7 @@ void cs_render_native_json(struct json *j, const struct cs_report *r, size_t i)
 	}
 	json_end_array(j);
 	json_string(j, "merge_error", m->error);
+	json_bool(j, "off_native", m->off_native);
 }
 
 void cs_render_native_only_json(struct json *j, const struct cs_report *r)

@@ -121,6 +121,10 @@ struct rv_ractor {
 struct rv_thread {
 	uint64_t addr;       /* rb_thread_t * */
 	int64_t tid;         /* kernel thread id, -1 when unknown */
+	/* M:N threads (3.3+: RUBY_MN_THREADS=1, non-main ractors): parked
+	 * with no native thread of its own (rb_thread_t.nt NULL), so no
+	 * native stack and no tid, and nothing wrong with that */
+	bool off_native;
 	uint64_t pthread_id; /* pthread_t when Ruby keeps one, else 0 */
 	char *name;          /* Thread#name, NULL when nil */
 	bool is_main, holds_gvl;

@@ -115,6 +115,8 @@ static void thread_ids(struct rv_session *s, uint64_t th, struct rv_thread *t)
 		t->tid = (int64_t)v;
 	if (RV_HAS(s, th_thread_id) && rv_try_member(s, th, RVL_th_thread_id, &v))
 		t->pthread_id = v;
+	if (RV_HAS(s, th_nt) && rv_try_member(s, th, RVL_th_nt, &nt) && !nt)
+		t->off_native = true;
 	if (RV_HAS(s, th_nt) && rv_try_member(s, th, RVL_th_nt, &nt) && nt) {
 		if (RV_HAS(s, nt_tid) && rv_try_member(s, nt, RVL_nt_tid, &v) && v)
 			t->tid = (int64_t)v;

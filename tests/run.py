@@ -63,6 +63,9 @@ crash* scenarios) and checks corestack's reading of it:
                              --yjit --yjit-call-threshold=1; 3.3-yjit/SCENARIO/yjit: Ruby
                              says YJIT was on and compiled code (tests/harness/yjit.py;
                              SKIP 3.3-yjit/build when no rustc >= 1.58 can build it)
+    RUBY/mn-threads/...      (tests/harness/mn_threads.py) waits.rb under RUBY_MN_THREADS=1:
+                             the oracle's stacks live, and with --native live and from a
+                             core, exit 0, threads parked on no native thread off_native
     RUBY/native/...          (tests/harness/native.py) a C extension built against the Ruby
                              (fixtures/native/): a block a C method yields to calls a C
                              method that blocks in pause() (gcore) or faults at 0x10
@@ -115,7 +118,7 @@ import time
 
 sys.dont_write_bytecode = True   # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (cli, compare, contention, corrupt, fibers, record_exits, frame_reuse, gdbext, hostile,  # noqa: E402
+from harness import (cli, compare, contention, corrupt, fibers, mn_threads, record_exits, frame_reuse, gdbext, hostile,  # noqa: E402
                      native, permissions, procs, requires, stale_pc, threadstate, yjit)
 
 RUBIES = ("2.7", "3.1", "3.3", "3.3-static", "3.3-yjit", "3.4", "3.4-yjit")
@@ -722,6 +725,7 @@ def record_tests(rep, selected, args, prefixes, workdir):
             except subprocess.TimeoutExpired:
                 rep.result(name, "record hung")
         contention.contention_test(rep, selected, args.corestack, ruby, exe, args.timeout)
+        mn_threads.mn_tests(rep, selected, args.corestack, ruby, exe, workdir, args.timeout)
         record_exits.record_exit_tests(rep, selected, args.corestack, ruby, exe, workdir,
                                        args.timeout)
         name = "%s/record-target-exits" % ruby
@@ -901,6 +905,7 @@ def main():
                 "layout-units", "running-jit-code", "record", "record-nonblocking", "record-target-exits",
                 "record-speedscope", "record-flamegraph", "record-contention",
                 "record-unreaped-exit", "record-unreaped-exit-nonblocking",
+                "mn-threads/oracle", "mn-threads/native", "mn-threads/native-core",
                 "record-interrupted")):
             build_anyway.add(r)
         if gdbext.wanted(selected, [r], scenarios):
