@@ -76,7 +76,7 @@ $(GDBEXT_SAN_DIR):
 	mkdir -p $@
 
 # make install [PREFIX=/usr/local] [DESTDIR=] [RUBY_FOR_GDB="ruby paths"]:
-# corestack, the gdb/lldb module and loaders, and gdb auto-load scripts for
+# corestack and its man page, the gdb/lldb module and loaders, and gdb auto-load scripts for
 # the Rubies named (default: the ruby on PATH) under GDB_AUTOLOAD_DIR, and
 # a snippet in gdb's system gdbinit directory (Debian's gdb reads
 # /etc/gdb/gdbinit.d; GDB_SYSTEM_GDBINIT_DIR= leaves it out) that tells gdb
@@ -90,6 +90,8 @@ install: $(BUILD)/corestack gdbext
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/corestack
 	install -m 755 $(BUILD)/corestack $(DESTDIR)$(PREFIX)/bin/corestack
 	install -m 644 $(GDBEXT_SO) $(GDBEXT_PY) $(DESTDIR)$(PREFIX)/lib/corestack/
+	install -d $(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 644 docs/corestack.1 $(DESTDIR)$(PREFIX)/share/man/man1/corestack.1
 	./gdbext/install-autoload.sh "$(DESTDIR)" "$(GDB_AUTOLOAD_DIR)" \
 		"$(PREFIX)/lib/corestack/ruby-gdb.py" $(RUBY_FOR_GDB)
 	if [ -n "$(GDB_SYSTEM_GDBINIT_DIR)" ]; then \

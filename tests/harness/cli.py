@@ -8,11 +8,47 @@
                           saying what it is; never a hang
     cli/record-out/NAME   record -o to a path that cannot be written: refused
                           before anything is recorded (no target is even started)
+    cli/man-page          every option corestack --help and corestack record --help
+                          name is in docs/corestack.1, which man renders without a
+                          warning
 """
 
 import os
 import re
+import shutil
+import subprocess
 import tempfile
+
+MAN_PAGE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))), "docs", "corestack.1")
+
+
+def man_page_test(rep, selected, corestack, run_tool, timeout):
+    name = "cli/man-page"
+    if not selected(name):
+        return
+    with open(MAN_PAGE, encoding="utf-8") as f:
+        page = f.read().replace("\\-", "-")
+    missing = []
+    for argv in ([corestack, "--help"], [corestack, "record", "--help"]):
+        rc, out, err, reason = run_tool(argv, timeout)
+        if reason or rc != 0:
+            rep.result(name, "%s: %s" % (" ".join(argv[1:]), reason or "exit %d" % rc))
+            return
+        for opt in sorted(set(re.findall(r"(?<![\w-])(--?[a-z][a-z-]*)", out))):
+            if not re.search(r"(?<![\w-])%s(?![\w-])" % re.escape(opt), page):
+                missing.append(opt)
+    if missing:
+        rep.result(name, "options not in docs/corestack.1: %s" % ", ".join(missing))
+        return
+    if not shutil.which("man"):
+        rep.result(name, "man is not installed (.ci/install-deps installs man-db)")
+        return
+    res = subprocess.run(["man", "--warnings", "-l", MAN_PAGE], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, text=True, timeout=timeout,
+                         env=dict(os.environ, MANWIDTH="80"))
+    rep.result(name, None if res.returncode == 0 and not res.stderr.strip()
+               else "man --warnings: exit %d: %s" % (res.returncode, res.stderr.strip()[:300]))
 
 # (name, argv after the program, pattern the one line must match)
 USAGE = [
@@ -60,6 +96,7 @@ def _one_line(run, rc_expected, pattern):
 
 
 def cli_tests(rep, selected, corestack, run_tool, sanitizer_report, timeout):
+    man_page_test(rep, selected, corestack, run_tool, timeout)
     for name, argv, pattern in USAGE:
         test = "cli/usage/" + name
         if selected(test):

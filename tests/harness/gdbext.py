@@ -995,7 +995,8 @@ def installed_files(root, prefix, sysconfdir, exe):
     autoload = os.path.join(prefix, "share", "gdb", "auto-load")
     return [root + os.path.join(prefix, p) for p in (
         "bin/corestack", "lib/corestack/_corestack.abi3.so",
-        "lib/corestack/ruby-gdb.py", "lib/corestack/ruby_lldb.py")] + [
+        "lib/corestack/ruby-gdb.py", "lib/corestack/ruby_lldb.py",
+        "share/man/man1/corestack.1")] + [
         root + os.path.join(sysconfdir, SNIPPET),
         root + autoload + os.path.realpath(exe) + "-gdb.py"]
 
