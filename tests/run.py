@@ -2,7 +2,11 @@
 """Oracle tests: corestack against what Ruby says about itself.
 
     python3 tests/run.py --corestack PATH [--rubies 2.7,3.1,3.3,3.3-static,3.3-yjit,3.4,3.4-yjit]
-                         [-k SUBSTRING] [--keep DIR]
+                         [--ruby NAME=PREFIX] [-k SUBSTRING] [--keep DIR]
+
+--ruby runs every test on a Ruby installed elsewhere (one built from source
+with its debug info, say): what corestack reads there is checked against
+that Ruby's own backtraces like on the fixtures.
 
 For every fixture Ruby (built on first use by fixtures/build-ruby.sh) and
 every program in fixtures/scenarios/, the scenario runs until all its threads
@@ -850,6 +854,10 @@ def main():
     ap.add_argument("--corestack", required=True, help="the corestack executable under test")
     ap.add_argument("--rubies", default=",".join(RUBIES),
                     help="fixture Rubies, comma-separated (default %(default)s)")
+    ap.add_argument("--ruby", action="append", default=[], metavar="NAME=PREFIX",
+                    help="also run every test on a Ruby already installed under PREFIX "
+                    "(with debug info), named NAME in the test names; NAME ending in "
+                    "-yjit runs it with --yjit (repeatable)")
     ap.add_argument("-k", dest="keys", action="append", default=[], metavar="SUBSTRING",
                     help="only tests whose name contains SUBSTRING (repeatable)")
     ap.add_argument("--keep", metavar="DIR", help="keep cores and oracles in DIR")
@@ -870,6 +878,13 @@ def main():
     for r in args.rubies:
         if r not in RUBIES:
             ap.error("unknown Ruby %r (known: %s)" % (r, ", ".join(RUBIES)))
+    installed = {}   # NAME -> PREFIX of --ruby
+    for spec in args.ruby:
+        name, _, prefix = spec.partition("=")
+        if not name or not os.path.isfile(os.path.join(prefix, "bin", "ruby")):
+            ap.error("--ruby %r: expected NAME=PREFIX with PREFIX/bin/ruby" % spec)
+        installed[name] = os.path.abspath(prefix)
+        args.rubies.append(name)
     if os.sep in args.corestack:
         args.corestack = os.path.abspath(args.corestack)
     else:
@@ -931,7 +946,8 @@ def main():
             t0 = time.monotonic()
             progress("%s: fixture Ruby" % ruby)
             try:
-                prefixes[ruby] = procs.build_ruby(*ruby_spec(ruby), timeout=BUILD_TIMEOUT)
+                prefixes[ruby] = installed.get(ruby) or \
+                    procs.build_ruby(*ruby_spec(ruby), timeout=BUILD_TIMEOUT)
             except procs.Unavailable as exc:   # e.g. YJIT without rustc
                 prefixes[ruby] = exc
                 rep.skip("%s/build" % ruby, str(exc))
