@@ -793,7 +793,8 @@ static void test_exit_while_attached(void)
 	long t0 = now_ms();
 	cs_live_detach(live);
 	long took = now_ms() - t0;
-	CHECK(took < 2500, "detach after death took %ld ms", took);
+	/* bounded, not fast: the ceiling leaves room for a loaded machine */
+	CHECK(took < 8000, "detach after death took %ld ms", took);
 	if (getenv("TEST_LIVE_VERBOSE"))
 		printf("detach after death: %ld ms\n", took);
 	uint8_t b;
@@ -840,7 +841,7 @@ static void test_exit_during_attach(void)
 		cs_error_destroy(err);
 		long t0 = now_ms();
 		cs_live_close(live);
-		if (now_ms() - t0 > 2500)
+		if (now_ms() - t0 > 8000)
 			odd++;
 		int status = stop_child(&c);
 		if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
@@ -1672,7 +1673,7 @@ static void test_cycles_exit(void)
 		      msg(err));
 		cs_error_destroy(err);
 		cs_live_close(live);
-		CHECK(now_ms() - t0 < 2500, "exit handling took %ld ms",
+		CHECK(now_ms() - t0 < 8000, "exit handling took %ld ms",
 		      now_ms() - t0);
 		int status = 0;
 		pid_t r = waitpid(c.pid, &status, WNOHANG);
@@ -1720,7 +1721,8 @@ static void test_cycles_stuck(void)
 	if (getenv("TEST_LIVE_VERBOSE"))
 		printf("stuck: %s (%ld ms)\n", msg(err), took);
 	cs_error_destroy(err);
-	CHECK(took < 1500, "stuck pause took %ld ms", took);
+	/* the 1 s stop limit ends it; the rest is room for a loaded machine */
+	CHECK(took < 6000, "stuck pause took %ld ms", took);
 	CHECK(!cs_live_paused(live) && cs_live_thread_count(live) == 0,
 	      "state after a failed pause");
 	/* the others run */
@@ -1890,7 +1892,8 @@ static void test_cycle_cost(void)
 			       "(pause %.0f us), worst %.0f us over %d\n",
 			       busy ? "busy" : "sleeping", total_us / cycles,
 			       pause_us / cycles, worst_us, cycles);
-		CHECK(total_us / cycles < 20000, "cycle cost %.0f us",
+		/* a hang check: speed is measured by the benchmarks */
+		CHECK(total_us / cycles < 500000, "cycle cost %.0f us",
 		      total_us / cycles);
 		cs_live_close(live);
 		CHECK(none_stopped(c.pid) && untraced_except(c.pid, 0),
