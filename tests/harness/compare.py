@@ -156,8 +156,8 @@ class Expectation:
         return "%s:%d" % (os.path.basename(self.source), self.number)
 
     def text(self):
-        return "\t".join(("?" if self.optional else "") + self.path,
-                          self.lineno, self.label, self.qualified)
+        return "\t".join((("?" if self.optional else "") + self.path,
+                          self.lineno, self.label, self.qualified))
 
     def matches(self, frame):
         if plain_label(frame.get("label")) != self.label:
