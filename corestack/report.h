@@ -15,7 +15,7 @@
 /* Bump on incompatible changes of the JSON output (docs/json-schema.md). */
 #define CS_JSON_SCHEMA 1
 /* Bump on compatible additions (new fields); 1: fibers. */
-#define CS_JSON_SCHEMA_MINOR 2
+#define CS_JSON_SCHEMA_MINOR 3
 
 struct cs_report {
 	const char *core_path; /* NULL for a live process */

@@ -98,10 +98,11 @@ static const struct {
 
 static const char *INTERNAL_PATH = "<internal:";
 
-/* A frame of the run above the user's code: a C method or a builtin. */
+/* A frame of the run above the user's code: a C method or a builtin (one
+ * this Ruby shows as a C method, at its caller's place, included). */
 static bool is_library_frame(const struct rv_frame *f)
 {
-	return f->kind == RV_FRAME_CFUNC ||
+	return f->kind == RV_FRAME_CFUNC || f->c_like ||
 	       (f->path && !strncmp(f->path, INTERNAL_PATH,
 				    strlen(INTERNAL_PATH)));
 }

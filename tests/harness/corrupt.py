@@ -142,9 +142,9 @@ def check_marked(corestack, core, exe, timeout, baseline, where, reason_re, same
     if not re.search(reason_re, error):
         return "frame %d error is %s, expected /%s/" % (index, compare.show(error), reason_re)
     iseq = before[index].get("iseq")
-    callee_cfuncs = set()
+    callee_cfuncs = set()   # C frames (and frames shown as C methods) placed at it
     for i in range(index - 1, -1, -1):
-        if before[i]["kind"] != "cfunc":
+        if before[i]["kind"] != "cfunc" and not before[i].get("as_c_method"):
             break
         callee_cfuncs.add(i)
     for i, (f, b) in enumerate(zip(frames, before)):
