@@ -50,7 +50,8 @@ static bool tids_known(const struct rv_process *p)
 	return p->nthreads > 0 && !p->error;
 }
 
-/* Every ractor's GVL holder, and only if each has one and it was stopped. */
+/* Whether every ractor of p has a GVL holder (and, with live, one that
+ * this pause stopped). */
 static bool holders_stopped(const struct cs_live *live,
 			    const struct rv_process *p)
 {
@@ -60,7 +61,7 @@ static bool holders_stopped(const struct cs_live *live,
 		for (size_t j = 0; j < p->nthreads && !held; j++) {
 			const struct rv_thread *h = &p->threads[j];
 			held = h->holds_gvl && h->ractor.id == t->ractor.id &&
-			       stopped(live, h->tid);
+			       (!live || stopped(live, h->tid));
 		}
 		if (!held)
 			return false;
@@ -100,6 +101,9 @@ static void next_stops(struct cs_live *live, const struct rv_process *p,
 		if (!ruby)
 			cs_live_leave_running(live, tid, 1);
 	}
+	/* a ractor nobody holds the GVL of: any of its threads may take it */
+	if (holders && !holders_stopped(NULL, p))
+		holders = false;
 	for (size_t i = 0; i < p->nthreads; i++) {
 		const struct rv_thread *t = &p->threads[i];
 		cs_live_leave_running(live, (int)t->tid,

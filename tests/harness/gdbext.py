@@ -73,7 +73,7 @@ from . import compare, corrupt, procs, requires
 ROOT = procs.ROOT
 SHARES = procs.SHARES
 GDB_TIMEOUT = 120
-LLDB_RUBIES = ("3.3",)
+LLDB_RUBIES = ("3.3", "3.4")
 REMOTE_RUBIES = ("3.3",)   # gdbserver: slow to start (it ships every library)
 MODES = ("live", "core")
 
