@@ -325,14 +325,15 @@ static void cfunc_frame(struct rv_session *s, uint64_t ep, struct rv_frame *f)
 		set_error(f, err);
 	uint64_t owner;
 	char *label;
-	if (s->rules.owner_labels &&
-	    !(err = rv_read_member(s, me, RVL_me_owner, &owner)) &&
-	    !(err = rv_bt_method_name(s, owner, f->label, &label))) {
-		free(f->label);
-		f->label = label;
+	if (s->rules.owner_labels) {
+		if ((err = rv_read_member(s, me, RVL_me_owner, &owner)) ||
+		    (err = rv_bt_method_name(s, owner, f->label, &label))) {
+			set_error(f, err);
+		} else {
+			free(f->label);
+			f->label = label;
+		}
 	}
-	if (err)
-		set_error(f, err);
 	check_text(f, "label", f->label);
 	check_text(f, "qualified name", f->qualified);
 }
