@@ -235,11 +235,12 @@ static struct cs_error *ruby_label(struct rv_session *s, uint64_t iseq,
 		    (err = rv_read_member(s, def, RVL_def_original_id, &id)) ||
 		    (err = rv_id_name(s, id, &name)))
 			return err;
-		if (s->rules.owner_labels)
-			err = rv_bt_method_name(s, owner, name, &f->label);
-		free(name);
-		if (!s->rules.owner_labels)
+		if (!s->rules.owner_labels) {
 			f->label = name;
+			return NULL;
+		}
+		err = rv_bt_method_name(s, owner, name, &f->label);
+		free(name);
 		return err;
 	}
 	if ((err = rv_bt_iseq_label(s, owner, iseq, false, &f->label)))
