@@ -1060,6 +1060,9 @@ static void helper_on_term(int sig)
 
 /* A corestack-like attacher gets SIGTERM while the target is stopped: its
  * handler must resume the target, then hand the signal on. */
+/* SIGINT's disposition when this program started. */
+static void (*initial_sigint)(int);
+
 static void test_signal(void)
 {
 	struct child c;
@@ -1113,10 +1116,12 @@ static void test_signal(void)
 	close(handled[0]);
 	stop_child(&c);
 
-	/* Handlers are ours only while attached. */
+	/* Handlers are ours only while attached: SIGINT is as this program
+	 * found it (ignored when started in the background by a shell). */
 	struct sigaction sa;
 	sigaction(SIGINT, NULL, &sa);
-	CHECK(sa.sa_handler == SIG_DFL, "SIGINT handler left installed");
+	CHECK(!(sa.sa_flags & SA_SIGINFO) && sa.sa_handler == initial_sigint,
+	      "SIGINT handler left installed");
 }
 
 /* ---- pause and resume ---- */
@@ -1983,6 +1988,9 @@ int main(int argc, char **argv)
 	(void)argc;
 	(void)argv;
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	struct sigaction start;
+	sigaction(SIGINT, NULL, &start);
+	initial_sigint = start.sa_handler;
 	test_denial_messages();
 	test_paused();
 	test_unpaused();
