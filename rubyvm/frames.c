@@ -340,28 +340,31 @@ static void cfunc_frame(struct rv_session *s, uint64_t ep, struct rv_frame *f)
 }
 
 /* Decode one control frame into f; false for frames Ruby's backtraces
- * skip (ifunc, dummy, an iseq frame without a pc). */
+ * skip (ifunc, dummy, an iseq frame without a pc). A frame whose type does
+ * not fit what it holds is kept, marked (frame_checks.c). */
 static bool decode_uncached(struct rv_session *s, uint64_t pc, uint64_t iseq,
 			    uint64_t ep, bool innermost, struct rv_frame *f)
 {
 	uint64_t flags;
-	if (iseq) {
-		if (!pc)
-			return false;
-		ruby_frame(s, iseq, pc, ep, innermost, f);
-		return true;
-	}
-	struct cs_error *err = read_ep(s, ep, RV_VAL(s, env_index_flags), &flags);
-	if (err) {
-		f->kind = RV_FRAME_CFUNC;
-		f->label = strdup("?");
-		set_error(f, err);
-		return true;
-	}
-	if ((flags & (uint64_t)RV_VAL(s, frame_magic_mask)) !=
-	    (uint64_t)RV_VAL(s, frame_magic_cfunc))
+	if (iseq && !pc)
 		return false;
-	cfunc_frame(s, ep, f);
+	struct cs_error *err = read_ep(s, ep, RV_VAL(s, env_index_flags), &flags);
+	if (iseq) {
+		ruby_frame(s, iseq, pc, ep, innermost, f);
+		if (err || (err = rv_frame_type_check(s, flags, true)))
+			set_error(f, err);
+		return true;
+	}
+	if (!err && rv_frame_is_cfunc(s, flags)) {
+		cfunc_frame(s, ep, f);
+		return true;
+	}
+	if (!err && !(err = rv_frame_type_check(s, flags, false)))
+		return false; /* a dummy frame, say */
+	f->kind = RV_FRAME_CFUNC;
+	f->opaque = true;
+	f->label = strdup("?");
+	set_error(f, err);
 	return true;
 }
 
@@ -479,6 +482,25 @@ static bool grow_frames(struct rv_thread *th, size_t *cap)
 	return true;
 }
 
+/* A control frame whose env is not where its VM stack says it must be:
+ * kept in f as an unreliable frame, before anything is read through it. */
+static bool bad_env(struct rv_session *s, struct rv_ep_bounds *bounds,
+		    const uint8_t *c, uint64_t addr, struct rv_frame *f)
+{
+	uint64_t ep;
+	memcpy(&ep, c + RV_VAL(s, cfp_ep), 8);
+	struct cs_error *err = rv_frame_ep_check(s, bounds, addr, ep);
+	if (!err)
+		return false;
+	memset(f, 0, sizeof(*f));
+	f->kind = RV_FRAME_CFUNC;
+	f->opaque = true;
+	f->cfp = addr;
+	f->label = strdup("?");
+	set_error(f, err);
+	return true;
+}
+
 static char unreliable_caller[] = "location from an unreliable caller frame";
 
 /* Control frames are read this many at a time: they are contiguous, and a
@@ -519,6 +541,7 @@ struct cs_error *rv_walk_ec(struct rv_session *s, uint64_t ec,
 	/* Past the limit, frames are only decoded until the next Ruby frame,
 	 * whose location the C frames just above the cut take. */
 	struct rv_frame beyond = {0};
+	struct rv_ep_bounds bounds = {.stack = stack, .inner_ep = UINT64_MAX};
 	struct cs_error *spent = NULL; /* the budget ran out */
 	bool done = false;
 	for (uint64_t i = 0; i < count && !done; i += CFP_CHUNK) {
@@ -538,6 +561,12 @@ struct cs_error *rv_walk_ec(struct rv_session *s, uint64_t ec,
 					return &cs_error_nomem;
 				struct rv_frame *f = &th->frames[th->nframes];
 				size_t text;
+				if (bad_env(s, &bounds, c, at + j * cfp_size,
+					    f)) {
+					th->nframes++;
+					charge(s, frame_text_size(f));
+					continue;
+				}
 				if (decode_frame(s, c, at + j * cfp_size,
 						 at + j * cfp_size == cfp, f,
 						 &text)) {
@@ -568,7 +597,7 @@ struct cs_error *rv_walk_ec(struct rv_session *s, uint64_t ec,
 		beyond.kind == RV_FRAME_RUBY && !beyond.c_like ? &beyond : NULL;
 	for (size_t i = th->nframes; i-- > 0;) {
 		struct rv_frame *f = &th->frames[i];
-		if (f->kind == RV_FRAME_RUBY && !f->c_like) {
+		if ((f->kind == RV_FRAME_RUBY && !f->c_like) || f->opaque) {
 			caller = f;
 			continue;
 		}

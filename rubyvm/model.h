@@ -37,6 +37,10 @@ struct rv_frame {
 		RV_C_LIKE_INTERNAL, /* in an <internal:...> file (4.0) */
 	} c_like;
 	bool rescue_or_ensure; /* runs a rescue or ensure clause's iseq */
+	/* A control frame whose type or env cannot be believed (shown as a
+	 * C frame "?" with its error): it may have been a Ruby frame, so the
+	 * C frames it called take no location from older frames. */
+	bool opaque;
 	bool borrowed;   /* the strings belong to the session's frame cache
 			  * (rv_options.reuse_frames), not to this frame */
 	/* With rv_options.reuse_frames: frames of the session with the same

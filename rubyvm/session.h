@@ -232,6 +232,20 @@ enum rv_c_like rv_bt_c_like(struct rv_session *s,
  * method, what an internal frame called), after the walk. */
 void rv_bt_select_frames(struct rv_session *s, struct rv_thread *th);
 
+/* frame_checks.c: a control frame's type and env against each other and
+ * its VM stack. The env of the frame a walk saw last (the one it called)
+ * bounds the next one's from above. */
+struct rv_ep_bounds {
+	uint64_t stack;    /* the VM stack's first VALUE */
+	uint64_t inner_ep; /* the last on-stack ep seen; the end at first */
+};
+struct cs_error *rv_frame_type_check(struct rv_session *s, uint64_t flags,
+				     bool has_iseq);
+bool rv_frame_is_cfunc(struct rv_session *s, uint64_t flags);
+struct cs_error *rv_frame_ep_check(struct rv_session *s,
+				   struct rv_ep_bounds *b, uint64_t cfp,
+				   uint64_t ep);
+
 /* frames.c */
 /* a[0..alen) b c, in a new string (NULL when out of memory) */
 char *rv_join3(const char *a, size_t alen, const char *b, const char *c);

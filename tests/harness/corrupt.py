@@ -12,6 +12,11 @@ the tests carry no CRuby offsets of their own:
                           the iseq's last line: "line N outside the iseq's lines"
     RUBY/corrupt/string   a byte of a frame's label made invalid UTF-8: the
                           frame says so, and the JSON stays valid UTF-8
+    RUBY/corrupt/frame-env   a frame's ep aimed off its VM stack at a word
+                          that does not say escaped: that frame says so
+    RUBY/corrupt/frame-type  a C method's env flags word holding a pointer:
+                          the frame is kept and says its type is none the VM
+                          has (before, it was skipped and went missing)
     RUBY/corrupt/thread-list-cycle     a thread's list node pointed back at itself
     RUBY/corrupt/thread-list-head      the list head pointed past the first threads
     RUBY/corrupt/thread-list-unlinked  a thread unlinked consistently (next and prev
@@ -39,15 +44,14 @@ BAD_LINE = 999999
 UNMAPPED = 0x10   # the zero page is never mapped
 
 
-class CoreFile:
+class CoreFile(elfcore.Patches):
     """Read and patch a core's memory by virtual address (PT_LOAD data only)."""
 
     def __init__(self, path):
-        self.path = path
+        super().__init__(path)
         self.loads = [(vaddr, off, filesz)
                       for p_type, off, vaddr, filesz in elfcore.program_headers(path)
                       if p_type == elfcore.PT_LOAD and filesz]
-        self.saved = []   # (file offset, original bytes), newest last
 
     def offset(self, addr, size):
         for vaddr, off, filesz in self.loads:
@@ -56,9 +60,7 @@ class CoreFile:
         raise LookupError("0x%x (+%d) is not in %s" % (addr, size, self.path))
 
     def read(self, addr, size):
-        with open(self.path, "rb") as f:
-            f.seek(self.offset(addr, size))
-            return f.read(size)
+        return self.read_at(self.offset(addr, size), size)
 
     def u64(self, addr):
         return struct.unpack("<Q", self.read(addr, 8))[0]
@@ -67,19 +69,7 @@ class CoreFile:
         return int.from_bytes(self.read(addr, size), "little")
 
     def write(self, addr, data):
-        off = self.offset(addr, len(data))
-        with open(self.path, "r+b") as f:
-            f.seek(off)
-            self.saved.append((off, f.read(len(data))))
-            f.seek(off)
-            f.write(data)
-
-    def restore(self):
-        with open(self.path, "r+b") as f:
-            while self.saved:
-                off, data = self.saved.pop()
-                f.seek(off)
-                f.write(data)
+        self.write_at(self.offset(addr, len(data)), data)
 
 
 def layout_of(corestack, module, timeout):
@@ -200,8 +190,51 @@ def patch_string(cf, layout, frame):
     return r"label is not valid UTF-8"
 
 
-PATCHES = (("pointer", patch_pointer, False), ("line", patch_line, True),
-           ("string", patch_string, True))
+def patch_env(cf, layout, frame):
+    """The frame's ep aimed at its own control frame, whose first word (the
+    pc, an aligned pointer) then reads as env flags without the escaped
+    bit: an env that is neither on the VM stack below its frame nor on the
+    heap."""
+    cfp = int(frame["cfp"], 16)
+    flags_at = layout["env_index_flags"][0] * 8
+    cf.write(cfp + layout["cfp_ep"][0], struct.pack("<Q", cfp + layout["cfp_pc"][0] - flags_at))
+    return r"ep 0x[0-9a-f]+ is off its VM stack and its env did not escape"
+
+
+def patch_frame_type(cf, layout, frame):
+    """A C method's env flags word overwritten with a pointer (its own
+    control frame's address): a frame type the VM does not have. Before,
+    such a frame was skipped like an ifunc frame, and the C method silently
+    went missing."""
+    cfp = int(frame["cfp"], 16)
+    ep = cf.u64(cfp + layout["cfp_ep"][0])
+    cf.write(ep + layout["env_index_flags"][0] * 8, struct.pack("<Q", cfp))
+    return r"env flags 0x[0-9a-f]+ name no frame type"
+
+
+def ruby_method_frame(report, scenario_file):
+    return target_frame(report, scenario_file)
+
+
+def c_method_frame(report, scenario_file):
+    """(thread index, frame index) of the first C method that has a Ruby
+    caller in the scenario's file."""
+    for ti, t in enumerate(report.get("threads", [])):
+        frames = t["frames"]
+        for fi, f in enumerate(frames):
+            if f["kind"] == "cfunc" and not f.get("as_c_method") and \
+                    any(g["kind"] == "ruby" and (g.get("path") or "").endswith(scenario_file)
+                        for g in frames[fi + 1:]):
+                return ti, fi
+    raise RuntimeError("no C method frame called from %s in the report" % scenario_file)
+
+
+# name, patch, whether frames of the same iseq may change, which frame
+PATCHES = (("pointer", patch_pointer, False, ruby_method_frame),
+           ("line", patch_line, True, ruby_method_frame),
+           ("string", patch_string, True, ruby_method_frame),
+           ("frame-env", patch_env, False, ruby_method_frame),
+           ("frame-type", patch_frame_type, False, c_method_frame))
 
 
 BUDGET = 3000   # bytes: about fifteen frames
@@ -324,7 +357,7 @@ def list_tests(rep, selected, ruby, cap, corestack, timeout, baseline, layout):
 
 def test_names():
     """The corrupt/ tests' names after RUBY/corrupt/."""
-    return [n for n, _, _ in PATCHES] + [n for n, _ in LIST_PATCHES]
+    return [p[0] for p in PATCHES] + [n for n, _ in LIST_PATCHES]
 
 
 def corrupt_tests(rep, selected, ruby, cap, corestack, timeout):
@@ -338,7 +371,6 @@ def corrupt_tests(rep, selected, ruby, cap, corestack, timeout):
         if rc != 0 or baseline is None:
             raise RuntimeError("the unpatched core: exit %d: %s" % (rc, err.strip()[:200]))
         layout = layout_of(corestack, baseline["process"]["ruby_module"], timeout)
-        where = target_frame(baseline, os.path.basename(cap.scenario) + ".rb")
     except (RuntimeError, KeyError, OSError, subprocess.SubprocessError) as exc:
         for n in names + [budget_name]:
             if selected(n):
@@ -350,12 +382,14 @@ def corrupt_tests(rep, selected, ruby, cap, corestack, timeout):
         except (OSError, subprocess.SubprocessError) as exc:
             rep.result(budget_name, "setup: %s" % exc)
     list_tests(rep, selected, ruby, cap, corestack, timeout, baseline, layout)
-    frame = baseline["threads"][where[0]]["frames"][where[1]]
-    for (what, patch, same_iseq), name in zip(PATCHES, names):
+    scenario_file = os.path.basename(cap.scenario) + ".rb"
+    for (what, patch, same_iseq, find), name in zip(PATCHES, names):
         if not selected(name):
             continue
         cf = CoreFile(cap.core)
         try:
+            where = find(baseline, scenario_file)
+            frame = baseline["threads"][where[0]]["frames"][where[1]]
             reason = patch(cf, layout, frame)
             rep.result(name, check_marked(corestack, cap.core, cap.exe, timeout,
                                           baseline, where, reason, same_iseq))

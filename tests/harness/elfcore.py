@@ -25,25 +25,60 @@ def program_headers(path):
     return out
 
 
-def nt_file_names(path):
-    """[(file offset, name bytes)] of every name in the core's NT_FILE note."""
-    out = []
+def notes(path):
+    """Yield (type, file offset of the desc, desc bytes) of every note in the
+    core's PT_NOTE segments."""
     with open(path, "rb") as f:
         for p_type, p_offset, _, p_filesz in program_headers(path):
             if p_type != PT_NOTE:
                 continue
             f.seek(p_offset)
-            notes = f.read(p_filesz)
+            data = f.read(p_filesz)
             pos = 0
-            while pos + 12 <= len(notes):
-                namesz, descsz, ntype = struct.unpack_from("<III", notes, pos)
+            while pos + 12 <= len(data):
+                namesz, descsz, ntype = struct.unpack_from("<III", data, pos)
                 desc = pos + 12 + ((namesz + 3) & ~3)
-                if ntype == NT_FILE:
-                    count, = struct.unpack_from("<Q", notes, desc)
-                    at = desc + 16 + 24 * count
-                    for _ in range(count):
-                        end = notes.index(b"\0", at)
-                        out.append((p_offset + at, notes[at:end]))
-                        at = end + 1
+                yield ntype, p_offset + desc, data[desc:desc + descsz]
                 pos = desc + ((descsz + 3) & ~3)
+
+
+def nt_file_names(path):
+    """[(file offset, name bytes)] of every name in the core's NT_FILE note."""
+    out = []
+    for ntype, off, desc in notes(path):
+        if ntype != NT_FILE:
+            continue
+        count, = struct.unpack_from("<Q", desc, 0)
+        at = 16 + 24 * count
+        for _ in range(count):
+            end = desc.index(b"\0", at)
+            out.append((off + at, desc[at:end]))
+            at = end + 1
     return out
+
+
+class Patches:
+    """Byte patches of a file in place, undone newest first by restore()."""
+
+    def __init__(self, path):
+        self.path = path
+        self.saved = []   # (file offset, original bytes), newest last
+
+    def read_at(self, off, size):
+        with open(self.path, "rb") as f:
+            f.seek(off)
+            return f.read(size)
+
+    def write_at(self, off, data):
+        with open(self.path, "r+b") as f:
+            f.seek(off)
+            self.saved.append((off, f.read(len(data))))
+            f.seek(off)
+            f.write(data)
+
+    def restore(self):
+        with open(self.path, "r+b") as f:
+            while self.saved:
+                off, data = self.saved.pop()
+                f.seek(off)
+                f.write(data)
