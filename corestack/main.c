@@ -23,6 +23,7 @@
 #include "merge.h"
 #include "native.h"
 #include "report.h"
+#include "thread_tids.h"
 #include "vm_module.h"
 
 #define CS_VERSION "0.1.0"
@@ -254,8 +255,6 @@ static int unusable(struct cs_error *err)
 	return EXIT_UNUSABLE;
 }
 
-/* Kernel thread ids: Ruby keeps them (3.1+), or only a pthread_t, which on
- * glibc x86-64 is the thread's fs_base. */
 /* What is being analysed: a core file or a live process. */
 struct source {
 	struct cs_core *core;
@@ -277,17 +276,15 @@ static const struct cs_core_thread *source_thread_at(const struct source *src,
 			 : cs_live_thread_at(src->live, i);
 }
 
-/* Kernel thread ids: Ruby keeps them (3.1+), or only a pthread_t, which on
- * glibc x86-64 is the thread's fs_base (known for a core, and for a live
- * process that was paused). */
-static int64_t thread_tid(const struct source *src, const struct rv_thread *t)
+/* Every kernel thread of the source, for the tids and the native stacks;
+ * NULL when out of memory. */
+static const struct cs_core_thread **source_threads(const struct source *src)
 {
-	if (t->tid >= 0)
-		return t->tid;
-	for (size_t i = 0; t->pthread_id && i < source_thread_count(src); i++)
-		if (source_thread_at(src, i)->fs_base == t->pthread_id)
-			return source_thread_at(src, i)->tid;
-	return -1;
+	size_t n = source_thread_count(src);
+	const struct cs_core_thread **threads = calloc(n + 1, sizeof(*threads));
+	for (size_t i = 0; threads && i < n; i++)
+		threads[i] = source_thread_at(src, i);
+	return threads;
 }
 
 static struct cs_error *source_open(const struct options *o,
@@ -357,11 +354,9 @@ static char *unwind_native(const struct options *o, const struct source *src,
 			   struct cs_native_stacks **ret)
 {
 	size_t n = source_thread_count(src);
-	const struct cs_core_thread **threads = calloc(n + 1, sizeof(*threads));
+	const struct cs_core_thread **threads = source_threads(src);
 	if (!threads)
 		return strdup("native stacks: out of memory");
-	for (size_t i = 0; i < n; i++)
-		threads[i] = source_thread_at(src, i);
 	struct cs_error *err = cs_native_unwind(&src->img, &src->target, threads,
 						n, o->debug_dirs,
 						NATIVE_MAX_FRAMES, ret);
@@ -411,7 +406,7 @@ int main(int argc, char **argv)
 	struct rv_layout layout;
 	int cached;
 	struct cs_error *trunc = NULL;
-	int64_t *tids = NULL;
+	struct cs_thread_tids tids = {0};
 	if ((err = rv_layout_for_module(vm.vm, o.cache_dir, &layout,
 					&cached)) ||
 	    (err = rv_session_create(&src.target, &layout, vm.vm->path,
@@ -452,12 +447,19 @@ int main(int argc, char **argv)
 	}
 	if (src.core && (trunc = cs_core_truncation(src.core)))
 		warnings[nwarnings++] = trunc->message;
-	if (!(tids = calloc(proc->nthreads + 1, sizeof(*tids)))) {
-		rc = unusable(&cs_error_nomem);
+	const struct cs_core_process *ps = src.core ? cs_core_process(src.core)
+						    : NULL;
+	int pid = src.live ? cs_live_pid(src.live) : ps->present ? ps->pid : -1;
+	const struct cs_core_thread **natives = source_threads(&src);
+	err = natives ? cs_thread_tids_find(proc, natives,
+					    source_thread_count(&src), pid,
+					    &tids)
+		      : &cs_error_nomem;
+	free(natives);
+	if (err) {
+		rc = unusable(err);
 		goto out;
 	}
-	for (size_t i = 0; i < proc->nthreads; i++)
-		tids[i] = thread_tid(&src, &proc->threads[i]);
 	int merged_ok = 1;
 	if (native_warning)
 		warnings[nwarnings++] = native_warning;
@@ -466,34 +468,36 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	for (size_t i = 0; native && i < proc->nthreads; i++) {
-		if ((err = cs_merge_stacks(&proc->threads[i],
-					   cs_native_thread_of(native, tids[i]),
-					   &merged[i]))) {
+		/* Registers not believed to be this thread's: no stack of
+		 * theirs is merged into its. */
+		if ((err = cs_merge_stacks(
+			     &proc->threads[i],
+			     tids.errors[i] ? NULL
+					    : cs_native_thread_of(native,
+								  tids.tids[i]),
+			     &merged[i]))) {
 			rc = unusable(err);
 			goto out;
 		}
 		merged_ok &= !merged[i].error;
 	}
-	const struct cs_core_process *ps = src.core ? cs_core_process(src.core)
-						    : NULL;
 	struct cs_report report = {
 		.core_path = src.core ? o.core : NULL,
 		.executable = vm.exe->path,
 		.vm_module = vm.vm->path,
-		.pid = src.live ? cs_live_pid(src.live)
-		       : ps->present ? ps->pid
-				     : -1,
+		.pid = pid,
 		.command = src.live ? cs_live_command(src.live)
 			   : ps->present ? ps->psargs
 					 : NULL,
 		.siginfo = src.core ? cs_crash_signal(cs_core_siginfo(src.core))
 				    : NULL,
 		.ruby = proc,
-		.tids = tids,
+		.tids = tids.tids,
+		.tid_errors = tids.errors,
 		.warnings = warnings,
 		.nwarnings = nwarnings,
 		.complete = rv_process_complete(proc) && !trunc && files_ok &&
-			    merged_ok && !native_warning,
+			    merged_ok && !native_warning && tids.ok,
 		.crash_tid = src.core ? cs_core_crash_tid(src.core) : -1,
 		.native = native,
 		.merged = merged,
@@ -514,7 +518,7 @@ out:
 	cs_native_destroy(native);
 	free(native_warning);
 	cs_error_destroy(trunc);
-	free(tids);
+	cs_thread_tids_free(&tids, proc ? proc->nthreads : 0);
 	rv_process_destroy(proc);
 	rv_session_destroy(session);
 	cs_vm_module_close(&vm);

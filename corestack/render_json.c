@@ -141,6 +141,7 @@ static void thread(struct json *j, const struct cs_report *r, size_t i)
 		json_int(j, "tid", tid);
 	else
 		json_null(j, "tid");
+	json_string(j, "tid_error", r->tid_errors ? r->tid_errors[i] : NULL);
 	address(j, "thread", t->addr);
 	json_string(j, "name", t->name);
 	json_bool(j, "main", t->is_main);

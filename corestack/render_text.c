@@ -189,6 +189,9 @@ void cs_render_text(FILE *out, const struct cs_report *r)
 			fputs(", received the signal", out);
 		thread_detail(out, t);
 		fputc('\n', out);
+		if (r->tid_errors && r->tid_errors[i])
+			fprintf(out, "    <unreliable: tid: %s>\n",
+				r->tid_errors[i]);
 		if (r->merged) {
 			if (t->error)
 				fprintf(out, "    <stack incomplete: %s>\n",

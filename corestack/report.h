@@ -15,7 +15,7 @@
 /* Bump on incompatible changes of the JSON output (docs/json-schema.md). */
 #define CS_JSON_SCHEMA 1
 /* Bump on compatible additions (new fields); 1: fibers. */
-#define CS_JSON_SCHEMA_MINOR 3
+#define CS_JSON_SCHEMA_MINOR 4
 
 struct cs_report {
 	const char *core_path; /* NULL for a live process */
@@ -26,6 +26,8 @@ struct cs_report {
 	const struct cs_core_siginfo *siginfo;
 	const struct rv_process *ruby;
 	const int64_t *tids;   /* per Ruby thread: kernel tid or -1 */
+	/* per Ruby thread: why its tid is not believed, or NULL; NULL: none */
+	char *const *tid_errors;
 	const bool *shown;     /* per Ruby thread: rendered? NULL: all */
 	char **warnings;
 	size_t nwarnings;

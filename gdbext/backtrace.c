@@ -9,6 +9,7 @@
 #include "../corestack/live.h"
 #include "../corestack/page_cache.h"
 #include "../corestack/report.h"
+#include "../corestack/thread_tids.h"
 #include "../corestack/vm_module.h"
 #include "../dwarf/module.h"
 #include "../rubyvm/layout.h"
@@ -73,42 +74,49 @@ static void close_source(struct opened *o)
 		cs_page_cache_free(&o->cache);
 }
 
-/* Kernel tids of the Ruby threads: Ruby's own (3.1+), else the thread
- * whose fs_base is the pthread_t Ruby keeps (glibc x86-64), from the core
- * or, for other sources, from the debugger. */
-static void thread_tids(const struct opened *o, const struct rv_process *p,
-			const struct gx_backtrace_request *req, int64_t *tids)
+/* The kernel threads to find the Ruby threads' tids among: the core's
+ * or, for other sources, the debugger's (asked only when a Ruby thread has
+ * no kernel tid of its own). *store holds what the debugger gave. */
+static struct cs_error *kernel_threads(const struct opened *o,
+				       const struct rv_process *p,
+				       const struct gx_backtrace_request *req,
+				       const struct cs_core_thread ***ret,
+				       size_t *n, struct cs_core_thread **store)
 {
+	*ret = NULL;
+	*n = 0;
+	*store = NULL;
+	size_t count = o->core ? cs_core_thread_count(o->core) : 0;
 	struct gx_thread_hint *hints = NULL;
-	size_t nhints = 0;
-	int asked = 0;
-	for (size_t i = 0; i < p->nthreads; i++) {
-		const struct rv_thread *t = &p->threads[i];
-		tids[i] = t->tid;
-		if (t->tid >= 0 || !t->pthread_id)
-			continue;
-		if (o->core) {
-			for (size_t k = 0; k < cs_core_thread_count(o->core); k++) {
-				const struct cs_core_thread *ct =
-					cs_core_thread_at(o->core, k);
-				if (ct->fs_base == t->pthread_id)
-					tids[i] = ct->tid;
-			}
-			continue;
-		}
-		if (!asked && req->hints) {
-			asked = 1;
-			if (!req->hints(req->hints_ctx, &hints, &nhints)) {
-				free(hints);
-				hints = NULL;
-				nhints = 0;
-			}
-		}
-		for (size_t k = 0; k < nhints; k++)
-			if (hints[k].fs_base == t->pthread_id)
-				tids[i] = hints[k].tid;
+	bool needed = false;
+	for (size_t i = 0; i < p->nthreads; i++)
+		needed |= p->threads[i].tid < 0 && p->threads[i].pthread_id;
+	if (!o->core && needed && req->hints &&
+	    !req->hints(req->hints_ctx, &hints, &count)) {
+		free(hints);
+		hints = NULL;
+		count = 0;
 	}
+	if (!o->core && !hints)
+		count = 0;
+	*ret = calloc(count + 1, sizeof(**ret));
+	*store = calloc(count + 1, sizeof(**store));
+	if (!*ret || !*store) {
+		free(hints);
+		return &cs_error_nomem;
+	}
+	for (size_t k = 0; k < count; k++) {
+		if (o->core) {
+			(*ret)[k] = cs_core_thread_at(o->core, k);
+			continue;
+		}
+		(*store)[k].tid = (int)hints[k].tid;
+		(*store)[k].fs_base = hints[k].fs_base;
+		(*ret)[k] = &(*store)[k];
+	}
+	*n = count;
 	free(hints);
+	return NULL;
 }
 
 /* Which threads to show; CS_ERR_LOOKUP naming a tid no Ruby thread has
@@ -171,19 +179,28 @@ static struct cs_error *render(const struct gx_source *src,
 			       const struct gx_backtrace_request *req, char **out,
 			       int *complete)
 {
-	int64_t *tids = calloc(proc->nthreads + 1, sizeof(*tids));
+	struct cs_thread_tids tids = {0};
+	const struct cs_core_thread **natives = NULL;
+	struct cs_core_thread *store = NULL;
+	size_t nnatives = 0;
 	bool *shown = calloc(proc->nthreads + 1, sizeof(*shown));
 	struct cs_error *trunc = o->core ? cs_core_truncation(o->core) : NULL;
 	struct cs_error *err = NULL;
 	char *text = NULL;
 	size_t size = 0;
 	FILE *f = NULL;
-	if (!tids || !shown) {
+	if (!shown) {
 		err = &cs_error_nomem;
 		goto out;
 	}
-	thread_tids(o, proc, req, tids);
-	if ((err = select_threads(proc, tids, req, shown)))
+	const struct cs_core_process *ps = o->core ? cs_core_process(o->core)
+						   : NULL;
+	int pid = o->live ? cs_live_pid(o->live)
+		  : ps && ps->present ? ps->pid
+				      : src->pid;
+	if ((err = kernel_threads(o, proc, req, &natives, &nnatives, &store)) ||
+	    (err = cs_thread_tids_find(proc, natives, nnatives, pid, &tids)) ||
+	    (err = select_threads(proc, tids.tids, req, shown)))
 		goto out;
 	char *warnings[8];
 	size_t nwarnings = 0;
@@ -191,8 +208,6 @@ static struct cs_error *render(const struct gx_source *src,
 		warnings[nwarnings++] = vm->warnings[i];
 	if (trunc)
 		warnings[nwarnings++] = trunc->message;
-	const struct cs_core_process *ps = o->core ? cs_core_process(o->core)
-						   : NULL;
 	int is_core = o->core || (src->kind == GX_SOURCE_DEBUGGER &&
 				  src->debugger_is_core);
 	const struct cs_core_siginfo *report_signal = cs_crash_signal(
@@ -203,22 +218,21 @@ static struct cs_error *render(const struct gx_source *src,
 				       : NULL,
 		.executable = vm->exe->path,
 		.vm_module = vm->vm->path,
-		.pid = o->live ? cs_live_pid(o->live)
-		       : ps && ps->present ? ps->pid
-					   : src->pid,
+		.pid = pid,
 		.command = o->live ? cs_live_command(o->live)
 			   : ps && ps->present ? ps->psargs
 					       : src->command,
 		.siginfo = report_signal,
 		.ruby = proc,
-		.tids = tids,
+		.tids = tids.tids,
+		.tid_errors = tids.errors,
 		.shown = shown,
 		.crash_tid = o->core ? cs_core_crash_tid(o->core)
 			     : report_signal ? src->crash_tid
 					     : -1,
 		.warnings = warnings,
 		.nwarnings = nwarnings,
-		.complete = rv_process_complete(proc) && !trunc,
+		.complete = rv_process_complete(proc) && !trunc && tids.ok,
 	};
 	if (!(f = open_memstream(&text, &size))) {
 		err = &cs_error_nomem;
@@ -237,7 +251,9 @@ static struct cs_error *render(const struct gx_source *src,
 	*complete = report.complete;
 out:
 	cs_error_destroy(trunc);
-	free(tids);
+	cs_thread_tids_free(&tids, proc->nthreads);
+	free(natives);
+	free(store);
 	free(shown);
 	return err;
 }

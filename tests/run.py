@@ -30,7 +30,11 @@ crash* scenarios) and checks corestack's reading of it:
     RUBY/corrupt/...         a real core with a pointer, a line table or a label broken:
                              that frame marked unreliable with the reason, the rest intact;
                              the thread list made cyclic, cut short or one thread unlinked:
-                             exit 1 naming the list, no thread twice (tests/harness/corrupt.py)
+                             exit 1 naming the list, no thread twice (tests/harness/corrupt.py);
+                             a frame's env off its stack or its type none the VM has: kept, marked
+    RUBY/notes/...           a core's thread notes damaged (registers swapped, a tid duplicated or
+                             zeroed): no tid changed without the thread saying why, exit 1
+                             (tests/harness/thread_notes.py)
     RUBY/limits/max-output   the output budget cuts the walk: partial, marked, prefix intact
     RUBY/stale-pc/...        a real core's innermost frame given a pc just outside its iseq
                              (YJIT's stale pc): pc_stale and the method's first line; the
@@ -123,7 +127,8 @@ import time
 sys.dont_write_bytecode = True   # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import (cli, compare, contention, corrupt, fibers, mn_threads, record_exits, frame_reuse, gdbext, hostile,  # noqa: E402
-                     native, permissions, procs, requires, stale_pc, threadstate, yjit)
+                     native, permissions, procs, requires, stale_pc, thread_notes, threadstate,
+                     yjit)
 
 RUBIES = ("2.7", "3.1", "3.3", "3.3-static", "3.3-yjit", "3.4", "3.4-yjit")
 ORACLE_TIMEOUT = 60    # scenario start to oracle file
@@ -827,6 +832,7 @@ def bad_needs(selected, rubies):
     for r in rubies:
         if selected("%s/limits/max-output" % r) or \
                 any(selected("%s/corrupt/%s" % (r, n)) for n in corrupt.test_names()) or \
+                any(selected("%s/notes/%s" % (r, n)) for n, _ in thread_notes.PATCHES) or \
                 any(selected(n) for n in stale_pc.test_names(r)) or \
                 selected(frame_reuse.test_name(r)):
             needs.add((r, "threads"))
@@ -996,6 +1002,7 @@ def main():
             cap = captures.get((ruby, "threads"))
             if isinstance(cap, Capture):
                 corrupt.corrupt_tests(rep, selected, ruby, cap, args.corestack, args.timeout)
+                thread_notes.notes_tests(rep, selected, ruby, cap, args.corestack, args.timeout)
                 stale_pc.stale_pc_tests(rep, selected, ruby, cap, args.corestack, args.timeout)
                 frame_reuse.frame_reuse_test(rep, selected, ruby, cap, args.frame_reuse_check,
                                              args.timeout)

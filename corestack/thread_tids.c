@@ -1,0 +1,174 @@
+/* Which kernel thread runs each Ruby thread, cross-checked.
+ *
+ * Two sources name a Ruby thread's kernel thread: Ruby's own record (the
+ * tid of 3.1+, the pthread_t of every version, which on glibc x86-64 is
+ * the thread's fs_base) and the kernel's (a core's NT_PRSTATUS notes: tid
+ * and registers; a paused live process's ptrace registers). A damaged core
+ * can make them disagree, and a tid picked from a disagreement puts a
+ * stack on the wrong thread, or merges another thread's native stack into
+ * it. So a tid is believed only when the sources agree: one kernel thread
+ * with that tid and Ruby's pthread_t as its fs_base, no two Ruby threads on
+ * one kernel thread, and the process's main thread (tid == pid) running
+ * Ruby's main thread if any Ruby thread runs there. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "../util/error.h"
+#include "thread_tids.h"
+
+static void fail(struct cs_thread_tids *t, size_t i, const char *fmt, ...)
+{
+	t->ok = false;
+	if (t->errors[i])
+		return; /* the first reason is enough */
+	va_list ap;
+	va_start(ap, fmt);
+	if (vasprintf(&t->errors[i], fmt, ap) < 0)
+		t->errors[i] = NULL;
+	va_end(ap);
+}
+
+/* How many of the kernel threads have that tid (by_tid) or that fs_base;
+ * *first is the first of them. */
+static size_t matching(const struct cs_core_thread *const *natives, size_t n,
+		       bool by_tid, uint64_t value,
+		       const struct cs_core_thread **first)
+{
+	size_t count = 0;
+	for (size_t k = 0; k < n; k++) {
+		uint64_t v = by_tid ? (uint64_t)(int64_t)natives[k]->tid
+				    : natives[k]->fs_base;
+		if (v == value && !count++)
+			*first = natives[k];
+	}
+	return count;
+}
+
+/* Ruby knows the tid: its kernel thread must be one, with Ruby's
+ * pthread_t as its fs_base. */
+static void check_ruby_tid(struct cs_thread_tids *r, size_t i,
+			   const struct rv_thread *t,
+			   const struct cs_core_thread *const *natives,
+			   size_t n)
+{
+	const struct cs_core_thread *nt = NULL;
+	size_t count = matching(natives, n, true, (uint64_t)t->tid, &nt);
+	if (count > 1)
+		fail(r, i, "%zu kernel threads have its tid %lld", count,
+		     (long long)t->tid);
+	else if (count == 1 && nt->fs_base && t->pthread_id &&
+		 nt->fs_base != t->pthread_id)
+		fail(r, i,
+		     "the registers of kernel thread %lld are another "
+		     "thread's (fs_base 0x%llx, Ruby's pthread_t 0x%llx)",
+		     (long long)t->tid, (unsigned long long)nt->fs_base,
+		     (unsigned long long)t->pthread_id);
+}
+
+/* Ruby keeps only a pthread_t: the kernel thread with that fs_base. */
+static void tid_by_fs_base(struct cs_thread_tids *r, size_t i,
+			   const struct rv_thread *t,
+			   const struct cs_core_thread *const *natives,
+			   size_t n)
+{
+	const struct cs_core_thread *nt = NULL;
+	size_t count = matching(natives, n, false, t->pthread_id, &nt);
+	if (count == 0) {
+		/* A listed thread runs on a kernel thread until it is dead. */
+		if (t->status != RV_STATUS_DEAD)
+			fail(r, i,
+			     "no kernel thread has its pthread_t 0x%llx as "
+			     "fs_base",
+			     (unsigned long long)t->pthread_id);
+		return;
+	}
+	if (count > 1) {
+		fail(r, i, "%zu kernel threads have its fs_base 0x%llx", count,
+		     (unsigned long long)t->pthread_id);
+		return;
+	}
+	if (nt->tid <= 0) {
+		fail(r, i, "its kernel thread's tid %d is not a tid", nt->tid);
+		return;
+	}
+	r->tids[i] = nt->tid;
+	const struct cs_core_thread *same;
+	if ((count = matching(natives, n, true, (uint64_t)(int64_t)nt->tid,
+			      &same)) > 1)
+		fail(r, i, "%zu kernel threads have its tid %d", count,
+		     nt->tid);
+}
+
+/* The whole assignment: one Ruby thread per kernel thread, and the
+ * process's main thread, if it runs Ruby, runs Ruby's main thread. */
+static void check_assignment(struct cs_thread_tids *r,
+			     const struct rv_process *p, int64_t pid)
+{
+	size_t main = p->nthreads;
+	for (size_t i = 0; i < p->nthreads; i++) {
+		if (p->threads[i].is_main)
+			main = i;
+		for (size_t j = i + 1; j < p->nthreads; j++)
+			if (r->tids[i] >= 0 && r->tids[i] == r->tids[j]) {
+				fail(r, i, "tid %lld is also thread %zu's",
+				     (long long)r->tids[i], j + 1);
+				fail(r, j, "tid %lld is also thread %zu's",
+				     (long long)r->tids[j], i + 1);
+			}
+	}
+	if (pid <= 0 || main == p->nthreads || r->tids[main] == pid)
+		return;
+	for (size_t i = 0; i < p->nthreads; i++)
+		if (i != main && r->tids[i] == pid) {
+			fail(r, i,
+			     "tid %lld is the process's main thread, but "
+			     "this is not Ruby's main thread",
+			     (long long)pid);
+			fail(r, main,
+			     "Ruby's main thread on tid %lld, not on the "
+			     "process's main thread %lld",
+			     (long long)r->tids[main], (long long)pid);
+		}
+}
+
+struct cs_error *cs_thread_tids_find(const struct rv_process *p,
+				     const struct cs_core_thread *const *natives,
+				     size_t n, int64_t pid,
+				     struct cs_thread_tids *ret)
+{
+	ret->tids = calloc(p->nthreads + 1, sizeof(*ret->tids));
+	ret->errors = calloc(p->nthreads + 1, sizeof(*ret->errors));
+	ret->ok = true;
+	if (!ret->tids || !ret->errors) {
+		cs_thread_tids_free(ret, 0);
+		return &cs_error_nomem;
+	}
+	/* Kernel threads whose registers were read (none in a nonblocking
+	 * look at a live process): only those can be checked. */
+	bool registers = false;
+	for (size_t k = 0; k < n; k++)
+		registers |= natives[k]->fs_base != 0;
+	for (size_t i = 0; i < p->nthreads; i++) {
+		const struct rv_thread *t = &p->threads[i];
+		ret->tids[i] = t->tid;
+		if (!registers)
+			continue;
+		if (t->tid >= 0)
+			check_ruby_tid(ret, i, t, natives, n);
+		else if (t->pthread_id)
+			tid_by_fs_base(ret, i, t, natives, n);
+	}
+	check_assignment(ret, p, pid);
+	return NULL;
+}
+
+void cs_thread_tids_free(struct cs_thread_tids *t, size_t nthreads)
+{
+	for (size_t i = 0; t->errors && i < nthreads; i++)
+		free(t->errors[i]);
+	free(t->errors);
+	free(t->tids);
+	t->errors = NULL;
+	t->tids = NULL;
+}

@@ -1,0 +1,31 @@
+/* Which kernel thread runs each Ruby thread, cross-checked. */
+#ifndef CS_CORESTACK_THREAD_TIDS_H
+#define CS_CORESTACK_THREAD_TIDS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../rubyvm/model.h"
+#include "core.h"
+
+struct cs_thread_tids {
+	int64_t *tids;  /* per Ruby thread: kernel tid, or -1 when unknown */
+	char **errors;  /* per Ruby thread: why its tid or its registers are
+			 * not believed, or NULL */
+	bool ok;        /* no error at all */
+};
+
+/* The tids of p's threads: Ruby's own (3.1+) or, where Ruby keeps only a
+ * pthread_t (glibc x86-64: the thread's fs_base), the kernel thread with
+ * that fs_base among natives (n of them; fs_base 0 when its registers are
+ * not known). pid is the process's, -1 if unknown. Every tid is checked
+ * against the other sources (docs/untrusted-input.md); a failed check is
+ * an error for that thread, never a silent pick. */
+struct cs_error *cs_thread_tids_find(const struct rv_process *p,
+				     const struct cs_core_thread *const *natives,
+				     size_t n, int64_t pid,
+				     struct cs_thread_tids *ret);
+void cs_thread_tids_free(struct cs_thread_tids *t, size_t nthreads);
+
+#endif
