@@ -170,11 +170,12 @@ struct cs_error *dw_type_member(Dwarf_Die *outer, const char *path,
 	uint64_t base = 0;
 	const char *p = path;
 	for (;;) {
-		size_t len = strcspn(p, ".-");
+		size_t len = strcspn(p, ".-[");
 		const char *sep = p[len] ? p + len : NULL;
 		bool deref = sep && sep[0] == '-' && sep[1] == '>';
+		bool first = sep && strcmp(sep, "[0]") == 0;
 		struct dw_member m;
-		if ((sep && !deref && sep[0] != '.') ||
+		if ((sep && !deref && !first && sep[0] != '.') ||
 		    !find_component(&cur, p, len, base, &m, 0)) {
 			const char *oname = dwarf_diename(outer);
 			return cs_error_create(CS_ERR_LOOKUP,
@@ -183,6 +184,24 @@ struct cs_error *dw_type_member(Dwarf_Die *outer, const char *path,
 		}
 		if (!sep) {
 			*ret = m;
+			return NULL;
+		}
+		if (first) {
+			/* "[0]": the first element of what the member points
+			 * to, at offset 0 of it, with the element's size */
+			Dwarf_Die elem;
+			uint64_t size;
+			struct cs_error *e = NULL;
+			if (!pointee(&m.type, &elem) ||
+			    (e = dw_type_size(&elem, &size))) {
+				cs_error_destroy(e);
+				return cs_error_create(
+					CS_ERR_LOOKUP,
+					"'%.*s' in '%s' does not point to "
+					"elements of a known size",
+					(int)len, p, path);
+			}
+			*ret = (struct dw_member){.size = size, .type = elem};
 			return NULL;
 		}
 		if (deref) {

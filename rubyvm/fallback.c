@@ -6,7 +6,7 @@
  * debug info has no .debug_macro; with it, the value is read from there.
  * The frame-type enumerators are the exception: a compiler may drop an enum
  * no emitted code names, and no macro section would have them either.
- * They have not changed from Ruby 2.7 through 3.4 (see docs/ARCHITECTURE.md
+ * They have not changed from Ruby 2.7 through 4.0 (see docs/ARCHITECTURE.md
  * for the sources). No offsets, sizes or version numbers belong here. */
 #include <string.h>
 
@@ -38,6 +38,11 @@ static const struct {
 	{"VM_FRAME_MAGIC_EVAL", 0x77770001, 1},
 	{"VM_FRAME_MAGIC_RESCUE", 0x78880001, 1},
 	{"VM_ENV_FLAG_ESCAPED", 0x4, 1},
+	/* special_consts.h (enum ruby_special_consts) */
+	{"RUBY_IMMEDIATE_MASK", 0x07, 1},
+	{"RUBY_FIXNUM_FLAG", 0x01, 1},
+	/* symbol.c: enum id_entry_type, entries per ID in a symbol array */
+	{"ID_ENTRY_SIZE", 2, 1},
 	{"VM_ENV_FLAG_LOCAL", 0x2, 1},
 	/* vm_core.h: a frame vm_exec() was entered for; same enum */
 	{"VM_FRAME_FLAG_FINISH", 0x20, 1},

@@ -87,7 +87,8 @@ struct cs_error *rv_iseq_info(struct rv_session *s, uint64_t iseq,
 		/* A Fixnum VALUE before 3.2, a plain int after: the member's
 		 * size tells which. */
 		if (RV_ITEM(s, body_first_lineno)->size == 8)
-			info->first_lineno = (int)((int64_t)first >> 1);
+			info->first_lineno = (int)((int64_t)first >>
+						   ffsll(RV_VAL(s, fixnum_flag)));
 		else
 			info->first_lineno = (int)(int32_t)first;
 	}
@@ -109,11 +110,15 @@ static struct cs_error *positions_lookup(struct rv_session *s,
 					 uint64_t positions, uint64_t size,
 					 uint64_t pos, uint64_t *ret)
 {
+	uint64_t esize = RV_ITEM(s, insns_position)->size;
+	if (!RV_HAS(s, insns_position) || esize == 0 || esize > 8)
+		return rv_missing(RVL_insns_position);
 	uint64_t lo = 0, hi = size;
 	while (hi - lo > 1) {
 		uint64_t mid = lo + (hi - lo) / 2;
-		uint32_t p;
-		struct cs_error *err = rv_read(s, positions + mid * 4, &p, 4);
+		uint64_t p = 0; /* little-endian: the low bytes */
+		struct cs_error *err = rv_read(s, positions + mid * esize, &p,
+					       esize);
 		if (err)
 			return err;
 		if (p <= pos)

@@ -77,11 +77,11 @@ static struct cs_error *id_name_uncached(struct rv_session *s, uint64_t id,
 					       (unsigned long long)id);
 	}
 	uint64_t unit = (uint64_t)RV_VAL(s, id_entry_unit);
-	uint64_t entry_size = RV_HAS(s, id_entry_size)
-				      ? (uint64_t)RV_VAL(s, id_entry_size)
-				      : 2;
+	uint64_t entry_size = (uint64_t)RV_VAL(s, id_entry_size);
 	if (!RV_HAS(s, id_entry_unit) || unit == 0)
 		return rv_missing(RVL_id_entry_unit);
+	if (!RV_HAS(s, id_entry_size) || entry_size == 0)
+		return rv_missing(RVL_id_entry_size);
 	if ((err = rv_read_member(s, symbols, RVL_symbols_ids, &ids)) ||
 	    (err = rv_array_entry(s, ids, serial / unit, &ary)) ||
 	    (err = rv_array_entry(s, ary,

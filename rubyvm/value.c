@@ -9,8 +9,8 @@
 
 bool rv_special_const(struct rv_session *s, uint64_t v)
 {
-	uint64_t mask = RV_HAS(s, immediate_mask) ? (uint64_t)RV_VAL(s, immediate_mask) : 7;
-	return (v & mask) != 0 || v == (uint64_t)RV_VAL(s, qfalse) ||
+	/* always resolved: the fallback table has it */
+	return (v & (uint64_t)RV_VAL(s, immediate_mask)) != 0 || v == (uint64_t)RV_VAL(s, qfalse) ||
 	       v == (uint64_t)RV_VAL(s, qnil) ||
 	       (RV_HAS(s, qundef) && v == (uint64_t)RV_VAL(s, qundef));
 }

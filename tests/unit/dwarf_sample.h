@@ -49,6 +49,7 @@ struct sample_outer {
 typedef struct {
 	int last_id;
 	void *ids;
+	const unsigned short *positions; /* "positions[0]": its elements' size */
 } sample_typedef_t;
 
 #endif

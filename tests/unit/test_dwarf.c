@@ -120,6 +120,9 @@ int main(int argc, char **argv)
 	member("sample_block", "bits", offsetof(struct sample_block, bits),
 	       sizeof(((struct sample_block *)0)->bits));
 	member("sample_typedef_t", "ids", offsetof(sample_typedef_t, ids), 8);
+	/* "[0]": the first element pointed to, at 0, the element's size */
+	member("sample_typedef_t", "positions[0]", 0, sizeof(unsigned short));
+	member("sample_outer", "node.next[0]", 0, sizeof(struct sample_node));
 
 	bitfield("status", BIT_POS(status, 2), 2);
 	bitfield("to_kill", BIT_POS(to_kill, 1), 1);
@@ -137,6 +140,15 @@ int main(int argc, char **argv)
 	struct dw_member missing;
 	err = dw_type_member(&die, "no_such_member", &missing);
 	CHECK(err && err->code == CS_ERR_LOOKUP, "absent member not refused");
+	cs_error_destroy(err);
+	/* elements of no known size (void *), and "[0]" of a non-pointer */
+	dw_index_find(idx, DW_NAME_TYPEDEF, "sample_typedef_t", NULL, 1, &die,
+		      NULL);
+	err = dw_type_member(&die, "ids[0]", &missing);
+	CHECK(err && err->code == CS_ERR_LOOKUP, "void *[0] not refused");
+	cs_error_destroy(err);
+	err = dw_type_member(&die, "last_id[0]", &missing);
+	CHECK(err && err->code == CS_ERR_LOOKUP, "int[0] not refused");
 	cs_error_destroy(err);
 	CHECK(!dw_index_find(idx, DW_NAME_STRUCT, "no_such_struct", NULL, 1, &die,
 			     NULL),
