@@ -849,8 +849,7 @@ static struct cs_live_thread *cs_live_find_work(struct cs_live *live,
 {
 	if (!n)
 		return NULL;  /* bsearch wants a non-null base */
-	struct cs_live_thread key;
-	key.pub.tid = tid;
+	struct cs_live_thread key = {.pub.tid = tid};
 	return bsearch(&key, live->work, n, sizeof(*live->work),
 		       cs_live_cmp_work);
 }

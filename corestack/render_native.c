@@ -7,6 +7,12 @@
 #include "../util/json.h"
 #include "report.h"
 
+/* t[code] of a table of n names, NULL outside it or for no name. */
+static const char *pick(const char *const *t, size_t n, int code)
+{
+	return code > 0 && (size_t)code < n ? t[code] : NULL;
+}
+
 const char *cs_signal_code_name(int signo, int code)
 {
 	switch (code) {
@@ -28,7 +34,7 @@ const char *cs_signal_code_name(int signo, int code)
 					  "FPE_FLTDIV", "FPE_FLTOVF",
 					  "FPE_FLTUND", "FPE_FLTRES",
 					  "FPE_FLTINV", "FPE_FLTSUB"};
-#define PICK(t) (code > 0 && (size_t)code < sizeof(t) / sizeof(*t) ? t[code] : NULL)
+#define PICK(t) pick(t, sizeof(t) / sizeof(*t), code)
 	switch (signo) {
 	case SIGSEGV: return PICK(segv);
 	case SIGBUS: return PICK(bus);

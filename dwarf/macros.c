@@ -438,7 +438,9 @@ static int64_t apply(const char *op, int64_t a, int64_t b, int *failed)
 		return op[1] ? a <= b : a < b;
 	case '>':
 		if (op[1] == '>')
-			return ub < 64 ? a >> ub : 0;
+			/* arithmetic, spelled out: >> of a negative
+			 * value is the compiler's choice in C */
+			return ub >= 64 ? 0 : a < 0 ? ~(~a >> ub) : a >> ub;
 		return op[1] ? a >= b : a > b;
 	case '+': return (int64_t)(ua + ub);
 	case '-': return (int64_t)(ua - ub);

@@ -19,7 +19,9 @@ int gx_debugger_image_add_mapping(struct gx_debugger_image *d, uint64_t start,
 	char *copy = strdup(path);
 	if (!copy)
 		return 0;
-	maps[d->nmaps++] = (struct cs_core_mapping){start, end, offset, copy};
+	struct cs_core_mapping *m = &maps[d->nmaps++];
+	*m = (struct cs_core_mapping){start, end, offset, NULL};
+	m->path = copy; /* freed with d */
 	return 1;
 }
 

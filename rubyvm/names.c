@@ -272,7 +272,7 @@ struct cs_error *rv_permanent_path(struct rv_session *s, uint64_t klass,
 {
 	*ret = NULL;
 	if (RV_HAS(s, classext_permanent_classpath)) {
-		uint64_t ext, permanent;
+		uint64_t ext, permanent = 0;
 		struct cs_error *err = classext(s, klass, &ext);
 		if (!err)
 			err = rv_read_member(s, ext,
