@@ -94,10 +94,11 @@ crash* scenarios) and checks corestack's reading of it:
                              the core compressed with zstd, gzip, xz read directly; a
                              cut-off .zst core is a truncated core; --native --sysroot
                              merges every thread and shows Ruby's crash handler
-    RUBY/nontfile/...        (tests/harness/nontfile.py) the threads core of a moved copy
-                             of the Ruby with its NT_FILE note hidden: with --sysroot, and
-                             with the executable and --lib-search-path, the oracle's
-                             stacks; --native: the native pcs eu-stack saw before; another
+    RUBY/nontfile/...        (tests/harness/nontfile.py) the threads core (gcore) and the
+                             crash core (kernel) of a moved copy of the Ruby with their
+                             NT_FILE notes hidden: with --sysroot, and with the executable
+                             and --lib-search-path, the oracle's stacks; --native: the
+                             native pcs eu-stack saw before; another
                              Ruby's libruby (static: executable) in --lib-search-path:
                              exit 2, one line naming it and its build-id
     unit/NAME                the unit test programs given with --unit

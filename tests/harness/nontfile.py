@@ -2,9 +2,10 @@
 has too many mappings, ~100,000): corestack finds the executable and
 libruby from the ELF headers and the dynamic linker's link map in the core.
 
-On each fixture Ruby, a copy of the Ruby is moved away after its threads
-scenario was dumped from it (as native.py's remote tests do), so the paths
-the core names no longer exist; then every NT_FILE note of the core is given
+On each fixture Ruby, the threads scenario (dumped by gcore) and the crash
+scenario (dumped by the kernel) run from a copy of the Ruby that is then
+moved under a sysroot, as in native.py's remote tests, so the paths the
+cores name no longer exist; then the NT_FILE note of each core is given
 another type, so nothing of it is left to read:
 
     RUBY/nontfile/sysroot          --sysroot ROOT (the moved Ruby and copies of
@@ -16,9 +17,12 @@ another type, so nothing of it is left to read:
                                    oracle's, and each thread's native pcs are what
                                    eu-stack --core said of the core before its
                                    NT_FILE was hidden and its files moved
+    RUBY/nontfile/kernel-core      the crash scenario's core, written by the kernel,
+                                   with the executable and --lib-search-path: the
+                                   oracle's stacks and signal
     RUBY/nontfile/wrong-library    another fixture Ruby's libruby under this one's
                                    names in --lib-search-path (a static Ruby: its
-                                   executable, as ruby): exit 2 at once, one line
+                                   executable, as ruby): exit 2, one line
                                    naming the file and its build-id
 """
 
@@ -29,7 +33,7 @@ import subprocess
 from . import compare, elfcore, procs
 from .native import copy_into_root, eu_stack, extra_env, nt_file_paths, run_json
 
-TESTS = ("sysroot", "lib-search-path", "native", "wrong-library")
+TESTS = ("sysroot", "lib-search-path", "native", "kernel-core", "wrong-library")
 HIDDEN_TYPE = 0x4e4f4e45   # no note of a core has this type
 
 
@@ -52,12 +56,17 @@ class Setup:
         copy = os.path.join(machine, "prefix")
         shutil.copytree(prefix, copy, symlinks=True)
         with extra_env({"LD_LIBRARY_PATH": os.path.join(copy, "lib")}):
-            results = run.capture_all(ruby, os.path.join(copy, "bin", "ruby"), ["threads"],
-                                      os.path.join(base, "run"), False, None, timeout)
-        self.cap = results["threads"]
+            results = run.capture_all(ruby, os.path.join(copy, "bin", "ruby"),
+                                      ["threads", "crash"], os.path.join(base, "run"), False,
+                                      None, timeout)
+        self.cap, self.crash = results["threads"], results["crash"]
         if isinstance(self.cap, procs.Failure):
             raise self.cap
         names = set(nt_file_paths(self.cap.core))
+        cores = [self.cap.core]
+        if isinstance(self.crash, run.Capture):
+            names |= set(nt_file_paths(self.crash.core))
+            cores.append(self.crash.core)
         if not any(n.startswith(copy + "/") and "libruby" in n or n == copy + "/bin/ruby"
                    for n in names):
             raise procs.Failure("the Ruby was not run from its copy %s" % copy)
@@ -71,9 +80,10 @@ class Setup:
         for top in ("bin", "lib", "lib32", "lib64", "libx32", "sbin"):
             if os.path.islink("/" + top) and not os.path.lexists(self.root + "/" + top):
                 os.symlink(os.readlink("/" + top), self.root + "/" + top)
-        if elfcore.retype_notes(self.cap.core, elfcore.NT_FILE, HIDDEN_TYPE) != 1 or \
-                elfcore.nt_file_names(self.cap.core):
-            raise procs.Failure("%s: not exactly one NT_FILE note to hide" % self.cap.core)
+        for core in cores:
+            if elfcore.retype_notes(core, elfcore.NT_FILE, HIDDEN_TYPE) != 1 or \
+                    elfcore.nt_file_names(core):
+                raise procs.Failure("%s: not exactly one NT_FILE note to hide" % core)
         self.exe = self.root + os.path.join(copy, "bin", "ruby")
         self.lib = self.root + os.path.join(copy, "lib")
         self.cap.exe = None
@@ -162,6 +172,13 @@ def nontfile_tests(rep, selected, args, prefixes, workdir, run):
         if selected(name + "native"):
             res = procs.run_tool([cs, "--json", "--native"] + lib_args, timeout)
             rep.result(name + "native", check_native(res, cap, setup.eu, ruby.endswith("-yjit")))
+        if selected(name + "kernel-core"):
+            if isinstance(setup.crash, procs.Failure):
+                rep.result(name + "kernel-core", "setup: %s" % setup.crash)
+            else:
+                res = procs.run_tool([cs, "--json", "--lib-search-path", setup.lib,
+                                      setup.crash.core, setup.exe], timeout)
+                rep.result(name + "kernel-core", run.check_oracle(res, setup.crash))
         if selected(name + "wrong-library"):
             other = other_ruby(ruby, prefixes)
             if not other:
