@@ -98,7 +98,9 @@ crash* scenarios) and checks corestack's reading of it:
                              crash core (kernel) of a moved copy of the Ruby with their
                              NT_FILE notes hidden: with --sysroot, and with the executable
                              and --lib-search-path, the oracle's stacks; --native: the
-                             native pcs eu-stack saw before; another
+                             native pcs eu-stack saw before; many-mappings: a real kernel
+                             core without NT_FILE (a Ruby that maps a file ~60,000 times,
+                             3.1+), the oracle's stacks; another
                              Ruby's libruby (static: executable) in --lib-search-path:
                              exit 2, one line naming it and its build-id
     unit/NAME                the unit test programs given with --unit

@@ -20,20 +20,29 @@ another type, so nothing of it is left to read:
     RUBY/nontfile/kernel-core      the crash scenario's core, written by the kernel,
                                    with the executable and --lib-search-path: the
                                    oracle's stacks and signal
+    RUBY/nontfile/many-mappings    no note hidden by hand: a Ruby maps a file ~60,000
+                                   times (fixtures/nontfile/many_mappings.rb) and
+                                   crashes; the kernel's core must have no NT_FILE
+                                   (else SKIP: a kernel with a larger note limit)
+                                   and corestack CORE EXECUTABLE gives the oracle's
+                                   stacks
     RUBY/nontfile/wrong-library    another fixture Ruby's libruby under this one's
                                    names in --lib-search-path (a static Ruby: its
                                    executable, as ruby): exit 2, one line
                                    naming the file and its build-id
 """
 
+import json
 import os
 import shutil
 import subprocess
 
-from . import compare, elfcore, procs
+from . import compare, elfcore, procs, requires, yjit
 from .native import copy_into_root, eu_stack, extra_env, nt_file_paths, run_json
 
-TESTS = ("sysroot", "lib-search-path", "native", "kernel-core", "wrong-library")
+TESTS = ("sysroot", "lib-search-path", "native", "kernel-core", "wrong-library",
+         "many-mappings")
+MANY = os.path.join(procs.ROOT, "fixtures", "nontfile", "many_mappings.rb")
 HIDDEN_TYPE = 0x4e4f4e45   # no note of a core has this type
 
 
@@ -143,6 +152,30 @@ def wrong_dir(ruby, setup, other, base):
     return wrong
 
 
+def many_mappings(ruby, exe, base, run, cs, timeout):
+    """-> (None, reason) for a result, (reason, None) for a SKIP."""
+    why = requires.missing(MANY, ruby.split("-")[0])
+    if why:
+        return why, None
+    scen = procs.Scenario(exe, MANY, os.path.join(base, "many"), True, yjit.scenario_env(ruby))
+    try:
+        scen.wait_oracle(run.ORACLE_TIMEOUT)
+        scen.wait_exit(run.CRASH_TIMEOUT)
+        core = procs.kernel_core(scen)
+        with open(scen.oracle_path) as f:
+            oracle = json.load(f)
+    except (procs.Failure, OSError, ValueError) as exc:
+        return None, "setup: %s" % exc
+    finally:
+        scen.kill()
+    if elfcore.nt_file_names(core):
+        return "the kernel wrote NT_FILE for %s mappings (its note limit is larger)" % (
+            len(elfcore.nt_file_names(core))), None
+    cap = run.Capture(ruby, "many_mappings", core, exe, oracle, os.WTERMSIG(scen.status))
+    res = procs.run_tool([cs, "--json", core, exe], timeout)
+    return None, run.check_oracle(res, cap)
+
+
 def nontfile_tests(rep, selected, args, prefixes, workdir, run):
     cs, timeout = args.corestack, args.timeout
     for ruby in args.rubies:
@@ -155,13 +188,26 @@ def nontfile_tests(rep, selected, args, prefixes, workdir, run):
                 rep.skip(n, "needs the %s fixture Ruby (not built)" % ruby)
             continue
         base = os.path.join(workdir, "nontfile", ruby)
+        name = "%s/nontfile/" % ruby
+        if selected(name + "many-mappings"):
+            skip, reason = many_mappings(ruby, os.path.join(prefix, "bin", "ruby"), base, run,
+                                         cs, timeout)
+            if skip:
+                rep.skip(name + "many-mappings", skip)
+            else:
+                rep.result(name + "many-mappings", reason)
+            if not args.keep:   # half a GiB of core
+                shutil.rmtree(os.path.join(base, "many"), ignore_errors=True)
+        names = [n for n in names if not n.endswith("/many-mappings")]
+        if not names:
+            continue
         try:
             setup = Setup(ruby, prefix, base, run, timeout)
         except (procs.Failure, OSError, subprocess.SubprocessError, ValueError) as exc:
             for n in names:
                 rep.result(n, "setup: %s" % exc)
             continue
-        cap, name = setup.cap, "%s/nontfile/" % ruby
+        cap = setup.cap
         lib_args = ["--lib-search-path", setup.lib, cap.core, setup.exe]
         if selected(name + "sysroot"):
             res = procs.run_tool([cs, "--json", "--sysroot", setup.root, cap.core], timeout)
