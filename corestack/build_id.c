@@ -1,9 +1,14 @@
 #include "build_id.h"
 
 #include <elf.h>
+#include <elfutils/libdwelf.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <libelf.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* Bounds for untrusted headers: no real module comes near them. */
 #define MAX_PHNUM 1024
@@ -52,41 +57,60 @@ static struct cs_error *note_build_id(const uint8_t *notes, size_t size,
 	return NULL;
 }
 
-struct cs_error *cs_build_id_read(const struct rv_target *mem, const char *who,
-				  uint64_t start, uint8_t *buf, size_t bufsize,
-				  size_t *len)
+struct cs_error *cs_module_headers_read(const struct rv_target *mem,
+				       const char *who, uint64_t start,
+				       Elf64_Ehdr *eh, Elf64_Phdr **phdrs,
+				       size_t *phnum)
 {
-	*len = 0;
-	Elf64_Ehdr eh; /* x86-64 targets only: the host's byte order */
-	struct cs_error *err = rv_target_read(mem, start, &eh, sizeof(eh));
+	*phdrs = NULL;
+	*phnum = 0;
+	/* x86-64 targets only: the host's byte order */
+	struct cs_error *err = rv_target_read(mem, start, eh, sizeof(*eh));
 	if (err)
 		return cs_error_wrap(err, "ELF header of the module at 0x%" PRIx64,
 				     start);
-	if (memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
-	    eh.e_ident[EI_CLASS] != ELFCLASS64 ||
-	    eh.e_ident[EI_DATA] != ELFDATA2LSB)
+	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 ||
+	    eh->e_ident[EI_CLASS] != ELFCLASS64 ||
+	    eh->e_ident[EI_DATA] != ELFDATA2LSB)
 		return cs_error_create(CS_ERR_CORRUPT,
 				       "%s: no 64-bit little-endian ELF header "
 				       "at 0x%" PRIx64,
 				       who, start);
 	uint64_t phaddr;
-	if (eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phnum == 0 ||
-	    eh.e_phnum > MAX_PHNUM ||
-	    __builtin_add_overflow(start, eh.e_phoff, &phaddr))
+	if (eh->e_phentsize != sizeof(Elf64_Phdr) || eh->e_phnum == 0 ||
+	    eh->e_phnum > MAX_PHNUM ||
+	    __builtin_add_overflow(start, eh->e_phoff, &phaddr))
 		return cs_error_create(CS_ERR_CORRUPT,
 				       "%s: the module at 0x%" PRIx64
 				       " has implausible program headers",
 				       who, start);
-	size_t phnum = eh.e_phnum;
-	Elf64_Phdr *ph = malloc(phnum * sizeof(*ph));
+	size_t n = eh->e_phnum;
+	Elf64_Phdr *ph = malloc(n * sizeof(*ph));
 	if (!ph)
 		return &cs_error_nomem;
-	if ((err = rv_target_read(mem, phaddr, ph, phnum * sizeof(*ph)))) {
+	if ((err = rv_target_read(mem, phaddr, ph, n * sizeof(*ph)))) {
 		free(ph);
 		return cs_error_wrap(err,
 				     "program headers of the module at 0x%" PRIx64,
 				     start);
 	}
+	*phdrs = ph;
+	*phnum = n;
+	return NULL;
+}
+
+struct cs_error *cs_build_id_read(const struct rv_target *mem, const char *who,
+				  uint64_t start, uint8_t *buf, size_t bufsize,
+				  size_t *len)
+{
+	*len = 0;
+	Elf64_Ehdr eh;
+	Elf64_Phdr *ph;
+	size_t phnum;
+	struct cs_error *err =
+		cs_module_headers_read(mem, who, start, &eh, &ph, &phnum);
+	if (err)
+		return err;
 	/* Load bias: the first PT_LOAD maps file offset 0 at start. */
 	uint64_t bias = start;
 	for (size_t i = 0; i < phnum; i++)
@@ -133,4 +157,35 @@ struct cs_error *cs_build_id_read(const struct rv_target *mem, const char *who,
 			       "%s: the module at 0x%" PRIx64
 			       " has no GNU build-id",
 			       who, start);
+}
+
+size_t cs_build_id_of_fd(int fd, uint8_t *out, size_t max)
+{
+	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!elf)
+		return 0;
+	const void *id = NULL;
+	ssize_t len = dwelf_elf_gnu_build_id(elf, &id);
+	size_t n = len > 0 && id && (size_t)len <= max ? (size_t)len : 0;
+	if (n) /* id is NULL when there is none: memcpy wants a pointer */
+		memcpy(out, id, n);
+	elf_end(elf);
+	return n;
+}
+
+size_t cs_build_id_of_path(const char *path, uint8_t *out, size_t max)
+{
+	/* Only a regular file: a FIFO would block the open, a device be read
+	 * without end. Checked before opening and again after. */
+	struct stat st;
+	if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+		return 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0)
+		return 0;
+	size_t n = fstat(fd, &st) == 0 && S_ISREG(st.st_mode)
+			   ? cs_build_id_of_fd(fd, out, max)
+			   : 0;
+	close(fd);
+	return n;
 }

@@ -7,9 +7,9 @@
 #include "core.h"
 #include "build_id.h"
 #include "decompress.h"
+#include "link_map.h"
 
 #include <elf.h>
-#include <elfutils/libdwelf.h>
 #include <linux/magic.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -93,6 +93,9 @@ struct cs_core {
 	const uint8_t *auxv;      /* into image; pairs of LE u64 */
 	size_t auxv_count;
 	int have_file_note;
+	struct cs_link_map recovered; /* the mappings, when NT_FILE is absent */
+	const char *exe_target;   /* cs_core_set_executable: the executable's */
+	char *exe_host;           /* path in the target, and the file given */
 
 	uint64_t load_bytes;      /* PT_LOAD bytes the headers promise */
 	uint64_t missing_bytes;   /* of those, past the end of the file */
@@ -488,6 +491,23 @@ static struct cs_error *cs_core_index_files(struct cs_core *core)
 	return NULL;
 }
 
+/* Without NT_FILE (too large for the kernel to write), the mappings of
+ * the modules the loader lists, rebuilt from their headers in the core. */
+static struct cs_error *cs_core_recover_mappings(struct cs_core *core)
+{
+	struct cs_link_map *lm = &core->recovered;
+	struct cs_error *err = cs_link_map_read(core, lm);
+	if (err || !lm->nmaps)
+		return err;
+	core->maps = calloc(lm->nmaps, sizeof(*core->maps));
+	if (!core->maps)
+		return &cs_error_nomem;
+	for (size_t i = 0; i < lm->nmaps; i++)
+		core->maps[i].pub = lm->maps[i];
+	core->nmaps = lm->nmaps;
+	return NULL;
+}
+
 /* ---- opening ---- */
 
 static const char *cs_core_type_name(unsigned type)
@@ -617,6 +637,8 @@ static struct cs_error *cs_core_load_headers(struct cs_core *core)
 		}
 	}
 	cs_core_sort_segments(core);
+	if (!core->nmaps && (err = cs_core_recover_mappings(core)))
+		return err;
 	return cs_core_index_files(core);
 }
 
@@ -723,6 +745,7 @@ static void cs_core_close_files(struct cs_core *core)
 		core->files[i].mismatched = 0;
 	}
 	core->nopen = 0;
+	cs_link_map_forget_files(&core->recovered);
 	for (size_t i = 0; i < core->nwarnings; i++)
 		free(core->warnings[i]);
 	core->nwarnings = 0;
@@ -748,6 +771,8 @@ void cs_core_close(struct cs_core *core)
 	free(core->segs);
 	free(core->threads);
 	free(core->maps);
+	cs_link_map_free(&core->recovered);
+	free(core->exe_host);
 	free(core->files);
 	free(core->sysroot);
 	cs_core_free_lib_dirs(core);
@@ -838,31 +863,80 @@ static char *under_sysroot(const char *sysroot, const char *path)
 	return out;
 }
 
-char *cs_core_host_path(const struct cs_core *core, const char *path)
+struct cs_error *cs_core_set_executable(struct cs_core *core, const char *path)
 {
-	char *first = NULL;
-	if (core->sysroot)
-		first = under_sysroot(core->sysroot, path);
-	else if (asprintf(&first, "%s", path) < 0)
-		first = NULL;
-	if (!first)
+	char *copy = NULL;
+	if (path && !(copy = strdup(path)))
+		return &cs_error_nomem;
+	free(core->exe_host);
+	core->exe_host = copy;
+	core->exe_target = copy ? cs_core_executable(core) : NULL;
+	cs_core_close_files(core);
+	return NULL;
+}
+
+const char *cs_core_mapping_gap(const struct cs_core *core)
+{
+	if (core->nmaps && !core->recovered.nmaps)
+		return NULL; /* NT_FILE's */
+	if (core->recovered.incomplete)
+		return core->recovered.incomplete;
+	return core->nmaps ? NULL : "no module was found";
+}
+
+/* The usual places for a file the target knew as path, NULL-terminated:
+ * under the sysroot (else path itself), then by basename in each
+ * directory of the search path. NULL on ENOMEM. */
+static char **cs_core_candidates(const struct cs_core *core, const char *path)
+{
+	size_t n = 1;
+	while (core->lib_dirs && core->lib_dirs[n - 1])
+		n++;
+	char **out = calloc(n + 1, sizeof(*out));
+	if (!out)
 		return NULL;
-	if (cs_core_is_regular(first) || !core->lib_dirs)
-		return first;
+	if (core->sysroot)
+		out[0] = under_sysroot(core->sysroot, path);
+	else
+		out[0] = strdup(path);
 	const char *slash = strrchr(path, '/');
 	const char *base = slash ? slash + 1 : path;
-	for (size_t i = 0; core->lib_dirs[i]; i++) {
-		char *cand;
-		if (!*core->lib_dirs[i] ||
-		    asprintf(&cand, "%s/%s", core->lib_dirs[i], base) < 0)
-			continue;
-		if (cs_core_is_regular(cand)) {
-			free(first);
-			return cand;
-		}
-		free(cand);
+	size_t k = 1;
+	for (size_t i = 0; out[0] && i + 1 < n; i++)
+		if (*core->lib_dirs[i] &&
+		    asprintf(&out[k++], "%s/%s", core->lib_dirs[i], base) < 0)
+			out[--k] = NULL;
+	if (!out[0]) {
+		free(out);
+		return NULL;
 	}
-	return first;
+	return out;
+}
+
+char *cs_core_host_path(const struct cs_core *core, const char *path)
+{
+	if (core->exe_host && core->exe_target &&
+	    strcmp(path, core->exe_target) == 0)
+		return strdup(core->exe_host);
+	char **cands = cs_core_candidates(core, path);
+	if (!cands)
+		return NULL;
+	/* A module rebuilt without NT_FILE: the file with its build-id. */
+	struct cs_link_map_module *mod =
+		cs_link_map_module_of(&core->recovered, path);
+	const char *match = mod ? cs_link_map_host(&core->recovered, mod,
+						   (const char *const *)cands,
+						   core->lib_dirs)
+				: NULL;
+	const char *pick = match;
+	for (size_t i = 0; !pick && cands[i]; i++)
+		if (cs_core_is_regular(cands[i]))
+			pick = cands[i];
+	char *out = strdup(pick ? pick : cands[0]);
+	for (size_t i = 0; cands[i]; i++)
+		free(cands[i]);
+	free(cands);
+	return out;
 }
 
 size_t cs_core_warning_count(const struct cs_core *core)
@@ -932,21 +1006,6 @@ static void cs_core_hex(const uint8_t *id, size_t len, char *out)
 	out[2 * len] = '\0';
 }
 
-/* The build-id in the notes of the ELF file fd; 0 if it has none. */
-static size_t cs_core_file_build_id(int fd, uint8_t *out, size_t max)
-{
-	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (!elf)
-		return 0;
-	const void *id = NULL;
-	ssize_t len = dwelf_elf_gnu_build_id(elf, &id);
-	size_t n = len > 0 && id && (size_t)len <= max ? (size_t)len : 0;
-	if (n) /* id is NULL when there is none: memcpy wants a pointer */
-		memcpy(out, id, n);
-	elf_end(elf);
-	return n;
-}
-
 /* Does the file host (open as fd), found for the core's file f, differ
  * from what the process mapped? Compared by build-id: the core's from the
  * module's ELF header dumped at each offset-0 mapping of f (one match
@@ -975,7 +1034,7 @@ static int cs_core_file_mismatch(struct cs_core *core, struct cs_core_file *f,
 		memcpy(want, id, len);
 		want_len = len;
 		if (!file_read) {
-			have_len = cs_core_file_build_id(fd, have, sizeof(have));
+			have_len = cs_build_id_of_fd(fd, have, sizeof(have));
 			file_read = 1;
 		}
 		if (have_len == want_len && memcmp(have, want, have_len) == 0)
@@ -1272,10 +1331,9 @@ uint64_t cs_core_auxv(const struct cs_core *core, uint64_t type)
 	return 0;
 }
 
-/* A NUL-terminated string from memory, read a page at a time so that a
- * string ending just before unreadable memory still reads. */
-static char *cs_core_read_string(struct cs_core *core, uint64_t addr,
-				 size_t max)
+/* Read a page at a time so that a string ending just before unreadable
+ * memory still reads. */
+char *cs_core_read_string(struct cs_core *core, uint64_t addr, size_t max)
 {
 	char *s = malloc(max + 1);
 	if (!s)

@@ -93,7 +93,13 @@ struct cs_error *cs_core_set_sysroot(struct cs_core *core, const char *dir);
  * the sysroot, if any). NULL or "" for none. Closes open files. */
 struct cs_error *cs_core_set_lib_search_path(struct cs_core *core,
 					     const char *dirs);
-/* Where the file the target knew as path is on this machine: under the
+/* The file to read the executable's mappings from (the EXECUTABLE
+ * argument), taken as it is, in place of the path the core names for it
+ * (see cs_core_executable). NULL for none. Closes open files. */
+struct cs_error *cs_core_set_executable(struct cs_core *core,
+					const char *path);
+/* Where the file the target knew as path is on this machine: the file
+ * cs_core_set_executable gave for the executable, else under the
  * sysroot, else by basename in the lib search path, else path itself.
  * malloc'd (NULL on ENOMEM); it may not exist. */
 char *cs_core_host_path(const struct cs_core *core, const char *path);
@@ -113,15 +119,24 @@ size_t cs_core_thread_count(const struct cs_core *core);
  * (for kernel cores, the thread that took the signal). */
 const struct cs_core_thread *cs_core_thread_at(const struct cs_core *core,
 					       size_t i);
-/* Mappings sorted by start address. */
+/* Mappings sorted by start address: NT_FILE's; without that note (the
+ * kernel leaves it out when it would be too large), those of the ELF
+ * modules the dynamic linker lists, rebuilt from their headers in the core
+ * (link_map.h), with AT_EXECFN as the executable's path. */
 size_t cs_core_mapping_count(const struct cs_core *core);
 const struct cs_core_mapping *cs_core_mapping_at(const struct cs_core *core,
 						 size_t i);
 /* The NT_FILE mapping containing addr, or NULL. */
 const struct cs_core_mapping *cs_core_mapping_of(const struct cs_core *core,
 						 uint64_t addr);
+/* NULL when the mappings are NT_FILE's or every module was rebuilt; else
+ * one line on why the rebuilt list may lack a module. */
+const char *cs_core_mapping_gap(const struct cs_core *core);
 const struct cs_core_process *cs_core_process(const struct cs_core *core);
 const struct cs_core_siginfo *cs_core_siginfo(const struct cs_core *core);
+/* A NUL-terminated string of at most max bytes from memory; malloc'd,
+ * NULL when it cannot be read whole. */
+char *cs_core_read_string(struct cs_core *core, uint64_t addr, size_t max);
 /* auxv value (NT_AUXV), 0 if absent. */
 uint64_t cs_core_auxv(const struct cs_core *core, uint64_t type);
 

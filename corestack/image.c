@@ -49,10 +49,15 @@ static char *core_host_path(const void *p, const char *path)
 	return cs_core_host_path(p, path);
 }
 
+static const char *core_mapping_gap(const void *p)
+{
+	return cs_core_mapping_gap(p);
+}
+
 static const struct cs_image_ops core_ops = {
 	core_mapping_count, core_mapping_at, core_mapping_of,
 	core_find_mapping,  core_auxv,       core_executable,
-	core_build_id,      core_host_path,
+	core_build_id,      core_host_path,  core_mapping_gap,
 };
 
 struct cs_image cs_image_of_core(struct cs_core *core)
@@ -116,7 +121,7 @@ static char *live_host_path(const void *p, const char *path)
 static const struct cs_image_ops live_ops = {
 	live_mapping_count, live_mapping_at, live_mapping_of,
 	live_find_mapping,  live_auxv,       live_executable,
-	live_build_id,      live_host_path,
+	live_build_id,      live_host_path,  NULL,
 };
 
 struct cs_image cs_image_of_live(struct cs_live *live)

@@ -26,6 +26,10 @@ struct cs_image_ops {
 	/* Where a file the target mapped is on this machine (--sysroot,
 	 * --lib-search-path for cores); malloc'd, NULL on ENOMEM. */
 	char *(*host_path)(const void *priv, const char *path);
+	/* NULL, or one line on why the mappings may lack a module (a core
+	 * without NT_FILE whose link map could not be read whole). May be
+	 * NULL itself: the mappings are complete. */
+	const char *(*mapping_gap)(const void *priv);
 };
 
 struct cs_image {

@@ -301,7 +301,8 @@ static struct cs_error *source_open(const struct options *o,
 	}
 	if ((err = cs_core_open(o->core, &src->core)) ||
 	    (err = cs_core_set_sysroot(src->core, o->sysroot)) ||
-	    (err = cs_core_set_lib_search_path(src->core, o->lib_search_path)))
+	    (err = cs_core_set_lib_search_path(src->core, o->lib_search_path)) ||
+	    (err = cs_core_set_executable(src->core, o->executable)))
 		return err;
 	src->img = cs_image_of_core(src->core);
 	src->target = cs_core_target(src->core);

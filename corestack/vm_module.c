@@ -126,12 +126,16 @@ struct cs_error *cs_vm_module_open(const struct cs_image *img,
 				   struct cs_vm_module *m)
 {
 	memset(m, 0, sizeof(*m));
+	const char *gap =
+		img->ops->mapping_gap ? img->ops->mapping_gap(img->priv) : NULL;
 	if (img->ops->mapping_count(img->priv) == 0)
 		return cs_error_create(CS_ERR_FORMAT,
-				       "%s: the %s lists no mapped files "
-				       "(no NT_FILE note), so libruby cannot be "
-				       "found",
-				       img->name, img->what);
+				       "%s: the %s lists no mapped files (no "
+				       "NT_FILE note) and its modules cannot be "
+				       "found from their ELF headers either "
+				       "(%s), so libruby cannot be found",
+				       img->name, img->what,
+				       gap ? gap : "none found");
 	const char *core_exe = img->ops->executable(img->priv);
 	if (!exe_path && !core_exe)
 		return cs_error_create(CS_ERR_FORMAT,
@@ -179,11 +183,24 @@ struct cs_error *cs_vm_module_open(const struct cs_image *img,
 			err = &cs_error_nomem;
 			goto fail;
 		}
-		err = dw_module_open(host_lib, debug_dirs, &m->vm);
+		if (access(host_lib, R_OK) != 0)
+			err = cs_error_create(
+				CS_ERR_OS,
+				"%s: cannot read the library %s named in the "
+				"%s; pass its directory: --lib-search-path DIR, "
+				"or the root it was copied to: --sysroot DIR",
+				img->name, host_lib, img->what);
+		else
+			err = dw_module_open(host_lib, debug_dirs, &m->vm);
 		free(host_lib);
 		if (err)
 			goto fail;
 		uint64_t start = module_base(img, m->vm, lib->path);
+		/* A file of another build rarely has the same segments:
+		 * say so by its build-id where the core has it. */
+		if (!start && lib->file_offset == 0 &&
+		    (err = check_build_id(img, m, m->vm, lib->start)))
+			goto fail;
 		if (!start) {
 			err = cs_error_create(
 				CS_ERR_MISMATCH,
@@ -199,6 +216,16 @@ struct cs_error *cs_vm_module_open(const struct cs_image *img,
 		uint64_t addr;
 		err = dw_module_symbol(m->exe, "ruby_current_vm_ptr", &addr,
 				       NULL);
+		if (err && gap) {
+			cs_error_destroy(err);
+			err = cs_error_create(
+				CS_ERR_FORMAT,
+				"%s: no libruby.so among the modules found "
+				"without an NT_FILE note, and '%s' has no Ruby "
+				"VM; the list may be incomplete: %s",
+				img->name, m->exe->path, gap);
+			goto fail;
+		}
 		if (err) {
 			cs_error_destroy(err);
 			err = cs_error_create(

@@ -41,7 +41,8 @@ static struct cs_error *open_source(const struct gx_source *src,
 	struct cs_error *err;
 	switch (src->kind) {
 	case GX_SOURCE_CORE:
-		if ((err = cs_core_open(src->core_path, &o->core)))
+		if ((err = cs_core_open(src->core_path, &o->core)) ||
+		    (err = cs_core_set_executable(o->core, src->executable)))
 			return err;
 		o->img = cs_image_of_core(o->core);
 		o->target = cs_core_target(o->core);

@@ -98,6 +98,15 @@ crash* scenarios) and checks corestack's reading of it:
                              the core compressed with zstd, gzip, xz read directly; a
                              cut-off .zst core is a truncated core; --native --sysroot
                              merges every thread and shows Ruby's crash handler
+    RUBY/nontfile/...        (tests/harness/nontfile.py) the threads core (gcore) and the
+                             crash core (kernel) of a moved copy of the Ruby with their
+                             NT_FILE notes hidden: with --sysroot, and with the executable
+                             and --lib-search-path, the oracle's stacks; --native: the
+                             native pcs eu-stack saw before; many-mappings: a real kernel
+                             core without NT_FILE (a Ruby that maps a file ~60,000 times,
+                             3.1+), the oracle's stacks; another
+                             Ruby's libruby (static: executable) in --lib-search-path:
+                             exit 2, one line naming it and its build-id
     unit/NAME                the unit test programs given with --unit
     RUBY/fibers/fiber-sidecar, fibers, fibers-live, fibers-text, no-fibers
                              every fiber of fixtures/scenarios/fibers.rb against the
@@ -127,8 +136,8 @@ import time
 sys.dont_write_bytecode = True   # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import (cli, compare, contention, corrupt, fibers, mn_threads, record_exits, frame_reuse, gdbext, hostile,  # noqa: E402
-                     native, permissions, procs, requires, stale_pc, thread_notes, threadstate,
-                     yjit)
+                     native, nontfile, permissions, procs, requires, stale_pc, thread_notes,
+                     threadstate, yjit)
 
 RUBIES = ("2.7", "3.1", "3.3", "3.3-static", "3.3-yjit", "3.4", "3.4-yjit")
 ORACLE_TIMEOUT = 60    # scenario start to oracle file
@@ -917,7 +926,7 @@ def main():
     if selected("bad/build-id-mismatch") and "3.1" in args.rubies:
         build_anyway.add("3.1")
     for r in args.rubies:
-        if any(selected(n) for n in native.native_test_names(r)):
+        if any(selected(n) for n in native.native_test_names(r) + nontfile.test_names(r)):
             build_anyway.add(r)
     if any(selected(n) for n in native.REMOTE_TESTS) and native.REMOTE_RUBY in args.rubies:
         build_anyway.add(native.REMOTE_RUBY)
@@ -1013,6 +1022,7 @@ def main():
         yjit.running_test(rep, selected, args.corestack, prefixes, args.timeout)
         record_tests(rep, selected, args, prefixes, workdir)
         native.remote_tests(rep, selected, args, prefixes, workdir, sys.modules[__name__])
+        nontfile.nontfile_tests(rep, selected, args, prefixes, workdir, sys.modules[__name__])
         native.debuginfo_tests(rep, selected, args, captures, workdir, sys.modules[__name__])
         native.native_tests(rep, selected, args, prefixes, workdir, captures)
         gdbext.gdbext_tests(rep, selected, args, prefixes, scenarios, workdir)

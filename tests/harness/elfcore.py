@@ -26,8 +26,7 @@ def program_headers(path):
 
 
 def notes(path):
-    """Yield (type, file offset of the desc, desc bytes) of every note in the
-    core's PT_NOTE segments."""
+    """Every note of the core: (file offset of the note, type, descriptor)."""
     with open(path, "rb") as f:
         for p_type, p_offset, _, p_filesz in program_headers(path):
             if p_type != PT_NOTE:
@@ -38,23 +37,33 @@ def notes(path):
             while pos + 12 <= len(data):
                 namesz, descsz, ntype = struct.unpack_from("<III", data, pos)
                 desc = pos + 12 + ((namesz + 3) & ~3)
-                yield ntype, p_offset + desc, data[desc:desc + descsz]
+                yield p_offset + pos, ntype, p_offset + desc, data[desc:desc + descsz]
                 pos = desc + ((descsz + 3) & ~3)
 
 
 def nt_file_names(path):
     """[(file offset, name bytes)] of every name in the core's NT_FILE note."""
     out = []
-    for ntype, off, desc in notes(path):
-        if ntype != NT_FILE:
-            continue
-        count, = struct.unpack_from("<Q", desc, 0)
-        at = 16 + 24 * count
-        for _ in range(count):
-            end = desc.index(b"\0", at)
-            out.append((off + at, desc[at:end]))
-            at = end + 1
+    for _, ntype, desc_offset, desc in notes(path):
+        if ntype == NT_FILE:
+            count, = struct.unpack_from("<Q", desc, 0)
+            at = 16 + 24 * count
+            for _ in range(count):
+                end = desc.index(b"\0", at)
+                out.append((desc_offset + at, desc[at:end]))
+                at = end + 1
     return out
+
+
+def retype_notes(path, ntype, new_type):
+    """Give every note of type ntype in the core at path the type new_type,
+    in place (a reader then no longer sees it). -> how many were changed."""
+    found = [offset for offset, t, _, _ in notes(path) if t == ntype]
+    with open(path, "r+b") as f:
+        for offset in found:
+            f.seek(offset + 8)
+            f.write(struct.pack("<I", new_type))
+    return len(found)
 
 
 class Patches:

@@ -34,7 +34,7 @@ PR_PID, PR_REG, PR_REG_SIZE = 32, 112, 27 * 8
 def prstatus_notes(path):
     """{tid: file offset of its NT_PRSTATUS desc}."""
     out = {}
-    for ntype, off, desc in elfcore.notes(path):
+    for _, ntype, off, desc in elfcore.notes(path):
         if ntype == NT_PRSTATUS and len(desc) >= PR_REG + PR_REG_SIZE:
             tid, = struct.unpack_from("<i", desc, PR_PID)
             out[tid] = off
