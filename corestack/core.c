@@ -48,6 +48,7 @@ struct cs_core_segment {
 	uint64_t data_end;        /* [start, data_end) is in the file */
 	uint64_t promised_end;    /* start + p_filesz */
 	const uint8_t *data;      /* the byte for start */
+	bool exec;                /* PF_X: the mapping could run code */
 };
 
 struct cs_core_file {             /* a file named by NT_FILE, opened lazily */
@@ -407,6 +408,7 @@ static void cs_core_add_segment(struct cs_core *core, const GElf_Phdr *ph)
 		return;
 	struct cs_core_segment *s = &core->segs[core->nsegs++];
 	s->start = ph->p_vaddr;
+	s->exec = (ph->p_flags & PF_X) != 0;
 	/* Clip a wrapping segment rather than reject the core. */
 	if (__builtin_add_overflow(ph->p_vaddr, ph->p_memsz, &s->end))
 		s->end = UINT64_MAX;
@@ -964,6 +966,18 @@ static size_t cs_core_segment_rank(const struct cs_core *core, uint64_t addr)
 			hi = mid;
 	}
 	return lo;
+}
+
+bool cs_core_region_of(const struct cs_core *core, uint64_t addr,
+		       struct cs_region *ret)
+{
+	size_t r = cs_core_segment_rank(core, addr);
+	if (r == 0 || addr >= core->segs[r - 1].end)
+		return false;
+	const struct cs_core_segment *s = &core->segs[r - 1];
+	*ret = (struct cs_region){.start = s->start, .end = s->end,
+				  .exec = s->exec};
+	return true;
 }
 
 const struct cs_core_mapping *cs_core_mapping_of(const struct cs_core *core,

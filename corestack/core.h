@@ -15,6 +15,7 @@
 #ifndef CS_CORESTACK_CORE_H
 #define CS_CORESTACK_CORE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -45,6 +46,12 @@ enum cs_core_reg {
 struct cs_core_mapping {
 	uint64_t start, end, file_offset;
 	const char *path;
+};
+
+/* A mapped region of the target's memory. */
+struct cs_region {
+	uint64_t start, end;
+	bool exec;
 };
 
 struct cs_core_process {          /* NT_PRPSINFO */
@@ -127,6 +134,10 @@ size_t cs_core_mapping_count(const struct cs_core *core);
 const struct cs_core_mapping *cs_core_mapping_at(const struct cs_core *core,
 						 size_t i);
 /* The NT_FILE mapping containing addr, or NULL. */
+/* The memory region (PT_LOAD) holding addr, with whether it could run
+ * code; false when no segment holds it. */
+bool cs_core_region_of(const struct cs_core *core, uint64_t addr,
+		       struct cs_region *ret);
 const struct cs_core_mapping *cs_core_mapping_of(const struct cs_core *core,
 						 uint64_t addr);
 /* NULL when the mappings are NT_FILE's or every module was rebuilt; else

@@ -54,10 +54,17 @@ static const char *core_mapping_gap(const void *p)
 	return cs_core_mapping_gap(p);
 }
 
+static bool core_region_of(const void *priv, uint64_t addr,
+			   struct cs_region *ret)
+{
+	return cs_core_region_of(priv, addr, ret);
+}
+
 static const struct cs_image_ops core_ops = {
 	core_mapping_count, core_mapping_at, core_mapping_of,
 	core_find_mapping,  core_auxv,       core_executable,
 	core_build_id,      core_host_path,  core_mapping_gap,
+	core_region_of,
 };
 
 struct cs_image cs_image_of_core(struct cs_core *core)
@@ -122,6 +129,7 @@ static const struct cs_image_ops live_ops = {
 	live_mapping_count, live_mapping_at, live_mapping_of,
 	live_find_mapping,  live_auxv,       live_executable,
 	live_build_id,      live_host_path,  NULL,
+	NULL,
 };
 
 struct cs_image cs_image_of_live(struct cs_live *live)

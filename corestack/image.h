@@ -30,6 +30,11 @@ struct cs_image_ops {
 	 * without NT_FILE whose link map could not be read whole). May be
 	 * NULL itself: the mappings are complete. */
 	const char *(*mapping_gap)(const void *priv);
+	/* The region holding addr (false: none), for telling a native stack
+	 * from garbage. May be NULL itself: regions unknown (the unwinder
+	 * then checks nothing). */
+	bool (*region_of)(const void *priv, uint64_t addr,
+			  struct cs_region *ret);
 };
 
 struct cs_image {

@@ -471,16 +471,17 @@ int main(int argc, char **argv)
 	for (size_t i = 0; native && i < proc->nthreads; i++) {
 		/* Registers not believed to be this thread's: no stack of
 		 * theirs is merged into its. */
-		if ((err = cs_merge_stacks(
-			     &proc->threads[i],
-			     tids.errors[i] ? NULL
-					    : cs_native_thread_of(native,
-								  tids.tids[i]),
-			     &merged[i]))) {
+		const struct cs_native_thread *nt =
+			tids.errors[i] ? NULL
+				       : cs_native_thread_of(native,
+							     tids.tids[i]);
+		if ((err = cs_merge_stacks(&proc->threads[i], nt,
+					   &merged[i]))) {
 			rc = unusable(err);
 			goto out;
 		}
-		merged_ok &= !merged[i].error;
+		/* a cut native stack is known to be incomplete */
+		merged_ok &= !merged[i].error && !(nt && nt->cut);
 	}
 	struct cs_report report = {
 		.core_path = src.core ? o.core : NULL,

@@ -332,13 +332,67 @@ struct raw_frame {
 
 struct unwind {
 	Dwfl *dwfl;
+	const struct cs_image *img;
 	struct cs_native_stacks *out;
 	const struct cs_core_thread *const *threads;
 	size_t max_frames;
 	struct raw_frame *raw;
 	size_t nraw;
 	struct u64map cache; /* address -> struct frame_list */
+	/* The stack being unwound (see left_stack) */
+	struct cs_region stack;
+	bool stack_known;
+	uint64_t last_sp;
+	char cut[128]; /* why the unwind was cut, when it was */
 };
+
+#define DWARF_X86_64_RSP 7
+
+/* A frame the unwinder reached is believed only if it is code on the
+ * stack its callee ran on: its return address in a module or an
+ * executable region,
+ * its stack pointer in the callee's region and not below the callee's.
+ * The innermost frame, and a frame a signal interrupted, may be anywhere
+ * (a jump through a bad pointer, a handler on its own stack); the latter
+ * starts a new stack. Without regions (live, debugger), nothing is
+ * checked. false, with u->cut saying why, when the frame is garbage. */
+static bool believed(struct unwind *u, Dwfl_Frame *state, uint64_t pc,
+		     bool activation)
+{
+	const struct cs_image *img = u->img;
+	Dwarf_Word sp;
+	struct cs_region r;
+	if (!img->ops->region_of ||
+	    dwfl_frame_reg(state, DWARF_X86_64_RSP, &sp) != 0)
+		return true;
+	if (u->nraw == 0 || activation) {
+		u->stack_known = img->ops->region_of(img->priv, sp, &u->stack);
+		u->last_sp = sp;
+		return true;
+	}
+	if (pc == 0) { /* the conventional end of a stack */
+		u->cut[0] = '\0';
+		return false;
+	}
+	/* code: in a module (gcore leaves file text out of the core), or
+	 * in an executable region (JIT code) */
+	if (!dwfl_addrmodule(u->dwfl, pc - 1) &&
+	    (!img->ops->region_of(img->priv, pc - 1, &r) || !r.exec)) {
+		snprintf(u->cut, sizeof(u->cut),
+			 "return address 0x%llx is not in code",
+			 (unsigned long long)pc);
+		return false;
+	}
+	if (u->stack_known &&
+	    (sp < u->last_sp || sp < u->stack.start || sp >= u->stack.end)) {
+		snprintf(u->cut, sizeof(u->cut),
+			 "stack pointer 0x%llx left the thread's stack",
+			 (unsigned long long)sp);
+		return false;
+	}
+	u->last_sp = sp;
+	return true;
+}
 
 static int on_frame(Dwfl_Frame *state, void *arg)
 {
@@ -349,6 +403,8 @@ static int on_frame(Dwfl_Frame *state, void *arg)
 		return DWARF_CB_ABORT;
 	if (u->nraw == u->max_frames)
 		return DWARF_CB_ABORT + 1; /* the limit, told apart below */
+	if (!believed(u, state, pc, activation))
+		return DWARF_CB_ABORT + 2; /* cut: u->cut says why */
 	u->raw[u->nraw].pc = pc;
 	u->raw[u->nraw].activation = activation;
 	u->nraw++;
@@ -385,9 +441,16 @@ static int on_thread(Dwfl_Thread *thread, void *arg)
 	if (!t)
 		return DWARF_CB_OK;
 	u->nraw = 0;
+	u->stack_known = false;
 	int rc = dwfl_thread_getframes(thread, on_frame, u);
 	if (rc == DWARF_CB_ABORT + 1)
 		t->truncated = 1;
+	else if (rc == DWARF_CB_ABORT + 2 && u->cut[0]) {
+		t->cut = 1;
+		if (asprintf(&t->error, "unwinding cut after %zu frames: %s",
+			     u->nraw, u->cut) < 0)
+			t->error = NULL;
+	}
 	/* libdwfl also ends a complete unwind with an error (no return
 	 * address past _start or clone3); only an early end is reported. */
 	else if (rc == -1 && !ends_naturally(u, thread) &&
@@ -431,7 +494,7 @@ struct cs_error *cs_native_unwind(const struct cs_image *img,
 	*ret = NULL;
 	struct cs_native_stacks *out = calloc(1, sizeof(*out));
 	char *debuginfo_path = debuginfo_path_of(debug_dirs);
-	struct unwind u = {.out = out, .threads = threads,
+	struct unwind u = {.img = img, .out = out, .threads = threads,
 			   .max_frames = max_frames ? max_frames : 1};
 	u.raw = calloc(u.max_frames, sizeof(*u.raw));
 	if (out)

@@ -34,6 +34,10 @@ struct cs_native_thread {
 	size_t nframes;
 	int truncated;        /* stopped at the frame limit */
 	char *error;          /* NULL, or why the unwind stopped early */
+	/* The unwind reached a frame that is not code on this thread's
+	 * stack (a corrupt stack, or wrong registers): cut there, error
+	 * says where. The stack is then known to be incomplete. */
+	int cut;
 };
 
 struct cs_native_stacks {

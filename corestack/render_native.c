@@ -63,11 +63,23 @@ static void native_frame_text(FILE *out, const struct cs_native_frame *f)
 		(unsigned long long)f->pc);
 }
 
+/* Ruby thread i's native stack: none when its tid is not believed. */
+static const struct cs_native_thread *native_of(const struct cs_report *r,
+						size_t i)
+{
+	if (r->tid_errors && r->tid_errors[i])
+		return NULL;
+	return cs_native_thread_of(r->native, r->tids[i]);
+}
+
 /* Thread i's stack: merged, or the reason and the Ruby stack alone. */
 void cs_render_native_text(FILE *out, const struct cs_report *r, size_t i)
 {
 	const struct rv_thread *t = &r->ruby->threads[i];
 	const struct cs_merged_stack *m = &r->merged[i];
+	const struct cs_native_thread *nt = native_of(r, i);
+	if (nt && nt->cut)
+		fprintf(out, "    <native unwind %s>\n", nt->error);
 	if (m->off_native) {
 		fputs("    <parked on no native thread (M:N scheduler): no "
 		      "native frames>\n", out);
@@ -132,12 +144,15 @@ static void native_frames_json(struct json *j, const char *key,
 	json_end_array(j);
 }
 
-/* Inside thread i's object: "native", "merged", "merge_error". */
+/* Inside thread i's object: "native", "native_error", "merged",
+ * "merge_error". */
 void cs_render_native_json(struct json *j, const struct cs_report *r, size_t i)
 {
 	const struct rv_thread *t = &r->ruby->threads[i];
 	const struct cs_merged_stack *m = &r->merged[i];
-	native_frames_json(j, "native", cs_native_thread_of(r->native, r->tids[i]));
+	const struct cs_native_thread *nt = native_of(r, i);
+	native_frames_json(j, "native", nt);
+	json_string(j, "native_error", nt ? nt->error : NULL);
 	json_begin_array(j, "merged");
 	for (size_t k = 0; k < m->nframes; k++) {
 		const struct cs_merged_frame *f = &m->frames[k];

@@ -121,6 +121,7 @@ static char *host_path(const void *p, const char *path)
 static const struct cs_image_ops ops = {
 	mapping_count, mapping_at, mapping_of, find_mapping,
 	auxv,          executable, build_id,   host_path,  NULL,
+	NULL,
 };
 
 /* The file of mapping m, opened once and kept until another is needed. */

@@ -32,6 +32,9 @@ crash* scenarios) and checks corestack's reading of it:
                              the thread list made cyclic, cut short or one thread unlinked:
                              exit 1 naming the list, no thread twice (tests/harness/corrupt.py);
                              a frame's env off its stack or its type none the VM has: kept, marked
+    RUBY/corrupt/native-return-address  a thread's native return address aimed at the
+                             heap: --native cuts its stack there and says so, exit 1
+                             (tests/harness/native_cut.py)
     RUBY/notes/...           a core's thread notes damaged (registers swapped, a tid duplicated or
                              zeroed): no tid changed without the thread saying why, exit 1
                              (tests/harness/thread_notes.py)
@@ -136,8 +139,8 @@ import time
 sys.dont_write_bytecode = True   # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import (cli, compare, contention, corrupt, fibers, mn_threads, record_exits, frame_reuse, gdbext, hostile,  # noqa: E402
-                     native, nontfile, permissions, procs, requires, stale_pc, thread_notes,
-                     threadstate, yjit)
+                     native, native_cut, nontfile, permissions, procs, requires, stale_pc,
+                     thread_notes, threadstate, yjit)
 
 RUBIES = ("2.7", "3.1", "3.3", "3.3-static", "3.3-yjit", "3.4", "3.4-yjit")
 ORACLE_TIMEOUT = 60    # scenario start to oracle file
@@ -842,6 +845,7 @@ def bad_needs(selected, rubies):
         if selected("%s/limits/max-output" % r) or \
                 any(selected("%s/corrupt/%s" % (r, n)) for n in corrupt.test_names()) or \
                 any(selected("%s/notes/%s" % (r, n)) for n, _ in thread_notes.PATCHES) or \
+                selected("%s/corrupt/native-return-address" % r) or \
                 any(selected(n) for n in stale_pc.test_names(r)) or \
                 selected(frame_reuse.test_name(r)):
             needs.add((r, "threads"))
@@ -1012,6 +1016,7 @@ def main():
             if isinstance(cap, Capture):
                 corrupt.corrupt_tests(rep, selected, ruby, cap, args.corestack, args.timeout)
                 thread_notes.notes_tests(rep, selected, ruby, cap, args.corestack, args.timeout)
+                native_cut.native_cut_test(rep, selected, ruby, cap, args.corestack, args.timeout)
                 stale_pc.stale_pc_tests(rep, selected, ruby, cap, args.corestack, args.timeout)
                 frame_reuse.frame_reuse_test(rep, selected, ruby, cap, args.frame_reuse_check,
                                              args.timeout)

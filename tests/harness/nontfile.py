@@ -33,6 +33,7 @@ another type, so nothing of it is left to read:
 """
 
 import json
+import re
 import os
 import shutil
 import subprocess
@@ -117,7 +118,10 @@ def check_native(res, cap, eu, partial_ok):
         got = [int(f["pc"], 16) for f in t.get("native") or [] if not f.get("inlined")]
         if not want:
             return "eu-stack shows no thread %s" % t.get("tid")
-        if got != want:
+        # corestack cuts an unwind where it leaves code or the thread's
+        # stack (saying so); eu-stack prints on
+        cut = re.match(r"unwinding cut", t.get("native_error") or "")
+        if got != want and not (cut and got and got == want[:len(got)]):
             return "thread %s: native pcs %s, eu-stack %s" % (
                 t.get("tid"), [hex(pc) for pc in got[:12]], [hex(pc) for pc in want[:12]])
     return None
