@@ -9,7 +9,8 @@ BUILD   := build
 ENGINE_SRC := $(wildcard util/*.c dwarf/*.c rubyvm/*.c)
 CLI_SRC    := $(wildcard corestack/*.c)
 # The core and live targets and the profile, for the unit tests.
-TARGET_SRC := corestack/core.c corestack/link_map.c corestack/live.c corestack/build_id.c \
+TARGET_SRC := corestack/core.c corestack/link_map.c corestack/live.c \
+              corestack/live_signal.c corestack/build_id.c \
               corestack/page_cache.c corestack/profile.c corestack/flamegraph.c \
               corestack/decompress.c
 SRC        := $(ENGINE_SRC) $(CLI_SRC)

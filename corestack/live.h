@@ -26,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../rubyvm/model.h"
 #include "../rubyvm/target.h"
 #include "../util/error.h"
 #include "core.h"
@@ -33,8 +34,9 @@
 struct cs_live;
 
 /* Most threads a process may have for us (paused or not): CS_ERR_LIMIT
- * beyond. */
-#define CS_LIVE_MAX_THREADS 8192
+ * beyond. As many as a snapshot reads, so that a live process is read as
+ * far as its core would be. */
+#define CS_LIVE_MAX_THREADS RV_DEFAULT_MAX_THREADS
 
 /* Attach to every thread of pid; see above for pause. Errors, each one line
  * naming the pid: no such process, a zombie, a process that exits while we
