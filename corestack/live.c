@@ -776,7 +776,10 @@ static struct cs_error *cs_live_seize(struct cs_live *live,
 }
 
 /* Wait until every seized thread is stopped or gone; timeout_ms is the
- * time the deadline allowed, for the message. */
+ * time the deadline allowed, for the message. While threads keep stopping
+ * the deadline is at least timeout_ms away: tens of thousands of threads,
+ * each to be woken and scheduled, take seconds to stop on a busy machine,
+ * and what the deadline is for is a thread that does not stop at all. */
 static struct cs_error *cs_live_wait_stops(struct cs_live *live,
 					   int64_t deadline, int timeout_ms)
 {
@@ -786,6 +789,7 @@ static struct cs_error *cs_live_wait_stops(struct cs_live *live,
 	int64_t start = cs_live_now_us();
 	for (;;) {
 		struct cs_live_thread *late = NULL;
+		int progress = 0;
 		for (size_t i = 0; i < live->nwork; i++) {
 			struct cs_live_thread *t = &live->work[i];
 			if (!t->seized || t->stopped || !t->interrupted)
@@ -802,10 +806,14 @@ static struct cs_error *cs_live_wait_stops(struct cs_live *live,
 			else if (r > 0)
 				t->slow_to_stop = cs_live_now_us() - start >
 						  CS_LIVE_SLOW_STOP_US;
+			progress |= r > 0;
 		}
 		if (!late)
 			return NULL;
-		if (cs_live_now_ms() >= deadline) {
+		int64_t now = cs_live_now_ms();
+		if (progress && deadline < now + timeout_ms)
+			deadline = now + timeout_ms;
+		if (now >= deadline) {
 			char state = cs_live_thread_state(live->pid,
 							  late->pub.tid);
 			return cs_error_create(CS_ERR_LIMIT,

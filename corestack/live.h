@@ -73,7 +73,8 @@ void cs_live_close(struct cs_live *live);
  * cs_live_pause stops every thread again, as attach does: seizes the
  * threads created since, forgets those that exited, and refreshes the
  * thread list and registers (pointers from cs_live_thread_at are valid
- * until the next pause). A thread not stopped within 1 s is CS_ERR_LIMIT.
+ * until the next pause). A thread not stopped within 1 s (of the last
+ * other thread that stopped) is CS_ERR_LIMIT.
  * "process PID exited" (CS_ERR_OS) when the process is gone. On any error
  * the threads it did stop are resumed, the thread list is empty, and the
  * cs_live stays attached: pause may be tried again, close works. */
