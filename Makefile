@@ -9,7 +9,8 @@ BUILD   := build
 ENGINE_SRC := $(wildcard util/*.c dwarf/*.c rubyvm/*.c)
 CLI_SRC    := $(wildcard corestack/*.c)
 # The core and live targets and the profile, for the unit tests.
-TARGET_SRC := corestack/core.c corestack/link_map.c corestack/live.c corestack/build_id.c \
+TARGET_SRC := corestack/core.c corestack/link_map.c corestack/live.c \
+              corestack/live_signal.c corestack/build_id.c \
               corestack/page_cache.c corestack/profile.c corestack/flamegraph.c \
               corestack/decompress.c
 SRC        := $(ENGINE_SRC) $(CLI_SRC)
@@ -19,7 +20,7 @@ SAN_FLAGS  := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
               -fno-sanitize-recover=all
 
 .PHONY: all test unit demo deps fixtures clean bench gdbext gdbext-san install bench-gdbext \
-        bench-sampling bench-contention
+        bench-sampling bench-contention bench-pause
 all: $(BUILD)/corestack gdbext
 
 $(BUILD)/corestack: $(SRC) $(HDR) | $(BUILD)
@@ -160,6 +161,10 @@ bench-sampling: deps $(BUILD)/corestack fixtures
 # What a recorder does to a program whose threads contend for the GVL.
 bench-contention: deps $(BUILD)/corestack fixtures
 	python3 tests/bench_contention.py --corestack $(BUILD)/corestack
+
+# --pid on processes of 10,000 and 20,000 parked threads: time and pause.
+bench-pause: deps $(BUILD)/corestack fixtures
+	python3 tests/bench_pause.py --corestack $(BUILD)/corestack
 
 bench-gdbext: deps gdbext fixtures
 	python3 tests/bench_gdbext.py --gdbext $(GDBEXT_DIR)

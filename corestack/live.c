@@ -7,6 +7,7 @@
  * on the target has a deadline. */
 #include "live.h"
 #include "build_id.h"
+#include "live_signal.h"
 
 #include <dirent.h>
 #include <elf.h>
@@ -19,7 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
-#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/user.h>
 #include <sys/wait.h>
@@ -65,7 +65,7 @@ struct cs_live_thread {
 				   * (the stop was a signal-delivery-stop) */
 	int group_stop;           /* the stop was a group-stop, by this
 				   * signal: resume with PTRACE_LISTEN */
-	int slot;                 /* in cs_live_sig_tids, -1 if none */
+	int slot;                 /* in live_signal.c, -1 if none */
 	int slow_to_stop;         /* its last stop took long: it was asleep
 				   * (see cs_live_pause) */
 	int left_running;         /* not stopped by later pauses
@@ -78,7 +78,7 @@ struct cs_live {
 	int pause;                /* attached with pause */
 	int attached;             /* threads seized, not yet detached */
 	int running;              /* attached, let run by cs_live_resume */
-	int sig_installed;        /* counted in cs_live_sig_users */
+	int sig_installed;        /* cs_live_sig_install called */
 	int we_are_parent;        /* the target is our child: its exit
 				   * status is not ours to take here */
 	struct cs_live_thread *work;  /* every thread seized, sorted by tid */
@@ -100,141 +100,27 @@ struct cs_live {
 	int no_registers;         /* pauses leave registers out */
 };
 
-/* ---- signal handling: the only global mutable state ----
- *
- * While any cs_live holds stopped threads, SIGINT, SIGTERM and SIGHUP run
- * cs_live_on_signal, which must resume them with async-signal-safe calls
- * only, so the tids live in a fixed static array (one sig_atomic_t store
- * per slot). A slot holds 0 when free, -tid while the thread is seized but
- * not in a stop we took (running, listening, or on its way to our stop:
- * the handler leaves it alone, and if we die the kernel detaches it the
- * right way, keeping its pending signal or group-stop), tid while it is
- * stopped by us (armed: the handler detaches it, with cs_live_sig_resig).
- * Slots are shared by all cs_live of the process. Only the attaching
- * thread touches the rest. */
-static volatile sig_atomic_t cs_live_sig_tids[CS_LIVE_MAX_THREADS];
-static volatile sig_atomic_t cs_live_sig_resig[CS_LIVE_MAX_THREADS];
-static size_t cs_live_sig_free_hint;  /* no free slot below this */
-static const int cs_live_sig_nums[3] = {SIGINT, SIGTERM, SIGHUP};
-static struct sigaction cs_live_sig_old[3];  /* what we replaced */
-static int cs_live_sig_ours[3];               /* we replaced it */
-static int cs_live_sig_users;                 /* cs_live using them */
-
-static void cs_live_on_signal(int sig)
-{
-	int saved = errno;
-	for (size_t i = 0; i < CS_LIVE_MAX_THREADS; i++) {
-		int tid = cs_live_sig_tids[i];
-		if (tid <= 0)
-			continue;
-		/* raw syscall: the libc wrapper is not on any safe list. A
-		 * thread not stopped yet refuses; its slot stays for
-		 * cs_live_detach (and the kernel frees it if we die). */
-		if (syscall(SYS_ptrace, PTRACE_DETACH, tid, 0,
-			    (long)cs_live_sig_resig[i]) == 0)
-			cs_live_sig_tids[i] = 0;
-	}
-	/* Let the previous disposition have the signal: the default one
-	 * kills us, as it would have without us. */
-	for (size_t k = 0; k < 3; k++) {
-		if (cs_live_sig_nums[k] == sig && cs_live_sig_ours[k])
-			sigaction(sig, &cs_live_sig_old[k], NULL);
-	}
-	raise(sig);  /* blocked until we return */
-	errno = saved;
-}
-
-static void cs_live_sig_install(void)
-{
-	if (cs_live_sig_users++ > 0)
-		return;
-	for (size_t k = 0; k < 3; k++) {
-		struct sigaction cur;
-		cs_live_sig_ours[k] = 0;
-		if (sigaction(cs_live_sig_nums[k], NULL, &cur) != 0)
-			continue;
-		/* An ignored signal does not kill us: nothing to undo. */
-		if (!(cur.sa_flags & SA_SIGINFO) && cur.sa_handler == SIG_IGN)
-			continue;
-		cs_live_sig_old[k] = cur;
-		struct sigaction sa;
-		memset(&sa, 0, sizeof(sa));
-		sa.sa_handler = cs_live_on_signal;
-		sigemptyset(&sa.sa_mask);
-		for (size_t j = 0; j < 3; j++)
-			sigaddset(&sa.sa_mask, cs_live_sig_nums[j]);
-		sa.sa_flags = SA_RESTART;
-		if (sigaction(cs_live_sig_nums[k], &sa, NULL) == 0)
-			cs_live_sig_ours[k] = 1;
-	}
-}
-
-static void cs_live_sig_uninstall(void)
-{
-	if (cs_live_sig_users == 0 || --cs_live_sig_users > 0)
-		return;
-	for (size_t k = 0; k < 3; k++) {
-		struct sigaction cur;
-		if (!cs_live_sig_ours[k])
-			continue;
-		cs_live_sig_ours[k] = 0;
-		/* Leave alone a handler installed after ours, or the old one
-		 * our handler already put back. */
-		if (sigaction(cs_live_sig_nums[k], NULL, &cur) == 0 &&
-		    !(cur.sa_flags & SA_SIGINFO) &&
-		    cur.sa_handler == cs_live_on_signal)
-			sigaction(cs_live_sig_nums[k], &cs_live_sig_old[k],
-				  NULL);
-	}
-}
-
-/* A slot for tid, disarmed; -1 if none is free. */
-static int cs_live_sig_register(int tid)
-{
-	for (size_t i = cs_live_sig_free_hint; i < CS_LIVE_MAX_THREADS; i++) {
-		if (cs_live_sig_tids[i] == 0) {
-			cs_live_sig_resig[i] = 0;
-			cs_live_sig_tids[i] = -tid;
-			cs_live_sig_free_hint = i + 1;
-			return (int)i;
-		}
-	}
-	return -1;
-}
+/* ---- signal handling (live_signal.c), by thread ---- */
 
 static void cs_live_sig_unregister(struct cs_live_thread *t)
 {
-	if (t->slot < 0)
-		return;
-	if (cs_live_sig_tids[t->slot] == t->pub.tid ||
-	    cs_live_sig_tids[t->slot] == -t->pub.tid)
-		cs_live_sig_tids[t->slot] = 0;
-	if ((size_t)t->slot < cs_live_sig_free_hint)
-		cs_live_sig_free_hint = (size_t)t->slot;
+	cs_live_sig_slot_free(t->slot, t->pub.tid);
 	t->slot = -1;
 }
 
-/* t is stopped by us: let the handler detach it (resig first: the
- * handler reads the tid, then the signal). */
 static void cs_live_sig_arm(const struct cs_live_thread *t)
 {
-	if (t->slot < 0)
-		return;
-	cs_live_sig_resig[t->slot] = t->resig;
-	cs_live_sig_tids[t->slot] = t->pub.tid;
+	cs_live_sig_slot_arm(t->slot, t->pub.tid, t->resig);
 }
 
-/* t is about to leave our stop: the handler must leave it alone. */
 static void cs_live_sig_disarm(const struct cs_live_thread *t)
 {
-	if (t->slot >= 0 && cs_live_sig_tids[t->slot] == t->pub.tid)
-		cs_live_sig_tids[t->slot] = -t->pub.tid;
+	cs_live_sig_slot_disarm(t->slot, t->pub.tid);
 }
 
-/* The handler already resumed t (it clears the slot when it did). */
 static int cs_live_sig_released(const struct cs_live_thread *t)
 {
-	return t->slot >= 0 && cs_live_sig_tids[t->slot] == 0;
+	return cs_live_sig_slot_released(t->slot);
 }
 
 /* ---- small helpers ---- */
@@ -453,15 +339,16 @@ static struct cs_error *cs_live_traced_error(int pid, int tid, int tracer)
 				       "pid %d: thread %d is already traced by "
 				       "another tracer, pid %d (%s): a thread "
 				       "can have only one tracer; detach it "
-				       "first, or read pid %d without pausing",
-				       pid, tid, tracer, name, pid);
+				       "first, or read it without pausing "
+				       "(--nonblocking)",
+				       pid, tid, tracer, name);
 	}
 	return cs_error_create(CS_ERR_OS,
 			       "pid %d is already traced by another tracer, "
 			       "pid %d (%s): a process can have only one "
-			       "tracer; detach it first, or read pid %d "
-			       "without pausing",
-			       pid, tracer, name, pid);
+			       "tracer; detach it first, or read it "
+			       "without pausing (--nonblocking)",
+			       pid, tracer, name);
 }
 
 struct cs_error *cs_live_denial_message(const struct cs_live_denial *d)
@@ -877,7 +764,7 @@ static struct cs_error *cs_live_seize(struct cs_live *live,
 				       live->pid, tid, strerror(e));
 	}
 	t->seized = 1;
-	t->slot = cs_live_sig_register(tid);
+	t->slot = cs_live_sig_slot_take(tid);
 	int e = cs_live_interrupt(t);
 	if (e) {
 		return cs_error_create(CS_ERR_OS,
@@ -889,7 +776,10 @@ static struct cs_error *cs_live_seize(struct cs_live *live,
 }
 
 /* Wait until every seized thread is stopped or gone; timeout_ms is the
- * time the deadline allowed, for the message. */
+ * time the deadline allowed, for the message. While threads keep stopping
+ * the deadline is at least timeout_ms away: tens of thousands of threads,
+ * each to be woken and scheduled, take seconds to stop on a busy machine,
+ * and what the deadline is for is a thread that does not stop at all. */
 static struct cs_error *cs_live_wait_stops(struct cs_live *live,
 					   int64_t deadline, int timeout_ms)
 {
@@ -899,23 +789,31 @@ static struct cs_error *cs_live_wait_stops(struct cs_live *live,
 	int64_t start = cs_live_now_us();
 	for (;;) {
 		struct cs_live_thread *late = NULL;
+		int progress = 0;
 		for (size_t i = 0; i < live->nwork; i++) {
 			struct cs_live_thread *t = &live->work[i];
 			if (!t->seized || t->stopped || !t->interrupted)
 				continue;
 			int r = cs_live_poll(live, t);
 			/* a dead thread (a zombie whose exit we cannot take
-			 * yet) never stops: not worth the wait */
-			if (r == 0 && !cs_live_is_dead_state(cs_live_thread_state(
-					      live->pid, t->pub.tid)))
+			 * yet) never stops: not worth the wait. One live
+			 * late thread is enough to wait: the others' state
+			 * is not read (a file each, in a large process). */
+			if (r == 0 && !late &&
+			    !cs_live_is_dead_state(cs_live_thread_state(
+				    live->pid, t->pub.tid)))
 				late = t;
 			else if (r > 0)
 				t->slow_to_stop = cs_live_now_us() - start >
 						  CS_LIVE_SLOW_STOP_US;
+			progress |= r > 0;
 		}
 		if (!late)
 			return NULL;
-		if (cs_live_now_ms() >= deadline) {
+		int64_t now = cs_live_now_ms();
+		if (progress && deadline < now + timeout_ms)
+			deadline = now + timeout_ms;
+		if (now >= deadline) {
 			char state = cs_live_thread_state(live->pid,
 							  late->pub.tid);
 			return cs_error_create(CS_ERR_LIMIT,

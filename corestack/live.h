@@ -26,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../rubyvm/model.h"
 #include "../rubyvm/target.h"
 #include "../util/error.h"
 #include "core.h"
@@ -33,8 +34,9 @@
 struct cs_live;
 
 /* Most threads a process may have for us (paused or not): CS_ERR_LIMIT
- * beyond. */
-#define CS_LIVE_MAX_THREADS 8192
+ * beyond. As many as a snapshot reads, so that a live process is read as
+ * far as its core would be. */
+#define CS_LIVE_MAX_THREADS RV_DEFAULT_MAX_THREADS
 
 /* Attach to every thread of pid; see above for pause. Errors, each one line
  * naming the pid: no such process, a zombie, a process that exits while we
@@ -71,7 +73,8 @@ void cs_live_close(struct cs_live *live);
  * cs_live_pause stops every thread again, as attach does: seizes the
  * threads created since, forgets those that exited, and refreshes the
  * thread list and registers (pointers from cs_live_thread_at are valid
- * until the next pause). A thread not stopped within 1 s is CS_ERR_LIMIT.
+ * until the next pause). A thread not stopped within 1 s (of the last
+ * other thread that stopped) is CS_ERR_LIMIT.
  * "process PID exited" (CS_ERR_OS) when the process is gone. On any error
  * the threads it did stop are resumed, the thread list is empty, and the
  * cs_live stays attached: pause may be tried again, close works. */

@@ -264,9 +264,20 @@ int cs_record_main(int argc, char **argv)
 						vm.load_bias, &opts, &session);
 	}
 	cs_live_close(live);
+	/* one attachment for all samples. Paused: taken now, so that what
+	 * rules out stopping the target (another tracer, a thread that never
+	 * stops) is said at once rather than losing every sample. */
+	struct cs_live *kept = NULL;
+	if (!err && !o.nonblocking &&
+	    !(err = cs_live_attach(pid, 1, &kept))) {
+		cs_live_without_registers(kept);
+		err = cs_live_resume(kept);
+	}
 	if (err) {
 		fprintf(stderr, "corestack record: %s\n", err->message);
 		cs_error_destroy(err);
+		cs_live_close(kept);
+		rv_session_destroy(session);
 		cs_vm_module_close(&vm);
 		if (child)
 			kill(child, SIGTERM);
@@ -274,11 +285,11 @@ int cs_record_main(int argc, char **argv)
 	}
 
 	struct cs_profile prof;
-	struct cs_live *kept = NULL; /* one attachment for all samples */
 	struct cs_page_cache cache;
 	struct rv_target none = {0};
 	if (!cs_page_cache_init(&cache, &none)) {
 		fputs("corestack record: out of memory\n", stderr);
+		cs_live_close(kept);
 		rv_session_destroy(session);
 		cs_vm_module_close(&vm);
 		return EXIT_UNUSABLE;

@@ -160,9 +160,13 @@ struct rv_process {
 	bool backtick_quotes;
 };
 
+/* Threads a snapshot reads at most unless told otherwise; the live
+ * target (corestack/live.h) takes as many. */
+#define RV_DEFAULT_MAX_THREADS 100000
+
 struct rv_options {
 	size_t max_frames;  /* per stack; default 100000 */
-	size_t max_threads; /* default 100000 */
+	size_t max_threads; /* default RV_DEFAULT_MAX_THREADS */
 	/* Bytes of frames (and their text) one snapshot may build, all
 	 * stacks together; default 1 GiB. Front ends tie it to the size of
 	 * their input, so that no input makes the model allocate, or work,

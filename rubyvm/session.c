@@ -134,8 +134,9 @@ struct cs_error *rv_session_create(const struct rv_target *target,
 	s->load_bias = load_bias;
 	s->opts.max_frames = opts && opts->max_frames ? opts->max_frames
 						      : 100000;
-	s->opts.max_threads = opts && opts->max_threads ? opts->max_threads
-							: 100000;
+	s->opts.max_threads = opts && opts->max_threads
+				      ? opts->max_threads
+				      : RV_DEFAULT_MAX_THREADS;
 	s->opts.max_output_bytes = opts && opts->max_output_bytes
 					   ? opts->max_output_bytes
 					   : (size_t)1 << 30;

@@ -56,6 +56,15 @@ crash* scenarios) and checks corestack's reading of it:
                              record -o to an unwritable path: refused before recording
     live/no-cap-sys-ptrace... --pid without CAP_SYS_PTRACE: one line saying so, exit 2
                              (tests/harness/permissions.py)
+    RUBY/traced/...          (tests/harness/traced.py) a target whose threads another
+                             process traces: --pid and record --pid refused in one line
+                             naming the pid and the tracer's, exit 2 (record at once,
+                             no profile written); --nonblocking reads it (the oracle's
+                             stacks; record takes samples); no thread left stopped
+    RUBY/many-threads/live[-nonblocking]  (tests/harness/many_threads.py) a process
+                             of more than 8,192 threads (fixtures/many_threads.rb) read
+                             with --pid: exit 0, every thread, the oracle's stacks, no
+                             thread left stopped
     limits/max-frames        --max-frames cuts every stack, marks it, exits 1 (partial)
     debuginfo/...            the static 3.3 Ruby stripped, its DWARF found by build-id
                              under --debug-dir and by .gnu_debuglink: same stacks
@@ -139,8 +148,8 @@ import time
 sys.dont_write_bytecode = True   # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import (cli, compare, contention, corrupt, fibers, mn_threads, record_exits, frame_reuse, gdbext, hostile,  # noqa: E402
-                     native, native_cut, nontfile, permissions, procs, requires, stale_pc,
-                     thread_notes, threadstate, yjit)
+                     many_threads, native, native_cut, nontfile, permissions, procs, requires,
+                     stale_pc, thread_notes, threadstate, traced, yjit)
 
 RUBIES = ("2.7", "3.1", "3.3", "3.3-static", "3.3-yjit", "3.4", "3.4-yjit")
 ORACLE_TIMEOUT = 60    # scenario start to oracle file
@@ -749,6 +758,10 @@ def record_tests(rep, selected, args, prefixes, workdir):
         mn_threads.mn_tests(rep, selected, args.corestack, ruby, exe, workdir, args.timeout)
         record_exits.record_exit_tests(rep, selected, args.corestack, ruby, exe, workdir,
                                        args.timeout)
+        traced.traced_tests(rep, selected, args.corestack, ruby, exe, workdir, args.timeout,
+                            sys.modules[__name__])
+        many_threads.many_threads_tests(rep, selected, args.corestack, ruby, exe, workdir,
+                                        args.timeout, sys.modules[__name__])
         name = "%s/record-target-exits" % ruby
         if selected(name):
             started = time.monotonic()
@@ -940,7 +953,8 @@ def main():
                 "record-speedscope", "record-flamegraph", "record-contention",
                 "record-unreaped-exit", "record-unreaped-exit-nonblocking",
                 "mn-threads/oracle", "mn-threads/native", "mn-threads/native-core",
-                "record-interrupted")):
+                "record-interrupted")) or \
+                any(selected(n) for n in traced.test_names(r) + many_threads.test_names(r)):
             build_anyway.add(r)
         if gdbext.wanted(selected, [r], scenarios):
             build_anyway.add(r)

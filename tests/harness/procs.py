@@ -65,6 +65,16 @@ def shares_of(collapsed):
     return heavy, light
 
 
+def profile_has_samples(path):
+    """None when the collapsed profile at path counts a sample, else why not."""
+    try:
+        with open(path) as f:
+            samples = sum(int(l.rsplit(" ", 1)[1]) for l in f if l.strip())
+    except (OSError, ValueError, IndexError) as exc:
+        return "profile unreadable: %s" % exc
+    return None if samples > 0 else "the profile has no sample"
+
+
 # build-ruby.sh's exit status when the machine lacks what the fixture needs
 # (rustc for YJIT): the tests say they skipped it, and why.
 BUILD_UNAVAILABLE = 3
@@ -105,7 +115,7 @@ def no_cores():
 class Scenario:
     """One running scenario program."""
 
-    def __init__(self, ruby, script, workdir, crash, env=None):
+    def __init__(self, ruby, script, workdir, crash, env=None, args=()):
         self.script, self.workdir, self.crash = script, workdir, crash
         shutil.rmtree(workdir, ignore_errors=True)   # no stale oracle or core (--keep)
         os.makedirs(workdir)
@@ -115,7 +125,7 @@ class Scenario:
         self.status = None   # raw wait status once reaped
         with open(self.stdout_path, "wb") as out, open(self.stderr_path, "wb") as err:
             self.proc = subprocess.Popen(
-                [ruby, script], cwd=workdir, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                [ruby, script] + list(args), cwd=workdir, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
                 env=quiet_env(dict(env or {}, CORESTACK_ORACLE=self.oracle_path)),
                 preexec_fn=allow_cores if crash else no_cores)
         self.pid = self.proc.pid

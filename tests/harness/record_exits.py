@@ -15,6 +15,8 @@ import os
 import subprocess
 import time
 
+from . import procs
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SHARES = os.path.join(ROOT, "fixtures", "profile", "shares.rb")
 RUNS_FOR = 2.0      # seconds the target runs
@@ -47,12 +49,7 @@ def unreaped_exit(corestack, exe, out, extra, timeout):
     if took > RUNS_FOR + PROMPT:
         return "record went on %.1f s after its target exited (ran %.1f s)" % (
             took - RUNS_FOR, took)
-    try:
-        with open(out) as f:
-            samples = sum(int(l.rsplit(" ", 1)[1]) for l in f if l.strip())
-    except (OSError, ValueError, IndexError) as exc:
-        return "profile unreadable: %s" % exc
-    return None if samples > 0 else "the profile has no sample"
+    return procs.profile_has_samples(out)
 
 
 def record_exit_tests(rep, selected, corestack, ruby, exe, workdir, timeout):
