@@ -64,6 +64,11 @@ bool rv_frame_is_cfunc(struct rv_session *s, uint64_t flags)
 	return magic_is(s, frame_magic(s, flags), RVL_frame_magic_cfunc);
 }
 
+bool rv_frame_is_dummy(struct rv_session *s, uint64_t flags)
+{
+	return magic_is(s, frame_magic(s, flags), RVL_frame_magic_dummy);
+}
+
 struct cs_error *rv_frame_ep_check(struct rv_session *s,
 				   struct rv_ep_bounds *b, uint64_t cfp,
 				   uint64_t ep)

@@ -79,8 +79,11 @@ static struct cs_error *frame_method_entry(struct rv_session *s, uint64_t ep,
 				   &specval)))
 			return err;
 		ep = specval & (uint64_t)RV_VAL(s, guarded_ptr_mask);
+		/* a non-local env always names the env it is nested in */
 		if (!ep)
-			return NULL;
+			return cs_error_create(CS_ERR_CORRUPT,
+					       "environment chain ends before "
+					       "its local env");
 	}
 	return cs_error_create(CS_ERR_LIMIT, "environment chain too long");
 }
@@ -346,21 +349,34 @@ static bool decode_uncached(struct rv_session *s, uint64_t pc, uint64_t iseq,
 			    uint64_t ep, bool innermost, struct rv_frame *f)
 {
 	uint64_t flags;
-	if (iseq && !pc)
-		return false;
 	struct cs_error *err = read_ep(s, ep, RV_VAL(s, env_index_flags), &flags);
-	if (iseq) {
+	if (iseq && pc) {
 		ruby_frame(s, iseq, pc, ep, innermost, f);
 		if (err || (err = rv_frame_type_check(s, flags, true)))
 			set_error(f, err);
 		return true;
 	}
-	if (!err && rv_frame_is_cfunc(s, flags)) {
+	bool cfunc = !err && rv_frame_is_cfunc(s, flags);
+	if (cfunc && !iseq) {
 		cfunc_frame(s, ep, f);
 		return true;
 	}
-	if (!err && !(err = rv_frame_type_check(s, flags, false)))
-		return false; /* a dummy frame, say */
+	/* An ifunc frame, a dummy, a frame not running yet: Ruby shows none.
+	 * A C method's flags with an iseq say one of the two is damaged. */
+	if (cfunc)
+		err = cs_error_create(CS_ERR_CORRUPT,
+				      "control frame has an iseq but its env "
+				      "flags 0x%llx say C method",
+				      (unsigned long long)flags);
+	else if (!err && !(err = rv_frame_type_check(s, flags, false))) {
+		/* only C methods and dummy frames have no iseq at all */
+		if (iseq || rv_frame_is_dummy(s, flags))
+			return false;
+		err = cs_error_create(CS_ERR_CORRUPT,
+				      "control frame has no iseq but its env "
+				      "flags 0x%llx say Ruby frame",
+				      (unsigned long long)flags);
+	}
 	f->kind = RV_FRAME_CFUNC;
 	f->opaque = true;
 	f->label = strdup("?");

@@ -35,6 +35,11 @@ crash* scenarios) and checks corestack's reading of it:
     RUBY/corrupt/native-return-address  a thread's native return address aimed at the
                              heap: --native cuts its stack there and says so, exit 1
                              (tests/harness/native_cut.py)
+    RUBY/mutations/CLASS     seeded mutations of the threads core (frame words, the thread
+                             list, registers, notes, truncation): no crash, no sanitizer
+                             report, no run over 10 s or 4x memory, and no report that
+                             differs from the intact core's with exit 0
+                             (tests/harness/mutations.py; tests/mutate.py: the long run)
     RUBY/notes/...           a core's thread notes damaged (registers swapped, a tid duplicated or
                              zeroed): no tid changed without the thread saying why, exit 1
                              (tests/harness/thread_notes.py)
@@ -148,8 +153,8 @@ import time
 sys.dont_write_bytecode = True   # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import (cli, compare, contention, corrupt, fibers, mn_threads, record_exits, frame_reuse, gdbext, hostile,  # noqa: E402
-                     many_threads, native, native_cut, nontfile, permissions, procs, requires,
-                     stale_pc, thread_notes, threadstate, traced, yjit)
+                     many_threads, mutations, native, native_cut, nontfile, permissions, procs,
+                     requires, stale_pc, thread_notes, threadstate, traced, yjit)
 
 RUBIES = ("2.7", "3.1", "3.3", "3.3-static", "3.3-yjit", "3.4", "3.4-yjit")
 ORACLE_TIMEOUT = 60    # scenario start to oracle file
@@ -859,6 +864,7 @@ def bad_needs(selected, rubies):
                 any(selected("%s/corrupt/%s" % (r, n)) for n in corrupt.test_names()) or \
                 any(selected("%s/notes/%s" % (r, n)) for n, _ in thread_notes.PATCHES) or \
                 selected("%s/corrupt/native-return-address" % r) or \
+                any(selected(n) for n in mutations.test_names(r)) or \
                 any(selected(n) for n in stale_pc.test_names(r)) or \
                 selected(frame_reuse.test_name(r)):
             needs.add((r, "threads"))
@@ -893,6 +899,9 @@ def main():
     ap.add_argument("-k", dest="keys", action="append", default=[], metavar="SUBSTRING",
                     help="only tests whose name contains SUBSTRING (repeatable)")
     ap.add_argument("--keep", metavar="DIR", help="keep cores and oracles in DIR")
+    ap.add_argument("--mutations", type=int, default=mutations.SEEDED, metavar="N",
+                    help="seeded mutations per class and Ruby (default %(default)s; "
+                         "tests/mutate.py runs 1,000)")
     ap.add_argument("--timeout", type=int, default=60, help="seconds per corestack run (default 60)")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2, help="parallel corestack runs")
     ap.add_argument("--unit", default="", help="unit test programs, space-separated")
@@ -1031,6 +1040,8 @@ def main():
                 corrupt.corrupt_tests(rep, selected, ruby, cap, args.corestack, args.timeout)
                 thread_notes.notes_tests(rep, selected, ruby, cap, args.corestack, args.timeout)
                 native_cut.native_cut_test(rep, selected, ruby, cap, args.corestack, args.timeout)
+                mutations.mutation_tests(rep, selected, ruby, cap, args.corestack, args.timeout,
+                                         args.mutations)
                 stale_pc.stale_pc_tests(rep, selected, ruby, cap, args.corestack, args.timeout)
                 frame_reuse.frame_reuse_test(rep, selected, ruby, cap, args.frame_reuse_check,
                                              args.timeout)
