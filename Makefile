@@ -20,7 +20,7 @@ SAN_FLAGS  := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
               -fno-sanitize-recover=all
 
 .PHONY: all test unit demo deps fixtures clean bench gdbext gdbext-san install bench-gdbext \
-        bench-sampling bench-contention bench-pause
+        bench-sampling bench-contention mutate bench-pause
 all: $(BUILD)/corestack gdbext
 
 $(BUILD)/corestack: $(SRC) $(HDR) | $(BUILD)
@@ -165,6 +165,10 @@ bench-contention: deps $(BUILD)/corestack fixtures
 # --pid on processes of 10,000 and 20,000 parked threads: time and pause.
 bench-pause: deps $(BUILD)/corestack fixtures
 	python3 tests/bench_pause.py --corestack $(BUILD)/corestack
+
+# The long seeded mutation run (make test runs a dozen seeds per class).
+mutate: deps $(BUILD)/corestack-san fixtures
+	python3 tests/mutate.py --corestack $(BUILD)/corestack-san
 
 bench-gdbext: deps gdbext fixtures
 	python3 tests/bench_gdbext.py --gdbext $(GDBEXT_DIR)

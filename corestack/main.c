@@ -22,6 +22,7 @@
 #include "live.h"
 #include "merge.h"
 #include "native.h"
+#include "pthread_tid.h"
 #include "report.h"
 #include "thread_tids.h"
 #include "vm_module.h"
@@ -276,6 +277,28 @@ static const struct cs_core_thread *source_thread_at(const struct source *src,
 			 : cs_live_thread_at(src->live, i);
 }
 
+/* Where Ruby keeps only a pthread_t for a thread, the tid glibc records
+ * there, per Ruby thread (-1: unknown); NULL when no thread needs it or
+ * libc has no debug info. */
+static int64_t *glibc_tids_of(const struct options *o,
+			      const struct source *src,
+			      const struct rv_process *p)
+{
+	bool needed = false;
+	for (size_t i = 0; i < p->nthreads; i++)
+		needed |= p->threads[i].tid < 0 && p->threads[i].pthread_id;
+	struct cs_pthread_tid layout;
+	if (!needed)
+		return NULL;
+	cs_pthread_tid_layout(&src->img, o->debug_dirs, o->cache_dir, &layout);
+	int64_t *tids = layout.known ? calloc(p->nthreads + 1, sizeof(*tids))
+				     : NULL;
+	for (size_t i = 0; tids && i < p->nthreads; i++)
+		tids[i] = cs_pthread_tid_read(&layout, &src->target,
+					      p->threads[i].pthread_id);
+	return tids;
+}
+
 /* Every kernel thread of the source, for the tids and the native stacks;
  * NULL when out of memory. */
 static const struct cs_core_thread **source_threads(const struct source *src)
@@ -452,10 +475,12 @@ int main(int argc, char **argv)
 						    : NULL;
 	int pid = src.live ? cs_live_pid(src.live) : ps->present ? ps->pid : -1;
 	const struct cs_core_thread **natives = source_threads(&src);
+	int64_t *glibc_tids = glibc_tids_of(&o, &src, proc);
 	err = natives ? cs_thread_tids_find(proc, natives,
 					    source_thread_count(&src), pid,
-					    &tids)
+					    glibc_tids, &tids)
 		      : &cs_error_nomem;
+	free(glibc_tids);
 	free(natives);
 	if (err) {
 		rc = unusable(err);

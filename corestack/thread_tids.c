@@ -7,7 +7,8 @@
  * can make them disagree, and a tid picked from a disagreement puts a
  * stack on the wrong thread, or merges another thread's native stack into
  * it. So a tid is believed only when the sources agree: one kernel thread
- * with that tid and Ruby's pthread_t as its fs_base, no two Ruby threads on
+ * with that tid and Ruby's pthread_t as its fs_base (and, where Ruby keeps
+ * no tid, the tid glibc records at that pthread_t), no two Ruby threads on
  * one kernel thread, and the process's main thread (tid == pid) running
  * Ruby's main thread if any Ruby thread runs there. */
 #include <stdarg.h>
@@ -66,11 +67,12 @@ static void check_ruby_tid(struct cs_thread_tids *r, size_t i,
 		     (unsigned long long)t->pthread_id);
 }
 
-/* Ruby keeps only a pthread_t: the kernel thread with that fs_base. */
+/* Ruby keeps only a pthread_t: the kernel thread with that fs_base, and
+ * the tid glibc records there (glibc_tid, -1: unknown) must be its. */
 static void tid_by_fs_base(struct cs_thread_tids *r, size_t i,
 			   const struct rv_thread *t,
 			   const struct cs_core_thread *const *natives,
-			   size_t n)
+			   size_t n, int64_t glibc_tid)
 {
 	const struct cs_core_thread *nt = NULL;
 	size_t count = matching(natives, n, false, t->pthread_id, &nt);
@@ -93,6 +95,13 @@ static void tid_by_fs_base(struct cs_thread_tids *r, size_t i,
 		return;
 	}
 	r->tids[i] = nt->tid;
+	if (glibc_tid > 0 && glibc_tid != nt->tid) {
+		fail(r, i,
+		     "the core's notes give it tid %d, glibc's record at its "
+		     "pthread_t tid %lld",
+		     nt->tid, (long long)glibc_tid);
+		return;
+	}
 	const struct cs_core_thread *same;
 	if ((count = matching(natives, n, true, (uint64_t)(int64_t)nt->tid,
 			      &same)) > 1)
@@ -135,6 +144,7 @@ static void check_assignment(struct cs_thread_tids *r,
 struct cs_error *cs_thread_tids_find(const struct rv_process *p,
 				     const struct cs_core_thread *const *natives,
 				     size_t n, int64_t pid,
+				     const int64_t *glibc_tids,
 				     struct cs_thread_tids *ret)
 {
 	ret->tids = calloc(p->nthreads + 1, sizeof(*ret->tids));
@@ -157,7 +167,8 @@ struct cs_error *cs_thread_tids_find(const struct rv_process *p,
 		if (t->tid >= 0)
 			check_ruby_tid(ret, i, t, natives, n);
 		else if (t->pthread_id)
-			tid_by_fs_base(ret, i, t, natives, n);
+			tid_by_fs_base(ret, i, t, natives, n,
+				       glibc_tids ? glibc_tids[i] : -1);
 	}
 	check_assignment(ret, p, pid);
 	return NULL;

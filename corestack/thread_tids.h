@@ -19,12 +19,15 @@ struct cs_thread_tids {
 /* The tids of p's threads: Ruby's own (3.1+) or, where Ruby keeps only a
  * pthread_t (glibc x86-64: the thread's fs_base), the kernel thread with
  * that fs_base among natives (n of them; fs_base 0 when its registers are
- * not known). pid is the process's, -1 if unknown. Every tid is checked
- * against the other sources (docs/untrusted-input.md); a failed check is
- * an error for that thread, never a silent pick. */
+ * not known). pid is the process's, -1 if unknown. glibc_tids (NULL: none)
+ * holds, per Ruby thread, the tid glibc records at its pthread_t (-1:
+ * unknown; pthread_tid.h). Every tid is checked against the other sources
+ * (docs/untrusted-input.md); a failed check is an error for that thread,
+ * never a silent pick. */
 struct cs_error *cs_thread_tids_find(const struct rv_process *p,
 				     const struct cs_core_thread *const *natives,
 				     size_t n, int64_t pid,
+				     const int64_t *glibc_tids,
 				     struct cs_thread_tids *ret);
 void cs_thread_tids_free(struct cs_thread_tids *t, size_t nthreads);
 

@@ -200,7 +200,8 @@ static struct cs_error *render(const struct gx_source *src,
 		  : ps && ps->present ? ps->pid
 				      : src->pid;
 	if ((err = kernel_threads(o, proc, req, &natives, &nnatives, &store)) ||
-	    (err = cs_thread_tids_find(proc, natives, nnatives, pid, &tids)) ||
+	    (err = cs_thread_tids_find(proc, natives, nnatives, pid, NULL,
+				       &tids)) ||
 	    (err = select_threads(proc, tids.tids, req, shown)))
 		goto out;
 	char *warnings[8];

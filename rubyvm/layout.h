@@ -70,6 +70,14 @@ uint64_t rv_layout_spec_hash(void);
  * cache_dir NULL means $XDG_CACHE_HOME/corestack/layouts (or ~/.cache/…);
  * "" disables the cache. *from_cache tells which happened. A module without
  * a build-id is never cached. */
+/* The path of a file named name in the layout cache's directory: dir, or
+ * by default $XDG_CACHE_HOME/corestack/layouts (~/.cache/...); NULL when
+ * out of memory or without a home. rv_cache_mkdirs makes the directories
+ * above path; 1 on success. Others keep small facts keyed by a build-id
+ * there too (corestack/pthread_tid.c). */
+char *rv_cache_file(const char *dir, const char *name);
+int rv_cache_mkdirs(char *path);
+
 struct cs_error *rv_layout_for_module(struct dw_module *mod,
 				      const char *cache_dir,
 				      struct rv_layout *ret, int *from_cache);

@@ -25,24 +25,30 @@ struct cache_header {
 	uint32_t has_macros;
 };
 
-static char *cache_path(const char *dir, const struct dw_module *mod)
+char *rv_cache_file(const char *dir, const char *name)
 {
-	char hex[2 * DW_BUILD_ID_MAX + 1];
-	dw_module_build_id_hex(mod, hex);
 	char *path = NULL;
 	if (dir) {
-		if (asprintf(&path, "%s/%s.layout", dir, hex) < 0)
+		if (asprintf(&path, "%s/%s", dir, name) < 0)
 			return NULL;
 		return path;
 	}
 	const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-	int n = xdg && *xdg ? asprintf(&path, "%s/corestack/layouts/%s.layout",
-				       xdg, hex)
+	int n = xdg && *xdg ? asprintf(&path, "%s/corestack/layouts/%s", xdg,
+				       name)
 		: home && *home
-			? asprintf(&path, "%s/.cache/corestack/layouts/%s.layout",
-				   home, hex)
+			? asprintf(&path, "%s/.cache/corestack/layouts/%s",
+				   home, name)
 			: -1;
 	return n < 0 ? NULL : path;
+}
+
+static char *cache_path(const char *dir, const struct dw_module *mod)
+{
+	char name[2 * DW_BUILD_ID_MAX + sizeof(".layout")];
+	dw_module_build_id_hex(mod, name);
+	strcat(name, ".layout");
+	return rv_cache_file(dir, name);
 }
 
 static void header_for(const struct dw_module *mod, int has_macros,
@@ -79,7 +85,7 @@ static int load(const char *path, const struct dw_module *mod,
 	return ok;
 }
 
-static int mkdirs(char *path)
+int rv_cache_mkdirs(char *path)
 {
 	for (char *p = path + 1; *p; p++) {
 		if (*p != '/')
@@ -100,7 +106,7 @@ static void save(const char *path, const struct dw_module *mod,
 	char *tmp = NULL;
 	if (asprintf(&tmp, "%s.%d.tmp", path, (int)getpid()) < 0)
 		return;
-	if (!mkdirs(tmp)) {
+	if (!rv_cache_mkdirs(tmp)) {
 		free(tmp);
 		return;
 	}
