@@ -478,7 +478,10 @@ int main(int argc, char **argv)
 	int64_t *glibc_tids = glibc_tids_of(&o, &src, proc);
 	err = natives ? cs_thread_tids_find(proc, natives,
 					    source_thread_count(&src), pid,
-					    glibc_tids, &tids)
+					    glibc_tids,
+					    src.core ? cs_core_crash_tid(src.core)
+						     : -1,
+					    &tids)
 		      : &cs_error_nomem;
 	free(glibc_tids);
 	free(natives);

@@ -46,12 +46,35 @@ static size_t matching(const struct cs_core_thread *const *natives, size_t n,
 	return count;
 }
 
+/* The registers' stack pointer lies in the machine stack Ruby records for
+ * the thread (a little above its base too: Ruby takes the base from a
+ * local variable of a function that may have returned). The thread that
+ * took a fatal signal is not asked: its handler runs on another stack. */
+#define STACK_BASE_SLACK (64 * 1024)
+
+static void check_stack(struct cs_thread_tids *r, size_t i,
+			const struct rv_thread *t,
+			const struct cs_core_thread *nt, int64_t crash_tid)
+{
+	uint64_t top = t->machine_stack_start, size = t->machine_stack_size;
+	if (!nt || !nt->rsp || !top || !size || size > top ||
+	    nt->tid == crash_tid)
+		return;
+	if (nt->rsp < top - size || nt->rsp > top + STACK_BASE_SLACK)
+		fail(r, i,
+		     "the stack pointer 0x%llx of kernel thread %d is outside "
+		     "the machine stack Ruby records for it (0x%llx-0x%llx)",
+		     (unsigned long long)nt->rsp, nt->tid,
+		     (unsigned long long)(top - size),
+		     (unsigned long long)top);
+}
+
 /* Ruby knows the tid: its kernel thread must be one, with Ruby's
  * pthread_t as its fs_base. */
 static void check_ruby_tid(struct cs_thread_tids *r, size_t i,
 			   const struct rv_thread *t,
 			   const struct cs_core_thread *const *natives,
-			   size_t n)
+			   size_t n, int64_t crash_tid)
 {
 	const struct cs_core_thread *nt = NULL;
 	size_t count = matching(natives, n, true, (uint64_t)t->tid, &nt);
@@ -65,6 +88,8 @@ static void check_ruby_tid(struct cs_thread_tids *r, size_t i,
 		     "thread's (fs_base 0x%llx, Ruby's pthread_t 0x%llx)",
 		     (long long)t->tid, (unsigned long long)nt->fs_base,
 		     (unsigned long long)t->pthread_id);
+	else if (count == 1)
+		check_stack(r, i, t, nt, crash_tid);
 }
 
 /* Ruby keeps only a pthread_t: the kernel thread with that fs_base, and
@@ -72,7 +97,7 @@ static void check_ruby_tid(struct cs_thread_tids *r, size_t i,
 static void tid_by_fs_base(struct cs_thread_tids *r, size_t i,
 			   const struct rv_thread *t,
 			   const struct cs_core_thread *const *natives,
-			   size_t n, int64_t glibc_tid)
+			   size_t n, int64_t glibc_tid, int64_t crash_tid)
 {
 	const struct cs_core_thread *nt = NULL;
 	size_t count = matching(natives, n, false, t->pthread_id, &nt);
@@ -107,6 +132,8 @@ static void tid_by_fs_base(struct cs_thread_tids *r, size_t i,
 			      &same)) > 1)
 		fail(r, i, "%zu kernel threads have its tid %d", count,
 		     nt->tid);
+	else
+		check_stack(r, i, t, nt, crash_tid);
 }
 
 /* The whole assignment: one Ruby thread per kernel thread, and the
@@ -144,7 +171,7 @@ static void check_assignment(struct cs_thread_tids *r,
 struct cs_error *cs_thread_tids_find(const struct rv_process *p,
 				     const struct cs_core_thread *const *natives,
 				     size_t n, int64_t pid,
-				     const int64_t *glibc_tids,
+				     const int64_t *glibc_tids, int64_t crash_tid,
 				     struct cs_thread_tids *ret)
 {
 	ret->tids = calloc(p->nthreads + 1, sizeof(*ret->tids));
@@ -165,10 +192,11 @@ struct cs_error *cs_thread_tids_find(const struct rv_process *p,
 		if (!registers)
 			continue;
 		if (t->tid >= 0)
-			check_ruby_tid(ret, i, t, natives, n);
+			check_ruby_tid(ret, i, t, natives, n, crash_tid);
 		else if (t->pthread_id)
 			tid_by_fs_base(ret, i, t, natives, n,
-				       glibc_tids ? glibc_tids[i] : -1);
+				       glibc_tids ? glibc_tids[i] : -1,
+				       crash_tid);
 	}
 	check_assignment(ret, p, pid);
 	return NULL;

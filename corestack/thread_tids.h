@@ -21,13 +21,15 @@ struct cs_thread_tids {
  * that fs_base among natives (n of them; fs_base 0 when its registers are
  * not known). pid is the process's, -1 if unknown. glibc_tids (NULL: none)
  * holds, per Ruby thread, the tid glibc records at its pthread_t (-1:
- * unknown; pthread_tid.h). Every tid is checked against the other sources
+ * unknown; pthread_tid.h). crash_tid: the thread that took a fatal signal
+ * (its stack pointer is its handler's), -1 for none. Every tid is checked
+ * against the other sources
  * (docs/untrusted-input.md); a failed check is an error for that thread,
  * never a silent pick. */
 struct cs_error *cs_thread_tids_find(const struct rv_process *p,
 				     const struct cs_core_thread *const *natives,
 				     size_t n, int64_t pid,
-				     const int64_t *glibc_tids,
+				     const int64_t *glibc_tids, int64_t crash_tid,
 				     struct cs_thread_tids *ret);
 void cs_thread_tids_free(struct cs_thread_tids *t, size_t nthreads);
 

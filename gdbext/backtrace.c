@@ -201,6 +201,8 @@ static struct cs_error *render(const struct gx_source *src,
 				      : src->pid;
 	if ((err = kernel_threads(o, proc, req, &natives, &nnatives, &store)) ||
 	    (err = cs_thread_tids_find(proc, natives, nnatives, pid, NULL,
+				       o->core ? cs_core_crash_tid(o->core)
+					       : -1,
 				       &tids)) ||
 	    (err = select_threads(proc, tids.tids, req, shown)))
 		goto out;

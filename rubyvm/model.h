@@ -130,6 +130,9 @@ struct rv_thread {
 	 * native stack and no tid, and nothing wrong with that */
 	bool off_native;
 	uint64_t pthread_id; /* pthread_t when Ruby keeps one, else 0 */
+	/* The machine stack Ruby records for what the thread runs
+	 * (ec->machine): its base (highest address) and size; 0 if unknown */
+	uint64_t machine_stack_start, machine_stack_size;
 	char *name;          /* Thread#name, NULL when nil */
 	bool is_main, holds_gvl;
 	enum rv_thread_status status;

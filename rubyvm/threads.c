@@ -158,6 +158,13 @@ static void read_thread(struct rv_session *s, uint64_t th, uint64_t main_th,
 		if (gvl_owners[i] == th)
 			t->holds_gvl = true;
 	rv_thread_ractor_read(s, th, t);
+	if (ec && RV_HAS(s, ec_machine_stack_start) &&
+	    RV_HAS(s, ec_machine_stack_maxsize) &&
+	    !(rv_try_member(s, ec, RVL_ec_machine_stack_start,
+			    &t->machine_stack_start) &&
+	      rv_try_member(s, ec, RVL_ec_machine_stack_maxsize,
+			    &t->machine_stack_size)))
+		t->machine_stack_start = t->machine_stack_size = 0;
 	/* a finished thread has no EC */
 	if (ec && (err = rv_walk_ec(s, ec, t)))
 		set_thread_error(t, cs_error_wrap(err, "thread 0x%llx",

@@ -9,6 +9,10 @@ checks corestack's reading against the intact core's:
                           say why their tid is not believed (tid_error), the
                           exit status is 1, and with --native no native stack
                           is merged into either
+    RUBY/notes/stack-pointer      another thread's stack pointer set to the
+                          main thread's: that thread's tid_error says its
+                          stack pointer is outside the machine stack Ruby
+                          records for it, exit 1
     RUBY/notes/tid-duplicated     another thread's note given the main
                           thread's tid: exit 1, a thread names the clash
     RUBY/notes/tid-zero           another thread's note given tid 0: the
@@ -68,6 +72,17 @@ def swap_registers(p, notes, main, other):
     return [main, other]
 
 
+RSP = 19   # struct user_regs_struct
+
+
+def move_stack_pointer(p, notes, main, other):
+    """Another thread's stack pointer set to the main thread's: its
+    registers no longer lie in the machine stack Ruby records for it."""
+    at = PR_REG + RSP * 8
+    p.write_at(notes[other] + at, p.read_at(notes[main] + at, 8))
+    return [other]
+
+
 def duplicate_tid(p, notes, main, other):
     p.write_at(notes[other] + PR_PID, struct.pack("<i", main))
     return None   # which thread names the clash depends on the Ruby
@@ -79,6 +94,7 @@ def zero_tid(p, notes, main, other):
 
 
 PATCHES = (("registers-swapped", swap_registers),
+           ("stack-pointer", move_stack_pointer),
            ("tid-duplicated", duplicate_tid),
            ("tid-zero", zero_tid))
 
