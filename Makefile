@@ -2,33 +2,53 @@
 # `make demo` shows corestack on a core of a fixture scenario.
 CC      ?= cc
 CFLAGS  ?= -O2 -g
-WARN    := -std=c17 -D_GNU_SOURCE -Wall -Wextra -Werror
+# Warnings are errors in make test and CI (WERROR=-Werror there), not in
+# a user's plain make, where a newer compiler's new warning must not stop
+# the build.
+WERROR  ?=
+WARN     = -std=c17 -D_GNU_SOURCE -Wall -Wextra $(WERROR)
 LIBS    := -ldw -lelf -ldebuginfod -lzstd -llzma -lz
 BUILD   := build
 
+# Sources, listed once. The library: the engine (util, dwarf, rubyvm) and
+# everything in corestack/ but the CLI's main; the CLI, the debugger
+# module, the unit tests, the checks and the fuzzers link it.
 ENGINE_SRC := $(wildcard util/*.c dwarf/*.c rubyvm/*.c)
-CLI_SRC    := $(wildcard corestack/*.c)
-# The core and live targets and the profile, for the unit tests.
-TARGET_SRC := corestack/core.c corestack/link_map.c corestack/live.c \
-              corestack/live_signal.c corestack/build_id.c \
-              corestack/page_cache.c corestack/profile.c corestack/flamegraph.c \
-              corestack/decompress.c
-SRC        := $(ENGINE_SRC) $(CLI_SRC)
-HDR        := $(wildcard util/*.h dwarf/*.h rubyvm/*.h rubyvm/*.def corestack/*.h)
+LIB_SRC    := $(ENGINE_SRC) $(filter-out corestack/main.c,$(wildcard corestack/*.c))
+GDBEXT_SRC := $(wildcard gdbext/*.c)
 
 SAN_FLAGS  := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
               -fno-sanitize-recover=all
+PY_CFLAGS  := $(shell pkg-config --cflags python3 2>/dev/null)
 
 .PHONY: all test unit demo deps fixtures clean bench gdbext gdbext-san install bench-gdbext \
-        bench-sampling bench-contention mutate bench-pause
+        bench-sampling bench-contention mutate bench-pause lint
 all: $(BUILD)/corestack gdbext
 
-$(BUILD)/corestack: $(SRC) $(HDR) | $(BUILD)
-	$(CC) $(WARN) $(CFLAGS) $(SRC) $(LIBS) -o $@
+# One object tree and library per way of compiling: build/VARIANT/... and
+# build/VARIANT/libcorestack.a. Header dependencies come from -MMD.
+objs = $(patsubst %.c,$(BUILD)/$(1)/%.o,$(2))
+define variant
+$(BUILD)/$(1)/%.o: %.c
+	@mkdir -p $$(@D)
+	$(2) -MMD -MP -c $$< -o $$@
+$(BUILD)/$(1)/libcorestack.a: $$(call objs,$(1),$$(LIB_SRC))
+	rm -f $$@ && ar rcs $$@ $$^
+endef
+# plain (the CLI), ASan+UBSan (what the tests run), position-independent
+# with hidden symbols (the debugger module), the same under UBSan.
+$(eval $(call variant,plain,$$(CC) $$(WARN) $$(CFLAGS)))
+$(eval $(call variant,san,$$(CC) $$(WARN) $$(SAN_FLAGS)))
+$(eval $(call variant,pic,$$(CC) $$(WARN) $$(CFLAGS) $$(PY_CFLAGS) -fPIC -fvisibility=hidden))
+$(eval $(call variant,pic-san,$$(CC) $$(WARN) $$(GDBEXT_SAN_FLAGS) $$(PY_CFLAGS) -fPIC -fvisibility=hidden))
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+
+$(BUILD)/corestack: $(BUILD)/plain/corestack/main.o $(BUILD)/plain/libcorestack.a
+	$(CC) $(CFLAGS) $^ $(LIBS) -o $@
 
 # The same program under AddressSanitizer and UBSan: what the tests run.
-$(BUILD)/corestack-san: $(SRC) $(HDR) | $(BUILD)
-	$(CC) $(WARN) $(SAN_FLAGS) $(SRC) $(LIBS) -o $@
+$(BUILD)/corestack-san: $(BUILD)/san/corestack/main.o $(BUILD)/san/libcorestack.a
+	$(CC) $(SAN_FLAGS) $^ $(LIBS) -o $@
 
 $(BUILD):
 	mkdir -p $@
@@ -36,18 +56,14 @@ $(BUILD):
 # gdbext: the CPython extension gdb and lldb load (stable ABI: one .so for
 # any Python 3.7+), the engine and the CLI's readers compiled into it, and
 # the loaders next to it. Symbols stay inside: no clash with the debugger's.
-GDBEXT_SRC := $(ENGINE_SRC) $(filter-out corestack/main.c,$(CLI_SRC)) \
-              $(wildcard gdbext/*.c)
-GDBEXT_HDR := $(HDR) $(wildcard gdbext/*.h)
 GDBEXT_DIR := $(BUILD)/gdbext
 GDBEXT_SO  := $(GDBEXT_DIR)/_corestack.abi3.so
 GDBEXT_PY  := $(GDBEXT_DIR)/ruby-gdb.py $(GDBEXT_DIR)/ruby_lldb.py
-PY_CFLAGS  := $(shell pkg-config --cflags python3 2>/dev/null)
 gdbext: $(GDBEXT_SO) $(GDBEXT_PY)
 
-$(GDBEXT_SO): $(GDBEXT_SRC) $(GDBEXT_HDR) | $(GDBEXT_DIR)
-	$(CC) $(WARN) $(CFLAGS) $(PY_CFLAGS) -fPIC -shared -fvisibility=hidden \
-		-Wl,-Bsymbolic -pthread $(GDBEXT_SRC) $(LIBS) -o $@
+$(GDBEXT_SO): $(call objs,pic,$(GDBEXT_SRC)) $(BUILD)/pic/libcorestack.a | $(GDBEXT_DIR)
+	$(CC) $(CFLAGS) -fPIC -shared -fvisibility=hidden -Wl,-Bsymbolic -pthread \
+		$^ $(LIBS) -o $@
 
 $(GDBEXT_DIR)/%.py: gdbext/%.py | $(GDBEXT_DIR)
 	cp $< $@
@@ -66,9 +82,10 @@ GDBEXT_SAN_FLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=undefined \
 gdbext-san: $(GDBEXT_SAN_DIR)/_corestack.abi3.so \
             $(GDBEXT_SAN_DIR)/ruby-gdb.py $(GDBEXT_SAN_DIR)/ruby_lldb.py
 
-$(GDBEXT_SAN_DIR)/_corestack.abi3.so: $(GDBEXT_SRC) $(GDBEXT_HDR) | $(GDBEXT_SAN_DIR)
-	$(CC) $(WARN) $(GDBEXT_SAN_FLAGS) $(PY_CFLAGS) -fPIC -shared \
-		-fvisibility=hidden -Wl,-Bsymbolic -pthread $(GDBEXT_SRC) $(LIBS) -o $@
+$(GDBEXT_SAN_DIR)/_corestack.abi3.so: $(call objs,pic-san,$(GDBEXT_SRC)) \
+                                      $(BUILD)/pic-san/libcorestack.a | $(GDBEXT_SAN_DIR)
+	$(CC) $(GDBEXT_SAN_FLAGS) -fPIC -shared -fvisibility=hidden -Wl,-Bsymbolic \
+		-pthread $^ $(LIBS) -o $@
 
 $(GDBEXT_SAN_DIR)/%.py: gdbext/%.py | $(GDBEXT_SAN_DIR)
 	cp $< $@
@@ -103,8 +120,8 @@ install: $(BUILD)/corestack gdbext
 # Unit tests: one program per file in tests/unit, each on the engine.
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/%,$(UNIT_SRC))
-$(BUILD)/test_%: tests/unit/test_%.c $(SRC) $(HDR) | $(BUILD)
-	$(CC) $(WARN) $(SAN_FLAGS) -I. $< $(ENGINE_SRC) $(TARGET_SRC) $(LIBS) -o $@
+$(BUILD)/test_%: tests/unit/test_%.c $(BUILD)/san/libcorestack.a | $(BUILD)
+	$(CC) $(WARN) $(SAN_FLAGS) -I. $^ $(LIBS) -o $@
 
 # test_dwarf reads back the DWARF of a small library built like the
 # fixture Rubies (-g3, compressed sections).
@@ -112,9 +129,8 @@ $(BUILD)/dwarf_sample.so: tests/unit/dwarf_sample.c tests/unit/dwarf_sample.h | 
 	$(CC) -std=c17 -g3 -gz=zlib -O0 -shared -fPIC $< -o $@
 
 # Checks tests/run.py runs on the fixtures' cores (tests/tools).
-$(BUILD)/check-frame-reuse: tests/tools/check_frame_reuse.c $(SRC) $(HDR) | $(BUILD)
-	$(CC) $(WARN) $(SAN_FLAGS) -I. $< $(ENGINE_SRC) $(TARGET_SRC) \
-		corestack/image.c corestack/vm_module.c $(LIBS) -o $@
+$(BUILD)/check-frame-reuse: tests/tools/check_frame_reuse.c $(BUILD)/san/libcorestack.a | $(BUILD)
+	$(CC) $(WARN) $(SAN_FLAGS) -I. $^ $(LIBS) -o $@
 
 unit: $(UNIT_BIN) $(BUILD)/dwarf_sample.so
 	@for t in $(UNIT_BIN); do $$t $(BUILD)/dwarf_sample.so || exit 1; done
@@ -138,7 +154,10 @@ fixtures:
 
 # fuzz-regress: every crash the fuzzers found, replayed (tests/fuzz/).
 # gdbext: make install (tested) builds the plain module too.
-test: deps $(BUILD)/corestack-san $(UNIT_BIN) $(BUILD)/dwarf_sample.so fixtures fuzz-regress \
+# Warnings are errors here and in CI, for everything this builds; the
+# static analysers must be clean too.
+test: WERROR := -Werror
+test: deps lint $(BUILD)/corestack-san $(UNIT_BIN) $(BUILD)/dwarf_sample.so fixtures fuzz-regress \
       gdbext gdbext-san $(BUILD)/check-frame-reuse
 	python3 tests/run.py --corestack $(BUILD)/corestack-san \
 		--frame-reuse-check $(BUILD)/check-frame-reuse \
@@ -172,6 +191,14 @@ mutate: deps $(BUILD)/corestack-san fixtures
 
 bench-gdbext: deps gdbext fixtures
 	python3 tests/bench_gdbext.py --gdbext $(GDBEXT_DIR)
+
+# Static analysis with Debian's cppcheck and clang-tidy (.clang-tidy):
+# both must be clean.
+LINT_SRC := $(LIB_SRC) corestack/main.c $(GDBEXT_SRC)
+lint:
+	cppcheck --quiet --error-exitcode=1 --enable=warning,portability \
+		--inline-suppr --std=c11 -D_GNU_SOURCE -I. $(LINT_SRC)
+	clang-tidy --quiet $(LINT_SRC) -- -std=c17 -D_GNU_SOURCE -I. $(PY_CFLAGS)
 
 clean:
 	rm -rf $(BUILD)

@@ -588,6 +588,7 @@ static struct cs_error *cs_core_check_header(struct cs_core *core,
 static struct cs_error *cs_core_load_headers(struct cs_core *core)
 {
 	GElf_Ehdr eh;
+	memset(&eh, 0, sizeof(eh));
 	struct cs_error *err = cs_core_check_header(core, &eh);
 	if (err)
 		return err;
@@ -934,7 +935,9 @@ char *cs_core_host_path(const struct cs_core *core, const char *path)
 	for (size_t i = 0; !pick && cands[i]; i++)
 		if (cs_core_is_regular(cands[i]))
 			pick = cands[i];
-	char *out = strdup(pick ? pick : cands[0]);
+	if (!pick)
+		pick = cands[0];
+	char *out = pick ? strdup(pick) : NULL;
 	for (size_t i = 0; cands[i]; i++)
 		free(cands[i]);
 	free(cands);

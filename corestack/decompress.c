@@ -129,7 +129,7 @@ static struct cs_error *cs_inflate_zstd(struct cs_inflate *z)
 	if (!ds)
 		return &cs_error_nomem;
 	struct cs_error *err = NULL;
-	size_t n;
+	size_t n = 0;
 	while (!err && !(err = cs_inflate_read(z, &n)) && n > 0) {
 		ZSTD_inBuffer in = {z->in, n, 0};
 		while (!err && in.pos < in.size) {
@@ -162,7 +162,7 @@ static struct cs_error *cs_inflate_gzip(struct cs_inflate *z)
 	if (inflateInit2(&s, 15 + 32) != Z_OK) /* +32: gzip header */
 		return &cs_error_nomem;
 	struct cs_error *err = NULL;
-	size_t n;
+	size_t n = 0;
 	while (!err && !(err = cs_inflate_read(z, &n)) && n > 0) {
 		s.next_in = z->in;
 		s.avail_in = (uInt)n;

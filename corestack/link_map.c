@@ -458,7 +458,7 @@ const char *cs_link_map_host(const struct cs_link_map *lm,
 	/* The directory its name is in (a soname link may be missing
 	 * there, not the file), then the search path. */
 	struct cs_link_map_scan *scan = lm->scan;
-	char *dir = mod->host || !scan ? NULL : strdup(cands[0]);
+	char *dir = mod->host || !scan || !cands[0] ? NULL : strdup(cands[0]);
 	char *slash = dir ? strrchr(dir, '/') : NULL;
 	if (slash) {
 		*slash = '\0';

@@ -298,9 +298,10 @@ static int cs_live_kernel_thread_count(int pid)
 
 static int cs_live_has_cap_ptrace(void)
 {
-	char *text;
+	char *text = NULL;
 	size_t len;
-	if (cs_live_slurp("/proc/self/status", 64 << 10, 1, &text, &len) != 0)
+	if (cs_live_slurp("/proc/self/status", 64 << 10, 1, &text, &len) != 0 ||
+	    !text)
 		return 0;
 	const char *p = strstr(text, "\nCapEff:");
 	unsigned long long caps = 0;
@@ -427,10 +428,10 @@ static struct cs_error *cs_live_denied(int pid, int tid)
 		.target_uid_known = have_st,
 		.target_uid = have_st ? st.uid : 0,
 	};
-	char *text;
+	char *text = NULL;
 	size_t len;
 	if (cs_live_slurp("/proc/sys/kernel/yama/ptrace_scope", 64, 1, &text,
-			  &len) == 0) {
+			  &len) == 0 && text) {
 		d.yama_scope = atoi(text);
 		free(text);
 	}

@@ -473,7 +473,7 @@ int main(int argc, char **argv)
 		warnings[nwarnings++] = trunc->message;
 	const struct cs_core_process *ps = src.core ? cs_core_process(src.core)
 						    : NULL;
-	int pid = src.live ? cs_live_pid(src.live) : ps->present ? ps->pid : -1;
+	int pid = src.live ? cs_live_pid(src.live) : ps && ps->present ? ps->pid : -1;
 	const struct cs_core_thread **natives = source_threads(&src);
 	int64_t *glibc_tids = glibc_tids_of(&o, &src, proc);
 	err = natives ? cs_thread_tids_find(proc, natives,
@@ -517,7 +517,7 @@ int main(int argc, char **argv)
 		.vm_module = vm.vm->path,
 		.pid = pid,
 		.command = src.live ? cs_live_command(src.live)
-			   : ps->present ? ps->psargs
+			   : ps && ps->present ? ps->psargs
 					 : NULL,
 		.siginfo = src.core ? cs_crash_signal(cs_core_siginfo(src.core))
 				    : NULL,

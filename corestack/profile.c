@@ -365,7 +365,7 @@ void cs_profile_write_speedscope(const struct cs_profile *p, FILE *out)
 		json_begin_array(&j, "samples");
 		for (size_t i = 0; i < p->nslots; i++) {
 			const char *k = p->keys[i];
-			if (!k || strncmp(k, threads[t], tl) ||
+			if (!k || strncmp(k, threads[t], tl) != 0 ||
 			    (k[tl] != ';' && k[tl]))
 				continue;
 			json_begin_array(&j, NULL);

@@ -118,9 +118,10 @@ static int parse(int argc, char **argv, struct record_options *o)
 			break;
 		case 'f':
 			o->format = optarg;
-			if (strcmp(optarg, "collapsed") && strcmp(optarg, "summary") &&
-			    strcmp(optarg, "speedscope") &&
-			    strcmp(optarg, "flamegraph")) {
+			if (strcmp(optarg, "collapsed") != 0 &&
+			    strcmp(optarg, "summary") != 0 &&
+			    strcmp(optarg, "speedscope") != 0 &&
+			    strcmp(optarg, "flamegraph") != 0) {
 				fprintf(stderr, PROG ": --format is one of "
 						"collapsed, speedscope, "
 						"flamegraph, summary, not "
@@ -176,12 +177,12 @@ static bool output_writable(const char *path)
 		if (!copy)
 			return false;
 		const char *dir = dirname(copy);
-		if (stat(dir, &st) != 0)
+		/* each failing call leaves its reason in errno */
+		if (stat(dir, &st) != 0 ||
+		    (S_ISDIR(st.st_mode) && access(dir, W_OK | X_OK) != 0))
 			why = strerror(errno);
 		else if (!S_ISDIR(st.st_mode))
 			why = "its directory is not a directory";
-		else if (access(dir, W_OK | X_OK) != 0)
-			why = strerror(errno);
 		free(copy);
 	}
 	if (why)

@@ -34,7 +34,7 @@ const char *cs_signal_code_name(int signo, int code)
 					  "FPE_FLTDIV", "FPE_FLTOVF",
 					  "FPE_FLTUND", "FPE_FLTRES",
 					  "FPE_FLTINV", "FPE_FLTSUB"};
-#define PICK(t) pick(t, sizeof(t) / sizeof(*t), code)
+#define PICK(t) pick((t), sizeof(t) / sizeof(*(t)), code)
 	switch (signo) {
 	case SIGSEGV: return PICK(segv);
 	case SIGBUS: return PICK(bus);

@@ -69,7 +69,7 @@ static void frame(FILE *out, const struct rv_frame *f,
 	fputs(backtick ? ":in `" : ":in '", out);
 	fputs(f->label ? f->label : "?", out);
 	putc('\'', out);
-	if (f->qualified && (!f->label || strcmp(f->qualified, f->label))) {
+	if (f->qualified && (!f->label || strcmp(f->qualified, f->label) != 0)) {
 		fputs("  [", out);
 		fputs(f->qualified, out);
 		putc(']', out);

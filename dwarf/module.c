@@ -111,10 +111,10 @@ static Elf_Scn *find_section(Elf *elf, const char *want)
  * the module has a build-id, carry the same one. */
 static int try_debug_file(struct dw_module *mod, const char *path)
 {
-	int fd;
-	Elf *elf;
+	int fd = -1;
+	Elf *elf = NULL;
 	struct cs_error *err = open_elf(path, &fd, &elf);
-	if (err) {
+	if (err || !elf) {
 		cs_error_destroy(err);
 		return 0;
 	}

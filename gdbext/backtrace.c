@@ -130,7 +130,7 @@ static struct cs_error *select_threads(const struct rv_process *p,
 {
 	for (size_t i = 0; i < p->nthreads; i++)
 		shown[i] = req->only_tids == NULL;
-	for (size_t k = 0; k < req->nonly; k++) {
+	for (size_t k = 0; req->only_tids && k < req->nonly; k++) {
 		int found = 0;
 		for (size_t i = 0; i < p->nthreads; i++)
 			if (tids[i] == req->only_tids[k]) {

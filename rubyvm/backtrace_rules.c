@@ -164,9 +164,11 @@ static struct cs_error *iseq_label(struct rv_session *s, uint64_t owner,
 		if (cur == iseq) /* no parents: Ruby would recurse for ever */
 			return cs_error_create(CS_ERR_CORRUPT,
 					       "a block without a parent iseq");
-		char *inner;
+		char *inner = NULL;
 		if ((err = iseq_label(s, owner, cur, always, depth, &inner)))
 			return err;
+		if (!inner)
+			return &cs_error_nomem;
 		char prefix[48];
 		if (level <= 1)
 			snprintf(prefix, sizeof(prefix), "block in ");

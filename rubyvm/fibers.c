@@ -218,7 +218,7 @@ static void assign_threads(struct rv_session *s, struct rv_process *p,
 			   struct u64map *thread_index)
 {
 	uint64_t ec_off = (uint64_t)RV_VAL(s, fiber_saved_ec), th;
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; list && i < n; i++) {
 		int found = 0;
 		if (!rv_try_member(s, list[i].fiber + ec_off, RVL_ec_thread_ptr,
 				   &th) || !th)
@@ -289,10 +289,10 @@ static struct cs_error *distribute(struct rv_session *s, struct rv_process *p,
 		read_fiber(s, &list[i], t == SIZE_MAX ? NULL : &tf[t], f);
 	}
 	for (size_t t = 0; t < p->nthreads; t++)
-		if (p->threads[t].nfibers)
+		if (p->threads[t].nfibers && p->threads[t].fibers)
 			qsort(p->threads[t].fibers, p->threads[t].nfibers,
 			      sizeof(struct rv_fiber), display_order);
-	if (p->norphan_fibers)
+	if (p->norphan_fibers && p->orphan_fibers)
 		qsort(p->orphan_fibers, p->norphan_fibers,
 		      sizeof(struct rv_fiber), display_order);
 	free(counts);

@@ -96,7 +96,9 @@ char *rv_join3(const char *a, size_t alen, const char *b, const char *c)
 	char *out = malloc(alen + bl + cl + 1);
 	if (!out)
 		return NULL;
+	/* the last copy brings the terminator */
 	memcpy(out, a, alen);
+	// NOLINTNEXTLINE(bugprone-not-null-terminated-result)
 	memcpy(out + alen, b, bl);
 	memcpy(out + alen + bl, c, cl + 1);
 	return out;

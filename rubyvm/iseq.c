@@ -166,7 +166,7 @@ struct cs_error *rv_iseq_lineno(struct rv_session *s,
 		return cs_error_create(CS_ERR_CORRUPT,
 				       "pc 0x%llx outside its iseq",
 				       (unsigned long long)pc);
-	uint64_t pos = (pc - encoded) / value_size, idx;
+	uint64_t pos = (pc - encoded) / value_size, idx = 0;
 	if (pos)
 		pos--;
 	if (size == 0) {

@@ -179,7 +179,7 @@ static struct cs_error *path_value(struct rv_session *s, uint64_t klass,
 static struct cs_error *class_path_uncached(struct rv_session *s,
 					    uint64_t klass, char **ret)
 {
-	uint64_t v;
+	uint64_t v = 0;
 	*ret = NULL;
 	struct cs_error *err = path_value(s, klass, &v);
 	if (err)
@@ -253,7 +253,7 @@ struct cs_error *rv_owner_name(struct rv_session *s, uint64_t owner,
 		     (flags & (uint64_t)RV_VAL(s, fl_singleton));
 	if (!*singleton)
 		return rv_class_path(s, owner, ret);
-	uint64_t attached, atype;
+	uint64_t attached = 0, atype = 0;
 	if ((err = rv_attached_object(s, owner, &attached)))
 		return err;
 	if (!attached || rv_special_const(s, attached) ||

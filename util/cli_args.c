@@ -11,7 +11,7 @@
 bool cli_integer(const char *prog, const char *option, const char *text,
 		 uint64_t min, uint64_t max, uint64_t *ret)
 {
-	char *end;
+	char *end = (char *)text;
 	errno = 0;
 	/* strtoull takes "-1" as a huge number: only digits are accepted */
 	unsigned long long n = isdigit((unsigned char)*text)
