@@ -12,7 +12,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../dwarf/index.h"
 #include "../util/cli_args.h"
 #include "../rubyvm/layout.h"
 #include "../rubyvm/model.h"
@@ -24,6 +23,7 @@
 #include "native.h"
 #include "pthread_tid.h"
 #include "report.h"
+#include "ruby_open.h"
 #include "thread_tids.h"
 #include "vm_module.h"
 
@@ -340,16 +340,12 @@ static void source_close(struct source *src)
 
 static int print_layout(const char *path, const struct options *o)
 {
-	struct dw_module *mod;
 	struct rv_layout layout;
 	int cached;
-	struct cs_error *err = dw_module_open(path, o->debug_dirs, &mod);
+	struct cs_error *err = cs_ruby_layout_of(path, o->debug_dirs,
+						 o->cache_dir, &layout, &cached);
 	if (err)
 		return unusable(err);
-	if ((err = rv_layout_for_module(mod, o->cache_dir, &layout, &cached))) {
-		dw_module_close(mod);
-		return unusable(err);
-	}
 	if (cached)
 		printf("# %s: layout from the cache\n", path);
 	else
@@ -368,7 +364,6 @@ static int print_layout(const char *path, const struct options *o)
 			printf(" bits %u+%u", it->bit_pos, it->bit_size);
 		putchar('\n');
 	}
-	dw_module_close(mod);
 	return EXIT_COMPLETE;
 }
 
@@ -407,9 +402,16 @@ int main(int argc, char **argv)
 	struct cs_error *err = source_open(&o, &src);
 	if (err)
 		return unusable(err);
-	struct cs_vm_module vm;
-	if ((err = cs_vm_module_open(&src.img, o.executable, o.debug_dirs,
-				     &vm))) {
+	struct cs_ruby ruby;
+	struct cs_ruby_options ropts = {
+		.executable = o.executable,
+		.debug_dirs = o.debug_dirs,
+		.cache_dir = o.cache_dir,
+		.model = {.max_frames = o.max_frames,
+			  .max_output_bytes = output_budget(&o),
+			  .frame_flags = o.native},
+	};
+	if ((err = cs_ruby_open(&src.img, &src.target, &ropts, &ruby))) {
 		/* A truncated core explains most failures: say that first. */
 		struct cs_error *trunc =
 			src.core ? cs_core_truncation(src.core) : NULL;
@@ -419,25 +421,14 @@ int main(int argc, char **argv)
 		source_close(&src);
 		return unusable(err);
 	}
-	struct rv_session *session = NULL;
+	const struct cs_vm_module *vm = &ruby.vm;
+	struct rv_session *session = ruby.session;
 	struct rv_process *proc = NULL;
-	struct rv_options ropts = {.max_frames = o.max_frames,
-				   .max_output_bytes = output_budget(&o),
-				   .frame_flags = o.native};
 	struct cs_native_stacks *native = NULL;
 	struct cs_merged_stack *merged = NULL;
 	char *native_warning = NULL;
-	struct rv_layout layout;
-	int cached;
 	struct cs_error *trunc = NULL;
 	struct cs_thread_tids tids = {0};
-	if ((err = rv_layout_for_module(vm.vm, o.cache_dir, &layout,
-					&cached)) ||
-	    (err = rv_session_create(&src.target, &layout, vm.vm->path,
-				     vm.load_bias, &ropts, &session))) {
-		rc = unusable(err);
-		goto out;
-	}
 	if (src.core) { /* a core's pages may not be in memory yet */
 		struct rv_prefetcher hint = cs_core_prefetcher(src.core);
 		rv_session_set_prefetcher(session, &hint);
@@ -455,8 +446,8 @@ int main(int argc, char **argv)
 
 	char *warnings[16];
 	size_t nwarnings = 0;
-	for (size_t i = 0; i < vm.nwarnings; i++)
-		warnings[nwarnings++] = vm.warnings[i];
+	for (size_t i = 0; i < vm->nwarnings; i++)
+		warnings[nwarnings++] = vm->warnings[i];
 	int files_ok = 1; /* every file found for the core is the one it ran */
 	if (src.core) {
 		cs_core_check_files(src.core);
@@ -513,8 +504,8 @@ int main(int argc, char **argv)
 	}
 	struct cs_report report = {
 		.core_path = src.core ? o.core : NULL,
-		.executable = vm.exe->path,
-		.vm_module = vm.vm->path,
+		.executable = vm->exe->path,
+		.vm_module = vm->vm->path,
 		.pid = pid,
 		.command = src.live ? cs_live_command(src.live)
 			   : ps && ps->present ? ps->psargs
@@ -550,8 +541,7 @@ out:
 	cs_error_destroy(trunc);
 	cs_thread_tids_free(&tids, proc ? proc->nthreads : 0);
 	rv_process_destroy(proc);
-	rv_session_destroy(session);
-	cs_vm_module_close(&vm);
+	cs_ruby_close(&ruby);
 	source_close(&src);
 	return rc;
 }

@@ -26,7 +26,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../rubyvm/layout.h"
 #include "../util/cli_args.h"
 #include "../rubyvm/model.h"
 #include "image.h"
@@ -35,6 +34,7 @@
 #include "profile.h"
 #include "sampler.h"
 #include "vm_module.h"
+#include "ruby_open.h"
 
 enum { EXIT_OK = 0, EXIT_UNUSABLE = 2, EXIT_USAGE = 64 };
 
@@ -251,19 +251,15 @@ int cs_record_main(int argc, char **argv)
 	/* Resolve everything once, on a first attach. */
 	struct cs_live *live;
 	struct cs_error *err = cs_live_attach(pid, 0, &live);
-	struct cs_vm_module vm = {0};
-	struct rv_layout layout;
-	struct rv_session *session = NULL;
-	int cached;
+	struct cs_ruby ruby = {0};
 	if (!err) {
 		struct cs_image img = cs_image_of_live(live);
 		struct rv_target t = cs_live_target(live);
-		struct rv_options opts = {.reuse_frames = true};
-		if (!(err = cs_vm_module_open(&img, NULL, NULL, &vm)) &&
-		    !(err = rv_layout_for_module(vm.vm, NULL, &layout, &cached)))
-			err = rv_session_create(&t, &layout, vm.vm->path,
-						vm.load_bias, &opts, &session);
+		/* A sampler reads the same stacks again and again. */
+		struct cs_ruby_options opts = {.model = {.reuse_frames = true}};
+		err = cs_ruby_open(&img, &t, &opts, &ruby);
 	}
+	struct rv_session *session = ruby.session;
 	cs_live_close(live);
 	/* one attachment for all samples. Paused: taken now, so that what
 	 * rules out stopping the target (another tracer, a thread that never
@@ -278,8 +274,7 @@ int cs_record_main(int argc, char **argv)
 		fprintf(stderr, "corestack record: %s\n", err->message);
 		cs_error_destroy(err);
 		cs_live_close(kept);
-		rv_session_destroy(session);
-		cs_vm_module_close(&vm);
+		cs_ruby_close(&ruby);
 		if (child)
 			kill(child, SIGTERM);
 		return EXIT_UNUSABLE;
@@ -291,8 +286,7 @@ int cs_record_main(int argc, char **argv)
 	if (!cs_page_cache_init(&cache, &none)) {
 		fputs("corestack record: out of memory\n", stderr);
 		cs_live_close(kept);
-		rv_session_destroy(session);
-		cs_vm_module_close(&vm);
+		cs_ruby_close(&ruby);
 		return EXIT_UNUSABLE;
 	}
 	cs_profile_init(&prof);
@@ -371,8 +365,7 @@ int cs_record_main(int argc, char **argv)
 		tries ? reading_cpu / (double)tries * 1e6 : 0.0);
 	cs_profile_free(&prof);
 	cs_page_cache_free(&cache);
-	rv_session_destroy(session);
-	cs_vm_module_close(&vm);
+	cs_ruby_close(&ruby);
 	if (child) {
 		kill(child, SIGTERM);
 		waitpid(child, NULL, 0);

@@ -11,8 +11,7 @@
 #include "../corestack/report.h"
 #include "../corestack/thread_tids.h"
 #include "../corestack/vm_module.h"
-#include "../dwarf/module.h"
-#include "../rubyvm/layout.h"
+#include "../corestack/ruby_open.h"
 
 /* The inferior opened for one command. */
 struct opened {
@@ -274,9 +273,10 @@ static struct cs_error *backtrace(const struct gx_source *src,
 		close_source(&o);
 		return err;
 	}
-	struct cs_vm_module vm;
-	if ((err = cs_vm_module_open(&o.img, src->executable, src->debug_dirs,
-				     &vm))) {
+	struct cs_ruby ruby;
+	struct cs_ruby_options opts = {.executable = src->executable,
+				       .debug_dirs = src->debug_dirs};
+	if ((err = cs_ruby_open(&o.img, &o.target, &opts, &ruby))) {
 		struct cs_error *trunc = o.core ? cs_core_truncation(o.core)
 						: NULL;
 		if (trunc)
@@ -285,21 +285,14 @@ static struct cs_error *backtrace(const struct gx_source *src,
 		close_source(&o);
 		return err;
 	}
-	struct rv_layout layout;
-	struct rv_session *session = NULL;
 	struct rv_process *proc = NULL;
-	int cached;
-	if (!(err = rv_layout_for_module(vm.vm, NULL, &layout, &cached)) &&
-	    !(err = rv_session_create(&o.target, &layout, vm.vm->path,
-				      vm.load_bias, NULL, &session)) &&
-	    !(err = rv_snapshot(session, &proc)) &&
+	if (!(err = rv_snapshot(ruby.session, &proc)) &&
 	    !(err = nothing_read(src, proc)) &&
 	    /* every fiber, as corestack lists them */
-	    !(err = rv_snapshot_fibers(session, proc)))
-		err = render(src, &o, &vm, proc, req, out, complete);
+	    !(err = rv_snapshot_fibers(ruby.session, proc)))
+		err = render(src, &o, &ruby.vm, proc, req, out, complete);
 	rv_process_destroy(proc);
-	rv_session_destroy(session);
-	cs_vm_module_close(&vm);
+	cs_ruby_close(&ruby);
 	close_source(&o);
 	return err;
 }

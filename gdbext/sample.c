@@ -16,16 +16,14 @@
 #include "../corestack/profile.h"
 #include "../corestack/sampler.h"
 #include "../corestack/vm_module.h"
-#include "../rubyvm/layout.h"
+#include "../corestack/ruby_open.h"
 
 static const char *const debug_dirs[] = {"/usr/lib/debug", NULL};
 
 struct gx_sampler {
 	int pid, interrupt_signal;
 	double seconds, rate;
-	struct cs_vm_module vm;
-	struct rv_layout layout;
-	struct rv_session *session;
+	struct cs_ruby ruby;
 	struct cs_page_cache cache;
 	struct cs_profile prof;
 	pthread_t thread;
@@ -62,7 +60,7 @@ static void *run(void *arg)
 			break;
 		next += interval;
 		double t0 = now();
-		int r = cs_sample_once(s->session, s->pid, 0, 0, &kept,
+		int r = cs_sample_once(s->ruby.session, s->pid, 0, 0, &kept,
 				       &s->cache, &s->prof);
 		s->reading += now() - t0;
 		if (r < 0)
@@ -84,8 +82,7 @@ static void destroy(struct gx_sampler *s)
 {
 	cs_profile_free(&s->prof);
 	cs_page_cache_free(&s->cache);
-	rv_session_destroy(s->session);
-	cs_vm_module_close(&s->vm);
+	cs_ruby_close(&s->ruby);
 	free(s);
 }
 
@@ -110,19 +107,14 @@ struct cs_error *gx_sampler_start(int pid, const char *executable,
 	/* Resolve everything once, before the inferior runs. */
 	struct cs_live *live;
 	struct cs_error *err = cs_live_attach(pid, 0, &live);
-	int cached;
 	if (!err) {
 		struct cs_image img = cs_image_of_live(live);
 		struct rv_target t = cs_live_target(live);
 		/* A sampler reads the same stacks again and again. */
-		struct rv_options opts = {.reuse_frames = true};
-		if (!(err = cs_vm_module_open(&img, executable, debug_dirs,
-					      &s->vm)) &&
-		    !(err = rv_layout_for_module(s->vm.vm, NULL, &s->layout,
-						 &cached)))
-			err = rv_session_create(&t, &s->layout, s->vm.vm->path,
-						s->vm.load_bias, &opts,
-						&s->session);
+		struct cs_ruby_options opts = {.executable = executable,
+					       .debug_dirs = debug_dirs,
+					       .model = {.reuse_frames = true}};
+		err = cs_ruby_open(&img, &t, &opts, &s->ruby);
 		cs_live_close(live);
 	}
 	if (!err) {
