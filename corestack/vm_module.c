@@ -1,5 +1,7 @@
 #include "vm_module.h"
 
+#include "../rubyvm/layout.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -214,8 +216,10 @@ struct cs_error *cs_vm_module_open(const struct cs_image *img,
 		m->load_bias = bias_of(m->vm, start);
 	} else {
 		uint64_t addr;
-		err = dw_module_symbol(m->exe, "ruby_current_vm_ptr", &addr,
-				       NULL);
+		/* the VM's root, named once in layout.def */
+		err = dw_module_symbol(m->exe,
+				       rv_layout_item_subject(RVL_vm_ptr),
+				       &addr, NULL);
 		if (err && gap) {
 			cs_error_destroy(err);
 			err = cs_error_create(

@@ -47,6 +47,11 @@ const char *rv_layout_item_name(enum rv_item_id id)
 	return id < RVL_COUNT ? specs[id].id : "?";
 }
 
+const char *rv_layout_item_subject(enum rv_item_id id)
+{
+	return id < RVL_COUNT ? specs[id].type : "?";
+}
+
 /* Items without which no stack can be read at all. */
 const enum rv_item_id rv_layout_required[] = {
 	RVL_vm_ptr,          RVL_th_ec,          RVL_ec_vm_stack,

@@ -58,6 +58,9 @@ struct cs_error *rv_layout_resolve(struct dw_index *idx,
 				   struct rv_layout *ret);
 
 const char *rv_layout_item_name(enum rv_item_id id);
+/* What an item names in the Ruby's DWARF: the struct, enumerator,
+ * constant, variable or function ("ruby_current_vm_ptr" for vm_ptr). */
+const char *rv_layout_item_subject(enum rv_item_id id);
 
 /* Items without which no stack can be read, ending with RVL_COUNT. */
 extern const enum rv_item_id rv_layout_required[];
