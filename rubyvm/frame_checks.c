@@ -64,6 +64,11 @@ bool rv_frame_is_cfunc(struct rv_session *s, uint64_t flags)
 	return magic_is(s, frame_magic(s, flags), RVL_frame_magic_cfunc);
 }
 
+bool rv_frame_is_method(struct rv_session *s, uint64_t flags)
+{
+	return magic_is(s, frame_magic(s, flags), RVL_frame_magic_method);
+}
+
 bool rv_frame_is_dummy(struct rv_session *s, uint64_t flags)
 {
 	return magic_is(s, frame_magic(s, flags), RVL_frame_magic_dummy);

@@ -344,6 +344,22 @@ static void cfunc_frame(struct rv_session *s, uint64_t ep, struct rv_frame *f)
 	check_text(f, "qualified name", f->qualified);
 }
 
+/* A method's frame holds its method entry (vm_push_frame's cref_or_me),
+ * itself or in an svar: without one, the frame's env is damaged, and its
+ * owner, which 3.4+ labels show, cannot be told. */
+static struct cs_error *method_frame_check(struct rv_session *s,
+					   uint64_t flags, uint64_t ep)
+{
+	uint64_t me = 0;
+	if (!rv_frame_is_method(s, flags))
+		return NULL;
+	struct cs_error *err = frame_method_entry(s, ep, &me);
+	if (!err && !me)
+		err = cs_error_create(CS_ERR_CORRUPT,
+				      "method frame without a method entry");
+	return err;
+}
+
 /* Decode one control frame into f; false for frames Ruby's backtraces
  * skip (ifunc, dummy, an iseq frame without a pc). A frame whose type does
  * not fit what it holds is kept, marked (frame_checks.c). */
@@ -354,7 +370,8 @@ static bool decode_uncached(struct rv_session *s, uint64_t pc, uint64_t iseq,
 	struct cs_error *err = read_ep(s, ep, RV_VAL(s, env_index_flags), &flags);
 	if (iseq && pc) {
 		ruby_frame(s, iseq, pc, ep, innermost, f);
-		if (err || (err = rv_frame_type_check(s, flags, true)))
+		if (err || (err = rv_frame_type_check(s, flags, true)) ||
+		    (err = method_frame_check(s, flags, ep)))
 			set_error(f, err);
 		return true;
 	}

@@ -243,6 +243,7 @@ struct cs_error *rv_frame_type_check(struct rv_session *s, uint64_t flags,
 				     bool has_iseq);
 bool rv_frame_is_cfunc(struct rv_session *s, uint64_t flags);
 bool rv_frame_is_dummy(struct rv_session *s, uint64_t flags);
+bool rv_frame_is_method(struct rv_session *s, uint64_t flags);
 struct cs_error *rv_frame_ep_check(struct rv_session *s,
 				   struct rv_ep_bounds *b, uint64_t cfp,
 				   uint64_t ep);
