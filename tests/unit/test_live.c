@@ -354,6 +354,20 @@ static const char *msg(const struct cs_error *err)
 	return err ? err->message : "(no error)";
 }
 
+/* Attach to child c, paused or not; NULL, with the failure reported as
+ * what and the child stopped, when that fails. */
+static struct cs_live *attach_child(struct child *c, int pause,
+				    const char *what)
+{
+	struct cs_live *live = NULL;
+	struct cs_error *err = cs_live_attach(c->pid, pause, &live);
+	CHECK(!err && live, "%s: %s", what, msg(err));
+	cs_error_destroy(err);
+	if (!live)
+		stop_child(c);
+	return live;
+}
+
 /* A pid that was just used and is free now. */
 static pid_t dead_pid(void)
 {
@@ -374,14 +388,10 @@ static void test_paused(void)
 		return;
 	}
 	CHECK(none_stopped(c.pid), "child stopped before attach");
-	struct cs_live *live = NULL;
-	struct cs_error *err = cs_live_attach(c.pid, 1, &live);
-	CHECK(!err && live, "paused attach: %s", msg(err));
-	cs_error_destroy(err);
-	if (!live) {
-		stop_child(&c);
+	struct cs_live *live = attach_child(&c, 1, "paused attach");
+	struct cs_error *err = NULL;
+	if (!live)
 		return;
-	}
 	int count = 0;
 	CHECK(all_traced(c.pid, &count), "not every thread in 't' while attached");
 	CHECK(count == 1 + NTHREADS, "%d threads in /proc", count);
@@ -569,14 +579,10 @@ static void test_unpaused(void)
 		CHECK(0, "cannot start child");
 		return;
 	}
-	struct cs_live *live = NULL;
-	struct cs_error *err = cs_live_attach(c.pid, 0, &live);
-	CHECK(!err && live, "unpaused attach: %s", msg(err));
-	cs_error_destroy(err);
-	if (!live) {
-		stop_child(&c);
+	struct cs_live *live = attach_child(&c, 0, "unpaused attach");
+	struct cs_error *err = NULL;
+	if (!live)
 		return;
-	}
 	CHECK(!cs_live_paused(live), "paused");
 	CHECK(none_stopped(c.pid), "a thread is stopped without pause");
 	CHECK(untraced_except(c.pid, 0), "a thread is traced without pause");
@@ -781,14 +787,10 @@ static void test_exit_while_attached(void)
 		CHECK(0, "cannot start child");
 		return;
 	}
-	struct cs_live *live = NULL;
-	struct cs_error *err = cs_live_attach(c.pid, 1, &live);
-	CHECK(!err && live, "attach: %s", msg(err));
-	cs_error_destroy(err);
-	if (!live) {
-		stop_child(&c);
+	struct cs_live *live = attach_child(&c, 1, "attach");
+	struct cs_error *err = NULL;
+	if (!live)
 		return;
-	}
 	kill(c.pid, SIGKILL);
 	long t0 = now_ms();
 	cs_live_detach(live);
@@ -1392,14 +1394,10 @@ static void test_cycles_churn(void)
 		CHECK(0, "cannot start child");
 		return;
 	}
-	struct cs_live *live = NULL;
-	struct cs_error *err = cs_live_attach(c.pid, 1, &live);
-	CHECK(!err && live, "attach: %s", msg(err));
-	cs_error_destroy(err);
-	if (!live) {
-		stop_child(&c);
+	struct cs_live *live = attach_child(&c, 1, "attach");
+	struct cs_error *err = NULL;
+	if (!live)
 		return;
-	}
 	int bad = 0, errors = 0;
 	size_t most = 0;
 	char why[128];
@@ -1445,14 +1443,10 @@ static void test_cycles_signals(void)
 		CHECK(0, "cannot start child");
 		return;
 	}
-	struct cs_live *live = NULL;
-	struct cs_error *err = cs_live_attach(c.pid, 1, &live);
-	CHECK(!err && live, "attach: %s", msg(err));
-	cs_error_destroy(err);
-	if (!live) {
-		stop_child(&c);
+	struct cs_live *live = attach_child(&c, 1, "attach");
+	struct cs_error *err = NULL;
+	if (!live)
 		return;
-	}
 	int failed = 0;
 	/* One SIGUSR1 while running: the thread that takes it stops with
 	 * it, shows it as cursig, and gets it at the next resume. */
@@ -1553,14 +1547,10 @@ static void test_cycles_sigstop(void)
 		CHECK(0, "cannot start child");
 		return;
 	}
-	struct cs_live *live = NULL;
-	struct cs_error *err = cs_live_attach(c.pid, 1, &live);
-	CHECK(!err && live, "attach: %s", msg(err));
-	cs_error_destroy(err);
-	if (!live) {
-		stop_child(&c);
+	struct cs_live *live = attach_child(&c, 1, "attach");
+	struct cs_error *err = NULL;
+	if (!live)
 		return;
-	}
 	int failed = 0, errors = 0;
 	cs_error_destroy(cs_live_resume(live));
 	kill(c.pid, SIGSTOP);
@@ -1706,14 +1696,10 @@ static void test_cycles_stuck(void)
 		CHECK(0, "cannot start child");
 		return;
 	}
-	struct cs_live *live = NULL;
-	struct cs_error *err = cs_live_attach(c.pid, 1, &live);
-	CHECK(!err && live, "attach: %s", msg(err));
-	cs_error_destroy(err);
-	if (!live) {
-		stop_child(&c);
+	struct cs_live *live = attach_child(&c, 1, "attach");
+	struct cs_error *err = NULL;
+	if (!live)
 		return;
-	}
 	int failed = 0;
 	cs_error_destroy(cs_live_resume(live));
 	CHECK(write(c.req_w, "v", 1) == 1, "write");
