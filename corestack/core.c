@@ -8,6 +8,7 @@
 #include "build_id.h"
 #include "decompress.h"
 #include "link_map.h"
+#include "../util/hex.h"
 
 #include <elf.h>
 #include <linux/magic.h>
@@ -1016,13 +1017,6 @@ static struct cs_error *cs_core_fault(const struct cs_core *core,
 			       core->path, len, addr, at, why);
 }
 
-static void cs_core_hex(const uint8_t *id, size_t len, char *out)
-{
-	for (size_t i = 0; i < len; i++)
-		sprintf(out + 2 * i, "%02x", id[i]);
-	out[2 * len] = '\0';
-}
-
 /* Does the file host (open as fd), found for the core's file f, differ
  * from what the process mapped? Compared by build-id: the core's from the
  * module's ELF header dumped at each offset-0 mapping of f (one match
@@ -1061,8 +1055,8 @@ static int cs_core_file_mismatch(struct cs_core *core, struct cs_core_file *f,
 		return 0;
 	char have_hex[2 * 64 + 1] = "none", want_hex[2 * 64 + 1];
 	if (have_len)
-		cs_core_hex(have, have_len, have_hex);
-	cs_core_hex(want, want_len, want_hex);
+		cs_hex(have, have_len, have_hex);
+	cs_hex(want, want_len, want_hex);
 	if (core->nwarnings < CS_CORE_MAX_WARNINGS &&
 	    asprintf(&core->warnings[core->nwarnings],
 		     "%s: build-id %s, but the %s the process mapped has %s: "

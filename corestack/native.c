@@ -344,6 +344,7 @@ struct unwind {
 	bool stack_known;
 	uint64_t last_sp;
 	char cut[128]; /* why the unwind was cut, when it was */
+	bool stack_ended; /* ... or it met a return address of 0 */
 };
 
 #define DWARF_X86_64_RSP 7
@@ -371,7 +372,7 @@ static bool believed(struct unwind *u, Dwfl_Frame *state, uint64_t pc,
 		return true;
 	}
 	if (pc == 0) { /* the conventional end of a stack */
-		u->cut[0] = '\0';
+		u->stack_ended = true;
 		return false;
 	}
 	/* code: in a module (gcore leaves file text out of the core), or
@@ -404,7 +405,8 @@ static int on_frame(Dwfl_Frame *state, void *arg)
 	if (u->nraw == u->max_frames)
 		return DWARF_CB_ABORT + 1; /* the limit, told apart below */
 	if (!believed(u, state, pc, activation))
-		return DWARF_CB_ABORT + 2; /* cut: u->cut says why */
+		return u->stack_ended ? DWARF_CB_ABORT + 3 /* done */
+				      : DWARF_CB_ABORT + 2; /* u->cut: why */
 	u->raw[u->nraw].pc = pc;
 	u->raw[u->nraw].activation = activation;
 	u->nraw++;
@@ -442,10 +444,11 @@ static int on_thread(Dwfl_Thread *thread, void *arg)
 		return DWARF_CB_OK;
 	u->nraw = 0;
 	u->stack_known = false;
+	u->stack_ended = false;
 	int rc = dwfl_thread_getframes(thread, on_frame, u);
 	if (rc == DWARF_CB_ABORT + 1)
 		t->truncated = 1;
-	else if (rc == DWARF_CB_ABORT + 2 && u->cut[0]) {
+	else if (rc == DWARF_CB_ABORT + 2) {
 		t->cut = 1;
 		if (asprintf(&t->error, "unwinding cut after %zu frames: %s",
 			     u->nraw, u->cut) < 0)

@@ -12,12 +12,14 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "../dwarf/index.h"
 #include "../dwarf/module.h"
 #include "../dwarf/types.h"
 #include "../rubyvm/layout.h"
+#include "../util/hex.h"
 
 /* Opening libc's debug info costs tens of milliseconds, far more than a
  * warm run: the member's place is kept in the layout cache's directory,
@@ -36,9 +38,8 @@ static char *cache_of(const struct cs_image *img,
 		return NULL;
 	}
 	char name[2 * sizeof(id) + sizeof(".pthread-tid")];
-	for (size_t i = 0; i < len; i++)
-		snprintf(name + 2 * i, 3, "%02x", id[i]);
-	snprintf(name + 2 * len, sizeof(name) - 2 * len, ".pthread-tid");
+	cs_hex(id, len, name);
+	strcat(name, ".pthread-tid");
 	return rv_cache_file(cache_dir, name);
 }
 

@@ -1,6 +1,7 @@
 #include "vm_module.h"
 
 #include "../rubyvm/layout.h"
+#include "../util/hex.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -105,9 +106,7 @@ static struct cs_error *check_build_id(const struct cs_image *img,
 	if (len == mod->build_id_len && memcmp(id, mod->build_id, len) == 0)
 		return NULL;
 	char want[2 * DW_BUILD_ID_MAX + 1], have[2 * DW_BUILD_ID_MAX + 1];
-	for (size_t i = 0; i < len; i++)
-		sprintf(want + 2 * i, "%02x", id[i]);
-	want[2 * len] = '\0';
+	cs_hex(id, len, want);
 	dw_module_build_id_hex(mod, have);
 	return cs_error_create(CS_ERR_MISMATCH,
 			       "%s does not match the %s %s (build-id %s in "

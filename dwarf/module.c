@@ -1,4 +1,5 @@
 #include "module.h"
+#include "../util/hex.h"
 
 #include <elfutils/debuginfod.h>
 #include <errno.h>
@@ -311,9 +312,7 @@ void dw_module_close(struct dw_module *mod)
 
 void dw_module_build_id_hex(const struct dw_module *mod, char *buf)
 {
-	for (size_t i = 0; i < mod->build_id_len; i++)
-		sprintf(buf + 2 * i, "%02x", mod->build_id[i]);
-	buf[2 * mod->build_id_len] = '\0';
+	cs_hex(mod->build_id, mod->build_id_len, buf);
 }
 
 /* The debug sections the layout resolver reads. libdw inflates every debug

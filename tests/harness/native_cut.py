@@ -21,7 +21,6 @@ import subprocess
 
 from . import corrupt, thread_notes
 
-RSP = 19
 SEARCH = 64 * 1024   # bytes above the stack pointer searched for the slot
 KEEP = 2             # native frames before the broken return address
 
@@ -44,7 +43,7 @@ def patch(cf, notes, thread):
     in the SEARCH bytes above the thread's stack pointer."""
     ret = int(pcs(thread)[KEEP], 16)
     regs = cf.read_at(notes[thread["tid"]] + thread_notes.PR_REG, thread_notes.PR_REG_SIZE)
-    sp, = struct.unpack_from("<Q", regs, RSP * 8)
+    sp, = struct.unpack_from("<Q", regs, thread_notes.RSP * 8)
     data = b""
     while len(data) < SEARCH:   # up to the end of the stack's segment
         try:
