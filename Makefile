@@ -13,7 +13,7 @@ BUILD   := build
 # Sources, listed once. The library: the engine (util, dwarf, rubyvm) and
 # everything in corestack/ but the CLI's main; the CLI, the debugger
 # module, the unit tests, the checks and the fuzzers link it.
-ENGINE_SRC := $(wildcard util/*.c dwarf/*.c rubyvm/*.c)
+ENGINE_SRC := $(wildcard util/*.c target/*.c dwarf/*.c rubyvm/*.c)
 LIB_SRC    := $(ENGINE_SRC) $(filter-out corestack/main.c,$(wildcard corestack/*.c))
 GDBEXT_SRC := $(wildcard gdbext/*.c)
 

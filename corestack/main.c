@@ -15,17 +15,10 @@
 #include "../util/cli_args.h"
 #include "../rubyvm/layout.h"
 #include "../rubyvm/model.h"
-#include "core.h"
-#include "crash_signal.h"
-#include "image.h"
-#include "live.h"
-#include "merge.h"
-#include "native.h"
-#include "pthread_tid.h"
+#include "../target/open.h"
 #include "report.h"
 #include "ruby_open.h"
-#include "thread_tids.h"
-#include "vm_module.h"
+#include "snapshot.h"
 
 #define CS_VERSION "0.1.0"
 
@@ -256,88 +249,6 @@ static int unusable(struct cs_error *err)
 	return EXIT_UNUSABLE;
 }
 
-/* What is being analysed: a core file or a live process. */
-struct source {
-	struct cs_core *core;
-	struct cs_live *live;
-	struct cs_image img;
-	struct rv_target target;
-};
-
-static size_t source_thread_count(const struct source *src)
-{
-	return src->core ? cs_core_thread_count(src->core)
-			 : cs_live_thread_count(src->live);
-}
-
-static const struct cs_core_thread *source_thread_at(const struct source *src,
-						     size_t i)
-{
-	return src->core ? cs_core_thread_at(src->core, i)
-			 : cs_live_thread_at(src->live, i);
-}
-
-/* Where Ruby keeps only a pthread_t for a thread, the tid glibc records
- * there, per Ruby thread (-1: unknown); NULL when no thread needs it or
- * libc has no debug info. */
-static int64_t *glibc_tids_of(const struct options *o,
-			      const struct source *src,
-			      const struct rv_process *p)
-{
-	bool needed = false;
-	for (size_t i = 0; i < p->nthreads; i++)
-		needed |= p->threads[i].tid < 0 && p->threads[i].pthread_id;
-	struct cs_pthread_tid layout;
-	if (!needed)
-		return NULL;
-	cs_pthread_tid_layout(&src->img, o->debug_dirs, o->cache_dir, &layout);
-	int64_t *tids = layout.known ? calloc(p->nthreads + 1, sizeof(*tids))
-				     : NULL;
-	for (size_t i = 0; tids && i < p->nthreads; i++)
-		tids[i] = cs_pthread_tid_read(&layout, &src->target,
-					      p->threads[i].pthread_id);
-	return tids;
-}
-
-/* Every kernel thread of the source, for the tids and the native stacks;
- * NULL when out of memory. */
-static const struct cs_core_thread **source_threads(const struct source *src)
-{
-	size_t n = source_thread_count(src);
-	const struct cs_core_thread **threads = calloc(n + 1, sizeof(*threads));
-	for (size_t i = 0; threads && i < n; i++)
-		threads[i] = source_thread_at(src, i);
-	return threads;
-}
-
-static struct cs_error *source_open(const struct options *o,
-				    struct source *src)
-{
-	memset(src, 0, sizeof(*src));
-	struct cs_error *err;
-	if (o->pid) {
-		if ((err = cs_live_attach(o->pid, !o->nonblocking, &src->live)))
-			return err;
-		src->img = cs_image_of_live(src->live);
-		src->target = cs_live_target(src->live);
-		return NULL;
-	}
-	if ((err = cs_core_open(o->core, &src->core)) ||
-	    (err = cs_core_set_sysroot(src->core, o->sysroot)) ||
-	    (err = cs_core_set_lib_search_path(src->core, o->lib_search_path)) ||
-	    (err = cs_core_set_executable(src->core, o->executable)))
-		return err;
-	src->img = cs_image_of_core(src->core);
-	src->target = cs_core_target(src->core);
-	return NULL;
-}
-
-static void source_close(struct source *src)
-{
-	cs_live_close(src->live);
-	cs_core_close(src->core);
-}
-
 static int print_layout(const char *path, const struct options *o)
 {
 	struct rv_layout layout;
@@ -367,26 +278,6 @@ static int print_layout(const char *path, const struct options *o)
 	return EXIT_COMPLETE;
 }
 
-/* Every thread's native stack; on failure a warning (the caller owns it)
- * and the Ruby stacks go on alone. */
-static char *unwind_native(const struct options *o, const struct source *src,
-			   struct cs_native_stacks **ret)
-{
-	size_t n = source_thread_count(src);
-	const struct cs_core_thread **threads = source_threads(src);
-	if (!threads)
-		return strdup("native stacks: out of memory");
-	struct cs_error *err = cs_native_unwind(&src->img, &src->target, threads,
-						n, o->debug_dirs,
-						NATIVE_MAX_FRAMES, ret);
-	free(threads);
-	char *msg = NULL;
-	if (err && asprintf(&msg, "native stacks: %s", err->message) < 0)
-		msg = NULL;
-	cs_error_destroy(err);
-	return msg;
-}
-
 int main(int argc, char **argv)
 {
 	if (argc > 1 && strcmp(argv[1], "record") == 0)
@@ -398,8 +289,16 @@ int main(int argc, char **argv)
 	if (o.layout)
 		return print_layout(o.layout, &o);
 
-	struct source src;
-	struct cs_error *err = source_open(&o, &src);
+	struct cs_target_request req = {
+		.core = o.core,
+		.pid = o.pid,
+		.pause = !o.nonblocking,
+		.sysroot = o.sysroot,
+		.lib_search_path = o.lib_search_path,
+		.executable = o.executable,
+	};
+	struct cs_target *target;
+	struct cs_error *err = cs_target_open(&req, &target);
 	if (err)
 		return unusable(err);
 	struct cs_ruby ruby;
@@ -411,137 +310,37 @@ int main(int argc, char **argv)
 			  .max_output_bytes = output_budget(&o),
 			  .frame_flags = o.native},
 	};
-	if ((err = cs_ruby_open(&src.img, &src.target, &ropts, &ruby))) {
-		/* A truncated core explains most failures: say that first. */
-		struct cs_error *trunc =
-			src.core ? cs_core_truncation(src.core) : NULL;
-		if (trunc)
-			err = cs_error_wrap(err, "%s", trunc->message);
-		cs_error_destroy(trunc);
-		source_close(&src);
+	if ((err = cs_ruby_open(target, &ropts, &ruby))) {
+		cs_target_close(target);
 		return unusable(err);
 	}
-	const struct cs_vm_module *vm = &ruby.vm;
-	struct rv_session *session = ruby.session;
-	struct rv_process *proc = NULL;
-	struct cs_native_stacks *native = NULL;
-	struct cs_merged_stack *merged = NULL;
-	char *native_warning = NULL;
-	struct cs_error *trunc = NULL;
-	struct cs_thread_tids tids = {0};
-	if (src.core) { /* a core's pages may not be in memory yet */
-		struct rv_prefetcher hint = cs_core_prefetcher(src.core);
-		rv_session_set_prefetcher(session, &hint);
-	}
-	if ((err = rv_snapshot(session, &proc)) ||
-	    (!o.no_fibers && (err = rv_snapshot_fibers(session, proc)))) {
-		rc = unusable(err);
-		goto out;
-	}
-	if (o.native) /* before a live process runs again */
-		native_warning = unwind_native(&o, &src, &native);
-	/* The snapshot is taken: let a live process run again before the
-	 * output is written. */
-	cs_live_detach(src.live);
-
-	char *warnings[16];
-	size_t nwarnings = 0;
-	for (size_t i = 0; i < vm->nwarnings; i++)
-		warnings[nwarnings++] = vm->warnings[i];
-	int files_ok = 1; /* every file found for the core is the one it ran */
-	if (src.core) {
-		cs_core_check_files(src.core);
-		for (size_t i = 0; i < cs_core_warning_count(src.core); i++) {
-			/* Also on stderr: the output may go to a file. */
-			fprintf(stderr, "corestack: warning: %s\n",
-				cs_core_warning_at(src.core, i));
-			warnings[nwarnings++] =
-				(char *)cs_core_warning_at(src.core, i);
-		}
-		files_ok = cs_core_warning_count(src.core) == 0;
-	}
-	if (src.core && (trunc = cs_core_truncation(src.core)))
-		warnings[nwarnings++] = trunc->message;
-	const struct cs_core_process *ps = src.core ? cs_core_process(src.core)
-						    : NULL;
-	int pid = src.live ? cs_live_pid(src.live) : ps && ps->present ? ps->pid : -1;
-	const struct cs_core_thread **natives = source_threads(&src);
-	int64_t *glibc_tids = glibc_tids_of(&o, &src, proc);
-	err = natives ? cs_thread_tids_find(proc, natives,
-					    source_thread_count(&src), pid,
-					    glibc_tids,
-					    src.core ? cs_core_crash_tid(src.core)
-						     : -1,
-					    &tids)
-		      : &cs_error_nomem;
-	free(glibc_tids);
-	free(natives);
-	if (err) {
-		rc = unusable(err);
-		goto out;
-	}
-	int merged_ok = 1;
-	if (native_warning)
-		warnings[nwarnings++] = native_warning;
-	if (native && !(merged = calloc(proc->nthreads + 1, sizeof(*merged)))) {
-		rc = unusable(&cs_error_nomem);
-		goto out;
-	}
-	for (size_t i = 0; native && i < proc->nthreads; i++) {
-		/* Registers not believed to be this thread's: no stack of
-		 * theirs is merged into its. */
-		const struct cs_native_thread *nt =
-			tids.errors[i] ? NULL
-				       : cs_native_thread_of(native,
-							     tids.tids[i]);
-		if ((err = cs_merge_stacks(&proc->threads[i], nt,
-					   &merged[i]))) {
-			rc = unusable(err);
-			goto out;
-		}
-		/* a cut native stack is known to be incomplete */
-		merged_ok &= !merged[i].error && !(nt && nt->cut);
-	}
-	struct cs_report report = {
-		.core_path = src.core ? o.core : NULL,
-		.executable = vm->exe->path,
-		.vm_module = vm->vm->path,
-		.pid = pid,
-		.command = src.live ? cs_live_command(src.live)
-			   : ps && ps->present ? ps->psargs
-					 : NULL,
-		.siginfo = src.core ? cs_crash_signal(cs_core_siginfo(src.core))
-				    : NULL,
-		.ruby = proc,
-		.tids = tids.tids,
-		.tid_errors = tids.errors,
-		.warnings = warnings,
-		.nwarnings = nwarnings,
-		.complete = rv_process_complete(proc) && !trunc && files_ok &&
-			    merged_ok && !native_warning && tids.ok,
-		.crash_tid = src.core ? cs_core_crash_tid(src.core) : -1,
-		.native = native,
-		.merged = merged,
+	struct cs_snapshot_options sopts = {
+		.fibers = !o.no_fibers,
+		.native = o.native,
 		.native_all = o.native_all,
+		.max_native_frames = NATIVE_MAX_FRAMES,
+		.debug_dirs = o.debug_dirs,
+		.cache_dir = o.cache_dir,
+		.check_files = true,
+		.glibc_tids = true,
+		.pid_hint = -1,
 	};
-	/* Only this thread writes the report: stdio need not lock for each
-	 * of the many small writes of thousands of stacks. */
-	__fsetlocking(stdout, FSETLOCKING_BYCALLER);
-	if (o.json)
-		cs_render_json(stdout, &report);
-	else
-		cs_render_text(stdout, &report);
-	rc = report.complete ? EXIT_COMPLETE : EXIT_PARTIAL;
-out:
-	for (size_t i = 0; merged && i < proc->nthreads; i++)
-		cs_merged_stack_free(&merged[i]);
-	free(merged);
-	cs_native_destroy(native);
-	free(native_warning);
-	cs_error_destroy(trunc);
-	cs_thread_tids_free(&tids, proc ? proc->nthreads : 0);
-	rv_process_destroy(proc);
+	struct cs_snapshot snap;
+	if ((err = cs_snapshot_take(target, &ruby, &sopts, &snap))) {
+		rc = unusable(err);
+	} else {
+		/* Only this thread writes the report: stdio need not lock
+		 * for each of the many small writes of thousands of
+		 * stacks. */
+		__fsetlocking(stdout, FSETLOCKING_BYCALLER);
+		if (o.json)
+			cs_render_json(stdout, &snap.report);
+		else
+			cs_render_text(stdout, &snap.report);
+		rc = snap.report.complete ? EXIT_COMPLETE : EXIT_PARTIAL;
+	}
+	cs_snapshot_free(&snap);
 	cs_ruby_close(&ruby);
-	source_close(&src);
+	cs_target_close(target);
 	return rc;
 }

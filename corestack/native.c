@@ -22,8 +22,8 @@
 #include "vm_module.h"
 
 struct native_session {
-	const struct rv_target *mem;
-	const struct cs_core_thread *const *threads;
+	const struct cs_memory *mem;
+	const struct cs_thread *const *threads;
 	size_t nthreads, cursor;
 };
 
@@ -39,7 +39,7 @@ static pid_t next_thread(Dwfl *dwfl, void *arg, void **thread_argp)
 		ns->cursor++;
 	if (ns->cursor >= ns->nthreads)
 		return 0;
-	const struct cs_core_thread *t = ns->threads[ns->cursor++];
+	const struct cs_thread *t = ns->threads[ns->cursor++];
 	*thread_argp = (void *)t;
 	return t->tid;
 }
@@ -62,13 +62,13 @@ static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result,
 /* x86-64 DWARF register numbers 0..16 from user_regs_struct order. */
 static bool set_initial_registers(Dwfl_Thread *thread, void *thread_arg)
 {
-	const struct cs_core_thread *t = thread_arg;
-	static const enum cs_core_reg order[17] = {
-		CS_CORE_RAX, CS_CORE_RDX, CS_CORE_RCX, CS_CORE_RBX,
-		CS_CORE_RSI, CS_CORE_RDI, CS_CORE_RBP, CS_CORE_RSP,
-		CS_CORE_R8,  CS_CORE_R9,  CS_CORE_R10, CS_CORE_R11,
-		CS_CORE_R12, CS_CORE_R13, CS_CORE_R14, CS_CORE_R15,
-		CS_CORE_RIP,
+	const struct cs_thread *t = thread_arg;
+	static const enum cs_reg order[17] = {
+		CS_REG_RAX, CS_REG_RDX, CS_REG_RCX, CS_REG_RBX,
+		CS_REG_RSI, CS_REG_RDI, CS_REG_RBP, CS_REG_RSP,
+		CS_REG_R8,  CS_REG_R9,  CS_REG_R10, CS_REG_R11,
+		CS_REG_R12, CS_REG_R13, CS_REG_R14, CS_REG_R15,
+		CS_REG_RIP,
 	};
 	Dwarf_Word regs[17];
 	for (size_t i = 0; i < 17; i++)
@@ -86,7 +86,7 @@ static const Dwfl_Thread_Callbacks thread_callbacks = {
 
 /* Same build-id in the file as in the target's memory? Unknown (the
  * target lacks those bytes) counts as yes, as for the core reader. */
-static int same_build_id(const struct cs_image *img, Elf *elf, uint64_t start)
+static int same_build_id(const struct cs_target *img, Elf *elf, uint64_t start)
 {
 	uint8_t want[64];
 	size_t want_len;
@@ -104,12 +104,12 @@ static int same_build_id(const struct cs_image *img, Elf *elf, uint64_t start)
 
 /* Report one file mapped at offset 0, if it is an ELF module loaded
  * there and not reported yet. */
-static void report_module(Dwfl *dwfl, const struct cs_image *img,
-			  const struct cs_core_mapping *m)
+static void report_module(Dwfl *dwfl, const struct cs_target *img,
+			  const struct cs_mapping *m)
 {
 	if (dwfl_addrmodule(dwfl, m->start))
 		return; /* already reported (one module, several mappings) */
-	char *host = img->ops->host_path(img->priv, m->path);
+	char *host = cs_target_host_path(img, m->path);
 	if (!host)
 		return;
 	/* Only a regular file: NT_FILE may name a FIFO or a device. */
@@ -332,9 +332,9 @@ struct raw_frame {
 
 struct unwind {
 	Dwfl *dwfl;
-	const struct cs_image *img;
+	const struct cs_target *img;
 	struct cs_native_stacks *out;
-	const struct cs_core_thread *const *threads;
+	const struct cs_thread *const *threads;
 	size_t max_frames;
 	struct raw_frame *raw;
 	size_t nraw;
@@ -360,7 +360,7 @@ struct unwind {
 static bool believed(struct unwind *u, Dwfl_Frame *state, uint64_t pc,
 		     bool activation)
 {
-	const struct cs_image *img = u->img;
+	const struct cs_target *img = u->img;
 	Dwarf_Word sp;
 	struct cs_region r;
 	if (!img->ops->region_of ||
@@ -486,9 +486,9 @@ static char *debuginfo_path_of(const char *const *debug_dirs)
 	return p;
 }
 
-struct cs_error *cs_native_unwind(const struct cs_image *img,
-				  const struct rv_target *mem,
-				  const struct cs_core_thread *const *threads,
+struct cs_error *cs_native_unwind(const struct cs_target *img,
+				  const struct cs_memory *mem,
+				  const struct cs_thread *const *threads,
 				  size_t nthreads,
 				  const char *const *debug_dirs,
 				  size_t max_frames,
@@ -528,7 +528,7 @@ struct cs_error *cs_native_unwind(const struct cs_image *img,
 	u.dwfl = dwfl;
 	dwfl_report_begin(dwfl);
 	for (size_t i = 0; i < img->ops->mapping_count(img->priv); i++) {
-		const struct cs_core_mapping *m = img->ops->mapping_at(img->priv, i);
+		const struct cs_mapping *m = img->ops->mapping_at(img->priv, i);
 		if (m->file_offset == 0)
 			report_module(dwfl, img, m);
 	}

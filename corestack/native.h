@@ -14,9 +14,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../rubyvm/target.h"
-#include "core.h"
-#include "image.h"
+#include "../target/memory.h"
+#include "../target/core.h"
+#include "../target/target.h"
 
 struct cs_native_frame {
 	uint64_t pc;          /* as unwound: a return address past frame 0 */
@@ -48,9 +48,9 @@ struct cs_native_stacks {
 /* Unwind threads[0..nthreads) (registers as in a core's NT_PRSTATUS) of
  * the process img describes, reading memory through mem. debug_dirs as
  * for dw_module_open (may be NULL). At most max_frames per thread. */
-struct cs_error *cs_native_unwind(const struct cs_image *img,
-				  const struct rv_target *mem,
-				  const struct cs_core_thread *const *threads,
+struct cs_error *cs_native_unwind(const struct cs_target *img,
+				  const struct cs_memory *mem,
+				  const struct cs_thread *const *threads,
 				  size_t nthreads,
 				  const char *const *debug_dirs,
 				  size_t max_frames,

@@ -24,8 +24,8 @@
 /* Opening libc's debug info costs tens of milliseconds, far more than a
  * warm run: the member's place is kept in the layout cache's directory,
  * in BUILD-ID.pthread-tid (libc's build-id, read from the target). */
-static char *cache_of(const struct cs_image *img,
-		      const struct cs_core_mapping *m, const char *cache_dir)
+static char *cache_of(const struct cs_target *img,
+		      const struct cs_mapping *m, const char *cache_dir)
 {
 	uint8_t id[64];
 	size_t len = 0;
@@ -72,12 +72,12 @@ static void cache_save(const char *path, const struct cs_pthread_tid *l)
 	free(tmp);
 }
 
-static void from_dwarf(const struct cs_image *img,
-		       const struct cs_core_mapping *m,
+static void from_dwarf(const struct cs_target *img,
+		       const struct cs_mapping *m,
 		       const char *const *debug_dirs,
 		       struct cs_pthread_tid *ret)
 {
-	char *host = img->ops->host_path(img->priv, m->path);
+	char *host = cs_target_host_path(img, m->path);
 	struct dw_module *mod = NULL;
 	struct dw_index *idx = NULL;
 	struct cs_error *err = host ? dw_module_open(host, debug_dirs, &mod)
@@ -103,12 +103,12 @@ static void from_dwarf(const struct cs_image *img,
 	free(host);
 }
 
-void cs_pthread_tid_layout(const struct cs_image *img,
+void cs_pthread_tid_layout(const struct cs_target *img,
 			   const char *const *debug_dirs,
 			   const char *cache_dir, struct cs_pthread_tid *ret)
 {
 	*ret = (struct cs_pthread_tid){0};
-	const struct cs_core_mapping *m =
+	const struct cs_mapping *m =
 		img->ops->find_mapping(img->priv, "libc.so");
 	if (!m)
 		m = img->ops->find_mapping(img->priv, "libc-");
@@ -124,13 +124,13 @@ void cs_pthread_tid_layout(const struct cs_image *img,
 }
 
 int64_t cs_pthread_tid_read(const struct cs_pthread_tid *l,
-			    const struct rv_target *mem, uint64_t pthread)
+			    const struct cs_memory *mem, uint64_t pthread)
 {
 	if (!l->known || !pthread)
 		return -1;
 	uint64_t v = 0; /* little-endian: a 4-byte tid in the low bytes */
 	struct cs_error *err =
-		rv_target_read(mem, pthread + l->offset, &v, l->size);
+		cs_memory_read(mem, pthread + l->offset, &v, l->size);
 	if (err) {
 		cs_error_destroy(err);
 		return -1;

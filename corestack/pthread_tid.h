@@ -5,8 +5,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../rubyvm/target.h"
-#include "image.h"
+#include "../target/memory.h"
+#include "../target/target.h"
 
 /* Where struct pthread keeps its tid, from libc's debug info. */
 struct cs_pthread_tid {
@@ -19,12 +19,12 @@ struct cs_pthread_tid {
  * found under debug_dirs by build-id: Debian's libc6-dbg), or in the cache
  * (cache_dir as for layouts: NULL default, "" none). known stays false
  * when there is none; that is not an error. */
-void cs_pthread_tid_layout(const struct cs_image *img,
+void cs_pthread_tid_layout(const struct cs_target *img,
 			   const char *const *debug_dirs,
 			   const char *cache_dir, struct cs_pthread_tid *ret);
 
 /* The tid of the thread whose pthread_t is pthread; -1 when unknown. */
 int64_t cs_pthread_tid_read(const struct cs_pthread_tid *l,
-			    const struct rv_target *mem, uint64_t pthread);
+			    const struct cs_memory *mem, uint64_t pthread);
 
 #endif

@@ -28,9 +28,9 @@
 
 #include "../util/cli_args.h"
 #include "../rubyvm/model.h"
-#include "image.h"
-#include "live.h"
-#include "page_cache.h"
+#include "../target/open.h"
+#include "../target/live.h"
+#include "../target/page_cache.h"
 #include "profile.h"
 #include "sampler.h"
 #include "vm_module.h"
@@ -249,18 +249,17 @@ int cs_record_main(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 
 	/* Resolve everything once, on a first attach. */
-	struct cs_live *live;
-	struct cs_error *err = cs_live_attach(pid, 0, &live);
+	struct cs_target_request req = {.pid = pid};
+	struct cs_target *first;
+	struct cs_error *err = cs_target_open(&req, &first);
 	struct cs_ruby ruby = {0};
 	if (!err) {
-		struct cs_image img = cs_image_of_live(live);
-		struct rv_target t = cs_live_target(live);
 		/* A sampler reads the same stacks again and again. */
 		struct cs_ruby_options opts = {.model = {.reuse_frames = true}};
-		err = cs_ruby_open(&img, &t, &opts, &ruby);
+		err = cs_ruby_open(first, &opts, &ruby);
 	}
 	struct rv_session *session = ruby.session;
-	cs_live_close(live);
+	cs_target_close(first);
 	/* one attachment for all samples. Paused: taken now, so that what
 	 * rules out stopping the target (another tracer, a thread that never
 	 * stops) is said at once rather than losing every sample. */
@@ -282,7 +281,7 @@ int cs_record_main(int argc, char **argv)
 
 	struct cs_profile prof;
 	struct cs_page_cache cache;
-	struct rv_target none = {0};
+	struct cs_memory none = {0};
 	if (!cs_page_cache_init(&cache, &none)) {
 		fputs("corestack record: out of memory\n", stderr);
 		cs_live_close(kept);

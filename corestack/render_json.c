@@ -20,7 +20,7 @@ static void process(struct json *j, const struct cs_report *r)
 	json_string(j, "ruby_version", r->ruby->ruby_version);
 	json_string(j, "core", r->core_path);
 	json_string(j, "source", r->core_path ? "core" : "live");
-	const struct cs_core_siginfo *si = r->siginfo;
+	const struct cs_siginfo *si = r->siginfo;
 	if (si && si->present && si->signo) {
 		char name[32], addr[32];
 		const char *abbrev = sigabbrev_np(si->signo);

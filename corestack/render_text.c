@@ -15,7 +15,7 @@ static void header(FILE *out, const struct cs_report *r)
 	fprintf(out, "Ruby %s  (%s)\n",
 		r->ruby->ruby_version ? r->ruby->ruby_version : "version unknown",
 		r->vm_module);
-	const struct cs_core_siginfo *si = r->siginfo;
+	const struct cs_siginfo *si = r->siginfo;
 	if (si && si->present && si->signo) {
 		const char *abbrev = sigabbrev_np(si->signo);
 		fprintf(out, "Core written on signal SIG%s (%d), code %d",

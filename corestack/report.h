@@ -8,7 +8,7 @@
 #include <stdio.h>
 
 #include "../rubyvm/model.h"
-#include "core.h"
+#include "../target/core.h"
 #include "merge.h"
 #include "native.h"
 
@@ -23,7 +23,7 @@ struct cs_report {
 	const char *vm_module; /* libruby.so, or the executable if static */
 	int pid;               /* -1 when unknown */
 	const char *command;   /* NULL when unknown */
-	const struct cs_core_siginfo *siginfo;
+	const struct cs_siginfo *siginfo;
 	const struct rv_process *ruby;
 	const int64_t *tids;   /* per Ruby thread: kernel tid or -1 */
 	/* per Ruby thread: why its tid is not believed, or NULL; NULL: none */

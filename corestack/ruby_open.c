@@ -8,27 +8,44 @@
 
 #include "../rubyvm/layout.h"
 
-struct cs_error *cs_ruby_open(const struct cs_image *img,
-			      const struct rv_target *target,
+/* A truncated core explains most failures: say that first. Consumes
+ * err. */
+static struct cs_error *with_truncation(const struct cs_target *t,
+					struct cs_error *err)
+{
+	struct cs_error *trunc = cs_target_truncation(t);
+	if (trunc)
+		err = cs_error_wrap(err, "%s", trunc->message);
+	cs_error_destroy(trunc);
+	return err;
+}
+
+struct cs_error *cs_ruby_open(const struct cs_target *t,
 			      const struct cs_ruby_options *o,
 			      struct cs_ruby *ret)
 {
 	memset(ret, 0, sizeof(*ret));
 	struct cs_error *err =
-		cs_vm_module_open(img, o->executable, o->debug_dirs, &ret->vm);
+		cs_vm_module_open(t, o->executable, o->debug_dirs, &ret->vm);
 	if (err)
-		return err;
+		return with_truncation(t, err);
 	struct rv_layout layout;
 	int cached = 0;
+	struct cs_memory own = cs_target_memory(t);
 	if (!(err = rv_layout_for_module(ret->vm.vm, o->cache_dir, &layout,
 					 &cached)))
-		err = rv_session_create(target, &layout, ret->vm.vm->path,
-					ret->vm.load_bias, &o->model,
-					&ret->session);
+		err = rv_session_create(o->memory ? o->memory : &own, &layout,
+					ret->vm.vm->path, ret->vm.load_bias,
+					&o->model, &ret->session);
 	if (err) {
 		cs_vm_module_close(&ret->vm);
 		memset(ret, 0, sizeof(*ret));
-		return err;
+		return with_truncation(t, err);
+	}
+	if (!o->memory) { /* a core's pages may not be in memory yet */
+		struct cs_prefetcher hint = cs_target_prefetcher(t);
+		if (hint.prefetch)
+			rv_session_set_prefetcher(ret->session, &hint);
 	}
 	ret->layout_cached = cached != 0;
 	return NULL;

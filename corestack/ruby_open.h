@@ -6,8 +6,8 @@
 
 #include "../rubyvm/layout.h"
 #include "../rubyvm/model.h"
-#include "../rubyvm/target.h"
-#include "image.h"
+#include "../target/memory.h"
+#include "../target/target.h"
 #include "vm_module.h"
 
 /* A Ruby opened on a target: the module holding its VM (with its debug
@@ -24,12 +24,15 @@ struct cs_ruby_options {
 	const char *const *debug_dirs; /* NULL: the default directories */
 	const char *cache_dir;         /* layouts: NULL default, "" none */
 	struct rv_options model;       /* the session's (rv_session_create) */
+	/* NULL: read the target's memory; else through this (a page cache
+	 * in front of it). */
+	const struct cs_memory *memory;
 };
 
-/* Find the module holding the VM in img, its layout (cache, else DWARF)
- * and start a session over target. On failure nothing is left open. */
-struct cs_error *cs_ruby_open(const struct cs_image *img,
-			      const struct rv_target *target,
+/* Find the module holding the VM in t, its layout (cache, else DWARF)
+ * and start a session reading t. On failure nothing is left open, and
+ * the error says first when the target is truncated. */
+struct cs_error *cs_ruby_open(const struct cs_target *t,
 			      const struct cs_ruby_options *o,
 			      struct cs_ruby *ret);
 void cs_ruby_close(struct cs_ruby *r);

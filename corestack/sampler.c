@@ -142,7 +142,7 @@ int cs_sample_once(struct rv_session *s, int pid, int pause, int on_cpu,
 			cs_error_destroy(err);
 			return gone ? -1 : 0;
 		}
-		struct rv_target t = cs_live_target(*keep);
+		struct cs_memory t = cs_live_memory(*keep);
 		cache->inner = t;
 		cache->read_ranges = read_live_ranges;
 		cache->read_ranges_priv = *keep;

@@ -4,8 +4,8 @@
 #define CS_CORESTACK_SAMPLER_H
 
 #include "../rubyvm/model.h"
-#include "live.h"
-#include "page_cache.h"
+#include "../target/live.h"
+#include "../target/page_cache.h"
 #include "profile.h"
 
 /* One sample through one attachment kept for the whole recording (*keep).

@@ -32,9 +32,9 @@ static void fail(struct cs_thread_tids *t, size_t i, const char *fmt, ...)
 
 /* How many of the kernel threads have that tid (by_tid) or that fs_base;
  * *first is the first of them. */
-static size_t matching(const struct cs_core_thread *const *natives, size_t n,
+static size_t matching(const struct cs_thread *const *natives, size_t n,
 		       bool by_tid, uint64_t value,
-		       const struct cs_core_thread **first)
+		       const struct cs_thread **first)
 {
 	size_t count = 0;
 	for (size_t k = 0; k < n; k++) {
@@ -54,7 +54,7 @@ static size_t matching(const struct cs_core_thread *const *natives, size_t n,
 
 static void check_stack(struct cs_thread_tids *r, size_t i,
 			const struct rv_thread *t,
-			const struct cs_core_thread *nt, int64_t crash_tid)
+			const struct cs_thread *nt, int64_t crash_tid)
 {
 	uint64_t top = t->machine_stack_start, size = t->machine_stack_size;
 	if (!nt || !nt->rsp || !top || !size || size > top ||
@@ -73,10 +73,10 @@ static void check_stack(struct cs_thread_tids *r, size_t i,
  * pthread_t as its fs_base. */
 static void check_ruby_tid(struct cs_thread_tids *r, size_t i,
 			   const struct rv_thread *t,
-			   const struct cs_core_thread *const *natives,
+			   const struct cs_thread *const *natives,
 			   size_t n, int64_t crash_tid)
 {
-	const struct cs_core_thread *nt = NULL;
+	const struct cs_thread *nt = NULL;
 	size_t count = matching(natives, n, true, (uint64_t)t->tid, &nt);
 	if (count > 1)
 		fail(r, i, "%zu kernel threads have its tid %lld", count,
@@ -96,10 +96,10 @@ static void check_ruby_tid(struct cs_thread_tids *r, size_t i,
  * the tid glibc records there (glibc_tid, -1: unknown) must be its. */
 static void tid_by_fs_base(struct cs_thread_tids *r, size_t i,
 			   const struct rv_thread *t,
-			   const struct cs_core_thread *const *natives,
+			   const struct cs_thread *const *natives,
 			   size_t n, int64_t glibc_tid, int64_t crash_tid)
 {
-	const struct cs_core_thread *nt = NULL;
+	const struct cs_thread *nt = NULL;
 	size_t count = matching(natives, n, false, t->pthread_id, &nt);
 	if (count == 0) {
 		/* A listed thread runs on a kernel thread until it is dead. */
@@ -127,7 +127,7 @@ static void tid_by_fs_base(struct cs_thread_tids *r, size_t i,
 		     nt->tid, (long long)glibc_tid);
 		return;
 	}
-	const struct cs_core_thread *same;
+	const struct cs_thread *same;
 	if ((count = matching(natives, n, true, (uint64_t)(int64_t)nt->tid,
 			      &same)) > 1)
 		fail(r, i, "%zu kernel threads have its tid %d", count,
@@ -169,7 +169,7 @@ static void check_assignment(struct cs_thread_tids *r,
 }
 
 struct cs_error *cs_thread_tids_find(const struct rv_process *p,
-				     const struct cs_core_thread *const *natives,
+				     const struct cs_thread *const *natives,
 				     size_t n, int64_t pid,
 				     const int64_t *glibc_tids, int64_t crash_tid,
 				     struct cs_thread_tids *ret)

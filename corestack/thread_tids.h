@@ -7,7 +7,7 @@
 #include <stdint.h>
 
 #include "../rubyvm/model.h"
-#include "core.h"
+#include "../target/core.h"
 
 struct cs_thread_tids {
 	int64_t *tids;  /* per Ruby thread: kernel tid, or -1 when unknown */
@@ -27,7 +27,7 @@ struct cs_thread_tids {
  * (docs/untrusted-input.md); a failed check is an error for that thread,
  * never a silent pick. */
 struct cs_error *cs_thread_tids_find(const struct rv_process *p,
-				     const struct cs_core_thread *const *natives,
+				     const struct cs_thread *const *natives,
 				     size_t n, int64_t pid,
 				     const int64_t *glibc_tids, int64_t crash_tid,
 				     struct cs_thread_tids *ret);

@@ -30,7 +30,7 @@ static uint64_t first_vaddr_of(Elf *elf, int *is_dyn)
  * start - first_vaddr + p_vaddr? An offset-0 mapping alone is not enough:
  * Ruby's own crash reporter mmaps libruby.so and the executable whole to
  * read their DWARF, and those mappings are in the core too. */
-static int loaded_at(const struct cs_image *img, Elf *elf, const char *path,
+static int loaded_at(const struct cs_target *img, Elf *elf, const char *path,
 		     uint64_t start)
 {
 	size_t phnum;
@@ -49,7 +49,7 @@ static int loaded_at(const struct cs_image *img, Elf *elf, const char *path,
 			page = 0x1000; /* mappings are page-aligned, not p_align */
 		uint64_t at = (bias + ph.p_vaddr) & ~(page - 1);
 		uint64_t off = ph.p_offset & ~(page - 1);
-		const struct cs_core_mapping *m = img->ops->mapping_of(img->priv, at);
+		const struct cs_mapping *m = img->ops->mapping_of(img->priv, at);
 		/* The loader maps each segment on its own (they differ in
 		 * protection), so each starts a mapping. */
 		if (!m || strcmp(m->path, path) != 0 || m->start != at ||
@@ -59,11 +59,11 @@ static int loaded_at(const struct cs_image *img, Elf *elf, const char *path,
 	return 1;
 }
 
-uint64_t cs_image_module_start(const struct cs_image *img, Elf *elf,
+uint64_t cs_image_module_start(const struct cs_target *img, Elf *elf,
 			       const char *path)
 {
 	for (size_t i = 0; i < img->ops->mapping_count(img->priv); i++) {
-		const struct cs_core_mapping *m = img->ops->mapping_at(img->priv, i);
+		const struct cs_mapping *m = img->ops->mapping_at(img->priv, i);
 		if (m->file_offset == 0 && strcmp(m->path, path) == 0 &&
 		    loaded_at(img, elf, path, m->start))
 			return m->start;
@@ -78,7 +78,7 @@ uint64_t cs_image_module_bias(Elf *elf, uint64_t start)
 	return is_dyn ? start - first : 0;
 }
 
-static uint64_t module_base(const struct cs_image *img, struct dw_module *mod,
+static uint64_t module_base(const struct cs_target *img, struct dw_module *mod,
 			    const char *path)
 {
 	return cs_image_module_start(img, mod->elf, path);
@@ -86,7 +86,7 @@ static uint64_t module_base(const struct cs_image *img, struct dw_module *mod,
 
 /* Refuse a file whose build-id differs from the one in the core. When the
  * core lacks those bytes, say so in a warning and go on. */
-static struct cs_error *check_build_id(const struct cs_image *img,
+static struct cs_error *check_build_id(const struct cs_target *img,
 				       struct cs_vm_module *m,
 				       struct dw_module *mod, uint64_t start)
 {
@@ -121,14 +121,14 @@ static uint64_t bias_of(struct dw_module *mod, uint64_t start)
 	return mod->is_pie_or_dso ? start - mod->first_vaddr : 0;
 }
 
-struct cs_error *cs_vm_module_open(const struct cs_image *img,
+struct cs_error *cs_vm_module_open(const struct cs_target *img,
 				   const char *exe_path,
 				   const char *const *debug_dirs,
 				   struct cs_vm_module *m)
 {
 	memset(m, 0, sizeof(*m));
 	const char *gap =
-		img->ops->mapping_gap ? img->ops->mapping_gap(img->priv) : NULL;
+		cs_target_mapping_gap(img);
 	if (img->ops->mapping_count(img->priv) == 0)
 		return cs_error_create(CS_ERR_FORMAT,
 				       "%s: the %s lists no mapped files (no "
@@ -147,7 +147,7 @@ struct cs_error *cs_vm_module_open(const struct cs_image *img,
 	/* The path the core names is the other machine's: look it up
 	 * under --sysroot / --lib-search-path. */
 	char *host_exe = exe_path ? strdup(exe_path)
-				  : img->ops->host_path(img->priv, core_exe);
+				  : cs_target_host_path(img, core_exe);
 	if (!host_exe)
 		return &cs_error_nomem;
 	struct cs_error *err = NULL;
@@ -167,7 +167,7 @@ struct cs_error *cs_vm_module_open(const struct cs_image *img,
 	 * program headers are in its first mapping): this holds even when
 	 * the file given is not the one that ran, which is what the build-id
 	 * check below must catch. */
-	const struct cs_core_mapping *phdr_map = img->ops->mapping_of(
+	const struct cs_mapping *phdr_map = img->ops->mapping_of(
 		img->priv, img->ops->auxv(img->priv, AT_PHDR));
 	uint64_t exe_start = phdr_map && phdr_map->file_offset == 0
 				     ? phdr_map->start
@@ -176,10 +176,10 @@ struct cs_error *cs_vm_module_open(const struct cs_image *img,
 	if (exe_start && (err = check_build_id(img, m, m->exe, exe_start)))
 		goto fail;
 
-	const struct cs_core_mapping *lib =
+	const struct cs_mapping *lib =
 		img->ops->find_mapping(img->priv, "libruby.so");
 	if (lib) {
-		char *host_lib = img->ops->host_path(img->priv, lib->path);
+		char *host_lib = cs_target_host_path(img, lib->path);
 		if (!host_lib) {
 			err = &cs_error_nomem;
 			goto fail;

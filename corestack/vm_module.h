@@ -6,7 +6,7 @@
 #define CS_CORESTACK_VM_MODULE_H
 
 #include "../dwarf/module.h"
-#include "image.h"
+#include "../target/target.h"
 
 struct cs_vm_module {
 	struct dw_module *exe;    /* the executable */
@@ -17,7 +17,7 @@ struct cs_vm_module {
 };
 
 /* exe_path may be NULL (taken from the core). debug_dirs may be NULL. */
-struct cs_error *cs_vm_module_open(const struct cs_image *img,
+struct cs_error *cs_vm_module_open(const struct cs_target *img,
 				   const char *exe_path,
 				   const char *const *debug_dirs,
 				   struct cs_vm_module *ret);
@@ -26,7 +26,7 @@ void cs_vm_module_close(struct cs_vm_module *m);
 /* Where the ELF file elf, mapped from path (the target's name for it), is
  * loaded: the lowest offset-0 mapping of path that each of its PT_LOAD
  * segments agrees with; 0 when none does. */
-uint64_t cs_image_module_start(const struct cs_image *img, Elf *elf,
+uint64_t cs_image_module_start(const struct cs_target *img, Elf *elf,
 			       const char *path);
 /* Its load bias when loaded at start (0 for ET_EXEC). */
 uint64_t cs_image_module_bias(Elf *elf, uint64_t start);

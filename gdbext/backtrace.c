@@ -4,32 +4,31 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../corestack/core.h"
-#include "../corestack/crash_signal.h"
-#include "../corestack/live.h"
-#include "../corestack/page_cache.h"
+#include "../target/open.h"
+#include "../target/page_cache.h"
 #include "../corestack/report.h"
-#include "../corestack/thread_tids.h"
-#include "../corestack/vm_module.h"
 #include "../corestack/ruby_open.h"
+#include "../corestack/snapshot.h"
 
-/* The inferior opened for one command. */
+/* The inferior opened for one command: a target, and a page cache in
+ * front of its memory where reads are slow. */
 struct opened {
-	struct cs_core *core;
-	struct cs_live *live;
-	struct cs_page_cache cache; /* in front of the debugger's reads */
-	int cached;
-	struct cs_image img;
-	struct rv_target target;
+	struct cs_target *owned;  /* a core or process opened here */
+	struct cs_target debugger; /* or the debugger's inferior */
+	const struct cs_target *target;
+	struct cs_page_cache cache;
+	struct cs_memory memory;
+	bool cached;
 };
 
-/* Put a page cache in front of *target. */
-static struct cs_error *cached(struct opened *o, struct rv_target *target)
+/* Put a page cache in front of the target's memory. */
+static struct cs_error *cached(struct opened *o)
 {
-	if (!cs_page_cache_init(&o->cache, target))
+	struct cs_memory mem = cs_target_memory(o->target);
+	if (!cs_page_cache_init(&o->cache, &mem))
 		return &cs_error_nomem;
-	o->cached = 1;
-	*target = cs_page_cache_target(&o->cache);
+	o->cached = true;
+	o->memory = cs_page_cache_target(&o->cache);
 	return NULL;
 }
 
@@ -37,82 +36,88 @@ static struct cs_error *open_source(const struct gx_source *src,
 				    struct opened *o)
 {
 	memset(o, 0, sizeof(*o));
+	struct cs_target_request req = {0};
 	struct cs_error *err;
 	switch (src->kind) {
 	case GX_SOURCE_CORE:
-		if ((err = cs_core_open(src->core_path, &o->core)) ||
-		    (err = cs_core_set_executable(o->core, src->executable)))
+		req.core = src->core_path;
+		req.executable = src->executable;
+		if ((err = cs_target_open(&req, &o->owned)))
 			return err;
-		o->img = cs_image_of_core(o->core);
-		o->target = cs_core_target(o->core);
+		o->target = o->owned;
 		return NULL;
 	case GX_SOURCE_LIVE:
 		/* Unpaused: the debugger holds the process stopped already,
 		 * and as its tracer it forbids a second one. */
-		if ((err = cs_live_attach(src->pid, 0, &o->live)))
+		req.pid = src->pid;
+		if ((err = cs_target_open(&req, &o->owned)))
 			return err;
-		o->img = cs_image_of_live(o->live);
+		o->target = o->owned;
 		/* Every read is a system call, and the process stands still
 		 * while the debugger holds it: cache pages for this command. */
-		o->target = cs_live_target(o->live);
-		return cached(o, &o->target);
+		return cached(o);
 	case GX_SOURCE_DEBUGGER:
 		/* Every read is a round trip through the debugger: keep the
 		 * pages a snapshot reads again and again. */
-		o->img = gx_debugger_image(src->debugger);
-		o->target = gx_debugger_image_target(src->debugger);
-		return cached(o, &o->target);
+		o->debugger = gx_inferior_target(src->debugger);
+		o->target = &o->debugger;
+		return cached(o);
 	}
 	return cs_error_create(CS_ERR_USAGE, "unknown source");
 }
 
 static void close_source(struct opened *o)
 {
-	cs_live_close(o->live);
-	cs_core_close(o->core);
+	cs_target_close(o->owned);
 	if (o->cached)
 		cs_page_cache_free(&o->cache);
 }
 
-/* The kernel threads to find the Ruby threads' tids among: the core's
- * or, for other sources, the debugger's (asked only when a Ruby thread has
- * no kernel tid of its own). *store holds what the debugger gave. */
-static struct cs_error *kernel_threads(const struct opened *o,
+/* The kernel threads to find the Ruby threads' tids among: the target's
+ * when they carry registers or, for other targets, the debugger's (asked
+ * only when a Ruby thread has no kernel tid of its own). */
+struct hinted {
+	const struct gx_backtrace_request *req;
+	struct cs_thread *store; /* what the debugger gave */
+};
+
+static struct cs_error *kernel_threads(void *ctx, const struct cs_target *t,
 				       const struct rv_process *p,
-				       const struct gx_backtrace_request *req,
-				       const struct cs_core_thread ***ret,
-				       size_t *n, struct cs_core_thread **store)
+				       const struct cs_thread ***ret,
+				       size_t *n)
 {
+	struct hinted *h = ctx;
 	*ret = NULL;
 	*n = 0;
-	*store = NULL;
-	size_t count = o->core ? cs_core_thread_count(o->core) : 0;
+	bool own = cs_target_has_registers(t) &&
+		   cs_target_thread_count(t) > 0;
+	size_t count = own ? cs_target_thread_count(t) : 0;
 	struct gx_thread_hint *hints = NULL;
 	bool needed = false;
 	for (size_t i = 0; i < p->nthreads; i++)
 		needed |= p->threads[i].tid < 0 && p->threads[i].pthread_id;
-	if (!o->core && needed && req->hints &&
-	    !req->hints(req->hints_ctx, &hints, &count)) {
+	if (!own && needed && h->req->hints &&
+	    !h->req->hints(h->req->hints_ctx, &hints, &count)) {
 		free(hints);
 		hints = NULL;
 		count = 0;
 	}
-	if (!o->core && !hints)
+	if (!own && !hints)
 		count = 0;
 	*ret = calloc(count + 1, sizeof(**ret));
-	*store = calloc(count + 1, sizeof(**store));
-	if (!*ret || !*store) {
+	h->store = calloc(count + 1, sizeof(*h->store));
+	if (!*ret || !h->store) {
 		free(hints);
 		return &cs_error_nomem;
 	}
 	for (size_t k = 0; k < count; k++) {
-		if (o->core) {
-			(*ret)[k] = cs_core_thread_at(o->core, k);
+		if (own) {
+			(*ret)[k] = cs_target_thread_at(t, k);
 			continue;
 		}
-		(*store)[k].tid = (int)hints[k].tid;
-		(*store)[k].fs_base = hints[k].fs_base;
-		(*ret)[k] = &(*store)[k];
+		h->store[k].tid = (int)hints[k].tid;
+		h->store[k].fs_base = hints[k].fs_base;
+		(*ret)[k] = &h->store[k];
 	}
 	*n = count;
 	free(hints);
@@ -155,9 +160,9 @@ static struct cs_error *select_threads(const struct rv_process *p,
 
 /* Not one Ruby thread read: an error, not an empty report, so that the
  * debugger shows one line (the CLI reports it as partial output). */
-static struct cs_error *nothing_read(const struct gx_source *src,
-				     const struct rv_process *p)
+static struct cs_error *nothing_read(void *ctx, const struct rv_process *p)
 {
+	const struct gx_source *src = ctx;
 	if (p->nthreads > 0 || !p->error)
 		return NULL;
 	return cs_error_create(
@@ -167,96 +172,44 @@ static struct cs_error *nothing_read(const struct gx_source *src,
 		p->error,
 		src->kind == GX_SOURCE_LIVE
 			? "; try again, or take a core with gcore"
-		: src->kind == GX_SOURCE_CORE || src->debugger_is_core
+		: src->kind == GX_SOURCE_CORE || src->debugger->is_core
 			? ": is the core complete? take a new one if you can"
 			: "; try again");
 }
 
-static struct cs_error *render(const struct gx_source *src,
-			       const struct opened *o,
-			       const struct cs_vm_module *vm,
-			       const struct rv_process *proc,
-			       const struct gx_backtrace_request *req, char **out,
-			       int *complete)
+/* The report of s, with only the threads asked for, into *out. */
+static struct cs_error *render(struct cs_snapshot *s,
+			       const struct gx_backtrace_request *req,
+			       char **out, int *complete)
 {
-	struct cs_thread_tids tids = {0};
-	const struct cs_core_thread **natives = NULL;
-	struct cs_core_thread *store = NULL;
-	size_t nnatives = 0;
+	const struct rv_process *proc = s->proc;
 	bool *shown = calloc(proc->nthreads + 1, sizeof(*shown));
-	struct cs_error *trunc = o->core ? cs_core_truncation(o->core) : NULL;
-	struct cs_error *err = NULL;
 	char *text = NULL;
 	size_t size = 0;
 	FILE *f = NULL;
-	if (!shown) {
-		err = &cs_error_nomem;
+	struct cs_error *err;
+	if (!shown)
+		return &cs_error_nomem;
+	if ((err = select_threads(proc, s->tids.tids, req, shown)))
 		goto out;
-	}
-	const struct cs_core_process *ps = o->core ? cs_core_process(o->core)
-						   : NULL;
-	int pid = o->live ? cs_live_pid(o->live)
-		  : ps && ps->present ? ps->pid
-				      : src->pid;
-	if ((err = kernel_threads(o, proc, req, &natives, &nnatives, &store)) ||
-	    (err = cs_thread_tids_find(proc, natives, nnatives, pid, NULL,
-				       o->core ? cs_core_crash_tid(o->core)
-					       : -1,
-				       &tids)) ||
-	    (err = select_threads(proc, tids.tids, req, shown)))
-		goto out;
-	char *warnings[8];
-	size_t nwarnings = 0;
-	for (size_t i = 0; i < vm->nwarnings; i++)
-		warnings[nwarnings++] = vm->warnings[i];
-	if (trunc)
-		warnings[nwarnings++] = trunc->message;
-	int is_core = o->core || (src->kind == GX_SOURCE_DEBUGGER &&
-				  src->debugger_is_core);
-	const struct cs_core_siginfo *report_signal = cs_crash_signal(
-		o->core ? cs_core_siginfo(o->core) : src->siginfo);
-	struct cs_report report = {
-		.core_path = o->core ? src->core_path
-			     : is_core ? src->debugger->name
-				       : NULL,
-		.executable = vm->exe->path,
-		.vm_module = vm->vm->path,
-		.pid = pid,
-		.command = o->live ? cs_live_command(o->live)
-			   : ps && ps->present ? ps->psargs
-					       : src->command,
-		.siginfo = report_signal,
-		.ruby = proc,
-		.tids = tids.tids,
-		.tid_errors = tids.errors,
-		.shown = shown,
-		.crash_tid = o->core ? cs_core_crash_tid(o->core)
-			     : report_signal ? src->crash_tid
-					     : -1,
-		.warnings = warnings,
-		.nwarnings = nwarnings,
-		.complete = rv_process_complete(proc) && !trunc && tids.ok,
-	};
+	s->report.shown = shown;
 	if (!(f = open_memstream(&text, &size))) {
 		err = &cs_error_nomem;
 		goto out;
 	}
 	if (req->json)
-		cs_render_json(f, &report);
+		cs_render_json(f, &s->report);
 	else
-		cs_render_text(f, &report);
+		cs_render_text(f, &s->report);
 	if (fclose(f) != 0) {
 		err = &cs_error_nomem;
 		free(text);
 		goto out;
 	}
 	*out = text;
-	*complete = report.complete;
+	*complete = s->report.complete;
 out:
-	cs_error_destroy(trunc);
-	cs_thread_tids_free(&tids, proc->nthreads);
-	free(natives);
-	free(store);
+	s->report.shown = NULL;
 	free(shown);
 	return err;
 }
@@ -275,23 +228,28 @@ static struct cs_error *backtrace(const struct gx_source *src,
 	}
 	struct cs_ruby ruby;
 	struct cs_ruby_options opts = {.executable = src->executable,
-				       .debug_dirs = src->debug_dirs};
-	if ((err = cs_ruby_open(&o.img, &o.target, &opts, &ruby))) {
-		struct cs_error *trunc = o.core ? cs_core_truncation(o.core)
-						: NULL;
-		if (trunc)
-			err = cs_error_wrap(err, "%s", trunc->message);
-		cs_error_destroy(trunc);
+				       .debug_dirs = src->debug_dirs,
+				       .memory = o.cached ? &o.memory : NULL};
+	if ((err = cs_ruby_open(o.target, &opts, &ruby))) {
 		close_source(&o);
 		return err;
 	}
-	struct rv_process *proc = NULL;
-	if (!(err = rv_snapshot(ruby.session, &proc)) &&
-	    !(err = nothing_read(src, proc)) &&
-	    /* every fiber, as corestack lists them */
-	    !(err = rv_snapshot_fibers(ruby.session, proc)))
-		err = render(src, &o, &ruby.vm, proc, req, out, complete);
-	rv_process_destroy(proc);
+	struct hinted hinted = {.req = req};
+	struct cs_snapshot_options sopts = {
+		/* every fiber, as corestack lists them */
+		.fibers = true,
+		.debug_dirs = src->debug_dirs,
+		.pid_hint = -1,
+		.kernel_threads = kernel_threads,
+		.kernel_threads_ctx = &hinted,
+		.check = nothing_read,
+		.check_ctx = (void *)src,
+	};
+	struct cs_snapshot snap;
+	if (!(err = cs_snapshot_take(o.target, &ruby, &sopts, &snap)))
+		err = render(&snap, req, out, complete);
+	cs_snapshot_free(&snap);
+	free(hinted.store);
 	cs_ruby_close(&ruby);
 	close_source(&o);
 	return err;

@@ -3,7 +3,7 @@
  *
  * The inferior is read one of three ways: a local core file or a local live
  * process directly (the fast path, the same readers as the corestack CLI),
- * or through the debugger (a gx_debugger_image: remote targets). The
+ * or through the debugger (a gx_inferior: remote targets). The
  * debugger keeps a live inferior stopped, so a live process is read without
  * ptrace (gdb is its tracer) and without pausing it again. */
 #ifndef CS_GDBEXT_BACKTRACE_H
@@ -12,24 +12,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../corestack/core.h"
 #include "../util/error.h"
-#include "debugger_image.h"
+#include "debugger_target.h"
 
 enum gx_source_kind { GX_SOURCE_CORE, GX_SOURCE_LIVE, GX_SOURCE_DEBUGGER };
 
 struct gx_source {
 	enum gx_source_kind kind;
 	const char *core_path;   /* GX_SOURCE_CORE */
-	int pid;                 /* GX_SOURCE_LIVE; else the pid to report, or -1 */
+	int pid;                 /* GX_SOURCE_LIVE */
 	const char *executable;  /* the debugger's; NULL: as the target names it */
-	struct gx_debugger_image *debugger; /* GX_SOURCE_DEBUGGER */
-	int debugger_is_core;    /* the debugger reads a core (for the report) */
-	const char *command;     /* to report, NULL if unknown (debugger path) */
-	/* The debugger's view of a core's signal, when not read from a core
-	 * here; NULL if none. */
-	const struct cs_core_siginfo *siginfo;
-	int64_t crash_tid;       /* with siginfo: the thread that took it */
+	struct gx_inferior *debugger; /* GX_SOURCE_DEBUGGER */
 	/* Where to look for debug files (the debugger's own setting);
 	 * NULL-terminated, NULL: /usr/lib/debug. */
 	const char *const *debug_dirs;

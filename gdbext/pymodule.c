@@ -13,7 +13,7 @@
 
 #include "args.h"
 #include "backtrace.h"
-#include "debugger_image.h"
+#include "debugger_target.h"
 #include "sample.h"
 
 static PyObject *corestack_error;
@@ -82,7 +82,7 @@ static int py_hints(void *ctx, struct gx_thread_hint **ret, size_t *count)
 }
 
 /* mappings: [(start, end, offset, path)], auxv: {type: value} */
-static int fill_image(struct gx_debugger_image *d, PyObject *maps,
+static int fill_image(struct gx_inferior *d, PyObject *maps,
 		      PyObject *auxv)
 {
 	Py_ssize_t n = PyList_Size(maps);
@@ -94,13 +94,13 @@ static int fill_image(struct gx_debugger_image *d, PyObject *maps,
 		if (!PyArg_ParseTuple(PyList_GetItem(maps, i), "KKKs", &start,
 				      &end, &offset, &path))
 			return 0;
-		if (!gx_debugger_image_add_mapping(d, start, end, offset,
+		if (!gx_inferior_add_mapping(d, start, end, offset,
 						   path)) {
 			PyErr_NoMemory();
 			return 0;
 		}
 	}
-	gx_debugger_image_finish(d);
+	gx_inferior_finish(d);
 	PyObject *key, *value;
 	Py_ssize_t pos = 0;
 	while (auxv && PyDict_Next(auxv, &pos, &key, &value) &&
@@ -182,23 +182,21 @@ static PyObject *py_backtrace(PyObject *self, PyObject *args, PyObject *kw)
 					 &json, &tids, &hints, &sig, &dirs,
 					 &advice))
 		return NULL;
+	struct gx_source src = {.pid = pid, .executable = executable,
+				.debug_dir_advice = advice};
+	struct gx_inferior dbg = {.fd = -1, .pid = pid, .crash_tid = -1};
 	/* signal: (signo, code, fault address, tid that took it) the debugger
 	 * reports */
-	struct cs_core_siginfo siginfo = {0};
-	unsigned long long fault = 0;
-	long long crash_tid = -1;
 	if (sig != Py_None) {
-		if (!PyArg_ParseTuple(sig, "iiKL", &siginfo.signo, &siginfo.code,
-				      &fault, &crash_tid))
+		unsigned long long fault = 0;
+		long long crash_tid = -1;
+		if (!PyArg_ParseTuple(sig, "iiKL", &dbg.siginfo.signo,
+				      &dbg.siginfo.code, &fault, &crash_tid))
 			return NULL;
-		siginfo.present = 1;
-		siginfo.addr = fault;
+		dbg.siginfo.present = 1;
+		dbg.siginfo.addr = fault;
+		dbg.crash_tid = crash_tid;
 	}
-	struct gx_source src = {.pid = pid, .executable = executable,
-				.siginfo = sig != Py_None ? &siginfo : NULL,
-				.crash_tid = crash_tid,
-				.debug_dir_advice = advice};
-	struct gx_debugger_image dbg = {.fd = -1};
 	struct py_reader reader = {read, name};
 	if (strcmp(kind, "core") == 0 && core) {
 		src.kind = GX_SOURCE_CORE;
@@ -208,16 +206,16 @@ static PyObject *py_backtrace(PyObject *self, PyObject *args, PyObject *kw)
 	} else if (strcmp(kind, "debugger") == 0 && PyCallable_Check(read) &&
 		   maps != Py_None) {
 		src.kind = GX_SOURCE_DEBUGGER;
-		dbg.mem = (struct rv_target){py_read, &reader};
+		dbg.mem = (struct cs_memory){py_read, &reader};
 		dbg.name = name;
 		/* Where the executable is loaded is found from its mappings
 		 * when the debugger shows no auxiliary vector (lldb). */
 		if (executable && !(dbg.executable = strdup(executable)))
 			return PyErr_NoMemory();
 		src.debugger = &dbg;
-		src.debugger_is_core = is_core;
+		dbg.is_core = is_core;
 		if (!fill_image(&dbg, maps, auxv == Py_None ? NULL : auxv)) {
-			gx_debugger_image_free(&dbg);
+			gx_inferior_free(&dbg);
 			return NULL;
 		}
 	} else {
@@ -230,7 +228,7 @@ static PyObject *py_backtrace(PyObject *self, PyObject *args, PyObject *kw)
 	int64_t *only = NULL;
 	if (!tid_list(tids, &only, &req.nonly)) {
 		free(only);
-		gx_debugger_image_free(&dbg);
+		gx_inferior_free(&dbg);
 		return NULL;
 	}
 	req.only_tids = only;
@@ -241,14 +239,14 @@ static PyObject *py_backtrace(PyObject *self, PyObject *args, PyObject *kw)
 	char **debug_dirs;
 	if (!split_dirs(dirs, &debug_dirs)) {
 		free(only);
-		gx_debugger_image_free(&dbg);
+		gx_inferior_free(&dbg);
 		return NULL;
 	}
 	src.debug_dirs = (const char *const *)debug_dirs;
 	char *text = NULL;
 	int complete = 0;
 	struct cs_error *err = gx_backtrace(&src, &req, &text, &complete);
-	gx_debugger_image_free(&dbg);
+	gx_inferior_free(&dbg);
 	free(only);
 	free(debug_dirs);
 	if (err)

@@ -10,9 +10,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../corestack/image.h"
-#include "../corestack/live.h"
-#include "../corestack/page_cache.h"
+#include "../target/open.h"
+#include "../target/live.h"
+#include "../target/page_cache.h"
 #include "../corestack/profile.h"
 #include "../corestack/sampler.h"
 #include "../corestack/vm_module.h"
@@ -92,7 +92,7 @@ struct cs_error *gx_sampler_start(int pid, const char *executable,
 {
 	*ret = NULL;
 	struct gx_sampler *s = calloc(1, sizeof(*s));
-	struct rv_target none = {0};
+	struct cs_memory none = {0};
 	if (!s)
 		return &cs_error_nomem;
 	if (!cs_page_cache_init(&s->cache, &none)) {
@@ -105,17 +105,16 @@ struct cs_error *gx_sampler_start(int pid, const char *executable,
 	s->interrupt_signal = interrupt_signal;
 	cs_profile_init(&s->prof);
 	/* Resolve everything once, before the inferior runs. */
-	struct cs_live *live;
-	struct cs_error *err = cs_live_attach(pid, 0, &live);
+	struct cs_target_request req = {.pid = pid};
+	struct cs_target *first;
+	struct cs_error *err = cs_target_open(&req, &first);
 	if (!err) {
-		struct cs_image img = cs_image_of_live(live);
-		struct rv_target t = cs_live_target(live);
 		/* A sampler reads the same stacks again and again. */
 		struct cs_ruby_options opts = {.executable = executable,
 					       .debug_dirs = debug_dirs,
 					       .model = {.reuse_frames = true}};
-		err = cs_ruby_open(&img, &t, &opts, &s->ruby);
-		cs_live_close(live);
+		err = cs_ruby_open(first, &opts, &s->ruby);
+		cs_target_close(first);
 	}
 	if (!err) {
 		int e = pthread_create(&s->thread, NULL, run, s);

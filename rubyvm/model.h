@@ -12,7 +12,8 @@
 
 #include "../dwarf/index.h"
 #include "../util/error.h"
-#include "target.h"
+#include "../target/memory.h"
+#include "../target/target.h"
 
 enum rv_frame_kind { RV_FRAME_RUBY, RV_FRAME_CFUNC };
 
@@ -165,7 +166,7 @@ struct rv_process {
 
 /* Threads a snapshot reads at most unless told otherwise; the live
  * target (corestack/live.h) takes as many. */
-#define RV_DEFAULT_MAX_THREADS 100000
+#define RV_DEFAULT_MAX_THREADS CS_TARGET_MAX_THREADS
 
 struct rv_options {
 	size_t max_frames;  /* per stack; default 100000 */
@@ -191,7 +192,7 @@ struct rv_layout;
  * (libruby.so, or the executable when Ruby is linked statically; see
  * rv_layout_for_module), module_path names it in messages, load_bias is
  * where it is loaded in the target. */
-struct cs_error *rv_session_create(const struct rv_target *target,
+struct cs_error *rv_session_create(const struct cs_memory *target,
 				   const struct rv_layout *layout,
 				   const char *module_path, uint64_t load_bias,
 				   const struct rv_options *opts,
@@ -199,10 +200,12 @@ struct cs_error *rv_session_create(const struct rv_target *target,
 void rv_session_destroy(struct rv_session *s);
 /* Hint the target about reads to come (target.h); NULL for none. */
 void rv_session_set_prefetcher(struct rv_session *s,
-			       const struct rv_prefetcher *p);
+			       const struct cs_prefetcher *p);
 /* Read through another target from now on (a sampler re-attaching to the
  * same process); the layout and the name caches stay. */
-void rv_session_set_target(struct rv_session *s, const struct rv_target *t);
+void rv_session_set_target(struct rv_session *s, const struct cs_memory *t);
+/* The memory the session reads (valid while it lives). */
+const struct cs_memory *rv_session_memory(const struct rv_session *s);
 
 /* Every thread of every ractor with its Ruby stack. Fails only when there
  * is no VM at all (CS_ERR_NOT_RUBY) or it cannot be read. */

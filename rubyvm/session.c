@@ -8,7 +8,7 @@ struct cs_error *rv_read(struct rv_session *s, uint64_t addr, void *buf,
 {
 	if (addr == 0)
 		return cs_error_create(CS_ERR_FAULT, "NULL pointer read");
-	return rv_target_read(&s->target, addr, buf, len);
+	return cs_memory_read(&s->target, addr, buf, len);
 }
 
 struct cs_error *rv_read_u64(struct rv_session *s, uint64_t addr,
@@ -121,7 +121,7 @@ static struct cs_error *check_layout(const struct rv_layout *l,
 			       path, bad);
 }
 
-struct cs_error *rv_session_create(const struct rv_target *target,
+struct cs_error *rv_session_create(const struct cs_memory *target,
 				   const struct rv_layout *layout,
 				   const char *path, uint64_t load_bias,
 				   const struct rv_options *opts,
@@ -187,15 +187,20 @@ struct cs_error *rv_session_create(const struct rv_target *target,
 	return NULL;
 }
 
-void rv_session_set_target(struct rv_session *s, const struct rv_target *t)
+void rv_session_set_target(struct rv_session *s, const struct cs_memory *t)
 {
 	s->target = *t;
 }
 
-void rv_session_set_prefetcher(struct rv_session *s,
-			       const struct rv_prefetcher *p)
+const struct cs_memory *rv_session_memory(const struct rv_session *s)
 {
-	s->prefetcher = p ? *p : (struct rv_prefetcher){0};
+	return &s->target;
+}
+
+void rv_session_set_prefetcher(struct rv_session *s,
+			       const struct cs_prefetcher *p)
+{
+	s->prefetcher = p ? *p : (struct cs_prefetcher){0};
 }
 
 void rv_prefetch(struct rv_session *s, uint64_t addr, size_t len)

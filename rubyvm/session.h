@@ -22,8 +22,8 @@ struct rv_bt_rules {
 };
 
 struct rv_session {
-	struct rv_target target;
-	struct rv_prefetcher prefetcher; /* prefetch NULL when none */
+	struct cs_memory target;
+	struct cs_prefetcher prefetcher; /* prefetch NULL when none */
 	struct rv_layout layout;
 	uint64_t load_bias;
 	struct rv_options opts;

@@ -8,7 +8,7 @@
  * mutated core never reads the host's files.
  *
  * Build: see tests/fuzz/Makefile.inc (make fuzz-build). */
-#include "corestack/core.h"
+#include "target/core.h"
 #include "tests/fuzz/core_input.h"
 
 #include <fcntl.h>
@@ -60,8 +60,8 @@ static void read_at(struct cs_core *core, uint64_t addr, size_t len)
 		len = sizeof(buf);
 	cs_error_destroy(cs_core_read(core, addr, buf, len));
 	cs_error_destroy(cs_core_read_dumped(core, addr, buf, len));
-	struct rv_target t = cs_core_target(core);
-	cs_error_destroy(rv_target_read(&t, addr, buf, len));
+	struct cs_memory t = cs_core_memory(core);
+	cs_error_destroy(cs_memory_read(&t, addr, buf, len));
 }
 
 /* Touch every byte of a string the reader hands out (ASan checks it). */
@@ -84,7 +84,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	size_t nt = cs_core_thread_count(core);
 	for (size_t i = 0; i <= nt; i++) {
-		const struct cs_core_thread *t = cs_core_thread_at(core, i);
+		const struct cs_thread *t = cs_core_thread_at(core, i);
 		if (i == nt ? t != NULL : t == NULL)
 			abort();
 		if (t)
@@ -93,7 +93,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t nm = cs_core_mapping_count(core);
 	uint64_t prev = 0;
 	for (size_t i = 0; i <= nm; i++) {
-		const struct cs_core_mapping *m = cs_core_mapping_at(core, i);
+		const struct cs_mapping *m = cs_core_mapping_at(core, i);
 		if (i == nm) {
 			if (m)
 				abort();
@@ -103,7 +103,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		prev = m->start;
 		touch(m->path);
-		const struct cs_core_mapping *of =
+		const struct cs_mapping *of =
 			cs_core_mapping_of(core, m->start);
 		if (of)
 			touch(of->path);
@@ -130,14 +130,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		touch(p->fname);
 		touch(p->psargs);
 	}
-	const struct cs_core_siginfo *si = cs_core_siginfo(core);
+	const struct cs_siginfo *si = cs_core_siginfo(core);
 	if (si)
 		sink += (size_t)si->signo + si->addr;
 	for (uint64_t type = 0; type < 48; type++)
 		sink += cs_core_auxv(core, type);
 	sink += cs_core_auxv(core, UINT64_MAX);
 	touch(cs_core_executable(core));
-	const struct cs_core_mapping *lib =
+	const struct cs_mapping *lib =
 		cs_core_find_mapping(core, "libruby.so");
 	if (lib)
 		touch(lib->path);
@@ -158,7 +158,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		size_t len = (size_t)(q[8] | (q[9] << 8)) % 257;
 		read_at(core, a, len);
 		if (nm) {
-			const struct cs_core_mapping *m =
+			const struct cs_mapping *m =
 				cs_core_mapping_at(core, q[8] % nm);
 			read_at(core, m->start + (a % 0x3000), len);
 		}

@@ -12,7 +12,7 @@
 #include "dwarf/module.h"
 #include "rubyvm/layout.h"
 #include "rubyvm/model.h"
-#include "rubyvm/target.h"
+#include "target/memory.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -54,7 +54,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		int cached = 0;
 		err = rv_layout_for_module(mod, "", &layout, &cached);
 		if (!err) {
-			struct rv_target empty = {no_memory, NULL};
+			struct cs_memory empty = {no_memory, NULL};
 			struct rv_session *s = NULL;
 			err = rv_session_create(&empty, &layout, path, 0, NULL,
 						&s);

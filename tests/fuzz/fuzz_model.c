@@ -12,7 +12,7 @@
  * Build: see tests/fuzz/Makefile.inc (make fuzz-build). */
 #include "rubyvm/layout.h"
 #include "rubyvm/model.h"
-#include "rubyvm/target.h"
+#include "target/memory.h"
 #include "tests/fuzz/model_seed.h"
 
 #include <stdint.h>
@@ -192,7 +192,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	qsort(mem.r, mem.n, sizeof(mem.r[0]), by_addr);
 
-	struct rv_target target = {.read = mem_read, .priv = &mem};
+	struct cs_memory target = {.read = mem_read, .priv = &mem};
 	/* The CLI's defaults would let a cyclic list cost 10^5 x 10^5 steps;
 	 * smaller bounds keep each input fast without hiding memory bugs. The
 	 * output budget is tied to the input's size, as the CLI ties it to

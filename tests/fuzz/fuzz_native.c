@@ -18,8 +18,8 @@
  * native-target, shrunk by make_native_seed.c to a few kilobytes.
  * FUZZ_NATIVE_PRINT=1 in the environment prints the rendered report.
  * Build: see tests/fuzz/Makefile.inc (make fuzz-build). */
-#include "corestack/core.h"
-#include "corestack/image.h"
+#include "target/core.h"
+#include "target/core_target.h"
 #include "corestack/merge.h"
 #include "corestack/native.h"
 #include "corestack/report.h"
@@ -143,14 +143,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!core)
 		return 0;
 
-	const struct cs_core_thread *threads[MAX_THREADS];
+	const struct cs_thread *threads[MAX_THREADS];
 	size_t nt = cs_core_thread_count(core);
 	if (nt > MAX_THREADS)
 		nt = MAX_THREADS;
 	for (size_t i = 0; i < nt; i++)
 		threads[i] = cs_core_thread_at(core, i);
-	struct cs_image img = cs_image_of_core(core);
-	struct rv_target mem = cs_core_target(core);
+	struct cs_target img = cs_target_of_core(core);
+	struct cs_memory mem = cs_core_memory(core);
 	const char *const no_dirs[] = {NULL};
 	struct cs_native_stacks *native = NULL;
 	struct cs_error *err = cs_native_unwind(&img, &mem, threads, nt, no_dirs, 48, &native);

@@ -9,13 +9,13 @@
  *
  * It opens the core, finds the VM module (cs_vm_module_open: libruby.so or a
  * static ruby, checked by build-id), resolves its layout (without the
- * on-disk cache), then runs rv_snapshot through a recording rv_target that
- * forwards to cs_core_target and logs each read, and writes the layout plus
+ * on-disk cache), then runs rv_snapshot through a recording cs_memory that
+ * forwards to cs_core_memory and logs each read, and writes the layout plus
  * the pages read. It also prints the snapshot's threads and frame counts,
  * and checks that a replay from the written regions alone gives the same
  * counts. */
-#include "corestack/core.h"
-#include "corestack/image.h"
+#include "target/core.h"
+#include "target/core_target.h"
 #include "corestack/vm_module.h"
 #include "rubyvm/layout.h"
 #include "rubyvm/model.h"
@@ -32,7 +32,7 @@ struct span {
 };
 
 struct recorder {
-	struct rv_target inner;
+	struct cs_memory inner;
 	struct span *v;
 	size_t n, cap;
 	struct cs_core *core;
@@ -46,12 +46,12 @@ static struct cs_error *rec_read(void *priv, uint64_t addr, void *buf,
 	if (r->replay) {
 		for (size_t i = 0; i < r->n; i++)
 			if (addr >= r->v[i].start && len <= r->v[i].end - addr)
-				return rv_target_read(&r->inner, addr, buf,
+				return cs_memory_read(&r->inner, addr, buf,
 						      len);
 		return cs_error_create(CS_ERR_FAULT, "not recorded: 0x%llx",
 				       (unsigned long long)addr);
 	}
-	struct cs_error *err = rv_target_read(&r->inner, addr, buf, len);
+	struct cs_error *err = cs_memory_read(&r->inner, addr, buf, len);
 	if (err || len == 0)
 		return err;
 	if (r->n == r->cap) {
@@ -157,7 +157,7 @@ int main(int argc, char **argv)
 	struct cs_error *err = cs_core_open(argv[1], &core);
 	if (err)
 		return fail(err, argv[1]);
-	struct cs_image img = cs_image_of_core(core);
+	struct cs_target img = cs_target_of_core(core);
 	struct cs_vm_module vm;
 	if ((err = cs_vm_module_open(&img, exe, NULL, &vm)))
 		return fail(err, "finding the Ruby VM");
@@ -168,8 +168,8 @@ int main(int argc, char **argv)
 	if ((err = rv_layout_for_module(vm.vm, "", layout, &cached)))
 		return fail(err, "layout");
 
-	struct recorder rec = {.inner = cs_core_target(core), .core = core};
-	struct rv_target target = {.read = rec_read, .priv = &rec};
+	struct recorder rec = {.inner = cs_core_memory(core), .core = core};
+	struct cs_memory target = {.read = rec_read, .priv = &rec};
 	struct rv_session *s;
 	struct rv_process *proc;
 	if ((err = rv_session_create(&target, layout, vm.vm->path,

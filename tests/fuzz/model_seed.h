@@ -17,7 +17,7 @@
  *     uint64 addr, uint32 len, len bytes of target memory at addr
  *     (a region whose header or bytes run past the end is dropped)
  *
- * The harness's rv_target serves a read only when every byte of it lies in
+ * The harness's cs_memory serves a read only when every byte of it lies in
  * some region (regions may touch, a read may span them); any other read is
  * a CS_ERR_FAULT, as a core's missing pages would be. */
 #ifndef CS_TESTS_FUZZ_MODEL_SEED_H

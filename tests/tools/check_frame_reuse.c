@@ -14,8 +14,8 @@
  *
  * Exit 0 when all agree, 1 on a difference (each printed), 2 on a setup
  * error. */
-#include "corestack/core.h"
-#include "corestack/image.h"
+#include "target/core.h"
+#include "target/core_target.h"
 #include "corestack/vm_module.h"
 #include "rubyvm/layout.h"
 #include "rubyvm/model.h"
@@ -27,7 +27,7 @@
 
 /* The core, with 8 bytes at `at` reading as `value` when active. */
 struct overlay {
-	struct rv_target core;
+	struct cs_memory core;
 	uint64_t at, value;
 	int active;
 };
@@ -36,7 +36,7 @@ static struct cs_error *overlay_read(void *priv, uint64_t addr, void *buf,
 				     size_t len)
 {
 	struct overlay *o = priv;
-	struct cs_error *err = rv_target_read(&o->core, addr, buf, len);
+	struct cs_error *err = cs_memory_read(&o->core, addr, buf, len);
 	if (err || !o->active)
 		return err;
 	for (size_t i = 0; i < 8; i++)
@@ -143,7 +143,7 @@ int main(int argc, char **argv)
 	struct cs_error *err = cs_core_open(argv[1], &core);
 	if (err)
 		return setup_failed(err, argv[1]);
-	struct cs_image img = cs_image_of_core(core);
+	struct cs_target img = cs_target_of_core(core);
 	struct cs_vm_module vm;
 	if ((err = cs_vm_module_open(&img, argc == 3 ? argv[2] : NULL, NULL,
 				     &vm)))
@@ -154,8 +154,8 @@ int main(int argc, char **argv)
 		return 2;
 	if ((err = rv_layout_for_module(vm.vm, "", layout, &cached)))
 		return setup_failed(err, "layout");
-	struct overlay ov = {.core = cs_core_target(core)};
-	struct rv_target target = {overlay_read, &ov};
+	struct overlay ov = {.core = cs_core_memory(core)};
+	struct cs_memory target = {overlay_read, &ov};
 	struct rv_options reuse = {.reuse_frames = true};
 	struct rv_session *s;
 	struct rv_process *first;

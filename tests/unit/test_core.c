@@ -8,7 +8,7 @@
  *      -fsanitize=address,undefined -I. tests/unit/test_core.c \
  *      corestack/core.c util/error.c -lelf -o /tmp/test_core && /tmp/test_core
  */
-#include "corestack/core.h"
+#include "target/core.h"
 
 #include <dirent.h>
 #include <elf.h>
@@ -479,14 +479,14 @@ static void test_reads(void)
 		uint8_t x;
 		NO_ERROR(cs_core_read(core, 0x50000, &x, 0), "zero-length read");
 		/* the rubyvm adapter goes through the same path */
-		struct rv_target t = cs_core_target(core);
+		struct cs_memory t = cs_core_memory(core);
 		uint8_t got[4];
-		NO_ERROR(rv_target_read(&t, 0x21000, got, 4), "rv_target read");
+		NO_ERROR(cs_memory_read(&t, 0x21000, got, 4), "cs_memory read");
 		if (got[0] != pat_f(0x1000))
-			FAIL("rv_target read returned wrong bytes");
-		struct cs_error *e = rv_target_read(&t, 0x50000, got, 4);
+			FAIL("cs_memory read returned wrong bytes");
+		struct cs_error *e = cs_memory_read(&t, 0x50000, got, 4);
 		if (!e || e->code != CS_ERR_FAULT)
-			FAIL("rv_target read outside did not fault");
+			FAIL("cs_memory read outside did not fault");
 		cs_error_destroy(e);
 	}
 	report("reads outside memory fault and name the address", why);
@@ -498,8 +498,8 @@ static void test_notes(void)
 	char why[1024] = "";
 	struct cs_core *core = open_good(why, sizeof(why));
 	if (core) {
-		const struct cs_core_thread *t0 = cs_core_thread_at(core, 0);
-		const struct cs_core_thread *t1 = cs_core_thread_at(core, 1);
+		const struct cs_thread *t0 = cs_core_thread_at(core, 0);
+		const struct cs_thread *t1 = cs_core_thread_at(core, 1);
 		if (cs_core_thread_count(core) != 2 || !t0 || !t1 ||
 		    cs_core_thread_at(core, 2))
 			FAIL("thread count %zu, expected 2",
@@ -508,11 +508,11 @@ static void test_notes(void)
 			 t1->tid != 102 || t1->cursig != 0)
 			FAIL("tid/cursig %d/%d %d/%d", t0->tid, t0->cursig,
 			     t1->tid, t1->cursig);
-		else if (t0->rip != 0x1000 + CS_CORE_RIP ||
-			 t0->rsp != 0x1000 + CS_CORE_RSP ||
-			 t0->rbp != 0x1000 + CS_CORE_RBP ||
+		else if (t0->rip != 0x1000 + CS_REG_RIP ||
+			 t0->rsp != 0x1000 + CS_REG_RSP ||
+			 t0->rbp != 0x1000 + CS_REG_RBP ||
 			 t0->fs_base != 0x1000 + 21 ||
-			 t1->regs[CS_CORE_R15] != 0x2000 ||
+			 t1->regs[CS_REG_R15] != 0x2000 ||
 			 t1->regs[26] != 0x2000 + 26)
 			FAIL("registers wrong: rip 0x%llx fs_base 0x%llx",
 			     (unsigned long long)t0->rip,
@@ -523,7 +523,7 @@ static void test_notes(void)
 	why[0] = '\0';
 	if (core) {
 		const struct cs_core_process *p = cs_core_process(core);
-		const struct cs_core_siginfo *s = cs_core_siginfo(core);
+		const struct cs_siginfo *s = cs_core_siginfo(core);
 		if (!p->present || p->pid != 101 || p->ppid != 1 ||
 		    p->uid != 1000 || p->gid != 1001 ||
 		    strcmp(p->fname, "ruby-fname-16chr") != 0 ||
@@ -548,7 +548,7 @@ static void test_notes(void)
 			     exe ? exe : "(null)", EXE_PATH);
 		if (cs_core_mapping_count(core) != 3)
 			FAIL("mapping count %zu", cs_core_mapping_count(core));
-		const struct cs_core_mapping *m =
+		const struct cs_mapping *m =
 			cs_core_find_mapping(core, "libfake.so");
 		if (!m || m->start != 0x20000 || m->end != 0x23000 ||
 		    m->file_offset != 0 || strcmp(m->path, LIB_PATH) != 0)
@@ -883,11 +883,11 @@ static int exercise(const char *path, struct cs_core **keep)
 							 sizeof(buf), &len));
 	}
 	for (size_t i = 0; i < cs_core_thread_count(core); i++) {
-		const struct cs_core_thread *t = cs_core_thread_at(core, i);
+		const struct cs_thread *t = cs_core_thread_at(core, i);
 		cs_error_destroy(cs_core_read(core, t->rsp, buf, 16));
 	}
 	for (size_t i = 0; i < cs_core_mapping_count(core); i++) {
-		const struct cs_core_mapping *m = cs_core_mapping_at(core, i);
+		const struct cs_mapping *m = cs_core_mapping_at(core, i);
 		if (strlen(m->path) > PATH_MAX * 4)
 			abort();
 		cs_error_destroy(cs_core_read(core, m->start, buf, 8));
@@ -1125,7 +1125,7 @@ static void check_sleep_core(const char *corefile, pid_t pid, const char *exe,
 	if (t)
 		fail(why, whysize, "%s", t->message);
 	cs_error_destroy(t);
-	const struct cs_core_thread *th = cs_core_thread_at(core, 0);
+	const struct cs_thread *th = cs_core_thread_at(core, 0);
 	if (cs_core_thread_count(core) != 1 || th->tid != pid)
 		fail(why, whysize, "%zu threads, first tid %d, expected 1 and %d",
 		     cs_core_thread_count(core), th ? th->tid : -1, (int)pid);
@@ -1139,7 +1139,7 @@ static void check_sleep_core(const char *corefile, pid_t pid, const char *exe,
 	if (!pr->present || pr->pid != pid || strcmp(pr->fname, "sleep") != 0)
 		fail(why, whysize, "NT_PRPSINFO: present %d pid %d fname '%s'",
 		     pr->present, pr->pid, pr->fname);
-	const struct cs_core_siginfo *si = cs_core_siginfo(core);
+	const struct cs_siginfo *si = cs_core_siginfo(core);
 	/* kill(2) sends SI_USER: the union holds pid/uid, not an address */
 	if (kernel && (!si->present || si->signo != SIGSEGV ||
 		       si->code != SI_USER || si->addr != 0))
@@ -1152,7 +1152,7 @@ static void check_sleep_core(const char *corefile, pid_t pid, const char *exe,
 		fail(why, whysize, "executable '%s', expected %s",
 		     x ? x : "(null)", exe);
 	const char *slash = strrchr(exe, '/');
-	const struct cs_core_mapping *m =
+	const struct cs_mapping *m =
 		cs_core_find_mapping(core, slash ? slash + 1 : exe);
 	uint8_t hdr[4] = {0};
 	if (!m) {
@@ -1177,9 +1177,9 @@ static void check_sleep_core(const char *corefile, pid_t pid, const char *exe,
 	}
 	/* libc text is not in the core (kernel: p_filesz 0; gcore: no
 	 * PT_LOAD at all); those bytes must come from the library file */
-	const struct cs_core_mapping *text = NULL;
+	const struct cs_mapping *text = NULL;
 	for (size_t i = 0; i < cs_core_mapping_count(core) && !text; i++) {
-		const struct cs_core_mapping *c = cs_core_mapping_at(core, i);
+		const struct cs_mapping *c = cs_core_mapping_at(core, i);
 		uint8_t b;
 		err = cs_core_read_dumped(core, c->start, &b, 1);
 		if (err && c->file_offset && strstr(c->path, "libc.so"))

@@ -47,7 +47,7 @@ static void build(struct rv_session *s)
 {
 	memset(mem, 0, sizeof(mem));
 	memset(s, 0, sizeof(*s));
-	s->target = (struct rv_target){.read = read_mem};
+	s->target = (struct cs_memory){.read = read_mem};
 	member(s, RVL_vm_objspace, 8, 8);
 	member(s, RVL_objspace_sorted, 0, 8);
 	member(s, RVL_objspace_allocated_pages, 8, 8);

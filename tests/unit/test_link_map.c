@@ -7,7 +7,7 @@
  * mapping of the same file (by real path) at the same file offset, every
  * ELF module NT_FILE lists must start a rebuilt mapping, and bytes the core
  * left out must read the same through both. Skipped without gcore. */
-#include "corestack/core.h"
+#include "target/core.h"
 
 #include <elf.h>
 #include <fcntl.h>
@@ -90,9 +90,9 @@ static void compare(struct cs_core *nt, struct cs_core *re)
 		FAIL("executable %s, NT_FILE's %s", exe ? exe : "(none)",
 		     cs_core_executable(nt));
 	for (size_t i = 0; i < cs_core_mapping_count(re); i++) {
-		const struct cs_core_mapping *r = cs_core_mapping_at(re, i);
-		const struct cs_core_mapping *a = cs_core_mapping_of(nt, r->start);
-		const struct cs_core_mapping *b = cs_core_mapping_of(nt, r->end - 1);
+		const struct cs_mapping *r = cs_core_mapping_at(re, i);
+		const struct cs_mapping *a = cs_core_mapping_of(nt, r->start);
+		const struct cs_mapping *b = cs_core_mapping_of(nt, r->end - 1);
 		if (!a || !b || !same_file(a->path, r->path) ||
 		    !same_file(b->path, r->path) ||
 		    a->file_offset + (r->start - a->start) != r->file_offset ||
@@ -105,7 +105,7 @@ static void compare(struct cs_core *nt, struct cs_core *re)
 	}
 	size_t modules = 0;
 	for (size_t i = 0; i < cs_core_mapping_count(nt); i++) {
-		const struct cs_core_mapping *m = cs_core_mapping_at(nt, i);
+		const struct cs_mapping *m = cs_core_mapping_at(nt, i);
 		uint8_t magic[4];
 		struct cs_error *err = cs_core_read_dumped(nt, m->start, magic, 4);
 		int elf = !err && m->file_offset == 0 &&
@@ -114,7 +114,7 @@ static void compare(struct cs_core *nt, struct cs_core *re)
 		if (!elf)
 			continue;
 		modules++;
-		const struct cs_core_mapping *r = cs_core_mapping_of(re, m->start);
+		const struct cs_mapping *r = cs_core_mapping_of(re, m->start);
 		if (!r || r->start != m->start || !same_file(r->path, m->path))
 			FAIL("the module %s at 0x%llx was not rebuilt", m->path,
 			     (unsigned long long)m->start);

@@ -9,7 +9,7 @@
  *      tests/unit/test_live.c corestack/live.c corestack/core.c \
  *      util/error.c -lelf -o /tmp/test_live && /tmp/test_live
  * Needs permission to ptrace its own children (Yama ptrace_scope <= 1). */
-#include "corestack/live.h"
+#include "target/live.h"
 #include "tests/unit/check.h"
 
 #include <dirent.h>
@@ -404,15 +404,15 @@ static void test_paused(void)
 	CHECK(cs_live_thread_at(live, n) == NULL, "thread past the end");
 	int fs_ok = 1, regs_ok = 1, tracer_ok = 1;
 	for (size_t i = 0; i < n; i++) {
-		const struct cs_core_thread *t = cs_live_thread_at(live, i);
+		const struct cs_thread *t = cs_live_thread_at(live, i);
 		if (!t->fs_base)
 			fs_ok = 0;
 		for (size_t j = 0; j < i; j++)
 			if (cs_live_thread_at(live, j)->fs_base == t->fs_base)
 				fs_ok = 0;
-		if (!t->rip || !t->rsp || t->regs[CS_CORE_RIP] != t->rip ||
-		    t->regs[CS_CORE_RSP] != t->rsp ||
-		    t->regs[CS_CORE_FS_BASE] != t->fs_base || t->cursig)
+		if (!t->rip || !t->rsp || t->regs[CS_REG_RIP] != t->rip ||
+		    t->regs[CS_REG_RSP] != t->rsp ||
+		    t->regs[CS_REG_FS_BASE] != t->fs_base || t->cursig)
 			regs_ok = 0;
 		if (tracer_of(c.pid, t->tid) != getpid())
 			tracer_ok = 0;
@@ -429,12 +429,12 @@ static void test_paused(void)
 		same = buf[i] == pattern_byte(i);
 	CHECK(same, "pattern read back: %s", msg(err));
 	cs_error_destroy(err);
-	struct rv_target tg = cs_live_target(live);
+	struct cs_memory tg = cs_live_memory(live);
 	uint8_t small[5] = {0};
-	err = rv_target_read(&tg, c.pattern + 100, small, sizeof(small));
+	err = cs_memory_read(&tg, c.pattern + 100, small, sizeof(small));
 	CHECK(!err && small[0] == pattern_byte(100) &&
 		      small[4] == pattern_byte(104),
-	      "rv_target read: %s", msg(err));
+	      "cs_memory read: %s", msg(err));
 	cs_error_destroy(err);
 	err = cs_live_read(live, 0x10, buf, 8);
 	CHECK(err && err->code == CS_ERR_FAULT && contains(err, "0x10"),
@@ -463,7 +463,7 @@ static void test_paused(void)
 	const char *lexe = cs_live_executable(live);
 	CHECK(lexe && strcmp(lexe, exe) == 0, "executable %s, want %s",
 	      lexe ? lexe : "(null)", exe);
-	const struct cs_core_mapping *m =
+	const struct cs_mapping *m =
 		cs_live_mapping_of(live, (uint64_t)(uintptr_t)&test_paused);
 	CHECK(m && strcmp(m->path, exe) == 0, "mapping of our code: %s",
 	      m ? m->path : "(none)");
@@ -471,7 +471,7 @@ static void test_paused(void)
 	      "heap counted as a file mapping");
 	int sorted = cs_live_mapping_count(live) > 2;
 	for (size_t i = 1; i < cs_live_mapping_count(live); i++) {
-		const struct cs_core_mapping *a = cs_live_mapping_at(live, i - 1),
+		const struct cs_mapping *a = cs_live_mapping_at(live, i - 1),
 					     *b = cs_live_mapping_at(live, i);
 		if (a->end > b->start || a->path[0] != '/')
 			sorted = 0;
@@ -499,15 +499,15 @@ static void test_paused(void)
 	      cs_live_command(live) ? cs_live_command(live) : "(null)", cmd);
 
 	/* build-ids from memory against the files */
-	const struct cs_core_mapping *base = NULL;
+	const struct cs_mapping *base = NULL;
 	for (size_t i = 0; i < cs_live_mapping_count(live) && !base; i++) {
-		const struct cs_core_mapping *x = cs_live_mapping_at(live, i);
+		const struct cs_mapping *x = cs_live_mapping_at(live, i);
 		if (strcmp(x->path, exe) == 0 && x->file_offset == 0)
 			base = x;
 	}
-	const struct cs_core_mapping *libc = cs_live_find_mapping(live, "libc.so");
+	const struct cs_mapping *libc = cs_live_find_mapping(live, "libc.so");
 	CHECK(base && libc, "no mapping of the executable or libc");
-	const struct cs_core_mapping *mods[2] = {base, libc};
+	const struct cs_mapping *mods[2] = {base, libc};
 	for (int i = 0; i < 2; i++) {
 		if (!mods[i])
 			continue;
@@ -590,8 +590,8 @@ static void test_unpaused(void)
 	CHECK(n == 1 + NTHREADS, "thread count %zu", n);
 	int zero = 1;
 	for (size_t i = 0; i < n; i++) {
-		const struct cs_core_thread *t = cs_live_thread_at(live, i);
-		if (t->rip || t->rsp || t->fs_base || t->regs[CS_CORE_RIP] ||
+		const struct cs_thread *t = cs_live_thread_at(live, i);
+		if (t->rip || t->rsp || t->fs_base || t->regs[CS_REG_RIP] ||
 		    !t->tid)
 			zero = 0;
 	}
@@ -1029,7 +1029,7 @@ static void test_mem_fallback(int blocked_with)
 			cs_error_destroy(err);
 			uint8_t id[64];
 			size_t len = 0;
-			const struct cs_core_mapping *libc =
+			const struct cs_mapping *libc =
 				cs_live_find_mapping(live, "libc.so");
 			err = libc ? cs_live_module_build_id(live, libc->start, id,
 							     sizeof(id), &len)

@@ -5,7 +5,7 @@
  * later snapshot still needs when one of them has become unreadable. A
  * read-ahead brings only the part of a page that was used; a read outside
  * it fetches the page whole. */
-#include "corestack/page_cache.h"
+#include "target/page_cache.h"
 #include "tests/unit/check.h"
 
 #include <stdint.h>
@@ -56,11 +56,11 @@ static size_t fake_read_ranges(void *priv, const uint64_t *addrs,
 	return n;
 }
 
-static int read_ok(struct rv_target *t, const struct fake *f, uint64_t addr,
+static int read_ok(struct cs_memory *t, const struct fake *f, uint64_t addr,
 		   size_t len)
 {
 	uint8_t buf[3 * CS_PAGE_SIZE];
-	struct cs_error *err = rv_target_read(t, addr, buf, len);
+	struct cs_error *err = cs_memory_read(t, addr, buf, len);
 	if (err) {
 		cs_error_destroy(err);
 		return 0;
@@ -73,10 +73,10 @@ int main(void)
 	static struct fake f;
 	for (size_t i = 0; i < sizeof(f.mem); i++)
 		f.mem[i] = (uint8_t)(i * 7 + i / CS_PAGE_SIZE);
-	struct rv_target inner = {fake_read, &f};
+	struct cs_memory inner = {fake_read, &f};
 	struct cs_page_cache c;
 	CHECK(cs_page_cache_init(&c, &inner), "init");
-	struct rv_target t = cs_page_cache_target(&c);
+	struct cs_memory t = cs_page_cache_target(&c);
 
 	/* A read across three missing pages: right bytes, one inner read. */
 	CHECK(read_ok(&t, &f, BASE + 100, 2 * CS_PAGE_SIZE + 10),
@@ -100,7 +100,7 @@ int main(void)
 	CHECK(f.batches == 1, "one batch per clear (%d)", f.batches);
 	f.mem[5 * CS_PAGE_SIZE] ^= 0xff; /* changes after the read-ahead */
 	uint8_t b;
-	struct cs_error *err = rv_target_read(&t, BASE + 5 * CS_PAGE_SIZE, &b, 1);
+	struct cs_error *err = cs_memory_read(&t, BASE + 5 * CS_PAGE_SIZE, &b, 1);
 	CHECK(!err && f.reads == reads && b != f.mem[5 * CS_PAGE_SIZE],
 	      "a read-ahead page is served without a read");
 	cs_error_destroy(err);
@@ -138,7 +138,7 @@ int main(void)
 	      "a clear read %zu bytes again for 16 used", f.batch_bytes);
 	reads = f.reads;
 	f.mem[12 * CS_PAGE_SIZE + 1000] ^= 0xff; /* after the read-ahead */
-	CHECK(rv_target_read(&t, page + 1000, &b, 1) == NULL &&
+	CHECK(cs_memory_read(&t, page + 1000, &b, 1) == NULL &&
 		      b != f.mem[12 * CS_PAGE_SIZE + 1000] && f.reads == reads,
 	      "the used bytes come from the read-ahead");
 	CHECK(read_ok(&t, &f, page + 1100, 8) && f.reads == reads,

@@ -26,17 +26,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../rubyvm/model.h"
-#include "../rubyvm/target.h"
+#include "memory.h"
 #include "../util/error.h"
-#include "core.h"
+#include "target.h"
 
 struct cs_live;
 
 /* Most threads a process may have for us (paused or not): CS_ERR_LIMIT
  * beyond. As many as a snapshot reads, so that a live process is read as
  * far as its core would be. */
-#define CS_LIVE_MAX_THREADS RV_DEFAULT_MAX_THREADS
+#define CS_LIVE_MAX_THREADS CS_TARGET_MAX_THREADS
 
 /* Attach to every thread of pid; see above for pause. Errors, each one line
  * naming the pid: no such process, a zombie, a process that exits while we
@@ -120,6 +119,9 @@ int cs_live_pid(const struct cs_live *live);
 const char *cs_live_name(const struct cs_live *live);
 /* attached paused and stopped now (not resumed) */
 int cs_live_paused(const struct cs_live *live);
+/* The threads carry registers: attached paused, and not told to leave
+ * them out (cs_live_without_registers). */
+int cs_live_has_registers(const struct cs_live *live);
 
 /* Read exactly len bytes at addr; a short read is CS_ERR_FAULT naming the
  * address (and where it stopped, if past addr). */
@@ -131,29 +133,29 @@ struct cs_error *cs_live_read(struct cs_live *live, uint64_t addr, void *buf,
  * why). At most 64 ranges a call. */
 size_t cs_live_read_ranges(struct cs_live *live, const uint64_t *addrs,
 			   void *const *bufs, const size_t *lens, size_t n);
-/* Adapter for rubyvm/target.h; valid until cs_live_close. */
-struct rv_target cs_live_target(struct cs_live *live);
+/* The process as memory (memory.h); valid until cs_live_close. */
+struct cs_memory cs_live_memory(struct cs_live *live);
 
-/* Threads as struct cs_core_thread: thread 0 is the main thread (when it is
+/* Threads as struct cs_thread: thread 0 is the main thread (when it is
  * alive), then ascending tid. Paused: registers from PTRACE_GETREGS, and
  * cursig the signal a thread stopped with (0 for our own interrupt).
  * Unpaused: tid only, everything else zero. Exited (zombie) threads are
  * left out. NULL if i is out of range. */
 size_t cs_live_thread_count(const struct cs_live *live);
-const struct cs_core_thread *cs_live_thread_at(const struct cs_live *live,
+const struct cs_thread *cs_live_thread_at(const struct cs_live *live,
 					       size_t i);
 
 /* File-backed mappings (inode != 0) from /proc/PID/maps, read once at
  * attach (after stopping, when paused), sorted by start; path as the kernel
  * prints it (may end in " (deleted)"). */
 size_t cs_live_mapping_count(const struct cs_live *live);
-const struct cs_core_mapping *cs_live_mapping_at(const struct cs_live *live,
+const struct cs_mapping *cs_live_mapping_at(const struct cs_live *live,
 						 size_t i);
 /* The mapping containing addr, or NULL. */
-const struct cs_core_mapping *cs_live_mapping_of(const struct cs_live *live,
+const struct cs_mapping *cs_live_mapping_of(const struct cs_live *live,
 						 uint64_t addr);
 /* Lowest mapping of a file whose basename starts with basename_prefix. */
-const struct cs_core_mapping *cs_live_find_mapping(const struct cs_live *live,
+const struct cs_mapping *cs_live_find_mapping(const struct cs_live *live,
 						   const char *basename_prefix);
 
 /* auxv value from /proc/PID/auxv, 0 if absent. */

@@ -19,40 +19,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../rubyvm/target.h"
+#include "memory.h"
+#include "target.h"
 #include "../util/error.h"
 
 struct cs_core;
-
-struct cs_core_thread {           /* one NT_PRSTATUS */
-	int tid;                  /* pr_pid */
-	int cursig;               /* pr_cursig */
-	uint64_t rip, rsp, rbp, fs_base;
-	uint64_t regs[27];        /* x86-64 user_regs_struct as stored in pr_reg */
-};
-
-/* Indexes into cs_core_thread.regs (order of struct user_regs_struct). */
-enum cs_core_reg {
-	CS_CORE_R15, CS_CORE_R14, CS_CORE_R13, CS_CORE_R12, CS_CORE_RBP,
-	CS_CORE_RBX, CS_CORE_R11, CS_CORE_R10, CS_CORE_R9, CS_CORE_R8,
-	CS_CORE_RAX, CS_CORE_RCX, CS_CORE_RDX, CS_CORE_RSI, CS_CORE_RDI,
-	CS_CORE_ORIG_RAX, CS_CORE_RIP, CS_CORE_CS, CS_CORE_EFLAGS, CS_CORE_RSP,
-	CS_CORE_SS, CS_CORE_FS_BASE, CS_CORE_GS_BASE, CS_CORE_DS, CS_CORE_ES,
-	CS_CORE_FS, CS_CORE_GS,
-};
-
-/* One NT_FILE entry; file_offset in bytes. path is the path in the target
- * (kernel d_path: may end in " (deleted)"), without any sysroot. */
-struct cs_core_mapping {
-	uint64_t start, end, file_offset;
-	const char *path;
-};
-
-/* A mapped region of the target's memory. */
-struct cs_region {
-	uint64_t start, end;
-	bool exec;
-};
 
 struct cs_core_process {          /* NT_PRPSINFO */
 	int present;
@@ -61,11 +32,6 @@ struct cs_core_process {          /* NT_PRPSINFO */
 	char psargs[81];
 };
 
-struct cs_core_siginfo {          /* NT_SIGINFO */
-	int present;
-	int signo, code, err;
-	uint64_t addr;            /* si_addr for SIGSEGV/SIGBUS/SIGILL/SIGFPE */
-};
 
 /* A core compressed with zstd, gzip or xz (told by its magic bytes) is
  * inflated into memory first; see decompress.h. */
@@ -84,11 +50,11 @@ struct cs_error *cs_core_read(struct cs_core *core, uint64_t addr, void *buf,
  * that must not trust the files on disk (build-ids). */
 struct cs_error *cs_core_read_dumped(struct cs_core *core, uint64_t addr,
 				     void *buf, size_t len);
-/* Adapter for rubyvm/target.h; valid while core is open. */
-struct rv_target cs_core_target(struct cs_core *core);
-/* Prefetch hints for the model (rubyvm/target.h): the core's pages that
+/* The core as memory (memory.h); valid while core is open. */
+struct cs_memory cs_core_memory(struct cs_core *core);
+/* A prefetch hint (memory.h): the core's pages that
  * hold a range are read ahead with MADV_WILLNEED. */
-struct rv_prefetcher cs_core_prefetcher(struct cs_core *core);
+void cs_core_prefetch(struct cs_core *core, uint64_t addr, size_t len);
 
 /* Prefix every NT_FILE path with dir when opening it (a copied-out
  * container or machine root); NULL for none (the default). Closes files
@@ -124,27 +90,27 @@ const char *cs_core_warning_at(const struct cs_core *core, size_t i);
 size_t cs_core_thread_count(const struct cs_core *core);
 /* NULL if i is out of range. Thread 0 is the one the kernel reported first
  * (for kernel cores, the thread that took the signal). */
-const struct cs_core_thread *cs_core_thread_at(const struct cs_core *core,
+const struct cs_thread *cs_core_thread_at(const struct cs_core *core,
 					       size_t i);
 /* Mappings sorted by start address: NT_FILE's; without that note (the
  * kernel leaves it out when it would be too large), those of the ELF
  * modules the dynamic linker lists, rebuilt from their headers in the core
  * (link_map.h), with AT_EXECFN as the executable's path. */
 size_t cs_core_mapping_count(const struct cs_core *core);
-const struct cs_core_mapping *cs_core_mapping_at(const struct cs_core *core,
+const struct cs_mapping *cs_core_mapping_at(const struct cs_core *core,
 						 size_t i);
 /* The NT_FILE mapping containing addr, or NULL. */
 /* The memory region (PT_LOAD) holding addr, with whether it could run
  * code; false when no segment holds it. */
 bool cs_core_region_of(const struct cs_core *core, uint64_t addr,
 		       struct cs_region *ret);
-const struct cs_core_mapping *cs_core_mapping_of(const struct cs_core *core,
+const struct cs_mapping *cs_core_mapping_of(const struct cs_core *core,
 						 uint64_t addr);
 /* NULL when the mappings are NT_FILE's or every module was rebuilt; else
  * one line on why the rebuilt list may lack a module. */
 const char *cs_core_mapping_gap(const struct cs_core *core);
 const struct cs_core_process *cs_core_process(const struct cs_core *core);
-const struct cs_core_siginfo *cs_core_siginfo(const struct cs_core *core);
+const struct cs_siginfo *cs_core_siginfo(const struct cs_core *core);
 /* A NUL-terminated string of at most max bytes from memory; malloc'd,
  * NULL when it cannot be read whole. */
 char *cs_core_read_string(struct cs_core *core, uint64_t addr, size_t max);
@@ -158,7 +124,7 @@ uint64_t cs_core_auxv(const struct cs_core *core, uint64_t type);
 const char *cs_core_executable(struct cs_core *core);
 /* Lowest NT_FILE mapping of a file whose basename starts with
  * basename_prefix ("libruby.so"), i.e. where that module is loaded. */
-const struct cs_core_mapping *cs_core_find_mapping(const struct cs_core *core,
+const struct cs_mapping *cs_core_find_mapping(const struct cs_core *core,
 						   const char *basename_prefix);
 /* GNU build-id of the ELF module loaded at start, read from the core's own
  * bytes (ELF header, program headers, PT_NOTE, NT_GNU_BUILD_ID); never from

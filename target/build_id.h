@@ -9,14 +9,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../rubyvm/target.h"
+#include "memory.h"
 #include "../util/error.h"
 
 /* The ELF header and program headers of the module loaded at start, from
  * the target's memory (*phdrs malloc'd, the caller frees it). who names the
  * target in messages. CS_ERR_FAULT if the bytes cannot be read,
  * CS_ERR_CORRUPT if they are not a plausible 64-bit little-endian ELF. */
-struct cs_error *cs_module_headers_read(const struct rv_target *mem,
+struct cs_error *cs_module_headers_read(const struct cs_memory *mem,
 				       const char *who, uint64_t start,
 				       Elf64_Ehdr *eh, Elf64_Phdr **phdrs,
 				       size_t *phnum);
@@ -24,7 +24,7 @@ struct cs_error *cs_module_headers_read(const struct rv_target *mem,
 /* who names the target in messages. CS_ERR_FAULT if the bytes cannot be
  * read, CS_ERR_CORRUPT if they are not a 64-bit little-endian ELF,
  * CS_ERR_LOOKUP without a build-id, CS_ERR_LIMIT if it exceeds bufsize. */
-struct cs_error *cs_build_id_read(const struct rv_target *mem, const char *who,
+struct cs_error *cs_build_id_read(const struct cs_memory *mem, const char *who,
 				  uint64_t start, uint8_t *buf, size_t bufsize,
 				  size_t *len);
 

@@ -32,7 +32,7 @@ struct cs_link_map_module {
 struct cs_link_map_scan;
 
 struct cs_link_map {
-	struct cs_core_mapping *maps;  /* sorted by start, disjoint */
+	struct cs_mapping *maps;  /* sorted by start, disjoint */
 	size_t nmaps;
 	struct cs_link_map_module *modules;
 	size_t nmodules;

@@ -10,7 +10,7 @@
  * third of a sample; the parts used are a few kilobytes. */
 #define RANGE_STEP 256
 
-int cs_page_cache_init(struct cs_page_cache *c, const struct rv_target *inner)
+int cs_page_cache_init(struct cs_page_cache *c, const struct cs_memory *inner)
 {
 	memset(c, 0, sizeof(*c));
 	c->inner = *inner;
@@ -133,7 +133,7 @@ static struct cs_error *fill(struct cs_page_cache *c, uint64_t page,
 		n++;
 	c->misses += n;
 	if (n == 1) {
-		struct cs_error *err = rv_target_read(
+		struct cs_error *err = cs_memory_read(
 			&c->inner, page, c->pages[slot_of(page)], CS_PAGE_SIZE);
 		if (!err)
 			set_valid(c, page, 0, CS_PAGE_SIZE);
@@ -141,7 +141,7 @@ static struct cs_error *fill(struct cs_page_cache *c, uint64_t page,
 	}
 	static uint8_t run[MAX_RUN * CS_PAGE_SIZE];
 	struct cs_error *err =
-		rv_target_read(&c->inner, page, run, n * CS_PAGE_SIZE);
+		cs_memory_read(&c->inner, page, run, n * CS_PAGE_SIZE);
 	if (err) /* part of the run may be unreadable: the first alone */
 		return cs_error_destroy(err),
 		       fill(c, page, page);
@@ -190,7 +190,7 @@ static struct cs_error *cached_read(void *priv, uint64_t addr, void *buf,
 				/* A page only partly readable: read exactly
 				 * what was asked, uncached. */
 				cs_error_destroy(err);
-				return rv_target_read(&c->inner, addr, out, len);
+				return cs_memory_read(&c->inner, addr, out, len);
 			}
 			c->filled++;
 		} else {
@@ -205,8 +205,8 @@ static struct cs_error *cached_read(void *priv, uint64_t addr, void *buf,
 	return NULL;
 }
 
-struct rv_target cs_page_cache_target(struct cs_page_cache *c)
+struct cs_memory cs_page_cache_target(struct cs_page_cache *c)
 {
-	struct rv_target t = {cached_read, c};
+	struct cs_memory t = {cached_read, c};
 	return t;
 }

@@ -1,17 +1,17 @@
-#include "debugger_image.h"
+#include "debugger_target.h"
 
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "../corestack/build_id.h"
+#include "../target/build_id.h"
 
-int gx_debugger_image_add_mapping(struct gx_debugger_image *d, uint64_t start,
-				  uint64_t end, uint64_t offset,
-				  const char *path)
+int gx_inferior_add_mapping(struct gx_inferior *d, uint64_t start,
+			    uint64_t end, uint64_t offset,
+			    const char *path)
 {
-	struct cs_core_mapping *maps =
+	struct cs_mapping *maps =
 		realloc(d->maps, (d->nmaps + 1) * sizeof(*maps));
 	if (!maps)
 		return 0;
@@ -19,25 +19,25 @@ int gx_debugger_image_add_mapping(struct gx_debugger_image *d, uint64_t start,
 	char *copy = strdup(path);
 	if (!copy)
 		return 0;
-	struct cs_core_mapping *m = &maps[d->nmaps++];
-	*m = (struct cs_core_mapping){start, end, offset, NULL};
+	struct cs_mapping *m = &maps[d->nmaps++];
+	*m = (struct cs_mapping){start, end, offset, NULL};
 	m->path = copy; /* freed with d */
 	return 1;
 }
 
 static int by_start(const void *a, const void *b)
 {
-	const struct cs_core_mapping *x = a, *y = b;
+	const struct cs_mapping *x = a, *y = b;
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
-void gx_debugger_image_finish(struct gx_debugger_image *d)
+void gx_inferior_finish(struct gx_inferior *d)
 {
 	if (d->nmaps)
 		qsort(d->maps, d->nmaps, sizeof(*d->maps), by_start);
 }
 
-void gx_debugger_image_free(struct gx_debugger_image *d)
+void gx_inferior_free(struct gx_inferior *d)
 {
 	for (size_t i = 0; i < d->nmaps; i++)
 		free((char *)d->maps[i].path);
@@ -52,18 +52,18 @@ void gx_debugger_image_free(struct gx_debugger_image *d)
 
 static size_t mapping_count(const void *p)
 {
-	return ((const struct gx_debugger_image *)p)->nmaps;
+	return ((const struct gx_inferior *)p)->nmaps;
 }
 
-static const struct cs_core_mapping *mapping_at(const void *p, size_t i)
+static const struct cs_mapping *mapping_at(const void *p, size_t i)
 {
-	const struct gx_debugger_image *d = p;
+	const struct gx_inferior *d = p;
 	return i < d->nmaps ? &d->maps[i] : NULL;
 }
 
-static const struct cs_core_mapping *mapping_of(const void *p, uint64_t addr)
+static const struct cs_mapping *mapping_of(const void *p, uint64_t addr)
 {
-	const struct gx_debugger_image *d = p;
+	const struct gx_inferior *d = p;
 	size_t lo = 0, hi = d->nmaps;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
@@ -77,10 +77,10 @@ static const struct cs_core_mapping *mapping_of(const void *p, uint64_t addr)
 	return NULL;
 }
 
-static const struct cs_core_mapping *find_mapping(const void *p,
+static const struct cs_mapping *find_mapping(const void *p,
 						  const char *prefix)
 {
-	const struct gx_debugger_image *d = p;
+	const struct gx_inferior *d = p;
 	for (size_t i = 0; i < d->nmaps; i++) {
 		const char *slash = strrchr(d->maps[i].path, '/');
 		const char *base = slash ? slash + 1 : d->maps[i].path;
@@ -92,7 +92,7 @@ static const struct cs_core_mapping *find_mapping(const void *p,
 
 static uint64_t auxv(const void *p, uint64_t type)
 {
-	const struct gx_debugger_image *d = p;
+	const struct gx_inferior *d = p;
 	for (size_t i = 0; i < d->nauxv; i++)
 		if (d->auxv[i][0] == type)
 			return d->auxv[i][1];
@@ -101,32 +101,19 @@ static uint64_t auxv(const void *p, uint64_t type)
 
 static const char *executable(void *p)
 {
-	return ((struct gx_debugger_image *)p)->executable;
+	return ((struct gx_inferior *)p)->executable;
 }
 
 static struct cs_error *build_id(void *p, uint64_t start, uint8_t *buf,
 				 size_t bufsize, size_t *len)
 {
-	struct gx_debugger_image *d = p;
+	struct gx_inferior *d = p;
 	return cs_build_id_read(&d->mem, d->name, start, buf, bufsize, len);
 }
 
-/* The debugger's files are this machine's. */
-static char *host_path(const void *p, const char *path)
-{
-	(void)p;
-	return strdup(path);
-}
-
-static const struct cs_image_ops ops = {
-	mapping_count, mapping_at, mapping_of, find_mapping,
-	auxv,          executable, build_id,   host_path,  NULL,
-	NULL,
-};
-
 /* The file of mapping m, opened once and kept until another is needed. */
-static int mapped_file(struct gx_debugger_image *d,
-		       const struct cs_core_mapping *m)
+static int mapped_file(struct gx_inferior *d,
+		       const struct cs_mapping *m)
 {
 	if (d->fd >= 0 && strcmp(d->fd_path, m->path) == 0)
 		return d->fd;
@@ -141,13 +128,13 @@ static int mapped_file(struct gx_debugger_image *d,
 static struct cs_error *read_with_files(void *priv, uint64_t addr, void *buf,
 					size_t len)
 {
-	struct gx_debugger_image *d = priv;
-	struct cs_error *err = rv_target_read(&d->mem, addr, buf, len);
+	struct gx_inferior *d = priv;
+	struct cs_error *err = cs_memory_read(&d->mem, addr, buf, len);
 	if (!err)
 		return NULL;
 	uint8_t *out = buf;
 	for (size_t done = 0; done < len;) {
-		const struct cs_core_mapping *m = mapping_of(d, addr + done);
+		const struct cs_mapping *m = mapping_of(d, addr + done);
 		int fd = m ? mapped_file(d, m) : -1;
 		if (fd < 0)
 			return err;
@@ -165,17 +152,49 @@ static struct cs_error *read_with_files(void *priv, uint64_t addr, void *buf,
 	return NULL;
 }
 
-struct rv_target gx_debugger_image_target(struct gx_debugger_image *d)
+static int pid(const void *p)
 {
-	struct rv_target t = {read_with_files, d};
-	return t;
+	return ((const struct gx_inferior *)p)->pid;
 }
 
-struct cs_image gx_debugger_image(struct gx_debugger_image *d)
+static const char *command(const void *p)
 {
-	struct cs_image img = {
+	return ((const struct gx_inferior *)p)->command;
+}
+
+static const struct cs_siginfo *siginfo(const void *p)
+{
+	const struct gx_inferior *d = p;
+	return d->siginfo.present ? &d->siginfo : NULL;
+}
+
+static int64_t crash_tid(const void *p)
+{
+	return ((const struct gx_inferior *)p)->crash_tid;
+}
+
+/* No threads: the debugger lists them only when asked (backtrace.c). Its
+ * files are this machine's (the default host_path). */
+static const struct cs_target_ops ops = {
+	.read = read_with_files,
+	.mapping_count = mapping_count,
+	.mapping_at = mapping_at,
+	.mapping_of = mapping_of,
+	.find_mapping = find_mapping,
+	.auxv = auxv,
+	.executable = executable,
+	.module_build_id = build_id,
+	.pid = pid,
+	.command = command,
+	.siginfo = siginfo,
+	.crash_tid = crash_tid,
+};
+
+struct cs_target gx_inferior_target(struct gx_inferior *d)
+{
+	struct cs_target t = {
 		.ops = &ops, .priv = d, .name = d->name, .comm = "",
-		.what = "process",
+		.what = "process", .dump = d->is_core,
 	};
-	return img;
+	return t;
 }

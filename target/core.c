@@ -62,7 +62,7 @@ struct cs_core_file {             /* a file named by NT_FILE, opened lazily */
 };
 
 struct cs_core_map {
-	struct cs_core_mapping pub;
+	struct cs_mapping pub;
 	size_t file;              /* index into cs_core.files */
 };
 
@@ -77,7 +77,7 @@ struct cs_core {
 	size_t nsegs;
 	size_t last_seg;          /* last hit: reads cluster */
 
-	struct cs_core_thread *threads;
+	struct cs_thread *threads;
 	size_t nthreads;
 	struct cs_core_map *maps;  /* sorted by start */
 	size_t nmaps;
@@ -91,7 +91,7 @@ struct cs_core {
 	size_t nwarnings;
 
 	struct cs_core_process process;
-	struct cs_core_siginfo siginfo;
+	struct cs_siginfo siginfo;
 	const uint8_t *auxv;      /* into image; pairs of LE u64 */
 	size_t auxv_count;
 	int have_file_note;
@@ -205,7 +205,7 @@ static struct cs_error *cs_core_add_thread(struct cs_core *core,
 			return &cs_error_nomem;
 		core->threads = p;
 	}
-	struct cs_core_thread *t = &core->threads[core->nthreads++];
+	struct cs_thread *t = &core->threads[core->nthreads++];
 	memset(t, 0, sizeof(*t));
 	t->cursig = (int16_t)cs_core_le16(n->desc + 12);
 	t->tid = (int32_t)cs_core_le32(n->desc + 32);
@@ -213,10 +213,10 @@ static struct cs_error *cs_core_add_thread(struct cs_core *core,
 		t->regs[i] = cs_core_le64(n->desc +
 					  CS_CORE_PRSTATUS_REG_OFFSET + 8 * i);
 	}
-	t->rip = t->regs[CS_CORE_RIP];
-	t->rsp = t->regs[CS_CORE_RSP];
-	t->rbp = t->regs[CS_CORE_RBP];
-	t->fs_base = t->regs[CS_CORE_FS_BASE];
+	t->rip = t->regs[CS_REG_RIP];
+	t->rsp = t->regs[CS_REG_RSP];
+	t->rbp = t->regs[CS_REG_RBP];
+	t->fs_base = t->regs[CS_REG_FS_BASE];
 	return NULL;
 }
 
@@ -244,7 +244,7 @@ static void cs_core_set_siginfo(struct cs_core *core,
 {
 	if (core->siginfo.present || n->descsz < 24)
 		return;
-	struct cs_core_siginfo *s = &core->siginfo;
+	struct cs_siginfo *s = &core->siginfo;
 	s->present = 1;
 	s->signo = (int)cs_core_le32(n->desc);
 	s->err = (int)cs_core_le32(n->desc + 4);
@@ -984,7 +984,7 @@ bool cs_core_region_of(const struct cs_core *core, uint64_t addr,
 	return true;
 }
 
-const struct cs_core_mapping *cs_core_mapping_of(const struct cs_core *core,
+const struct cs_mapping *cs_core_mapping_of(const struct cs_core *core,
 						 uint64_t addr)
 {
 	size_t lo = 0, hi = core->nmaps;
@@ -1222,7 +1222,7 @@ static struct cs_error *cs_core_read_impl(struct cs_core *core,
 		} else {
 			if (s)
 				limit = s->end;
-			const struct cs_core_mapping *pm =
+			const struct cs_mapping *pm =
 				use_files ? cs_core_mapping_of(core, at) : NULL;
 			if (!pm) {
 				return cs_core_fault(core, addr, len, at,
@@ -1264,9 +1264,9 @@ static struct cs_error *cs_core_target_read(void *priv, uint64_t addr,
 	return cs_core_read(priv, addr, buf, len);
 }
 
-struct rv_target cs_core_target(struct cs_core *core)
+struct cs_memory cs_core_memory(struct cs_core *core)
 {
-	return (struct rv_target){.read = cs_core_target_read, .priv = core};
+	return (struct cs_memory){.read = cs_core_target_read, .priv = core};
 }
 
 /* The part of [addr, addr + len) that one segment stores in the core is
@@ -1275,9 +1275,8 @@ struct rv_target cs_core_target(struct cs_core *core)
  * that waits for the disk, and reads around it as much as the device's
  * read-ahead (megabytes on some disks) although a fiber needs two pages
  * of its stack. Only a hint: nothing is read here, errors are ignored. */
-static void cs_core_prefetch(void *priv, uint64_t addr, size_t len)
+void cs_core_prefetch(struct cs_core *core, uint64_t addr, size_t len)
 {
-	struct cs_core *core = priv;
 	size_t r = cs_core_segment_rank(core, addr);
 	if (r == 0 || addr >= core->segs[r - 1].data_end)
 		return;
@@ -1290,12 +1289,6 @@ static void cs_core_prefetch(void *priv, uint64_t addr, size_t len)
 	madvise((void *)from, to - from, MADV_WILLNEED);
 }
 
-struct rv_prefetcher cs_core_prefetcher(struct cs_core *core)
-{
-	return (struct rv_prefetcher){.prefetch = cs_core_prefetch,
-				      .priv = core};
-}
-
 /* ---- accessors ---- */
 
 size_t cs_core_thread_count(const struct cs_core *core)
@@ -1303,7 +1296,7 @@ size_t cs_core_thread_count(const struct cs_core *core)
 	return core->nthreads;
 }
 
-const struct cs_core_thread *cs_core_thread_at(const struct cs_core *core,
+const struct cs_thread *cs_core_thread_at(const struct cs_core *core,
 					       size_t i)
 {
 	return i < core->nthreads ? &core->threads[i] : NULL;
@@ -1314,7 +1307,7 @@ size_t cs_core_mapping_count(const struct cs_core *core)
 	return core->nmaps;
 }
 
-const struct cs_core_mapping *cs_core_mapping_at(const struct cs_core *core,
+const struct cs_mapping *cs_core_mapping_at(const struct cs_core *core,
 						 size_t i)
 {
 	return i < core->nmaps ? &core->maps[i].pub : NULL;
@@ -1325,7 +1318,7 @@ const struct cs_core_process *cs_core_process(const struct cs_core *core)
 	return &core->process;
 }
 
-const struct cs_core_siginfo *cs_core_siginfo(const struct cs_core *core)
+const struct cs_siginfo *cs_core_siginfo(const struct cs_core *core)
 {
 	return &core->siginfo;
 }
@@ -1377,7 +1370,7 @@ const char *cs_core_executable(struct cs_core *core)
 	static const uint64_t types[] = {AT_PHDR, AT_ENTRY};
 	for (size_t i = 0; i < 2; i++) {
 		uint64_t v = cs_core_auxv(core, types[i]);
-		const struct cs_core_mapping *m =
+		const struct cs_mapping *m =
 			v ? cs_core_mapping_of(core, v) : NULL;
 		if (m) {
 			core->exe = m->path;
@@ -1393,7 +1386,7 @@ const char *cs_core_executable(struct cs_core *core)
 	return core->exe;
 }
 
-const struct cs_core_mapping *cs_core_find_mapping(const struct cs_core *core,
+const struct cs_mapping *cs_core_find_mapping(const struct cs_core *core,
 						   const char *basename_prefix)
 {
 	size_t plen = strlen(basename_prefix);
@@ -1421,7 +1414,7 @@ struct cs_error *cs_core_module_build_id(struct cs_core *core, uint64_t start,
 					 uint8_t *buf, size_t bufsize,
 					 size_t *len)
 {
-	struct rv_target dumped = {cs_core_dumped_read, core};
+	struct cs_memory dumped = {cs_core_dumped_read, core};
 	return cs_build_id_read(&dumped, core->path, start, buf, bufsize, len);
 }
 

@@ -8,7 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../rubyvm/target.h"
+#include "memory.h"
 
 #define CS_PAGE_SIZE 4096
 #define CS_PAGE_SLOTS 512 /* 2 MiB, direct-mapped */
@@ -45,7 +45,7 @@ struct cs_page_slot {
 };
 
 struct cs_page_cache {
-	struct rv_target inner;
+	struct cs_memory inner;
 	struct cs_page_slot slots[CS_PAGE_SLOTS];
 	/* The slots with a tag or a recent page, so that a clear visits a
 	 * dozen slots, not all of them. */
@@ -68,11 +68,11 @@ struct cs_page_cache {
 };
 
 /* 0 on allocation failure. */
-int cs_page_cache_init(struct cs_page_cache *c, const struct rv_target *inner);
+int cs_page_cache_init(struct cs_page_cache *c, const struct cs_memory *inner);
 /* Forget every page (the target ran); with read_ranges set, read again at
  * once the parts of pages used in the last CS_PAGE_KEEP snapshots. */
 void cs_page_cache_clear(struct cs_page_cache *c);
 void cs_page_cache_free(struct cs_page_cache *c);
-struct rv_target cs_page_cache_target(struct cs_page_cache *c);
+struct cs_memory cs_page_cache_target(struct cs_page_cache *c);
 
 #endif

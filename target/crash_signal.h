@@ -9,7 +9,7 @@
 /* si when its signal is one whose default action dumps core, else NULL: a
  * core taken from a live process (gcore) records the signal of the
  * attach, SIGSTOP, which is not why the process stopped. Safe on NULL. */
-const struct cs_core_siginfo *cs_crash_signal(const struct cs_core_siginfo *si);
+const struct cs_siginfo *cs_crash_signal(const struct cs_siginfo *si);
 
 /* The thread that took the core's fatal signal: the one whose NT_PRSTATUS
  * carries it, else the first (the kernel lists the dumping thread first).

@@ -37,7 +37,7 @@ struct cs_link_map_scan {
 
 struct recover {
 	struct cs_core *core;
-	struct rv_target mem; /* the core's own bytes */
+	struct cs_memory mem; /* the core's own bytes */
 	struct cs_link_map *lm;
 	size_t cap_maps, cap_modules;
 	struct u64map seen;   /* load bias of each module added */
@@ -134,14 +134,14 @@ static void add_module(struct recover *r, const char *name, uint64_t bias,
 		}
 		if (lm->nmaps == r->cap_maps) {
 			size_t cap = r->cap_maps ? 2 * r->cap_maps : 64;
-			struct cs_core_mapping *m =
+			struct cs_mapping *m =
 				reallocarray(lm->maps, cap, sizeof(*m));
 			if (!m)
 				goto nomem;
 			lm->maps = m;
 			r->cap_maps = cap;
 		}
-		lm->maps[lm->nmaps++] = (struct cs_core_mapping){
+		lm->maps[lm->nmaps++] = (struct cs_mapping){
 			.start = vaddr & ~(PAGE - 1),
 			.end = end & ~(PAGE - 1),
 			.file_offset = p->p_offset & ~(PAGE - 1),
@@ -170,7 +170,7 @@ static struct cs_error *read_executable(struct recover *r, uint64_t *bias,
 	Elf64_Phdr *p = calloc(n, sizeof(*p));
 	if (!p)
 		return &cs_error_nomem;
-	struct cs_error *err = rv_target_read(&r->mem, at, p, n * sizeof(*p));
+	struct cs_error *err = cs_memory_read(&r->mem, at, p, n * sizeof(*p));
 	if (err) {
 		free(p);
 		return cs_error_wrap(err, "the executable's program headers");
@@ -214,7 +214,7 @@ static uint64_t r_debug_of(struct recover *r, uint64_t dyn, uint64_t size)
 	uint64_t n = size / sizeof(Elf64_Dyn);
 	for (uint64_t i = 0; i < n && i < MAX_DYN; i++) {
 		Elf64_Dyn d;
-		struct cs_error *err = rv_target_read(
+		struct cs_error *err = cs_memory_read(
 			&r->mem, dyn + i * sizeof(d), &d, sizeof(d));
 		if (err) {
 			incomplete(r, "the executable's dynamic section is not "
@@ -272,7 +272,7 @@ static void add_library(struct recover *r, const struct link_map *e,
 static void walk_link_map(struct recover *r, uint64_t rdebug, uint64_t exe_dyn)
 {
 	struct r_debug rd;
-	struct cs_error *err = rv_target_read(&r->mem, rdebug, &rd, sizeof(rd));
+	struct cs_error *err = cs_memory_read(&r->mem, rdebug, &rd, sizeof(rd));
 	if (err) {
 		incomplete(r, "the dynamic linker's r_debug is not in the core "
 			      "(%s)", err->message);
@@ -289,7 +289,7 @@ static void walk_link_map(struct recover *r, uint64_t rdebug, uint64_t exe_dyn)
 			return;
 		}
 		struct link_map e;
-		if ((err = rv_target_read(&r->mem, at, &e, sizeof(e)))) {
+		if ((err = cs_memory_read(&r->mem, at, &e, sizeof(e)))) {
 			incomplete(r, "a link_map entry is not in the core (%s)",
 				   err->message);
 			cs_error_destroy(err);
@@ -312,7 +312,7 @@ static void walk_link_map(struct recover *r, uint64_t rdebug, uint64_t exe_dyn)
 
 static int mapping_cmp(const void *a, const void *b)
 {
-	const struct cs_core_mapping *x = a, *y = b;
+	const struct cs_mapping *x = a, *y = b;
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
@@ -324,7 +324,7 @@ static void sort_maps(struct cs_link_map *lm)
 	qsort(lm->maps, lm->nmaps, sizeof(*lm->maps), mapping_cmp);
 	size_t out = 0;
 	for (size_t i = 0; i < lm->nmaps; i++) {
-		struct cs_core_mapping m = lm->maps[i];
+		struct cs_mapping m = lm->maps[i];
 		if (out && m.start < lm->maps[out - 1].end)
 			lm->maps[out - 1].end = m.start;
 		if (out && lm->maps[out - 1].start == lm->maps[out - 1].end)

@@ -57,7 +57,7 @@ static struct cs_error *note_build_id(const uint8_t *notes, size_t size,
 	return NULL;
 }
 
-struct cs_error *cs_module_headers_read(const struct rv_target *mem,
+struct cs_error *cs_module_headers_read(const struct cs_memory *mem,
 				       const char *who, uint64_t start,
 				       Elf64_Ehdr *eh, Elf64_Phdr **phdrs,
 				       size_t *phnum)
@@ -65,7 +65,7 @@ struct cs_error *cs_module_headers_read(const struct rv_target *mem,
 	*phdrs = NULL;
 	*phnum = 0;
 	/* x86-64 targets only: the host's byte order */
-	struct cs_error *err = rv_target_read(mem, start, eh, sizeof(*eh));
+	struct cs_error *err = cs_memory_read(mem, start, eh, sizeof(*eh));
 	if (err)
 		return cs_error_wrap(err, "ELF header of the module at 0x%" PRIx64,
 				     start);
@@ -88,7 +88,7 @@ struct cs_error *cs_module_headers_read(const struct rv_target *mem,
 	Elf64_Phdr *ph = malloc(n * sizeof(*ph));
 	if (!ph)
 		return &cs_error_nomem;
-	if ((err = rv_target_read(mem, phaddr, ph, n * sizeof(*ph)))) {
+	if ((err = cs_memory_read(mem, phaddr, ph, n * sizeof(*ph)))) {
 		free(ph);
 		return cs_error_wrap(err,
 				     "program headers of the module at 0x%" PRIx64,
@@ -99,7 +99,7 @@ struct cs_error *cs_module_headers_read(const struct rv_target *mem,
 	return NULL;
 }
 
-struct cs_error *cs_build_id_read(const struct rv_target *mem, const char *who,
+struct cs_error *cs_build_id_read(const struct cs_memory *mem, const char *who,
 				  uint64_t start, uint8_t *buf, size_t bufsize,
 				  size_t *len)
 {
@@ -131,7 +131,7 @@ struct cs_error *cs_build_id_read(const struct rv_target *mem, const char *who,
 			break;
 		}
 		struct cs_error *e =
-			rv_target_read(mem, bias + ph[i].p_vaddr, notes, size);
+			cs_memory_read(mem, bias + ph[i].p_vaddr, notes, size);
 		if (e) {
 			/* Another PT_NOTE may still be readable. */
 			if (!fault)

@@ -3,7 +3,7 @@
 #include <signal.h>
 #include <stddef.h>
 
-const struct cs_core_siginfo *cs_crash_signal(const struct cs_core_siginfo *si)
+const struct cs_siginfo *cs_crash_signal(const struct cs_siginfo *si)
 {
 	static const int dumping[] = {SIGQUIT, SIGILL, SIGTRAP, SIGABRT,
 				      SIGBUS,  SIGFPE, SIGSEGV, SIGXCPU,
@@ -17,7 +17,7 @@ const struct cs_core_siginfo *cs_crash_signal(const struct cs_core_siginfo *si)
 
 int64_t cs_core_crash_tid(const struct cs_core *core)
 {
-	const struct cs_core_siginfo *si = cs_crash_signal(cs_core_siginfo(core));
+	const struct cs_siginfo *si = cs_crash_signal(cs_core_siginfo(core));
 	if (!si)
 		return -1;
 	for (size_t i = 0; i < cs_core_thread_count(core); i++)

@@ -54,7 +54,7 @@
  * and the like, which we must not end). A running or listening thread may
  * have stopped since, with a report we have not taken yet. */
 struct cs_live_thread {
-	struct cs_core_thread pub;
+	struct cs_thread pub;
 	int seized;               /* we are its tracer */
 	int stopped;              /* in a ptrace-stop whose report we took */
 	int listening;            /* let go with PTRACE_LISTEN */
@@ -83,9 +83,9 @@ struct cs_live {
 				   * status is not ours to take here */
 	struct cs_live_thread *work;  /* every thread seized, sorted by tid */
 	size_t nwork, work_cap;
-	struct cs_core_thread *threads;  /* public list, see live.h */
+	struct cs_thread *threads;  /* public list, see live.h */
 	size_t nthreads;
-	struct cs_core_mapping *maps;
+	struct cs_mapping *maps;
 	size_t nmaps;
 	uint64_t *auxv;           /* pairs */
 	size_t auxv_count;
@@ -938,7 +938,7 @@ static struct cs_error *cs_live_stop_all(struct cs_live *live,
 static struct cs_error *cs_live_take_threads(struct cs_live *live)
 {
 	_Static_assert(sizeof(struct user_regs_struct) ==
-			       sizeof(((struct cs_core_thread *)0)->regs),
+			       sizeof(((struct cs_thread *)0)->regs),
 		       "user_regs_struct is the 27 registers of a core");
 	free(live->threads);
 	live->nthreads = 0;
@@ -1025,7 +1025,7 @@ static void cs_live_order_threads(struct cs_live *live)
 	for (size_t i = 1; i < live->nthreads; i++) {
 		if (live->threads[i].tid != live->pid)
 			continue;
-		struct cs_core_thread main_thread = live->threads[i];
+		struct cs_thread main_thread = live->threads[i];
 		memmove(&live->threads[1], &live->threads[0],
 			i * sizeof(*live->threads));
 		live->threads[0] = main_thread;
@@ -1037,7 +1037,7 @@ static void cs_live_order_threads(struct cs_live *live)
 
 static int cs_live_cmp_map(const void *a, const void *b)
 {
-	const struct cs_core_mapping *x = a, *y = b;
+	const struct cs_mapping *x = a, *y = b;
 	return (x->start > y->start) - (x->start < y->start);
 }
 
@@ -1081,7 +1081,7 @@ static struct cs_error *cs_live_read_maps(struct cs_live *live)
 			   " %n",
 			   &start, &end, &offset, &inode, &pathpos) >= 4 &&
 		    inode != 0 && pathpos > 0 && line[pathpos] && start < end) {
-			struct cs_core_mapping *m = &live->maps[live->nmaps];
+			struct cs_mapping *m = &live->maps[live->nmaps];
 			char *p = strdup(line + pathpos);
 			if (!p) {
 				err = &cs_error_nomem;
@@ -1146,7 +1146,7 @@ static struct cs_error *cs_live_read_proc(struct cs_live *live)
 		static const uint64_t types[] = {AT_PHDR, AT_ENTRY};
 		for (size_t i = 0; i < 2 && !live->exe; i++) {
 			uint64_t v = cs_live_auxv(live, types[i]);
-			const struct cs_core_mapping *m =
+			const struct cs_mapping *m =
 				v ? cs_live_mapping_of(live, v) : NULL;
 			if (m && !(live->exe = strdup(m->path)))
 				return &cs_error_nomem;
@@ -1483,6 +1483,11 @@ int cs_live_pid(const struct cs_live *live)
 	return live->pid;
 }
 
+int cs_live_has_registers(const struct cs_live *live)
+{
+	return live->pause && !live->no_registers;
+}
+
 const char *cs_live_name(const struct cs_live *live)
 {
 	return live->name;
@@ -1615,9 +1620,9 @@ static struct cs_error *cs_live_target_read(void *priv, uint64_t addr,
 	return cs_live_read(priv, addr, buf, len);
 }
 
-struct rv_target cs_live_target(struct cs_live *live)
+struct cs_memory cs_live_memory(struct cs_live *live)
 {
-	struct rv_target t = {cs_live_target_read, live};
+	struct cs_memory t = {cs_live_target_read, live};
 	return t;
 }
 
@@ -1626,7 +1631,7 @@ size_t cs_live_thread_count(const struct cs_live *live)
 	return live->nthreads;
 }
 
-const struct cs_core_thread *cs_live_thread_at(const struct cs_live *live,
+const struct cs_thread *cs_live_thread_at(const struct cs_live *live,
 					       size_t i)
 {
 	return i < live->nthreads ? &live->threads[i] : NULL;
@@ -1637,13 +1642,13 @@ size_t cs_live_mapping_count(const struct cs_live *live)
 	return live->nmaps;
 }
 
-const struct cs_core_mapping *cs_live_mapping_at(const struct cs_live *live,
+const struct cs_mapping *cs_live_mapping_at(const struct cs_live *live,
 						 size_t i)
 {
 	return i < live->nmaps ? &live->maps[i] : NULL;
 }
 
-const struct cs_core_mapping *cs_live_mapping_of(const struct cs_live *live,
+const struct cs_mapping *cs_live_mapping_of(const struct cs_live *live,
 						 uint64_t addr)
 {
 	size_t lo = 0, hi = live->nmaps;
@@ -1659,7 +1664,7 @@ const struct cs_core_mapping *cs_live_mapping_of(const struct cs_live *live,
 	return &live->maps[lo - 1];
 }
 
-const struct cs_core_mapping *cs_live_find_mapping(const struct cs_live *live,
+const struct cs_mapping *cs_live_find_mapping(const struct cs_live *live,
 						   const char *basename_prefix)
 {
 	size_t plen = strlen(basename_prefix);
@@ -1700,6 +1705,6 @@ struct cs_error *cs_live_module_build_id(struct cs_live *live, uint64_t start,
 					 uint8_t *buf, size_t bufsize,
 					 size_t *len)
 {
-	struct rv_target mem = cs_live_target(live);
+	struct cs_memory mem = cs_live_memory(live);
 	return cs_build_id_read(&mem, live->name, start, buf, bufsize, len);
 }

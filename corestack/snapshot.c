@@ -1,0 +1,204 @@
+/* One snapshot, from the Ruby model to the report: the order matters —
+ * native stacks are unwound before a live process runs again, and the
+ * target's warnings are known only once it has been read. */
+#include "snapshot.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../target/crash_signal.h"
+#include "pthread_tid.h"
+
+/* Where Ruby keeps only a pthread_t for a thread, the tid glibc records
+ * there, per Ruby thread (-1: unknown); NULL when no thread needs it or
+ * libc has no debug info. */
+static int64_t *glibc_tids_of(const struct cs_snapshot_options *o,
+			      const struct cs_target *t,
+			      const struct cs_memory *mem,
+			      const struct rv_process *p)
+{
+	bool needed = false;
+	for (size_t i = 0; i < p->nthreads; i++)
+		needed |= p->threads[i].tid < 0 && p->threads[i].pthread_id;
+	struct cs_pthread_tid layout;
+	if (!needed || !o->glibc_tids)
+		return NULL;
+	cs_pthread_tid_layout(t, o->debug_dirs, o->cache_dir, &layout);
+	int64_t *tids = layout.known ? calloc(p->nthreads + 1, sizeof(*tids))
+				     : NULL;
+	for (size_t i = 0; tids && i < p->nthreads; i++)
+		tids[i] = cs_pthread_tid_read(&layout, mem,
+					      p->threads[i].pthread_id);
+	return tids;
+}
+
+/* Every thread's native stack; on failure a warning (the caller owns it)
+ * and the Ruby stacks go on alone. */
+static char *unwind_native(const struct cs_snapshot_options *o,
+			   const struct cs_target *t,
+			   const struct cs_memory *mem,
+			   struct cs_native_stacks **ret)
+{
+	const struct cs_thread **threads = cs_target_threads(t);
+	if (!threads)
+		return strdup("native stacks: out of memory");
+	struct cs_error *err =
+		cs_native_unwind(t, mem, threads, cs_target_thread_count(t),
+				 o->debug_dirs, o->max_native_frames, ret);
+	free(threads);
+	char *msg = NULL;
+	if (err && asprintf(&msg, "native stacks: %s", err->message) < 0)
+		msg = NULL;
+	cs_error_destroy(err);
+	return msg;
+}
+
+static struct cs_error *kernel_threads(const struct cs_snapshot_options *o,
+				       const struct cs_target *t,
+				       struct cs_snapshot *s)
+{
+	if (o->kernel_threads)
+		return o->kernel_threads(o->kernel_threads_ctx, t, s->proc,
+					 &s->threads, &s->nthreads);
+	s->nthreads = cs_target_thread_count(t);
+	s->threads = cs_target_threads(t);
+	return s->threads ? NULL : &cs_error_nomem;
+}
+
+/* The Ruby model's warnings, then the target's: its files, its
+ * truncation, the native unwinder's. *files_ok: no file mismatched. */
+static struct cs_error *gather_warnings(const struct cs_snapshot_options *o,
+					const struct cs_target *t,
+					struct cs_ruby *r,
+					struct cs_snapshot *s, bool *files_ok)
+{
+	const struct cs_vm_module *vm = &r->vm;
+	size_t nfile = 0;
+	if (o->check_files) {
+		cs_target_check_files(t);
+		nfile = cs_target_warning_count(t);
+	}
+	s->truncation = cs_target_truncation(t);
+	size_t n = vm->nwarnings + nfile + 2;
+	if (!(s->warnings = calloc(n, sizeof(*s->warnings))))
+		return &cs_error_nomem;
+	char **w = s->warnings;
+	size_t k = 0;
+	for (size_t i = 0; i < vm->nwarnings; i++)
+		w[k++] = vm->warnings[i];
+	for (size_t i = 0; i < nfile; i++) {
+		const char *msg = cs_target_warning_at(t, i);
+		/* Also on stderr: the output may go to a file. */
+		fprintf(stderr, "corestack: warning: %s\n", msg);
+		w[k++] = (char *)msg;
+	}
+	if (s->truncation)
+		w[k++] = s->truncation->message;
+	if (s->native_warning)
+		w[k++] = s->native_warning;
+	s->report.warnings = w;
+	s->report.nwarnings = k;
+	*files_ok = nfile == 0;
+	return NULL;
+}
+
+/* Merge each Ruby thread's stack with its native one; *ok: no merged
+ * stack is known to be incomplete. */
+static struct cs_error *merge_native(struct cs_snapshot *s, bool *ok)
+{
+	const struct rv_process *p = s->proc;
+	*ok = true;
+	if (!s->native)
+		return NULL;
+	if (!(s->merged = calloc(p->nthreads + 1, sizeof(*s->merged))))
+		return &cs_error_nomem;
+	for (size_t i = 0; i < p->nthreads; i++) {
+		/* Registers not believed to be this thread's: no stack of
+		 * theirs is merged into its. */
+		const struct cs_native_thread *nt =
+			s->tids.errors[i]
+				? NULL
+				: cs_native_thread_of(s->native,
+						      s->tids.tids[i]);
+		struct cs_error *err =
+			cs_merge_stacks(&p->threads[i], nt, &s->merged[i]);
+		if (err)
+			return err;
+		/* a cut native stack is known to be incomplete */
+		*ok &= !s->merged[i].error && !(nt && nt->cut);
+	}
+	return NULL;
+}
+
+struct cs_error *cs_snapshot_take(const struct cs_target *t,
+				  struct cs_ruby *r,
+				  const struct cs_snapshot_options *o,
+				  struct cs_snapshot *s)
+{
+	memset(s, 0, sizeof(*s));
+	struct rv_session *session = r->session;
+	const struct cs_memory *mem = rv_session_memory(session);
+	struct cs_error *err;
+	if ((err = rv_snapshot(session, &s->proc)) ||
+	    (o->check && (err = o->check(o->check_ctx, s->proc))) ||
+	    (o->fibers && (err = rv_snapshot_fibers(session, s->proc))))
+		return err;
+	if (o->native) /* before a live process runs again */
+		s->native_warning = unwind_native(o, t, mem, &s->native);
+	/* The snapshot is taken: let a live process run again before the
+	 * report is written. */
+	cs_target_release(t);
+
+	bool files_ok, merged_ok;
+	int pid = cs_target_pid(t);
+	if (pid < 0)
+		pid = o->pid_hint;
+	const struct cs_siginfo *si = cs_crash_signal(cs_target_siginfo(t));
+	int64_t crash_tid = si ? cs_target_crash_tid(t) : -1;
+	int64_t *glibc_tids = NULL;
+	if ((err = gather_warnings(o, t, r, s, &files_ok)) ||
+	    (err = kernel_threads(o, t, s)))
+		return err;
+	glibc_tids = glibc_tids_of(o, t, mem, s->proc);
+	err = cs_thread_tids_find(s->proc, s->threads, s->nthreads, pid,
+				  glibc_tids, crash_tid, &s->tids);
+	free(glibc_tids);
+	if (err || (err = merge_native(s, &merged_ok)))
+		return err;
+	const struct cs_vm_module *vm = &r->vm;
+	struct cs_report *rep = &s->report;
+	rep->core_path = t->dump ? t->name : NULL;
+	rep->executable = vm->exe->path;
+	rep->vm_module = vm->vm->path;
+	rep->pid = pid;
+	rep->command = cs_target_command(t);
+	rep->siginfo = si;
+	rep->ruby = s->proc;
+	rep->tids = s->tids.tids;
+	rep->tid_errors = s->tids.errors;
+	rep->complete = rv_process_complete(s->proc) && !s->truncation &&
+			files_ok && merged_ok && !s->native_warning &&
+			s->tids.ok;
+	rep->crash_tid = crash_tid;
+	rep->native = s->native;
+	rep->merged = s->merged;
+	rep->native_all = o->native_all;
+	return NULL;
+}
+
+void cs_snapshot_free(struct cs_snapshot *s)
+{
+	size_t n = s->proc ? s->proc->nthreads : 0;
+	for (size_t i = 0; s->merged && i < n; i++)
+		cs_merged_stack_free(&s->merged[i]);
+	free(s->merged);
+	cs_native_destroy(s->native);
+	free(s->native_warning);
+	cs_error_destroy(s->truncation);
+	cs_thread_tids_free(&s->tids, n);
+	free(s->warnings);
+	free(s->threads);
+	rv_process_destroy(s->proc);
+	memset(s, 0, sizeof(*s));
+}

@@ -1,0 +1,69 @@
+/* Taking a snapshot of an opened Ruby and building the report from it:
+ * the one step the CLI and both debugger commands share. */
+#ifndef CS_CORESTACK_SNAPSHOT_H
+#define CS_CORESTACK_SNAPSHOT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "../target/target.h"
+#include "report.h"
+#include "ruby_open.h"
+#include "thread_tids.h"
+
+struct cs_snapshot_options {
+	bool fibers;                   /* every fiber's stack too */
+	bool native;                   /* native stacks, merged (--native) */
+	bool native_all;               /* and threads without Ruby */
+	size_t max_native_frames;
+	const char *const *debug_dirs; /* NULL: the default directories */
+	const char *cache_dir;         /* NULL default, "" none */
+	/* Warnings about the target's files (a mismatched library) are
+	 * looked for and also printed on stderr, where they are seen when
+	 * the report goes to a file. */
+	bool check_files;
+	/* Where Ruby keeps only a pthread_t for a thread, read the tid glibc
+	 * records there (libc's debug info; pthread_tid.h). */
+	bool glibc_tids;
+	/* The pid to report when the target knows none, or -1. */
+	int pid_hint;
+	/* The kernel threads to match Ruby threads with; NULL: the
+	 * target's. *ret (n entries) lives until cs_snapshot_free. */
+	struct cs_error *(*kernel_threads)(void *ctx,
+					   const struct cs_target *t,
+					   const struct rv_process *p,
+					   const struct cs_thread ***ret,
+					   size_t *n);
+	void *kernel_threads_ctx;
+	/* Called once the Ruby snapshot is read, before anything else: an
+	 * error ends the snapshot with it. May be NULL. */
+	struct cs_error *(*check)(void *ctx, const struct rv_process *p);
+	void *check_ctx;
+};
+
+/* A report and what it points to. */
+struct cs_snapshot {
+	struct cs_report report;
+	struct rv_process *proc;
+	struct cs_thread_tids tids;
+	struct cs_native_stacks *native;
+	struct cs_merged_stack *merged;
+	const struct cs_thread **threads; /* the kernel threads matched */
+	size_t nthreads;
+	char **warnings;
+	char *native_warning;
+	struct cs_error *truncation;
+};
+
+/* Read every Ruby thread (and fiber) of r, release the target (a live
+ * process runs again), and build the report: header, warnings, tids
+ * cross-checked, native stacks merged. An error only when there is no
+ * report at all; a partial one says so in report.complete. *ret is
+ * always safe to free. */
+struct cs_error *cs_snapshot_take(const struct cs_target *t,
+				  struct cs_ruby *r,
+				  const struct cs_snapshot_options *o,
+				  struct cs_snapshot *ret);
+void cs_snapshot_free(struct cs_snapshot *s);
+
+#endif

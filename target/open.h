@@ -1,0 +1,24 @@
+/* Opening a target from what the user named: a core file or a process. */
+#ifndef CS_TARGET_OPEN_H
+#define CS_TARGET_OPEN_H
+
+#include <stdbool.h>
+
+#include "../util/error.h"
+#include "target.h"
+
+struct cs_target_request {
+	const char *core;            /* a core file, or NULL */
+	int pid;                     /* a live process, or 0 */
+	bool pause;                  /* stop a live process while it is read */
+	const char *sysroot;         /* core: where its files are (NULL: /) */
+	const char *lib_search_path; /* core: directories to look in by name */
+	const char *executable;      /* core: the executable given, or NULL */
+};
+
+/* The kind of target the request names, opened; on failure nothing is
+ * left open (and nothing stopped). Close with cs_target_close. */
+struct cs_error *cs_target_open(const struct cs_target_request *req,
+				struct cs_target **ret);
+
+#endif

@@ -1,0 +1,175 @@
+/* A target: the process corestack reads, whatever holds it — an ELF core,
+ * a live process, the debugger's inferior.
+ *
+ * Everything above this layer (finding the Ruby module, the Ruby model,
+ * native stacks, the report) sees a target only through this interface.
+ * A new kind of target is one file implementing struct cs_target_ops and
+ * one entry in the table of target/open.c (or, for a target only a
+ * debugger can make, a constructor in gdbext/).
+ *
+ * Operations marked "may be NULL" have the default the accessor below
+ * names; the others are required. */
+#ifndef CS_TARGET_TARGET_H
+#define CS_TARGET_TARGET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../util/error.h"
+#include "memory.h"
+
+/* Most threads a target is read with: a live process with more is
+ * refused, as a snapshot reads no more. */
+#define CS_TARGET_MAX_THREADS 100000
+
+/* A kernel thread with its registers (x86-64). Targets without registers
+ * (a live process read without pausing it) give the tid only. */
+struct cs_thread {
+	int tid;
+	int cursig;               /* signal it stopped with / took, or 0 */
+	uint64_t rip, rsp, rbp, fs_base;
+	uint64_t regs[27];        /* x86-64 user_regs_struct order */
+};
+
+/* Indexes into cs_thread.regs (order of struct user_regs_struct). */
+enum cs_reg {
+	CS_REG_R15, CS_REG_R14, CS_REG_R13, CS_REG_R12, CS_REG_RBP,
+	CS_REG_RBX, CS_REG_R11, CS_REG_R10, CS_REG_R9, CS_REG_R8,
+	CS_REG_RAX, CS_REG_RCX, CS_REG_RDX, CS_REG_RSI, CS_REG_RDI,
+	CS_REG_ORIG_RAX, CS_REG_RIP, CS_REG_CS, CS_REG_EFLAGS, CS_REG_RSP,
+	CS_REG_SS, CS_REG_FS_BASE, CS_REG_GS_BASE, CS_REG_DS, CS_REG_ES,
+	CS_REG_FS, CS_REG_GS,
+};
+
+/* A file mapped into the target; file_offset in bytes. path is the path
+ * in the target (kernel d_path: may end in " (deleted)"), without any
+ * sysroot. */
+struct cs_mapping {
+	uint64_t start, end, file_offset;
+	const char *path;
+};
+
+/* A mapped region of the target's memory. */
+struct cs_region {
+	uint64_t start, end;
+	bool exec;
+};
+
+/* The signal a core was written on (NT_SIGINFO, or what a debugger
+ * reports). */
+struct cs_siginfo {
+	int present;
+	int signo, code, err;
+	uint64_t addr;            /* si_addr for SIGSEGV/SIGBUS/SIGILL/SIGFPE */
+};
+
+struct cs_target_ops {
+	/* Memory (memory.h): exactly len bytes or CS_ERR_FAULT. */
+	struct cs_error *(*read)(void *priv, uint64_t addr, void *buf,
+				 size_t len);
+	/* A hint that a range will be read soon. May be NULL. */
+	void (*prefetch)(void *priv, uint64_t addr, size_t len);
+
+	/* Kernel threads; thread 0 is the main or crashed thread. May be
+	 * NULL: none known (the debugger's inferior). */
+	size_t (*thread_count)(const void *priv);
+	const struct cs_thread *(*thread_at)(const void *priv, size_t i);
+	/* Whether the threads carry registers. May be NULL: they do. */
+	bool (*has_registers)(const void *priv);
+
+	/* File mappings, sorted by start. */
+	size_t (*mapping_count)(const void *priv);
+	const struct cs_mapping *(*mapping_at)(const void *priv, size_t i);
+	const struct cs_mapping *(*mapping_of)(const void *priv,
+					       uint64_t addr);
+	/* Lowest mapping of a file whose basename starts with a prefix. */
+	const struct cs_mapping *(*find_mapping)(const void *priv,
+						 const char *prefix);
+	uint64_t (*auxv)(const void *priv, uint64_t type);
+	const char *(*executable)(void *priv);
+	/* GNU build-id of the module loaded at start, from the target's own
+	 * bytes (never a file on disk: it proves the file matches). */
+	struct cs_error *(*module_build_id)(void *priv, uint64_t start,
+					    uint8_t *buf, size_t bufsize,
+					    size_t *len);
+	/* Where a file the target mapped is on this machine; malloc'd,
+	 * NULL on ENOMEM. May be NULL: at its path. */
+	char *(*host_path)(const void *priv, const char *path);
+	/* One line on why the mappings may lack a module. May be NULL:
+	 * they are complete. */
+	const char *(*mapping_gap)(const void *priv);
+	/* The region holding addr (false: none). May be NULL: regions
+	 * unknown, and the native unwinder checks nothing. */
+	bool (*region_of)(const void *priv, uint64_t addr,
+			  struct cs_region *ret);
+
+	/* The process, for the report's header. Each may be NULL:
+	 * unknown (-1, NULL, none). */
+	int (*pid)(const void *priv);
+	const char *(*command)(const void *priv);
+	/* The signal the target was dumped on, as recorded. */
+	const struct cs_siginfo *(*siginfo)(const void *priv);
+	/* The thread that took a fatal siginfo, or -1. */
+	int64_t (*crash_tid)(const void *priv);
+
+	/* Problems with the input found by reading it: one line each.
+	 * check_files makes every warning known now rather than on first
+	 * read. Each may be NULL: none. */
+	void (*check_files)(void *priv);
+	size_t (*warning_count)(const void *priv);
+	const char *(*warning_at)(const void *priv, size_t i);
+	/* NULL, or why the target lacks bytes it should have (a truncated
+	 * core); the caller destroys it. */
+	struct cs_error *(*truncation)(const void *priv);
+
+	/* The snapshot is taken: let a stopped process run again. May be
+	 * NULL: nothing is stopped. */
+	void (*release)(void *priv);
+	/* Free priv and everything the target holds. May be NULL: the
+	 * target does not own priv. */
+	void (*close)(void *priv);
+};
+
+struct cs_target {
+	const struct cs_target_ops *ops;
+	void *priv;
+	const char *name;  /* subject of messages: "core.1234", "process 1234" */
+	const char *comm;  /* process name, "" if unknown */
+	const char *what;  /* "core" or "process": "does not match the core" */
+	bool dump;         /* memory of a process that no longer runs */
+};
+
+/* The target's memory, for the model and other readers. */
+struct cs_memory cs_target_memory(const struct cs_target *t);
+/* Its prefetch hint; .prefetch NULL when it takes none. */
+struct cs_prefetcher cs_target_prefetcher(const struct cs_target *t);
+
+size_t cs_target_thread_count(const struct cs_target *t);
+const struct cs_thread *cs_target_thread_at(const struct cs_target *t,
+					    size_t i);
+bool cs_target_has_registers(const struct cs_target *t);
+/* Every thread, as an array (malloc'd; NULL when out of memory). */
+const struct cs_thread **cs_target_threads(const struct cs_target *t);
+
+char *cs_target_host_path(const struct cs_target *t, const char *path);
+const char *cs_target_mapping_gap(const struct cs_target *t);
+bool cs_target_region_of(const struct cs_target *t, uint64_t addr,
+			 struct cs_region *ret);
+
+int cs_target_pid(const struct cs_target *t);
+const char *cs_target_command(const struct cs_target *t);
+const struct cs_siginfo *cs_target_siginfo(const struct cs_target *t);
+int64_t cs_target_crash_tid(const struct cs_target *t);
+
+void cs_target_check_files(const struct cs_target *t);
+size_t cs_target_warning_count(const struct cs_target *t);
+const char *cs_target_warning_at(const struct cs_target *t, size_t i);
+struct cs_error *cs_target_truncation(const struct cs_target *t);
+
+void cs_target_release(const struct cs_target *t);
+/* Close what the target owns and free t (from cs_target_open). Safe on
+ * NULL. */
+void cs_target_close(struct cs_target *t);
+
+#endif
