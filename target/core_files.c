@@ -1,0 +1,352 @@
+/* The core reader: the files a core's mappings name, found on this machine
+ * (sysroot, library search path, the executable given), checked by
+ * build-id, kept open in a small LRU, and read for the bytes a core left
+ * out. */
+#include "core_internal.h"
+
+struct cs_error *cs_core_set_sysroot(struct cs_core *core, const char *dir)
+{
+	char *copy = NULL;
+	if (dir && *dir) {
+		copy = strdup(dir);
+		if (!copy)
+			return &cs_error_nomem;
+	}
+	free(core->sysroot);
+	core->sysroot = copy;
+	cs_core_close_files(core);
+	return NULL;
+}
+
+struct cs_error *cs_core_set_lib_search_path(struct cs_core *core,
+					     const char *dirs)
+{
+	cs_core_free_lib_dirs(core);
+	cs_core_close_files(core);
+	if (!dirs || !*dirs)
+		return NULL;
+	size_t n = 1;
+	for (const char *p = dirs; *p; p++)
+		n += *p == ':';
+	core->lib_dirs = calloc(n + 1, sizeof(*core->lib_dirs));
+	if (!core->lib_dirs)
+		return &cs_error_nomem;
+	size_t k = 0;
+	for (const char *p = dirs; k < n; k++) {
+		size_t len = strcspn(p, ":");
+		if (!(core->lib_dirs[k] = strndup(p, len))) {
+			cs_core_free_lib_dirs(core);
+			return &cs_error_nomem;
+		}
+		p += len + (p[len] == ':');
+	}
+	return NULL;
+}
+
+static int cs_core_is_regular(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* path under sysroot, with "." and ".." resolved by name as if sysroot
+ * were /: a core naming /../../etc/passwd stays inside the sysroot. */
+static char *under_sysroot(const char *sysroot, const char *path)
+{
+	size_t root = strlen(sysroot);
+	char *out = malloc(root + strlen(path) + 2);
+	if (!out)
+		return NULL;
+	memcpy(out, sysroot, root);
+	size_t n = root;
+	for (const char *p = path; *p;) {
+		while (*p == '/')
+			p++;
+		size_t len = strcspn(p, "/");
+		if (len == 2 && p[0] == '.' && p[1] == '.') {
+			while (n > root && out[n - 1] != '/')
+				n--;
+			if (n > root)
+				n--; /* the slash before the dropped name */
+		} else if (len && !(len == 1 && p[0] == '.')) {
+			out[n++] = '/';
+			memcpy(out + n, p, len);
+			n += len;
+		}
+		p += len;
+	}
+	if (n == root)
+		out[n++] = '/';
+	out[n] = '\0';
+	return out;
+}
+
+struct cs_error *cs_core_set_executable(struct cs_core *core, const char *path)
+{
+	char *copy = NULL;
+	if (path && !(copy = strdup(path)))
+		return &cs_error_nomem;
+	free(core->exe_host);
+	core->exe_host = copy;
+	core->exe_target = copy ? cs_core_executable(core) : NULL;
+	cs_core_close_files(core);
+	return NULL;
+}
+
+const char *cs_core_mapping_gap(const struct cs_core *core)
+{
+	if (core->nmaps && !core->recovered.nmaps)
+		return NULL; /* NT_FILE's */
+	if (core->recovered.incomplete)
+		return core->recovered.incomplete;
+	return core->nmaps ? NULL : "no module was found";
+}
+
+/* The usual places for a file the target knew as path, NULL-terminated:
+ * under the sysroot (else path itself), then by basename in each
+ * directory of the search path. NULL on ENOMEM. */
+static char **cs_core_candidates(const struct cs_core *core, const char *path)
+{
+	size_t n = 1;
+	while (core->lib_dirs && core->lib_dirs[n - 1])
+		n++;
+	char **out = calloc(n + 1, sizeof(*out));
+	if (!out)
+		return NULL;
+	if (core->sysroot)
+		out[0] = under_sysroot(core->sysroot, path);
+	else
+		out[0] = strdup(path);
+	const char *slash = strrchr(path, '/');
+	const char *base = slash ? slash + 1 : path;
+	size_t k = 1;
+	for (size_t i = 0; out[0] && i + 1 < n; i++)
+		if (*core->lib_dirs[i] &&
+		    asprintf(&out[k++], "%s/%s", core->lib_dirs[i], base) < 0)
+			out[--k] = NULL;
+	if (!out[0]) {
+		free(out);
+		return NULL;
+	}
+	return out;
+}
+
+char *cs_core_host_path(const struct cs_core *core, const char *path)
+{
+	if (core->exe_host && core->exe_target &&
+	    strcmp(path, core->exe_target) == 0)
+		return strdup(core->exe_host);
+	char **cands = cs_core_candidates(core, path);
+	if (!cands)
+		return NULL;
+	/* A module rebuilt without NT_FILE: the file with its build-id. */
+	struct cs_link_map_module *mod =
+		cs_link_map_module_of(&core->recovered, path);
+	const char *match = mod ? cs_link_map_host(&core->recovered, mod,
+						   (const char *const *)cands,
+						   core->lib_dirs)
+				: NULL;
+	const char *pick = match;
+	for (size_t i = 0; !pick && cands[i]; i++)
+		if (cs_core_is_regular(cands[i]))
+			pick = cands[i];
+	if (!pick)
+		pick = cands[0];
+	char *out = pick ? strdup(pick) : NULL;
+	for (size_t i = 0; cands[i]; i++)
+		free(cands[i]);
+	free(cands);
+	return out;
+}
+
+size_t cs_core_warning_count(const struct cs_core *core)
+{
+	return core->nwarnings;
+}
+
+const char *cs_core_warning_at(const struct cs_core *core, size_t i)
+{
+	return i < core->nwarnings ? core->warnings[i] : NULL;
+}
+
+struct cs_error *cs_core_fault(const struct cs_core *core,
+				      uint64_t addr, size_t len, uint64_t at,
+				      const char *why)
+{
+	if (at == addr) {
+		return cs_error_create(CS_ERR_FAULT,
+				       "%s: cannot read %zu bytes at 0x%" PRIx64
+				       ": %s",
+				       core->path, len, addr, why);
+	}
+	/* a read that ran off the end names where it stopped */
+	return cs_error_create(CS_ERR_FAULT,
+			       "%s: cannot read %zu bytes at 0x%" PRIx64
+			       ": 0x%" PRIx64 ": %s",
+			       core->path, len, addr, at, why);
+}
+
+/* Does the file host (open as fd), found for the core's file f, differ
+ * from what the process mapped? Compared by build-id: the core's from the
+ * module's ELF header dumped at each offset-0 mapping of f (one match
+ * will do: Ruby's crash reporter maps libruby whole a second time), the
+ * file's from its notes. A module whose header the core left out, or
+ * without build-id, cannot be checked and passes. A mismatch adds a
+ * warning naming the file and both build-ids. */
+static int cs_core_file_mismatch(struct cs_core *core, struct cs_core_file *f,
+				 int fd, const char *host)
+{
+	uint8_t have[64], want[64];
+	size_t have_len = 0, want_len = 0;
+	int file_read = 0;
+	for (size_t i = 0; i < core->nmaps; i++) {
+		const struct cs_core_map *m = &core->maps[i];
+		if (&core->files[m->file] != f || m->pub.file_offset != 0)
+			continue;
+		uint8_t id[64];
+		size_t len;
+		struct cs_error *err = cs_core_module_build_id(
+			core, m->pub.start, id, sizeof(id), &len);
+		if (err) {
+			cs_error_destroy(err);
+			continue;
+		}
+		memcpy(want, id, len);
+		want_len = len;
+		if (!file_read) {
+			have_len = cs_build_id_of_fd(fd, have, sizeof(have));
+			file_read = 1;
+		}
+		if (have_len == want_len && memcmp(have, want, have_len) == 0)
+			return 0;
+	}
+	if (!want_len)
+		return 0;
+	char have_hex[2 * 64 + 1] = "none", want_hex[2 * 64 + 1];
+	if (have_len)
+		cs_hex(have, have_len, have_hex);
+	cs_hex(want, want_len, want_hex);
+	if (core->nwarnings < CS_CORE_MAX_WARNINGS &&
+	    asprintf(&core->warnings[core->nwarnings],
+		     "%s: build-id %s, but the %s the process mapped has %s: "
+		     "a different build, not used (give the right file with "
+		     "--sysroot or --lib-search-path)",
+		     host, have_hex, f->path, want_hex) >= 0)
+		core->nwarnings++;
+	return 1;
+}
+
+static int cs_core_file_fd(struct cs_core *core, struct cs_core_file *f)
+{
+	f->last_use = ++core->clock;
+	if (f->fd >= 0)
+		return f->fd;
+	if (f->open_errno)
+		return -1;
+	if (core->nopen >= CS_CORE_MAX_OPEN_FILES) {
+		struct cs_core_file *lru = NULL;
+		for (size_t i = 0; i < core->nfiles; i++) {
+			struct cs_core_file *g = &core->files[i];
+			if (g->fd >= 0 && (!lru || g->last_use < lru->last_use))
+				lru = g;
+		}
+		if (lru) {
+			close(lru->fd);
+			lru->fd = -1;
+			core->nopen--;
+		}
+	}
+	if (f->mismatched)
+		return -1;
+	char *host = cs_core_host_path(core, f->path);
+	if (!host) {
+		f->open_errno = ENOMEM;
+		return -1;
+	}
+	/* NT_FILE also names devices (/dev/zero, GPU drivers) and the like;
+	 * opening those can block or have side effects, so only regular
+	 * files, checked before opening and again after. */
+	struct stat st;
+	int fd = -1;
+	if (stat(host, &st) != 0) {
+		f->open_errno = errno;
+	} else if (!S_ISREG(st.st_mode)) {
+		f->open_errno = ENODEV;
+	} else {
+		fd = open(host, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+		if (fd < 0) {
+			f->open_errno = errno;
+		} else if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+			f->open_errno = ENODEV;
+			close(fd);
+			fd = -1;
+		}
+	}
+	if (fd >= 0 && !f->checked) {
+		f->checked = 1;
+		if (cs_core_file_mismatch(core, f, fd, host)) {
+			f->mismatched = 1;
+			close(fd);
+			fd = -1;
+		}
+	}
+	free(host);
+	if (fd < 0)
+		return -1;
+	f->fd = fd;
+	core->nopen++;
+	return fd;
+}
+
+void cs_core_check_files(struct cs_core *core)
+{
+	for (size_t i = 0; i < core->nfiles; i++)
+		if (!core->files[i].checked)
+			(void)cs_core_file_fd(core, &core->files[i]);
+}
+
+/* Bytes the core lacks, from the file the mapping names. */
+struct cs_error *cs_core_read_file(struct cs_core *core,
+					  const struct cs_core_map *m,
+					  uint64_t at, uint8_t *out, size_t n,
+					  uint64_t addr, size_t len)
+{
+	struct cs_core_file *f = &core->files[m->file];
+	int fd = cs_core_file_fd(core, f);
+	if (fd < 0) {
+		char why[PATH_MAX + 200];
+		snprintf(why, sizeof(why),
+			 "not in the core, and its file %s%s cannot be "
+			 "opened: %s",
+			 core->sysroot ? core->sysroot : "", f->path,
+			 f->open_errno == ENODEV ? "not a regular file" :
+						   strerror(f->open_errno));
+		return cs_core_fault(core, addr, len, at, why);
+	}
+	uint64_t off;
+	if (__builtin_add_overflow(m->pub.file_offset, at - m->pub.start,
+				   &off) ||
+	    off > (uint64_t)INT64_MAX - n) {
+		return cs_core_fault(core, addr, len, at,
+				     "maps to an impossible file offset");
+	}
+	while (n > 0) {
+		ssize_t r = pread(fd, out, n, (off_t)off);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			char why[PATH_MAX + 200];
+			snprintf(why, sizeof(why),
+				 "not in the core, and %s%s %s at offset "
+				 "0x%" PRIx64 " (not the file the process "
+				 "mapped?)",
+				 core->sysroot ? core->sysroot : "", f->path,
+				 r < 0 ? "cannot be read" : "ends", off);
+			return cs_core_fault(core, addr, len, at, why);
+		}
+		out += r;
+		n -= (size_t)r;
+		off += (uint64_t)r;
+	}
+	return NULL;
+}

@@ -1,0 +1,322 @@
+/* The core reader: memory (the dumped segments, else the mapped files),
+ * the accessors, build-ids from the dumped bytes, and truncation. */
+#include "core_internal.h"
+
+/* ---- memory ---- */
+
+/* Number of segments starting at or below addr; the containing segment,
+ * if any, is the one before that. */
+static size_t cs_core_segment_rank(const struct cs_core *core, uint64_t addr)
+{
+	size_t lo = 0, hi = core->nsegs;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (core->segs[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+bool cs_core_region_of(const struct cs_core *core, uint64_t addr,
+		       struct cs_region *ret)
+{
+	size_t r = cs_core_segment_rank(core, addr);
+	if (r == 0 || addr >= core->segs[r - 1].end)
+		return false;
+	const struct cs_core_segment *s = &core->segs[r - 1];
+	*ret = (struct cs_region){.start = s->start, .end = s->end,
+				  .exec = s->exec};
+	return true;
+}
+
+const struct cs_mapping *cs_core_mapping_of(const struct cs_core *core,
+						 uint64_t addr)
+{
+	size_t lo = 0, hi = core->nmaps;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (core->maps[mid].pub.start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0 || addr >= core->maps[lo - 1].pub.end)
+		return NULL;
+	return &core->maps[lo - 1].pub;
+}
+
+static struct cs_error *cs_core_read_impl(struct cs_core *core,
+					  uint64_t addr, uint8_t *out,
+					  size_t len, int use_files)
+{
+	if (len == 0)
+		return NULL;
+	if (addr + (len - 1) < addr) {
+		return cs_core_fault(core, addr, len, addr,
+				     "range wraps around the address space");
+	}
+	uint64_t at = addr;
+	size_t left = len;
+	while (left > 0) {
+		const struct cs_core_segment *s = NULL;
+		uint64_t limit = UINT64_MAX;  /* where this piece must stop */
+		if (core->nsegs) {
+			s = &core->segs[core->last_seg];
+			if (at < s->start || at >= s->end) {
+				size_t r = cs_core_segment_rank(core, at);
+				s = NULL;
+				if (r > 0 && at < core->segs[r - 1].end) {
+					core->last_seg = r - 1;
+					s = &core->segs[r - 1];
+				} else if (r < core->nsegs) {
+					limit = core->segs[r].start;
+				}
+			}
+		}
+		size_t n;
+		if (s && at < s->data_end) {
+			uint64_t avail = s->data_end - at;
+			n = avail < left ? (size_t)avail : left;
+			memcpy(out, s->data + (at - s->start), n);
+		} else if (s && at < s->promised_end) {
+			return cs_core_fault(core, addr, len, at,
+					     "in a segment cut off by the "
+					     "truncated core");
+		} else {
+			if (s)
+				limit = s->end;
+			const struct cs_mapping *pm =
+				use_files ? cs_core_mapping_of(core, at) : NULL;
+			if (!pm) {
+				return cs_core_fault(core, addr, len, at,
+						     "not in the core");
+			}
+			const struct cs_core_map *m =
+				(const struct cs_core_map *)pm;
+			if (m->pub.end < limit)
+				limit = m->pub.end;
+			uint64_t avail = limit - at;
+			n = avail < left ? (size_t)avail : left;
+			struct cs_error *err =
+				cs_core_read_file(core, m, at, out, n, addr, len);
+			if (err)
+				return err;
+		}
+		out += n;
+		left -= n;
+		at += n;
+	}
+	return NULL;
+}
+
+struct cs_error *cs_core_read(struct cs_core *core, uint64_t addr, void *buf,
+			      size_t len)
+{
+	return cs_core_read_impl(core, addr, buf, len, 1);
+}
+
+struct cs_error *cs_core_read_dumped(struct cs_core *core, uint64_t addr,
+				     void *buf, size_t len)
+{
+	return cs_core_read_impl(core, addr, buf, len, 0);
+}
+
+static struct cs_error *cs_core_target_read(void *priv, uint64_t addr,
+					    void *buf, size_t len)
+{
+	return cs_core_read(priv, addr, buf, len);
+}
+
+struct cs_memory cs_core_memory(struct cs_core *core)
+{
+	return (struct cs_memory){.read = cs_core_target_read, .priv = core};
+}
+
+/* The part of [addr, addr + len) that one segment stores in the core is
+ * handed to the kernel to read now (MADV_WILLNEED: asynchronous, exactly
+ * those pages). Without it, each first touch of a page is a page fault
+ * that waits for the disk, and reads around it as much as the device's
+ * read-ahead (megabytes on some disks) although a fiber needs two pages
+ * of its stack. Only a hint: nothing is read here, errors are ignored. */
+void cs_core_prefetch(struct cs_core *core, uint64_t addr, size_t len)
+{
+	size_t r = cs_core_segment_rank(core, addr);
+	if (r == 0 || addr >= core->segs[r - 1].data_end)
+		return;
+	const struct cs_core_segment *s = &core->segs[r - 1];
+	uint64_t end = s->data_end - addr < len ? s->data_end : addr + len;
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t from = (uintptr_t)(s->data + (addr - s->start));
+	uintptr_t to = (uintptr_t)(s->data + (end - s->start));
+	from &= ~(page - 1);
+	madvise((void *)from, to - from, MADV_WILLNEED);
+}
+
+/* ---- accessors ---- */
+
+size_t cs_core_thread_count(const struct cs_core *core)
+{
+	return core->nthreads;
+}
+
+const struct cs_thread *cs_core_thread_at(const struct cs_core *core,
+					       size_t i)
+{
+	return i < core->nthreads ? &core->threads[i] : NULL;
+}
+
+size_t cs_core_mapping_count(const struct cs_core *core)
+{
+	return core->nmaps;
+}
+
+const struct cs_mapping *cs_core_mapping_at(const struct cs_core *core,
+						 size_t i)
+{
+	return i < core->nmaps ? &core->maps[i].pub : NULL;
+}
+
+const struct cs_core_process *cs_core_process(const struct cs_core *core)
+{
+	return &core->process;
+}
+
+const struct cs_siginfo *cs_core_siginfo(const struct cs_core *core)
+{
+	return &core->siginfo;
+}
+
+uint64_t cs_core_auxv(const struct cs_core *core, uint64_t type)
+{
+	for (size_t i = 0; i < core->auxv_count; i++) {
+		uint64_t t = cs_core_le64(core->auxv + 16 * i);
+		if (t == AT_NULL)
+			break;
+		if (t == type)
+			return cs_core_le64(core->auxv + 16 * i + 8);
+	}
+	return 0;
+}
+
+/* Read a page at a time so that a string ending just before unreadable
+ * memory still reads. */
+char *cs_core_read_string(struct cs_core *core, uint64_t addr, size_t max)
+{
+	char *s = malloc(max + 1);
+	if (!s)
+		return NULL;
+	size_t have = 0;
+	while (have < max) {
+		uint64_t at = addr + have;
+		size_t n = 4096 - (size_t)(at & 4095);
+		if (n > max - have)
+			n = max - have;
+		struct cs_error *err = cs_core_read(core, at, s + have, n);
+		if (err) {
+			cs_error_destroy(err);
+			break;
+		}
+		char *nul = memchr(s + have, 0, n);
+		if (nul)
+			return s;
+		have += n;
+	}
+	free(s);
+	return NULL;
+}
+
+const char *cs_core_executable(struct cs_core *core)
+{
+	if (core->exe_done)
+		return core->exe;
+	core->exe_done = 1;
+	static const uint64_t types[] = {AT_PHDR, AT_ENTRY};
+	for (size_t i = 0; i < 2; i++) {
+		uint64_t v = cs_core_auxv(core, types[i]);
+		const struct cs_mapping *m =
+			v ? cs_core_mapping_of(core, v) : NULL;
+		if (m) {
+			core->exe = m->path;
+			return core->exe;
+		}
+	}
+	uint64_t fn = cs_core_auxv(core, AT_EXECFN);
+	if (fn) {
+		core->exe_buf = cs_core_read_string(core, fn, PATH_MAX);
+		if (core->exe_buf && core->exe_buf[0])
+			core->exe = core->exe_buf;
+	}
+	return core->exe;
+}
+
+const struct cs_mapping *cs_core_find_mapping(const struct cs_core *core,
+						   const char *basename_prefix)
+{
+	size_t plen = strlen(basename_prefix);
+	for (size_t i = 0; i < core->nmaps; i++) {
+		const char *path = core->maps[i].pub.path;
+		const char *slash = strrchr(path, '/');
+		const char *base = slash ? slash + 1 : path;
+		if (strncmp(base, basename_prefix, plen) == 0)
+			return &core->maps[i].pub;
+	}
+	return NULL;
+}
+
+/* ---- build-id ---- */
+
+static struct cs_error *cs_core_dumped_read(void *priv, uint64_t addr,
+					    void *buf, size_t len)
+{
+	return cs_core_read_dumped(priv, addr, buf, len);
+}
+
+/* Only the core's own bytes: the build-id must not come from the very file
+ * it is meant to check. */
+struct cs_error *cs_core_module_build_id(struct cs_core *core, uint64_t start,
+					 uint8_t *buf, size_t bufsize,
+					 size_t *len)
+{
+	struct cs_memory dumped = {cs_core_dumped_read, core};
+	return cs_build_id_read(&dumped, core->path, start, buf, bufsize, len);
+}
+
+/* ---- truncation ---- */
+
+uint64_t cs_core_truncated_bytes(const struct cs_core *core)
+{
+	return core->missing_bytes;
+}
+
+uint64_t cs_core_segment_bytes(const struct cs_core *core)
+{
+	return core->load_bytes;
+}
+
+struct cs_error *cs_core_truncation(const struct cs_core *core)
+{
+	if (!core->missing_bytes && !core->notes_truncated)
+		return NULL;
+	char segs[96] = "";
+	if (core->missing_bytes) {
+		double pct = 100.0 * (double)core->missing_bytes /
+			     (double)core->load_bytes;
+		if (pct < 1)
+			snprintf(segs, sizeof(segs), "less than 1%%");
+		else
+			snprintf(segs, sizeof(segs), "%.0f%%", pct);
+	}
+	return cs_error_create(
+		CS_ERR_FORMAT,
+		"%s: truncated: %s%s%s%s (the core was cut off while being "
+		"written?)",
+		core->path,
+		core->notes_truncated ? "the notes (threads, registers, "
+					"mapped files) are cut off" :
+					"",
+		core->notes_truncated && core->missing_bytes ? " and " : "",
+		segs, core->missing_bytes ? " of the memory segments are missing" :
+					    "");
+}

@@ -1,0 +1,364 @@
+/* The live reader: /proc/PID files (status, stat, task list, maps, auxv,
+ * cmdline, exe), each read whole with a bound on its size. */
+#include "live_internal.h"
+
+/* ---- small helpers ---- */
+
+int64_t cs_live_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t cs_live_now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* Sleep a little, a little longer each time (10 µs up to 5 ms). */
+void cs_live_nap(long *us)
+{
+	struct timespec ts = {0, *us * 1000};
+	nanosleep(&ts, NULL);
+	if (*us < 5000)
+		*us *= 2;
+}
+
+/* The whole of a /proc file, NUL-terminated (the NUL not counted). Returns
+ * 0 or an errno value; EFBIG beyond max unless truncate. */
+int cs_live_slurp(const char *path, size_t max, int truncate,
+			 char **ret, size_t *retlen)
+{
+	*ret = NULL;
+	*retlen = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno ? errno : EIO;
+	size_t cap = 4096 < max ? 4096 : max, n = 0;
+	char *buf = malloc(cap + 1);
+	int err = buf ? 0 : ENOMEM;
+	unsigned eintr = 0;
+	while (!err) {
+		if (n == cap) {
+			if (cap >= max) {
+				if (!truncate)
+					err = EFBIG;
+				break;
+			}
+			size_t ncap = cap * 2 < max ? cap * 2 : max;
+			char *nbuf = realloc(buf, ncap + 1);
+			if (!nbuf) {
+				err = ENOMEM;
+				break;
+			}
+			buf = nbuf;
+			cap = ncap;
+		}
+		ssize_t r = read(fd, buf + n, cap - n);
+		if (r < 0) {
+			if (errno == EINTR && ++eintr < 100)
+				continue;
+			err = errno ? errno : EIO;
+		} else if (r == 0) {
+			break;
+		} else {
+			n += (size_t)r;
+		}
+	}
+	close(fd);
+	if (err || !buf) {
+		free(buf);
+		return err ? err : ENOMEM;
+	}
+	buf[n] = 0;
+	*ret = buf;
+	*retlen = n;
+	return 0;
+}
+
+/* What /proc/PID[/task/TID]/status says. */
+
+int cs_live_read_status(int pid, int tid, struct cs_live_status *st)
+{
+	char path[64];
+	if (tid)
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/status", pid,
+			 tid);
+	else
+		snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	char *text;
+	size_t len;
+	int e = cs_live_slurp(path, 64 << 10, 1, &text, &len);
+	if (e)
+		return e;
+	memset(st, 0, sizeof(*st));
+	for (char *line = text; line && *line;) {
+		char *next = strchr(line, '\n');
+		if (next)
+			*next++ = 0;
+		if (strncmp(line, "Name:", 5) == 0) {
+			const char *v = line + 5 + strspn(line + 5, " \t");
+			snprintf(st->name, sizeof(st->name), "%s", v);
+		} else if (strncmp(line, "State:", 6) == 0) {
+			st->state = line[6 + strspn(line + 6, " \t")];
+		} else {
+			sscanf(line, "Tgid: %d", &st->tgid);
+			sscanf(line, "PPid: %d", &st->ppid);
+			sscanf(line, "TracerPid: %d", &st->tracer);
+			sscanf(line, "Uid: %u", &st->uid);
+			sscanf(line, "Threads: %d", &st->threads);
+		}
+		line = next;
+	}
+	free(text);
+	return 0;
+}
+
+/* State letter of one thread from its stat, 0 if it is gone; *flags
+ * (if flags) its task flags. */
+char cs_live_stat(int pid, int tid, unsigned long *flags)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, tid);
+	char *text;
+	size_t len;
+	if (cs_live_slurp(path, 4096, 1, &text, &len) != 0)
+		return 0;
+	/* comm may hold ')' and spaces: the state follows the last ')' */
+	char *paren = strrchr(text, ')');
+	char state = paren && paren[1] == ' ' ? paren[2] : 0;
+	/* ") S ppid pgrp session tty_nr tpgid flags" */
+	if (flags && (!state ||
+		      sscanf(paren + 3, "%*d %*d %*d %*d %*d %lu", flags) != 1))
+		*flags = 0;
+	free(text);
+	return state;
+}
+
+char cs_live_thread_state(int pid, int tid)
+{
+	return cs_live_stat(pid, tid, NULL);
+}
+
+/* How many threads the kernel counts in process pid (num_threads in its
+ * stat, read without allocating: a sampler asks at every pause); -1 if
+ * unreadable. */
+int cs_live_kernel_thread_count(int pid)
+{
+	char path[32], text[1024];
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, text, sizeof(text) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	text[n] = 0;
+	/* ") S ppid pgrp session tty_nr tpgid flags minflt cminflt majflt
+	 * cmajflt utime stime cutime cstime priority nice num_threads" */
+	const char *paren = strrchr(text, ')');
+	int count;
+	if (!paren || sscanf(paren + 1, " %*c %*d %*d %*d %*d %*d %*u %*u "
+				       "%*u %*u %*u %*u %*u %*d %*d %*d %*d %d",
+			     &count) != 1)
+		return -1;
+	return count;
+}
+
+static int cs_live_cmp_int(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+	return (x > y) - (x < y);
+}
+
+/* Tids in /proc/PID/task, sorted. Returns 0 or errno (E2BIG: too many). */
+int cs_live_list_tasks(int pid, int **ret, size_t *count)
+{
+	*ret = NULL;
+	*count = 0;
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	DIR *dir = opendir(path);
+	if (!dir)
+		return errno;
+	size_t n = 0, cap = 16;
+	int *tids = malloc(cap * sizeof(*tids));
+	int err = tids ? 0 : ENOMEM;
+	struct dirent *de;
+	while (!err && (de = readdir(dir)) != NULL) {
+		char *end;
+		long tid = strtol(de->d_name, &end, 10);
+		if (*end || tid <= 0 || tid > INT_MAX)
+			continue;  /* "." and ".." */
+		if (n == CS_LIVE_MAX_THREADS) {
+			err = E2BIG;
+			break;
+		}
+		if (n == cap) {
+			cap *= 2;
+			int *nt = realloc(tids, cap * sizeof(*tids));
+			if (!nt) {
+				err = ENOMEM;
+				break;
+			}
+			tids = nt;
+		}
+		tids[n++] = (int)tid;
+	}
+	closedir(dir);
+	if (err) {
+		free(tids);
+		return err;
+	}
+	qsort(tids, n, sizeof(*tids), cs_live_cmp_int);
+	/* a listing made while threads exit may repeat one */
+	size_t u = 0;
+	for (size_t i = 0; i < n; i++)
+		if (!u || tids[u - 1] != tids[i])
+			tids[u++] = tids[i];
+	n = u;
+	*ret = tids;
+	*count = n;
+	return 0;
+}
+
+struct cs_error *cs_live_errno(int pid, int e, const char *what)
+{
+	if (e == ENOMEM)
+		return &cs_error_nomem;
+	if (e == E2BIG) {
+		return cs_error_create(CS_ERR_LIMIT,
+				       "pid %d has more than %d threads",
+				       pid, CS_LIVE_MAX_THREADS);
+	}
+	if (e == EACCES || e == EPERM)
+		return cs_live_denied(pid, 0);
+	return cs_error_create(CS_ERR_OS, "pid %d: %s: %s", pid, what,
+			       strerror(e));
+}
+
+/* ---- /proc files ---- */
+
+static int cs_live_cmp_map(const void *a, const void *b)
+{
+	const struct cs_mapping *x = a, *y = b;
+	return (x->start > y->start) - (x->start < y->start);
+}
+
+static struct cs_error *cs_live_read_maps(struct cs_live *live)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "%s/maps", live->procdir);
+	char *text;
+	size_t len;
+	int e = cs_live_slurp(path, CS_LIVE_MAX_MAPS_BYTES, 0, &text, &len);
+	if (e == ENOENT || e == ESRCH)
+		return cs_live_vanished(live->pid, 1);
+	if (e == EFBIG) {
+		return cs_error_create(CS_ERR_LIMIT,
+				       "pid %d: /proc/%d/maps is over %zu MiB",
+				       live->pid, live->pid,
+				       CS_LIVE_MAX_MAPS_BYTES >> 20);
+	}
+	if (e)
+		return cs_live_errno(live->pid, e, "reading /proc/PID/maps");
+	size_t lines = 0;
+	for (size_t i = 0; i < len; i++)
+		lines += text[i] == '\n';
+	live->maps = calloc(lines + 1, sizeof(*live->maps));
+	if (!live->maps) {
+		free(text);
+		return &cs_error_nomem;
+	}
+	struct cs_error *err = NULL;
+	for (char *line = text; *line && !err;) {
+		char *next = strchr(line, '\n');
+		if (next)
+			*next++ = 0;
+		else
+			next = line + strlen(line);
+		/* start-end perms offset dev inode   path */
+		uint64_t start, end, offset, inode;
+		int pathpos = 0;
+		if (sscanf(line,
+			   "%" SCNx64 "-%" SCNx64 " %*s %" SCNx64 " %*s %" SCNu64
+			   " %n",
+			   &start, &end, &offset, &inode, &pathpos) >= 4 &&
+		    inode != 0 && pathpos > 0 && line[pathpos] && start < end) {
+			struct cs_mapping *m = &live->maps[live->nmaps];
+			char *p = strdup(line + pathpos);
+			if (!p) {
+				err = &cs_error_nomem;
+				break;
+			}
+			m->start = start;
+			m->end = end;
+			m->file_offset = offset;
+			m->path = p;
+			live->nmaps++;
+		}
+		line = next;
+	}
+	free(text);
+	if (err)
+		return err;
+	qsort(live->maps, live->nmaps, sizeof(*live->maps), cs_live_cmp_map);
+	return NULL;
+}
+
+struct cs_error *cs_live_read_proc(struct cs_live *live)
+{
+	struct cs_error *err = cs_live_read_maps(live);
+	if (err)
+		return err;
+	char path[64];
+	char *text;
+	size_t len;
+	snprintf(path, sizeof(path), "%s/auxv", live->procdir);
+	int e = cs_live_slurp(path, CS_LIVE_MAX_AUXV_BYTES, 1, &text, &len);
+	if (e == ENOENT || e == ESRCH)
+		return cs_live_vanished(live->pid, 1);
+	if (e)
+		return cs_live_errno(live->pid, e, "reading /proc/PID/auxv");
+	live->auxv = (uint64_t *)(void *)text;  /* malloc'd: aligned */
+	live->auxv_count = len / 16;
+
+	snprintf(path, sizeof(path), "%s/cmdline", live->procdir);
+	e = cs_live_slurp(path, CS_LIVE_MAX_CMDLINE_BYTES, 1, &text, &len);
+	if (e == 0) {
+		while (len > 0 && text[len - 1] == 0)
+			len--;
+		for (size_t i = 0; i < len; i++)
+			if (text[i] == 0)
+				text[i] = ' ';
+		text[len] = 0;
+		if (len)
+			live->cmd = text;
+		else
+			free(text);
+	}
+
+	snprintf(path, sizeof(path), "%s/exe", live->procdir);
+	char buf[PATH_MAX + 1];
+	ssize_t n = readlink(path, buf, PATH_MAX);
+	if (n > 0) {
+		buf[n] = 0;
+		live->exe = strdup(buf);
+		if (!live->exe)
+			return &cs_error_nomem;
+	} else {
+		static const uint64_t types[] = {AT_PHDR, AT_ENTRY};
+		for (size_t i = 0; i < 2 && !live->exe; i++) {
+			uint64_t v = cs_live_auxv(live, types[i]);
+			const struct cs_mapping *m =
+				v ? cs_live_mapping_of(live, v) : NULL;
+			if (m && !(live->exe = strdup(m->path)))
+				return &cs_error_nomem;
+		}
+	}
+	return NULL;
+}
