@@ -27,6 +27,8 @@ int cs_record_main(int argc, char **argv); /* record.c */
 enum { EXIT_COMPLETE = 0, EXIT_PARTIAL = 1, EXIT_UNUSABLE = 2, EXIT_USAGE = 64 };
 
 #define MAX_DEBUG_DIRS 16
+/* How a user of the CLI names a debug directory. */
+#define DEBUG_DIR_ADVICE "pass --debug-dir"
 
 struct options {
 	const char *core, *executable;
@@ -253,8 +255,11 @@ static int print_layout(const char *path, const struct options *o)
 {
 	struct rv_layout layout;
 	int cached;
-	struct cs_error *err = cs_ruby_layout_of(path, o->debug_dirs,
-						 o->cache_dir, &layout, &cached);
+	struct cs_ruby_options ropts = {.debug_dirs = o->debug_dirs,
+					.debug_dir_advice = DEBUG_DIR_ADVICE,
+					.cache_dir = o->cache_dir};
+	struct cs_error *err = cs_ruby_layout_of(path, &ropts, &layout,
+						 &cached);
 	if (err)
 		return unusable(err);
 	if (cached)
@@ -305,6 +310,7 @@ int main(int argc, char **argv)
 	struct cs_ruby_options ropts = {
 		.executable = o.executable,
 		.debug_dirs = o.debug_dirs,
+		.debug_dir_advice = DEBUG_DIR_ADVICE,
 		.cache_dir = o.cache_dir,
 		.model = {.max_frames = o.max_frames,
 			  .max_output_bytes = output_budget(&o),

@@ -29,6 +29,8 @@ struct cs_error *cs_ruby_open(const struct cs_target *t,
 		cs_vm_module_open(t, o->executable, o->debug_dirs, &ret->vm);
 	if (err)
 		return with_truncation(t, err);
+	ret->vm.exe->debug_dir_advice = o->debug_dir_advice;
+	ret->vm.vm->debug_dir_advice = o->debug_dir_advice;
 	struct rv_layout layout;
 	int cached = 0;
 	struct cs_memory own = cs_target_memory(t);
@@ -52,15 +54,15 @@ struct cs_error *cs_ruby_open(const struct cs_target *t,
 }
 
 struct cs_error *cs_ruby_layout_of(const char *path,
-				   const char *const *debug_dirs,
-				   const char *cache_dir, struct rv_layout *ret,
-				   int *cached)
+				   const struct cs_ruby_options *o,
+				   struct rv_layout *ret, int *cached)
 {
 	struct dw_module *mod;
-	struct cs_error *err = dw_module_open(path, debug_dirs, &mod);
+	struct cs_error *err = dw_module_open(path, o->debug_dirs, &mod);
 	if (err)
 		return err;
-	err = rv_layout_for_module(mod, cache_dir, ret, cached);
+	mod->debug_dir_advice = o->debug_dir_advice;
+	err = rv_layout_for_module(mod, o->cache_dir, ret, cached);
 	dw_module_close(mod);
 	return err;
 }

@@ -22,6 +22,9 @@ struct cs_ruby {
 struct cs_ruby_options {
 	const char *executable;        /* NULL: the one the image names */
 	const char *const *debug_dirs; /* NULL: the default directories */
+	/* How the user adds a debug directory here ("pass --debug-dir"),
+	 * for the message when debug info is missing; NULL: generic. */
+	const char *debug_dir_advice;
 	const char *cache_dir;         /* layouts: NULL default, "" none */
 	struct rv_options model;       /* the session's (rv_session_create) */
 	/* NULL: read the target's memory; else through this (a page cache
@@ -40,8 +43,7 @@ void cs_ruby_close(struct cs_ruby *r);
 /* The layout of the module file at path (corestack --layout): from the
  * cache when *cached, else resolved from its DWARF. */
 struct cs_error *cs_ruby_layout_of(const char *path,
-				   const char *const *debug_dirs,
-				   const char *cache_dir, struct rv_layout *ret,
-				   int *cached);
+				   const struct cs_ruby_options *o,
+				   struct rv_layout *ret, int *cached);
 
 #endif

@@ -437,13 +437,14 @@ struct cs_error *dw_module_dwarf(struct dw_module *mod, Dwarf **ret)
 			"file, under %s/.build-id, by .gnu_debuglink%s%s%s); "
 			"install the distribution's debug package (e.g. the "
 			"-dbgsym package), point DEBUGINFOD_URLS at a "
-			"debuginfod server, " DW_DEBUG_DIR_ADVICE ", or build "
-			"Ruby with -g",
+			"debuginfod server, %s, or build Ruby with -g",
 			mod->path, hex[0] ? hex : "none",
 			mod->debug_dirs[0] ? mod->debug_dirs[0] : "(none)",
 			urls && *urls ? ", at debuginfod " : "",
 			urls && *urls ? urls : "",
-			urls && *urls ? "" : "; DEBUGINFOD_URLS is unset");
+			urls && *urls ? "" : "; DEBUGINFOD_URLS is unset",
+			mod->debug_dir_advice ? mod->debug_dir_advice
+					      : "add a directory of debug files");
 	}
 	*ret = mod->dwarf;
 	return NULL;

@@ -30,6 +30,10 @@ struct dw_module {
 	uint64_t first_vaddr; /* p_vaddr of the first PT_LOAD (for load bias) */
 	int is_pie_or_dso;    /* ET_DYN: addresses are relative to the load bias */
 	char **debug_dirs;    /* NULL-terminated; default /usr/lib/debug */
+	/* How the user names another debug directory, for the no-debug
+	 * message ("pass --debug-dir", a debugger's setting); NULL: said
+	 * generically. Set by the caller after opening. */
+	const char *debug_dir_advice;
 };
 
 /* Open path as an ELF module. Finds the debug file but does not parse DWARF
@@ -39,10 +43,8 @@ struct cs_error *dw_module_open(const char *path, const char *const *debug_dirs,
 void dw_module_close(struct dw_module *mod);
 
 /* The module's DWARF (opened on first use). CS_ERR_NO_DEBUG with a message
- * that names the file, its build-id and how to get debug info; one of the
- * ways is DW_DEBUG_DIR_ADVICE, which front ends with another way to name a
- * debug directory (a debugger's setting) replace with theirs. */
-#define DW_DEBUG_DIR_ADVICE "pass --debug-dir"
+ * that names the file, its build-id and how to get debug info, one of the
+ * ways being debug_dir_advice. */
 struct cs_error *dw_module_dwarf(struct dw_module *mod, Dwarf **ret);
 
 /* Hex string of the build-id ("" if none) into buf of at least

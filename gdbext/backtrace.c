@@ -214,9 +214,9 @@ out:
 	return err;
 }
 
-static struct cs_error *backtrace(const struct gx_source *src,
-				  const struct gx_backtrace_request *req,
-				  char **out, int *complete)
+struct cs_error *gx_backtrace(const struct gx_source *src,
+			      const struct gx_backtrace_request *req,
+			      char **out, int *complete)
 {
 	*out = NULL;
 	*complete = 0;
@@ -229,6 +229,7 @@ static struct cs_error *backtrace(const struct gx_source *src,
 	struct cs_ruby ruby;
 	struct cs_ruby_options opts = {.executable = src->executable,
 				       .debug_dirs = src->debug_dirs,
+				       .debug_dir_advice = src->debug_dir_advice,
 				       .memory = o.cached ? &o.memory : NULL};
 	if ((err = cs_ruby_open(o.target, &opts, &ruby))) {
 		close_source(&o);
@@ -253,31 +254,4 @@ static struct cs_error *backtrace(const struct gx_source *src,
 	cs_ruby_close(&ruby);
 	close_source(&o);
 	return err;
-}
-
-/* The CLI's advice on debug directories (--debug-dir) is no use inside a
- * debugger: say the debugger's way instead. Consumes err. */
-static struct cs_error *debugger_advice(struct cs_error *err,
-					const char *advice)
-{
-	char *at = err && advice && err->code == CS_ERR_NO_DEBUG
-			   ? strstr(err->message, DW_DEBUG_DIR_ADVICE)
-			   : NULL;
-	if (!at)
-		return err;
-	struct cs_error *told = cs_error_create(
-		err->code, "%.*s%s%s", (int)(at - err->message), err->message,
-		advice, at + strlen(DW_DEBUG_DIR_ADVICE));
-	if (told == &cs_error_nomem)
-		return err;
-	cs_error_destroy(err);
-	return told;
-}
-
-struct cs_error *gx_backtrace(const struct gx_source *src,
-			      const struct gx_backtrace_request *req,
-			      char **out, int *complete)
-{
-	return debugger_advice(backtrace(src, req, out, complete),
-			       src->debug_dir_advice);
 }

@@ -26,9 +26,8 @@ struct gx_source {
 	/* Where to look for debug files (the debugger's own setting);
 	 * NULL-terminated, NULL: /usr/lib/debug. */
 	const char *const *debug_dirs;
-	/* How the user names a debug directory in this debugger: replaces
-	 * the CLI's DW_DEBUG_DIR_ADVICE in a no-debug-info message; NULL:
-	 * keep it. */
+	/* How the user names a debug directory in this debugger, for the
+	 * no-debug-info message; NULL: said generically. */
 	const char *debug_dir_advice;
 };
 

@@ -1,5 +1,6 @@
 /* An ELF core file as a target: each operation is the core reader's. */
 #include "core_target.h"
+#include "open.h"
 
 #include <stdlib.h>
 
@@ -175,13 +176,13 @@ struct cs_target cs_target_of_core(struct cs_core *core)
 	return core_target(core, &core_view_ops);
 }
 
-bool cs_core_target_wanted(const struct cs_target_request *req)
+static bool wanted(const struct cs_target_request *req)
 {
 	return req->core != NULL;
 }
 
-struct cs_error *cs_core_target_open(const struct cs_target_request *req,
-				     struct cs_target **ret)
+static struct cs_error *open_target(const struct cs_target_request *req,
+				    struct cs_target **ret)
 {
 	*ret = NULL;
 	struct cs_core *core = NULL;
@@ -200,3 +201,11 @@ struct cs_error *cs_core_target_open(const struct cs_target_request *req,
 	**ret = core_target(core, &core_owned_ops);
 	return NULL;
 }
+
+/* Listed in target/open.c. */
+extern const struct cs_target_kind cs_core_target_kind;
+const struct cs_target_kind cs_core_target_kind = {
+	.name = "core",
+	.wanted = wanted,
+	.open = open_target,
+};

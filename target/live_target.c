@@ -1,6 +1,7 @@
 /* A live process as a target: each operation is the live reader's. Its
  * files are on this machine at their paths (the default host_path). */
 #include "live_target.h"
+#include "open.h"
 
 #include <stdlib.h>
 
@@ -121,13 +122,13 @@ struct cs_target cs_target_of_live(struct cs_live *live)
 	return live_target(live, &live_view_ops);
 }
 
-bool cs_live_target_wanted(const struct cs_target_request *req)
+static bool wanted(const struct cs_target_request *req)
 {
 	return req->pid > 0;
 }
 
-struct cs_error *cs_live_target_open(const struct cs_target_request *req,
-				     struct cs_target **ret)
+static struct cs_error *open_target(const struct cs_target_request *req,
+				    struct cs_target **ret)
 {
 	*ret = NULL;
 	struct cs_live *live;
@@ -141,3 +142,11 @@ struct cs_error *cs_live_target_open(const struct cs_target_request *req,
 	**ret = live_target(live, &live_owned_ops);
 	return NULL;
 }
+
+/* Listed in target/open.c. */
+extern const struct cs_target_kind cs_live_target_kind;
+const struct cs_target_kind cs_live_target_kind = {
+	.name = "process",
+	.wanted = wanted,
+	.open = open_target,
+};

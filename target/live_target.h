@@ -3,17 +3,11 @@
 #define CS_TARGET_LIVE_TARGET_H
 
 #include "live.h"
-#include "open.h"
+#include "target.h"
 
 /* A view of an attached process as a target; the attachment stays the
  * caller's to close (cs_target_close is not for it). Releasing the target
  * detaches (cs_live_detach). */
 struct cs_target cs_target_of_live(struct cs_live *live);
-
-/* For target/open.c: a request naming a pid, attached (paused or not, as
- * asked). */
-bool cs_live_target_wanted(const struct cs_target_request *req);
-struct cs_error *cs_live_target_open(const struct cs_target_request *req,
-				     struct cs_target **ret);
 
 #endif

@@ -1,18 +1,14 @@
 /* The kinds of target the CLI can open, in one table: a new kind is a
- * file implementing struct cs_target_ops and one line here. */
+ * file implementing struct cs_target_ops that defines its struct
+ * cs_target_kind, and one line here. */
 #include "open.h"
 
-#include "core_target.h"
-#include "live_target.h"
+extern const struct cs_target_kind cs_live_target_kind;
+extern const struct cs_target_kind cs_core_target_kind;
 
-static const struct {
-	const char *name;
-	bool (*wanted)(const struct cs_target_request *req);
-	struct cs_error *(*open)(const struct cs_target_request *req,
-				 struct cs_target **ret);
-} kinds[] = {
-	{"process", cs_live_target_wanted, cs_live_target_open},
-	{"core", cs_core_target_wanted, cs_core_target_open},
+static const struct cs_target_kind *const kinds[] = {
+	&cs_live_target_kind,
+	&cs_core_target_kind,
 };
 
 struct cs_error *cs_target_open(const struct cs_target_request *req,
@@ -20,7 +16,7 @@ struct cs_error *cs_target_open(const struct cs_target_request *req,
 {
 	*ret = NULL;
 	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
-		if (kinds[i].wanted(req))
-			return kinds[i].open(req, ret);
+		if (kinds[i]->wanted(req))
+			return kinds[i]->open(req, ret);
 	return cs_error_create(CS_ERR_USAGE, "no core file or process named");
 }

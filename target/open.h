@@ -16,6 +16,15 @@ struct cs_target_request {
 	const char *executable;      /* core: the executable given, or NULL */
 };
 
+/* A kind of target the CLI opens (target/open.c lists them): whether a
+ * request names it, and how to open it. */
+struct cs_target_kind {
+	const char *name;
+	bool (*wanted)(const struct cs_target_request *req);
+	struct cs_error *(*open)(const struct cs_target_request *req,
+				 struct cs_target **ret);
+};
+
 /* The kind of target the request names, opened; on failure nothing is
  * left open (and nothing stopped). Close with cs_target_close. */
 struct cs_error *cs_target_open(const struct cs_target_request *req,
