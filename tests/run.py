@@ -2,7 +2,9 @@
 """Oracle tests: corestack against what Ruby says about itself.
 
     python3 tests/run.py --corestack PATH [--rubies 2.7,3.1,3.3,3.3-static,3.3-yjit,3.4,3.4-yjit]
-                         [--ruby NAME=PREFIX] [-k SUBSTRING] [--keep DIR]
+                         [--ruby NAME=PREFIX] [-k SUBSTRING] [--list] [--keep DIR]
+
+--list prints the names of the tests -k selects and runs none.
 
 --ruby runs every test on a Ruby installed elsewhere (one built from source
 with its debug info, say): what corestack reads there is checked against
@@ -877,6 +879,38 @@ def bad_needs(selected, rubies):
     return needs
 
 
+RECORD_TESTS = ("record", "record-nonblocking", "record-speedscope", "record-flamegraph")
+RECORD_END_TESTS = ("record-target-exits", "record-interrupted")
+
+
+def all_tests(args, scenarios):
+    """Every test's name, in the order main reaches them (--list)."""
+    rubies = args.rubies
+    names = ["unit/" + os.path.basename(p).replace("test_", "") for p in args.unit.split()]
+    names += [n for r in rubies for s in scenarios for n in scenario_tests(r, s)]
+    names += ["bad/not-a-core", "bad/empty"] + ["bad/truncated-%dpct" % p for p in TRUNCATIONS]
+    names += ["bad/non-ruby", "bad/no-debug-info", "bad/build-id-mismatch"]
+    names += cli.test_names() + ["record/own-child-ends-early"] + list(permissions.NAMES)
+    for r in rubies:
+        names += ["%s/limits/max-output" % r] + ["%s/corrupt/%s" % (r, n) for n in corrupt.test_names()]
+        names += ["%s/notes/%s" % (r, n) for n, _ in thread_notes.PATCHES]
+        names += ["%s/corrupt/native-return-address" % r] + mutations.test_names(r)
+        names += stale_pc.test_names(r) + [frame_reuse.test_name(r)] + hostile.test_names(r)
+    names += ["debuginfo/build-id-dir", "debuginfo/debuglink", "cache/warm", "limits/max-frames"]
+    names += ["%s/layout-units" % r for r in rubies]
+    names += ["%s/running-jit-code" % r for r in rubies if yjit.is_yjit(r)]
+    for r in rubies:
+        names += ["%s/%s" % (r, t) for t in RECORD_TESTS] + [contention.test_name(r)]
+        names += mn_threads.test_names(r) + record_exits.test_names(r) + traced.test_names(r)
+        names += many_threads.test_names(r) + ["%s/%s" % (r, t) for t in RECORD_END_TESTS]
+    names += list(native.REMOTE_TESTS) + [n for r in rubies for n in nontfile.test_names(r)]
+    names += list(native.DEBUGINFO_TESTS) + [n for r in rubies for n in native.native_test_names(r)]
+    names += [n for r in rubies for n in gdbext.ruby_tests(r, scenarios)] + list(gdbext.BAD_TESTS)
+    if gdbext.INSTALL_RUBY in rubies:
+        names += list(gdbext.INSTALL_TESTS)
+    return names
+
+
 def patient_result(future):
     """future.result(), waking up often: signals only reach Python code in
     the main thread, and a worker thread may be the one that caught them."""
@@ -898,6 +932,8 @@ def main():
                     "-yjit runs it with --yjit (repeatable)")
     ap.add_argument("-k", dest="keys", action="append", default=[], metavar="SUBSTRING",
                     help="only tests whose name contains SUBSTRING (repeatable)")
+    ap.add_argument("--list", action="store_true",
+                    help="print the selected tests' names, one a line, and run none")
     ap.add_argument("--keep", metavar="DIR", help="keep cores and oracles in DIR")
     ap.add_argument("--mutations", type=int, default=mutations.SEEDED, metavar="N",
                     help="seeded mutations per class and Ruby (default %(default)s; "
@@ -933,6 +969,11 @@ def main():
 
     selected = lambda name: not args.keys or any(k in name for k in args.keys)
     scenarios = scenario_names()
+    if args.list:
+        for name in all_tests(args, scenarios):
+            if selected(name):
+                print(name)
+        return 0
     wanted_bad = bad_needs(selected, args.rubies)
     plan = {r: [s for s in scenarios
                 if any(selected(t) for t in scenario_tests(r, s)) or (r, s) in wanted_bad]
