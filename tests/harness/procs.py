@@ -7,6 +7,7 @@ import shutil
 import signal
 import subprocess
 import threading
+import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -24,6 +25,10 @@ class Failure(Exception):
 
 class Unavailable(Failure):
     """A fixture this machine cannot build (no rustc for YJIT): skipped."""
+
+
+def progress(msg):
+    print("run.py: " + msg, file=sys.stderr, flush=True)
 
 
 def quiet_env(extra=None):
