@@ -1,13 +1,14 @@
 """Processes: fixture Rubies, scenarios, cores, and running corestack."""
 
+import contextlib
 import glob
 import os
 import resource
 import shutil
 import signal
 import subprocess
-import threading
 import sys
+import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -29,6 +30,20 @@ class Unavailable(Failure):
 
 def progress(msg):
     print("run.py: " + msg, file=sys.stderr, flush=True)
+
+
+@contextlib.contextmanager
+def started(argv):
+    """argv running without stdio, given half a second to start; killed
+    and reaped when the block ends."""
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(0.5)
+        yield proc
+    finally:
+        proc.kill()
+        proc.wait()
 
 
 def quiet_env(extra=None):
