@@ -1312,14 +1312,10 @@ static void test_cycles(void)
 			CHECK(0, "cannot start child");
 			return;
 		}
-		struct cs_live *live = NULL;
-		struct cs_error *err = cs_live_attach(c.pid, 1, &live);
-		CHECK(!err && live, "attach: %s", msg(err));
-		cs_error_destroy(err);
-		if (!live) {
-			stop_child(&c);
+		struct cs_live *live = attach_child(&c, 1, "attach");
+		struct cs_error *err = NULL;
+		if (!live)
 			return;
-		}
 		int bad = 0, failed = 0;
 		char why[128] = "";
 		for (int round = 0; round < 200 && !bad && !failed; round++) {
@@ -1629,14 +1625,10 @@ static void test_cycles_exit(void)
 			CHECK(0, "cannot start child");
 			return;
 		}
-		struct cs_live *live = NULL;
-		struct cs_error *err = cs_live_attach(c.pid, 1, &live);
-		CHECK(!err && live, "attach: %s", msg(err));
-		cs_error_destroy(err);
-		if (!live) {
-			stop_child(&c);
+		struct cs_live *live = attach_child(&c, 1, "attach");
+		struct cs_error *err = NULL;
+		if (!live)
 			return;
-		}
 		for (int round = 0; round < 5; round++) {
 			cs_error_destroy(cs_live_resume(live));
 			cs_error_destroy(cs_live_pause(live));
@@ -1845,14 +1837,10 @@ static void test_cycle_cost(void)
 			CHECK(0, "cannot start child");
 			return;
 		}
-		struct cs_live *live = NULL;
-		struct cs_error *err = cs_live_attach(c.pid, 1, &live);
-		CHECK(!err && live, "attach: %s", msg(err));
-		cs_error_destroy(err);
-		if (!live) {
-			stop_child(&c);
+		struct cs_live *live = attach_child(&c, 1, "attach");
+		struct cs_error *err = NULL;
+		if (!live)
 			return;
-		}
 		int errors = 0;
 		double total_us = 0, pause_us = 0, worst_us = 0;
 		const int cycles = 1000;
