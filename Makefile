@@ -117,11 +117,15 @@ install: $(BUILD)/corestack gdbext
 		sed 's|@GDB_AUTOLOAD_DIR@|$(GDB_AUTOLOAD_DIR)|g' gdbext/corestack.gdb.in \
 			> "$(DESTDIR)$(GDB_SYSTEM_GDBINIT_DIR)/corestack.gdb"; fi
 
-# Unit tests: one program per file in tests/unit, each on the engine.
+# Unit tests: one program per file tests/unit/test_NAME.c, each on the
+# engine; a program split by concept has the rest of its files in
+# tests/unit/NAME/.
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/%,$(UNIT_SRC))
-$(BUILD)/test_%: tests/unit/test_%.c $(BUILD)/san/libcorestack.a | $(BUILD)
-	$(CC) $(WARN) $(SAN_FLAGS) -I. $^ $(LIBS) -o $@
+.SECONDEXPANSION:
+$(BUILD)/test_%: tests/unit/test_%.c $$(wildcard tests/unit/$$*/*.c tests/unit/$$*/*.h) \
+		$(BUILD)/san/libcorestack.a | $(BUILD)
+	$(CC) $(WARN) $(SAN_FLAGS) -I. $(filter %.c %.a,$^) $(LIBS) -o $@
 
 # test_dwarf reads back the DWARF of a small library built like the
 # fixture Rubies (-g3, compressed sections).

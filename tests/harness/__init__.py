@@ -1,1 +1,2 @@
-"""Helpers of the oracle test runner (tests/run.py)."""
+"""The groups of tests the oracle test runner (tests/run.py) calls, and
+their helpers."""

@@ -79,6 +79,16 @@ USAGE = [
 ]
 
 
+CORE_ARGS = ("fifo", "char-device", "directory", "proc-mem")
+RECORD_OUTS = ("missing-dir", "directory")
+
+
+def test_names():
+    return (["cli/man-page"] + ["cli/usage/" + name for name, _, _ in USAGE]
+            + ["cli/core-arg/" + name for name in CORE_ARGS]
+            + ["cli/record-out/" + name for name in RECORD_OUTS])
+
+
 def _one_line(run, rc_expected, pattern):
     rc, out, err, reason = run
     if reason:

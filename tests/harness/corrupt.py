@@ -361,7 +361,7 @@ def test_names():
 
 
 def corrupt_tests(rep, selected, ruby, cap, corestack, timeout):
-    """The three patches on one Ruby's threads core (a run.py Capture)."""
+    """The three patches on one Ruby's threads core (a scenarios.Capture)."""
     names = ["%s/corrupt/%s" % (ruby, n) for n in test_names()]
     budget_name = "%s/limits/max-output" % ruby
     if not any(selected(n) for n in names + [budget_name]):

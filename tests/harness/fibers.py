@@ -207,9 +207,9 @@ def check_no_fibers(report, oracle):
 
 
 def report(rep, selected, ruby, scen, cap, runs, corestack, timeout, json_of):
-    """The fiber tests of one capture of fibers.rb (runs: run.py's json and
-    text runs of its core; json_of: run.py's check of a run that must exit
-    0 with JSON -> (report, None) or (None, reason))."""
+    """The fiber tests of one capture of fibers.rb (runs: the json and text
+    runs of its core, scenarios.corestack_runs; json_of: checks.json_report,
+    for a run that must exit 0 with JSON -> (report, None) or (None, reason))."""
     names = dict((n.rsplit("/", 1)[1], n) for n in test_names(ruby, scen))
     want = lambda key: key in names and selected(names[key])
     if not names:

@@ -36,6 +36,7 @@ import subprocess
 import tempfile
 
 from . import compare, elfcore, procs
+from .checks import check_unusable, first_line
 from .native import copy_into_root, nt_file_paths
 
 SPECIAL = ("vm-fifo", "vm-dev-zero", "vm-directory", "vm-huge")
@@ -174,7 +175,7 @@ def check_trace(log, corestack, core, root, cache_dir, cwd, nt_paths):
     return problems
 
 
-def strace_test(corestack, cap, work, timeout, run):
+def strace_test(corestack, cap, work, timeout):
     root = os.path.join(work, "root")
     nt_paths = sorted(set(nt_file_paths(cap.core)))
     for p in nt_paths:
@@ -194,7 +195,7 @@ def strace_test(corestack, cap, work, timeout, run):
             return "%s: %s" % (variant, reason)
         # --native may be partial (1) where merging is a known gap (YJIT)
         if rc not in ((0,) if variant == "plain" else (0, 1)):
-            return "%s: exit %d: %s" % (variant, rc, run.first_line(err))
+            return "%s: exit %d: %s" % (variant, rc, first_line(err))
         report, why = compare.parse_report(out)
         why = why or compare.compare_threads(report, cap.oracle)
         if why:
@@ -209,7 +210,7 @@ def strace_test(corestack, cap, work, timeout, run):
     log = os.path.join(work, "control.strace")
     rc, _, err, reason = traced([corestack, "--json", core, cap.exe], log, cwd, env, timeout)
     if reason or rc != 0:
-        return "control run without --sysroot: %s" % (reason or "exit %d: %s" % (rc, run.first_line(err)))
+        return "control run without --sysroot: %s" % (reason or "exit %d: %s" % (rc, first_line(err)))
     if not any("outside the sysroot" in p for p in check_trace(
             log, corestack, core, root, os.path.join(work, "xdg-control", "corestack"), cwd, originals)):
         return "the check did not flag a run without --sysroot (it cannot fail)"
@@ -238,7 +239,7 @@ def make_special(kind, work, basename):
     return path
 
 
-def special_test(kind, corestack, cap, work, run):
+def special_test(kind, corestack, cap, work):
     if kind == "lib-fifo":
         libc = sorted(n for n in nt_file_paths(cap.core)
                       if os.path.basename(n).startswith("libc.so"))
@@ -264,19 +265,19 @@ def special_test(kind, corestack, cap, work, run):
                     return "%s: %s" % (what, reason)
                 san = procs.sanitizer_report(err)
                 if san or rc not in (0, 1):
-                    return "%s: exit %s: %s" % (what, rc, san or run.first_line(err))
+                    return "%s: exit %s: %s" % (what, rc, san or first_line(err))
                 report, why = compare.parse_report(out)
                 why = why or compare.compare_threads(report, cap.oracle)
                 if why:
                     return "%s: %s" % (what, why)
                 continue
-            why = run.check_unusable(res, [shown, target], (2,))
+            why = check_unusable(res, [shown, target], (2,))
             if why:
                 return "%s: %s" % (what, why)
     return None
 
 
-def hostile_tests(rep, selected, ruby, cap, corestack, timeout, run):
+def hostile_tests(rep, selected, ruby, cap, corestack, timeout):
     names = [n for n in test_names(ruby) if selected(n)]
     if not names:
         return
@@ -291,9 +292,9 @@ def hostile_tests(rep, selected, ruby, cap, corestack, timeout, run):
             try:
                 if kind == "strace":
                     rep.result(n, strace_test(corestack, cap, os.path.join(work, "strace"),
-                                              max(timeout, 120), run))
+                                              max(timeout, 120)))
                 else:
-                    rep.result(n, special_test(kind, corestack, cap, work, run))
+                    rep.result(n, special_test(kind, corestack, cap, work))
             except (LookupError, OSError, ValueError, struct.error) as exc:
                 rep.result(n, "setup: %s" % exc)
     finally:

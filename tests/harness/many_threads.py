@@ -15,6 +15,8 @@ import json
 import os
 
 from . import procs, yjit
+from .checks import check_oracle
+from .scenarios import Capture
 
 FIXTURE = os.path.join(procs.ROOT, "fixtures", "many_threads.rb")
 OLD_LIMIT = 8192
@@ -32,8 +34,7 @@ def kernel_threads(pid):
         return int(next(l for l in f if l.startswith("Threads:")).split()[1])
 
 
-def many_threads_tests(rep, selected, corestack, ruby, exe, workdir, timeout, run):
-    """run: tests/run.py's module (check_oracle, Capture)."""
+def many_threads_tests(rep, selected, corestack, ruby, exe, workdir, timeout):
     names = [n for n in test_names(ruby) if selected(n)]
     if not names:
         return
@@ -48,7 +49,7 @@ def many_threads_tests(rep, selected, corestack, ruby, exe, workdir, timeout, ru
         if count <= OLD_LIMIT:
             raise procs.Failure("the fixture has %d threads, not more than %d" % (
                 count, OLD_LIMIT))
-        cap = run.Capture(ruby, "many-threads", None, exe, oracle, None)
+        cap = Capture(ruby, "many-threads", None, exe, oracle, None)
         for mode, extra in MODES:
             name = "%s/many-threads/%s" % (ruby, mode)
             if name not in names:
@@ -56,7 +57,7 @@ def many_threads_tests(rep, selected, corestack, ruby, exe, workdir, timeout, ru
             res = procs.run_tool([corestack, "--json", "--pid", str(target.pid)] + extra,
                                  timeout)
             left = procs.stopped_threads(target.pid)
-            rep.result(name, run.check_oracle(res, cap, live=True) or (
+            rep.result(name, check_oracle(res, cap, live=True) or (
                 "threads left stopped: %s" % ", ".join(left[:5]) if left else None))
     except (procs.Failure, OSError, ValueError, StopIteration) as exc:
         for n in names:

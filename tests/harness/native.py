@@ -1,6 +1,31 @@
 """Tests of issue 5: cores from another machine (--sysroot, --lib-search-path,
-compressed cores, mismatched files). Called from run.py's main(); names are
-listed in run.py's docstring.
+compressed cores, mismatched files), debug info from elsewhere, and native
+stacks.
+
+    RUBY/native/...          a C extension built against the Ruby
+                             (fixtures/native/): a block a C method yields to calls a C
+                             method that blocks in pause() (gcore) or faults at 0x10
+                             (kernel core). --native (on the core, and with --pid on the
+                             blocked program: pause-live): the Ruby frames are the oracle's,
+                             each C method sits on its C function, native frames between;
+                             native pcs and names as eu-stack --core; --native-all covers
+                             every thread eu-stack sees; the crash: SIGSEGV, SEGV_MAPERR,
+                             0x10, the crashed thread marked and first in the text;
+                             rb-bug: on the crash scenario's core (Ruby's handler, rb_bug,
+                             abort) the crashed thread's native frames show sigsegv and
+                             rb_bug_for_fatal_signal
+    debuginfo/debuginfod, debuginfo/debug-dir-debuglink, debuginfo/no-debug-message
+                             the stripped static 3.3 Ruby's DWARF
+                             from a local debuginfod server (private db, loopback port),
+                             by debuglink under --debug-dir; none: exit 2, one line with
+                             the file, its build-id and how to get debug info
+    remote/...               a core whose files moved to another
+                             tree: exit 2 naming --sysroot without it; --sysroot and
+                             --lib-search-path give the oracle's stacks; a mismatched
+                             library in the root is warned about (exit 1) and not used;
+                             the core compressed with zstd, gzip, xz read directly; a
+                             cut-off .zst core is a truncated core; --native --sysroot
+                             merges every thread and shows Ruby's crash handler
 
 The "other machine" is simulated honestly: the 3.3 fixture Ruby is copied to
 W/machine/prefix, the crash scenario runs from that copy (LD_LIBRARY_PATH
@@ -24,6 +49,10 @@ import urllib.error
 import urllib.request
 
 from . import compare, elfcore, procs
+from .bad_input import copy_prefix
+from .checks import check_oracle, check_unusable, first_line
+from .layout import split_debug
+from .scenarios import Capture, capture_all
 
 REMOTE_TESTS = ("remote/no-sysroot", "remote/sysroot", "remote/lib-search-path",
                 "remote/mismatched-library", "remote/core-zst", "remote/core-gz",
@@ -59,10 +88,10 @@ def copy_into_root(path, root):
     shutil.copy2(path, dst)
 
 
-def run_copied_ruby(run, prefix_copy, workdir, args):
+def run_copied_ruby(prefix_copy, workdir, args):
     """The crash scenario from the copied Ruby -> Capture (kernel core)."""
     with extra_env({"LD_LIBRARY_PATH": os.path.join(prefix_copy, "lib")}):
-        results = run.capture_all(REMOTE_RUBY, os.path.join(prefix_copy, "bin", "ruby"),
+        results = capture_all(REMOTE_RUBY, os.path.join(prefix_copy, "bin", "ruby"),
                                   ["crash"], workdir, True, None, args.timeout)
     cap = results["crash"]
     if isinstance(cap, procs.Failure):
@@ -70,10 +99,10 @@ def run_copied_ruby(run, prefix_copy, workdir, args):
     return cap
 
 
-def check_warned(res, cap, run, path):
+def check_warned(res, cap, path):
     """Exit 1 (partial), one stderr line naming the file and its build-id,
     the same warning in the report, and the stacks still the oracle's."""
-    reason = run.check_unusable(res, [path], (1,), r"build-id", "'build-id'")
+    reason = check_unusable(res, [path], (1,), r"build-id", "'build-id'")
     if reason:
         return reason
     report, reason = compare.parse_report(res[1])
@@ -86,7 +115,7 @@ def check_warned(res, cap, run, path):
             or compare.compare_threads(report, cap.oracle))
 
 
-def remote_tests(rep, selected, args, prefixes, workdir, run):
+def remote_tests(rep, selected, args, prefixes, workdir):
     names = [n for n in REMOTE_TESTS if selected(n)]
     if not names:
         return
@@ -103,7 +132,7 @@ def remote_tests(rep, selected, args, prefixes, workdir, run):
     try:
         shutil.rmtree(base, ignore_errors=True)
         shutil.copytree(prefix, os.path.join(machine, "prefix"), symlinks=True)
-        cap = run_copied_ruby(run, os.path.join(machine, "prefix"),
+        cap = run_copied_ruby(os.path.join(machine, "prefix"),
                               os.path.join(base, "run"), args)
         os.makedirs(os.path.dirname(root + machine), exist_ok=True)
         os.rename(machine, root + machine)
@@ -119,22 +148,22 @@ def remote_tests(rep, selected, args, prefixes, workdir, run):
     if selected("remote/no-sysroot"):
         # The core's paths are gone: unusable, and the message says how.
         res = procs.run_tool([cs, "--json", cap.core], timeout)
-        rep.result("remote/no-sysroot", run.check_unusable(
+        rep.result("remote/no-sysroot", check_unusable(
             res, [exe_path], (2,), r"--sysroot", "'--sysroot'"))
     if selected("remote/sysroot"):
         res = procs.run_tool([cs, "--json", "--sysroot", root, cap.core], timeout)
-        rep.result("remote/sysroot", run.check_oracle(res, cap))
+        rep.result("remote/sysroot", check_oracle(res, cap))
     if selected("remote/sysroot-native"):
         # Native frames too come from the files under the root.
         res = procs.run_tool([cs, "--json", "--native", "--sysroot", root, cap.core], timeout)
-        reason = run.check_oracle(res, cap) or check_rb_bug(res)
+        reason = check_oracle(res, cap) or check_rb_bug(res)
         rep.result("remote/sysroot-native", reason)
     if selected("remote/lib-search-path"):
         dirs = ":".join([os.path.join(base, "nowhere"),
                          root + os.path.join(machine, "prefix", "bin"),
                          root + os.path.join(machine, "prefix", "lib")])
         res = procs.run_tool([cs, "--json", "--lib-search-path", dirs, cap.core], timeout)
-        rep.result("remote/lib-search-path", run.check_oracle(res, cap))
+        rep.result("remote/lib-search-path", check_oracle(res, cap))
     if selected("remote/mismatched-library"):
         # libm replaced by another library in the root: warned, not used.
         reason = None
@@ -153,7 +182,7 @@ def remote_tests(rep, selected, args, prefixes, workdir, run):
                 res = procs.run_tool([cs, "--json", "--sysroot", root, cap.core], timeout)
             finally:
                 os.replace(saved, root + libm)
-            reason = check_warned(res, cap, run, root + libm)
+            reason = check_warned(res, cap, root + libm)
         rep.result("remote/mismatched-library", reason)
     for kind, argv in (("zst", ["zstd", "-q", "-c"]), ("gz", ["gzip", "-c"]),
                        ("xz", ["xz", "-0", "-T2", "-c"])):
@@ -170,14 +199,14 @@ def remote_tests(rep, selected, args, prefixes, workdir, run):
             continue
         if selected(name):
             res = procs.run_tool([cs, "--json", "--sysroot", root, packed], timeout)
-            rep.result(name, run.check_oracle(res, cap))
+            rep.result(name, check_oracle(res, cap))
         if kind == "zst" and selected("remote/core-zst-cut"):
             # A compressed core cut off at half: what inflated is read as a
             # truncated core (exit 1 or 2, one line), never a crash.
             cut = packed + "-cut"
-            run.copy_prefix(packed, cut, os.path.getsize(packed) // 2)
+            copy_prefix(packed, cut, os.path.getsize(packed) // 2)
             res = procs.run_tool([cs, "--json", "--sysroot", root, cut], timeout)
-            rep.result("remote/core-zst-cut", run.check_unusable(
+            rep.result("remote/core-zst-cut", check_unusable(
                 res, [cut], (1, 2), r"truncated", "'truncated'"))
 
 
@@ -232,7 +261,7 @@ class Debuginfod:
         self.close()
 
 
-def debuginfo_tests(rep, selected, args, captures, workdir, run):
+def debuginfo_tests(rep, selected, args, captures, workdir):
     """The static 3.3 Ruby's DWARF split off and the binary stripped: found
     by .gnu_debuglink under --debug-dir, from a local debuginfod; with no
     debug info anywhere, one line naming the file, its build-id and the
@@ -241,7 +270,7 @@ def debuginfo_tests(rep, selected, args, captures, workdir, run):
     if not names:
         return
     cap = captures.get(("3.3-static", "threads"))
-    if not isinstance(cap, run.Capture):
+    if not isinstance(cap, Capture):
         for n in names:
             rep.skip(n, "needs the 3.3-static/threads core")
         return
@@ -249,7 +278,7 @@ def debuginfo_tests(rep, selected, args, captures, workdir, run):
     base = os.path.join(workdir, "debuginfo5")
     try:
         shutil.rmtree(base, ignore_errors=True)
-        stripped, debug, build_id = run.split_debug(cap.exe, os.path.join(base, "split"))
+        stripped, debug, build_id = split_debug(cap.exe, os.path.join(base, "split"))
         # Away from the debuglink's reach next to the binary.
         serve = os.path.join(base, "serve")
         os.makedirs(serve)
@@ -261,10 +290,10 @@ def debuginfo_tests(rep, selected, args, captures, workdir, run):
         return
     if selected("debuginfo/no-debug-message"):
         res = procs.run_tool([cs, "--json", "--no-cache", cap.core, stripped], timeout)
-        reason = run.check_unusable(res, [stripped], (2,), r"DWARF", "'DWARF'")
+        reason = check_unusable(res, [stripped], (2,), r"DWARF", "'DWARF'")
         for word in (build_id, "DEBUGINFOD_URLS", "debug package", "-g"):
             if not reason and word not in res[2]:
-                reason = "stderr does not say %r: %s" % (word, run.first_line(res[2]))
+                reason = "stderr does not say %r: %s" % (word, first_line(res[2]))
         rep.result("debuginfo/no-debug-message", reason)
     if selected("debuginfo/debug-dir-debuglink"):
         # DIR + the binary's directory + the debuglink name, as GDB looks.
@@ -274,7 +303,7 @@ def debuginfo_tests(rep, selected, args, captures, workdir, run):
         shutil.copyfile(kept, target)
         res = procs.run_tool([cs, "--json", "--no-cache", "--debug-dir", tree, cap.core,
                               stripped], timeout)
-        rep.result("debuginfo/debug-dir-debuglink", run.check_oracle(res, cap))
+        rep.result("debuginfo/debug-dir-debuglink", check_oracle(res, cap))
     if selected("debuginfo/debuginfod"):
         try:
             with Debuginfod(serve, base, build_id) as server:
@@ -282,7 +311,7 @@ def debuginfo_tests(rep, selected, args, captures, workdir, run):
                                 "DEBUGINFOD_CACHE_PATH": os.path.join(base, "client-cache")}):
                     res = procs.run_tool([cs, "--json", "--no-cache", cap.core, stripped],
                                          timeout)
-            reason = run.check_oracle(res, cap)
+            reason = check_oracle(res, cap)
             if not reason and not os.listdir(os.path.join(base, "client-cache")):
                 reason = "nothing was fetched into the debuginfod client cache"
         except (procs.Failure, OSError, subprocess.SubprocessError) as exc:

@@ -39,6 +39,8 @@ import shutil
 import subprocess
 
 from . import compare, elfcore, procs, requires, yjit
+from .checks import check_oracle, check_unusable
+from .scenarios import CRASH_TIMEOUT, ORACLE_TIMEOUT, Capture, capture_all
 from .native import copy_into_root, eu_stack, extra_env, nt_file_paths, run_json
 
 TESTS = ("sysroot", "lib-search-path", "native", "kernel-core", "wrong-library",
@@ -59,14 +61,14 @@ class Setup:
     """The threads scenario dumped from a copy of the Ruby that is then
     moved under a sysroot; the core's NT_FILE hidden."""
 
-    def __init__(self, ruby, prefix, base, run, timeout):
+    def __init__(self, ruby, prefix, base, timeout):
         machine = os.path.join(base, "machine")
         self.root = os.path.join(base, "sysroot")
         shutil.rmtree(base, ignore_errors=True)
         copy = os.path.join(machine, "prefix")
         shutil.copytree(prefix, copy, symlinks=True)
         with extra_env({"LD_LIBRARY_PATH": os.path.join(copy, "lib")}):
-            results = run.capture_all(ruby, os.path.join(copy, "bin", "ruby"),
+            results = capture_all(ruby, os.path.join(copy, "bin", "ruby"),
                                       ["threads", "crash"], os.path.join(base, "run"), False,
                                       None, timeout)
         self.cap, self.crash = results["threads"], results["crash"]
@@ -74,7 +76,7 @@ class Setup:
             raise self.cap
         names = set(nt_file_paths(self.cap.core))
         cores = [self.cap.core]
-        if isinstance(self.crash, run.Capture):
+        if isinstance(self.crash, Capture):
             names |= set(nt_file_paths(self.crash.core))
             cores.append(self.crash.core)
         if not any(n.startswith(copy + "/") and "libruby" in n or n == copy + "/bin/ruby"
@@ -156,15 +158,15 @@ def wrong_dir(ruby, setup, other, base):
     return wrong
 
 
-def many_mappings(ruby, exe, base, run, cs, timeout):
+def many_mappings(ruby, exe, base, cs, timeout):
     """-> (None, reason) for a result, (reason, None) for a SKIP."""
     why = requires.missing(MANY, ruby.split("-")[0])
     if why:
         return why, None
     scen = procs.Scenario(exe, MANY, os.path.join(base, "many"), True, yjit.scenario_env(ruby))
     try:
-        scen.wait_oracle(run.ORACLE_TIMEOUT)
-        scen.wait_exit(run.CRASH_TIMEOUT)
+        scen.wait_oracle(ORACLE_TIMEOUT)
+        scen.wait_exit(CRASH_TIMEOUT)
         core = procs.kernel_core(scen)
         with open(scen.oracle_path) as f:
             oracle = json.load(f)
@@ -175,12 +177,12 @@ def many_mappings(ruby, exe, base, run, cs, timeout):
     if elfcore.nt_file_names(core):
         return "the kernel wrote NT_FILE for %s mappings (its note limit is larger)" % (
             len(elfcore.nt_file_names(core))), None
-    cap = run.Capture(ruby, "many_mappings", core, exe, oracle, os.WTERMSIG(scen.status))
+    cap = Capture(ruby, "many_mappings", core, exe, oracle, os.WTERMSIG(scen.status))
     res = procs.run_tool([cs, "--json", core, exe], timeout)
-    return None, run.check_oracle(res, cap)
+    return None, check_oracle(res, cap)
 
 
-def nontfile_tests(rep, selected, args, prefixes, workdir, run):
+def nontfile_tests(rep, selected, args, prefixes, workdir):
     cs, timeout = args.corestack, args.timeout
     for ruby in args.rubies:
         names = [n for n in test_names(ruby) if selected(n)]
@@ -194,7 +196,7 @@ def nontfile_tests(rep, selected, args, prefixes, workdir, run):
         base = os.path.join(workdir, "nontfile", ruby)
         name = "%s/nontfile/" % ruby
         if selected(name + "many-mappings"):
-            skip, reason = many_mappings(ruby, os.path.join(prefix, "bin", "ruby"), base, run,
+            skip, reason = many_mappings(ruby, os.path.join(prefix, "bin", "ruby"), base,
                                          cs, timeout)
             if skip:
                 rep.skip(name + "many-mappings", skip)
@@ -206,7 +208,7 @@ def nontfile_tests(rep, selected, args, prefixes, workdir, run):
         if not names:
             continue
         try:
-            setup = Setup(ruby, prefix, base, run, timeout)
+            setup = Setup(ruby, prefix, base, timeout)
         except (procs.Failure, OSError, subprocess.SubprocessError, ValueError) as exc:
             for n in names:
                 rep.result(n, "setup: %s" % exc)
@@ -215,10 +217,10 @@ def nontfile_tests(rep, selected, args, prefixes, workdir, run):
         lib_args = ["--lib-search-path", setup.lib, cap.core, setup.exe]
         if selected(name + "sysroot"):
             res = procs.run_tool([cs, "--json", "--sysroot", setup.root, cap.core], timeout)
-            rep.result(name + "sysroot", run.check_oracle(res, cap))
+            rep.result(name + "sysroot", check_oracle(res, cap))
         if selected(name + "lib-search-path"):
             res = procs.run_tool([cs, "--json"] + lib_args, timeout)
-            rep.result(name + "lib-search-path", run.check_oracle(res, cap))
+            rep.result(name + "lib-search-path", check_oracle(res, cap))
         if selected(name + "native"):
             res = procs.run_tool([cs, "--json", "--native"] + lib_args, timeout)
             rep.result(name + "native", check_native(res, cap, setup.eu, ruby.endswith("-yjit")))
@@ -228,7 +230,7 @@ def nontfile_tests(rep, selected, args, prefixes, workdir, run):
             else:
                 res = procs.run_tool([cs, "--json", "--lib-search-path", setup.lib,
                                       setup.crash.core, setup.exe], timeout)
-                rep.result(name + "kernel-core", run.check_oracle(res, setup.crash))
+                rep.result(name + "kernel-core", check_oracle(res, setup.crash))
         if selected(name + "wrong-library"):
             other = other_ruby(ruby, prefixes)
             if not other:
@@ -238,7 +240,7 @@ def nontfile_tests(rep, selected, args, prefixes, workdir, run):
                     wrong = wrong_dir(ruby, setup, other[1], base)
                     argv = [cs, "--json", "--lib-search-path", wrong, cap.core]
                     res = procs.run_tool(argv + ([] if static(ruby) else [setup.exe]), timeout)
-                    rep.result(name + "wrong-library", run.check_unusable(
+                    rep.result(name + "wrong-library", check_unusable(
                         res, [wrong], (2,), r"build-id", "'build-id'"))
                 except (procs.Failure, OSError) as exc:
                     rep.result(name + "wrong-library", "setup: %s" % exc)

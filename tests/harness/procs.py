@@ -1,11 +1,13 @@
 """Processes: fixture Rubies, scenarios, cores, and running corestack."""
 
+import contextlib
 import glob
 import os
 import resource
 import shutil
 import signal
 import subprocess
+import sys
 import threading
 import time
 
@@ -24,6 +26,24 @@ class Failure(Exception):
 
 class Unavailable(Failure):
     """A fixture this machine cannot build (no rustc for YJIT): skipped."""
+
+
+def progress(msg):
+    print("run.py: " + msg, file=sys.stderr, flush=True)
+
+
+@contextlib.contextmanager
+def started(argv):
+    """argv running without stdio, given half a second to start; killed
+    and reaped when the block ends."""
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(0.5)
+        yield proc
+    finally:
+        proc.kill()
+        proc.wait()
 
 
 def quiet_env(extra=None):

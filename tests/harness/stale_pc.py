@@ -168,7 +168,7 @@ def check_innermost(corestack, cap, place, case, expected, lines, timeout):
 
 
 def stale_pc_tests(rep, selected, ruby, cap, corestack, timeout):
-    """The four cases on one Ruby's threads core (a run.py Capture)."""
+    """The four cases on one Ruby's threads core (a scenarios.Capture)."""
     names = test_names(ruby)
     if not any(selected(n) for n in names):
         return

@@ -24,6 +24,8 @@ import subprocess
 import sys
 
 from . import procs, yjit
+from .checks import check_oracle, check_unusable
+from .scenarios import Capture
 
 SCENARIO = "threads"
 ORACLE_TIMEOUT = 60
@@ -78,28 +80,27 @@ def check_profile(res, path):
     return procs.profile_has_samples(path)
 
 
-def one_test(test, corestack, pid, tracer, cap, workdir, timeout, run):
+def one_test(test, corestack, pid, tracer, cap, workdir, timeout):
     refused = r"traced by another tracer, pid %d\b" % tracer
     profile = os.path.join(workdir, "traced-%s.folded" % test)
     if test in ("live", "live-nonblocking"):
         extra = ["--nonblocking"] if test == "live-nonblocking" else []
         res = procs.run_tool([corestack, "--json", "--pid", str(pid)] + extra, timeout)
         if test == "live":
-            return run.check_unusable(res, ["pid %d" % pid], (2,), refused,
+            return check_unusable(res, ["pid %d" % pid], (2,), refused,
                                       "that pid %d traces it" % tracer)
-        return run.check_oracle(res, cap, live=True)
+        return check_oracle(res, cap, live=True)
     extra = ["--nonblocking"] if test == "record-nonblocking" else []
     res = procs.run_tool([corestack, "record", "--pid", str(pid), "--duration", "1",
                           "-o", profile] + extra, timeout)
     if test == "record-nonblocking":
         return check_profile(res, profile)
-    return run.check_unusable(res, ["pid %d" % pid], (2,), refused,
+    return check_unusable(res, ["pid %d" % pid], (2,), refused,
                               "that pid %d traces it" % tracer) or (
         "%s was written" % profile if os.path.exists(profile) else None)
 
 
-def traced_tests(rep, selected, corestack, ruby, exe, workdir, timeout, run):
-    """run: tests/run.py's module (check_oracle, check_unusable, Capture)."""
+def traced_tests(rep, selected, corestack, ruby, exe, workdir, timeout):
     names = [n for n in test_names(ruby) if selected(n)]
     if not names:
         return
@@ -111,13 +112,13 @@ def traced_tests(rep, selected, corestack, ruby, exe, workdir, timeout, run):
         target.wait_oracle(ORACLE_TIMEOUT)
         with open(target.oracle_path) as f:
             oracle = json.load(f)
-        cap = run.Capture(ruby, SCENARIO, None, exe, oracle, None)
+        cap = Capture(ruby, SCENARIO, None, exe, oracle, None)
         tracer = start_tracer(target.pid)
         for test in TESTS:
             name = "%s/traced/%s" % (ruby, test)
             if name in names:
                 reason = one_test(test, corestack, target.pid, tracer.pid, cap,
-                                  target.workdir, timeout, run)
+                                  target.workdir, timeout)
                 left = procs.stopped_threads(target.pid)
                 rep.result(name, reason or (
                     "threads left stopped: %s" % ", ".join(left) if left else None))

@@ -1,0 +1,244 @@
+"""Errors inside the debuggers: no Ruby in the inferior, no inferior, bad
+arguments, unreadable memory (gdbext/bad/..., lldb/bad/...), and a Ruby
+without debug info (gdbext/3.3-static/no-debug-info and the advice
+followed, lldb/3.3-static/no-debug-info). Every command prints one error
+line, twice the same, and leaves the debugger usable.
+"""
+
+import os
+import re
+import shutil
+import struct
+import subprocess
+import time
+
+from . import compare, corrupt, procs
+from .gdbext_gdb import check_json, fail_all, json_in, one_error, parked, run_gdb, twice
+from .gdbext_lldb import lldb_one_error, run_lldb_commands
+
+
+BAD_TESTS = ("gdbext/bad/not-ruby-live", "gdbext/bad/not-ruby-core", "gdbext/bad/no-inferior",
+             "gdbext/bad/sample-on-core", "gdbext/bad/unreadable-vm", "gdbext/bad/usage",
+             "lldb/bad/not-ruby-core", "lldb/bad/unreadable-vm")
+
+
+def vm_pointer_address(gdbext_dir, exe, core, workdir):
+    """Where the core keeps the pointer to the Ruby VM, as gdb resolves the
+    symbol (the tests' own view, not corestack's)."""
+    run = run_gdb(gdbext_dir, [exe, core], ["print/x (unsigned long)&ruby_current_vm_ptr"],
+                  workdir, "vm-pointer")
+    m = re.search(r"^\$1 = (0x[0-9a-f]+)$", run[1], re.M)
+    if not m:
+        raise procs.Failure("gdb cannot tell where ruby_current_vm_ptr is: %s" % compare.show(
+            (run[4] or run[2])[-300:]))
+    return int(m.group(1), 16)
+
+
+def unreadable_vm_test(rep, args, exe, core, workdir):
+    """The VM pointer of a real core aimed at the zero page: every read
+    path (the core reader, gdb's own reads) gives one line, in gdb and in
+    lldb, and corestack itself reports the thread list as incomplete."""
+    g = args.gdbext
+    try:
+        where = vm_pointer_address(g, exe, core, workdir)
+    except procs.Failure as exc:
+        for n in ("gdbext/bad/unreadable-vm", "lldb/bad/unreadable-vm"):
+            rep.result(n, "setup: %s" % exc)
+        return
+    patched = corrupt.CoreFile(core)
+    try:
+        try:
+            patched.write(where, struct.pack("<Q", corrupt.UNMAPPED))
+        except LookupError as exc:
+            for n in ("gdbext/bad/unreadable-vm", "lldb/bad/unreadable-vm"):
+                rep.result(n, "setup: %s" % exc)
+            return
+        reason = None
+        for i, cmd in enumerate(("ruby-bt all", "ruby-bt", "ruby-bt --json --via-debugger all")):
+            run = run_gdb(g, [exe, core], twice(cmd), workdir, "unreadable%d" % i)
+            reason = one_error(run, r"no Ruby thread could be read: .*cannot read .*"
+                                    r"is the core complete")
+            if reason:
+                reason = "%s: %s" % (cmd, reason)
+                break
+        if not reason:
+            rc, out, err, why = procs.run_tool([args.corestack, core, exe], args.timeout)
+            reason = why or (procs.sanitizer_report(err) and
+                             "corestack: sanitizer report: %s" % procs.sanitizer_report(err))
+            if not reason and (rc != 1 or "thread list incomplete" not in out):
+                reason = "corestack exited %d, expected 1 with 'thread list incomplete': %s" % (
+                    rc, compare.show((out + err)[-300:]))
+        rep.result("gdbext/bad/unreadable-vm", reason)
+        rep.result("lldb/bad/unreadable-vm", lldb_one_error(
+            args, [exe, "-c", core], r"no Ruby thread could be read: .*cannot read", workdir,
+            "lldb-unreadable"))
+    finally:
+        patched.restore()
+
+
+def bad_tests(rep, selected, args, workdir, some_ruby):
+    os.makedirs(workdir, exist_ok=True)
+    g = args.gdbext
+    sleeper = None
+    try:
+        if selected("gdbext/bad/not-ruby-live") or selected("gdbext/bad/not-ruby-core"):
+            sleeper = subprocess.Popen(["sleep", "100"], stdin=subprocess.DEVNULL,
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            time.sleep(0.2)
+        if selected("gdbext/bad/not-ruby-live"):
+            run = run_gdb(g, ["-p", str(sleeper.pid)], twice("ruby-bt all"), workdir, "bad1")
+            rep.result("gdbext/bad/not-ruby-live", one_error(run, "not a Ruby process"))
+        if selected("gdbext/bad/not-ruby-core"):
+            core = procs.gcore(sleeper.pid, os.path.join(workdir, "sleep.core"), 120)
+            run = run_gdb(g, [shutil.which("sleep"), core], twice("ruby-bt"), workdir, "bad2")
+            reason = one_error(run, "not a Ruby process")
+            if not reason:
+                run = run_gdb(g, [shutil.which("sleep"), core],
+                              twice("ruby-bt --via-debugger all"), workdir, "bad2d")
+                reason = one_error(run, "not a Ruby process")
+            rep.result("gdbext/bad/not-ruby-core", reason)
+            if selected("lldb/bad/not-ruby-core"):
+                rep.result("lldb/bad/not-ruby-core", lldb_one_error(
+                    args, [shutil.which("sleep"), "-c", core], "not a Ruby process", workdir,
+                    "lldb-not-ruby"))
+            os.unlink(core)
+        if selected("gdbext/bad/no-inferior"):
+            run = run_gdb(g, [], twice("ruby-bt all"), workdir, "bad3")
+            rep.result("gdbext/bad/no-inferior", one_error(run, "no process and no core"))
+        if selected("gdbext/bad/sample-on-core"):
+            if not some_ruby:
+                rep.result("gdbext/bad/sample-on-core", "needs a fixture Ruby")
+            else:
+                exe, core = some_ruby
+                run = run_gdb(g, [exe, core], twice("ruby-sample 1"), workdir, "bad4")
+                rep.result("gdbext/bad/sample-on-core", one_error(run, "needs a live"))
+        if selected("gdbext/bad/unreadable-vm") or selected("lldb/bad/unreadable-vm"):
+            if not some_ruby:
+                for n in ("gdbext/bad/unreadable-vm", "lldb/bad/unreadable-vm"):
+                    if selected(n):
+                        rep.result(n, "needs a fixture Ruby")
+            else:
+                unreadable_vm_test(rep, args, some_ruby[0], some_ruby[1], workdir)
+        if selected("gdbext/bad/usage"):
+            run = run_gdb(g, [], twice("ruby-bt --bogus"), workdir, "bad5")
+            reason = one_error(run, r"usage: ruby-bt")
+            if not reason:
+                run = run_gdb(g, [], twice("ruby-sample -3"), workdir, "bad6")
+                reason = one_error(run, r"usage: ruby-sample")
+            rep.result("gdbext/bad/usage", reason)
+    except procs.Failure as exc:
+        fail_all(rep, selected, BAD_TESTS, str(exc))
+    finally:
+        if sleeper:
+            sleeper.kill()
+            sleeper.wait()
+
+
+# --- no debug info ------------------------------------------------------------------
+
+NO_DEBUG_RUBY = "3.3-static"   # the Ruby is one file: strip it, and the core still fits
+NO_DEBUG_TESTS = ("gdbext/%s/no-debug-info" % NO_DEBUG_RUBY,
+                  "gdbext/%s/debug-file-directory" % NO_DEBUG_RUBY,
+                  "lldb/%s/no-debug-info" % NO_DEBUG_RUBY)
+
+
+def build_id_of(path):
+    out = subprocess.run(["readelf", "-n", path], stdout=subprocess.PIPE, text=True).stdout
+    m = re.search(r"Build ID: ([0-9a-f]+)", out)
+    if not m:
+        raise procs.Failure("no build-id in %s" % path)
+    return m.group(1)
+
+
+def no_debug_tests(rep, selected, args, exe, workdir):
+    """The static Ruby stripped of its DWARF (no debuglink either): ruby-bt
+    says so in one line that names the file and gdb's way to add a debug
+    directory, on a core and on a live process; following that advice (the
+    DWARF under a build-id tree named by debug-file-directory) gives the
+    oracle's stacks."""
+    names = [n for n in NO_DEBUG_TESTS if selected(n)]
+    if not names:
+        return
+    g = args.gdbext
+    base = os.path.join(workdir, "no-debug")
+    shutil.rmtree(base, ignore_errors=True)
+    os.makedirs(base)
+    stripped = os.path.join(base, "ruby")
+    # The layout cache is keyed by build-id, which strip keeps: a fresh one.
+    env = {"XDG_CACHE_HOME": os.path.join(base, "xdg-cache")}
+    sc = live = None
+    try:
+        res = subprocess.run(["strip", "--strip-debug", "-o", stripped, exe],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             timeout=300)
+        if res.returncode != 0:
+            raise procs.Failure("strip: %s" % res.stdout.strip())
+        # The DWARF where the advice says to put it: a build-id tree.
+        build_id = build_id_of(stripped)
+        tree = os.path.join(base, "debug-tree")
+        debug = os.path.join(tree, ".build-id", build_id[:2], build_id[2:] + ".debug")
+        os.makedirs(os.path.dirname(debug))
+        res = subprocess.run(["objcopy", "--only-keep-debug", exe, debug],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             timeout=300)
+        if res.returncode != 0:
+            raise procs.Failure("objcopy: %s" % res.stdout.strip())
+        sc, oracle = parked(exe, base, "threads")
+        core = procs.gcore(sc.pid, os.path.join(sc.workdir, "core"), 120)
+        sc.kill()
+        said = r"%s: no DWARF debug info .*set debug-file-directory" % re.escape(stripped)
+        name = "gdbext/%s/no-debug-info" % NO_DEBUG_RUBY
+        if selected(name):
+            reason = None
+            for cmd in ("ruby-bt all", "ruby-bt --via-debugger"):
+                run = run_gdb(g, [stripped, core], twice(cmd), base, "core", env=env)
+                reason = one_error(run, said)
+                if not reason and "--debug-dir" in run[2]:
+                    reason = "the advice names corestack's --debug-dir, not gdb's setting"
+                if reason:
+                    reason = "core, %s: %s" % (cmd, reason)
+                    break
+            if not reason:
+                live = subprocess.Popen([stripped, "-e", "sleep"], stdin=subprocess.DEVNULL,
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                time.sleep(0.3)
+                run = run_gdb(g, ["-p", str(live.pid)], twice("ruby-bt all"), base, "live",
+                              env=env)
+                reason = one_error(run, said)
+                reason = reason and "live: " + reason
+            rep.result(name, reason)
+        name = "gdbext/%s/debug-file-directory" % NO_DEBUG_RUBY
+        if selected(name):
+            run = run_gdb(g, [stripped, core], [
+                "set debug-file-directory %s:/usr/lib/debug" % tree, "ruby-bt --json all"],
+                base, "debug-dir",   # a cache of its own: the layout it finds goes there
+                env={"XDG_CACHE_HOME": os.path.join(base, "xdg-cache-with-debug")})
+            rc, out, err, _, reason = run
+            report = json_in(out) if not reason else None
+            if not reason and report is None:
+                reason = "no report with debug-file-directory set: %s" % compare.show(err[-300:])
+            rep.result(name, reason or check_json({"out": report}, oracle, "core", None))
+        name = "lldb/%s/no-debug-info" % NO_DEBUG_RUBY
+        if selected(name):
+            reason = lldb_one_error(args, [stripped, "-c", core], r"%s: no DWARF debug info .*"
+                                    r"settings append target.debug-file-search-paths" %
+                                    re.escape(stripped), base, "lldb-no-debug", env)
+            if not reason:   # the advice works: the DWARF found there
+                runs, output, reason = run_lldb_commands(args, [stripped, "-c", core], [
+                    "settings append target.debug-file-search-paths " + tree,
+                    "ruby-bt --json all"], base, "lldb-debug-dir",
+                    {"XDG_CACHE_HOME": os.path.join(base, "xdg-cache-lldb-debug")})
+                if not reason:
+                    reason = check_json({"out": runs[1]["out"]} if runs[1]["ok"]
+                                        else {"error": runs[1]["error"]}, oracle, "core", None)
+            rep.result(name, reason)
+    except (procs.Failure, OSError, ValueError, subprocess.SubprocessError) as exc:
+        fail_all(rep, selected, names, "setup: %s" % exc)
+    finally:
+        for p in (sc, live):
+            if p:
+                p.kill()
+        if live:
+            live.wait()
+        if not args.keep:   # a core and two copies of the Ruby: free the disk
+            shutil.rmtree(base, ignore_errors=True)

@@ -1,0 +1,381 @@
+"""ruby-bt inside gdb: running gdb on a target with the module loaded, the
+checks of what it printed, every scenario live and from its core, and a
+remote target (gdbserver). The tests' names are in gdbext.py.
+"""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+
+from . import compare, procs, requires
+
+
+ROOT = procs.ROOT
+SHARES = procs.SHARES
+GDB_TIMEOUT = 120
+MODES = ("live", "core")
+
+
+def scenario_tests(ruby, scen, crash):
+    names = []
+    for mode in (("core",) if crash else MODES):
+        names += ["gdbext/%s/%s/%s/%s" % (ruby, scen, mode, t)
+                  for t in ("json", "text", "threads", "via-debugger")]
+    if not crash:
+        names.append("gdbext/%s/%s/live/detached" % (ruby, scen))
+    return names
+
+
+# --- running gdb -------------------------------------------------------------
+
+# Runs inside gdb: every ruby-bt variant, results to a JSON file.
+GDB_SCRIPT = r'''
+import gdb, json, os, time
+gdb.execute("source " + os.environ["GDBEXT_LOADER"])
+inf = gdb.selected_inferior()
+res = {"threads": [[t.num, t.ptid[1]] for t in inf.threads()],
+       "selected": gdb.selected_thread().num, "runs": {}}
+def run(name, cmd, to_file=False):
+    """JSON goes through --out FILE: gdb's console also carries what gdb
+    says about the machine (a core's .reg-xstate "too small" warning)."""
+    t0 = time.monotonic()
+    path = "%s.%d.out" % (os.environ["GDBEXT_RESULT"], len(res["runs"]))
+    try:
+        said = gdb.execute(cmd + (" --out " + path if to_file else ""), to_string=True)
+        if to_file:
+            with open(path) as f:
+                res["runs"][name] = {"out": f.read(), "said": said}
+        else:
+            res["runs"][name] = {"out": said}
+    except gdb.error as exc:
+        res["runs"][name] = {"error": str(exc)}
+    res["runs"][name]["seconds"] = time.monotonic() - t0
+run("json", "ruby-bt --json all", True)
+run("text", "ruby-bt all")
+run("selected", "ruby-bt --json", True)
+run("debugger", "ruby-bt --json --via-debugger all", True)
+run("bad out", "ruby-bt --json all --out /nonexistent-dir/stacks.json")
+for num, lwp in res["threads"]:
+    run("thread %d" % num, "ruby-bt --json %d" % num, True)
+with open(os.environ["GDBEXT_RESULT"], "w") as f:
+    json.dump(res, f)
+'''
+
+
+def gdb_env(gdbext_dir, extra=None):
+    env = procs.quiet_env(extra)
+    env["CORESTACK_GDBEXT_DIR"] = gdbext_dir
+    return env
+
+
+def run_gdb(gdbext_dir, target_args, commands, workdir, tag, timeout=GDB_TIMEOUT,
+            script=None, env=None):
+    """gdb -batch on target_args running commands (and GDB_SCRIPT if script)
+    -> (returncode, stdout, stderr, result dict or None, reason)"""
+    loader = os.path.join(gdbext_dir, "ruby-gdb.py")
+    result = os.path.join(workdir, "%s.result.json" % tag)
+    argv = ["gdb", "-nx", "-q", "-batch"]
+    if script:
+        path = os.path.join(workdir, "%s.script.py" % tag)
+        with open(path, "w") as f:
+            f.write(script)
+        argv += ["-ex", "source " + path]
+    else:
+        argv += ["-ex", "source " + loader]
+    for c in commands:
+        argv += ["-ex", c]
+    argv += target_args
+    try:
+        res = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, timeout=timeout,
+                             env=gdb_env(gdbext_dir, dict(env or {}, GDBEXT_LOADER=loader,
+                                                          GDBEXT_RESULT=result)))
+    except subprocess.TimeoutExpired:
+        return None, "", "", None, "gdb timed out after %d s" % timeout
+    if procs.sanitizer_report(res.stderr):   # the module built with UBSan (make test)
+        return res.returncode, res.stdout, res.stderr, None, \
+            "sanitizer report: %s" % procs.sanitizer_report(res.stderr)
+    data = None
+    if script:
+        try:
+            with open(result) as f:
+                data = json.load(f)
+        except (OSError, ValueError) as exc:
+            return res.returncode, res.stdout, res.stderr, None, \
+                "gdb wrote no result (%s); stderr: %s" % (exc, compare.show(res.stderr[-300:]))
+    return res.returncode, res.stdout, res.stderr, data, None
+
+
+# --- checks ------------------------------------------------------------------
+
+def parked(exe, workdir, tag):
+    """threads.rb parked, its oracle read -> (Scenario, oracle); the caller
+    kills it. Raises procs.Failure, OSError, ValueError."""
+    run = procs.Scenario(exe, os.path.join(procs.SCENARIOS, "threads.rb"),
+                         os.path.join(workdir, tag), False)
+    try:
+        run.wait_oracle(60)
+        with open(run.oracle_path) as f:
+            return run, json.load(f)
+    except BaseException:
+        run.kill()
+        raise
+
+
+def fail_all(rep, selected, names, reason):
+    for n in names:
+        if selected(n):
+            rep.result(n, reason)
+
+
+def json_in(output):
+    """The JSON report in a debugger's output (between its own lines)."""
+    start, end = output.find("{\n"), output.rfind("\n}")
+    return output[start:end + 2] if start >= 0 and end >= 0 else None
+
+
+def parse_json_run(run):
+    if "error" in run:
+        return None, "ruby-bt failed: %s" % run["error"].strip()
+    return compare.parse_report(run["out"])
+
+
+def check_json(run, oracle, source, signal_number, bad_out=None):
+    report, reason = parse_json_run(run)
+    if reason:
+        return reason
+    # gdb's own warnings about the machine may come before it
+    if "said" in run and not re.fullmatch(r"ruby-bt: written to \S+",
+                                          (run["said"].strip().splitlines() or [""])[-1]):
+        return "ruby-bt --out said %s, expected a last line naming the file" % (
+            compare.show(run["said"]))
+    if bad_out is not None and "cannot write /nonexistent-dir/stacks.json" not in \
+            bad_out.get("error", ""):
+        return "ruby-bt --out to a missing directory: %s" % compare.show(bad_out)
+    if report.get("process", {}).get("source") != source:
+        return "process.source is %s, expected %s" % (
+            compare.show(report.get("process", {}).get("source")), compare.show(source))
+    return (compare.check_shape(report)
+            or compare.check_process(report, oracle, signal_number)
+            or compare.compare_threads(report, oracle))
+
+
+def check_text(run, cli, oracle, stdout):
+    if "error" in run:
+        return "ruby-bt failed: %s" % run["error"].strip()
+    rc, out, err, reason = cli
+    if reason:
+        return "corestack: " + reason
+    if rc != 0:
+        return "corestack exited %d: %s" % (rc, compare.show(err[:200]))
+    if run["out"] != out:
+        a, b = run["out"].splitlines(), out.splitlines()
+        for i, (x, y) in enumerate(zip(a, b)):
+            if x != y:
+                return "line %d: ruby-bt %s, corestack %s" % (i + 1, compare.show(x), compare.show(y))
+        return "ruby-bt prints %d lines, corestack %d" % (len(a), len(b))
+    if run["out"] not in stdout:
+        return "a plain `-ex ruby-bt all` did not print the same text"
+    return compare.check_text(run["out"], oracle)
+
+
+def check_threads(data):
+    """ruby-bt N for each gdb thread, and ruby-bt alone."""
+    report, reason = parse_json_run(data["runs"]["json"])
+    if reason:
+        return "ruby-bt --json all: " + reason
+    # Threads of a non-main ractor on 3.3 run on shared native threads (M:N)
+    # and have no kernel tid (Ruby's native_thread_id is nil too, which the
+    # json test checks): no gdb thread is theirs, so only threads with a tid
+    # must be reachable through ruby-bt N.
+    by_tid = dict((t.get("tid"), t) for t in report["threads"] if t.get("tid") is not None)
+    if not by_tid:
+        return "no Ruby thread has a kernel tid"
+    reached = set()
+    for num, lwp in data["threads"]:
+        run = data["runs"]["thread %d" % num]
+        if lwp in by_tid:
+            one, reason = parse_json_run(run)
+            if reason:
+                return "ruby-bt %d (LWP %d): %s" % (num, lwp, reason)
+            if one.get("threads") != [by_tid[lwp]]:
+                return "ruby-bt %d (LWP %d) shows %s, expected that thread of ruby-bt all" % (
+                    num, lwp, compare.show([t.get("tid") for t in one.get("threads", [])]))
+            reached.add(lwp)
+        else:
+            err = run.get("error", "")
+            if "runs no Ruby thread" not in err or len(err.strip().splitlines()) != 1:
+                return "ruby-bt %d (LWP %d, no Ruby thread): expected one error line, got %s" % (
+                    num, lwp, compare.show(run.get("error", run.get("out", ""))[:200]))
+    if reached != set(by_tid):
+        return "Ruby threads no gdb thread reaches: %s" % sorted(set(by_tid) - reached)
+    sel = data["runs"]["selected"]
+    want = data["runs"]["thread %d" % data["selected"]]
+    if sel.get("out") != want.get("out") or sel.get("error") != want.get("error"):
+        return "ruby-bt differs from ruby-bt %d (gdb's selected thread)" % data["selected"]
+    return None
+
+
+def check_via_debugger(data, oracle, source, signal_number):
+    reason = check_json(data["runs"]["debugger"], oracle, source, signal_number)
+    if reason:
+        return reason
+    fast, _ = parse_json_run(data["runs"]["json"])
+    slow, _ = parse_json_run(data["runs"]["debugger"])
+    if fast and slow and fast["threads"] != slow["threads"]:
+        return "threads differ from the direct read's"
+    return None
+
+
+# --- scenario runs -------------------------------------------------------------
+
+def check_session(rep, names, mode, gdb_run, cli, oracle, signal_number, selected):
+    rc, stdout, stderr, data, reason = gdb_run
+    prefix = names["prefix"] + "/" + mode + "/"
+    for key in ("json", "text", "threads", "via-debugger"):
+        name = prefix + key
+        if not selected(name):
+            continue
+        if reason:
+            rep.result(name, reason)
+            continue
+        try:
+            if key == "json":
+                r = check_json(data["runs"]["json"], oracle, mode, signal_number,
+                               data["runs"].get("bad out", {}))
+            elif key == "text":
+                r = check_text(data["runs"]["text"], cli, oracle, stdout)
+            elif key == "threads":
+                r = check_threads(data)
+            else:
+                r = check_via_debugger(data, oracle, mode, signal_number)
+        except (KeyError, TypeError) as exc:
+            r = "malformed gdb result: %r" % exc
+        rep.result(name, r)
+
+
+def scenario_runs(rep, selected, args, ruby, exe, scenarios, workdir):
+    running = []
+    try:
+        for scen in scenarios:
+            if not any(selected(n) for n in scenario_tests(ruby, scen, scen.startswith("crash"))):
+                continue
+            script = os.path.join(procs.SCENARIOS, scen + ".rb")
+            why = requires.missing(script, ruby.split("-")[0])
+            if why:   # e.g. Ractor on 2.7: said, not left out silently
+                for n in scenario_tests(ruby, scen, scen.startswith("crash")):
+                    if selected(n):
+                        rep.skip(n, why)
+                continue
+            running.append((scen, procs.Scenario(exe, script, os.path.join(workdir, scen),
+                                                 scen.startswith("crash"))))
+        for scen, run in running:
+            crash = scen.startswith("crash")
+            names = {"prefix": "gdbext/%s/%s" % (ruby, scen)}
+            tests = scenario_tests(ruby, scen, crash)
+            try:
+                run.wait_oracle(60)
+                with open(run.oracle_path) as f:
+                    oracle = json.load(f)
+                signal_number = None
+                if crash:
+                    run.wait_exit(60)
+                    signal_number = os.WTERMSIG(run.status) if os.WIFSIGNALED(run.status) else None
+                    core = procs.kernel_core(run)
+                else:
+                    time.sleep(0.2)
+                    cli = procs.run_tool([args.corestack, "--pid", str(run.pid)], args.timeout)
+                    live = run_gdb(args.gdbext, ["-p", str(run.pid)], ["ruby-bt all"],
+                                   run.workdir, "live", script=GDB_SCRIPT)
+                    check_session(rep, names, "live", live, cli, oracle, None, selected)
+                    name = names["prefix"] + "/live/detached"
+                    if selected(name):
+                        left = procs.stopped_threads(run.pid) if not run.poll() else ["(exited)"]
+                        rep.result(name, "threads left stopped: %s" % left if left else None)
+                    core = procs.gcore(run.pid, os.path.join(run.workdir, "core"), 120)
+                cli = procs.run_tool([args.corestack, core, exe], args.timeout)
+                res = run_gdb(args.gdbext, [exe, core], ["ruby-bt all"], run.workdir, "core",
+                              script=GDB_SCRIPT)
+                check_session(rep, names, "core", res, cli, oracle, signal_number, selected)
+                if not args.keep:
+                    os.unlink(core)
+            except (procs.Failure, OSError, ValueError) as exc:
+                fail_all(rep, selected, tests, "capture failed: %s" % exc)
+            finally:
+                run.kill()
+    finally:
+        for _, run in running:
+            run.kill()
+
+
+# --- a command's error ---------------------------------------------------------
+
+PYTHON_ERROR_MARKS = ("Traceback", "Python Exception", "Error occurred in Python")
+
+
+def twice(command):
+    """The command, gdb's arithmetic, the command again: the error must not
+    have left the session broken."""
+    return [command, "print 6*7", command]
+
+
+def one_error(run, pattern, count=2):
+    """Each of the count ruby-* commands printed one error line, the same
+    one, matching pattern; no Python error reached gdb; and `print 6*7`
+    (see twice) still printed 42."""
+    rc, out, err, _, reason = run
+    if reason:
+        return reason
+    for mark in PYTHON_ERROR_MARKS:
+        if mark in out or mark in err:
+            return "a Python error reached gdb (%s): %s" % (mark, compare.show(err[-400:]))
+    lines = [l for l in err.splitlines() if l.startswith("ruby-")]
+    if len(lines) != count:
+        return "expected %d ruby-* error lines (one per command), got %s" % (
+            count, compare.show(err[-400:]))
+    if len(set(lines)) != 1:
+        return "the same command said different things: %s" % compare.show(lines)
+    if not re.search(pattern, lines[0]):
+        return "error line does not say /%s/: %s" % (pattern, compare.show(lines[0]))
+    if "$1 = 42" not in out:
+        return "gdb not usable afterwards (print 6*7 gave no $1 = 42): %s" % compare.show(
+            out[-200:])
+    return None
+
+
+# --- a remote target ---------------------------------------------------------------
+
+def remote_test(rep, args, ruby, exe, workdir):
+    name = "gdbext/%s/threads/remote" % ruby
+    gdbserver = shutil.which("gdbserver")
+    if not gdbserver:
+        rep.result(name, "gdbserver is not installed (.ci/install-deps)")
+        return
+    run = None
+    try:
+        run, oracle = parked(exe, workdir, "remote-threads")
+        time.sleep(0.2)
+        # A pipe: no port to pick, nothing listening on the network.
+        res = run_gdb(args.gdbext, [exe], [
+            "target remote | exec %s --attach - %d" % (gdbserver, run.pid),
+            "ruby-bt --json all"] + twice("ruby-sample 1"), run.workdir, "remote")
+        rc, out, err, _, reason = res
+        if reason:
+            rep.result(name, reason)
+            return
+        report = json_in(out)
+        if report is None:
+            rep.result(name, "no JSON report through gdbserver: %s" % compare.show(err[-300:]))
+            return
+        r = check_json({"out": report}, oracle, "live", None)
+        if not r:
+            r = one_error(res, "needs a live local process")
+        rep.result(name, r)
+    except (procs.Failure, OSError, ValueError) as exc:
+        rep.result(name, "capture failed: %s" % exc)
+    finally:
+        if run:
+            run.kill()

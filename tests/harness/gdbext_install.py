@@ -1,0 +1,164 @@
+"""make install of the debugger module: the files it writes, and gdb
+loading it from the installed gdbinit.d snippet (gdbext/install...).
+"""
+
+import os
+import shutil
+import subprocess
+
+from . import compare, procs
+from .gdbext_gdb import GDB_TIMEOUT, ROOT, check_json, fail_all, json_in, parked
+
+
+# --- make install ------------------------------------------------------------------
+
+INSTALL_TESTS = ("gdbext/install", "gdbext/install-destdir", "gdbext/install-system-gdbinit")
+SNIPPET = os.path.join("gdb", "gdbinit.d", "corestack.gdb")   # under SYSCONFDIR
+
+
+def make_install(variables):
+    """make install with variables -> None or why it failed."""
+    try:
+        res = subprocess.run(["make", "-C", ROOT, "install"] + variables,
+                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True, timeout=600)
+    except subprocess.TimeoutExpired:
+        return "make install hung"
+    if res.returncode != 0:
+        return "make install exited %d: %s" % (res.returncode, compare.show(res.stdout[-300:]))
+    return None
+
+
+def installed_files(root, prefix, sysconfdir, exe):
+    """Where make install must have written (under root, DESTDIR or /)."""
+    autoload = os.path.join(prefix, "share", "gdb", "auto-load")
+    return [root + os.path.join(prefix, p) for p in (
+        "bin/corestack", "lib/corestack/_corestack.abi3.so",
+        "lib/corestack/ruby-gdb.py", "lib/corestack/ruby_lldb.py",
+        "share/man/man1/corestack.1")] + [
+        root + os.path.join(sysconfdir, SNIPPET),
+        root + autoload + os.path.realpath(exe) + "-gdb.py"]
+
+
+def check_installed(root, prefix, sysconfdir, exe):
+    for path in installed_files(root, prefix, sysconfdir, exe):
+        if not os.path.isfile(path):
+            return "make install did not write %s" % path
+    return None
+
+
+def check_destdir(dest, exe):
+    """DESTDIR: every file under it, each naming the final paths only."""
+    reason = check_installed(dest, "/usr/local", "/etc", exe)
+    if reason:
+        return reason
+    snippet, autoload = installed_files(dest, "/usr/local", "/etc", exe)[-2:]
+    for path, final in ((snippet, "/usr/local/share/gdb/auto-load"),
+                        (autoload, "/usr/local/lib/corestack/ruby-gdb.py")):
+        with open(path) as f:
+            text = f.read()
+        if dest in text:
+            return "%s names the DESTDIR %s" % (path, dest)
+        if final not in text:
+            return "%s does not name %s: %s" % (path, final, compare.show(text[-300:]))
+    return None
+
+
+def check_autoloaded(res, oracle):
+    report = json_in(res.stdout)
+    if report is None:
+        return "no ruby-bt report from the auto-loaded commands: %s" % compare.show(
+            (res.stdout + res.stderr)[-300:])
+    return check_json({"out": report}, oracle, "core", None)
+
+
+def mount_namespace_works():
+    """Can the tests mount inside a private mount namespace (root, and a
+    container that allows it)? -> None or why not."""
+    unshare = shutil.which("unshare")
+    if not unshare:
+        return "no unshare(1)"
+    try:
+        res = subprocess.run([unshare, "-m", "sh", "-c", "mount -t tmpfs none /mnt"],
+                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return "unshare -m: %s" % exc
+    return None if res.returncode == 0 else "cannot mount in a private mount namespace: %s" % (
+        res.stdout.strip()[:200])
+
+
+def system_gdbinit_run(dest, exe, core, workdir):
+    """gdb as a user runs it (no -nx), in a private mount namespace where
+    the DESTDIR tree is laid over /usr/local and /etc/gdb/gdbinit.d: what
+    the installed tree does once in place, without touching the real /."""
+    home = os.path.join(workdir, "home")   # no ~/.gdbinit of the user's
+    os.makedirs(home, exist_ok=True)
+    gdbinit_d = "/etc/gdb/gdbinit.d"
+    script = ('set -e; mount --bind %(dest)s%(gd)s %(gd)s; '
+              'mount -t overlay overlay -o lowerdir=%(dest)s/usr/local:/usr/local /usr/local; '
+              'exec gdb -q -batch -ex "ruby-bt --json all" %(exe)s %(core)s') % {
+                  "gd": gdbinit_d, "dest": dest, "exe": exe, "core": core}
+    env = procs.quiet_env({"HOME": home})
+    env.pop("CORESTACK_GDBEXT_DIR", None)
+    return subprocess.run(["unshare", "-m", "sh", "-c", script], stdin=subprocess.DEVNULL,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          timeout=GDB_TIMEOUT, env=env)
+
+
+def install_test(rep, selected, args, exe, workdir):
+    """make install into temporary trees; gdb gets the commands from what it
+    wrote, with no `source` and no auto-load settings of its own."""
+    base = os.path.join(workdir, "install")
+    shutil.rmtree(base, ignore_errors=True)
+    prefix, etc = os.path.join(base, "prefix"), os.path.join(base, "etc")
+    dest = os.path.join(base, "dest")
+    sc = core = None
+    try:
+        sc, oracle = parked(exe, workdir, "install-threads")
+        core = procs.gcore(sc.pid, os.path.join(sc.workdir, "core"), 120)
+    except (procs.Failure, OSError, ValueError) as exc:
+        fail_all(rep, selected, INSTALL_TESTS, "capture failed: %s" % exc)
+        return
+    finally:
+        if sc:
+            sc.kill()
+    env = procs.quiet_env()
+    env.pop("CORESTACK_GDBEXT_DIR", None)
+    if selected("gdbext/install"):
+        # PREFIX and SYSCONFDIR in a temporary tree; gdb -nx skips the system
+        # gdbinit directory, so it reads the snippet as it would read that.
+        reason = make_install(["PREFIX=" + prefix, "SYSCONFDIR=" + etc,
+                                     "RUBY_FOR_GDB=" + exe]) or \
+            check_installed("", prefix, etc, exe)
+        if not reason:
+            try:
+                res = subprocess.run(["gdb", "-nx", "-q", "-batch",
+                                      "-iex", "source " + os.path.join(etc, SNIPPET),
+                                      "-ex", "ruby-bt --json all", exe, core],
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True, timeout=GDB_TIMEOUT,
+                                     env=env)
+                reason = check_autoloaded(res, oracle)
+            except subprocess.TimeoutExpired:
+                reason = "gdb hung"
+        rep.result("gdbext/install", reason)
+    if selected("gdbext/install-destdir") or selected("gdbext/install-system-gdbinit"):
+        # The default PREFIX (/usr/local) and SYSCONFDIR (/etc), staged.
+        reason = make_install(["DESTDIR=" + dest, "RUBY_FOR_GDB=" + exe]) or \
+            check_destdir(dest, exe)
+        if selected("gdbext/install-destdir"):
+            rep.result("gdbext/install-destdir", reason)
+        if selected("gdbext/install-system-gdbinit"):
+            why_not = None if reason else mount_namespace_works()
+            if why_not:
+                rep.skip("gdbext/install-system-gdbinit", why_not)
+            elif reason:
+                rep.result("gdbext/install-system-gdbinit", reason)
+            else:
+                try:
+                    res = system_gdbinit_run(dest, exe, core, base)
+                    rep.result("gdbext/install-system-gdbinit", check_autoloaded(res, oracle))
+                except subprocess.TimeoutExpired:
+                    rep.result("gdbext/install-system-gdbinit", "gdb hung")
+    os.unlink(core)

@@ -1,0 +1,189 @@
+"""ruby-bt and ruby-sample inside lldb (lldb/RUBY/threads/MODE,
+lldb/RUBY/sample), and running lldb for the lldb/bad tests.
+"""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+
+from . import compare, procs
+from .gdbext_gdb import (GDB_TIMEOUT, MODES, PYTHON_ERROR_MARKS, SHARES, check_json, fail_all,
+                         gdb_env, json_in, parked)
+from .gdbext_sample import check_sample
+
+
+# --- lldb ------------------------------------------------------------------------
+
+LLDB_SCRIPT = r'''
+import json, os, lldb
+def run(debugger, name, cmd, res):
+    ret = lldb.SBCommandReturnObject()
+    debugger.GetCommandInterpreter().HandleCommand(cmd, ret)
+    res[name] = {"out": ret.GetOutput()} if ret.Succeeded() else {"error": ret.GetError()}
+'''
+
+
+def lldb_env(gdbext_dir):
+    """Debian's lldb-14 points its Python at a directory that lacks the lldb
+    package (lldb-14 -P): name the one python3-lldb-14 installs."""
+    import glob
+    env = gdb_env(gdbext_dir)
+    found = sorted(glob.glob("/usr/lib/llvm-14/lib/python3*/dist-packages"))
+    found += ["/usr/lib/python3/dist-packages"]   # six, which lldb imports
+    if found:
+        env["PYTHONPATH"] = os.pathsep.join(found + [env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    return env
+
+
+# Runs inside lldb (script exec): each command through lldb's interpreter,
+# as typed, results to a JSON file; lldb -b would stop at the first error.
+LLDB_COMMANDS_SCRIPT = r'''
+import json, os, lldb
+res = []
+for cmd in json.loads(os.environ["GDBEXT_COMMANDS"]):
+    ret = lldb.SBCommandReturnObject()
+    lldb.debugger.GetCommandInterpreter().HandleCommand(cmd, ret)
+    res.append({"ok": ret.Succeeded(), "out": ret.GetOutput() or "", "error": ret.GetError() or ""})
+with open(os.environ["GDBEXT_RESULT"], "w") as f:
+    json.dump(res, f)
+'''
+
+
+def run_lldb_commands(args, target_args, commands, workdir, tag, env=None):
+    """lldb -b on target_args running commands one by one (LLDB_COMMANDS_SCRIPT)
+    -> (results [{ok, out, error}], lldb's own output, reason)"""
+    lldb = shutil.which("lldb-14") or shutil.which("lldb")
+    if not lldb:
+        return None, "", "lldb-14 is not installed (.ci/install-deps)"
+    script = os.path.join(workdir, tag + ".py")
+    result = os.path.join(workdir, tag + ".json")
+    with open(script, "w") as f:
+        f.write(LLDB_COMMANDS_SCRIPT)
+    full_env = lldb_env(args.gdbext)
+    full_env.update(env or {})
+    full_env.update(GDBEXT_RESULT=result, GDBEXT_COMMANDS=json.dumps(commands))
+    try:
+        res = subprocess.run([lldb, "-b", "-o", "command script import " +
+                              os.path.join(args.gdbext, "ruby_lldb.py"),
+                              "-o", "script exec(open(%r).read())" % script] + target_args,
+                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, timeout=GDB_TIMEOUT,
+                             env=full_env)
+    except subprocess.TimeoutExpired:
+        return None, "", "lldb hung"
+    output = res.stdout + res.stderr
+    if procs.sanitizer_report(res.stderr):
+        return None, output, "sanitizer report: %s" % procs.sanitizer_report(res.stderr)
+    try:
+        with open(result) as f:
+            return json.load(f), output, None
+    except (OSError, ValueError) as exc:
+        return None, output, "lldb wrote no result (%s): %s" % (exc, compare.show(output[-300:]))
+
+
+def lldb_one_error(args, target_args, pattern, workdir, tag, env=None):
+    """In lldb: ruby-bt all, expression 6*7, ruby-bt all: each ruby-bt one
+    error line, the same, matching pattern; 42; no Python traceback."""
+    runs, output, reason = run_lldb_commands(
+        args, target_args, ["ruby-bt all", "expression 6*7", "ruby-bt all"], workdir, tag, env)
+    if reason:
+        return reason
+    for mark in PYTHON_ERROR_MARKS:
+        if mark in output + json.dumps(runs):
+            return "a Python error reached lldb (%s): %s" % (mark, compare.show(output[-300:]))
+    errors = [runs[0]["error"], runs[2]["error"]]
+    if runs[0]["ok"] or runs[2]["ok"] or errors[0] != errors[1] or \
+            len(errors[0].strip().splitlines()) != 1:
+        return "expected the same one error line twice, got %s" % compare.show(errors)
+    if not re.search(pattern, errors[0]):
+        return "error line does not say /%s/: %s" % (pattern, compare.show(errors[0]))
+    if "42" not in runs[1]["out"]:
+        return "lldb not usable afterwards (expression 6*7: %s)" % compare.show(runs[1])
+    return None
+
+
+def lldb_sample_test(rep, args, lldb, ruby, exe, workdir):
+    name = "lldb/%s/sample" % ruby
+    folded = os.path.join(workdir, "lldb-sample.folded")
+    # lldb takes seconds to attach (it reads libruby's DWARF): a long run.
+    with procs.started([exe, SHARES, "60"]) as target:
+        try:
+            res = subprocess.run([lldb, "-b", "-o", "command script import " +
+                                  os.path.join(args.gdbext, "ruby_lldb.py"),
+                                  "-o", "ruby-sample 2 --out " + folded,
+                                  "-o", "script print('STATE', lldb.process.GetState() == lldb.eStateStopped)",
+                                  "-p", str(target.pid)], stdin=subprocess.DEVNULL,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                 timeout=GDB_TIMEOUT, env=lldb_env(args.gdbext))
+            summary = res.stdout
+            data = {"summary": summary, "states": ["t"], "running": [], "exitcode": 0}
+            reason = check_sample(data, folded)
+            if procs.sanitizer_report(res.stderr):
+                reason = "sanitizer report: %s" % procs.sanitizer_report(res.stderr)
+            if not reason and "STATE True" not in summary:
+                reason = "the process is not stopped after ruby-sample: %s" % compare.show(
+                    summary[-300:])
+            if not reason and "stopped again" not in summary:
+                reason = "summary does not say the process is stopped again"
+            rep.result(name, reason)
+        except subprocess.TimeoutExpired:
+            rep.result(name, "lldb hung")
+
+
+def lldb_test(rep, selected, args, ruby, exe, workdir):
+    names = ["lldb/%s/threads/%s" % (ruby, m) for m in MODES] + ["lldb/%s/sample" % ruby]
+    if not any(selected(n) for n in names):
+        return
+    lldb = shutil.which("lldb-14") or shutil.which("lldb")
+    if not lldb:
+        for n in names:
+            if selected(n):
+                rep.result(n, "lldb-14 is not installed (.ci/install-deps)")
+        return
+    if selected("lldb/%s/sample" % ruby):
+        lldb_sample_test(rep, args, lldb, ruby, exe, workdir)
+    if not any(selected(n) for n in names[:-1]):
+        return
+    loader = os.path.join(args.gdbext, "ruby_lldb.py")
+    run = None
+    try:
+        run, oracle = parked(exe, workdir, "lldb-threads")
+        time.sleep(0.2)
+        for mode in MODES:
+            name = "lldb/%s/threads/%s" % (ruby, mode)
+            if mode == "live":
+                target = ["-p", str(run.pid)]
+            else:
+                core = procs.gcore(run.pid, os.path.join(run.workdir, "core"), 120)
+                target = [exe, "-c", core]
+            argv = [lldb, "-b", "-o", "command script import " + loader,
+                    "-o", "ruby-bt --json all"] + target
+            try:
+                res = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True, timeout=GDB_TIMEOUT,
+                                     env=lldb_env(args.gdbext))
+            except subprocess.TimeoutExpired:
+                rep.result(name, "lldb hung")
+                continue
+            if procs.sanitizer_report(res.stderr):
+                rep.result(name, "sanitizer report: %s" % procs.sanitizer_report(res.stderr))
+                continue
+            report = json_in(res.stdout)
+            if report is None:
+                rep.result(name, "no JSON report in lldb's output: %s / %s" % (
+                    compare.show(res.stdout[-300:]), compare.show(res.stderr[-300:])))
+                continue
+            r = check_json({"out": report}, oracle, mode, None)
+            if not r and mode == "live":
+                time.sleep(0.2)
+                left = procs.stopped_threads(run.pid)
+                r = "threads left stopped: %s" % left if left else None
+            rep.result(name, r)
+    except (procs.Failure, OSError, ValueError) as exc:
+        fail_all(rep, selected, names, "capture failed: %s" % exc)
+    finally:
+        if run:
+            run.kill()

@@ -1,0 +1,203 @@
+"""corestack record on fixtures/profile/shares.rb, whose methods have known
+time shares (heavy does 3x light's work).
+
+    RUBY/record              record --pid (paused) for 2 s: heavy ranked over light,
+                             the target left running, no thread of it stopped
+    RUBY/record-nonblocking  the same with --nonblocking
+    RUBY/record-speedscope   record --on-cpu --format speedscope -- COMMAND: the
+                             file's indexes hold, heavy ranked over light
+    RUBY/record-flamegraph   --format flamegraph: a well-formed SVG, heavy over light
+    RUBY/record-target-exits record -- COMMAND ends within 10 s of its target's exit,
+                             with the profile
+    RUBY/record-interrupted  SIGINT ends record --pid with a profile, the target running
+
+record_tests also runs the recording groups of contention.py,
+mn_threads.py, record_exits.py, traced.py and many_threads.py.
+"""
+
+import json
+import os
+import re
+import signal
+import subprocess
+import time
+
+from . import contention, many_threads, mn_threads, procs, record_exits, traced
+from .checks import first_line
+
+
+TESTS = ("record", "record-nonblocking", "record-speedscope", "record-flamegraph")
+END_TESTS = ("record-target-exits", "record-interrupted")
+
+
+def test_names(ruby):
+    return (["%s/%s" % (ruby, t) for t in TESTS] + [contention.test_name(ruby)]
+            + mn_threads.test_names(ruby) + record_exits.test_names(ruby)
+            + traced.test_names(ruby) + many_threads.test_names(ruby)
+            + ["%s/%s" % (ruby, t) for t in END_TESTS])
+
+
+SHARES = procs.SHARES
+
+
+def check_profile(res, path, target=None):
+    """A profile ranks heavy (3x the work) over light, the target is left
+    running and not stopped."""
+    if res.returncode != 0:
+        return "exit %d: %s" % (res.returncode, first_line(res.stderr))
+    if procs.sanitizer_report(res.stderr):
+        return "sanitizer report: %s" % procs.sanitizer_report(res.stderr)
+    try:
+        with open(path) as f:
+            heavy, light = procs.shares_of(f.read())
+    except (OSError, ValueError) as exc:
+        return "no readable profile: %s" % exc
+    if heavy + light < 50:
+        return "only %d samples in heavy or light" % (heavy + light)
+    if heavy < 1.5 * light:
+        return "heavy %d samples, light %d: heavy does 3x the work" % (heavy, light)
+    if target is not None:
+        if target.poll() is not None:
+            return "the target died during recording (%s)" % target.returncode
+        left = procs.stopped_threads(target.pid)
+        if left:
+            return "threads left stopped: %s" % ", ".join(left)
+    return None
+
+
+def check_speedscope(res, path):
+    """A speedscope file whose indexes hold, heavy ranked over light."""
+    if res.returncode != 0:
+        return "exit %d: %s" % (res.returncode, first_line(res.stderr))
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+        frames = [fr["name"] for fr in doc["shared"]["frames"]]
+        heavy = light = 0
+        for prof in doc["profiles"]:
+            if prof["type"] != "sampled" or len(prof["samples"]) != len(prof["weights"]):
+                return "profile %s: samples and weights differ" % prof.get("name")
+            if sum(prof["weights"]) != prof["endValue"]:
+                return "profile %s: weights do not add up to endValue" % prof.get("name")
+            for stack, w in zip(prof["samples"], prof["weights"]):
+                names = [frames[i] for i in stack]
+                heavy += w if "Object#heavy" in names else 0
+                light += w if "Object#light" in names else 0
+    except (OSError, ValueError, KeyError, IndexError, TypeError) as exc:
+        return "not a valid speedscope file: %s" % exc
+    if heavy + light < 50 or heavy < 1.5 * light:
+        return "heavy %d samples, light %d: heavy does 3x the work" % (heavy, light)
+    return None
+
+
+def check_flamegraph(res, path):
+    """A well-formed SVG whose boxes give heavy more samples than light."""
+    import xml.etree.ElementTree as ET
+    if res.returncode != 0:
+        return "exit %d: %s" % (res.returncode, first_line(res.stderr))
+    try:
+        root = ET.parse(path).getroot()
+    except (OSError, ET.ParseError) as exc:
+        return "not a well-formed SVG: %s" % exc
+    samples = {}
+    for title in root.iter("{http://www.w3.org/2000/svg}title"):
+        m = re.match(r"(.*) \((\d+) samples\)$", title.text or "")
+        if m:
+            samples[m.group(1)] = samples.get(m.group(1), 0) + int(m.group(2))
+    heavy, light = samples.get("Object#heavy", 0), samples.get("Object#light", 0)
+    if heavy + light < 50 or heavy < 1.5 * light:
+        return "heavy %d samples, light %d: heavy does 3x the work" % (heavy, light)
+    return None
+
+
+def record_tests(rep, selected, args, prefixes, workdir):
+    """corestack record on a program with known time shares."""
+    for ruby in args.rubies:
+        prefix = prefixes.get(ruby)
+        if not isinstance(prefix, str):
+            continue
+        exe = os.path.join(prefix, "bin", "ruby")
+        out = os.path.join(workdir, "profile-%s.folded" % ruby)
+        for mode, extra in (("record", []), ("record-nonblocking", ["--nonblocking"])):
+            name = "%s/%s" % (ruby, mode)
+            if not selected(name):
+                continue
+            target = subprocess.Popen([exe, SHARES], stdin=subprocess.DEVNULL,
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            try:
+                time.sleep(0.5)
+                res = subprocess.run([args.corestack, "record", "--pid", str(target.pid),
+                                      "--duration", "2", "-o", out] + extra,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                     timeout=args.timeout)
+                rep.result(name, check_profile(res, out, target))
+            except subprocess.TimeoutExpired:
+                rep.result(name, "record hung")
+            finally:
+                target.kill()
+                target.wait()
+        name = "%s/record-speedscope" % ruby
+        if selected(name):
+            js = out + ".speedscope.json"
+            try:
+                res = subprocess.run([args.corestack, "record", "--duration", "20", "--on-cpu",
+                                      "--format", "speedscope", "-o", js, "--", exe, SHARES, "1.5"],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                     timeout=args.timeout)
+                rep.result(name, check_speedscope(res, js))
+            except subprocess.TimeoutExpired:
+                rep.result(name, "record hung")
+        name = "%s/record-flamegraph" % ruby
+        if selected(name):
+            svg = out + ".svg"
+            try:
+                res = subprocess.run([args.corestack, "record", "--duration", "20",
+                                      "--format", "flamegraph", "-o", svg, "--", exe, SHARES,
+                                      "1.5"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True, timeout=args.timeout)
+                rep.result(name, check_flamegraph(res, svg))
+            except subprocess.TimeoutExpired:
+                rep.result(name, "record hung")
+        contention.contention_test(rep, selected, args.corestack, ruby, exe, args.timeout)
+        mn_threads.mn_tests(rep, selected, args.corestack, ruby, exe, workdir, args.timeout)
+        record_exits.record_exit_tests(rep, selected, args.corestack, ruby, exe, workdir,
+                                       args.timeout)
+        traced.traced_tests(rep, selected, args.corestack, ruby, exe, workdir, args.timeout)
+        many_threads.many_threads_tests(rep, selected, args.corestack, ruby, exe, workdir,
+                                        args.timeout)
+        name = "%s/record-target-exits" % ruby
+        if selected(name):
+            started = time.monotonic()
+            try:
+                res = subprocess.run([args.corestack, "record", "--duration", "20", "-o", out,
+                                      "--", exe, SHARES, "1.5"],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                     timeout=args.timeout)
+                took = time.monotonic() - started
+                reason = check_profile(res, out)
+                if not reason and took > 10:
+                    reason = "record went on %.1f s after its target exited" % took
+                rep.result(name, reason)
+            except subprocess.TimeoutExpired:
+                rep.result(name, "record hung after its target exited")
+        name = "%s/record-interrupted" % ruby
+        if selected(name):
+            target = subprocess.Popen([exe, SHARES], stdin=subprocess.DEVNULL,
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            try:
+                time.sleep(0.5)
+                rec = subprocess.Popen([args.corestack, "record", "--pid", str(target.pid),
+                                        "-o", out], stdout=subprocess.PIPE,
+                                       stderr=subprocess.PIPE, text=True)
+                time.sleep(2)
+                rec.send_signal(signal.SIGINT)
+                stdout, stderr = rec.communicate(timeout=args.timeout)
+                rep.result(name, check_profile(
+                    subprocess.CompletedProcess(rec.args, rec.returncode, stdout, stderr),
+                    out, target))
+            except subprocess.TimeoutExpired:
+                rec.kill()
+                rep.result(name, "record did not stop on SIGINT")
+            finally:
+                target.kill()
+                target.wait()

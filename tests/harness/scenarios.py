@@ -1,0 +1,199 @@
+"""The scenarios: each program in fixtures/scenarios/ parked, its core taken,
+and corestack's reading of it checked against the oracle.
+
+For every fixture Ruby and every scenario, the program runs until all its
+threads are parked and fixtures/oracle.rb has written Ruby's own view of
+every thread; then a core is taken (gcore, or the kernel's core for the
+crash* scenarios):
+
+    RUBY/SCENARIO/capture    the scenario parked, wrote its oracle, and a core exists
+    RUBY/SCENARIO/sidecar    fixture self-check: NAME.qualified names frames Ruby reported
+    RUBY/SCENARIO/oracle     corestack --json CORE RUBY: exit 0, empty stderr, same
+                             threads (name, main, status, tid) and frames (label, path,
+                             lineno) as the oracle
+    RUBY/SCENARIO/qualified  the same report carries the qualified names of NAME.qualified
+    RUBY/SCENARIO/text       corestack CORE RUBY: exit 0, every oracle label in the output
+    RUBY/SCENARIO/live       corestack --json --pid PID on the parked process: as oracle,
+                             and no thread of it left stopped afterwards
+    RUBY/SCENARIO/live-nonblocking  the same with --nonblocking
+
+The same captures carry the fiber, thread-state and YJIT tests
+(fibers.py, threadstate.py, yjit.py), and the threads core is what the
+corrupt, notes, mutations, stale-pc, frame-reuse and hostile groups patch.
+"""
+
+import json
+import os
+import time
+
+from . import compare, fibers, procs, threadstate, yjit
+from .checks import broken_run, check_oracle, first_line, json_report
+
+
+ORACLE_TIMEOUT = 60    # scenario start to oracle file
+CRASH_TIMEOUT = 60     # oracle file to the crashed process's exit
+GCORE_TIMEOUT = 120
+
+
+class Capture:
+    """A scenario's core with what the oracle said."""
+
+    def __init__(self, ruby, scenario, core, exe, oracle, signal_number):
+        self.ruby, self.scenario, self.core, self.exe = ruby, scenario, core, exe
+        self.oracle, self.signal_number = oracle, signal_number
+        self.live = {}   # "live", "live-nonblocking" -> (run, problem or None)
+
+
+def scenario_names():
+    return sorted(f[:-3] for f in os.listdir(procs.SCENARIOS) if f.endswith(".rb"))
+
+
+def sidecar_path(scenario):
+    return os.path.join(procs.SCENARIOS, scenario + ".qualified")
+
+
+def scenario_tests(ruby, scenario):
+    names = ["capture"]
+    if os.path.exists(sidecar_path(scenario)):
+        names.append("sidecar")
+    names += ["oracle"]
+    if os.path.exists(sidecar_path(scenario)):
+        names.append("qualified")
+    names.append("text")
+    if not is_crash(scenario):
+        names += ["live", "live-nonblocking"]
+    return (["%s/%s/%s" % (ruby, scenario, n) for n in names]
+            + fibers.test_names(ruby, scenario)
+            + threadstate.test_names(procs.SCENARIOS, ruby, scenario)
+            + yjit.test_names(ruby, scenario))
+
+
+def is_crash(scenario):
+    return scenario.startswith("crash")
+
+
+def live_runs(corestack, pid, timeout):
+    """corestack --pid on the parked scenario, paused and not; afterwards no
+    thread of it may be left stopped. -> {name: (run, problem)}"""
+    out = {}
+    for name, extra in (("live", []), ("live-nonblocking", ["--nonblocking"])):
+        run = procs.run_tool([corestack, "--json", "--pid", str(pid)] + extra, timeout)
+        left = procs.stopped_threads(pid)
+        out[name] = (run, "threads left stopped: %s" % ", ".join(left) if left else None)
+    return out
+
+
+def capture_all(ruby, exe, scenarios, workdir, keep, corestack=None, timeout=60):
+    """Run a Ruby's scenarios side by side, then take their cores one by one.
+    -> {scenario: Capture or procs.Failure}"""
+    results, running = {}, []
+    try:
+        for scen in scenarios:
+            script = os.path.join(procs.SCENARIOS, scen + ".rb")
+            try:
+                running.append(procs.Scenario(exe, script, os.path.join(workdir, scen), is_crash(scen),
+                                              yjit.scenario_env(ruby)))
+            except OSError as exc:
+                results[scen] = procs.Failure("cannot start %s: %s" % (exe, exc))
+        for run in running:
+            scen = os.path.basename(run.script)[:-3]
+            started = time.monotonic()
+            try:
+                run.wait_oracle(ORACLE_TIMEOUT)
+                try:
+                    with open(run.oracle_path) as f:
+                        oracle = json.load(f)
+                except ValueError as exc:
+                    raise procs.Failure("oracle %s is not JSON: %s" % (run.oracle_path, exc))
+                signal_number = None
+                if run.crash:
+                    run.wait_exit(CRASH_TIMEOUT)
+                    if not os.WIFSIGNALED(run.status):
+                        raise procs.Failure("%s.rb %s instead of dying of a signal; stderr: %s" % (
+                            scen, run.describe_exit(), procs.tail(run.stderr_path)))
+                    signal_number = os.WTERMSIG(run.status)
+                    core = procs.kernel_core(run)
+                else:
+                    if run.poll():
+                        raise procs.Failure("%s.rb %s after writing its oracle; stderr: %s" % (
+                            scen, run.describe_exit(), procs.tail(run.stderr_path)))
+                    live = live_runs(corestack, run.pid, timeout) if corestack else {}
+                    if run.poll():
+                        raise procs.Failure("%s.rb %s after corestack --pid; stderr: %s" % (
+                            scen, run.describe_exit(), procs.tail(run.stderr_path)))
+                    core = procs.gcore(run.pid, os.path.join(run.workdir, "core"), GCORE_TIMEOUT)
+                    if keep:
+                        procs.dig_holes(core)
+                results[scen] = Capture(ruby, scen, core, exe, oracle, signal_number)
+                if not run.crash:
+                    results[scen].live = live
+                procs.progress("%s/%s: core %s (%.1f MB, %.1f s)%s" % (
+                    ruby, scen, core, os.path.getsize(core) / 1e6, time.monotonic() - started,
+                    "; the process was " + run.describe_exit() if run.crash else ""))
+            except procs.Failure as exc:
+                results[scen] = exc
+            finally:
+                run.kill()
+    finally:
+        for run in running:
+            run.kill()
+    return results
+
+
+def corestack_runs(corestack, cap, timeout):
+    """Both runs of one core: (json_run, text_run), each (rc, out, err, reason)."""
+    return (procs.run_tool([corestack, "--json", cap.core, cap.exe], timeout),
+            procs.run_tool([corestack, cap.core, cap.exe], timeout))
+
+
+def check_qualified(run, expectations, oracle):
+    report, reason = json_report(run)
+    if reason:
+        return reason
+    if not isinstance(report.get("threads"), list):
+        return "no threads list"
+    return compare.check_qualified(expectations, report, oracle)
+
+
+def check_text(run, cap):
+    rc, out, err, _ = run
+    broken = broken_run(run)
+    if broken:
+        return broken
+    if rc != 0:
+        return "exit status %d, expected 0; stderr: %s" % (rc, first_line(err))
+    return compare.check_text(out, cap.oracle)
+
+
+def report_scenario(rep, selected, ruby, scen, cap, runs):
+    threadstate.report(rep, selected, procs.SCENARIOS, ruby, scen, cap,
+                       runs[0] if runs else None, json_report)
+    yjit.report(rep, selected, ruby, scen, cap)
+    names = dict((n.rsplit("/", 1)[1], n) for n in scenario_tests(ruby, scen))
+    want = lambda key: key in names and selected(names[key])
+    if isinstance(cap, procs.Failure):
+        for key in ("capture", "sidecar", "oracle", "qualified", "text"):
+            if want(key):
+                rep.result(names[key], str(cap) if key == "capture" else "no core: capture failed")
+        return
+    if want("capture"):
+        rep.result(names["capture"], None)
+    expectations, sidecar_error = None, None
+    if "sidecar" in names:
+        expectations, sidecar_error = compare.load_sidecar(sidecar_path(scen))
+    if want("sidecar"):
+        rep.result(names["sidecar"], sidecar_error
+                   or compare.check_sidecar_against_oracle(expectations, cap.oracle))
+    if want("oracle"):
+        rep.result(names["oracle"], check_oracle(runs[0], cap))
+    if want("qualified"):
+        rep.result(names["qualified"], sidecar_error or check_qualified(runs[0], expectations, cap.oracle))
+    if want("text"):
+        rep.result(names["text"], check_text(runs[1], cap))
+    for key in ("live", "live-nonblocking"):
+        if want(key):
+            if key not in cap.live:
+                rep.result(names[key], "corestack --pid did not run")
+                continue
+            run, problem = cap.live[key]
+            rep.result(names[key], check_oracle(run, cap, live=True) or problem)
