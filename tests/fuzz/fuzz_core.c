@@ -1,4 +1,4 @@
-/* libFuzzer harness for corestack/core.c, the ELF core reader.
+/* libFuzzer harness for the ELF core reader (target/core_*.c).
  *
  * Each input is written to a memfd (one per process, rewritten per input)
  * and opened with cs_core_open through /proc/self/fd/N. If it opens, every

@@ -1,4 +1,4 @@
-/* Unit test for corestack/link_map.c: the mappings rebuilt for a core
+/* Unit test for target/link_map.c: the mappings rebuilt for a core
  * without NT_FILE against the NT_FILE note of the same core.
  *
  * gcore dumps a running `sleep`; a copy of the core gets its NT_FILE note

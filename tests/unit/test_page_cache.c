@@ -1,4 +1,4 @@
-/* The page cache (corestack/page_cache.c) over a fake target: bytes come
+/* The page cache (target/page_cache.c) over a fake target: bytes come
  * back right across page boundaries, runs of missing pages are read in one
  * call, a clear forgets everything, and with a batch reader the pages used
  * before a clear are read again in one call, fresh, skipping none that a
