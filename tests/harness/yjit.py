@@ -64,6 +64,8 @@ def report(rep, selected, ruby, scenario, cap):
 SPIN = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))), "fixtures", "yjit", "spin.rb")
 SPIN_SAMPLES = 10
+# How long the main thread gets to fall asleep and leave the GVL to spin.
+SPIN_SETTLE_SECONDS = 20
 # From spin.rb, by hand: the spinning thread's frames, innermost first, as
 # (label, line or the lines it may be at). spin's pc is stale (outside its
 # iseq) unless an interrupt made YJIT leave to the interpreter, which saves
@@ -72,6 +74,12 @@ SPIN_SAMPLES = 10
 SPIN_FIRST_LINE = 12
 SPIN_LOOP_LINES = (14, 15, 16)
 SPIN_BLOCK_LINE = 21
+
+
+def spin_holds_gvl(report):
+    return any(t.get("gvl") is True and t.get("frames") and
+               compare.plain_label(t["frames"][0].get("label")) == "spin"
+               for t in report.get("threads") or [])
 
 
 def check_spin_sample(report):
@@ -114,11 +122,16 @@ def running_test(rep, selected, corestack, prefixes, timeout):
                                 env=dict(os.environ, RUBYOPT=RUBYOPT),
                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
-        reason, stale = None, 0
+        reason, stale, taken = None, 0, 0
+        # Until the main thread is asleep it may hold the GVL, and spin
+        # waits for it (a busy machine can take long to get there): the
+        # samples count from the first one with spin holding the GVL;
+        # after that no other thread ever takes it.
+        settle_until = time.monotonic() + SPIN_SETTLE_SECONDS
         try:
             if proc.stdout.readline().strip() != "spinning":
                 reason = "spin.rb did not start: %s" % proc.stderr.read()[-300:]
-            for _ in range(SPIN_SAMPLES if not reason else 0):
+            while not reason and taken < SPIN_SAMPLES:
                 time.sleep(0.05)
                 res = subprocess.run([corestack, "--json", "--pid", str(proc.pid)],
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -128,8 +141,13 @@ def running_test(rep, selected, corestack, prefixes, timeout):
                     break
                 report = json.loads(res.stdout)
                 reason = check_spin_sample(report)
+                if reason and not taken and time.monotonic() < settle_until and \
+                        not spin_holds_gvl(report):
+                    reason = None  # not settled yet
+                    continue
                 if reason:
                     break
+                taken += 1
                 stale += any(t.get("frames") and t["frames"][0].get("pc_stale")
                              for t in report["threads"])
         except (subprocess.TimeoutExpired, ValueError) as exc:
