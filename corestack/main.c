@@ -22,6 +22,7 @@
 #include "merge.h"
 #include "native.h"
 #include "pthread_tid.h"
+#include "render.h"
 #include "report.h"
 #include "ruby_open.h"
 #include "thread_tids.h"
@@ -39,7 +40,7 @@ struct options {
 	const char *core, *executable;
 	int pid;         /* --pid: a live process instead of a core */
 	int nonblocking; /* --nonblocking: read it without pausing it */
-	int json;
+	const struct cs_renderer *renderer; /* NULL: text; --json: json */
 	int no_fibers; /* --no-fibers: skip the GC heap walk */
 	const char *layout; /* --layout MODULE: print the resolved layout */
 	const char *cache_dir; /* NULL: default; "": no layout cache */
@@ -138,7 +139,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
-			o->json = 1;
+			o->renderer = cs_renderer_find("json");
 			break;
 		case 'm':
 		case 'M': {
@@ -527,10 +528,7 @@ int main(int argc, char **argv)
 	/* Only this thread writes the report: stdio need not lock for each
 	 * of the many small writes of thousands of stacks. */
 	__fsetlocking(stdout, FSETLOCKING_BYCALLER);
-	if (o.json)
-		cs_render_json(stdout, &report);
-	else
-		cs_render_text(stdout, &report);
+	(o.renderer ? o.renderer : &cs_renderers[0])->render(stdout, &report);
 	rc = report.complete ? EXIT_COMPLETE : EXIT_PARTIAL;
 out:
 	for (size_t i = 0; merged && i < proc->nthreads; i++)

@@ -8,7 +8,7 @@
 #include "../corestack/crash_signal.h"
 #include "../corestack/live.h"
 #include "../corestack/page_cache.h"
-#include "../corestack/report.h"
+#include "../corestack/render.h"
 #include "../corestack/thread_tids.h"
 #include "../corestack/vm_module.h"
 #include "../corestack/ruby_open.h"
@@ -237,14 +237,17 @@ static struct cs_error *render(const struct gx_source *src,
 		.nwarnings = nwarnings,
 		.complete = rv_process_complete(proc) && !trunc && tids.ok,
 	};
+	const struct cs_renderer *renderer = cs_renderer_find(req->format);
+	if (!renderer) {
+		err = cs_error_create(CS_ERR_USAGE, "no output format '%s'",
+				      req->format);
+		goto out;
+	}
 	if (!(f = open_memstream(&text, &size))) {
 		err = &cs_error_nomem;
 		goto out;
 	}
-	if (req->json)
-		cs_render_json(f, &report);
-	else
-		cs_render_text(f, &report);
+	renderer->render(f, &report);
 	if (fclose(f) != 0) {
 		err = &cs_error_nomem;
 		free(text);
