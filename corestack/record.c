@@ -32,6 +32,7 @@
 #include "live.h"
 #include "page_cache.h"
 #include "profile.h"
+#include "profile_format.h"
 #include "sampler.h"
 #include "vm_module.h"
 #include "ruby_open.h"
@@ -54,7 +55,7 @@ struct record_options {
 	double rate;     /* Hz */
 	int nonblocking;
 	int on_cpu;      /* only the thread holding the GVL */
-	const char *format; /* collapsed, speedscope, flamegraph, summary */
+	const struct cs_profile_format *format;
 	const char *out;
 	char **command;  /* after "--" */
 };
@@ -75,6 +76,16 @@ static void record_usage(FILE *out)
 	      "                     running Ruby code) in each sample\n"
 	      "  -o FILE            write the profile to FILE\n",
 	      out);
+}
+
+static void unknown_format(const char *name)
+{
+	fputs(PROG ": --format is one of ", stderr);
+	for (const struct cs_profile_format *f = cs_profile_formats; f->name;
+	     f++)
+		fprintf(stderr, "%s%s", f == cs_profile_formats ? "" : ", ",
+			f->name);
+	fprintf(stderr, ", not '%s'\n", name);
 }
 
 static int parse(int argc, char **argv, struct record_options *o)
@@ -117,16 +128,8 @@ static int parse(int argc, char **argv, struct record_options *o)
 			o->nonblocking = 1;
 			break;
 		case 'f':
-			o->format = optarg;
-			if (strcmp(optarg, "collapsed") != 0 &&
-			    strcmp(optarg, "summary") != 0 &&
-			    strcmp(optarg, "speedscope") != 0 &&
-			    strcmp(optarg, "flamegraph") != 0) {
-				fprintf(stderr, PROG ": --format is one of "
-						"collapsed, speedscope, "
-						"flamegraph, summary, not "
-						"'%s'\n",
-					optarg);
+			if (!(o->format = cs_profile_format_find(optarg))) {
+				unknown_format(optarg);
 				return EXIT_USAGE;
 			}
 			break;
@@ -154,7 +157,8 @@ static int parse(int argc, char **argv, struct record_options *o)
 		return EXIT_USAGE;
 	}
 	if (!o->format)
-		o->format = o->out ? "collapsed" : "summary";
+		o->format = cs_profile_format_find(o->out ? "collapsed"
+							   : "summary");
 	return 0;
 }
 
@@ -327,10 +331,10 @@ int cs_record_main(int argc, char **argv)
 				break;
 			lost++;
 		}
-		if (interactive && (prof.samples + lost) % 50 == 0)
+		if (interactive && (prof.snapshots + lost) % 50 == 0)
 			fprintf(stderr, "\rcorestack record: %zu samples, %zu "
 					"lost, %.1f s",
-				prof.samples, lost, now() - start);
+				prof.snapshots, lost, now() - start);
 	}
 	double elapsed = now() - start;
 	cs_live_close(kept);
@@ -343,23 +347,16 @@ int cs_record_main(int argc, char **argv)
 			strerror(errno));
 		rc = EXIT_UNUSABLE;
 	} else {
-		if (strcmp(o.format, "collapsed") == 0)
-			cs_profile_write_collapsed(&prof, out);
-		else if (strcmp(o.format, "speedscope") == 0)
-			cs_profile_write_speedscope(&prof, out);
-		else if (strcmp(o.format, "flamegraph") == 0)
-			cs_profile_write_flamegraph(&prof, out);
-		else
-			cs_profile_write_summary(&prof, out, lost, elapsed,
-						 o.rate);
+		struct cs_profile_run run = {lost, elapsed, o.rate};
+		o.format->write(out, &prof, &run);
 		if (o.out)
 			fclose(out);
 	}
-	size_t tries = prof.samples + lost;
+	size_t tries = prof.snapshots + lost;
 	fprintf(stderr,
 		"corestack record: %zu samples in %.1f s (%.0f Hz asked, %.1f "
 		"achieved), %zu lost, %.1f us per sample (%.1f us of CPU)\n",
-		prof.samples, elapsed, o.rate,
+		prof.snapshots, elapsed, o.rate,
 		elapsed > 0 ? (double)tries / elapsed : 0.0, lost,
 		tries ? reading / (double)tries * 1e6 : 0.0,
 		tries ? reading_cpu / (double)tries * 1e6 : 0.0);

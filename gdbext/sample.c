@@ -14,6 +14,7 @@
 #include "../corestack/live.h"
 #include "../corestack/page_cache.h"
 #include "../corestack/profile.h"
+#include "../corestack/profile_format.h"
 #include "../corestack/sampler.h"
 #include "../corestack/vm_module.h"
 #include "../corestack/ruby_open.h"
@@ -141,9 +142,11 @@ struct cs_error *gx_sampler_finish(struct gx_sampler *s, const char *out_path,
 	pthread_join(s->thread, NULL);
 	*interrupted = s->interrupted;
 	struct cs_error *err = NULL;
+	struct cs_profile_run run = {s->lost, s->elapsed, s->rate};
 	if (out_path) {
 		FILE *f = fopen(out_path, "w");
-		if (!f || (cs_profile_write_collapsed(&s->prof, f),
+		if (!f || (cs_profile_format_find("collapsed")
+				   ->write(f, &s->prof, &run),
 			   fclose(f) != 0))
 			err = cs_error_create(CS_ERR_OS, "cannot write %s: %s",
 					      out_path, strerror(errno));
@@ -154,13 +157,12 @@ struct cs_error *gx_sampler_finish(struct gx_sampler *s, const char *out_path,
 	if (!err && !m)
 		err = &cs_error_nomem;
 	if (!err) {
-		cs_profile_write_summary(&s->prof, m, s->lost, s->elapsed,
-					 s->rate);
-		size_t tries = s->prof.samples + s->lost;
+		cs_profile_format_find("summary")->write(m, &s->prof, &run);
+		size_t tries = s->prof.snapshots + s->lost;
 		fprintf(m,
 			"\n%zu samples in %.2f s (%.0f Hz asked, %.1f achieved), "
 			"%zu lost, %.1f us per stack read\n",
-			s->prof.samples, s->elapsed, s->rate,
+			s->prof.snapshots, s->elapsed, s->rate,
 			s->elapsed > 0 ? (double)tries / s->elapsed : 0.0,
 			s->lost,
 			tries ? s->reading / (double)tries * 1e6 : 0.0);
