@@ -344,8 +344,7 @@ static uint64_t line_hash(const struct cs_profile *p, size_t thread,
 	const struct cs_profile_stack *s = &p->stacks[stack];
 	for (size_t i = 0; i < s->nframes; i++) {
 		h = (h ^ (uint8_t)';') * FNV_PRIME;
-		h = hash_text(h, cs_profile_display(
-					 p, cs_profile_frame_name(p, s->frames[i])));
+		h = hash_text(h, cs_profile_frame_text(p, s->frames[i]));
 	}
 	return h;
 }

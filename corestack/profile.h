@@ -137,4 +137,11 @@ static inline size_t cs_profile_frame_name(const struct cs_profile *p,
 	return p->functions[p->frames[frame].function].display;
 }
 
+/* Its text. */
+static inline const char *cs_profile_frame_text(const struct cs_profile *p,
+						size_t frame)
+{
+	return p->names.text[cs_profile_frame_name(p, frame)];
+}
+
 #endif

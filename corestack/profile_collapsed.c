@@ -14,9 +14,7 @@ void cs_profile_write_collapsed(FILE *out, const struct cs_profile *p,
 		const struct cs_profile_stack *s = &p->stacks[l->stack];
 		for (size_t j = 0; j < s->nframes; j++) {
 			putc(';', out);
-			fputs(cs_profile_display(
-				      p, cs_profile_frame_name(p, s->frames[j])),
-			      out);
+			fputs(cs_profile_frame_text(p, s->frames[j]), out);
 		}
 		fprintf(out, " %zu\n", l->count);
 	}

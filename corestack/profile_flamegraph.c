@@ -114,15 +114,13 @@ void cs_profile_write_flamegraph(FILE *out, const struct cs_profile *p,
 			continue;
 		const struct cs_profile_stack *s = &p->stacks[l->stack];
 		root.count += l->count;
-		struct node *n = child(
-			&root, cs_profile_display(p, p->threads[l->thread].label));
+		size_t label = p->threads[l->thread].label;
+		struct node *n = child(&root, cs_profile_display(p, label));
 		for (size_t k = 0; n; k++) {
 			n->count += l->count;
 			if (k == s->nframes)
 				break;
-			n = child(n, cs_profile_display(
-					     p, cs_profile_frame_name(
-							p, s->frames[k])));
+			n = child(n, cs_profile_frame_text(p, s->frames[k]));
 		}
 	}
 	size_t height = depth_of(&root);

@@ -50,8 +50,8 @@ void cs_profile_write_summary(FILE *out, const struct cs_profile *p,
 			continue; /* a thread without frames */
 		stacks += l->count;
 		for (size_t j = 0; j < s->nframes; j++) {
-			struct tally *x = tally_of(
-				&t, &n, at, cs_profile_frame_name(p, s->frames[j]));
+			size_t name = cs_profile_frame_name(p, s->frames[j]);
+			struct tally *x = tally_of(&t, &n, at, name);
 			if (!x)
 				continue;
 			if (x->line != i + 1) /* once per stack */

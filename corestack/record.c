@@ -363,7 +363,8 @@ int cs_record_main(int argc, char **argv)
 		"corestack record: %zu samples in %.1f s (%.0f Hz asked, %.1f "
 		"achieved), %zu lost, %.1f us per sample (%.1f us of CPU)\n",
 		loop.taken, loop.elapsed, o.rate,
-		loop.elapsed > 0 ? (double)tries / loop.elapsed : 0.0, loop.lost,
+		loop.elapsed > 0 ? (double)tries / loop.elapsed : 0.0,
+		loop.lost,
 		tries ? loop.reading / (double)tries * 1e6 : 0.0,
 		tries ? loop.reading_cpu / (double)tries * 1e6 : 0.0);
 	cs_profile_free(&prof);

@@ -125,14 +125,16 @@ static void native_stack(FILE *out, const struct cs_report *r, size_t i)
 		fputs("    <parked on no native thread (M:N scheduler): no "
 		      "native frames>\n", out);
 		for (size_t j = 0; j < t->nframes; j++)
-			frame(out, &t->frames[j], NULL, 4, r->ruby->backtick_quotes);
+			frame(out, &t->frames[j], NULL, 4,
+			      r->ruby->backtick_quotes);
 		return;
 	}
 	if (m->error) {
 		fprintf(out, "    <native frames not merged: %s; Ruby stack "
 			     "alone>\n", m->error);
 		for (size_t j = 0; j < t->nframes; j++)
-			frame(out, &t->frames[j], NULL, 4, r->ruby->backtick_quotes);
+			frame(out, &t->frames[j], NULL, 4,
+			      r->ruby->backtick_quotes);
 		return;
 	}
 	for (size_t j = 0; j < m->nframes; j++) {

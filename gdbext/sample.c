@@ -145,7 +145,8 @@ struct cs_error *gx_sampler_finish(struct gx_sampler *s, const char *out_path,
 			"%zu lost, %.1f us per stack read\n",
 			l->taken, l->elapsed, s->rate,
 			l->elapsed > 0 ? (double)tries / l->elapsed : 0.0,
-			l->lost, tries ? l->reading / (double)tries * 1e6 : 0.0);
+			l->lost,
+			tries ? l->reading / (double)tries * 1e6 : 0.0);
 		if (out_path)
 			fprintf(m, "collapsed stacks written to %s\n", out_path);
 		if (fclose(m) != 0)
