@@ -50,8 +50,9 @@ struct cs_profile_stack {
 struct cs_profile_thread {
 	char *name;    /* Thread#name, NULL for none */
 	int64_t tid;   /* -1: unknown */
-	size_t label;  /* in names: its name, else "thread TID", else
-			* "thread N" (N: its place in the thread list) */
+	size_t label;  /* in names: its name (63 bytes at most), else
+			* "thread TID", else "thread N" (N: its place in
+			* the thread list) */
 	size_t last;   /* its latest sample + 1; 0: none yet */
 	size_t seen;   /* the snapshot of that sample's last look */
 };
