@@ -180,19 +180,13 @@ static bool same_frame(const struct cs_profile *p, size_t id, const void *key)
 
 /* A C function's frame carries its caller's file and line (as Ruby shows
  * it): the function has none of its own. */
-static size_t frame_id(struct cs_profile *p, const struct rv_frame *f)
+static int line_of(const struct rv_frame *f)
 {
-	bool c = f->kind == RV_FRAME_CFUNC;
-	const char *name = f->qualified ? f->qualified
-			   : f->label	? f->label
-					: "?";
-	struct cs_profile_frame k = {
-		.function = function_id(p, name, c ? NULL : f->path),
-		.line = c ? 0 : f->lineno,
-		.kind = c ? CS_PROFILE_CFUNC : CS_PROFILE_RUBY,
-	};
-	if (k.function == SIZE_MAX)
-		return SIZE_MAX;
+	return f->kind == RV_FRAME_CFUNC ? 0 : f->lineno;
+}
+
+static size_t frame_of(struct cs_profile *p, struct cs_profile_frame k)
+{
 	uint64_t h = mix(mix(mix(FNV_OFFSET, k.function), (uint64_t)k.line),
 			 k.kind);
 	size_t id = index_find(p, &p->frame_index, h, same_frame, &k);
@@ -208,6 +202,20 @@ static size_t frame_id(struct cs_profile *p, const struct rv_frame *f)
 	return p->nframes++;
 }
 
+static size_t frame_id(struct cs_profile *p, const struct rv_frame *f)
+{
+	bool c = f->kind == RV_FRAME_CFUNC;
+	const char *name = f->qualified ? f->qualified
+			   : f->label	? f->label
+					: "?";
+	struct cs_profile_frame k = {
+		.function = function_id(p, name, c ? NULL : f->path),
+		.line = line_of(f),
+		.kind = c ? CS_PROFILE_CFUNC : CS_PROFILE_RUBY,
+	};
+	return k.function == SIZE_MAX ? SIZE_MAX : frame_of(p, k);
+}
+
 static bool same_stack(const struct cs_profile *p, size_t id, const void *key)
 {
 	const struct cs_profile_stack *k = key, *s = &p->stacks[id];
@@ -217,25 +225,30 @@ static bool same_stack(const struct cs_profile *p, size_t id, const void *key)
 		       k->nframes * sizeof(*k->frames)) == 0);
 }
 
-/* The stack of t, outermost frame first. */
-static size_t stack_id(struct cs_profile *p, const struct rv_thread *t)
+/* Room for n frames in p->scratch and p->hashes. */
+static bool scratch_for(struct cs_profile *p, size_t n)
 {
-	if (t->nframes > p->scratch_cap) {
-		size_t *s = reallocarray(p->scratch, t->nframes, sizeof(*s));
-		if (!s)
-			return SIZE_MAX;
+	if (n <= p->scratch_cap)
+		return true;
+	size_t *s = reallocarray(p->scratch, n, sizeof(*s));
+	if (s)
 		p->scratch = s;
-		p->scratch_cap = t->nframes;
-	}
-	uint64_t h = mix(FNV_OFFSET, t->nframes);
-	for (size_t j = 0; j < t->nframes; j++) {
-		size_t id = frame_id(p, &t->frames[t->nframes - 1 - j]);
-		if (id == SIZE_MAX)
-			return SIZE_MAX;
-		p->scratch[j] = id;
-		h = mix(h, id);
-	}
-	struct cs_profile_stack k = {p->scratch, t->nframes};
+	uint64_t *h = reallocarray(p->hashes, n, sizeof(*h));
+	if (h)
+		p->hashes = h;
+	if (!s || !h)
+		return false;
+	p->scratch_cap = n;
+	return true;
+}
+
+/* The stack of the n frame ids in p->scratch, outermost first. */
+static size_t stack_of(struct cs_profile *p, size_t n)
+{
+	uint64_t h = mix(FNV_OFFSET, n);
+	for (size_t j = 0; j < n; j++)
+		h = mix(h, p->scratch[j]);
+	struct cs_profile_stack k = {p->scratch, n};
 	size_t id = index_find(p, &p->stack_index, h, same_stack, &k);
 	if (id != SIZE_MAX)
 		return id;
@@ -257,6 +270,7 @@ static size_t stack_id(struct cs_profile *p, const struct rv_thread *t)
 	s[p->nstacks] = k;
 	return p->nstacks++;
 }
+
 
 struct thread_key {
 	const char *name, *label;
@@ -336,19 +350,6 @@ static int add_sample(struct cs_profile *p, size_t thread, size_t stack,
  * first, doubled when half full and rehashed in slot order: the order the
  * formats list lines in. */
 
-static uint64_t line_hash(const struct cs_profile *p, size_t thread,
-			  size_t stack)
-{
-	uint64_t h = hash_text(FNV_OFFSET,
-			       p->names.text[p->threads[thread].label]);
-	const struct cs_profile_stack *s = &p->stacks[stack];
-	for (size_t i = 0; i < s->nframes; i++) {
-		h = (h ^ (uint8_t)';') * FNV_PRIME;
-		h = hash_text(h, cs_profile_frame_text(p, s->frames[i]));
-	}
-	return h;
-}
-
 /* Same label, same frame names: the same line. */
 static bool same_line(const struct cs_profile *p,
 		      const struct cs_profile_line *l, size_t thread,
@@ -398,13 +399,13 @@ static int grow_lines(struct cs_profile *p)
 	return 1;
 }
 
-/* Count thread in stack in its line, and tell the line's slot. */
+/* Count thread in stack in its line, whose text hashes to h, and tell the
+ * line's slot. */
 static int count_line(struct cs_profile *p, size_t thread, size_t stack,
-		      size_t *slot)
+		      uint64_t h, size_t *slot)
 {
 	if ((p->nlines + 1) * 2 > p->nline_slots && !grow_lines(p))
 		return 0;
-	uint64_t h = line_hash(p, thread, stack);
 	size_t i = line_slot(p, p->lines, p->nline_slots, h, thread, stack);
 	if (!p->lines[i].count) {
 		p->lines[i] = (struct cs_profile_line){thread, stack, 0, h};
@@ -421,7 +422,7 @@ static void forget_memos(struct cs_profile *p)
 {
 	for (size_t i = 0; i < p->nmemos; i++) {
 		free(p->memos[i].name);
-		free(p->memos[i].ids);
+		free(p->memos[i].frames);
 	}
 	free(p->memos);
 	p->memos = NULL;
@@ -451,20 +452,109 @@ static struct cs_profile_memo *memo_of(struct cs_profile *p,
 	return &grown[p->nmemos++];
 }
 
+/* m remembers this thread under the same label: its thread id holds. */
+static bool same_thread_as(const struct cs_profile_memo *m,
+			   const struct rv_thread *t, size_t index)
+{
+	return m && m->valid && m->tid == t->tid && m->index == index &&
+	       same_text(m->name, t->name);
+}
+
 /* The thread's stack was counted in m->slot last time, and its frames and
  * name are the same now. */
 static bool seen_again(const struct cs_profile *p,
 		       const struct cs_profile_memo *m,
 		       const struct rv_thread *t, size_t index)
 {
-	if (!m || !m->valid || m->grown != p->grown || m->nids != t->nframes ||
-	    m->tid != t->tid || m->index != index ||
-	    !same_text(m->name, t->name))
+	if (!same_thread_as(m, t, index) || m->grown != p->grown ||
+	    m->nframes != t->nframes || (t->nframes && !m->frames))
 		return false;
 	for (size_t j = 0; j < t->nframes; j++)
-		if (!t->frames[j].names_id || t->frames[j].names_id != m->ids[j])
+		if (!t->frames[j].names_id ||
+		    t->frames[j].names_id != m->frames[j].names_id)
 			return false;
 	return true;
+}
+
+/* Frame f, which has mf's names_id, hence its function's name: mf's
+ * frame, or its function's at the line f moved to. A names_id does not
+ * promise the path: one that is not the same string is compared. */
+static size_t frame_again(struct cs_profile *p,
+			  const struct cs_profile_memo_frame *mf,
+			  const struct rv_frame *f)
+{
+	size_t function = p->frames[mf->frame].function;
+	if (f->kind != RV_FRAME_CFUNC && f->path != mf->path &&
+	    !same_text(f->path, p->functions[function].file))
+		return frame_id(p, f);
+	if (line_of(f) == mf->line)
+		return mf->frame;
+	struct cs_profile_frame k = p->frames[mf->frame];
+	k.line = line_of(f);
+	return frame_of(p, k);
+}
+
+/* The stack of t, whose frames have the names_id of m's: only a frame
+ * whose line moved is looked up again. */
+static size_t stack_again(struct cs_profile *p, struct cs_profile_memo *m,
+			  const struct rv_thread *t)
+{
+	bool moved = false;
+	for (size_t j = 0; m->frames && j < t->nframes; j++) {
+		struct cs_profile_memo_frame *mf = &m->frames[j];
+		size_t id = frame_again(p, mf, &t->frames[j]);
+		if (id == SIZE_MAX)
+			return SIZE_MAX;
+		moved |= id != mf->frame;
+		mf->frame = id;
+		mf->line = line_of(&t->frames[j]);
+		mf->path = t->frames[j].path;
+	}
+	if (!moved)
+		return m->stack_id;
+	if (!scratch_for(p, t->nframes))
+		return SIZE_MAX;
+	for (size_t j = 0; j < t->nframes; j++)
+		p->scratch[j] = m->frames[t->nframes - 1 - j].frame;
+	size_t id = stack_of(p, t->nframes);
+	if (id != SIZE_MAX)
+		m->stack_id = id;
+	return id;
+}
+
+/* The stack of t in p->scratch (outermost first) and its id, and the hash
+ * of its collapsed line under thread in *hash. The outer frames whose
+ * names_id are those of m's (NULL: none) are m's, their line's hash too:
+ * only the frames below them are looked up. */
+static size_t fill_stack(struct cs_profile *p, const struct cs_profile_memo *m,
+			 const struct rv_thread *t, size_t thread,
+			 uint64_t *hash)
+{
+	size_t n = t->nframes, mn = m && m->frames ? m->nframes : 0, k = 0;
+	if (!scratch_for(p, n))
+		return SIZE_MAX;
+	for (; k < n && k < mn; k++) {
+		const struct rv_frame *f = &t->frames[n - 1 - k];
+		const struct cs_profile_memo_frame *mf = &m->frames[mn - 1 - k];
+		if (!f->names_id || f->names_id != mf->names_id)
+			break;
+		if ((p->scratch[k] = frame_again(p, mf, f)) == SIZE_MAX)
+			return SIZE_MAX;
+		p->hashes[k] = mf->hash;
+	}
+	size_t label = p->threads[thread].label;
+	uint64_t h = k ? p->hashes[k - 1]
+		       : hash_text(FNV_OFFSET, cs_profile_display(p, label));
+	for (size_t d = k; d < n; d++) {
+		if ((p->scratch[d] = frame_id(p, &t->frames[n - 1 - d])) ==
+		    SIZE_MAX)
+			return SIZE_MAX;
+		h = (h ^ (uint8_t)';') * FNV_PRIME;
+		h = hash_text(h, cs_profile_frame_text(p, p->scratch[d]));
+		p->hashes[d] = h;
+	}
+	*hash = h;
+	return stack_of(p, n);
 }
 
 static void remember(const struct cs_profile *p, struct cs_profile_memo *m,
@@ -475,19 +565,25 @@ static void remember(const struct cs_profile *p, struct cs_profile_memo *m,
 		return;
 	m->valid = false;
 	if (t->nframes > m->cap) {
-		uint64_t *ids = realloc(m->ids, t->nframes * sizeof(*ids));
-		if (!ids)
+		struct cs_profile_memo_frame *f =
+			reallocarray(m->frames, t->nframes, sizeof(*f));
+		if (!f)
 			return;
-		m->ids = ids;
+		m->frames = f;
 		m->cap = t->nframes;
 	}
 	free(m->name);
 	m->name = t->name ? strdup(t->name) : NULL;
 	if (t->name && !m->name)
 		return;
-	for (size_t j = 0; j < t->nframes; j++)
-		m->ids[j] = t->frames[j].names_id;
-	m->nids = t->nframes;
+	const struct cs_profile_stack *s = &p->stacks[stack];
+	for (size_t j = 0, n = t->nframes; j < n; j++) {
+		size_t frame = s->frames[n - 1 - j];
+		m->frames[j] = (struct cs_profile_memo_frame){
+			t->frames[j].names_id, t->frames[j].path,
+			p->frames[frame].line, frame, p->hashes[n - 1 - j]};
+	}
+	m->nframes = t->nframes;
 	m->tid = t->tid;
 	m->index = index; /* in the label when there is no tid */
 	m->slot = slot;
@@ -506,16 +602,22 @@ int cs_profile_add(struct cs_profile *p, const struct rv_process *proc,
 			continue;
 		struct cs_profile_memo *memo = memo_of(p, t, i, proc->nthreads);
 		if (seen_again(p, memo, t, i)) {
-			if (!add_sample(p, memo->thread_id, memo->stack_id,
-					time_ns))
+			/* the same names: the same line */
+			size_t stack = stack_again(p, memo, t);
+			if (stack == SIZE_MAX ||
+			    !add_sample(p, memo->thread_id, stack, time_ns))
 				return 0;
 			p->lines[memo->slot].count++;
 			continue;
 		}
-		size_t thread = thread_id(p, t, i), stack, slot;
+		bool same = same_thread_as(memo, t, i);
+		size_t thread = same ? memo->thread_id : thread_id(p, t, i);
+		size_t stack, slot;
+		uint64_t h;
+		const struct cs_profile_memo *known = same ? memo : NULL;
 		if (thread == SIZE_MAX ||
-		    (stack = stack_id(p, t)) == SIZE_MAX ||
-		    !count_line(p, thread, stack, &slot) ||
+		    (stack = fill_stack(p, known, t, thread, &h)) == SIZE_MAX ||
+		    !count_line(p, thread, stack, h, &slot) ||
 		    !add_sample(p, thread, stack, time_ns))
 			return 0;
 		remember(p, memo, t, i, slot, thread, stack);
@@ -554,6 +656,7 @@ void cs_profile_free(struct cs_profile *p)
 	index_free(&p->stack_index);
 	index_free(&p->thread_index);
 	free(p->scratch);
+	free(p->hashes);
 	forget_memos(p);
 	memset(p, 0, sizeof(*p));
 }

@@ -76,14 +76,26 @@ struct cs_profile_index {
 	size_t nslots, count;
 };
 
+/* One frame of a memo: its names_id, its path (the address, compared,
+ * never read: the frame cache lends the same string to every frame of
+ * one entry), the profile's frame at that line, and the hash of the
+ * collapsed line up to it (from the label down). */
+struct cs_profile_memo_frame {
+	uint64_t names_id;
+	const char *path;
+	int line;
+	size_t frame;
+	uint64_t hash;
+};
+
 /* The stack last counted for one thread, by its frames' names_id. */
 struct cs_profile_memo {
 	uint64_t thread;   /* rv_thread.addr */
 	int64_t tid;
 	size_t index;      /* in the snapshot's thread list */
 	char *name;        /* Thread#name then, NULL for none */
-	uint64_t *ids;     /* innermost first */
-	size_t nids, cap;
+	struct cs_profile_memo_frame *frames; /* innermost first */
+	size_t nframes, cap;
 	bool valid;
 	size_t slot;       /* its line, while grown is the same */
 	size_t grown;
@@ -106,12 +118,16 @@ struct cs_profile {
 	/* what finds an entry of each table by its content */
 	struct cs_profile_index name_index, function_index, frame_index,
 		stack_index, thread_index;
-	size_t *scratch; /* a stack's frame ids while it is looked up */
+	/* a stack's frame ids while it is looked up, and its line's hash
+	 * after each */
+	size_t *scratch;
+	uint64_t *hashes;
 	size_t scratch_cap;
 	/* A thread whose frames have the names of its last sample's is
-	 * counted again without its frames being looked up: in a deep
-	 * stack, that touched every frame's strings, most of a sample's
-	 * cost to the profile. */
+	 * counted again without its frames being looked up (only a line
+	 * that moved is): in a deep stack, that touched every frame's
+	 * strings, most of a sample's cost to the profile. When only its
+	 * inner frames changed, only those are looked up. */
 	struct cs_profile_memo *memos;
 	size_t nmemos;
 };

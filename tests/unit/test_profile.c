@@ -210,6 +210,29 @@ int main(void)
 	CHECK(p.nmemos <= 66, "%zu memos for one live thread", p.nmemos);
 	CHECK(count_of(&p, "w;a;b;c") == 609, "after 300 threads: %zu",
 	      count_of(&p, "w;a;b;c"));
+	/* The same names_id with the line moved: the same collapsed line,
+	 * the sample in a stack at the new line (as looking every frame up
+	 * gives), and a line that stays makes that sample weigh more. */
+	make(&f, abc, ids, "w");
+	f.frames[0].lineno = 10;
+	add(&p, &f.proc);
+	f.frames[0].lineno = 11;
+	add(&p, &f.proc);
+	add(&p, &f.proc);
+	const struct cs_profile_sample *at11 = &p.samples[p.nsamples - 1],
+				       *at10 = &p.samples[p.nsamples - 2];
+	const struct cs_profile_frame *c11 =
+		&p.frames[p.stacks[at11->stack].frames[2]];
+	const struct cs_profile_frame *c10 =
+		&p.frames[p.stacks[at10->stack].frames[2]];
+	CHECK(c11->line == 11 && c10->line == 10 &&
+		      c11->function == c10->function && at11->weight == 2 &&
+		      at10->weight == 1,
+	      "moved line: %d %d, weights %llu %llu", c11->line, c10->line,
+	      (unsigned long long)at11->weight,
+	      (unsigned long long)at10->weight);
+	CHECK(count_of(&p, "w;a;b;c") == 612, "after the moves: %zu",
+	      count_of(&p, "w;a;b;c"));
 	CHECK(weights_add_up(&p), "weights and counts");
 	cs_profile_free(&p);
 	return check_summary("test_profile");
