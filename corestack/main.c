@@ -16,6 +16,7 @@
 #include "../rubyvm/layout.h"
 #include "../rubyvm/model.h"
 #include "../target/open.h"
+#include "render.h"
 #include "report.h"
 #include "ruby_open.h"
 #include "snapshot.h"
@@ -34,7 +35,7 @@ struct options {
 	const char *core, *executable;
 	int pid;         /* --pid: a live process instead of a core */
 	int nonblocking; /* --nonblocking: read it without pausing it */
-	int json;
+	const struct cs_renderer *renderer; /* NULL: text; --json: json */
 	int no_fibers; /* --no-fibers: skip the GC heap walk */
 	const char *layout; /* --layout MODULE: print the resolved layout */
 	const char *cache_dir; /* NULL: default; "": no layout cache */
@@ -133,7 +134,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
-			o->json = 1;
+			o->renderer = cs_renderer_find("json");
 			break;
 		case 'm':
 		case 'M': {
@@ -339,10 +340,8 @@ int main(int argc, char **argv)
 		 * for each of the many small writes of thousands of
 		 * stacks. */
 		__fsetlocking(stdout, FSETLOCKING_BYCALLER);
-		if (o.json)
-			cs_render_json(stdout, &snap.report);
-		else
-			cs_render_text(stdout, &snap.report);
+		(o.renderer ? o.renderer : &cs_renderers[0])
+			->render(stdout, &snap.report);
 		rc = snap.report.complete ? EXIT_COMPLETE : EXIT_PARTIAL;
 	}
 	cs_snapshot_free(&snap);

@@ -1,98 +1,36 @@
+/* The profile's tables (profile.h): each thread's stack of a snapshot
+ * looked up in them, the sample recorded, and counted in its line. */
 #include "profile.h"
-
-#include "../util/json.h"
 
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+#define FNV_OFFSET 14695981039346656037ULL
+#define FNV_PRIME 1099511628211ULL
+
+struct cs_profile_slot {
+	uint64_t hash;
+	size_t id; /* id + 1; 0: empty */
+};
 
 void cs_profile_init(struct cs_profile *p)
 {
 	memset(p, 0, sizeof(*p));
 }
 
-static uint64_t hash_str(const char *s)
+/* FNV-1a of s, written as names write it (';' as ':'), after h. */
+static uint64_t hash_text(uint64_t h, const char *s)
 {
-	uint64_t h = 14695981039346656037ULL;
 	for (; *s; s++)
-		h = (h ^ (uint8_t)*s) * 1099511628211ULL;
+		h = (h ^ (uint8_t)(*s == ';' ? ':' : *s)) * FNV_PRIME;
 	return h;
 }
 
-static size_t *slot_for(struct cs_profile *p, const char *key, int *fresh)
+static uint64_t mix(uint64_t h, uint64_t v)
 {
-	size_t i = hash_str(key) & (p->nslots - 1);
-	while (p->keys[i] && strcmp(p->keys[i], key) != 0)
-		i = (i + 1) & (p->nslots - 1);
-	*fresh = p->keys[i] == NULL;
-	return &p->counts[i];
-}
-
-static int grow(struct cs_profile *p)
-{
-	size_t n = p->nslots ? p->nslots * 2 : 256;
-	char **keys = calloc(n, sizeof(*keys));
-	size_t *counts = calloc(n, sizeof(*counts));
-	if (!keys || !counts) {
-		free(keys);
-		free(counts);
-		return 0;
-	}
-	struct cs_profile old = *p;
-	p->grown++; /* the memos' slots are stale */
-	p->keys = keys;
-	p->counts = counts;
-	p->nslots = n;
-	for (size_t i = 0; i < old.nslots; i++) {
-		if (!old.keys[i])
-			continue;
-		int fresh;
-		size_t *c = slot_for(p, old.keys[i], &fresh);
-		p->keys[c - p->counts] = old.keys[i];
-		*c = old.counts[i];
-	}
-	free(old.keys);
-	free(old.counts);
-	return 1;
-}
-
-/* Count key (taking it), and tell the slot it was counted in. */
-static int count(struct cs_profile *p, char *key, size_t *slot)
-{
-	if ((p->nkeys + 1) * 2 > p->nslots && !grow(p)) {
-		free(key);
-		return 0;
-	}
-	int fresh;
-	size_t *c = slot_for(p, key, &fresh);
-	if (fresh) {
-		p->keys[c - p->counts] = key;
-		p->nkeys++;
-	} else {
-		free(key);
-	}
-	(*c)++;
-	*slot = (size_t)(c - p->counts);
-	return 1;
-}
-
-/* ';' separates frames in collapsed stacks: keep it out of names. */
-static void append(char **buf, size_t *len, size_t *cap, const char *s)
-{
-	size_t n = strlen(s);
-	if (*len + n + 2 > *cap) {
-		size_t c = (*len + n + 2) * 2;
-		char *b = realloc(*buf, c);
-		if (!b)
-			return;
-		*buf = b;
-		*cap = c;
-	}
-	if (*len)
-		(*buf)[(*len)++] = ';';
-	for (size_t i = 0; i < n; i++)
-		(*buf)[(*len)++] = s[i] == ';' ? ':' : s[i];
-	(*buf)[*len] = '\0';
+	h = (h ^ v) * FNV_PRIME;
+	return h ^ (h >> 32);
 }
 
 static bool same_text(const char *a, const char *b)
@@ -100,11 +38,391 @@ static bool same_text(const char *a, const char *b)
 	return a == b || (a && b && strcmp(a, b) == 0);
 }
 
+/* Is name the text of raw as names write it? */
+static bool same_display(const char *name, const char *raw)
+{
+	for (; *raw; raw++, name++)
+		if (*name != (*raw == ';' ? ':' : *raw))
+			return false;
+	return !*name;
+}
+
+/* Room for one entry more in a table of n: the capacity doubles at 16,
+ * 32, 64... entries. NULL on allocation failure (table kept). */
+static void *room(void *table, size_t n, size_t size)
+{
+	if (n && (n < 16 || (n & (n - 1))))
+		return table;
+	return reallocarray(table, n < 16 ? 16 : 2 * n, size);
+}
+
+/* Does entry id of a table hold key? */
+typedef bool (*same_fn)(const struct cs_profile *p, size_t id,
+			const void *key);
+
+static size_t index_find(const struct cs_profile *p,
+			 const struct cs_profile_index *x, uint64_t hash,
+			 same_fn same, const void *key)
+{
+	for (size_t i = hash & (x->nslots - 1); x->nslots;
+	     i = (i + 1) & (x->nslots - 1)) {
+		const struct cs_profile_slot *s = &x->slots[i];
+		if (!s->id)
+			break;
+		if (s->hash == hash && same(p, s->id - 1, key))
+			return s->id - 1;
+	}
+	return SIZE_MAX;
+}
+
+static void index_put(struct cs_profile_slot *slots, size_t n, uint64_t hash,
+		      size_t id1)
+{
+	size_t i = hash & (n - 1);
+	while (slots[i].id)
+		i = (i + 1) & (n - 1);
+	slots[i] = (struct cs_profile_slot){hash, id1};
+}
+
+/* Index id, not in x yet, under hash; 0 on allocation failure. */
+static int index_add(struct cs_profile_index *x, uint64_t hash, size_t id)
+{
+	if ((x->count + 1) * 2 > x->nslots) {
+		size_t n = x->nslots ? x->nslots * 2 : 64;
+		struct cs_profile_slot *slots = calloc(n, sizeof(*slots));
+		if (!slots)
+			return 0;
+		for (size_t i = 0; i < x->nslots; i++)
+			if (x->slots[i].id)
+				index_put(slots, n, x->slots[i].hash,
+					  x->slots[i].id);
+		free(x->slots);
+		x->slots = slots;
+		x->nslots = n;
+	}
+	index_put(x->slots, x->nslots, hash, id + 1);
+	x->count++;
+	return 1;
+}
+
+static bool same_name(const struct cs_profile *p, size_t id, const void *key)
+{
+	return same_display(p->names.text[id], key);
+}
+
+/* The id of raw's name, added when new; SIZE_MAX on allocation failure. */
+static size_t name_id(struct cs_profile *p, const char *raw)
+{
+	uint64_t h = hash_text(FNV_OFFSET, raw);
+	size_t id = index_find(p, &p->name_index, h, same_name, raw);
+	if (id != SIZE_MAX)
+		return id;
+	char **text = room(p->names.text, p->names.count, sizeof(*text));
+	char *copy = strdup(raw);
+	if (text)
+		p->names.text = text;
+	if (!text || !copy || !index_add(&p->name_index, h, p->names.count)) {
+		free(copy);
+		return SIZE_MAX;
+	}
+	for (char *c = copy; *c; c++)
+		if (*c == ';')
+			*c = ':';
+	text[p->names.count] = copy;
+	return p->names.count++;
+}
+
+struct function_key {
+	const char *name, *file;
+};
+
+static bool same_function(const struct cs_profile *p, size_t id,
+			  const void *key)
+{
+	const struct function_key *k = key;
+	const struct cs_profile_function *f = &p->functions[id];
+	return strcmp(f->name, k->name) == 0 && same_text(f->file, k->file);
+}
+
+static size_t function_id(struct cs_profile *p, const char *name,
+			  const char *file)
+{
+	struct function_key k = {name, file};
+	uint64_t h = mix(hash_text(FNV_OFFSET, name), 0);
+	h = file ? hash_text(h, file) : h;
+	size_t id = index_find(p, &p->function_index, h, same_function, &k);
+	if (id != SIZE_MAX)
+		return id;
+	struct cs_profile_function *t =
+		room(p->functions, p->nfunctions, sizeof(*t));
+	if (!t)
+		return SIZE_MAX;
+	p->functions = t;
+	struct cs_profile_function f = {.name = strdup(name),
+					.file = file ? strdup(file) : NULL,
+					.display = name_id(p, name)};
+	if (!f.name || (file && !f.file) || f.display == SIZE_MAX ||
+	    !index_add(&p->function_index, h, p->nfunctions)) {
+		free(f.name);
+		free(f.file);
+		return SIZE_MAX;
+	}
+	t[p->nfunctions] = f;
+	return p->nfunctions++;
+}
+
+static bool same_frame(const struct cs_profile *p, size_t id, const void *key)
+{
+	const struct cs_profile_frame *k = key, *f = &p->frames[id];
+	return f->function == k->function && f->line == k->line &&
+	       f->kind == k->kind;
+}
+
+/* A C function's frame carries its caller's file and line (as Ruby shows
+ * it): the function has none of its own. */
+static int line_of(const struct rv_frame *f)
+{
+	return f->kind == RV_FRAME_CFUNC ? 0 : f->lineno;
+}
+
+static size_t frame_of(struct cs_profile *p, struct cs_profile_frame k)
+{
+	uint64_t h = mix(mix(mix(FNV_OFFSET, k.function), (uint64_t)k.line),
+			 k.kind);
+	size_t id = index_find(p, &p->frame_index, h, same_frame, &k);
+	if (id != SIZE_MAX)
+		return id;
+	struct cs_profile_frame *t = room(p->frames, p->nframes, sizeof(*t));
+	if (!t)
+		return SIZE_MAX;
+	p->frames = t;
+	if (!index_add(&p->frame_index, h, p->nframes))
+		return SIZE_MAX;
+	t[p->nframes] = k;
+	return p->nframes++;
+}
+
+static size_t frame_id(struct cs_profile *p, const struct rv_frame *f)
+{
+	bool c = f->kind == RV_FRAME_CFUNC;
+	const char *name = f->qualified ? f->qualified
+			   : f->label	? f->label
+					: "?";
+	struct cs_profile_frame k = {
+		.function = function_id(p, name, c ? NULL : f->path),
+		.line = line_of(f),
+		.kind = c ? CS_PROFILE_CFUNC : CS_PROFILE_RUBY,
+	};
+	return k.function == SIZE_MAX ? SIZE_MAX : frame_of(p, k);
+}
+
+static bool same_stack(const struct cs_profile *p, size_t id, const void *key)
+{
+	const struct cs_profile_stack *k = key, *s = &p->stacks[id];
+	return s->nframes == k->nframes &&
+	       (!k->nframes ||
+		memcmp(s->frames, k->frames,
+		       k->nframes * sizeof(*k->frames)) == 0);
+}
+
+/* Room for n frames in p->scratch and p->hashes. */
+static bool scratch_for(struct cs_profile *p, size_t n)
+{
+	if (n <= p->scratch_cap)
+		return true;
+	size_t *s = reallocarray(p->scratch, n, sizeof(*s));
+	if (s)
+		p->scratch = s;
+	uint64_t *h = reallocarray(p->hashes, n, sizeof(*h));
+	if (h)
+		p->hashes = h;
+	if (!s || !h)
+		return false;
+	p->scratch_cap = n;
+	return true;
+}
+
+/* The stack of the n frame ids in p->scratch, outermost first. */
+static size_t stack_of(struct cs_profile *p, size_t n)
+{
+	uint64_t h = mix(FNV_OFFSET, n);
+	for (size_t j = 0; j < n; j++)
+		h = mix(h, p->scratch[j]);
+	struct cs_profile_stack k = {p->scratch, n};
+	size_t id = index_find(p, &p->stack_index, h, same_stack, &k);
+	if (id != SIZE_MAX)
+		return id;
+	struct cs_profile_stack *s = room(p->stacks, p->nstacks, sizeof(*s));
+	if (!s)
+		return SIZE_MAX;
+	p->stacks = s;
+	if (k.nframes) {
+		if (!(k.frames = malloc(k.nframes * sizeof(*k.frames))))
+			return SIZE_MAX;
+		memcpy(k.frames, p->scratch, k.nframes * sizeof(*k.frames));
+	} else {
+		k.frames = NULL;
+	}
+	if (!index_add(&p->stack_index, h, p->nstacks)) {
+		free(k.frames);
+		return SIZE_MAX;
+	}
+	s[p->nstacks] = k;
+	return p->nstacks++;
+}
+
+
+struct thread_key {
+	const char *name, *label;
+	int64_t tid;
+};
+
+static bool same_thread(const struct cs_profile *p, size_t id,
+			const void *key)
+{
+	const struct thread_key *k = key;
+	const struct cs_profile_thread *t = &p->threads[id];
+	return t->tid == k->tid && same_text(t->name, k->name) &&
+	       same_display(p->names.text[t->label], k->label);
+}
+
+/* Thread t, at index in its snapshot's list. */
+static size_t thread_id(struct cs_profile *p, const struct rv_thread *t,
+			size_t index)
+{
+	char label[64];
+	if (t->name)
+		snprintf(label, sizeof(label), "%s", t->name);
+	else if (t->tid >= 0)
+		snprintf(label, sizeof(label), "thread %lld",
+			 (long long)t->tid);
+	else
+		snprintf(label, sizeof(label), "thread %zu", index + 1);
+	struct thread_key k = {t->name, label, t->tid};
+	uint64_t h = mix(hash_text(FNV_OFFSET, label), (uint64_t)t->tid);
+	h = t->name ? hash_text(h, t->name) : h;
+	size_t id = index_find(p, &p->thread_index, h, same_thread, &k);
+	if (id != SIZE_MAX)
+		return id;
+	struct cs_profile_thread *s = room(p->threads, p->nthreads,
+					   sizeof(*s));
+	if (!s)
+		return SIZE_MAX;
+	p->threads = s;
+	struct cs_profile_thread n = {.name = t->name ? strdup(t->name) : NULL,
+				      .tid = t->tid,
+				      .label = name_id(p, label)};
+	if ((t->name && !n.name) || n.label == SIZE_MAX ||
+	    !index_add(&p->thread_index, h, p->nthreads)) {
+		free(n.name);
+		return SIZE_MAX;
+	}
+	s[p->nthreads] = n;
+	return p->nthreads++;
+}
+
+/* One more snapshot of thread in stack: the thread's last sample grows
+ * when it saw the same stack in the snapshot before. */
+static int add_sample(struct cs_profile *p, size_t thread, size_t stack,
+		      uint64_t time_ns)
+{
+	struct cs_profile_thread *t = &p->threads[thread];
+	struct cs_profile_sample *last =
+		t->last ? &p->samples[t->last - 1] : NULL;
+	if (last && last->stack == stack && t->seen + 1 == p->snapshots) {
+		last->weight++;
+		t->seen = p->snapshots;
+		return 1;
+	}
+	struct cs_profile_sample *s = room(p->samples, p->nsamples,
+					   sizeof(*s));
+	if (!s)
+		return 0;
+	p->samples = s;
+	s[p->nsamples] = (struct cs_profile_sample){stack, thread, time_ns, 1};
+	t->last = ++p->nsamples;
+	t->seen = p->snapshots;
+	return 1;
+}
+
+/* --- collapsed lines ------------------------------------------------------
+ * Open addressing by the FNV-1a hash of the line's text, 256 slots at
+ * first, doubled when half full and rehashed in slot order: the order the
+ * formats list lines in. */
+
+/* Same label, same frame names: the same line. */
+static bool same_line(const struct cs_profile *p,
+		      const struct cs_profile_line *l, size_t thread,
+		      size_t stack)
+{
+	if (p->threads[l->thread].label != p->threads[thread].label)
+		return false;
+	if (l->stack == stack)
+		return true;
+	const struct cs_profile_stack *a = &p->stacks[l->stack],
+				      *b = &p->stacks[stack];
+	if (a->nframes != b->nframes)
+		return false;
+	for (size_t i = 0; i < a->nframes; i++)
+		if (cs_profile_frame_name(p, a->frames[i]) !=
+		    cs_profile_frame_name(p, b->frames[i]))
+			return false;
+	return true;
+}
+
+static size_t line_slot(const struct cs_profile *p,
+			const struct cs_profile_line *lines, size_t n,
+			uint64_t hash, size_t thread, size_t stack)
+{
+	size_t i = hash & (n - 1);
+	while (lines[i].count && !same_line(p, &lines[i], thread, stack))
+		i = (i + 1) & (n - 1);
+	return i;
+}
+
+static int grow_lines(struct cs_profile *p)
+{
+	size_t n = p->nline_slots ? p->nline_slots * 2 : 256;
+	struct cs_profile_line *lines = calloc(n, sizeof(*lines));
+	if (!lines)
+		return 0;
+	p->grown++; /* the memos' slots are stale */
+	for (size_t i = 0; i < p->nline_slots; i++) {
+		const struct cs_profile_line *l = &p->lines[i];
+		if (l->count)
+			lines[line_slot(p, lines, n, l->hash, l->thread,
+					l->stack)] = *l;
+	}
+	free(p->lines);
+	p->lines = lines;
+	p->nline_slots = n;
+	return 1;
+}
+
+/* Count thread in stack in its line, whose text hashes to h, and tell the
+ * line's slot. */
+static int count_line(struct cs_profile *p, size_t thread, size_t stack,
+		      uint64_t h, size_t *slot)
+{
+	if ((p->nlines + 1) * 2 > p->nline_slots && !grow_lines(p))
+		return 0;
+	size_t i = line_slot(p, p->lines, p->nline_slots, h, thread, stack);
+	if (!p->lines[i].count) {
+		p->lines[i] = (struct cs_profile_line){thread, stack, 0, h};
+		p->nlines++;
+	}
+	p->lines[i].count++;
+	*slot = i;
+	return 1;
+}
+
+/* --- memos -------------------------------------------------------------- */
+
 static void forget_memos(struct cs_profile *p)
 {
 	for (size_t i = 0; i < p->nmemos; i++) {
 		free(p->memos[i].name);
-		free(p->memos[i].ids);
+		free(p->memos[i].frames);
 	}
 	free(p->memos);
 	p->memos = NULL;
@@ -134,280 +452,211 @@ static struct cs_profile_memo *memo_of(struct cs_profile *p,
 	return &grown[p->nmemos++];
 }
 
-/* The thread's stack was counted in m->slot last time, and its frames and
- * name are the same now: count it again. */
-static bool count_again(struct cs_profile *p, const struct cs_profile_memo *m,
-			const struct rv_thread *t, size_t index)
+/* m remembers this thread under the same label: its thread id holds. */
+static bool same_thread_as(const struct cs_profile_memo *m,
+			   const struct rv_thread *t, size_t index)
 {
-	if (!m || !m->valid || m->grown != p->grown || m->nids != t->nframes ||
-	    m->tid != t->tid || m->index != index ||
-	    !same_text(m->name, t->name))
+	return m && m->valid && m->tid == t->tid && m->index == index &&
+	       same_text(m->name, t->name);
+}
+
+/* The thread's stack was counted in m->slot last time, and its frames and
+ * name are the same now. */
+static bool seen_again(const struct cs_profile *p,
+		       const struct cs_profile_memo *m,
+		       const struct rv_thread *t, size_t index)
+{
+	if (!same_thread_as(m, t, index) || m->grown != p->grown ||
+	    m->nframes != t->nframes || (t->nframes && !m->frames))
 		return false;
 	for (size_t j = 0; j < t->nframes; j++)
-		if (!t->frames[j].names_id || t->frames[j].names_id != m->ids[j])
+		if (!t->frames[j].names_id ||
+		    t->frames[j].names_id != m->frames[j].names_id)
 			return false;
-	p->counts[m->slot]++;
 	return true;
 }
 
-static void remember(struct cs_profile *p, struct cs_profile_memo *m,
-		     const struct rv_thread *t, size_t index, size_t slot)
+/* Frame f, which has mf's names_id, hence its function's name: mf's
+ * frame, or its function's at the line f moved to. A names_id does not
+ * promise the path: one that is not the same string is compared. */
+static size_t frame_again(struct cs_profile *p,
+			  const struct cs_profile_memo_frame *mf,
+			  const struct rv_frame *f)
+{
+	size_t function = p->frames[mf->frame].function;
+	if (f->kind != RV_FRAME_CFUNC && f->path != mf->path &&
+	    !same_text(f->path, p->functions[function].file))
+		return frame_id(p, f);
+	if (line_of(f) == mf->line)
+		return mf->frame;
+	struct cs_profile_frame k = p->frames[mf->frame];
+	k.line = line_of(f);
+	return frame_of(p, k);
+}
+
+/* The stack of t, whose frames have the names_id of m's: only a frame
+ * whose line moved is looked up again. */
+static size_t stack_again(struct cs_profile *p, struct cs_profile_memo *m,
+			  const struct rv_thread *t)
+{
+	bool moved = false;
+	for (size_t j = 0; m->frames && j < t->nframes; j++) {
+		struct cs_profile_memo_frame *mf = &m->frames[j];
+		size_t id = frame_again(p, mf, &t->frames[j]);
+		if (id == SIZE_MAX)
+			return SIZE_MAX;
+		moved |= id != mf->frame;
+		mf->frame = id;
+		mf->line = line_of(&t->frames[j]);
+		mf->path = t->frames[j].path;
+	}
+	if (!moved)
+		return m->stack_id;
+	if (!scratch_for(p, t->nframes))
+		return SIZE_MAX;
+	for (size_t j = 0; j < t->nframes; j++)
+		p->scratch[j] = m->frames[t->nframes - 1 - j].frame;
+	size_t id = stack_of(p, t->nframes);
+	if (id != SIZE_MAX)
+		m->stack_id = id;
+	return id;
+}
+
+/* The stack of t in p->scratch (outermost first) and its id, and the hash
+ * of its collapsed line under thread in *hash. The outer frames whose
+ * names_id are those of m's (NULL: none) are m's, their line's hash too:
+ * only the frames below them are looked up. */
+static size_t fill_stack(struct cs_profile *p, const struct cs_profile_memo *m,
+			 const struct rv_thread *t, size_t thread,
+			 uint64_t *hash)
+{
+	size_t n = t->nframes, mn = m && m->frames ? m->nframes : 0, k = 0;
+	if (!scratch_for(p, n))
+		return SIZE_MAX;
+	for (; k < n && k < mn; k++) {
+		const struct rv_frame *f = &t->frames[n - 1 - k];
+		const struct cs_profile_memo_frame *mf = &m->frames[mn - 1 - k];
+		if (!f->names_id || f->names_id != mf->names_id)
+			break;
+		if ((p->scratch[k] = frame_again(p, mf, f)) == SIZE_MAX)
+			return SIZE_MAX;
+		p->hashes[k] = mf->hash;
+	}
+	size_t label = p->threads[thread].label;
+	uint64_t h = k ? p->hashes[k - 1]
+		       : hash_text(FNV_OFFSET, cs_profile_display(p, label));
+	for (size_t d = k; d < n; d++) {
+		if ((p->scratch[d] = frame_id(p, &t->frames[n - 1 - d])) ==
+		    SIZE_MAX)
+			return SIZE_MAX;
+		h = (h ^ (uint8_t)';') * FNV_PRIME;
+		h = hash_text(h, cs_profile_frame_text(p, p->scratch[d]));
+		p->hashes[d] = h;
+	}
+	*hash = h;
+	return stack_of(p, n);
+}
+
+static void remember(const struct cs_profile *p, struct cs_profile_memo *m,
+		     const struct rv_thread *t, size_t index, size_t slot,
+		     size_t thread, size_t stack)
 {
 	if (!m)
 		return;
 	m->valid = false;
 	if (t->nframes > m->cap) {
-		uint64_t *ids = realloc(m->ids, t->nframes * sizeof(*ids));
-		if (!ids)
+		struct cs_profile_memo_frame *f =
+			reallocarray(m->frames, t->nframes, sizeof(*f));
+		if (!f)
 			return;
-		m->ids = ids;
+		m->frames = f;
 		m->cap = t->nframes;
 	}
 	free(m->name);
 	m->name = t->name ? strdup(t->name) : NULL;
 	if (t->name && !m->name)
 		return;
-	for (size_t j = 0; j < t->nframes; j++)
-		m->ids[j] = t->frames[j].names_id;
-	m->nids = t->nframes;
+	const struct cs_profile_stack *s = &p->stacks[stack];
+	for (size_t j = 0, n = t->nframes; j < n; j++) {
+		size_t frame = s->frames[n - 1 - j];
+		m->frames[j] = (struct cs_profile_memo_frame){
+			t->frames[j].names_id, t->frames[j].path,
+			p->frames[frame].line, frame, p->hashes[n - 1 - j]};
+	}
+	m->nframes = t->nframes;
 	m->tid = t->tid;
 	m->index = index; /* in the label when there is no tid */
 	m->slot = slot;
 	m->grown = p->grown;
+	m->thread_id = thread;
+	m->stack_id = stack;
 	m->valid = true;
 }
 
 int cs_profile_add(struct cs_profile *p, const struct rv_process *proc,
-		   int on_cpu)
+		   int on_cpu, uint64_t time_ns)
 {
 	for (size_t i = 0; i < proc->nthreads; i++) {
 		const struct rv_thread *t = &proc->threads[i];
 		if (on_cpu && !t->holds_gvl)
 			continue;
 		struct cs_profile_memo *memo = memo_of(p, t, i, proc->nthreads);
-		if (count_again(p, memo, t, i))
+		if (seen_again(p, memo, t, i)) {
+			/* the same names: the same line */
+			size_t stack = stack_again(p, memo, t);
+			if (stack == SIZE_MAX ||
+			    !add_sample(p, memo->thread_id, stack, time_ns))
+				return 0;
+			p->lines[memo->slot].count++;
 			continue;
-		char thread[64];
-		if (t->name)
-			snprintf(thread, sizeof(thread), "%s", t->name);
-		else if (t->tid >= 0)
-			snprintf(thread, sizeof(thread), "thread %lld",
-				 (long long)t->tid);
-		else
-			snprintf(thread, sizeof(thread), "thread %zu", i + 1);
-		char *buf = NULL;
-		size_t len = 0, cap = 0;
-		append(&buf, &len, &cap, thread);
-		for (size_t j = t->nframes; j-- > 0;) {
-			const struct rv_frame *f = &t->frames[j];
-			append(&buf, &len, &cap,
-			       f->qualified ? f->qualified
-			       : f->label   ? f->label
-					    : "?");
 		}
-		size_t slot;
-		if (!buf || !count(p, buf, &slot))
+		bool same = same_thread_as(memo, t, i);
+		size_t thread = same ? memo->thread_id : thread_id(p, t, i);
+		size_t stack, slot;
+		uint64_t h;
+		const struct cs_profile_memo *known = same ? memo : NULL;
+		if (thread == SIZE_MAX ||
+		    (stack = fill_stack(p, known, t, thread, &h)) == SIZE_MAX ||
+		    !count_line(p, thread, stack, h, &slot) ||
+		    !add_sample(p, thread, stack, time_ns))
 			return 0;
-		remember(p, memo, t, i, slot);
+		remember(p, memo, t, i, slot, thread, stack);
 	}
-	p->samples++;
+	p->snapshots++;
 	return 1;
 }
 
-void cs_profile_write_collapsed(const struct cs_profile *p, FILE *out)
+static void index_free(struct cs_profile_index *x)
 {
-	for (size_t i = 0; i < p->nslots; i++)
-		if (p->keys[i])
-			fprintf(out, "%s %zu\n", p->keys[i], p->counts[i]);
-}
-
-struct tally {
-	char *name;
-	size_t self, total;
-};
-
-static int by_self(const void *a, const void *b)
-{
-	const struct tally *x = a, *y = b;
-	return x->self != y->self ? (x->self < y->self ? 1 : -1)
-				  : (x->total < y->total) - (x->total > y->total);
-}
-
-static struct tally *tally_of(struct tally **t, size_t *n, const char *name,
-			      size_t len)
-{
-	for (size_t i = 0; i < *n; i++)
-		if (strlen((*t)[i].name) == len &&
-		    memcmp((*t)[i].name, name, len) == 0)
-			return &(*t)[i];
-	struct tally *grown = realloc(*t, (*n + 1) * sizeof(**t));
-	if (!grown)
-		return NULL;
-	*t = grown;
-	grown[*n] = (struct tally){strndup(name, len), 0, 0};
-	return grown[*n].name ? &grown[(*n)++] : NULL;
-}
-
-/* Self: samples with the frame innermost; total: samples with the frame
- * anywhere in the stack (counted once per stack). The thread is left out. */
-void cs_profile_write_summary(const struct cs_profile *p, FILE *out,
-			      size_t lost, double seconds, double rate)
-{
-	struct tally *t = NULL;
-	size_t n = 0, stacks = 0;
-	for (size_t i = 0; i < p->nslots; i++) {
-		if (!p->keys[i])
-			continue;
-		const char *k = strchr(p->keys[i], ';');
-		if (!k)
-			continue; /* a thread without frames */
-		stacks += p->counts[i];
-		for (const char *f = k + 1;;) {
-			const char *e = strchr(f, ';');
-			size_t len = e ? (size_t)(e - f) : strlen(f);
-			struct tally *x = tally_of(&t, &n, f, len);
-			if (x) {
-				/* count a frame once per stack */
-				int seen = 0;
-				for (const char *g = k + 1; g < f;) {
-					const char *ge = strchr(g, ';');
-					size_t gl = (size_t)(ge - g);
-					if (gl == len && !memcmp(g, f, len))
-						seen = 1;
-					g = ge + 1;
-				}
-				if (!seen)
-					x->total += p->counts[i];
-				if (!e)
-					x->self += p->counts[i];
-			}
-			if (!e)
-				break;
-			f = e + 1;
-		}
-	}
-	if (n)
-		qsort(t, n, sizeof(*t), by_self);
-	fprintf(out, "%zu samples in %.1f s (%.0f Hz), %zu lost; %zu thread "
-		     "stacks with Ruby frames\n\n",
-		p->samples, seconds, rate, lost, stacks);
-	fprintf(out, "%7s %7s %7s  %s\n", "self", "self%", "total", "frame");
-	for (size_t i = 0; i < n && i < 20; i++)
-		fprintf(out, "%7zu %6.1f%% %7zu  %s\n", t[i].self,
-			stacks ? 100.0 * (double)t[i].self / (double)stacks : 0,
-			t[i].total, t[i].name);
-	for (size_t i = 0; i < n; i++)
-		free(t[i].name);
-	free(t);
-}
-
-/* Index of name in the shared frame list, adding it (linear: profiles
- * have hundreds of distinct frames, not millions). */
-static size_t frame_index(char ***names, size_t *n, const char *name,
-			  size_t len)
-{
-	for (size_t i = 0; i < *n; i++)
-		if (strlen((*names)[i]) == len && !memcmp((*names)[i], name, len))
-			return i;
-	char **grown = realloc(*names, (*n + 1) * sizeof(*grown));
-	char *copy = strndup(name, len);
-	if (!grown || !copy) {
-		free(copy);
-		if (grown)
-			*names = grown;
-		return SIZE_MAX;
-	}
-	*names = grown;
-	grown[*n] = copy;
-	return (*n)++;
-}
-
-void cs_profile_write_speedscope(const struct cs_profile *p, FILE *out)
-{
-	char **names = NULL, **threads = NULL;
-	size_t nnames = 0, nthreads = 0;
-	/* Frame and thread tables first: speedscope wants indexes. */
-	for (size_t i = 0; i < p->nslots; i++) {
-		if (!p->keys[i])
-			continue;
-		const char *k = p->keys[i], *semi = strchr(k, ';');
-		frame_index(&threads, &nthreads, k, semi ? (size_t)(semi - k)
-							 : strlen(k));
-		for (const char *f = semi ? semi + 1 : NULL; f;) {
-			const char *e = strchr(f, ';');
-			frame_index(&names, &nnames, f,
-				    e ? (size_t)(e - f) : strlen(f));
-			f = e ? e + 1 : NULL;
-		}
-	}
-	struct json j = {.out = out};
-	json_begin_object(&j, NULL);
-	json_string(&j, "$schema",
-		    "https://www.speedscope.app/file-format-schema.json");
-	json_string(&j, "exporter", "corestack record");
-	json_begin_object(&j, "shared");
-	json_begin_array(&j, "frames");
-	for (size_t i = 0; i < nnames; i++) {
-		json_begin_object(&j, NULL);
-		json_string(&j, "name", names[i]);
-		json_end_object(&j);
-	}
-	json_end_array(&j);
-	json_end_object(&j);
-	json_begin_array(&j, "profiles");
-	for (size_t t = 0; t < nthreads; t++) {
-		size_t total = 0, tl = strlen(threads[t]);
-		json_begin_object(&j, NULL);
-		json_string(&j, "type", "sampled");
-		json_string(&j, "name", threads[t]);
-		json_string(&j, "unit", "none");
-		json_int(&j, "startValue", 0);
-		json_begin_array(&j, "samples");
-		for (size_t i = 0; i < p->nslots; i++) {
-			const char *k = p->keys[i];
-			if (!k || strncmp(k, threads[t], tl) != 0 ||
-			    (k[tl] != ';' && k[tl]))
-				continue;
-			json_begin_array(&j, NULL);
-			for (const char *f = k[tl] ? k + tl + 1 : NULL; f;) {
-				const char *e = strchr(f, ';');
-				json_int(&j, NULL,
-					 (int64_t)frame_index(
-						 &names, &nnames, f,
-						 e ? (size_t)(e - f) : strlen(f)));
-				f = e ? e + 1 : NULL;
-			}
-			json_end_array(&j);
-			total += p->counts[i];
-		}
-		json_end_array(&j);
-		json_begin_array(&j, "weights");
-		for (size_t i = 0; i < p->nslots; i++) {
-			const char *k = p->keys[i];
-			if (k && !strncmp(k, threads[t], tl) &&
-			    (k[tl] == ';' || !k[tl]))
-				json_int(&j, NULL, (int64_t)p->counts[i]);
-		}
-		json_end_array(&j);
-		json_int(&j, "endValue", (int64_t)total);
-		json_end_object(&j);
-	}
-	json_end_array(&j);
-	json_end_object(&j);
-	for (size_t i = 0; i < nnames; i++)
-		free(names[i]);
-	for (size_t i = 0; i < nthreads; i++)
-		free(threads[i]);
-	free(names);
-	free(threads);
+	free(x->slots);
 }
 
 void cs_profile_free(struct cs_profile *p)
 {
-	for (size_t i = 0; i < p->nslots; i++)
-		free(p->keys[i]);
-	free(p->keys);
-	free(p->counts);
+	for (size_t i = 0; i < p->names.count; i++)
+		free(p->names.text[i]);
+	for (size_t i = 0; i < p->nfunctions; i++) {
+		free(p->functions[i].name);
+		free(p->functions[i].file);
+	}
+	for (size_t i = 0; i < p->nstacks; i++)
+		free(p->stacks[i].frames);
+	for (size_t i = 0; i < p->nthreads; i++)
+		free(p->threads[i].name);
+	free(p->names.text);
+	free(p->functions);
+	free(p->frames);
+	free(p->stacks);
+	free(p->threads);
+	free(p->samples);
+	free(p->lines);
+	index_free(&p->name_index);
+	index_free(&p->function_index);
+	index_free(&p->frame_index);
+	index_free(&p->stack_index);
+	index_free(&p->thread_index);
+	free(p->scratch);
+	free(p->hashes);
 	forget_memos(p);
 	memset(p, 0, sizeof(*p));
 }

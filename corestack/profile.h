@@ -1,6 +1,12 @@
-/* A sampling profile: stacks counted as collapsed lines
- * ("thread;outermost;...;innermost"), written as collapsed stacks (the input
- * of flamegraph.pl, inferno and speedscope) or as a summary table. */
+/* A sampling profile as tables: the functions seen, the frames (a function
+ * at a line), the stacks (lists of frames), the threads, and the samples
+ * (a thread seen in a stack, from when, for how many snapshots in a row).
+ * Every id is an index into its table. The formats (profile_format.h)
+ * are written from the tables; none of them is stored.
+ *
+ * Beside the tables the profile keeps the collapsed lines: the samples
+ * summed by thread label and frame names ("label;outer;...;inner"), in
+ * the order every format that lists them has always listed them. */
 #ifndef CS_CORESTACK_PROFILE_H
 #define CS_CORESTACK_PROFILE_H
 
@@ -11,46 +17,148 @@
 
 #include "../rubyvm/model.h"
 
+enum cs_profile_kind {
+	CS_PROFILE_RUBY,   /* a Ruby method, block or script body */
+	CS_PROFILE_CFUNC,  /* a method written in C */
+	CS_PROFILE_NATIVE, /* a native frame (not recorded yet) */
+};
+
+/* A name as collapsed stacks write it: ';' separates their frames, so it
+ * is written ':' inside a name. Interned: equal names have equal ids. */
+struct cs_profile_names {
+	char **text;
+	size_t count;
+};
+
+struct cs_profile_function {
+	char *name;     /* qualified name, else the label, else "?" */
+	char *file;     /* its Ruby file; NULL for C functions or unknown */
+	size_t display; /* name, in the profile's names */
+};
+
+struct cs_profile_frame {
+	size_t function;
+	int line; /* 0: none (C functions) */
+	enum cs_profile_kind kind;
+};
+
+struct cs_profile_stack {
+	size_t *frames; /* outermost first */
+	size_t nframes;
+};
+
+struct cs_profile_thread {
+	char *name;    /* Thread#name, NULL for none */
+	int64_t tid;   /* -1: unknown */
+	size_t label;  /* in names: its name (63 bytes at most), else
+			* "thread TID", else "thread N" (N: its place in
+			* the thread list) */
+	size_t last;   /* its latest sample + 1; 0: none yet */
+	size_t seen;   /* the snapshot of that sample's last look */
+};
+
+struct cs_profile_sample {
+	size_t stack, thread;
+	uint64_t time_ns; /* when first seen (CLOCK_MONOTONIC) */
+	uint64_t weight;  /* snapshots in a row of this thread that saw it */
+};
+
+/* Samples summed by the thread's label and the frames' names. */
+struct cs_profile_line {
+	size_t thread, stack; /* the first sample's */
+	size_t count;         /* 0: an empty slot */
+	uint64_t hash;        /* of its text */
+};
+
+/* A hash index of one table's ids (profile.c). */
+struct cs_profile_index {
+	struct cs_profile_slot *slots;
+	size_t nslots, count;
+};
+
+/* One frame of a memo: its names_id, its path (the address, compared,
+ * never read: the frame cache lends the same string to every frame of
+ * one entry), the profile's frame at that line, and the hash of the
+ * collapsed line up to it (from the label down). */
+struct cs_profile_memo_frame {
+	uint64_t names_id;
+	const char *path;
+	int line;
+	size_t frame;
+	uint64_t hash;
+};
+
 /* The stack last counted for one thread, by its frames' names_id. */
 struct cs_profile_memo {
 	uint64_t thread;   /* rv_thread.addr */
 	int64_t tid;
 	size_t index;      /* in the snapshot's thread list */
 	char *name;        /* Thread#name then, NULL for none */
-	uint64_t *ids;     /* innermost first */
-	size_t nids, cap;
+	struct cs_profile_memo_frame *frames; /* innermost first */
+	size_t nframes, cap;
 	bool valid;
-	size_t slot;       /* where it was counted, while grown is the same */
+	size_t slot;       /* its line, while grown is the same */
 	size_t grown;
+	size_t thread_id, stack_id;
 };
 
 struct cs_profile {
-	char **keys;      /* collapsed stacks, open addressing */
-	size_t *counts;
-	size_t nslots, nkeys;
-	size_t samples;   /* snapshots added */
+	struct cs_profile_names names;
+	struct cs_profile_function *functions;
+	struct cs_profile_frame *frames;
+	struct cs_profile_stack *stacks;
+	struct cs_profile_thread *threads;
+	struct cs_profile_sample *samples;
+	size_t nfunctions, nframes, nstacks, nthreads, nsamples;
+	size_t snapshots; /* snapshots added */
+	/* collapsed lines, open addressing by the hash of their text */
+	struct cs_profile_line *lines;
+	size_t nline_slots, nlines;
+	size_t grown; /* times the lines were rehashed */
+	/* what finds an entry of each table by its content */
+	struct cs_profile_index name_index, function_index, frame_index,
+		stack_index, thread_index;
+	/* a stack's frame ids while it is looked up, and its line's hash
+	 * after each */
+	size_t *scratch;
+	uint64_t *hashes;
+	size_t scratch_cap;
 	/* A thread whose frames have the names of its last sample's is
-	 * counted again without its collapsed stack being built: in a deep
-	 * stack, building it touched every frame's strings, most of a
-	 * sample's cost to the profile. */
+	 * counted again without its frames being looked up (only a line
+	 * that moved is): in a deep stack, that touched every frame's
+	 * strings, most of a sample's cost to the profile. When only its
+	 * inner frames changed, only those are looked up. */
 	struct cs_profile_memo *memos;
 	size_t nmemos;
-	size_t grown; /* times the slots were rehashed */
 };
 
 void cs_profile_init(struct cs_profile *p);
-/* Count every thread's stack of one snapshot (with on_cpu, only threads
- * holding the GVL: the one running Ruby code); 0 on allocation failure. */
+/* Count every thread's stack of one snapshot taken at time_ns (with
+ * on_cpu, only threads holding the GVL: the one running Ruby code); 0 on
+ * allocation failure. */
 int cs_profile_add(struct cs_profile *p, const struct rv_process *proc,
-		   int on_cpu);
-void cs_profile_write_collapsed(const struct cs_profile *p, FILE *out);
-void cs_profile_write_summary(const struct cs_profile *p, FILE *out,
-			      size_t lost, double seconds, double rate);
-/* speedscope's file format: one sampled profile per thread, frames shared;
- * each distinct stack is one sample weighted by its count. */
-void cs_profile_write_speedscope(const struct cs_profile *p, FILE *out);
-/* A flame graph, standalone SVG (flamegraph.c). */
-void cs_profile_write_flamegraph(const struct cs_profile *p, FILE *out);
+		   int on_cpu, uint64_t time_ns);
 void cs_profile_free(struct cs_profile *p);
+
+/* The text of a name id (cs_profile_function.display, thread.label). */
+static inline const char *cs_profile_display(const struct cs_profile *p,
+					     size_t name)
+{
+	return p->names.text[name];
+}
+
+/* The name id of a frame's function. */
+static inline size_t cs_profile_frame_name(const struct cs_profile *p,
+					   size_t frame)
+{
+	return p->functions[p->frames[frame].function].display;
+}
+
+/* Its text. */
+static inline const char *cs_profile_frame_text(const struct cs_profile *p,
+						size_t frame)
+{
+	return p->names.text[cs_profile_frame_name(p, frame)];
+}
 
 #endif

@@ -16,6 +16,7 @@
 #include <getopt.h>
 #include <libgen.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,7 +24,6 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "../util/cli_args.h"
@@ -32,7 +32,9 @@
 #include "../target/live.h"
 #include "../target/page_cache.h"
 #include "profile.h"
+#include "profile_format.h"
 #include "sampler.h"
+#include "sampling_loop.h"
 #include "vm_module.h"
 #include "ruby_open.h"
 
@@ -40,12 +42,12 @@ enum { EXIT_OK = 0, EXIT_UNUSABLE = 2, EXIT_USAGE = 64 };
 
 #define PROG "corestack record"
 
-static volatile sig_atomic_t stop_requested;
+static atomic_int stop_requested;
 
 static void on_stop_signal(int sig)
 {
 	(void)sig;
-	stop_requested = 1;
+	atomic_store(&stop_requested, 1);
 }
 
 struct record_options {
@@ -54,7 +56,7 @@ struct record_options {
 	double rate;     /* Hz */
 	int nonblocking;
 	int on_cpu;      /* only the thread holding the GVL */
-	const char *format; /* collapsed, speedscope, flamegraph, summary */
+	const struct cs_profile_format *format;
 	const char *out;
 	char **command;  /* after "--" */
 };
@@ -75,6 +77,16 @@ static void record_usage(FILE *out)
 	      "                     running Ruby code) in each sample\n"
 	      "  -o FILE            write the profile to FILE\n",
 	      out);
+}
+
+static void unknown_format(const char *name)
+{
+	fputs(PROG ": --format is one of ", stderr);
+	for (const struct cs_profile_format *f = cs_profile_formats; f->name;
+	     f++)
+		fprintf(stderr, "%s%s", f == cs_profile_formats ? "" : ", ",
+			f->name);
+	fprintf(stderr, ", not '%s'\n", name);
 }
 
 static int parse(int argc, char **argv, struct record_options *o)
@@ -117,16 +129,8 @@ static int parse(int argc, char **argv, struct record_options *o)
 			o->nonblocking = 1;
 			break;
 		case 'f':
-			o->format = optarg;
-			if (strcmp(optarg, "collapsed") != 0 &&
-			    strcmp(optarg, "summary") != 0 &&
-			    strcmp(optarg, "speedscope") != 0 &&
-			    strcmp(optarg, "flamegraph") != 0) {
-				fprintf(stderr, PROG ": --format is one of "
-						"collapsed, speedscope, "
-						"flamegraph, summary, not "
-						"'%s'\n",
-					optarg);
+			if (!(o->format = cs_profile_format_find(optarg))) {
+				unknown_format(optarg);
 				return EXIT_USAGE;
 			}
 			break;
@@ -154,7 +158,8 @@ static int parse(int argc, char **argv, struct record_options *o)
 		return EXIT_USAGE;
 	}
 	if (!o->format)
-		o->format = o->out ? "collapsed" : "summary";
+		o->format = cs_profile_format_find(o->out ? "collapsed"
+							   : "summary");
 	return 0;
 }
 
@@ -191,16 +196,49 @@ static bool output_writable(const char *path)
 	return !why;
 }
 
-static double clock_seconds(clockid_t id)
+/* What each sample of the loop needs. */
+struct recording {
+	const struct record_options *o;
+	int pid;
+	int *child; /* our own child, 0 once it is reaped */
+	struct rv_session *session;
+	struct cs_live **kept;
+	struct cs_page_cache *cache;
+	struct cs_profile *prof;
+	int interactive;
+};
+
+/* Our own child lingers as a zombie: reap it to see it end. */
+static bool child_running(void *ctx)
 {
-	struct timespec ts;
-	clock_gettime(id, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	struct recording *r = ctx;
+	if (*r->child && waitpid(*r->child, NULL, WNOHANG) == *r->child) {
+		*r->child = 0;
+		return false;
+	}
+	return true;
 }
 
-static double now(void)
+static int take(void *ctx)
 {
-	return clock_seconds(CLOCK_MONOTONIC);
+	struct recording *r = ctx;
+	int taken = cs_sample_once(r->session, r->pid, !r->o->nonblocking,
+				   r->o->on_cpu, r->kept, r->cache, r->prof);
+	/* An exited target that nobody reaped (our own child whose traced
+	 * threads we still hold, or another process's) fails every sample
+	 * until --duration. */
+	if (taken == 0 && cs_live_exited(r->pid))
+		return -1;
+	return taken;
+}
+
+static void progress(void *ctx, const struct cs_sampling_loop *l)
+{
+	const struct recording *r = ctx;
+	if (r->interactive && (l->taken + l->lost) % 50 == 0)
+		fprintf(stderr, "\rcorestack record: %zu samples, %zu lost, "
+				"%.1f s",
+			l->taken, l->lost, cs_sampling_now() - l->start);
 }
 
 static int start_command(char **command)
@@ -293,47 +331,19 @@ int cs_record_main(int argc, char **argv)
 	 * stop: the kernel's default 50 us of timer slack would stretch each
 	 * of them, and so the time the target spends stopped. */
 	prctl(PR_SET_TIMERSLACK, 1000UL);
-	double interval = 1.0 / o.rate, start = now(), next = start;
-	size_t lost = 0;
-	double reading = 0; /* seconds spent taking samples */
-	/* ... of which on a CPU, kernel time for the reads included: what a
-	 * sample costs when the machine is busy with other work too. */
-	double reading_cpu = 0;
-	int interactive = isatty(STDERR_FILENO);
-	while (!stop_requested &&
-	       (o.duration <= 0 || now() - start < o.duration)) {
-		double wait = next - now();
-		if (wait > 0)
-			usleep((useconds_t)(wait * 1e6));
-		next += interval;
-		/* Our own child lingers as a zombie: reap it to see it end. */
-		if (child && waitpid(child, NULL, WNOHANG) == child) {
-			child = 0;
-			break;
-		}
-		double t0 = now(), c0 = clock_seconds(CLOCK_THREAD_CPUTIME_ID);
-		int r = cs_sample_once(session, pid, !o.nonblocking, o.on_cpu,
-				    &kept, &cache, &prof);
-		reading += now() - t0;
-		reading_cpu += clock_seconds(CLOCK_THREAD_CPUTIME_ID) - c0;
-		if (r < 0)
-			break; /* the target exited: keep what we have */
-		if (r == 0) {
-			/* An exited target that nobody reaped (our own child
-			 * whose traced threads we still hold, or another
-			 * process's) fails every sample until --duration. */
-			if (cs_live_exited(pid))
-				break;
-			lost++;
-		}
-		if (interactive && (prof.samples + lost) % 50 == 0)
-			fprintf(stderr, "\rcorestack record: %zu samples, %zu "
-					"lost, %.1f s",
-				prof.samples, lost, now() - start);
-	}
-	double elapsed = now() - start;
+	struct recording rec = {
+		.o = &o, .pid = pid, .child = &child, .session = session,
+		.kept = &kept, .cache = &cache, .prof = &prof,
+		.interactive = isatty(STDERR_FILENO),
+	};
+	struct cs_sampling_loop loop = {
+		.rate = o.rate, .duration = o.duration, .stop = &stop_requested,
+		.take = take, .before = child_running, .after = progress,
+		.ctx = &rec,
+	};
+	cs_sampling_run(&loop);
 	cs_live_close(kept);
-	if (interactive)
+	if (rec.interactive)
 		fputc('\n', stderr);
 
 	FILE *out = o.out ? fopen(o.out, "w") : stdout;
@@ -342,26 +352,20 @@ int cs_record_main(int argc, char **argv)
 			strerror(errno));
 		rc = EXIT_UNUSABLE;
 	} else {
-		if (strcmp(o.format, "collapsed") == 0)
-			cs_profile_write_collapsed(&prof, out);
-		else if (strcmp(o.format, "speedscope") == 0)
-			cs_profile_write_speedscope(&prof, out);
-		else if (strcmp(o.format, "flamegraph") == 0)
-			cs_profile_write_flamegraph(&prof, out);
-		else
-			cs_profile_write_summary(&prof, out, lost, elapsed,
-						 o.rate);
+		struct cs_profile_run run = {loop.lost, loop.elapsed, o.rate};
+		o.format->write(out, &prof, &run);
 		if (o.out)
 			fclose(out);
 	}
-	size_t tries = prof.samples + lost;
+	size_t tries = loop.taken + loop.lost;
 	fprintf(stderr,
 		"corestack record: %zu samples in %.1f s (%.0f Hz asked, %.1f "
 		"achieved), %zu lost, %.1f us per sample (%.1f us of CPU)\n",
-		prof.samples, elapsed, o.rate,
-		elapsed > 0 ? (double)tries / elapsed : 0.0, lost,
-		tries ? reading / (double)tries * 1e6 : 0.0,
-		tries ? reading_cpu / (double)tries * 1e6 : 0.0);
+		loop.taken, loop.elapsed, o.rate,
+		loop.elapsed > 0 ? (double)tries / loop.elapsed : 0.0,
+		loop.lost,
+		tries ? loop.reading / (double)tries * 1e6 : 0.0,
+		tries ? loop.reading_cpu / (double)tries * 1e6 : 0.0);
 	cs_profile_free(&prof);
 	cs_page_cache_free(&cache);
 	cs_ruby_close(&ruby);

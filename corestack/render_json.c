@@ -5,7 +5,8 @@
 #include <string.h>
 
 #include "../util/json.h"
-#include "report.h"
+#include "../target/crash_signal.h"
+#include "render.h"
 
 static void process(struct json *j, const struct cs_report *r)
 {
@@ -132,6 +133,80 @@ static void fiber_list(struct json *j, const char *key,
 	json_end_array(j);
 }
 
+/* --native: native frames, merged stacks, threads that run no Ruby. */
+static void native_frame(struct json *j, const struct cs_native_frame *f)
+{
+	char pc[32];
+	snprintf(pc, sizeof(pc), "0x%llx", (unsigned long long)f->pc);
+	json_string(j, "function", f->function);
+	json_string(j, "file", f->file);
+	json_int(j, "line", f->line);
+	json_string(j, "module", f->module);
+	json_string(j, "pc", pc);
+	json_bool(j, "inlined", f->inlined);
+}
+
+static void native_frames(struct json *j, const char *key,
+			       const struct cs_native_thread *t)
+{
+	json_begin_array(j, key);
+	for (size_t k = 0; t && k < t->nframes; k++) {
+		json_begin_object(j, NULL);
+		native_frame(j, &t->frames[k]);
+		json_end_object(j);
+	}
+	json_end_array(j);
+}
+
+/* Inside thread i's object: "native", "native_error", "merged",
+ * "merge_error". */
+static void native_stack(struct json *j, const struct cs_report *r, size_t i)
+{
+	const struct rv_thread *t = &r->ruby->threads[i];
+	const struct cs_merged_stack *m = &r->merged[i];
+	const struct cs_native_thread *nt = cs_report_native_of(r, i);
+	native_frames(j, "native", nt);
+	json_string(j, "native_error", nt ? nt->error : NULL);
+	json_begin_array(j, "merged");
+	for (size_t k = 0; k < m->nframes; k++) {
+		const struct cs_merged_frame *f = &m->frames[k];
+		json_begin_object(j, NULL);
+		const char *kind = !f->ruby				? "native"
+				   : f->ruby->kind == RV_FRAME_CFUNC ? "cfunc"
+								     : "ruby";
+		json_string(j, "kind", kind);
+		if (f->ruby) {
+			/* the frame's index in "frames" */
+			json_int(j, "frame", (long long)(f->ruby - t->frames));
+			json_string(j, "label", f->ruby->label);
+		}
+		if (f->native)
+			native_frame(j, f->native);
+		json_end_object(j);
+	}
+	json_end_array(j);
+	json_string(j, "merge_error", m->error);
+	json_bool(j, "off_native", m->off_native);
+}
+
+static void native_only(struct json *j, const struct cs_report *r)
+{
+	json_begin_array(j, "native_threads");
+	for (size_t i = 0; r->native_all && r->native && i < r->native->nthreads;
+	     i++) {
+		const struct cs_native_thread *t = &r->native->threads[i];
+		if (cs_report_is_ruby_tid(r, t->tid))
+			continue;
+		json_begin_object(j, NULL);
+		json_int(j, "tid", t->tid);
+		json_bool(j, "crashed", t->tid == r->crash_tid);
+		native_frames(j, "native", t);
+		json_string(j, "error", t->error);
+		json_end_object(j);
+	}
+	json_end_array(j);
+}
+
 static void thread(struct json *j, const struct cs_report *r, size_t i)
 {
 	const struct rv_thread *t = &r->ruby->threads[i];
@@ -155,7 +230,7 @@ static void thread(struct json *j, const struct cs_report *r, size_t i)
 	fiber_list(j, "fibers", r->ruby, t->fibers, t->nfibers);
 	json_bool(j, "crashed", r->crash_tid >= 0 && tid == r->crash_tid);
 	if (r->native)
-		cs_render_native_json(j, r, i);
+		native_stack(j, r, i);
 	json_end_object(j);
 }
 
@@ -182,7 +257,7 @@ void cs_render_json(FILE *out, const struct cs_report *r)
 		json_null(&j, "heap");
 	}
 	if (r->native_all)
-		cs_render_native_only_json(&j, r);
+		native_only(&j, r);
 	json_bool(&j, "complete", r->complete);
 	json_begin_array(&j, "errors");
 	if (r->ruby->error)

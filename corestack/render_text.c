@@ -4,7 +4,8 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include "report.h"
+#include "../target/crash_signal.h"
+#include "render.h"
 
 static void header(FILE *out, const struct cs_report *r)
 {
@@ -88,13 +89,6 @@ static void frame(FILE *out, const struct rv_frame *f,
 	fputc('\n', out);
 }
 
-void cs_render_frame_text(FILE *out, const struct rv_process *p,
-			  const struct rv_frame *f,
-			  const struct cs_native_frame *on)
-{
-	frame(out, f, on, 4, p->backtick_quotes);
-}
-
 static void stack(FILE *out, const struct rv_process *p, const char *error,
 		  const struct rv_frame *frames, size_t n, bool truncated,
 		  int indent)
@@ -106,6 +100,68 @@ static void stack(FILE *out, const struct rv_process *p, const char *error,
 	if (truncated)
 		fprintf(out, "%*s<more frames not shown: --max-frames>\n",
 			indent, "");
+}
+
+/* --native: native frames, merged stacks, threads that run no Ruby. */
+static void native_frame(FILE *out, const struct cs_native_frame *f)
+{
+	fprintf(out, "    [native%s] %s", f->inlined ? ", inlined" : "",
+		f->function ? f->function : "??");
+	if (f->file)
+		fprintf(out, " at %s:%d", f->file, f->line);
+	fprintf(out, "  (%s, 0x%llx)\n", f->module ? f->module : "?",
+		(unsigned long long)f->pc);
+}
+
+/* Thread i's stack: merged, or the reason and the Ruby stack alone. */
+static void native_stack(FILE *out, const struct cs_report *r, size_t i)
+{
+	const struct rv_thread *t = &r->ruby->threads[i];
+	const struct cs_merged_stack *m = &r->merged[i];
+	const struct cs_native_thread *nt = cs_report_native_of(r, i);
+	if (nt && nt->cut)
+		fprintf(out, "    <native unwind %s>\n", nt->error);
+	if (m->off_native) {
+		fputs("    <parked on no native thread (M:N scheduler): no "
+		      "native frames>\n", out);
+		for (size_t j = 0; j < t->nframes; j++)
+			frame(out, &t->frames[j], NULL, 4,
+			      r->ruby->backtick_quotes);
+		return;
+	}
+	if (m->error) {
+		fprintf(out, "    <native frames not merged: %s; Ruby stack "
+			     "alone>\n", m->error);
+		for (size_t j = 0; j < t->nframes; j++)
+			frame(out, &t->frames[j], NULL, 4,
+			      r->ruby->backtick_quotes);
+		return;
+	}
+	for (size_t j = 0; j < m->nframes; j++) {
+		const struct cs_merged_frame *f = &m->frames[j];
+		if (f->native && (!f->ruby || f->native->inlined))
+			native_frame(out, f->native);
+		if (f->ruby)
+			frame(out, f->ruby, f->native, 4,
+			      r->ruby->backtick_quotes);
+	}
+}
+
+static void native_only(FILE *out, const struct cs_report *r)
+{
+	for (size_t i = 0; r->native && i < r->native->nthreads; i++) {
+		const struct cs_native_thread *t = &r->native->threads[i];
+		if (cs_report_is_ruby_tid(r, t->tid))
+			continue;
+		fprintf(out, "\nThread (tid %d) runs no Ruby%s\n", t->tid,
+			t->tid == r->crash_tid ? ", received the signal" : "");
+		if (t->error)
+			fprintf(out, "    <native unwind stopped: %s>\n", t->error);
+		for (size_t j = 0; j < t->nframes; j++)
+			native_frame(out, &t->frames[j]);
+		if (t->truncated)
+			fputs("    <more native frames not shown>\n", out);
+	}
 }
 
 /* Fibers under their thread; the current one's stack is the thread's. */
@@ -196,7 +252,7 @@ void cs_render_text(FILE *out, const struct cs_report *r)
 			if (t->error)
 				fprintf(out, "    <stack incomplete: %s>\n",
 					t->error);
-			cs_render_native_text(out, r, i);
+			native_stack(out, r, i);
 			if (t->truncated)
 				fputs("    <more frames not shown: "
 				      "--max-frames>\n", out);
@@ -214,5 +270,5 @@ void cs_render_text(FILE *out, const struct cs_report *r)
 		fibers(out, r->ruby, r->ruby->orphan_fibers, r->ruby->norphan_fibers);
 	}
 	if (r->native_all)
-		cs_render_native_only_text(out, r);
+		native_only(out, r);
 }

@@ -1,6 +1,6 @@
 /* What a run found, ready to render: process header from the core or the
  * live process, plus the Ruby model's snapshot. Renderers only format; they
- * decide nothing. */
+ * decide nothing (render.h). */
 #ifndef CS_CORESTACK_REPORT_H
 #define CS_CORESTACK_REPORT_H
 
@@ -40,22 +40,11 @@ struct cs_report {
 	int native_all;
 };
 
-/* One Ruby frame of p as a text line, quoted as that Ruby quotes; on: the
- * native frame of its C function (--native), or NULL. */
-void cs_render_frame_text(FILE *out, const struct rv_process *p,
-			  const struct rv_frame *f,
-			  const struct cs_native_frame *on);
-/* render_native.c: the parts of the output --native adds. */
-const char *cs_signal_code_name(int signo, int code);
-void cs_render_native_text(FILE *out, const struct cs_report *r, size_t i);
-void cs_render_native_only_text(FILE *out, const struct cs_report *r);
-struct json;
-void cs_render_native_json(struct json *j, const struct cs_report *r, size_t i);
-void cs_render_native_only_json(struct json *j, const struct cs_report *r);
-/* Is native thread nt one of the Ruby threads? */
+/* Is tid the kernel thread of one of the Ruby threads? */
 int cs_report_is_ruby_tid(const struct cs_report *r, int64_t tid);
-
-void cs_render_text(FILE *out, const struct cs_report *r);
-void cs_render_json(FILE *out, const struct cs_report *r);
+/* Ruby thread i's native stack (--native): NULL when there is none or its
+ * tid is not believed. */
+const struct cs_native_thread *cs_report_native_of(const struct cs_report *r,
+						    size_t i);
 
 #endif

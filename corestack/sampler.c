@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <string.h>
+#include <time.h>
 
 static size_t read_live_ranges(void *live, const uint64_t *addrs,
 			       void *const *bufs, const size_t *lens, size_t n)
@@ -183,9 +184,13 @@ int cs_sample_once(struct rv_session *s, int pid, int pause, int on_cpu,
 		rv_process_destroy(p);
 		return 0;
 	}
+	struct timespec taken;
+	clock_gettime(CLOCK_MONOTONIC, &taken);
 	if (pause)
 		next_stops(*keep, p, true);
-	int ok = cs_profile_add(prof, p, on_cpu);
+	int ok = cs_profile_add(prof, p, on_cpu,
+				(uint64_t)taken.tv_sec * 1000000000u +
+					(uint64_t)taken.tv_nsec);
 	rv_process_destroy(p);
 	return ok;
 }

@@ -7,6 +7,7 @@
 #include "../target/open.h"
 #include "../target/page_cache.h"
 #include "../corestack/report.h"
+#include "../corestack/render.h"
 #include "../corestack/ruby_open.h"
 #include "../corestack/snapshot.h"
 
@@ -193,14 +194,17 @@ static struct cs_error *render(struct cs_snapshot *s,
 	if ((err = select_threads(proc, s->tids.tids, req, shown)))
 		goto out;
 	s->report.shown = shown;
+	const struct cs_renderer *renderer = cs_renderer_find(req->format);
+	if (!renderer) {
+		err = cs_error_create(CS_ERR_USAGE, "no output format '%s'",
+				      req->format);
+		goto out;
+	}
 	if (!(f = open_memstream(&text, &size))) {
 		err = &cs_error_nomem;
 		goto out;
 	}
-	if (req->json)
-		cs_render_json(f, &s->report);
-	else
-		cs_render_text(f, &s->report);
+	renderer->render(f, &s->report);
 	if (fclose(f) != 0) {
 		err = &cs_error_nomem;
 		free(text);

@@ -1,5 +1,5 @@
 /* ruby-bt: the Ruby stacks of a debugger's inferior, rendered exactly as
- * corestack renders them (corestack/render_text.c, render_json.c).
+ * corestack renders them (corestack/render.h).
  *
  * The inferior is read one of three ways: a local core file or a local live
  * process directly (the fast path, the same readers as the corestack CLI),
@@ -44,7 +44,7 @@ typedef int (*gx_thread_hints_fn)(void *ctx, struct gx_thread_hint **ret,
 				  size_t *count);
 
 struct gx_backtrace_request {
-	int json;
+	const char *format; /* a renderer's name (corestack/render.h) */
 	const int64_t *only_tids; /* show only these kernel threads; NULL: all */
 	size_t nonly;
 	gx_thread_hints_fn hints;  /* may be NULL */

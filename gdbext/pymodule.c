@@ -224,7 +224,7 @@ static PyObject *py_backtrace(PyObject *self, PyObject *args, PyObject *kw)
 				"debugger read= and mappings=");
 		return NULL;
 	}
-	struct gx_backtrace_request req = {.json = json};
+	struct gx_backtrace_request req = {.format = json ? "json" : "text"};
 	int64_t *only = NULL;
 	if (!tid_list(tids, &only, &req.nonly)) {
 		free(only);

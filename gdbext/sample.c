@@ -7,14 +7,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "../target/open.h"
 #include "../target/live.h"
 #include "../target/page_cache.h"
 #include "../corestack/profile.h"
+#include "../corestack/profile_format.h"
 #include "../corestack/sampler.h"
+#include "../corestack/sampling_loop.h"
 #include "../corestack/vm_module.h"
 #include "../corestack/ruby_open.h"
 
@@ -29,47 +29,28 @@ struct gx_sampler {
 	pthread_t thread;
 	atomic_int stop;
 	/* written by the thread, read after the join */
-	size_t lost;
-	double elapsed, reading;
+	struct cs_live *kept;
+	struct cs_sampling_loop loop;
 	int interrupted; /* the signal was sent */
 };
 
-static double now(void)
+static int take(void *arg)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-/* Sleep until t or until asked to stop, in short naps so that finish
- * never waits long. */
-static void sleep_until(struct gx_sampler *s, double t)
-{
-	for (double left; !atomic_load(&s->stop) && (left = t - now()) > 0;)
-		usleep((useconds_t)((left < 0.05 ? left : 0.05) * 1e6));
+	struct gx_sampler *s = arg;
+	return cs_sample_once(s->ruby.session, s->pid, 0, 0, &s->kept,
+			      &s->cache, &s->prof);
 }
 
 static void *run(void *arg)
 {
 	struct gx_sampler *s = arg;
-	struct cs_live *kept = NULL;
-	double interval = 1.0 / s->rate, start = now(), next = start;
-	while (!atomic_load(&s->stop) && now() - start < s->seconds) {
-		sleep_until(s, next);
-		if (atomic_load(&s->stop) || now() - start >= s->seconds)
-			break;
-		next += interval;
-		double t0 = now();
-		int r = cs_sample_once(s->ruby.session, s->pid, 0, 0, &kept,
-				       &s->cache, &s->prof);
-		s->reading += now() - t0;
-		if (r < 0)
-			break; /* the inferior exited */
-		if (r == 0)
-			s->lost++;
-	}
-	s->elapsed = now() - start;
-	cs_live_close(kept);
+	s->loop = (struct cs_sampling_loop){
+		.rate = s->rate, .duration = s->seconds, .stop = &s->stop,
+		.take = take, .ctx = s,
+	};
+	cs_sampling_run(&s->loop);
+	cs_live_close(s->kept);
+	s->kept = NULL;
 	if (s->interrupt_signal && !atomic_load(&s->stop) &&
 	    kill(s->pid, 0) == 0) {
 		kill(s->pid, s->interrupt_signal);
@@ -140,9 +121,12 @@ struct cs_error *gx_sampler_finish(struct gx_sampler *s, const char *out_path,
 	pthread_join(s->thread, NULL);
 	*interrupted = s->interrupted;
 	struct cs_error *err = NULL;
+	const struct cs_sampling_loop *l = &s->loop;
+	struct cs_profile_run run = {l->lost, l->elapsed, s->rate};
 	if (out_path) {
 		FILE *f = fopen(out_path, "w");
-		if (!f || (cs_profile_write_collapsed(&s->prof, f),
+		if (!f || (cs_profile_format_find("collapsed")
+				   ->write(f, &s->prof, &run),
 			   fclose(f) != 0))
 			err = cs_error_create(CS_ERR_OS, "cannot write %s: %s",
 					      out_path, strerror(errno));
@@ -153,16 +137,15 @@ struct cs_error *gx_sampler_finish(struct gx_sampler *s, const char *out_path,
 	if (!err && !m)
 		err = &cs_error_nomem;
 	if (!err) {
-		cs_profile_write_summary(&s->prof, m, s->lost, s->elapsed,
-					 s->rate);
-		size_t tries = s->prof.samples + s->lost;
+		cs_profile_format_find("summary")->write(m, &s->prof, &run);
+		size_t tries = l->taken + l->lost;
 		fprintf(m,
 			"\n%zu samples in %.2f s (%.0f Hz asked, %.1f achieved), "
 			"%zu lost, %.1f us per stack read\n",
-			s->prof.samples, s->elapsed, s->rate,
-			s->elapsed > 0 ? (double)tries / s->elapsed : 0.0,
-			s->lost,
-			tries ? s->reading / (double)tries * 1e6 : 0.0);
+			l->taken, l->elapsed, s->rate,
+			l->elapsed > 0 ? (double)tries / l->elapsed : 0.0,
+			l->lost,
+			tries ? l->reading / (double)tries * 1e6 : 0.0);
 		if (out_path)
 			fprintf(m, "collapsed stacks written to %s\n", out_path);
 		if (fclose(m) != 0)

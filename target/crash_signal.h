@@ -15,5 +15,8 @@ const struct cs_siginfo *cs_crash_signal(const struct cs_siginfo *si);
  * carries it, else the first (the kernel lists the dumping thread first).
  * -1 without a fatal signal. */
 int64_t cs_core_crash_tid(const struct cs_core *core);
+/* The name of a signal code (si_code), as <signal.h> spells it; NULL for
+ * one it does not name. */
+const char *cs_signal_code_name(int signo, int code);
 
 #endif

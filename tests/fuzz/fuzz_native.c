@@ -22,7 +22,7 @@
 #include "target/core_target.h"
 #include "corestack/merge.h"
 #include "corestack/native.h"
-#include "corestack/report.h"
+#include "corestack/render.h"
 #include "tests/fuzz/core_input.h"
 
 #include <fcntl.h>

@@ -1,9 +1,12 @@
 /* The profile (corestack/profile.c): stacks counted by their collapsed
  * line, and a thread whose frames carry the names_id of its last sample's
- * counted again without its line being built. The counts must be those of
- * building every line: a changed frame, thread name or tid, or a frame
- * without a names_id, is a new look at the strings. */
+ * counted again without its frames being looked up. The counts must be
+ * those of looking up every frame: a changed frame, thread name or tid, or
+ * a frame without a names_id, is a new look at the strings. The tables
+ * hold each function, frame, stack and thread once, and the samples'
+ * weights add up to the lines' counts. */
 #include "corestack/profile.h"
+#include "corestack/profile_format.h"
 #include "tests/unit/check.h"
 
 #include <stdlib.h>
@@ -35,13 +38,47 @@ static void make(struct fixture *f, const char *const names[DEPTH],
 	f->proc.nthreads = 1;
 }
 
-/* The count of the collapsed line, 0 if absent. */
+/* The count of the collapsed line as the collapsed format writes it, 0
+ * if absent. */
 static size_t count_of(const struct cs_profile *p, const char *line)
 {
-	for (size_t i = 0; i < p->nslots; i++)
-		if (p->keys[i] && strcmp(p->keys[i], line) == 0)
-			return p->counts[i];
-	return 0;
+	char *text = NULL;
+	size_t size = 0, count = 0, len = strlen(line);
+	FILE *out = open_memstream(&text, &size);
+	if (!out)
+		return 0;
+	cs_profile_format_find("collapsed")->write(out, p, NULL);
+	fclose(out);
+	for (const char *l = text; l && *l; l = strchr(l, '\n') + 1)
+		if (strncmp(l, line, len) == 0 && l[len] == ' ')
+			count = strtoull(l + len + 1, NULL, 10);
+	free(text);
+	return count;
+}
+
+static uint64_t clock_ns;
+
+static int add(struct cs_profile *p, const struct rv_process *proc)
+{
+	clock_ns += 10000000; /* 100 Hz */
+	return cs_profile_add(p, proc, 0, clock_ns);
+}
+
+/* The samples' weights against the lines' counts. */
+static int weights_add_up(const struct cs_profile *p)
+{
+	uint64_t weights = 0, counts = 0;
+	for (size_t i = 0; i < p->nsamples; i++)
+		weights += p->samples[i].weight;
+	for (size_t i = 0; i < p->nline_slots; i++)
+		counts += p->lines[i].count;
+	return weights == counts;
+}
+
+/* The name of frame k (outermost first) of stack s. */
+static const char *frame_name(const struct cs_profile *p, size_t s, size_t k)
+{
+	return p->names.text[cs_profile_frame_name(p, p->stacks[s].frames[k])];
 }
 
 int main(void)
@@ -57,47 +94,97 @@ int main(void)
 
 	make(&f, abc, ids, "w");
 	for (int i = 0; i < 3; i++)
-		CHECK(cs_profile_add(&p, &f.proc, 0), "add %d", i);
+		CHECK(add(&p, &f.proc), "add %d", i);
 	CHECK(count_of(&p, "w;a;b;c") == 3, "the same stack 3 times: %zu",
 	      count_of(&p, "w;a;b;c"));
+	/* Tables: each thing once, outermost frame first, one sample of
+	 * weight 3 from the first snapshot's time. */
+	CHECK(p.nfunctions == 3 && p.nframes == 3 && p.nstacks == 1 &&
+		      p.nthreads == 1,
+	      "tables %zu %zu %zu %zu", p.nfunctions, p.nframes, p.nstacks,
+	      p.nthreads);
+	CHECK(p.stacks[0].nframes == 3 && !strcmp(frame_name(&p, 0, 0), "a") &&
+		      !strcmp(frame_name(&p, 0, 2), "c"),
+	      "stack order");
+	const struct cs_profile_frame *c = &p.frames[p.stacks[0].frames[2]];
+	CHECK(c->kind == CS_PROFILE_RUBY &&
+		      !strcmp(p.functions[c->function].name, "c"),
+	      "frame kind and function");
+	CHECK(p.nsamples == 1 && p.samples[0].weight == 3 &&
+		      p.samples[0].time_ns == 10000000 &&
+		      p.samples[0].stack == 0 && p.samples[0].thread == 0,
+	      "one sample of weight 3: %zu", p.nsamples);
+	CHECK(!strcmp(p.names.text[p.threads[0].label], "w") &&
+		      p.threads[0].tid == 42,
+	      "thread");
 
 	/* A new id for the innermost frame, with other names: its own line. */
 	make(&f, abd, moved, "w");
-	cs_profile_add(&p, &f.proc, 0);
+	add(&p, &f.proc);
 	CHECK(count_of(&p, "w;a;b;d") == 1 && count_of(&p, "w;a;b;c") == 3,
 	      "a changed frame counts apart");
 
 	/* The same names under other ids (decoded again): the same line. */
 	make(&f, abc, again, "w");
-	cs_profile_add(&p, &f.proc, 0);
+	add(&p, &f.proc);
 	CHECK(count_of(&p, "w;a;b;c") == 4, "same names, new ids: %zu",
+	      count_of(&p, "w;a;b;c"));
+	CHECK(p.nstacks == 2 && p.nsamples == 3 && p.samples[2].stack == 0,
+	      "back to the first stack: a new sample of it");
+
+	/* A C function: no file or line of its own; the same name at
+	 * another line is another frame of one function, on one line. */
+	make(&f, abc, none, "w");
+	f.frames[0].kind = RV_FRAME_CFUNC;
+	f.frames[0].path = "caller.rb";
+	f.frames[0].lineno = 7;
+	f.frames[1].path = "b.rb";
+	f.frames[1].lineno = 3;
+	add(&p, &f.proc);
+	f.frames[1].lineno = 4;
+	add(&p, &f.proc);
+	size_t s = p.samples[p.nsamples - 1].stack;
+	const struct cs_profile_frame *inner = &p.frames[p.stacks[s].frames[2]],
+				      *mid = &p.frames[p.stacks[s].frames[1]];
+	CHECK(inner->kind == CS_PROFILE_CFUNC && inner->line == 0 &&
+		      !p.functions[inner->function].file,
+	      "a C function has no file or line");
+	CHECK(mid->line == 4 &&
+		      !strcmp(p.functions[mid->function].file, "b.rb") &&
+		      p.stacks[p.samples[p.nsamples - 2].stack].frames[1] !=
+			      p.stacks[s].frames[1] &&
+		      p.frames[p.stacks[p.samples[p.nsamples - 2].stack]
+					   .frames[1]]
+				      .function == mid->function,
+	      "lines 3 and 4 of b: two frames of one function");
+	CHECK(count_of(&p, "w;a;b;c") == 6, "still one line: %zu",
 	      count_of(&p, "w;a;b;c"));
 
 	/* Frames without an id are never matched by id: their strings say. */
 	make(&f, abd, none, "w");
-	cs_profile_add(&p, &f.proc, 0);
-	cs_profile_add(&p, &f.proc, 0);
+	add(&p, &f.proc);
+	add(&p, &f.proc);
 	CHECK(count_of(&p, "w;a;b;d") == 3, "no ids: %zu",
 	      count_of(&p, "w;a;b;d"));
 
 	/* The thread renamed, with the same frames and ids: a new line. */
 	make(&f, abc, ids, "w");
-	cs_profile_add(&p, &f.proc, 0);
+	add(&p, &f.proc);
 	make(&f, abc, ids, "renamed");
-	cs_profile_add(&p, &f.proc, 0);
+	add(&p, &f.proc);
 	CHECK(count_of(&p, "renamed;a;b;c") == 1, "renamed thread");
 	f.thread.name = NULL;
-	cs_profile_add(&p, &f.proc, 0);
+	add(&p, &f.proc);
 	CHECK(count_of(&p, "thread 42;a;b;c") == 1, "thread without a name");
 	f.thread.tid = 43;
-	cs_profile_add(&p, &f.proc, 0);
+	add(&p, &f.proc);
 	CHECK(count_of(&p, "thread 43;a;b;c") == 1, "another tid");
 
 	/* Many distinct stacks make the table grow: a remembered slot must
 	 * not be used after it moved. */
 	static char names[600][16];
 	make(&f, abc, ids, "w");
-	cs_profile_add(&p, &f.proc, 0);
+	add(&p, &f.proc);
 	for (int i = 0; i < 600; i++) {
 		struct fixture g;
 		snprintf(names[i], sizeof(names[i]), "m%d", i);
@@ -105,24 +192,48 @@ int main(void)
 		const uint64_t gid[DEPTH] = {100 + (uint64_t)i, 2, 1};
 		make(&g, n, gid, "other");
 		g.thread.addr = 0x2000;
-		cs_profile_add(&p, &g.proc, 0);
+		add(&p, &g.proc);
 	}
-	cs_profile_add(&p, &f.proc, 0);
-	CHECK(count_of(&p, "w;a;b;c") == 7, "after the table grew: %zu",
+	add(&p, &f.proc);
+	CHECK(count_of(&p, "w;a;b;c") == 9, "after the table grew: %zu",
 	      count_of(&p, "w;a;b;c"));
-	CHECK(p.samples == 613, "samples %zu", p.samples);
+	CHECK(p.snapshots == 615, "snapshots %zu", p.snapshots);
 
 	/* Threads come and go: memos of gone ones do not pile up, and the
 	 * counts stay right. */
 	for (int i = 0; i < 300; i++) {
 		make(&f, abc, ids, "w");
 		f.thread.addr = 0x10000 + (uint64_t)i * 0x100;
-		cs_profile_add(&p, &f.proc, 0);
-		cs_profile_add(&p, &f.proc, 0);
+		add(&p, &f.proc);
+		add(&p, &f.proc);
 	}
 	CHECK(p.nmemos <= 66, "%zu memos for one live thread", p.nmemos);
-	CHECK(count_of(&p, "w;a;b;c") == 607, "after 300 threads: %zu",
+	CHECK(count_of(&p, "w;a;b;c") == 609, "after 300 threads: %zu",
 	      count_of(&p, "w;a;b;c"));
+	/* The same names_id with the line moved: the same collapsed line,
+	 * the sample in a stack at the new line (as looking every frame up
+	 * gives), and a line that stays makes that sample weigh more. */
+	make(&f, abc, ids, "w");
+	f.frames[0].lineno = 10;
+	add(&p, &f.proc);
+	f.frames[0].lineno = 11;
+	add(&p, &f.proc);
+	add(&p, &f.proc);
+	const struct cs_profile_sample *at11 = &p.samples[p.nsamples - 1],
+				       *at10 = &p.samples[p.nsamples - 2];
+	const struct cs_profile_frame *c11 =
+		&p.frames[p.stacks[at11->stack].frames[2]];
+	const struct cs_profile_frame *c10 =
+		&p.frames[p.stacks[at10->stack].frames[2]];
+	CHECK(c11->line == 11 && c10->line == 10 &&
+		      c11->function == c10->function && at11->weight == 2 &&
+		      at10->weight == 1,
+	      "moved line: %d %d, weights %llu %llu", c11->line, c10->line,
+	      (unsigned long long)at11->weight,
+	      (unsigned long long)at10->weight);
+	CHECK(count_of(&p, "w;a;b;c") == 612, "after the moves: %zu",
+	      count_of(&p, "w;a;b;c"));
+	CHECK(weights_add_up(&p), "weights and counts");
 	cs_profile_free(&p);
 	return check_summary("test_profile");
 }

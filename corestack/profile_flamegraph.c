@@ -1,4 +1,4 @@
-/* A flame graph as a standalone SVG, from a profile's collapsed stacks:
+/* A flame graph as a standalone SVG, from a profile's collapsed lines:
  * one box per frame, as wide as the samples under it, callers below
  * callees, each thread a box on the root "all". Hover shows the name and
  * the sample count (an SVG <title>); no script is needed to view it. */
@@ -6,20 +6,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "profile.h"
+#include "profile_format.h"
 
 struct node {
-	char *name;
+	const char *name; /* one of the profile's names, or "all" */
 	size_t count;
 	struct node *children; /* array */
 	size_t nchildren, cap;
 };
 
-static struct node *child(struct node *n, const char *name, size_t len)
+/* Names are interned: the same text is the same pointer. */
+static struct node *child(struct node *n, const char *name)
 {
 	for (size_t i = 0; i < n->nchildren; i++)
-		if (strlen(n->children[i].name) == len &&
-		    !memcmp(n->children[i].name, name, len))
+		if (n->children[i].name == name)
 			return &n->children[i];
 	if (n->nchildren == n->cap) {
 		size_t cap = n->cap ? n->cap * 2 : 4;
@@ -31,8 +31,7 @@ static struct node *child(struct node *n, const char *name, size_t len)
 	}
 	struct node *c = &n->children[n->nchildren];
 	memset(c, 0, sizeof(*c));
-	if (!(c->name = strndup(name, len)))
-		return NULL;
+	c->name = name;
 	n->nchildren++;
 	return c;
 }
@@ -42,7 +41,6 @@ static void free_node(struct node *n)
 	for (size_t i = 0; i < n->nchildren; i++)
 		free_node(&n->children[i]);
 	free(n->children);
-	free(n->name);
 }
 
 static size_t depth_of(const struct node *n)
@@ -105,20 +103,24 @@ static void draw(FILE *out, const struct node *n, double x, size_t depth,
 	}
 }
 
-void cs_profile_write_flamegraph(const struct cs_profile *p, FILE *out)
+void cs_profile_write_flamegraph(FILE *out, const struct cs_profile *p,
+				 const struct cs_profile_run *run)
 {
-	struct node root = {.name = strdup("all")};
-	for (size_t i = 0; root.name && i < p->nslots; i++) {
-		if (!p->keys[i])
+	(void)run;
+	struct node root = {.name = "all"};
+	for (size_t i = 0; i < p->nline_slots; i++) {
+		const struct cs_profile_line *l = &p->lines[i];
+		if (!l->count)
 			continue;
-		struct node *n = &root;
-		root.count += p->counts[i];
-		for (const char *f = p->keys[i]; f && n;) {
-			const char *e = strchr(f, ';');
-			n = child(n, f, e ? (size_t)(e - f) : strlen(f));
-			if (n)
-				n->count += p->counts[i];
-			f = e ? e + 1 : NULL;
+		const struct cs_profile_stack *s = &p->stacks[l->stack];
+		root.count += l->count;
+		size_t label = p->threads[l->thread].label;
+		struct node *n = child(&root, cs_profile_display(p, label));
+		for (size_t k = 0; n; k++) {
+			n->count += l->count;
+			if (k == s->nframes)
+				break;
+			n = child(n, cs_profile_frame_text(p, s->frames[k]));
 		}
 	}
 	size_t height = depth_of(&root);

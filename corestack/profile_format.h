@@ -1,0 +1,49 @@
+/* Profile formats: each writes a whole profile (profile.h) from its
+ * tables, and `corestack record --format` and the debuggers' ruby-sample
+ * choose one from cs_profile_formats by name.
+ *
+ * A new format is one file with its write function, declared here, and
+ * one entry in profile_format.c's table. */
+#ifndef CS_CORESTACK_PROFILE_FORMAT_H
+#define CS_CORESTACK_PROFILE_FORMAT_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "profile.h"
+
+/* How the recording went, for the formats that say so. */
+struct cs_profile_run {
+	size_t lost;    /* samples that could not be read */
+	double seconds; /* the recording's length */
+	double rate;    /* samples per second asked for */
+};
+
+struct cs_profile_format {
+	const char *name;
+	void (*write)(FILE *out, const struct cs_profile *p,
+		      const struct cs_profile_run *run);
+};
+
+/* Every format, in the order --format lists them; ends with a NULL name. */
+extern const struct cs_profile_format cs_profile_formats[];
+
+/* The format called name, or NULL. */
+const struct cs_profile_format *cs_profile_format_find(const char *name);
+
+/* The table's entries. */
+/* Collapsed stacks, one line each (flamegraph.pl, inferno, speedscope). */
+void cs_profile_write_collapsed(FILE *out, const struct cs_profile *p,
+				const struct cs_profile_run *run);
+/* speedscope's file format: one sampled profile per thread, frames shared;
+ * each line is one sample weighted by its count. */
+void cs_profile_write_speedscope(FILE *out, const struct cs_profile *p,
+				 const struct cs_profile_run *run);
+/* A flame graph, standalone SVG. */
+void cs_profile_write_flamegraph(FILE *out, const struct cs_profile *p,
+				 const struct cs_profile_run *run);
+/* The frames most often innermost, as a table for people. */
+void cs_profile_write_summary(FILE *out, const struct cs_profile *p,
+			      const struct cs_profile_run *run);
+
+#endif

@@ -1,0 +1,76 @@
+/* The summary: the frames most often innermost (self) and how often each
+ * is anywhere in a stack (total), counted by name over the collapsed
+ * lines; the thread is left out. */
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "profile_format.h"
+
+struct tally {
+	size_t name;
+	size_t self, total;
+	size_t line; /* the last line that counted it in total, + 1 */
+};
+
+static int by_self(const void *a, const void *b)
+{
+	const struct tally *x = a, *y = b;
+	return x->self != y->self ? (x->self < y->self ? 1 : -1)
+				  : (x->total < y->total) - (x->total > y->total);
+}
+
+/* Names in the order the lines first show them: ties keep that order
+ * into the sort. */
+static struct tally *tally_of(struct tally **t, size_t *n, size_t *at,
+			      size_t name)
+{
+	if (at[name] != SIZE_MAX)
+		return &(*t)[at[name]];
+	struct tally *grown = realloc(*t, (*n + 1) * sizeof(**t));
+	if (!grown)
+		return NULL;
+	*t = grown;
+	grown[*n] = (struct tally){.name = name};
+	at[name] = *n;
+	return &grown[(*n)++];
+}
+
+void cs_profile_write_summary(FILE *out, const struct cs_profile *p,
+			      const struct cs_profile_run *run)
+{
+	struct tally *t = NULL;
+	size_t n = 0, stacks = 0;
+	size_t *at = malloc((p->names.count + 1) * sizeof(*at));
+	for (size_t i = 0; at && i < p->names.count; i++)
+		at[i] = SIZE_MAX;
+	for (size_t i = 0; at && i < p->nline_slots; i++) {
+		const struct cs_profile_line *l = &p->lines[i];
+		const struct cs_profile_stack *s = &p->stacks[l->stack];
+		if (!l->count || !s->nframes)
+			continue; /* a thread without frames */
+		stacks += l->count;
+		for (size_t j = 0; j < s->nframes; j++) {
+			size_t name = cs_profile_frame_name(p, s->frames[j]);
+			struct tally *x = tally_of(&t, &n, at, name);
+			if (!x)
+				continue;
+			if (x->line != i + 1) /* once per stack */
+				x->total += l->count;
+			x->line = i + 1;
+			if (j + 1 == s->nframes)
+				x->self += l->count;
+		}
+	}
+	free(at);
+	if (n)
+		qsort(t, n, sizeof(*t), by_self);
+	fprintf(out, "%zu samples in %.1f s (%.0f Hz), %zu lost; %zu thread "
+		     "stacks with Ruby frames\n\n",
+		p->snapshots, run->seconds, run->rate, run->lost, stacks);
+	fprintf(out, "%7s %7s %7s  %s\n", "self", "self%", "total", "frame");
+	for (size_t i = 0; i < n && i < 20; i++)
+		fprintf(out, "%7zu %6.1f%% %7zu  %s\n", t[i].self,
+			stacks ? 100.0 * (double)t[i].self / (double)stacks : 0,
+			t[i].total, cs_profile_display(p, t[i].name));
+	free(t);
+}

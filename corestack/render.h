@@ -1,0 +1,30 @@
+/* Snapshot renderers: each writes a whole report in one format, and the
+ * CLI (--json) and the debuggers' ruby-bt choose one from cs_renderers by
+ * name. A report with native stacks (--native) carries them to every
+ * renderer, which writes them as its format does.
+ *
+ * A new format is one file with its render function, declared here, and
+ * one entry in render.c's table. */
+#ifndef CS_CORESTACK_RENDER_H
+#define CS_CORESTACK_RENDER_H
+
+#include <stdio.h>
+
+#include "report.h"
+
+struct cs_renderer {
+	const char *name;
+	void (*render)(FILE *out, const struct cs_report *r);
+};
+
+/* Every renderer, the default (text) first; ends with a NULL name. */
+extern const struct cs_renderer cs_renderers[];
+
+/* The renderer called name, or NULL. */
+const struct cs_renderer *cs_renderer_find(const char *name);
+
+/* The table's entries. */
+void cs_render_text(FILE *out, const struct cs_report *r);  /* render_text.c */
+void cs_render_json(FILE *out, const struct cs_report *r);  /* render_json.c */
+
+#endif

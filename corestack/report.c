@@ -1,0 +1,19 @@
+/* What renderers ask of a report beyond its fields. */
+#include "report.h"
+
+int cs_report_is_ruby_tid(const struct cs_report *r, int64_t tid)
+{
+	for (size_t i = 0; i < r->ruby->nthreads; i++)
+		if (r->tids[i] == tid)
+			return 1;
+	return 0;
+}
+
+/* Ruby thread i's native stack: none when its tid is not believed. */
+const struct cs_native_thread *cs_report_native_of(const struct cs_report *r,
+						    size_t i)
+{
+	if (r->tid_errors && r->tid_errors[i])
+		return NULL;
+	return cs_native_thread_of(r->native, r->tids[i]);
+}
