@@ -8,6 +8,7 @@ const struct cs_profile_format cs_profile_formats[] = {
 	{"speedscope", cs_profile_write_speedscope},
 	{"flamegraph", cs_profile_write_flamegraph},
 	{"summary", cs_profile_write_summary},
+	{"pprof", cs_profile_write_pprof},
 	{NULL, NULL},
 };
 

@@ -42,6 +42,9 @@ void cs_profile_write_speedscope(FILE *out, const struct cs_profile *p,
 /* A flame graph, standalone SVG. */
 void cs_profile_write_flamegraph(FILE *out, const struct cs_profile *p,
 				 const struct cs_profile_run *run);
+/* pprof's profile.proto, gzipped (go tool pprof, Pyroscope, Parca). */
+void cs_profile_write_pprof(FILE *out, const struct cs_profile *p,
+			    const struct cs_profile_run *run);
 /* The frames most often innermost, as a table for people. */
 void cs_profile_write_summary(FILE *out, const struct cs_profile *p,
 			      const struct cs_profile_run *run);

@@ -1,7 +1,7 @@
 /* corestack record: a sampling profile of every thread of a live Ruby.
  *
  *   corestack record --pid PID [--duration S] [--rate HZ] [--nonblocking]
- *                    [--format collapsed|speedscope|flamegraph|summary]
+ *                    [--format collapsed|speedscope|flamegraph|summary|pprof]
  *                    [--on-cpu]
  *                    [-o FILE]
  *   corestack record [options] -- COMMAND ARGS...
@@ -72,7 +72,8 @@ static void record_usage(FILE *out)
 	      "  --nonblocking      read without pausing the target\n"
 	      "  --format F         collapsed (default with -o), speedscope\n"
 	      "                     (JSON for speedscope.app), flamegraph\n"
-	      "                     (SVG) or summary\n"
+	      "                     (SVG), summary or pprof (gzipped\n"
+	      "                     profile.proto for go tool pprof)\n"
 	      "  --on-cpu           only the thread holding the GVL (the one\n"
 	      "                     running Ruby code) in each sample\n"
 	      "  -o FILE            write the profile to FILE\n",

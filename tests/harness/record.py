@@ -7,6 +7,10 @@ time shares (heavy does 3x light's work).
     RUBY/record-speedscope   record --on-cpu --format speedscope -- COMMAND: the
                              file's indexes hold, heavy ranked over light
     RUBY/record-flamegraph   --format flamegraph: a well-formed SVG, heavy over light
+    RUBY/record-pprof        --format pprof, read by go tool pprof -raw: heavy and
+                             light with their file and the line Ruby gives them
+                             (their .times call), the sample count record reported,
+                             heavy over light
     RUBY/record-target-exits record -- COMMAND ends within 10 s of its target's exit,
                              with the profile
     RUBY/record-interrupted  SIGINT ends record --pid with a profile, the target running
@@ -26,7 +30,8 @@ from . import contention, many_threads, mn_threads, procs, record_exits, traced
 from .checks import first_line
 
 
-TESTS = ("record", "record-nonblocking", "record-speedscope", "record-flamegraph")
+TESTS = ("record", "record-nonblocking", "record-speedscope", "record-flamegraph",
+         "record-pprof")
 END_TESTS = ("record-target-exits", "record-interrupted")
 
 
@@ -110,6 +115,73 @@ def check_flamegraph(res, path):
     return None
 
 
+def times_line(method):
+    """The line of method's `.times` call in shares.rb: where Ruby places
+    method (and its block) while it runs."""
+    with open(SHARES) as f:
+        lines = f.read().split("\n")
+    start = lines.index("def %s" % method)
+    for i in range(start, len(lines)):
+        if ".times" in lines[i]:
+            return i + 1
+    raise ValueError("no .times in %s" % method)
+
+
+LOCATION = re.compile(r"^\s+(\d+): 0x[0-9a-f]+ M=\d+ (.*) (\S+):(\d+) s=\d+(?:\((.*)\))?$")
+SAMPLE = re.compile(r"^\s+(\d+)\s+(\d+): ([\d ]+)$")
+
+
+def check_pprof(res, path):
+    """go tool pprof reads the profile; heavy and light are where Ruby says
+    they are, and the counts add up to what record reported."""
+    if res.returncode != 0:
+        return "exit %d: %s" % (res.returncode, first_line(res.stderr))
+    if procs.sanitizer_report(res.stderr):
+        return "sanitizer report: %s" % procs.sanitizer_report(res.stderr)
+    reported = re.search(r"(\d+) samples in", res.stderr)
+    raw = subprocess.run(["go", "tool", "pprof", "-raw", path], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, timeout=120)
+    if raw.returncode != 0:
+        return "go tool pprof -raw failed: %s" % first_line(raw.stderr)
+    locations, samples = {}, []
+    for line in raw.stdout.split("\n"):
+        m = LOCATION.match(line)
+        if m:
+            name = m.group(5) or m.group(2)
+            locations[int(m.group(1))] = (name, os.path.basename(m.group(3)), int(m.group(4)))
+            continue
+        m = SAMPLE.match(line)
+        if m:
+            samples.append((int(m.group(1)), int(m.group(2)),
+                            [int(x) for x in m.group(3).split()]))
+    if not samples or not locations:
+        return "no samples or locations in go tool pprof -raw: %s" % raw.stdout[:300]
+    total = sum(count for count, _, _ in samples)
+    # Every snapshot is one sample of the one thread, but for those taken
+    # as the program starts or ends, when its thread may run no Ruby frame.
+    if not reported or not int(reported.group(1)) - 2 <= total <= int(reported.group(1)):
+        return "pprof holds %d samples, record reported %s" % (
+            total, reported.group(1) if reported else "none")
+    if any(wall <= 0 for _, wall, _ in samples):
+        return "a sample without wall time"
+    inclusive = {}
+    for method in ("heavy", "light"):
+        want = ("shares.rb", times_line(method))
+        found = [loc for loc in locations.values() if loc[0] == "Object#%s" % method]
+        if not found:
+            return "no location of Object#%s: %s" % (method, sorted(locations.values()))
+        if any(loc[1:] != want for loc in found):
+            return "Object#%s at %s, expected %s:%d" % (method, found, *want)
+        ids = {i for i, loc in locations.items() if loc[0] == "Object#%s" % method}
+        inclusive[method] = sum(count for count, _, stack in samples if ids & set(stack))
+    if inclusive["heavy"] + inclusive["light"] < 50:
+        return "only %d samples in heavy or light" % (inclusive["heavy"] + inclusive["light"])
+    if inclusive["heavy"] < 1.5 * inclusive["light"]:
+        return "heavy %d samples, light %d: heavy does 3x the work" % (
+            inclusive["heavy"], inclusive["light"])
+    return None
+
+
 def record_tests(rep, selected, args, prefixes, workdir):
     """corestack record on a program with known time shares."""
     for ruby in args.rubies:
@@ -156,6 +228,17 @@ def record_tests(rep, selected, args, prefixes, workdir):
                                       "1.5"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      text=True, timeout=args.timeout)
                 rep.result(name, check_flamegraph(res, svg))
+            except subprocess.TimeoutExpired:
+                rep.result(name, "record hung")
+        name = "%s/record-pprof" % ruby
+        if selected(name):
+            pb = out + ".pb.gz"
+            try:
+                res = subprocess.run([args.corestack, "record", "--duration", "20",
+                                      "--format", "pprof", "-o", pb, "--", exe, SHARES, "1.5"],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True, timeout=args.timeout)
+                rep.result(name, check_pprof(res, pb))
             except subprocess.TimeoutExpired:
                 rep.result(name, "record hung")
         contention.contention_test(rep, selected, args.corestack, ruby, exe, args.timeout)

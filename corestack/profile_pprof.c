@@ -1,0 +1,249 @@
+/* pprof's profile.proto, gzipped: what go tool pprof, Pyroscope, Parca and
+ * Grafana read. Functions (name, file), locations (one per distinct
+ * function and line), samples (locations innermost first, values
+ * "samples" and "wall" nanoseconds, labels thread and thread_id).
+ *
+ * Field numbers are profile.proto's (github.com/google/pprof, proto/
+ * profile.proto): Profile 1 sample_type, 2 sample, 4 location, 5
+ * function, 6 string_table, 9 time_nanos, 10 duration_nanos, 11
+ * period_type, 12 period; ValueType 1 type, 2 unit; Sample 1 location_id,
+ * 2 value, 3 label; Label 1 key, 2 str, 3 num; Location 1 id, 4 line; Line
+ * 1 function_id, 2 line; Function 1 id, 2 name, 3 system_name, 4
+ * filename. */
+#include "profile_format.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <zlib.h>
+
+#include "../util/protobuf.h"
+#include "../util/u64map.h"
+
+/* The string table: each distinct string once, "" first. */
+struct strings {
+	struct pb_buf *out; /* the Profile: entries go straight to it */
+	struct u64map index; /* hash -> index + 1 */
+	size_t count;
+};
+
+static uint64_t hash(const char *s)
+{
+	uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+	return h ? h : 1;
+}
+
+/* The index of s, added to the table when new. A string whose hash
+ * another one took is added again: the table may hold it twice. */
+static uint64_t string_id(struct strings *t, const char *s,
+			  const char *const *known)
+{
+	uint64_t h = hash(s);
+	int found = 0;
+	uintptr_t v = (uintptr_t)u64map_get(&t->index, h, &found);
+	if (found && strcmp(known[v - 1], s) == 0)
+		return v - 1;
+	pb_string(t->out, 6, s);
+	if (!found)
+		u64map_put(&t->index, h, (void *)(uintptr_t)(t->count + 1));
+	return t->count++;
+}
+
+static void value_type(struct pb_buf *out, uint32_t field, uint64_t type,
+		       uint64_t unit)
+{
+	struct pb_buf m = {0};
+	pb_varint(&m, 1, type);
+	pb_varint(&m, 2, unit);
+	pb_message(out, field, &m);
+	pb_free(&m);
+}
+
+static void label(struct pb_buf *sample, uint64_t key, uint64_t str,
+		  int64_t num)
+{
+	struct pb_buf m = {0};
+	pb_varint(&m, 1, key);
+	if (str)
+		pb_varint(&m, 2, str);
+	else
+		pb_varint(&m, 3, (uint64_t)num);
+	pb_message(sample, 3, &m);
+	pb_free(&m);
+}
+
+/* The strings every message refers to, in the order string_id meets
+ * them (so known[i] is string i). */
+struct ids {
+	uint64_t *fn_name, *fn_file, *thread_label;
+	uint64_t samples, count, wall, nanoseconds, thread, thread_id;
+};
+
+static bool collect_strings(const struct cs_profile *p, struct strings *t,
+			    const char ***known, struct ids *ids)
+{
+	size_t cap = 8 + 2 * p->nfunctions + p->nthreads;
+	const char **k = calloc(cap, sizeof(*k));
+	ids->fn_name = calloc(p->nfunctions + 1, sizeof(*ids->fn_name));
+	ids->fn_file = calloc(p->nfunctions + 1, sizeof(*ids->fn_file));
+	ids->thread_label = calloc(p->nthreads + 1, sizeof(*ids->thread_label));
+	*known = k;
+	if (!k || !ids->fn_name || !ids->fn_file || !ids->thread_label)
+		return false;
+#define ADD(dst, s)                                                            \
+	do {                                                                   \
+		const char *s_ = (s);                                          \
+		k[t->count] = s_;                                              \
+		(dst) = string_id(t, s_, k);                                   \
+	} while (0)
+	uint64_t empty;
+	ADD(empty, "");
+	(void)empty;
+	ADD(ids->samples, "samples");
+	ADD(ids->count, "count");
+	ADD(ids->wall, "wall");
+	ADD(ids->nanoseconds, "nanoseconds");
+	ADD(ids->thread, "thread");
+	ADD(ids->thread_id, "thread_id");
+	for (size_t i = 0; i < p->nfunctions; i++) {
+		ADD(ids->fn_name[i], p->functions[i].name);
+		ADD(ids->fn_file[i],
+		    p->functions[i].file ? p->functions[i].file : "");
+	}
+	for (size_t i = 0; i < p->nthreads; i++)
+		ADD(ids->thread_label[i],
+		    cs_profile_display(p, p->threads[i].label));
+#undef ADD
+	return true;
+}
+
+static void write_functions(struct pb_buf *out, const struct cs_profile *p,
+			    const struct ids *ids)
+{
+	struct pb_buf m = {0};
+	for (size_t i = 0; i < p->nfunctions; i++) {
+		pb_reset(&m);
+		pb_varint(&m, 1, i + 1);
+		pb_varint(&m, 2, ids->fn_name[i]);
+		pb_varint(&m, 3, ids->fn_name[i]);
+		pb_varint(&m, 4, ids->fn_file[i]);
+		pb_message(out, 5, &m);
+	}
+	pb_free(&m);
+}
+
+/* One location per frame of the profile: a function at a line. */
+static void write_locations(struct pb_buf *out, const struct cs_profile *p)
+{
+	struct pb_buf m = {0}, line = {0};
+	for (size_t i = 0; i < p->nframes; i++) {
+		pb_reset(&m);
+		pb_reset(&line);
+		pb_varint(&line, 1, p->frames[i].function + 1);
+		if (p->frames[i].line > 0)
+			pb_varint(&line, 2, (uint64_t)p->frames[i].line);
+		pb_varint(&m, 1, i + 1);
+		pb_message(&m, 4, &line);
+		pb_message(out, 4, &m);
+	}
+	pb_free(&m);
+	pb_free(&line);
+}
+
+static void write_samples(struct pb_buf *out, const struct cs_profile *p,
+			  const struct ids *ids, uint64_t period_ns)
+{
+	struct pb_buf m = {0};
+	uint64_t *locs = NULL;
+	size_t cap = 0;
+	for (size_t i = 0; i < p->nsamples; i++) {
+		const struct cs_profile_sample *s = &p->samples[i];
+		const struct cs_profile_stack *st = &p->stacks[s->stack];
+		if (st->nframes > cap) {
+			uint64_t *grown = realloc(locs, st->nframes * sizeof(*locs));
+			if (!grown) {
+				out->failed = true;
+				break;
+			}
+			locs = grown;
+			cap = st->nframes;
+		}
+		/* pprof lists a sample's locations innermost first */
+		for (size_t j = 0; j < st->nframes; j++)
+			locs[j] = st->frames[st->nframes - 1 - j] + 1;
+		uint64_t values[2] = {s->weight, s->weight * period_ns};
+		const struct cs_profile_thread *th = &p->threads[s->thread];
+		pb_reset(&m);
+		pb_packed(&m, 1, locs, st->nframes);
+		pb_packed(&m, 2, values, 2);
+		label(&m, ids->thread, ids->thread_label[s->thread], 0);
+		if (th->tid >= 0)
+			label(&m, ids->thread_id, 0, th->tid);
+		pb_message(out, 2, &m);
+	}
+	free(locs);
+	pb_free(&m);
+}
+
+/* data, gzipped, to out; false on failure. */
+static bool write_gzip(FILE *out, const uint8_t *data, size_t len)
+{
+	z_stream z = {0};
+	/* 15 + 16: a gzip header and trailer, as pprof expects */
+	if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8,
+			 Z_DEFAULT_STRATEGY) != Z_OK)
+		return false;
+	uint8_t buf[65536];
+	z.next_in = (Bytef *)data;
+	z.avail_in = (uInt)len;
+	int rc;
+	bool ok = len <= UINT_MAX;
+	do {
+		z.next_out = buf;
+		z.avail_out = sizeof(buf);
+		rc = deflate(&z, Z_FINISH);
+		size_t n = sizeof(buf) - z.avail_out;
+		if (n && fwrite(buf, 1, n, out) != n)
+			ok = false;
+	} while (ok && rc == Z_OK);
+	deflateEnd(&z);
+	return ok && rc == Z_STREAM_END;
+}
+
+void cs_profile_write_pprof(FILE *out, const struct cs_profile *p,
+			    const struct cs_profile_run *run)
+{
+	struct pb_buf prof = {0};
+	struct strings t = {.out = &prof};
+	const char **known = NULL;
+	struct ids ids = {0};
+	uint64_t period_ns = run->rate > 0 ? (uint64_t)(1e9 / run->rate) : 0;
+	if (collect_strings(p, &t, &known, &ids)) {
+		value_type(&prof, 1, ids.samples, ids.count);
+		value_type(&prof, 1, ids.wall, ids.nanoseconds);
+		write_samples(&prof, p, &ids, period_ns);
+		write_locations(&prof, p);
+		write_functions(&prof, p, &ids);
+		struct timespec now;
+		clock_gettime(CLOCK_REALTIME, &now);
+		uint64_t wall_now = (uint64_t)now.tv_sec * 1000000000ULL +
+				    (uint64_t)now.tv_nsec;
+		uint64_t duration = (uint64_t)(run->seconds * 1e9);
+		pb_varint(&prof, 9, wall_now > duration ? wall_now - duration
+						       : wall_now);
+		pb_varint(&prof, 10, duration);
+		value_type(&prof, 11, ids.wall, ids.nanoseconds);
+		pb_varint(&prof, 12, period_ns);
+	}
+	if (prof.failed || !known || !write_gzip(out, prof.data, prof.len))
+		fputs("corestack: could not write the pprof profile\n", stderr);
+	free(known);
+	free(ids.fn_name);
+	free(ids.fn_file);
+	free(ids.thread_label);
+	u64map_free(&t.index, NULL);
+	pb_free(&prof);
+}
