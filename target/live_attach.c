@@ -206,19 +206,21 @@ struct cs_error *cs_live_resume(struct cs_live *live)
 	struct cs_error *err = NULL;
 	/* The threads that were running first: they are the ones losing
 	 * time (see cs_live_pause). */
-	for (size_t k = 0; k < 2 * live->nwork; k++) {
-		struct cs_live_thread *t = &live->work[k % live->nwork];
-		if (t->slow_to_stop != (k >= live->nwork) || !t->seized ||
-		    !t->stopped || cs_live_check_released(t))
-			continue;
-		int e = t->resig && t->interrupted
-				? cs_live_let_signal_go(live, t)
-				: cs_live_let_go(t);
-		if (e && !err) {
-			err = cs_error_create(CS_ERR_OS,
-					      "pid %d: resuming thread %d: %s",
-					      live->pid, t->pub.tid,
-					      strerror(e));
+	for (int slow = 0; slow <= 1; slow++) {
+		for (size_t i = 0; i < live->nwork; i++) {
+			struct cs_live_thread *t = &live->work[i];
+			if (t->slow_to_stop != slow || !t->seized ||
+			    !t->stopped || cs_live_check_released(t))
+				continue;
+			int e = t->resig && t->interrupted
+					? cs_live_let_signal_go(live, t)
+					: cs_live_let_go(t);
+			if (e && !err) {
+				err = cs_error_create(
+					CS_ERR_OS,
+					"pid %d: resuming thread %d: %s",
+					live->pid, t->pub.tid, strerror(e));
+			}
 		}
 	}
 	return err;

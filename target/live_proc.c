@@ -35,8 +35,10 @@ int cs_live_slurp(const char *path, size_t max, int truncate,
 	*ret = NULL;
 	*retlen = 0;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno ? errno : EIO;
+	if (fd < 0) {
+		int e = errno;
+		return e ? e : EIO;
+	}
 	size_t cap = 4096 < max ? 4096 : max, n = 0;
 	char *buf = malloc(cap + 1);
 	int err = buf ? 0 : ENOMEM;
@@ -59,9 +61,10 @@ int cs_live_slurp(const char *path, size_t max, int truncate,
 		}
 		ssize_t r = read(fd, buf + n, cap - n);
 		if (r < 0) {
-			if (errno == EINTR && ++eintr < 100)
+			int e = errno;
+			if (e == EINTR && ++eintr < 100)
 				continue;
-			err = errno ? errno : EIO;
+			err = e ? e : EIO;
 		} else if (r == 0) {
 			break;
 		} else {
