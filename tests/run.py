@@ -103,6 +103,13 @@ crash* scenarios) and checks corestack's reading of it:
                              rb-bug: on the crash scenario's core (Ruby's handler, rb_bug,
                              abort) the crashed thread's native frames show sigsegv and
                              rb_bug_for_fatal_signal
+    RUBY/crash/MODE/CHECK    (tests/harness/crash.py) kernel cores of a C extension
+                             (fixtures/crash/) that faults through a bad pointer with
+                             Ruby's SIGSEGV handler (segv) and without it (raw_segv),
+                             in a dmark function during GC (gc_mark), calls rb_bug
+                             (bug) and abort (abort). capture: Ruby's own crash report
+                             says what the program did; stacks: the crashed thread's
+                             Ruby frames are the report's
     debuginfo/debuginfod, debuginfo/debug-dir-debuglink, debuginfo/no-debug-message
                              (tests/harness/native.py) the stripped static 3.3 Ruby's DWARF
                              from a local debuginfod server (private db, loopback port),
@@ -152,7 +159,7 @@ import time
 
 sys.dont_write_bytecode = True   # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (cli, compare, contention, corrupt, fibers, mn_threads, record_exits, frame_reuse, gdbext, hostile,  # noqa: E402
+from harness import (cli, compare, contention, corrupt, crash, fibers, mn_threads, record_exits, frame_reuse, gdbext, hostile,  # noqa: E402
                      many_threads, mutations, native, native_cut, nontfile, permissions, procs,
                      requires, stale_pc, thread_notes, threadstate, traced, yjit)
 
@@ -952,7 +959,8 @@ def main():
     if selected("bad/build-id-mismatch") and "3.1" in args.rubies:
         build_anyway.add("3.1")
     for r in args.rubies:
-        if any(selected(n) for n in native.native_test_names(r) + nontfile.test_names(r)):
+        if any(selected(n) for n in native.native_test_names(r) + nontfile.test_names(r)
+               + crash.test_names(r)):
             build_anyway.add(r)
     if any(selected(n) for n in native.REMOTE_TESTS) and native.REMOTE_RUBY in args.rubies:
         build_anyway.add(native.REMOTE_RUBY)
@@ -1055,6 +1063,7 @@ def main():
         nontfile.nontfile_tests(rep, selected, args, prefixes, workdir, sys.modules[__name__])
         native.debuginfo_tests(rep, selected, args, captures, workdir, sys.modules[__name__])
         native.native_tests(rep, selected, args, prefixes, workdir, captures)
+        crash.crash_tests(rep, selected, args, prefixes, workdir)
         gdbext.gdbext_tests(rep, selected, args, prefixes, scenarios, workdir)
     finally:
         if args.keep:
