@@ -55,7 +55,8 @@ int cs_report_is_ruby_tid(const struct cs_report *r, int64_t tid)
 
 static void native_frame_text(FILE *out, const struct cs_native_frame *f)
 {
-	fprintf(out, "    [native%s] %s", f->inlined ? ", inlined" : "",
+	fprintf(out, "    [native%s%s] %s", f->inlined ? ", inlined" : "",
+		f->handler ? ", handler" : "",
 		f->function ? f->function : "??");
 	if (f->file)
 		fprintf(out, " at %s:%d", f->file, f->line);
@@ -130,6 +131,7 @@ static void native_frame_json(struct json *j, const struct cs_native_frame *f)
 	json_string(j, "module", f->module);
 	json_string(j, "pc", pc);
 	json_bool(j, "inlined", f->inlined);
+	json_bool(j, "handler", f->handler);
 }
 
 static void native_frames_json(struct json *j, const char *key,

@@ -109,7 +109,15 @@ crash* scenarios) and checks corestack's reading of it:
                              in a dmark function during GC (gc_mark), calls rb_bug
                              (bug) and abort (abort). capture: Ruby's own crash report
                              says what the program did; stacks: the crashed thread's
-                             Ruby frames are the report's
+                             Ruby frames are the report's; fault: the JSON crash
+                             summary names the report's fault address, its RIP as the
+                             faulting pc, the function and module, and its innermost
+                             Ruby method (for rb_bug and abort: no fault, SIGABRT
+                             sent from rb_bug, ct_abort); summary-text: the same at
+                             the top of the text; native: with --native the crashed
+                             thread's frames inside the signal frame are marked the
+                             handler's, the first outside it is the faulting function
+                             at Ruby's RIP
     debuginfo/debuginfod, debuginfo/debug-dir-debuglink, debuginfo/no-debug-message
                              (tests/harness/native.py) the stripped static 3.3 Ruby's DWARF
                              from a local debuginfod server (private db, loopback port),

@@ -17,7 +17,7 @@ from . import compare, native, procs, yjit
 
 CRASH_DIR = os.path.join(procs.ROOT, "fixtures", "crash")
 MODES = ("segv", "raw_segv", "gc_mark", "bug", "abort")
-CHECKS = ("capture", "stacks")
+CHECKS = ("capture", "stacks", "fault", "summary-text", "native")
 
 # What each C method of crashtest.c does.
 EXPECT = {
@@ -165,6 +165,112 @@ def check_stacks(cr, res):
     return None
 
 
+def check_fault(cr, res):
+    """The summary names Ruby's fault address, faulting pc (its RIP),
+    function and Ruby method; for rb_bug and abort, who sent the signal."""
+    report, t, reason = crashed_thread(res)
+    if reason:
+        return reason
+    exp, r = EXPECT[cr.mode], cr.report
+    c = report.get("crash")
+    if not c:
+        return "no crash summary"
+    if c.get("error"):
+        return "crash summary incomplete: %s" % c["error"]
+    if c.get("tid") != t.get("tid"):
+        return "summary names tid %s, the crashed thread is %s" % (c.get("tid"), t.get("tid"))
+    at = c.get("at") or {}
+    if c.get("fault") != exp["fault"]:
+        return "fault %s, expected %s" % (c.get("fault"), exp["fault"])
+    sig = c.get("signal") or {}
+    if exp["fault"]:
+        want = {"name": "SIGSEGV", "code_name": "SEGV_MAPERR",
+                "fault_address": "0x%x" % exp["address"]}
+        got = {k: sig.get(k) for k in want}
+        if got != want:
+            return "signal %s, expected %s" % (got, want)
+        if r.address is not None and int(sig["fault_address"], 16) != r.address:
+            return "fault address %s, Ruby's report 0x%x" % (sig["fault_address"], r.address)
+        if r.rip is not None:
+            rip = (c.get("registers") or {}).get("rip")
+            if rip is None or int(rip, 16) != r.rip or int(at.get("pc", "0"), 16) != r.rip:
+                return "pc %s (rip %s), Ruby's RIP 0x%x" % (at.get("pc"), rip, r.rip)
+            named = r.c_names.get(r.rip)
+            if named and named != at.get("function"):
+                return "function %s, Ruby's C backtrace %s" % (at.get("function"), named)
+        if bool(c.get("from_signal_frame")) != exp["handler"]:
+            return "from_signal_frame %s with%s Ruby's handler" % (
+                c.get("from_signal_frame"), "" if exp["handler"] else "out")
+        if exp["handler"] and (c.get("core_signal") or {}).get("code_name") != "SI_TKILL":
+            return "core_signal %s: Ruby's handler sent the core's signal" % (
+                compare.show(c.get("core_signal")))
+    else:
+        if sig.get("name") != "SIGABRT" or sig.get("code_name") != "SI_TKILL":
+            return "signal %s, expected SIGABRT, SI_TKILL" % compare.show(sig)
+    if "function" in exp and at.get("function") != exp["function"]:
+        return "function %s, expected %s" % (at.get("function"), exp["function"])
+    if "outer_function" in exp and exp["outer_function"] not in (
+            at.get("function"), at.get("outer_function")):
+        return "sent from %s (in %s), expected %s" % (
+            at.get("function"), at.get("outer_function"), exp["outer_function"])
+    mod = at.get("module") or ""
+    if not (mod.startswith("libruby") or mod == "ruby" if cr.mode == "bug"
+            else mod == "crashtest.so"):
+        return "module %s" % compare.show(mod)
+    rf = c.get("ruby_frame") or {}
+    want = expected_frames(cr)[0]
+    if [rf.get("label"), rf.get("path"), rf.get("lineno")] != want:
+        return "Ruby method %s, Ruby's %s" % (compare.show(rf), compare.show(want))
+    return None
+
+
+def check_summary_text(cr, res):
+    rc, out, err, reason = res
+    if reason or rc != 0:
+        return reason or "exit %d: %s" % (rc, err.strip()[:200])
+    lines = out.split("\nThread ")[0].splitlines()
+    crash = [l for l in lines if l.startswith("Crash: ")]
+    if not crash:
+        return "no 'Crash:' line before the threads: %s" % compare.show(lines)
+    exp = EXPECT[cr.mode]
+    head = "\n".join(lines[lines.index(crash[0]):])
+    label = expected_frames(cr)[0][0]
+    if not re.search(r"called from Ruby: .*:in [`']%s'" % re.escape(label), head):
+        return "the summary does not name the Ruby method %r: %s" % (label, compare.show(head))
+    wants = []
+    if exp["fault"]:
+        wants += ["at address 0x%x" % exp["address"], "crashtest.so: %s" % exp["function"]]
+    else:
+        wants += ["no fault: SIGABRT (SI_TKILL)"]
+    for want in wants:
+        if want not in head:
+            return "the summary lacks %r: %s" % (want, compare.show(head))
+    return None
+
+
+def check_native(cr, res):
+    """--native: the crashed thread's frames inside the signal frame are
+    the handler's, the first outside it the faulting function."""
+    _, t, reason = crashed_thread(res)
+    if reason:
+        return reason
+    frames = t.get("native") or []
+    exp = EXPECT[cr.mode]
+    handler = [f for f in frames if f.get("handler")]
+    if not exp["handler"]:
+        return "frames marked as a handler's: %s" % compare.show(handler[:3]) if handler else None
+    names = [native.plain_name(f.get("function") or "") for f in handler]
+    if "sigsegv" not in names:
+        return "Ruby's handler (sigsegv) not among the handler's frames: %s" % names
+    rest = frames[len(handler):]
+    if not rest or rest[0].get("function") != exp["function"]:
+        return "the first frame outside the handler is %s, expected %s" % (
+            compare.show(rest[:1]), exp["function"])
+    if cr.report.rip is not None and int(rest[0]["pc"], 16) != cr.report.rip:
+        return "its pc %s, Ruby's RIP 0x%x" % (rest[0]["pc"], cr.report.rip)
+    return None
+
+
 def crash_tests(rep, selected, args, prefixes, workdir):
     cs, timeout = args.corestack, args.timeout
     for ruby in args.rubies:
@@ -202,8 +308,14 @@ def crash_tests(rep, selected, args, prefixes, workdir):
                 check = n.rsplit("/", 1)[1]
                 if check == "capture":
                     reason = check_capture(cr)
-                else:
+                elif check == "stacks":
                     reason = check_stacks(cr, run("--json"))
+                elif check == "fault":
+                    reason = check_fault(cr, run("--json"))
+                elif check == "summary-text":
+                    reason = check_summary_text(cr, run())
+                else:
+                    reason = check_native(cr, run("--json", "--native"))
                 rep.result(n, reason)
             if not args.keep:
                 os.unlink(cr.core)
