@@ -84,6 +84,14 @@ void cs_render_crash_text(FILE *out, const struct cs_report *r)
 			fprintf(out, "  [%s]", f->qualified);
 		fputc('\n', out);
 	}
+	const struct rv_gc_state *g = &r->ruby->gc;
+	if (g->known)
+		fprintf(out, "    %s\n", !g->during_gc ? "GC not running"
+				: g->phase == RV_GC_MARKING ? "during GC, marking"
+				: g->phase == RV_GC_SWEEPING ? "during GC, sweeping"
+				: g->phase == RV_GC_COMPACTING
+					? "during GC, compacting"
+					: "during GC");
 	if (c->bug)
 		fprintf(out, "    %s\n", c->bug);
 	if (c->core_signal) {
@@ -182,6 +190,10 @@ void cs_render_crash_json(struct json *j, const struct cs_report *r)
 	} else {
 		json_null(j, "ruby_frame");
 	}
+	if (r->ruby->gc.known)
+		json_bool(j, "in_gc", r->ruby->gc.during_gc);
+	else
+		json_null(j, "in_gc");
 	json_string(j, "bug", c->bug);
 	if (c->core_signal)
 		cs_render_signal_json(j, "core_signal", c->core_signal);

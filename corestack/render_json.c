@@ -153,6 +153,7 @@ void cs_render_json(FILE *out, const struct cs_report *r)
 	json_int(&j, "corestack_schema", CS_JSON_SCHEMA);
 	json_int(&j, "corestack_schema_minor", CS_JSON_SCHEMA_MINOR);
 	process(&j, r);
+	cs_render_gc_json(&j, r);
 	cs_render_crash_json(&j, r);
 	json_begin_array(&j, "threads");
 	for (size_t i = 0; i < r->ruby->nthreads; i++)

@@ -28,6 +28,7 @@ static void header(FILE *out, const struct cs_report *r)
 				(unsigned long long)si->addr);
 		fputc('\n', out);
 	}
+	cs_render_gc_text(out, r);
 	cs_render_crash_text(out, r);
 	for (size_t i = 0; i < r->nwarnings; i++)
 		fprintf(out, "warning: %s\n", r->warnings[i]);

@@ -15,8 +15,9 @@
 
 /* Bump on incompatible changes of the JSON output (docs/json-schema.md). */
 #define CS_JSON_SCHEMA 1
-/* Bump on compatible additions (new fields); 1: fibers; 5: "crash". */
-#define CS_JSON_SCHEMA_MINOR 5
+/* Bump on compatible additions (new fields); 1: fibers; 5: "crash";
+ * 6: "gc". */
+#define CS_JSON_SCHEMA_MINOR 6
 
 struct cs_report {
 	const char *core_path; /* NULL for a live process */
@@ -61,6 +62,9 @@ int cs_report_is_ruby_tid(const struct cs_report *r, int64_t tid);
 /* render_crash.c: the crash summary, when there is one. */
 void cs_render_crash_text(FILE *out, const struct cs_report *r);
 void cs_render_crash_json(struct json *j, const struct cs_report *r);
+/* render_gc.c: the GC state, in the header and as "gc". */
+void cs_render_gc_text(FILE *out, const struct cs_report *r);
+void cs_render_gc_json(struct json *j, const struct cs_report *r);
 /* {"number", "name", "code", "code_name", "fault_address"} */
 void cs_render_signal_json(struct json *j, const char *key,
 			   const struct cs_siginfo *si);

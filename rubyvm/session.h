@@ -197,6 +197,13 @@ struct cs_error *rv_heap_find_typed_data(struct rv_session *s, uint64_t vm,
 					 uint64_t type,
 					 struct rv_heap_scan *scan);
 void rv_heap_scan_free(struct rv_heap_scan *scan);
+/* The VM's default-GC object space, 0 with *why when there is none to
+ * read (a GC loaded from RUBY_GC_LIBRARY, no such member). */
+uint64_t rv_objspace(struct rv_session *s, uint64_t vm, const char **why);
+
+/* gc_state.c */
+void rv_gc_state_read(struct rv_session *s, uint64_t vm,
+		      struct rv_gc_state *g);
 
 /* fibers.c */
 void rv_fibers_free(struct rv_fiber *fibers, size_t n);

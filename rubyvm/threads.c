@@ -195,6 +195,9 @@ struct cs_error *rv_snapshot(struct rv_session *s, struct rv_process **ret)
 			     buf, sizeof(buf) - 1))
 			p->ruby_version = strndup(buf, sizeof(buf) - 1);
 	}
+	struct rv_gc_state gc;
+	rv_gc_state_read(s, vm, &gc);
+	p->gc = gc;
 	uint64_t main_th = 0;
 	if (RV_HAS(s, vm_main_thread))
 		rv_try_member(s, vm, RVL_vm_main_thread, &main_th);
@@ -261,6 +264,7 @@ void rv_process_destroy(struct rv_process *p)
 	free(p->fibers_error);
 	free(p->threads);
 	free(p->ruby_version);
+	free(p->gc.error);
 	free(p->error);
 	free(p);
 }
