@@ -146,6 +146,10 @@ struct rv_thread {
 	enum rv_thread_state state; /* thread_state.c */
 	struct rv_wait wait;        /* thread_state.c */
 	struct rv_ractor ractor;    /* ractors.c */
+	/* The exception it is raising or handling (ec->errinfo, $!): the
+	 * object and its class's path; 0 / NULL when none (exception.c). */
+	uint64_t exception;
+	char *exception_class;
 };
 
 /* The GC as the default GC's object space records it. */

@@ -213,6 +213,11 @@ bool rv_fibers_complete(const struct rv_fiber *fibers, size_t n);
 void rv_thread_state_read(struct rv_session *s, uint64_t th,
 			  struct rv_thread *t);
 
+/* exception.c: the exception the thread of ec raises or handles, once
+ * its frames are read. */
+void rv_thread_exception_read(struct rv_session *s, uint64_t ec,
+			      struct rv_thread *t);
+
 /* ractors.c: the ractor a thread belongs to (3.x). */
 void rv_thread_ractor_read(struct rv_session *s, uint64_t th,
 			   struct rv_thread *t);

@@ -169,6 +169,8 @@ static void read_thread(struct rv_session *s, uint64_t th, uint64_t main_th,
 	if (ec && (err = rv_walk_ec(s, ec, t)))
 		set_thread_error(t, cs_error_wrap(err, "thread 0x%llx",
 						  (unsigned long long)th));
+	if (ec)
+		rv_thread_exception_read(s, ec, t);
 	rv_thread_state_read(s, th, t);
 }
 
@@ -259,6 +261,7 @@ void rv_process_destroy(struct rv_process *p)
 		free(t->error);
 		rv_fibers_free(t->fibers, t->nfibers);
 		free(t->ractor.name);
+		free(t->exception_class);
 	}
 	rv_fibers_free(p->orphan_fibers, p->norphan_fibers);
 	free(p->fibers_error);

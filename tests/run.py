@@ -118,7 +118,8 @@ crash* scenarios) and checks corestack's reading of it:
                              thread's frames inside the signal frame are marked the
                              handler's, the first outside it is the faulting function
                              at Ruby's RIP; gc: in GC and marking only for the dmark
-                             fault, GC.count at least what the program saw
+                             fault, GC.count at least what the program saw; exception:
+                             the thread parked in a rescue clause handles Job::Failed
     debuginfo/debuginfod, debuginfo/debug-dir-debuglink, debuginfo/no-debug-message
                              (tests/harness/native.py) the stripped static 3.3 Ruby's DWARF
                              from a local debuginfod server (private db, loopback port),

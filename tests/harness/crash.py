@@ -17,7 +17,7 @@ from . import compare, native, procs, yjit
 
 CRASH_DIR = os.path.join(procs.ROOT, "fixtures", "crash")
 MODES = ("segv", "raw_segv", "gc_mark", "bug", "abort")
-CHECKS = ("capture", "stacks", "fault", "summary-text", "native", "gc")
+CHECKS = ("capture", "stacks", "fault", "summary-text", "native", "gc", "exception")
 
 # What each C method of crashtest.c does.
 EXPECT = {
@@ -312,6 +312,29 @@ def check_gc(cr, res_json, res_text):
     return None
 
 
+def check_exception(res):
+    """The thread parked in Job.handle's rescue clause handles Job::Failed
+    ($!); the main thread, in Thread#join, none."""
+    report, reason = native.run_json(res)
+    if reason:
+        return reason
+    threads = report.get("threads", [])
+    handler = [t for t in threads
+               if any(compare.plain_label(f.get("label")) in ("handle", "rescue in handle")
+                      for f in t.get("frames", []))]
+    if len(handler) != 1:
+        return "%d threads in Job.handle, expected 1" % len(handler)
+    exc = handler[0].get("exception") or {}
+    if exc.get("class") != "Job::Failed" or not exc.get("object"):
+        return "the thread in Job.handle's rescue: exception %s, expected Job::Failed" % (
+            compare.show(handler[0].get("exception")))
+    main = [t for t in threads if t.get("main")]
+    if not main or main[0].get("exception") is not None:
+        return "the main thread: exception %s, expected null" % (
+            compare.show(main[0].get("exception") if main else "no main thread"))
+    return None
+
+
 def crash_tests(rep, selected, args, prefixes, workdir):
     cs, timeout = args.corestack, args.timeout
     for ruby in args.rubies:
@@ -355,6 +378,8 @@ def crash_tests(rep, selected, args, prefixes, workdir):
                     reason = check_fault(cr, run("--json"))
                 elif check == "summary-text":
                     reason = check_summary_text(cr, run())
+                elif check == "exception":
+                    reason = check_exception(run("--json"))
                 elif check == "gc":
                     reason = check_gc(cr, run("--json"), run())
                 else:
