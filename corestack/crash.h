@@ -36,8 +36,6 @@ struct cs_crash {
 	const struct cs_native_frame *resent_by;
 	/* The innermost Ruby frame of the thread, or NULL. */
 	const struct rv_frame *ruby;
-	/* The process's crash report ([BUG] ...) still in memory, or NULL. */
-	const char *bug;
 	char *error; /* NULL, or why the fault is not known */
 };
 

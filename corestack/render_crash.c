@@ -92,8 +92,6 @@ void cs_render_crash_text(FILE *out, const struct cs_report *r)
 				: g->phase == RV_GC_COMPACTING
 					? "during GC, compacting"
 					: "during GC");
-	if (c->bug)
-		fprintf(out, "    %s\n", c->bug);
 	if (c->core_signal) {
 		fputs("    then ", out);
 		signal_text(out, c->core_signal);
@@ -194,7 +192,6 @@ void cs_render_crash_json(struct json *j, const struct cs_report *r)
 		json_bool(j, "in_gc", r->ruby->gc.during_gc);
 	else
 		json_null(j, "in_gc");
-	json_string(j, "bug", c->bug);
 	if (c->core_signal)
 		cs_render_signal_json(j, "core_signal", c->core_signal);
 	else
