@@ -50,7 +50,7 @@ static bool is_sent(const struct cs_siginfo *si)
 }
 
 /* The original fault from the outermost signal frame on nt's stack:
- * false when there is none. */
+ * false when there is none, or (c->error says why) it is not believed. */
 static bool from_signal_frame(struct cs_crash *c,
 			      const struct cs_native_thread *nt,
 			      const struct cs_memory *mem)
@@ -80,9 +80,10 @@ static bool from_signal_frame(struct cs_crash *c,
 		if (asprintf(&c->error, "signal frame: %s", err->message) < 0)
 			c->error = NULL;
 		cs_error_destroy(err);
+		/* not believed: the core's own signal stands */
 		memset(&c->fault, 0, sizeof(c->fault));
-		group_of(nt, k, &c->at, &c->at_function);
-		return true;
+		c->from_signal_frame = false;
+		return false;
 	}
 	c->regs_known = true;
 	c->sent = is_sent(&c->fault.si);
