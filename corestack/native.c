@@ -326,7 +326,7 @@ static void symbolize(Dwfl *dwfl, struct u64map *cache, uint64_t pc,
 /* ---- unwinding ---- */
 
 struct raw_frame {
-	uint64_t pc;
+	uint64_t pc, sp;
 	int activation;
 };
 
@@ -407,7 +407,10 @@ static int on_frame(Dwfl_Frame *state, void *arg)
 	if (!believed(u, state, pc, activation))
 		return u->stack_ended ? DWARF_CB_ABORT + 3 /* done */
 				      : DWARF_CB_ABORT + 2; /* u->cut: why */
+	Dwarf_Word sp;
 	u->raw[u->nraw].pc = pc;
+	u->raw[u->nraw].sp =
+		dwfl_frame_reg(state, DWARF_X86_64_RSP, &sp) == 0 ? sp : 0;
 	u->raw[u->nraw].activation = activation;
 	u->nraw++;
 	return DWARF_CB_OK;
@@ -430,6 +433,11 @@ static int ends_naturally(struct unwind *u, Dwfl_Thread *thread)
 			strncmp(name, "__clone", 7) == 0 ||
 			strcmp(name, "clone") == 0 ||
 			strcmp(name, "start_thread") == 0);
+}
+
+static bool interrupted(const struct unwind *u, size_t i)
+{
+	return i >= 2 && u->raw[i].activation && u->raw[i - 1].activation;
 }
 
 static int on_thread(Dwfl_Thread *thread, void *arg)
@@ -460,9 +468,23 @@ static int on_thread(Dwfl_Thread *thread, void *arg)
 		 asprintf(&t->error, "%s", dwfl_errmsg(-1)) < 0)
 		t->error = NULL;
 	struct frame_list l = {.max = u->max_frames};
-	for (size_t i = 0; i < u->nraw && l.n < l.max; i++)
+	/* Frames inside the outermost one a signal interrupted run in a
+	 * handler. libdwfl gives the interrupted frame and the trampoline
+	 * (whose caller it is) an exact pc, "activation"; so is frame 0. */
+	size_t handler_end = 0;
+	for (size_t i = 2; i < u->nraw; i++)
+		if (interrupted(u, i))
+			handler_end = i;
+	for (size_t i = 0; i < u->nraw && l.n < l.max; i++) {
+		size_t first = l.n;
 		symbolize(u->dwfl, &u->cache, u->raw[i].pc, u->raw[i].activation,
 			  &l);
+		for (size_t k = first; k < l.n; k++) {
+			l.frames[k].sp = u->raw[i].sp;
+			l.frames[k].interrupted = interrupted(u, i);
+			l.frames[k].handler = i < handler_end;
+		}
+	}
 	t->frames = l.frames;
 	t->nframes = l.n;
 	return DWARF_CB_OK;

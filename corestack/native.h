@@ -26,6 +26,14 @@ struct cs_native_frame {
 	int line;             /* 0 when unknown */
 	char *module;         /* basename of the module file; NULL: none */
 	int inlined;          /* inlined into the next (outer) frame */
+	uint64_t sp;          /* its stack pointer as unwound; 0 unknown */
+	/* A signal interrupted it here: pc is the interrupted instruction,
+	 * and the frame before its first is the signal trampoline, whose sp
+	 * points at the kernel's saved context (signal_frame.h). */
+	int interrupted;
+	/* It runs in a signal handler: inside the outermost interrupted
+	 * frame, the trampoline included. */
+	int handler;
 };
 
 struct cs_native_thread {

@@ -22,23 +22,10 @@ static void process(struct json *j, const struct cs_report *r)
 	json_string(j, "core", r->core_path);
 	json_string(j, "source", r->core_path ? "core" : "live");
 	const struct cs_siginfo *si = r->siginfo;
-	if (si && si->present && si->signo) {
-		char name[32], addr[32];
-		const char *abbrev = sigabbrev_np(si->signo);
-		snprintf(name, sizeof(name), "SIG%s", abbrev ? abbrev : "?");
-		snprintf(addr, sizeof(addr), "0x%llx",
-			 (unsigned long long)si->addr);
-		json_begin_object(j, "signal");
-		json_int(j, "number", si->signo);
-		json_string(j, "name", name);
-		json_int(j, "code", si->code);
-		json_string(j, "code_name",
-			    cs_signal_code_name(si->signo, si->code));
-		json_string(j, "fault_address", addr);
-		json_end_object(j);
-	} else {
+	if (si && si->present && si->signo)
+		cs_render_signal_json(j, "signal", si);
+	else
 		json_null(j, "signal");
-	}
 	json_end_object(j);
 }
 
@@ -144,6 +131,7 @@ static void native_frame(struct json *j, const struct cs_native_frame *f)
 	json_string(j, "module", f->module);
 	json_string(j, "pc", pc);
 	json_bool(j, "inlined", f->inlined);
+	json_bool(j, "handler", f->handler);
 }
 
 static void native_frames(struct json *j, const char *key,
@@ -226,6 +214,14 @@ static void thread(struct json *j, const struct cs_report *r, size_t i)
 	waiting_on(j, &t->wait);
 	json_bool(j, "blocking_region", t->wait.blocking_region);
 	ractor_of(j, &t->ractor);
+	if (t->exception) {
+		json_begin_object(j, "exception");
+		json_hex_string(j, "object", t->exception);
+		json_string(j, "class", t->exception_class);
+		json_end_object(j);
+	} else {
+		json_null(j, "exception");
+	}
 	stack(j, t->truncated, t->frames, t->nframes, t->error);
 	fiber_list(j, "fibers", r->ruby, t->fibers, t->nfibers);
 	json_bool(j, "crashed", r->crash_tid >= 0 && tid == r->crash_tid);
@@ -241,6 +237,8 @@ void cs_render_json(FILE *out, const struct cs_report *r)
 	json_int(&j, "corestack_schema", CS_JSON_SCHEMA);
 	json_int(&j, "corestack_schema_minor", CS_JSON_SCHEMA_MINOR);
 	process(&j, r);
+	cs_render_gc_json(&j, r);
+	cs_render_crash_json(&j, r);
 	json_begin_array(&j, "threads");
 	for (size_t i = 0; i < r->ruby->nthreads; i++)
 		if (!r->shown || r->shown[i])

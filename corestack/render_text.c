@@ -29,6 +29,8 @@ static void header(FILE *out, const struct cs_report *r)
 				(unsigned long long)si->addr);
 		fputc('\n', out);
 	}
+	cs_render_gc_text(out, r);
+	cs_render_crash_text(out, r);
 	for (size_t i = 0; i < r->nwarnings; i++)
 		fprintf(out, "warning: %s\n", r->warnings[i]);
 	if (r->ruby->error)
@@ -105,8 +107,8 @@ static void stack(FILE *out, const struct rv_process *p, const char *error,
 /* --native: native frames, merged stacks, threads that run no Ruby. */
 static void native_frame(FILE *out, const struct cs_native_frame *f)
 {
-	fprintf(out, "    [native%s] %s", f->inlined ? ", inlined" : "",
-		f->function ? f->function : "??");
+	fprintf(out, "    [native%s%s] %s", f->inlined ? ", inlined" : "",
+		f->handler ? ", handler" : "", f->function ? f->function : "??");
 	if (f->file)
 		fprintf(out, " at %s:%d", f->file, f->line);
 	fprintf(out, "  (%s, 0x%llx)\n", f->module ? f->module : "?",
@@ -244,6 +246,10 @@ void cs_render_text(FILE *out, const struct cs_report *r)
 		if (r->crash_tid >= 0 && r->tids[i] == r->crash_tid)
 			fputs(", received the signal", out);
 		thread_detail(out, t);
+		if (t->exception)
+			fprintf(out, "; exception %s (0x%llx)",
+				t->exception_class ? t->exception_class : "?",
+				(unsigned long long)t->exception);
 		fputc('\n', out);
 		if (r->tid_errors && r->tid_errors[i])
 			fprintf(out, "    <unreliable: tid: %s>\n",

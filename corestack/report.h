@@ -9,13 +9,15 @@
 
 #include "../rubyvm/model.h"
 #include "../target/core.h"
+#include "crash.h"
 #include "merge.h"
 #include "native.h"
 
 /* Bump on incompatible changes of the JSON output (docs/json-schema.md). */
 #define CS_JSON_SCHEMA 1
-/* Bump on compatible additions (new fields); 1: fibers. */
-#define CS_JSON_SCHEMA_MINOR 4
+/* Bump on compatible additions (new fields); 1: fibers; 5: "crash";
+ * 6: "gc"; 7: each thread's "exception". */
+#define CS_JSON_SCHEMA_MINOR 7
 
 struct cs_report {
 	const char *core_path; /* NULL for a live process */
@@ -38,6 +40,8 @@ struct cs_report {
 	const struct cs_native_stacks *native;
 	const struct cs_merged_stack *merged;
 	int native_all;
+	/* the crash summary of a core dumped on a fatal signal, or NULL */
+	const struct cs_crash *crash;
 };
 
 /* Is tid the kernel thread of one of the Ruby threads? */
@@ -46,5 +50,16 @@ int cs_report_is_ruby_tid(const struct cs_report *r, int64_t tid);
  * tid is not believed. */
 const struct cs_native_thread *cs_report_native_of(const struct cs_report *r,
 						    size_t i);
+
+struct json;
+/* render_crash.c: the crash summary, when there is one. */
+void cs_render_crash_text(FILE *out, const struct cs_report *r);
+void cs_render_crash_json(struct json *j, const struct cs_report *r);
+/* render_gc.c: the GC state, in the header and as "gc". */
+void cs_render_gc_text(FILE *out, const struct cs_report *r);
+void cs_render_gc_json(struct json *j, const struct cs_report *r);
+/* {"number", "name", "code", "code_name", "fault_address"} */
+void cs_render_signal_json(struct json *j, const char *key,
+			   const struct cs_siginfo *si);
 
 #endif

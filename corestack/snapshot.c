@@ -33,19 +33,29 @@ static int64_t *glibc_tids_of(const struct cs_snapshot_options *o,
 	return tids;
 }
 
-/* Every thread's native stack; on failure a warning (the caller owns it)
- * and the Ruby stacks go on alone. */
+/* Every thread's native stack (crash_tid >= 0: that thread's alone); on
+ * failure a warning (the caller owns it) and the Ruby stacks go on alone. */
 static char *unwind_native(const struct cs_snapshot_options *o,
 			   const struct cs_target *t,
-			   const struct cs_memory *mem,
+			   const struct cs_memory *mem, int64_t crash_tid,
 			   struct cs_native_stacks **ret)
 {
 	const struct cs_thread **threads = cs_target_threads(t);
 	if (!threads)
 		return strdup("native stacks: out of memory");
+	size_t n = cs_target_thread_count(t);
+	for (size_t i = 0; crash_tid >= 0 && i < n; i++)
+		if (threads[i]->tid == crash_tid) {
+			threads[0] = threads[i];
+			n = 1;
+		}
+	if (crash_tid >= 0 && n != 1)
+		n = 0;
+	/* a front end that shows no native frames may set no limit */
+	size_t max = o->max_native_frames ? o->max_native_frames
+					  : CS_SNAPSHOT_CRASH_FRAMES;
 	struct cs_error *err =
-		cs_native_unwind(t, mem, threads, cs_target_thread_count(t),
-				 o->debug_dirs, o->max_native_frames, ret);
+		cs_native_unwind(t, mem, threads, n, o->debug_dirs, max, ret);
 	free(threads);
 	char *msg = NULL;
 	if (err && asprintf(&msg, "native stacks: %s", err->message) < 0)
@@ -131,6 +141,23 @@ static struct cs_error *merge_native(struct cs_snapshot *s, bool *ok)
 	return NULL;
 }
 
+/* The crash summary; it never makes the report partial: what it cannot
+ * tell, it says. */
+static struct cs_error *find_crash(const struct cs_memory *mem,
+				   const struct cs_siginfo *si,
+				   int64_t crash_tid, struct cs_snapshot *s)
+{
+	const struct cs_thread *kt = NULL;
+	for (size_t i = 0; i < s->nthreads; i++)
+		if (s->threads[i]->tid == crash_tid)
+			kt = s->threads[i];
+	const struct cs_native_stacks *ns =
+		s->native ? s->native : s->crash_native;
+	return cs_crash_find(si, crash_tid, kt,
+			     cs_native_thread_of(ns, crash_tid), mem, s->proc,
+			     s->tids.tids, s->tids.errors, &s->crash);
+}
+
 struct cs_error *cs_snapshot_take(const struct cs_target *t,
 				  struct cs_ruby *r,
 				  const struct cs_snapshot_options *o,
@@ -144,8 +171,12 @@ struct cs_error *cs_snapshot_take(const struct cs_target *t,
 	    (o->check && (err = o->check(o->check_ctx, s->proc))) ||
 	    (o->fibers && (err = rv_snapshot_fibers(session, s->proc))))
 		return err;
+	const struct cs_siginfo *si = cs_crash_signal(cs_target_siginfo(t));
+	int64_t crash_tid = si ? cs_target_crash_tid(t) : -1;
 	if (o->native) /* before a live process runs again */
-		s->native_warning = unwind_native(o, t, mem, &s->native);
+		s->native_warning = unwind_native(o, t, mem, -1, &s->native);
+	else if (crash_tid >= 0 && t->dump) /* for the crash summary */
+		free(unwind_native(o, t, mem, crash_tid, &s->crash_native));
 	/* The snapshot is taken: let a live process run again before the
 	 * report is written. */
 	cs_target_release(t);
@@ -154,8 +185,6 @@ struct cs_error *cs_snapshot_take(const struct cs_target *t,
 	int pid = cs_target_pid(t);
 	if (pid < 0)
 		pid = o->pid_hint;
-	const struct cs_siginfo *si = cs_crash_signal(cs_target_siginfo(t));
-	int64_t crash_tid = si ? cs_target_crash_tid(t) : -1;
 	int64_t *glibc_tids = NULL;
 	if ((err = gather_warnings(o, t, r, s, &files_ok)) ||
 	    (err = kernel_threads(o, t, s)))
@@ -164,7 +193,8 @@ struct cs_error *cs_snapshot_take(const struct cs_target *t,
 	err = cs_thread_tids_find(s->proc, s->threads, s->nthreads, pid,
 				  glibc_tids, crash_tid, &s->tids);
 	free(glibc_tids);
-	if (err || (err = merge_native(s, &merged_ok)))
+	if (err || (err = merge_native(s, &merged_ok)) ||
+	    (si && (err = find_crash(mem, si, crash_tid, s))))
 		return err;
 	const struct cs_vm_module *vm = &r->vm;
 	struct cs_report *rep = &s->report;
@@ -184,6 +214,7 @@ struct cs_error *cs_snapshot_take(const struct cs_target *t,
 	rep->native = s->native;
 	rep->merged = s->merged;
 	rep->native_all = o->native_all;
+	rep->crash = s->crash;
 	return NULL;
 }
 
@@ -194,6 +225,8 @@ void cs_snapshot_free(struct cs_snapshot *s)
 		cs_merged_stack_free(&s->merged[i]);
 	free(s->merged);
 	cs_native_destroy(s->native);
+	cs_native_destroy(s->crash_native);
+	cs_crash_free(s->crash);
 	free(s->native_warning);
 	cs_error_destroy(s->truncation);
 	cs_thread_tids_free(&s->tids, n);

@@ -7,15 +7,20 @@
 #include <stddef.h>
 
 #include "../target/target.h"
+#include "crash.h"
 #include "report.h"
 #include "ruby_open.h"
 #include "thread_tids.h"
+
+/* Native frames unwound for a crash summary when the options set no
+ * limit: past any handler's frames into the faulting one. */
+#define CS_SNAPSHOT_CRASH_FRAMES 1024
 
 struct cs_snapshot_options {
 	bool fibers;                   /* every fiber's stack too */
 	bool native;                   /* native stacks, merged (--native) */
 	bool native_all;               /* and threads without Ruby */
-	size_t max_native_frames;
+	size_t max_native_frames;      /* 0: CS_SNAPSHOT_CRASH_FRAMES */
 	const char *const *debug_dirs; /* NULL: the default directories */
 	const char *cache_dir;         /* NULL default, "" none */
 	/* Warnings about the target's files (a mismatched library) are
@@ -53,6 +58,10 @@ struct cs_snapshot {
 	char **warnings;
 	char *native_warning;
 	struct cs_error *truncation;
+	/* A crash core without --native: the crashed thread's native
+	 * stack, for the crash summary alone. */
+	struct cs_native_stacks *crash_native;
+	struct cs_crash *crash;
 };
 
 /* Read every Ruby thread (and fiber) of r, release the target (a live

@@ -136,6 +136,24 @@ static bool modular_gc_loaded(struct rv_session *s)
 	       loaded;
 }
 
+uint64_t rv_objspace(struct rv_session *s, uint64_t vm, const char **why)
+{
+	uint64_t objspace = 0;
+	*why = NULL;
+	if (modular_gc_loaded(s))
+		*why = "this Ruby runs a GC loaded from RUBY_GC_LIBRARY "
+		       "(modular GC), whose heap corestack cannot read";
+	else if (!RV_HAS(s, vm_gc_objspace) && !RV_HAS(s, vm_objspace))
+		*why = "the debug info has neither vm->objspace nor "
+		       "vm->gc.objspace";
+	else if (!rv_try_member(s, vm,
+				RV_HAS(s, vm_gc_objspace) ? RVL_vm_gc_objspace
+							  : RVL_vm_objspace,
+				&objspace))
+		objspace = 0;
+	return *why ? 0 : objspace;
+}
+
 /* The sorted page array: where its entries are and how many. */
 static bool page_array(struct rv_session *s, uint64_t objspace,
 		       uint64_t *entries, uint64_t *npages)
@@ -173,20 +191,6 @@ struct cs_error *rv_heap_find_typed_data(struct rv_session *s, uint64_t vm,
 			     rv_layout_item_name(needed[i]));
 			return NULL;
 		}
-	if (modular_gc_loaded(s)) {
-		note(scan, "GC heap not walked: this Ruby runs a GC loaded from "
-			   "RUBY_GC_LIBRARY (modular GC), whose heap corestack "
-			   "cannot read; suspended fibers are not listed");
-		return NULL;
-	}
-	enum rv_item_id objspace_id = RV_HAS(s, vm_gc_objspace)
-					      ? RVL_vm_gc_objspace
-					      : RVL_vm_objspace;
-	if (!RV_HAS(s, vm_gc_objspace) && !RV_HAS(s, vm_objspace)) {
-		note(scan, "GC heap not walked: the debug info has neither "
-			   "vm->objspace nor vm->gc.objspace");
-		return NULL;
-	}
 	uint64_t value_size = (uint64_t)RV_VAL(s, value_size);
 	struct slot_reader r = {
 		.flags_off = (uint64_t)RV_VAL(s, basic_flags),
@@ -224,9 +228,15 @@ struct cs_error *rv_heap_find_typed_data(struct rv_session *s, uint64_t vm,
 				     "RTypedData layout");
 		return NULL;
 	}
-	uint64_t objspace, sorted, npages;
-	if (!rv_try_member(s, vm, objspace_id, &objspace) || !objspace ||
-	    !page_array(s, objspace, &sorted, &npages)) {
+	const char *why = NULL;
+	uint64_t objspace = rv_objspace(s, vm, &why), sorted, npages;
+	if (why && !objspace) {
+		note(scan, "GC heap not walked: %s%s", why,
+		     modular_gc_loaded(s) ? "; suspended fibers are not listed"
+					  : "");
+		return NULL;
+	}
+	if (!objspace || !page_array(s, objspace, &sorted, &npages)) {
 		scan->error = strdup("GC heap not walked: the object space or "
 				     "its page list unreadable");
 		return NULL;

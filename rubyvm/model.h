@@ -146,10 +146,30 @@ struct rv_thread {
 	enum rv_thread_state state; /* thread_state.c */
 	struct rv_wait wait;        /* thread_state.c */
 	struct rv_ractor ractor;    /* ractors.c */
+	/* The exception it is raising or handling (ec->errinfo, $!): the
+	 * object and its class's path; 0 / NULL when none (exception.c). */
+	uint64_t exception;
+	char *exception_class;
+};
+
+/* The GC as the default GC's object space records it. */
+enum rv_gc_phase {
+	RV_GC_UNKNOWN, RV_GC_NONE, RV_GC_MARKING, RV_GC_SWEEPING,
+	RV_GC_COMPACTING,
+};
+
+struct rv_gc_state {
+	bool known;              /* the object space was read */
+	bool during_gc;          /* objspace->flags.during_gc */
+	enum rv_gc_phase phase;  /* flags.mode */
+	bool count_known;
+	uint64_t count;          /* GC.count */
+	char *error;             /* NULL, or why it is not known */
 };
 
 struct rv_process {
 	char *ruby_version;
+	struct rv_gc_state gc;
 	struct rv_thread *threads;
 	size_t nthreads;
 	char *error; /* NULL, or why the thread list is incomplete */
@@ -220,6 +240,8 @@ struct cs_error *rv_snapshot_fibers(struct rv_session *s, struct rv_process *p);
 const char *rv_fiber_status_name(enum rv_fiber_status st);
 
 const char *rv_thread_status_name(enum rv_thread_status st);
+/* "none", "marking", "sweeping", "compacting", "unknown" */
+const char *rv_gc_phase_name(enum rv_gc_phase phase);
 /* "runnable", "sleeping", "sleeping_forever", "aborting", "dead", "unknown" */
 const char *rv_thread_state_name(enum rv_thread_state st);
 /* "mutex", "queue", "sized_queue", "condition_variable", "sleep",

@@ -197,6 +197,13 @@ struct cs_error *rv_heap_find_typed_data(struct rv_session *s, uint64_t vm,
 					 uint64_t type,
 					 struct rv_heap_scan *scan);
 void rv_heap_scan_free(struct rv_heap_scan *scan);
+/* The VM's default-GC object space, 0 with *why when there is none to
+ * read (a GC loaded from RUBY_GC_LIBRARY, no such member). */
+uint64_t rv_objspace(struct rv_session *s, uint64_t vm, const char **why);
+
+/* gc_state.c */
+void rv_gc_state_read(struct rv_session *s, uint64_t vm,
+		      struct rv_gc_state *g);
 
 /* fibers.c */
 void rv_fibers_free(struct rv_fiber *fibers, size_t n);
@@ -205,6 +212,11 @@ bool rv_fibers_complete(const struct rv_fiber *fibers, size_t n);
  * frames are read. */
 void rv_thread_state_read(struct rv_session *s, uint64_t th,
 			  struct rv_thread *t);
+
+/* exception.c: the exception the thread of ec raises or handles, once
+ * its frames are read. */
+void rv_thread_exception_read(struct rv_session *s, uint64_t ec,
+			      struct rv_thread *t);
 
 /* ractors.c: the ractor a thread belongs to (3.x). */
 void rv_thread_ractor_read(struct rv_session *s, uint64_t th,

@@ -169,6 +169,8 @@ static void read_thread(struct rv_session *s, uint64_t th, uint64_t main_th,
 	if (ec && (err = rv_walk_ec(s, ec, t)))
 		set_thread_error(t, cs_error_wrap(err, "thread 0x%llx",
 						  (unsigned long long)th));
+	if (ec)
+		rv_thread_exception_read(s, ec, t);
 	rv_thread_state_read(s, th, t);
 }
 
@@ -195,6 +197,9 @@ struct cs_error *rv_snapshot(struct rv_session *s, struct rv_process **ret)
 			     buf, sizeof(buf) - 1))
 			p->ruby_version = strndup(buf, sizeof(buf) - 1);
 	}
+	struct rv_gc_state gc;
+	rv_gc_state_read(s, vm, &gc);
+	p->gc = gc;
 	uint64_t main_th = 0;
 	if (RV_HAS(s, vm_main_thread))
 		rv_try_member(s, vm, RVL_vm_main_thread, &main_th);
@@ -256,11 +261,13 @@ void rv_process_destroy(struct rv_process *p)
 		free(t->error);
 		rv_fibers_free(t->fibers, t->nfibers);
 		free(t->ractor.name);
+		free(t->exception_class);
 	}
 	rv_fibers_free(p->orphan_fibers, p->norphan_fibers);
 	free(p->fibers_error);
 	free(p->threads);
 	free(p->ruby_version);
+	free(p->gc.error);
 	free(p->error);
 	free(p);
 }

@@ -39,6 +39,8 @@ of tests/harness/ whose docstring names its tests and what each checks:
                              (traced.py), RUBY/many-threads/... (many_threads.py)
     remote/..., debuginfo/debuginfod..., RUBY/native/...  native.py
     RUBY/nontfile/...        nontfile.py
+    RUBY/crash/MODE/CHECK    crash.py: kernel cores of a C extension that crashes five
+                             ways, against Ruby's own crash report
     gdbext/..., lldb/...     gdbext.py: ruby-bt and ruby-sample inside gdb and lldb
                              (--gdbext DIR, default build/gdbext; make test:
                              build/gdbext-san, the module under UBSan)
@@ -61,7 +63,7 @@ import time
 
 sys.dont_write_bytecode = True   # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (bad_input, checks, cli, corrupt, fibers, frame_reuse, gdbext, hostile,  # noqa: E402
+from harness import (bad_input, checks, cli, corrupt, crash, fibers, frame_reuse, gdbext, hostile,  # noqa: E402
                      layout, many_threads, mutations, native, native_cut, nontfile, permissions,
                      procs, record, record_exits, requires, scenarios, stale_pc,
                      thread_notes, traced, unit, yjit)
@@ -137,6 +139,7 @@ def all_tests(args, scenario_list):
     names += [n for r in rubies for n in record.test_names(r)]
     names += list(native.REMOTE_TESTS) + [n for r in rubies for n in nontfile.test_names(r)]
     names += list(native.DEBUGINFO_TESTS) + [n for r in rubies for n in native.native_test_names(r)]
+    names += [n for r in rubies for n in crash.test_names(r)]
     names += [n for r in rubies for n in gdbext.ruby_tests(r, scenario_list)] + list(gdbext.BAD_TESTS)
     if gdbext.INSTALL_RUBY in rubies:
         names += list(gdbext.INSTALL_TESTS)
@@ -225,7 +228,8 @@ def main():
     if selected("bad/build-id-mismatch") and "3.1" in args.rubies:
         build_anyway.add("3.1")
     for r in args.rubies:
-        if any(selected(n) for n in native.native_test_names(r) + nontfile.test_names(r)):
+        if any(selected(n) for n in native.native_test_names(r) + nontfile.test_names(r)
+               + crash.test_names(r)):
             build_anyway.add(r)
     if any(selected(n) for n in native.REMOTE_TESTS) and native.REMOTE_RUBY in args.rubies:
         build_anyway.add(native.REMOTE_RUBY)
@@ -327,6 +331,7 @@ def main():
         nontfile.nontfile_tests(rep, selected, args, prefixes, workdir)
         native.debuginfo_tests(rep, selected, args, captures, workdir)
         native.native_tests(rep, selected, args, prefixes, workdir, captures)
+        crash.crash_tests(rep, selected, args, prefixes, workdir)
         gdbext.gdbext_tests(rep, selected, args, prefixes, scenario_list, workdir)
     finally:
         if args.keep:

@@ -120,6 +120,17 @@ def build_ruby(version, variant, timeout):
     return prefix
 
 
+def built_prefix(rep, prefixes, ruby, names):
+    """The install prefix of a fixture Ruby, or None after saying SKIP for
+    each of names when it is not built."""
+    prefix = prefixes.get(ruby)
+    if isinstance(prefix, str):
+        return prefix
+    for n in names:
+        rep.skip(n, "the %s fixture Ruby is not built" % ruby)
+    return None
+
+
 def allow_cores():
     soft, hard = resource.getrlimit(resource.RLIMIT_CORE)
     try:

@@ -1,0 +1,149 @@
+/* See crash.h. Which frame faulted comes from the native unwinder, which
+ * marks the frame a signal interrupted; the kernel's record of the
+ * signal sits where the trampoline's stack pointer points. */
+#include "crash.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The frames of frames[i]'s pc: from the first frame with that pc (the
+ * innermost inlined call) to the function holding them. */
+static void group_of(const struct cs_native_thread *nt, size_t i,
+		     const struct cs_native_frame **first,
+		     const struct cs_native_frame **function)
+{
+	size_t a = i, b = i;
+	while (a > 0 && nt->frames[a - 1].pc == nt->frames[i].pc &&
+	       nt->frames[a - 1].inlined)
+		a--;
+	while (b + 1 < nt->nframes && nt->frames[b].inlined)
+		b++;
+	*first = &nt->frames[a];
+	*function = &nt->frames[b];
+}
+
+/* The C library sends a signal for its caller (abort, raise). */
+static bool in_libc(const struct cs_native_frame *f)
+{
+	return f->module && (strncmp(f->module, "libc.so", 7) == 0 ||
+			     strncmp(f->module, "libc-", 5) == 0 ||
+			     strncmp(f->module, "libpthread", 10) == 0);
+}
+
+/* Who sent a signal, from the frames [from, to): the first frame outside
+ * the C library. */
+static void sender_of(const struct cs_native_thread *nt, size_t from,
+		      size_t to, const struct cs_native_frame **first,
+		      const struct cs_native_frame **function)
+{
+	for (size_t i = from; i < to; i++)
+		if (!in_libc(&nt->frames[i])) {
+			group_of(nt, i, first, function);
+			return;
+		}
+}
+
+static bool is_sent(const struct cs_siginfo *si)
+{
+	return si->code <= 0; /* SI_USER, SI_QUEUE, SI_TKILL...: a process */
+}
+
+/* The original fault from the outermost signal frame on nt's stack:
+ * false when there is none, or (c->error says why) it is not believed. */
+static bool from_signal_frame(struct cs_crash *c,
+			      const struct cs_native_thread *nt,
+			      const struct cs_memory *mem)
+{
+	size_t k = nt->nframes;
+	for (size_t i = 1; i < nt->nframes; i++)
+		if (nt->frames[i].interrupted && !nt->frames[i - 1].interrupted)
+			k = i;
+	if (k == nt->nframes)
+		return false;
+	c->from_signal_frame = true;
+	const struct cs_native_frame *tramp = &nt->frames[k - 1];
+	struct cs_error *err = tramp->sp
+		? cs_signal_frame_read(mem, tramp->sp, &c->fault)
+		: cs_error_create(CS_ERR_FAULT, "the signal trampoline's "
+			"stack pointer is unknown");
+	if (!err && c->fault.regs[CS_REG_RIP] != nt->frames[k].pc)
+		err = cs_error_create(CS_ERR_CORRUPT,
+				      "the signal frame at 0x%llx saved pc "
+				      "0x%llx, but the interrupted frame is "
+				      "at 0x%llx",
+				      (unsigned long long)tramp->sp,
+				      (unsigned long long)
+					      c->fault.regs[CS_REG_RIP],
+				      (unsigned long long)nt->frames[k].pc);
+	if (err) {
+		if (asprintf(&c->error, "signal frame: %s", err->message) < 0)
+			c->error = NULL;
+		cs_error_destroy(err);
+		/* not believed: the core's own signal stands */
+		memset(&c->fault, 0, sizeof(c->fault));
+		c->from_signal_frame = false;
+		return false;
+	}
+	c->regs_known = true;
+	c->sent = is_sent(&c->fault.si);
+	group_of(nt, k, &c->at, &c->at_function);
+	return true;
+}
+
+struct cs_error *cs_crash_find(const struct cs_siginfo *si, int64_t crash_tid,
+			       const struct cs_thread *kt,
+			       const struct cs_native_thread *nt,
+			       const struct cs_memory *mem,
+			       const struct rv_process *p, const int64_t *tids,
+			       char *const *tid_errors, struct cs_crash **ret)
+{
+	struct cs_crash *c = calloc(1, sizeof(*c));
+	*ret = c;
+	if (!c)
+		return &cs_error_nomem;
+	c->tid = crash_tid;
+	c->thread = -1;
+	for (size_t i = 0; i < p->nthreads; i++)
+		if (tids[i] == crash_tid && crash_tid >= 0 &&
+		    !(tid_errors && tid_errors[i]))
+			c->thread = (long)i;
+	if (c->thread >= 0 && p->threads[c->thread].nframes)
+		c->ruby = &p->threads[c->thread].frames[0];
+	if (nt && nt->nframes && from_signal_frame(c, nt, mem)) {
+		/* the handler signalled again: what the core was written on,
+		 * sent from inside the handler */
+		c->core_signal = si;
+		const struct cs_native_frame *function;
+		if (is_sent(si) && c->at)
+			sender_of(nt, 0, (size_t)(c->at - nt->frames),
+				  &c->resent_by, &function);
+		return NULL;
+	}
+	c->fault.si = *si;
+	c->sent = is_sent(si);
+	if (kt) {
+		memcpy(c->fault.regs, kt->regs, sizeof(c->fault.regs));
+		c->regs_known = true;
+	}
+	if (!nt || !nt->nframes) {
+		if (asprintf(&c->error, "the thread's native stack is unknown%s%s",
+			     nt && nt->error ? ": " : "",
+			     nt && nt->error ? nt->error : "") < 0)
+			c->error = NULL;
+		return NULL;
+	}
+	if (c->sent)
+		sender_of(nt, 0, nt->nframes, &c->at, &c->at_function);
+	else
+		group_of(nt, 0, &c->at, &c->at_function);
+	return NULL;
+}
+
+void cs_crash_free(struct cs_crash *c)
+{
+	if (!c)
+		return;
+	free(c->error);
+	free(c);
+}

@@ -1,0 +1,203 @@
+/* The crash summary (crash.h) in text, at the top of the report, and in
+ * JSON. Formatting only. */
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../target/crash_signal.h"
+#include "../util/json.h"
+#include "report.h"
+
+static const char *signal_name(int signo, char *buf, size_t size)
+{
+	const char *abbrev = sigabbrev_np(signo);
+	snprintf(buf, size, "SIG%s", abbrev ? abbrev : "?");
+	return buf;
+}
+
+/* "SIGSEGV (SEGV_MAPERR)" */
+static void signal_text(FILE *out, const struct cs_siginfo *si)
+{
+	char name[32];
+	const char *code = cs_signal_code_name(si->signo, si->code);
+	fprintf(out, "%s", signal_name(si->signo, name, sizeof(name)));
+	if (code)
+		fprintf(out, " (%s)", code);
+	else
+		fprintf(out, " (code %d)", si->code);
+}
+
+/* "in crashtest.so: ct_segv at crashtest.c:35" */
+static void where_text(FILE *out, const struct cs_native_frame *at,
+		       const struct cs_native_frame *function)
+{
+	fprintf(out, "%s: %s", function->module ? function->module : "?",
+		at->function ? at->function : "??");
+	if (at->file)
+		fprintf(out, " at %s:%d", at->file, at->line);
+	if (function != at && function->function)
+		fprintf(out, " (inlined into %s)", function->function);
+}
+
+void cs_render_crash_text(FILE *out, const struct cs_report *r)
+{
+	const struct cs_crash *c = r->crash;
+	if (!c)
+		return;
+	fputs("Crash: ", out);
+	if (c->thread >= 0)
+		fprintf(out, "thread %ld (tid %lld)", c->thread + 1,
+			(long long)c->tid);
+	else
+		fprintf(out, "tid %lld, which runs no Ruby", (long long)c->tid);
+	if (c->sent) {
+		fputs(", no fault: ", out);
+		signal_text(out, &c->fault.si);
+		if (c->fault.sender_pid > 0 && c->fault.sender_pid != r->pid)
+			fprintf(out, " sent by process %d", c->fault.sender_pid);
+		else
+			fputs(" sent by the process itself", out);
+	} else {
+		fputs(", ", out);
+		signal_text(out, &c->fault.si);
+		fprintf(out, " at address 0x%llx",
+			(unsigned long long)c->fault.si.addr);
+	}
+	if (c->from_signal_frame)
+		fputs(" (from the signal frame on its stack)", out);
+	fputc('\n', out);
+	if (c->at) {
+		fprintf(out, "    %s ", c->sent ? "sent from" : "faulted in");
+		where_text(out, c->at, c->at_function);
+		if (c->regs_known)
+			fprintf(out, ", pc 0x%llx",
+				(unsigned long long)c->fault.regs[CS_REG_RIP]);
+		fputc('\n', out);
+	}
+	if (c->ruby) {
+		const struct rv_frame *f = c->ruby;
+		const char *q = r->ruby->backtick_quotes ? "`" : "'";
+		fprintf(out, "    called from Ruby: %s:%d:in %s%s'",
+			f->path ? f->path : "?", f->lineno, q,
+			f->label ? f->label : "?");
+		if (f->qualified && f->label &&
+		    strcmp(f->qualified, f->label) != 0)
+			fprintf(out, "  [%s]", f->qualified);
+		fputc('\n', out);
+	}
+	const struct rv_gc_state *g = &r->ruby->gc;
+	if (g->known)
+		fprintf(out, "    %s\n", !g->during_gc ? "GC not running"
+				: g->phase == RV_GC_MARKING ? "during GC, marking"
+				: g->phase == RV_GC_SWEEPING ? "during GC, sweeping"
+				: g->phase == RV_GC_COMPACTING
+					? "during GC, compacting"
+					: "during GC");
+	if (c->core_signal) {
+		fputs("    then ", out);
+		signal_text(out, c->core_signal);
+		if (c->resent_by) {
+			fputs(", the core's signal, sent by the handler from ", out);
+			where_text(out, c->resent_by, c->resent_by);
+		} else {
+			fputs(", the core's signal", out);
+		}
+		fputc('\n', out);
+	}
+	if (c->error)
+		fprintf(out, "    <crash summary incomplete: %s>\n", c->error);
+}
+
+void cs_render_signal_json(struct json *j, const char *key,
+			   const struct cs_siginfo *si)
+{
+	char name[32];
+	json_begin_object(j, key);
+	json_int(j, "number", si->signo);
+	json_string(j, "name", signal_name(si->signo, name, sizeof(name)));
+	json_int(j, "code", si->code);
+	json_string(j, "code_name", cs_signal_code_name(si->signo, si->code));
+	json_hex_string(j, "fault_address", si->addr);
+	json_end_object(j);
+}
+
+static void where_json(struct json *j, const char *key,
+		       const struct cs_native_frame *at,
+		       const struct cs_native_frame *function)
+{
+	if (!at) {
+		json_null(j, key);
+		return;
+	}
+	json_begin_object(j, key);
+	json_string(j, "function", at->function);
+	json_string(j, "file", at->file);
+	json_int(j, "line", at->line);
+	json_string(j, "module", function->module);
+	json_string(j, "outer_function", function->function);
+	json_hex_string(j, "pc", at->pc);
+	json_end_object(j);
+}
+
+static void registers_json(struct json *j, const struct cs_crash *c)
+{
+	static const char *const names[] = {
+		"r15", "r14", "r13", "r12", "rbp", "rbx", "r11", "r10",
+		"r9",  "r8",  "rax", "rcx", "rdx", "rsi", "rdi", NULL,
+		"rip", NULL,  "eflags", "rsp",
+	};
+	if (!c->regs_known) {
+		json_null(j, "registers");
+		return;
+	}
+	json_begin_object(j, "registers");
+	for (size_t i = 0; i < sizeof(names) / sizeof(*names); i++)
+		if (names[i])
+			json_hex_string(j, names[i], c->fault.regs[i]);
+	json_end_object(j);
+}
+
+void cs_render_crash_json(struct json *j, const struct cs_report *r)
+{
+	const struct cs_crash *c = r->crash;
+	if (!c) {
+		json_null(j, "crash");
+		return;
+	}
+	json_begin_object(j, "crash");
+	json_int(j, "tid", c->tid);
+	if (c->thread >= 0)
+		json_int(j, "thread_index", c->thread);
+	else
+		json_null(j, "thread_index");
+	json_bool(j, "fault", !c->sent);
+	cs_render_signal_json(j, "signal", &c->fault.si);
+	json_bool(j, "from_signal_frame", c->from_signal_frame);
+	if (c->fault.sender_pid > 0)
+		json_int(j, "sender_pid", c->fault.sender_pid);
+	else
+		json_null(j, "sender_pid");
+	where_json(j, "at", c->at, c->at_function);
+	registers_json(j, c);
+	if (c->ruby) {
+		json_begin_object(j, "ruby_frame");
+		json_string(j, "label", c->ruby->label);
+		json_string(j, "path", c->ruby->path);
+		json_int(j, "lineno", c->ruby->lineno);
+		json_string(j, "qualified", c->ruby->qualified);
+		json_end_object(j);
+	} else {
+		json_null(j, "ruby_frame");
+	}
+	if (r->ruby->gc.known)
+		json_bool(j, "in_gc", r->ruby->gc.during_gc);
+	else
+		json_null(j, "in_gc");
+	if (c->core_signal)
+		cs_render_signal_json(j, "core_signal", c->core_signal);
+	else
+		json_null(j, "core_signal");
+	where_json(j, "core_signal_sent_from", c->resent_by, c->resent_by);
+	json_string(j, "error", c->error);
+	json_end_object(j);
+}
