@@ -33,8 +33,8 @@ static bool in_libc(const struct cs_native_frame *f)
 
 /* Who sent a signal, from the frames [from, to): the first frame outside
  * the C library. */
-static void sender_of(const struct cs_native_thread *nt, size_t from,
-		      size_t to, const struct cs_native_frame **first,
+static void sender_of(const struct cs_native_thread *nt, size_t from, size_t to,
+		      const struct cs_native_frame **first,
 		      const struct cs_native_frame **function)
 {
 	for (size_t i = from; i < to; i++)
@@ -63,19 +63,20 @@ static bool from_signal_frame(struct cs_crash *c,
 		return false;
 	c->from_signal_frame = true;
 	const struct cs_native_frame *tramp = &nt->frames[k - 1];
-	struct cs_error *err = tramp->sp
-		? cs_signal_frame_read(mem, tramp->sp, &c->fault)
-		: cs_error_create(CS_ERR_FAULT, "the signal trampoline's "
-			"stack pointer is unknown");
+	struct cs_error *err =
+		tramp->sp ? cs_signal_frame_read(mem, tramp->sp, &c->fault)
+			  : cs_error_create(CS_ERR_FAULT,
+					    "the signal trampoline's "
+					    "stack pointer is unknown");
 	if (!err && c->fault.regs[CS_REG_RIP] != nt->frames[k].pc)
-		err = cs_error_create(CS_ERR_CORRUPT,
-				      "the signal frame at 0x%llx saved pc "
-				      "0x%llx, but the interrupted frame is "
-				      "at 0x%llx",
-				      (unsigned long long)tramp->sp,
-				      (unsigned long long)
-					      c->fault.regs[CS_REG_RIP],
-				      (unsigned long long)nt->frames[k].pc);
+		err = cs_error_create(
+			CS_ERR_CORRUPT,
+			"the signal frame at 0x%llx saved pc "
+			"0x%llx, but the interrupted frame is "
+			"at 0x%llx",
+			(unsigned long long)tramp->sp,
+			(unsigned long long)c->fault.regs[CS_REG_RIP],
+			(unsigned long long)nt->frames[k].pc);
 	if (err) {
 		if (asprintf(&c->error, "signal frame: %s", err->message) < 0)
 			c->error = NULL;
@@ -127,7 +128,8 @@ struct cs_error *cs_crash_find(const struct cs_siginfo *si, int64_t crash_tid,
 		c->regs_known = true;
 	}
 	if (!nt || !nt->nframes) {
-		if (asprintf(&c->error, "the thread's native stack is unknown%s%s",
+		if (asprintf(&c->error,
+			     "the thread's native stack is unknown%s%s",
 			     nt && nt->error ? ": " : "",
 			     nt && nt->error ? nt->error : "") < 0)
 			c->error = NULL;

@@ -25,7 +25,12 @@
 
 int cs_record_main(int argc, char **argv); /* record.c */
 
-enum { EXIT_COMPLETE = 0, EXIT_PARTIAL = 1, EXIT_UNUSABLE = 2, EXIT_USAGE = 64 };
+enum {
+	EXIT_COMPLETE = 0,
+	EXIT_PARTIAL = 1,
+	EXIT_UNUSABLE = 2,
+	EXIT_USAGE = 64
+};
 
 #define MAX_DEBUG_DIRS 16
 /* How a user of the CLI names a debug directory. */
@@ -36,15 +41,15 @@ struct options {
 	int pid;         /* --pid: a live process instead of a core */
 	int nonblocking; /* --nonblocking: read it without pausing it */
 	const struct cs_renderer *renderer; /* NULL: text; --json: json */
-	int no_fibers; /* --no-fibers: skip the GC heap walk */
-	const char *layout; /* --layout MODULE: print the resolved layout */
+	int no_fibers;         /* --no-fibers: skip the GC heap walk */
+	const char *layout;    /* --layout MODULE: print the resolved layout */
 	const char *cache_dir; /* NULL: default; "": no layout cache */
 	size_t max_frames;
 	size_t max_output; /* --max-output; 0: tied to the core's size */
 	const char *debug_dirs[MAX_DEBUG_DIRS + 2];
 	size_t ndebug_dirs;
 	const char *sysroot;         /* --sysroot: the core's files under DIR */
-	const char *lib_search_path; /* --lib-search-path DIRS (colon-separated) */
+	const char *lib_search_path; /* --lib-search-path DIRS, colon-separated */
 	int native;     /* --native: native frames merged with Ruby's */
 	int native_all; /* --native-all: and threads that run no Ruby */
 };
@@ -61,7 +66,8 @@ static size_t output_budget(const struct options *o)
 	if (!o->core || stat(o->core, &st) != 0 || st.st_size < 0)
 		return 0; /* the model's default */
 	uint64_t size = (uint64_t)st.st_size;
-	return size > (SIZE_MAX - floor) / 4 ? SIZE_MAX : floor + 4 * (size_t)size;
+	return size > (SIZE_MAX - floor) / 4 ? SIZE_MAX
+					     : floor + 4 * (size_t)size;
 }
 
 /* Native frames unwound per thread at most. */
@@ -142,18 +148,20 @@ static int parse_args(int argc, char **argv, struct options *o)
 			bool frames = c == 'm';
 			/* frames: far past any real stack; bytes: up to
 			 * 1 PiB, past any core this tool can map */
-			if (!cli_integer("corestack",
-					 frames ? "--max-frames" : "--max-output",
-					 optarg, 1,
-					 frames ? 1000000000 : (uint64_t)1 << 50,
-					 &n))
+			if (!cli_integer(
+				    "corestack",
+				    frames ? "--max-frames" : "--max-output",
+				    optarg, 1,
+				    frames ? 1000000000 : (uint64_t)1 << 50,
+				    &n))
 				return EXIT_USAGE;
 			*(frames ? &o->max_frames : &o->max_output) = (size_t)n;
 			break;
 		}
 		case 'd':
 			if (o->ndebug_dirs == MAX_DEBUG_DIRS) {
-				fputs("corestack: too many --debug-dir\n", stderr);
+				fputs("corestack: too many --debug-dir\n",
+				      stderr);
 				return EXIT_USAGE;
 			}
 			o->debug_dirs[o->ndebug_dirs++] = optarg;
@@ -210,12 +218,14 @@ static int parse_args(int argc, char **argv, struct options *o)
 	o->debug_dirs[o->ndebug_dirs] = NULL;
 	if (o->pid && o->nonblocking && o->native) {
 		fputs("corestack: --native needs the threads paused: not with "
-		      "--nonblocking\n", stderr);
+		      "--nonblocking\n",
+		      stderr);
 		return EXIT_USAGE;
 	}
 	if (o->pid && (o->sysroot || o->lib_search_path)) {
 		fputs("corestack: --sysroot and --lib-search-path go with a "
-		      "core\n", stderr);
+		      "core\n",
+		      stderr);
 		return EXIT_USAGE;
 	}
 	if ((o->layout || o->pid) && rest == 0)
@@ -230,12 +240,14 @@ static int parse_args(int argc, char **argv, struct options *o)
 	}
 	if (rest < 1) {
 		fputs("corestack: name a CORE (and its EXECUTABLE if the core "
-		      "cannot), or --pid PID (see corestack --help)\n", stderr);
+		      "cannot), or --pid PID (see corestack --help)\n",
+		      stderr);
 		return EXIT_USAGE;
 	}
 	if (rest > 2) {
-		fprintf(stderr, "corestack: one CORE and at most one EXECUTABLE, "
-				"not also '%s' (see corestack --help)\n",
+		fprintf(stderr,
+			"corestack: one CORE and at most one EXECUTABLE, "
+			"not also '%s' (see corestack --help)\n",
 			argv[optind + 2]);
 		return EXIT_USAGE;
 	}
@@ -259,8 +271,8 @@ static int print_layout(const char *path, const struct options *o)
 	struct cs_ruby_options ropts = {.debug_dirs = o->debug_dirs,
 					.debug_dir_advice = DEBUG_DIR_ADVICE,
 					.cache_dir = o->cache_dir};
-	struct cs_error *err = cs_ruby_layout_of(path, &ropts, &layout,
-						 &cached);
+	struct cs_error *err =
+		cs_ruby_layout_of(path, &ropts, &layout, &cached);
 	if (err)
 		return unusable(err);
 	if (cached)

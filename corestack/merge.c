@@ -23,8 +23,8 @@ static int is_loop(const struct cs_native_frame *f, const char *name)
  * (vm_call_cfunc_with_frame) or from rb_funcall (vm_call0_*). */
 static int calls_cfuncs(const struct cs_native_frame *f)
 {
-	static const char *const prefixes[] = {"vm_call_cfunc", "vm_call0_cfunc",
-					       "vm_call0_body"};
+	static const char *const prefixes[] = {
+		"vm_call_cfunc", "vm_call0_cfunc", "vm_call0_body"};
 	for (size_t i = 0; f->function && i < 3; i++)
 		if (strncmp(f->function, prefixes[i], strlen(prefixes[i])) == 0)
 			return 1;
@@ -72,8 +72,8 @@ static size_t loop_frames(const struct cs_native_thread *nt, size_t *idx)
 	return 0;
 }
 
-__attribute__((format(printf, 2, 3)))
-static struct cs_error *fail(struct cs_merged_stack *out, const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) static struct cs_error *
+fail(struct cs_merged_stack *out, const char *fmt, ...)
 {
 	free(out->frames);
 	out->frames = NULL;
@@ -123,12 +123,13 @@ struct cs_error *cs_merge_stacks(const struct rv_thread *rt,
 		goto done;
 	}
 	if (nloops != ngroups) {
-		err = fail(out,
-			   "%zu interpreter-loop frames on the native stack "
-			   "(%zu frames%s%s), %zu vm_exec() entries on the Ruby "
-			   "stack",
-			   nloops, nn, nt->error ? ", unwinding stopped: " : "",
-			   nt->error ? nt->error : "", ngroups);
+		err = fail(
+			out,
+			"%zu interpreter-loop frames on the native stack "
+			"(%zu frames%s%s), %zu vm_exec() entries on the Ruby "
+			"stack",
+			nloops, nn, nt->error ? ", unwinding stopped: " : "",
+			nt->error ? nt->error : "", ngroups);
 		goto done;
 	}
 	/* Each group's C-method frames onto native frames of their C

@@ -64,11 +64,10 @@ static bool set_initial_registers(Dwfl_Thread *thread, void *thread_arg)
 {
 	const struct cs_thread *t = thread_arg;
 	static const enum cs_reg order[17] = {
-		CS_REG_RAX, CS_REG_RDX, CS_REG_RCX, CS_REG_RBX,
-		CS_REG_RSI, CS_REG_RDI, CS_REG_RBP, CS_REG_RSP,
-		CS_REG_R8,  CS_REG_R9,  CS_REG_R10, CS_REG_R11,
-		CS_REG_R12, CS_REG_R13, CS_REG_R14, CS_REG_R15,
-		CS_REG_RIP,
+		CS_REG_RAX, CS_REG_RDX, CS_REG_RCX, CS_REG_RBX, CS_REG_RSI,
+		CS_REG_RDI, CS_REG_RBP, CS_REG_RSP, CS_REG_R8,  CS_REG_R9,
+		CS_REG_R10, CS_REG_R11, CS_REG_R12, CS_REG_R13, CS_REG_R14,
+		CS_REG_R15, CS_REG_RIP,
 	};
 	Dwarf_Word regs[17];
 	for (size_t i = 0; i < 17; i++)
@@ -90,8 +89,8 @@ static int same_build_id(const struct cs_target *img, Elf *elf, uint64_t start)
 {
 	uint8_t want[64];
 	size_t want_len;
-	struct cs_error *err = img->ops->module_build_id(img->priv, start, want,
-							 sizeof(want), &want_len);
+	struct cs_error *err = img->ops->module_build_id(
+		img->priv, start, want, sizeof(want), &want_len);
 	if (err) {
 		cs_error_destroy(err);
 		return 1;
@@ -168,8 +167,8 @@ static struct cs_native_frame *frame_push(struct frame_list *l)
 static char *die_name(Dwarf_Die *die)
 {
 	Dwarf_Attribute a;
-	const char *n = dwarf_formstring(
-		dwarf_attr_integrate(die, DW_AT_name, &a));
+	const char *n =
+		dwarf_formstring(dwarf_attr_integrate(die, DW_AT_name, &a));
 	return n ? strdup(n) : NULL;
 }
 
@@ -212,9 +211,9 @@ static void symbolize_at(Dwfl *dwfl, uint64_t pc, uint64_t at,
 			func_start = at - off;
 		}
 		Dwfl_Line *dl = dwfl_module_getsrc(mod, at);
-		const char *src = dl ? dwfl_lineinfo(dl, NULL, &line, NULL,
-						     NULL, NULL)
-				     : NULL;
+		const char *src =
+			dl ? dwfl_lineinfo(dl, NULL, &line, NULL, NULL, NULL)
+			   : NULL;
 		file = src ? strdup(src) : NULL;
 	}
 	Dwarf_Addr bias = 0;
@@ -224,7 +223,8 @@ static void symbolize_at(Dwfl *dwfl, uint64_t pc, uint64_t at,
 	int done = 0;
 	for (int i = 0; i < nscopes && !done && l->n < l->max; i++) {
 		int tag = dwarf_tag(&scopes[i]);
-		if (tag != DW_TAG_inlined_subroutine && tag != DW_TAG_subprogram)
+		if (tag != DW_TAG_inlined_subroutine &&
+		    tag != DW_TAG_subprogram)
 			continue;
 		struct cs_native_frame *f = frame_push(l);
 		if (!f)
@@ -343,7 +343,7 @@ struct unwind {
 	struct cs_region stack;
 	bool stack_known;
 	uint64_t last_sp;
-	char cut[128]; /* why the unwind was cut, when it was */
+	char cut[128];    /* why the unwind was cut, when it was */
 	bool stack_ended; /* ... or it met a return address of 0 */
 };
 
@@ -405,7 +405,7 @@ static int on_frame(Dwfl_Frame *state, void *arg)
 	if (u->nraw == u->max_frames)
 		return DWARF_CB_ABORT + 1; /* the limit, told apart below */
 	if (!believed(u, state, pc, activation))
-		return u->stack_ended ? DWARF_CB_ABORT + 3 /* done */
+		return u->stack_ended ? DWARF_CB_ABORT + 3  /* done */
 				      : DWARF_CB_ABORT + 2; /* u->cut: why */
 	Dwarf_Word sp;
 	u->raw[u->nraw].pc = pc;
@@ -426,8 +426,8 @@ static int ends_naturally(struct unwind *u, Dwfl_Thread *thread)
 	Dwfl_Module *mod = dwfl_addrmodule(dwfl_thread_dwfl(thread), at);
 	GElf_Off off;
 	GElf_Sym sym;
-	const char *name = mod ? dwfl_module_addrinfo(mod, at, &off, &sym,
-						      NULL, NULL, NULL)
+	const char *name = mod ? dwfl_module_addrinfo(mod, at, &off, &sym, NULL,
+						      NULL, NULL)
 			       : NULL;
 	return name && (strcmp(name, "_start") == 0 ||
 			strncmp(name, "__clone", 7) == 0 ||
@@ -477,8 +477,8 @@ static int on_thread(Dwfl_Thread *thread, void *arg)
 			handler_end = i;
 	for (size_t i = 0; i < u->nraw && l.n < l.max; i++) {
 		size_t first = l.n;
-		symbolize(u->dwfl, &u->cache, u->raw[i].pc, u->raw[i].activation,
-			  &l);
+		symbolize(u->dwfl, &u->cache, u->raw[i].pc,
+			  u->raw[i].activation, &l);
 		for (size_t k = first; k < l.n; k++) {
 			l.frames[k].sp = u->raw[i].sp;
 			l.frames[k].interrupted = interrupted(u, i);
@@ -508,18 +508,18 @@ static char *debuginfo_path_of(const char *const *debug_dirs)
 	return p;
 }
 
-struct cs_error *cs_native_unwind(const struct cs_target *img,
-				  const struct cs_memory *mem,
-				  const struct cs_thread *const *threads,
-				  size_t nthreads,
-				  const char *const *debug_dirs,
-				  size_t max_frames,
-				  struct cs_native_stacks **ret)
+struct cs_error *
+cs_native_unwind(const struct cs_target *img, const struct cs_memory *mem,
+		 const struct cs_thread *const *threads, size_t nthreads,
+		 const char *const *debug_dirs, size_t max_frames,
+		 struct cs_native_stacks **ret)
 {
 	*ret = NULL;
 	struct cs_native_stacks *out = calloc(1, sizeof(*out));
 	char *debuginfo_path = debuginfo_path_of(debug_dirs);
-	struct unwind u = {.img = img, .out = out, .threads = threads,
+	struct unwind u = {.img = img,
+			   .out = out,
+			   .threads = threads,
 			   .max_frames = max_frames ? max_frames : 1};
 	u.raw = calloc(u.max_frames, sizeof(*u.raw));
 	if (out)
@@ -538,8 +538,8 @@ struct cs_error *cs_native_unwind(const struct cs_target *img,
 		.find_debuginfo = dwfl_standard_find_debuginfo,
 		.debuginfo_path = &debuginfo_path,
 	};
-	struct native_session ns = {.mem = mem, .threads = threads,
-				    .nthreads = nthreads};
+	struct native_session ns = {
+		.mem = mem, .threads = threads, .nthreads = nthreads};
 	struct cs_error *err = NULL;
 	Dwfl *dwfl = dwfl_begin(&callbacks);
 	if (!dwfl) {
@@ -557,15 +557,13 @@ struct cs_error *cs_native_unwind(const struct cs_target *img,
 	dwfl_report_end(dwfl, NULL, NULL);
 	int pid = nthreads ? threads[0]->tid : 1;
 	if (!dwfl_attach_state(dwfl, NULL, pid, &thread_callbacks, &ns)) {
-		err = cs_error_create(CS_ERR_FORMAT,
-				      "%s: native unwinder: %s", img->name,
-				      dwfl_errmsg(-1));
+		err = cs_error_create(CS_ERR_FORMAT, "%s: native unwinder: %s",
+				      img->name, dwfl_errmsg(-1));
 		goto done;
 	}
 	if (dwfl_getthreads(dwfl, on_thread, &u) == -1) {
-		err = cs_error_create(CS_ERR_FORMAT,
-				      "%s: native unwinder: %s", img->name,
-				      dwfl_errmsg(-1));
+		err = cs_error_create(CS_ERR_FORMAT, "%s: native unwinder: %s",
+				      img->name, dwfl_errmsg(-1));
 	}
 done:
 	if (dwfl)

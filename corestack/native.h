@@ -19,14 +19,14 @@
 #include "../target/target.h"
 
 struct cs_native_frame {
-	uint64_t pc;          /* as unwound: a return address past frame 0 */
-	uint64_t func_start;  /* the function's entry (ELF symbol); 0 unknown */
-	char *function;       /* NULL when unknown */
-	char *file;           /* NULL when unknown */
-	int line;             /* 0 when unknown */
-	char *module;         /* basename of the module file; NULL: none */
-	int inlined;          /* inlined into the next (outer) frame */
-	uint64_t sp;          /* its stack pointer as unwound; 0 unknown */
+	uint64_t pc;         /* as unwound: a return address past frame 0 */
+	uint64_t func_start; /* the function's entry (ELF symbol); 0 unknown */
+	char *function;      /* NULL when unknown */
+	char *file;          /* NULL when unknown */
+	int line;            /* 0 when unknown */
+	char *module;        /* basename of the module file; NULL: none */
+	int inlined;         /* inlined into the next (outer) frame */
+	uint64_t sp;         /* its stack pointer as unwound; 0 unknown */
 	/* A signal interrupted it here: pc is the interrupted instruction,
 	 * and the frame before its first is the signal trampoline, whose sp
 	 * points at the kernel's saved context (signal_frame.h). */
@@ -40,8 +40,8 @@ struct cs_native_thread {
 	int tid;
 	struct cs_native_frame *frames; /* innermost first */
 	size_t nframes;
-	int truncated;        /* stopped at the frame limit */
-	char *error;          /* NULL, or why the unwind stopped early */
+	int truncated; /* stopped at the frame limit */
+	char *error;   /* NULL, or why the unwind stopped early */
 	/* The unwind reached a frame that is not code on this thread's
 	 * stack (a corrupt stack, or wrong registers): cut there, error
 	 * says where. The stack is then known to be incomplete. */
@@ -56,13 +56,11 @@ struct cs_native_stacks {
 /* Unwind threads[0..nthreads) (registers as in a core's NT_PRSTATUS) of
  * the process img describes, reading memory through mem. debug_dirs as
  * for dw_module_open (may be NULL). At most max_frames per thread. */
-struct cs_error *cs_native_unwind(const struct cs_target *img,
-				  const struct cs_memory *mem,
-				  const struct cs_thread *const *threads,
-				  size_t nthreads,
-				  const char *const *debug_dirs,
-				  size_t max_frames,
-				  struct cs_native_stacks **ret);
+struct cs_error *
+cs_native_unwind(const struct cs_target *img, const struct cs_memory *mem,
+		 const struct cs_thread *const *threads, size_t nthreads,
+		 const char *const *debug_dirs, size_t max_frames,
+		 struct cs_native_stacks **ret);
 void cs_native_destroy(struct cs_native_stacks *s);
 
 /* The thread with that tid, or NULL. */

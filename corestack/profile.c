@@ -57,8 +57,7 @@ static void *room(void *table, size_t n, size_t size)
 }
 
 /* Does entry id of a table hold key? */
-typedef bool (*same_fn)(const struct cs_profile *p, size_t id,
-			const void *key);
+typedef bool (*same_fn)(const struct cs_profile *p, size_t id, const void *key);
 
 static size_t index_find(const struct cs_profile *p,
 			 const struct cs_profile_index *x, uint64_t hash,
@@ -187,8 +186,8 @@ static int line_of(const struct rv_frame *f)
 
 static size_t frame_of(struct cs_profile *p, struct cs_profile_frame k)
 {
-	uint64_t h = mix(mix(mix(FNV_OFFSET, k.function), (uint64_t)k.line),
-			 k.kind);
+	uint64_t h =
+		mix(mix(mix(FNV_OFFSET, k.function), (uint64_t)k.line), k.kind);
 	size_t id = index_find(p, &p->frame_index, h, same_frame, &k);
 	if (id != SIZE_MAX)
 		return id;
@@ -206,7 +205,7 @@ static size_t frame_id(struct cs_profile *p, const struct rv_frame *f)
 {
 	bool c = f->kind == RV_FRAME_CFUNC;
 	const char *name = f->qualified ? f->qualified
-			   : f->label	? f->label
+			   : f->label   ? f->label
 					: "?";
 	struct cs_profile_frame k = {
 		.function = function_id(p, name, c ? NULL : f->path),
@@ -220,9 +219,8 @@ static bool same_stack(const struct cs_profile *p, size_t id, const void *key)
 {
 	const struct cs_profile_stack *k = key, *s = &p->stacks[id];
 	return s->nframes == k->nframes &&
-	       (!k->nframes ||
-		memcmp(s->frames, k->frames,
-		       k->nframes * sizeof(*k->frames)) == 0);
+	       (!k->nframes || memcmp(s->frames, k->frames,
+				      k->nframes * sizeof(*k->frames)) == 0);
 }
 
 /* Room for n frames in p->scratch and p->hashes. */
@@ -271,14 +269,12 @@ static size_t stack_of(struct cs_profile *p, size_t n)
 	return p->nstacks++;
 }
 
-
 struct thread_key {
 	const char *name, *label;
 	int64_t tid;
 };
 
-static bool same_thread(const struct cs_profile *p, size_t id,
-			const void *key)
+static bool same_thread(const struct cs_profile *p, size_t id, const void *key)
 {
 	const struct thread_key *k = key;
 	const struct cs_profile_thread *t = &p->threads[id];
@@ -304,8 +300,7 @@ static size_t thread_id(struct cs_profile *p, const struct rv_thread *t,
 	size_t id = index_find(p, &p->thread_index, h, same_thread, &k);
 	if (id != SIZE_MAX)
 		return id;
-	struct cs_profile_thread *s = room(p->threads, p->nthreads,
-					   sizeof(*s));
+	struct cs_profile_thread *s = room(p->threads, p->nthreads, sizeof(*s));
 	if (!s)
 		return SIZE_MAX;
 	p->threads = s;
@@ -327,15 +322,14 @@ static int add_sample(struct cs_profile *p, size_t thread, size_t stack,
 		      uint64_t time_ns)
 {
 	struct cs_profile_thread *t = &p->threads[thread];
-	struct cs_profile_sample *last =
-		t->last ? &p->samples[t->last - 1] : NULL;
+	struct cs_profile_sample *last = t->last ? &p->samples[t->last - 1]
+						 : NULL;
 	if (last && last->stack == stack && t->seen + 1 == p->snapshots) {
 		last->weight++;
 		t->seen = p->snapshots;
 		return 1;
 	}
-	struct cs_profile_sample *s = room(p->samples, p->nsamples,
-					   sizeof(*s));
+	struct cs_profile_sample *s = room(p->samples, p->nsamples, sizeof(*s));
 	if (!s)
 		return 0;
 	p->samples = s;

@@ -48,13 +48,13 @@ struct cs_profile_stack {
 };
 
 struct cs_profile_thread {
-	char *name;    /* Thread#name, NULL for none */
-	int64_t tid;   /* -1: unknown */
-	size_t label;  /* in names: its name (63 bytes at most), else
+	char *name;   /* Thread#name, NULL for none */
+	int64_t tid;  /* -1: unknown */
+	size_t label; /* in names: its name (63 bytes at most), else
 			* "thread TID", else "thread N" (N: its place in
 			* the thread list) */
-	size_t last;   /* its latest sample + 1; 0: none yet */
-	size_t seen;   /* the snapshot of that sample's last look */
+	size_t last;  /* its latest sample + 1; 0: none yet */
+	size_t seen;  /* the snapshot of that sample's last look */
 };
 
 struct cs_profile_sample {
@@ -90,14 +90,14 @@ struct cs_profile_memo_frame {
 
 /* The stack last counted for one thread, by its frames' names_id. */
 struct cs_profile_memo {
-	uint64_t thread;   /* rv_thread.addr */
+	uint64_t thread; /* rv_thread.addr */
 	int64_t tid;
-	size_t index;      /* in the snapshot's thread list */
-	char *name;        /* Thread#name then, NULL for none */
+	size_t index; /* in the snapshot's thread list */
+	char *name;   /* Thread#name then, NULL for none */
 	struct cs_profile_memo_frame *frames; /* innermost first */
 	size_t nframes, cap;
 	bool valid;
-	size_t slot;       /* its line, while grown is the same */
+	size_t slot; /* its line, while grown is the same */
 	size_t grown;
 	size_t thread_id, stack_id;
 };

@@ -57,11 +57,20 @@ static void escape(FILE *out, const char *s)
 {
 	for (; *s; s++)
 		switch (*s) {
-		case '<': fputs("&lt;", out); break;
-		case '>': fputs("&gt;", out); break;
-		case '&': fputs("&amp;", out); break;
-		case '"': fputs("&quot;", out); break;
-		default: fputc(*s, out);
+		case '<':
+			fputs("&lt;", out);
+			break;
+		case '>':
+			fputs("&gt;", out);
+			break;
+		case '&':
+			fputs("&amp;", out);
+			break;
+		case '"':
+			fputs("&quot;", out);
+			break;
+		default:
+			fputc(*s, out);
 		}
 }
 
@@ -80,9 +89,10 @@ static void draw(FILE *out, const struct node *n, double x, size_t depth,
 	double y = (double)(height - depth - 1) * ROW;
 	fprintf(out, "<g><title>");
 	escape(out, n->name);
-	fprintf(out, " (%zu samples)</title><rect x=\"%.1f\" y=\"%.1f\" "
-		     "width=\"%.1f\" height=\"%d\" fill=\"rgb(%u,%u,%u)\" "
-		     "rx=\"2\"/>",
+	fprintf(out,
+		" (%zu samples)</title><rect x=\"%.1f\" y=\"%.1f\" "
+		"width=\"%.1f\" height=\"%d\" fill=\"rgb(%u,%u,%u)\" "
+		"rx=\"2\"/>",
 		n->count, x, y, w, ROW - 1, 205 + h % 50, 80 + (h >> 8) % 120,
 		40 + (h >> 16) % 40);
 	if (w > 30) {

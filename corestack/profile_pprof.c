@@ -23,7 +23,7 @@
 
 /* The string table: each distinct string once, "" first. */
 struct strings {
-	struct pb_buf *out; /* the Profile: entries go straight to it */
+	struct pb_buf *out;  /* the Profile: entries go straight to it */
 	struct u64map index; /* hash -> index + 1 */
 	size_t count;
 };
@@ -93,11 +93,11 @@ static bool collect_strings(const struct cs_profile *p, struct strings *t,
 	*known = k;
 	if (!k || !ids->fn_name || !ids->fn_file || !ids->thread_label)
 		return false;
-#define ADD(dst, s)                                                            \
-	do {                                                                   \
-		const char *s_ = (s);                                          \
-		k[t->count] = s_;                                              \
-		(dst) = string_id(t, s_, k);                                   \
+#define ADD(dst, s)                          \
+	do {                                 \
+		const char *s_ = (s);        \
+		k[t->count] = s_;            \
+		(dst) = string_id(t, s_, k); \
 	} while (0)
 	uint64_t empty;
 	ADD(empty, "");
@@ -163,7 +163,8 @@ static void write_samples(struct pb_buf *out, const struct cs_profile *p,
 		const struct cs_profile_sample *s = &p->samples[i];
 		const struct cs_profile_stack *st = &p->stacks[s->stack];
 		if (st->nframes > cap) {
-			uint64_t *grown = realloc(locs, st->nframes * sizeof(*locs));
+			uint64_t *grown =
+				realloc(locs, st->nframes * sizeof(*locs));
 			if (!grown) {
 				out->failed = true;
 				break;
@@ -234,8 +235,8 @@ void cs_profile_write_pprof(FILE *out, const struct cs_profile *p,
 		uint64_t wall_now = (uint64_t)now.tv_sec * 1000000000ULL +
 				    (uint64_t)now.tv_nsec;
 		uint64_t duration = (uint64_t)(run->seconds * 1e9);
-		pb_varint(&prof, 9, wall_now > duration ? wall_now - duration
-						       : wall_now);
+		pb_varint(&prof, 9,
+			  wall_now > duration ? wall_now - duration : wall_now);
 		pb_varint(&prof, 10, duration);
 		value_type(&prof, 11, ids.wall, ids.nanoseconds);
 		pb_varint(&prof, 12, period_ns);

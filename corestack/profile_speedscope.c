@@ -20,8 +20,8 @@ static size_t place_of(size_t *at, size_t **list, size_t *n, size_t name)
 	return at[name] = (*n)++;
 }
 
-static void samples_of(struct json *j, const struct cs_profile *p,
-		       size_t label, const size_t *frame_at)
+static void samples_of(struct json *j, const struct cs_profile *p, size_t label,
+		       const size_t *frame_at)
 {
 	size_t total = 0;
 	json_begin_array(j, "samples");

@@ -15,8 +15,9 @@ struct tally {
 static int by_self(const void *a, const void *b)
 {
 	const struct tally *x = a, *y = b;
-	return x->self != y->self ? (x->self < y->self ? 1 : -1)
-				  : (x->total < y->total) - (x->total > y->total);
+	return x->self != y->self
+		       ? (x->self < y->self ? 1 : -1)
+		       : (x->total < y->total) - (x->total > y->total);
 }
 
 /* Names in the order the lines first show them: ties keep that order
@@ -64,8 +65,9 @@ void cs_profile_write_summary(FILE *out, const struct cs_profile *p,
 	free(at);
 	if (n)
 		qsort(t, n, sizeof(*t), by_self);
-	fprintf(out, "%zu samples in %.1f s (%.0f Hz), %zu lost; %zu thread "
-		     "stacks with Ruby frames\n\n",
+	fprintf(out,
+		"%zu samples in %.1f s (%.0f Hz), %zu lost; %zu thread "
+		"stacks with Ruby frames\n\n",
 		p->snapshots, run->seconds, run->rate, run->lost, stacks);
 	fprintf(out, "%7s %7s %7s  %s\n", "self", "self%", "total", "frame");
 	for (size_t i = 0; i < n && i < 20; i++)

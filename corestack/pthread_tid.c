@@ -24,15 +24,15 @@
 /* Opening libc's debug info costs tens of milliseconds, far more than a
  * warm run: the member's place is kept in the layout cache's directory,
  * in BUILD-ID.pthread-tid (libc's build-id, read from the target). */
-static char *cache_of(const struct cs_target *img,
-		      const struct cs_mapping *m, const char *cache_dir)
+static char *cache_of(const struct cs_target *img, const struct cs_mapping *m,
+		      const char *cache_dir)
 {
 	uint8_t id[64];
 	size_t len = 0;
 	if ((cache_dir && !*cache_dir) || !img->ops->module_build_id)
 		return NULL;
-	struct cs_error *err = img->ops->module_build_id(
-		img->priv, m->start, id, sizeof(id), &len);
+	struct cs_error *err = img->ops->module_build_id(img->priv, m->start,
+							 id, sizeof(id), &len);
 	if (err || !len) {
 		cs_error_destroy(err);
 		return NULL;
@@ -72,8 +72,7 @@ static void cache_save(const char *path, const struct cs_pthread_tid *l)
 	free(tmp);
 }
 
-static void from_dwarf(const struct cs_target *img,
-		       const struct cs_mapping *m,
+static void from_dwarf(const struct cs_target *img, const struct cs_mapping *m,
 		       const char *const *debug_dirs,
 		       struct cs_pthread_tid *ret)
 {
@@ -89,13 +88,13 @@ static void from_dwarf(const struct cs_target *img,
 	Dwarf_Die die;
 	struct dw_member tid;
 	struct cs_error *merr = NULL;
-	if (!err && dw_index_find(idx, DW_NAME_STRUCT, "pthread", units, 0,
-				  &die, NULL) &&
+	if (!err &&
+	    dw_index_find(idx, DW_NAME_STRUCT, "pthread", units, 0, &die,
+			  NULL) &&
 	    !(merr = dw_type_member(&die, "tid", &tid)) &&
 	    (tid.size == 4 || tid.size == 8) && !tid.bit_size)
-		*ret = (struct cs_pthread_tid){.known = true,
-					       .offset = tid.offset,
-					       .size = tid.size};
+		*ret = (struct cs_pthread_tid){
+			.known = true, .offset = tid.offset, .size = tid.size};
 	cs_error_destroy(merr);
 	cs_error_destroy(err);
 	dw_index_destroy(idx);
@@ -104,8 +103,8 @@ static void from_dwarf(const struct cs_target *img,
 }
 
 void cs_pthread_tid_layout(const struct cs_target *img,
-			   const char *const *debug_dirs,
-			   const char *cache_dir, struct cs_pthread_tid *ret)
+			   const char *const *debug_dirs, const char *cache_dir,
+			   struct cs_pthread_tid *ret)
 {
 	*ret = (struct cs_pthread_tid){0};
 	const struct cs_mapping *m =

@@ -20,8 +20,8 @@ struct cs_pthread_tid {
  * (cache_dir as for layouts: NULL default, "" none). known stays false
  * when there is none; that is not an error. */
 void cs_pthread_tid_layout(const struct cs_target *img,
-			   const char *const *debug_dirs,
-			   const char *cache_dir, struct cs_pthread_tid *ret);
+			   const char *const *debug_dirs, const char *cache_dir,
+			   struct cs_pthread_tid *ret);
 
 /* The tid of the thread whose pthread_t is pthread; -1 when unknown. */
 int64_t cs_pthread_tid_read(const struct cs_pthread_tid *l,

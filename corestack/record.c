@@ -55,10 +55,10 @@ struct record_options {
 	double duration; /* seconds; 0 = until stopped */
 	double rate;     /* Hz */
 	int nonblocking;
-	int on_cpu;      /* only the thread holding the GVL */
+	int on_cpu; /* only the thread holding the GVL */
 	const struct cs_profile_format *format;
 	const char *out;
-	char **command;  /* after "--" */
+	char **command; /* after "--" */
 };
 
 static void record_usage(FILE *out)
@@ -160,7 +160,7 @@ static int parse(int argc, char **argv, struct record_options *o)
 	}
 	if (!o->format)
 		o->format = cs_profile_format_find(o->out ? "collapsed"
-							   : "summary");
+							  : "summary");
 	return 0;
 }
 
@@ -237,8 +237,9 @@ static void progress(void *ctx, const struct cs_sampling_loop *l)
 {
 	const struct recording *r = ctx;
 	if (r->interactive && (l->taken + l->lost) % 50 == 0)
-		fprintf(stderr, "\rcorestack record: %zu samples, %zu lost, "
-				"%.1f s",
+		fprintf(stderr,
+			"\rcorestack record: %zu samples, %zu lost, "
+			"%.1f s",
 			l->taken, l->lost, cs_sampling_now() - l->start);
 }
 
@@ -274,8 +275,9 @@ int cs_record_main(int argc, char **argv)
 		if (waitpid(child, &status, WNOHANG) == child) {
 			/* ours to reap: not "a zombie its parent has not
 			 * reaped", which attaching would say */
-			fprintf(stderr, PROG ": %s ended before it could be "
-					"sampled (%s %d)\n",
+			fprintf(stderr,
+				PROG ": %s ended before it could be "
+				     "sampled (%s %d)\n",
 				o.command[0],
 				WIFEXITED(status) ? "exit status" : "signal",
 				WIFEXITED(status) ? WEXITSTATUS(status)
@@ -303,8 +305,7 @@ int cs_record_main(int argc, char **argv)
 	 * rules out stopping the target (another tracer, a thread that never
 	 * stops) is said at once rather than losing every sample. */
 	struct cs_live *kept = NULL;
-	if (!err && !o.nonblocking &&
-	    !(err = cs_live_attach(pid, 1, &kept))) {
+	if (!err && !o.nonblocking && !(err = cs_live_attach(pid, 1, &kept))) {
 		cs_live_without_registers(kept);
 		err = cs_live_resume(kept);
 	}
@@ -333,13 +334,22 @@ int cs_record_main(int argc, char **argv)
 	 * of them, and so the time the target spends stopped. */
 	prctl(PR_SET_TIMERSLACK, 1000UL);
 	struct recording rec = {
-		.o = &o, .pid = pid, .child = &child, .session = session,
-		.kept = &kept, .cache = &cache, .prof = &prof,
+		.o = &o,
+		.pid = pid,
+		.child = &child,
+		.session = session,
+		.kept = &kept,
+		.cache = &cache,
+		.prof = &prof,
 		.interactive = isatty(STDERR_FILENO),
 	};
 	struct cs_sampling_loop loop = {
-		.rate = o.rate, .duration = o.duration, .stop = &stop_requested,
-		.take = take, .before = child_running, .after = progress,
+		.rate = o.rate,
+		.duration = o.duration,
+		.stop = &stop_requested,
+		.take = take,
+		.before = child_running,
+		.after = progress,
 		.ctx = &rec,
 	};
 	cs_sampling_run(&loop);
@@ -349,8 +359,8 @@ int cs_record_main(int argc, char **argv)
 
 	FILE *out = o.out ? fopen(o.out, "w") : stdout;
 	if (!out) {
-		fprintf(stderr, "corestack record: cannot write %s: %s\n", o.out,
-			strerror(errno));
+		fprintf(stderr, "corestack record: cannot write %s: %s\n",
+			o.out, strerror(errno));
 		rc = EXIT_UNUSABLE;
 	} else {
 		struct cs_profile_run run = {loop.lost, loop.elapsed, o.rate};
@@ -364,8 +374,7 @@ int cs_record_main(int argc, char **argv)
 		"achieved), %zu lost, %.1f us per sample (%.1f us of CPU)\n",
 		loop.taken, loop.elapsed, o.rate,
 		loop.elapsed > 0 ? (double)tries / loop.elapsed : 0.0,
-		loop.lost,
-		tries ? loop.reading / (double)tries * 1e6 : 0.0,
+		loop.lost, tries ? loop.reading / (double)tries * 1e6 : 0.0,
 		tries ? loop.reading_cpu / (double)tries * 1e6 : 0.0);
 	cs_profile_free(&prof);
 	cs_page_cache_free(&cache);

@@ -24,7 +24,7 @@ extern const struct cs_renderer cs_renderers[];
 const struct cs_renderer *cs_renderer_find(const char *name);
 
 /* The table's entries. */
-void cs_render_text(FILE *out, const struct cs_report *r);  /* render_text.c */
-void cs_render_json(FILE *out, const struct cs_report *r);  /* render_json.c */
+void cs_render_text(FILE *out, const struct cs_report *r); /* render_text.c */
+void cs_render_json(FILE *out, const struct cs_report *r); /* render_json.c */
 
 #endif

@@ -54,7 +54,8 @@ void cs_render_crash_text(FILE *out, const struct cs_report *r)
 		fputs(", no fault: ", out);
 		signal_text(out, &c->fault.si);
 		if (c->fault.sender_pid > 0 && c->fault.sender_pid != r->pid)
-			fprintf(out, " sent by process %d", c->fault.sender_pid);
+			fprintf(out, " sent by process %d",
+				c->fault.sender_pid);
 		else
 			fputs(" sent by the process itself", out);
 	} else {
@@ -87,17 +88,18 @@ void cs_render_crash_text(FILE *out, const struct cs_report *r)
 	}
 	const struct rv_gc_state *g = &r->ruby->gc;
 	if (g->known)
-		fprintf(out, "    %s\n", !g->during_gc ? "GC not running"
-				: g->phase == RV_GC_MARKING ? "during GC, marking"
-				: g->phase == RV_GC_SWEEPING ? "during GC, sweeping"
-				: g->phase == RV_GC_COMPACTING
-					? "during GC, compacting"
-					: "during GC");
+		fprintf(out, "    %s\n",
+			!g->during_gc                  ? "GC not running"
+			: g->phase == RV_GC_MARKING    ? "during GC, marking"
+			: g->phase == RV_GC_SWEEPING   ? "during GC, sweeping"
+			: g->phase == RV_GC_COMPACTING ? "during GC, compacting"
+						       : "during GC");
 	if (c->core_signal) {
 		fputs("    then ", out);
 		signal_text(out, c->core_signal);
 		if (c->resent_by) {
-			fputs(", the core's signal, sent by the handler from ", out);
+			fputs(", the core's signal, sent by the handler from ",
+			      out);
 			where_text(out, c->resent_by, c->resent_by);
 		} else {
 			fputs(", the core's signal", out);
@@ -142,9 +144,9 @@ static void where_json(struct json *j, const char *key,
 static void registers_json(struct json *j, const struct cs_crash *c)
 {
 	static const char *const names[] = {
-		"r15", "r14", "r13", "r12", "rbp", "rbx", "r11", "r10",
-		"r9",  "r8",  "rax", "rcx", "rdx", "rsi", "rdi", NULL,
-		"rip", NULL,  "eflags", "rsp",
+		"r15", "r14", "r13", "r12", "rbp",    "rbx", "r11",
+		"r10", "r9",  "r8",  "rax", "rcx",    "rdx", "rsi",
+		"rdi", NULL,  "rip", NULL,  "eflags", "rsp",
 	};
 	if (!c->regs_known) {
 		json_null(j, "registers");

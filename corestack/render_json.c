@@ -82,8 +82,8 @@ static void ractor_of(struct json *j, const struct rv_ractor *r)
 	json_end_object(j);
 }
 
-static void stack(struct json *j, bool truncated,
-		  const struct rv_frame *frames, size_t n, const char *error)
+static void stack(struct json *j, bool truncated, const struct rv_frame *frames,
+		  size_t n, const char *error)
 {
 	json_bool(j, "truncated", truncated);
 	json_begin_array(j, "frames");
@@ -94,8 +94,8 @@ static void stack(struct json *j, bool truncated,
 }
 
 static void fiber_list(struct json *j, const char *key,
-		       const struct rv_process *p, const struct rv_fiber *fibers,
-		       size_t n)
+		       const struct rv_process *p,
+		       const struct rv_fiber *fibers, size_t n)
 {
 	if (!p->fibers_read) {
 		json_null(j, key);
@@ -135,7 +135,7 @@ static void native_frame(struct json *j, const struct cs_native_frame *f)
 }
 
 static void native_frames(struct json *j, const char *key,
-			       const struct cs_native_thread *t)
+			  const struct cs_native_thread *t)
 {
 	json_begin_array(j, key);
 	for (size_t k = 0; t && k < t->nframes; k++) {
@@ -159,7 +159,7 @@ static void native_stack(struct json *j, const struct cs_report *r, size_t i)
 	for (size_t k = 0; k < m->nframes; k++) {
 		const struct cs_merged_frame *f = &m->frames[k];
 		json_begin_object(j, NULL);
-		const char *kind = !f->ruby				? "native"
+		const char *kind = !f->ruby                          ? "native"
 				   : f->ruby->kind == RV_FRAME_CFUNC ? "cfunc"
 								     : "ruby";
 		json_string(j, "kind", kind);
@@ -180,8 +180,8 @@ static void native_stack(struct json *j, const struct cs_report *r, size_t i)
 static void native_only(struct json *j, const struct cs_report *r)
 {
 	json_begin_array(j, "native_threads");
-	for (size_t i = 0; r->native_all && r->native && i < r->native->nthreads;
-	     i++) {
+	for (size_t i = 0;
+	     r->native_all && r->native && i < r->native->nthreads; i++) {
 		const struct cs_native_thread *t = &r->native->threads[i];
 		if (cs_report_is_ruby_tid(r, t->tid))
 			continue;

@@ -14,7 +14,8 @@ static void header(FILE *out, const struct cs_report *r)
 			r->core_path ? "" : " (live)",
 			r->command ? r->command : "?");
 	fprintf(out, "Ruby %s  (%s)\n",
-		r->ruby->ruby_version ? r->ruby->ruby_version : "version unknown",
+		r->ruby->ruby_version ? r->ruby->ruby_version
+				      : "version unknown",
 		r->vm_module);
 	const struct cs_siginfo *si = r->siginfo;
 	if (si && si->present && si->signo) {
@@ -61,8 +62,9 @@ static void frame(FILE *out, const struct rv_frame *f,
 		  const struct cs_native_frame *on, int indent, bool backtick)
 {
 	static const char spaces[] = "        ";
-	fwrite(spaces, 1, (size_t)indent < sizeof(spaces) - 1 ? (size_t)indent
-							     : sizeof(spaces) - 1,
+	fwrite(spaces, 1,
+	       (size_t)indent < sizeof(spaces) - 1 ? (size_t)indent
+						   : sizeof(spaces) - 1,
 	       out);
 	fputs(f->path ? f->path : "?", out);
 	if (f->lineno) { /* as location_format: no line, no number */
@@ -72,7 +74,8 @@ static void frame(FILE *out, const struct rv_frame *f,
 	fputs(backtick ? ":in `" : ":in '", out);
 	fputs(f->label ? f->label : "?", out);
 	putc('\'', out);
-	if (f->qualified && (!f->label || strcmp(f->qualified, f->label) != 0)) {
+	if (f->qualified &&
+	    (!f->label || strcmp(f->qualified, f->label) != 0)) {
 		fputs("  [", out);
 		fputs(f->qualified, out);
 		putc(']', out);
@@ -108,7 +111,8 @@ static void stack(FILE *out, const struct rv_process *p, const char *error,
 static void native_frame(FILE *out, const struct cs_native_frame *f)
 {
 	fprintf(out, "    [native%s%s] %s", f->inlined ? ", inlined" : "",
-		f->handler ? ", handler" : "", f->function ? f->function : "??");
+		f->handler ? ", handler" : "",
+		f->function ? f->function : "??");
 	if (f->file)
 		fprintf(out, " at %s:%d", f->file, f->line);
 	fprintf(out, "  (%s, 0x%llx)\n", f->module ? f->module : "?",
@@ -125,15 +129,18 @@ static void native_stack(FILE *out, const struct cs_report *r, size_t i)
 		fprintf(out, "    <native unwind %s>\n", nt->error);
 	if (m->off_native) {
 		fputs("    <parked on no native thread (M:N scheduler): no "
-		      "native frames>\n", out);
+		      "native frames>\n",
+		      out);
 		for (size_t j = 0; j < t->nframes; j++)
 			frame(out, &t->frames[j], NULL, 4,
 			      r->ruby->backtick_quotes);
 		return;
 	}
 	if (m->error) {
-		fprintf(out, "    <native frames not merged: %s; Ruby stack "
-			     "alone>\n", m->error);
+		fprintf(out,
+			"    <native frames not merged: %s; Ruby stack "
+			"alone>\n",
+			m->error);
 		for (size_t j = 0; j < t->nframes; j++)
 			frame(out, &t->frames[j], NULL, 4,
 			      r->ruby->backtick_quotes);
@@ -158,7 +165,8 @@ static void native_only(FILE *out, const struct cs_report *r)
 		fprintf(out, "\nThread (tid %d) runs no Ruby%s\n", t->tid,
 			t->tid == r->crash_tid ? ", received the signal" : "");
 		if (t->error)
-			fprintf(out, "    <native unwind stopped: %s>\n", t->error);
+			fprintf(out, "    <native unwind stopped: %s>\n",
+				t->error);
 		for (size_t j = 0; j < t->nframes; j++)
 			native_frame(out, &t->frames[j]);
 		if (t->truncated)
@@ -181,8 +189,7 @@ static void fibers(FILE *out, const struct rv_process *p,
 		if (f->is_current)
 			fputs(", current: the thread's stack above", out);
 		fputc('\n', out);
-		stack(out, p, f->error, f->frames, f->nframes, f->truncated,
-		      6);
+		stack(out, p, f->error, f->frames, f->nframes, f->truncated, 6);
 	}
 }
 
@@ -227,8 +234,8 @@ void cs_render_text(FILE *out, const struct cs_report *r)
 		first++;
 	for (size_t k = 0; k < r->ruby->nthreads; k++) {
 		size_t i = first == r->ruby->nthreads ? k
-			   : k == 0		      ? first
-			   : k <= first		      ? k - 1
+			   : k == 0                   ? first
+			   : k <= first               ? k - 1
 						      : k;
 		const struct rv_thread *t = &r->ruby->threads[i];
 		if (r->shown && !r->shown[i])
@@ -261,7 +268,8 @@ void cs_render_text(FILE *out, const struct cs_report *r)
 			native_stack(out, r, i);
 			if (t->truncated)
 				fputs("    <more frames not shown: "
-				      "--max-frames>\n", out);
+				      "--max-frames>\n",
+				      out);
 		} else {
 			stack(out, r->ruby, t->error, t->frames, t->nframes,
 			      t->truncated, 4);
@@ -273,7 +281,8 @@ void cs_render_text(FILE *out, const struct cs_report *r)
 	}
 	if (r->ruby->norphan_fibers) {
 		fputs("\nFibers of threads no longer listed\n", out);
-		fibers(out, r->ruby, r->ruby->orphan_fibers, r->ruby->norphan_fibers);
+		fibers(out, r->ruby, r->ruby->orphan_fibers,
+		       r->ruby->norphan_fibers);
 	}
 	if (r->native_all)
 		native_only(out, r);

@@ -11,7 +11,7 @@ int cs_report_is_ruby_tid(const struct cs_report *r, int64_t tid)
 
 /* Ruby thread i's native stack: none when its tid is not believed. */
 const struct cs_native_thread *cs_report_native_of(const struct cs_report *r,
-						    size_t i)
+						   size_t i)
 {
 	if (r->tid_errors && r->tid_errors[i])
 		return NULL;

@@ -27,14 +27,14 @@ struct cs_report {
 	const char *command;   /* NULL when unknown */
 	const struct cs_siginfo *siginfo;
 	const struct rv_process *ruby;
-	const int64_t *tids;   /* per Ruby thread: kernel tid or -1 */
+	const int64_t *tids; /* per Ruby thread: kernel tid or -1 */
 	/* per Ruby thread: why its tid is not believed, or NULL; NULL: none */
 	char *const *tid_errors;
-	const bool *shown;     /* per Ruby thread: rendered? NULL: all */
+	const bool *shown; /* per Ruby thread: rendered? NULL: all */
 	char **warnings;
 	size_t nwarnings;
 	int complete;
-	int64_t crash_tid;     /* the thread that took siginfo's signal, or -1 */
+	int64_t crash_tid; /* the thread that took siginfo's signal, or -1 */
 	/* --native: every thread's native stack and, per Ruby thread, the
 	 * merged one; NULL otherwise. native_all: also threads without Ruby. */
 	const struct cs_native_stacks *native;
@@ -49,7 +49,7 @@ int cs_report_is_ruby_tid(const struct cs_report *r, int64_t tid);
 /* Ruby thread i's native stack (--native): NULL when there is none or its
  * tid is not believed. */
 const struct cs_native_thread *cs_report_native_of(const struct cs_report *r,
-						    size_t i);
+						   size_t i);
 
 struct json;
 /* render_crash.c: the crash summary, when there is one. */

@@ -25,8 +25,8 @@ struct cs_ruby_options {
 	/* How the user adds a debug directory here ("pass --debug-dir"),
 	 * for the message when debug info is missing; NULL: generic. */
 	const char *debug_dir_advice;
-	const char *cache_dir;         /* layouts: NULL default, "" none */
-	struct rv_options model;       /* the session's (rv_session_create) */
+	const char *cache_dir;   /* layouts: NULL default, "" none */
+	struct rv_options model; /* the session's (rv_session_create) */
 	/* NULL: read the target's memory; else through this (a page cache
 	 * in front of it). */
 	const struct cs_memory *memory;

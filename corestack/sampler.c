@@ -89,8 +89,8 @@ static void next_stops(struct cs_live *live, const struct rv_process *p,
 {
 	if (!tids_known(p)) {
 		for (size_t i = 0; i < cs_live_thread_count(live); i++)
-			cs_live_leave_running(live, cs_live_thread_at(live, i)->tid,
-					      0);
+			cs_live_leave_running(
+				live, cs_live_thread_at(live, i)->tid, 0);
 		return;
 	}
 	/* stopped threads that are not Ruby's: left running from now on */

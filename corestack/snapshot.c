@@ -151,15 +151,14 @@ static struct cs_error *find_crash(const struct cs_memory *mem,
 	for (size_t i = 0; i < s->nthreads; i++)
 		if (s->threads[i]->tid == crash_tid)
 			kt = s->threads[i];
-	const struct cs_native_stacks *ns =
-		s->native ? s->native : s->crash_native;
+	const struct cs_native_stacks *ns = s->native ? s->native
+						      : s->crash_native;
 	return cs_crash_find(si, crash_tid, kt,
 			     cs_native_thread_of(ns, crash_tid), mem, s->proc,
 			     s->tids.tids, s->tids.errors, &s->crash);
 }
 
-struct cs_error *cs_snapshot_take(const struct cs_target *t,
-				  struct cs_ruby *r,
+struct cs_error *cs_snapshot_take(const struct cs_target *t, struct cs_ruby *r,
 				  const struct cs_snapshot_options *o,
 				  struct cs_snapshot *s)
 {

@@ -34,8 +34,7 @@ struct cs_snapshot_options {
 	int pid_hint;
 	/* The kernel threads to match Ruby threads with; NULL: the
 	 * target's. *ret (n entries) lives until cs_snapshot_free. */
-	struct cs_error *(*kernel_threads)(void *ctx,
-					   const struct cs_target *t,
+	struct cs_error *(*kernel_threads)(void *ctx, const struct cs_target *t,
 					   const struct rv_process *p,
 					   const struct cs_thread ***ret,
 					   size_t *n);
@@ -69,8 +68,7 @@ struct cs_snapshot {
  * cross-checked, native stacks merged. An error only when there is no
  * report at all; a partial one says so in report.complete. *ret is
  * always safe to free. */
-struct cs_error *cs_snapshot_take(const struct cs_target *t,
-				  struct cs_ruby *r,
+struct cs_error *cs_snapshot_take(const struct cs_target *t, struct cs_ruby *r,
 				  const struct cs_snapshot_options *o,
 				  struct cs_snapshot *ret);
 void cs_snapshot_free(struct cs_snapshot *s);

@@ -53,8 +53,8 @@ static size_t matching(const struct cs_thread *const *natives, size_t n,
 #define STACK_BASE_SLACK (64 * 1024)
 
 static void check_stack(struct cs_thread_tids *r, size_t i,
-			const struct rv_thread *t,
-			const struct cs_thread *nt, int64_t crash_tid)
+			const struct rv_thread *t, const struct cs_thread *nt,
+			int64_t crash_tid)
 {
 	uint64_t top = t->machine_stack_start, size = t->machine_stack_size;
 	if (!nt || !nt->rsp || !top || !size || size > top ||
@@ -65,16 +65,15 @@ static void check_stack(struct cs_thread_tids *r, size_t i,
 		     "the stack pointer 0x%llx of kernel thread %d is outside "
 		     "the machine stack Ruby records for it (0x%llx-0x%llx)",
 		     (unsigned long long)nt->rsp, nt->tid,
-		     (unsigned long long)(top - size),
-		     (unsigned long long)top);
+		     (unsigned long long)(top - size), (unsigned long long)top);
 }
 
 /* Ruby knows the tid: its kernel thread must be one, with Ruby's
  * pthread_t as its fs_base. */
 static void check_ruby_tid(struct cs_thread_tids *r, size_t i,
 			   const struct rv_thread *t,
-			   const struct cs_thread *const *natives,
-			   size_t n, int64_t crash_tid)
+			   const struct cs_thread *const *natives, size_t n,
+			   int64_t crash_tid)
 {
 	const struct cs_thread *nt = NULL;
 	size_t count = matching(natives, n, true, (uint64_t)t->tid, &nt);
@@ -96,8 +95,8 @@ static void check_ruby_tid(struct cs_thread_tids *r, size_t i,
  * the tid glibc records there (glibc_tid, -1: unknown) must be its. */
 static void tid_by_fs_base(struct cs_thread_tids *r, size_t i,
 			   const struct rv_thread *t,
-			   const struct cs_thread *const *natives,
-			   size_t n, int64_t glibc_tid, int64_t crash_tid)
+			   const struct cs_thread *const *natives, size_t n,
+			   int64_t glibc_tid, int64_t crash_tid)
 {
 	const struct cs_thread *nt = NULL;
 	size_t count = matching(natives, n, false, t->pthread_id, &nt);
@@ -171,7 +170,8 @@ static void check_assignment(struct cs_thread_tids *r,
 struct cs_error *cs_thread_tids_find(const struct rv_process *p,
 				     const struct cs_thread *const *natives,
 				     size_t n, int64_t pid,
-				     const int64_t *glibc_tids, int64_t crash_tid,
+				     const int64_t *glibc_tids,
+				     int64_t crash_tid,
 				     struct cs_thread_tids *ret)
 {
 	ret->tids = calloc(p->nthreads + 1, sizeof(*ret->tids));

@@ -10,10 +10,10 @@
 #include "../target/core.h"
 
 struct cs_thread_tids {
-	int64_t *tids;  /* per Ruby thread: kernel tid, or -1 when unknown */
-	char **errors;  /* per Ruby thread: why its tid or its registers are
+	int64_t *tids; /* per Ruby thread: kernel tid, or -1 when unknown */
+	char **errors; /* per Ruby thread: why its tid or its registers are
 			 * not believed, or NULL */
-	bool ok;        /* no error at all */
+	bool ok;       /* no error at all */
 };
 
 /* The tids of p's threads: Ruby's own (3.1+) or, where Ruby keeps only a
@@ -29,7 +29,8 @@ struct cs_thread_tids {
 struct cs_error *cs_thread_tids_find(const struct rv_process *p,
 				     const struct cs_thread *const *natives,
 				     size_t n, int64_t pid,
-				     const int64_t *glibc_tids, int64_t crash_tid,
+				     const int64_t *glibc_tids,
+				     int64_t crash_tid,
 				     struct cs_thread_tids *ret);
 void cs_thread_tids_free(struct cs_thread_tids *t, size_t nthreads);
 

@@ -49,7 +49,8 @@ static int loaded_at(const struct cs_target *img, Elf *elf, const char *path,
 			page = 0x1000; /* mappings are page-aligned, not p_align */
 		uint64_t at = (bias + ph.p_vaddr) & ~(page - 1);
 		uint64_t off = ph.p_offset & ~(page - 1);
-		const struct cs_mapping *m = img->ops->mapping_of(img->priv, at);
+		const struct cs_mapping *m =
+			img->ops->mapping_of(img->priv, at);
 		/* The loader maps each segment on its own (they differ in
 		 * protection), so each starts a mapping. */
 		if (!m || strcmp(m->path, path) != 0 || m->start != at ||
@@ -92,12 +93,13 @@ static struct cs_error *check_build_id(const struct cs_target *img,
 {
 	uint8_t id[DW_BUILD_ID_MAX];
 	size_t len = 0;
-	struct cs_error *err =
-		img->ops->module_build_id(img->priv, start, id, sizeof(id), &len);
+	struct cs_error *err = img->ops->module_build_id(img->priv, start, id,
+							 sizeof(id), &len);
 	if (err) {
 		if (m->nwarnings < 4 &&
-		    asprintf(&m->warnings[m->nwarnings], "%s: cannot check "
-				     "its build-id against the %s (%s)",
+		    asprintf(&m->warnings[m->nwarnings],
+			     "%s: cannot check "
+			     "its build-id against the %s (%s)",
 			     mod->path, img->what, err->message) >= 0)
 			m->nwarnings++;
 		cs_error_destroy(err);
@@ -127,16 +129,15 @@ struct cs_error *cs_vm_module_open(const struct cs_target *img,
 				   struct cs_vm_module *m)
 {
 	memset(m, 0, sizeof(*m));
-	const char *gap =
-		cs_target_mapping_gap(img);
+	const char *gap = cs_target_mapping_gap(img);
 	if (img->ops->mapping_count(img->priv) == 0)
-		return cs_error_create(CS_ERR_FORMAT,
-				       "%s: the %s lists no mapped files (no "
-				       "NT_FILE note) and its modules cannot be "
-				       "found from their ELF headers either "
-				       "(%s), so libruby cannot be found",
-				       img->name, img->what,
-				       gap ? gap : "none found");
+		return cs_error_create(
+			CS_ERR_FORMAT,
+			"%s: the %s lists no mapped files (no "
+			"NT_FILE note) and its modules cannot be "
+			"found from their ELF headers either "
+			"(%s), so libruby cannot be found",
+			img->name, img->what, gap ? gap : "none found");
 	const char *core_exe = img->ops->executable(img->priv);
 	if (!exe_path && !core_exe)
 		return cs_error_create(CS_ERR_FORMAT,
@@ -235,7 +236,8 @@ struct cs_error *cs_vm_module_open(const struct cs_target *img,
 				CS_ERR_NOT_RUBY,
 				"%s: not a Ruby process: '%s' maps no "
 				"libruby.so and has no Ruby VM",
-				img->name, img->comm[0] ? img->comm : m->exe->path);
+				img->name,
+				img->comm[0] ? img->comm : m->exe->path);
 			goto fail;
 		}
 		m->vm = m->exe;

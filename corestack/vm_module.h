@@ -9,9 +9,9 @@
 #include "../target/target.h"
 
 struct cs_vm_module {
-	struct dw_module *exe;    /* the executable */
-	struct dw_module *vm;     /* libruby.so or == exe */
-	uint64_t load_bias;       /* of vm */
+	struct dw_module *exe; /* the executable */
+	struct dw_module *vm;  /* libruby.so or == exe */
+	uint64_t load_bias;    /* of vm */
 	char *warnings[4];
 	size_t nwarnings;
 };

@@ -48,7 +48,8 @@ static const struct entry *table_get(const struct table *t,
 {
 	if (!t->nslots)
 		return NULL;
-	for (size_t i = hash & (t->nslots - 1);; i = (i + 1) & (t->nslots - 1)) {
+	for (size_t i = hash & (t->nslots - 1);;
+	     i = (i + 1) & (t->nslots - 1)) {
 		uint32_t s = t->slots[i];
 		if (!s)
 			return NULL;
@@ -165,7 +166,6 @@ void dw_index_destroy(struct dw_index *idx)
 	free(idx);
 }
 
-
 /* Enumerator values: sign-extend fixed-size forms when the enum is signed. */
 static int64_t enumerator_value(Dwarf_Attribute *attr, int is_signed)
 {
@@ -197,7 +197,8 @@ static int enum_is_signed(Dwarf_Die *enum_die)
 		Dwarf_Word enc;
 		if (dwarf_attr(&type, DW_AT_encoding, &attr) &&
 		    dwarf_formudata(&attr, &enc) == 0)
-			return enc == DW_ATE_signed || enc == DW_ATE_signed_char;
+			return enc == DW_ATE_signed ||
+			       enc == DW_ATE_signed_char;
 	}
 	return 1; /* C enums without a base type are int */
 }

@@ -17,7 +17,7 @@
 #include "module.h"
 
 enum dw_name_kind {
-	DW_NAME_STRUCT,     /* complete struct or union definition */
+	DW_NAME_STRUCT, /* complete struct or union definition */
 	DW_NAME_TYPEDEF,
 	DW_NAME_ENUMERATOR, /* value in the entry, no DIE */
 	DW_NAME_VARIABLE,   /* variable with a location or a constant value */

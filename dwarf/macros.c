@@ -34,8 +34,8 @@ static uint32_t hash_n(const char *s, size_t n)
 static size_t slot_of(const struct dw_macros *m, const char *name, size_t n)
 {
 	size_t i = hash_n(name, n) & (m->nslots - 1);
-	while (m->defs[i] && !(name_len(m->defs[i]) == n &&
-			       memcmp(m->defs[i], name, n) == 0))
+	while (m->defs[i] &&
+	       !(name_len(m->defs[i]) == n && memcmp(m->defs[i], name, n) == 0))
 		i = (i + 1) & (m->nslots - 1);
 	return i;
 }
@@ -268,12 +268,14 @@ static int accept(struct parser *ps, const char *tok)
 	if (strncmp(ps->p, tok, n) != 0)
 		return 0;
 	/* Don't take "<" from "<<" or "&" from "&&". */
-	if (n == 1 && (tok[0] == '<' || tok[0] == '>' || tok[0] == '&' ||
-		       tok[0] == '|') &&
+	if (n == 1 &&
+	    (tok[0] == '<' || tok[0] == '>' || tok[0] == '&' ||
+	     tok[0] == '|') &&
 	    ps->p[1] == tok[0])
 		return 0;
-	if (n == 1 && (tok[0] == '<' || tok[0] == '>' || tok[0] == '!' ||
-		       tok[0] == '=') &&
+	if (n == 1 &&
+	    (tok[0] == '<' || tok[0] == '>' || tok[0] == '!' ||
+	     tok[0] == '=') &&
 	    ps->p[1] == '=')
 		return 0;
 	ps->p += n;
@@ -283,7 +285,8 @@ static int accept(struct parser *ps, const char *tok)
 static int param_index(const struct parser *ps, const char *name, size_t n)
 {
 	for (size_t i = 0; i < ps->nparams; i++)
-		if (ps->param_len[i] == n && memcmp(ps->params[i], name, n) == 0)
+		if (ps->param_len[i] == n &&
+		    memcmp(ps->params[i], name, n) == 0)
 			return (int)i;
 	return -1;
 }
@@ -363,8 +366,8 @@ static int64_t parse_identifier(struct parser *ps)
 		}
 	}
 	int64_t v = 0;
-	struct cs_error *err = eval_macro(ps->m, name, n, args, nargs,
-					  ps->depth + 1, &v);
+	struct cs_error *err =
+		eval_macro(ps->m, name, n, args, nargs, ps->depth + 1, &v);
 	if (err) {
 		/* Not a macro: maybe an enumerator named in the body. */
 		cs_error_destroy(err);
@@ -418,8 +421,16 @@ static int64_t parse_unary(struct parser *ps)
 
 /* Binary operators by precedence level, lowest first. */
 static const char *const levels[][4] = {
-	{"||"}, {"&&"}, {"|"}, {"^"}, {"&"}, {"==", "!="},
-	{"<=", ">=", "<", ">"}, {"<<", ">>"}, {"+", "-"}, {"*", "/", "%"},
+	{"||"},
+	{"&&"},
+	{"|"},
+	{"^"},
+	{"&"},
+	{"==", "!="},
+	{"<=", ">=", "<", ">"},
+	{"<<", ">>"},
+	{"+", "-"},
+	{"*", "/", "%"},
 };
 #define NLEVELS (sizeof(levels) / sizeof(levels[0]))
 
@@ -427,11 +438,16 @@ static int64_t apply(const char *op, int64_t a, int64_t b, int *failed)
 {
 	uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
 	switch (op[0]) {
-	case '|': return op[1] ? (a || b) : (int64_t)(ua | ub);
-	case '&': return op[1] ? (a && b) : (int64_t)(ua & ub);
-	case '^': return (int64_t)(ua ^ ub);
-	case '=': return a == b;
-	case '!': return a != b;
+	case '|':
+		return op[1] ? (a || b) : (int64_t)(ua | ub);
+	case '&':
+		return op[1] ? (a && b) : (int64_t)(ua & ub);
+	case '^':
+		return (int64_t)(ua ^ ub);
+	case '=':
+		return a == b;
+	case '!':
+		return a != b;
 	case '<':
 		if (op[1] == '<')
 			return ub < 64 ? (int64_t)(ua << ub) : 0;
@@ -442,9 +458,12 @@ static int64_t apply(const char *op, int64_t a, int64_t b, int *failed)
 			 * value is the compiler's choice in C */
 			return ub >= 64 ? 0 : a < 0 ? ~(~a >> ub) : a >> ub;
 		return op[1] ? a >= b : a > b;
-	case '+': return (int64_t)(ua + ub);
-	case '-': return (int64_t)(ua - ub);
-	case '*': return (int64_t)(ua * ub);
+	case '+':
+		return (int64_t)(ua + ub);
+	case '-':
+		return (int64_t)(ua - ub);
+	case '*':
+		return (int64_t)(ua * ub);
 	case '/':
 	case '%':
 		if (b == 0 || (a == INT64_MIN && b == -1)) {
@@ -528,8 +547,8 @@ static struct cs_error *eval_macro(const struct dw_macros *m, const char *name,
 				break;
 			ps.params[ps.nparams] = p;
 			ps.param_len[ps.nparams] = len;
-			ps.args[ps.nparams] = ps.nparams < nargs ? args[ps.nparams]
-								 : 0;
+			ps.args[ps.nparams] =
+				ps.nparams < nargs ? args[ps.nparams] : 0;
 			ps.nparams++;
 			p += len;
 			while (*p == ' ')
@@ -554,8 +573,8 @@ struct cs_error *dw_macros_eval(const struct dw_macros *m, const char *name,
 	return eval_macro(m, name, strlen(name), args, nargs, 0, ret);
 }
 
-struct cs_error *dw_macro_eval_text(const struct dw_macros *m,
-				    const char *text, int64_t *ret)
+struct cs_error *dw_macro_eval_text(const struct dw_macros *m, const char *text,
+				    int64_t *ret)
 {
 	struct parser ps = {.p = text, .m = m};
 	return eval_body(&ps, text, ret);

@@ -30,7 +30,7 @@ struct cs_error *dw_macros_eval(const struct dw_macros *m, const char *name,
 
 /* Evaluate a standalone expression text in the context of these macros
  * (m may be NULL). Exposed for unit tests. */
-struct cs_error *dw_macro_eval_text(const struct dw_macros *m,
-				    const char *text, int64_t *ret);
+struct cs_error *dw_macro_eval_text(const struct dw_macros *m, const char *text,
+				    int64_t *ret);
 
 #endif

@@ -25,10 +25,11 @@ static struct cs_error *open_elf(const char *path, int *fd_ret, Elf **elf_ret)
 	struct stat st;
 	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
 		close(fd);
-		return cs_error_create(CS_ERR_FORMAT,
-				       "%s: not a regular file (a device, FIFO "
-				       "or directory); pass the ELF file itself",
-				       path);
+		return cs_error_create(
+			CS_ERR_FORMAT,
+			"%s: not a regular file (a device, FIFO "
+			"or directory); pass the ELF file itself",
+			path);
 	}
 	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (!elf || elf_kind(elf) != ELF_K_ELF) {
@@ -60,7 +61,8 @@ static size_t read_build_id(Elf *elf, uint8_t *out)
 					   &desc_off)) > 0) {
 			if (nhdr.n_type == NT_GNU_BUILD_ID &&
 			    nhdr.n_namesz == 4 &&
-			    memcmp((char *)data->d_buf + name_off, "GNU", 4) == 0 &&
+			    memcmp((char *)data->d_buf + name_off, "GNU", 4) ==
+				    0 &&
 			    nhdr.n_descsz <= DW_BUILD_ID_MAX) {
 				memcpy(out, (char *)data->d_buf + desc_off,
 				       nhdr.n_descsz);
@@ -83,8 +85,9 @@ static int has_debug_info(Elf *elf)
 			continue;
 		const char *name = elf_strptr(elf, shstrndx, shdr.sh_name);
 		/* A stripped debug file keeps the header as SHT_NOBITS. */
-		if (name && (strcmp(name, ".debug_info") == 0 ||
-			     strcmp(name, ".zdebug_info") == 0) &&
+		if (name &&
+		    (strcmp(name, ".debug_info") == 0 ||
+		     strcmp(name, ".zdebug_info") == 0) &&
 		    shdr.sh_type != SHT_NOBITS)
 			return 1;
 	}
@@ -121,10 +124,9 @@ static int try_debug_file(struct dw_module *mod, const char *path)
 	}
 	uint8_t id[DW_BUILD_ID_MAX];
 	size_t id_len = read_build_id(elf, id);
-	if (has_debug_info(elf) &&
-	    (mod->build_id_len == 0 ||
-	     (id_len == mod->build_id_len &&
-	      memcmp(id, mod->build_id, id_len) == 0))) {
+	if (has_debug_info(elf) && (mod->build_id_len == 0 ||
+				    (id_len == mod->build_id_len &&
+				     memcmp(id, mod->build_id, id_len) == 0))) {
 		mod->debug_fd = fd;
 		mod->debug_elf = elf;
 		mod->debug_path = strdup(path);
@@ -248,7 +250,8 @@ struct cs_error *dw_module_open(const char *path, const char *const *debug_dirs,
 			GElf_Phdr phdr;
 			if (gelf_getphdr(mod->elf, (int)i, &phdr) &&
 			    phdr.p_type == PT_LOAD) {
-				mod->first_vaddr = phdr.p_vaddr & ~(uint64_t)0xfff;
+				mod->first_vaddr = phdr.p_vaddr &
+						   ~(uint64_t)0xfff;
 				break;
 			}
 		}
@@ -320,8 +323,8 @@ void dw_module_build_id_hex(const struct dw_module *mod, char *buf)
  * and .debug_rnglists together are larger than .debug_info; so libdw is
  * handed an in-memory ELF image holding only these (still compressed). */
 static const char *const lean_sections[] = {
-	".debug_info", ".debug_abbrev", ".debug_str", ".debug_line_str",
-	".debug_str_offsets", ".debug_macro", ".debug_addr", NULL,
+	".debug_info",        ".debug_abbrev", ".debug_str",  ".debug_line_str",
+	".debug_str_offsets", ".debug_macro",  ".debug_addr", NULL,
 };
 
 static int is_lean_section(const char *name)
@@ -443,8 +446,9 @@ struct cs_error *dw_module_dwarf(struct dw_module *mod, Dwarf **ret)
 			urls && *urls ? ", at debuginfod " : "",
 			urls && *urls ? urls : "",
 			urls && *urls ? "" : "; DEBUGINFOD_URLS is unset",
-			mod->debug_dir_advice ? mod->debug_dir_advice
-					      : "add a directory of debug files");
+			mod->debug_dir_advice
+				? mod->debug_dir_advice
+				: "add a directory of debug files");
 	}
 	*ret = mod->dwarf;
 	return NULL;
@@ -468,8 +472,8 @@ static int lookup_in_symtab(Elf *elf, Elf64_Word type, const char *name,
 			if (!gelf_getsym(data, (int)i, &sym) ||
 			    sym.st_shndx == SHN_UNDEF)
 				continue;
-			const char *s = elf_strptr(elf, shdr.sh_link,
-						   sym.st_name);
+			const char *s =
+				elf_strptr(elf, shdr.sh_link, sym.st_name);
 			if (s && strcmp(s, name) == 0) {
 				*addr = sym.st_value;
 				if (size)

@@ -18,8 +18,8 @@
 #define DW_BUILD_ID_MAX 64
 
 struct dw_module {
-	char *path;           /* the ELF file as opened */
-	char *debug_path;     /* where its DWARF came from (== path if embedded) */
+	char *path;       /* the ELF file as opened */
+	char *debug_path; /* where its DWARF came from (== path if embedded) */
 	int fd, debug_fd;
 	Elf *elf, *debug_elf; /* debug_elf == elf when embedded */
 	Dwarf *dwarf;         /* NULL until dw_module_dwarf() succeeds */
@@ -28,8 +28,8 @@ struct dw_module {
 	uint8_t build_id[DW_BUILD_ID_MAX];
 	size_t build_id_len;
 	uint64_t first_vaddr; /* p_vaddr of the first PT_LOAD (for load bias) */
-	int is_pie_or_dso;    /* ET_DYN: addresses are relative to the load bias */
-	char **debug_dirs;    /* NULL-terminated; default /usr/lib/debug */
+	int is_pie_or_dso; /* ET_DYN: addresses are relative to the load bias */
+	char **debug_dirs; /* NULL-terminated; default /usr/lib/debug */
 	/* How the user names another debug directory, for the no-debug
 	 * message ("pass --debug-dir", a debugger's setting); NULL: said
 	 * generically. Set by the caller after opening. */

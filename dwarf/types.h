@@ -13,8 +13,8 @@ struct dw_member {
 	uint64_t offset;   /* bytes from the start of the outer struct */
 	uint64_t size;     /* byte size of the member's type */
 	uint32_t bit_size; /* 0 unless a bitfield */
-	uint32_t bit_pos;  /* bitfields: bits from the start of the outer struct */
-	Dwarf_Die type;    /* the member's type, typedefs and qualifiers kept */
+	uint32_t bit_pos; /* bitfields: bits from the start of the outer struct */
+	Dwarf_Die type;   /* the member's type, typedefs and qualifiers kept */
 };
 
 /* Strip typedefs and cv-qualifiers. Returns 0 on a broken chain. */

@@ -7,8 +7,7 @@
 
 #define GX_BT_USAGE \
 	"usage: ruby-bt [--json] [--out FILE] [--via-debugger] [all | N]"
-#define GX_SAMPLE_USAGE \
-	"usage: ruby-sample [SECONDS] [--rate HZ] [--out FILE]"
+#define GX_SAMPLE_USAGE "usage: ruby-sample [SECONDS] [--rate HZ] [--out FILE]"
 
 enum gx_bt_which { GX_BT_SELECTED, GX_BT_ALL, GX_BT_NUMBER };
 
@@ -16,8 +15,8 @@ struct gx_bt_args {
 	int json;
 	int via_debugger; /* read memory through the debugger, not directly */
 	enum gx_bt_which which;
-	long number;      /* GX_BT_NUMBER: the debugger's thread number */
-	char *out;        /* --out FILE: malloc'd, NULL for the console */
+	long number; /* GX_BT_NUMBER: the debugger's thread number */
+	char *out;   /* --out FILE: malloc'd, NULL for the console */
 };
 
 struct gx_sample_args {

@@ -14,7 +14,7 @@
 /* The inferior opened for one command: a target, and a page cache in
  * front of its memory where reads are slow. */
 struct opened {
-	struct cs_target *owned;  /* a core or process opened here */
+	struct cs_target *owned;   /* a core or process opened here */
 	struct cs_target debugger; /* or the debugger's inferior */
 	const struct cs_target *target;
 	struct cs_page_cache cache;
@@ -84,14 +84,12 @@ struct hinted {
 
 static struct cs_error *kernel_threads(void *ctx, const struct cs_target *t,
 				       const struct rv_process *p,
-				       const struct cs_thread ***ret,
-				       size_t *n)
+				       const struct cs_thread ***ret, size_t *n)
 {
 	struct hinted *h = ctx;
 	*ret = NULL;
 	*n = 0;
-	bool own = cs_target_has_registers(t) &&
-		   cs_target_thread_count(t) > 0;
+	bool own = cs_target_has_registers(t) && cs_target_thread_count(t) > 0;
 	size_t count = own ? cs_target_thread_count(t) : 0;
 	struct gx_thread_hint *hints = NULL;
 	bool needed = false;
@@ -233,7 +231,8 @@ struct cs_error *gx_backtrace(const struct gx_source *src,
 	struct cs_ruby ruby;
 	struct cs_ruby_options opts = {.executable = src->executable,
 				       .debug_dirs = src->debug_dirs,
-				       .debug_dir_advice = src->debug_dir_advice,
+				       .debug_dir_advice =
+					       src->debug_dir_advice,
 				       .memory = o.cached ? &o.memory : NULL};
 	if ((err = cs_ruby_open(o.target, &opts, &ruby))) {
 		close_source(&o);

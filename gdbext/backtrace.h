@@ -19,9 +19,9 @@ enum gx_source_kind { GX_SOURCE_CORE, GX_SOURCE_LIVE, GX_SOURCE_DEBUGGER };
 
 struct gx_source {
 	enum gx_source_kind kind;
-	const char *core_path;   /* GX_SOURCE_CORE */
-	int pid;                 /* GX_SOURCE_LIVE */
-	const char *executable;  /* the debugger's; NULL: as the target names it */
+	const char *core_path; /* GX_SOURCE_CORE */
+	int pid;               /* GX_SOURCE_LIVE */
+	const char *executable; /* the debugger's; NULL: as the target names it */
 	struct gx_inferior *debugger; /* GX_SOURCE_DEBUGGER */
 	/* Where to look for debug files (the debugger's own setting);
 	 * NULL-terminated, NULL: /usr/lib/debug. */
@@ -44,10 +44,10 @@ typedef int (*gx_thread_hints_fn)(void *ctx, struct gx_thread_hint **ret,
 				  size_t *count);
 
 struct gx_backtrace_request {
-	const char *format; /* a renderer's name (corestack/render.h) */
+	const char *format;       /* a renderer's name (corestack/render.h) */
 	const int64_t *only_tids; /* show only these kernel threads; NULL: all */
 	size_t nonly;
-	gx_thread_hints_fn hints;  /* may be NULL */
+	gx_thread_hints_fn hints; /* may be NULL */
 	void *hints_ctx;
 };
 

@@ -7,9 +7,8 @@
 
 #include "../target/build_id.h"
 
-int gx_inferior_add_mapping(struct gx_inferior *d, uint64_t start,
-			    uint64_t end, uint64_t offset,
-			    const char *path)
+int gx_inferior_add_mapping(struct gx_inferior *d, uint64_t start, uint64_t end,
+			    uint64_t offset, const char *path)
 {
 	struct cs_mapping *maps =
 		realloc(d->maps, (d->nmaps + 1) * sizeof(*maps));
@@ -77,8 +76,7 @@ static const struct cs_mapping *mapping_of(const void *p, uint64_t addr)
 	return NULL;
 }
 
-static const struct cs_mapping *find_mapping(const void *p,
-						  const char *prefix)
+static const struct cs_mapping *find_mapping(const void *p, const char *prefix)
 {
 	const struct gx_inferior *d = p;
 	for (size_t i = 0; i < d->nmaps; i++) {
@@ -112,8 +110,7 @@ static struct cs_error *build_id(void *p, uint64_t start, uint8_t *buf,
 }
 
 /* The file of mapping m, opened once and kept until another is needed. */
-static int mapped_file(struct gx_inferior *d,
-		       const struct cs_mapping *m)
+static int mapped_file(struct gx_inferior *d, const struct cs_mapping *m)
 {
 	if (d->fd >= 0 && strcmp(d->fd_path, m->path) == 0)
 		return d->fd;
@@ -193,8 +190,12 @@ static const struct cs_target_ops ops = {
 struct cs_target gx_inferior_target(struct gx_inferior *d)
 {
 	struct cs_target t = {
-		.ops = &ops, .priv = d, .name = d->name, .comm = "",
-		.what = "process", .dump = d->is_core,
+		.ops = &ops,
+		.priv = d,
+		.name = d->name,
+		.comm = "",
+		.what = "process",
+		.dump = d->is_core,
 	};
 	return t;
 }

@@ -25,20 +25,19 @@ struct gx_inferior {
 	struct cs_memory mem;
 	const char *name; /* "gdb inferior 1": subject of messages */
 	/* For the report: what the debugger knows of the process. */
-	int pid;                  /* -1 if unknown */
-	const char *command;      /* NULL if unknown */
+	int pid;                   /* -1 if unknown */
+	const char *command;       /* NULL if unknown */
 	struct cs_siginfo siginfo; /* the signal of a core it reads */
-	int64_t crash_tid;        /* the thread that took it, or -1 */
-	bool is_core;             /* it reads a core */
-	int fd;           /* the mapped file last read from disk, or -1 */
+	int64_t crash_tid;         /* the thread that took it, or -1 */
+	bool is_core;              /* it reads a core */
+	int fd; /* the mapped file last read from disk, or -1 */
 	char *fd_path;
 };
 
 /* Start with {.fd = -1, .pid = -1, .crash_tid = -1} and these: */
 /* Takes a copy of path; maps need not come sorted. 0 on allocation failure. */
-int gx_inferior_add_mapping(struct gx_inferior *d, uint64_t start,
-			    uint64_t end, uint64_t offset,
-			    const char *path);
+int gx_inferior_add_mapping(struct gx_inferior *d, uint64_t start, uint64_t end,
+			    uint64_t offset, const char *path);
 /* Sort the mappings: call once all are added. */
 void gx_inferior_finish(struct gx_inferior *d);
 void gx_inferior_free(struct gx_inferior *d);

@@ -36,9 +36,8 @@ static struct cs_error *py_read(void *priv, uint64_t addr, void *buf,
 				size_t len)
 {
 	struct py_reader *r = priv;
-	PyObject *res = PyObject_CallFunction(r->read, "Kn",
-					      (unsigned long long)addr,
-					      (Py_ssize_t)len);
+	PyObject *res = PyObject_CallFunction(
+		r->read, "Kn", (unsigned long long)addr, (Py_ssize_t)len);
 	char *data;
 	Py_ssize_t got = 0;
 	if (res && PyBytes_AsStringAndSize(res, &data, &got) == 0 &&
@@ -82,8 +81,7 @@ static int py_hints(void *ctx, struct gx_thread_hint **ret, size_t *count)
 }
 
 /* mappings: [(start, end, offset, path)], auxv: {type: value} */
-static int fill_image(struct gx_inferior *d, PyObject *maps,
-		      PyObject *auxv)
+static int fill_image(struct gx_inferior *d, PyObject *maps, PyObject *auxv)
 {
 	Py_ssize_t n = PyList_Size(maps);
 	if (n < 0)
@@ -94,8 +92,7 @@ static int fill_image(struct gx_inferior *d, PyObject *maps,
 		if (!PyArg_ParseTuple(PyList_GetItem(maps, i), "KKKs", &start,
 				      &end, &offset, &path))
 			return 0;
-		if (!gx_inferior_add_mapping(d, start, end, offset,
-						   path)) {
+		if (!gx_inferior_add_mapping(d, start, end, offset, path)) {
 			PyErr_NoMemory();
 			return 0;
 		}
@@ -165,10 +162,11 @@ static int split_dirs(const char *dirs, char ***ret)
 static PyObject *py_backtrace(PyObject *self, PyObject *args, PyObject *kw)
 {
 	(void)self;
-	static char *names[] = {"kind",  "core",   "pid",      "executable",
-				"read",  "mappings", "auxv",   "is_core",
-				"name",  "json",   "tids",     "hints",
-				"signal", "debug_dirs", "debug_dir_advice",
+	static char *names[] = {"kind",       "core",       "pid",
+				"executable", "read",       "mappings",
+				"auxv",       "is_core",    "name",
+				"json",       "tids",       "hints",
+				"signal",     "debug_dirs", "debug_dir_advice",
 				NULL};
 	const char *kind, *core = NULL, *executable = NULL,
 			  *name = "the debugger's inferior", *dirs = NULL,
@@ -177,12 +175,12 @@ static PyObject *py_backtrace(PyObject *self, PyObject *args, PyObject *kw)
 	PyObject *read = Py_None, *maps = Py_None, *auxv = Py_None,
 		 *tids = Py_None, *hints = Py_None, *sig = Py_None;
 	if (!PyArg_ParseTupleAndKeywords(args, kw, "s|zizOOOpzpOOOzz", names,
-					 &kind, &core, &pid, &executable,
-					 &read, &maps, &auxv, &is_core, &name,
-					 &json, &tids, &hints, &sig, &dirs,
-					 &advice))
+					 &kind, &core, &pid, &executable, &read,
+					 &maps, &auxv, &is_core, &name, &json,
+					 &tids, &hints, &sig, &dirs, &advice))
 		return NULL;
-	struct gx_source src = {.pid = pid, .executable = executable,
+	struct gx_source src = {.pid = pid,
+				.executable = executable,
 				.debug_dir_advice = advice};
 	struct gx_inferior dbg = {.fd = -1, .pid = pid, .crash_tid = -1};
 	/* signal: (signo, code, fault address, tid that took it) the debugger
@@ -251,8 +249,8 @@ static PyObject *py_backtrace(PyObject *self, PyObject *args, PyObject *kw)
 	free(debug_dirs);
 	if (err)
 		return raise(err);
-	PyObject *res = Py_BuildValue("(sO)", text,
-				      complete ? Py_True : Py_False);
+	PyObject *res =
+		Py_BuildValue("(sO)", text, complete ? Py_True : Py_False);
 	free(text);
 	return res;
 }
@@ -264,7 +262,7 @@ static const char sampler_capsule[] = "corestack.sampler";
 static PyObject *py_sample_start(PyObject *self, PyObject *args, PyObject *kw)
 {
 	(void)self;
-	static char *names[] = {"pid",	      "seconds",	  "rate",
+	static char *names[] = {"pid",        "seconds",          "rate",
 				"executable", "interrupt_signal", NULL};
 	int pid, sig = 0;
 	double seconds, rate;
@@ -295,11 +293,9 @@ static PyObject *py_sample_finish(PyObject *self, PyObject *args)
 	char *summary;
 	int interrupted;
 	struct cs_error *err;
-	Py_BEGIN_ALLOW_THREADS
-	err = gx_sampler_finish(s, out, &summary, &interrupted);
-	Py_END_ALLOW_THREADS
-	if (err)
-		return raise(err);
+	Py_BEGIN_ALLOW_THREADS err =
+		gx_sampler_finish(s, out, &summary, &interrupted);
+	Py_END_ALLOW_THREADS if (err) return raise(err);
 	PyObject *res = Py_BuildValue("(sO)", summary,
 				      interrupted ? Py_True : Py_False);
 	free(summary);
@@ -321,8 +317,9 @@ static PyObject *py_bt_args(PyObject *self, PyObject *args)
 	if (err)
 		return raise(err);
 	PyObject *which = a.which == GX_BT_ALL ? PyUnicode_FromString("all")
-			  : a.which == GX_BT_NUMBER ? PyLong_FromLong(a.number)
-						    : (Py_INCREF(Py_None), Py_None);
+			  : a.which == GX_BT_NUMBER
+				  ? PyLong_FromLong(a.number)
+				  : (Py_INCREF(Py_None), Py_None);
 	if (!which) {
 		gx_bt_args_free(&a);
 		return NULL;
@@ -368,9 +365,15 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef module = {
-	PyModuleDef_HEAD_INIT, "_corestack",
-	"Ruby stacks for gdb and lldb, on the corestack engine.", -1, methods,
-	NULL, NULL, NULL, NULL,
+	PyModuleDef_HEAD_INIT,
+	"_corestack",
+	"Ruby stacks for gdb and lldb, on the corestack engine.",
+	-1,
+	methods,
+	NULL,
+	NULL,
+	NULL,
+	NULL,
 };
 
 PyMODINIT_FUNC PyInit__corestack(void)
@@ -379,8 +382,8 @@ PyMODINIT_FUNC PyInit__corestack(void)
 	if (!m)
 		return NULL;
 	corestack_error = PyErr_NewException("_corestack.Error", NULL, NULL);
-	if (!corestack_error || PyModule_AddObject(m, "Error",
-						   corestack_error) < 0) {
+	if (!corestack_error ||
+	    PyModule_AddObject(m, "Error", corestack_error) < 0) {
 		Py_XDECREF(corestack_error);
 		Py_DECREF(m);
 		return NULL;

@@ -45,8 +45,11 @@ static void *run(void *arg)
 {
 	struct gx_sampler *s = arg;
 	s->loop = (struct cs_sampling_loop){
-		.rate = s->rate, .duration = s->seconds, .stop = &s->stop,
-		.take = take, .ctx = s,
+		.rate = s->rate,
+		.duration = s->seconds,
+		.stop = &s->stop,
+		.take = take,
+		.ctx = s,
 	};
 	cs_sampling_run(&s->loop);
 	cs_live_close(s->kept);
@@ -147,7 +150,8 @@ struct cs_error *gx_sampler_finish(struct gx_sampler *s, const char *out_path,
 			l->lost,
 			tries ? l->reading / (double)tries * 1e6 : 0.0);
 		if (out_path)
-			fprintf(m, "collapsed stacks written to %s\n", out_path);
+			fprintf(m, "collapsed stacks written to %s\n",
+				out_path);
 		if (fclose(m) != 0)
 			err = &cs_error_nomem;
 		else

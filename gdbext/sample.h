@@ -19,7 +19,8 @@ struct gx_sampler;
  * interrupt_signal is not 0, it is sent to pid. */
 struct cs_error *gx_sampler_start(int pid, const char *executable,
 				  double seconds, double rate,
-				  int interrupt_signal, struct gx_sampler **ret);
+				  int interrupt_signal,
+				  struct gx_sampler **ret);
 /* Stop sampling (now, if the time is not up yet: the inferior stopped or
  * exited), write collapsed stacks to out_path (if not NULL) and return the
  * summary in *summary (malloc'd); *interrupted tells whether the sampler

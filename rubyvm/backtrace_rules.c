@@ -39,9 +39,9 @@ void rv_bt_rules_init(struct rv_session *s)
 	 * kept per run, and a dummy frame has no pc */
 	r->internal_as_c = RV_HAS(s, fn_bt_backpatch_loc);
 	/* location_format / oldbt_print: "in `m'" or "in 'm'" */
-	r->backtick_quotes = RV_HAS(s, text_quote_backtick) ||
-			     (!RV_HAS(s, text_quote_apostrophe) &&
-			      !r->owner_labels);
+	r->backtick_quotes =
+		RV_HAS(s, text_quote_backtick) ||
+		(!RV_HAS(s, text_quote_apostrophe) && !r->owner_labels);
 }
 
 bool rv_bt_is_type(struct rv_session *s, int64_t type, enum rv_item_id id)
@@ -59,12 +59,13 @@ static struct cs_error *method_name(struct rv_session *s, uint64_t owner,
 	if (always) {
 		char *path = NULL;
 		bool singleton = false;
-		struct cs_error *err = owner ? rv_owner_name(s, owner, &path,
-							     &singleton)
-					     : NULL;
+		struct cs_error *err =
+			owner ? rv_owner_name(s, owner, &path, &singleton)
+			      : NULL;
 		if (err)
 			return err;
-		*ret = path ? rv_join3(path, strlen(path), singleton ? "." : "#", name)
+		*ret = path ? rv_join3(path, strlen(path),
+				       singleton ? "." : "#", name)
 			    : strdup(name);
 		free(path);
 		return *ret ? NULL : &cs_error_nomem;
@@ -90,7 +91,8 @@ struct cs_error *rv_bt_method_name(struct rv_session *s, uint64_t owner,
 		if (singleton) {
 			sep = ".";
 			klass = 0;
-			if (!rv_failed(rv_attached_object(s, owner, &attached)) &&
+			if (!rv_failed(
+				    rv_attached_object(s, owner, &attached)) &&
 			    attached && !rv_special_const(s, attached) &&
 			    !rv_failed(rv_builtin_type(s, attached, &atype,
 						       NULL)) &&

@@ -27,7 +27,8 @@ static uint64_t clause_errinfo(struct rv_session *s, const struct rv_thread *t)
 			continue;
 		uint64_t at = ep + (uint64_t)(RV_VAL(s, env_index_last_lvar) *
 					      (int64_t)RV_VAL(s, value_size));
-		if (rv_try_read(s, at, &v, sizeof(v)) && object_of(s, v, &klass))
+		if (rv_try_read(s, at, &v, sizeof(v)) &&
+		    object_of(s, v, &klass))
 			return v;
 	}
 	return 0;

@@ -23,9 +23,9 @@ static const struct {
 	{"VM_ENV_INDEX_LAST_LVAR", -3, 0},    /* vm_core.h: -VM_ENV_DATA_SIZE */
 	{"IMEMO_MASK", 0x0f, 0},              /* internal/imemo.h */
 	{"IMMEDIATE_TABLE_SIZE", 54, 0},      /* iseq.c succinct index table */
-	{"PATHOBJ_PATH", 0, 0},               /* vm_core.h: pathobj [path, realpath] */
+	{"PATHOBJ_PATH", 0, 0}, /* vm_core.h: pathobj [path, realpath] */
 	{"GC_GUARDED_PTR_REF(-1)", ~(int64_t)3, 0}, /* vm_core.h: tag bits */
-	{"ID_ENTRY_UNIT", 512, 0},            /* symbol.c: static const int */
+	{"ID_ENTRY_UNIT", 512, 0}, /* symbol.c: static const int */
 	/* Frame-type enumerators: an unnamed enum before 3.2 that a compiler
 	 * may drop when no emitted code names them. */
 	{"VM_FRAME_MAGIC_MASK", 0x7fff0001, 1},

@@ -19,11 +19,16 @@
 const char *rv_fiber_status_name(enum rv_fiber_status st)
 {
 	switch (st) {
-	case RV_FIBER_CREATED: return "created";
-	case RV_FIBER_RESUMED: return "resumed";
-	case RV_FIBER_SUSPENDED: return "suspended";
-	case RV_FIBER_TERMINATED: return "terminated";
-	default: return "unknown";
+	case RV_FIBER_CREATED:
+		return "created";
+	case RV_FIBER_RESUMED:
+		return "resumed";
+	case RV_FIBER_SUSPENDED:
+		return "suspended";
+	case RV_FIBER_TERMINATED:
+		return "terminated";
+	default:
+		return "unknown";
 	}
 }
 
@@ -89,7 +94,8 @@ static void read_fiber(struct rv_session *s, const struct candidate *c,
 		f->is_root = c->fiber == tf->root;
 		f->is_current = ec == tf->ec;
 	}
-	struct cs_error *err = rv_read_member(s, c->fiber, RVL_fiber_status, &v);
+	struct cs_error *err =
+		rv_read_member(s, c->fiber, RVL_fiber_status, &v);
 	if (err) {
 		set_error(f, cs_error_wrap(err, "fiber 0x%llx",
 					   (unsigned long long)c->fiber));
@@ -99,8 +105,8 @@ static void read_fiber(struct rv_session *s, const struct candidate *c,
 	if (RV_HAS(s, fiber_blocking) &&
 	    rv_try_member(s, c->fiber, RVL_fiber_blocking, &v))
 		f->blocking = v != 0;
-	if (f->is_current || (f->status != RV_FIBER_SUSPENDED &&
-			      f->status != RV_FIBER_RESUMED))
+	if (f->is_current ||
+	    (f->status != RV_FIBER_SUSPENDED && f->status != RV_FIBER_RESUMED))
 		return;
 	/* The frame walker fills a thread; borrow one for the fiber. */
 	struct rv_thread stack = {0};
@@ -132,8 +138,8 @@ static bool add_candidate(struct candidate **list, size_t *n, size_t *cap,
 
 /* Fibers named by the threads: each one's root and current fiber. */
 static bool thread_candidates(struct rv_session *s, struct rv_process *p,
-			      struct thread_fibers *tf,
-			      struct candidate **list, size_t *n, size_t *cap)
+			      struct thread_fibers *tf, struct candidate **list,
+			      size_t *n, size_t *cap)
 {
 	for (size_t i = 0; i < p->nthreads; i++) {
 		uint64_t th = p->threads[i].addr, ec = 0, current = 0, root = 0;
@@ -202,8 +208,9 @@ static struct cs_error *heap_candidates(struct rv_session *s,
 		scan.error = NULL;
 	}
 	if (scan.count > MAX_FIBERS && !p->fibers_error)
-		p->fibers_error = strdup("more Fiber objects in the GC heap than "
-					 "corestack lists (16M): the rest left out");
+		p->fibers_error =
+			strdup("more Fiber objects in the GC heap than "
+			       "corestack lists (16M): the rest left out");
 	for (size_t i = 0; !err && i < scan.count; i++)
 		if (!add_candidate(list, n, cap, scan.found[i].data,
 				   scan.found[i].object))
@@ -221,7 +228,8 @@ static void assign_threads(struct rv_session *s, struct rv_process *p,
 	for (size_t i = 0; list && i < n; i++) {
 		int found = 0;
 		if (!rv_try_member(s, list[i].fiber + ec_off, RVL_ec_thread_ptr,
-				   &th) || !th)
+				   &th) ||
+		    !th)
 			continue;
 		void *v = u64map_get(thread_index, th, &found);
 		if (found && (uintptr_t)v - 1 < p->nthreads)
@@ -268,8 +276,8 @@ static struct cs_error *distribute(struct rv_session *s, struct rv_process *p,
 		counts[list[i].thread == SIZE_MAX ? p->nthreads
 						  : list[i].thread]++;
 	for (size_t t = 0; t <= p->nthreads; t++) {
-		struct rv_fiber *arr = counts[t] ? calloc(counts[t], sizeof(*arr))
-						 : NULL;
+		struct rv_fiber *arr =
+			counts[t] ? calloc(counts[t], sizeof(*arr)) : NULL;
 		if (counts[t] && !arr) {
 			free(counts);
 			return &cs_error_nomem;

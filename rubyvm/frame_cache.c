@@ -129,9 +129,9 @@ struct cached_frame *rv_frame_cache_moved(struct rv_session *s, uint64_t cfp,
 	return memcmp(&moved, key, sizeof(*key)) == 0 ? c : NULL;
 }
 
-void rv_frame_cache_move(struct cached_frame *c,
-			 const struct rv_frame_key *key, int lineno,
-			 bool pc_stale, struct rv_frame *f, size_t *text_bytes)
+void rv_frame_cache_move(struct cached_frame *c, const struct rv_frame_key *key,
+			 int lineno, bool pc_stale, struct rv_frame *f,
+			 size_t *text_bytes)
 {
 	/* Frames this snapshot already took copied pc and line: only the
 	 * strings are shared, and they stay. */

@@ -74,9 +74,8 @@ bool rv_frame_is_dummy(struct rv_session *s, uint64_t flags)
 	return magic_is(s, frame_magic(s, flags), RVL_frame_magic_dummy);
 }
 
-struct cs_error *rv_frame_ep_check(struct rv_session *s,
-				   struct rv_ep_bounds *b, uint64_t cfp,
-				   uint64_t ep)
+struct cs_error *rv_frame_ep_check(struct rv_session *s, struct rv_ep_bounds *b,
+				   uint64_t cfp, uint64_t ep)
 {
 	uint64_t value_size = (uint64_t)RV_VAL(s, value_size);
 	if (ep % value_size)
@@ -97,10 +96,11 @@ struct cs_error *rv_frame_ep_check(struct rv_session *s,
 	}
 	/* Off the stack: only an env that escaped to the heap is. */
 	uint64_t flags;
-	struct cs_error *err = rv_read_u64(
-		s, ep + (uint64_t)(RV_VAL(s, env_index_flags) *
-				   (int64_t)value_size),
-		&flags);
+	struct cs_error *err =
+		rv_read_u64(s,
+			    ep + (uint64_t)(RV_VAL(s, env_index_flags) *
+					    (int64_t)value_size),
+			    &flags);
 	if (err)
 		return cs_error_wrap(err, "control frame's env");
 	if (RV_HAS(s, env_flag_escaped) &&

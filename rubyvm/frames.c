@@ -27,8 +27,8 @@ void rv_frame_free(struct rv_frame *f)
 	free(f->error);
 }
 
-static struct cs_error *read_ep(struct rv_session *s, uint64_t ep, int64_t index,
-				uint64_t *ret)
+static struct cs_error *read_ep(struct rv_session *s, uint64_t ep,
+				int64_t index, uint64_t *ret)
 {
 	return rv_read_u64(s, ep + (uint64_t)(index * RV_VAL(s, value_size)),
 			   ret);
@@ -66,7 +66,8 @@ static struct cs_error *frame_method_entry(struct rv_session *s, uint64_t ep,
 	for (int depth = 0; depth < MAX_EP_DEPTH; depth++) {
 		uint64_t flags, me_cref, specval;
 		struct cs_error *err;
-		if ((err = read_ep(s, ep, RV_VAL(s, env_index_flags), &flags)) ||
+		if ((err = read_ep(s, ep, RV_VAL(s, env_index_flags),
+				   &flags)) ||
 		    (err = read_ep(s, ep, RV_VAL(s, env_index_me_cref),
 				   &me_cref)))
 			return err;
@@ -116,7 +117,7 @@ static struct cs_error *method_qualified(struct rv_session *s, uint64_t me,
 	    (err = rv_owner_name(s, owner, &owner_name, &singleton)))
 		return err;
 	*ret = rv_join3(owner_name, strlen(owner_name), singleton ? "." : "#",
-		     name);
+			name);
 	free(owner_name);
 	return *ret ? NULL : &cs_error_nomem;
 }
@@ -183,8 +184,8 @@ static void check_text(struct rv_frame *f, const char *what, char *text)
 static const struct rv_iseq_info *line_bounds(struct rv_session *s,
 					      const struct rv_iseq_info *info)
 {
-	for (int depth = 0; depth < 64 && info->parent_iseq &&
-			    rv_bt_rescue_or_ensure(s, info);
+	for (int depth = 0;
+	     depth < 64 && info->parent_iseq && rv_bt_rescue_or_ensure(s, info);
 	     depth++) {
 		const struct rv_iseq_info *parent;
 		if (rv_failed(rv_iseq_lookup(s, info->parent_iseq, &parent)))
@@ -286,8 +287,7 @@ static void ruby_frame(struct rv_session *s, uint64_t iseq, uint64_t pc,
 	}
 	f->pc_stale = stale_pc(s, info, pc, innermost);
 	bool no_pc = f->pc_stale || dummy_frame(s, ep);
-	if ((err = rv_line_lookup(s, iseq, info, no_pc ? 0 : pc,
-				  &f->lineno)))
+	if ((err = rv_line_lookup(s, iseq, info, no_pc ? 0 : pc, &f->lineno)))
 		set_error(f, err);
 	f->c_like = rv_bt_c_like(s, info);
 	f->rescue_or_ensure = rv_bt_rescue_or_ensure(s, info);
@@ -347,8 +347,8 @@ static void cfunc_frame(struct rv_session *s, uint64_t ep, struct rv_frame *f)
 /* A method's frame holds its method entry (vm_push_frame's cref_or_me),
  * itself or in an svar: without one, the frame's env is damaged, and its
  * owner, which 3.4+ labels show, cannot be told. */
-static struct cs_error *method_frame_check(struct rv_session *s,
-					   uint64_t flags, uint64_t ep)
+static struct cs_error *method_frame_check(struct rv_session *s, uint64_t flags,
+					   uint64_t ep)
 {
 	uint64_t me = 0;
 	if (!rv_frame_is_method(s, flags))
@@ -367,7 +367,8 @@ static bool decode_uncached(struct rv_session *s, uint64_t pc, uint64_t iseq,
 			    uint64_t ep, bool innermost, struct rv_frame *f)
 {
 	uint64_t flags;
-	struct cs_error *err = read_ep(s, ep, RV_VAL(s, env_index_flags), &flags);
+	struct cs_error *err =
+		read_ep(s, ep, RV_VAL(s, env_index_flags), &flags);
 	if (iseq && pc) {
 		ruby_frame(s, iseq, pc, ep, innermost, f);
 		if (err || (err = rv_frame_type_check(s, flags, true)) ||
@@ -447,20 +448,19 @@ static bool decode_frame(struct rv_session *s, const uint8_t *c, uint64_t addr,
 	memcpy(&key.iseq, c + RV_VAL(s, cfp_iseq), 8);
 	memcpy(&key.ep, c + RV_VAL(s, cfp_ep), 8);
 	memset(f, 0, sizeof(*f));
-	bool have_flags = (s->opts.reuse_frames || s->opts.frame_flags) &&
-			  !rv_failed(read_ep(s, key.ep,
-					     RV_VAL(s, env_index_flags),
-					     &key.flags));
+	bool have_flags =
+		(s->opts.reuse_frames || s->opts.frame_flags) &&
+		!rv_failed(read_ep(s, key.ep, RV_VAL(s, env_index_flags),
+				   &key.flags));
 	bool keyed = s->opts.reuse_frames && have_flags &&
 		     !rv_failed(read_ep(s, key.ep, RV_VAL(s, env_index_me_cref),
 					&key.me_cref)) &&
-		     !rv_failed(read_ep(s, key.ep,
-					RV_VAL(s, env_index_specval),
+		     !rv_failed(read_ep(s, key.ep, RV_VAL(s, env_index_specval),
 					&key.specval));
 	key.innermost = innermost;
 	bool shown;
-	if (!keyed || !rv_frame_cache_get(s, addr, &key, f, &shown,
-					  text_bytes)) {
+	if (!keyed ||
+	    !rv_frame_cache_get(s, addr, &key, f, &shown, text_bytes)) {
 		if (keyed && moved_frame(s, addr, &key, f, text_bytes)) {
 			shown = true;
 		} else {
@@ -592,7 +592,8 @@ struct cs_error *rv_walk_ec(struct rv_session *s, uint64_t ec,
 				break;
 			}
 			if (th->nframes < max) {
-				if (th->nframes == cap && !grow_frames(th, &cap))
+				if (th->nframes == cap &&
+				    !grow_frames(th, &cap))
 					return &cs_error_nomem;
 				struct rv_frame *f = &th->frames[th->nframes];
 				size_t text;
@@ -610,7 +611,8 @@ struct cs_error *rv_walk_ec(struct rv_session *s, uint64_t ec,
 				} else if (f->vm_finish && th->nframes) {
 					/* a skipped frame began a vm_exec: the
 					 * next inner one starts it */
-					th->frames[th->nframes - 1].vm_finish = true;
+					th->frames[th->nframes - 1].vm_finish =
+						true;
 				}
 				continue;
 			}

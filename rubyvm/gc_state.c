@@ -8,11 +8,16 @@
 const char *rv_gc_phase_name(enum rv_gc_phase phase)
 {
 	switch (phase) {
-	case RV_GC_NONE: return "none";
-	case RV_GC_MARKING: return "marking";
-	case RV_GC_SWEEPING: return "sweeping";
-	case RV_GC_COMPACTING: return "compacting";
-	default: return "unknown";
+	case RV_GC_NONE:
+		return "none";
+	case RV_GC_MARKING:
+		return "marking";
+	case RV_GC_SWEEPING:
+		return "sweeping";
+	case RV_GC_COMPACTING:
+		return "compacting";
+	default:
+		return "unknown";
 	}
 }
 
@@ -34,8 +39,7 @@ static enum rv_gc_phase phase_of(struct rv_session *s, uint64_t mode)
 	return RV_GC_UNKNOWN;
 }
 
-void rv_gc_state_read(struct rv_session *s, uint64_t vm,
-		      struct rv_gc_state *g)
+void rv_gc_state_read(struct rv_session *s, uint64_t vm, struct rv_gc_state *g)
 {
 	memset(g, 0, sizeof(*g));
 	const char *why = NULL;
@@ -43,8 +47,8 @@ void rv_gc_state_read(struct rv_session *s, uint64_t vm,
 	uint64_t during = 0, mode = 0;
 	if (!objspace && !why)
 		why = "the object space is unreadable";
-	else if (objspace && !(RV_HAS(s, objspace_during_gc) &&
-			  RV_HAS(s, objspace_mode)))
+	else if (objspace &&
+		 !(RV_HAS(s, objspace_during_gc) && RV_HAS(s, objspace_mode)))
 		why = "the debug info lacks the object space's flags";
 	else if (objspace &&
 		 !(rv_try_member(s, objspace, RVL_objspace_during_gc,
@@ -58,7 +62,7 @@ void rv_gc_state_read(struct rv_session *s, uint64_t vm,
 	g->known = true;
 	g->during_gc = during != 0;
 	g->phase = phase_of(s, mode);
-	g->count_known = RV_HAS(s, objspace_gc_count) &&
-			 rv_try_member(s, objspace, RVL_objspace_gc_count,
-				       &g->count);
+	g->count_known =
+		RV_HAS(s, objspace_gc_count) &&
+		rv_try_member(s, objspace, RVL_objspace_gc_count, &g->count);
 }

@@ -41,8 +41,7 @@ note(struct rv_heap_scan *scan, const char *fmt, ...)
 	scan->error = strdup(buf);
 }
 
-static bool add_found(struct rv_heap_scan *scan, uint64_t object,
-		      uint64_t data)
+static bool add_found(struct rv_heap_scan *scan, uint64_t object, uint64_t data)
 {
 	if (scan->count == scan->capacity) {
 		size_t cap = scan->capacity ? scan->capacity * 2 : 64;
@@ -81,7 +80,8 @@ static bool scan_page(struct rv_session *s, const struct slot_reader *r,
 	else if (!rv_try_member(s, page, RVL_page_slot_size, &stride))
 		stride = 0;
 	/* total_slots and slot_size are shorts: a "negative" one is corrupt. */
-	uint64_t sign = (uint64_t)1 << (RV_ITEM(s, page_total_slots)->size * 8 - 1);
+	uint64_t sign = (uint64_t)1
+			<< (RV_ITEM(s, page_total_slots)->size * 8 - 1);
 	if (total >= sign || total > MAX_PAGE_BYTES || stride < r->need ||
 	    stride > MAX_SLOT_SIZE || total * stride > MAX_PAGE_BYTES ||
 	    !start) {
@@ -131,7 +131,8 @@ static bool modular_gc_loaded(struct rv_session *s)
 {
 	uint64_t loaded;
 	return RV_HAS(s, gc_functions) && RV_HAS(s, gc_functions_modular) &&
-	       rv_try_member(s, s->load_bias + (uint64_t)RV_VAL(s, gc_functions),
+	       rv_try_member(s,
+			     s->load_bias + (uint64_t)RV_VAL(s, gc_functions),
 			     RVL_gc_functions_modular, &loaded) &&
 	       loaded;
 }
@@ -178,16 +179,20 @@ struct cs_error *rv_heap_find_typed_data(struct rv_session *s, uint64_t vm,
 	memset(scan, 0, sizeof(*scan));
 	/* sizeof(RVALUE) only where pages carry no slot size (2.7; 3.4
 	 * has no RVALUE) */
-	const enum rv_item_id needed[] = {
-		RVL_objspace_sorted,  RVL_page_total_slots,
-		RVL_page_start,       RV_HAS(s, page_slot_size) ? RVL_page_slot_size
-							: RVL_rvalue_size,
-		RVL_t_data,           RVL_typeddata_type,
-		RVL_typeddata_data};
+	const enum rv_item_id needed[] = {RVL_objspace_sorted,
+					  RVL_page_total_slots,
+					  RVL_page_start,
+					  RV_HAS(s, page_slot_size)
+						  ? RVL_page_slot_size
+						  : RVL_rvalue_size,
+					  RVL_t_data,
+					  RVL_typeddata_type,
+					  RVL_typeddata_data};
 	for (size_t i = 0; i < sizeof(needed) / sizeof(*needed); i++)
 		if (s->layout.items[needed[i]].source == RV_MISSING) {
-			note(scan, "GC heap not walked: the debug info lacks "
-				   "'%s'",
+			note(scan,
+			     "GC heap not walked: the debug info lacks "
+			     "'%s'",
 			     rv_layout_item_name(needed[i]));
 			return NULL;
 		}
@@ -198,9 +203,10 @@ struct cs_error *rv_heap_find_typed_data(struct rv_session *s, uint64_t vm,
 		.typed_flag_off = RV_HAS(s, typeddata_typed_flag)
 					  ? RV_VAL(s, typeddata_typed_flag)
 					  : -1,
-		.typed_fl = RV_HAS(s, typed_fl_is_typed_data)
-				    ? (uint64_t)RV_VAL(s, typed_fl_is_typed_data)
-				    : 0,
+		.typed_fl =
+			RV_HAS(s, typed_fl_is_typed_data)
+				? (uint64_t)RV_VAL(s, typed_fl_is_typed_data)
+				: 0,
 		.data_off = (uint64_t)RV_VAL(s, typeddata_data),
 		.t_mask = (uint64_t)RV_VAL(s, t_mask),
 		.t_data = (uint64_t)RV_VAL(s, t_data),
@@ -213,10 +219,10 @@ struct cs_error *rv_heap_find_typed_data(struct rv_session *s, uint64_t vm,
 			   "'RUBY_TYPED_FL_IS_TYPED_DATA'");
 		return NULL;
 	}
-	const uint64_t offs[] = {r.flags_off, r.type_off,
-				 r.typed_flag_off < 0 ? 0
-						      : (uint64_t)r.typed_flag_off,
-				 r.data_off};
+	const uint64_t offs[] = {
+		r.flags_off, r.type_off,
+		r.typed_flag_off < 0 ? 0 : (uint64_t)r.typed_flag_off,
+		r.data_off};
 	bool plausible = value_size == 8;
 	for (size_t i = 0; i < 4; i++) {
 		plausible &= offs[i] <= 256;
@@ -251,11 +257,13 @@ struct cs_error *rv_heap_find_typed_data(struct rv_session *s, uint64_t vm,
 	uint8_t *buf = NULL;
 	size_t bufsize = 0;
 	for (uint64_t i = 0; i < npages; i += PAGE_POINTER_CHUNK) {
-		uint64_t n = npages - i < PAGE_POINTER_CHUNK ? npages - i
-							     : PAGE_POINTER_CHUNK;
+		uint64_t n = npages - i < PAGE_POINTER_CHUNK
+				     ? npages - i
+				     : PAGE_POINTER_CHUNK;
 		if (!rv_try_read(s, sorted + i * 8, pages, n * 8)) {
-			note(scan, "GC heap page list unreadable at entry %llu "
-				   "of %llu; walk stopped there",
+			note(scan,
+			     "GC heap page list unreadable at entry %llu "
+			     "of %llu; walk stopped there",
 			     (unsigned long long)i, (unsigned long long)npages);
 			break;
 		}

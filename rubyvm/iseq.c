@@ -46,9 +46,10 @@ struct cs_error *rv_iseq_info(struct rv_session *s, uint64_t iseq,
 	if (err)
 		return err;
 	if (imemo != RV_VAL(s, imemo_iseq))
-		return cs_error_create(CS_ERR_CORRUPT,
-				       "0x%llx is not an iseq (imemo type %lld)",
-				       (unsigned long long)iseq, (long long)imemo);
+		return cs_error_create(
+			CS_ERR_CORRUPT,
+			"0x%llx is not an iseq (imemo type %lld)",
+			(unsigned long long)iseq, (long long)imemo);
 	uint64_t body, label, base_label, pathobj, type, first;
 	if ((err = rv_read_member(s, iseq, RVL_iseq_body, &body)) ||
 	    (err = rv_read_member(s, body, RVL_body_label, &label)) ||
@@ -71,7 +72,8 @@ struct cs_error *rv_iseq_info(struct rv_session *s, uint64_t iseq,
 		info->type = (int64_t)type;
 	uint64_t local, local_body;
 	if (RV_HAS(s, body_parent_iseq))
-		rv_try_member(s, body, RVL_body_parent_iseq, &info->parent_iseq);
+		rv_try_member(s, body, RVL_body_parent_iseq,
+			      &info->parent_iseq);
 	if (RV_HAS(s, body_local_iseq))
 		rv_try_member(s, body, RVL_body_local_iseq, &info->local_iseq);
 	if (RV_HAS(s, body_builtin_attrs))
@@ -87,8 +89,9 @@ struct cs_error *rv_iseq_info(struct rv_session *s, uint64_t iseq,
 		/* A Fixnum VALUE before 3.2, a plain int after: the member's
 		 * size tells which. */
 		if (RV_ITEM(s, body_first_lineno)->size == 8)
-			info->first_lineno = (int)((int64_t)first >>
-						   ffsll(RV_VAL(s, fixnum_flag)));
+			info->first_lineno =
+				(int)((int64_t)first >>
+				      ffsll(RV_VAL(s, fixnum_flag)));
 		else
 			info->first_lineno = (int)(int32_t)first;
 	}
@@ -117,8 +120,8 @@ static struct cs_error *positions_lookup(struct rv_session *s,
 	while (hi - lo > 1) {
 		uint64_t mid = lo + (hi - lo) / 2;
 		uint64_t p = 0; /* little-endian: the low bytes */
-		struct cs_error *err = rv_read(s, positions + mid * esize, &p,
-					       esize);
+		struct cs_error *err =
+			rv_read(s, positions + mid * esize, &p, esize);
 		if (err)
 			return err;
 		if (p <= pos)
@@ -193,10 +196,10 @@ struct cs_error *rv_iseq_lineno(struct rv_session *s,
 			return err;
 	}
 	if (idx >= size)
-		return cs_error_create(CS_ERR_CORRUPT,
-				       "line table index %llu past %llu entries",
-				       (unsigned long long)idx,
-				       (unsigned long long)size);
+		return cs_error_create(
+			CS_ERR_CORRUPT,
+			"line table index %llu past %llu entries",
+			(unsigned long long)idx, (unsigned long long)size);
 	uint64_t line;
 	uint64_t entry = entries + idx * (uint64_t)RV_VAL(s, insn_info_size);
 	if ((err = rv_read_member(s, entry, RVL_insn_info_line_no, &line)))

@@ -84,7 +84,8 @@ struct cs_error *rv_line_lookup(struct rv_session *s, uint64_t iseq,
 	if (!found) {
 		if (s->lines.count >= MAX_ENTRIES)
 			u64map_free(&s->lines, free);
-		if (!(c = malloc(sizeof(*c))) || !u64map_put(&s->lines, pc, c)) {
+		if (!(c = malloc(sizeof(*c))) ||
+		    !u64map_put(&s->lines, pc, c)) {
 			free(c);
 			return NULL; /* the line is right; only caching failed */
 		}

@@ -54,18 +54,33 @@ const char *rv_layout_item_subject(enum rv_item_id id)
 
 /* Items without which no stack can be read at all. */
 const enum rv_item_id rv_layout_required[] = {
-	RVL_vm_ptr,          RVL_th_ec,          RVL_ec_vm_stack,
-	RVL_ec_vm_stack_size, RVL_ec_cfp,        RVL_cfp_size,
-	RVL_cfp_pc,          RVL_cfp_ep,         RVL_iseq_body,
-	RVL_body_iseq_encoded, RVL_body_label,   RVL_body_pathobj,
-	RVL_basic_flags,     RVL_t_mask,         RVL_qnil,
-	RVL_frame_magic_mask, RVL_frame_magic_cfunc, RVL_env_index_flags,
-	RVL_value_size,      RVL_guarded_ptr_mask, RVL_COUNT,
+	RVL_vm_ptr,
+	RVL_th_ec,
+	RVL_ec_vm_stack,
+	RVL_ec_vm_stack_size,
+	RVL_ec_cfp,
+	RVL_cfp_size,
+	RVL_cfp_pc,
+	RVL_cfp_ep,
+	RVL_iseq_body,
+	RVL_body_iseq_encoded,
+	RVL_body_label,
+	RVL_body_pathobj,
+	RVL_basic_flags,
+	RVL_t_mask,
+	RVL_qnil,
+	RVL_frame_magic_mask,
+	RVL_frame_magic_cfunc,
+	RVL_env_index_flags,
+	RVL_value_size,
+	RVL_guarded_ptr_mask,
+	RVL_COUNT,
 };
 
 static int is_required(int id)
 {
-	for (const enum rv_item_id *r = rv_layout_required; *r != RVL_COUNT; r++)
+	for (const enum rv_item_id *r = rv_layout_required; *r != RVL_COUNT;
+	     r++)
 		if ((int)*r == id)
 			return 1;
 	return 0;
@@ -251,7 +266,8 @@ struct cs_error *rv_layout_resolve(struct dw_index *idx, struct rv_layout *l)
 			}
 			break;
 		case SPEC_TEXT:
-			if (dw_module_has_string(dw_index_module(idx), s->type)) {
+			if (dw_module_has_string(dw_index_module(idx),
+						 s->type)) {
 				it->value = 1;
 				it->source = RV_FROM_ELF;
 			}

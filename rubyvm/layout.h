@@ -39,23 +39,22 @@ enum rv_item_source {
 };
 
 struct rv_item {
-	int64_t value;     /* offset, size, enumerator/constant or address */
-	uint32_t size;     /* member byte size */
-	uint16_t bit_pos;  /* bitfields: bit position from the struct start */
-	uint8_t bit_size;  /* bitfields: width, else 0 */
-	uint8_t source;    /* enum rv_item_source */
+	int64_t value;    /* offset, size, enumerator/constant or address */
+	uint32_t size;    /* member byte size */
+	uint16_t bit_pos; /* bitfields: bit position from the struct start */
+	uint8_t bit_size; /* bitfields: width, else 0 */
+	uint8_t source;   /* enum rv_item_source */
 };
 
 struct rv_layout {
 	struct rv_item items[RVL_COUNT];
-	int has_macros; /* .debug_macro was present */
+	int has_macros;                 /* .debug_macro was present */
 	size_t units_read, units_total; /* compile units indexed; 0 if cached */
 };
 
 /* Resolve every item of layout.def. Items that are absent are left
  * RV_MISSING; whether that is fatal is the model's call. */
-struct cs_error *rv_layout_resolve(struct dw_index *idx,
-				   struct rv_layout *ret);
+struct cs_error *rv_layout_resolve(struct dw_index *idx, struct rv_layout *ret);
 
 const char *rv_layout_item_name(enum rv_item_id id);
 /* What an item names in the Ruby's DWARF: the struct, enumerator,

@@ -34,8 +34,8 @@ char *rv_cache_file(const char *dir, const char *name)
 		return path;
 	}
 	const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-	int n = xdg && *xdg ? asprintf(&path, "%s/corestack/layouts/%s", xdg,
-				       name)
+	int n = xdg && *xdg
+			? asprintf(&path, "%s/corestack/layouts/%s", xdg, name)
 		: home && *home
 			? asprintf(&path, "%s/.cache/corestack/layouts/%s",
 				   home, name)
@@ -75,7 +75,8 @@ static int load(const char *path, const struct dw_module *mod,
 		 got.spec_hash == want.spec_hash &&
 		 got.build_id_len == want.build_id_len &&
 		 memcmp(got.build_id, want.build_id, DW_BUILD_ID_MAX) == 0 &&
-		 read(fd, l->items, sizeof(l->items)) == (ssize_t)sizeof(l->items);
+		 read(fd, l->items, sizeof(l->items)) ==
+			 (ssize_t)sizeof(l->items);
 	char extra;
 	ok = ok && read(fd, &extra, 1) == 0;
 	close(fd);

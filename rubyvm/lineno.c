@@ -13,9 +13,8 @@ uint64_t rv_succ_block_rank(uint64_t rank, uint64_t small_block_ranks,
 			    const uint64_t *bits, uint64_t i)
 {
 	uint64_t word = i / 64;
-	uint64_t small = word == 0
-				 ? 0
-				 : (small_block_ranks >> (9 * (word - 1))) & 0x1ff;
+	uint64_t small =
+		word == 0 ? 0 : (small_block_ranks >> (9 * (word - 1))) & 0x1ff;
 	uint64_t upto = bits[word] << (63 - i % 64);
 	return rank + small + (uint64_t)__builtin_popcountll(upto);
 }
@@ -38,8 +37,9 @@ struct cs_error *rv_succ_lookup(struct rv_session *s, uint64_t table,
 		if (pos / 9 >= imm_words)
 			return cs_error_create(CS_ERR_CORRUPT,
 					       "succinct table geometry");
-		err = rv_read_u64(s, table + (uint64_t)RV_VAL(s, succ_imm_part) +
-					     pos / 9 * 8,
+		err = rv_read_u64(s,
+				  table + (uint64_t)RV_VAL(s, succ_imm_part) +
+					  pos / 9 * 8,
 				  &w);
 		if (err)
 			return err;
@@ -49,7 +49,8 @@ struct cs_error *rv_succ_lookup(struct rv_session *s, uint64_t table,
 	uint64_t nbits_words = RV_ITEM(s, succ_block_bits)->size / 8;
 	uint64_t block_bits = nbits_words * 64;
 	if (nbits_words == 0 || nbits_words > 8)
-		return cs_error_create(CS_ERR_CORRUPT, "succinct block geometry");
+		return cs_error_create(CS_ERR_CORRUPT,
+				       "succinct block geometry");
 	uint64_t x = pos - imm_size;
 	uint64_t block = table + (uint64_t)RV_VAL(s, succ_succ_part) +
 			 x / block_bits * (uint64_t)RV_VAL(s, succ_block_size);

@@ -39,8 +39,8 @@ static bool list_push(struct rv_list *l, uint64_t item)
 
 /* Offsets of head.n, node.next and node.prev under either name; prev is
  * -1 when the debug info lacks it (then only cycles are checked). */
-static bool list_offsets(struct rv_session *s, uint64_t *head_n,
-			 uint64_t *next, int64_t *prev)
+static bool list_offsets(struct rv_session *s, uint64_t *head_n, uint64_t *next,
+			 int64_t *prev)
 {
 	if (RV_HAS(s, ccan_list_head_n) && RV_HAS(s, ccan_list_node_next)) {
 		*head_n = (uint64_t)RV_VAL(s, ccan_list_head_n);

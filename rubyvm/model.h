@@ -24,10 +24,10 @@ struct rv_frame {
 	int lineno;      /* #lineno, 0 when Ruby has none */
 	char *qualified; /* "Outer::Inner#meth", "block in Foo.bar" */
 	uint64_t cfp, iseq, pc, cfunc; /* target addresses, 0 if none */
-	bool vm_finish;  /* VM_FRAME_FLAG_FINISH: the first frame a vm_exec()
+	bool vm_finish; /* VM_FRAME_FLAG_FINISH: the first frame a vm_exec()
 			  * call ran (only with rv_options.frame_flags) */
-	char *error;     /* NULL, or why this frame is unreliable */
-	bool pc_stale;   /* innermost frame whose pc lies outside its iseq (JIT
+	char *error;    /* NULL, or why this frame is unreliable */
+	bool pc_stale;  /* innermost frame whose pc lies outside its iseq (JIT
 			  * code does not keep cfp->pc current): lineno is
 			  * then what Ruby gives for a frame without a pc */
 	/* A Ruby frame this Ruby's backtraces show as a C method (its label
@@ -42,7 +42,7 @@ struct rv_frame {
 	 * C frame "?" with its error): it may have been a Ruby frame, so the
 	 * C frames it called take no location from older frames. */
 	bool opaque;
-	bool borrowed;   /* the strings belong to the session's frame cache
+	bool borrowed; /* the strings belong to the session's frame cache
 			  * (rv_options.reuse_frames), not to this frame */
 	/* With rv_options.reuse_frames: frames of the session with the same
 	 * nonzero names_id have the same kind, label and qualified name (one
@@ -111,21 +111,21 @@ enum rv_wait_kind {
 
 struct rv_wait {
 	enum rv_wait_kind kind;
-	const char *method; /* the method that tells ("Thread::Queue#pop"),
+	const char *method;   /* the method that tells ("Thread::Queue#pop"),
 			     * static, NULL when only a field told */
-	uint64_t object;    /* the Mutex being locked (locking_mutex), or 0 */
+	uint64_t object;      /* the Mutex being locked (locking_mutex), or 0 */
 	bool blocking_region; /* the GVL released for a blocking call */
 };
 
 struct rv_ractor {
-	bool present;  /* 3.x: the thread's ractor was read */
-	uint32_t id;   /* Ractor#inspect's number: 1 for the main ractor */
-	char *name;    /* Ractor#name, NULL when nil */
+	bool present; /* 3.x: the thread's ractor was read */
+	uint32_t id;  /* Ractor#inspect's number: 1 for the main ractor */
+	char *name;   /* Ractor#name, NULL when nil */
 };
 
 struct rv_thread {
-	uint64_t addr;       /* rb_thread_t * */
-	int64_t tid;         /* kernel thread id, -1 when unknown */
+	uint64_t addr; /* rb_thread_t * */
+	int64_t tid;   /* kernel thread id, -1 when unknown */
 	/* M:N threads (3.3+: RUBY_MN_THREADS=1, non-main ractors): parked
 	 * with no native thread of its own (rb_thread_t.nt NULL), so no
 	 * native stack and no tid, and nothing wrong with that */
@@ -134,13 +134,13 @@ struct rv_thread {
 	/* The machine stack Ruby records for what the thread runs
 	 * (ec->machine): its base (highest address) and size; 0 if unknown */
 	uint64_t machine_stack_start, machine_stack_size;
-	char *name;          /* Thread#name, NULL when nil */
+	char *name; /* Thread#name, NULL when nil */
 	bool is_main, holds_gvl;
 	enum rv_thread_status status;
 	struct rv_frame *frames; /* innermost first */
 	size_t nframes;
-	bool truncated; /* stopped at max_frames or max_output_bytes */
-	char *error;    /* NULL, or why the walk stopped early */
+	bool truncated;          /* stopped at max_frames or max_output_bytes */
+	char *error;             /* NULL, or why the walk stopped early */
 	struct rv_fiber *fibers; /* after rv_snapshot_fibers: root first */
 	size_t nfibers;
 	enum rv_thread_state state; /* thread_state.c */
@@ -154,17 +154,20 @@ struct rv_thread {
 
 /* The GC as the default GC's object space records it. */
 enum rv_gc_phase {
-	RV_GC_UNKNOWN, RV_GC_NONE, RV_GC_MARKING, RV_GC_SWEEPING,
+	RV_GC_UNKNOWN,
+	RV_GC_NONE,
+	RV_GC_MARKING,
+	RV_GC_SWEEPING,
 	RV_GC_COMPACTING,
 };
 
 struct rv_gc_state {
-	bool known;              /* the object space was read */
-	bool during_gc;          /* objspace->flags.during_gc */
-	enum rv_gc_phase phase;  /* flags.mode */
+	bool known;             /* the object space was read */
+	bool during_gc;         /* objspace->flags.during_gc */
+	enum rv_gc_phase phase; /* flags.mode */
 	bool count_known;
-	uint64_t count;          /* GC.count */
-	char *error;             /* NULL, or why it is not known */
+	uint64_t count; /* GC.count */
+	char *error;    /* NULL, or why it is not known */
 };
 
 struct rv_process {
@@ -196,7 +199,7 @@ struct rv_options {
 	 * their input, so that no input makes the model allocate, or work,
 	 * more than a bounded multiple of it. */
 	size_t max_output_bytes;
-	bool frame_flags;   /* read each frame's VM_FRAME_FLAG_FINISH */
+	bool frame_flags; /* read each frame's VM_FRAME_FLAG_FINISH */
 	/* Keep decoded frames across snapshots (frame_cache.c): for samplers,
 	 * which read the same stacks again and again; a one-shot snapshot
 	 * only pays for the copies. Frames then borrow the session's strings:

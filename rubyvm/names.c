@@ -231,8 +231,7 @@ static struct cs_error *cached_path(struct rv_session *s, uint64_t klass,
 	return NULL;
 }
 
-struct cs_error *rv_class_path(struct rv_session *s, uint64_t klass,
-			       char **ret)
+struct cs_error *rv_class_path(struct rv_session *s, uint64_t klass, char **ret)
 {
 	const char *path;
 	struct cs_error *err = cached_path(s, klass, &path);
@@ -242,8 +241,8 @@ struct cs_error *rv_class_path(struct rv_session *s, uint64_t klass,
 	return *ret ? NULL : &cs_error_nomem;
 }
 
-struct cs_error *rv_owner_name(struct rv_session *s, uint64_t owner,
-			       char **ret, bool *singleton)
+struct cs_error *rv_owner_name(struct rv_session *s, uint64_t owner, char **ret,
+			       bool *singleton)
 {
 	uint64_t type, flags;
 	struct cs_error *err = rv_builtin_type(s, owner, &type, &flags);

@@ -15,7 +15,8 @@ void rv_thread_ractor_read(struct rv_session *s, uint64_t th,
 	enum rv_item_id id_item = RV_HAS(s, ractor_pub_id) ? RVL_ractor_pub_id
 							   : RVL_ractor_id;
 	memset(&t->ractor, 0, sizeof(t->ractor));
-	if (!RV_HAS(s, th_ractor) || s->layout.items[id_item].source == RV_MISSING ||
+	if (!RV_HAS(s, th_ractor) ||
+	    s->layout.items[id_item].source == RV_MISSING ||
 	    !rv_try_member(s, th, RVL_th_ractor, &r) || !r ||
 	    !rv_try_member(s, r, id_item, &id))
 		return;

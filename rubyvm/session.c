@@ -11,8 +11,7 @@ struct cs_error *rv_read(struct rv_session *s, uint64_t addr, void *buf,
 	return cs_memory_read(&s->target, addr, buf, len);
 }
 
-struct cs_error *rv_read_u64(struct rv_session *s, uint64_t addr,
-			     uint64_t *ret)
+struct cs_error *rv_read_u64(struct rv_session *s, uint64_t addr, uint64_t *ret)
 {
 	return rv_read(s, addr, ret, sizeof(*ret));
 }
@@ -56,7 +55,8 @@ struct cs_error *rv_read_member(struct rv_session *s, uint64_t base,
 		return cs_error_create(CS_ERR_CORRUPT,
 				       "member %s is not a scalar (%zu bytes)",
 				       rv_layout_item_name(id), size);
-	struct cs_error *err = rv_read(s, base + (uint64_t)it->value, buf, size);
+	struct cs_error *err =
+		rv_read(s, base + (uint64_t)it->value, buf, size);
 	if (err)
 		return err;
 	uint64_t v = 0;
@@ -91,9 +91,9 @@ static struct cs_error *check_layout(const struct rv_layout *l,
 	const struct rv_item *it = l->items;
 	int64_t cfp = it[RVL_cfp_size].value;
 	const enum rv_item_id in_cfp[] = {RVL_cfp_pc, RVL_cfp_iseq, RVL_cfp_ep};
-	const enum rv_item_id shifts[] = {
-		RVL_fl_ushift, RVL_id_scope_shift, RVL_rstring_embed_len_shift,
-		RVL_rarray_embed_len_shift};
+	const enum rv_item_id shifts[] = {RVL_fl_ushift, RVL_id_scope_shift,
+					  RVL_rstring_embed_len_shift,
+					  RVL_rarray_embed_len_shift};
 	const enum rv_item_id env[] = {RVL_env_index_me_cref,
 				       RVL_env_index_specval,
 				       RVL_env_index_flags};
@@ -115,10 +115,11 @@ static struct cs_error *check_layout(const struct rv_layout *l,
 			bad = rv_layout_item_name(i);
 	if (!bad)
 		return NULL;
-	return cs_error_create(CS_ERR_CORRUPT,
-			       "%s: the layout read for it is implausible (%s); "
-			       "run with --no-cache, or remove the layout cache",
-			       path, bad);
+	return cs_error_create(
+		CS_ERR_CORRUPT,
+		"%s: the layout read for it is implausible (%s); "
+		"run with --no-cache, or remove the layout cache",
+		path, bad);
 }
 
 struct cs_error *rv_session_create(const struct cs_memory *target,
@@ -144,7 +145,8 @@ struct cs_error *rv_session_create(const struct cs_memory *target,
 	s->opts.reuse_frames = opts && opts->reuse_frames;
 	s->layout = *layout;
 	struct cs_error *err;
-	for (const enum rv_item_id *r = rv_layout_required; *r != RVL_COUNT; r++)
+	for (const enum rv_item_id *r = rv_layout_required; *r != RVL_COUNT;
+	     r++)
 		if (s->layout.items[*r].source == RV_MISSING) {
 			rv_session_destroy(s);
 			if (*r == RVL_vm_ptr)
@@ -164,10 +166,11 @@ struct cs_error *rv_session_create(const struct cs_memory *target,
 	if (RV_VAL(s, value_size) != 8) {
 		long long size = (long long)RV_VAL(s, value_size);
 		rv_session_destroy(s);
-		return cs_error_create(CS_ERR_FORMAT,
-				       "%s: VALUE is %lld bytes; corestack reads "
-				       "64-bit Rubies only",
-				       path, size);
+		return cs_error_create(
+			CS_ERR_FORMAT,
+			"%s: VALUE is %lld bytes; corestack reads "
+			"64-bit Rubies only",
+			path, size);
 	}
 	/* Either the 3.x iseq member or master's _iseq. */
 	if (!RV_HAS(s, cfp_iseq) && RV_HAS(s, cfp_iseq_master))

@@ -27,16 +27,16 @@ struct rv_session {
 	struct rv_layout layout;
 	uint64_t load_bias;
 	struct rv_options opts;
-	size_t output_left; /* of opts.max_output_bytes, this snapshot */
+	size_t output_left;      /* of opts.max_output_bytes, this snapshot */
 	struct rv_id_cache *ids; /* ID -> name, class -> path */
 	struct rv_bt_rules rules;
 	uint64_t classpath_id, tmp_classpath_id; /* IDs, 0 if unknown */
-	struct u64map iseqs; /* iseq -> struct rv_iseq_info (iseq_cache.c) */
-	struct u64map lines; /* pc -> line */
+	struct u64map iseqs;  /* iseq -> struct rv_iseq_info (iseq_cache.c) */
+	struct u64map lines;  /* pc -> line */
 	struct u64map frames; /* cfp -> decoded frame (frame_cache.c) */
 	struct cached_frame *retired_frames; /* freed when a snapshot begins */
 	uint64_t last_names_id; /* the last rv_frame.names_id handed out */
-	uint8_t *cfp_chunk; /* rv_walk_ec's buffer, kept between walks */
+	uint8_t *cfp_chunk;     /* rv_walk_ec's buffer, kept between walks */
 };
 
 #define RV_HAS(s, id) ((s)->layout.items[RVL_##id].source != RV_MISSING)
@@ -82,8 +82,8 @@ struct cs_error *rv_class_path(struct rv_session *s, uint64_t klass,
 			       char **ret);
 /* Name of a method owner; *singleton when it is a singleton class, and
  * then the name is the attached class's path ("Foo" for Foo.bar). */
-struct cs_error *rv_owner_name(struct rv_session *s, uint64_t owner,
-			       char **ret, bool *singleton);
+struct cs_error *rv_owner_name(struct rv_session *s, uint64_t owner, char **ret,
+			       bool *singleton);
 /* The class path of klass when it is permanent (rb_mod_name0's permanent:
  * every enclosing module named), else NULL: what Ruby 3.4's backtrace
  * labels name a method's owner by. */
@@ -160,9 +160,9 @@ uint64_t rv_frame_cache_put(struct rv_session *s, uint64_t cfp,
 struct cached_frame;
 struct cached_frame *rv_frame_cache_moved(struct rv_session *s, uint64_t cfp,
 					  const struct rv_frame_key *key);
-void rv_frame_cache_move(struct cached_frame *c,
-			 const struct rv_frame_key *key, int lineno,
-			 bool pc_stale, struct rv_frame *f, size_t *text_bytes);
+void rv_frame_cache_move(struct cached_frame *c, const struct rv_frame_key *key,
+			 int lineno, bool pc_stale, struct rv_frame *f,
+			 size_t *text_bytes);
 void rv_frame_cache_begin_snapshot(struct rv_session *s);
 /* Make f own copies of the strings it borrows; false when out of memory
  * (f is then emptied). */
@@ -171,9 +171,9 @@ void rv_frame_cache_destroy(struct rv_session *s);
 
 /* lineno.c: the succinct index table lookup, on memory already read. */
 struct rv_succ_geometry {
-	uint64_t imm_count;    /* entries in imm_part[] */
-	uint64_t imm_size;     /* IMMEDIATE_TABLE_SIZE */
-	uint64_t bits_words;   /* entries in succ_dict_block.bits[] */
+	uint64_t imm_count;  /* entries in imm_part[] */
+	uint64_t imm_size;   /* IMMEDIATE_TABLE_SIZE */
+	uint64_t bits_words; /* entries in succ_dict_block.bits[] */
 };
 struct cs_error *rv_succ_lookup(struct rv_session *s, uint64_t table,
 				uint64_t pos, uint64_t *ret);
@@ -202,8 +202,7 @@ void rv_heap_scan_free(struct rv_heap_scan *scan);
 uint64_t rv_objspace(struct rv_session *s, uint64_t vm, const char **why);
 
 /* gc_state.c */
-void rv_gc_state_read(struct rv_session *s, uint64_t vm,
-		      struct rv_gc_state *g);
+void rv_gc_state_read(struct rv_session *s, uint64_t vm, struct rv_gc_state *g);
 
 /* fibers.c */
 void rv_fibers_free(struct rv_fiber *fibers, size_t n);
@@ -256,9 +255,8 @@ struct cs_error *rv_frame_type_check(struct rv_session *s, uint64_t flags,
 bool rv_frame_is_cfunc(struct rv_session *s, uint64_t flags);
 bool rv_frame_is_dummy(struct rv_session *s, uint64_t flags);
 bool rv_frame_is_method(struct rv_session *s, uint64_t flags);
-struct cs_error *rv_frame_ep_check(struct rv_session *s,
-				   struct rv_ep_bounds *b, uint64_t cfp,
-				   uint64_t ep);
+struct cs_error *rv_frame_ep_check(struct rv_session *s, struct rv_ep_bounds *b,
+				   uint64_t cfp, uint64_t ep);
 
 /* frames.c */
 /* a[0..alen) b c, in a new string (NULL when out of memory) */

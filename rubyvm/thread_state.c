@@ -18,28 +18,44 @@
 const char *rv_thread_state_name(enum rv_thread_state st)
 {
 	switch (st) {
-	case RV_STATE_RUNNABLE: return "runnable";
-	case RV_STATE_SLEEPING: return "sleeping";
-	case RV_STATE_SLEEPING_FOREVER: return "sleeping_forever";
-	case RV_STATE_ABORTING: return "aborting";
-	case RV_STATE_DEAD: return "dead";
-	default: return "unknown";
+	case RV_STATE_RUNNABLE:
+		return "runnable";
+	case RV_STATE_SLEEPING:
+		return "sleeping";
+	case RV_STATE_SLEEPING_FOREVER:
+		return "sleeping_forever";
+	case RV_STATE_ABORTING:
+		return "aborting";
+	case RV_STATE_DEAD:
+		return "dead";
+	default:
+		return "unknown";
 	}
 }
 
 const char *rv_wait_kind_name(enum rv_wait_kind k)
 {
 	switch (k) {
-	case RV_WAIT_MUTEX: return "mutex";
-	case RV_WAIT_QUEUE: return "queue";
-	case RV_WAIT_SIZED_QUEUE: return "sized_queue";
-	case RV_WAIT_CONDITION_VARIABLE: return "condition_variable";
-	case RV_WAIT_SLEEP: return "sleep";
-	case RV_WAIT_THREAD_JOIN: return "thread_join";
-	case RV_WAIT_THREAD_STOP: return "thread_stop";
-	case RV_WAIT_IO: return "io";
-	case RV_WAIT_PROCESS: return "process_wait";
-	default: return NULL;
+	case RV_WAIT_MUTEX:
+		return "mutex";
+	case RV_WAIT_QUEUE:
+		return "queue";
+	case RV_WAIT_SIZED_QUEUE:
+		return "sized_queue";
+	case RV_WAIT_CONDITION_VARIABLE:
+		return "condition_variable";
+	case RV_WAIT_SLEEP:
+		return "sleep";
+	case RV_WAIT_THREAD_JOIN:
+		return "thread_join";
+	case RV_WAIT_THREAD_STOP:
+		return "thread_stop";
+	case RV_WAIT_IO:
+		return "io";
+	case RV_WAIT_PROCESS:
+		return "process_wait";
+	default:
+		return NULL;
 	}
 }
 
@@ -103,8 +119,8 @@ static const char *INTERNAL_PATH = "<internal:";
 static bool is_library_frame(const struct rv_frame *f)
 {
 	return f->kind == RV_FRAME_CFUNC || f->c_like ||
-	       (f->path && !strncmp(f->path, INTERNAL_PATH,
-				    strlen(INTERNAL_PATH)));
+	       (f->path &&
+		!strncmp(f->path, INTERNAL_PATH, strlen(INTERNAL_PATH)));
 }
 
 static void wait_from_frames(const struct rv_thread *t, struct rv_wait *w)
@@ -129,15 +145,19 @@ static enum rv_thread_state thread_state(struct rv_session *s, uint64_t th,
 {
 	uint64_t st;
 	switch (status) {
-	case RV_STATUS_RUN: return RV_STATE_RUNNABLE;
-	case RV_STATUS_ABORTING: return RV_STATE_ABORTING;
-	case RV_STATUS_DEAD: return RV_STATE_DEAD;
+	case RV_STATUS_RUN:
+		return RV_STATE_RUNNABLE;
+	case RV_STATUS_ABORTING:
+		return RV_STATE_ABORTING;
+	case RV_STATUS_DEAD:
+		return RV_STATE_DEAD;
 	case RV_STATUS_SLEEP:
 		if (rv_try_member(s, th, RVL_th_status, &st) &&
 		    st == (uint64_t)RV_VAL(s, thread_stopped_forever))
 			return RV_STATE_SLEEPING_FOREVER;
 		return RV_STATE_SLEEPING;
-	default: return RV_STATE_UNKNOWN;
+	default:
+		return RV_STATE_UNKNOWN;
 	}
 }
 

@@ -13,11 +13,16 @@
 const char *rv_thread_status_name(enum rv_thread_status st)
 {
 	switch (st) {
-	case RV_STATUS_RUN: return "run";
-	case RV_STATUS_SLEEP: return "sleep";
-	case RV_STATUS_ABORTING: return "aborting";
-	case RV_STATUS_DEAD: return "dead";
-	default: return "unknown";
+	case RV_STATUS_RUN:
+		return "run";
+	case RV_STATUS_SLEEP:
+		return "sleep";
+	case RV_STATUS_ABORTING:
+		return "aborting";
+	case RV_STATUS_DEAD:
+		return "dead";
+	default:
+		return "unknown";
 	}
 }
 
@@ -44,11 +49,13 @@ static struct cs_error *thread_list(struct rv_session *s, uint64_t vm,
 	size_t max = s->opts.max_threads;
 	add_gvl_owner(s, vm, RVL_vm_gvl_owner, gvl_owners, nowners);
 	if (RV_HAS(s, vm_living_threads) && RV_HAS(s, th_vmlt_node)) {
-		err = rv_list_walk(s, vm + (uint64_t)RV_VAL(s, vm_living_threads),
+		err = rv_list_walk(s,
+				   vm + (uint64_t)RV_VAL(s, vm_living_threads),
 				   (uint64_t)RV_VAL(s, th_vmlt_node), max,
 				   threads);
 		return err ? err
-			   : rv_list_check_count(s, vm, RVL_vm_living_thread_num,
+			   : rv_list_check_count(s, vm,
+						 RVL_vm_living_thread_num,
 						 threads->count,
 						 "vm->living_threads");
 	}
@@ -59,7 +66,8 @@ static struct cs_error *thread_list(struct rv_session *s, uint64_t vm,
 				       "ractor thread sets in the debug info");
 	struct rv_list ractors = {0};
 	err = rv_list_walk(s, vm + (uint64_t)RV_VAL(s, vm_ractor_set),
-			   (uint64_t)RV_VAL(s, ractor_vmlr_node), max, &ractors);
+			   (uint64_t)RV_VAL(s, ractor_vmlr_node), max,
+			   &ractors);
 	if (!err)
 		err = rv_list_check_count(s, vm, RVL_vm_ractor_cnt,
 					  ractors.count, "vm->ractor.set");
@@ -113,12 +121,14 @@ static void thread_ids(struct rv_session *s, uint64_t th, struct rv_thread *t)
 	t->tid = -1;
 	if (RV_HAS(s, th_tid) && rv_try_member(s, th, RVL_th_tid, &v) && v)
 		t->tid = (int64_t)v;
-	if (RV_HAS(s, th_thread_id) && rv_try_member(s, th, RVL_th_thread_id, &v))
+	if (RV_HAS(s, th_thread_id) &&
+	    rv_try_member(s, th, RVL_th_thread_id, &v))
 		t->pthread_id = v;
 	if (RV_HAS(s, th_nt) && rv_try_member(s, th, RVL_th_nt, &nt) && !nt)
 		t->off_native = true;
 	if (RV_HAS(s, th_nt) && rv_try_member(s, th, RVL_th_nt, &nt) && nt) {
-		if (RV_HAS(s, nt_tid) && rv_try_member(s, nt, RVL_nt_tid, &v) && v)
+		if (RV_HAS(s, nt_tid) && rv_try_member(s, nt, RVL_nt_tid, &v) &&
+		    v)
 			t->tid = (int64_t)v;
 		if (RV_HAS(s, nt_thread_id) &&
 		    rv_try_member(s, nt, RVL_nt_thread_id, &v))
@@ -177,14 +187,15 @@ static void read_thread(struct rv_session *s, uint64_t th, uint64_t main_th,
 struct cs_error *rv_snapshot(struct rv_session *s, struct rv_process **ret)
 {
 	uint64_t vm;
-	struct cs_error *err = rv_read_u64(
-		s, s->load_bias + (uint64_t)RV_VAL(s, vm_ptr), &vm);
+	struct cs_error *err =
+		rv_read_u64(s, s->load_bias + (uint64_t)RV_VAL(s, vm_ptr), &vm);
 	if (err)
 		return cs_error_wrap(err, "reading ruby_current_vm_ptr");
 	if (!vm)
-		return cs_error_create(CS_ERR_NOT_RUBY,
-				       "ruby_current_vm_ptr is NULL: the Ruby VM "
-				       "was not started (or already torn down)");
+		return cs_error_create(
+			CS_ERR_NOT_RUBY,
+			"ruby_current_vm_ptr is NULL: the Ruby VM "
+			"was not started (or already torn down)");
 	struct rv_process *p = calloc(1, sizeof(*p));
 	if (!p)
 		return &cs_error_nomem;
@@ -193,8 +204,9 @@ struct cs_error *rv_snapshot(struct rv_session *s, struct rv_process **ret)
 	p->backtick_quotes = s->rules.backtick_quotes;
 	if (RV_HAS(s, ruby_version)) {
 		char buf[32] = {0};
-		if (rv_try_read(s, s->load_bias + (uint64_t)RV_VAL(s, ruby_version),
-			     buf, sizeof(buf) - 1))
+		if (rv_try_read(
+			    s, s->load_bias + (uint64_t)RV_VAL(s, ruby_version),
+			    buf, sizeof(buf) - 1))
 			p->ruby_version = strndup(buf, sizeof(buf) - 1);
 	}
 	struct rv_gc_state gc;

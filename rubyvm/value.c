@@ -10,7 +10,8 @@
 bool rv_special_const(struct rv_session *s, uint64_t v)
 {
 	/* always resolved: the fallback table has it */
-	return (v & (uint64_t)RV_VAL(s, immediate_mask)) != 0 || v == (uint64_t)RV_VAL(s, qfalse) ||
+	return (v & (uint64_t)RV_VAL(s, immediate_mask)) != 0 ||
+	       v == (uint64_t)RV_VAL(s, qfalse) ||
 	       v == (uint64_t)RV_VAL(s, qnil) ||
 	       (RV_HAS(s, qundef) && v == (uint64_t)RV_VAL(s, qundef));
 }
@@ -122,8 +123,7 @@ struct cs_error *rv_array_entry(struct rv_session *s, uint64_t ary, uint64_t i,
 	if (err)
 		return err;
 	if (type != (uint64_t)RV_VAL(s, t_array))
-		return cs_error_create(CS_ERR_CORRUPT,
-				       "0x%llx is not an Array",
+		return cs_error_create(CS_ERR_CORRUPT, "0x%llx is not an Array",
 				       (unsigned long long)ary);
 	if (flags & (uint64_t)RV_VAL(s, rarray_embed_flag)) {
 		len = (flags & (uint64_t)RV_VAL(s, rarray_embed_len_mask)) >>

@@ -39,11 +39,11 @@ static struct cs_error *note_build_id(const uint8_t *notes, size_t size,
 		if (type == NT_GNU_BUILD_ID && namesz == 4 && descsz > 0 &&
 		    memcmp(notes + name, "GNU", 4) == 0) {
 			if (descsz > bufsize)
-				return cs_error_create(
-					CS_ERR_LIMIT,
-					"build-id of %" PRIu32 " bytes does "
-					"not fit in %zu",
-					descsz, bufsize);
+				return cs_error_create(CS_ERR_LIMIT,
+						       "build-id of %" PRIu32
+						       " bytes does "
+						       "not fit in %zu",
+						       descsz, bufsize);
 			memcpy(buf, notes + desc, descsz);
 			*len = descsz;
 			*found = 1;
@@ -58,17 +58,17 @@ static struct cs_error *note_build_id(const uint8_t *notes, size_t size,
 }
 
 struct cs_error *cs_module_headers_read(const struct cs_memory *mem,
-				       const char *who, uint64_t start,
-				       Elf64_Ehdr *eh, Elf64_Phdr **phdrs,
-				       size_t *phnum)
+					const char *who, uint64_t start,
+					Elf64_Ehdr *eh, Elf64_Phdr **phdrs,
+					size_t *phnum)
 {
 	*phdrs = NULL;
 	*phnum = 0;
 	/* x86-64 targets only: the host's byte order */
 	struct cs_error *err = cs_memory_read(mem, start, eh, sizeof(*eh));
 	if (err)
-		return cs_error_wrap(err, "ELF header of the module at 0x%" PRIx64,
-				     start);
+		return cs_error_wrap(
+			err, "ELF header of the module at 0x%" PRIx64, start);
 	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 ||
 	    eh->e_ident[EI_CLASS] != ELFCLASS64 ||
 	    eh->e_ident[EI_DATA] != ELFDATA2LSB)
@@ -90,9 +90,9 @@ struct cs_error *cs_module_headers_read(const struct cs_memory *mem,
 		return &cs_error_nomem;
 	if ((err = cs_memory_read(mem, phaddr, ph, n * sizeof(*ph)))) {
 		free(ph);
-		return cs_error_wrap(err,
-				     "program headers of the module at 0x%" PRIx64,
-				     start);
+		return cs_error_wrap(
+			err, "program headers of the module at 0x%" PRIx64,
+			start);
 	}
 	*phdrs = ph;
 	*phnum = n;

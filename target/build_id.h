@@ -17,9 +17,9 @@
  * target in messages. CS_ERR_FAULT if the bytes cannot be read,
  * CS_ERR_CORRUPT if they are not a plausible 64-bit little-endian ELF. */
 struct cs_error *cs_module_headers_read(const struct cs_memory *mem,
-				       const char *who, uint64_t start,
-				       Elf64_Ehdr *eh, Elf64_Phdr **phdrs,
-				       size_t *phnum);
+					const char *who, uint64_t start,
+					Elf64_Ehdr *eh, Elf64_Phdr **phdrs,
+					size_t *phnum);
 
 /* who names the target in messages. CS_ERR_FAULT if the bytes cannot be
  * read, CS_ERR_CORRUPT if they are not a 64-bit little-endian ELF,

@@ -25,13 +25,12 @@
 
 struct cs_core;
 
-struct cs_core_process {          /* NT_PRPSINFO */
+struct cs_core_process { /* NT_PRPSINFO */
 	int present;
 	int pid, ppid, uid, gid;
 	char fname[17];
 	char psargs[81];
 };
-
 
 /* A core compressed with zstd, gzip or xz (told by its magic bytes) is
  * inflated into memory first; see decompress.h. */
@@ -69,8 +68,7 @@ struct cs_error *cs_core_set_lib_search_path(struct cs_core *core,
 /* The file to read the executable's mappings from (the EXECUTABLE
  * argument), taken as it is, in place of the path the core names for it
  * (see cs_core_executable). NULL for none. Closes open files. */
-struct cs_error *cs_core_set_executable(struct cs_core *core,
-					const char *path);
+struct cs_error *cs_core_set_executable(struct cs_core *core, const char *path);
 /* Where the file the target knew as path is on this machine: the file
  * cs_core_set_executable gave for the executable, else under the
  * sysroot, else by basename in the lib search path, else path itself.
@@ -90,22 +88,21 @@ const char *cs_core_warning_at(const struct cs_core *core, size_t i);
 size_t cs_core_thread_count(const struct cs_core *core);
 /* NULL if i is out of range. Thread 0 is the one the kernel reported first
  * (for kernel cores, the thread that took the signal). */
-const struct cs_thread *cs_core_thread_at(const struct cs_core *core,
-					       size_t i);
+const struct cs_thread *cs_core_thread_at(const struct cs_core *core, size_t i);
 /* Mappings sorted by start address: NT_FILE's; without that note (the
  * kernel leaves it out when it would be too large), those of the ELF
  * modules the dynamic linker lists, rebuilt from their headers in the core
  * (link_map.h), with AT_EXECFN as the executable's path. */
 size_t cs_core_mapping_count(const struct cs_core *core);
 const struct cs_mapping *cs_core_mapping_at(const struct cs_core *core,
-						 size_t i);
+					    size_t i);
 /* The NT_FILE mapping containing addr, or NULL. */
 /* The memory region (PT_LOAD) holding addr, with whether it could run
  * code; false when no segment holds it. */
 bool cs_core_region_of(const struct cs_core *core, uint64_t addr,
 		       struct cs_region *ret);
 const struct cs_mapping *cs_core_mapping_of(const struct cs_core *core,
-						 uint64_t addr);
+					    uint64_t addr);
 /* NULL when the mappings are NT_FILE's or every module was rebuilt; else
  * one line on why the rebuilt list may lack a module. */
 const char *cs_core_mapping_gap(const struct cs_core *core);
@@ -125,7 +122,7 @@ const char *cs_core_executable(struct cs_core *core);
 /* Lowest NT_FILE mapping of a file whose basename starts with
  * basename_prefix ("libruby.so"), i.e. where that module is loaded. */
 const struct cs_mapping *cs_core_find_mapping(const struct cs_core *core,
-						   const char *basename_prefix);
+					      const char *basename_prefix);
 /* GNU build-id of the ELF module loaded at start, read from the core's own
  * bytes (ELF header, program headers, PT_NOTE, NT_GNU_BUILD_ID); never from
  * disk, since it is what proves a disk file matches. CS_ERR_FAULT if those

@@ -169,9 +169,8 @@ const char *cs_core_warning_at(const struct cs_core *core, size_t i)
 	return i < core->nwarnings ? core->warnings[i] : NULL;
 }
 
-struct cs_error *cs_core_fault(const struct cs_core *core,
-				      uint64_t addr, size_t len, uint64_t at,
-				      const char *why)
+struct cs_error *cs_core_fault(const struct cs_core *core, uint64_t addr,
+			       size_t len, uint64_t at, const char *why)
 {
 	if (at == addr) {
 		return cs_error_create(CS_ERR_FAULT,
@@ -307,9 +306,9 @@ void cs_core_check_files(struct cs_core *core)
 
 /* Bytes the core lacks, from the file the mapping names. */
 struct cs_error *cs_core_read_file(struct cs_core *core,
-					  const struct cs_core_map *m,
-					  uint64_t at, uint8_t *out, size_t n,
-					  uint64_t addr, size_t len)
+				   const struct cs_core_map *m, uint64_t at,
+				   uint8_t *out, size_t n, uint64_t addr,
+				   size_t len)
 {
 	struct cs_core_file *f = &core->files[m->file];
 	int fd = cs_core_file_fd(core, f);
@@ -319,8 +318,8 @@ struct cs_error *cs_core_read_file(struct cs_core *core,
 			 "not in the core, and its file %s%s cannot be "
 			 "opened: %s",
 			 core->sysroot ? core->sysroot : "", f->path,
-			 f->open_errno == ENODEV ? "not a regular file" :
-						   strerror(f->open_errno));
+			 f->open_errno == ENODEV ? "not a regular file"
+						 : strerror(f->open_errno));
 		return cs_core_fault(core, addr, len, at, why);
 	}
 	uint64_t off;

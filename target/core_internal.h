@@ -29,7 +29,7 @@
  * map hundreds of files; least recently used ones are closed beyond this. */
 #define CS_CORE_MAX_OPEN_FILES 16
 
-#define CS_CORE_PRSTATUS_REG_OFFSET 112  /* offsetof(elf_prstatus, pr_reg) */
+#define CS_CORE_PRSTATUS_REG_OFFSET 112 /* offsetof(elf_prstatus, pr_reg) */
 #define CS_CORE_PRSTATUS_MIN (CS_CORE_PRSTATUS_REG_OFFSET + 27 * 8)
 #define CS_CORE_PRPSINFO_SIZE 136
 
@@ -40,62 +40,62 @@
  * (.data, RELRO after relocation), and then lost to truncation: the file
  * would give stale values, so they fault. */
 struct cs_core_segment {
-	uint64_t start, end;      /* [p_vaddr, p_vaddr + p_memsz) */
-	uint64_t data_end;        /* [start, data_end) is in the file */
-	uint64_t promised_end;    /* start + p_filesz */
-	const uint8_t *data;      /* the byte for start */
-	bool exec;                /* PF_X: the mapping could run code */
+	uint64_t start, end;   /* [p_vaddr, p_vaddr + p_memsz) */
+	uint64_t data_end;     /* [start, data_end) is in the file */
+	uint64_t promised_end; /* start + p_filesz */
+	const uint8_t *data;   /* the byte for start */
+	bool exec;             /* PF_X: the mapping could run code */
 };
 
-struct cs_core_file {             /* a file named by NT_FILE, opened lazily */
-	const char *path;         /* target path, points into the note */
-	int fd;                   /* -1 while not open */
-	int open_errno;           /* opening failed: don't retry every read */
-	int checked;              /* build-id compared with the core's */
-	int mismatched;           /* ... and it differs: never read from it */
-	uint64_t last_use;        /* LRU stamp from cs_core.clock */
+struct cs_core_file {      /* a file named by NT_FILE, opened lazily */
+	const char *path;  /* target path, points into the note */
+	int fd;            /* -1 while not open */
+	int open_errno;    /* opening failed: don't retry every read */
+	int checked;       /* build-id compared with the core's */
+	int mismatched;    /* ... and it differs: never read from it */
+	uint64_t last_use; /* LRU stamp from cs_core.clock */
 };
 
 struct cs_core_map {
 	struct cs_mapping pub;
-	size_t file;              /* index into cs_core.files */
+	size_t file; /* index into cs_core.files */
 };
 
 struct cs_core {
 	char *path;
 	int fd;
 	Elf *elf;
-	const uint8_t *image;     /* the whole core, mmapped by libelf */
+	const uint8_t *image; /* the whole core, mmapped by libelf */
 	size_t image_size;
 
-	struct cs_core_segment *segs;  /* sorted by start, disjoint */
+	struct cs_core_segment *segs; /* sorted by start, disjoint */
 	size_t nsegs;
-	size_t last_seg;          /* last hit: reads cluster */
+	size_t last_seg; /* last hit: reads cluster */
 
 	struct cs_thread *threads;
 	size_t nthreads;
-	struct cs_core_map *maps;  /* sorted by start */
+	struct cs_core_map *maps; /* sorted by start */
 	size_t nmaps;
 	struct cs_core_file *files;
 	size_t nfiles, nopen;
 	uint64_t clock;
 	char *sysroot;
-	char **lib_dirs;          /* --lib-search-path, NULL-terminated */
-	const char *compression;  /* "zstd"... when inflated from that */
+	char **lib_dirs;         /* --lib-search-path, NULL-terminated */
+	const char *compression; /* "zstd"... when inflated from that */
 	char *warnings[CS_CORE_MAX_WARNINGS];
 	size_t nwarnings;
 
 	struct cs_core_process process;
 	struct cs_siginfo siginfo;
-	const uint8_t *auxv;      /* into image; pairs of LE u64 */
+	const uint8_t *auxv; /* into image; pairs of LE u64 */
 	size_t auxv_count;
 	int have_file_note;
 	struct cs_link_map recovered; /* the mappings, when NT_FILE is absent */
-	const char *exe_target;   /* cs_core_set_executable: the executable's */
-	char *exe_host;           /* path in the target, and the file given */
+	const char *exe_target; /* cs_core_set_executable: the executable's */
+	char *exe_host;         /* path in the target, and the file given */
 
-	uint64_t load_bytes;      /* PT_LOAD bytes the headers promise */
-	uint64_t missing_bytes;   /* of those, past the end of the file */
+	uint64_t load_bytes;    /* PT_LOAD bytes the headers promise */
+	uint64_t missing_bytes; /* of those, past the end of the file */
 	int notes_truncated;
 
 	int exe_done;
@@ -121,26 +121,25 @@ static inline uint64_t cs_core_le64(const uint8_t *p)
 }
 
 static inline struct cs_error *cs_core_format(const struct cs_core *core,
-				       const char *what)
+					      const char *what)
 {
 	return cs_error_create(CS_ERR_FORMAT, "%s: %s", core->path, what);
 }
 
 /* core_notes.c */
-struct cs_error *cs_core_parse_notes(struct cs_core *core,
-					    const GElf_Phdr *ph, size_t index);
+struct cs_error *cs_core_parse_notes(struct cs_core *core, const GElf_Phdr *ph,
+				     size_t index);
 
 /* core_open.c */
 void cs_core_close_files(struct cs_core *core);
 void cs_core_free_lib_dirs(struct cs_core *core);
 
 /* core_files.c */
-struct cs_error *cs_core_fault(const struct cs_core *core,
-				      uint64_t addr, size_t len, uint64_t at,
-				      const char *why);
+struct cs_error *cs_core_fault(const struct cs_core *core, uint64_t addr,
+			       size_t len, uint64_t at, const char *why);
 struct cs_error *cs_core_read_file(struct cs_core *core,
-					  const struct cs_core_map *m,
-					  uint64_t at, uint8_t *out, size_t n,
-					  uint64_t addr, size_t len);
+				   const struct cs_core_map *m, uint64_t at,
+				   uint8_t *out, size_t n, uint64_t addr,
+				   size_t len);
 
 #endif

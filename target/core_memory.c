@@ -26,13 +26,13 @@ bool cs_core_region_of(const struct cs_core *core, uint64_t addr,
 	if (r == 0 || addr >= core->segs[r - 1].end)
 		return false;
 	const struct cs_core_segment *s = &core->segs[r - 1];
-	*ret = (struct cs_region){.start = s->start, .end = s->end,
-				  .exec = s->exec};
+	*ret = (struct cs_region){
+		.start = s->start, .end = s->end, .exec = s->exec};
 	return true;
 }
 
 const struct cs_mapping *cs_core_mapping_of(const struct cs_core *core,
-						 uint64_t addr)
+					    uint64_t addr)
 {
 	size_t lo = 0, hi = core->nmaps;
 	while (lo < hi) {
@@ -47,9 +47,9 @@ const struct cs_mapping *cs_core_mapping_of(const struct cs_core *core,
 	return &core->maps[lo - 1].pub;
 }
 
-static struct cs_error *cs_core_read_impl(struct cs_core *core,
-					  uint64_t addr, uint8_t *out,
-					  size_t len, int use_files)
+static struct cs_error *cs_core_read_impl(struct cs_core *core, uint64_t addr,
+					  uint8_t *out, size_t len,
+					  int use_files)
 {
 	if (len == 0)
 		return NULL;
@@ -61,7 +61,7 @@ static struct cs_error *cs_core_read_impl(struct cs_core *core,
 	size_t left = len;
 	while (left > 0) {
 		const struct cs_core_segment *s = NULL;
-		uint64_t limit = UINT64_MAX;  /* where this piece must stop */
+		uint64_t limit = UINT64_MAX; /* where this piece must stop */
 		if (core->nsegs) {
 			s = &core->segs[core->last_seg];
 			if (at < s->start || at >= s->end) {
@@ -99,8 +99,8 @@ static struct cs_error *cs_core_read_impl(struct cs_core *core,
 				limit = m->pub.end;
 			uint64_t avail = limit - at;
 			n = avail < left ? (size_t)avail : left;
-			struct cs_error *err =
-				cs_core_read_file(core, m, at, out, n, addr, len);
+			struct cs_error *err = cs_core_read_file(
+				core, m, at, out, n, addr, len);
 			if (err)
 				return err;
 		}
@@ -161,8 +161,7 @@ size_t cs_core_thread_count(const struct cs_core *core)
 	return core->nthreads;
 }
 
-const struct cs_thread *cs_core_thread_at(const struct cs_core *core,
-					       size_t i)
+const struct cs_thread *cs_core_thread_at(const struct cs_core *core, size_t i)
 {
 	return i < core->nthreads ? &core->threads[i] : NULL;
 }
@@ -173,7 +172,7 @@ size_t cs_core_mapping_count(const struct cs_core *core)
 }
 
 const struct cs_mapping *cs_core_mapping_at(const struct cs_core *core,
-						 size_t i)
+					    size_t i)
 {
 	return i < core->nmaps ? &core->maps[i].pub : NULL;
 }
@@ -235,8 +234,8 @@ const char *cs_core_executable(struct cs_core *core)
 	static const uint64_t types[] = {AT_PHDR, AT_ENTRY};
 	for (size_t i = 0; i < 2; i++) {
 		uint64_t v = cs_core_auxv(core, types[i]);
-		const struct cs_mapping *m =
-			v ? cs_core_mapping_of(core, v) : NULL;
+		const struct cs_mapping *m = v ? cs_core_mapping_of(core, v)
+					       : NULL;
 		if (m) {
 			core->exe = m->path;
 			return core->exe;
@@ -252,7 +251,7 @@ const char *cs_core_executable(struct cs_core *core)
 }
 
 const struct cs_mapping *cs_core_find_mapping(const struct cs_core *core,
-						   const char *basename_prefix)
+					      const char *basename_prefix)
 {
 	size_t plen = strlen(basename_prefix);
 	for (size_t i = 0; i < core->nmaps; i++) {
@@ -314,9 +313,10 @@ struct cs_error *cs_core_truncation(const struct cs_core *core)
 		"written?)",
 		core->path,
 		core->notes_truncated ? "the notes (threads, registers, "
-					"mapped files) are cut off" :
-					"",
+					"mapped files) are cut off"
+				      : "",
 		core->notes_truncated && core->missing_bytes ? " and " : "",
-		segs, core->missing_bytes ? " of the memory segments are missing" :
-					    "");
+		segs,
+		core->missing_bytes ? " of the memory segments are missing"
+				    : "");
 }

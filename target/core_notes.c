@@ -164,7 +164,8 @@ static struct cs_error *cs_core_set_mappings(struct cs_core *core,
 	for (uint64_t i = 0; i < count; i++) {
 		const uint8_t *nul = memchr(name, 0, (size_t)(end - name));
 		if (!nul)
-			return cs_core_nt_file_error(core, "file names missing");
+			return cs_core_nt_file_error(core,
+						     "file names missing");
 		const uint8_t *e = d + 16 + i * 24;
 		uint64_t start = cs_core_le64(e);
 		uint64_t stop = cs_core_le64(e + 8);
@@ -215,8 +216,8 @@ static struct cs_error *cs_core_take_note(struct cs_core *core,
 /* Parse one PT_NOTE. A note that runs past the segment is corruption and
  * refused; one that is inside the segment but past the end of the file is
  * truncation: keep the notes before it. */
-struct cs_error *cs_core_parse_notes(struct cs_core *core,
-					    const GElf_Phdr *ph, size_t index)
+struct cs_error *cs_core_parse_notes(struct cs_core *core, const GElf_Phdr *ph,
+				     size_t index)
 {
 	uint64_t declared = ph->p_filesz;
 	uint64_t avail = 0;
@@ -241,7 +242,7 @@ struct cs_error *cs_core_parse_notes(struct cs_core *core,
 			return NULL;
 		if (r == CS_CORE_NOTE_SHORT) {
 			if (pos + 12 > declared)
-				return NULL;  /* padding at the end */
+				return NULL; /* padding at the end */
 			if (need > declared) {
 				return cs_error_create(
 					CS_ERR_FORMAT,
@@ -254,7 +255,7 @@ struct cs_error *cs_core_parse_notes(struct cs_core *core,
 					ph->p_offset + pos, need - pos,
 					declared - pos);
 			}
-			return NULL;  /* cut off with the file: noted above */
+			return NULL; /* cut off with the file: noted above */
 		}
 		struct cs_error *err = cs_core_take_note(core, &n);
 		if (err)

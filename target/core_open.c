@@ -29,9 +29,8 @@ static void cs_core_add_segment(struct cs_core *core, const GElf_Phdr *ph)
 	/* Clip a wrapping segment rather than reject the core. */
 	if (__builtin_add_overflow(ph->p_vaddr, ph->p_memsz, &s->end))
 		s->end = UINT64_MAX;
-	uint64_t filesz = ph->p_filesz < s->end - s->start ?
-				  ph->p_filesz :
-				  s->end - s->start;
+	uint64_t filesz = ph->p_filesz < s->end - s->start ? ph->p_filesz
+							   : s->end - s->start;
 	uint64_t avail = 0;
 	if (ph->p_offset < core->image_size) {
 		avail = core->image_size - ph->p_offset;
@@ -132,11 +131,16 @@ static struct cs_error *cs_core_recover_mappings(struct cs_core *core)
 static const char *cs_core_type_name(unsigned type)
 {
 	switch (type) {
-	case ET_NONE: return "NONE";
-	case ET_REL: return "REL (an object file)";
-	case ET_EXEC: return "EXEC";
-	case ET_DYN: return "DYN (a shared library or PIE executable)";
-	default: return NULL;
+	case ET_NONE:
+		return "NONE";
+	case ET_REL:
+		return "REL (an object file)";
+	case ET_EXEC:
+		return "EXEC";
+	case ET_DYN:
+		return "DYN (a shared library or PIE executable)";
+	default:
+		return NULL;
 	}
 }
 
@@ -164,9 +168,8 @@ static struct cs_error *cs_core_check_header(struct cs_core *core,
 				      "cores are supported)");
 	}
 	if (size > EI_DATA && p[EI_DATA] != ELFDATA2LSB) {
-		return cs_core_format(core,
-				      "big-endian ELF file (only x86-64 "
-				      "cores are supported)");
+		return cs_core_format(core, "big-endian ELF file (only x86-64 "
+					    "cores are supported)");
 	}
 	if (size < sizeof(Elf64_Ehdr) || elf_kind(core->elf) != ELF_K_ELF) {
 		return cs_core_format(core,
@@ -319,7 +322,8 @@ struct cs_error *cs_core_open(const char *path, struct cs_core **ret)
 	}
 	uint8_t head[8];
 	ssize_t got = pread(core->fd, head, sizeof(head), 0);
-	const char *kind = got > 0 ? cs_compression_of(head, (size_t)got) : NULL;
+	const char *kind = got > 0 ? cs_compression_of(head, (size_t)got)
+				   : NULL;
 	if (cs_compression_supported(kind)) {
 		int inflated;
 		err = cs_decompress_core(core->fd, path, kind, 0, &inflated);
@@ -340,8 +344,8 @@ struct cs_error *cs_core_open(const char *path, struct cs_core **ret)
 	core->image = (const uint8_t *)elf_rawfile(core->elf, &size);
 	core->image_size = size;
 	if (!core->image) {
-		err = cs_error_create(CS_ERR_FORMAT, "%s: cannot map: %s",
-				      path, elf_errmsg(-1));
+		err = cs_error_create(CS_ERR_FORMAT, "%s: cannot map: %s", path,
+				      elf_errmsg(-1));
 		goto fail;
 	}
 	err = cs_core_load_headers(core);

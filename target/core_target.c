@@ -6,8 +6,7 @@
 
 #include "crash_signal.h"
 
-static struct cs_error *core_read(void *p, uint64_t addr, void *buf,
-				  size_t len)
+static struct cs_error *core_read(void *p, uint64_t addr, void *buf, size_t len)
 {
 	return cs_core_read(p, addr, buf, len);
 }
@@ -74,8 +73,7 @@ static const char *core_mapping_gap(const void *p)
 	return cs_core_mapping_gap(p);
 }
 
-static bool core_region_of(const void *p, uint64_t addr,
-			   struct cs_region *ret)
+static bool core_region_of(const void *p, uint64_t addr, struct cs_region *ret)
 {
 	return cs_core_region_of(p, addr, ret);
 }
@@ -128,28 +126,17 @@ static void core_close(void *p)
 }
 
 /* Every operation but close: a view of a core leaves it open. */
-#define CORE_OPS \
-	.read = core_read, \
-	.prefetch = core_prefetch, \
-	.thread_count = core_thread_count, \
-	.thread_at = core_thread_at, \
-	.mapping_count = core_mapping_count, \
-	.mapping_at = core_mapping_at, \
-	.mapping_of = core_mapping_of, \
-	.find_mapping = core_find_mapping, \
-	.auxv = core_auxv, \
-	.executable = core_executable, \
-	.module_build_id = core_build_id, \
-	.host_path = core_host_path, \
-	.mapping_gap = core_mapping_gap, \
-	.region_of = core_region_of, \
-	.pid = core_pid, \
-	.command = core_command, \
-	.siginfo = core_siginfo, \
-	.crash_tid = core_crash_tid, \
-	.check_files = core_check_files, \
-	.warning_count = core_warning_count, \
-	.warning_at = core_warning_at, \
+#define CORE_OPS                                                            \
+	.read = core_read, .prefetch = core_prefetch,                       \
+	.thread_count = core_thread_count, .thread_at = core_thread_at,     \
+	.mapping_count = core_mapping_count, .mapping_at = core_mapping_at, \
+	.mapping_of = core_mapping_of, .find_mapping = core_find_mapping,   \
+	.auxv = core_auxv, .executable = core_executable,                   \
+	.module_build_id = core_build_id, .host_path = core_host_path,      \
+	.mapping_gap = core_mapping_gap, .region_of = core_region_of,       \
+	.pid = core_pid, .command = core_command, .siginfo = core_siginfo,  \
+	.crash_tid = core_crash_tid, .check_files = core_check_files,       \
+	.warning_count = core_warning_count, .warning_at = core_warning_at, \
 	.truncation = core_truncation
 
 static const struct cs_target_ops core_view_ops = {CORE_OPS};

@@ -36,31 +36,43 @@ static const char *pick(const char *const *t, size_t n, int code)
 const char *cs_signal_code_name(int signo, int code)
 {
 	switch (code) {
-	case SI_USER: return "SI_USER";
-	case SI_KERNEL: return "SI_KERNEL";
-	case SI_QUEUE: return "SI_QUEUE";
-	case SI_TKILL: return "SI_TKILL";
-	default: break;
+	case SI_USER:
+		return "SI_USER";
+	case SI_KERNEL:
+		return "SI_KERNEL";
+	case SI_QUEUE:
+		return "SI_QUEUE";
+	case SI_TKILL:
+		return "SI_TKILL";
+	default:
+		break;
 	}
 	static const char *const segv[] = {NULL, "SEGV_MAPERR", "SEGV_ACCERR",
 					   "SEGV_BNDERR", "SEGV_PKUERR"};
 	static const char *const bus[] = {NULL, "BUS_ADRALN", "BUS_ADRERR",
 					  "BUS_OBJERR"};
-	static const char *const ill[] = {NULL, "ILL_ILLOPC", "ILL_ILLOPN",
-					  "ILL_ILLADR", "ILL_ILLTRP",
-					  "ILL_PRVOPC", "ILL_PRVREG",
-					  "ILL_COPROC", "ILL_BADSTK"};
-	static const char *const fpe[] = {NULL, "FPE_INTDIV", "FPE_INTOVF",
-					  "FPE_FLTDIV", "FPE_FLTOVF",
-					  "FPE_FLTUND", "FPE_FLTRES",
-					  "FPE_FLTINV", "FPE_FLTSUB"};
+	static const char *const ill[] = {NULL,         "ILL_ILLOPC",
+					  "ILL_ILLOPN", "ILL_ILLADR",
+					  "ILL_ILLTRP", "ILL_PRVOPC",
+					  "ILL_PRVREG", "ILL_COPROC",
+					  "ILL_BADSTK"};
+	static const char *const fpe[] = {NULL,         "FPE_INTDIV",
+					  "FPE_INTOVF", "FPE_FLTDIV",
+					  "FPE_FLTOVF", "FPE_FLTUND",
+					  "FPE_FLTRES", "FPE_FLTINV",
+					  "FPE_FLTSUB"};
 #define PICK(t) pick((t), sizeof(t) / sizeof(*(t)), code)
 	switch (signo) {
-	case SIGSEGV: return PICK(segv);
-	case SIGBUS: return PICK(bus);
-	case SIGILL: return PICK(ill);
-	case SIGFPE: return PICK(fpe);
-	default: return NULL;
+	case SIGSEGV:
+		return PICK(segv);
+	case SIGBUS:
+		return PICK(bus);
+	case SIGILL:
+		return PICK(ill);
+	case SIGFPE:
+		return PICK(fpe);
+	default:
+		return NULL;
 	}
 #undef PICK
 }

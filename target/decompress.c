@@ -43,8 +43,8 @@ const char *cs_compression_of(const uint8_t *p, size_t size)
 
 int cs_compression_supported(const char *kind)
 {
-	return kind && (strcmp(kind, "zstd") == 0 || strcmp(kind, "gzip") == 0 ||
-			strcmp(kind, "xz") == 0);
+	return kind && (strcmp(kind, "zstd") == 0 ||
+			strcmp(kind, "gzip") == 0 || strcmp(kind, "xz") == 0);
 }
 
 /* Shared state of one inflation: where bytes come from and go to. */
@@ -91,8 +91,8 @@ static struct cs_error *cs_inflate_write(struct cs_inflate *z, size_t n)
 			z->path, z->kind, z->max_bytes >> 20, z->kind, z->path);
 	const uint8_t *p = z->out;
 	while (n > 0) {
-		size_t piece = CS_DECOMPRESS_PAGE - (size_t)(z->written %
-							     CS_DECOMPRESS_PAGE);
+		size_t piece = CS_DECOMPRESS_PAGE -
+			       (size_t)(z->written % CS_DECOMPRESS_PAGE);
 		if (piece > n)
 			piece = n;
 		ssize_t w;
@@ -133,10 +133,12 @@ static struct cs_error *cs_inflate_zstd(struct cs_inflate *z)
 	while (!err && !(err = cs_inflate_read(z, &n)) && n > 0) {
 		ZSTD_inBuffer in = {z->in, n, 0};
 		while (!err && in.pos < in.size) {
-			ZSTD_outBuffer out = {z->out, CS_DECOMPRESS_OUT_CHUNK, 0};
+			ZSTD_outBuffer out = {z->out, CS_DECOMPRESS_OUT_CHUNK,
+					      0};
 			size_t r = ZSTD_decompressStream(ds, &out, &in);
 			if (ZSTD_isError(r))
-				err = cs_inflate_corrupt(z, ZSTD_getErrorName(r));
+				err = cs_inflate_corrupt(z,
+							 ZSTD_getErrorName(r));
 			else
 				err = cs_inflate_write(z, out.pos);
 		}
@@ -170,9 +172,10 @@ static struct cs_error *cs_inflate_gzip(struct cs_inflate *z)
 			s.next_out = z->out;
 			s.avail_out = CS_DECOMPRESS_OUT_CHUNK;
 			int r = inflate(&s, Z_NO_FLUSH);
-			if (r != Z_OK && r != Z_STREAM_END && r != Z_BUF_ERROR) {
-				err = cs_inflate_corrupt(z, s.msg ? s.msg
-								  : "zlib error");
+			if (r != Z_OK && r != Z_STREAM_END &&
+			    r != Z_BUF_ERROR) {
+				err = cs_inflate_corrupt(
+					z, s.msg ? s.msg : "zlib error");
 				break;
 			}
 			err = cs_inflate_write(z, CS_DECOMPRESS_OUT_CHUNK -
@@ -207,7 +210,8 @@ static struct cs_error *cs_inflate_xz(struct cs_inflate *z)
 		s.next_out = z->out;
 		s.avail_out = CS_DECOMPRESS_OUT_CHUNK;
 		r = lzma_code(&s, z->eof ? LZMA_FINISH : LZMA_RUN);
-		err = cs_inflate_write(z, CS_DECOMPRESS_OUT_CHUNK - s.avail_out);
+		err = cs_inflate_write(z,
+				       CS_DECOMPRESS_OUT_CHUNK - s.avail_out);
 		if (r == LZMA_BUF_ERROR && z->eof)
 			break; /* cut off: keep what was inflated */
 		if (!err && r != LZMA_OK && r != LZMA_STREAM_END)

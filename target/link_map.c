@@ -15,12 +15,12 @@
 #include "build_id.h"
 
 /* Bounds for untrusted lists: far past any real process. */
-#define MAX_MODULES 65536     /* link_map entries walked */
-#define MAX_MAPS (1u << 18)   /* mappings rebuilt */
-#define MAX_DYN 4096          /* entries of the executable's dynamic section */
-#define MAX_AUX_PHNUM 1024    /* AT_PHNUM */
-#define PAGE 0x1000ull        /* the loader maps whole pages */
-#define MAX_SCAN 65536        /* files of the search path read for build-ids */
+#define MAX_MODULES 65536   /* link_map entries walked */
+#define MAX_MAPS (1u << 18) /* mappings rebuilt */
+#define MAX_DYN 4096        /* entries of the executable's dynamic section */
+#define MAX_AUX_PHNUM 1024  /* AT_PHNUM */
+#define PAGE 0x1000ull      /* the loader maps whole pages */
+#define MAX_SCAN 65536      /* files of the search path read for build-ids */
 
 struct cs_link_map_file {
 	char *path;
@@ -31,7 +31,7 @@ struct cs_link_map_file {
 struct cs_link_map_scan {
 	struct cs_link_map_file *files;
 	size_t nfiles, cap, seen;
-	char **dirs;              /* the directories read */
+	char **dirs; /* the directories read */
 	size_t ndirs;
 };
 
@@ -40,7 +40,7 @@ struct recover {
 	struct cs_memory mem; /* the core's own bytes */
 	struct cs_link_map *lm;
 	size_t cap_maps, cap_modules;
-	struct u64map seen;   /* load bias of each module added */
+	struct u64map seen; /* load bias of each module added */
 	int nomem;
 };
 
@@ -184,10 +184,11 @@ static struct cs_error *read_executable(struct recover *r, uint64_t *bias,
 		Elf64_Phdr *dup;
 		size_t k;
 		uint64_t start = at & ~(PAGE - 1);
-		if ((err = cs_module_headers_read(&r->mem, who, start, &eh, &dup,
-						  &k))) {
+		if ((err = cs_module_headers_read(&r->mem, who, start, &eh,
+						  &dup, &k))) {
 			free(p);
-			return cs_error_wrap(err, "the executable's ELF header");
+			return cs_error_wrap(err,
+					     "the executable's ELF header");
 		}
 		free(dup);
 		if (start + eh.e_phoff != at) {
@@ -217,8 +218,10 @@ static uint64_t r_debug_of(struct recover *r, uint64_t dyn, uint64_t size)
 		struct cs_error *err = cs_memory_read(
 			&r->mem, dyn + i * sizeof(d), &d, sizeof(d));
 		if (err) {
-			incomplete(r, "the executable's dynamic section is not "
-				      "in the core (%s)", err->message);
+			incomplete(r,
+				   "the executable's dynamic section is not "
+				   "in the core (%s)",
+				   err->message);
 			cs_error_destroy(err);
 			return 0;
 		}
@@ -259,8 +262,10 @@ static void add_library(struct recover *r, const struct link_map *e,
 	const Elf64_Phdr *dyn = find_phdr(ph, phnum, PT_DYNAMIC);
 	if (!load || load->p_vaddr >= PAGE ||
 	    (dyn && bias + dyn->p_vaddr != (uint64_t)(uintptr_t)e->l_ld))
-		incomplete(r, "%s: the ELF header at 0x%" PRIx64 " does not "
-			      "match its link_map entry", name, bias);
+		incomplete(r,
+			   "%s: the ELF header at 0x%" PRIx64 " does not "
+			   "match its link_map entry",
+			   name, bias);
 	else
 		add_module(r, name, bias, ph, phnum);
 	free(ph);
@@ -274,8 +279,10 @@ static void walk_link_map(struct recover *r, uint64_t rdebug, uint64_t exe_dyn)
 	struct r_debug rd;
 	struct cs_error *err = cs_memory_read(&r->mem, rdebug, &rd, sizeof(rd));
 	if (err) {
-		incomplete(r, "the dynamic linker's r_debug is not in the core "
-			      "(%s)", err->message);
+		incomplete(r,
+			   "the dynamic linker's r_debug is not in the core "
+			   "(%s)",
+			   err->message);
 		cs_error_destroy(err);
 		return;
 	}
@@ -284,26 +291,33 @@ static void walk_link_map(struct recover *r, uint64_t rdebug, uint64_t exe_dyn)
 	size_t count = 0;
 	for (; at && !r->nomem; count++) {
 		if (count == MAX_MODULES) {
-			incomplete(r, "the link_map list is longer than %d "
-				      "entries (a cycle?)", MAX_MODULES);
+			incomplete(r,
+				   "the link_map list is longer than %d "
+				   "entries (a cycle?)",
+				   MAX_MODULES);
 			return;
 		}
 		struct link_map e;
 		if ((err = cs_memory_read(&r->mem, at, &e, sizeof(e)))) {
-			incomplete(r, "a link_map entry is not in the core (%s)",
+			incomplete(r,
+				   "a link_map entry is not in the core (%s)",
 				   err->message);
 			cs_error_destroy(err);
 			return;
 		}
 		uint64_t ld = (uint64_t)(uintptr_t)e.l_ld;
 		char *name = e.l_name ? cs_core_read_string(
-			r->core, (uint64_t)(uintptr_t)e.l_name, PATH_MAX) : NULL;
+						r->core,
+						(uint64_t)(uintptr_t)e.l_name,
+						PATH_MAX)
+				      : NULL;
 		if (ld != exe_dyn && (uint64_t)e.l_addr != vdso && name &&
 		    name[0])
 			add_library(r, &e, name);
 		else if (!name && ld != exe_dyn && e.l_name)
-			incomplete(r, "the name of the module at 0x%" PRIx64
-				      " is not in the core",
+			incomplete(r,
+				   "the name of the module at 0x%" PRIx64
+				   " is not in the core",
 				   (uint64_t)e.l_addr);
 		free(name);
 		at = (uint64_t)(uintptr_t)e.l_next;
@@ -352,9 +366,10 @@ struct cs_error *cs_link_map_read(struct cs_core *core, struct cs_link_map *lm)
 	/* The path given to execve, else the process name: both are looked
 	 * up like NT_FILE's paths (the EXECUTABLE argument wins). */
 	uint64_t execfn = cs_core_auxv(core, AT_EXECFN);
-	char *name = execfn ? cs_core_read_string(core, execfn, PATH_MAX) : NULL;
+	char *name = execfn ? cs_core_read_string(core, execfn, PATH_MAX)
+			    : NULL;
 	const struct cs_core_process *ps = cs_core_process(core);
-	const char *exe = name && name[0] ? name
+	const char *exe = name && name[0]               ? name
 			  : ps->present && ps->fname[0] ? ps->fname
 							: NULL;
 	if (exe)
@@ -452,8 +467,8 @@ const char *cs_link_map_host(const struct cs_link_map *lm,
 	mod->looked_up = 1;
 	uint8_t id[CS_LINK_MAP_ID_MAX];
 	for (size_t i = 0; cands[i] && !mod->host; i++)
-		if (same_id(mod, id, cs_build_id_of_path(cands[i], id,
-							   sizeof(id))))
+		if (same_id(mod, id,
+			    cs_build_id_of_path(cands[i], id, sizeof(id))))
 			mod->host = strdup(cands[i]);
 	/* The directory its name is in (a soname link may be missing
 	 * there, not the file), then the search path. */

@@ -21,7 +21,7 @@
 #define CS_LINK_MAP_ID_MAX 64
 
 struct cs_link_map_module {
-	char *name;        /* the loader's name for it: the maps' path */
+	char *name; /* the loader's name for it: the maps' path */
 	uint8_t build_id[CS_LINK_MAP_ID_MAX];
 	size_t build_id_len; /* 0 when the core lacks it */
 	/* cs_link_map_host's answer, kept until cs_link_map_forget_files */
@@ -32,12 +32,12 @@ struct cs_link_map_module {
 struct cs_link_map_scan;
 
 struct cs_link_map {
-	struct cs_mapping *maps;  /* sorted by start, disjoint */
+	struct cs_mapping *maps; /* sorted by start, disjoint */
 	size_t nmaps;
 	struct cs_link_map_module *modules;
 	size_t nmodules;
-	struct u64map by_name;         /* name pointer -> module index + 1 */
-	char *incomplete;  /* NULL, or why a module may be missing (one line) */
+	struct u64map by_name; /* name pointer -> module index + 1 */
+	char *incomplete; /* NULL, or why a module may be missing (one line) */
 	struct cs_link_map_scan *scan; /* the search path's files, read once */
 };
 

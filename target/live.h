@@ -85,12 +85,12 @@ struct cs_error *cs_live_pause(struct cs_live *live);
  * machine. Another tracer has its own message. */
 struct cs_live_denial {
 	int pid;
-	int attaching;        /* ptrace, or else reading memory */
-	int cap_sys_ptrace;   /* we have it */
-	int yama_scope;       /* kernel.yama.ptrace_scope, -1 without Yama */
-	unsigned our_uid;     /* effective */
+	int attaching;      /* ptrace, or else reading memory */
+	int cap_sys_ptrace; /* we have it */
+	int yama_scope;     /* kernel.yama.ptrace_scope, -1 without Yama */
+	unsigned our_uid;   /* effective */
 	int target_uid_known;
-	unsigned target_uid;  /* real */
+	unsigned target_uid; /* real */
 };
 struct cs_error *cs_live_denial_message(const struct cs_live_denial *d);
 
@@ -142,21 +142,20 @@ struct cs_memory cs_live_memory(struct cs_live *live);
  * Unpaused: tid only, everything else zero. Exited (zombie) threads are
  * left out. NULL if i is out of range. */
 size_t cs_live_thread_count(const struct cs_live *live);
-const struct cs_thread *cs_live_thread_at(const struct cs_live *live,
-					       size_t i);
+const struct cs_thread *cs_live_thread_at(const struct cs_live *live, size_t i);
 
 /* File-backed mappings (inode != 0) from /proc/PID/maps, read once at
  * attach (after stopping, when paused), sorted by start; path as the kernel
  * prints it (may end in " (deleted)"). */
 size_t cs_live_mapping_count(const struct cs_live *live);
 const struct cs_mapping *cs_live_mapping_at(const struct cs_live *live,
-						 size_t i);
+					    size_t i);
 /* The mapping containing addr, or NULL. */
 const struct cs_mapping *cs_live_mapping_of(const struct cs_live *live,
-						 uint64_t addr);
+					    uint64_t addr);
 /* Lowest mapping of a file whose basename starts with basename_prefix. */
 const struct cs_mapping *cs_live_find_mapping(const struct cs_live *live,
-						   const char *basename_prefix);
+					      const char *basename_prefix);
 
 /* auxv value from /proc/PID/auxv, 0 if absent. */
 uint64_t cs_live_auxv(const struct cs_live *live, uint64_t type);

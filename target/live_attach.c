@@ -44,7 +44,7 @@ struct cs_error *cs_live_attach(int pid, int pause, struct cs_live **ret)
 		err = cs_live_list_threads(live);
 	}
 	if (!err && live->nthreads == 0)
-		err = cs_live_vanished(pid, 1);  /* both lists ensure not */
+		err = cs_live_vanished(pid, 1); /* both lists ensure not */
 	if (!err) {
 		cs_live_order_threads(live);
 		live->mem_tid = live->threads[0].tid;
@@ -121,13 +121,12 @@ static int cs_live_let_go(struct cs_live_thread *t)
 {
 	int tid = t->pub.tid;
 	cs_live_sig_disarm(t);
-	long r = t->group_stop
-			 ? ptrace(PTRACE_LISTEN, tid, NULL, NULL)
-			 : ptrace(PTRACE_CONT, tid, NULL,
-				  (void *)(intptr_t)t->resig);
+	long r = t->group_stop ? ptrace(PTRACE_LISTEN, tid, NULL, NULL)
+			       : ptrace(PTRACE_CONT, tid, NULL,
+					(void *)(intptr_t)t->resig);
 	if (r != 0 && errno != ESRCH) {
 		int e = errno;
-		cs_live_sig_arm(t);  /* still stopped: still ours to resume */
+		cs_live_sig_arm(t); /* still stopped: still ours to resume */
 		return e;
 	}
 	t->listening = r == 0 && t->group_stop;
@@ -142,8 +141,7 @@ static int cs_live_let_go(struct cs_live_thread *t)
  * right after it handles the signal, until the next pause. So make it
  * pending for sure, let the signal go, take that one stop and let t go
  * again. Rare: only when a signal arrives just as we pause. */
-static int cs_live_let_signal_go(struct cs_live *live,
-				 struct cs_live_thread *t)
+static int cs_live_let_signal_go(struct cs_live *live, struct cs_live_thread *t)
 {
 	ptrace(PTRACE_INTERRUPT, t->pub.tid, NULL, NULL);
 	int e = cs_live_let_go(t);
@@ -155,7 +153,7 @@ static int cs_live_let_signal_go(struct cs_live *live,
 	for (;;) {
 		int r = cs_live_poll(live, t);
 		if (r < 0)
-			return 0;  /* the signal killed it */
+			return 0; /* the signal killed it */
 		if (r > 0)
 			return cs_live_let_go(t);
 		/* Not in time: it is still counted as interrupted, and the
@@ -176,7 +174,8 @@ int cs_live_exited(int pid)
 		return e == ENOENT || e == ESRCH;
 	int exited = 1;
 	for (size_t i = 0; i < n && exited; i++)
-		exited = cs_live_is_dead_state(cs_live_thread_state(pid, tids[i]));
+		exited = cs_live_is_dead_state(
+			cs_live_thread_state(pid, tids[i]));
 	free(tids);
 	return exited;
 }
@@ -287,11 +286,11 @@ struct cs_error *cs_live_pause(struct cs_live *live)
 				continue;
 			int e = cs_live_interrupt(t);
 			if (e) {
-				err = cs_error_create(CS_ERR_OS,
-						      "pid %d: PTRACE_INTERRUPT "
-						      "of thread %d: %s",
-						      live->pid, t->pub.tid,
-						      strerror(e));
+				err = cs_error_create(
+					CS_ERR_OS,
+					"pid %d: PTRACE_INTERRUPT "
+					"of thread %d: %s",
+					live->pid, t->pub.tid, strerror(e));
 			}
 		}
 		if (!err)

@@ -81,11 +81,12 @@ struct cs_error *cs_live_denial_message(const struct cs_live_denial *d)
 	}
 	if (!d->cap_sys_ptrace && d->target_uid_known &&
 	    d->target_uid != d->our_uid) {
-		return cs_error_create(CS_ERR_OS,
-				       "cannot %s pid %d: it runs as uid %u and "
-				       "corestack as uid %u; run corestack as "
-				       "that user, or as root (CAP_SYS_PTRACE)",
-				       what, pid, d->target_uid, d->our_uid);
+		return cs_error_create(
+			CS_ERR_OS,
+			"cannot %s pid %d: it runs as uid %u and "
+			"corestack as uid %u; run corestack as "
+			"that user, or as root (CAP_SYS_PTRACE)",
+			what, pid, d->target_uid, d->our_uid);
 	}
 	if (!d->cap_sys_ptrace && d->yama_scope == 2) {
 		return cs_error_create(CS_ERR_OS,
@@ -138,7 +139,8 @@ struct cs_error *cs_live_denied(int pid, int tid)
 	char *text = NULL;
 	size_t len;
 	if (cs_live_slurp("/proc/sys/kernel/yama/ptrace_scope", 64, 1, &text,
-			  &len) == 0 && text) {
+			  &len) == 0 &&
+	    text) {
 		d.yama_scope = atoi(text);
 		free(text);
 	}
@@ -151,7 +153,8 @@ struct cs_error *cs_live_vanished(int pid, int attaching)
 	if (attaching) {
 		return cs_error_create(CS_ERR_OS,
 				       "pid %d exited while corestack was "
-				       "attaching to it", pid);
+				       "attaching to it",
+				       pid);
 	}
 	return cs_error_create(CS_ERR_OS, "pid %d: no such process", pid);
 }
@@ -164,13 +167,14 @@ int cs_live_is_dead_state(char state)
 /* Can we go on with pid: it exists, is a process (not a thread of one)
  * and is not a zombie. */
 struct cs_error *cs_live_check_process(int pid, int attaching,
-					      struct cs_live_status *st)
+				       struct cs_live_status *st)
 {
 	int e = cs_live_read_status(pid, 0, st);
 	if (e == ENOENT || e == ESRCH)
 		return cs_live_vanished(pid, attaching);
 	if (e) {
-		return cs_error_create(CS_ERR_OS, "pid %d: reading "
+		return cs_error_create(CS_ERR_OS,
+				       "pid %d: reading "
 				       "/proc/%d/status: %s",
 				       pid, pid, strerror(e));
 	}
@@ -193,11 +197,12 @@ struct cs_error *cs_live_check_process(int pid, int attaching,
 	if (cs_live_is_dead_state(st->state) && st->threads <= 1) {
 		if (attaching)
 			return cs_live_vanished(pid, 1);
-		return cs_error_create(CS_ERR_OS,
-				       "pid %d (%s) is a zombie: it has exited "
-				       "and its parent (pid %d) has not reaped "
-				       "it yet; there is no memory left to read",
-				       pid, st->name, st->ppid);
+		return cs_error_create(
+			CS_ERR_OS,
+			"pid %d (%s) is a zombie: it has exited "
+			"and its parent (pid %d) has not reaped "
+			"it yet; there is no memory left to read",
+			pid, st->name, st->ppid);
 	}
 	return NULL;
 }

@@ -46,13 +46,13 @@
 #define CS_LIVE_MAX_AUXV_BYTES ((size_t)64 << 10)
 #define CS_LIVE_MAX_CMDLINE_BYTES ((size_t)64 << 10)
 #define CS_LIVE_CAP_SYS_PTRACE 19
-#define CS_LIVE_PF_KTHREAD 0x00200000  /* task flag of kernel threads */
+#define CS_LIVE_PF_KTHREAD 0x00200000 /* task flag of kernel threads */
 
 /* What /proc/PID/task/TID/status says of a thread (live_proc.c). */
 struct cs_live_status {
-	char state;               /* 'R', 'S', 'Z'… */
+	char state; /* 'R', 'S', 'Z'… */
 	int tgid, ppid, tracer, threads;
-	unsigned uid;             /* real */
+	unsigned uid; /* real */
 	char name[64];
 };
 
@@ -63,49 +63,49 @@ struct cs_live_status {
  * have stopped since, with a report we have not taken yet. */
 struct cs_live_thread {
 	struct cs_thread pub;
-	int seized;               /* we are its tracer */
-	int stopped;              /* in a ptrace-stop whose report we took */
-	int listening;            /* let go with PTRACE_LISTEN */
-	int interrupted;          /* a PTRACE_INTERRUPT of ours may still be
+	int seized;       /* we are its tracer */
+	int stopped;      /* in a ptrace-stop whose report we took */
+	int listening;    /* let go with PTRACE_LISTEN */
+	int interrupted;  /* a PTRACE_INTERRUPT of ours may still be
 				   * pending: do not send another */
-	int gone;                 /* exited */
-	int resig;                /* signal to give back on resume or detach
+	int gone;         /* exited */
+	int resig;        /* signal to give back on resume or detach
 				   * (the stop was a signal-delivery-stop) */
-	int group_stop;           /* the stop was a group-stop, by this
+	int group_stop;   /* the stop was a group-stop, by this
 				   * signal: resume with PTRACE_LISTEN */
-	int slot;                 /* in live_signal.c, -1 if none */
-	int slow_to_stop;         /* its last stop took long: it was asleep
+	int slot;         /* in live_signal.c, -1 if none */
+	int slow_to_stop; /* its last stop took long: it was asleep
 				   * (see cs_live_pause) */
-	int left_running;         /* not stopped by later pauses
+	int left_running; /* not stopped by later pauses
 				   * (cs_live_leave_running) */
 };
 
 struct cs_live {
 	int pid;
-	char name[32];            /* "process PID" */
-	int pause;                /* attached with pause */
-	int attached;             /* threads seized, not yet detached */
-	int running;              /* attached, let run by cs_live_resume */
-	int sig_installed;        /* cs_live_sig_install called */
-	int we_are_parent;        /* the target is our child: its exit
+	char name[32];               /* "process PID" */
+	int pause;                   /* attached with pause */
+	int attached;                /* threads seized, not yet detached */
+	int running;                 /* attached, let run by cs_live_resume */
+	int sig_installed;           /* cs_live_sig_install called */
+	int we_are_parent;           /* the target is our child: its exit
 				   * status is not ours to take here */
-	struct cs_live_thread *work;  /* every thread seized, sorted by tid */
+	struct cs_live_thread *work; /* every thread seized, sorted by tid */
 	size_t nwork, work_cap;
-	struct cs_thread *threads;  /* public list, see live.h */
+	struct cs_thread *threads; /* public list, see live.h */
 	size_t nthreads;
 	struct cs_mapping *maps;
 	size_t nmaps;
-	uint64_t *auxv;           /* pairs */
+	uint64_t *auxv; /* pairs */
 	size_t auxv_count;
 	char *exe, *cmd;
 	/* Where to read memory and /proc files from: the main thread, or
 	 * when it has exited (a zombie has no mm, its maps read empty) the
 	 * first live thread; all share one address space. */
 	int mem_tid;
-	char procdir[48];         /* "/proc/PID/task/MEM_TID" */
-	int memfd;                /* its mem, -1 until needed */
-	int no_vm_readv;          /* process_vm_readv unavailable here */
-	int no_registers;         /* pauses leave registers out */
+	char procdir[48]; /* "/proc/PID/task/MEM_TID" */
+	int memfd;        /* its mem, -1 until needed */
+	int no_vm_readv;  /* process_vm_readv unavailable here */
+	int no_registers; /* pauses leave registers out */
 };
 
 /* live_stop.c */
@@ -113,13 +113,13 @@ int cs_live_check_released(struct cs_live_thread *t);
 int cs_live_interrupt(struct cs_live_thread *t);
 int cs_live_poll(struct cs_live *live, struct cs_live_thread *t);
 struct cs_error *cs_live_list_threads(struct cs_live *live);
-struct cs_error *cs_live_stop_all(struct cs_live *live,
-					 int64_t deadline, int timeout_ms);
+struct cs_error *cs_live_stop_all(struct cs_live *live, int64_t deadline,
+				  int timeout_ms);
 struct cs_error *cs_live_take_threads(struct cs_live *live);
-struct cs_error *cs_live_wait_stops(struct cs_live *live,
-					   int64_t deadline, int timeout_ms);
-struct cs_live_thread *cs_live_find_work(struct cs_live *live,
-						size_t n, int tid);
+struct cs_error *cs_live_wait_stops(struct cs_live *live, int64_t deadline,
+				    int timeout_ms);
+struct cs_live_thread *cs_live_find_work(struct cs_live *live, size_t n,
+					 int tid);
 void cs_live_order_threads(struct cs_live *live);
 void cs_live_sig_arm(const struct cs_live_thread *t);
 void cs_live_sig_disarm(const struct cs_live_thread *t);
@@ -130,8 +130,8 @@ char cs_live_thread_state(int pid, int tid);
 int cs_live_kernel_thread_count(int pid);
 int cs_live_list_tasks(int pid, int **ret, size_t *count);
 int cs_live_read_status(int pid, int tid, struct cs_live_status *st);
-int cs_live_slurp(const char *path, size_t max, int truncate,
-			 char **ret, size_t *retlen);
+int cs_live_slurp(const char *path, size_t max, int truncate, char **ret,
+		  size_t *retlen);
 int64_t cs_live_now_ms(void);
 int64_t cs_live_now_us(void);
 struct cs_error *cs_live_errno(int pid, int e, const char *what);
@@ -141,7 +141,7 @@ void cs_live_nap(long *us);
 /* live_denial.c */
 int cs_live_is_dead_state(char state);
 struct cs_error *cs_live_check_process(int pid, int attaching,
-					      struct cs_live_status *st);
+				       struct cs_live_status *st);
 struct cs_error *cs_live_denied(int pid, int tid);
 struct cs_error *cs_live_traced_error(int pid, int tid, int tracer);
 struct cs_error *cs_live_vanished(int pid, int attaching);

@@ -22,15 +22,14 @@ int cs_live_paused(const struct cs_live *live)
 	return live->pause && live->attached && !live->running;
 }
 
-static struct cs_error *cs_live_fault(const struct cs_live *live,
-				      uint64_t addr, size_t len, uint64_t at,
-				      const char *why)
+static struct cs_error *cs_live_fault(const struct cs_live *live, uint64_t addr,
+				      size_t len, uint64_t at, const char *why)
 {
 	if (at == addr) {
-		return cs_error_create(CS_ERR_FAULT,
-				       "pid %d: cannot read %zu bytes at 0x%"
-				       PRIx64 ": %s",
-				       live->pid, len, addr, why);
+		return cs_error_create(
+			CS_ERR_FAULT,
+			"pid %d: cannot read %zu bytes at 0x%" PRIx64 ": %s",
+			live->pid, len, addr, why);
 	}
 	return cs_error_create(CS_ERR_FAULT,
 			       "pid %d: cannot read %zu bytes at 0x%" PRIx64
@@ -68,7 +67,8 @@ size_t cs_live_read_ranges(struct cs_live *live, const uint64_t *addrs,
 		n = BATCH;
 	for (size_t i = 0; i < n; i++) {
 		local[i] = (struct iovec){bufs[i], lens[i]};
-		remote[i] = (struct iovec){(void *)(uintptr_t)addrs[i], lens[i]};
+		remote[i] =
+			(struct iovec){(void *)(uintptr_t)addrs[i], lens[i]};
 	}
 	ssize_t r = process_vm_readv(live->mem_tid, local, (unsigned long)n,
 				     remote, (unsigned long)n, 0);
@@ -87,7 +87,8 @@ struct cs_error *cs_live_read(struct cs_live *live, uint64_t addr, void *buf,
 	unsigned eintr = 0;
 	uint64_t last;
 	if (len && __builtin_add_overflow(addr, len - 1, &last))
-		return cs_live_fault(live, addr, len, addr, "past the end of "
+		return cs_live_fault(live, addr, len, addr,
+				     "past the end of "
 				     "the address space");
 	/* Each pass reads something or returns, except that the fallback to
 	 * /proc/PID/mem switches once and EINTR repeats a bounded number. */
@@ -155,8 +156,7 @@ size_t cs_live_thread_count(const struct cs_live *live)
 	return live->nthreads;
 }
 
-const struct cs_thread *cs_live_thread_at(const struct cs_live *live,
-					       size_t i)
+const struct cs_thread *cs_live_thread_at(const struct cs_live *live, size_t i)
 {
 	return i < live->nthreads ? &live->threads[i] : NULL;
 }
@@ -167,13 +167,13 @@ size_t cs_live_mapping_count(const struct cs_live *live)
 }
 
 const struct cs_mapping *cs_live_mapping_at(const struct cs_live *live,
-						 size_t i)
+					    size_t i)
 {
 	return i < live->nmaps ? &live->maps[i] : NULL;
 }
 
 const struct cs_mapping *cs_live_mapping_of(const struct cs_live *live,
-						 uint64_t addr)
+					    uint64_t addr)
 {
 	size_t lo = 0, hi = live->nmaps;
 	while (lo < hi) {
@@ -189,7 +189,7 @@ const struct cs_mapping *cs_live_mapping_of(const struct cs_live *live,
 }
 
 const struct cs_mapping *cs_live_find_mapping(const struct cs_live *live,
-						   const char *basename_prefix)
+					      const char *basename_prefix)
 {
 	size_t plen = strlen(basename_prefix);
 	for (size_t i = 0; i < live->nmaps; i++) {

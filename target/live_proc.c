@@ -29,8 +29,8 @@ void cs_live_nap(long *us)
 
 /* The whole of a /proc file, NUL-terminated (the NUL not counted). Returns
  * 0 or an errno value; EFBIG beyond max unless truncate. */
-int cs_live_slurp(const char *path, size_t max, int truncate,
-			 char **ret, size_t *retlen)
+int cs_live_slurp(const char *path, size_t max, int truncate, char **ret,
+		  size_t *retlen)
 {
 	*ret = NULL;
 	*retlen = 0;
@@ -165,8 +165,9 @@ int cs_live_kernel_thread_count(int pid)
 	 * cmajflt utime stime cutime cstime priority nice num_threads" */
 	const char *paren = strrchr(text, ')');
 	int count;
-	if (!paren || sscanf(paren + 1, " %*c %*d %*d %*d %*d %*d %*u %*u "
-				       "%*u %*u %*u %*u %*u %*d %*d %*d %*d %d",
+	if (!paren || sscanf(paren + 1,
+			     " %*c %*d %*d %*d %*d %*d %*u %*u "
+			     "%*u %*u %*u %*u %*u %*d %*d %*d %*d %d",
 			     &count) != 1)
 		return -1;
 	return count;
@@ -196,7 +197,7 @@ int cs_live_list_tasks(int pid, int **ret, size_t *count)
 		char *end;
 		long tid = strtol(de->d_name, &end, 10);
 		if (*end || tid <= 0 || tid > INT_MAX)
-			continue;  /* "." and ".." */
+			continue; /* "." and ".." */
 		if (n == CS_LIVE_MAX_THREADS) {
 			err = E2BIG;
 			break;
@@ -235,8 +236,8 @@ struct cs_error *cs_live_errno(int pid, int e, const char *what)
 		return &cs_error_nomem;
 	if (e == E2BIG) {
 		return cs_error_create(CS_ERR_LIMIT,
-				       "pid %d has more than %d threads",
-				       pid, CS_LIVE_MAX_THREADS);
+				       "pid %d has more than %d threads", pid,
+				       CS_LIVE_MAX_THREADS);
 	}
 	if (e == EACCES || e == EPERM)
 		return cs_live_denied(pid, 0);
@@ -288,8 +289,8 @@ static struct cs_error *cs_live_read_maps(struct cs_live *live)
 		uint64_t start, end, offset, inode;
 		int pathpos = 0;
 		if (sscanf(line,
-			   "%" SCNx64 "-%" SCNx64 " %*s %" SCNx64 " %*s %" SCNu64
-			   " %n",
+			   "%" SCNx64 "-%" SCNx64 " %*s %" SCNx64
+			   " %*s %" SCNu64 " %n",
 			   &start, &end, &offset, &inode, &pathpos) >= 4 &&
 		    inode != 0 && pathpos > 0 && line[pathpos] && start < end) {
 			struct cs_mapping *m = &live->maps[live->nmaps];
@@ -327,7 +328,7 @@ struct cs_error *cs_live_read_proc(struct cs_live *live)
 		return cs_live_vanished(live->pid, 1);
 	if (e)
 		return cs_live_errno(live->pid, e, "reading /proc/PID/auxv");
-	live->auxv = (uint64_t *)(void *)text;  /* malloc'd: aligned */
+	live->auxv = (uint64_t *)(void *)text; /* malloc'd: aligned */
 	live->auxv_count = len / 16;
 
 	snprintf(path, sizeof(path), "%s/cmdline", live->procdir);

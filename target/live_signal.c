@@ -26,11 +26,11 @@ static volatile struct {
 /* Slots ever taken: the handler looks at these only, so its cost follows
  * the largest process attached, not the bound. */
 static volatile sig_atomic_t cs_live_sig_used;
-static size_t cs_live_sig_free_hint;  /* no free slot below this */
+static size_t cs_live_sig_free_hint; /* no free slot below this */
 static const int cs_live_sig_nums[3] = {SIGINT, SIGTERM, SIGHUP};
-static struct sigaction cs_live_sig_old[3];  /* what we replaced */
-static int cs_live_sig_ours[3];               /* we replaced it */
-static int cs_live_sig_users;                 /* attachments using them */
+static struct sigaction cs_live_sig_old[3]; /* what we replaced */
+static int cs_live_sig_ours[3];             /* we replaced it */
+static int cs_live_sig_users;               /* attachments using them */
 
 static void cs_live_on_signal(int sig)
 {
@@ -53,7 +53,7 @@ static void cs_live_on_signal(int sig)
 		if (cs_live_sig_nums[k] == sig && cs_live_sig_ours[k])
 			sigaction(sig, &cs_live_sig_old[k], NULL);
 	}
-	raise(sig);  /* blocked until we return */
+	raise(sig); /* blocked until we return */
 	errno = saved;
 }
 

@@ -43,7 +43,7 @@ int cs_live_check_released(struct cs_live_thread *t)
 {
 	if (!t->seized || !cs_live_sig_released(t))
 		return 0;
-	t->slot = -1;  /* the handler freed it */
+	t->slot = -1; /* the handler freed it */
 	cs_live_mark_gone(t);
 	return 1;
 }
@@ -69,7 +69,7 @@ int cs_live_poll(struct cs_live *live, struct cs_live_thread *t)
 		   WEXITED | WSTOPPED | WNOHANG | WNOWAIT | __WALL) != 0) {
 		if (errno == EINTR)
 			return 0;
-		cs_live_mark_gone(t);  /* ECHILD: no longer our tracee */
+		cs_live_mark_gone(t); /* ECHILD: no longer our tracee */
 		return -1;
 	}
 	if (si.si_pid == 0)
@@ -87,7 +87,8 @@ int cs_live_poll(struct cs_live *live, struct cs_live_thread *t)
 			 * and takes none; it carries SIGTRAP, or the stop
 			 * signal while the process is in a group-stop. */
 			t->resig = event == 0 ? sig : 0;
-			t->group_stop = event == PTRACE_EVENT_STOP &&
+			t->group_stop =
+				event == PTRACE_EVENT_STOP &&
 						cs_live_is_stop_signal(sig)
 					? sig
 					: 0;
@@ -191,11 +192,11 @@ static int cs_live_cmp_work(const void *a, const void *b)
 }
 
 /* Among the first n threads of live->work, which are sorted. */
-struct cs_live_thread *cs_live_find_work(struct cs_live *live,
-						size_t n, int tid)
+struct cs_live_thread *cs_live_find_work(struct cs_live *live, size_t n,
+					 int tid)
 {
 	if (!n)
-		return NULL;  /* bsearch wants a non-null base */
+		return NULL; /* bsearch wants a non-null base */
 	struct cs_live_thread key = {.pub.tid = tid};
 	return bsearch(&key, live->work, n, sizeof(*live->work),
 		       cs_live_cmp_work);
@@ -211,9 +212,8 @@ static struct cs_error *cs_live_seize(struct cs_live *live,
 		int e = errno;
 		/* An exiting thread refuses tracing with EPERM too. */
 		if (e == ESRCH ||
-		    (e == EPERM &&
-		     cs_live_is_dead_state(cs_live_thread_state(live->pid,
-								 tid)))) {
+		    (e == EPERM && cs_live_is_dead_state(cs_live_thread_state(
+					   live->pid, tid)))) {
 			t->gone = 1;
 			return NULL;
 		}
@@ -240,8 +240,8 @@ static struct cs_error *cs_live_seize(struct cs_live *live,
  * the deadline is at least timeout_ms away: tens of thousands of threads,
  * each to be woken and scheduled, take seconds to stop on a busy machine,
  * and what the deadline is for is a thread that does not stop at all. */
-struct cs_error *cs_live_wait_stops(struct cs_live *live,
-					   int64_t deadline, int timeout_ms)
+struct cs_error *cs_live_wait_stops(struct cs_live *live, int64_t deadline,
+				    int timeout_ms)
 {
 	/* A thread stops within microseconds unless it is off a CPU: a
 	 * sampler's pause waits for it, so start short. */
@@ -274,17 +274,15 @@ struct cs_error *cs_live_wait_stops(struct cs_live *live,
 		if (progress && deadline < now + timeout_ms)
 			deadline = now + timeout_ms;
 		if (now >= deadline) {
-			char state = cs_live_thread_state(live->pid,
-							  late->pub.tid);
-			return cs_error_create(CS_ERR_LIMIT,
-					       "pid %d: thread %d did not stop "
-					       "within %d ms (state %c%s)",
-					       live->pid, late->pub.tid,
-					       timeout_ms,
-					       state ? state : '?',
-					       state == 'D'
-						       ? ": uninterruptible sleep"
-						       : "");
+			char state =
+				cs_live_thread_state(live->pid, late->pub.tid);
+			return cs_error_create(
+				CS_ERR_LIMIT,
+				"pid %d: thread %d did not stop "
+				"within %d ms (state %c%s)",
+				live->pid, late->pub.tid, timeout_ms,
+				state ? state : '?',
+				state == 'D' ? ": uninterruptible sleep" : "");
 		}
 		cs_live_nap(&nap);
 	}
@@ -295,8 +293,8 @@ struct cs_error *cs_live_wait_stops(struct cs_live *live,
  * stopped threads cannot create more, so that is all of them. Threads
  * already seized must be stopped or dead already: one on its way to our
  * stop may still finish a clone (only a fatal signal aborts one). */
-struct cs_error *cs_live_stop_all(struct cs_live *live,
-					 int64_t deadline, int timeout_ms)
+struct cs_error *cs_live_stop_all(struct cs_live *live, int64_t deadline,
+				  int timeout_ms)
 {
 	int recounts = 0;
 	for (int scan = 0;; scan++) {
@@ -311,7 +309,7 @@ struct cs_error *cs_live_stop_all(struct cs_live *live,
 		size_t n;
 		int e = cs_live_list_tasks(live->pid, &tids, &n);
 		if (e == ENOENT || e == ESRCH)
-			break;  /* it died; said below */
+			break; /* it died; said below */
 		if (e)
 			return cs_live_errno(live->pid, e, "listing threads");
 		/* Threads added in this scan go after the sorted ones; the
@@ -366,8 +364,8 @@ struct cs_error *cs_live_stop_all(struct cs_live *live,
 		free(tids);
 		/* sorted again for cs_live_find_work */
 		if (live->nwork)
-			qsort(live->work, live->nwork,
-			      sizeof(*live->work), cs_live_cmp_work);
+			qsort(live->work, live->nwork, sizeof(*live->work),
+			      cs_live_cmp_work);
 		if (err)
 			return err;
 		/* Reading /proc/PID/task while threads exit can skip live
@@ -401,8 +399,8 @@ struct cs_error *cs_live_take_threads(struct cs_live *live)
 		       "user_regs_struct is the 27 registers of a core");
 	free(live->threads);
 	live->nthreads = 0;
-	live->threads = calloc(live->nwork ? live->nwork : 1,
-			       sizeof(*live->threads));
+	live->threads =
+		calloc(live->nwork ? live->nwork : 1, sizeof(*live->threads));
 	if (!live->threads)
 		return &cs_error_nomem;
 	size_t n = 0;
@@ -421,7 +419,7 @@ struct cs_error *cs_live_take_threads(struct cs_live *live)
 		}
 		if (ptrace(PTRACE_GETREGS, t->pub.tid, NULL, &regs) != 0) {
 			if (errno == ESRCH) {
-				t->stopped = 0;  /* killed: release reaps it */
+				t->stopped = 0; /* killed: release reaps it */
 				continue;
 			}
 			return cs_error_create(CS_ERR_OS,
@@ -467,8 +465,8 @@ struct cs_error *cs_live_list_threads(struct cs_live *live)
 		return &cs_error_nomem;
 	}
 	for (size_t i = 0; i < n; i++) {
-		if (!cs_live_is_dead_state(cs_live_thread_state(live->pid,
-								 tids[i])))
+		if (!cs_live_is_dead_state(
+			    cs_live_thread_state(live->pid, tids[i])))
 			live->threads[live->nthreads++].tid = tids[i];
 	}
 	free(tids);

@@ -5,8 +5,7 @@
 
 #include <stdlib.h>
 
-static struct cs_error *live_read(void *p, uint64_t addr, void *buf,
-				  size_t len)
+static struct cs_error *live_read(void *p, uint64_t addr, void *buf, size_t len)
 {
 	return cs_live_read(p, addr, buf, len);
 }
@@ -84,21 +83,14 @@ static void live_close(void *p)
 }
 
 /* Every operation but close: a view leaves the attachment open. */
-#define LIVE_OPS \
-	.read = live_read, \
-	.thread_count = live_thread_count, \
-	.thread_at = live_thread_at, \
-	.has_registers = live_has_registers, \
-	.mapping_count = live_mapping_count, \
-	.mapping_at = live_mapping_at, \
-	.mapping_of = live_mapping_of, \
-	.find_mapping = live_find_mapping, \
-	.auxv = live_auxv, \
-	.executable = live_executable, \
-	.module_build_id = live_build_id, \
-	.pid = live_pid, \
-	.command = live_command, \
-	.release = live_release
+#define LIVE_OPS                                                            \
+	.read = live_read, .thread_count = live_thread_count,               \
+	.thread_at = live_thread_at, .has_registers = live_has_registers,   \
+	.mapping_count = live_mapping_count, .mapping_at = live_mapping_at, \
+	.mapping_of = live_mapping_of, .find_mapping = live_find_mapping,   \
+	.auxv = live_auxv, .executable = live_executable,                   \
+	.module_build_id = live_build_id, .pid = live_pid,                  \
+	.command = live_command, .release = live_release
 
 static const struct cs_target_ops live_view_ops = {LIVE_OPS};
 static const struct cs_target_ops live_owned_ops = {LIVE_OPS,

@@ -29,9 +29,8 @@ struct cs_prefetcher {
 	void *priv;
 };
 
-static inline struct cs_error *cs_memory_read(const struct cs_memory *t,
-					      uint64_t addr, void *buf,
-					      size_t len)
+static inline struct cs_error *
+cs_memory_read(const struct cs_memory *t, uint64_t addr, void *buf, size_t len)
 {
 	return t->read(t->priv, addr, buf, len);
 }

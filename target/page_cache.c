@@ -67,8 +67,7 @@ void cs_page_cache_clear(struct cs_page_cache *c)
 	for (size_t k = 0; k < c->nactive; k++) {
 		struct cs_page_slot *sl = &c->slots[c->active[k]];
 		sl->tag = 0;
-		if (sl->recent &&
-		    c->clears - sl->recent_clear > CS_PAGE_KEEP)
+		if (sl->recent && c->clears - sl->recent_clear > CS_PAGE_KEEP)
 			sl->recent = 0;
 		if (!sl->recent) {
 			sl->listed = false;
@@ -86,8 +85,7 @@ void cs_page_cache_clear(struct cs_page_cache *c)
 	 * forgotten, and the rest read in another. */
 	for (size_t done = 0; done < n;) {
 		size_t got = c->read_ranges(c->read_ranges_priv, addrs + done,
-					    bufs + done, lens + done,
-					    n - done);
+					    bufs + done, lens + done, n - done);
 		for (size_t i = done; i < done + got && i < n; i++) {
 			size_t lo = (size_t)(addrs[i] % CS_PAGE_SIZE);
 			set_valid(c, addrs[i] - lo, lo, lo + lens[i]);
@@ -143,8 +141,7 @@ static struct cs_error *fill(struct cs_page_cache *c, uint64_t page,
 	struct cs_error *err =
 		cs_memory_read(&c->inner, page, run, n * CS_PAGE_SIZE);
 	if (err) /* part of the run may be unreadable: the first alone */
-		return cs_error_destroy(err),
-		       fill(c, page, page);
+		return cs_error_destroy(err), fill(c, page, page);
 	for (size_t i = 0; i < n; i++) {
 		uint64_t p = page + i * CS_PAGE_SIZE;
 		memcpy(c->pages[slot_of(p)], run + i * CS_PAGE_SIZE,
@@ -190,7 +187,8 @@ static struct cs_error *cached_read(void *priv, uint64_t addr, void *buf,
 				/* A page only partly readable: read exactly
 				 * what was asked, uncached. */
 				cs_error_destroy(err);
-				return cs_memory_read(&c->inner, addr, out, len);
+				return cs_memory_read(&c->inner, addr, out,
+						      len);
 			}
 			c->filled++;
 		} else {

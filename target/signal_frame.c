@@ -33,21 +33,21 @@ static bool read_frame(const struct cs_memory *mem, uint64_t sp,
 	return ok;
 }
 
-struct cs_error *cs_signal_frame_read(const struct cs_memory *mem,
-				      uint64_t sp,
+struct cs_error *cs_signal_frame_read(const struct cs_memory *mem, uint64_t sp,
 				      struct cs_signal_frame *ret)
 {
 	struct kernel_sigframe f;
 	memset(ret, 0, sizeof(*ret));
 	if (!read_frame(mem, sp, &f))
-		return cs_error_create(CS_ERR_FAULT, "signal frame at 0x%llx "
-				       "unreadable", (unsigned long long)sp);
+		return cs_error_create(CS_ERR_FAULT,
+				       "signal frame at 0x%llx "
+				       "unreadable",
+				       (unsigned long long)sp);
 	if (f.info.si_signo <= 0 || f.info.si_signo >= 65)
 		return cs_error_create(CS_ERR_CORRUPT,
 				       "no signal frame at 0x%llx: signal "
 				       "number %d",
-				       (unsigned long long)sp,
-				       f.info.si_signo);
+				       (unsigned long long)sp, f.info.si_signo);
 	ret->si.present = 1;
 	ret->si.signo = f.info.si_signo;
 	ret->si.code = f.info.si_code;
@@ -71,7 +71,8 @@ struct cs_error *cs_signal_frame_read(const struct cs_memory *mem,
 		{CS_REG_RIP, REG_RIP}, {CS_REG_EFLAGS, REG_EFL},
 	};
 	for (size_t i = 0; i < sizeof(map) / sizeof(*map); i++)
-		ret->regs[map[i].to] = (uint64_t)f.uc_mcontext.gregs[map[i].from];
+		ret->regs[map[i].to] =
+			(uint64_t)f.uc_mcontext.gregs[map[i].from];
 	ret->trapno = (uint64_t)f.uc_mcontext.gregs[REG_TRAPNO];
 	ret->err = (uint64_t)f.uc_mcontext.gregs[REG_ERR];
 	return NULL;

@@ -25,8 +25,7 @@ size_t cs_target_thread_count(const struct cs_target *t)
 	return t->ops->thread_count ? t->ops->thread_count(t->priv) : 0;
 }
 
-const struct cs_thread *cs_target_thread_at(const struct cs_target *t,
-					    size_t i)
+const struct cs_thread *cs_target_thread_at(const struct cs_target *t, size_t i)
 {
 	return t->ops->thread_at ? t->ops->thread_at(t->priv, i) : NULL;
 }

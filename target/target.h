@@ -27,19 +27,40 @@
  * (a live process read without pausing it) give the tid only. */
 struct cs_thread {
 	int tid;
-	int cursig;               /* signal it stopped with / took, or 0 */
+	int cursig; /* signal it stopped with / took, or 0 */
 	uint64_t rip, rsp, rbp, fs_base;
-	uint64_t regs[27];        /* x86-64 user_regs_struct order */
+	uint64_t regs[27]; /* x86-64 user_regs_struct order */
 };
 
 /* Indexes into cs_thread.regs (order of struct user_regs_struct). */
 enum cs_reg {
-	CS_REG_R15, CS_REG_R14, CS_REG_R13, CS_REG_R12, CS_REG_RBP,
-	CS_REG_RBX, CS_REG_R11, CS_REG_R10, CS_REG_R9, CS_REG_R8,
-	CS_REG_RAX, CS_REG_RCX, CS_REG_RDX, CS_REG_RSI, CS_REG_RDI,
-	CS_REG_ORIG_RAX, CS_REG_RIP, CS_REG_CS, CS_REG_EFLAGS, CS_REG_RSP,
-	CS_REG_SS, CS_REG_FS_BASE, CS_REG_GS_BASE, CS_REG_DS, CS_REG_ES,
-	CS_REG_FS, CS_REG_GS,
+	CS_REG_R15,
+	CS_REG_R14,
+	CS_REG_R13,
+	CS_REG_R12,
+	CS_REG_RBP,
+	CS_REG_RBX,
+	CS_REG_R11,
+	CS_REG_R10,
+	CS_REG_R9,
+	CS_REG_R8,
+	CS_REG_RAX,
+	CS_REG_RCX,
+	CS_REG_RDX,
+	CS_REG_RSI,
+	CS_REG_RDI,
+	CS_REG_ORIG_RAX,
+	CS_REG_RIP,
+	CS_REG_CS,
+	CS_REG_EFLAGS,
+	CS_REG_RSP,
+	CS_REG_SS,
+	CS_REG_FS_BASE,
+	CS_REG_GS_BASE,
+	CS_REG_DS,
+	CS_REG_ES,
+	CS_REG_FS,
+	CS_REG_GS,
 };
 
 /* A file mapped into the target; file_offset in bytes. path is the path
@@ -61,7 +82,7 @@ struct cs_region {
 struct cs_siginfo {
 	int present;
 	int signo, code, err;
-	uint64_t addr;            /* si_addr for SIGSEGV/SIGBUS/SIGILL/SIGFPE */
+	uint64_t addr; /* si_addr for SIGSEGV/SIGBUS/SIGILL/SIGFPE */
 };
 
 struct cs_target_ops {
@@ -81,8 +102,7 @@ struct cs_target_ops {
 	/* File mappings, sorted by start. */
 	size_t (*mapping_count)(const void *priv);
 	const struct cs_mapping *(*mapping_at)(const void *priv, size_t i);
-	const struct cs_mapping *(*mapping_of)(const void *priv,
-					       uint64_t addr);
+	const struct cs_mapping *(*mapping_of)(const void *priv, uint64_t addr);
 	/* Lowest mapping of a file whose basename starts with a prefix. */
 	const struct cs_mapping *(*find_mapping)(const void *priv,
 						 const char *prefix);
@@ -134,10 +154,10 @@ struct cs_target_ops {
 struct cs_target {
 	const struct cs_target_ops *ops;
 	void *priv;
-	const char *name;  /* subject of messages: "core.1234", "process 1234" */
-	const char *comm;  /* process name, "" if unknown */
-	const char *what;  /* "core" or "process": "does not match the core" */
-	bool dump;         /* memory of a process that no longer runs */
+	const char *name; /* subject of messages: "core.1234", "process 1234" */
+	const char *comm; /* process name, "" if unknown */
+	const char *what; /* "core" or "process": "does not match the core" */
+	bool dump;        /* memory of a process that no longer runs */
 };
 
 /* The target's memory, for the model and other readers. */

@@ -14,9 +14,8 @@ bool cli_integer(const char *prog, const char *option, const char *text,
 	char *end = (char *)text;
 	errno = 0;
 	/* strtoull takes "-1" as a huge number: only digits are accepted */
-	unsigned long long n = isdigit((unsigned char)*text)
-				       ? strtoull(text, &end, 10)
-				       : 0;
+	unsigned long long n =
+		isdigit((unsigned char)*text) ? strtoull(text, &end, 10) : 0;
 	if (!isdigit((unsigned char)*text) || *end || errno == ERANGE ||
 	    n < min || n > max) {
 		fprintf(stderr,
@@ -35,10 +34,11 @@ bool cli_real(const char *prog, const char *option, const char *text,
 	char *end;
 	errno = 0;
 	double v = strtod(text, &end);
-	if (end == text || *end || errno == ERANGE || !isfinite(v) ||
-	    v < min || v > max) {
-		fprintf(stderr, "%s: %s takes %s from %.15g to %.15g, not '%s'\n",
-			prog, option, what, min, max, text);
+	if (end == text || *end || errno == ERANGE || !isfinite(v) || v < min ||
+	    v > max) {
+		fprintf(stderr,
+			"%s: %s takes %s from %.15g to %.15g, not '%s'\n", prog,
+			option, what, min, max, text);
 		return false;
 	}
 	*ret = v;

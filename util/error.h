@@ -10,17 +10,17 @@
 #include <stdarg.h>
 
 enum cs_error_code {
-	CS_ERR_NOMEM = 1,   /* allocation failed */
-	CS_ERR_OS,          /* a system call failed (open, read, mmap…) */
-	CS_ERR_FORMAT,      /* input is not what it claims: bad ELF, truncated core */
-	CS_ERR_FAULT,       /* target memory at an address cannot be read */
-	CS_ERR_LOOKUP,      /* a name (struct, member, symbol, enumerator) is absent */
-	CS_ERR_NO_DEBUG,    /* a module has no usable DWARF */
-	CS_ERR_MISMATCH,    /* a file does not belong to the core (build-id) */
-	CS_ERR_NOT_RUBY,    /* the process has no Ruby VM */
-	CS_ERR_CORRUPT,     /* target data failed a sanity check */
-	CS_ERR_LIMIT,       /* a bound was hit (frame count, list length) */
-	CS_ERR_USAGE,       /* bad command-line use */
+	CS_ERR_NOMEM = 1, /* allocation failed */
+	CS_ERR_OS,        /* a system call failed (open, read, mmap…) */
+	CS_ERR_FORMAT, /* input is not what it claims: bad ELF, truncated core */
+	CS_ERR_FAULT,  /* target memory at an address cannot be read */
+	CS_ERR_LOOKUP, /* a name (struct, member, symbol, enumerator) is absent */
+	CS_ERR_NO_DEBUG, /* a module has no usable DWARF */
+	CS_ERR_MISMATCH, /* a file does not belong to the core (build-id) */
+	CS_ERR_NOT_RUBY, /* the process has no Ruby VM */
+	CS_ERR_CORRUPT,  /* target data failed a sanity check */
+	CS_ERR_LIMIT,    /* a bound was hit (frame count, list length) */
+	CS_ERR_USAGE,    /* bad command-line use */
 };
 
 struct cs_error {

@@ -46,7 +46,8 @@ static void indent(struct json *j)
 	size_t want = 2 * (size_t)(j->depth > 0 ? j->depth : 0);
 	put(j, spaces, 1);
 	while (want) {
-		size_t n = want < sizeof(spaces) - 2 ? want : sizeof(spaces) - 2;
+		size_t n = want < sizeof(spaces) - 2 ? want
+						     : sizeof(spaces) - 2;
 		put(j, spaces + 1, n);
 		want -= n;
 	}
@@ -77,8 +78,8 @@ static void write_escaped(struct json *j, const char *s)
 			put(j, esc, 2);
 			p++;
 		} else if (c < 0x20) {
-			char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4],
-				       hex[c & 15]};
+			char esc[6] = {'\\', 'u',         '0',
+				       '0',  hex[c >> 4], hex[c & 15]};
 			put(j, esc, 6);
 			p++;
 		} else {

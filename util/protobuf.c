@@ -51,8 +51,7 @@ void pb_varint(struct pb_buf *b, uint32_t field, uint64_t value)
 	raw_varint(b, value);
 }
 
-void pb_bytes(struct pb_buf *b, uint32_t field, const void *data,
-	      size_t len)
+void pb_bytes(struct pb_buf *b, uint32_t field, const void *data, size_t len)
 {
 	key(b, field, PB_LEN);
 	raw_varint(b, len);

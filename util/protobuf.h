@@ -22,8 +22,7 @@ struct pb_buf {
 void pb_varint(struct pb_buf *b, uint32_t field, uint64_t value);
 /* A field of wire type length-delimited: bytes, string, or a message
  * encoded in another pb_buf. */
-void pb_bytes(struct pb_buf *b, uint32_t field, const void *data,
-	      size_t len);
+void pb_bytes(struct pb_buf *b, uint32_t field, const void *data, size_t len);
 void pb_string(struct pb_buf *b, uint32_t field, const char *s);
 void pb_message(struct pb_buf *b, uint32_t field, const struct pb_buf *m);
 /* A packed repeated varint field (repeated uint64/int64 in proto3). */

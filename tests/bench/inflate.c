@@ -8,8 +8,8 @@
 #include <unistd.h>
 
 static const char *const sections[] = {
-	".debug_info", ".debug_abbrev", ".debug_str", ".debug_line_str",
-	".debug_str_offsets", ".debug_macro", ".debug_addr", NULL,
+	".debug_info",        ".debug_abbrev", ".debug_str",  ".debug_line_str",
+	".debug_str_offsets", ".debug_macro",  ".debug_addr", NULL,
 };
 
 int main(int argc, char **argv)

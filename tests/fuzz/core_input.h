@@ -15,8 +15,8 @@
 #include "target/core.h"
 
 struct core_input {
-	int memfd;            /* -1 until core_input_init */
-	char path[64];        /* /proc/self/fd/N */
+	int memfd;     /* -1 until core_input_init */
+	char path[64]; /* /proc/self/fd/N */
 	char sysroot[64];
 };
 
@@ -28,8 +28,7 @@ static void core_input_init(struct core_input *in, const char *name)
 		abort();
 	}
 	snprintf(in->path, sizeof(in->path), "/proc/self/fd/%d", in->memfd);
-	snprintf(in->sysroot, sizeof(in->sysroot), "/tmp/%s_root.XXXXXX",
-		 name);
+	snprintf(in->sysroot, sizeof(in->sysroot), "/tmp/%s_root.XXXXXX", name);
 	if (!mkdtemp(in->sysroot)) {
 		perror("mkdtemp");
 		abort();

@@ -137,8 +137,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		sink += cs_core_auxv(core, type);
 	sink += cs_core_auxv(core, UINT64_MAX);
 	touch(cs_core_executable(core));
-	const struct cs_mapping *lib =
-		cs_core_find_mapping(core, "libruby.so");
+	const struct cs_mapping *lib = cs_core_find_mapping(core, "libruby.so");
 	if (lib)
 		touch(lib->path);
 	lib = cs_core_find_mapping(core, "");

@@ -75,9 +75,9 @@ static struct cs_error *mem_read(void *priv, uint64_t addr, void *buf,
 	while (left) {
 		const struct region *r = region_of(m, a);
 		if (!r)
-			return cs_error_create(CS_ERR_FAULT,
-					       "cannot read %zu bytes at 0x%llx",
-					       len, (unsigned long long)addr);
+			return cs_error_create(
+				CS_ERR_FAULT, "cannot read %zu bytes at 0x%llx",
+				len, (unsigned long long)addr);
 		uint64_t avail = r->len - (a - r->addr);
 		size_t n = avail < left ? (size_t)avail : left;
 		memcpy(out, r->bytes + (a - r->addr), n);
@@ -110,8 +110,7 @@ static size_t item_named(const uint8_t *name, size_t n)
 static const uint8_t *parse_layout(const uint8_t *data, size_t size,
 				   struct rv_layout *layout, uint64_t *bias)
 {
-	if (size < MODEL_SEED_HEADER ||
-	    memcmp(data, MODEL_SEED_MAGIC, 8) != 0)
+	if (size < MODEL_SEED_HEADER || memcmp(data, MODEL_SEED_MAGIC, 8) != 0)
 		return NULL;
 	const uint8_t *end = data + size;
 	uint32_t nitems = (uint32_t)get(data + 16, 4);
@@ -120,7 +119,8 @@ static const uint8_t *parse_layout(const uint8_t *data, size_t size,
 	layout->has_macros = (int)get(data + 20, 4);
 	const uint8_t *p = data + MODEL_SEED_HEADER;
 	for (uint32_t k = 0; k < nitems; k++) {
-		if (end - p < 1 || (size_t)(end - p) < 1u + p[0] + MODEL_SEED_ITEM)
+		if (end - p < 1 ||
+		    (size_t)(end - p) < 1u + p[0] + MODEL_SEED_ITEM)
 			return NULL;
 		size_t i = item_named(p + 1, p[0]);
 		p += 1 + p[0];
@@ -168,7 +168,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!layout)
 		return 0;
 	uint64_t load_bias = 0;
-	const uint8_t *p, *regions = parse_layout(data, size, layout, &load_bias);
+	const uint8_t *p,
+		*regions = parse_layout(data, size, layout, &load_bias);
 	if (!regions) {
 		free(layout);
 		return 0;
@@ -198,12 +199,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	 * output budget is tied to the input's size, as the CLI ties it to
 	 * the core's, and checked below. */
 	size_t budget = 4 * size + 4096;
-	struct rv_options opts = {.max_frames = 2000, .max_threads = 64,
+	struct rv_options opts = {.max_frames = 2000,
+				  .max_threads = 64,
 				  .max_output_bytes = budget};
 	struct rv_session *s = NULL;
-	struct cs_error *err = rv_session_create(&target, layout,
-						 "fuzz/libruby.so", load_bias,
-						 &opts, &s);
+	struct cs_error *err = rv_session_create(
+		&target, layout, "fuzz/libruby.so", load_bias, &opts, &s);
 	if (!err) {
 		struct rv_process *proc = NULL;
 		err = rv_snapshot(s, &proc);

@@ -77,7 +77,8 @@ static void setup(void)
 	fclose(src);
 	fclose(dst);
 	/* FUZZ_NATIVE_PRINT=1: show what an input renders to (triage). */
-	devnull = getenv("FUZZ_NATIVE_PRINT") ? stdout : fopen("/dev/null", "w");
+	devnull = getenv("FUZZ_NATIVE_PRINT") ? stdout
+					      : fopen("/dev/null", "w");
 	if (!devnull)
 		abort();
 	/* Only the sysroot's files: no debuginfod server. */
@@ -102,16 +103,21 @@ static void ruby_stack_of(const struct cs_native_thread *nt, unsigned mutate,
 		const struct cs_native_frame *f = &nt->frames[i];
 		if (f->inlined)
 			continue;
-		if (strcmp(f->function ? f->function : "", "vm_exec_core") == 0) {
+		if (strcmp(f->function ? f->function : "", "vm_exec_core") ==
+		    0) {
 			frames[n] = (struct rv_frame){
-				.kind = RV_FRAME_RUBY, .label = "block",
-				.path = "native.rb", .lineno = (int)n + 1,
+				.kind = RV_FRAME_RUBY,
+				.label = "block",
+				.path = "native.rb",
+				.lineno = (int)n + 1,
 				.vm_finish = !(mutate & 1) || n > 0};
 			n++;
 		} else if (starts_with(f->function, "nt_")) {
 			frames[n] = (struct rv_frame){
-				.kind = RV_FRAME_CFUNC, .label = f->function,
-				.path = "native.rb", .lineno = (int)n,
+				.kind = RV_FRAME_CFUNC,
+				.label = f->function,
+				.path = "native.rb",
+				.lineno = (int)n,
 				.cfunc = mutate & 2 ? 0 : f->func_start};
 			n++;
 		}
@@ -153,7 +159,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct cs_memory mem = cs_core_memory(core);
 	const char *const no_dirs[] = {NULL};
 	struct cs_native_stacks *native = NULL;
-	struct cs_error *err = cs_native_unwind(&img, &mem, threads, nt, no_dirs, 48, &native);
+	struct cs_error *err =
+		cs_native_unwind(&img, &mem, threads, nt, no_dirs, 48, &native);
 	if (err) {
 		if (!err->message)
 			abort();
@@ -189,8 +196,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	/* The last thread runs no Ruby when bit 5 says so (--native-all). */
 	size_t nruby = nt && (mutate & 32) ? nt - 1 : nt;
-	struct rv_process proc = {.ruby_version = "3.3.8", .threads = rts,
-				  .nthreads = nruby};
+	struct rv_process proc = {
+		.ruby_version = "3.3.8", .threads = rts, .nthreads = nruby};
 	struct cs_report report = {
 		.core_path = "core",
 		.executable = cs_core_executable(core),

@@ -64,18 +64,18 @@ static void note(struct buf *b, const char *name, uint32_t type,
 
 static void ehdr(struct buf *b, uint16_t type, uint16_t phnum)
 {
-	uint8_t ident[EI_NIDENT] = {0x7f, 'E', 'L', 'F', ELFCLASS64,
-				    ELFDATA2LSB, EV_CURRENT};
+	uint8_t ident[EI_NIDENT] = {0x7f,       'E',         'L',       'F',
+				    ELFCLASS64, ELFDATA2LSB, EV_CURRENT};
 	put(b, ident, sizeof(ident));
 	le(b, type, 2);
 	le(b, EM_X86_64, 2);
 	le(b, EV_CURRENT, 4);
-	le(b, 0, 8);              /* e_entry */
-	le(b, 64, 8);             /* e_phoff */
-	le(b, 0, 8);              /* e_shoff */
-	le(b, 0, 4);              /* e_flags */
-	le(b, 64, 2);             /* e_ehsize */
-	le(b, 56, 2);             /* e_phentsize */
+	le(b, 0, 8);  /* e_entry */
+	le(b, 64, 8); /* e_phoff */
+	le(b, 0, 8);  /* e_shoff */
+	le(b, 0, 4);  /* e_flags */
+	le(b, 64, 2); /* e_ehsize */
+	le(b, 56, 2); /* e_phentsize */
 	le(b, phnum, 2);
 	le(b, 64, 2);
 	le(b, 0, 2);
@@ -121,11 +121,11 @@ int main(int argc, char **argv)
 	for (int t = 0; t < 2; t++) {
 		uint8_t pr[336] = {0};
 		setle(pr + 12, t ? 0 : 11, 2); /* pr_cursig */
-		setle(pr + 32, 1000 + t, 4);            /* pr_pid */
+		setle(pr + 32, 1000 + t, 4);   /* pr_pid */
 		uint8_t *regs = pr + 112;
-		setle(regs + 4 * 8, STACK + 0x200, 8);  /* rbp */
-		setle(regs + 16 * 8, MOD + 0x1010, 8);  /* rip */
-		setle(regs + 19 * 8, STACK + 0x100, 8); /* rsp */
+		setle(regs + 4 * 8, STACK + 0x200, 8);          /* rbp */
+		setle(regs + 16 * 8, MOD + 0x1010, 8);          /* rip */
+		setle(regs + 19 * 8, STACK + 0x100, 8);         /* rsp */
 		setle(regs + 21 * 8, 0x7f0000001000ull + t, 8); /* fs_base */
 		note(&notes, "CORE", NT_PRSTATUS, pr, sizeof(pr));
 	}
@@ -136,8 +136,8 @@ int main(int argc, char **argv)
 	memcpy(ps + 56, "prog --flag", 11);
 	note(&notes, "CORE", NT_PRPSINFO, ps, sizeof(ps));
 	uint8_t si[128] = {0};
-	setle(si, 11, 4);      /* SIGSEGV */
-	setle(si + 8, 1, 4);   /* SEGV_MAPERR */
+	setle(si, 11, 4);    /* SIGSEGV */
+	setle(si + 8, 1, 4); /* SEGV_MAPERR */
 	setle(si + 16, 0xdead0000, 8);
 	note(&notes, "CORE", NT_SIGINFO, si, sizeof(si));
 	struct buf aux = {0};

@@ -172,8 +172,8 @@ int main(int argc, char **argv)
 	struct cs_memory target = {.read = rec_read, .priv = &rec};
 	struct rv_session *s;
 	struct rv_process *proc;
-	if ((err = rv_session_create(&target, layout, vm.vm->path,
-				     vm.load_bias, NULL, &s)) ||
+	if ((err = rv_session_create(&target, layout, vm.vm->path, vm.load_bias,
+				     NULL, &s)) ||
 	    (err = rv_snapshot(s, &proc)))
 		return fail(err, "snapshot");
 	summary("recorded", proc);
@@ -183,8 +183,8 @@ int main(int argc, char **argv)
 	merge(&rec);
 
 	rec.replay = 1;
-	if ((err = rv_session_create(&target, layout, vm.vm->path,
-				     vm.load_bias, NULL, &s)) ||
+	if ((err = rv_session_create(&target, layout, vm.vm->path, vm.load_bias,
+				     NULL, &s)) ||
 	    (err = rv_snapshot(s, &proc)))
 		return fail(err, "replay");
 	summary("replayed", proc);

@@ -45,7 +45,8 @@ int main(int argc, char **argv)
 	uint8_t *core = slurp(argv[1], &len);
 	Elf64_Ehdr *eh = (Elf64_Ehdr *)core;
 	if (len < sizeof(*eh) || memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 ||
-	    eh->e_type != ET_CORE || eh->e_phoff + eh->e_phnum * sizeof(Elf64_Phdr) > len)
+	    eh->e_type != ET_CORE ||
+	    eh->e_phoff + eh->e_phnum * sizeof(Elf64_Phdr) > len)
 		fail("not an ELF core");
 	Elf64_Phdr *ph = (Elf64_Phdr *)(core + eh->e_phoff);
 
@@ -54,7 +55,8 @@ int main(int argc, char **argv)
 	size_t nlen = 0;
 	uint64_t rsp = 0;
 	for (int i = 0; i < eh->e_phnum; i++) {
-		if (ph[i].p_type != PT_NOTE || ph[i].p_offset + ph[i].p_filesz > len)
+		if (ph[i].p_type != PT_NOTE ||
+		    ph[i].p_offset + ph[i].p_filesz > len)
 			continue;
 		size_t off = ph[i].p_offset, end = off + ph[i].p_filesz;
 		while (off + sizeof(Elf64_Nhdr) <= end) {
@@ -68,7 +70,8 @@ int main(int argc, char **argv)
 			if (n->n_type == NT_PRSTATUS && !rsp)
 				/* pr_reg starts at 112; rsp is user_regs[19] */
 				memcpy(&rsp, desc + 112 + 19 * 8, 8);
-			if (n->n_type == NT_PRPSINFO || n->n_type == NT_PRSTATUS ||
+			if (n->n_type == NT_PRPSINFO ||
+			    n->n_type == NT_PRSTATUS ||
 			    n->n_type == NT_SIGINFO || n->n_type == NT_AUXV ||
 			    n->n_type == NT_FILE) {
 				memcpy(notes + nlen, n, total);

@@ -100,7 +100,8 @@ static int same_process(const struct rv_process *a, const struct rv_process *b,
 	}
 	for (size_t t = 0; t < a->nthreads; t++) {
 		const struct rv_thread *x = &a->threads[t], *y = &b->threads[t];
-		if (x->nframes != y->nframes || !same_text(x->error, y->error)) {
+		if (x->nframes != y->nframes ||
+		    !same_text(x->error, y->error)) {
 			printf("DIFF %s: thread %zu: %zu frames (%s) reused, "
 			       "%zu (%s) fresh\n",
 			       move, t, x->nframes, show(x->error), y->nframes,
@@ -108,8 +109,8 @@ static int same_process(const struct rv_process *a, const struct rv_process *b,
 			return 0;
 		}
 		for (size_t i = 0; i < x->nframes; i++) {
-			snprintf(where, sizeof(where), "%s, thread %zu frame %zu",
-				 move, t, i);
+			snprintf(where, sizeof(where),
+				 "%s, thread %zu frame %zu", move, t, i);
 			if (!same_frame(&x->frames[i], &y->frames[i], where))
 				return 0;
 		}
@@ -159,8 +160,8 @@ int main(int argc, char **argv)
 	struct rv_options reuse = {.reuse_frames = true};
 	struct rv_session *s;
 	struct rv_process *first;
-	if ((err = rv_session_create(&target, layout, vm.vm->path,
-				     vm.load_bias, &reuse, &s)) ||
+	if ((err = rv_session_create(&target, layout, vm.vm->path, vm.load_bias,
+				     &reuse, &s)) ||
 	    (err = rv_snapshot(s, &first)))
 		return setup_failed(err, "snapshot");
 	const int64_t pc_at = RV_VAL(s, cfp_pc);

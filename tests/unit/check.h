@@ -13,16 +13,16 @@ extern int check_passed, check_failed;
 static int check_passed, check_failed;
 #endif
 
-#define CHECK(cond, ...)                                                    \
-	do {                                                                \
-		if (cond) {                                                 \
-			check_passed++;                                     \
-		} else {                                                    \
-			check_failed++;                                     \
-			printf("FAIL %s:%d: ", __FILE__, __LINE__);         \
-			printf(__VA_ARGS__);                                \
-			putchar('\n');                                      \
-		}                                                           \
+#define CHECK(cond, ...)                                            \
+	do {                                                        \
+		if (cond) {                                         \
+			check_passed++;                             \
+		} else {                                            \
+			check_failed++;                             \
+			printf("FAIL %s:%d: ", __FILE__, __LINE__); \
+			printf(__VA_ARGS__);                        \
+			putchar('\n');                              \
+		}                                                   \
 	} while (0)
 
 static inline int check_summary(const char *name)

@@ -20,8 +20,9 @@ static void member(const char *type, const char *path, size_t want_off,
 {
 	Dwarf_Die die;
 	struct dw_member m;
-	int found = dw_index_find(idx, DW_NAME_STRUCT, type, NULL, 1, &die, NULL) ||
-		    dw_index_find(idx, DW_NAME_TYPEDEF, type, NULL, 1, &die, NULL);
+	int found =
+		dw_index_find(idx, DW_NAME_STRUCT, type, NULL, 1, &die, NULL) ||
+		dw_index_find(idx, DW_NAME_TYPEDEF, type, NULL, 1, &die, NULL);
 	CHECK(found, "type %s not found", type);
 	if (!found)
 		return;
@@ -39,16 +40,16 @@ static void member(const char *type, const char *path, size_t want_off,
 
 /* The bit position of a bitfield: set it to all ones in a zeroed struct
  * and find the lowest set bit. */
-#define BIT_POS(field, width)                                                     \
-	({                                                                 \
-		struct sample_outer o;                                     \
-		memset(&o, 0, sizeof(o));                                  \
-		o.field = (1u << (width)) - 1;                                             \
-		const unsigned char *b = (const unsigned char *)&o;        \
-		size_t pos = 0;                                            \
-		while (!(b[pos / 8] & (1u << (pos % 8))))                  \
-			pos++;                                             \
-		pos;                                                       \
+#define BIT_POS(field, width)                                       \
+	({                                                          \
+		struct sample_outer o;                              \
+		memset(&o, 0, sizeof(o));                           \
+		o.field = (1u << (width)) - 1;                      \
+		const unsigned char *b = (const unsigned char *)&o; \
+		size_t pos = 0;                                     \
+		while (!(b[pos / 8] & (1u << (pos % 8))))           \
+			pos++;                                      \
+		pos;                                                \
 	})
 
 static void bitfield(const char *path, size_t want_pos, unsigned want_size)
@@ -67,7 +68,8 @@ static void bitfield(const char *path, size_t want_pos, unsigned want_size)
 static void enumerator(const char *name, int64_t want)
 {
 	int64_t v = 0;
-	int found = dw_index_find(idx, DW_NAME_ENUMERATOR, name, NULL, 1, NULL, &v);
+	int found =
+		dw_index_find(idx, DW_NAME_ENUMERATOR, name, NULL, 1, NULL, &v);
 	CHECK(found && v == want, "enumerator %s = %lld (found %d), want %lld",
 	      name, (long long)v, found, (long long)want);
 }
@@ -98,7 +100,8 @@ int main(int argc, char **argv)
 	}
 	CHECK(mod->build_id_len > 0, "no build-id read");
 
-	member("sample_outer", "flags", offsetof(struct sample_outer, flags), 8);
+	member("sample_outer", "flags", offsetof(struct sample_outer, flags),
+	       8);
 	member("sample_outer", "node.next",
 	       offsetof(struct sample_outer, node.next), 8);
 	member("sample_outer", "node.prev",
@@ -150,8 +153,8 @@ int main(int argc, char **argv)
 	err = dw_type_member(&die, "last_id[0]", &missing);
 	CHECK(err && err->code == CS_ERR_LOOKUP, "int[0] not refused");
 	cs_error_destroy(err);
-	CHECK(!dw_index_find(idx, DW_NAME_STRUCT, "no_such_struct", NULL, 1, &die,
-			     NULL),
+	CHECK(!dw_index_find(idx, DW_NAME_STRUCT, "no_such_struct", NULL, 1,
+			     &die, NULL),
 	      "absent struct found");
 
 	enumerator("SAMPLE_ANON_A", SAMPLE_ANON_A);
@@ -160,11 +163,11 @@ int main(int argc, char **argv)
 	enumerator("SAMPLE_POS", SAMPLE_POS);
 
 	const char *hints[] = {"dwarf_sample.c", NULL};
-	CHECK(dw_index_find(idx, DW_NAME_VARIABLE, "sample_global", hints, 1, &die,
-			    NULL),
+	CHECK(dw_index_find(idx, DW_NAME_VARIABLE, "sample_global", hints, 1,
+			    &die, NULL),
 	      "global variable not found");
-	CHECK(dw_index_find(idx, DW_NAME_VARIABLE, "sample_static", hints, 1, &die,
-			    NULL),
+	CHECK(dw_index_find(idx, DW_NAME_VARIABLE, "sample_static", hints, 1,
+			    &die, NULL),
 	      "static variable not found");
 	uint64_t addr = 0, sym_size = 0;
 	err = dw_module_symbol(mod, "sample_global", &addr, &sym_size);
@@ -186,7 +189,8 @@ int main(int argc, char **argv)
 		macro(m, "INT32_MAX", NULL, 0, INT32_MAX);
 		int64_t v;
 		err = dw_macros_eval(m, "SAMPLE_NOT_DEFINED", NULL, 0, &v);
-		CHECK(err && err->code == CS_ERR_LOOKUP, "undefined macro found");
+		CHECK(err && err->code == CS_ERR_LOOKUP,
+		      "undefined macro found");
 		cs_error_destroy(err);
 		dw_macros_destroy(m);
 	}

@@ -23,8 +23,10 @@ static struct cs_error *read_mem(void *priv, uint64_t addr, void *buf,
 				 size_t len)
 {
 	(void)priv;
-	if (addr < BASE || addr - BASE > MEM_SIZE || len > MEM_SIZE - (addr - BASE))
-		return cs_error_create(CS_ERR_FAULT, "0x%llx not in the test heap",
+	if (addr < BASE || addr - BASE > MEM_SIZE ||
+	    len > MEM_SIZE - (addr - BASE))
+		return cs_error_create(CS_ERR_FAULT,
+				       "0x%llx not in the test heap",
 				       (unsigned long long)addr);
 	memcpy(buf, mem + (addr - BASE), len);
 	return NULL;
@@ -38,8 +40,8 @@ static void put(uint64_t addr, uint64_t v, size_t size)
 static void member(struct rv_session *s, enum rv_item_id id, int64_t off,
 		   uint32_t size)
 {
-	s->layout.items[id] = (struct rv_item){.value = off, .size = size,
-					       .source = RV_FROM_DWARF};
+	s->layout.items[id] = (struct rv_item){
+		.value = off, .size = size, .source = RV_FROM_DWARF};
 }
 
 /* vm at BASE -> objspace -> 2 pages: 4 slots of 40 bytes, 3 of 80. */
@@ -62,14 +64,14 @@ static void build(struct rv_session *s)
 	member(s, RVL_t_mask, 0x1f, 0);
 	member(s, RVL_t_data, 0x0c, 0);
 	member(s, RVL_value_size, 8, 0);
-	put(BASE + 8, BASE + 0x100, 8);                /* vm->objspace */
-	put(BASE + 0x100, BASE + 0x200, 8);            /* sorted */
-	put(BASE + 0x108, 2, 8);                       /* allocated_pages */
+	put(BASE + 8, BASE + 0x100, 8);     /* vm->objspace */
+	put(BASE + 0x100, BASE + 0x200, 8); /* sorted */
+	put(BASE + 0x108, 2, 8);            /* allocated_pages */
 	put(BASE + 0x200, BASE + 0x400, 8);
 	put(BASE + 0x208, BASE + 0x500, 8);
-	put(BASE + 0x400, 40, 2);                      /* slot_size */
-	put(BASE + 0x402, 4, 2);                       /* total_slots */
-	put(BASE + 0x408, BASE + 0x1000, 8);           /* start */
+	put(BASE + 0x400, 40, 2);            /* slot_size */
+	put(BASE + 0x402, 4, 2);             /* total_slots */
+	put(BASE + 0x408, BASE + 0x1000, 8); /* start */
 	put(BASE + 0x500, 80, 2);
 	put(BASE + 0x502, 3, 2);
 	put(BASE + 0x508, BASE + 0x2000, 8);
@@ -97,13 +99,13 @@ static void build_darray(struct rv_session *s)
 	member(s, RVL_vm_gc_objspace, 16, 8);
 	member(s, RVL_sorted_darray_size, 0, 8);
 	member(s, RVL_sorted_darray_data, 16, 0);
-	put(BASE + 8, 0, 8);                          /* no vm->objspace */
-	put(BASE + 16, BASE + 0x100, 8);              /* vm->gc.objspace */
-	put(BASE + 0x100, BASE + 0x600, 8);           /* the darray */
+	put(BASE + 8, 0, 8);                /* no vm->objspace */
+	put(BASE + 16, BASE + 0x100, 8);    /* vm->gc.objspace */
+	put(BASE + 0x100, BASE + 0x600, 8); /* the darray */
 	put(BASE + 0x108, 0, 8);
-	put(BASE + 0x600, 2, 8);                      /* meta.size */
-	put(BASE + 0x608, 4, 8);                      /* meta.capa */
-	put(BASE + 0x610, BASE + 0x400, 8);           /* data[] */
+	put(BASE + 0x600, 2, 8);            /* meta.size */
+	put(BASE + 0x608, 4, 8);            /* meta.capa */
+	put(BASE + 0x610, BASE + 0x400, 8); /* data[] */
 	put(BASE + 0x618, BASE + 0x500, 8);
 }
 
@@ -115,8 +117,8 @@ static void build_no_typed_flag(struct rv_session *s)
 	s->layout.items[RVL_typeddata_typed_flag].source = RV_MISSING;
 	member(s, RVL_typed_fl_is_typed_data, 0x100, 0);
 	uint64_t p1 = BASE + 0x1000, p2 = BASE + 0x2000 + 80;
-	put(p1, 0x10c, 8), put(p1 + 24, 0, 8);   /* typed, not embedded */
-	put(p2, 0x50c, 8), put(p2 + 16, TYPE | 1, 8);   /* embedded */
+	put(p1, 0x10c, 8), put(p1 + 24, 0, 8);        /* typed, not embedded */
+	put(p2, 0x50c, 8), put(p2 + 16, TYPE | 1, 8); /* embedded */
 	/* an untyped T_DATA whose dmark happens to be TYPE */
 	put(p1 + 120, 0x0c, 8), put(p1 + 136, TYPE, 8);
 }
@@ -140,8 +142,9 @@ int main(void)
 
 	build(&s);
 	walk(&s, &scan);
-	CHECK(scan.count == 2 && !scan.error, "intact heap: %zu found, error %s",
-	      scan.count, scan.error ? scan.error : "none");
+	CHECK(scan.count == 2 && !scan.error,
+	      "intact heap: %zu found, error %s", scan.count,
+	      scan.error ? scan.error : "none");
 	CHECK(scan.count == 2 && scan.found[0].object == BASE + 0x1000 &&
 		      scan.found[0].data == 0xaaa1 &&
 		      scan.found[1].object == BASE + 0x2050 &&

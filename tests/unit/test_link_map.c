@@ -23,10 +23,10 @@
 
 static char why[1024];
 
-#define FAIL(...)                                                       \
-	do {                                                            \
-		if (!why[0])                                            \
-			snprintf(why, sizeof(why), __VA_ARGS__);        \
+#define FAIL(...)                                                \
+	do {                                                     \
+		if (!why[0])                                     \
+			snprintf(why, sizeof(why), __VA_ARGS__); \
 	} while (0)
 
 static int same_file(const char *a, const char *b)
@@ -82,7 +82,8 @@ static pid_t start_sleep(void)
 static void compare(struct cs_core *nt, struct cs_core *re)
 {
 	if (cs_core_mapping_gap(re))
-		FAIL("rebuilt mappings incomplete: %s", cs_core_mapping_gap(re));
+		FAIL("rebuilt mappings incomplete: %s",
+		     cs_core_mapping_gap(re));
 	if (cs_core_mapping_gap(nt))
 		FAIL("NT_FILE's mappings said incomplete");
 	const char *exe = cs_core_executable(re);
@@ -99,7 +100,8 @@ static void compare(struct cs_core *nt, struct cs_core *re)
 		    b->file_offset + (r->end - 1 - b->start) !=
 			    r->file_offset + (r->end - 1 - r->start))
 			FAIL("rebuilt 0x%llx-0x%llx of %s at 0x%llx is not in "
-			     "NT_FILE's mappings", (unsigned long long)r->start,
+			     "NT_FILE's mappings",
+			     (unsigned long long)r->start,
 			     (unsigned long long)r->end, r->path,
 			     (unsigned long long)r->file_offset);
 	}
@@ -107,7 +109,8 @@ static void compare(struct cs_core *nt, struct cs_core *re)
 	for (size_t i = 0; i < cs_core_mapping_count(nt); i++) {
 		const struct cs_mapping *m = cs_core_mapping_at(nt, i);
 		uint8_t magic[4];
-		struct cs_error *err = cs_core_read_dumped(nt, m->start, magic, 4);
+		struct cs_error *err =
+			cs_core_read_dumped(nt, m->start, magic, 4);
 		int elf = !err && m->file_offset == 0 &&
 			  memcmp(magic, ELFMAG, SELFMAG) == 0;
 		cs_error_destroy(err);
@@ -143,8 +146,10 @@ int main(void)
 	}
 	pid_t pid = start_sleep();
 	char cmd[256], core[128], hidden[128];
-	snprintf(cmd, sizeof(cmd), "timeout 120 gcore -o %s/core %d "
-		 ">/dev/null 2>&1", dir, (int)pid);
+	snprintf(cmd, sizeof(cmd),
+		 "timeout 120 gcore -o %s/core %d "
+		 ">/dev/null 2>&1",
+		 dir, (int)pid);
 	int rc = pid > 0 ? system(cmd) : -1;
 	if (pid > 0) {
 		kill(pid, SIGKILL);

@@ -41,11 +41,12 @@ int main(void)
 	expect("017", 15);
 	expect("!0", 1);
 	expect_error("");
-	expect_error("foo");           /* no such macro, no index */
+	expect_error("foo"); /* no such macro, no index */
 	expect_error("1 +");
 	expect_error("(1");
 	expect_error("1 / 0");
 	expect_error("sizeof(int)");
-	expect_error("((((((((((((((((((((((((((((((((((((1))))))))))))))))))))))))))))))))))))");
+	expect_error(
+		"((((((((((((((((((((((((((((((((((((1))))))))))))))))))))))))))))))))))))");
 	return check_summary("macros");
 }

@@ -19,7 +19,7 @@ struct fake {
 	uint8_t mem[NPAGES * CS_PAGE_SIZE];
 	int reads, batches;
 	size_t batch_bytes; /* read by batches */
-	uint64_t hole; /* a page that cannot be read, 0 for none */
+	uint64_t hole;      /* a page that cannot be read, 0 for none */
 };
 
 static int readable(const struct fake *f, uint64_t addr, size_t len)
@@ -100,7 +100,8 @@ int main(void)
 	CHECK(f.batches == 1, "one batch per clear (%d)", f.batches);
 	f.mem[5 * CS_PAGE_SIZE] ^= 0xff; /* changes after the read-ahead */
 	uint8_t b;
-	struct cs_error *err = cs_memory_read(&t, BASE + 5 * CS_PAGE_SIZE, &b, 1);
+	struct cs_error *err =
+		cs_memory_read(&t, BASE + 5 * CS_PAGE_SIZE, &b, 1);
 	CHECK(!err && f.reads == reads && b != f.mem[5 * CS_PAGE_SIZE],
 	      "a read-ahead page is served without a read");
 	cs_error_destroy(err);
@@ -128,8 +129,10 @@ int main(void)
 		cs_page_cache_clear(&c); /* nothing used lately */
 	f.batch_bytes = 0;
 	cs_page_cache_clear(&c);
-	CHECK(f.batch_bytes == 0, "pages unused for %d clears are not read "
-	      "ahead (%zu bytes)", CS_PAGE_KEEP, f.batch_bytes);
+	CHECK(f.batch_bytes == 0,
+	      "pages unused for %d clears are not read "
+	      "ahead (%zu bytes)",
+	      CS_PAGE_KEEP, f.batch_bytes);
 	uint64_t page = BASE + 12 * CS_PAGE_SIZE;
 	CHECK(read_ok(&t, &f, page + 1000, 16), "a few bytes");
 	f.batch_bytes = 0;
@@ -153,8 +156,10 @@ int main(void)
 	cs_page_cache_clear(&c);
 	reads = f.reads;
 	CHECK(read_ok(&t, &f, page + 3000, CS_PAGE_SIZE), "across two pages");
-	CHECK(f.reads == reads + 1, "the partial page and the next in one "
-	      "read (%d)", f.reads - reads);
+	CHECK(f.reads == reads + 1,
+	      "the partial page and the next in one "
+	      "read (%d)",
+	      f.reads - reads);
 
 	/* A page used once is read ahead at the next CS_PAGE_KEEP clears,
 	 * not after. */

@@ -154,7 +154,7 @@ int main(void)
 		      p.stacks[p.samples[p.nsamples - 2].stack].frames[1] !=
 			      p.stacks[s].frames[1] &&
 		      p.frames[p.stacks[p.samples[p.nsamples - 2].stack]
-					   .frames[1]]
+				       .frames[1]]
 				      .function == mid->function,
 	      "lines 3 and 4 of b: two frames of one function");
 	CHECK(count_of(&p, "w;a;b;c") == 6, "still one line: %zu",

@@ -10,7 +10,7 @@
 
 struct fake {
 	int calls;
-	int gone_at;   /* the call that says the target is gone; 0: none */
+	int gone_at;    /* the call that says the target is gone; 0: none */
 	int lose_every; /* every Nth call is lost; 0: none */
 	int end_before; /* the check before call N says stop; 0: never */
 	atomic_int *stop_at_call; /* set at call 3 */
@@ -54,8 +54,11 @@ int main(void)
 	/* 0.2 s at 50 Hz: ticks at 0, 20, ..., 200 ms, both ends taken
 	 * (fewer on a machine too busy to keep up). */
 	struct fake f = {.lose_every = 4};
-	struct cs_sampling_loop l = {.rate = 50, .duration = 0.2, .take = take,
-				     .after = after, .ctx = &f};
+	struct cs_sampling_loop l = {.rate = 50,
+				     .duration = 0.2,
+				     .take = take,
+				     .after = after,
+				     .ctx = &f};
 	cs_sampling_run(&l);
 	CHECK(f.calls >= 5 && f.calls <= 11, "%d samples in 0.2 s at 50 Hz",
 	      f.calls);
@@ -76,8 +79,8 @@ int main(void)
 
 	/* The check before a sample ends it. */
 	f = (struct fake){.end_before = 5};
-	l = (struct cs_sampling_loop){.rate = 1000, .take = take,
-				      .before = before, .ctx = &f};
+	l = (struct cs_sampling_loop){
+		.rate = 1000, .take = take, .before = before, .ctx = &f};
 	cs_sampling_run(&l);
 	CHECK(f.calls == 4 && l.taken == 4, "ended before the fifth: %d",
 	      f.calls);
@@ -85,8 +88,8 @@ int main(void)
 	/* A stop flag set during a sample: no sample after it. */
 	atomic_int stop = 0;
 	f = (struct fake){.stop_at_call = &stop};
-	l = (struct cs_sampling_loop){.rate = 1000, .stop = &stop,
-				      .take = take, .ctx = &f};
+	l = (struct cs_sampling_loop){
+		.rate = 1000, .stop = &stop, .take = take, .ctx = &f};
 	cs_sampling_run(&l);
 	CHECK(f.calls == 3 && l.taken == 3, "stopped at the third: %d",
 	      f.calls);
@@ -95,8 +98,8 @@ int main(void)
 	 * wait ends soon, without a sample more. */
 	stop = 0;
 	f = (struct fake){0};
-	l = (struct cs_sampling_loop){.rate = 0.5, .stop = &stop,
-				      .take = take, .ctx = &f};
+	l = (struct cs_sampling_loop){
+		.rate = 0.5, .stop = &stop, .take = take, .ctx = &f};
 	pthread_t t;
 	CHECK(pthread_create(&t, NULL, stop_soon, &stop) == 0, "thread");
 	cs_sampling_run(&l);

@@ -46,8 +46,8 @@ int main(void)
 	put64(320, 0x1008);
 	struct cs_error *err = cs_signal_frame_read(&mem, BASE, &f);
 	CHECK(!err, "read: %s", err ? err->message : "");
-	CHECK(f.si.present && f.si.signo == SIGSEGV && f.si.code == SEGV_MAPERR &&
-		      f.si.addr == 0x1008,
+	CHECK(f.si.present && f.si.signo == SIGSEGV &&
+		      f.si.code == SEGV_MAPERR && f.si.addr == 0x1008,
 	      "siginfo %d %d 0x%llx", f.si.signo, f.si.code,
 	      (unsigned long long)f.si.addr);
 	CHECK(f.regs[CS_REG_RIP] == 0x7f00deadbeef, "rip 0x%llx",

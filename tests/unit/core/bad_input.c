@@ -104,8 +104,8 @@ void test_bad_files(void)
 	ehdr(&b, ELFCLASS64, ET_EXEC, EM_X86_64, 0);
 	p = tmp_path("exec");
 	write_file(p, b.p, b.len);
-	expect_format(p, "ELF type is EXEC, not a core dump (did you swap",
-		      why, sizeof(why));
+	expect_format(p, "ELF type is EXEC, not a core dump (did you swap", why,
+		      sizeof(why));
 	free(p);
 	free(b.p);
 	b = (struct buf){0};
@@ -150,8 +150,8 @@ void test_bad_files(void)
 	/* and a NT_FILE count that does not fit its note */
 	b = synth_core(&(struct synth){.nt_file = 1}, &l2);
 	/* "CORE" padded, count 3, page size 0x1000 */
-	uint8_t *nf = memmem(b.p, b.len,
-			     "CORE\0\0\0\0\x03\0\0\0\0\0\0\0\0\x10", 18);
+	uint8_t *nf =
+		memmem(b.p, b.len, "CORE\0\0\0\0\x03\0\0\0\0\0\0\0\0\x10", 18);
 	if (!nf) {
 		FAIL("test bug: NT_FILE note not found");
 	} else {
@@ -177,12 +177,13 @@ int exercise(const char *path, struct cs_core **keep)
 		return ok ? 0 : -1;
 	}
 	cs_core_set_sysroot(core, tmpdir);
-	static const uint64_t addrs[] = {0, 0x10000, 0x11ff8, 0x12ff0, 0x20000,
-					 0x20ff8, 0x22000, 0x30000, 0x40000,
-					 0xdead};
+	static const uint64_t addrs[] = {0,       0x10000, 0x11ff8, 0x12ff0,
+					 0x20000, 0x20ff8, 0x22000, 0x30000,
+					 0x40000, 0xdead};
 	uint8_t buf[0x100];
 	for (size_t i = 0; i < sizeof(addrs) / sizeof(addrs[0]); i++) {
-		cs_error_destroy(cs_core_read(core, addrs[i], buf, sizeof(buf)));
+		cs_error_destroy(
+			cs_core_read(core, addrs[i], buf, sizeof(buf)));
 		cs_error_destroy(cs_core_read_dumped(core, addrs[i], buf, 8));
 		size_t len;
 		cs_error_destroy(cs_core_module_build_id(core, addrs[i], buf,
@@ -223,13 +224,15 @@ void test_truncated(void)
 		int r = exercise(p, &core);
 		if (r < 0)
 			FAIL("cut at %zu: error is not a one-line "
-			     "CS_ERR_FORMAT", cut);
+			     "CS_ERR_FORMAT",
+			     cut);
 		if (r == 1) {
 			opened++;
 			struct cs_error *t = cs_core_truncation(core);
 			if (!t)
 				FAIL("cut at %zu: opened, but no truncation "
-				     "reported", cut);
+				     "reported",
+				     cut);
 			else if (!strstr(t->message, "truncated"))
 				FAIL("cut at %zu: %s", cut, t->message);
 			cs_error_destroy(t);
@@ -261,8 +264,9 @@ void test_truncated(void)
 			FAIL("truncated bytes 0x%llx of 0x%llx",
 			     (unsigned long long)cs_core_truncated_bytes(core),
 			     (unsigned long long)cs_core_segment_bytes(core));
-		else if (!t || !strstr(t->message, "truncated: 50% of the "
-					       "memory segments are missing"))
+		else if (!t ||
+			 !strstr(t->message, "truncated: 50% of the "
+					     "memory segments are missing"))
 			FAIL("message: %s", t ? t->message : "(none)");
 		else
 			printf("     (%s)\n", t->message);
@@ -303,7 +307,7 @@ void test_fuzz(void)
 {
 	char why[1024] = "";
 	char *p = tmp_path("core.fuzz");
-	uint64_t s = 0x9e3779b97f4a7c15ull;  /* fixed seed: reproducible */
+	uint64_t s = 0x9e3779b97f4a7c15ull; /* fixed seed: reproducible */
 	int opened = 0, n = 3000;
 	struct buf m = {0};
 	put(&m, NULL, good.len);
@@ -313,7 +317,8 @@ void test_fuzz(void)
 		for (int k = 0; k < flips; k++) {
 			s ^= s << 13, s ^= s >> 7, s ^= s << 17;
 			/* mostly the headers and notes, where sizes live */
-			size_t at = (size_t)(s >> 16) % (k & 1 ? good.len : lay.a_off);
+			size_t at = (size_t)(s >> 16) %
+				    (k & 1 ? good.len : lay.a_off);
 			uint8_t v = (uint8_t)(s >> 8);
 			m.p[at] = (s & 3) == 0 ? 0xff : (s & 3) == 1 ? 0 : v;
 		}

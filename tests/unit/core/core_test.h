@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 extern int passed, failed;
-extern char tmpdir[64];  /* short: mkdtemp under /tmp */
+extern char tmpdir[64]; /* short: mkdtemp under /tmp */
 
 /* One line per check; why is the first thing that went wrong, or NULL. */
 void report(const char *name, const char *why);
@@ -20,12 +20,12 @@ void fail(char *why, size_t size, const char *fmt, ...)
 
 #define FAIL(...) fail(why, sizeof(why), __VA_ARGS__)
 /* Consumes err; FAIL if it is not NULL. */
-#define NO_ERROR(err, what)                                                  \
-	do {                                                                 \
-		struct cs_error *e_ = (err);                                 \
-		if (e_)                                                      \
-			FAIL("%s: %s", what, e_->message);                   \
-		cs_error_destroy(e_);                                        \
+#define NO_ERROR(err, what)                                \
+	do {                                               \
+		struct cs_error *e_ = (err);               \
+		if (e_)                                    \
+			FAIL("%s: %s", what, e_->message); \
+		cs_error_destroy(e_);                      \
 	} while (0)
 
 struct buf {
@@ -36,8 +36,8 @@ struct buf {
 void put(struct buf *b, const void *d, size_t n);
 void put64(struct buf *b, uint64_t v);
 void set64(uint8_t *p, uint64_t v);
-void note(struct buf *b, const char *name, uint32_t type,
-	  const void *desc, size_t descsz);
+void note(struct buf *b, const char *name, uint32_t type, const void *desc,
+	  size_t descsz);
 void ehdr(struct buf *b, uint8_t cls, uint16_t type, uint16_t machine,
 	  uint16_t phnum);
 void phdr(struct buf *b, uint32_t type, uint64_t off, uint64_t vaddr,
@@ -61,8 +61,8 @@ void write_file(const char *path, const void *data, size_t len);
 #define EXECFN_ADDR 0x11f00
 
 struct synth {
-	int nt_file;      /* write NT_FILE */
-	uint32_t bad_file_descsz;  /* if set, the NT_FILE note lies about its size */
+	int nt_file;              /* write NT_FILE */
+	uint32_t bad_file_descsz; /* if set, the NT_FILE note lies about its size */
 };
 
 struct layout {
@@ -70,15 +70,15 @@ struct layout {
 };
 
 extern const uint8_t build_id[20];
-extern char *core_path, *lib_host_path;  /* the synthetic core, its library */
+extern char *core_path, *lib_host_path; /* the synthetic core, its library */
 extern struct layout lay;
 extern struct buf good;
 
 uint8_t pat_f(uint64_t off);
 void lib_file(uint8_t *data, size_t size);
 struct buf synth_core(const struct synth *o, struct layout *lay);
-void check_range(struct cs_core *core, uint64_t addr, size_t len,
-		 char *why, size_t whysize);
+void check_range(struct cs_core *core, uint64_t addr, size_t len, char *why,
+		 size_t whysize);
 void check_fault(struct cs_core *core, uint64_t addr, size_t len,
 		 const char *want, char *why, size_t whysize);
 struct cs_core *open_good(char *why, size_t whysize);

@@ -39,7 +39,8 @@ static int disk_build_id(const char *path, uint8_t *id, size_t *len)
 		while ((off = gelf_getnote(d, off, &nh, &noff, &doff)) > 0) {
 			if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
 			    memcmp((char *)d->d_buf + noff, "GNU", 4) == 0) {
-				memcpy(id, (char *)d->d_buf + doff, nh.n_descsz);
+				memcpy(id, (char *)d->d_buf + doff,
+				       nh.n_descsz);
 				*len = nh.n_descsz;
 				found = 0;
 				break;
@@ -88,7 +89,8 @@ parent:
 		if (n > 0) {
 			exe[n] = '\0';
 			char statp[64], st[512] = "";
-			snprintf(statp, sizeof(statp), "/proc/%d/stat", (int)pid);
+			snprintf(statp, sizeof(statp), "/proc/%d/stat",
+				 (int)pid);
 			FILE *f = fopen(statp, "r");
 			if (f) {
 				if (!fgets(st, sizeof(st), f))
@@ -122,11 +124,14 @@ static void check_sleep_core(const char *corefile, pid_t pid, const char *exe,
 	cs_error_destroy(t);
 	const struct cs_thread *th = cs_core_thread_at(core, 0);
 	if (cs_core_thread_count(core) != 1 || th->tid != pid)
-		fail(why, whysize, "%zu threads, first tid %d, expected 1 and %d",
+		fail(why, whysize,
+		     "%zu threads, first tid %d, expected 1 and %d",
 		     cs_core_thread_count(core), th ? th->tid : -1, (int)pid);
 	else if (!cs_core_mapping_of(core, th->rip) || !th->fs_base || !th->rsp)
-		fail(why, whysize, "registers implausible: rip 0x%llx fs_base "
-		     "0x%llx", (unsigned long long)th->rip,
+		fail(why, whysize,
+		     "registers implausible: rip 0x%llx fs_base "
+		     "0x%llx",
+		     (unsigned long long)th->rip,
 		     (unsigned long long)th->fs_base);
 	else if (kernel && th->cursig != SIGSEGV)
 		fail(why, whysize, "cursig %d", th->cursig);
@@ -155,7 +160,10 @@ static void check_sleep_core(const char *corefile, pid_t pid, const char *exe,
 	} else if ((err = cs_core_read(core, m->start, hdr, 4))) {
 		fail(why, whysize, "read exe ELF header: %s", err->message);
 		cs_error_destroy(err);
-	} else if (memcmp(hdr, "\x7f" "ELF", 4) != 0) {
+	} else if (memcmp(hdr,
+			  "\x7f"
+			  "ELF",
+			  4) != 0) {
 		fail(why, whysize, "no \\x7fELF at the executable's mapping");
 	}
 	/* the core's build-id of sleep is the one on disk */
@@ -188,10 +196,12 @@ static void check_sleep_core(const char *corefile, pid_t pid, const char *exe,
 		err = cs_core_read(core, text->start, got, sizeof(got));
 		int fd = open(text->path, O_RDONLY);
 		if (err)
-			fail(why, whysize, "read undumped libc: %s", err->message);
-		else if (fd < 0 || pread(fd, disk, sizeof(disk),
-					 (off_t)text->file_offset) !=
-					   (ssize_t)sizeof(disk) ||
+			fail(why, whysize, "read undumped libc: %s",
+			     err->message);
+		else if (fd < 0 ||
+			 pread(fd, disk, sizeof(disk),
+			       (off_t)text->file_offset) !=
+				 (ssize_t)sizeof(disk) ||
 			 memcmp(got, disk, sizeof(got)) != 0)
 			fail(why, whysize, "undumped libc bytes differ from %s",
 			     text->path);
@@ -213,7 +223,8 @@ static void check_sleep_core(const char *corefile, pid_t pid, const char *exe,
 		fail(why, whysize, "cannot read back %s", corefile);
 	} else {
 		char *p = tmp_path("real.cut");
-		size_t cuts[] = {0, 1, 63, 64, 100, 1000, 4096, size / 3,
+		size_t cuts[] = {0,        1,           63,         64,
+				 100,      1000,        4096,       size / 3,
 				 size / 2, size - 4096, size - 100, size - 1};
 		for (size_t i = 0; i < sizeof(cuts) / sizeof(cuts[0]); i++) {
 			write_file(p, all, cuts[i]);
@@ -252,12 +263,14 @@ void test_gcore(void)
 	struct stat st;
 	if (rc != 0 || stat(corefile, &st) != 0) {
 		printf("skip gcore: gcore failed (ptrace not permitted?); "
-		       "see %s/gcore.log\n", tmpdir);
+		       "see %s/gcore.log\n",
+		       tmpdir);
 		return;
 	}
 	check_sleep_core(corefile, pid, exe, 0, why, sizeof(why));
 	report("gcore core of sleep: thread, executable, ELF header, "
-	       "build-id, undumped text, cuts", why);
+	       "build-id, undumped text, cuts",
+	       why);
 }
 
 /* Only when the kernel writes plain files into the crashing process's
@@ -306,5 +319,6 @@ void test_kernel_core(void)
 	check_sleep_core(corefile, pid, exe, 1, why, sizeof(why));
 	free(dir);
 	report("kernel core of sleep: thread, siginfo, executable, ELF "
-	       "header, build-id, undumped text, cuts", why);
+	       "header, build-id, undumped text, cuts",
+	       why);
 }

@@ -91,8 +91,8 @@ void set64(uint8_t *p, uint64_t v)
 		p[i] = (uint8_t)(v >> (8 * i));
 }
 
-void note(struct buf *b, const char *name, uint32_t type,
-	  const void *desc, size_t descsz)
+void note(struct buf *b, const char *name, uint32_t type, const void *desc,
+	  size_t descsz)
 {
 	put32(b, (uint32_t)strlen(name) + 1);
 	put32(b, (uint32_t)descsz);
@@ -106,8 +106,8 @@ void note(struct buf *b, const char *name, uint32_t type,
 void ehdr(struct buf *b, uint8_t cls, uint16_t type, uint16_t machine,
 	  uint16_t phnum)
 {
-	uint8_t ident[EI_NIDENT] = {0x7f, 'E', 'L', 'F', cls, ELFDATA2LSB,
-				    EV_CURRENT};
+	uint8_t ident[EI_NIDENT] = {0x7f, 'E',         'L',       'F',
+				    cls,  ELFDATA2LSB, EV_CURRENT};
 	put(b, ident, sizeof(ident));
 	put16(b, type);
 	put16(b, machine);
@@ -119,9 +119,9 @@ void ehdr(struct buf *b, uint8_t cls, uint16_t type, uint16_t machine,
 	put16(b, 64);             /* e_ehsize */
 	put16(b, 56);             /* e_phentsize */
 	put16(b, phnum);
-	put16(b, 64);             /* e_shentsize */
-	put16(b, 0);              /* e_shnum */
-	put16(b, 0);              /* e_shstrndx */
+	put16(b, 64); /* e_shentsize */
+	put16(b, 0);  /* e_shnum */
+	put16(b, 0);  /* e_shstrndx */
 }
 
 void phdr(struct buf *b, uint32_t type, uint64_t off, uint64_t vaddr,
@@ -165,13 +165,22 @@ void write_file(const char *path, const void *data, size_t len)
 	}
 }
 
-static uint8_t pat_a(uint64_t addr) { return (uint8_t)(addr * 13 + 1); }
-static uint8_t pat_b(uint64_t addr) { return (uint8_t)(addr * 7 + 5); }
-uint8_t pat_f(uint64_t off) { return (uint8_t)(off * 11 + 3); }
+static uint8_t pat_a(uint64_t addr)
+{
+	return (uint8_t)(addr * 13 + 1);
+}
+static uint8_t pat_b(uint64_t addr)
+{
+	return (uint8_t)(addr * 7 + 5);
+}
+uint8_t pat_f(uint64_t off)
+{
+	return (uint8_t)(off * 11 + 3);
+}
 
 const uint8_t build_id[20] = {0xa0, 0xa1, 0xa2, 0xa3, 0xa4, 0xa5, 0xa6,
-				     0xa7, 0xa8, 0xa9, 0xaa, 0xab, 0xac, 0xad,
-				     0xae, 0xaf, 0xb0, 0xb1, 0xb2, 0xb3};
+			      0xa7, 0xa8, 0xa9, 0xaa, 0xab, 0xac, 0xad,
+			      0xae, 0xaf, 0xb0, 0xb1, 0xb2, 0xb3};
 
 /* The first page of the module: ELF header, two phdrs, a build-id note. */
 static void module_page(uint8_t *page)
@@ -219,14 +228,14 @@ struct buf synth_core(const struct synth *o, struct layout *lay)
 		set32(d + 20, 1001);
 		set32(d + 24, 101);
 		set32(d + 28, 1);
-		memcpy(d + 40, "ruby-fname-16chr", 16);  /* no NUL: full */
+		memcpy(d + 40, "ruby-fname-16chr", 16); /* no NUL: full */
 		strcpy((char *)d + 56, "ruby -e crash");
 		note(&notes, "CORE", NT_PRPSINFO, d, sizeof(d));
 	}
 	{
 		uint8_t d[128] = {0};
 		set32(d, SIGSEGV);
-		set32(d + 8, 1);  /* SEGV_MAPERR */
+		set32(d + 8, 1); /* SEGV_MAPERR */
 		set64(d + 16, 0xdead);
 		note(&notes, "CORE", NT_SIGINFO, d, sizeof(d));
 	}
@@ -309,8 +318,8 @@ static uint8_t expect_byte(uint64_t addr)
 	return pat_f(off);
 }
 
-void check_range(struct cs_core *core, uint64_t addr, size_t len,
-		 char *why, size_t whysize)
+void check_range(struct cs_core *core, uint64_t addr, size_t len, char *why,
+		 size_t whysize)
 {
 	uint8_t got[0x3000];
 	struct cs_error *err = cs_core_read(core, addr, got, len);
@@ -322,7 +331,8 @@ void check_range(struct cs_core *core, uint64_t addr, size_t len,
 	}
 	for (size_t i = 0; i < len; i++) {
 		if (got[i] != expect_byte(addr + i)) {
-			fail(why, whysize, "read 0x%llx+%zu: byte at 0x%llx is "
+			fail(why, whysize,
+			     "read 0x%llx+%zu: byte at 0x%llx is "
 			     "0x%02x, expected 0x%02x",
 			     (unsigned long long)addr, len,
 			     (unsigned long long)(addr + i), got[i],

@@ -61,7 +61,8 @@ void test_reads(void)
 		check_fault(core, 0x32ff8, 16, "ends", why, sizeof(why));
 		check_fault(core, UINT64_MAX - 3, 8, "wraps", why, sizeof(why));
 		uint8_t x;
-		NO_ERROR(cs_core_read(core, 0x50000, &x, 0), "zero-length read");
+		NO_ERROR(cs_core_read(core, 0x50000, &x, 0),
+			 "zero-length read");
 		/* the rubyvm adapter goes through the same path */
 		struct cs_memory t = cs_core_memory(core);
 		uint8_t got[4];
@@ -178,14 +179,14 @@ void test_notes(void)
 			FAIL("build-id wrong (%zu bytes)", len);
 		/* same bytes exist at 0x30000, but only in the file on disk:
 		 * a build-id must come from the core */
-		struct cs_error *e =
-			cs_core_module_build_id(core, 0x30000, id, sizeof(id),
-						&len);
+		struct cs_error *e = cs_core_module_build_id(core, 0x30000, id,
+							     sizeof(id), &len);
 		if (!e || e->code != CS_ERR_FAULT)
 			FAIL("build-id from a file-backed mapping: %s",
 			     e ? e->message : "succeeded");
 		cs_error_destroy(e);
-		e = cs_core_module_build_id(core, 0x10000, id, sizeof(id), &len);
+		e = cs_core_module_build_id(core, 0x10000, id, sizeof(id),
+					    &len);
 		if (!e || e->code != CS_ERR_CORRUPT)
 			FAIL("build-id of a non-ELF: %s",
 			     e ? e->message : "succeeded");
@@ -263,10 +264,12 @@ void test_files(void)
 		for (int round = 0; round < 2; round++) {
 			for (int i = 0; i < NFILES; i++) {
 				char got[8];
-				NO_ERROR(cs_core_read(core,
-						      0x100000 + 0x1000 * (uint64_t)i,
-						      got, sizeof(got)),
-					 "read a many-file mapping");
+				NO_ERROR(
+					cs_core_read(
+						core,
+						0x100000 + 0x1000 * (uint64_t)i,
+						got, sizeof(got)),
+					"read a many-file mapping");
 				if (got[0] != 'a' + i % 26)
 					FAIL("file %d: wrong content", i);
 			}

@@ -37,7 +37,8 @@ static size_t file_build_id(const char *path, uint8_t *buf, size_t size)
 		while (data && (off = gelf_getnote(data, off, &nh, &name_off,
 						   &desc_off)) > 0) {
 			if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
-			    memcmp((char *)data->d_buf + name_off, "GNU", 4) == 0 &&
+			    memcmp((char *)data->d_buf + name_off, "GNU", 4) ==
+				    0 &&
 			    nh.n_descsz <= size) {
 				memcpy(buf, (char *)data->d_buf + desc_off,
 				       nh.n_descsz);
@@ -74,7 +75,8 @@ void test_paused(void)
 	if (!live)
 		return;
 	int count = 0;
-	CHECK(all_traced(c.pid, &count), "not every thread in 't' while attached");
+	CHECK(all_traced(c.pid, &count),
+	      "not every thread in 't' while attached");
 	CHECK(count == 1 + NTHREADS, "%d threads in /proc", count);
 	CHECK(cs_live_pid(live) == c.pid, "pid");
 	CHECK(cs_live_paused(live), "paused");
@@ -153,7 +155,7 @@ void test_paused(void)
 	int sorted = cs_live_mapping_count(live) > 2;
 	for (size_t i = 1; i < cs_live_mapping_count(live); i++) {
 		const struct cs_mapping *a = cs_live_mapping_at(live, i - 1),
-					     *b = cs_live_mapping_at(live, i);
+					*b = cs_live_mapping_at(live, i);
 		if (a->end > b->start || a->path[0] != '/')
 			sorted = 0;
 	}
@@ -201,8 +203,10 @@ void test_paused(void)
 		      "build-id of %s (%zu vs %zu bytes): %s", mods[i]->path,
 		      len, flen, msg(err));
 		cs_error_destroy(err);
-		err = cs_live_module_build_id(live, mods[i]->start, id, 2, &len);
-		CHECK(err && err->code == CS_ERR_LIMIT, "small build-id buffer");
+		err = cs_live_module_build_id(live, mods[i]->start, id, 2,
+					      &len);
+		CHECK(err && err->code == CS_ERR_LIMIT,
+		      "small build-id buffer");
 		cs_error_destroy(err);
 	}
 	uint8_t id[64];
@@ -215,7 +219,8 @@ void test_paused(void)
 	/* a tid is not a pid */
 	if (n > 1) {
 		struct cs_live *other = NULL;
-		err = cs_live_attach(cs_live_thread_at(live, 1)->tid, 0, &other);
+		err = cs_live_attach(cs_live_thread_at(live, 1)->tid, 0,
+				     &other);
 		CHECK(err && err->code == CS_ERR_USAGE && !other,
 		      "attach to a tid: %s", msg(err));
 		cs_error_destroy(err);
@@ -237,7 +242,7 @@ void test_paused(void)
 	CHECK(none_stopped(c.pid), "threads still stopped after detach");
 	CHECK(untraced_except(c.pid, 0), "still traced after detach");
 	CHECK(ping(&c), "child does not answer after detach");
-	cs_live_detach(live);  /* twice */
+	cs_live_detach(live); /* twice */
 	/* what was captured stays, and reads still work */
 	CHECK(cs_live_thread_count(live) == n, "threads forgotten on detach");
 	err = cs_live_read(live, c.pattern, buf, 16);
@@ -257,8 +262,8 @@ void test_unpaused(void)
 {
 	struct child c;
 	int started = start_child(&c, 0, 0);
-	struct cs_live *live = attach_started(&c, started, 0,
-					      "unpaused attach");
+	struct cs_live *live =
+		attach_started(&c, started, 0, "unpaused attach");
 	struct cs_error *err = NULL;
 	if (!live)
 		return;
@@ -326,8 +331,9 @@ void test_zombie(void)
 	for (int i = 0; i < 200 && !zombie; i++) {
 		FILE *f = fopen(path, "r");
 		if (f) {
-			char *p = fgets(line, sizeof(line), f) ? strrchr(line, ')')
-							       : NULL;
+			char *p = fgets(line, sizeof(line), f)
+					  ? strrchr(line, ')')
+					  : NULL;
 			zombie = p && p[1] && p[2] == 'Z';
 			fclose(f);
 		}
@@ -377,7 +383,8 @@ void test_other_tracer(int which)
 		close(ready[0]);
 		close(hold[1]);
 		/* seize without interrupting: the thread keeps running */
-		char r = ptrace(PTRACE_SEIZE, target, NULL, NULL) == 0 ? 'K' : 'E';
+		char r = ptrace(PTRACE_SEIZE, target, NULL, NULL) == 0 ? 'K'
+								       : 'E';
 		if (write(ready[1], &r, 1) != 1)
 			_exit(2);
 		char c2;
@@ -554,8 +561,10 @@ void test_main_thread_gone(void)
 	for (int pause = 0; pause < 2; pause++) {
 		struct cs_live *live = NULL;
 		struct cs_error *err = cs_live_attach(c.pid, pause, &live);
-		CHECK(!err && live, "attach with the main thread gone (pause "
-		      "%d): %s", pause, msg(err));
+		CHECK(!err && live,
+		      "attach with the main thread gone (pause "
+		      "%d): %s",
+		      pause, msg(err));
 		cs_error_destroy(err);
 		if (!live)
 			continue;

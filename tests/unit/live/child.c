@@ -101,7 +101,7 @@ static void child_main(int info_w, int req_r, int resp_w, int churn,
 	for (;;) {
 		char c;
 		if (read(req_r, &c, 1) <= 0)
-			_exit(0);  /* _exit: no leak check in the fork */
+			_exit(0); /* _exit: no leak check in the fork */
 		if (c == 'p' && write(resp_w, "P", 1) != 1)
 			_exit(2);
 	}
@@ -182,7 +182,8 @@ int task_states(pid_t pid, int *tids, char *states, int max)
 		if (tid <= 0)
 			continue;
 		char spath[96], line[512];
-		snprintf(spath, sizeof(spath), "/proc/%d/task/%d/stat", pid, tid);
+		snprintf(spath, sizeof(spath), "/proc/%d/task/%d/stat", pid,
+			 tid);
 		FILE *f = fopen(spath, "r");
 		if (!f)
 			continue;
@@ -301,8 +302,7 @@ const char *msg(const struct cs_error *err)
 
 /* Attach to child c, paused or not; NULL, with the failure reported as
  * what and the child stopped, when that fails. */
-struct cs_live *attach_child(struct child *c, int pause,
-			     const char *what)
+struct cs_live *attach_child(struct child *c, int pause, const char *what)
 {
 	struct cs_live *live = NULL;
 	struct cs_error *err = cs_live_attach(c->pid, pause, &live);
@@ -411,14 +411,12 @@ int start_cyc_child(struct child *c, int nthreads, int busy, int churn)
 	c->resp_r = resp[0];
 	char r = 0;
 	struct pollfd pfd = {c->resp_r, POLLIN, 0};
-	if (poll(&pfd, 1, 5000) != 1 || read(c->resp_r, &r, 1) != 1 ||
-	    r != 'R')
+	if (poll(&pfd, 1, 5000) != 1 || read(c->resp_r, &r, 1) != 1 || r != 'R')
 		return -1;
 	return 0;
 }
 
-uint64_t read_u64(struct cs_live *live, volatile uint64_t *addr,
-		  int *failed)
+uint64_t read_u64(struct cs_live *live, volatile uint64_t *addr, int *failed)
 {
 	uint64_t v = 0;
 	struct cs_error *err =
@@ -444,8 +442,8 @@ int none_stopped_now(pid_t pid)
 }
 
 /* Reads counter until it differs from v (up to 2 s). */
-int advances(struct cs_live *live, volatile uint64_t *counter,
-	     uint64_t v, int *failed)
+int advances(struct cs_live *live, volatile uint64_t *counter, uint64_t v,
+	     int *failed)
 {
 	for (int i = 0; i < 2000; i++) {
 		if (read_u64(live, counter, failed) != v)

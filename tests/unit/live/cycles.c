@@ -74,8 +74,8 @@ void test_cycles(void)
 			uint64_t b = read_u64(live, &cyc.counter, &failed);
 			if (a != b) {
 				printf("cycle %d: counter moved while paused "
-				       "(%llu, %llu)\n", round,
-				       (unsigned long long)a,
+				       "(%llu, %llu)\n",
+				       round, (unsigned long long)a,
 				       (unsigned long long)b);
 				bad++;
 			}
@@ -106,8 +106,10 @@ void test_cycles(void)
 			}
 			cs_error_destroy(err);
 		}
-		CHECK(!bad && !failed, "cycles (close %s): %d bad, read failed "
-		      "%d", close_running ? "running" : "paused", bad, failed);
+		CHECK(!bad && !failed,
+		      "cycles (close %s): %d bad, read failed "
+		      "%d",
+		      close_running ? "running" : "paused", bad, failed);
 		/* no-ops in the state asked for */
 		if (close_running) {
 			err = cs_live_resume(live);
@@ -207,7 +209,7 @@ void test_cycles_exit(void)
 		      "pause after exit (%d): %s", how, msg(err));
 		cs_error_destroy(err);
 		CHECK(cs_live_thread_count(live) == 0, "threads after exit");
-		err = cs_live_pause(live);  /* again: still exited */
+		err = cs_live_pause(live); /* again: still exited */
 		CHECK(err && contains(err, "exited"), "second pause: %s",
 		      msg(err));
 		cs_error_destroy(err);
@@ -220,10 +222,11 @@ void test_cycles_exit(void)
 			sleep_ms(10);
 			r = waitpid(c.pid, &status, WNOHANG);
 		}
-		CHECK(r == c.pid && (how == 0 ? WIFEXITED(status) &&
-						WEXITSTATUS(status) == 0
-					      : WIFSIGNALED(status) &&
-						WTERMSIG(status) == SIGKILL),
+		CHECK(r == c.pid &&
+			      (how == 0 ? WIFEXITED(status) &&
+						  WEXITSTATUS(status) == 0
+					: WIFSIGNALED(status) &&
+						  WTERMSIG(status) == SIGKILL),
 		      "exit status (%d): %d 0x%x", how, (int)r, status);
 		close(c.req_w);
 		close(c.resp_r);
@@ -267,7 +270,7 @@ void test_cycles_stuck(void)
 	CHECK(others_run, "other threads stopped after a failed pause");
 	uint64_t v = read_u64(live, &cyc.counter, &failed);
 	CHECK(advances(live, &cyc.counter, v, &failed), "counter stuck");
-	sleep_ms(1600);  /* the vfork child is gone: main can stop now */
+	sleep_ms(1600); /* the vfork child is gone: main can stop now */
 	err = cs_live_pause(live);
 	char why[128] = "";
 	CHECK(!err && paused_exactly(live, c.pid, why, sizeof(why)),

@@ -20,13 +20,19 @@ static void expect_denial(const struct cs_live_denial *d, const char *want1,
 
 void test_denial_messages(void)
 {
-	struct cs_live_denial d = {.pid = 4242, .attaching = 1,
-				   .cap_sys_ptrace = 1, .yama_scope = 3};
-	expect_denial(&d, "attach to pid 4242", "ptrace_scope is 3, which "
-			  "forbids ptrace for everyone until reboot");
-	d = (struct cs_live_denial){.pid = 4242, .attaching = 1,
-				    .yama_scope = 2, .our_uid = 1000,
-				    .target_uid_known = 1, .target_uid = 1000};
+	struct cs_live_denial d = {.pid = 4242,
+				   .attaching = 1,
+				   .cap_sys_ptrace = 1,
+				   .yama_scope = 3};
+	expect_denial(&d, "attach to pid 4242",
+		      "ptrace_scope is 3, which "
+		      "forbids ptrace for everyone until reboot");
+	d = (struct cs_live_denial){.pid = 4242,
+				    .attaching = 1,
+				    .yama_scope = 2,
+				    .our_uid = 1000,
+				    .target_uid_known = 1,
+				    .target_uid = 1000};
 	expect_denial(&d, "ptrace_scope is 2", "run corestack as root");
 	d.yama_scope = 1;
 	expect_denial(&d, "ptrace_scope is 1 (only a parent may trace)",
@@ -37,13 +43,16 @@ void test_denial_messages(void)
 	d.target_uid = 0;
 	expect_denial(&d, "runs as uid 0 and corestack as uid 1000",
 		      "run corestack as that user");
-	d = (struct cs_live_denial){.pid = 4242, .attaching = 1,
-				    .yama_scope = 1, .our_uid = 0};
+	d = (struct cs_live_denial){
+		.pid = 4242, .attaching = 1, .yama_scope = 1, .our_uid = 0};
 	expect_denial(&d, "root but without CAP_SYS_PTRACE",
 		      "--cap-add=SYS_PTRACE");
-	d = (struct cs_live_denial){.pid = 4242, .attaching = 1,
-				    .yama_scope = -1, .our_uid = 1000,
-				    .target_uid_known = 1, .target_uid = 1000};
+	d = (struct cs_live_denial){.pid = 4242,
+				    .attaching = 1,
+				    .yama_scope = -1,
+				    .our_uid = 1000,
+				    .target_uid_known = 1,
+				    .target_uid = 1000};
 	expect_denial(&d, "setuid or undumpable", "run corestack as root");
 	d.cap_sys_ptrace = 1;
 	d.yama_scope = 1; /* scope 1 and 2 do not stop CAP_SYS_PTRACE */

@@ -19,8 +19,8 @@
 struct child {
 	pid_t pid;
 	int req_w, resp_r;
-	uint64_t pattern;         /* PATTERN_SIZE bytes of pattern_byte */
-	uint64_t edge;            /* last 8 bytes before an unmapped page */
+	uint64_t pattern; /* PATTERN_SIZE bytes of pattern_byte */
+	uint64_t edge;    /* last 8 bytes before an unmapped page */
 };
 
 /* The cycling child: a fork of this program, so &cyc is the same address
@@ -50,16 +50,14 @@ int tracer_of(pid_t pid, pid_t tid);
 int untraced_except(pid_t pid, int allowed);
 int contains(const struct cs_error *err, const char *s);
 const char *msg(const struct cs_error *err);
-struct cs_live *attach_child(struct child *c, int pause,
-			     const char *what);
+struct cs_live *attach_child(struct child *c, int pause, const char *what);
 struct cs_live *attach_started(struct child *c, int rc, int pause,
 			       const char *what);
 int start_cyc_child(struct child *c, int nthreads, int busy, int churn);
-uint64_t read_u64(struct cs_live *live, volatile uint64_t *addr,
-		  int *failed);
+uint64_t read_u64(struct cs_live *live, volatile uint64_t *addr, int *failed);
 int none_stopped_now(pid_t pid);
-int advances(struct cs_live *live, volatile uint64_t *counter,
-	     uint64_t v, int *failed);
+int advances(struct cs_live *live, volatile uint64_t *counter, uint64_t v,
+	     int *failed);
 
 /* The tests, in the order main runs them. */
 void test_denial_messages(void);

@@ -27,7 +27,8 @@ static int block_process_vm_readv(int err)
 			 offsetof(struct seccomp_data, nr)),
 		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_process_vm_readv, 0, 1),
 		BPF_STMT(BPF_RET | BPF_K,
-			 SECCOMP_RET_ERRNO | ((unsigned)err & SECCOMP_RET_DATA)),
+			 SECCOMP_RET_ERRNO |
+				 ((unsigned)err & SECCOMP_RET_DATA)),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 	};
 	struct sock_fprog prog = {sizeof(code) / sizeof(code[0]), code};
@@ -58,7 +59,8 @@ void test_mem_fallback(int blocked_with)
 			_exit(101);
 		for (int pause = 0; pause < 2; pause++) {
 			struct cs_live *live = NULL;
-			struct cs_error *err = cs_live_attach(c.pid, pause, &live);
+			struct cs_error *err =
+				cs_live_attach(c.pid, pause, &live);
 			if (err) {
 				printf("fallback attach: %s\n", err->message);
 				fflush(stdout);
@@ -75,7 +77,8 @@ void test_mem_fallback(int blocked_with)
 			snprintf(want, sizeof(want), "0x%llx",
 				 (unsigned long long)c.edge + 8);
 			err = cs_live_read(live, c.edge, buf, 16);
-			if (!err || err->code != CS_ERR_FAULT || !contains(err, want))
+			if (!err || err->code != CS_ERR_FAULT ||
+			    !contains(err, want))
 				failed |= 4;
 			cs_error_destroy(err);
 			err = cs_live_read(live, 0x10, buf, 8);
@@ -86,8 +89,9 @@ void test_mem_fallback(int blocked_with)
 			size_t len = 0;
 			const struct cs_mapping *libc =
 				cs_live_find_mapping(live, "libc.so");
-			err = libc ? cs_live_module_build_id(live, libc->start, id,
-							     sizeof(id), &len)
+			err = libc ? cs_live_module_build_id(live, libc->start,
+							     id, sizeof(id),
+							     &len)
 				   : NULL;
 			if (!libc || err || len == 0)
 				failed |= 16;

@@ -35,7 +35,7 @@ static pid_t start_attacher(pid_t pid, int ready[2], int handled[2],
 		sigterm_pipe = handled[1];
 		if (handler)
 			signal(SIGTERM, helper_on_term);
-		alarm(30);  /* never outlive the test */
+		alarm(30); /* never outlive the test */
 		struct cs_live *live = NULL;
 		struct cs_error *err = cs_live_attach(pid, 1, &live);
 		for (int i = 0; i < cycles && !err; i++) {
@@ -148,7 +148,7 @@ void test_cycles_signals(void)
 	for (int round = 0; round < 300; round++) {
 		int phase = round % 4;
 		if (phase == 0)
-			kill(c.pid, SIGRTMIN + 1), sent++;  /* while paused */
+			kill(c.pid, SIGRTMIN + 1), sent++; /* while paused */
 		err = cs_live_resume(live);
 		if (err)
 			errors++;
@@ -163,7 +163,7 @@ void test_cycles_signals(void)
 			sleep_ms(1);
 		}
 		if (phase == 3)
-			kill(c.pid, SIGRTMIN + 1), sent++;  /* racing pause */
+			kill(c.pid, SIGRTMIN + 1), sent++; /* racing pause */
 		err = cs_live_pause(live);
 		if (err) {
 			printf("signal cycle %d pause: %s\n", round,
@@ -246,7 +246,8 @@ void test_cycles_sigstop(void)
 	uint64_t b = read_u64(live, &cyc.counter, &failed);
 	CHECK(stopped_now && a == b && all_stopped(c.pid) && !errors,
 	      "SIGSTOP: not kept stopped through cycles (%llu, %llu, %d "
-	      "errors)", (unsigned long long)a, (unsigned long long)b, errors);
+	      "errors)",
+	      (unsigned long long)a, (unsigned long long)b, errors);
 	kill(c.pid, SIGCONT);
 	errors += cycle(live, 3);
 	CHECK(advances(live, &cyc.counter, b, &failed) && !errors,
@@ -308,8 +309,7 @@ void test_cycles_sigterm(void)
 			char h = 0;
 			CHECK(poll(&pfd, 1, 3000) == 1 &&
 				      read(handled[0], &h, 1) == 1 && h == 'h',
-			      "previous SIGTERM handler not called (%d)",
-			      mode);
+			      "previous SIGTERM handler not called (%d)", mode);
 			CHECK(kill(helper, 0) == 0, "helper died");
 		}
 		CHECK(none_stopped(c.pid), "child stopped after SIGTERM (%d)",
