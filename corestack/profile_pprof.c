@@ -25,6 +25,7 @@
 struct strings {
 	struct pb_buf *out;  /* the Profile: entries go straight to it */
 	struct u64map index; /* hash -> index + 1 */
+	const char **text; /* entry i, for telling strings of one hash apart */
 	size_t count;
 };
 
@@ -38,15 +39,15 @@ static uint64_t hash(const char *s)
 
 /* The index of s, added to the table when new. A string whose hash
  * another one took is added again: the table may hold it twice. */
-static uint64_t string_id(struct strings *t, const char *s,
-			  const char *const *known)
+static uint64_t string_id(struct strings *t, const char *s)
 {
 	uint64_t h = hash(s);
 	int found = 0;
 	uintptr_t v = (uintptr_t)u64map_get(&t->index, h, &found);
-	if (found && strcmp(known[v - 1], s) == 0)
+	if (found && strcmp(t->text[v - 1], s) == 0)
 		return v - 1;
 	pb_string(t->out, 6, s);
+	t->text[t->count] = s;
 	if (!found)
 		u64map_put(&t->index, h, (void *)(uintptr_t)(t->count + 1));
 	return t->count++;
@@ -75,48 +76,38 @@ static void label(struct pb_buf *sample, uint64_t key, uint64_t str,
 	pb_free(&m);
 }
 
-/* The strings every message refers to, in the order string_id meets
- * them (so known[i] is string i). */
+/* The ids of the strings every message refers to. */
 struct ids {
 	uint64_t *fn_name, *fn_file, *thread_label;
 	uint64_t samples, count, wall, nanoseconds, thread, thread_id;
 };
 
 static bool collect_strings(const struct cs_profile *p, struct strings *t,
-			    const char ***known, struct ids *ids)
+			    struct ids *ids)
 {
-	size_t cap = 8 + 2 * p->nfunctions + p->nthreads;
-	const char **k = calloc(cap, sizeof(*k));
+	/* at most: "", the six names below, two per function, one per
+	 * thread */
+	t->text = calloc(7 + 2 * p->nfunctions + p->nthreads, sizeof(*t->text));
 	ids->fn_name = calloc(p->nfunctions + 1, sizeof(*ids->fn_name));
 	ids->fn_file = calloc(p->nfunctions + 1, sizeof(*ids->fn_file));
 	ids->thread_label = calloc(p->nthreads + 1, sizeof(*ids->thread_label));
-	*known = k;
-	if (!k || !ids->fn_name || !ids->fn_file || !ids->thread_label)
+	if (!t->text || !ids->fn_name || !ids->fn_file || !ids->thread_label)
 		return false;
-#define ADD(dst, s)                          \
-	do {                                 \
-		const char *s_ = (s);        \
-		k[t->count] = s_;            \
-		(dst) = string_id(t, s_, k); \
-	} while (0)
-	uint64_t empty;
-	ADD(empty, "");
-	(void)empty;
-	ADD(ids->samples, "samples");
-	ADD(ids->count, "count");
-	ADD(ids->wall, "wall");
-	ADD(ids->nanoseconds, "nanoseconds");
-	ADD(ids->thread, "thread");
-	ADD(ids->thread_id, "thread_id");
+	string_id(t, "");
+	ids->samples = string_id(t, "samples");
+	ids->count = string_id(t, "count");
+	ids->wall = string_id(t, "wall");
+	ids->nanoseconds = string_id(t, "nanoseconds");
+	ids->thread = string_id(t, "thread");
+	ids->thread_id = string_id(t, "thread_id");
 	for (size_t i = 0; i < p->nfunctions; i++) {
-		ADD(ids->fn_name[i], p->functions[i].name);
-		ADD(ids->fn_file[i],
-		    p->functions[i].file ? p->functions[i].file : "");
+		const struct cs_profile_function *f = &p->functions[i];
+		ids->fn_name[i] = string_id(t, f->name);
+		ids->fn_file[i] = string_id(t, f->file ? f->file : "");
 	}
 	for (size_t i = 0; i < p->nthreads; i++)
-		ADD(ids->thread_label[i],
-		    cs_profile_display(p, p->threads[i].label));
-#undef ADD
+		ids->thread_label[i] = string_id(
+			t, cs_profile_display(p, p->threads[i].label));
 	return true;
 }
 
@@ -221,10 +212,10 @@ void cs_profile_write_pprof(FILE *out, const struct cs_profile *p,
 {
 	struct pb_buf prof = {0};
 	struct strings t = {.out = &prof};
-	const char **known = NULL;
 	struct ids ids = {0};
 	uint64_t period_ns = run->rate > 0 ? (uint64_t)(1e9 / run->rate) : 0;
-	if (collect_strings(p, &t, &known, &ids)) {
+	bool collected = collect_strings(p, &t, &ids);
+	if (collected) {
 		value_type(&prof, 1, ids.samples, ids.count);
 		value_type(&prof, 1, ids.wall, ids.nanoseconds);
 		write_samples(&prof, p, &ids, period_ns);
@@ -241,9 +232,9 @@ void cs_profile_write_pprof(FILE *out, const struct cs_profile *p,
 		value_type(&prof, 11, ids.wall, ids.nanoseconds);
 		pb_varint(&prof, 12, period_ns);
 	}
-	if (prof.failed || !known || !write_gzip(out, prof.data, prof.len))
+	if (prof.failed || !collected || !write_gzip(out, prof.data, prof.len))
 		fputs("corestack: could not write the pprof profile\n", stderr);
-	free(known);
+	free(t.text);
 	free(ids.fn_name);
 	free(ids.fn_file);
 	free(ids.thread_label);

@@ -219,26 +219,18 @@ def record_tests(rep, selected, args, prefixes, workdir):
                 rep.result(name, check_speedscope(res, js))
             except subprocess.TimeoutExpired:
                 rep.result(name, "record hung")
-        name = "%s/record-flamegraph" % ruby
-        if selected(name):
-            svg = out + ".svg"
+        for fmt, suffix, check in (("flamegraph", ".svg", check_flamegraph),
+                                   ("pprof", ".pb.gz", check_pprof)):
+            name = "%s/record-%s" % (ruby, fmt)
+            if not selected(name):
+                continue
+            path = out + suffix
             try:
                 res = subprocess.run([args.corestack, "record", "--duration", "20",
-                                      "--format", "flamegraph", "-o", svg, "--", exe, SHARES,
-                                      "1.5"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     text=True, timeout=args.timeout)
-                rep.result(name, check_flamegraph(res, svg))
-            except subprocess.TimeoutExpired:
-                rep.result(name, "record hung")
-        name = "%s/record-pprof" % ruby
-        if selected(name):
-            pb = out + ".pb.gz"
-            try:
-                res = subprocess.run([args.corestack, "record", "--duration", "20",
-                                      "--format", "pprof", "-o", pb, "--", exe, SHARES, "1.5"],
+                                      "--format", fmt, "-o", path, "--", exe, SHARES, "1.5"],
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      text=True, timeout=args.timeout)
-                rep.result(name, check_pprof(res, pb))
+                rep.result(name, check(res, path))
             except subprocess.TimeoutExpired:
                 rep.result(name, "record hung")
         contention.contention_test(rep, selected, args.corestack, ruby, exe, args.timeout)
