@@ -76,8 +76,24 @@ progress = procs.progress
 class Reporter:
     def __init__(self):
         self.passed = self.failed = self.skipped = 0
+        # Wall time between one result and the previous, by test group:
+        # where a run's time goes (printed at the end, slowest first).
+        self.last = time.monotonic()
+        self.spent = {}
+
+    def charge(self, name):
+        now = time.monotonic()
+        parts = [p for p in name.split("/") if p not in RUBIES][:2]
+        key = "/".join(parts) or name
+        self.spent[key] = self.spent.get(key, 0.0) + now - self.last
+        self.last = now
+
+    def slowest(self, count=15):
+        top = sorted(self.spent.items(), key=lambda kv: -kv[1])[:count]
+        return ", ".join("%s %.0f s" % kv for kv in top if kv[1] >= 1)
 
     def result(self, name, reason):
+        self.charge(name)
         if reason is None:
             self.passed += 1
             print("PASS " + name, flush=True)
@@ -86,6 +102,7 @@ class Reporter:
             print("FAIL %s: %s" % (name, " ".join(str(reason).split("\n"))), flush=True)
 
     def skip(self, name, reason):
+        self.charge(name)
         self.skipped += 1
         print("SKIP %s: %s" % (name, reason), flush=True)
 
@@ -339,6 +356,7 @@ def main():
         else:
             shutil.rmtree(workdir, ignore_errors=True)
     progress("finished in %.1f s" % (time.monotonic() - started))
+    progress("slowest groups (time since the previous result): " + rep.slowest())
     total = rep.passed + rep.failed
     print("%d passed, %d failed" % (rep.passed, rep.failed), flush=True)
     if total == 0:
