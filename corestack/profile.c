@@ -204,9 +204,8 @@ static size_t frame_of(struct cs_profile *p, struct cs_profile_frame k)
 static size_t frame_id(struct cs_profile *p, const struct rv_frame *f)
 {
 	bool c = f->kind == RV_FRAME_CFUNC;
-	const char *name = f->qualified ? f->qualified
-			   : f->label   ? f->label
-					: "?";
+	/* stable: one method, one name in every process */
+	const char *name = f->stable ? f->stable : f->label ? f->label : "?";
 	struct cs_profile_frame k = {
 		.function = function_id(p, name, c ? NULL : f->path),
 		.line = line_of(f),

@@ -81,9 +81,8 @@ void cs_render_crash_text(FILE *out, const struct cs_report *r)
 		fprintf(out, "    called from Ruby: %s:%d:in %s%s'",
 			f->path ? f->path : "?", f->lineno, q,
 			f->label ? f->label : "?");
-		if (f->qualified && f->label &&
-		    strcmp(f->qualified, f->label) != 0)
-			fprintf(out, "  [%s]", f->qualified);
+		if (f->stable && f->label && strcmp(f->stable, f->label) != 0)
+			fprintf(out, "  [%s]", f->stable);
 		fputc('\n', out);
 	}
 	const struct rv_gc_state *g = &r->ruby->gc;
@@ -187,6 +186,7 @@ void cs_render_crash_json(struct json *j, const struct cs_report *r)
 		json_string(j, "path", c->ruby->path);
 		json_int(j, "lineno", c->ruby->lineno);
 		json_string(j, "qualified", c->ruby->qualified);
+		json_string(j, "stable", c->ruby->stable);
 		json_end_object(j);
 	} else {
 		json_null(j, "ruby_frame");

@@ -47,6 +47,7 @@ static void frame(struct json *j, const struct rv_frame *f)
 	json_string(j, "path", f->path);
 	json_int(j, "lineno", f->lineno);
 	json_string(j, "qualified", f->qualified);
+	json_string(j, "stable", f->stable);
 	json_string(j, "error", f->error);
 	address(j, "cfp", f->cfp);
 	address(j, "iseq", f->iseq);

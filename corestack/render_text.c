@@ -74,10 +74,10 @@ static void frame(FILE *out, const struct rv_frame *f,
 	fputs(backtick ? ":in `" : ":in '", out);
 	fputs(f->label ? f->label : "?", out);
 	putc('\'', out);
-	if (f->qualified &&
-	    (!f->label || strcmp(f->qualified, f->label) != 0)) {
+	/* the class-qualified name, with no address in it */
+	if (f->stable && (!f->label || strcmp(f->stable, f->label) != 0)) {
 		fputs("  [", out);
-		fputs(f->qualified, out);
+		fputs(f->stable, out);
 		putc(']', out);
 	}
 	if (f->kind == RV_FRAME_CFUNC)

@@ -17,7 +17,7 @@
 #define CS_JSON_SCHEMA 1
 /* Bump on compatible additions (new fields); 1: fibers; 5: "crash";
  * 6: "gc"; 7: each thread's "exception". */
-#define CS_JSON_SCHEMA_MINOR 7
+#define CS_JSON_SCHEMA_MINOR 8
 
 struct cs_report {
 	const char *core_path; /* NULL for a live process */

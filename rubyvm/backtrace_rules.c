@@ -52,25 +52,26 @@ bool rv_bt_is_type(struct rv_session *s, int64_t type, enum rv_item_id id)
 
 /* rb_gen_method_name: "Owner#name", "Owner.name" for a singleton class of
  * a class or module, only when that name is permanent; else the name.
- * always: corestack's qualified name instead, with any owner named. */
-static struct cs_error *method_name(struct rv_session *s, uint64_t owner,
-				    const char *name, bool always, char **ret)
+ * The qualified and stable styles always name the owner, their way. */
+static struct cs_error *method_name(struct rv_session *s, uint64_t me,
+				    uint64_t owner, const char *name,
+				    enum rv_name_style style, char **ret)
 {
-	if (always) {
-		char *path = NULL;
-		bool singleton = false;
-		struct cs_error *err =
-			owner ? rv_owner_name(s, owner, &path, &singleton)
-			      : NULL;
-		if (err)
-			return err;
-		*ret = path ? rv_join3(path, strlen(path),
-				       singleton ? "." : "#", name)
-			    : strdup(name);
-		free(path);
-		return *ret ? NULL : &cs_error_nomem;
-	}
-	return rv_bt_method_name(s, owner, name, ret);
+	if (style == RV_NAME_RUBY)
+		return rv_bt_method_name(s, owner, name, ret);
+	char *path = NULL;
+	bool dot = false;
+	struct cs_error *err = NULL;
+	if (owner)
+		err = style == RV_NAME_STABLE
+			      ? rv_stable_owner_name(s, owner, me, &path, &dot)
+			      : rv_owner_name(s, owner, &path, &dot);
+	if (err)
+		return err;
+	*ret = path ? rv_join3(path, strlen(path), dot ? "." : "#", name)
+		    : strdup(name);
+	free(path);
+	return *ret ? NULL : &cs_error_nomem;
 }
 
 struct cs_error *rv_bt_method_name(struct rv_session *s, uint64_t owner,
@@ -114,8 +115,9 @@ struct cs_error *rv_bt_method_name(struct rv_session *s, uint64_t owner,
 }
 
 /* calculate_iseq_label: the label of iseq, its method named by owner. */
-static struct cs_error *iseq_label(struct rv_session *s, uint64_t owner,
-				   uint64_t iseq, bool always, int depth,
+static struct cs_error *iseq_label(struct rv_session *s, uint64_t me,
+				   uint64_t owner, uint64_t iseq,
+				   enum rv_name_style style, int depth,
 				   char **ret)
 {
 	const struct rv_iseq_info *info;
@@ -135,7 +137,8 @@ static struct cs_error *iseq_label(struct rv_session *s, uint64_t owner,
 			continue;
 		}
 		if (rv_bt_is_type(s, t, RVL_iseq_type_method))
-			return method_name(s, owner, info->label, always, ret);
+			return method_name(s, me, owner, info->label, style,
+					   ret);
 		if (!rv_bt_is_type(s, t, RVL_iseq_type_block) &&
 		    !rv_bt_is_type(s, t, RVL_iseq_type_plain))
 			break; /* top, main, class: the label as it is */
@@ -167,7 +170,7 @@ static struct cs_error *iseq_label(struct rv_session *s, uint64_t owner,
 			return cs_error_create(CS_ERR_CORRUPT,
 					       "a block without a parent iseq");
 		char *inner = NULL;
-		if ((err = iseq_label(s, owner, cur, always, depth, &inner)))
+		if ((err = iseq_label(s, me, owner, cur, style, depth, &inner)))
 			return err;
 		if (!inner)
 			return &cs_error_nomem;
@@ -185,11 +188,12 @@ static struct cs_error *iseq_label(struct rv_session *s, uint64_t owner,
 	return *ret ? NULL : &cs_error_nomem;
 }
 
-struct cs_error *rv_bt_iseq_label(struct rv_session *s, uint64_t owner,
-				  uint64_t iseq, bool always, char **ret)
+struct cs_error *rv_bt_iseq_label(struct rv_session *s, uint64_t me,
+				  uint64_t owner, uint64_t iseq,
+				  enum rv_name_style style, char **ret)
 {
 	*ret = NULL;
-	return iseq_label(s, owner, iseq, always, 0, ret);
+	return iseq_label(s, me, owner, iseq, style, 0, ret);
 }
 
 bool rv_bt_rescue_or_ensure(struct rv_session *s,

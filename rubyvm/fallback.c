@@ -47,6 +47,8 @@ static const struct {
 	{"VM_ENV_FLAG_LOCAL", 0x2, 1},
 	/* vm_core.h: a frame vm_exec() was entered for; same enum */
 	{"VM_FRAME_FLAG_FINISH", 0x20, 1},
+	/* internal/class.h: RUBY_FL_USER3, an enumerator a compiler may drop */
+	{"RMODULE_IS_REFINEMENT", 0x8000, 1},
 };
 
 int rv_fallback_constant(const char *name, int has_macros, int64_t *value)

@@ -24,6 +24,7 @@ void rv_frame_free(struct rv_frame *f)
 	free(f->label);
 	free(f->path);
 	free(f->qualified);
+	free(f->stable);
 	free(f->error);
 }
 
@@ -105,30 +106,36 @@ char *rv_join3(const char *a, size_t alen, const char *b, const char *c)
 	return out;
 }
 
-/* "Owner#name" or "Owner.name" for the method entry me. */
+/* "Owner#name" or "Owner.name" for the method entry me, the owner named
+ * in style (qualified or stable). */
 static struct cs_error *method_qualified(struct rv_session *s, uint64_t me,
-					 const char *name, char **ret)
+					 const char *name,
+					 enum rv_name_style style, char **ret)
 {
 	uint64_t owner;
 	char *owner_name = NULL;
-	bool singleton = false;
+	bool dot = false;
 	struct cs_error *err;
 	if ((err = rv_read_member(s, me, RVL_me_owner, &owner)) ||
-	    (err = rv_owner_name(s, owner, &owner_name, &singleton)))
+	    (err = style == RV_NAME_STABLE
+			   ? rv_stable_owner_name(s, owner, me, &owner_name,
+						  &dot)
+			   : rv_owner_name(s, owner, &owner_name, &dot)))
 		return err;
-	*ret = rv_join3(owner_name, strlen(owner_name), singleton ? "." : "#",
-			name);
+	*ret = rv_join3(owner_name, strlen(owner_name), dot ? "." : "#", name);
 	free(owner_name);
 	return *ret ? NULL : &cs_error_nomem;
 }
 
-/* The qualified name of a Ruby frame, as Ruby 3.4 builds labels
- * (calculate_iseq_label): when the frame's local iseq is a method, the
- * method name in the label becomes Owner#method, keeping the block prefix
- * ("block (2 levels) in Worker#run"). Frames whose local iseq is not a
- * method (<main>, class bodies, define_method bodies) keep the label. */
+/* The qualified (or stable) name of a Ruby frame, as Ruby 3.4 builds
+ * labels (calculate_iseq_label): when the frame's local iseq is a method,
+ * the method name in the label becomes Owner#method, keeping the block
+ * prefix ("block (2 levels) in Worker#run"). Frames whose local iseq is
+ * not a method (<main>, class bodies, define_method bodies) keep the
+ * label. */
 static char *ruby_qualified(struct rv_session *s,
-			    const struct rv_iseq_info *info, uint64_t ep)
+			    const struct rv_iseq_info *info, uint64_t ep,
+			    enum rv_name_style style)
 {
 	uint64_t me = 0;
 	char *method = NULL, *out = NULL;
@@ -138,7 +145,7 @@ static char *ruby_qualified(struct rv_session *s,
 	size_t ll = strlen(label), bl = strlen(base);
 	struct cs_error *err = frame_method_entry(s, ep, &me);
 	if (err || !me || bl > ll || strcmp(label + ll - bl, base) != 0 ||
-	    (err = method_qualified(s, me, base, &method))) {
+	    (err = method_qualified(s, me, base, style, &method))) {
 		cs_error_destroy(err);
 		return strdup(label);
 	}
@@ -249,15 +256,22 @@ static struct cs_error *ruby_label(struct rv_session *s, uint64_t iseq,
 		free(name);
 		return err;
 	}
-	if ((err = rv_bt_iseq_label(s, owner, iseq, false, &f->label)))
+	if ((err = rv_bt_iseq_label(s, me, owner, iseq, RV_NAME_RUBY,
+				    &f->label)))
 		return err;
-	/* the qualified name follows the same iseqs (an eval's label field
-	 * can read "<compiled>" where its method is meant) */
-	char *qualified;
-	if ((err = rv_bt_iseq_label(s, owner, iseq, true, &qualified)))
+	/* the qualified and stable names follow the same iseqs (an eval's
+	 * label field can read "<compiled>" where its method is meant) */
+	char *qualified, *stable;
+	if ((err = rv_bt_iseq_label(s, me, owner, iseq, RV_NAME_QUALIFIED,
+				    &qualified)))
 		return err;
 	free(f->qualified);
 	f->qualified = qualified;
+	if ((err = rv_bt_iseq_label(s, me, owner, iseq, RV_NAME_STABLE,
+				    &stable)))
+		return err;
+	free(f->stable);
+	f->stable = stable;
 	return NULL;
 }
 
@@ -291,7 +305,8 @@ static void ruby_frame(struct rv_session *s, uint64_t iseq, uint64_t pc,
 		set_error(f, err);
 	f->c_like = rv_bt_c_like(s, info);
 	f->rescue_or_ensure = rv_bt_rescue_or_ensure(s, info);
-	f->qualified = ruby_qualified(s, info, ep);
+	f->qualified = ruby_qualified(s, info, ep, RV_NAME_QUALIFIED);
+	f->stable = ruby_qualified(s, info, ep, RV_NAME_STABLE);
 	if ((err = ruby_label(s, iseq, info, ep, f))) {
 		set_error(f, err);
 		if (!f->label)
@@ -305,6 +320,7 @@ static void ruby_frame(struct rv_session *s, uint64_t iseq, uint64_t pc,
 					  ? "label is not valid UTF-8"
 					  : "path is not valid UTF-8");
 	check_text(f, "qualified name", f->qualified);
+	check_text(f, "stable name", f->stable);
 }
 
 static void cfunc_frame(struct rv_session *s, uint64_t ep, struct rv_frame *f)
@@ -327,7 +343,10 @@ static void cfunc_frame(struct rv_session *s, uint64_t ep, struct rv_frame *f)
 	if (RV_HAS(s, def_cfunc_func))
 		rv_try_member(s, def, RVL_def_cfunc_func, &f->cfunc);
 	/* The label is the method's name: only the owner is left to read. */
-	if ((err = method_qualified(s, me, f->label, &f->qualified)))
+	if ((err = method_qualified(s, me, f->label, RV_NAME_QUALIFIED,
+				    &f->qualified)) ||
+	    (err = method_qualified(s, me, f->label, RV_NAME_STABLE,
+				    &f->stable)))
 		set_error(f, err);
 	uint64_t owner;
 	char *label;
@@ -342,6 +361,7 @@ static void cfunc_frame(struct rv_session *s, uint64_t ep, struct rv_frame *f)
 	}
 	check_text(f, "label", f->label);
 	check_text(f, "qualified name", f->qualified);
+	check_text(f, "stable name", f->stable);
 }
 
 /* A method's frame holds its method entry (vm_push_frame's cref_or_me),
@@ -412,7 +432,8 @@ static size_t text_size(const char *t)
 static size_t frame_text_size(const struct rv_frame *f)
 {
 	return text_size(f->label) + text_size(f->path) +
-	       text_size(f->qualified) + text_size(f->error);
+	       text_size(f->qualified) + text_size(f->stable) +
+	       text_size(f->error);
 }
 
 /* The cached frame at addr moved to a new pc (see rv_frame_cache_moved):

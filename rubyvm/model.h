@@ -23,6 +23,8 @@ struct rv_frame {
 	char *path;      /* #path (the caller's for C frames, as Ruby does) */
 	int lineno;      /* #lineno, 0 when Ruby has none */
 	char *qualified; /* "Outer::Inner#meth", "block in Foo.bar" */
+	char *stable;    /* qualified with no address in it: anonymous and
+			  * singleton owners named by rule (docs/names.md) */
 	uint64_t cfp, iseq, pc, cfunc; /* target addresses, 0 if none */
 	bool vm_finish; /* VM_FRAME_FLAG_FINISH: the first frame a vm_exec()
 			  * call ran (only with rv_options.frame_flags) */
@@ -45,7 +47,8 @@ struct rv_frame {
 	bool borrowed; /* the strings belong to the session's frame cache
 			  * (rv_options.reuse_frames), not to this frame */
 	/* With rv_options.reuse_frames: frames of the session with the same
-	 * nonzero names_id have the same kind, label and qualified name (one
+	 * nonzero names_id have the same kind, label, qualified and stable
+	 * names (one
 	 * frame cache entry's), so a profiler can tell a stack it has seen
 	 * without reading its strings. 0: no such promise. */
 	uint64_t names_id;

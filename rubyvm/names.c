@@ -288,3 +288,43 @@ struct cs_error *rv_permanent_path(struct rv_session *s, uint64_t klass,
 		return &cs_error_nomem;
 	return NULL;
 }
+
+struct cs_error *rv_stable_path(struct rv_session *s, uint64_t klass,
+				char **ret)
+{
+	*ret = NULL;
+	if (!RV_HAS(s, classext_permanent_classpath) &&
+	    RV_HAS(s, classext_iv_tbl)) {
+		/* Up to 3.1 a permanent path is the __classpath__ ivar; a
+		 * temporary one is kept apart (__tmp_classpath__). */
+		uint64_t v = 0;
+		struct cs_error *err =
+			class_ivar(s, klass, s->classpath_id, &v);
+		if (err || !v || rv_special_const(s, v))
+			return err;
+		if ((err = rv_string(s, v, ret)))
+			return err;
+	} else {
+		struct cs_error *err = rv_permanent_path(s, klass, ret);
+		if (err)
+			return err;
+	}
+	/* A temporary path names an anonymous module by its address. */
+	if (*ret && strncmp(*ret, "#<", 2) == 0) {
+		free(*ret);
+		*ret = NULL;
+	}
+	return NULL;
+}
+
+struct cs_error *rv_superclass(struct rv_session *s, uint64_t klass,
+			       uint64_t *ret)
+{
+	if (RV_HAS(s, rclass_super))
+		return rv_read_member(s, klass, RVL_rclass_super, ret);
+	uint64_t ext;
+	struct cs_error *err = classext(s, klass, &ext);
+	if (err)
+		return err;
+	return rv_read_member(s, ext, RVL_classext_super, ret);
+}

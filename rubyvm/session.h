@@ -89,9 +89,21 @@ struct cs_error *rv_owner_name(struct rv_session *s, uint64_t owner, char **ret,
  * labels name a method's owner by. */
 struct cs_error *rv_permanent_path(struct rv_session *s, uint64_t klass,
 				   char **ret);
+/* The class path of klass when it is permanent, never one holding an
+ * address; NULL when anonymous. */
+struct cs_error *rv_stable_path(struct rv_session *s, uint64_t klass,
+				char **ret);
+/* RCLASS_SUPER: the next class or iclass up the ancestry, 0 at the top. */
+struct cs_error *rv_superclass(struct rv_session *s, uint64_t klass,
+			       uint64_t *ret);
 /* The object a singleton class is attached to. */
 struct cs_error *rv_attached_object(struct rv_session *s, uint64_t klass,
 				    uint64_t *ret);
+/* stable_names.c: the owner of a method as stable names name it (no
+ * address in it); *dot when the method is "X.m" (a singleton class's
+ * method of a class or module X). me: the method entry, 0 if unknown. */
+struct cs_error *rv_stable_owner_name(struct rv_session *s, uint64_t owner,
+				      uint64_t me, char **ret, bool *dot);
 struct cs_error *rv_names_init(struct rv_session *s);
 void rv_names_destroy(struct rv_session *s);
 
@@ -229,11 +241,19 @@ bool rv_bt_is_type(struct rv_session *s, int64_t type, enum rv_item_id id);
  * is permanent, else name. */
 struct cs_error *rv_bt_method_name(struct rv_session *s, uint64_t owner,
 				   const char *name, char **ret);
-/* calculate_iseq_label: the label of a frame running iseq, whose method's
- * owner is owner (0 when the frame has no method entry); always: the
- * qualified name, the owner named even when anonymous. */
-struct cs_error *rv_bt_iseq_label(struct rv_session *s, uint64_t owner,
-				  uint64_t iseq, bool always, char **ret);
+/* How a frame's name names its method's owner: as this Ruby's backtrace
+ * labels do, always (the qualified name: an anonymous owner by its
+ * address), or by the stable names' rules (stable_names.c). */
+enum rv_name_style {
+	RV_NAME_RUBY,
+	RV_NAME_QUALIFIED,
+	RV_NAME_STABLE,
+};
+/* calculate_iseq_label: the name of a frame running iseq, whose method
+ * entry is me and its owner owner (both 0 when the frame has none). */
+struct cs_error *rv_bt_iseq_label(struct rv_session *s, uint64_t me,
+				  uint64_t owner, uint64_t iseq,
+				  enum rv_name_style style, char **ret);
 bool rv_bt_rescue_or_ensure(struct rv_session *s,
 			    const struct rv_iseq_info *info);
 bool rv_bt_internal(const struct rv_iseq_info *info);

@@ -19,7 +19,8 @@ of tests/harness/ whose docstring names its tests and what each checks:
                              its core taken, corestack (--json, text, --pid) against
                              the oracle fixtures/oracle.rb wrote; on the same
                              captures threadstate.py (RUBY/SCENARIO/threadstate...),
-                             fibers.py (RUBY/fibers/...), yjit.py (RUBY/SCENARIO/yjit)
+                             fibers.py (RUBY/fibers/...), yjit.py (RUBY/SCENARIO/yjit),
+                             stable_names.py (RUBY/rules/stable-across-processes)
     bad/...                  bad_input.py: unusable input, exit 2 and one line
     cli/...                  cli.py: wrong options, core arguments that are no file
     record/own-child-ends-early, RUBY/record-unreaped-exit...  record_exits.py
@@ -65,7 +66,7 @@ sys.dont_write_bytecode = True   # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import (bad_input, checks, cli, corrupt, crash, fibers, frame_reuse, gdbext, hostile,  # noqa: E402
                      layout, many_threads, mutations, native, native_cut, nontfile, permissions,
-                     procs, record, record_exits, requires, scenarios, stale_pc,
+                     procs, record, record_exits, requires, scenarios, stable_names, stale_pc,
                      thread_notes, traced, unit, yjit)
 
 RUBIES = ("2.7", "3.1", "3.3", "3.3-static", "3.3-yjit", "3.4", "3.4-yjit")
@@ -311,6 +312,9 @@ def main():
                         scenarios.report_scenario(rep, selected, ruby, scen, results[scen], runs)
                         fibers.report(rep, selected, ruby, scen, results[scen], runs,
                                       args.corestack, args.timeout, checks.json_report)
+                        stable_names.report(rep, selected, ruby, scen, results[scen], runs,
+                                            args.corestack, args.timeout,
+                                            yjit.scenario_env(ruby), rwork)
                 except BaseException:   # ^C or SIGTERM: do not wait for the pool
                     for future in futures.values():
                         future.cancel()

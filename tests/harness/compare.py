@@ -208,7 +208,7 @@ def check_sidecar_against_oracle(expectations, oracle):
     return None
 
 
-def check_qualified(expectations, report, oracle):
+def check_qualified(expectations, report, oracle, field="qualified"):
     frames = list(all_frames(report["threads"]))
     theirs = list(all_frames(oracle["threads"]))
     for exp in expectations:
@@ -218,10 +218,10 @@ def check_qualified(expectations, report, oracle):
         if not hits:
             return "%s matches no frame of corestack's report: %s" % (exp.where(), show(exp.text()))
         for frame in hits:
-            if frame.get("qualified") != exp.qualified:
-                return "%s (%s:%s %s): expected %s, corestack %s" % (
-                    exp.where(), frame.get("path"), frame.get("lineno"), exp.label,
-                    show(exp.qualified), show(frame.get("qualified")))
+            if frame.get(field) != exp.qualified:
+                return "%s (%s:%s %s): expected %s %s, corestack %s" % (
+                    exp.where(), frame.get("path"), frame.get("lineno"), exp.label, field,
+                    show(exp.qualified), show(frame.get(field)))
     return None
 
 

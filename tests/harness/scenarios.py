@@ -12,6 +12,8 @@ crash* scenarios):
                              threads (name, main, status, tid) and frames (label, path,
                              lineno) as the oracle
     RUBY/SCENARIO/qualified  the same report carries the qualified names of NAME.qualified
+    RUBY/SCENARIO/stable-sidecar, RUBY/SCENARIO/stable  the same for NAME.stable and the
+                             frames' stable names (docs/names.md)
     RUBY/SCENARIO/text       corestack CORE RUBY: exit 0, every oracle label in the output
     RUBY/SCENARIO/live       corestack --json --pid PID on the parked process: as oracle,
                              and no thread of it left stopped afterwards
@@ -26,7 +28,7 @@ import json
 import os
 import time
 
-from . import compare, fibers, procs, threadstate, yjit
+from . import compare, fibers, procs, stable_names, threadstate, yjit
 from .checks import broken_run, check_oracle, first_line, json_report
 
 
@@ -48,8 +50,9 @@ def scenario_names():
     return sorted(f[:-3] for f in os.listdir(procs.SCENARIOS) if f.endswith(".rb"))
 
 
-def sidecar_path(scenario):
-    return os.path.join(procs.SCENARIOS, scenario + ".qualified")
+def sidecar_path(scenario, field="qualified"):
+    """NAME.qualified / NAME.stable: the names a frame's field must hold."""
+    return os.path.join(procs.SCENARIOS, scenario + "." + field)
 
 
 def scenario_tests(ruby, scenario):
@@ -59,13 +62,16 @@ def scenario_tests(ruby, scenario):
     names += ["oracle"]
     if os.path.exists(sidecar_path(scenario)):
         names.append("qualified")
+    if os.path.exists(sidecar_path(scenario, "stable")):
+        names += ["stable-sidecar", "stable"]
     names.append("text")
     if not is_crash(scenario):
         names += ["live", "live-nonblocking"]
     return (["%s/%s/%s" % (ruby, scenario, n) for n in names]
             + fibers.test_names(ruby, scenario)
             + threadstate.test_names(procs.SCENARIOS, ruby, scenario)
-            + yjit.test_names(ruby, scenario))
+            + yjit.test_names(ruby, scenario)
+            + stable_names.test_names(ruby, scenario))
 
 
 def is_crash(scenario):
@@ -146,13 +152,13 @@ def corestack_runs(corestack, cap, timeout):
             procs.run_tool([corestack, cap.core, cap.exe], timeout))
 
 
-def check_qualified(run, expectations, oracle):
+def check_qualified(run, expectations, oracle, field="qualified"):
     report, reason = json_report(run)
     if reason:
         return reason
     if not isinstance(report.get("threads"), list):
         return "no threads list"
-    return compare.check_qualified(expectations, report, oracle)
+    return compare.check_qualified(expectations, report, oracle, field)
 
 
 def check_text(run, cap):
@@ -172,7 +178,8 @@ def report_scenario(rep, selected, ruby, scen, cap, runs):
     names = dict((n.rsplit("/", 1)[1], n) for n in scenario_tests(ruby, scen))
     want = lambda key: key in names and selected(names[key])
     if isinstance(cap, procs.Failure):
-        for key in ("capture", "sidecar", "oracle", "qualified", "text"):
+        for key in ("capture", "sidecar", "oracle", "qualified", "stable-sidecar", "stable",
+                    "text"):
             if want(key):
                 rep.result(names[key], str(cap) if key == "capture" else "no core: capture failed")
         return
@@ -188,6 +195,14 @@ def report_scenario(rep, selected, ruby, scen, cap, runs):
         rep.result(names["oracle"], check_oracle(runs[0], cap))
     if want("qualified"):
         rep.result(names["qualified"], sidecar_error or check_qualified(runs[0], expectations, cap.oracle))
+    if "stable" in names:
+        stable, stable_error = compare.load_sidecar(sidecar_path(scen, "stable"))
+        if want("stable-sidecar"):
+            rep.result(names["stable-sidecar"], stable_error
+                       or compare.check_sidecar_against_oracle(stable, cap.oracle))
+        if want("stable"):
+            rep.result(names["stable"], stable_error
+                       or check_qualified(runs[0], stable, cap.oracle, "stable"))
     if want("text"):
         rep.result(names["text"], check_text(runs[1], cap))
     for key in ("live", "live-nonblocking"):

@@ -71,6 +71,8 @@ static int same_frame(const struct rv_frame *a, const struct rv_frame *b,
 		what = "lineno";
 	else if (!same_text(a->qualified, b->qualified))
 		what = "qualified";
+	else if (!same_text(a->stable, b->stable))
+		what = "stable";
 	else if (!same_text(a->error, b->error))
 		what = "error";
 	else if (a->pc_stale != b->pc_stale)

@@ -4,7 +4,8 @@
  * those of looking up every frame: a changed frame, thread name or tid, or
  * a frame without a names_id, is a new look at the strings. The tables
  * hold each function, frame, stack and thread once, and the samples'
- * weights add up to the lines' counts. */
+ * weights add up to the lines' counts. Functions take the frames' stable
+ * names. */
 #include "corestack/profile.h"
 #include "corestack/profile_format.h"
 #include "tests/unit/check.h"
@@ -160,6 +161,15 @@ int main(void)
 	CHECK(count_of(&p, "w;a;b;c") == 6, "still one line: %zu",
 	      count_of(&p, "w;a;b;c"));
 
+	/* A function is named by its frame's stable name, never by the
+	 * qualified one that holds an address. */
+	make(&f, abc, none, "w");
+	f.frames[0].qualified = "#<Class:0x00007f8cc3d04880>#c";
+	f.frames[0].stable = "#<anonymous subclass of Foo>#c";
+	add(&p, &f.proc);
+	CHECK(count_of(&p, "w;a;b;#<anonymous subclass of Foo>#c") == 1,
+	      "the stable name names the function");
+
 	/* Frames without an id are never matched by id: their strings say. */
 	make(&f, abd, none, "w");
 	add(&p, &f.proc);
@@ -197,7 +207,7 @@ int main(void)
 	add(&p, &f.proc);
 	CHECK(count_of(&p, "w;a;b;c") == 9, "after the table grew: %zu",
 	      count_of(&p, "w;a;b;c"));
-	CHECK(p.snapshots == 615, "snapshots %zu", p.snapshots);
+	CHECK(p.snapshots == 616, "snapshots %zu", p.snapshots);
 
 	/* Threads come and go: memos of gone ones do not pile up, and the
 	 * counts stay right. */
