@@ -236,7 +236,8 @@ def main():
     for r in args.rubies:   # tests on a fixture Ruby without its scenarios
         if any(selected("%s/%s" % (r, t)) for t in (
                 "layout-units", "running-jit-code", "record", "record-nonblocking", "record-target-exits",
-                "record-speedscope", "record-flamegraph", "record-pprof", "record-contention",
+                "record-speedscope", "record-flamegraph", "record-pprof", "record-pprof-protoc",
+                "record-contention",
                 "record-unreaped-exit", "record-unreaped-exit-nonblocking",
                 "mn-threads/oracle", "mn-threads/native", "mn-threads/native-core",
                 "record-interrupted")) or \
