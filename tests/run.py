@@ -242,6 +242,7 @@ def main():
         if any(selected("%s/%s" % (r, t)) for t in (
                 "layout-units", "running-jit-code", "record", "record-nonblocking", "record-target-exits",
                 "record-speedscope", "record-flamegraph", "record-pprof", "record-pprof-protoc",
+                "record-firefox",
                 "record-contention",
                 "record-unreaped-exit", "record-unreaped-exit-nonblocking",
                 "mn-threads/oracle", "mn-threads/native", "mn-threads/native-core",

@@ -15,6 +15,8 @@ time shares (heavy does 3x light's work).
                              pprof's own profile.proto: sample types, period,
                              duration; heavy and light with their file and line;
                              the counts add up as record reported, heavy over light
+    RUBY/record-firefox      --format firefox: the Firefox Profiler's Gecko format,
+                             checked against its documented fields (firefox.py)
     RUBY/record-target-exits record -- COMMAND ends within 10 s of its target's exit,
                              with the profile
     RUBY/record-interrupted  SIGINT ends record --pid with a profile, the target running
@@ -30,12 +32,12 @@ import signal
 import subprocess
 import time
 
-from . import contention, many_threads, mn_threads, procs, record_exits, traced
+from . import contention, firefox, many_threads, mn_threads, procs, record_exits, traced
 from .checks import first_line
 
 
 TESTS = ("record", "record-nonblocking", "record-speedscope", "record-flamegraph",
-         "record-pprof", "record-pprof-protoc")
+         "record-pprof", "record-pprof-protoc", "record-firefox")
 END_TESTS = ("record-target-exits", "record-interrupted")
 
 
@@ -289,6 +291,10 @@ def check_pprof_protoc(res, path):
     return None
 
 
+def check_firefox(res, path):
+    return firefox.check_firefox(res, path, times_line)
+
+
 def record_tests(rep, selected, args, prefixes, workdir):
     """corestack record on a program with known time shares."""
     for ruby in args.rubies:
@@ -327,7 +333,8 @@ def record_tests(rep, selected, args, prefixes, workdir):
             except subprocess.TimeoutExpired:
                 rep.result(name, "record hung")
         for fmt, suffix, check in (("flamegraph", ".svg", check_flamegraph),
-                                   ("pprof", ".pb.gz", check_pprof)):
+                                   ("pprof", ".pb.gz", check_pprof),
+                                   ("firefox", ".gecko.json", check_firefox)):
             name = "%s/record-%s" % (ruby, fmt)
             # the same file, decoded by protoc
             decoded = "%s/record-pprof-protoc" % ruby if fmt == "pprof" else None
