@@ -139,9 +139,14 @@ $(BUILD)/check-frame-reuse: tests/tools/check_frame_reuse.c $(BUILD)/san/libcore
 unit: $(UNIT_BIN) $(BUILD)/dwarf_sample.so
 	@for t in $(UNIT_BIN); do $$t $(BUILD)/dwarf_sample.so || exit 1; done
 
-# Everything a fresh Debian machine needs (apt packages).
+# Everything a fresh Debian machine needs (apt packages), and the viewers
+# the tests load profiles in (npm packages pinned by tests/viewers/).
 deps:
 	./.ci/install-deps
+	$(MAKE) tests/viewers/node_modules/.package-lock.json
+
+tests/viewers/node_modules/.package-lock.json: tests/viewers/package-lock.json
+	cd tests/viewers && npm ci --no-audit --no-fund --ignore-scripts
 
 # Two lanes at once: much of a Ruby build is serial (configure, each
 # extension's extconf, install), so a second build fills the idle core.

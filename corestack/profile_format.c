@@ -9,6 +9,7 @@ const struct cs_profile_format cs_profile_formats[] = {
 	{"flamegraph", cs_profile_write_flamegraph},
 	{"summary", cs_profile_write_summary},
 	{"pprof", cs_profile_write_pprof},
+	{"firefox", cs_profile_write_firefox},
 	{NULL, NULL},
 };
 

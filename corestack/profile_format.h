@@ -8,6 +8,7 @@
 #define CS_CORESTACK_PROFILE_FORMAT_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "profile.h"
@@ -17,6 +18,7 @@ struct cs_profile_run {
 	size_t lost;    /* samples that could not be read */
 	double seconds; /* the recording's length */
 	double rate;    /* samples per second asked for */
+	int64_t pid;    /* the target's process id; 0: unknown */
 };
 
 struct cs_profile_format {
@@ -45,6 +47,10 @@ void cs_profile_write_flamegraph(FILE *out, const struct cs_profile *p,
 /* pprof's profile.proto, gzipped (go tool pprof, Pyroscope, Parca). */
 void cs_profile_write_pprof(FILE *out, const struct cs_profile *p,
 			    const struct cs_profile_run *run);
+/* The Firefox Profiler's Gecko profile format: one thread per Ruby
+ * thread, its samples in time order. */
+void cs_profile_write_firefox(FILE *out, const struct cs_profile *p,
+			      const struct cs_profile_run *run);
 /* The frames most often innermost, as a table for people. */
 void cs_profile_write_summary(FILE *out, const struct cs_profile *p,
 			      const struct cs_profile_run *run);

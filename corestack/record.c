@@ -1,7 +1,8 @@
 /* corestack record: a sampling profile of every thread of a live Ruby.
  *
  *   corestack record --pid PID [--duration S] [--rate HZ] [--nonblocking]
- *                    [--format collapsed|speedscope|flamegraph|summary|pprof]
+ *                    [--format collapsed|speedscope|flamegraph|summary|pprof|
+ *                              firefox]
  *                    [--on-cpu]
  *                    [-o FILE]
  *   corestack record [options] -- COMMAND ARGS...
@@ -72,8 +73,9 @@ static void record_usage(FILE *out)
 	      "  --nonblocking      read without pausing the target\n"
 	      "  --format F         collapsed (default with -o), speedscope\n"
 	      "                     (JSON for speedscope.app), flamegraph\n"
-	      "                     (SVG), summary or pprof (gzipped\n"
-	      "                     profile.proto for go tool pprof)\n"
+	      "                     (SVG), summary, pprof (gzipped\n"
+	      "                     profile.proto for go tool pprof) or\n"
+	      "                     firefox (JSON for the Firefox Profiler)\n"
 	      "  --on-cpu           only the thread holding the GVL (the one\n"
 	      "                     running Ruby code) in each sample\n"
 	      "  -o FILE            write the profile to FILE\n",
@@ -363,7 +365,8 @@ int cs_record_main(int argc, char **argv)
 			o.out, strerror(errno));
 		rc = EXIT_UNUSABLE;
 	} else {
-		struct cs_profile_run run = {loop.lost, loop.elapsed, o.rate};
+		struct cs_profile_run run = {loop.lost, loop.elapsed, o.rate,
+					     pid};
 		o.format->write(out, &prof, &run);
 		if (o.out)
 			fclose(out);

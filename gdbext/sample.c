@@ -125,7 +125,7 @@ struct cs_error *gx_sampler_finish(struct gx_sampler *s, const char *out_path,
 	*interrupted = s->interrupted;
 	struct cs_error *err = NULL;
 	const struct cs_sampling_loop *l = &s->loop;
-	struct cs_profile_run run = {l->lost, l->elapsed, s->rate};
+	struct cs_profile_run run = {l->lost, l->elapsed, s->rate, s->pid};
 	if (out_path) {
 		FILE *f = fopen(out_path, "w");
 		if (!f || (cs_profile_format_find("collapsed")

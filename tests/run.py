@@ -40,6 +40,8 @@ of tests/harness/ whose docstring names its tests and what each checks:
                              (traced.py), RUBY/many-threads/... (many_threads.py)
     remote/..., debuginfo/debuginfod..., RUBY/native/...  native.py
     RUBY/nontfile/...        nontfile.py
+    viewers/speedscope       viewers.py: a recording loaded in speedscope's web app by
+                             headless Chromium
     RUBY/crash/MODE/CHECK    crash.py: kernel cores of a C extension that crashes five
                              ways, against Ruby's own crash report
     gdbext/..., lldb/...     gdbext.py: ruby-bt and ruby-sample inside gdb and lldb
@@ -67,7 +69,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import (bad_input, checks, cli, corrupt, crash, fibers, frame_reuse, gdbext, hostile,  # noqa: E402
                      layout, many_threads, mutations, native, native_cut, nontfile, permissions,
                      procs, record, record_exits, requires, scenarios, stable_names, stale_pc,
-                     thread_notes, traced, unit, yjit)
+                     thread_notes, traced, unit, viewers, yjit)
 
 RUBIES = ("2.7", "3.1", "3.3", "3.3-static", "3.3-yjit", "3.4", "3.4-yjit")
 BUILD_TIMEOUT = 3600
@@ -155,6 +157,7 @@ def all_tests(args, scenario_list):
     names += ["%s/layout-units" % r for r in rubies]
     names += ["%s/running-jit-code" % r for r in rubies if yjit.is_yjit(r)]
     names += [n for r in rubies for n in record.test_names(r)]
+    names += list(viewers.TESTS) if rubies else []
     names += list(native.REMOTE_TESTS) + [n for r in rubies for n in nontfile.test_names(r)]
     names += list(native.DEBUGINFO_TESTS) + [n for r in rubies for n in native.native_test_names(r)]
     names += [n for r in rubies for n in crash.test_names(r)]
@@ -249,12 +252,16 @@ def main():
         if any(selected(n) for n in native.native_test_names(r) + nontfile.test_names(r)
                + crash.test_names(r)):
             build_anyway.add(r)
+    if any(selected(n) for n in viewers.TESTS) and args.rubies:
+        build_anyway.add(args.rubies[0])
     if any(selected(n) for n in native.REMOTE_TESTS) and native.REMOTE_RUBY in args.rubies:
         build_anyway.add(native.REMOTE_RUBY)
     for r in args.rubies:   # tests on a fixture Ruby without its scenarios
         if any(selected("%s/%s" % (r, t)) for t in (
                 "layout-units", "running-jit-code", "record", "record-nonblocking", "record-target-exits",
-                "record-speedscope", "record-flamegraph", "record-pprof", "record-contention",
+                "record-speedscope", "record-flamegraph", "record-pprof", "record-pprof-protoc",
+                "record-firefox",
+                "record-contention",
                 "record-unreaped-exit", "record-unreaped-exit-nonblocking",
                 "mn-threads/oracle", "mn-threads/native", "mn-threads/native-core",
                 "record-interrupted")) or \
@@ -348,6 +355,7 @@ def main():
         layout.layout_tests(rep, selected, args, prefixes)
         yjit.running_test(rep, selected, args.corestack, prefixes, args.timeout)
         record.record_tests(rep, selected, args, prefixes, workdir)
+        viewers.viewer_tests(rep, selected, args, prefixes, workdir)
         native.remote_tests(rep, selected, args, prefixes, workdir)
         nontfile.nontfile_tests(rep, selected, args, prefixes, workdir)
         native.debuginfo_tests(rep, selected, args, captures, workdir)

@@ -176,11 +176,19 @@ void json_hex_string(struct json *j, const char *key, uint64_t value)
 	put(j, p, (size_t)(text + sizeof(text) - p));
 }
 
-void json_int(struct json *j, const char *key, int64_t value)
+/* value / 10^places, written exactly: no floating point, no locale. */
+static void put_decimal(struct json *j, const char *key, int64_t value,
+			unsigned places)
 {
-	char text[24], *p = text + sizeof(text);
+	char text[48], *p = text + sizeof(text);
 	/* Negate as unsigned: INT64_MIN has no positive int64_t. */
 	uint64_t u = value < 0 ? 0 - (uint64_t)value : (uint64_t)value;
+	for (unsigned i = 0; i < places; i++) {
+		*--p = (char)('0' + u % 10);
+		u /= 10;
+	}
+	if (places)
+		*--p = '.';
 	do {
 		*--p = (char)('0' + u % 10);
 		u /= 10;
@@ -189,6 +197,17 @@ void json_int(struct json *j, const char *key, int64_t value)
 		*--p = '-';
 	key_prefix(j, key);
 	put(j, p, (size_t)(text + sizeof(text) - p));
+}
+
+void json_int(struct json *j, const char *key, int64_t value)
+{
+	put_decimal(j, key, value, 0);
+}
+
+void json_decimal(struct json *j, const char *key, int64_t value,
+		  unsigned places)
+{
+	put_decimal(j, key, value, places > 19 ? 19 : places);
 }
 
 void json_bool(struct json *j, const char *key, bool value)

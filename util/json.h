@@ -33,6 +33,10 @@ void json_string(struct json *j, const char *key, const char *value);
  * JSON numbers). */
 void json_hex_string(struct json *j, const char *key, uint64_t value);
 void json_int(struct json *j, const char *key, int64_t value);
+/* value / 10^places (at most 19) as a decimal number: json_decimal(j, k,
+ * 1500, 3) writes 1.500. */
+void json_decimal(struct json *j, const char *key, int64_t value,
+		  unsigned places);
 void json_bool(struct json *j, const char *key, bool value);
 void json_null(struct json *j, const char *key);
 

@@ -11,6 +11,12 @@ time shares (heavy does 3x light's work).
                              light with their file and the line Ruby gives them
                              (their .times call), the sample count record reported,
                              heavy over light
+    RUBY/record-pprof-protoc the same file gunzipped and decoded by protoc against
+                             pprof's own profile.proto: sample types, period,
+                             duration; heavy and light with their file and line;
+                             the counts add up as record reported, heavy over light
+    RUBY/record-firefox      --format firefox: the Firefox Profiler's Gecko format,
+                             checked against its documented fields (firefox.py)
     RUBY/record-target-exits record -- COMMAND ends within 10 s of its target's exit,
                              with the profile
     RUBY/record-interrupted  SIGINT ends record --pid with a profile, the target running
@@ -26,12 +32,12 @@ import signal
 import subprocess
 import time
 
-from . import contention, many_threads, mn_threads, procs, record_exits, traced
+from . import contention, firefox, many_threads, mn_threads, procs, record_exits, traced
 from .checks import first_line
 
 
 TESTS = ("record", "record-nonblocking", "record-speedscope", "record-flamegraph",
-         "record-pprof")
+         "record-pprof", "record-pprof-protoc", "record-firefox")
 END_TESTS = ("record-target-exits", "record-interrupted")
 
 
@@ -182,6 +188,113 @@ def check_pprof(res, path):
     return None
 
 
+# Where Debian's golang-github-google-pprof-dev installs profile.proto.
+PPROF_PROTO_DIR = "/usr/share/gocode/src/github.com/google/pprof/proto"
+
+
+def parse_text_format(text):
+    """protoc's text format -> a list of (field, value) where value is a
+    string (scalars, strings still quoted) or such a list (messages)."""
+    root = []
+    stack = [root]
+    for line in text.split("\n"):
+        line = line.strip()
+        if not line:
+            continue
+        if line == "}":
+            stack.pop()
+        elif line.endswith(" {"):
+            child = []
+            stack[-1].append((line[:-2], child))
+            stack.append(child)
+        else:
+            key, _, value = line.partition(": ")
+            stack[-1].append((key, value))
+    if len(stack) != 1:
+        raise ValueError("unbalanced braces")
+    return root
+
+
+def fields(msg, name):
+    return [v for k, v in msg if k == name]
+
+
+def field(msg, name, default=None):
+    found = fields(msg, name)
+    return found[0] if found else default
+
+
+def check_pprof_protoc(res, path):
+    """protoc decodes the gunzipped file as perftools.profiles.Profile;
+    its functions, lines and counts are Ruby's."""
+    import gzip
+    if res.returncode != 0:
+        return "exit %d: %s" % (res.returncode, first_line(res.stderr))
+    reported = re.search(r"(\d+) samples in", res.stderr)
+    try:
+        with gzip.open(path) as f:
+            raw = f.read()
+    except (OSError, EOFError) as exc:
+        return "not gzipped: %s" % exc
+    dec = subprocess.run(["protoc", "--decode", "perftools.profiles.Profile",
+                          "-I", PPROF_PROTO_DIR, "profile.proto"], input=raw,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+    if dec.returncode != 0:
+        return "protoc --decode failed: %s" % first_line(dec.stderr.decode(errors="replace"))
+    try:
+        prof = parse_text_format(dec.stdout.decode())
+        strings = [json.loads(s) for s in fields(prof, "string_table")]
+        if not strings or strings[0] != "":
+            return "string_table does not start with \"\": %s" % strings[:3]
+        text = lambda msg, name: strings[int(field(msg, name, "0"))]
+        types = [(text(t, "type"), text(t, "unit")) for t in fields(prof, "sample_type")]
+        if types != [("samples", "count"), ("wall", "nanoseconds")]:
+            return "sample types %s" % types
+        period = int(field(prof, "period", "0"))
+        if (text(field(prof, "period_type", []), "type") != "wall" or period <= 0
+                or int(field(prof, "duration_nanos", "0")) <= 0
+                or int(field(prof, "time_nanos", "0")) <= 0):
+            return "period, its type, the duration or the start time unset"
+        functions = {int(field(f, "id")): (text(f, "name"), os.path.basename(text(f, "filename")))
+                     for f in fields(prof, "function")}
+        locations = {}
+        for loc in fields(prof, "location"):
+            line = field(loc, "line", [])
+            locations[int(field(loc, "id"))] = functions[int(field(line, "function_id"))] + (
+                int(field(line, "line", "0")),)
+        samples = []
+        for s in fields(prof, "sample"):
+            values = [int(v) for v in fields(s, "value")]
+            if len(values) != 2 or values[1] != values[0] * period:
+                return "sample values %s with period %d" % (values, period)
+            labels = {text(lb, "key") for lb in fields(s, "label")}
+            if "thread" not in labels:
+                return "a sample without its thread label"
+            samples.append((values[0], [locations[int(i)] for i in fields(s, "location_id")]))
+    except (ValueError, KeyError, IndexError, TypeError) as exc:
+        return "protoc's decoding does not hold together: %s" % exc
+    total = sum(count for count, _ in samples)
+    if not reported or not int(reported.group(1)) - 2 <= total <= int(reported.group(1)):
+        return "protoc decodes %d samples, record reported %s" % (
+            total, reported.group(1) if reported else "none")
+    inclusive = {}
+    for method in ("heavy", "light"):
+        want = ("Object#%s" % method, "shares.rb", times_line(method))
+        found = {loc for loc in locations.values() if loc[0] == want[0]}
+        if found != {want}:
+            return "%s decoded as %s, expected %s" % (want[0], sorted(found), want)
+        inclusive[method] = sum(count for count, stack in samples if want in stack)
+    if inclusive["heavy"] + inclusive["light"] < 50 or \
+            inclusive["heavy"] < 1.5 * inclusive["light"]:
+        return "heavy %d samples, light %d: heavy does 3x the work" % (
+            inclusive["heavy"], inclusive["light"])
+    return None
+
+
+def check_firefox(res, path):
+    return firefox.check_firefox(res, path, times_line)
+
+
 def record_tests(rep, selected, args, prefixes, workdir):
     """corestack record on a program with known time shares."""
     for ruby in args.rubies:
@@ -220,9 +333,12 @@ def record_tests(rep, selected, args, prefixes, workdir):
             except subprocess.TimeoutExpired:
                 rep.result(name, "record hung")
         for fmt, suffix, check in (("flamegraph", ".svg", check_flamegraph),
-                                   ("pprof", ".pb.gz", check_pprof)):
+                                   ("pprof", ".pb.gz", check_pprof),
+                                   ("firefox", ".gecko.json", check_firefox)):
             name = "%s/record-%s" % (ruby, fmt)
-            if not selected(name):
+            # the same file, decoded by protoc
+            decoded = "%s/record-pprof-protoc" % ruby if fmt == "pprof" else None
+            if not selected(name) and not (decoded and selected(decoded)):
                 continue
             path = out + suffix
             try:
@@ -230,9 +346,12 @@ def record_tests(rep, selected, args, prefixes, workdir):
                                       "--format", fmt, "-o", path, "--", exe, SHARES, "1.5"],
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      text=True, timeout=args.timeout)
-                rep.result(name, check(res, path))
             except subprocess.TimeoutExpired:
-                rep.result(name, "record hung")
+                res = None
+            if selected(name):
+                rep.result(name, check(res, path) if res else "record hung")
+            if decoded and selected(decoded):
+                rep.result(decoded, check_pprof_protoc(res, path) if res else "record hung")
         contention.contention_test(rep, selected, args.corestack, ruby, exe, args.timeout)
         mn_threads.mn_tests(rep, selected, args.corestack, ruby, exe, workdir, args.timeout)
         record_exits.record_exit_tests(rep, selected, args.corestack, ruby, exe, workdir,
