@@ -166,14 +166,19 @@ struct cs_error *cs_merge_stacks(const struct rv_thread *rt,
 	for (size_t i = nn; i-- > 0;) {
 		if (g < ngroups && i == loops[g]) {
 			size_t last = g + 1 < ngroups ? groups[g + 1] + 1 : 0;
-			for (size_t j = groups[g] + 1; j-- > last;)
-				if (rt->frames[j].kind != RV_FRAME_CFUNC)
-					out->frames[n++].ruby = &rt->frames[j];
+			for (size_t j = groups[g] + 1; j-- > last;) {
+				if (rt->frames[j].kind == RV_FRAME_CFUNC)
+					continue;
+				out->frames[n].runs_on = &nt->frames[i];
+				out->frames[n++].ruby = &rt->frames[j];
+			}
 			g++;
 			continue;
 		}
-		if (above[i])
+		if (above[i]) {
+			out->frames[n].runs_on = &nt->frames[i];
 			out->frames[n++].ruby = above[i];
+		}
 		out->frames[n].native = &nt->frames[i];
 		out->frames[n++].ruby = attach[i];
 	}

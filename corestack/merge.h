@@ -13,6 +13,10 @@
 struct cs_merged_frame {
 	const struct cs_native_frame *native; /* NULL for a Ruby frame */
 	const struct rv_frame *ruby;          /* NULL for a native frame */
+	/* A Ruby frame without a native one: the native frame that runs it
+	 * (its interpreter loop, or the frame that took the place of a C
+	 * function that tail-called). What a debugger selects for it. */
+	const struct cs_native_frame *runs_on;
 };
 
 struct cs_merged_stack {

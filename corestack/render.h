@@ -27,4 +27,8 @@ const struct cs_renderer *cs_renderer_find(const char *name);
 void cs_render_text(FILE *out, const struct cs_report *r); /* render_text.c */
 void cs_render_json(FILE *out, const struct cs_report *r); /* render_json.c */
 
+/* One frame as the text report prints it, unindented, with its newline. */
+void cs_render_frame_text(FILE *out, const struct rv_process *p,
+			  const struct rv_frame *f);
+
 #endif

@@ -94,14 +94,27 @@ static void frame(FILE *out, const struct rv_frame *f,
 	fputc('\n', out);
 }
 
+void cs_render_frame_text(FILE *out, const struct rv_process *p,
+			  const struct rv_frame *f)
+{
+	frame(out, f, NULL, 0, p->backtick_quotes);
+}
+
+/* numbered: "#N " after the indent, padded as gdb pads its frames */
 static void stack(FILE *out, const struct rv_process *p, const char *error,
 		  const struct rv_frame *frames, size_t n, bool truncated,
-		  int indent)
+		  int indent, bool numbered)
 {
 	if (error)
 		fprintf(out, "%*s<stack incomplete: %s>\n", indent, "", error);
-	for (size_t j = 0; j < n; j++)
+	for (size_t j = 0; j < n; j++) {
+		if (numbered) {
+			fprintf(out, "%*s#%-2zu ", indent, "", j);
+			frame(out, &frames[j], NULL, 0, p->backtick_quotes);
+			continue;
+		}
 		frame(out, &frames[j], NULL, indent, p->backtick_quotes);
+	}
 	if (truncated)
 		fprintf(out, "%*s<more frames not shown: --max-frames>\n",
 			indent, "");
@@ -189,7 +202,8 @@ static void fibers(FILE *out, const struct rv_process *p,
 		if (f->is_current)
 			fputs(", current: the thread's stack above", out);
 		fputc('\n', out);
-		stack(out, p, f->error, f->frames, f->nframes, f->truncated, 6);
+		stack(out, p, f->error, f->frames, f->nframes, f->truncated, 6,
+		      false);
 	}
 }
 
@@ -272,7 +286,7 @@ void cs_render_text(FILE *out, const struct cs_report *r)
 				      out);
 		} else {
 			stack(out, r->ruby, t->error, t->frames, t->nframes,
-			      t->truncated, 4);
+			      t->truncated, 4, r->frame_numbers);
 		}
 		/* A lone running root fiber says nothing the thread did not. */
 		if (t->nfibers > 1 ||

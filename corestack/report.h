@@ -42,6 +42,9 @@ struct cs_report {
 	int native_all;
 	/* the crash summary of a core dumped on a fatal signal, or NULL */
 	const struct cs_crash *crash;
+	/* text: "#N " before each frame of a thread's own stack, the number
+	 * a debugger's ruby-frame takes (not with native stacks) */
+	bool frame_numbers;
 };
 
 /* Is tid the kernel thread of one of the Ruby threads? */

@@ -192,6 +192,7 @@ static struct cs_error *render(struct cs_snapshot *s,
 	if ((err = select_threads(proc, s->tids.tids, req, shown)))
 		goto out;
 	s->report.shown = shown;
+	s->report.frame_numbers = true; /* what ruby-frame takes */
 	const struct cs_renderer *renderer = cs_renderer_find(req->format);
 	if (!renderer) {
 		err = cs_error_create(CS_ERR_USAGE, "no output format '%s'",
@@ -212,16 +213,15 @@ static struct cs_error *render(struct cs_snapshot *s,
 	*complete = s->report.complete;
 out:
 	s->report.shown = NULL;
+	s->report.frame_numbers = false;
 	free(shown);
 	return err;
 }
 
-struct cs_error *gx_backtrace(const struct gx_source *src,
-			      const struct gx_backtrace_request *req,
-			      char **out, int *complete)
+struct cs_error *gx_with_snapshot(const struct gx_source *src,
+				  const struct gx_backtrace_request *req,
+				  gx_snapshot_fn fn, void *ctx)
 {
-	*out = NULL;
-	*complete = 0;
 	struct opened o;
 	struct cs_error *err = open_source(src, &o);
 	if (err) {
@@ -229,11 +229,12 @@ struct cs_error *gx_backtrace(const struct gx_source *src,
 		return err;
 	}
 	struct cs_ruby ruby;
-	struct cs_ruby_options opts = {.executable = src->executable,
-				       .debug_dirs = src->debug_dirs,
-				       .debug_dir_advice =
-					       src->debug_dir_advice,
-				       .memory = o.cached ? &o.memory : NULL};
+	struct cs_ruby_options opts = {
+		.executable = src->executable,
+		.debug_dirs = src->debug_dirs,
+		.debug_dir_advice = src->debug_dir_advice,
+		.memory = o.cached ? &o.memory : NULL,
+		.model = {.frame_flags = req->frame_flags}};
 	if ((err = cs_ruby_open(o.target, &opts, &ruby))) {
 		close_source(&o);
 		return err;
@@ -251,10 +252,34 @@ struct cs_error *gx_backtrace(const struct gx_source *src,
 	};
 	struct cs_snapshot snap;
 	if (!(err = cs_snapshot_take(o.target, &ruby, &sopts, &snap)))
-		err = render(&snap, req, out, complete);
+		err = fn(ctx, &snap);
 	cs_snapshot_free(&snap);
 	free(hinted.store);
 	cs_ruby_close(&ruby);
 	close_source(&o);
+	/* fn's error is its own, not made from the snapshot */
+	// cppcheck-suppress returnDanglingLifetime
 	return err;
+}
+
+struct rendering {
+	const struct gx_backtrace_request *req;
+	char **out;
+	int *complete;
+};
+
+static struct cs_error *render_snapshot(void *ctx, struct cs_snapshot *s)
+{
+	struct rendering *r = ctx;
+	return render(s, r->req, r->out, r->complete);
+}
+
+struct cs_error *gx_backtrace(const struct gx_source *src,
+			      const struct gx_backtrace_request *req,
+			      char **out, int *complete)
+{
+	*out = NULL;
+	*complete = 0;
+	struct rendering r = {req, out, complete};
+	return gx_with_snapshot(src, req, render_snapshot, &r);
 }

@@ -9,9 +9,11 @@
 #ifndef CS_GDBEXT_BACKTRACE_H
 #define CS_GDBEXT_BACKTRACE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../corestack/snapshot.h"
 #include "../util/error.h"
 #include "debugger_target.h"
 
@@ -49,6 +51,7 @@ struct gx_backtrace_request {
 	size_t nonly;
 	gx_thread_hints_fn hints; /* may be NULL */
 	void *hints_ctx;
+	bool frame_flags; /* read where each vm_exec() began (merging) */
 };
 
 /* Render the report into *out (malloc'd, NUL-terminated). An error only
@@ -58,5 +61,13 @@ struct gx_backtrace_request {
 struct cs_error *gx_backtrace(const struct gx_source *src,
 			      const struct gx_backtrace_request *req,
 			      char **out, int *complete);
+
+/* Open src, take a snapshot of every Ruby thread as gx_backtrace does
+ * (req's format and threads aside) and hand it to fn, whose error is the
+ * result. */
+typedef struct cs_error *(*gx_snapshot_fn)(void *ctx, struct cs_snapshot *s);
+struct cs_error *gx_with_snapshot(const struct gx_source *src,
+				  const struct gx_backtrace_request *req,
+				  gx_snapshot_fn fn, void *ctx);
 
 #endif

@@ -14,7 +14,9 @@
 #include "args.h"
 #include "backtrace.h"
 #include "debugger_target.h"
+#include "frames.h"
 #include "sample.h"
+#include "source_list.h"
 
 static PyObject *corestack_error;
 
@@ -156,101 +158,302 @@ static int split_dirs(const char *dirs, char ***ret)
 	return 1;
 }
 
-/* backtrace(kind, ...) -> (text, complete). kind: "core", "live" or
- * "debugger". debug_dirs: the debugger's debug directories ("a:b");
- * debug_dir_advice: how its user adds one (for the no-debug message). */
-static PyObject *py_backtrace(PyObject *self, PyObject *args, PyObject *kw)
+/* How to read the inferior: a gx_source and what it points to. */
+struct py_source {
+	struct gx_source src;
+	struct gx_inferior dbg;
+	struct py_reader reader;
+	char **debug_dirs;
+	PyObject *hints;
+};
+
+static void source_free(struct py_source *ps)
 {
-	(void)self;
-	static char *names[] = {"kind",       "core",       "pid",
-				"executable", "read",       "mappings",
-				"auxv",       "is_core",    "name",
-				"json",       "tids",       "hints",
-				"signal",     "debug_dirs", "debug_dir_advice",
+	gx_inferior_free(&ps->dbg);
+	free(ps->debug_dirs);
+	ps->debug_dirs = NULL;
+}
+
+/* The source from keywords: kind ("core", "live" or "debugger"), core,
+ * pid, executable, read, mappings, auxv, is_core, name, hints, signal,
+ * debug_dirs (the debugger's, "a:b"), debug_dir_advice (how its user adds
+ * one, for the no-debug message). 0 with a Python error set. */
+static int source_from(PyObject *kw, struct py_source *ps)
+{
+	static char *names[] = {"kind",
+				"core",
+				"pid",
+				"executable",
+				"read",
+				"mappings",
+				"auxv",
+				"is_core",
+				"name",
+				"hints",
+				"signal",
+				"debug_dirs",
+				"debug_dir_advice",
 				NULL};
 	const char *kind, *core = NULL, *executable = NULL,
 			  *name = "the debugger's inferior", *dirs = NULL,
 			  *advice = NULL;
-	int pid = -1, is_core = 0, json = 0;
+	int pid = -1, is_core = 0;
 	PyObject *read = Py_None, *maps = Py_None, *auxv = Py_None,
-		 *tids = Py_None, *hints = Py_None, *sig = Py_None;
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "s|zizOOOpzpOOOzz", names,
-					 &kind, &core, &pid, &executable, &read,
-					 &maps, &auxv, &is_core, &name, &json,
-					 &tids, &hints, &sig, &dirs, &advice))
-		return NULL;
-	struct gx_source src = {.pid = pid,
-				.executable = executable,
-				.debug_dir_advice = advice};
-	struct gx_inferior dbg = {.fd = -1, .pid = pid, .crash_tid = -1};
-	/* signal: (signo, code, fault address, tid that took it) the debugger
-	 * reports */
+		 *sig = Py_None, *empty = PyTuple_New(0);
+	memset(ps, 0, sizeof(*ps));
+	ps->dbg = (struct gx_inferior){.fd = -1, .pid = -1, .crash_tid = -1};
+	ps->hints = Py_None;
+	int ok = empty &&
+		 PyArg_ParseTupleAndKeywords(empty, kw, "s|zizOOOpzOOzz", names,
+					     &kind, &core, &pid, &executable,
+					     &read, &maps, &auxv, &is_core,
+					     &name, &ps->hints, &sig, &dirs,
+					     &advice);
+	Py_XDECREF(empty);
+	if (!ok)
+		return 0;
+	struct gx_source *src = &ps->src;
+	struct gx_inferior *dbg = &ps->dbg;
+	*src = (struct gx_source){.pid = pid,
+				  .executable = executable,
+				  .debug_dir_advice = advice};
+	dbg->pid = pid;
+	/* signal: (signo, code, fault address, tid that took it) the
+	 * debugger reports */
 	if (sig != Py_None) {
 		unsigned long long fault = 0;
 		long long crash_tid = -1;
-		if (!PyArg_ParseTuple(sig, "iiKL", &dbg.siginfo.signo,
-				      &dbg.siginfo.code, &fault, &crash_tid))
-			return NULL;
-		dbg.siginfo.present = 1;
-		dbg.siginfo.addr = fault;
-		dbg.crash_tid = crash_tid;
+		if (!PyArg_ParseTuple(sig, "iiKL", &dbg->siginfo.signo,
+				      &dbg->siginfo.code, &fault, &crash_tid))
+			return 0;
+		dbg->siginfo.present = 1;
+		dbg->siginfo.addr = fault;
+		dbg->crash_tid = crash_tid;
 	}
-	struct py_reader reader = {read, name};
+	ps->reader = (struct py_reader){read, name};
 	if (strcmp(kind, "core") == 0 && core) {
-		src.kind = GX_SOURCE_CORE;
-		src.core_path = core;
+		src->kind = GX_SOURCE_CORE;
+		src->core_path = core;
 	} else if (strcmp(kind, "live") == 0 && pid > 0) {
-		src.kind = GX_SOURCE_LIVE;
+		src->kind = GX_SOURCE_LIVE;
 	} else if (strcmp(kind, "debugger") == 0 && PyCallable_Check(read) &&
 		   maps != Py_None) {
-		src.kind = GX_SOURCE_DEBUGGER;
-		dbg.mem = (struct cs_memory){py_read, &reader};
-		dbg.name = name;
+		src->kind = GX_SOURCE_DEBUGGER;
+		dbg->mem = (struct cs_memory){py_read, &ps->reader};
+		dbg->name = name;
 		/* Where the executable is loaded is found from its mappings
 		 * when the debugger shows no auxiliary vector (lldb). */
-		if (executable && !(dbg.executable = strdup(executable)))
-			return PyErr_NoMemory();
-		src.debugger = &dbg;
-		dbg.is_core = is_core;
-		if (!fill_image(&dbg, maps, auxv == Py_None ? NULL : auxv)) {
-			gx_inferior_free(&dbg);
-			return NULL;
+		if (executable && !(dbg->executable = strdup(executable))) {
+			PyErr_NoMemory();
+			return 0;
 		}
+		src->debugger = dbg;
+		dbg->is_core = is_core;
+		if (!fill_image(dbg, maps, auxv == Py_None ? NULL : auxv))
+			return 0;
 	} else {
 		PyErr_SetString(PyExc_ValueError,
-				"backtrace: kind core needs core=, live pid=, "
+				"kind core needs core=, live pid=, "
 				"debugger read= and mappings=");
+		return 0;
+	}
+	if (!split_dirs(dirs, &ps->debug_dirs))
+		return 0;
+	src->debug_dirs = (const char *const *)ps->debug_dirs;
+	return 1;
+}
+
+/* The source from kw without the keywords a command takes for itself,
+ * those in taken[i] (borrowed, NULL when absent). 0 with a Python error
+ * set; ps is always safe to free. */
+static int command_source(PyObject *kw, const char *const *own,
+			  PyObject **taken, struct py_source *ps)
+{
+	memset(ps, 0, sizeof(*ps));
+	ps->dbg.fd = -1;
+	for (size_t i = 0; own[i]; i++)
+		taken[i] = NULL;
+	PyObject *rest = kw ? PyDict_Copy(kw) : PyDict_New();
+	for (size_t i = 0; rest && own[i]; i++) {
+		taken[i] = kw ? PyDict_GetItemString(kw, own[i]) : NULL;
+		if (taken[i] && PyDict_DelItemString(rest, own[i]) < 0) {
+			Py_DECREF(rest);
+			return 0;
+		}
+	}
+	int ok = rest && source_from(rest, ps);
+	Py_XDECREF(rest);
+	return ok;
+}
+
+/* The debugger's threads, for Ruby threads that keep only a pthread_t. */
+static void ask_hints(struct gx_backtrace_request *req,
+		      const struct py_source *ps)
+{
+	if (PyCallable_Check(ps->hints)) {
+		req->hints = py_hints;
+		req->hints_ctx = ps->hints;
+	}
+}
+
+/* backtrace(json=False, tids=None, **source) -> (text, complete) */
+static PyObject *py_backtrace(PyObject *self, PyObject *args, PyObject *kw)
+{
+	(void)self;
+	static const char *const own[] = {"json", "tids", NULL};
+	PyObject *taken[2];
+	if (PyTuple_Size(args) != 0) {
+		PyErr_SetString(PyExc_TypeError, "backtrace: keywords only");
 		return NULL;
 	}
-	struct gx_backtrace_request req = {.format = json ? "json" : "text"};
+	struct py_source ps;
+	int ok = command_source(kw, own, taken, &ps);
+	int json = taken[0] ? PyObject_IsTrue(taken[0]) : 0;
+	struct gx_backtrace_request req = {.format = json > 0 ? "json"
+							      : "text"};
 	int64_t *only = NULL;
-	if (!tid_list(tids, &only, &req.nonly)) {
+	if (!ok || json < 0 ||
+	    !tid_list(taken[1] ? taken[1] : Py_None, &only, &req.nonly)) {
 		free(only);
-		gx_inferior_free(&dbg);
+		source_free(&ps);
 		return NULL;
 	}
 	req.only_tids = only;
-	if (PyCallable_Check(hints)) {
-		req.hints = py_hints;
-		req.hints_ctx = hints;
-	}
-	char **debug_dirs;
-	if (!split_dirs(dirs, &debug_dirs)) {
-		free(only);
-		gx_inferior_free(&dbg);
-		return NULL;
-	}
-	src.debug_dirs = (const char *const *)debug_dirs;
+	ask_hints(&req, &ps);
 	char *text = NULL;
 	int complete = 0;
-	struct cs_error *err = gx_backtrace(&src, &req, &text, &complete);
-	gx_inferior_free(&dbg);
+	struct cs_error *err = gx_backtrace(&ps.src, &req, &text, &complete);
+	source_free(&ps);
 	free(only);
-	free(debug_dirs);
 	if (err)
 		return raise(err);
 	PyObject *res =
 		Py_BuildValue("(sO)", text, complete ? Py_True : Py_False);
+	free(text);
+	return res;
+}
+
+/* --- ruby-frame, ruby-list --------------------------------------------- */
+
+/* native: [(function or None, entry address, inlined)], the debugger's
+ * frames innermost first, into *ret (function names borrowed from list). */
+static int native_list(PyObject *list, struct cs_native_frame **ret, size_t *n)
+{
+	*ret = NULL;
+	*n = 0;
+	if (list == NULL || list == Py_None)
+		return 1;
+	Py_ssize_t len = PyList_Size(list);
+	if (len < 0 || !(*ret = calloc((size_t)len + 1, sizeof(**ret))))
+		return 0;
+	for (Py_ssize_t i = 0; i < len; i++) {
+		const char *function;
+		unsigned long long start;
+		int inlined;
+		if (!PyArg_ParseTuple(PyList_GetItem(list, i), "zKp", &function,
+				      &start, &inlined))
+			return 0;
+		(*ret)[i] =
+			(struct cs_native_frame){.function = (char *)function,
+						 .func_start = start,
+						 .inlined = inlined};
+	}
+	*n = (size_t)len;
+	return 1;
+}
+
+static PyObject *frames_tuple(const struct gx_thread_frames *f)
+{
+	PyObject *list = PyList_New((Py_ssize_t)f->nframes);
+	for (size_t j = 0; list && j < f->nframes; j++) {
+		const struct gx_ruby_frame *g = &f->frames[j];
+		PyObject *native = g->native >= 0
+					   ? PyLong_FromLong(g->native)
+					   : (Py_INCREF(Py_None), Py_None);
+		PyObject *item = native ? Py_BuildValue("(sziN)", g->text,
+							g->path, g->lineno,
+							native)
+					: NULL;
+		if (!item) {
+			Py_DECREF(list);
+			return NULL;
+		}
+		PyList_SetItem(list, (Py_ssize_t)j, item);
+	}
+	return list ? Py_BuildValue("(Nz)", list, f->native_error) : NULL;
+}
+
+/* thread_frames(tid, native=None, **source) -> ([(text, path, lineno,
+ * native index or None)], why no native frames or None) */
+static PyObject *py_thread_frames(PyObject *self, PyObject *args, PyObject *kw)
+{
+	(void)self;
+	static const char *const own[] = {"native", NULL};
+	PyObject *taken[1];
+	long long tid;
+	if (!PyArg_ParseTuple(args, "L", &tid))
+		return NULL;
+	struct py_source ps;
+	int ok = command_source(kw, own, taken, &ps);
+	struct cs_native_frame *native = NULL;
+	size_t nnative = 0;
+	if (!ok || !native_list(taken[0], &native, &nnative)) {
+		free(native);
+		source_free(&ps);
+		return NULL;
+	}
+	struct gx_backtrace_request req = {.format = "text"};
+	ask_hints(&req, &ps);
+	struct gx_thread_frames f;
+	struct cs_error *err = gx_thread_frames(
+		&ps.src, &req, tid,
+		taken[0] && taken[0] != Py_None ? native : NULL, nnative, &f);
+	free(native);
+	source_free(&ps);
+	if (err)
+		return raise(err);
+	PyObject *res = frames_tuple(&f);
+	gx_thread_frames_free(&f);
+	return res;
+}
+
+/* frame_select(command, line, current, nframes) -> the frame number */
+static PyObject *py_frame_select(PyObject *self, PyObject *args)
+{
+	(void)self;
+	const char *command, *line;
+	Py_ssize_t current, nframes;
+	if (!PyArg_ParseTuple(args, "ssnn", &command, &line, &current,
+			      &nframes))
+		return NULL;
+	size_t selected;
+	struct cs_error *err = gx_frame_select(
+		command, line, current < 0 ? 0 : (size_t)current,
+		nframes < 0 ? 0 : (size_t)nframes, &selected);
+	if (err)
+		return raise(err);
+	return PyLong_FromSize_t(selected);
+}
+
+/* list_source(path, line, first, last, sysroot=None, cwd=None, core=None,
+ * pid=0) -> (text, last line shown) */
+static PyObject *py_list_source(PyObject *self, PyObject *args, PyObject *kw)
+{
+	(void)self;
+	static char *names[] = {"path", "line", "first", "last", "sysroot",
+				"cwd",  "core", "pid",   NULL};
+	struct gx_list_request req = {0};
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "ziii|zzzi", names,
+					 &req.path, &req.line, &req.first,
+					 &req.last, &req.sysroot, &req.cwd,
+					 &req.core_path, &req.pid))
+		return NULL;
+	char *text;
+	int last;
+	struct cs_error *err = gx_list_source(&req, &text, &last);
+	if (err)
+		return raise(err);
+	PyObject *res = Py_BuildValue("(si)", text, last);
 	free(text);
 	return res;
 }
@@ -351,6 +554,16 @@ static PyMethodDef methods[] = {
 	{"backtrace", (PyCFunction)(void (*)(void))py_backtrace,
 	 METH_VARARGS | METH_KEYWORDS,
 	 "backtrace(kind, ...) -> (text, complete): the Ruby stacks"},
+	{"thread_frames", (PyCFunction)(void (*)(void))py_thread_frames,
+	 METH_VARARGS | METH_KEYWORDS,
+	 "thread_frames(tid, native=None, **source) -> (frames, "
+	 "native_error): one thread's Ruby frames"},
+	{"frame_select", py_frame_select, METH_VARARGS,
+	 "frame_select(command, line, current, nframes) -> frame number"},
+	{"list_source", (PyCFunction)(void (*)(void))py_list_source,
+	 METH_VARARGS | METH_KEYWORDS,
+	 "list_source(path, line, first, last, sysroot=None, cwd=None, "
+	 "core=None, pid=0) -> (text, last)"},
 	{"sample_start", (PyCFunction)(void (*)(void))py_sample_start,
 	 METH_VARARGS | METH_KEYWORDS,
 	 "sample_start(pid, seconds, rate, executable=None, "

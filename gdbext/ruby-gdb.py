@@ -1,7 +1,10 @@
-"""corestack's gdb commands: ruby-bt and ruby-sample (see gdbext/README.md).
+"""corestack's gdb commands: ruby-bt, ruby-frame, ruby-up, ruby-down,
+ruby-list and ruby-sample (see gdbext/README.md).
 
     (gdb) source /usr/local/lib/corestack/ruby-gdb.py   # or auto-loaded
     (gdb) ruby-bt [--json] [all | N]
+    (gdb) ruby-frame [N] | ruby-up [N] | ruby-down [N]
+    (gdb) ruby-list [LINE]
     (gdb) ruby-sample [SECONDS] [--rate HZ] [--out FILE]
 
 A thin loader: everything about Ruby is in the C module _corestack (found
@@ -10,6 +13,7 @@ core file, the threads, memory and mappings for remote targets) and
 registers the commands.
 """
 
+import glob
 import os
 import re
 import signal
@@ -155,6 +159,22 @@ def _sources(inf, via_debugger):
     yield dict(_debugger_source(inf, ctype), executable=exe)
 
 
+def _read(inf, via_debugger, call):
+    """call(source) on the first way to read the inferior that works; the
+    first error when none does."""
+    first = None
+    for source in _sources(inf, via_debugger):
+        try:
+            return call(dict(
+                source, hints=_thread_hints(inf),
+                debug_dirs=gdb.parameter("debug-file-directory"),
+                debug_dir_advice="add a directory that holds it to gdb's "
+                "debug-file-directory (set debug-file-directory DIR:...)"))
+        except _corestack.Error as exc:
+            first = first or exc
+    raise first
+
+
 def _thread_by_number(inf, number):
     for t in inf.threads():
         if t.num == number:
@@ -178,6 +198,9 @@ ruby-bt [--json] [--via-debugger] [all | N]
     def __init__(self):
         super().__init__("ruby-bt", gdb.COMMAND_STACK)
 
+    def complete(self, text, word):
+        return _complete(text, word, ("--json", "--out", "--via-debugger", "all"), True)
+
     def invoke(self, arg, from_tty):
         sink = None
         try:
@@ -191,20 +214,8 @@ ruby-bt [--json] [--via-debugger] [all | N]
                 if t is None:
                     raise gdb.GdbError("ruby-bt: no thread selected")
                 tids = [t.ptid[1]]
-            first = None
-            for source in _sources(inf, via_debugger):
-                try:
-                    text, _ = _corestack.backtrace(
-                        json=json, tids=tids, hints=_thread_hints(inf),
-                        debug_dirs=gdb.parameter("debug-file-directory"),
-                        debug_dir_advice="add a directory that holds it to gdb's "
-                        "debug-file-directory (set debug-file-directory DIR:...)",
-                        **source)
-                    break
-                except _corestack.Error as exc:
-                    first = first or exc
-            else:
-                raise first
+            text, _ = _read(inf, via_debugger, lambda source: _corestack.backtrace(
+                json=json, tids=tids, **source))
         except _corestack.Error as exc:
             if sink:
                 sink.close()
@@ -215,6 +226,29 @@ ruby-bt [--json] [--via-debugger] [all | N]
             gdb.write("ruby-bt: written to %s\n" % out)
         else:
             gdb.write(text)
+
+
+def _complete(text, word, options, threads):
+    """A command's options and, where it takes one, gdb's thread numbers;
+    a file name after --out."""
+    words = text.split()
+    partial = "" if not words or text[-1:].isspace() else words[-1]
+    before = words[:-1] if partial else words
+    if before and before[-1] == "--rate":
+        return gdb.COMPLETE_NONE
+    if before and before[-1] == "--out":
+        # gdb's own filename completer finds nothing after an option
+        choices = [p + "/" if os.path.isdir(p) else p
+                   for p in sorted(glob.glob(glob.escape(partial) + "*"))]
+        cut = len(partial) - len(word or "")
+        return [c[cut:] for c in choices]
+    choices = list(options)
+    if threads and gdb.selected_inferior().pid != 0:
+        choices += [str(t.num) for t in sorted(gdb.selected_inferior().threads(),
+                                                 key=lambda t: t.num)]
+    # gdb replaces only `word`, which stops at a '-'
+    cut = len(partial) - len(word or "")
+    return [c[cut:] for c in choices if c.startswith(partial) and c not in before]
 
 
 def _output_file(path):
@@ -246,6 +280,9 @@ ruby-sample [SECONDS] [--rate HZ] [--out FILE]
 
     def __init__(self):
         super().__init__("ruby-sample", gdb.COMMAND_RUNNING)
+
+    def complete(self, text, word):
+        return _complete(text, word, ("--rate", "--out"), False)
 
     def invoke(self, arg, from_tty):
         try:
@@ -291,5 +328,192 @@ ruby-sample [SECONDS] [--rate HZ] [--out FILE]
             gdb.write("The inferior stopped on its own before the time was up.\n")
 
 
+# --- ruby-frame, ruby-up, ruby-down, ruby-list ------------------------------
+
+# The Ruby frame selected on each thread, and where ruby-list stopped:
+# forgotten whenever the inferior runs.
+_selected = {}   # (inferior, pid, thread number) -> Ruby frame number
+_listed = {}     # the same key -> (Ruby frame number, last line listed)
+
+
+def _thread_key(thread):
+    return (thread.inferior.num, thread.inferior.pid, thread.num)
+
+
+def selected_ruby_frame(thread=None):
+    """The number of the Ruby frame ruby-frame, ruby-up or ruby-down
+    selected on thread (gdb's selected thread by default), as ruby-bt
+    numbers them: 0, the innermost, when none was."""
+    thread = thread or gdb.selected_thread()
+    return _selected.get(_thread_key(thread), 0) if thread else 0
+
+
+def _forget(_event=None):
+    _selected.clear()
+    _listed.clear()
+
+
+gdb.events.cont.connect(_forget)
+gdb.events.exited.connect(_forget)
+
+
+def _native_frames():
+    """gdb's frames of the selected thread, innermost first, inlined ones
+    included (gdb numbers them so): the gdb.Frame list and, for the merge,
+    [(function, entry address, inlined)]."""
+    frames, described = [], []
+    try:
+        frame = gdb.newest_frame()
+    except gdb.error:
+        return frames, described
+    while frame is not None:
+        inlined = frame.type() == gdb.INLINE_FRAME
+        start = 0
+        try:
+            function = None if inlined else frame.function()
+            if function is not None:
+                start = int(function.value().address) & (2**64 - 1)
+        except (gdb.error, RuntimeError):
+            pass
+        frames.append(frame)
+        described.append((frame.name(), start, inlined))
+        try:
+            frame = frame.older()
+        except gdb.error:
+            break
+    return frames, described
+
+
+def _ruby_frames(command, native):
+    """(Ruby frames, why no native frame) of gdb's selected thread."""
+    inf = _inferior(command)
+    thread = gdb.selected_thread()
+    if thread is None:
+        raise gdb.GdbError("%s: no thread selected" % command)
+    try:
+        return _read(inf, False, lambda source: _corestack.thread_frames(
+            thread.ptid[1], native=native, **source))
+    except _corestack.Error as exc:
+        raise gdb.GdbError("%s: %s" % (command, exc))
+
+
+class RubyFrameCommand(gdb.Command):
+    """Shared by ruby-frame, ruby-up and ruby-down."""
+
+    def __init__(self, name):
+        super().__init__(name, gdb.COMMAND_STACK, gdb.COMPLETE_NONE)
+        self.name = name
+
+    def invoke(self, arg, from_tty):
+        gdb_frames, described = _native_frames()
+        frames, native_error = _ruby_frames(self.name, described)
+        key = _thread_key(gdb.selected_thread())
+        try:
+            number = _corestack.frame_select(self.name, arg, _selected.get(key, 0),
+                                             len(frames))
+        except _corestack.Error as exc:
+            raise gdb.GdbError("%s: %s" % (self.name, exc))
+        _selected[key] = number
+        _listed.pop(key, None)
+        text, _, _, native = frames[number]
+        gdb.write("#%-2d %s\n" % (number, text))
+        if native is not None and native < len(gdb_frames):
+            gdb_frames[native].select()
+            said = gdb.execute("frame", to_string=True).splitlines()
+            gdb.write("Native frame selected: %s\n" % (said[0] if said else "#%d" % native))
+        else:
+            gdb.write("No native frame selected: %s\n" % (
+                native_error or "none found for this Ruby frame"))
+
+
+class RubyFrame(RubyFrameCommand):
+    """Select and show a Ruby frame of gdb's selected thread.
+
+ruby-frame [N]
+  Ruby frame #N as ruby-bt numbers it (without N: the one selected), and
+  gdb's frame that runs it (its interpreter loop, or a C method's C
+  function) becomes gdb's selected frame. ruby-list lists its source."""
+
+    def __init__(self):
+        super().__init__("ruby-frame")
+
+
+class RubyUp(RubyFrameCommand):
+    """Select and show the Ruby frame N (default 1) outer of the selected one.
+
+ruby-up [N]   as gdb's up, on the Ruby frames ruby-bt numbers (see ruby-frame)"""
+
+    def __init__(self):
+        super().__init__("ruby-up")
+
+
+class RubyDown(RubyFrameCommand):
+    """Select and show the Ruby frame N (default 1) inner of the selected one.
+
+ruby-down [N]   as gdb's down, on the Ruby frames ruby-bt numbers (see ruby-frame)"""
+
+    def __init__(self):
+        super().__init__("ruby-down")
+
+
+def _live_cwd(inf):
+    try:
+        return os.readlink("/proc/%d/cwd" % inf.pid)
+    except OSError:
+        return None
+
+
+class RubyList(gdb.Command):
+    """List the Ruby source around the selected Ruby frame's line.
+
+ruby-list [LINE]
+  Lines 5 before to 5 after the line of the Ruby frame ruby-frame, ruby-up or
+  ruby-down selected (#0 without one), or around LINE of its file; again
+  without LINE: the next lines. The file is read from disk under gdb's
+  sysroot (set sysroot); a line before the lines says when the file changed
+  after the core was written or the process started."""
+
+    def __init__(self):
+        super().__init__("ruby-list", gdb.COMMAND_FILES, gdb.COMPLETE_NONE)
+
+    def invoke(self, arg, from_tty):
+        arg = arg.strip()
+        if arg and not arg.isdigit():
+            raise gdb.GdbError("ruby-list: usage: ruby-list [LINE]")
+        frames, _ = _ruby_frames("ruby-list", None)
+        thread = gdb.selected_thread()
+        key = _thread_key(thread)
+        number = _selected.get(key, 0)
+        if number >= len(frames):
+            raise gdb.GdbError("ruby-list: this thread has no Ruby frames")
+        _, path, lineno, _ = frames[number]
+        listed = _listed.get(key)
+        if arg:
+            first = int(arg) - 5
+        elif listed and listed[0] == number:
+            first = listed[1] + 1
+        elif lineno:
+            first = lineno - 5
+        else:
+            raise gdb.GdbError("ruby-list: Ruby frame #%d has no line number" % number)
+        first = max(first, 1)
+        inf = thread.inferior
+        ctype = _connection_type(inf)
+        try:
+            text, last = _corestack.list_source(
+                path, lineno, first, first + 10, sysroot=gdb.parameter("sysroot"),
+                cwd=_live_cwd(inf) if ctype == "native" else None,
+                core=_core_file() if ctype == "core" else None,
+                pid=inf.pid if ctype == "native" else 0)
+        except _corestack.Error as exc:
+            raise gdb.GdbError("ruby-list: %s" % exc)
+        _listed[key] = (number, last)
+        gdb.write(text)
+
+
 RubyBt()
 RubySample()
+RubyFrame()
+RubyUp()
+RubyDown()
+RubyList()

@@ -1,7 +1,10 @@
-"""corestack's lldb commands: ruby-bt and ruby-sample (see gdbext/README.md).
+"""corestack's lldb commands: ruby-bt, ruby-frame, ruby-up, ruby-down,
+ruby-list and ruby-sample (see gdbext/README.md).
 
     (lldb) command script import /usr/local/lib/corestack/ruby_lldb.py
     (lldb) ruby-bt [--json] [all | N]
+    (lldb) ruby-frame [N] | ruby-up [N] | ruby-down [N]
+    (lldb) ruby-list [LINE]
     (lldb) ruby-sample [SECONDS] [--rate HZ] [--out FILE]
 
 A thin loader over the same C module as ruby-gdb.py (_corestack, found next
@@ -106,6 +109,22 @@ def _sources(target, process, via_debugger):
                pid=process.GetProcessID(), executable=exe)
 
 
+def _read(debugger, target, process, via_debugger, call):
+    """call(source) on the first way to read the process that works; the
+    first error when none does."""
+    first = None
+    for source in _sources(target, process, via_debugger):
+        try:
+            return call(dict(
+                source, hints=_hints(process), debug_dirs=_debug_dirs(debugger),
+                debug_dir_advice="add a directory that holds it to lldb's "
+                "target.debug-file-search-paths (settings append "
+                "target.debug-file-search-paths DIR)"))
+        except _corestack.Error as exc:
+            first = first or exc
+    raise first
+
+
 def ruby_bt(debugger, command, result, internal_dict):
     """ruby-bt [--json] [--out FILE] [--via-debugger] [all | N]: Ruby stacks, as
     corestack prints them; --out writes them to FILE instead of lldb's console."""
@@ -127,21 +146,8 @@ def ruby_bt(debugger, command, result, internal_dict):
             if not thread.IsValid():
                 raise CommandError("no thread %d in lldb (see: thread list)" % which)
             tids = [thread.GetThreadID()]
-        first = None
-        for source in _sources(target, process, via_debugger):
-            try:
-                text, _ = _corestack.backtrace(
-                    json=json, tids=tids, hints=_hints(process),
-                    debug_dirs=_debug_dirs(debugger),
-                    debug_dir_advice="add a directory that holds it to lldb's "
-                    "target.debug-file-search-paths (settings append "
-                    "target.debug-file-search-paths DIR)",
-                    **source)
-                break
-            except _corestack.Error as exc:
-                first = first or exc
-        else:
-            raise first
+        text, _ = _read(debugger, target, process, via_debugger,
+                        lambda source: _corestack.backtrace(json=json, tids=tids, **source))
         if sink:
             with sink:
                 sink.write(text)
@@ -198,6 +204,142 @@ def ruby_sample(debugger, command, result, internal_dict):
         result.SetError("ruby-sample: %s" % exc)
 
 
+# --- ruby-frame, ruby-up, ruby-down, ruby-list ------------------------------
+
+# The Ruby frame selected on each thread, and where ruby-list stopped, both
+# valid while the process stays in the stop they were made in.
+_selected = {}   # (pid, thread index) -> (stop id, Ruby frame number)
+_listed = {}     # the same key -> (stop id, Ruby frame number, last line)
+
+
+def _thread_key(process, thread):
+    return (process.GetProcessID(), thread.GetIndexID())
+
+
+def selected_ruby_frame(process, thread=None):
+    """The number of the Ruby frame ruby-frame, ruby-up or ruby-down
+    selected on thread (the selected one by default), as ruby-bt numbers
+    them: 0, the innermost, when none was or the process ran since."""
+    thread = thread or process.GetSelectedThread()
+    stop, number = _selected.get(_thread_key(process, thread), (None, 0))
+    return number if stop == process.GetStopID() else 0
+
+
+def _native_frames(target, thread):
+    """lldb's frames of thread, innermost first, inlined ones included (lldb
+    numbers them so), for the merge: [(function, entry address, inlined)]."""
+    out = []
+    for frame in thread:
+        inlined = frame.IsInlined()
+        start = 0
+        if not inlined:
+            function = frame.GetFunction()
+            address = function.GetStartAddress() if function.IsValid() \
+                else frame.GetSymbol().GetStartAddress()
+            start = address.GetLoadAddress(target) if address.IsValid() else 0
+            if start == lldb.LLDB_INVALID_ADDRESS:
+                start = 0
+        out.append((frame.GetFunctionName(), start, inlined))
+    return out
+
+
+def _ruby_frames(debugger, command, native):
+    """(target, process, thread, Ruby frames, why no native frame)"""
+    target, process = _process(debugger)
+    thread = process.GetSelectedThread()
+    if not thread.IsValid():
+        raise CommandError("no thread selected")
+    frames, native_error = _read(debugger, target, process, False,
+                                 lambda source: _corestack.thread_frames(
+                                     thread.GetThreadID(),
+                                     native=_native_frames(target, thread) if native else None,
+                                     **source))
+    return target, process, thread, frames, native_error
+
+
+def _frame_command(name):
+    def command(debugger, line, result, internal_dict):
+        try:
+            target, process, thread, frames, native_error = _ruby_frames(debugger, name, True)
+            number = _corestack.frame_select(name, line, selected_ruby_frame(process, thread),
+                                             len(frames))
+            key = _thread_key(process, thread)
+            _selected[key] = (process.GetStopID(), number)
+            _listed.pop(key, None)
+            text, _, _, native = frames[number]
+            result.Print("#%-2d %s\n" % (number, text))
+            if native is not None and native < thread.GetNumFrames():
+                thread.SetSelectedFrame(native)
+                result.Print("Native frame selected: %s\n" % str(thread.GetFrameAtIndex(native)))
+            else:
+                result.Print("No native frame selected: %s\n" % (
+                    native_error or "none found for this Ruby frame"))
+        except (_corestack.Error, CommandError) as exc:
+            result.SetError("%s: %s" % (name, exc))
+    command.__doc__ = ("%s [N]: select and show a Ruby frame of the selected thread "
+                       "(ruby-frame: #N as ruby-bt numbers them; ruby-up, ruby-down: N "
+                       "frames outer, inner) and the native frame that runs it" % name)
+    return command
+
+
+ruby_frame = _frame_command("ruby-frame")
+ruby_up = _frame_command("ruby-up")
+ruby_down = _frame_command("ruby-down")
+
+
+def _sysroot(debugger):
+    """The platform's sysroot (platform select --sysroot), or None."""
+    ret = lldb.SBCommandReturnObject()
+    debugger.GetCommandInterpreter().HandleCommand("platform status", ret)
+    for line in (ret.GetOutput() or "").splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() in ("Sysroot", "Sysroot Path") and value.strip():
+            return value.strip()
+    return None
+
+
+def ruby_list(debugger, command, result, internal_dict):
+    """ruby-list [LINE]: the Ruby source around the selected Ruby frame's line
+    (or LINE of its file; again: the next lines), from the file on disk under
+    the platform's sysroot."""
+    try:
+        arg = command.strip()
+        if arg and not arg.isdigit():
+            raise CommandError("usage: ruby-list [LINE]")
+        target, process, thread, frames, _ = _ruby_frames(debugger, "ruby-list", False)
+        number = selected_ruby_frame(process, thread)
+        if number >= len(frames):
+            raise CommandError("this thread has no Ruby frames")
+        _, path, lineno, _ = frames[number]
+        key = _thread_key(process, thread)
+        listed = _listed.get(key)
+        if arg:
+            first = int(arg) - 5
+        elif listed and listed[:2] == (process.GetStopID(), number):
+            first = listed[2] + 1
+        elif lineno:
+            first = lineno - 5
+        else:
+            raise CommandError("Ruby frame #%d has no line number" % number)
+        first = max(first, 1)
+        live = not _is_core(process) and _is_local(target)
+        cwd = None
+        if live:
+            try:
+                cwd = os.readlink("/proc/%d/cwd" % process.GetProcessID())
+            except OSError:
+                pass
+        text, last = _corestack.list_source(
+            path, lineno, first, first + 10, sysroot=_sysroot(debugger), cwd=cwd,
+            pid=process.GetProcessID() if live else 0)
+        _listed[key] = (process.GetStopID(), number, last)
+        result.Print(text)
+    except (_corestack.Error, CommandError) as exc:
+        result.SetError("ruby-list: %s" % exc)
+
+
 def __lldb_init_module(debugger, internal_dict):
-    for name, func in (("ruby-bt", "ruby_bt"), ("ruby-sample", "ruby_sample")):
+    for name, func in (("ruby-bt", "ruby_bt"), ("ruby-sample", "ruby_sample"),
+                       ("ruby-frame", "ruby_frame"), ("ruby-up", "ruby_up"),
+                       ("ruby-down", "ruby_down"), ("ruby-list", "ruby_list")):
         debugger.HandleCommand("command script add -f %s.%s %s" % (__name__, func, name))

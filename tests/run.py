@@ -44,7 +44,8 @@ of tests/harness/ whose docstring names its tests and what each checks:
                              headless Chromium
     RUBY/crash/MODE/CHECK    crash.py: kernel cores of a C extension that crashes five
                              ways, against Ruby's own crash report
-    gdbext/..., lldb/...     gdbext.py: ruby-bt and ruby-sample inside gdb and lldb
+    gdbext/..., lldb/...     gdbext.py: ruby-bt, ruby-frame/up/down, ruby-list and
+                             ruby-sample inside gdb and lldb
                              (--gdbext DIR, default build/gdbext; make test:
                              build/gdbext-san, the module under UBSan)
     unit/NAME                unit.py: the unit test programs given with --unit

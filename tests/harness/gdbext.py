@@ -6,8 +6,9 @@ Ruby says about itself (fixtures/oracle.rb), on every fixture Ruby.
                                     threads and frames as the oracle
     gdbext/RUBY/SCEN/MODE/text      ruby-bt all: byte for byte corestack's text for
                                     the same state (corestack CORE EXE, corestack
-                                    --pid --nonblocking), every oracle label in it,
-                                    and printed by a plain `-ex ruby-bt all`
+                                    --pid --nonblocking) once the frame numbers, #0,
+                                    #1, ... per thread, are taken out; every oracle
+                                    label in it, and printed by a plain `-ex ruby-bt all`
     gdbext/RUBY/SCEN/MODE/threads   ruby-bt N for every gdb thread N: that LWP's Ruby
                                     thread alone, or one error line when it runs
                                     none; ruby-bt alone = gdb's selected thread;
@@ -15,6 +16,21 @@ Ruby says about itself (fixtures/oracle.rb), on every fixture Ruby.
     gdbext/RUBY/SCEN/MODE/via-debugger  ruby-bt --json --via-debugger all (memory,
                                     mappings and auxv through gdb): as the oracle
     gdbext/RUBY/SCEN/live/detached  no thread of the scenario left stopped after gdb
+    gdbext/RUBY/threads/MODE/frames on every gdb thread: ruby-frame 0, ruby-up to the
+                                    outermost frame, ruby-down past #0, ruby-frame past
+                                    the end: each frame Ruby's own at that depth (the
+                                    oracle's Location#to_s), gdb's selected frame the
+                                    one named, an interpreter loop (vm_exec_core) for a
+                                    Ruby frame, a function the VM's cfunc call ran for
+                                    a C method; one error line at each end, and for a
+                                    thread without Ruby; the selection kept per thread
+    gdbext/RUBY/threads/MODE/list   ruby-list around a frame's line, again (the next
+                                    lines), ruby-list 1: the file's lines, the line
+                                    marked; set sysroot to a tree with a newer copy:
+                                    one note line, then its lines; to one without it:
+                                    one error line naming the file
+    gdbext/RUBY/threads/core/complete  complete ruby-bt (options, all, gdb's thread
+                                    numbers), ruby-bt --j, ruby-sample --, --out FILE
     gdbext/RUBY/sample              ruby-sample 2 --out F on fixtures/profile/shares.rb:
                                     heavy ranked over light (summary and collapsed
                                     stacks), every thread stopped again afterwards,
@@ -44,6 +60,9 @@ Ruby says about itself (fixtures/oracle.rb), on every fixture Ruby.
                                     the oracle; ruby-sample there says it needs a local
                                     process
     lldb/RUBY/threads/MODE          the same ruby-bt --json all in lldb (live, core)
+    lldb/RUBY/threads/MODE/frames, lldb/RUBY/threads/MODE/list  the frames and list
+                                    tests in the same lldb session (platform select
+                                    --sysroot; on a core no note, lldb names no core)
     lldb/RUBY/sample                ruby-sample 2 --out F in lldb on shares.rb: heavy
                                     ranked over light, the process stopped again
     gdbext/install                  make install PREFIX=TMP SYSCONFDIR=TMP/etc RUBY_FOR_GDB=
@@ -68,9 +87,9 @@ import os
 
 from . import procs
 from .gdbext_errors import BAD_TESTS, NO_DEBUG_RUBY, NO_DEBUG_TESTS, bad_tests, no_debug_tests
-from .gdbext_gdb import MODES, fail_all, remote_test, scenario_runs, scenario_tests
+from .gdbext_gdb import fail_all, remote_test, scenario_runs, scenario_tests
 from .gdbext_install import INSTALL_TESTS, install_test
-from .gdbext_lldb import lldb_test
+from .gdbext_lldb import lldb_test, lldb_tests
 from .gdbext_sample import sample_test
 
 
@@ -84,7 +103,7 @@ def ruby_tests(ruby, scenarios):
         names += scenario_tests(ruby, scen, scen.startswith("crash"))
     names.append("gdbext/%s/sample" % ruby)
     if ruby in LLDB_RUBIES:
-        names += ["lldb/%s/threads/%s" % (ruby, m) for m in MODES] + ["lldb/%s/sample" % ruby]
+        names += lldb_tests(ruby)
     if ruby in REMOTE_RUBIES:
         names.append("gdbext/%s/threads/remote" % ruby)
     if ruby == NO_DEBUG_RUBY:

@@ -11,6 +11,8 @@ import subprocess
 import time
 
 from . import compare, procs, requires
+from .gdbext_frames import (GDB_PART, WALK_SCRIPT, check_complete, check_frames, check_list,
+                            complete_commands, frames_env, make_sysroot)
 
 
 ROOT = procs.ROOT
@@ -19,11 +21,22 @@ GDB_TIMEOUT = 120
 MODES = ("live", "core")
 
 
+# The scenario whose sessions also run ruby-frame, ruby-list and completion.
+FRAMES_SCENARIO = "threads"
+
+
+def session_tests(scen, mode):
+    tests = ["json", "text", "threads", "via-debugger"]
+    if scen == FRAMES_SCENARIO:
+        tests += ["frames", "list"] + (["complete"] if mode == "core" else [])
+    return tests
+
+
 def scenario_tests(ruby, scen, crash):
     names = []
     for mode in (("core",) if crash else MODES):
         names += ["gdbext/%s/%s/%s/%s" % (ruby, scen, mode, t)
-                  for t in ("json", "text", "threads", "via-debugger")]
+                  for t in session_tests(scen, mode)]
     if not crash:
         names.append("gdbext/%s/%s/live/detached" % (ruby, scen))
     return names
@@ -60,9 +73,13 @@ run("debugger", "ruby-bt --json --via-debugger all", True)
 run("bad out", "ruby-bt --json all --out /nonexistent-dir/stacks.json")
 for num, lwp in res["threads"]:
     run("thread %d" % num, "ruby-bt --json %d" % num, True)
+'''
+GDB_WRITE = r'''
 with open(os.environ["GDBEXT_RESULT"], "w") as f:
     json.dump(res, f)
 '''
+GDB_FRAMES_SCRIPT = GDB_SCRIPT + WALK_SCRIPT + GDB_PART + GDB_WRITE
+GDB_SCRIPT += GDB_WRITE
 
 
 def gdb_env(gdbext_dir, extra=None):
@@ -163,6 +180,24 @@ def check_json(run, oracle, source, signal_number, bad_out=None):
             or compare.compare_threads(report, oracle))
 
 
+def unnumbered(text):
+    """ruby-bt's text without its frame numbers -> (text, reason): each
+    thread's own frames numbered #0, #1, ... in order (fibers' not)."""
+    lines, due = [], None
+    for line in text.splitlines(keepends=True):
+        if line.startswith("Thread "):
+            due = 0
+        m = re.match(r"    #(\d+) +(?=\S)", line)
+        if m:
+            if due is None or int(m.group(1)) != due:
+                return None, "frame number #%s where #%s was due: %s" % (
+                    m.group(1), due, compare.show(line))
+            due += 1
+            line = "    " + line[m.end():]
+        lines.append(line)
+    return "".join(lines), None
+
+
 def check_text(run, cli, oracle, stdout):
     if "error" in run:
         return "ruby-bt failed: %s" % run["error"].strip()
@@ -171,15 +206,18 @@ def check_text(run, cli, oracle, stdout):
         return "corestack: " + reason
     if rc != 0:
         return "corestack exited %d: %s" % (rc, compare.show(err[:200]))
-    if run["out"] != out:
-        a, b = run["out"].splitlines(), out.splitlines()
+    if run["out"] not in stdout:
+        return "a plain `-ex ruby-bt all` did not print the same text"
+    text, reason = unnumbered(run["out"])
+    if reason:
+        return reason
+    if text != out:
+        a, b = text.splitlines(), out.splitlines()
         for i, (x, y) in enumerate(zip(a, b)):
             if x != y:
                 return "line %d: ruby-bt %s, corestack %s" % (i + 1, compare.show(x), compare.show(y))
         return "ruby-bt prints %d lines, corestack %d" % (len(a), len(b))
-    if run["out"] not in stdout:
-        return "a plain `-ex ruby-bt all` did not print the same text"
-    return compare.check_text(run["out"], oracle)
+    return compare.check_text(text, oracle)
 
 
 def check_threads(data):
@@ -235,7 +273,7 @@ def check_via_debugger(data, oracle, source, signal_number):
 def check_session(rep, names, mode, gdb_run, cli, oracle, signal_number, selected):
     rc, stdout, stderr, data, reason = gdb_run
     prefix = names["prefix"] + "/" + mode + "/"
-    for key in ("json", "text", "threads", "via-debugger"):
+    for key in session_tests(names["scenario"], mode):
         name = prefix + key
         if not selected(name):
             continue
@@ -250,6 +288,13 @@ def check_session(rep, names, mode, gdb_run, cli, oracle, signal_number, selecte
                 r = check_text(data["runs"]["text"], cli, oracle, stdout)
             elif key == "threads":
                 r = check_threads(data)
+            elif key == "frames":
+                r = check_frames(data, parse_json_run(data["runs"]["json"])[0], oracle,
+                                 "gdb", mode)
+            elif key == "list":
+                r = check_list(data, names["sysroot"], mode)
+            elif key == "complete":
+                r = check_complete(stdout, data["threads"])
             else:
                 r = check_via_debugger(data, oracle, mode, signal_number)
         except (KeyError, TypeError) as exc:
@@ -274,7 +319,13 @@ def scenario_runs(rep, selected, args, ruby, exe, scenarios, workdir):
                                                  scen.startswith("crash"))))
         for scen, run in running:
             crash = scen.startswith("crash")
-            names = {"prefix": "gdbext/%s/%s" % (ruby, scen)}
+            names = {"prefix": "gdbext/%s/%s" % (ruby, scen), "scenario": scen}
+            script, env, completions = GDB_SCRIPT, None, []
+            if scen == FRAMES_SCENARIO:
+                names["sysroot"] = make_sysroot(run.workdir, run.script)
+                script = GDB_FRAMES_SCRIPT
+                env = frames_env(names["sysroot"], run.script)
+                completions = complete_commands(run.workdir)
             tests = scenario_tests(ruby, scen, crash)
             try:
                 run.wait_oracle(60)
@@ -289,7 +340,7 @@ def scenario_runs(rep, selected, args, ruby, exe, scenarios, workdir):
                     time.sleep(0.2)
                     cli = procs.run_tool([args.corestack, "--pid", str(run.pid)], args.timeout)
                     live = run_gdb(args.gdbext, ["-p", str(run.pid)], ["ruby-bt all"],
-                                   run.workdir, "live", script=GDB_SCRIPT)
+                                   run.workdir, "live", script=script, env=env)
                     check_session(rep, names, "live", live, cli, oracle, None, selected)
                     name = names["prefix"] + "/live/detached"
                     if selected(name):
@@ -297,8 +348,8 @@ def scenario_runs(rep, selected, args, ruby, exe, scenarios, workdir):
                         rep.result(name, "threads left stopped: %s" % left if left else None)
                     core = procs.gcore(run.pid, os.path.join(run.workdir, "core"), 120)
                 cli = procs.run_tool([args.corestack, core, exe], args.timeout)
-                res = run_gdb(args.gdbext, [exe, core], ["ruby-bt all"], run.workdir, "core",
-                              script=GDB_SCRIPT)
+                res = run_gdb(args.gdbext, [exe, core], ["ruby-bt all"] + completions,
+                              run.workdir, "core", script=script, env=env)
                 check_session(rep, names, "core", res, cli, oracle, signal_number, selected)
                 if not args.keep:
                     os.unlink(core)

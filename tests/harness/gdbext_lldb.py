@@ -12,6 +12,8 @@ import time
 from . import compare, procs
 from .gdbext_gdb import (GDB_TIMEOUT, MODES, PYTHON_ERROR_MARKS, SHARES, check_json, fail_all,
                          gdb_env, json_in, parked)
+from .gdbext_frames import (LLDB_PART, WALK_SCRIPT, check_frames, check_list, frames_env,
+                            make_sysroot)
 from .gdbext_sample import check_sample
 
 
@@ -84,6 +86,24 @@ def run_lldb_commands(args, target_args, commands, workdir, tag, env=None):
         return None, output, "lldb wrote no result (%s): %s" % (exc, compare.show(output[-300:]))
 
 
+# Runs inside lldb: ruby-bt --json all, then the frame commands on every
+# thread (gdbext_frames.py), results to a JSON file.
+LLDB_FRAMES_SCRIPT = r'''
+import json, os, lldb
+res = {}
+''' + WALK_SCRIPT + LLDB_PART + r'''
+res["bt"] = _execute("ruby-bt --json all")
+res["threads"] = [[t.GetIndexID(), t.GetThreadID()] for t in lldb.process]
+res["frames"] = walk(res["threads"], _execute, _select, _native, _sysroot)
+with open(os.environ["GDBEXT_RESULT"], "w") as f:
+    json.dump(res, f)
+'''
+
+# lldb 14 does not say which core file it reads: ruby-list has no time to
+# compare a file with there.
+LLDB_NEWER_KNOWN = {"live": True, "core": False}
+
+
 def lldb_one_error(args, target_args, pattern, workdir, tag, env=None):
     """In lldb: ruby-bt all, expression 6*7, ruby-bt all: each ruby-bt one
     error line, the same, matching pattern; 42; no Python traceback."""
@@ -133,8 +153,39 @@ def lldb_sample_test(rep, args, lldb, ruby, exe, workdir):
             rep.result(name, "lldb hung")
 
 
+def lldb_tests(ruby):
+    return ["lldb/%s/threads/%s%s" % (ruby, m, t) for m in MODES
+            for t in ("", "/frames", "/list")] + ["lldb/%s/sample" % ruby]
+
+
+def lldb_session(args, lldb, target, workdir, tag, sysroot, script_path):
+    """The ruby-bt and frame commands in lldb on target -> (result, reason)"""
+    script = os.path.join(workdir, tag + ".py")
+    result = os.path.join(workdir, tag + ".json")
+    with open(script, "w") as f:
+        f.write(LLDB_FRAMES_SCRIPT)
+    env = lldb_env(args.gdbext)
+    env.update(frames_env(sysroot, script_path), GDBEXT_RESULT=result)
+    argv = [lldb, "-b", "-o", "command script import " +
+            os.path.join(args.gdbext, "ruby_lldb.py"),
+            "-o", "script exec(open(%r).read())" % script] + target
+    try:
+        res = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, timeout=GDB_TIMEOUT, env=env)
+    except subprocess.TimeoutExpired:
+        return None, "lldb hung"
+    if procs.sanitizer_report(res.stderr):
+        return None, "sanitizer report: %s" % procs.sanitizer_report(res.stderr)
+    try:
+        with open(result) as f:
+            return json.load(f), None
+    except (OSError, ValueError) as exc:
+        return None, "lldb wrote no result (%s): %s / %s" % (
+            exc, compare.show(res.stdout[-300:]), compare.show(res.stderr[-300:]))
+
+
 def lldb_test(rep, selected, args, ruby, exe, workdir):
-    names = ["lldb/%s/threads/%s" % (ruby, m) for m in MODES] + ["lldb/%s/sample" % ruby]
+    names = lldb_tests(ruby)
     if not any(selected(n) for n in names):
         return
     lldb = shutil.which("lldb-14") or shutil.which("lldb")
@@ -147,10 +198,10 @@ def lldb_test(rep, selected, args, ruby, exe, workdir):
         lldb_sample_test(rep, args, lldb, ruby, exe, workdir)
     if not any(selected(n) for n in names[:-1]):
         return
-    loader = os.path.join(args.gdbext, "ruby_lldb.py")
     run = None
     try:
         run, oracle = parked(exe, workdir, "lldb-threads")
+        sysroot = make_sysroot(run.workdir, run.script)
         time.sleep(0.2)
         for mode in MODES:
             name = "lldb/%s/threads/%s" % (ruby, mode)
@@ -159,29 +210,27 @@ def lldb_test(rep, selected, args, ruby, exe, workdir):
             else:
                 core = procs.gcore(run.pid, os.path.join(run.workdir, "core"), 120)
                 target = [exe, "-c", core]
-            argv = [lldb, "-b", "-o", "command script import " + loader,
-                    "-o", "ruby-bt --json all"] + target
-            try:
-                res = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True, timeout=GDB_TIMEOUT,
-                                     env=lldb_env(args.gdbext))
-            except subprocess.TimeoutExpired:
-                rep.result(name, "lldb hung")
-                continue
-            if procs.sanitizer_report(res.stderr):
-                rep.result(name, "sanitizer report: %s" % procs.sanitizer_report(res.stderr))
-                continue
-            report = json_in(res.stdout)
-            if report is None:
-                rep.result(name, "no JSON report in lldb's output: %s / %s" % (
-                    compare.show(res.stdout[-300:]), compare.show(res.stderr[-300:])))
-                continue
-            r = check_json({"out": report}, oracle, mode, None)
+            data, reason = lldb_session(args, lldb, target, run.workdir, "lldb-" + mode,
+                                        sysroot, run.script)
+            report = None
+            if not reason:
+                bt = data["bt"]
+                report = json_in(bt[0] or "")
+                if report is None:
+                    reason = "no JSON report in lldb's output: %s" % compare.show(
+                        (bt[0] or bt[1] or "")[-300:])
+            r = reason or check_json({"out": report}, oracle, mode, None)
             if not r and mode == "live":
                 time.sleep(0.2)
                 left = procs.stopped_threads(run.pid)
                 r = "threads left stopped: %s" % left if left else None
             rep.result(name, r)
+            if selected(name + "/frames"):
+                rep.result(name + "/frames", reason or check_frames(
+                    data, json.loads(report) if report else None, oracle, "lldb", mode))
+            if selected(name + "/list"):
+                rep.result(name + "/list", reason or check_list(
+                    data, sysroot, mode, LLDB_NEWER_KNOWN[mode]))
     except (procs.Failure, OSError, ValueError) as exc:
         fail_all(rep, selected, names, "capture failed: %s" % exc)
     finally:

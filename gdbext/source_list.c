@@ -1,0 +1,162 @@
+#include "source_list.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* gdb's "target:" prefix reads files from where the target runs, which
+ * for a local target is the root. */
+static const char *sysroot_dir(const char *sysroot)
+{
+	if (!sysroot)
+		return "";
+	if (strncmp(sysroot, "target:", 7) == 0)
+		sysroot += 7;
+	return strcmp(sysroot, "/") == 0 ? "" : sysroot;
+}
+
+/* When process pid started, in seconds since the epoch; 0 unknown. */
+static time_t process_start(int pid)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return 0;
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	/* the command may hold anything but ')' ends it */
+	char *p = strrchr(buf, ')');
+	unsigned long long start = 0;
+	/* field 22 (starttime) is the 20th after the command */
+	for (int field = 3; p && field <= 22; field++)
+		p = strchr(p + 1, ' ');
+	if (!p || sscanf(p, " %llu", &start) != 1)
+		return 0;
+	if (!(f = fopen("/proc/stat", "r")))
+		return 0;
+	unsigned long long btime = 0;
+	char line[256];
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "btime %llu", &btime) == 1)
+			break;
+	fclose(f);
+	long hz = sysconf(_SC_CLK_TCK);
+	if (!btime || hz <= 0)
+		return 0;
+	return (time_t)(btime + start / (unsigned long long)hz);
+}
+
+/* "note: ... newer than ..." when the file changed after the reference
+ * time, else nothing. */
+static void newer_note(FILE *out, const char *file, const struct stat *st,
+		       const struct gx_list_request *req)
+{
+	struct stat core;
+	time_t ref = 0;
+	const char *what = NULL;
+	if (req->core_path && stat(req->core_path, &core) == 0) {
+		ref = core.st_mtime;
+		what = "the core was written";
+	} else if (req->pid > 0) {
+		ref = process_start(req->pid);
+		what = "the process started";
+	}
+	if (!ref || st->st_mtime <= ref)
+		return;
+	char when[32] = "?";
+	struct tm tm;
+	if (localtime_r(&st->st_mtime, &tm))
+		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
+	fprintf(out,
+		"note: %s was modified (%s) after %s: the lines may not be "
+		"those that ran\n",
+		file, when, what);
+}
+
+static struct cs_error *file_of(const struct gx_list_request *req, char **ret)
+{
+	const char *path = req->path;
+	*ret = NULL;
+	if (!path || !*path)
+		return cs_error_create(CS_ERR_LOOKUP,
+				       "the frame names no source file");
+	if (path[0] == '<')
+		return cs_error_create(CS_ERR_LOOKUP,
+				       "%s is Ruby's own code, compiled into "
+				       "Ruby: no file on disk",
+				       path);
+	int rc =
+		path[0] == '/'
+			? asprintf(ret, "%s%s", sysroot_dir(req->sysroot), path)
+			: asprintf(ret, "%s%s%s", req->cwd ? req->cwd : "",
+				   req->cwd ? "/" : "", path);
+	if (rc < 0) {
+		*ret = NULL;
+		return &cs_error_nomem;
+	}
+	return NULL;
+}
+
+struct cs_error *gx_list_source(const struct gx_list_request *req, char **out,
+				int *last_shown)
+{
+	*out = NULL;
+	*last_shown = 0;
+	char *file, *line = NULL, *text = NULL;
+	size_t cap = 0, size = 0;
+	struct cs_error *err = file_of(req, &file);
+	if (err)
+		return err;
+	FILE *src = fopen(file, "r");
+	struct stat st;
+	if (!src || fstat(fileno(src), &st) != 0) {
+		err = cs_error_create(CS_ERR_OS, "cannot open %s: %s%s", file,
+				      strerror(errno),
+				      req->path[0] != '/' && !req->cwd
+					      ? " (a relative path, taken "
+						"from the debugger's "
+						"directory)"
+					      : "");
+		goto done;
+	}
+	FILE *f = open_memstream(&text, &size);
+	if (!f) {
+		err = &cs_error_nomem;
+		goto done;
+	}
+	newer_note(f, file, &st, req);
+	int n = 0, first = req->first < 1 ? 1 : req->first;
+	while (getline(&line, &cap, src) >= 0 && ++n <= req->last) {
+		if (n < first)
+			continue;
+		line[strcspn(line, "\n")] = '\0';
+		fprintf(f, "%s%5d  %s\n", n == req->line ? "->" : "  ", n,
+			line);
+		*last_shown = n;
+	}
+	if (fclose(f) != 0) {
+		err = &cs_error_nomem;
+		goto done;
+	}
+	if (!*last_shown)
+		err = cs_error_create(CS_ERR_LOOKUP,
+				      "line %d out of range; \"%s\" has %d "
+				      "lines",
+				      first, file, n);
+done:
+	if (src)
+		fclose(src);
+	free(line);
+	free(file);
+	if (err)
+		free(text);
+	else
+		*out = text;
+	return err;
+}
