@@ -305,6 +305,8 @@ static size_t thread_id(struct cs_profile *p, const struct rv_thread *t,
 	p->threads = s;
 	struct cs_profile_thread n = {.name = t->name ? strdup(t->name) : NULL,
 				      .tid = t->tid,
+				      .ractor = t->ractor.present ? t->ractor.id
+								  : 0,
 				      .label = name_id(p, label)};
 	if ((t->name && !n.name) || n.label == SIZE_MAX ||
 	    !index_add(&p->thread_index, h, p->nthreads)) {
@@ -315,15 +317,23 @@ static size_t thread_id(struct cs_profile *p, const struct rv_thread *t,
 	return p->nthreads++;
 }
 
+/* What a sample is besides its thread and stack. */
+struct sample_key {
+	uint64_t time_ns;
+	enum cs_profile_state state;
+	enum rv_wait_kind wait;
+};
+
 /* One more snapshot of thread in stack: the thread's last sample grows
- * when it saw the same stack in the snapshot before. */
+ * when it saw the same stack in the same state in the snapshot before. */
 static int add_sample(struct cs_profile *p, size_t thread, size_t stack,
-		      uint64_t time_ns)
+		      const struct sample_key *k)
 {
 	struct cs_profile_thread *t = &p->threads[thread];
 	struct cs_profile_sample *last = t->last ? &p->samples[t->last - 1]
 						 : NULL;
-	if (last && last->stack == stack && t->seen + 1 == p->snapshots) {
+	if (last && last->stack == stack && last->state == k->state &&
+	    last->wait == k->wait && t->seen + 1 == p->snapshots) {
 		last->weight++;
 		t->seen = p->snapshots;
 		return 1;
@@ -332,7 +342,8 @@ static int add_sample(struct cs_profile *p, size_t thread, size_t stack,
 	if (!s)
 		return 0;
 	p->samples = s;
-	s[p->nsamples] = (struct cs_profile_sample){stack, thread, time_ns, 1};
+	s[p->nsamples] = (struct cs_profile_sample){stack, thread,   k->time_ns,
+						    1,     k->state, k->wait};
 	t->last = ++p->nsamples;
 	t->seen = p->snapshots;
 	return 1;
@@ -587,18 +598,22 @@ static void remember(const struct cs_profile *p, struct cs_profile_memo *m,
 }
 
 int cs_profile_add(struct cs_profile *p, const struct rv_process *proc,
-		   int on_cpu, uint64_t time_ns)
+		   unsigned states, uint64_t time_ns)
 {
 	for (size_t i = 0; i < proc->nthreads; i++) {
 		const struct rv_thread *t = &proc->threads[i];
-		if (on_cpu && !t->holds_gvl)
+		struct sample_key k = {time_ns, cs_profile_state_of(proc, t),
+				       RV_WAIT_NONE};
+		if (states && !(states & (1u << k.state)))
 			continue;
+		if (k.state == CS_PROFILE_BLOCKED)
+			k.wait = t->wait.kind;
 		struct cs_profile_memo *memo = memo_of(p, t, i, proc->nthreads);
 		if (seen_again(p, memo, t, i)) {
 			/* the same names: the same line */
 			size_t stack = stack_again(p, memo, t);
 			if (stack == SIZE_MAX ||
-			    !add_sample(p, memo->thread_id, stack, time_ns))
+			    !add_sample(p, memo->thread_id, stack, &k))
 				return 0;
 			p->lines[memo->slot].count++;
 			continue;
@@ -611,7 +626,7 @@ int cs_profile_add(struct cs_profile *p, const struct rv_process *proc,
 		if (thread == SIZE_MAX ||
 		    (stack = fill_stack(p, known, t, thread, &h)) == SIZE_MAX ||
 		    !count_line(p, thread, stack, h, &slot) ||
-		    !add_sample(p, thread, stack, time_ns))
+		    !add_sample(p, thread, stack, &k))
 			return 0;
 		remember(p, memo, t, i, slot, thread, stack);
 	}

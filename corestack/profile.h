@@ -48,19 +48,49 @@ struct cs_profile_stack {
 };
 
 struct cs_profile_thread {
-	char *name;   /* Thread#name, NULL for none */
-	int64_t tid;  /* -1: unknown */
-	size_t label; /* in names: its name (63 bytes at most), else
+	char *name;      /* Thread#name, NULL for none */
+	int64_t tid;     /* -1: unknown */
+	size_t label;    /* in names: its name (63 bytes at most), else
 			* "thread TID", else "thread N" (N: its place in
 			* the thread list) */
-	size_t last;  /* its latest sample + 1; 0: none yet */
-	size_t seen;  /* the snapshot of that sample's last look */
+	uint32_t ractor; /* Ractor#inspect's number; 0: no ractors (2.7) */
+	size_t last;     /* its latest sample + 1; 0: none yet */
+	size_t seen;     /* the snapshot of that sample's last look */
 };
+
+/* What a thread was doing in a snapshot (profile_state.c). */
+enum cs_profile_state {
+	CS_PROFILE_RUNNING,     /* holds the GVL, runs Ruby */
+	CS_PROFILE_WAITING_GVL, /* runnable, waits for the GVL */
+	CS_PROFILE_BLOCKED,     /* sleep, I/O, a lock, a queue, a join */
+	CS_PROFILE_GC,          /* holds the GVL while the VM is in GC */
+	CS_PROFILE_NSTATES,
+};
+
+/* A set of states (1u << state); 0 in cs_profile_add: every state. */
+#define CS_PROFILE_ALL_STATES ((1u << CS_PROFILE_NSTATES) - 1)
+
+/* "running", "waiting for GVL", "blocked", "gc": for people. */
+const char *cs_profile_state_name(enum cs_profile_state st);
+/* "running", "waiting", "blocked", "gc": what --state takes and pprof's
+ * label holds. */
+const char *cs_profile_state_key(enum cs_profile_state st);
+/* Thread t of snapshot proc: holding the GVL it runs (or collects
+ * garbage, when the VM is in GC); else asleep it is blocked, and
+ * otherwise it waits for the GVL. */
+enum cs_profile_state cs_profile_state_of(const struct rv_process *proc,
+					  const struct rv_thread *t);
+/* A comma list of keys into a set; false, with a one-line message in why,
+ * when a key is unknown or the list empty. */
+bool cs_profile_states_parse(const char *list, unsigned *set, char *why,
+			     size_t whylen);
 
 struct cs_profile_sample {
 	size_t stack, thread;
 	uint64_t time_ns; /* when first seen (CLOCK_MONOTONIC) */
 	uint64_t weight;  /* snapshots in a row of this thread that saw it */
+	enum cs_profile_state state; /* the same in every one of them */
+	enum rv_wait_kind wait;      /* blocked: on what (RV_WAIT_NONE) */
 };
 
 /* Samples summed by the thread's label and the frames' names. */
@@ -133,11 +163,11 @@ struct cs_profile {
 };
 
 void cs_profile_init(struct cs_profile *p);
-/* Count every thread's stack of one snapshot taken at time_ns (with
- * on_cpu, only threads holding the GVL: the one running Ruby code); 0 on
+/* Count every thread's stack of one snapshot taken at time_ns (with a
+ * set of states, only the threads in one of them; 0: every thread); 0 on
  * allocation failure. */
 int cs_profile_add(struct cs_profile *p, const struct rv_process *proc,
-		   int on_cpu, uint64_t time_ns);
+		   unsigned states, uint64_t time_ns);
 void cs_profile_free(struct cs_profile *p);
 
 /* The text of a name id (cs_profile_function.display, thread.label). */

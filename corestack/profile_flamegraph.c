@@ -1,8 +1,12 @@
-/* A flame graph as a standalone SVG, from a profile's collapsed lines:
- * one box per frame, as wide as the samples under it, callers below
- * callees, each thread a box on the root "all". Hover shows the name and
- * the sample count (an SVG <title>); no script is needed to view it. */
+/* A flame graph as a standalone SVG, from a profile's samples: one box
+ * per frame, as wide as the samples under it, callers below callees, each
+ * thread a box on the root "all", and on it one box per state its samples
+ * were in ("[running]", "[waiting for GVL]", "[blocked]", "[gc]"), each
+ * state in a colour of its own, under which its stacks grow. Hover shows
+ * the name and the sample count (an SVG <title>); no script is needed to
+ * view it. */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,6 +14,7 @@
 
 struct node {
 	const char *name; /* one of the profile's names, or "all" */
+	int state; /* a state's box: its enum cs_profile_state; else -1 */
 	size_t count;
 	struct node *children; /* array */
 	size_t nchildren, cap;
@@ -32,6 +37,7 @@ static struct node *child(struct node *n, const char *name)
 	struct node *c = &n->children[n->nchildren];
 	memset(c, 0, sizeof(*c));
 	c->name = name;
+	c->state = -1;
 	n->nchildren++;
 	return c;
 }
@@ -83,9 +89,16 @@ static void draw(FILE *out, const struct node *n, double x, size_t depth,
 	double w = (double)n->count * per_sample;
 	if (w < 0.1)
 		return;
+	/* green running, yellow waiting, blue blocked, purple gc */
+	static const uint32_t state_rgb[CS_PROFILE_NSTATES][3] = {
+		{80, 180, 80}, {230, 200, 60}, {110, 150, 210}, {170, 90, 200}};
 	uint32_t h = 2166136261u;
 	for (const char *c = n->name; *c; c++)
 		h = (h ^ (uint8_t)*c) * 16777619u;
+	uint32_t rgb[3] = {205 + h % 50, 80 + (h >> 8) % 120,
+			   40 + (h >> 16) % 40};
+	if (n->state >= 0 && n->state < CS_PROFILE_NSTATES)
+		memcpy(rgb, state_rgb[n->state], sizeof(rgb));
 	double y = (double)(height - depth - 1) * ROW;
 	fprintf(out, "<g><title>");
 	escape(out, n->name);
@@ -93,8 +106,7 @@ static void draw(FILE *out, const struct node *n, double x, size_t depth,
 		" (%zu samples)</title><rect x=\"%.1f\" y=\"%.1f\" "
 		"width=\"%.1f\" height=\"%d\" fill=\"rgb(%u,%u,%u)\" "
 		"rx=\"2\"/>",
-		n->count, x, y, w, ROW - 1, 205 + h % 50, 80 + (h >> 8) % 120,
-		40 + (h >> 16) % 40);
+		n->count, x, y, w, ROW - 1, rgb[0], rgb[1], rgb[2]);
 	if (w > 30) {
 		fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" clip-path=\"none\">",
 			x + 3, y + ROW - 4);
@@ -117,17 +129,27 @@ void cs_profile_write_flamegraph(FILE *out, const struct cs_profile *p,
 				 const struct cs_profile_run *run)
 {
 	(void)run;
-	struct node root = {.name = "all"};
-	for (size_t i = 0; i < p->nline_slots; i++) {
-		const struct cs_profile_line *l = &p->lines[i];
-		if (!l->count)
-			continue;
-		const struct cs_profile_stack *s = &p->stacks[l->stack];
-		root.count += l->count;
-		size_t label = p->threads[l->thread].label;
+	char state_box[CS_PROFILE_NSTATES]
+		      [24]; /* names live as long as the tree */
+	for (int i = 0; i < CS_PROFILE_NSTATES; i++)
+		snprintf(state_box[i], sizeof(state_box[i]), "[%s]",
+			 cs_profile_state_name(i));
+	struct node root = {.name = "all", .state = -1};
+	for (size_t i = 0; i < p->nsamples; i++) {
+		const struct cs_profile_sample *sa = &p->samples[i];
+		const struct cs_profile_stack *s = &p->stacks[sa->stack];
+		size_t count = sa->weight;
+		root.count += count;
+		size_t label = p->threads[sa->thread].label;
 		struct node *n = child(&root, cs_profile_display(p, label));
+		if (n) {
+			n->count += count;
+			n = child(n, state_box[sa->state % CS_PROFILE_NSTATES]);
+		}
+		if (n)
+			n->state = (int)(sa->state % CS_PROFILE_NSTATES);
 		for (size_t k = 0; n; k++) {
-			n->count += l->count;
+			n->count += count;
 			if (k == s->nframes)
 				break;
 			n = child(n, cs_profile_frame_text(p, s->frames[k]));

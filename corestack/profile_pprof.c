@@ -1,7 +1,9 @@
 /* pprof's profile.proto, gzipped: what go tool pprof, Pyroscope, Parca and
  * Grafana read. Functions (name, file), locations (one per distinct
  * function and line), samples (locations innermost first, values
- * "samples" and "wall" nanoseconds, labels thread and thread_id).
+ * "samples" and "wall" nanoseconds, labels thread, thread_id, state (a
+ * --state key), ractor (its number; none on Ruby 2.7) and, for a blocked
+ * thread, wait: what it waits on).
  *
  * Field numbers are profile.proto's (github.com/google/pprof, proto/
  * profile.proto): Profile 1 sample_type, 2 sample, 4 location, 5
@@ -80,14 +82,18 @@ static void label(struct pb_buf *sample, uint64_t key, uint64_t str,
 struct ids {
 	uint64_t *fn_name, *fn_file, *thread_label;
 	uint64_t samples, count, wall, nanoseconds, thread, thread_id;
+	uint64_t state, ractor, wait;
+	uint64_t state_key[CS_PROFILE_NSTATES], wait_name[RV_WAIT_PROCESS + 1];
 };
 
 static bool collect_strings(const struct cs_profile *p, struct strings *t,
 			    struct ids *ids)
 {
-	/* at most: "", the six names below, two per function, one per
-	 * thread */
-	t->text = calloc(7 + 2 * p->nfunctions + p->nthreads, sizeof(*t->text));
+	/* at most: "", the nine names below, two per function, one per
+	 * thread, state and kind of wait */
+	t->text = calloc(10 + 2 * p->nfunctions + p->nthreads +
+				 CS_PROFILE_NSTATES + RV_WAIT_PROCESS + 1,
+			 sizeof(*t->text));
 	ids->fn_name = calloc(p->nfunctions + 1, sizeof(*ids->fn_name));
 	ids->fn_file = calloc(p->nfunctions + 1, sizeof(*ids->fn_file));
 	ids->thread_label = calloc(p->nthreads + 1, sizeof(*ids->thread_label));
@@ -100,6 +106,15 @@ static bool collect_strings(const struct cs_profile *p, struct strings *t,
 	ids->nanoseconds = string_id(t, "nanoseconds");
 	ids->thread = string_id(t, "thread");
 	ids->thread_id = string_id(t, "thread_id");
+	ids->state = string_id(t, "state");
+	ids->ractor = string_id(t, "ractor");
+	ids->wait = string_id(t, "wait");
+	for (int i = 0; i < CS_PROFILE_NSTATES; i++)
+		ids->state_key[i] = string_id(t, cs_profile_state_key(i));
+	for (int k = RV_WAIT_NONE; k <= RV_WAIT_PROCESS; k++)
+		ids->wait_name[k] = rv_wait_kind_name(k)
+					    ? string_id(t, rv_wait_kind_name(k))
+					    : 0;
 	for (size_t i = 0; i < p->nfunctions; i++) {
 		const struct cs_profile_function *f = &p->functions[i];
 		ids->fn_name[i] = string_id(t, f->name);
@@ -174,6 +189,12 @@ static void write_samples(struct pb_buf *out, const struct cs_profile *p,
 		label(&m, ids->thread, ids->thread_label[s->thread], 0);
 		if (th->tid >= 0)
 			label(&m, ids->thread_id, 0, th->tid);
+		label(&m, ids->state,
+		      ids->state_key[s->state % CS_PROFILE_NSTATES], 0);
+		if (th->ractor)
+			label(&m, ids->ractor, 0, th->ractor);
+		if (s->wait <= RV_WAIT_PROCESS && ids->wait_name[s->wait])
+			label(&m, ids->wait, ids->wait_name[s->wait], 0);
 		pb_message(out, 2, &m);
 	}
 	free(locs);

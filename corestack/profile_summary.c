@@ -1,6 +1,9 @@
 /* The summary: the frames most often innermost (self) and how often each
  * is anywhere in a stack (total), counted by name over the collapsed
- * lines; the thread is left out. */
+ * lines; the thread is left out. Then the share of thread samples in each
+ * state, all threads together and each thread, with what its blocked
+ * samples waited on. */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -34,6 +37,83 @@ static struct tally *tally_of(struct tally **t, size_t *n, size_t *at,
 	grown[*n] = (struct tally){.name = name};
 	at[name] = *n;
 	return &grown[(*n)++];
+}
+
+static void write_shares(FILE *out, const uint64_t *by_state)
+{
+	uint64_t all = 0;
+	for (int i = 0; i < CS_PROFILE_NSTATES; i++)
+		all += by_state[i];
+	fprintf(out, "%9.1f%% %14.1f%% %7.1f%% %7.1f%%  ",
+		all ? 100.0 * (double)by_state[CS_PROFILE_RUNNING] / (double)all
+		    : 0,
+		all ? 100.0 * (double)by_state[CS_PROFILE_WAITING_GVL] /
+				(double)all
+		    : 0,
+		all ? 100.0 * (double)by_state[CS_PROFILE_BLOCKED] / (double)all
+		    : 0,
+		all ? 100.0 * (double)by_state[CS_PROFILE_GC] / (double)all
+		    : 0);
+}
+
+/* The kinds of wait the blocked samples of thread show, as "; blocked
+ * on sleep, queue". */
+static void write_waits(FILE *out, const struct cs_profile *p, size_t thread)
+{
+	bool seen[RV_WAIT_PROCESS + 1] = {false};
+	for (size_t i = 0; i < p->nsamples; i++) {
+		const struct cs_profile_sample *s = &p->samples[i];
+		if (s->state == CS_PROFILE_BLOCKED &&
+		    s->wait <= RV_WAIT_PROCESS && s->thread == thread)
+			seen[s->wait] = true;
+	}
+	const char *sep = "; blocked on ";
+	for (int k = RV_WAIT_NONE + 1; k <= RV_WAIT_PROCESS; k++)
+		if (seen[k]) {
+			fprintf(out, "%s%s", sep, rv_wait_kind_name(k));
+			sep = ", ";
+		}
+}
+
+static void write_states(FILE *out, const struct cs_profile *p)
+{
+	uint64_t *by =
+		calloc((p->nthreads + 1) * CS_PROFILE_NSTATES, sizeof(*by));
+	if (!by)
+		return;
+	uint64_t *all = &by[p->nthreads * CS_PROFILE_NSTATES];
+	for (size_t i = 0; i < p->nsamples; i++) {
+		const struct cs_profile_sample *s = &p->samples[i];
+		if ((unsigned)s->state >= CS_PROFILE_NSTATES)
+			continue;
+		by[s->thread * CS_PROFILE_NSTATES + s->state] += s->weight;
+		all[s->state] += s->weight;
+	}
+	fprintf(out, "\n%10s %15s %8s %8s  %s\n",
+		cs_profile_state_name(CS_PROFILE_RUNNING),
+		cs_profile_state_name(CS_PROFILE_WAITING_GVL),
+		cs_profile_state_name(CS_PROFILE_BLOCKED),
+		cs_profile_state_name(CS_PROFILE_GC), "thread");
+	uint64_t total = 0;
+	for (int i = 0; i < CS_PROFILE_NSTATES; i++)
+		total += all[i];
+	write_shares(out, all);
+	fprintf(out, "(all threads, %llu samples)\n",
+		(unsigned long long)total);
+	for (size_t t = 0; t < p->nthreads; t++) {
+		uint64_t *mine = &by[t * CS_PROFILE_NSTATES], n = 0;
+		for (int i = 0; i < CS_PROFILE_NSTATES; i++)
+			n += mine[i];
+		if (!n)
+			continue;
+		write_shares(out, mine);
+		fprintf(out, "%s (%llu samples",
+			cs_profile_display(p, p->threads[t].label),
+			(unsigned long long)n);
+		write_waits(out, p, t);
+		fputs(")\n", out);
+	}
+	free(by);
 }
 
 void cs_profile_write_summary(FILE *out, const struct cs_profile *p,
@@ -75,4 +155,5 @@ void cs_profile_write_summary(FILE *out, const struct cs_profile *p,
 			stacks ? 100.0 * (double)t[i].self / (double)stacks : 0,
 			t[i].total, cs_profile_display(p, t[i].name));
 	free(t);
+	write_states(out, p);
 }

@@ -3,7 +3,7 @@
  *   corestack record --pid PID [--duration S] [--rate HZ] [--nonblocking]
  *                    [--format collapsed|speedscope|flamegraph|summary|pprof|
  *                              firefox]
- *                    [--on-cpu]
+ *                    [--on-cpu] [--state LIST]
  *                    [-o FILE]
  *   corestack record [options] -- COMMAND ARGS...
  *
@@ -56,7 +56,7 @@ struct record_options {
 	double duration; /* seconds; 0 = until stopped */
 	double rate;     /* Hz */
 	int nonblocking;
-	int on_cpu; /* only the thread holding the GVL */
+	unsigned states; /* the states kept (profile.h); 0: all */
 	const struct cs_profile_format *format;
 	const char *out;
 	char **command; /* after "--" */
@@ -76,8 +76,11 @@ static void record_usage(FILE *out)
 	      "                     (SVG), summary, pprof (gzipped\n"
 	      "                     profile.proto for go tool pprof) or\n"
 	      "                     firefox (JSON for the Firefox Profiler)\n"
-	      "  --on-cpu           only the thread holding the GVL (the one\n"
-	      "                     running Ruby code) in each sample\n"
+	      "  --state LIST       only threads in these states, a comma\n"
+	      "                     list of running (holds the GVL), waiting\n"
+	      "                     (for the GVL), blocked (sleep, I/O, a\n"
+	      "                     lock, a queue, a join) and gc\n"
+	      "  --on-cpu           the same as --state running\n"
 	      "  -o FILE            write the profile to FILE\n",
 	      out);
 }
@@ -101,6 +104,7 @@ static int parse(int argc, char **argv, struct record_options *o)
 		{"nonblocking", no_argument, NULL, 'b'},
 		{"format", required_argument, NULL, 'f'},
 		{"on-cpu", no_argument, NULL, 'c'},
+		{"state", required_argument, NULL, 's'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -138,8 +142,19 @@ static int parse(int argc, char **argv, struct record_options *o)
 			}
 			break;
 		case 'c':
-			o->on_cpu = 1;
+			o->states |= 1u << CS_PROFILE_RUNNING;
 			break;
+		case 's': {
+			unsigned set;
+			char why[160];
+			if (!cs_profile_states_parse(optarg, &set, why,
+						     sizeof(why))) {
+				fprintf(stderr, PROG ": %s\n", why);
+				return EXIT_USAGE;
+			}
+			o->states |= set;
+			break;
+		}
 		case 'o':
 			o->out = optarg;
 			break;
@@ -226,7 +241,7 @@ static int take(void *ctx)
 {
 	struct recording *r = ctx;
 	int taken = cs_sample_once(r->session, r->pid, !r->o->nonblocking,
-				   r->o->on_cpu, r->kept, r->cache, r->prof);
+				   r->o->states, r->kept, r->cache, r->prof);
 	/* An exited target that nobody reaped (our own child whose traced
 	 * threads we still hold, or another process's) fails every sample
 	 * until --duration. */

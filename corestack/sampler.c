@@ -120,7 +120,7 @@ static void next_stops(struct cs_live *live, const struct rv_process *p,
 #define QUICK_TRIES 2
 #define QUICK_RETRY 16
 
-int cs_sample_once(struct rv_session *s, int pid, int pause, int on_cpu,
+int cs_sample_once(struct rv_session *s, int pid, int pause, unsigned states,
 		   struct cs_live **keep, struct cs_page_cache *cache,
 		   struct cs_profile *prof)
 {
@@ -188,7 +188,7 @@ int cs_sample_once(struct rv_session *s, int pid, int pause, int on_cpu,
 	clock_gettime(CLOCK_MONOTONIC, &taken);
 	if (pause)
 		next_stops(*keep, p, true);
-	int ok = cs_profile_add(prof, p, on_cpu,
+	int ok = cs_profile_add(prof, p, states,
 				(uint64_t)taken.tv_sec * 1000000000u +
 					(uint64_t)taken.tv_nsec);
 	rv_process_destroy(p);

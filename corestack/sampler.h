@@ -20,8 +20,9 @@
  * move, and in the steady state the running thread is stopped for one
  * read, not for the whole walk.
  * Unpaused also reads a process a debugger holds (gdbext's ruby-sample).
+ * Only the threads in one of states are kept (cs_profile_add; 0: all).
  * 1 taken, 0 lost, -1 target gone. */
-int cs_sample_once(struct rv_session *s, int pid, int pause, int on_cpu,
+int cs_sample_once(struct rv_session *s, int pid, int pause, unsigned states,
 		   struct cs_live **keep, struct cs_page_cache *cache,
 		   struct cs_profile *prof);
 

@@ -21,6 +21,10 @@ stack) and the 3.3 fixture Ruby, with `corestack record`.
    starts, attaches and decodes every frame once.
 3. The same cost over whole runs: fixed work timed by the program itself,
    alone and under record (`-- command`), runs alternating.
+
+With --baseline CORESTACK (a build without per-sample thread states, say
+of an older commit), part 1 runs every case with both, alternately, and
+prints what the states cost a sample: the difference of the medians.
 """
 import argparse
 import os
@@ -85,8 +89,9 @@ class Target:
         self.proc.wait()
 
 
-def sample_cost(corestack, ruby, runs, seconds):
+def sample_cost(corestack, ruby, runs, seconds, baseline=None):
     target = Target(ruby)
+    builds = [("", corestack)] + ([("baseline ", baseline)] if baseline else [])
     try:
         time.sleep(1)
         results = {}
@@ -97,7 +102,9 @@ def sample_cost(corestack, ruby, runs, seconds):
                             "--duration", str(seconds)]
                     if mode == "nonblocking":
                         args.append("--nonblocking")
-                    results.setdefault((mode, rate), []).append(record(corestack, args))
+                    for which, exe in builds:
+                        results.setdefault((which + mode, rate), []).append(
+                            record(exe, args))
     finally:
         target.stop()
     print("== one sample of a 50-frame stack (deep50.rb, %d runs of %g s each, median (range))"
@@ -109,6 +116,15 @@ def sample_cost(corestack, ruby, runs, seconds):
         print("%-12s %5d  %-24s %-24s %-18s %.2f%%" % (
             mode, rate, spread([r[3] for r in rs], "%.1f"), spread([r[4] for r in rs], "%.1f"),
             spread([r[1] for r in rs], "%.0f"), 100 * lost))
+    if baseline:
+        print("states' cost (median minus the baseline's median), wall / CPU us a sample:")
+        for mode in ("nonblocking", "paused"):
+            for rate in (100, 1000):
+                new, old = results[(mode, rate)], results[("baseline " + mode, rate)]
+                print("%-12s %5d  %+.1f / %+.1f" % (
+                    mode, rate,
+                    statistics.median(r[3] for r in new) - statistics.median(r[3] for r in old),
+                    statistics.median(r[4] for r in new) - statistics.median(r[4] for r in old)))
 
 
 def in_run_overhead(corestack, ruby, pairs, window):
@@ -203,11 +219,16 @@ def main():
     ap.add_argument("--pairs", type=int, default=20, help="recorded windows per mode")
     ap.add_argument("--window", type=float, default=1.5, help="seconds per window")
     ap.add_argument("--whole-runs", type=int, default=11, help="whole runs per mode (0: none)")
+    ap.add_argument("--baseline", help="a corestack to compare one sample's cost with")
+    ap.add_argument("--sample-cost-only", action="store_true", help="part 1 only")
     args = ap.parse_args()
     corestack = os.path.abspath(args.corestack)
     ruby = os.path.join(procs.build_ruby("3.3", "shared", 3600), "bin", "ruby")
     print("load average before: %s" % open("/proc/loadavg").read().split()[0])
-    sample_cost(corestack, ruby, args.runs, 2)
+    sample_cost(corestack, ruby, args.runs, 2,
+                os.path.abspath(args.baseline) if args.baseline else None)
+    if args.sample_cost_only:
+        return
     in_run_overhead(corestack, ruby, args.pairs, args.window)
     if args.whole_runs:
         whole_run_overhead(corestack, ruby, 100, args.whole_runs)

@@ -37,7 +37,8 @@ of tests/harness/ whose docstring names its tests and what each checks:
     RUBY/running-jit-code, 3.3-yjit/..., 3.4-yjit/...  yjit.py
     RUBY/record...           record.py; with it RUBY/record-contention (contention.py),
                              RUBY/mn-threads/... (mn_threads.py), RUBY/traced/...
-                             (traced.py), RUBY/many-threads/... (many_threads.py)
+                             (traced.py), RUBY/many-threads/... (many_threads.py),
+                             RUBY/record-states (states.py)
     remote/..., debuginfo/debuginfod..., RUBY/native/...  native.py
     RUBY/nontfile/...        nontfile.py
     viewers/speedscope       viewers.py: a recording loaded in speedscope's web app by
@@ -265,7 +266,7 @@ def main():
                 "record-contention",
                 "record-unreaped-exit", "record-unreaped-exit-nonblocking",
                 "mn-threads/oracle", "mn-threads/native", "mn-threads/native-core",
-                "record-interrupted")) or \
+                "record-interrupted", "record-states")) or \
                 any(selected(n) for n in traced.test_names(r) + many_threads.test_names(r)):
             build_anyway.add(r)
         if gdbext.wanted(selected, [r], scenario_list):

@@ -10,7 +10,8 @@ time shares (heavy does 3x light's work).
     RUBY/record-pprof        --format pprof, read by go tool pprof -raw: heavy and
                              light with their file and the line Ruby gives them
                              (their .times call), the sample count record reported,
-                             heavy over light
+                             heavy over light, each sample labelled with a state
+                             (and ractor 1 where Ruby has ractors)
     RUBY/record-pprof-protoc the same file gunzipped and decoded by protoc against
                              pprof's own profile.proto: sample types, period,
                              duration; heavy and light with their file and line;
@@ -22,7 +23,7 @@ time shares (heavy does 3x light's work).
     RUBY/record-interrupted  SIGINT ends record --pid with a profile, the target running
 
 record_tests also runs the recording groups of contention.py,
-mn_threads.py, record_exits.py, traced.py and many_threads.py.
+mn_threads.py, record_exits.py, traced.py, many_threads.py and states.py.
 """
 
 import json
@@ -32,7 +33,7 @@ import signal
 import subprocess
 import time
 
-from . import contention, firefox, many_threads, mn_threads, procs, record_exits, traced
+from . import contention, firefox, many_threads, mn_threads, procs, record_exits, states, traced
 from .checks import first_line
 
 
@@ -45,6 +46,7 @@ def test_names(ruby):
     return (["%s/%s" % (ruby, t) for t in TESTS] + [contention.test_name(ruby)]
             + mn_threads.test_names(ruby) + record_exits.test_names(ruby)
             + traced.test_names(ruby) + many_threads.test_names(ruby)
+            + [states.test_name(ruby)]
             + ["%s/%s" % (ruby, t) for t in END_TESTS])
 
 
@@ -170,6 +172,11 @@ def check_pprof(res, path):
             total, reported.group(1) if reported else "none")
     if any(wall <= 0 for _, wall, _ in samples):
         return "a sample without wall time"
+    states = re.findall(r"\bstate:\[([^\]]*)\]", raw.stdout)
+    if len(states) != len(samples) or not set(states) <= {"running", "waiting", "blocked", "gc"}:
+        return "%d samples, state labels %s" % (len(samples), sorted(set(states)))
+    if not set(re.findall(r"\bractor:\[([^\]]*)\]", raw.stdout)) <= {"1"}:
+        return "ractor labels other than the main ractor's 1"
     inclusive = {}
     for method in ("heavy", "light"):
         want = ("shares.rb", times_line(method))
@@ -353,6 +360,7 @@ def record_tests(rep, selected, args, prefixes, workdir):
             if decoded and selected(decoded):
                 rep.result(decoded, check_pprof_protoc(res, path) if res else "record hung")
         contention.contention_test(rep, selected, args.corestack, ruby, exe, args.timeout)
+        states.states_test(rep, selected, args.corestack, ruby, exe, workdir, args.timeout)
         mn_threads.mn_tests(rep, selected, args.corestack, ruby, exe, workdir, args.timeout)
         record_exits.record_exit_tests(rep, selected, args.corestack, ruby, exe, workdir,
                                        args.timeout)

@@ -82,6 +82,110 @@ static const char *frame_name(const struct cs_profile *p, size_t s, size_t k)
 	return p->names.text[cs_profile_frame_name(p, p->stacks[s].frames[k])];
 }
 
+/* The text a format writes of p. */
+static char *written(const struct cs_profile *p, const char *format)
+{
+	char *text = NULL;
+	size_t size = 0;
+	struct cs_profile_run run = {0, 1.0, 100};
+	FILE *out = open_memstream(&text, &size);
+	if (!out)
+		return NULL;
+	cs_profile_format_find(format)->write(out, p, &run);
+	fclose(out);
+	return text;
+}
+
+/* A thread's state: from the GVL, its status and the GC's flag; a sample
+ * ends when the state (or what a blocked thread waits on) changes, so
+ * each weight counts snapshots of one state; --state keeps only some. */
+static void states(void)
+{
+	static const char *const abc[DEPTH] = {"c", "b", "a"};
+	const uint64_t ids[DEPTH] = {3, 2, 1};
+	struct cs_profile p;
+	struct fixture f;
+	make(&f, abc, ids, "w");
+	struct rv_thread *t = &f.thread;
+	struct rv_process *proc = &f.proc;
+	t->state = RV_STATE_RUNNABLE;
+	CHECK(cs_profile_state_of(proc, t) == CS_PROFILE_WAITING_GVL,
+	      "runnable without the GVL waits for it");
+	t->holds_gvl = true;
+	CHECK(cs_profile_state_of(proc, t) == CS_PROFILE_RUNNING, "running");
+	proc->gc.known = proc->gc.during_gc = true;
+	CHECK(cs_profile_state_of(proc, t) == CS_PROFILE_GC, "gc");
+	t->holds_gvl = false;
+	CHECK(cs_profile_state_of(proc, t) == CS_PROFILE_WAITING_GVL,
+	      "waiting while another thread collects");
+	t->state = RV_STATE_SLEEPING_FOREVER;
+	CHECK(cs_profile_state_of(proc, t) == CS_PROFILE_BLOCKED, "blocked");
+
+	cs_profile_init(&p);
+	proc->gc.during_gc = false;
+	t->holds_gvl = true;
+	t->state = RV_STATE_RUNNABLE;
+	add(&p, proc); /* running */
+	add(&p, proc);
+	proc->gc.during_gc = true;
+	add(&p, proc); /* gc */
+	proc->gc.during_gc = false;
+	t->holds_gvl = false;
+	t->state = RV_STATE_SLEEPING;
+	t->wait.kind = RV_WAIT_SLEEP;
+	add(&p, proc); /* blocked on sleep */
+	t->wait.kind = RV_WAIT_QUEUE;
+	add(&p, proc); /* blocked on a queue */
+	add(&p, proc);
+	CHECK(p.nsamples == 4 && p.samples[0].weight == 2 &&
+		      p.samples[0].state == CS_PROFILE_RUNNING &&
+		      p.samples[1].state == CS_PROFILE_GC &&
+		      p.samples[2].wait == RV_WAIT_SLEEP &&
+		      p.samples[3].weight == 2 &&
+		      p.samples[3].wait == RV_WAIT_QUEUE,
+	      "a sample per state and wait: %zu", p.nsamples);
+	CHECK(weights_add_up(&p), "weights and counts with states");
+	char *summary = written(&p, "summary");
+	CHECK(summary && strstr(summary, "33.3%            0.0%    50.0%    "
+					 "16.7%  w (6 samples; blocked on "
+					 "queue, sleep)"),
+	      "summary's states: %s", summary ? summary : "none");
+	free(summary);
+	char *svg = written(&p, "flamegraph");
+	CHECK(svg && strstr(svg, "[running] (2 samples)") &&
+		      strstr(svg, "[blocked] (3 samples)") &&
+		      strstr(svg, "[gc] (1 samples)"),
+	      "flame graph's state boxes");
+	free(svg);
+	/* only some states */
+	cs_profile_free(&p);
+	cs_profile_init(&p);
+	clock_ns += 10000000;
+	cs_profile_add(&p, proc, 1u << CS_PROFILE_RUNNING, clock_ns);
+	CHECK(p.nsamples == 0 && p.snapshots == 1, "a blocked thread left out");
+	cs_profile_add(&p, proc, 1u << CS_PROFILE_BLOCKED, clock_ns);
+	CHECK(p.nsamples == 1, "a blocked thread kept");
+	cs_profile_free(&p);
+
+	unsigned set;
+	char why[160];
+	CHECK(cs_profile_states_parse("running,gc", &set, why, sizeof(why)) &&
+		      set == ((1u << CS_PROFILE_RUNNING) |
+			      (1u << CS_PROFILE_GC)),
+	      "a list of two");
+	CHECK(!cs_profile_states_parse("running,sleeping", &set, why,
+				       sizeof(why)) &&
+		      strstr(why, "not 'sleeping'"),
+	      "an unknown state: %s", why);
+	CHECK(!cs_profile_states_parse("running,", &set, why, sizeof(why)),
+	      "an empty item");
+	CHECK(!strcmp(cs_profile_state_name(CS_PROFILE_WAITING_GVL),
+		      "waiting for GVL") &&
+		      !strcmp(cs_profile_state_key(CS_PROFILE_WAITING_GVL),
+			      "waiting"),
+	      "names");
+}
+
 int main(void)
 {
 	static const char *const abc[DEPTH] = {"c", "b", "a"};
@@ -245,5 +349,6 @@ int main(void)
 	      count_of(&p, "w;a;b;c"));
 	CHECK(weights_add_up(&p), "weights and counts");
 	cs_profile_free(&p);
+	states();
 	return check_summary("test_profile");
 }
