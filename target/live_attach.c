@@ -249,6 +249,14 @@ void cs_live_leave_running(struct cs_live *live, int tid, int leave)
 		t->left_running = leave;
 }
 
+int cs_live_traces(const struct cs_live *live, int64_t tid)
+{
+	for (size_t i = 0; i < live->nwork; i++)
+		if (live->work[i].pub.tid == tid && live->work[i].seized)
+			return 1;
+	return 0;
+}
+
 void cs_live_without_registers(struct cs_live *live)
 {
 	live->no_registers = 1;
