@@ -1,7 +1,8 @@
 /* pprof's profile.proto, gzipped: what go tool pprof, Pyroscope, Parca and
  * Grafana read. Functions (name, file), locations (one per distinct
  * function and line), samples (locations innermost first, values
- * "samples" and "wall" nanoseconds, labels thread and thread_id).
+ * "samples" and "wall" nanoseconds, labels thread and thread_id, and pid
+ * when several processes are followed).
  *
  * Field numbers are profile.proto's (github.com/google/pprof, proto/
  * profile.proto): Profile 1 sample_type, 2 sample, 4 location, 5
@@ -79,15 +80,15 @@ static void label(struct pb_buf *sample, uint64_t key, uint64_t str,
 /* The ids of the strings every message refers to. */
 struct ids {
 	uint64_t *fn_name, *fn_file, *thread_label;
-	uint64_t samples, count, wall, nanoseconds, thread, thread_id;
+	uint64_t samples, count, wall, nanoseconds, thread, thread_id, pid;
 };
 
 static bool collect_strings(const struct cs_profile *p, struct strings *t,
 			    struct ids *ids)
 {
-	/* at most: "", the six names below, two per function, one per
+	/* at most: "", the seven names below, two per function, one per
 	 * thread */
-	t->text = calloc(7 + 2 * p->nfunctions + p->nthreads, sizeof(*t->text));
+	t->text = calloc(8 + 2 * p->nfunctions + p->nthreads, sizeof(*t->text));
 	ids->fn_name = calloc(p->nfunctions + 1, sizeof(*ids->fn_name));
 	ids->fn_file = calloc(p->nfunctions + 1, sizeof(*ids->fn_file));
 	ids->thread_label = calloc(p->nthreads + 1, sizeof(*ids->thread_label));
@@ -100,6 +101,7 @@ static bool collect_strings(const struct cs_profile *p, struct strings *t,
 	ids->nanoseconds = string_id(t, "nanoseconds");
 	ids->thread = string_id(t, "thread");
 	ids->thread_id = string_id(t, "thread_id");
+	ids->pid = string_id(t, "pid");
 	for (size_t i = 0; i < p->nfunctions; i++) {
 		const struct cs_profile_function *f = &p->functions[i];
 		ids->fn_name[i] = string_id(t, f->name);
@@ -174,6 +176,8 @@ static void write_samples(struct pb_buf *out, const struct cs_profile *p,
 		label(&m, ids->thread, ids->thread_label[s->thread], 0);
 		if (th->tid >= 0)
 			label(&m, ids->thread_id, 0, th->tid);
+		if (th->pid)
+			label(&m, ids->pid, 0, th->pid);
 		pb_message(out, 2, &m);
 	}
 	free(locs);
