@@ -36,7 +36,9 @@ of tests/harness/ whose docstring names its tests and what each checks:
     RUBY/running-jit-code, 3.3-yjit/..., 3.4-yjit/...  yjit.py
     RUBY/record...           record.py; with it RUBY/record-contention (contention.py),
                              RUBY/mn-threads/... (mn_threads.py), RUBY/traced/...
-                             (traced.py), RUBY/many-threads/... (many_threads.py)
+                             (traced.py), RUBY/many-threads/... (many_threads.py),
+                             RUBY/record-subprocesses..., RUBY/record-progress-...
+                             (subprocesses.py)
     remote/..., debuginfo/debuginfod..., RUBY/native/...  native.py
     RUBY/nontfile/...        nontfile.py
     RUBY/crash/MODE/CHECK    crash.py: kernel cores of a C extension that crashes five
@@ -65,7 +67,7 @@ sys.dont_write_bytecode = True   # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import (bad_input, checks, cli, corrupt, crash, fibers, frame_reuse, gdbext, hostile,  # noqa: E402
                      layout, many_threads, mutations, native, native_cut, nontfile, permissions,
-                     procs, record, record_exits, requires, scenarios, stale_pc,
+                     procs, record, record_exits, requires, scenarios, stale_pc, subprocesses,
                      thread_notes, traced, unit, yjit)
 
 RUBIES = ("2.7", "3.1", "3.3", "3.3-static", "3.3-yjit", "3.4", "3.4-yjit")
@@ -240,7 +242,8 @@ def main():
                 "record-unreaped-exit", "record-unreaped-exit-nonblocking",
                 "mn-threads/oracle", "mn-threads/native", "mn-threads/native-core",
                 "record-interrupted")) or \
-                any(selected(n) for n in traced.test_names(r) + many_threads.test_names(r)):
+                any(selected(n) for n in traced.test_names(r) + many_threads.test_names(r)
+                    + subprocesses.test_names(r)):
             build_anyway.add(r)
         if gdbext.wanted(selected, [r], scenario_list):
             build_anyway.add(r)

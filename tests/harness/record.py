@@ -16,7 +16,8 @@ time shares (heavy does 3x light's work).
     RUBY/record-interrupted  SIGINT ends record --pid with a profile, the target running
 
 record_tests also runs the recording groups of contention.py,
-mn_threads.py, record_exits.py, traced.py and many_threads.py.
+mn_threads.py, record_exits.py, traced.py, many_threads.py and
+subprocesses.py.
 """
 
 import json
@@ -26,7 +27,8 @@ import signal
 import subprocess
 import time
 
-from . import contention, many_threads, mn_threads, procs, record_exits, traced
+from . import (contention, many_threads, mn_threads, procs, record_exits, subprocesses,
+               traced)
 from .checks import first_line
 
 
@@ -39,6 +41,7 @@ def test_names(ruby):
     return (["%s/%s" % (ruby, t) for t in TESTS] + [contention.test_name(ruby)]
             + mn_threads.test_names(ruby) + record_exits.test_names(ruby)
             + traced.test_names(ruby) + many_threads.test_names(ruby)
+            + subprocesses.test_names(ruby)
             + ["%s/%s" % (ruby, t) for t in END_TESTS])
 
 
@@ -240,6 +243,8 @@ def record_tests(rep, selected, args, prefixes, workdir):
         traced.traced_tests(rep, selected, args.corestack, ruby, exe, workdir, args.timeout)
         many_threads.many_threads_tests(rep, selected, args.corestack, ruby, exe, workdir,
                                         args.timeout)
+        subprocesses.subprocess_tests(rep, selected, args.corestack, ruby, exe, workdir,
+                                      args.timeout)
         name = "%s/record-target-exits" % ruby
         if selected(name):
             started = time.monotonic()
