@@ -2,7 +2,7 @@
 
     (gdb) source /usr/local/lib/corestack/ruby-gdb.py   # or auto-loaded
     (gdb) ruby-bt [--json] [all | N]
-    (gdb) ruby-sample [SECONDS] [--rate HZ] [--out FILE]
+    (gdb) ruby-sample [SECONDS] [--rate HZ] [--out FILE [--format F]]
 
 A thin loader: everything about Ruby is in the C module _corestack (found
 next to this file); this file only tells it what gdb knows (the pid, the
@@ -238,18 +238,19 @@ def _sigint_handling():
 class RubySample(gdb.Command):
     """Sample the Ruby stacks of the live inferior while it runs.
 
-ruby-sample [SECONDS] [--rate HZ] [--out FILE]
+ruby-sample [SECONDS] [--rate HZ] [--out FILE [--format F]]
   Lets the stopped inferior run for SECONDS (default 5), samples every Ruby
   thread at HZ (default 100), then stops it again (gdb sees a SIGINT, which
   is not passed to the program) and prints the frames with the most samples.
-  --out FILE writes the collapsed stacks (flamegraph.pl, speedscope)."""
+  --out FILE writes the profile: collapsed stacks (flamegraph.pl), or with
+  --format speedscope, flamegraph (SVG), pprof or summary, as record does."""
 
     def __init__(self):
         super().__init__("ruby-sample", gdb.COMMAND_RUNNING)
 
     def invoke(self, arg, from_tty):
         try:
-            seconds, rate, out = _corestack.sample_args(arg)
+            seconds, rate, out, fmt = _corestack.sample_args(arg)
         except _corestack.Error as exc:
             raise gdb.GdbError("ruby-sample: %s" % exc)
         inf = _inferior("ruby-sample")
@@ -278,7 +279,7 @@ ruby-sample [SECONDS] [--rate HZ] [--out FILE]
                     "print" if handling[1] == "Yes" else "noprint",
                     "pass" if handling[2] == "Yes" else "nopass"), to_string=True)
             try:
-                summary, interrupted = _corestack.sample_finish(sampler, out)
+                summary, interrupted = _corestack.sample_finish(sampler, out, fmt)
             except _corestack.Error as exc:
                 raise gdb.GdbError("ruby-sample: %s" % exc)
         gdb.write(summary)
