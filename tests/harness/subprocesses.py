@@ -224,7 +224,7 @@ def subprocess_tests(rep, selected, corestack, ruby, exe, workdir, timeout):
         out, truth = base + ".folded", base + ".truth"
         try:
             res = subprocess.run([corestack, "record", "--subprocesses", "-o", out,
-                                  "--duration", "1.5", "--", exe, FORKS, "8", truth],
+                                  "--duration", "1", "--", exe, FORKS, "8", truth],
                                  stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                  timeout=timeout)
             rep.result(command, check_run(res, out, truth, collapsed_processes))
@@ -242,7 +242,7 @@ def subprocess_tests(rep, selected, corestack, ruby, exe, workdir, timeout):
         target = started_program(exe, truth)
         try:
             res = run_on_tty([corestack, "record", "--pid", str(target.pid), "--subprocesses",
-                              "--duration", "1.5", "--format", "speedscope", "-o", out], timeout)
+                              "--duration", "1", "--format", "speedscope", "-o", out], timeout)
             tail = res.stderr[res.stderr.rfind("\r") + 1:]
             summary = subprocess.CompletedProcess(res.args, res.returncode, res.stdout, tail)
             rep.result(pid_mode, check_run(summary, out, truth, speedscope_processes))
@@ -256,7 +256,7 @@ def subprocess_tests(rep, selected, corestack, ruby, exe, workdir, timeout):
         out, truth = base + ".pb.gz", base + "-pprof.truth"
         try:
             res = subprocess.run([corestack, "record", "--subprocesses", "--format", "pprof",
-                                  "-o", out, "--duration", "1.5", "--", exe, FORKS, "8", truth],
+                                  "-o", out, "--duration", "1", "--", exe, FORKS, "8", truth],
                                  stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                  stderr=subprocess.PIPE, text=True, timeout=timeout)
             rep.result(name, check_run(res, out, truth, pprof_processes))
