@@ -251,10 +251,13 @@ void cs_live_leave_running(struct cs_live *live, int tid, int leave)
 
 int cs_live_traces(const struct cs_live *live, int64_t tid)
 {
-	for (size_t i = 0; i < live->nwork; i++)
-		if (live->work[i].pub.tid == tid && live->work[i].seized)
-			return 1;
-	return 0;
+	if (tid <= 0 || tid > INT_MAX)
+		return 0;
+	/* in tid order between pauses (a sampler asks per thread and
+	 * sample); the search only reads */
+	const struct cs_live_thread *t = cs_live_find_work(
+		(struct cs_live *)live, live->nwork, (int)tid);
+	return t && t->seized;
 }
 
 void cs_live_without_registers(struct cs_live *live)
