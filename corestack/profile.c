@@ -270,30 +270,35 @@ static size_t stack_of(struct cs_profile *p, size_t n)
 
 struct thread_key {
 	const char *name, *label;
-	int64_t tid;
+	int64_t tid, pid;
 };
 
 static bool same_thread(const struct cs_profile *p, size_t id, const void *key)
 {
 	const struct thread_key *k = key;
 	const struct cs_profile_thread *t = &p->threads[id];
-	return t->tid == k->tid && same_text(t->name, k->name) &&
+	return t->tid == k->tid && t->pid == k->pid &&
+	       same_text(t->name, k->name) &&
 	       same_display(p->names.text[t->label], k->label);
 }
 
-/* Thread t, at index in its snapshot's list. */
+/* Thread t, at index in its snapshot's list, of process p->pid. */
 static size_t thread_id(struct cs_profile *p, const struct rv_thread *t,
 			size_t index)
 {
-	char label[64];
+	char own[64], label[96];
 	if (t->name)
-		snprintf(label, sizeof(label), "%s", t->name);
+		snprintf(own, sizeof(own), "%s", t->name);
 	else if (t->tid >= 0)
-		snprintf(label, sizeof(label), "thread %lld",
-			 (long long)t->tid);
+		snprintf(own, sizeof(own), "thread %lld", (long long)t->tid);
 	else
-		snprintf(label, sizeof(label), "thread %zu", index + 1);
-	struct thread_key k = {t->name, label, t->tid};
+		snprintf(own, sizeof(own), "thread %zu", index + 1);
+	if (p->pid)
+		snprintf(label, sizeof(label), "process %lld: %s",
+			 (long long)p->pid, own);
+	else
+		snprintf(label, sizeof(label), "%s", own);
+	struct thread_key k = {t->name, label, t->tid, p->pid};
 	uint64_t h = mix(hash_text(FNV_OFFSET, label), (uint64_t)t->tid);
 	h = t->name ? hash_text(h, t->name) : h;
 	size_t id = index_find(p, &p->thread_index, h, same_thread, &k);
@@ -307,6 +312,7 @@ static size_t thread_id(struct cs_profile *p, const struct rv_thread *t,
 				      .tid = t->tid,
 				      .ractor = t->ractor.present ? t->ractor.id
 								  : 0,
+				      .pid = p->pid,
 				      .label = name_id(p, label)};
 	if ((t->name && !n.name) || n.label == SIZE_MAX ||
 	    !index_add(&p->thread_index, h, p->nthreads)) {
@@ -440,10 +446,12 @@ static struct cs_profile_memo *memo_of(struct cs_profile *p,
 				       const struct rv_thread *t, size_t index,
 				       size_t nthreads)
 {
-	if (index < p->nmemos && p->memos[index].thread == t->addr)
+	const struct cs_profile_memo *m = p->memos;
+	if (index < p->nmemos && m[index].thread == t->addr &&
+	    m[index].pid == p->pid)
 		return &p->memos[index];
 	for (size_t i = 0; i < p->nmemos; i++)
-		if (p->memos[i].thread == t->addr)
+		if (m[i].thread == t->addr && m[i].pid == p->pid)
 			return &p->memos[i];
 	if (p->nmemos >= 2 * nthreads + 64)
 		forget_memos(p);
@@ -452,7 +460,8 @@ static struct cs_profile_memo *memo_of(struct cs_profile *p,
 	if (!grown)
 		return NULL;
 	p->memos = grown;
-	grown[p->nmemos] = (struct cs_profile_memo){.thread = t->addr};
+	grown[p->nmemos] =
+		(struct cs_profile_memo){.thread = t->addr, .pid = p->pid};
 	return &grown[p->nmemos++];
 }
 

@@ -50,9 +50,10 @@ struct cs_profile_stack {
 struct cs_profile_thread {
 	char *name;      /* Thread#name, NULL for none */
 	int64_t tid;     /* -1: unknown */
+	int64_t pid;     /* its process when several are followed, else 0 */
 	size_t label;    /* in names: its name (63 bytes at most), else
 			* "thread TID", else "thread N" (N: its place in
-			* the thread list) */
+			* the thread list); with a pid, after "process PID: " */
 	uint32_t ractor; /* Ractor#inspect's number; 0: no ractors (2.7) */
 	size_t last;     /* its latest sample + 1; 0: none yet */
 	size_t seen;     /* the snapshot of that sample's last look */
@@ -121,6 +122,7 @@ struct cs_profile_memo_frame {
 /* The stack last counted for one thread, by its frames' names_id. */
 struct cs_profile_memo {
 	uint64_t thread; /* rv_thread.addr */
+	int64_t pid;     /* of its process (forked ones share addresses) */
 	int64_t tid;
 	size_t index; /* in the snapshot's thread list */
 	char *name;   /* Thread#name then, NULL for none */
@@ -141,6 +143,10 @@ struct cs_profile {
 	struct cs_profile_sample *samples;
 	size_t nfunctions, nframes, nstacks, nthreads, nsamples;
 	size_t snapshots; /* snapshots added */
+	/* The process the next snapshots are of, when a recording follows
+	 * several (its threads are told apart and labelled by it); 0: one
+	 * process, not named. */
+	int64_t pid;
 	/* collapsed lines, open addressing by the hash of their text */
 	struct cs_profile_line *lines;
 	size_t nline_slots, nlines;

@@ -2,8 +2,9 @@
  * Grafana read. Functions (name, file), locations (one per distinct
  * function and line), samples (locations innermost first, values
  * "samples" and "wall" nanoseconds, labels thread, thread_id, state (a
- * --state key), ractor (its number; none on Ruby 2.7) and, for a blocked
- * thread, wait: what it waits on).
+ * --state key), ractor (its number; none on Ruby 2.7), for a blocked
+ * thread wait (what it waits on), and pid when several processes are
+ * followed).
  *
  * Field numbers are profile.proto's (github.com/google/pprof, proto/
  * profile.proto): Profile 1 sample_type, 2 sample, 4 location, 5
@@ -81,7 +82,7 @@ static void label(struct pb_buf *sample, uint64_t key, uint64_t str,
 /* The ids of the strings every message refers to. */
 struct ids {
 	uint64_t *fn_name, *fn_file, *thread_label;
-	uint64_t samples, count, wall, nanoseconds, thread, thread_id;
+	uint64_t samples, count, wall, nanoseconds, thread, thread_id, pid;
 	uint64_t state, ractor, wait;
 	uint64_t state_key[CS_PROFILE_NSTATES], wait_name[RV_WAIT_PROCESS + 1];
 };
@@ -89,9 +90,9 @@ struct ids {
 static bool collect_strings(const struct cs_profile *p, struct strings *t,
 			    struct ids *ids)
 {
-	/* at most: "", the nine names below, two per function, one per
+	/* at most: "", the ten names below, two per function, one per
 	 * thread, state and kind of wait */
-	t->text = calloc(10 + 2 * p->nfunctions + p->nthreads +
+	t->text = calloc(11 + 2 * p->nfunctions + p->nthreads +
 				 CS_PROFILE_NSTATES + RV_WAIT_PROCESS + 1,
 			 sizeof(*t->text));
 	ids->fn_name = calloc(p->nfunctions + 1, sizeof(*ids->fn_name));
@@ -115,6 +116,7 @@ static bool collect_strings(const struct cs_profile *p, struct strings *t,
 		ids->wait_name[k] = rv_wait_kind_name(k)
 					    ? string_id(t, rv_wait_kind_name(k))
 					    : 0;
+	ids->pid = string_id(t, "pid");
 	for (size_t i = 0; i < p->nfunctions; i++) {
 		const struct cs_profile_function *f = &p->functions[i];
 		ids->fn_name[i] = string_id(t, f->name);
@@ -195,6 +197,8 @@ static void write_samples(struct pb_buf *out, const struct cs_profile *p,
 			label(&m, ids->ractor, 0, th->ractor);
 		if (s->wait <= RV_WAIT_PROCESS && ids->wait_name[s->wait])
 			label(&m, ids->wait, ids->wait_name[s->wait], 0);
+		if (th->pid)
+			label(&m, ids->pid, 0, th->pid);
 		pb_message(out, 2, &m);
 	}
 	free(locs);

@@ -3,7 +3,7 @@
  *   corestack record --pid PID [--duration S] [--rate HZ] [--nonblocking]
  *                    [--format collapsed|speedscope|flamegraph|summary|pprof|
  *                              firefox]
- *                    [--on-cpu] [--state LIST]
+ *                    [--on-cpu] [--state LIST] [--subprocesses]
  *                    [-o FILE]
  *   corestack record [options] -- COMMAND ARGS...
  *
@@ -12,7 +12,9 @@
  * stopped for the read and runs between samples). A sample that cannot be read (a stack changing under a
  * nonblocking read, the process exiting) is counted as lost, never
  * printed. Stops at --duration, on SIGINT/SIGTERM, or when the target
- * exits, and writes what it has. */
+ * exits, and writes what it has. With --subprocesses the target's Ruby
+ * descendants are sampled on the same ticks (follow.h). On a terminal a
+ * progress line on stderr says how it goes. */
 #include <errno.h>
 #include <getopt.h>
 #include <libgen.h>
@@ -32,6 +34,7 @@
 #include "../target/open.h"
 #include "../target/live.h"
 #include "../target/page_cache.h"
+#include "follow.h"
 #include "profile.h"
 #include "profile_format.h"
 #include "sampler.h"
@@ -56,7 +59,8 @@ struct record_options {
 	double duration; /* seconds; 0 = until stopped */
 	double rate;     /* Hz */
 	int nonblocking;
-	unsigned states; /* the states kept (profile.h); 0: all */
+	unsigned states;  /* the states kept (profile.h); 0: all */
+	int subprocesses; /* its descendants too */
 	const struct cs_profile_format *format;
 	const char *out;
 	char **command; /* after "--" */
@@ -81,6 +85,9 @@ static void record_usage(FILE *out)
 	      "                     (for the GVL), blocked (sleep, I/O, a\n"
 	      "                     lock, a queue, a join) and gc\n"
 	      "  --on-cpu           the same as --state running\n"
+	      "  --subprocesses     sample its Ruby descendants too (forked\n"
+	      "                     workers, also those started later), each\n"
+	      "                     thread labelled with its process\n"
 	      "  -o FILE            write the profile to FILE\n",
 	      out);
 }
@@ -105,6 +112,7 @@ static int parse(int argc, char **argv, struct record_options *o)
 		{"format", required_argument, NULL, 'f'},
 		{"on-cpu", no_argument, NULL, 'c'},
 		{"state", required_argument, NULL, 's'},
+		{"subprocesses", no_argument, NULL, 'F'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -155,6 +163,9 @@ static int parse(int argc, char **argv, struct record_options *o)
 			o->states |= set;
 			break;
 		}
+		case 'F':
+			o->subprocesses = 1;
+			break;
 		case 'o':
 			o->out = optarg;
 			break;
@@ -223,7 +234,10 @@ struct recording {
 	struct cs_live **kept;
 	struct cs_page_cache *cache;
 	struct cs_profile *prof;
+	struct cs_follow *follow; /* NULL: the target only */
 	int interactive;
+	double shown;    /* when the progress line was last written */
+	int shown_width; /* its width */
 };
 
 /* Our own child lingers as a zombie: reap it to see it end. */
@@ -247,17 +261,36 @@ static int take(void *ctx)
 	 * until --duration. */
 	if (taken == 0 && cs_live_exited(r->pid))
 		return -1;
+	if (r->follow)
+		cs_follow_sample(r->follow, r->prof);
 	return taken;
 }
 
+/* On a terminal, the progress line, rewritten in place a few times a
+ * second. */
 static void progress(void *ctx, const struct cs_sampling_loop *l)
 {
-	const struct recording *r = ctx;
-	if (r->interactive && (l->taken + l->lost) % 50 == 0)
-		fprintf(stderr,
-			"\rcorestack record: %zu samples, %zu lost, "
-			"%.1f s",
-			l->taken, l->lost, cs_sampling_now() - l->start);
+	struct recording *r = ctx;
+	double now = cs_sampling_now();
+	if (!r->interactive || now - r->shown < 0.25)
+		return;
+	r->shown = now;
+	int n = fprintf(stderr, "\r" PROG ": %zu samples, %zu lost, %.1f s",
+			l->taken, l->lost, now - l->start);
+	if (r->follow)
+		n += fprintf(stderr, ", %zu processes", 1 + r->follow->nprocs);
+	/* a shorter line than the last leaves none of it behind */
+	if (n < r->shown_width)
+		fprintf(stderr, "%*s", r->shown_width - n, "");
+	if (n > r->shown_width)
+		r->shown_width = n;
+}
+
+/* Clear the progress line before the summary. */
+static void progress_end(const struct recording *r)
+{
+	if (r->shown_width)
+		fprintf(stderr, "\r%*s\r", r->shown_width, "");
 }
 
 static int start_command(char **command)
@@ -346,6 +379,10 @@ int cs_record_main(int argc, char **argv)
 		return EXIT_UNUSABLE;
 	}
 	cs_profile_init(&prof);
+	struct cs_follow follow;
+	cs_follow_init(&follow, pid, !o.nonblocking, o.states);
+	if (o.subprocesses)
+		prof.pid = pid; /* every thread labelled with its process */
 	/* Our sleeps pace the samples and wait for the target's threads to
 	 * stop: the kernel's default 50 us of timer slack would stretch each
 	 * of them, and so the time the target spends stopped. */
@@ -358,6 +395,7 @@ int cs_record_main(int argc, char **argv)
 		.kept = &kept,
 		.cache = &cache,
 		.prof = &prof,
+		.follow = o.subprocesses ? &follow : NULL,
 		.interactive = isatty(STDERR_FILENO),
 	};
 	struct cs_sampling_loop loop = {
@@ -371,8 +409,9 @@ int cs_record_main(int argc, char **argv)
 	};
 	cs_sampling_run(&loop);
 	cs_live_close(kept);
-	if (rec.interactive)
-		fputc('\n', stderr);
+	size_t followed = follow.nprocs, follow_lost = follow.lost;
+	cs_follow_free(&follow);
+	progress_end(&rec);
 
 	FILE *out = o.out ? fopen(o.out, "w") : stdout;
 	if (!out) {
@@ -394,6 +433,11 @@ int cs_record_main(int argc, char **argv)
 		loop.elapsed > 0 ? (double)tries / loop.elapsed : 0.0,
 		loop.lost, tries ? loop.reading / (double)tries * 1e6 : 0.0,
 		tries ? loop.reading_cpu / (double)tries * 1e6 : 0.0);
+	if (o.subprocesses)
+		fprintf(stderr,
+			PROG ": %zu processes followed at the end besides "
+			     "the target, %zu of their samples lost\n",
+			followed, follow_lost);
 	cs_profile_free(&prof);
 	cs_page_cache_free(&cache);
 	cs_ruby_close(&ruby);

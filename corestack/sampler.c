@@ -43,10 +43,13 @@ static bool stopped(const struct cs_live *live, int64_t tid)
 	return false;
 }
 
-static bool tids_known(const struct rv_process *p)
+/* Every Ruby thread's tid, and each one of this process: a forked child of
+ * some Rubies still holds its parent's tid for its main thread. */
+static bool tids_known(const struct cs_live *live, const struct rv_process *p)
 {
 	for (size_t i = 0; i < p->nthreads; i++)
-		if (p->threads[i].tid < 0)
+		if (p->threads[i].tid < 0 ||
+		    !cs_live_traces(live, p->threads[i].tid))
 			return false;
 	return p->nthreads > 0 && !p->error;
 }
@@ -72,7 +75,7 @@ static bool holders_stopped(const struct cs_live *live,
 
 static bool consistent(const struct cs_live *live, const struct rv_process *p)
 {
-	if (!tids_known(p))
+	if (!tids_known(live, p))
 		return true; /* every thread was stopped (see next_stops) */
 	if (holders_stopped(live, p))
 		return true;
@@ -87,7 +90,7 @@ static bool consistent(const struct cs_live *live, const struct rv_process *p)
 static void next_stops(struct cs_live *live, const struct rv_process *p,
 		       bool holders)
 {
-	if (!tids_known(p)) {
+	if (!tids_known(live, p)) {
 		for (size_t i = 0; i < cs_live_thread_count(live); i++)
 			cs_live_leave_running(
 				live, cs_live_thread_at(live, i)->tid, 0);

@@ -1,7 +1,10 @@
 #include "args.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "../corestack/profile_format.h"
 
 #define MAX_WORDS 16
 #define MAX_WORD 4096
@@ -76,6 +79,18 @@ void gx_bt_args_free(struct gx_bt_args *a)
 	a->out = NULL;
 }
 
+/* The error for an unknown --format: the formats there are. */
+static struct cs_error *unknown_format(const char *name)
+{
+	char list[256] = "";
+	for (const struct cs_profile_format *f = cs_profile_formats; f->name;
+	     f++)
+		snprintf(list + strlen(list), sizeof(list) - strlen(list),
+			 "%s%s", f == cs_profile_formats ? "" : ", ", f->name);
+	return cs_error_create(CS_ERR_USAGE, "--format is one of %s, not '%s'",
+			       list, name);
+}
+
 struct cs_error *gx_parse_sample_args(const char *line,
 				      struct gx_sample_args *ret)
 {
@@ -95,6 +110,16 @@ struct cs_error *gx_parse_sample_args(const char *line,
 			free(ret->out);
 			if (!(ret->out = strdup(words[++i])))
 				return &cs_error_nomem;
+		} else if (strcmp(w, "--format") == 0 && i + 1 < n) {
+			ret->format = NULL;
+			const struct cs_profile_format *f =
+				cs_profile_format_find(words[++i]);
+			if (!f) {
+				free(ret->out);
+				ret->out = NULL;
+				return unknown_format(words[i]);
+			}
+			ret->format = f->name;
 		} else if (!seconds_given++) {
 			if (!positive(w, 86400, &ret->seconds))
 				goto bad;
@@ -102,6 +127,9 @@ struct cs_error *gx_parse_sample_args(const char *line,
 			goto bad;
 		}
 	}
+	/* the summary is printed; a format says how --out is written */
+	if (ret->format && !ret->out)
+		goto bad;
 	return NULL;
 bad:
 	free(ret->out);

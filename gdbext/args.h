@@ -7,7 +7,8 @@
 
 #define GX_BT_USAGE \
 	"usage: ruby-bt [--json] [--out FILE] [--via-debugger] [all | N]"
-#define GX_SAMPLE_USAGE "usage: ruby-sample [SECONDS] [--rate HZ] [--out FILE]"
+#define GX_SAMPLE_USAGE \
+	"usage: ruby-sample [SECONDS] [--rate HZ] [--out FILE [--format F]]"
 
 enum gx_bt_which { GX_BT_SELECTED, GX_BT_ALL, GX_BT_NUMBER };
 
@@ -23,6 +24,9 @@ struct gx_sample_args {
 	double seconds; /* default 5 */
 	double rate;    /* default 100 */
 	char *out;      /* malloc'd, NULL for none */
+	/* --format: how out is written, a name of profile_format.h's table
+	 * (static); NULL: collapsed */
+	const char *format;
 };
 
 /* CS_ERR_USAGE with the usage line on bad arguments. */

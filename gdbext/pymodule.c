@@ -485,8 +485,8 @@ static PyObject *py_sample_finish(PyObject *self, PyObject *args)
 {
 	(void)self;
 	PyObject *capsule;
-	const char *out = NULL;
-	if (!PyArg_ParseTuple(args, "O|z", &capsule, &out))
+	const char *out = NULL, *format = NULL;
+	if (!PyArg_ParseTuple(args, "O|zz", &capsule, &out, &format))
 		return NULL;
 	struct gx_sampler *s = PyCapsule_GetPointer(capsule, sampler_capsule);
 	if (!s)
@@ -497,7 +497,7 @@ static PyObject *py_sample_finish(PyObject *self, PyObject *args)
 	int interrupted;
 	struct cs_error *err;
 	Py_BEGIN_ALLOW_THREADS err =
-		gx_sampler_finish(s, out, &summary, &interrupted);
+		gx_sampler_finish(s, out, format, &summary, &interrupted);
 	Py_END_ALLOW_THREADS if (err) return raise(err);
 	PyObject *res = Py_BuildValue("(sO)", summary,
 				      interrupted ? Py_True : Py_False);
@@ -534,7 +534,7 @@ static PyObject *py_bt_args(PyObject *self, PyObject *args)
 	return res;
 }
 
-/* sample_args(line) -> (seconds, rate, out or None) */
+/* sample_args(line) -> (seconds, rate, out or None, format or None) */
 static PyObject *py_sample_args(PyObject *self, PyObject *args)
 {
 	(void)self;
@@ -545,7 +545,8 @@ static PyObject *py_sample_args(PyObject *self, PyObject *args)
 	struct cs_error *err = gx_parse_sample_args(line, &a);
 	if (err)
 		return raise(err);
-	PyObject *res = Py_BuildValue("(ddz)", a.seconds, a.rate, a.out);
+	PyObject *res =
+		Py_BuildValue("(ddzz)", a.seconds, a.rate, a.out, a.format);
 	free(a.out);
 	return res;
 }
@@ -569,11 +570,12 @@ static PyMethodDef methods[] = {
 	 "sample_start(pid, seconds, rate, executable=None, "
 	 "interrupt_signal=0) -> sampler"},
 	{"sample_finish", py_sample_finish, METH_VARARGS,
-	 "sample_finish(sampler, out=None) -> (summary, interrupted)"},
+	 "sample_finish(sampler, out=None, format=None) -> (summary, "
+	 "interrupted)"},
 	{"bt_args", py_bt_args, METH_VARARGS,
 	 "bt_args(line) -> (json, via_debugger, which, out)"},
 	{"sample_args", py_sample_args, METH_VARARGS,
-	 "sample_args(line) -> (seconds, rate, out)"},
+	 "sample_args(line) -> (seconds, rate, out, format)"},
 	{NULL, NULL, 0, NULL},
 };
 

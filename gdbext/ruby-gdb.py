@@ -5,7 +5,7 @@ ruby-list and ruby-sample (see gdbext/README.md).
     (gdb) ruby-bt [--json] [all | N]
     (gdb) ruby-frame [N] | ruby-up [N] | ruby-down [N]
     (gdb) ruby-list [LINE]
-    (gdb) ruby-sample [SECONDS] [--rate HZ] [--out FILE]
+    (gdb) ruby-sample [SECONDS] [--rate HZ] [--out FILE [--format F]]
 
 A thin loader: everything about Ruby is in the C module _corestack (found
 next to this file); this file only tells it what gdb knows (the pid, the
@@ -272,11 +272,12 @@ def _sigint_handling():
 class RubySample(gdb.Command):
     """Sample the Ruby stacks of the live inferior while it runs.
 
-ruby-sample [SECONDS] [--rate HZ] [--out FILE]
+ruby-sample [SECONDS] [--rate HZ] [--out FILE [--format F]]
   Lets the stopped inferior run for SECONDS (default 5), samples every Ruby
   thread at HZ (default 100), then stops it again (gdb sees a SIGINT, which
   is not passed to the program) and prints the frames with the most samples.
-  --out FILE writes the collapsed stacks (flamegraph.pl, speedscope)."""
+  --out FILE writes the profile: collapsed stacks (flamegraph.pl), or with
+  --format speedscope, flamegraph (SVG), pprof or summary, as record does."""
 
     def __init__(self):
         super().__init__("ruby-sample", gdb.COMMAND_RUNNING)
@@ -286,7 +287,7 @@ ruby-sample [SECONDS] [--rate HZ] [--out FILE]
 
     def invoke(self, arg, from_tty):
         try:
-            seconds, rate, out = _corestack.sample_args(arg)
+            seconds, rate, out, fmt = _corestack.sample_args(arg)
         except _corestack.Error as exc:
             raise gdb.GdbError("ruby-sample: %s" % exc)
         inf = _inferior("ruby-sample")
@@ -315,7 +316,7 @@ ruby-sample [SECONDS] [--rate HZ] [--out FILE]
                     "print" if handling[1] == "Yes" else "noprint",
                     "pass" if handling[2] == "Yes" else "nopass"), to_string=True)
             try:
-                summary, interrupted = _corestack.sample_finish(sampler, out)
+                summary, interrupted = _corestack.sample_finish(sampler, out, fmt)
             except _corestack.Error as exc:
                 raise gdb.GdbError("ruby-sample: %s" % exc)
         gdb.write(summary)

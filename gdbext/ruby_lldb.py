@@ -5,7 +5,7 @@ ruby-list and ruby-sample (see gdbext/README.md).
     (lldb) ruby-bt [--json] [all | N]
     (lldb) ruby-frame [N] | ruby-up [N] | ruby-down [N]
     (lldb) ruby-list [LINE]
-    (lldb) ruby-sample [SECONDS] [--rate HZ] [--out FILE]
+    (lldb) ruby-sample [SECONDS] [--rate HZ] [--out FILE [--format F]]
 
 A thin loader over the same C module as ruby-gdb.py (_corestack, found next
 to this file): it tells the module what lldb knows (pid, threads, memory,
@@ -161,9 +161,9 @@ def ruby_bt(debugger, command, result, internal_dict):
 
 
 def ruby_sample(debugger, command, result, internal_dict):
-    """ruby-sample [SECONDS] [--rate HZ] [--out FILE]: sample the Ruby stacks while the process runs."""
+    """ruby-sample [SECONDS] [--rate HZ] [--out FILE [--format F]]: sample the Ruby stacks while the process runs."""
     try:
-        seconds, rate, out = _corestack.sample_args(command)
+        seconds, rate, out, fmt = _corestack.sample_args(command)
         target, process = _process(debugger)
         if _is_core(process) or not _is_local(target):
             raise CommandError("sampling needs a live local process; this is a %s" % (
@@ -195,7 +195,7 @@ def ruby_sample(debugger, command, result, internal_dict):
                 time.sleep(0.02)
         finally:
             debugger.SetAsync(was_async)
-            summary, _ = _corestack.sample_finish(sampler, out)
+            summary, _ = _corestack.sample_finish(sampler, out, fmt)
         result.Print(summary)
         state = process.GetState()
         result.Print("The process is stopped again.\n" if state == lldb.eStateStopped

@@ -117,9 +117,14 @@ struct cs_error *gx_sampler_start(int pid, const char *executable,
 }
 
 struct cs_error *gx_sampler_finish(struct gx_sampler *s, const char *out_path,
-				   char **summary, int *interrupted)
+				   const char *format, char **summary,
+				   int *interrupted)
 {
 	*summary = NULL;
+	const struct cs_profile_format *fmt =
+		cs_profile_format_find(format ? format : "collapsed");
+	if (!fmt)
+		fmt = cs_profile_format_find("collapsed");
 	atomic_store(&s->stop, 1);
 	pthread_join(s->thread, NULL);
 	*interrupted = s->interrupted;
@@ -128,9 +133,7 @@ struct cs_error *gx_sampler_finish(struct gx_sampler *s, const char *out_path,
 	struct cs_profile_run run = {l->lost, l->elapsed, s->rate, s->pid};
 	if (out_path) {
 		FILE *f = fopen(out_path, "w");
-		if (!f || (cs_profile_format_find("collapsed")
-				   ->write(f, &s->prof, &run),
-			   fclose(f) != 0))
+		if (!f || (fmt->write(f, &s->prof, &run), fclose(f) != 0))
 			err = cs_error_create(CS_ERR_OS, "cannot write %s: %s",
 					      out_path, strerror(errno));
 	}
@@ -149,8 +152,11 @@ struct cs_error *gx_sampler_finish(struct gx_sampler *s, const char *out_path,
 			l->elapsed > 0 ? (double)tries / l->elapsed : 0.0,
 			l->lost,
 			tries ? l->reading / (double)tries * 1e6 : 0.0);
-		if (out_path)
+		if (out_path && strcmp(fmt->name, "collapsed") == 0)
 			fprintf(m, "collapsed stacks written to %s\n",
+				out_path);
+		else if (out_path)
+			fprintf(m, "%s profile written to %s\n", fmt->name,
 				out_path);
 		if (fclose(m) != 0)
 			err = &cs_error_nomem;

@@ -22,10 +22,12 @@ struct cs_error *gx_sampler_start(int pid, const char *executable,
 				  int interrupt_signal,
 				  struct gx_sampler **ret);
 /* Stop sampling (now, if the time is not up yet: the inferior stopped or
- * exited), write collapsed stacks to out_path (if not NULL) and return the
- * summary in *summary (malloc'd); *interrupted tells whether the sampler
- * sent interrupt_signal. Frees the sampler. */
+ * exited), write the profile to out_path (if not NULL) in format (a name
+ * of profile_format.h's table; NULL: collapsed) and return the summary in
+ * *summary (malloc'd); *interrupted tells whether the sampler sent
+ * interrupt_signal. Frees the sampler. */
 struct cs_error *gx_sampler_finish(struct gx_sampler *s, const char *out_path,
-				   char **summary, int *interrupted);
+				   const char *format, char **summary,
+				   int *interrupted);
 
 #endif

@@ -249,6 +249,17 @@ void cs_live_leave_running(struct cs_live *live, int tid, int leave)
 		t->left_running = leave;
 }
 
+int cs_live_traces(const struct cs_live *live, int64_t tid)
+{
+	if (tid <= 0 || tid > INT_MAX)
+		return 0;
+	/* in tid order between pauses (a sampler asks per thread and
+	 * sample); the search only reads */
+	const struct cs_live_thread *t = cs_live_find_work(
+		(struct cs_live *)live, live->nwork, (int)tid);
+	return t && t->seized;
+}
+
 void cs_live_without_registers(struct cs_live *live)
 {
 	live->no_registers = 1;

@@ -39,6 +39,8 @@ of tests/harness/ whose docstring names its tests and what each checks:
                              RUBY/mn-threads/... (mn_threads.py), RUBY/traced/...
                              (traced.py), RUBY/many-threads/... (many_threads.py),
                              RUBY/record-states (states.py)
+                             RUBY/record-subprocesses..., RUBY/record-progress-...
+                             (subprocesses.py)
     remote/..., debuginfo/debuginfod..., RUBY/native/...  native.py
     RUBY/nontfile/...        nontfile.py
     viewers/speedscope       viewers.py: a recording loaded in speedscope's web app by
@@ -71,7 +73,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import (bad_input, checks, cli, corrupt, crash, fibers, frame_reuse, gdbext, hostile,  # noqa: E402
                      layout, many_threads, mutations, native, native_cut, nontfile, permissions,
                      procs, record, record_exits, requires, scenarios, stable_names, stale_pc,
-                     thread_notes, traced, unit, viewers, yjit)
+                     subprocesses, thread_notes, traced, unit, viewers, yjit)
 
 RUBIES = ("2.7", "3.1", "3.3", "3.3-static", "3.3-yjit", "3.4", "3.4-yjit")
 BUILD_TIMEOUT = 3600
@@ -267,7 +269,8 @@ def main():
                 "record-unreaped-exit", "record-unreaped-exit-nonblocking",
                 "mn-threads/oracle", "mn-threads/native", "mn-threads/native-core",
                 "record-interrupted", "record-states")) or \
-                any(selected(n) for n in traced.test_names(r) + many_threads.test_names(r)):
+                any(selected(n) for n in traced.test_names(r) + many_threads.test_names(r)
+                    + subprocesses.test_names(r)):
             build_anyway.add(r)
         if gdbext.wanted(selected, [r], scenario_list):
             build_anyway.add(r)

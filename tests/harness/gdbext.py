@@ -36,6 +36,9 @@ Ruby says about itself (fixtures/oracle.rb), on every fixture Ruby.
                                     stacks), every thread stopped again afterwards,
                                     and `continue` then runs the program to a
                                     normal exit (the SIGINT was not passed on)
+    gdbext/RUBY/sample-speedscope   then ruby-sample 0.5 --out F --format speedscope in
+                                    the same gdb: a speedscope file naming heavy and
+                                    light, as many samples as the summary at most
     gdbext/bad/...                  no Ruby in the inferior (live and core, also
                                     --via-debugger), no inferior, ruby-sample on a
                                     core, bad arguments, unreadable memory (a real
@@ -65,6 +68,8 @@ Ruby says about itself (fixtures/oracle.rb), on every fixture Ruby.
                                     --sysroot; on a core no note, lldb names no core)
     lldb/RUBY/sample                ruby-sample 2 --out F in lldb on shares.rb: heavy
                                     ranked over light, the process stopped again
+    lldb/RUBY/sample-speedscope     then ruby-sample 0.5 --out F --format speedscope in
+                                    the same lldb, checked as in gdb
     gdbext/install                  make install PREFIX=TMP SYSCONFDIR=TMP/etc RUBY_FOR_GDB=
                                     3.3's ruby, then gdb -nx on a 3.3 core reading only the
                                     installed gdbinit.d snippet (-iex source, as gdb reads
@@ -101,7 +106,7 @@ def ruby_tests(ruby, scenarios):
     names = []
     for scen in scenarios:
         names += scenario_tests(ruby, scen, scen.startswith("crash"))
-    names.append("gdbext/%s/sample" % ruby)
+    names += ["gdbext/%s/sample" % ruby, "gdbext/%s/sample-speedscope" % ruby]
     if ruby in LLDB_RUBIES:
         names += lldb_tests(ruby)
     if ruby in REMOTE_RUBIES:
@@ -142,8 +147,8 @@ def gdbext_tests(rep, selected, args, prefixes, scenarios, workdir):
         os.makedirs(rwork, exist_ok=True)
         procs.progress("gdbext: %s" % ruby)
         scenario_runs(rep, selected, args, ruby, exe, scenarios, rwork)
-        if selected("gdbext/%s/sample" % ruby):
-            sample_test(rep, args, ruby, exe, rwork)
+        if selected("gdbext/%s/sample" % ruby) or selected("gdbext/%s/sample-speedscope" % ruby):
+            sample_test(rep, args, ruby, exe, rwork, selected)
         if ruby in LLDB_RUBIES:
             lldb_test(rep, selected, args, ruby, exe, rwork)
         if ruby in REMOTE_RUBIES and selected("gdbext/%s/threads/remote" % ruby):

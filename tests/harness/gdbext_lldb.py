@@ -14,7 +14,7 @@ from .gdbext_gdb import (GDB_TIMEOUT, MODES, PYTHON_ERROR_MARKS, SHARES, check_j
                          gdb_env, json_in, parked)
 from .gdbext_frames import (LLDB_PART, WALK_SCRIPT, check_frames, check_list, frames_env,
                             make_sysroot)
-from .gdbext_sample import check_sample
+from .gdbext_sample import check_sample, check_speedscope
 
 
 # --- lldb ------------------------------------------------------------------------
@@ -125,9 +125,11 @@ def lldb_one_error(args, target_args, pattern, workdir, tag, env=None):
     return None
 
 
-def lldb_sample_test(rep, args, lldb, ruby, exe, workdir):
+def lldb_sample_test(rep, selected, args, lldb, ruby, exe, workdir):
     name = "lldb/%s/sample" % ruby
+    scope_name = "lldb/%s/sample-speedscope" % ruby
     folded = os.path.join(workdir, "lldb-sample.folded")
+    speedscope = os.path.join(workdir, "lldb-sample.speedscope.json")
     # lldb takes seconds to attach (it reads libruby's DWARF): a long run.
     with procs.started([exe, SHARES, "60"]) as target:
         try:
@@ -135,10 +137,12 @@ def lldb_sample_test(rep, args, lldb, ruby, exe, workdir):
                                   os.path.join(args.gdbext, "ruby_lldb.py"),
                                   "-o", "ruby-sample 2 --out " + folded,
                                   "-o", "script print('STATE', lldb.process.GetState() == lldb.eStateStopped)",
+                                  "-o", "script print('SPEEDSCOPE')",
+                                  "-o", "ruby-sample 0.5 --out %s --format speedscope" % speedscope,
                                   "-p", str(target.pid)], stdin=subprocess.DEVNULL,
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                  timeout=GDB_TIMEOUT, env=lldb_env(args.gdbext))
-            summary = res.stdout
+            summary, _, scope_said = res.stdout.partition("\nSPEEDSCOPE\n")
             data = {"summary": summary, "states": ["t"], "running": [], "exitcode": 0}
             reason = check_sample(data, folded)
             if procs.sanitizer_report(res.stderr):
@@ -148,14 +152,18 @@ def lldb_sample_test(rep, args, lldb, ruby, exe, workdir):
                     summary[-300:])
             if not reason and "stopped again" not in summary:
                 reason = "summary does not say the process is stopped again"
-            rep.result(name, reason)
+            if selected(name):
+                rep.result(name, reason)
+            if selected(scope_name):
+                rep.result(scope_name, check_speedscope(scope_said, speedscope))
         except subprocess.TimeoutExpired:
             rep.result(name, "lldb hung")
 
 
 def lldb_tests(ruby):
     return ["lldb/%s/threads/%s%s" % (ruby, m, t) for m in MODES
-            for t in ("", "/frames", "/list")] + ["lldb/%s/sample" % ruby]
+            for t in ("", "/frames", "/list")] + [
+                "lldb/%s/sample" % ruby, "lldb/%s/sample-speedscope" % ruby]
 
 
 def lldb_session(args, lldb, target, workdir, tag, sysroot, script_path):
@@ -194,9 +202,9 @@ def lldb_test(rep, selected, args, ruby, exe, workdir):
             if selected(n):
                 rep.result(n, "lldb-14 is not installed (.ci/install-deps)")
         return
-    if selected("lldb/%s/sample" % ruby):
-        lldb_sample_test(rep, args, lldb, ruby, exe, workdir)
-    if not any(selected(n) for n in names[:-1]):
+    if selected("lldb/%s/sample" % ruby) or selected("lldb/%s/sample-speedscope" % ruby):
+        lldb_sample_test(rep, selected, args, lldb, ruby, exe, workdir)
+    if not any(selected(n) for n in names[:-2]):
         return
     run = None
     try:

@@ -1,5 +1,6 @@
-"""ruby-sample inside gdb on fixtures/profile/shares.rb (gdbext/RUBY/sample),
-and the check of a sample's summary and collapsed stacks lldb's test
+"""ruby-sample inside gdb on fixtures/profile/shares.rb (gdbext/RUBY/sample,
+then gdbext/RUBY/sample-speedscope in the same session), and the checks of
+a sample's summary, collapsed stacks and speedscope file lldb's test
 shares.
 """
 
@@ -29,6 +30,11 @@ for tid in os.listdir("/proc/%d/task" % pid):
         states.append(f.read().rsplit(")", 1)[1].split()[0])
 res["states"] = states
 res["running"] = [t.num for t in gdb.selected_inferior().threads() if t.is_running()]
+try:
+    res["speedscope"] = gdb.execute("ruby-sample 0.5 --out %s --format speedscope"
+                                    % os.environ["GDBEXT_SPEEDSCOPE"], to_string=True)
+except gdb.error as exc:
+    res["speedscope"] = "error: %s" % exc
 gdb.execute("continue", to_string=True)
 res["exitcode"] = int(gdb.parse_and_eval("$_exitcode")) if str(gdb.parse_and_eval("$_exitcode")) != "void" else None
 with open(os.environ["GDBEXT_RESULT"], "w") as f:
@@ -73,9 +79,34 @@ def check_sample(data, folded):
     return None
 
 
-def sample_test(rep, args, ruby, exe, workdir):
+def check_speedscope(said, path):
+    """ruby-sample --format speedscope said where it wrote a speedscope file
+    whose samples name shares.rb's methods."""
+    if not re.search(r"speedscope profile written to %s\n" % re.escape(path), said):
+        return "ruby-sample --format speedscope said: %s" % compare.show(said[-300:])
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+        frames = [fr["name"] for fr in doc["shared"]["frames"]]
+        names = {frames[i] for prof in doc["profiles"] for stack in prof["samples"]
+                 for i in stack}
+        counted = sum(sum(prof["weights"]) for prof in doc["profiles"])
+    except (OSError, ValueError, KeyError, IndexError, TypeError) as exc:
+        return "not a speedscope file: %s" % exc
+    if not {"Object#heavy", "Object#light"} <= names:
+        return "Object#heavy and Object#light not both in the samples: %s" % sorted(names)
+    reported = re.search(r"(\d+) samples in", said)
+    if not reported or counted > int(reported.group(1)) or counted < 10:
+        return "%d samples in the file, the summary says %s" % (
+            counted, reported.group(1) if reported else "none")
+    return None
+
+
+def sample_test(rep, args, ruby, exe, workdir, selected):
     name = "gdbext/%s/sample" % ruby
     folded = os.path.join(workdir, "sample.folded")
+    speedscope = os.path.join(workdir, "sample.speedscope.json")
+    scope_name = "gdbext/%s/sample-speedscope" % ruby
     # It ends 15 s after its start (wall clock): long enough for a slow
     # attach on a loaded machine plus the 2 s of sampling, so that the
     # `continue` after ruby-sample sees it run on to its normal exit.
@@ -92,9 +123,12 @@ def sample_test(rep, args, ruby, exe, workdir):
                                  timeout=GDB_TIMEOUT,
                                  env=gdb_env(args.gdbext, {"GDBEXT_LOADER": loader,
                                                            "GDBEXT_RESULT": result,
-                                                           "GDBEXT_FOLDED": folded}))
+                                                           "GDBEXT_FOLDED": folded,
+                                                           "GDBEXT_SPEEDSCOPE": speedscope}))
         except subprocess.TimeoutExpired:
             rep.result(name, "gdb hung")
+            if selected(scope_name):
+                rep.result(scope_name, "gdb hung")
             return
         if procs.sanitizer_report(res.stderr):
             rep.result(name, "sanitizer report: %s" % procs.sanitizer_report(res.stderr))
@@ -105,4 +139,7 @@ def sample_test(rep, args, ruby, exe, workdir):
         except (OSError, ValueError) as exc:
             rep.result(name, "gdb wrote no result (%s): %s" % (exc, compare.show(res.stderr[-300:])))
             return
-        rep.result(name, check_sample(data, folded))
+        if selected(name):
+            rep.result(name, check_sample(data, folded))
+        if selected(scope_name):
+            rep.result(scope_name, check_speedscope(data.get("speedscope", ""), speedscope))

@@ -23,7 +23,8 @@ time shares (heavy does 3x light's work).
     RUBY/record-interrupted  SIGINT ends record --pid with a profile, the target running
 
 record_tests also runs the recording groups of contention.py,
-mn_threads.py, record_exits.py, traced.py, many_threads.py and states.py.
+mn_threads.py, record_exits.py, traced.py, many_threads.py, states.py and
+subprocesses.py.
 """
 
 import json
@@ -33,7 +34,8 @@ import signal
 import subprocess
 import time
 
-from . import contention, firefox, many_threads, mn_threads, procs, record_exits, states, traced
+from . import (contention, firefox, many_threads, mn_threads, procs, record_exits, states,
+               subprocesses, traced)
 from .checks import first_line
 
 
@@ -47,6 +49,7 @@ def test_names(ruby):
             + mn_threads.test_names(ruby) + record_exits.test_names(ruby)
             + traced.test_names(ruby) + many_threads.test_names(ruby)
             + [states.test_name(ruby)]
+            + subprocesses.test_names(ruby)
             + ["%s/%s" % (ruby, t) for t in END_TESTS])
 
 
@@ -367,6 +370,8 @@ def record_tests(rep, selected, args, prefixes, workdir):
         traced.traced_tests(rep, selected, args.corestack, ruby, exe, workdir, args.timeout)
         many_threads.many_threads_tests(rep, selected, args.corestack, ruby, exe, workdir,
                                         args.timeout)
+        subprocesses.subprocess_tests(rep, selected, args.corestack, ruby, exe, workdir,
+                                      args.timeout)
         name = "%s/record-target-exits" % ruby
         if selected(name):
             started = time.monotonic()

@@ -349,6 +349,28 @@ int main(void)
 	      count_of(&p, "w;a;b;c"));
 	CHECK(weights_add_up(&p), "weights and counts");
 	cs_profile_free(&p);
+
+	/* Processes followed together: a forked child has its parent's
+	 * thread at the same address, and without a tid the same label; the
+	 * pid keeps them apart, in the tables and in the lines. */
+	cs_profile_init(&p);
+	make(&f, abc, ids, NULL);
+	f.thread.tid = -1;
+	for (int i = 0; i < 4; i++) {
+		p.pid = i % 2 ? 200 : 100;
+		CHECK(add(&p, &f.proc), "add in process %lld",
+		      (long long)p.pid);
+	}
+	CHECK(count_of(&p, "process 100: thread 1;a;b;c") == 2 &&
+		      count_of(&p, "process 200: thread 1;a;b;c") == 2,
+	      "two processes: %zu %zu",
+	      count_of(&p, "process 100: thread 1;a;b;c"),
+	      count_of(&p, "process 200: thread 1;a;b;c"));
+	CHECK(p.nthreads == 2 && p.threads[0].pid == 100 &&
+		      p.threads[1].pid == 200,
+	      "%zu threads", p.nthreads);
+	CHECK(weights_add_up(&p), "weights and counts, two processes");
+	cs_profile_free(&p);
 	states();
 	return check_summary("test_profile");
 }

@@ -1,0 +1,264 @@
+"""corestack record --subprocesses on fixtures/profile/forks.rb, a program
+whose parent, two forked workers (one forked after the recording began) and
+a grandchild each spin in a method of their own; the program writes which
+process runs which method (the ground truth). It also starts `sleep`, a
+child that is no Ruby.
+
+    RUBY/record-subprocesses       record --subprocesses -- COMMAND, collapsed:
+                                   every process of the truth has its method
+                                   under its own "process PID: " label and no
+                                   other's, the sleep child and no other pid is
+                                   in it, nothing said about the skipped child
+    RUBY/record-progress-silent    the same run, stderr not a terminal: no
+                                   progress line in it
+    RUBY/record-subprocesses-pid   (3.4 only) record --pid --subprocesses
+                                   --format speedscope: one profile per process
+                                   and thread, each process's method in its
+                                   own profiles only
+    RUBY/record-progress-tty       the same run with stderr on a pseudo-terminal:
+                                   progress lines rewritten in place (\\r) with
+                                   samples, lost, seconds and processes, cleared
+                                   before the summary
+    RUBY/record-subprocesses-pprof (3.4 only) --format pprof, read by go
+                                   tool pprof -raw: each process's method in
+                                   samples with its pid label
+"""
+
+import json
+import os
+import pty
+import re
+import select
+import subprocess
+import time
+
+from . import procs
+from .checks import first_line
+
+FORKS = os.path.join(procs.ROOT, "fixtures", "profile", "forks.rb")
+METHODS = ("parent_work", "worker_a", "worker_b", "grandchild_c")
+LABEL = re.compile(r"^process (\d+): ")
+EXTRA_RUBY = "3.4"   # the one Ruby the other formats and --pid run on
+
+
+def test_names(ruby):
+    names = ["%s/record-subprocesses" % ruby, "%s/record-progress-silent" % ruby]
+    if ruby == EXTRA_RUBY:
+        names += ["%s/record-subprocesses-pid" % ruby, "%s/record-progress-tty" % ruby,
+                  "%s/record-subprocesses-pprof" % ruby]
+    return names
+
+
+def read_truth(path):
+    """pid -> method, as the program wrote it."""
+    truth = {}
+    with open(path) as f:
+        for line in f:
+            pid, method = line.split()
+            truth[int(pid)] = method
+    return truth
+
+
+def check_truth(truth, seen):
+    """seen: pid -> set of method names in that process's stacks."""
+    if sorted(truth.values()) != sorted(METHODS):
+        return "the program wrote %s" % truth
+    for pid, method in truth.items():
+        names = seen.get(pid, set())
+        if "Object#" + method not in names:
+            return "process %d (%s) not sampled in it: %s" % (
+                pid, method, sorted(n for n in names if n.startswith("Object#")))
+        for other, m in truth.items():
+            if other != pid and "Object#" + m in names:
+                return "Object#%s (process %d) under process %d" % (m, other, pid)
+    strangers = set(seen) - set(truth)
+    if strangers:
+        return "processes that are not the program's Rubies: %s" % sorted(strangers)
+    return None
+
+
+def collapsed_processes(path):
+    seen = {}
+    with open(path) as f:
+        for line in f:
+            frames = line.rsplit(" ", 1)[0].split(";")
+            m = LABEL.match(frames[0])
+            if not m:
+                raise ValueError("a line without a process: %s" % line[:100])
+            seen.setdefault(int(m.group(1)), set()).update(frames[1:])
+    return seen
+
+
+def speedscope_processes(path):
+    with open(path) as f:
+        doc = json.load(f)
+    frames = [fr["name"] for fr in doc["shared"]["frames"]]
+    seen, labels = {}, set()
+    for prof in doc["profiles"]:
+        m = LABEL.match(prof["name"])
+        if not m or prof["name"] in labels:
+            raise ValueError("profile name %r: not one per process and thread" % prof["name"])
+        labels.add(prof["name"])
+        names = seen.setdefault(int(m.group(1)), set())
+        for stack in prof["samples"]:
+            names.update(frames[i] for i in stack)
+    return seen
+
+
+PPROF_SAMPLE = re.compile(r"^\s+\d+\s+\d+: ([\d ]+)$")
+PPROF_LOCATION = re.compile(r"^\s+(\d+): 0x[0-9a-f]+ M=\d+ (\S+) ")
+
+
+def pprof_processes(path):
+    """pid -> names, from go tool pprof -raw: each sample's locations and
+    then its labels, pid among them."""
+    raw = subprocess.run(["go", "tool", "pprof", "-raw", path], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, timeout=120)
+    if raw.returncode != 0:
+        raise ValueError("go tool pprof -raw: %s" % first_line(raw.stderr))
+    samples, locations, stack = [], {}, None
+    for line in raw.stdout.split("\n"):
+        m = PPROF_SAMPLE.match(line)
+        if m:
+            stack = [int(x) for x in m.group(1).split()]
+            continue
+        m = re.search(r"pid:\[(\d+)\]", line)
+        if m and stack is not None:
+            samples.append((int(m.group(1)), stack))
+            stack = None
+            continue
+        m = PPROF_LOCATION.match(line)
+        if m:
+            locations[int(m.group(1))] = m.group(2)
+    if not samples:
+        raise ValueError("no sample with a pid label: %s" % raw.stdout[:300])
+    seen = {}
+    for pid, stack in samples:
+        seen.setdefault(pid, set()).update(locations.get(i, "?") for i in stack)
+    return seen
+
+
+def check_run(res, out, truth_path, read):
+    if res.returncode != 0:
+        return "exit %d: %s" % (res.returncode, first_line(res.stderr))
+    if procs.sanitizer_report(res.stderr):
+        return "sanitizer report: %s" % procs.sanitizer_report(res.stderr)
+    said = [line for line in res.stderr.split("\n")
+            if line.strip() and not re.match(r"corestack record: \d+ (samples|processes)",
+                                             line.strip("\r").lstrip())]
+    if said:
+        return "record said more than its summary: %s" % said[0][:200]
+    try:
+        return check_truth(read_truth(truth_path), read(out))
+    except (OSError, ValueError, KeyError, IndexError, TypeError) as exc:
+        return "no readable profile: %s" % exc
+
+
+PROGRESS = re.compile(r"\rcorestack record: (\d+) samples, (\d+) lost, ([\d.]+) s, (\d+) processes")
+
+
+def check_tty(text):
+    """Progress lines, each started with \\r, then a blank line over the
+    last one before the summary."""
+    lines = PROGRESS.findall(text)
+    if len(lines) < 2:
+        return "%d progress lines on the terminal: %r" % (len(lines), text[:300])
+    if [int(n) for n, _, _, _ in lines] != sorted(int(n) for n, _, _, _ in lines):
+        return "progress sample counts go down: %s" % lines
+    if max(int(p) for _, _, _, p in lines) < 3:
+        return "progress never counts the forked processes: %s" % lines
+    end = re.search(r" processes *\r +\r(?=corestack record: \d+ samples in)", text)
+    if not end:
+        return "the progress line is not cleared before the summary: %r" % text[-300:]
+    if "\n" in text[:end.start()]:
+        return "the progress line is not kept in place: %r" % text[:end.start()][:300]
+    return None
+
+
+def run_on_tty(argv, timeout):
+    """argv with stderr on a pseudo-terminal: its result, stderr as the
+    terminal showed it."""
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=slave)
+    os.close(slave)
+    chunks, deadline = [], time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 0.2)
+            if ready:
+                try:
+                    data = os.read(master, 4096)
+                except OSError:
+                    break  # every writer closed it
+                if not data:
+                    break
+                chunks.append(data)
+            elif proc.poll() is not None:
+                break
+        else:
+            proc.kill()
+        stdout = proc.communicate(timeout=timeout)[0]
+    finally:
+        os.close(master)
+    text = b"".join(chunks).decode(errors="replace").replace("\r\n", "\n")
+    return subprocess.CompletedProcess(argv, proc.returncode, stdout, text)
+
+
+def started_program(exe, truth):
+    """forks.rb running (8 s at most), once it wrote its parent and worker A."""
+    target = subprocess.Popen([exe, FORKS, "8", truth], stdin=subprocess.DEVNULL,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(100):
+        time.sleep(0.05)
+        if os.path.exists(truth) and len(read_truth(truth)) >= 2:
+            break
+    return target
+
+
+def subprocess_tests(rep, selected, corestack, ruby, exe, workdir, timeout):
+    base = os.path.join(workdir, "forks-%s" % ruby)
+    command = "%s/record-subprocesses" % ruby
+    silent = "%s/record-progress-silent" % ruby
+    if selected(command) or selected(silent):
+        out, truth = base + ".folded", base + ".truth"
+        try:
+            res = subprocess.run([corestack, "record", "--subprocesses", "-o", out,
+                                  "--duration", "1", "--", exe, FORKS, "8", truth],
+                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                 timeout=timeout)
+            rep.result(command, check_run(res, out, truth, collapsed_processes))
+            rep.result(silent, "progress on a stderr that is no terminal: %r" % res.stderr[:200]
+                       if re.search(r"\r|\d+ samples, \d+ lost", res.stderr) else None)
+        except subprocess.TimeoutExpired:
+            rep.result(command, "record hung")
+            rep.result(silent, "record hung")
+    if ruby != EXTRA_RUBY:
+        return
+    pid_mode = "%s/record-subprocesses-pid" % ruby
+    tty = "%s/record-progress-tty" % ruby
+    if selected(pid_mode) or selected(tty):
+        out, truth = base + ".speedscope.json", base + "-pid.truth"
+        target = started_program(exe, truth)
+        try:
+            res = run_on_tty([corestack, "record", "--pid", str(target.pid), "--subprocesses",
+                              "--duration", "1", "--format", "speedscope", "-o", out], timeout)
+            tail = res.stderr[res.stderr.rfind("\r") + 1:]
+            summary = subprocess.CompletedProcess(res.args, res.returncode, res.stdout, tail)
+            rep.result(pid_mode, check_run(summary, out, truth, speedscope_processes))
+            rep.result(tty, check_tty(res.stderr) if res.returncode == 0
+                       else "exit %d" % res.returncode)
+        finally:
+            target.terminate()   # its at_exit ends the sleep child
+            target.wait()
+    name = "%s/record-subprocesses-pprof" % ruby
+    if selected(name):
+        out, truth = base + ".pb.gz", base + "-pprof.truth"
+        try:
+            res = subprocess.run([corestack, "record", "--subprocesses", "--format", "pprof",
+                                  "-o", out, "--duration", "1", "--", exe, FORKS, "8", truth],
+                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True, timeout=timeout)
+            rep.result(name, check_run(res, out, truth, pprof_processes))
+        except subprocess.TimeoutExpired:
+            rep.result(name, "record hung")
