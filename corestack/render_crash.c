@@ -86,6 +86,11 @@ void cs_render_crash_text(FILE *out, const struct cs_report *r)
 			fprintf(out, "  [%s]", f->qualified);
 		fputc('\n', out);
 	}
+	if (c->thread >= 0 && r->ruby->threads[c->thread].exception) {
+		fputs("    exception ($!): ", out);
+		cs_render_exception_text(out, &r->ruby->threads[c->thread]);
+		fputc('\n', out);
+	}
 	const struct rv_gc_state *g = &r->ruby->gc;
 	if (g->known)
 		fprintf(out, "    %s\n",
@@ -191,6 +196,8 @@ void cs_render_crash_json(struct json *j, const struct cs_report *r)
 	} else {
 		json_null(j, "ruby_frame");
 	}
+	cs_render_exception_json(
+		j, c->thread >= 0 ? &r->ruby->threads[c->thread] : NULL);
 	if (r->ruby->gc.known)
 		json_bool(j, "in_gc", r->ruby->gc.during_gc);
 	else
