@@ -164,6 +164,20 @@ static void registers_json(struct json *j, const struct cs_crash *c)
 	json_end_object(j);
 }
 
+/* The crashed thread's index in the JSON "threads" array, which holds
+ * only the threads shown; -1 when it is not there. */
+static long shown_index(const struct cs_report *r, long thread)
+{
+	if (thread < 0 || !r->shown)
+		return thread;
+	if (!r->shown[thread])
+		return -1;
+	long k = 0;
+	for (long i = 0; i < thread; i++)
+		k += r->shown[i];
+	return k;
+}
+
 void cs_render_crash_json(struct json *j, const struct cs_report *r)
 {
 	const struct cs_crash *c = r->crash;
@@ -173,8 +187,9 @@ void cs_render_crash_json(struct json *j, const struct cs_report *r)
 	}
 	json_begin_object(j, "crash");
 	json_int(j, "tid", c->tid);
-	if (c->thread >= 0)
-		json_int(j, "thread_index", c->thread);
+	long shown = shown_index(r, c->thread);
+	if (shown >= 0)
+		json_int(j, "thread_index", shown);
 	else
 		json_null(j, "thread_index");
 	json_bool(j, "fault", !c->sent);
