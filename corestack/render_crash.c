@@ -85,6 +85,11 @@ void cs_render_crash_text(FILE *out, const struct cs_report *r)
 			fprintf(out, "  [%s]", f->stable);
 		fputc('\n', out);
 	}
+	if (c->thread >= 0 && r->ruby->threads[c->thread].exception) {
+		fputs("    exception ($!): ", out);
+		cs_render_exception_text(out, &r->ruby->threads[c->thread]);
+		fputc('\n', out);
+	}
 	const struct rv_gc_state *g = &r->ruby->gc;
 	if (g->known)
 		fprintf(out, "    %s\n",
@@ -158,6 +163,20 @@ static void registers_json(struct json *j, const struct cs_crash *c)
 	json_end_object(j);
 }
 
+/* The crashed thread's index in the JSON "threads" array, which holds
+ * only the threads shown; -1 when it is not there. */
+static long shown_index(const struct cs_report *r, long thread)
+{
+	if (thread < 0 || !r->shown)
+		return thread;
+	if (!r->shown[thread])
+		return -1;
+	long k = 0;
+	for (long i = 0; i < thread; i++)
+		k += r->shown[i];
+	return k;
+}
+
 void cs_render_crash_json(struct json *j, const struct cs_report *r)
 {
 	const struct cs_crash *c = r->crash;
@@ -167,8 +186,9 @@ void cs_render_crash_json(struct json *j, const struct cs_report *r)
 	}
 	json_begin_object(j, "crash");
 	json_int(j, "tid", c->tid);
-	if (c->thread >= 0)
-		json_int(j, "thread_index", c->thread);
+	long shown = shown_index(r, c->thread);
+	if (shown >= 0)
+		json_int(j, "thread_index", shown);
 	else
 		json_null(j, "thread_index");
 	json_bool(j, "fault", !c->sent);
@@ -191,6 +211,8 @@ void cs_render_crash_json(struct json *j, const struct cs_report *r)
 	} else {
 		json_null(j, "ruby_frame");
 	}
+	cs_render_exception_json(
+		j, c->thread >= 0 ? &r->ruby->threads[c->thread] : NULL);
 	if (r->ruby->gc.known)
 		json_bool(j, "in_gc", r->ruby->gc.during_gc);
 	else

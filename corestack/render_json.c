@@ -215,14 +215,7 @@ static void thread(struct json *j, const struct cs_report *r, size_t i)
 	waiting_on(j, &t->wait);
 	json_bool(j, "blocking_region", t->wait.blocking_region);
 	ractor_of(j, &t->ractor);
-	if (t->exception) {
-		json_begin_object(j, "exception");
-		json_hex_string(j, "object", t->exception);
-		json_string(j, "class", t->exception_class);
-		json_end_object(j);
-	} else {
-		json_null(j, "exception");
-	}
+	cs_render_exception_json(j, t);
 	stack(j, t->truncated, t->frames, t->nframes, t->error);
 	fiber_list(j, "fibers", r->ruby, t->fibers, t->nfibers);
 	json_bool(j, "crashed", r->crash_tid >= 0 && tid == r->crash_tid);

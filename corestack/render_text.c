@@ -267,10 +267,10 @@ void cs_render_text(FILE *out, const struct cs_report *r)
 		if (r->crash_tid >= 0 && r->tids[i] == r->crash_tid)
 			fputs(", received the signal", out);
 		thread_detail(out, t);
-		if (t->exception)
-			fprintf(out, "; exception %s (0x%llx)",
-				t->exception_class ? t->exception_class : "?",
-				(unsigned long long)t->exception);
+		if (t->exception) {
+			fputs("; exception ", out);
+			cs_render_exception_text(out, t);
+		}
 		fputc('\n', out);
 		if (r->tid_errors && r->tid_errors[i])
 			fprintf(out, "    <unreliable: tid: %s>\n",

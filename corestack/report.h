@@ -16,8 +16,10 @@
 /* Bump on incompatible changes of the JSON output (docs/json-schema.md). */
 #define CS_JSON_SCHEMA 1
 /* Bump on compatible additions (new fields); 1: fibers; 5: "crash";
- * 6: "gc"; 7: each thread's "exception". */
-#define CS_JSON_SCHEMA_MINOR 8
+ * 6: "gc"; 7: each thread's "exception"; 8: each frame's "stable";
+ * 9: the exception's "message" and "message_error", the crash's
+ * "exception". */
+#define CS_JSON_SCHEMA_MINOR 9
 
 struct cs_report {
 	const char *core_path; /* NULL for a live process */
@@ -61,6 +63,11 @@ void cs_render_crash_json(struct json *j, const struct cs_report *r);
 /* render_gc.c: the GC state, in the header and as "gc". */
 void cs_render_gc_text(FILE *out, const struct cs_report *r);
 void cs_render_gc_json(struct json *j, const struct cs_report *r);
+/* render_exception.c: a thread's exception, "Class (0x...): "message"",
+ * and as "exception" ({"object", "class", "message", "message_error"},
+ * null when t is NULL or has none). */
+void cs_render_exception_text(FILE *out, const struct rv_thread *t);
+void cs_render_exception_json(struct json *j, const struct rv_thread *t);
 /* {"number", "name", "code", "code_name", "fault_address"} */
 void cs_render_signal_json(struct json *j, const char *key,
 			   const struct cs_siginfo *si);

@@ -3,7 +3,16 @@
  * local, ep[VM_ENV_INDEX_LAST_LVAR]; outside any, ec->errinfo, which
  * Ruby sets while it raises. Both also carry other values (the VM's
  * throw objects, an ensure clause's state), so only an ordinary object
- * counts, named by its class's path. */
+ * counts, named by its class's path.
+ *
+ * Its message is what Exception#to_s returns: the mesg ivar when it is a
+ * String, the class path when it is nil or unset. A class that overrides
+ * message or to_s, or a mesg of another type (which to_s would convert by
+ * calling Ruby), gets no message but the reason. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../util/utf8.h"
 #include "session.h"
 
 /* v, when it is an ordinary object, and its class. */
@@ -34,6 +43,57 @@ static uint64_t clause_errinfo(struct rv_session *s, const struct rv_thread *t)
 	return 0;
 }
 
+/* Text that JSON and the text output can carry: UTF-8, any character. */
+static bool utf8_text(const char *text)
+{
+	const unsigned char *p = (const unsigned char *)text;
+	while (*p) {
+		size_t n = *p < 0x80 ? 1 : utf8_sequence_length(p);
+		if (!n)
+			return false;
+		p += n;
+	}
+	return true;
+}
+
+static struct cs_error *message_read(struct rv_session *s, uint64_t exc,
+				     const char *class_path, char **ret)
+{
+	uint64_t flags = 0, mesg = 0, type = 0;
+	bool found;
+	struct cs_error *err;
+	*ret = NULL;
+	if (!RV_HAS(s, id_mesg))
+		return rv_missing(RVL_id_mesg);
+	if ((err = rv_read_member(s, exc, RVL_basic_flags, &flags)) ||
+	    (err = rv_object_ivar(s, exc, flags, (uint64_t)RV_VAL(s, id_mesg),
+				  &mesg, &found)))
+		return err;
+	if (!found || rv_is_nil(s, mesg)) {
+		if (!class_path)
+			return cs_error_create(CS_ERR_LOOKUP,
+					       "no message, and its class has "
+					       "no name");
+		*ret = strdup(class_path);
+		return *ret ? NULL : &cs_error_nomem;
+	}
+	if (rv_special_const(s, mesg) ||
+	    rv_failed(rv_builtin_type(s, mesg, &type, NULL)) ||
+	    type != (uint64_t)RV_VAL(s, t_string))
+		return cs_error_create(CS_ERR_LOOKUP,
+				       "its mesg 0x%llx is not a String",
+				       (unsigned long long)mesg);
+	if ((err = rv_string(s, mesg, ret)))
+		return err;
+	if (!utf8_text(*ret)) {
+		free(*ret);
+		*ret = NULL;
+		return cs_error_create(CS_ERR_LOOKUP,
+				       "its message is not UTF-8 text");
+	}
+	return NULL;
+}
+
 void rv_thread_exception_read(struct rv_session *s, uint64_t ec,
 			      struct rv_thread *t)
 {
@@ -50,4 +110,10 @@ void rv_thread_exception_read(struct rv_session *s, uint64_t ec,
 	char *name = NULL;
 	if (!rv_failed(rv_class_path(s, klass, &name)))
 		t->exception_class = name;
+	struct cs_error *err =
+		message_read(s, v, t->exception_class, &t->exception_message);
+	if (err) {
+		t->exception_message_error = strdup(err->message);
+		cs_error_destroy(err);
+	}
 }

@@ -153,6 +153,12 @@ struct rv_thread {
 	 * object and its class's path; 0 / NULL when none (exception.c). */
 	uint64_t exception;
 	char *exception_class;
+	/* Its message as Exception#message gives it unless a class
+	 * overrides message or to_s: the mesg ivar's String, or the class
+	 * path when mesg is nil or unset. NULL with why in
+	 * exception_message_error when it cannot be read. */
+	char *exception_message;
+	char *exception_message_error;
 };
 
 /* The GC as the default GC's object space records it. */

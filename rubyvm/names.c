@@ -17,9 +17,6 @@ struct rv_id_cache {
 	struct u64map classes; /* class VALUE -> char* (NULL: anonymous) */
 };
 
-/* The longest st_table the model scans for a class's ivars. */
-#define MAX_IVARS 65536
-
 struct cs_error *rv_names_init(struct rv_session *s)
 {
 	s->ids = calloc(1, sizeof(*s->ids));
@@ -114,7 +111,8 @@ struct cs_error *rv_id_name(struct rv_session *s, uint64_t id, char **ret)
 static struct cs_error *class_ivar(struct rv_session *s, uint64_t klass,
 				   uint64_t key, uint64_t *ret)
 {
-	uint64_t ext, tbl, entries, start, bound;
+	uint64_t ext, tbl;
+	bool found;
 	struct cs_error *err;
 	*ret = 0;
 	if (!key)
@@ -124,23 +122,9 @@ static struct cs_error *class_ivar(struct rv_session *s, uint64_t klass,
 		return err;
 	if (!tbl)
 		return NULL;
-	if ((err = rv_read_member(s, tbl, RVL_st_entries, &entries)) ||
-	    (err = rv_read_member(s, tbl, RVL_st_entries_start, &start)) ||
-	    (err = rv_read_member(s, tbl, RVL_st_entries_bound, &bound)))
-		return err;
-	if (bound < start || bound - start > MAX_IVARS)
-		return cs_error_create(CS_ERR_CORRUPT,
-				       "ivar table of 0x%llx has %llu entries",
-				       (unsigned long long)klass,
-				       (unsigned long long)(bound - start));
-	uint64_t esize = (uint64_t)RV_VAL(s, st_entry_size);
-	for (uint64_t i = start; i < bound; i++) {
-		uint64_t e = entries + i * esize, k;
-		if ((err = rv_read_member(s, e, RVL_st_entry_key, &k)))
-			return err;
-		if (k == key)
-			return rv_read_member(s, e, RVL_st_entry_record, ret);
-	}
+	if ((err = rv_st_lookup(s, tbl, key, ret, &found)))
+		return cs_error_wrap(err, "ivars of 0x%llx",
+				     (unsigned long long)klass);
 	return NULL;
 }
 

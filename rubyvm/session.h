@@ -76,6 +76,18 @@ struct cs_error *rv_string(struct rv_session *s, uint64_t v, char **ret);
 struct cs_error *rv_array_entry(struct rv_session *s, uint64_t ary, uint64_t i,
 				uint64_t *ret);
 
+/* st_table.c: the record of key in the st_table at tbl; *found false
+ * when it has none. */
+#define RV_MAX_ST_ENTRIES 65536
+struct cs_error *rv_st_lookup(struct rv_session *s, uint64_t tbl, uint64_t key,
+			      uint64_t *record, bool *found);
+
+/* ivars.c: the instance variable id of obj, a T_OBJECT whose flags are
+ * flags, in *ret; *found false when it has none. */
+struct cs_error *rv_object_ivar(struct rv_session *s, uint64_t obj,
+				uint64_t flags, uint64_t id, uint64_t *ret,
+				bool *found);
+
 /* names.c */
 struct cs_error *rv_id_name(struct rv_session *s, uint64_t id, char **ret);
 struct cs_error *rv_class_path(struct rv_session *s, uint64_t klass,

@@ -274,6 +274,8 @@ void rv_process_destroy(struct rv_process *p)
 		rv_fibers_free(t->fibers, t->nfibers);
 		free(t->ractor.name);
 		free(t->exception_class);
+		free(t->exception_message);
+		free(t->exception_message_error);
 	}
 	rv_fibers_free(p->orphan_fibers, p->norphan_fibers);
 	free(p->fibers_error);

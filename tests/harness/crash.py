@@ -20,7 +20,9 @@ context, the C-level and Ruby-level backtraces) and what the program did.
                              first outside it is the faulting function at Ruby's
                              RIP; gc: in GC and marking only for the dmark fault,
                              GC.count at least what the program saw; exception: the
-                             thread parked in a rescue clause handles Job::Failed
+                             thread parked in a rescue clause handles Job::Failed,
+                             whose message (JSON) and inspect (its thread's text
+                             line) are what the program's $!.message gave
 """
 
 import json
@@ -328,9 +330,11 @@ def check_gc(cr, res_json, res_text):
     return None
 
 
-def check_exception(res):
+def check_exception(cr, res, res_text):
     """The thread parked in Job.handle's rescue clause handles Job::Failed
-    ($!); the main thread, in Thread#join, none."""
+    ($!) with the message the program saw, in JSON and (as
+    String#inspect shows it) on its text line; the main thread, in
+    Thread#join, none."""
     report, reason = native.run_json(res)
     if reason:
         return reason
@@ -344,10 +348,20 @@ def check_exception(res):
     if exc.get("class") != "Job::Failed" or not exc.get("object"):
         return "the thread in Job.handle's rescue: exception %s, expected Job::Failed" % (
             compare.show(handler[0].get("exception")))
+    want = cr.oracle["exception_message"]
+    if exc.get("message") != want or exc.get("message_error") is not None:
+        return "its message %r (error %s), the program's %r" % (
+            exc.get("message"), exc.get("message_error"), want)
     main = [t for t in threads if t.get("main")]
     if not main or main[0].get("exception") is not None:
         return "the main thread: exception %s, expected null" % (
             compare.show(main[0].get("exception") if main else "no main thread"))
+    rc, out, err, reason = res_text
+    if reason or rc != 0:
+        return reason or "text run exit %d" % rc
+    line = "; exception Job::Failed (%s): %s" % (exc["object"], cr.oracle["exception_inspect"])
+    if not any(l.startswith("Thread ") and l.endswith(line) for l in out.splitlines()):
+        return "no thread line ends with %r" % line
     return None
 
 
@@ -395,7 +409,7 @@ def crash_tests(rep, selected, args, prefixes, workdir):
                 elif check == "summary-text":
                     reason = check_summary_text(cr, run())
                 elif check == "exception":
-                    reason = check_exception(run("--json"))
+                    reason = check_exception(cr, run("--json"), run())
                 elif check == "gc":
                     reason = check_gc(cr, run("--json"), run())
                 else:

@@ -12,7 +12,8 @@ Ruby says about itself (fixtures/oracle.rb), on every fixture Ruby.
     gdbext/RUBY/SCEN/MODE/threads   ruby-bt N for every gdb thread N: that LWP's Ruby
                                     thread alone, or one error line when it runs
                                     none; ruby-bt alone = gdb's selected thread;
-                                    every Ruby thread reachable
+                                    every Ruby thread reachable; in a crash core,
+                                    crash.thread_index indexes the threads shown
     gdbext/RUBY/SCEN/MODE/via-debugger  ruby-bt --json --via-debugger all (memory,
                                     mappings and auxv through gdb): as the oracle
     gdbext/RUBY/SCEN/live/detached  no thread of the scenario left stopped after gdb

@@ -220,9 +220,27 @@ def check_text(run, cli, oracle, stdout):
     return compare.check_text(text, oracle)
 
 
+def crash_index_reason(report):
+    """A crash summary's thread_index names the crashed thread's place in
+    the threads the report shows, null when it shows none of them."""
+    c = report.get("crash")
+    if not c:
+        return None
+    threads = report.get("threads", [])
+    at = [i for i, t in enumerate(threads) if t.get("tid") == c.get("tid")]
+    if c.get("thread_index") != (at[0] if at else None):
+        return "crash.thread_index %s, the crashed thread (tid %s) is at %s of %d shown" % (
+            c.get("thread_index"), c.get("tid"), at, len(threads))
+    return None
+
+
 def check_threads(data):
-    """ruby-bt N for each gdb thread, and ruby-bt alone."""
+    """ruby-bt N for each gdb thread, and ruby-bt alone; in a crash
+    core's report, crash.thread_index indexes the threads shown."""
     report, reason = parse_json_run(data["runs"]["json"])
+    if reason:
+        return "ruby-bt --json all: " + reason
+    reason = crash_index_reason(report)
     if reason:
         return "ruby-bt --json all: " + reason
     # Threads of a non-main ractor on 3.3 run on shared native threads (M:N)
@@ -242,6 +260,9 @@ def check_threads(data):
             if one.get("threads") != [by_tid[lwp]]:
                 return "ruby-bt %d (LWP %d) shows %s, expected that thread of ruby-bt all" % (
                     num, lwp, compare.show([t.get("tid") for t in one.get("threads", [])]))
+            reason = crash_index_reason(one)
+            if reason:
+                return "ruby-bt %d (LWP %d): %s" % (num, lwp, reason)
             reached.add(lwp)
         else:
             err = run.get("error", "")

@@ -1,0 +1,262 @@
+/* Instance variables of a T_OBJECT, found the way rb_ivar_lookup finds
+ * them (layout.def says which way each Ruby takes): up to 3.1 the ivar's
+ * index from an st_table (the class's iv_index_tbl, or the heap object's
+ * shortcut to it), from 3.2 from the object's shape, walked up to the
+ * transition that added the ivar. Every step is bounded: a corrupt object
+ * gives a reason, never a runaway walk. */
+#include "session.h"
+
+/* The deepest shape walked, the most singleton classes and modules
+ * passed on the way to an object's class, the most ivars of an object. */
+#define MAX_SHAPE_DEPTH 65536
+#define MAX_CLASS_HOPS 64
+#define MAX_IVARS 65536
+
+/* Where obj keeps its ivars: in itself (*embedded) or in a buffer. */
+static struct cs_error *ivar_slots(struct rv_session *s, uint64_t obj,
+				   uint64_t flags, uint64_t *ret,
+				   bool *embedded)
+{
+	if (RV_HAS(s, robject_heap))
+		*embedded = !(flags & (uint64_t)RV_VAL(s, robject_heap));
+	else if (RV_HAS(s, robject_embed))
+		*embedded = flags & (uint64_t)RV_VAL(s, robject_embed);
+	else
+		return rv_missing(RVL_robject_embed);
+	if (!*embedded)
+		return rv_read_member(s, obj,
+				      RV_HAS(s, robject_fields)
+					      ? RVL_robject_fields
+					      : RVL_robject_ivptr,
+				      ret);
+	if (!RV_HAS(s, robject_ary))
+		return rv_missing(RVL_robject_ary);
+	*ret = obj + (uint64_t)RV_VAL(s, robject_ary);
+	return NULL;
+}
+
+/* rb_obj_class: klass past singleton classes and included modules. */
+static struct cs_error *real_class(struct rv_session *s, uint64_t klass,
+				   uint64_t *ret)
+{
+	for (int i = 0; i < MAX_CLASS_HOPS; i++) {
+		uint64_t type, flags;
+		struct cs_error *err;
+		if (!klass || rv_special_const(s, klass))
+			return cs_error_create(CS_ERR_CORRUPT,
+					       "no class above a singleton "
+					       "class or module");
+		if ((err = rv_builtin_type(s, klass, &type, &flags)))
+			return err;
+		bool singleton = RV_HAS(s, fl_singleton) &&
+				 (flags & (uint64_t)RV_VAL(s, fl_singleton));
+		if (!singleton && type != (uint64_t)RV_VAL(s, t_iclass)) {
+			*ret = klass;
+			return NULL;
+		}
+		if ((err = rv_read_member(s, klass, RVL_rclass_super, &klass)))
+			return err;
+	}
+	return cs_error_create(CS_ERR_CORRUPT,
+			       "more than %d singleton classes and modules "
+			       "above an object",
+			       MAX_CLASS_HOPS);
+}
+
+/* Up to 3.1: the index of ivar id from the iv_index_tbl, and how many
+ * ivars obj has room for. */
+static struct cs_error *table_index(struct rv_session *s, uint64_t obj,
+				    bool embedded, uint64_t id, uint64_t *index,
+				    uint64_t *count, bool *found)
+{
+	uint64_t tbl = 0, klass = 0, ext = 0, rec = 0;
+	struct cs_error *err;
+	*found = false;
+	if (!embedded) {
+		if ((err = rv_read_member(s, obj, RVL_robject_iv_index_tbl,
+					  &tbl)) ||
+		    (err = rv_read_member(s, obj, RVL_robject_numiv, count)))
+			return err;
+	} else {
+		*count = RV_HAS(s, robject_embed_len_max)
+				 ? (uint64_t)RV_VAL(s, robject_embed_len_max)
+				 : RV_ITEM(s, robject_ary)->size /
+					   (uint64_t)RV_VAL(s, value_size);
+		if ((err = rv_read_member(s, obj, RVL_basic_klass, &klass)) ||
+		    (err = real_class(s, klass, &klass)) ||
+		    (err = rv_read_member(s, klass, RVL_rclass_ptr, &ext)) ||
+		    (err = rv_read_member(s, ext, RVL_classext_iv_index_tbl,
+					  &tbl)))
+			return err;
+	}
+	if (!tbl || (err = rv_st_lookup(s, tbl, id, &rec, found)) || !*found)
+		return err;
+	/* 3.0, 3.1: the table holds an rb_iv_index_tbl_entry */
+	if (RV_HAS(s, iv_index_entry_index))
+		return rv_read_member(s, rec, RVL_iv_index_entry_index, index);
+	*index = rec;
+	return NULL;
+}
+
+/* The shapes of 3.2+: the list and how many it holds. */
+static struct cs_error *shape_list(struct rv_session *s, uint64_t *list,
+				   uint64_t *count)
+{
+	uint64_t tree = 0, vm = 0;
+	struct cs_error *err;
+	if (RV_HAS(s, shape_tree)) {
+		tree = s->load_bias + (uint64_t)RV_VAL(s, shape_tree);
+	} else if (RV_HAS(s, shape_tree_ptr)) {
+		if ((err = rv_read_u64(
+			     s,
+			     s->load_bias + (uint64_t)RV_VAL(s, shape_tree_ptr),
+			     &tree)))
+			return err;
+	} else {
+		if (!RV_HAS(s, vm_shape_list))
+			return rv_missing(RVL_shape_tree_ptr);
+		if ((err = rv_read_u64(
+			     s, s->load_bias + (uint64_t)RV_VAL(s, vm_ptr),
+			     &vm)) ||
+		    (err = rv_read_member(s, vm, RVL_vm_shape_list, list)))
+			return err;
+		return rv_read_member(s, vm, RVL_vm_next_shape_id, count);
+	}
+	if ((err = rv_read_member(s, tree, RVL_shape_tree_list, list)))
+		return err;
+	return rv_read_member(s, tree, RVL_shape_tree_next_id, count);
+}
+
+struct shape {
+	uint64_t edge_name, parent_id, type, next_index;
+};
+
+static struct cs_error *shape_read(struct rv_session *s, uint64_t list,
+				   uint64_t count, uint64_t sid,
+				   struct shape *ret)
+{
+	if (sid >= count)
+		return cs_error_create(CS_ERR_CORRUPT,
+				       "shape %llu past the %llu shapes",
+				       (unsigned long long)sid,
+				       (unsigned long long)count);
+	uint64_t at = list + sid * (uint64_t)RV_VAL(s, shape_size);
+	struct cs_error *err;
+	if ((err = rv_read_member(s, at, RVL_shape_edge_name,
+				  &ret->edge_name)) ||
+	    (err = rv_read_member(s, at, RVL_shape_parent_id,
+				  &ret->parent_id)) ||
+	    (err = rv_read_member(s, at, RVL_shape_type, &ret->type)))
+		return err;
+	return rv_read_member(s, at,
+			      RV_HAS(s, shape_next_field_index)
+				      ? RVL_shape_next_field_index
+				      : RVL_shape_next_iv_index,
+			      &ret->next_index);
+}
+
+/* 3.2+: the index of ivar id from obj's shape, and how many ivars the
+ * shape gives obj. */
+static struct cs_error *shape_index(struct rv_session *s, uint64_t obj,
+				    uint64_t flags, uint64_t id,
+				    uint64_t *index, uint64_t *count,
+				    bool *found)
+{
+	uint64_t list = 0, nshapes = 0, sid;
+	struct cs_error *err;
+	*found = false;
+	if (!RV_HAS(s, shape_size) || !RV_HAS(s, shape_parent_id))
+		return rv_missing(RVL_shape_size);
+	unsigned bits = 8 * RV_ITEM(s, shape_parent_id)->size; /* shape_id_t */
+	unsigned value_bits = 8 * (unsigned)RV_VAL(s, value_size);
+	if (bits == 0 || bits >= 64 || bits > value_bits)
+		return cs_error_create(CS_ERR_LOOKUP, "shape ids of %u bits",
+				       bits);
+	uint64_t invalid = (1ULL << bits) - 1;
+	if (RV_HAS(s, basic_shape_id)) {
+		if ((err = rv_read_member(s, obj, RVL_basic_shape_id, &sid)))
+			return err;
+	} else {
+		sid = flags >> (value_bits - bits);
+	}
+	sid &= invalid;
+	/* 4.0: flags above the offset in the shape id */
+	uint64_t offset_mask = invalid;
+	if (RV_HAS(s, shape_id_heap_index_mask)) {
+		uint64_t m = (uint64_t)RV_VAL(s, shape_id_heap_index_mask);
+		offset_mask = (m & -m) - 1;
+	}
+	if ((RV_HAS(s, shape_id_fl_too_complex) &&
+	     (sid & (uint64_t)RV_VAL(s, shape_id_fl_too_complex))))
+		return cs_error_create(CS_ERR_LOOKUP,
+				       "its ivars are in a hash table (too "
+				       "complex a shape), not read");
+	if ((err = shape_list(s, &list, &nshapes)))
+		return err;
+	struct shape sh = {0};
+	if ((err = shape_read(s, list, nshapes, sid & offset_mask, &sh)))
+		return err;
+	if (RV_HAS(s, shape_obj_too_complex) &&
+	    sh.type == (uint64_t)RV_VAL(s, shape_obj_too_complex))
+		return cs_error_create(CS_ERR_LOOKUP,
+				       "its ivars are in a hash table (too "
+				       "complex a shape), not read");
+	*count = sh.next_index;
+	for (int depth = 0; sh.parent_id != invalid; depth++) {
+		if (depth >= MAX_SHAPE_DEPTH)
+			return cs_error_create(CS_ERR_CORRUPT,
+					       "shape 0x%llx is more than %d "
+					       "deep",
+					       (unsigned long long)sid,
+					       MAX_SHAPE_DEPTH);
+		if (sh.edge_name == id) {
+			if (sh.type != (uint64_t)RV_VAL(s, shape_ivar))
+				return NULL;
+			if (sh.next_index == 0)
+				return cs_error_create(CS_ERR_CORRUPT,
+						       "an ivar shape without "
+						       "an index");
+			*index = sh.next_index - 1;
+			*found = true;
+			return NULL;
+		}
+		if ((err = shape_read(s, list, nshapes,
+				      sh.parent_id & offset_mask, &sh)))
+			return err;
+	}
+	return NULL;
+}
+
+struct cs_error *rv_object_ivar(struct rv_session *s, uint64_t obj,
+				uint64_t flags, uint64_t id, uint64_t *ret,
+				bool *found)
+{
+	uint64_t slots = 0, index = 0, count = 0;
+	bool embedded = false;
+	struct cs_error *err;
+	*found = false;
+	if ((err = ivar_slots(s, obj, flags, &slots, &embedded)))
+		return err;
+	if (RV_HAS(s, shape_type))
+		err = shape_index(s, obj, flags, id, &index, &count, found);
+	else if (RV_HAS(s, classext_iv_index_tbl))
+		err = table_index(s, obj, embedded, id, &index, &count, found);
+	else
+		return rv_missing(RVL_classext_iv_index_tbl);
+	if (err || !*found)
+		return err;
+	if (count > MAX_IVARS || index >= count) {
+		*found = false;
+		return cs_error_create(CS_ERR_CORRUPT,
+				       "ivar index %llu of 0x%llx, which has "
+				       "%llu",
+				       (unsigned long long)index,
+				       (unsigned long long)obj,
+				       (unsigned long long)count);
+	}
+	if ((err = rv_read_u64(
+		     s, slots + index * (uint64_t)RV_VAL(s, value_size), ret)))
+		return err;
+	*found = *ret != (uint64_t)RV_VAL(s, qundef);
+	return NULL;
+}
