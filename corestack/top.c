@@ -65,9 +65,10 @@ static void top_usage(FILE *out)
 	fputs("usage: corestack top --pid PID [options]\n"
 	      "\n"
 	      "A live view of the Ruby methods a process spends its time in,\n"
-	      "redrawn every second: self and total share, samples and\n"
-	      "seconds. Keys: q quit, s sort by self or total, t all threads\n"
-	      "or one thread after another.\n"
+	      "redrawn every second: their self and total share of the last\n"
+	      "second, their samples and seconds since the start. Keys: q\n"
+	      "quit, s sort by self or total, t all threads or one thread\n"
+	      "after another.\n"
 	      "\n"
 	      "  --rate HZ          samples per second (default 100)\n"
 	      "  --nonblocking      read without pausing the target\n"
@@ -128,8 +129,11 @@ struct view {
 	char *version;
 	bool by_total;
 	size_t thread; /* 0: all threads; k: the k-th label */
-	double drawn;  /* when last drawn; 0: never */
-	bool gone;     /* the target exited */
+	/* the counts at the last refresh, and when it was: the shares are
+	 * of what was sampled since */
+	struct cs_top_base base;
+	double base_time;
+	bool gone; /* the target exited */
 };
 
 static int take(void *ctx)
@@ -164,10 +168,10 @@ static void row_text(char *buf, size_t cap, const struct cs_profile *p,
 {
 	const struct cs_top_row *r = &t->rows[i];
 	const struct cs_profile_function *f = &p->functions[r->function];
-	double all = t->stacks ? (double)t->stacks : 1;
+	double all = t->new_stacks ? (double)t->new_stacks : 1;
 	int n = snprintf(buf, cap, "%6.1f%% %6.1f%% %7zu %7zu %8.2f %8.2f  %s",
-			 100.0 * (double)r->self / all,
-			 100.0 * (double)r->total / all, r->self, r->total,
+			 100.0 * (double)r->new_self / all,
+			 100.0 * (double)r->new_total / all, r->self, r->total,
 			 (double)r->self * per_sample,
 			 (double)r->total * per_sample,
 			 cs_profile_display(p, f->display));
@@ -182,7 +186,9 @@ static void row_text(char *buf, size_t cap, const struct cs_profile *p,
 		snprintf(buf + n, cap - (size_t)n, " (C)");
 }
 
-static void draw(struct view *v, const struct cs_sampling_loop *l)
+/* A refresh (advance: the shares' interval starts again after it) or a
+ * redraw for a key or a new size. */
+static void draw(struct view *v, const struct cs_sampling_loop *l, bool advance)
 {
 	int rows, cols;
 	cs_term_size(&rows, &cols);
@@ -192,8 +198,13 @@ static void draw(struct view *v, const struct cs_sampling_loop *l)
 		v->thread = 0;
 	size_t label = v->thread ? labels[v->thread - 1] : SIZE_MAX;
 	struct cs_top_table t;
-	bool ok = cs_top_table_build(v->prof, label, v->by_total, &t);
-	double elapsed = l->start > 0 ? cs_sampling_now() - l->start : 0;
+	bool ok = cs_top_table_build(v->prof, label, v->by_total, &v->base,
+				     advance, &t);
+	double now = cs_sampling_now();
+	double elapsed = l->start > 0 ? now - l->start : 0;
+	double interval = now - v->base_time;
+	if (advance)
+		v->base_time = now;
 	size_t tries = l->taken + l->lost;
 
 	char *screen = NULL;
@@ -216,8 +227,9 @@ static void draw(struct view *v, const struct cs_sampling_loop *l)
 		 v->o->nonblocking ? ", nonblocking" : "");
 	line_at(out, 1, cols, "", text);
 	snprintf(text, sizeof(text),
-		 "%zu samples, %zu lost, %.1f s; %zu thread stacks shown",
-		 l->taken, l->lost, elapsed, ok ? t.stacks : 0);
+		 "%zu samples, %zu lost, %.1f s; shares of the last %.1f s "
+		 "(%zu thread stacks), counts since the start",
+		 l->taken, l->lost, elapsed, interval, ok ? t.new_stacks : 0);
 	line_at(out, 2, cols, "", text);
 	if (label == SIZE_MAX)
 		snprintf(text, sizeof(text), "threads: all (%zu)", nlabels);
@@ -253,7 +265,6 @@ static void draw(struct view *v, const struct cs_sampling_loop *l)
 	free(screen);
 	cs_top_table_free(&t);
 	free(labels);
-	v->drawn = cs_sampling_now();
 }
 
 /* Between samples: the keys typed, a redraw when one is due. */
@@ -274,8 +285,9 @@ static void between(void *ctx, const struct cs_sampling_loop *l)
 			now = true;
 		}
 	}
-	if (now || cs_sampling_now() - v->drawn >= REFRESH)
-		draw(v, l);
+	bool due = cs_sampling_now() - v->base_time >= REFRESH;
+	if (now || due)
+		draw(v, l, due);
 }
 
 /* The Ruby's version, from one look at the process as it is opened. */
@@ -379,13 +391,15 @@ int cs_top_main(int argc, char **argv)
 		.ctx = &v,
 	};
 	cs_term_enter();
-	draw(&v, &loop);
+	v.base_time = cs_sampling_now();
+	draw(&v, &loop, true);
 	cs_sampling_run(&loop);
 	cs_live_close(kept);
 	cs_term_leave();
 	fprintf(stderr, PROG ": %zu samples in %.1f s, %zu lost%s\n",
 		loop.taken, loop.elapsed, loop.lost,
 		v.gone ? "; the process exited" : "");
+	cs_top_base_free(&v.base);
 	cs_profile_free(&prof);
 	cs_page_cache_free(&cache);
 	cs_ruby_close(&ruby);
