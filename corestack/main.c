@@ -24,6 +24,7 @@
 #define CS_VERSION "0.1.0"
 
 int cs_record_main(int argc, char **argv); /* record.c */
+int cs_top_main(int argc, char **argv);    /* top.c */
 
 enum {
 	EXIT_COMPLETE = 0,
@@ -78,6 +79,7 @@ static void usage(FILE *out)
 	fputs("usage: corestack [options] CORE [EXECUTABLE]\n"
 	      "       corestack [options] --pid PID\n"
 	      "       corestack record --help   (sampling profiler)\n"
+	      "       corestack top --help      (live view of hot methods)\n"
 	      "\n"
 	      "Print the Ruby stack of every thread of the Ruby process that\n"
 	      "wrote CORE, or of the running process PID. EXECUTABLE defaults\n"
@@ -300,6 +302,8 @@ int main(int argc, char **argv)
 {
 	if (argc > 1 && strcmp(argv[1], "record") == 0)
 		return cs_record_main(argc - 1, argv + 1);
+	if (argc > 1 && strcmp(argv[1], "top") == 0)
+		return cs_top_main(argc - 1, argv + 1);
 	struct options o = {0};
 	int rc = parse_args(argc, argv, &o);
 	if (rc)

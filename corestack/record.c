@@ -38,6 +38,7 @@
 #include "profile.h"
 #include "profile_format.h"
 #include "sampler.h"
+#include "sampling_args.h"
 #include "sampling_loop.h"
 #include "vm_module.h"
 #include "ruby_open.h"
@@ -105,10 +106,7 @@ static void unknown_format(const char *name)
 static int parse(int argc, char **argv, struct record_options *o)
 {
 	static const struct option longopts[] = {
-		{"pid", required_argument, NULL, 'p'},
-		{"duration", required_argument, NULL, 'd'},
-		{"rate", required_argument, NULL, 'r'},
-		{"nonblocking", no_argument, NULL, 'b'},
+		CS_SAMPLING_LONGOPTS,
 		{"format", required_argument, NULL, 'f'},
 		{"on-cpu", no_argument, NULL, 'c'},
 		{"state", required_argument, NULL, 's'},
@@ -116,32 +114,19 @@ static int parse(int argc, char **argv, struct record_options *o)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
+	const struct cs_sampling_args to = {&o->pid, &o->nonblocking,
+					    &o->duration, &o->rate};
 	o->rate = 100;
 	int c;
 	opterr = 0; /* our own one-line messages (cli_unknown_option) */
 	while ((c = getopt_long(argc, argv, "+:o:h", longopts, NULL)) != -1) {
-		uint64_t pid;
 		switch (c) {
 		case 'p':
-			if (!cli_integer(PROG, "--pid", optarg, 1, CLI_PID_MAX,
-					 &pid))
-				return EXIT_USAGE;
-			o->pid = (int)pid;
-			break;
-		/* a duration past a year or a rate no sampler keeps up
-		 * with is a typing mistake */
 		case 'd':
-			if (!cli_real(PROG, "--duration", optarg, 0.001,
-				      366 * 86400.0, "seconds", &o->duration))
-				return EXIT_USAGE;
-			break;
 		case 'r':
-			if (!cli_real(PROG, "--rate", optarg, 0.01, 10000,
-				      "samples per second", &o->rate))
-				return EXIT_USAGE;
-			break;
 		case 'b':
-			o->nonblocking = 1;
+			if (!cs_sampling_arg(PROG, c, optarg, &to))
+				return EXIT_USAGE;
 			break;
 		case 'f':
 			if (!(o->format = cs_profile_format_find(optarg))) {

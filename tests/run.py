@@ -41,6 +41,7 @@ of tests/harness/ whose docstring names its tests and what each checks:
                              RUBY/record-states (states.py)
                              RUBY/record-subprocesses..., RUBY/record-progress-...
                              (subprocesses.py)
+    RUBY/top, RUBY/top-...   top.py: corestack top in tmux
     remote/..., debuginfo/debuginfod..., RUBY/native/...  native.py
     RUBY/nontfile/...        nontfile.py
     viewers/speedscope       viewers.py: a recording loaded in speedscope's web app by
@@ -73,7 +74,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import (bad_input, checks, cli, corrupt, crash, fibers, frame_reuse, gdbext, hostile,  # noqa: E402
                      layout, many_threads, mutations, native, native_cut, nontfile, permissions,
                      procs, record, record_exits, requires, scenarios, stable_names, stale_pc,
-                     subprocesses, thread_notes, traced, unit, viewers, yjit)
+                     subprocesses, thread_notes, top, traced, unit, viewers, yjit)
 
 RUBIES = ("2.7", "3.1", "3.3", "3.3-static", "3.3-yjit", "3.4", "3.4-yjit")
 BUILD_TIMEOUT = 3600
@@ -162,6 +163,7 @@ def all_tests(args, scenario_list):
     names += ["%s/running-jit-code" % r for r in rubies if yjit.is_yjit(r)]
     names += [n for r in rubies for n in record.test_names(r)]
     names += list(viewers.TESTS) if rubies else []
+    names += [n for r in rubies for n in top.test_names(r)]
     names += list(native.REMOTE_TESTS) + [n for r in rubies for n in nontfile.test_names(r)]
     names += list(native.DEBUGINFO_TESTS) + [n for r in rubies for n in native.native_test_names(r)]
     names += [n for r in rubies for n in crash.test_names(r)]
@@ -270,7 +272,7 @@ def main():
                 "mn-threads/oracle", "mn-threads/native", "mn-threads/native-core",
                 "record-interrupted", "record-states")) or \
                 any(selected(n) for n in traced.test_names(r) + many_threads.test_names(r)
-                    + subprocesses.test_names(r)):
+                    + subprocesses.test_names(r) + top.test_names(r)):
             build_anyway.add(r)
         if gdbext.wanted(selected, [r], scenario_list):
             build_anyway.add(r)
@@ -361,6 +363,10 @@ def main():
         yjit.running_test(rep, selected, args.corestack, prefixes, args.timeout)
         record.record_tests(rep, selected, args, prefixes, workdir)
         viewers.viewer_tests(rep, selected, args, prefixes, workdir)
+        for ruby in args.rubies:
+            if isinstance(prefixes.get(ruby), str):
+                top.top_tests(rep, selected, args.corestack, ruby,
+                              os.path.join(prefixes[ruby], "bin", "ruby"))
         native.remote_tests(rep, selected, args, prefixes, workdir)
         nontfile.nontfile_tests(rep, selected, args, prefixes, workdir)
         native.debuginfo_tests(rep, selected, args, captures, workdir)

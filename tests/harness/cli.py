@@ -1,16 +1,17 @@
 """The command line and the core argument, without any fixture Ruby.
 
-    cli/usage/NAME        a wrong option or value: exit 64, one stderr line that
-                          names the option (and for a value, the range it takes)
+    cli/usage/NAME        a wrong option or value (or top without a terminal): exit
+                          64, one stderr line that names the option (and for a
+                          value, the range it takes)
     cli/core-arg/NAME     a core argument that is no core file (a FIFO with no
                           writer, a character device, a directory, a file of
                           /proc): exit 2 at once, one line naming the file and
                           saying what it is; never a hang
     cli/record-out/NAME   record -o to a path that cannot be written: refused
                           before anything is recorded (no target is even started)
-    cli/man-page          every option corestack --help and corestack record --help
-                          name is in docs/corestack.1, which man renders without a
-                          warning
+    cli/man-page          every option corestack --help, corestack record --help and
+                          corestack top --help name is in docs/corestack.1, which man
+                          renders without a warning
 """
 
 import os
@@ -30,7 +31,8 @@ def man_page_test(rep, selected, corestack, run_tool, timeout):
     with open(MAN_PAGE, encoding="utf-8") as f:
         page = f.read().replace("\\-", "-")
     missing = []
-    for argv in ([corestack, "--help"], [corestack, "record", "--help"]):
+    for argv in ([corestack, "--help"], [corestack, "record", "--help"],
+                 [corestack, "top", "--help"]):
         rc, out, err, reason = run_tool(argv, timeout)
         if reason or rc != 0:
             rep.result(name, "%s: %s" % (" ".join(argv[1:]), reason or "exit %d" % rc))
@@ -79,6 +81,10 @@ USAGE = [
     ("record-unknown", ["record", "--bogus"], r"unknown option '--bogus'"),
     ("record-nothing", ["record"], r"--pid PID or -- COMMAND"),
     ("record-both", ["record", "--pid", "1", "--", "true"], r"not both"),
+    ("top-nothing", ["top"], r"--pid PID"),
+    ("top-rate-zero", ["top", "--rate", "0", "--pid", "1"], r"--rate .*from 0.01"),
+    # checked before attaching: pid 1 is no Ruby, which would be exit 2
+    ("top-not-a-terminal", ["top", "--pid", "1"], r"standard output is not a terminal"),
 ]
 
 

@@ -243,6 +243,15 @@ def stopped_threads(pid):
     return stopped
 
 
+def left_running(target):
+    """None when target (a Popen) still runs with no thread stopped, else
+    why not."""
+    if target.poll() is not None:
+        return "the target died (%s)" % target.returncode
+    left = stopped_threads(target.pid)
+    return "threads left stopped: %s" % ", ".join(left) if left else None
+
+
 def dig_holes(path):
     """Make a gcore'd core sparse (gcore writes never-touched reservations,
     such as malloc arenas and Ruby 3.3's shape list, as real zeros)."""

@@ -72,13 +72,7 @@ def check_profile(res, path, target=None):
         return "only %d samples in heavy or light" % (heavy + light)
     if heavy < 1.5 * light:
         return "heavy %d samples, light %d: heavy does 3x the work" % (heavy, light)
-    if target is not None:
-        if target.poll() is not None:
-            return "the target died during recording (%s)" % target.returncode
-        left = procs.stopped_threads(target.pid)
-        if left:
-            return "threads left stopped: %s" % ", ".join(left)
-    return None
+    return procs.left_running(target) if target is not None else None
 
 
 def check_speedscope(res, path):

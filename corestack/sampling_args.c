@@ -1,0 +1,29 @@
+#include "sampling_args.h"
+
+#include <stdint.h>
+
+#include "../util/cli_args.h"
+
+bool cs_sampling_arg(const char *prog, int c, const char *text,
+		     const struct cs_sampling_args *to)
+{
+	uint64_t n;
+	switch (c) {
+	case 'p':
+		if (!cli_integer(prog, "--pid", text, 1, CLI_PID_MAX, &n))
+			return false;
+		*to->pid = (int)n;
+		return true;
+	case 'b':
+		*to->nonblocking = 1;
+		return true;
+	/* a duration past a year or a rate no sampler keeps up with is a
+	 * typing mistake */
+	case 'd':
+		return cli_real(prog, "--duration", text, 0.001, 366 * 86400.0,
+				"seconds", to->duration);
+	default:
+		return cli_real(prog, "--rate", text, 0.01, 10000,
+				"samples per second", to->rate);
+	}
+}
