@@ -158,26 +158,40 @@ static int split_dirs(const char *dirs, char ***ret)
 
 /* backtrace(kind, ...) -> (text, complete). kind: "core", "live" or
  * "debugger". debug_dirs: the debugger's debug directories ("a:b");
- * debug_dir_advice: how its user adds one (for the no-debug message). */
+ * debug_dir_advice: how its user adds one (for the no-debug message);
+ * sysroot, lib_search_path ("a:b"): where a core's files are when not at
+ * the paths it names (the debugger's settings). */
 static PyObject *py_backtrace(PyObject *self, PyObject *args, PyObject *kw)
 {
 	(void)self;
-	static char *names[] = {"kind",       "core",       "pid",
-				"executable", "read",       "mappings",
-				"auxv",       "is_core",    "name",
-				"json",       "tids",       "hints",
-				"signal",     "debug_dirs", "debug_dir_advice",
+	static char *names[] = {"kind",
+				"core",
+				"pid",
+				"executable",
+				"read",
+				"mappings",
+				"auxv",
+				"is_core",
+				"name",
+				"json",
+				"tids",
+				"hints",
+				"signal",
+				"debug_dirs",
+				"debug_dir_advice",
+				"sysroot",
+				"lib_search_path",
 				NULL};
 	const char *kind, *core = NULL, *executable = NULL,
 			  *name = "the debugger's inferior", *dirs = NULL,
-			  *advice = NULL;
+			  *advice = NULL, *sysroot = NULL, *search = NULL;
 	int pid = -1, is_core = 0, json = 0;
 	PyObject *read = Py_None, *maps = Py_None, *auxv = Py_None,
 		 *tids = Py_None, *hints = Py_None, *sig = Py_None;
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "s|zizOOOpzpOOOzz", names,
-					 &kind, &core, &pid, &executable, &read,
-					 &maps, &auxv, &is_core, &name, &json,
-					 &tids, &hints, &sig, &dirs, &advice))
+	if (!PyArg_ParseTupleAndKeywords(
+		    args, kw, "s|zizOOOpzpOOOzzzz", names, &kind, &core, &pid,
+		    &executable, &read, &maps, &auxv, &is_core, &name, &json,
+		    &tids, &hints, &sig, &dirs, &advice, &sysroot, &search))
 		return NULL;
 	struct gx_source src = {.pid = pid,
 				.executable = executable,
@@ -199,6 +213,8 @@ static PyObject *py_backtrace(PyObject *self, PyObject *args, PyObject *kw)
 	if (strcmp(kind, "core") == 0 && core) {
 		src.kind = GX_SOURCE_CORE;
 		src.core_path = core;
+		src.sysroot = sysroot;
+		src.lib_search_path = search;
 	} else if (strcmp(kind, "live") == 0 && pid > 0) {
 		src.kind = GX_SOURCE_LIVE;
 	} else if (strcmp(kind, "debugger") == 0 && PyCallable_Check(read) &&
@@ -263,27 +279,33 @@ static PyObject *py_sample_start(PyObject *self, PyObject *args, PyObject *kw)
 {
 	(void)self;
 	static char *names[] = {"pid",        "seconds",          "rate",
-				"executable", "interrupt_signal", NULL};
-	int pid, sig = 0;
-	double seconds, rate;
-	const char *executable = NULL;
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "idd|zi", names, &pid,
-					 &seconds, &rate, &executable, &sig))
+				"executable", "interrupt_signal", "out",
+				"debug_dirs", "debug_dir_advice", NULL};
+	struct gx_sample_request req = {0};
+	const char *dirs = NULL;
+	if (!PyArg_ParseTupleAndKeywords(
+		    args, kw, "idd|zizzz", names, &req.pid, &req.seconds,
+		    &req.rate, &req.executable, &req.interrupt_signal,
+		    &req.out_path, &dirs, &req.debug_dir_advice))
 		return NULL;
+	char **debug_dirs;
+	if (!split_dirs(dirs, &debug_dirs))
+		return NULL;
+	req.debug_dirs = (const char *const *)debug_dirs;
 	struct gx_sampler *s;
-	struct cs_error *err =
-		gx_sampler_start(pid, executable, seconds, rate, sig, &s);
+	struct cs_error *err = gx_sampler_start(&req, &s);
+	free(debug_dirs);
 	if (err)
 		return raise(err);
 	return PyCapsule_New(s, sampler_capsule, NULL);
 }
 
+/* sample_finish(sampler) -> (summary, interrupted, quit_signal) */
 static PyObject *py_sample_finish(PyObject *self, PyObject *args)
 {
 	(void)self;
 	PyObject *capsule;
-	const char *out = NULL;
-	if (!PyArg_ParseTuple(args, "O|z", &capsule, &out))
+	if (!PyArg_ParseTuple(args, "O", &capsule))
 		return NULL;
 	struct gx_sampler *s = PyCapsule_GetPointer(capsule, sampler_capsule);
 	if (!s)
@@ -291,13 +313,13 @@ static PyObject *py_sample_finish(PyObject *self, PyObject *args)
 	/* Finished once: the capsule no longer points at it. */
 	PyCapsule_SetName(capsule, "corestack.sampler.finished");
 	char *summary;
-	int interrupted;
+	struct gx_sample_end end = {0};
 	struct cs_error *err;
-	Py_BEGIN_ALLOW_THREADS err =
-		gx_sampler_finish(s, out, &summary, &interrupted);
+	Py_BEGIN_ALLOW_THREADS err = gx_sampler_finish(s, &summary, &end);
 	Py_END_ALLOW_THREADS if (err) return raise(err);
-	PyObject *res = Py_BuildValue("(sO)", summary,
-				      interrupted ? Py_True : Py_False);
+	PyObject *res = Py_BuildValue("(sOi)", summary,
+				      end.interrupted ? Py_True : Py_False,
+				      end.quit_signal);
 	free(summary);
 	return res;
 }
@@ -354,9 +376,10 @@ static PyMethodDef methods[] = {
 	{"sample_start", (PyCFunction)(void (*)(void))py_sample_start,
 	 METH_VARARGS | METH_KEYWORDS,
 	 "sample_start(pid, seconds, rate, executable=None, "
-	 "interrupt_signal=0) -> sampler"},
+	 "interrupt_signal=0, out=None, debug_dirs=None, "
+	 "debug_dir_advice=None) -> sampler"},
 	{"sample_finish", py_sample_finish, METH_VARARGS,
-	 "sample_finish(sampler, out=None) -> (summary, interrupted)"},
+	 "sample_finish(sampler) -> (summary, interrupted, quit_signal)"},
 	{"bt_args", py_bt_args, METH_VARARGS,
 	 "bt_args(line) -> (json, via_debugger, which, out)"},
 	{"sample_args", py_sample_args, METH_VARARGS,

@@ -88,6 +88,10 @@ def _debug_dirs(debugger):
     return ":".join([d for d in dirs if d] + ["/usr/lib/debug"])
 
 
+DEBUG_DIR_ADVICE = ("add a directory that holds it to lldb's target.debug-file-search-paths "
+                    "(settings append target.debug-file-search-paths DIR)")
+
+
 def _sources(target, process, via_debugger):
     exe = target.GetExecutable().fullpath
     if exe:
@@ -133,9 +137,7 @@ def ruby_bt(debugger, command, result, internal_dict):
                 text, _ = _corestack.backtrace(
                     json=json, tids=tids, hints=_hints(process),
                     debug_dirs=_debug_dirs(debugger),
-                    debug_dir_advice="add a directory that holds it to lldb's "
-                    "target.debug-file-search-paths (settings append "
-                    "target.debug-file-search-paths DIR)",
+                    debug_dir_advice=DEBUG_DIR_ADVICE,
                     **source)
                 break
             except _corestack.Error as exc:
@@ -164,7 +166,9 @@ def ruby_sample(debugger, command, result, internal_dict):
                 "core file" if _is_core(process) else "remote target"))
         if process.GetState() != lldb.eStateStopped:
             raise CommandError("the process is running; stop it first")
-        sampler = _corestack.sample_start(process.GetProcessID(), seconds, rate)
+        sampler = _corestack.sample_start(process.GetProcessID(), seconds, rate, out=out,
+                                          debug_dirs=_debug_dirs(debugger),
+                                          debug_dir_advice=DEBUG_DIR_ADVICE)
         # Asynchronous: continue, watch the state (it turns "running" a
         # moment later), stop it when the time is up unless it stopped or
         # exited on its own meanwhile.
@@ -189,7 +193,7 @@ def ruby_sample(debugger, command, result, internal_dict):
                 time.sleep(0.02)
         finally:
             debugger.SetAsync(was_async)
-            summary, _ = _corestack.sample_finish(sampler, out)
+            summary, _, _ = _corestack.sample_finish(sampler)
         result.Print(summary)
         state = process.GetState()
         result.Print("The process is stopped again.\n" if state == lldb.eStateStopped
