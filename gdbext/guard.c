@@ -164,8 +164,7 @@ void gx_guard_release(int fd)
 {
 	if (fd < 0)
 		return;
-	ssize_t put;
-	while ((put = write(fd, "", 1)) < 0 && errno == EINTR)
+	while (write(fd, "", 1) < 0 && errno == EINTR)
 		;
 	close(fd);
 }

@@ -62,6 +62,17 @@ Ruby says about itself (fixtures/oracle.rb), on every fixture Ruby.
                                     `set solib-search-path DIR`: ruby-bt --json all as the
                                     oracle
     gdbext/3.1/moved-libruby/sysroot  the same through `set sysroot DIR`
+    gdbext/install-edges/no-ruby    make install PREFIX=TMP with no ruby on PATH: says no
+                                    auto-load script was written and names RUBY=
+    gdbext/install-edges/prefix     that install: the gdbinit snippet under TMP/etc, and a
+                                    hint on how gdb comes to read it
+    gdbext/install-edges/unresolved-libruby  make install RUBY="3.1's ruby, a copy whose
+                                    RUNPATH is gone": scripts for the ruby, its libruby and
+                                    the copy's executable only, and the copy named as one
+                                    whose libruby ldd cannot find
+    gdbext/install-edges/uninstall  make uninstall PREFIX=TMP: no file left under TMP
+    gdbext/install-edges/stale-snippet  the snippet of a deleted prefix read by gdb: one
+                                    line saying so, and gdb goes on
     gdbext/RUBY/threads/remote      ruby-bt --json all through gdbserver --attach (target
                                     remote: memory, mappings, auxv over the protocol): as
                                     the oracle; ruby-sample there says it needs a local
@@ -94,7 +105,7 @@ from .gdbext_edges import (EDGE_RUBY, EDGE_TESTS, SHARED_RUBY, SHARED_TESTS, edg
                            shared_tests)
 from .gdbext_errors import BAD_TESTS, NO_DEBUG_RUBY, NO_DEBUG_TESTS, bad_tests, no_debug_tests
 from .gdbext_gdb import MODES, fail_all, remote_test, scenario_runs, scenario_tests
-from .gdbext_install import INSTALL_TESTS, install_test
+from .gdbext_install import EDGE_INSTALL_TESTS, INSTALL_TESTS, install_edge_tests, install_test
 from .gdbext_lldb import lldb_test
 from .gdbext_sample import sample_test
 
@@ -117,7 +128,7 @@ def ruby_tests(ruby, scenarios):
     if ruby == EDGE_RUBY:
         names += EDGE_TESTS
     if ruby == SHARED_RUBY:
-        names += SHARED_TESTS
+        names += SHARED_TESTS + EDGE_INSTALL_TESTS
     return names
 
 
@@ -166,6 +177,7 @@ def gdbext_tests(rep, selected, args, prefixes, scenarios, workdir):
             edge_tests(rep, selected, args, exe, rwork)
         if ruby == SHARED_RUBY:
             shared_tests(rep, selected, args, exe, rwork)
+            install_edge_tests(rep, selected, args, exe, rwork)
         if some_ruby is None and any(selected(n) for n in (
                 "gdbext/bad/sample-on-core", "gdbext/bad/unreadable-vm", "lldb/bad/unreadable-vm")):
             sleeper = procs.Scenario(exe, os.path.join(procs.SCENARIOS, "threads.rb"),
