@@ -94,7 +94,8 @@ $(GDBEXT_SAN_DIR):
 	mkdir -p $@
 
 # make install [PREFIX=/usr/local] [DESTDIR=] [RUBY="ruby paths"]:
-# corestack and its man page, the gdb/lldb module and loaders, and gdb auto-load scripts for
+# corestack and its man page, the gdb/lldb module and loaders, corestack-lldb
+# (lldb with the commands loaded), and gdb auto-load scripts for
 # the Rubies named (default: the ruby on PATH; RUBY_FOR_GDB is the same) under
 # GDB_AUTOLOAD_DIR, and a snippet in gdb's system gdbinit directory that tells
 # gdb to read and trust GDB_AUTOLOAD_DIR. That directory is Debian's
@@ -111,6 +112,9 @@ install: $(BUILD)/corestack gdbext
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/corestack
 	install -m 755 $(BUILD)/corestack $(DESTDIR)$(PREFIX)/bin/corestack
 	install -m 644 $(GDBEXT_SO) $(GDBEXT_PY) $(DESTDIR)$(PREFIX)/lib/corestack/
+	sed 's|@LIBDIR@|$(PREFIX)/lib/corestack|g' gdbext/corestack-lldb.in \
+		> $(DESTDIR)$(PREFIX)/bin/corestack-lldb
+	chmod 755 $(DESTDIR)$(PREFIX)/bin/corestack-lldb
 	install -d $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 644 docs/corestack.1 $(DESTDIR)$(PREFIX)/share/man/man1/corestack.1
 	./gdbext/install-autoload.sh "$(DESTDIR)" "$(GDB_AUTOLOAD_DIR)" \
@@ -120,7 +124,7 @@ install: $(BUILD)/corestack gdbext
 			"$(GDB_AUTOLOAD_DIR)"; fi
 
 uninstall:
-	rm -f $(DESTDIR)$(PREFIX)/bin/corestack \
+	rm -f $(DESTDIR)$(PREFIX)/bin/corestack $(DESTDIR)$(PREFIX)/bin/corestack-lldb \
 		$(DESTDIR)$(PREFIX)/share/man/man1/corestack.1 \
 		$(addprefix $(DESTDIR)$(PREFIX)/lib/corestack/,_corestack.abi3.so \
 			ruby-gdb.py ruby_lldb.py)

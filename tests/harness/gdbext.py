@@ -62,6 +62,11 @@ Ruby says about itself (fixtures/oracle.rb), on every fixture Ruby.
                                     `set solib-search-path DIR`: ruby-bt --json all as the
                                     oracle
     gdbext/3.1/moved-libruby/sysroot  the same through `set sysroot DIR`
+    lldb/3.1/as-installed           corestack-lldb as make install writes it, run with no
+                                    PYTHONPATH: lldb-14's Python starts, the commands are there
+    lldb/3.1/core-text              its ruby-bt all on 3.1's core: corestack's text for the
+                                    core, header (command line, signal) included
+    lldb/3.1/help                   its help ruby-bt: the syntax, all, N, the options
     gdbext/install-edges/no-ruby    make install PREFIX=TMP with no ruby on PATH: says no
                                     auto-load script was written and names RUBY=
     gdbext/install-edges/prefix     that install: the gdbinit snippet under TMP/etc, and a

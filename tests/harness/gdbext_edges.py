@@ -18,7 +18,9 @@ EDGE_TESTS = ("gdbext/%s/sample-killed" % EDGE_RUBY, "gdbext/%s/sample-args" % E
 SHARED_RUBY = "3.1"        # a libruby.so to move
 SHARED_TESTS = ("gdbext/%s/thread-numbers" % SHARED_RUBY,
                 "gdbext/%s/moved-libruby/solib-search-path" % SHARED_RUBY,
-                "gdbext/%s/moved-libruby/sysroot" % SHARED_RUBY)
+                "gdbext/%s/moved-libruby/sysroot" % SHARED_RUBY,
+                "lldb/%s/as-installed" % SHARED_RUBY, "lldb/%s/core-text" % SHARED_RUBY,
+                "lldb/%s/help" % SHARED_RUBY)
 # gdb's own failures, and a Python error through the loader (gdb 13 itself
 # may print a KeyboardInterrupt from its flush as it quits on SIGTERM)
 GDB_ERRORS = ("Recursive internal problem", "internal-error", 'ruby-gdb.py", line',
@@ -252,6 +254,42 @@ def moved_core(core, workdir):
     return moved, search, sysroot
 
 
+def lldb_installed(args, exe, core, workdir):
+    """corestack-lldb as make install writes it, with no PYTHONPATH: lldb's
+    Python starts; ruby-bt all on the core prints what corestack prints for
+    it (the command line, not "?"); help ruby-bt is real help."""
+    names = ["lldb/%s/%s" % (SHARED_RUBY, t) for t in ("as-installed", "core-text", "help")]
+    wrapper = os.path.join(workdir, "corestack-lldb")
+    with open(os.path.join(procs.ROOT, "gdbext", "corestack-lldb.in")) as f:
+        text = f.read().replace("@LIBDIR@", os.path.abspath(args.gdbext))
+    with open(wrapper, "w") as f:
+        f.write(text)
+    os.chmod(wrapper, 0o755)
+    env = gdb_env(args.gdbext)
+    env.pop("PYTHONPATH", None)
+    try:
+        res = subprocess.run([wrapper, "-b", "-o", "help ruby-bt", "-o", "ruby-bt all",
+                              exe, "-c", core], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, timeout=GDB_TIMEOUT, env=env)
+    except subprocess.TimeoutExpired:
+        return dict((n, "lldb hung") for n in names)
+    out = res.stdout
+    if "embedded_interpreter" in res.stdout + res.stderr or "(lldb) ruby-bt all" not in out:
+        return dict((n, "lldb as installed: %s" % compare.show((out + res.stderr)[-400:]))
+                    for n in names)
+    results = {names[0]: procs.sanitizer_report(res.stderr) or None}
+    rc, cli, err, reason = procs.run_tool([args.corestack, core, exe], args.timeout)
+    shown = out.split("(lldb) ruby-bt all\n", 1)[1]
+    results[names[1]] = reason or (None if shown.strip() == cli.strip() else
+                                   "lldb's ruby-bt all: %s, corestack: %s" % (
+                                       compare.show(shown[:200]), compare.show(cli[:200])))
+    helptext = out.split("(lldb) help ruby-bt\n", 1)[1].split("(lldb)", 1)[0]
+    results[names[2]] = None if all(w in helptext for w in (
+        "ruby-bt all", "--json", "--via-debugger", "lldb thread N")) else \
+        "help ruby-bt: %s" % compare.show(helptext)
+    return results
+
+
 def shared_tests(rep, selected, args, exe, workdir):
     names = [n for n in SHARED_TESTS if selected(n)]
     if not names:
@@ -267,6 +305,10 @@ def shared_tests(rep, selected, args, exe, workdir):
             rep.result(SHARED_TESTS[0], check_thread_apply(run, oracle))
         if any(selected(n) for n in SHARED_TESTS[1:]):
             core = procs.gcore(sc.pid, os.path.join(sc.workdir, "core"), 120)
+            if any(selected(n) for n in SHARED_TESTS[3:]):
+                for name, reason in lldb_installed(args, exe, core, workdir).items():
+                    if selected(name):
+                        rep.result(name, reason)
             moved, search, sysroot = moved_core(core, workdir)
             os.unlink(core)
             for name, setting in ((SHARED_TESTS[1], "set solib-search-path " + search),
