@@ -19,7 +19,7 @@ Ruby says about itself (fixtures/oracle.rb), on every fixture Ruby.
                                     heavy ranked over light (summary and collapsed
                                     stacks), every thread stopped again afterwards,
                                     and `continue` then runs the program to a
-                                    normal exit (the SIGINT was not passed on)
+                                    normal exit (the SIGURG was not passed on)
     gdbext/bad/...                  no Ruby in the inferior (live and core, also
                                     --via-debugger), no inferior, ruby-sample on a
                                     core, bad arguments, unreadable memory (a real
