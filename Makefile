@@ -21,7 +21,7 @@ SAN_FLAGS  := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
               -fno-sanitize-recover=all
 PY_CFLAGS  := $(shell pkg-config --cflags python3 2>/dev/null)
 
-.PHONY: all test unit demo deps fixtures clean bench gdbext gdbext-san install bench-gdbext \
+.PHONY: all test unit demo deps fixtures clean bench gdbext gdbext-san install uninstall bench-gdbext \
         bench-sampling bench-contention mutate bench-pause lint format
 all: $(BUILD)/corestack gdbext
 
@@ -93,29 +93,44 @@ $(GDBEXT_SAN_DIR)/%.py: gdbext/%.py | $(GDBEXT_SAN_DIR)
 $(GDBEXT_SAN_DIR):
 	mkdir -p $@
 
-# make install [PREFIX=/usr/local] [DESTDIR=] [RUBY_FOR_GDB="ruby paths"]:
-# corestack and its man page, the gdb/lldb module and loaders, and gdb auto-load scripts for
-# the Rubies named (default: the ruby on PATH) under GDB_AUTOLOAD_DIR, and
-# a snippet in gdb's system gdbinit directory (Debian's gdb reads
-# /etc/gdb/gdbinit.d; GDB_SYSTEM_GDBINIT_DIR= leaves it out) that tells gdb
-# to read and trust GDB_AUTOLOAD_DIR.
+# make install [PREFIX=/usr/local] [DESTDIR=] [RUBY="ruby paths"]:
+# corestack and its man page, the gdb/lldb module and loaders, corestack-lldb
+# (lldb with the commands loaded), and gdb auto-load scripts for
+# the Rubies named (default: the ruby on PATH; RUBY_FOR_GDB is the same) under
+# GDB_AUTOLOAD_DIR, and a snippet in gdb's system gdbinit directory that tells
+# gdb to read and trust GDB_AUTOLOAD_DIR. That directory is Debian's
+# /etc/gdb/gdbinit.d for PREFIX /usr or /usr/local, else PREFIX/etc/gdb/gdbinit.d
+# (gdb reads it only when told: the install says how); GDB_SYSTEM_GDBINIT_DIR=
+# leaves the snippet out. make uninstall removes what make install wrote.
 PREFIX           ?= /usr/local
-SYSCONFDIR       ?= /etc
+SYSCONFDIR       ?= $(if $(filter /usr /usr/local,$(PREFIX)),/etc,$(PREFIX)/etc)
 GDB_AUTOLOAD_DIR ?= $(PREFIX)/share/gdb/auto-load
 GDB_SYSTEM_GDBINIT_DIR ?= $(SYSCONFDIR)/gdb/gdbinit.d
-RUBY_FOR_GDB     ?= $(shell command -v ruby 2>/dev/null)
+RUBY_FOR_GDB     ?= $(or $(RUBY),$(shell command -v ruby 2>/dev/null))
+GDB_SNIPPET       = $(GDB_SYSTEM_GDBINIT_DIR)/corestack.gdb
 install: $(BUILD)/corestack gdbext
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/corestack
 	install -m 755 $(BUILD)/corestack $(DESTDIR)$(PREFIX)/bin/corestack
 	install -m 644 $(GDBEXT_SO) $(GDBEXT_PY) $(DESTDIR)$(PREFIX)/lib/corestack/
+	sed 's|@LIBDIR@|$(PREFIX)/lib/corestack|g' gdbext/corestack-lldb.in \
+		> $(DESTDIR)$(PREFIX)/bin/corestack-lldb
+	chmod 755 $(DESTDIR)$(PREFIX)/bin/corestack-lldb
 	install -d $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 644 docs/corestack.1 $(DESTDIR)$(PREFIX)/share/man/man1/corestack.1
 	./gdbext/install-autoload.sh "$(DESTDIR)" "$(GDB_AUTOLOAD_DIR)" \
 		"$(PREFIX)/lib/corestack/ruby-gdb.py" $(RUBY_FOR_GDB)
-	if [ -n "$(GDB_SYSTEM_GDBINIT_DIR)" ]; then \
-		install -d "$(DESTDIR)$(GDB_SYSTEM_GDBINIT_DIR)" && \
-		sed 's|@GDB_AUTOLOAD_DIR@|$(GDB_AUTOLOAD_DIR)|g' gdbext/corestack.gdb.in \
-			> "$(DESTDIR)$(GDB_SYSTEM_GDBINIT_DIR)/corestack.gdb"; fi
+	@if [ -n "$(GDB_SYSTEM_GDBINIT_DIR)" ]; then \
+		./gdbext/install-snippet.sh "$(DESTDIR)" "$(GDB_SNIPPET)" \
+			"$(GDB_AUTOLOAD_DIR)"; fi
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/corestack $(DESTDIR)$(PREFIX)/bin/corestack-lldb \
+		$(DESTDIR)$(PREFIX)/share/man/man1/corestack.1 \
+		$(addprefix $(DESTDIR)$(PREFIX)/lib/corestack/,_corestack.abi3.so \
+			ruby-gdb.py ruby_lldb.py)
+	-rmdir $(DESTDIR)$(PREFIX)/lib/corestack 2>/dev/null
+	./gdbext/install-autoload.sh --remove "$(DESTDIR)" "$(GDB_AUTOLOAD_DIR)"
+	$(if $(GDB_SYSTEM_GDBINIT_DIR),rm -f "$(DESTDIR)$(GDB_SNIPPET)")
 
 # Unit tests: one program per file tests/unit/test_NAME.c, each on the
 # engine; a program split by concept has the rest of its files in

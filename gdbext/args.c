@@ -79,6 +79,16 @@ void gx_bt_args_free(struct gx_bt_args *a)
 	a->out = NULL;
 }
 
+/* A bad number of ruby-sample's: the usage line, and why. */
+static struct cs_error *bad_number(const char *what, const char *word,
+				   double max, const char *unit)
+{
+	return cs_error_create(CS_ERR_USAGE,
+			       "%s %s: must be a number above 0 and at most "
+			       "%g %s; " GX_SAMPLE_USAGE,
+			       what, word, max, unit);
+}
+
 /* The error for an unknown --format: the formats there are. */
 static struct cs_error *unknown_format(const char *name)
 {
@@ -96,41 +106,46 @@ struct cs_error *gx_parse_sample_args(const char *line,
 {
 	char words[MAX_WORDS][MAX_WORD];
 	int n, seconds_given = 0;
+	struct cs_error *err = NULL;
 	memset(ret, 0, sizeof(*ret));
 	ret->seconds = 5;
 	ret->rate = 100;
 	if (!split(line, words, &n))
 		goto bad;
-	for (int i = 0; i < n; i++) {
+	for (int i = 0; i < n && !err; i++) {
 		const char *w = words[i];
 		if (strcmp(w, "--rate") == 0 && i + 1 < n) {
-			if (!positive(words[++i], 10000, &ret->rate))
-				goto bad;
+			if (!positive(words[++i], GX_SAMPLE_MAX_RATE,
+				      &ret->rate))
+				err = bad_number("--rate", words[i],
+						 GX_SAMPLE_MAX_RATE, "Hz");
 		} else if (strcmp(w, "--out") == 0 && i + 1 < n) {
 			free(ret->out);
 			if (!(ret->out = strdup(words[++i])))
 				return &cs_error_nomem;
 		} else if (strcmp(w, "--format") == 0 && i + 1 < n) {
-			ret->format = NULL;
 			const struct cs_profile_format *f =
 				cs_profile_format_find(words[++i]);
-			if (!f) {
-				free(ret->out);
-				ret->out = NULL;
-				return unknown_format(words[i]);
-			}
-			ret->format = f->name;
-		} else if (!seconds_given++) {
-			if (!positive(w, 86400, &ret->seconds))
-				goto bad;
+			if (f)
+				ret->format = f->name;
+			else
+				err = unknown_format(words[i]);
+		} else if (!seconds_given++ && *w != '-') {
+			if (!positive(w, GX_SAMPLE_MAX_SECONDS, &ret->seconds))
+				err = bad_number("SECONDS", w,
+						 GX_SAMPLE_MAX_SECONDS, "s");
 		} else {
 			goto bad;
 		}
 	}
 	/* the summary is printed; a format says how --out is written */
-	if (ret->format && !ret->out)
+	if (!err && ret->format && !ret->out)
 		goto bad;
-	return NULL;
+	if (!err)
+		return NULL;
+	free(ret->out);
+	ret->out = NULL;
+	return err;
 bad:
 	free(ret->out);
 	ret->out = NULL;

@@ -9,6 +9,8 @@
 	"usage: ruby-bt [--json] [--out FILE] [--via-debugger] [all | N]"
 #define GX_SAMPLE_USAGE \
 	"usage: ruby-sample [SECONDS] [--rate HZ] [--out FILE [--format F]]"
+#define GX_SAMPLE_MAX_RATE 10000
+#define GX_SAMPLE_MAX_SECONDS 86400
 
 enum gx_bt_which { GX_BT_SELECTED, GX_BT_ALL, GX_BT_NUMBER };
 
@@ -29,7 +31,8 @@ struct gx_sample_args {
 	const char *format;
 };
 
-/* CS_ERR_USAGE with the usage line on bad arguments. */
+/* CS_ERR_USAGE with the usage line on bad arguments (and why, for a
+ * number out of range). */
 void gx_bt_args_free(struct gx_bt_args *a);
 struct cs_error *gx_parse_bt_args(const char *line, struct gx_bt_args *ret);
 struct cs_error *gx_parse_sample_args(const char *line,

@@ -43,6 +43,8 @@ static struct cs_error *open_source(const struct gx_source *src,
 	case GX_SOURCE_CORE:
 		req.core = src->core_path;
 		req.executable = src->executable;
+		req.sysroot = src->sysroot;
+		req.lib_search_path = src->lib_search_path;
 		if ((err = cs_target_open(&req, &o->owned)))
 			return err;
 		o->target = o->owned;

@@ -22,7 +22,10 @@ enum gx_source_kind { GX_SOURCE_CORE, GX_SOURCE_LIVE, GX_SOURCE_DEBUGGER };
 struct gx_source {
 	enum gx_source_kind kind;
 	const char *core_path; /* GX_SOURCE_CORE */
-	int pid;               /* GX_SOURCE_LIVE */
+	/* GX_SOURCE_CORE: where its files are when not at the paths the core
+	 * names (struct cs_target_request); NULL: there */
+	const char *sysroot, *lib_search_path;
+	int pid;                /* GX_SOURCE_LIVE */
 	const char *executable; /* the debugger's; NULL: as the target names it */
 	struct gx_inferior *debugger; /* GX_SOURCE_DEBUGGER */
 	/* Where to look for debug files (the debugger's own setting);

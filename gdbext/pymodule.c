@@ -177,7 +177,9 @@ static void source_free(struct py_source *ps)
 /* The source from keywords: kind ("core", "live" or "debugger"), core,
  * pid, executable, read, mappings, auxv, is_core, name, hints, signal,
  * debug_dirs (the debugger's, "a:b"), debug_dir_advice (how its user adds
- * one, for the no-debug message). 0 with a Python error set. */
+ * one, for the no-debug message), sysroot and lib_search_path ("a:b":
+ * where a core's files are when not at the paths it names, the debugger's
+ * settings). 0 with a Python error set. */
 static int source_from(PyObject *kw, struct py_source *ps)
 {
 	static char *names[] = {"kind",
@@ -193,10 +195,12 @@ static int source_from(PyObject *kw, struct py_source *ps)
 				"signal",
 				"debug_dirs",
 				"debug_dir_advice",
+				"sysroot",
+				"lib_search_path",
 				NULL};
 	const char *kind, *core = NULL, *executable = NULL,
 			  *name = "the debugger's inferior", *dirs = NULL,
-			  *advice = NULL;
+			  *advice = NULL, *sysroot = NULL, *search = NULL;
 	int pid = -1, is_core = 0;
 	PyObject *read = Py_None, *maps = Py_None, *auxv = Py_None,
 		 *sig = Py_None, *empty = PyTuple_New(0);
@@ -204,11 +208,11 @@ static int source_from(PyObject *kw, struct py_source *ps)
 	ps->dbg = (struct gx_inferior){.fd = -1, .pid = -1, .crash_tid = -1};
 	ps->hints = Py_None;
 	int ok = empty &&
-		 PyArg_ParseTupleAndKeywords(empty, kw, "s|zizOOOpzOOzz", names,
-					     &kind, &core, &pid, &executable,
-					     &read, &maps, &auxv, &is_core,
-					     &name, &ps->hints, &sig, &dirs,
-					     &advice);
+		 PyArg_ParseTupleAndKeywords(empty, kw, "s|zizOOOpzOOzzzz",
+					     names, &kind, &core, &pid,
+					     &executable, &read, &maps, &auxv,
+					     &is_core, &name, &ps->hints, &sig,
+					     &dirs, &advice, &sysroot, &search);
 	Py_XDECREF(empty);
 	if (!ok)
 		return 0;
@@ -234,6 +238,8 @@ static int source_from(PyObject *kw, struct py_source *ps)
 	if (strcmp(kind, "core") == 0 && core) {
 		src->kind = GX_SOURCE_CORE;
 		src->core_path = core;
+		src->sysroot = sysroot;
+		src->lib_search_path = search;
 	} else if (strcmp(kind, "live") == 0 && pid > 0) {
 		src->kind = GX_SOURCE_LIVE;
 	} else if (strcmp(kind, "debugger") == 0 && PyCallable_Check(read) &&
@@ -465,28 +471,36 @@ static const char sampler_capsule[] = "corestack.sampler";
 static PyObject *py_sample_start(PyObject *self, PyObject *args, PyObject *kw)
 {
 	(void)self;
-	static char *names[] = {"pid",        "seconds",          "rate",
-				"executable", "interrupt_signal", NULL};
-	int pid, sig = 0;
-	double seconds, rate;
-	const char *executable = NULL;
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "idd|zi", names, &pid,
-					 &seconds, &rate, &executable, &sig))
+	static char *names[] = {
+		"pid",        "seconds",          "rate",
+		"executable", "interrupt_signal", "out",
+		"format",     "debug_dirs",       "debug_dir_advice",
+		NULL};
+	struct gx_sample_request req = {0};
+	const char *dirs = NULL;
+	if (!PyArg_ParseTupleAndKeywords(
+		    args, kw, "idd|zizzzz", names, &req.pid, &req.seconds,
+		    &req.rate, &req.executable, &req.interrupt_signal,
+		    &req.out_path, &req.format, &dirs, &req.debug_dir_advice))
 		return NULL;
+	char **debug_dirs;
+	if (!split_dirs(dirs, &debug_dirs))
+		return NULL;
+	req.debug_dirs = (const char *const *)debug_dirs;
 	struct gx_sampler *s;
-	struct cs_error *err =
-		gx_sampler_start(pid, executable, seconds, rate, sig, &s);
+	struct cs_error *err = gx_sampler_start(&req, &s);
+	free(debug_dirs);
 	if (err)
 		return raise(err);
 	return PyCapsule_New(s, sampler_capsule, NULL);
 }
 
+/* sample_finish(sampler) -> (summary, interrupted, quit_signal) */
 static PyObject *py_sample_finish(PyObject *self, PyObject *args)
 {
 	(void)self;
 	PyObject *capsule;
-	const char *out = NULL, *format = NULL;
-	if (!PyArg_ParseTuple(args, "O|zz", &capsule, &out, &format))
+	if (!PyArg_ParseTuple(args, "O", &capsule))
 		return NULL;
 	struct gx_sampler *s = PyCapsule_GetPointer(capsule, sampler_capsule);
 	if (!s)
@@ -494,13 +508,13 @@ static PyObject *py_sample_finish(PyObject *self, PyObject *args)
 	/* Finished once: the capsule no longer points at it. */
 	PyCapsule_SetName(capsule, "corestack.sampler.finished");
 	char *summary;
-	int interrupted;
+	struct gx_sample_end end = {0};
 	struct cs_error *err;
-	Py_BEGIN_ALLOW_THREADS err =
-		gx_sampler_finish(s, out, format, &summary, &interrupted);
+	Py_BEGIN_ALLOW_THREADS err = gx_sampler_finish(s, &summary, &end);
 	Py_END_ALLOW_THREADS if (err) return raise(err);
-	PyObject *res = Py_BuildValue("(sO)", summary,
-				      interrupted ? Py_True : Py_False);
+	PyObject *res = Py_BuildValue("(sOi)", summary,
+				      end.interrupted ? Py_True : Py_False,
+				      end.quit_signal);
 	free(summary);
 	return res;
 }
@@ -568,10 +582,10 @@ static PyMethodDef methods[] = {
 	{"sample_start", (PyCFunction)(void (*)(void))py_sample_start,
 	 METH_VARARGS | METH_KEYWORDS,
 	 "sample_start(pid, seconds, rate, executable=None, "
-	 "interrupt_signal=0) -> sampler"},
+	 "interrupt_signal=0, out=None, format=None, debug_dirs=None, "
+	 "debug_dir_advice=None) -> sampler"},
 	{"sample_finish", py_sample_finish, METH_VARARGS,
-	 "sample_finish(sampler, out=None, format=None) -> (summary, "
-	 "interrupted)"},
+	 "sample_finish(sampler) -> (summary, interrupted, quit_signal)"},
 	{"bt_args", py_bt_args, METH_VARARGS,
 	 "bt_args(line) -> (json, via_debugger, which, out)"},
 	{"sample_args", py_sample_args, METH_VARARGS,

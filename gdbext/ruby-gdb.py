@@ -51,6 +51,9 @@ def _core_file():
 def _mappings():
     """File mappings from `info proc mappings`: [(start, end, offset, path)]."""
     maps = []
+    # a core's file not where it names it: where gdb found one of that name
+    by_name = dict((os.path.basename(p), p) for p in _loaded_files())
+    found = {}
     text = gdb.execute("info proc mappings", to_string=True)
     for line in text.splitlines():
         words = line.split()
@@ -64,8 +67,12 @@ def _mappings():
         if rest and re.fullmatch(r"[rwxps-]{4}", rest[0]):
             rest = rest[1:]
         path = " ".join(rest)
-        if path.startswith("/"):
-            maps.append((start, end, offset, path))
+        if not path.startswith("/"):
+            continue
+        if path not in found:
+            found[path] = path if os.path.exists(path) else by_name.get(
+                os.path.basename(path), path)
+        maps.append((start, end, offset, found[path]))
     return maps
 
 
@@ -140,16 +147,42 @@ def _debugger_source(inf, ctype):
                 signal=_core_signal(inf) if ctype == "core" else None)
 
 
+def _local(path):
+    """A path gdb names "target:/..." (the inferior's files, when gdb runs
+    in another mount namespace, a container) as a local path."""
+    return path[len("target:"):] if path and path.startswith("target:") else path
+
+
+def _loaded_files():
+    """The files gdb loaded for the inferior's objfiles: where it found a
+    core's libraries (set sysroot, set solib-search-path)."""
+    return [_local(o.filename) for o in gdb.objfiles()
+            if o.filename and os.path.isabs(_local(o.filename))]
+
+
+def _core_search():
+    """(sysroot, search path) for a core's files not at the paths it names:
+    gdb's settings, then the directories of the files gdb loaded."""
+    sysroot = _local(gdb.parameter("sysroot") or "") or None
+    dirs = [d for d in (gdb.parameter("solib-search-path") or "").split(":") if d]
+    for path in _loaded_files():
+        if os.path.dirname(path) not in dirs:
+            dirs.append(os.path.dirname(path))
+    return sysroot, ":".join(dirs) or None
+
+
 def _sources(inf, via_debugger):
     """The ways to read the inferior, fastest first."""
     ctype = _connection_type(inf)
-    exe = gdb.current_progspace().filename
+    exe = _local(gdb.current_progspace().filename)
     fast = None
     if not via_debugger:
         if ctype == "core":
             core = _core_file()
             if core and os.access(core, os.R_OK):
-                fast = dict(kind="core", core=core, executable=exe)
+                sysroot, search = _core_search()
+                fast = dict(kind="core", core=core, executable=exe, sysroot=sysroot,
+                            lib_search_path=search)
         elif ctype == "native":
             fast = dict(kind="live", pid=inf.pid)
     if fast:
@@ -157,6 +190,10 @@ def _sources(inf, via_debugger):
     if exe and os.path.exists(exe):
         exe = os.path.realpath(exe)   # as `info proc mappings` names it
     yield dict(_debugger_source(inf, ctype), executable=exe)
+
+
+DEBUG_DIR_ADVICE = ("add a directory that holds it to gdb's debug-file-directory "
+                    "(set debug-file-directory DIR:...)")
 
 
 def _read(inf, via_debugger, call):
@@ -168,10 +205,11 @@ def _read(inf, via_debugger, call):
             return call(dict(
                 source, hints=_thread_hints(inf),
                 debug_dirs=gdb.parameter("debug-file-directory"),
-                debug_dir_advice="add a directory that holds it to gdb's "
-                "debug-file-directory (set debug-file-directory DIR:...)"))
+                debug_dir_advice=DEBUG_DIR_ADVICE))
         except _corestack.Error as exc:
             first = first or exc
+            if NO_RUBY in str(exc):
+                raise   # the same through any source
     raise first
 
 
@@ -185,10 +223,15 @@ def _thread_by_number(inf, number):
 class RubyBt(gdb.Command):
     """Ruby stacks of the inferior, as corestack prints them.
 
-ruby-bt [--json] [--via-debugger] [all | N]
+ruby-bt [--json] [--out FILE] [--via-debugger] [all | N]
   ruby-bt         the Ruby thread running on gdb's selected thread
-  ruby-bt all     every Ruby thread
-  ruby-bt N       the Ruby thread running on gdb thread N
+  ruby-bt all     every Ruby thread, after the process header
+  ruby-bt N       the Ruby thread running on gdb thread N (the Id column
+                  of `info threads`)
+  Ruby numbers its threads its own way: "Thread 2 (tid 4242, gdb thread 3)"
+  is Ruby's thread 2, kernel thread 4242 (gdb's LWP 4242), gdb's thread 3.
+  A gdb thread that runs no Ruby thread gets a line saying so, not an error
+  (--json: an error), so that `thread apply all ruby-bt` goes on.
   --json          corestack's JSON (docs/json-schema.md)
   --out FILE      write to FILE instead of gdb's console, where gdb's own
                   warnings would mix with it (checked before any work)
@@ -202,7 +245,8 @@ ruby-bt [--json] [--via-debugger] [all | N]
         return _complete(text, word, ("--json", "--out", "--via-debugger", "all"), True)
 
     def invoke(self, arg, from_tty):
-        sink = None
+        sink = t = None
+        json = False
         try:
             json, via_debugger, which, out = _corestack.bt_args(arg)
             sink = _output_file(out)
@@ -219,7 +263,14 @@ ruby-bt [--json] [--via-debugger] [all | N]
         except _corestack.Error as exc:
             if sink:
                 sink.close()
+            if t is not None and not json and NO_RUBY in str(exc):
+                # not an error: `thread apply all ruby-bt` goes on
+                gdb.write("ruby-bt: gdb thread %d (LWP %d)%s%s\n" % (
+                    t.num, t.ptid[1], NO_RUBY, str(exc).split(NO_RUBY, 1)[1]))
+                return
             raise gdb.GdbError("ruby-bt: %s" % exc)
+        if t is not None and not json:
+            text = _one_thread(text, t)
         if sink:
             with sink:
                 sink.write(text)
@@ -251,6 +302,20 @@ def _complete(text, word, options, threads):
     return [c[cut:] for c in choices if c.startswith(partial) and c not in before]
 
 
+NO_RUBY = " runs no Ruby thread"   # the module's words for it
+
+
+def _one_thread(text, thread):
+    """The text of one thread's stack: without the process header (ruby-bt
+    all has it; `thread apply` would repeat it), the Ruby thread's line
+    naming gdb's thread number next to the kernel's tid."""
+    lines = text.splitlines(True)
+    first = next((i for i, l in enumerate(lines) if re.match(r"Thread \d+", l)), 0)
+    body = "".join(lines[first:])
+    return re.sub(r"^(Thread \d+.*?\(tid %d)\)" % thread.ptid[1],
+                  r"\1, gdb thread %d)" % thread.num, body, count=1, flags=re.M)
+
+
 def _output_file(path):
     """--out FILE opened before any work, so that a bad path costs nothing;
     a message of one line when it cannot be."""
@@ -262,22 +327,49 @@ def _output_file(path):
         raise _corestack.Error("cannot write %s: %s" % (path, exc.strerror or exc))
 
 
-def _sigint_handling():
-    """gdb's (stop, print, pass) for SIGINT."""
-    text = gdb.execute("info signals SIGINT", to_string=True)
-    m = re.search(r"^SIGINT\s+(Yes|No)\s+(Yes|No)\s+(Yes|No)", text, re.M)
+def _signal_handling(name):
+    """gdb's (stop, print, pass) for signal name."""
+    text = gdb.execute("info signals " + name, to_string=True)
+    m = re.search(r"^%s\s+(Yes|No)\s+(Yes|No)\s+(Yes|No)" % name, text, re.M)
     return m.groups() if m else None
+
+
+def _restore_handling(name, handling):
+    if handling:
+        gdb.execute("handle %s %s %s %s" % (
+            name, "stop" if handling[0] == "Yes" else "nostop",
+            "print" if handling[1] == "Yes" else "noprint",
+            "pass" if handling[2] == "Yes" else "nopass"), to_string=True)
+
+
+def _stop_signal():
+    """The signal the inferior stopped with, or None (a breakpoint...)."""
+    try:
+        return int(gdb.parse_and_eval("$_siginfo.si_signo"))
+    except (gdb.error, ValueError):
+        return None
+
+
+# The signal that stops the inferior when the time is up: one that gdb
+# keeps from the program, and that a program ignores by default should gdb
+# be gone before it intercepts it (SIGINT would end a Ruby with Interrupt).
+SAMPLE_STOP = signal.SIGURG
 
 
 class RubySample(gdb.Command):
     """Sample the Ruby stacks of the live inferior while it runs.
 
 ruby-sample [SECONDS] [--rate HZ] [--out FILE [--format F]]
-  Lets the stopped inferior run for SECONDS (default 5), samples every Ruby
-  thread at HZ (default 100), then stops it again (gdb sees a SIGINT, which
-  is not passed to the program) and prints the frames with the most samples.
+  Lets the stopped inferior run for SECONDS (default 5, at most 86400),
+  samples every Ruby thread at HZ (default 100, at most 10000), then stops
+  it again (gdb sees a SIGURG, which is not passed to the program) and
+  prints the frames with the most samples. Ctrl-C ends it early.
   --out FILE writes the profile: collapsed stacks (flamegraph.pl), or with
-  --format speedscope, flamegraph (SVG), pprof or summary, as record does."""
+  --format speedscope, flamegraph (SVG), pprof, firefox or summary, as
+  record does; FILE is opened before the inferior runs.
+  The Ruby's debug info is looked for in gdb's debug-file-directory. Should
+  gdb get SIGTERM or SIGHUP meanwhile, the inferior is stopped, then gdb
+  quits (detaching it); should gdb die, the inferior is resumed."""
 
     def __init__(self):
         super().__init__("ruby-sample", gdb.COMMAND_RUNNING)
@@ -298,35 +390,51 @@ ruby-sample [SECONDS] [--rate HZ] [--out FILE [--format F]]
                                    else "remote target"))
         if any(t.is_running() for t in inf.threads()):
             raise gdb.GdbError("ruby-sample: the inferior is running; stop it first")
-        handling = _sigint_handling()
+        name = signal.Signals(SAMPLE_STOP).name
+        handling = _signal_handling(name)
         try:
-            sampler = _corestack.sample_start(inf.pid, seconds, rate,
-                                              interrupt_signal=signal.SIGINT)
+            sampler = _corestack.sample_start(
+                inf.pid, seconds, rate, interrupt_signal=SAMPLE_STOP, out=out, format=fmt,
+                debug_dirs=gdb.parameter("debug-file-directory"),
+                debug_dir_advice=DEBUG_DIR_ADVICE)
         except _corestack.Error as exc:
             raise gdb.GdbError("ruby-sample: %s" % exc)
-        # The sampler stops the inferior with a SIGINT: gdb must stop on it
-        # and keep it from the program.
-        gdb.execute("handle SIGINT stop print nopass", to_string=True)
         try:
+            # gdb must stop on the sampler's signal and keep it from the
+            # program.
+            gdb.execute("handle %s stop print nopass" % name, to_string=True)
             gdb.execute("continue", to_string=True)
-        finally:
-            if handling:
-                gdb.execute("handle SIGINT %s %s %s" % (
-                    "stop" if handling[0] == "Yes" else "nostop",
-                    "print" if handling[1] == "Yes" else "noprint",
-                    "pass" if handling[2] == "Yes" else "nopass"), to_string=True)
-            try:
-                summary, interrupted = _corestack.sample_finish(sampler, out, fmt)
-            except _corestack.Error as exc:
-                raise gdb.GdbError("ruby-sample: %s" % exc)
+        except gdb.error:
+            pass   # the inferior is gone; said below
+        except BaseException:
+            # gdb is quitting: no more gdb commands, only the sampler ended
+            _corestack.sample_finish(sampler)
+            raise
+        _restore_handling(name, handling)
+        try:
+            summary, interrupted, quit_signal = _corestack.sample_finish(sampler)
+        except _corestack.Error as exc:
+            raise gdb.GdbError("ruby-sample: %s" % exc)
         gdb.write(summary)
+        stop = _stop_signal() if gdb.selected_inferior().pid else None
         if gdb.selected_inferior().pid == 0:
             gdb.write("The inferior exited while it was sampled.\n")
-        elif interrupted:
-            gdb.write("The inferior is stopped again (ruby-sample's SIGINT, "
-                      "not passed to the program).\n")
+        elif quit_signal:
+            gdb.write("gdb got %s while sampling: the inferior is stopped; gdb quits "
+                      "now, detaching it.\n" % signal.Signals(quit_signal).name)
+        elif interrupted and stop == SAMPLE_STOP:
+            gdb.write("The inferior is stopped again (ruby-sample's %s, "
+                      "not passed to the program).\n" % name)
+        elif stop == signal.SIGINT:
+            gdb.write("Interrupted (SIGINT, Ctrl-C) before the time was up: the "
+                      "inferior is stopped.\n")
         else:
-            gdb.write("The inferior stopped on its own before the time was up.\n")
+            gdb.write("The inferior stopped on its own before the time was up "
+                      "(%s).\n" % (signal.Signals(stop).name if stop else "not by a signal"))
+        if quit_signal:
+            # what gdb does on SIGTERM; now, with the inferior stopped
+            gdb.execute("set confirm off", to_string=True)
+            gdb.execute("quit")
 
 
 # --- ruby-frame, ruby-up, ruby-down, ruby-list ------------------------------

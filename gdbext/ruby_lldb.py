@@ -43,6 +43,29 @@ def _is_core(process):
     return process.GetPluginName() == "elf-core"
 
 
+def _core_file():
+    """The core file this lldb has open: lldb 14 does not name it, but maps
+    it. The one ELF core (e_type 4) among lldb's mapped files, or None."""
+    cores = set()
+    try:
+        with open("/proc/self/maps") as f:
+            paths = set(line.split(None, 5)[5].strip() for line in f
+                        if len(line.split(None, 5)) == 6)
+    except OSError:
+        return None
+    for path in paths:
+        if not path.startswith("/") or path.endswith(" (deleted)"):
+            continue
+        try:
+            with open(path, "rb") as f:
+                head = f.read(18)
+        except OSError:
+            continue
+        if head[:4] == b"\x7fELF" and head[16:18] == b"\x04\x00":
+            cores.add(path)
+    return cores.pop() if len(cores) == 1 else None
+
+
 def _is_local(target):
     return target.GetPlatform().GetName() == "host"
 
@@ -91,12 +114,19 @@ def _debug_dirs(debugger):
     return ":".join([d for d in dirs if d] + ["/usr/lib/debug"])
 
 
+DEBUG_DIR_ADVICE = ("add a directory that holds it to lldb's target.debug-file-search-paths "
+                    "(settings append target.debug-file-search-paths DIR)")
+
+
 def _sources(target, process, via_debugger):
     exe = target.GetExecutable().fullpath
     if exe:
         exe = os.path.realpath(exe)   # as _mappings names it
     if not via_debugger and not _is_core(process) and _is_local(target):
         yield dict(kind="live", pid=process.GetProcessID())
+    core = _core_file() if not via_debugger and _is_core(process) else None
+    if core:   # the core's own notes: command line, signal
+        yield dict(kind="core", core=core, executable=exe)
 
     def read(addr, length):
         err = lldb.SBError()
@@ -117,17 +147,47 @@ def _read(debugger, target, process, via_debugger, call):
         try:
             return call(dict(
                 source, hints=_hints(process), debug_dirs=_debug_dirs(debugger),
-                debug_dir_advice="add a directory that holds it to lldb's "
-                "target.debug-file-search-paths (settings append "
-                "target.debug-file-search-paths DIR)"))
+                debug_dir_advice=DEBUG_DIR_ADVICE))
         except _corestack.Error as exc:
             first = first or exc
     raise first
 
 
+BT_HELP = """Ruby stacks of the process or core, as corestack prints them.
+
+Syntax: ruby-bt [--json] [--out FILE] [--via-debugger] [all | N]
+
+  ruby-bt         the Ruby thread running on lldb's selected thread
+  ruby-bt all     every Ruby thread, after the process header
+  ruby-bt N       the Ruby thread running on lldb thread N (thread list's
+                  index, `thread #N`)
+  --json          corestack's JSON (docs/json-schema.md)
+  --out FILE      write to FILE instead of lldb's console (checked before
+                  any work)
+  --via-debugger  read memory through lldb even where the target is a local
+                  process or core (what a remote target always uses)
+
+Ruby numbers its threads its own way; each thread's line names its kernel
+tid, which `thread list` shows as tid. Debug info is looked for in
+target.debug-file-search-paths, then /usr/lib/debug.
+"""
+
+SAMPLE_HELP = """Sample the Ruby stacks of the live process while it runs.
+
+Syntax: ruby-sample [SECONDS] [--rate HZ] [--out FILE [--format F]]
+
+Lets the stopped process run for SECONDS (default 5, at most 86400), samples
+every Ruby thread at HZ (default 100, at most 10000), stops it again and
+prints the frames with the most samples. --out FILE writes the profile:
+collapsed stacks (flamegraph.pl), or with --format speedscope, flamegraph
+(SVG), pprof, firefox or summary, as corestack record does; FILE is opened
+before the process runs.
+Should lldb die meanwhile, the process is resumed.
+"""
+
+
 def ruby_bt(debugger, command, result, internal_dict):
-    """ruby-bt [--json] [--out FILE] [--via-debugger] [all | N]: Ruby stacks, as
-    corestack prints them; --out writes them to FILE instead of lldb's console."""
+    """ruby-bt: see BT_HELP."""
     sink = None
     try:
         json, via_debugger, which, out = _corestack.bt_args(command)
@@ -161,7 +221,7 @@ def ruby_bt(debugger, command, result, internal_dict):
 
 
 def ruby_sample(debugger, command, result, internal_dict):
-    """ruby-sample [SECONDS] [--rate HZ] [--out FILE [--format F]]: sample the Ruby stacks while the process runs."""
+    """ruby-sample: see SAMPLE_HELP."""
     try:
         seconds, rate, out, fmt = _corestack.sample_args(command)
         target, process = _process(debugger)
@@ -170,7 +230,10 @@ def ruby_sample(debugger, command, result, internal_dict):
                 "core file" if _is_core(process) else "remote target"))
         if process.GetState() != lldb.eStateStopped:
             raise CommandError("the process is running; stop it first")
-        sampler = _corestack.sample_start(process.GetProcessID(), seconds, rate)
+        sampler = _corestack.sample_start(process.GetProcessID(), seconds, rate, out=out,
+                                          format=fmt,
+                                          debug_dirs=_debug_dirs(debugger),
+                                          debug_dir_advice=DEBUG_DIR_ADVICE)
         # Asynchronous: continue, watch the state (it turns "running" a
         # moment later), stop it when the time is up unless it stopped or
         # exited on its own meanwhile.
@@ -195,7 +258,7 @@ def ruby_sample(debugger, command, result, internal_dict):
                 time.sleep(0.02)
         finally:
             debugger.SetAsync(was_async)
-            summary, _ = _corestack.sample_finish(sampler, out, fmt)
+            summary, _, _ = _corestack.sample_finish(sampler)
         result.Print(summary)
         state = process.GetState()
         result.Print("The process is stopped again.\n" if state == lldb.eStateStopped
@@ -338,8 +401,34 @@ def ruby_list(debugger, command, result, internal_dict):
         result.SetError("ruby-list: %s" % exc)
 
 
+class _Command:
+    """A command with lldb's short and long help (`help ruby-bt`)."""
+    func = short = long = None
+
+    def __init__(self, debugger, internal_dict):
+        self.internal_dict = internal_dict
+
+    def __call__(self, debugger, command, exe_ctx, result):
+        type(self).func(debugger, command, result, self.internal_dict)
+
+    def get_short_help(self):
+        return self.short
+
+    def get_long_help(self):
+        return self.long
+
+
+class RubyBt(_Command):
+    func, short, long = ruby_bt, BT_HELP.splitlines()[0], BT_HELP
+
+
+class RubySample(_Command):
+    func, short, long = ruby_sample, SAMPLE_HELP.splitlines()[0], SAMPLE_HELP
+
+
 def __lldb_init_module(debugger, internal_dict):
-    for name, func in (("ruby-bt", "ruby_bt"), ("ruby-sample", "ruby_sample"),
-                       ("ruby-frame", "ruby_frame"), ("ruby-up", "ruby_up"),
+    for name, cls in (("ruby-bt", "RubyBt"), ("ruby-sample", "RubySample")):
+        debugger.HandleCommand("command script add -c %s.%s %s" % (__name__, cls, name))
+    for name, func in (("ruby-frame", "ruby_frame"), ("ruby-up", "ruby_up"),
                        ("ruby-down", "ruby_down"), ("ruby-list", "ruby_list")):
         debugger.HandleCommand("command script add -f %s.%s %s" % (__name__, func, name))

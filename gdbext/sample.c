@@ -17,11 +17,11 @@
 #include "../corestack/sampling_loop.h"
 #include "../corestack/vm_module.h"
 #include "../corestack/ruby_open.h"
-
-static const char *const debug_dirs[] = {"/usr/lib/debug", NULL};
+#include "guard.h"
 
 struct gx_sampler {
 	int pid, interrupt_signal;
+	int guard; /* gx_guard_start's descriptor, or -1 */
 	double seconds, rate;
 	struct cs_ruby ruby;
 	struct cs_page_cache cache;
@@ -31,8 +31,53 @@ struct gx_sampler {
 	/* written by the thread, read after the join */
 	struct cs_live *kept;
 	struct cs_sampling_loop loop;
-	int interrupted; /* the signal was sent */
+	atomic_int interrupted; /* the signal was sent */
+	volatile sig_atomic_t quit_signal;
+	struct sigaction old_term, old_hup;
+	FILE *out; /* --out, opened before the inferior runs */
+	char *out_path;
+	const struct cs_profile_format *format; /* of out */
 };
+
+/* The sampler whose inferior runs: what a SIGTERM or SIGHUP to the
+ * debugger cuts short. One at a time (the debugger runs one command). */
+static struct gx_sampler *volatile running;
+
+/* Send the interrupt signal once, whoever asks first. */
+static void interrupt(struct gx_sampler *s)
+{
+	if (!atomic_exchange(&s->interrupted, 1))
+		kill(s->pid, s->interrupt_signal);
+}
+
+/* A debugger told to quit while the inferior runs (gdb 13 can fail an
+ * internal check then, and hang or abort with the inferior stopped): stop
+ * the inferior the usual way now; the caller quits once the debugger
+ * holds it again (gx_sampler_finish's *quit_signal). */
+static void on_quit(int sig)
+{
+	struct gx_sampler *s = running;
+	if (!s)
+		return;
+	s->quit_signal = sig;
+	interrupt(s);
+}
+
+static void hold_quit_signals(struct gx_sampler *s)
+{
+	struct sigaction sa = {.sa_handler = on_quit, .sa_flags = SA_RESTART};
+	sigemptyset(&sa.sa_mask);
+	running = s;
+	sigaction(SIGTERM, &sa, &s->old_term);
+	sigaction(SIGHUP, &sa, &s->old_hup);
+}
+
+static void release_quit_signals(struct gx_sampler *s)
+{
+	sigaction(SIGTERM, &s->old_term, NULL);
+	sigaction(SIGHUP, &s->old_hup, NULL);
+	running = NULL;
+}
 
 static int take(void *arg)
 {
@@ -55,24 +100,45 @@ static void *run(void *arg)
 	cs_live_close(s->kept);
 	s->kept = NULL;
 	if (s->interrupt_signal && !atomic_load(&s->stop) &&
-	    kill(s->pid, 0) == 0) {
-		kill(s->pid, s->interrupt_signal);
-		s->interrupted = 1;
-	}
+	    kill(s->pid, 0) == 0)
+		interrupt(s);
 	return NULL;
+}
+
+static struct cs_error *start_thread(struct gx_sampler *s)
+{
+	s->guard = gx_guard_start(s->pid);
+	if (s->interrupt_signal)
+		hold_quit_signals(s);
+	/* The thread takes none of the debugger's signals: its handlers
+	 * (SIGTERM, SIGINT, SIGCHLD) expect one of its own threads. */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int e = pthread_create(&s->thread, NULL, run, s);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (!e)
+		return NULL;
+	if (s->interrupt_signal)
+		release_quit_signals(s);
+	return cs_error_create(
+		CS_ERR_OS, "cannot start the sampling thread: %s", strerror(e));
 }
 
 static void destroy(struct gx_sampler *s)
 {
+	gx_guard_release(s->guard);
+	if (s->out)
+		fclose(s->out);
+	free(s->out_path);
 	cs_profile_free(&s->prof);
 	cs_page_cache_free(&s->cache);
 	cs_ruby_close(&s->ruby);
 	free(s);
 }
 
-struct cs_error *gx_sampler_start(int pid, const char *executable,
-				  double seconds, double rate,
-				  int interrupt_signal, struct gx_sampler **ret)
+struct cs_error *gx_sampler_start(const struct gx_sample_request *req,
+				  struct gx_sampler **ret)
 {
 	*ret = NULL;
 	struct gx_sampler *s = calloc(1, sizeof(*s));
@@ -83,31 +149,42 @@ struct cs_error *gx_sampler_start(int pid, const char *executable,
 		free(s);
 		return &cs_error_nomem;
 	}
-	s->pid = pid;
-	s->seconds = seconds;
-	s->rate = rate;
-	s->interrupt_signal = interrupt_signal;
+	s->pid = req->pid;
+	s->format =
+		cs_profile_format_find(req->format ? req->format : "collapsed");
+	if (!s->format)
+		s->format = cs_profile_format_find("collapsed");
+	s->seconds = req->seconds;
+	s->rate = req->rate;
+	s->interrupt_signal = req->interrupt_signal;
+	s->guard = -1;
 	cs_profile_init(&s->prof);
+	struct cs_error *err = NULL;
+	/* A bad --out costs nothing: found before the inferior runs. */
+	if (req->out_path && (!(s->out_path = strdup(req->out_path)) ||
+			      !(s->out = fopen(req->out_path, "w"))))
+		err = s->out_path
+			      ? cs_error_create(CS_ERR_OS,
+						"cannot write %s: %s",
+						req->out_path, strerror(errno))
+			      : &cs_error_nomem;
 	/* Resolve everything once, before the inferior runs. */
-	struct cs_target_request req = {.pid = pid};
-	struct cs_target *first;
-	struct cs_error *err = cs_target_open(&req, &first);
+	struct cs_target_request treq = {.pid = req->pid};
+	struct cs_target *first = NULL;
+	if (!err)
+		err = cs_target_open(&treq, &first);
 	if (!err) {
 		/* A sampler reads the same stacks again and again. */
-		struct cs_ruby_options opts = {.executable = executable,
-					       .debug_dirs = debug_dirs,
+		struct cs_ruby_options opts = {.executable = req->executable,
+					       .debug_dirs = req->debug_dirs,
+					       .debug_dir_advice =
+						       req->debug_dir_advice,
 					       .model = {.reuse_frames = true}};
 		err = cs_ruby_open(first, &opts, &s->ruby);
 		cs_target_close(first);
 	}
-	if (!err) {
-		int e = pthread_create(&s->thread, NULL, run, s);
-		if (e)
-			err = cs_error_create(CS_ERR_OS,
-					      "cannot start the sampling "
-					      "thread: %s",
-					      strerror(e));
-	}
+	if (!err)
+		err = start_thread(s);
 	if (err) {
 		destroy(s);
 		return err;
@@ -116,48 +193,55 @@ struct cs_error *gx_sampler_start(int pid, const char *executable,
 	return NULL;
 }
 
-struct cs_error *gx_sampler_finish(struct gx_sampler *s, const char *out_path,
-				   const char *format, char **summary,
-				   int *interrupted)
+/* The profile into the file opened at the start; a line that says where
+ * it went, or why it did not, into the summary m. */
+static void write_out(struct gx_sampler *s, const struct cs_profile_run *run,
+		      FILE *m)
+{
+	if (!s->out)
+		return;
+	s->format->write(s->out, &s->prof, run);
+	int failed = ferror(s->out);
+	if (fclose(s->out) != 0)
+		failed = 1;
+	s->out = NULL;
+	bool collapsed = strcmp(s->format->name, "collapsed") == 0;
+	const char *what = collapsed ? "collapsed stacks" : s->format->name;
+	if (failed)
+		fprintf(m, "cannot write the %s%s to %s: %s\n", what,
+			collapsed ? "" : " profile", s->out_path,
+			strerror(errno));
+	else
+		fprintf(m, "%s%s written to %s\n", what,
+			collapsed ? "" : " profile", s->out_path);
+}
+
+struct cs_error *gx_sampler_finish(struct gx_sampler *s, char **summary,
+				   struct gx_sample_end *end)
 {
 	*summary = NULL;
-	const struct cs_profile_format *fmt =
-		cs_profile_format_find(format ? format : "collapsed");
-	if (!fmt)
-		fmt = cs_profile_format_find("collapsed");
 	atomic_store(&s->stop, 1);
 	pthread_join(s->thread, NULL);
-	*interrupted = s->interrupted;
+	if (s->interrupt_signal)
+		release_quit_signals(s);
+	end->interrupted = atomic_load(&s->interrupted);
+	end->quit_signal = s->quit_signal;
 	struct cs_error *err = NULL;
 	const struct cs_sampling_loop *l = &s->loop;
 	struct cs_profile_run run = {l->lost, l->elapsed, s->rate, s->pid};
-	if (out_path) {
-		FILE *f = fopen(out_path, "w");
-		if (!f || (fmt->write(f, &s->prof, &run), fclose(f) != 0))
-			err = cs_error_create(CS_ERR_OS, "cannot write %s: %s",
-					      out_path, strerror(errno));
-	}
 	char *text = NULL;
 	size_t size = 0;
-	FILE *m = err ? NULL : open_memstream(&text, &size);
-	if (!err && !m)
+	FILE *m = open_memstream(&text, &size);
+	if (!m) {
 		err = &cs_error_nomem;
-	if (!err) {
+	} else {
 		cs_profile_format_find("summary")->write(m, &s->prof, &run);
 		size_t tries = l->taken + l->lost;
-		fprintf(m,
-			"\n%zu samples in %.2f s (%.0f Hz asked, %.1f achieved), "
-			"%zu lost, %.1f us per stack read\n",
-			l->taken, l->elapsed, s->rate,
+		/* The summary's first line has the counts already. */
+		fprintf(m, "\n%.1f Hz achieved, %.1f us per stack read\n",
 			l->elapsed > 0 ? (double)tries / l->elapsed : 0.0,
-			l->lost,
 			tries ? l->reading / (double)tries * 1e6 : 0.0);
-		if (out_path && strcmp(fmt->name, "collapsed") == 0)
-			fprintf(m, "collapsed stacks written to %s\n",
-				out_path);
-		else if (out_path)
-			fprintf(m, "%s profile written to %s\n", fmt->name,
-				out_path);
+		write_out(s, &run, m);
 		if (fclose(m) != 0)
 			err = &cs_error_nomem;
 		else

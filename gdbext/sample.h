@@ -5,8 +5,9 @@
  * ptrace (process_vm_readv, /proc/PID/mem) from a thread of our own while
  * the debugger's main thread waits for the inferior to stop. When the time
  * is up the sampler stops the inferior the way the debugger notices: a
- * signal the debugger intercepts (gdb: SIGINT, not passed to the program),
- * or the caller stops it itself (lldb: interrupt_signal 0). */
+ * signal the debugger intercepts (gdb: SIGURG, not passed to the program;
+ * ignored by default should the debugger die before it intercepts it), or
+ * the caller stops it itself (lldb: interrupt_signal 0). */
 #ifndef CS_GDBEXT_SAMPLE_H
 #define CS_GDBEXT_SAMPLE_H
 
@@ -14,20 +15,38 @@
 
 struct gx_sampler;
 
-/* Resolve the Ruby VM of pid (executable may be NULL), then start
- * sampling every Ruby thread at rate Hz for seconds. After seconds, if
- * interrupt_signal is not 0, it is sent to pid. */
-struct cs_error *gx_sampler_start(int pid, const char *executable,
-				  double seconds, double rate,
-				  int interrupt_signal,
+struct gx_sample_request {
+	int pid;
+	const char *executable; /* may be NULL */
+	double seconds, rate;
+	/* Sent to pid when the time is up, or when the debugger gets SIGTERM
+	 * or SIGHUP meanwhile (those are held until gx_sampler_finish); 0:
+	 * the caller stops the inferior itself. */
+	int interrupt_signal;
+	const char *out_path; /* the profile; opened at the start */
+	/* how out_path is written: a name of profile_format.h's table;
+	 * NULL: collapsed */
+	const char *format;
+	/* as in struct gx_source (backtrace.h) */
+	const char *const *debug_dirs;
+	const char *debug_dir_advice;
+};
+
+struct gx_sample_end {
+	int interrupted; /* the sampler sent interrupt_signal */
+	int quit_signal; /* SIGTERM or SIGHUP the debugger got, or 0 */
+};
+
+/* Resolve the Ruby VM of req->pid, open req->out_path, then start sampling
+ * every Ruby thread at rate Hz for seconds, with a guard (guard.h) that
+ * resumes the inferior should the debugger die meanwhile. */
+struct cs_error *gx_sampler_start(const struct gx_sample_request *req,
 				  struct gx_sampler **ret);
 /* Stop sampling (now, if the time is not up yet: the inferior stopped or
- * exited), write the profile to out_path (if not NULL) in format (a name
- * of profile_format.h's table; NULL: collapsed) and return the summary in
- * *summary (malloc'd); *interrupted tells whether the sampler sent
- * interrupt_signal. Frees the sampler. */
-struct cs_error *gx_sampler_finish(struct gx_sampler *s, const char *out_path,
-				   const char *format, char **summary,
-				   int *interrupted);
+ * exited), write the profile to out_path and return the summary in *summary
+ * (malloc'd; it says where the stacks went or why they could not be
+ * written). The caller quits if end->quit_signal. Frees the sampler. */
+struct cs_error *gx_sampler_finish(struct gx_sampler *s, char **summary,
+				   struct gx_sample_end *end);
 
 #endif

@@ -54,7 +54,7 @@ static struct cs_error *real_class(struct rv_session *s, uint64_t klass,
 			*ret = klass;
 			return NULL;
 		}
-		if ((err = rv_read_member(s, klass, RVL_rclass_super, &klass)))
+		if ((err = rv_superclass(s, klass, &klass)))
 			return err;
 	}
 	return cs_error_create(CS_ERR_CORRUPT,

@@ -36,7 +36,7 @@ Ruby says about itself (fixtures/oracle.rb), on every fixture Ruby.
                                     heavy ranked over light (summary and collapsed
                                     stacks), every thread stopped again afterwards,
                                     and `continue` then runs the program to a
-                                    normal exit (the SIGINT was not passed on)
+                                    normal exit (the SIGURG was not passed on)
     gdbext/RUBY/sample-speedscope   then ruby-sample 0.5 --out F --format speedscope in
                                     the same gdb: a speedscope file naming heavy and
                                     light, as many samples as the summary at most
@@ -57,8 +57,47 @@ Ruby says about itself (fixtures/oracle.rb), on every fixture Ruby.
     gdbext/3.3-static/debug-file-directory  the advice followed (the DWARF in a
                                     build-id tree named by set debug-file-directory):
                                     the oracle's stacks
+    gdbext/3.3-static/sample-debug-file-directory  ruby-sample on the stripped Ruby
+                                    live, no ruby-bt before and no layout cached: ruby-bt's
+                                    one line without the directory; samples once it is set
     lldb/3.3-static/no-debug-info   the same in lldb (target.debug-file-search-paths),
                                     both the error line and the stacks once set
+    gdbext/3.3-static/sample-killed  ruby-sample on a long shares.rb run, gdb sent SIGTERM or
+                                    SIGKILL while it attaches, while it samples, as the time
+                                    is up, and `timeout 3 gdb ... ruby-sample 10`: gdb says no
+                                    internal error and does not hang, and the target runs on
+                                    untraced with no thread stopped; then SIGINT (Ctrl-C)
+                                    while sampling: "Interrupted", and gdb goes on
+    gdbext/3.3-static/sample-args   --rate 0, --rate 100000, SECONDS 0 and an --out in a
+                                    missing directory: one error line each with the reason,
+                                    before the inferior runs; then a run: one line of sample
+                                    counts, the collapsed stacks written
+    gdbext/3.1/thread-numbers       thread apply all ruby-bt on threads.rb live: each gdb
+                                    thread's block has its Ruby thread naming "tid LWP, gdb
+                                    thread N", or one line saying it runs no Ruby (not an
+                                    error that ends thread apply), every oracle thread reached,
+                                    no process header; ruby-bt all after it has one
+    gdbext/3.1/moved-libruby/solib-search-path  its core with libruby's name changed where
+                                    the core records it, that name found only through
+                                    `set solib-search-path DIR`: ruby-bt --json all as the
+                                    oracle
+    gdbext/3.1/moved-libruby/sysroot  the same through `set sysroot DIR`
+    lldb/3.1/as-installed           corestack-lldb as make install writes it, run with no
+                                    PYTHONPATH: lldb-14's Python starts, the commands are there
+    lldb/3.1/core-text              its ruby-bt all on 3.1's core: corestack's text for the
+                                    core, header (command line, signal) included
+    lldb/3.1/help                   its help ruby-bt: the syntax, all, N, the options
+    gdbext/install-edges/no-ruby    make install PREFIX=TMP with no ruby on PATH: says no
+                                    auto-load script was written and names RUBY=
+    gdbext/install-edges/prefix     that install: the gdbinit snippet under TMP/etc, and a
+                                    hint on how gdb comes to read it
+    gdbext/install-edges/unresolved-libruby  make install RUBY="3.1's ruby, a copy whose
+                                    RUNPATH is gone": scripts for the ruby, its libruby and
+                                    the copy's executable only, and the copy named as one
+                                    whose libruby ldd cannot find
+    gdbext/install-edges/uninstall  make uninstall PREFIX=TMP: no file left under TMP
+    gdbext/install-edges/stale-snippet  the snippet of a deleted prefix read by gdb: one
+                                    line saying so, and gdb goes on
     gdbext/RUBY/threads/remote      ruby-bt --json all through gdbserver --attach (target
                                     remote: memory, mappings, auxv over the protocol): as
                                     the oracle; ruby-sample there says it needs a local
@@ -92,9 +131,11 @@ gdbext_install.py.
 import os
 
 from . import procs
+from .gdbext_edges import (EDGE_RUBY, EDGE_TESTS, SHARED_RUBY, SHARED_TESTS, edge_tests,
+                           shared_tests)
 from .gdbext_errors import BAD_TESTS, NO_DEBUG_RUBY, NO_DEBUG_TESTS, bad_tests, no_debug_tests
 from .gdbext_gdb import fail_all, remote_test, scenario_runs, scenario_tests
-from .gdbext_install import INSTALL_TESTS, install_test
+from .gdbext_install import EDGE_INSTALL_TESTS, INSTALL_TESTS, install_edge_tests, install_test
 from .gdbext_lldb import lldb_test, lldb_tests
 from .gdbext_sample import sample_test
 
@@ -114,6 +155,10 @@ def ruby_tests(ruby, scenarios):
         names.append("gdbext/%s/threads/remote" % ruby)
     if ruby == NO_DEBUG_RUBY:
         names += NO_DEBUG_TESTS
+    if ruby == EDGE_RUBY:
+        names += EDGE_TESTS
+    if ruby == SHARED_RUBY:
+        names += SHARED_TESTS + EDGE_INSTALL_TESTS
     return names
 
 
@@ -158,6 +203,11 @@ def gdbext_tests(rep, selected, args, prefixes, scenarios, workdir):
             install_test(rep, selected, args, exe, rwork)
         if ruby == NO_DEBUG_RUBY:
             no_debug_tests(rep, selected, args, exe, rwork)
+        if ruby == EDGE_RUBY:
+            edge_tests(rep, selected, args, exe, rwork)
+        if ruby == SHARED_RUBY:
+            shared_tests(rep, selected, args, exe, rwork)
+            install_edge_tests(rep, selected, args, exe, rwork)
         if some_ruby is None and any(selected(n) for n in (
                 "gdbext/bad/sample-on-core", "gdbext/bad/unreadable-vm", "lldb/bad/unreadable-vm")):
             sleeper = procs.Scenario(exe, os.path.join(procs.SCENARIOS, "threads.rb"),

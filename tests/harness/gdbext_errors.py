@@ -139,6 +139,7 @@ def bad_tests(rep, selected, args, workdir, some_ruby):
 NO_DEBUG_RUBY = "3.3-static"   # the Ruby is one file: strip it, and the core still fits
 NO_DEBUG_TESTS = ("gdbext/%s/no-debug-info" % NO_DEBUG_RUBY,
                   "gdbext/%s/debug-file-directory" % NO_DEBUG_RUBY,
+                  "gdbext/%s/sample-debug-file-directory" % NO_DEBUG_RUBY,
                   "lldb/%s/no-debug-info" % NO_DEBUG_RUBY)
 
 
@@ -148,6 +149,33 @@ def build_id_of(path):
     if not m:
         raise procs.Failure("no build-id in %s" % path)
     return m.group(1)
+
+
+def sample_debug_dir(g, stripped, tree, said, base):
+    """ruby-sample on the stripped Ruby, live, in a session that never ran
+    ruby-bt and with no layout cached: the same one line as ruby-bt's
+    without the debug directory, samples with it."""
+    live = subprocess.Popen([stripped, "-e", "sleep"], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(0.3)
+        rc, out, err, _, reason = run_gdb(
+            g, ["-p", str(live.pid)], ["ruby-sample 0.3", "set debug-file-directory %s" % tree,
+                                       "ruby-sample 0.3"],
+            base, "sample-debug-dir", env={"XDG_CACHE_HOME": os.path.join(base, "xdg-sample")})
+    finally:
+        live.kill()
+        live.wait()
+    if reason:
+        return reason
+    lines = [l for l in err.splitlines() if l.startswith("ruby-sample")]
+    if len(lines) != 1 or not re.search(said, lines[0]) or "--debug-dir" in lines[0]:
+        return "without the debug directory, expected one line like ruby-bt's: %s" % (
+            compare.show(err[-400:]))
+    if "samples in" not in out:
+        return "with set debug-file-directory, no samples: %s" % compare.show(
+            (out + err)[-400:])
+    return None
 
 
 def no_debug_tests(rep, selected, args, exe, workdir):
@@ -218,6 +246,9 @@ def no_debug_tests(rep, selected, args, exe, workdir):
             if not reason and report is None:
                 reason = "no report with debug-file-directory set: %s" % compare.show(err[-300:])
             rep.result(name, reason or check_json({"out": report}, oracle, "core", None))
+        name = "gdbext/%s/sample-debug-file-directory" % NO_DEBUG_RUBY
+        if selected(name):
+            rep.result(name, sample_debug_dir(g, stripped, tree, said, base))
         name = "lldb/%s/no-debug-info" % NO_DEBUG_RUBY
         if selected(name):
             reason = lldb_one_error(args, [stripped, "-c", core], r"%s: no DWARF debug info .*"

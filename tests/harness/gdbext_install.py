@@ -3,6 +3,7 @@ loading it from the installed gdbinit.d snippet (gdbext/install...).
 """
 
 import os
+import re
 import shutil
 import subprocess
 
@@ -162,3 +163,110 @@ def install_test(rep, selected, args, exe, workdir):
                 except subprocess.TimeoutExpired:
                     rep.result("gdbext/install-system-gdbinit", "gdb hung")
     os.unlink(core)
+
+
+# --- make install's edges ------------------------------------------------------------
+
+EDGE_INSTALL_TESTS = ("gdbext/install-edges/no-ruby", "gdbext/install-edges/prefix",
+                      "gdbext/install-edges/unresolved-libruby", "gdbext/install-edges/uninstall",
+                      "gdbext/install-edges/stale-snippet")
+
+
+def make_output(variables, env=None):
+    """make install/uninstall -> (None or why it failed, its output)."""
+    try:
+        res = subprocess.run(["make", "-C", ROOT] + variables, stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             timeout=600, env=env)
+    except subprocess.TimeoutExpired:
+        return "make hung", ""
+    if res.returncode != 0:
+        return "make exited %d: %s" % (res.returncode, compare.show(res.stdout[-300:])), \
+            res.stdout
+    return None, res.stdout
+
+
+def unresolvable_copy(exe, workdir):
+    """A copy of a shared Ruby whose RUNPATH names a directory that is not
+    there: ldd cannot find its libruby."""
+    with open(exe, "rb") as f:
+        data = f.read()
+    runpath = os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(exe))), "lib")
+    old = runpath.encode() + b"\0"
+    if data.count(old) != 1:
+        raise procs.Failure("%s: no RUNPATH %s to change" % (exe, runpath))
+    copy = os.path.join(workdir, "bin", "ruby")
+    os.makedirs(os.path.dirname(copy), exist_ok=True)
+    with open(copy, "wb") as f:
+        f.write(data.replace(old, old[:-2] + b"X\0"))
+    os.chmod(copy, 0o755)
+    return copy
+
+
+def autoload_scripts(prefix):
+    root = os.path.join(prefix, "share", "gdb", "auto-load")
+    return sorted(os.path.join(d, n)[len(root):] for d, _, names in os.walk(root)
+                  for n in names)
+
+
+def install_edges(prefix, exe, workdir):
+    """make install with no ruby on PATH, PREFIX alone, a Ruby whose
+    libruby ldd cannot find; make uninstall; the snippet left behind."""
+    results = {}
+    path = ":".join(d for d in os.environ.get("PATH", "").split(":")
+                    if not os.path.exists(os.path.join(d, "ruby")))
+    env = procs.quiet_env({"PATH": path})
+    env.pop("RUBY", None)
+    reason, out = make_output(["install", "PREFIX=" + prefix], env)
+    results["no-ruby"] = reason or (
+        None if re.search(r"no ruby on PATH: no gdb auto-load script written.*RUBY=", out)
+        else "make install said nothing of the missing ruby: %s" % compare.show(out[-400:]))
+    snippet = os.path.join(prefix, "etc", SNIPPET)
+    results["prefix"] = reason or (
+        "no snippet at %s" % snippet if not os.path.isfile(snippet) else
+        "no hint on how gdb reads %s: %s" % (snippet, compare.show(out[-400:]))
+        if "add 'source %s' to ~/.gdbinit" % snippet not in out else None)
+    bad = unresolvable_copy(exe, workdir)
+    reason, out = make_output(["install", "PREFIX=" + prefix, "RUBY=%s %s" % (exe, bad)], env)
+    lib = [l for l in os.listdir(os.path.join(os.path.dirname(os.path.dirname(
+        os.path.realpath(exe))), "lib")) if re.fullmatch(r"libruby\.so[0-9.]*", l)]
+    want = sorted([os.path.realpath(exe) + "-gdb.py", bad + "-gdb.py"] + [
+        os.path.realpath(os.path.join(os.path.dirname(os.path.dirname(
+            os.path.realpath(exe))), "lib", lib[0])) + "-gdb.py"] if lib else [])
+    got = autoload_scripts(prefix)
+    results["unresolved-libruby"] = reason or (
+        "auto-load scripts %s, expected %s" % (got, want) if got != want else
+        "make install did not say ldd cannot find the libruby: %s" % compare.show(out[-400:])
+        if "ldd cannot find the libruby of " + bad not in out else None)
+    saved = os.path.join(workdir, "corestack.gdb")
+    shutil.copy(snippet, saved)
+    reason, out = make_output(["uninstall", "PREFIX=" + prefix], env)
+    left = [os.path.join(d, n) for d, _, names in os.walk(prefix) for n in names]
+    results["uninstall"] = reason or ("files left: %s" % left[:5] if left else None)
+    shutil.rmtree(prefix)
+    res = subprocess.run(["gdb", "-nx", "-q", "-batch", "-iex", "source " + saved,
+                          "-ex", "echo ok\\n"], stdin=subprocess.DEVNULL,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         timeout=GDB_TIMEOUT, env=env)
+    said = [l for l in res.stdout.splitlines() if l.startswith("corestack:")]
+    autoload = os.path.join(prefix, "share", "gdb", "auto-load")
+    results["stale-snippet"] = None if len(said) == 1 and autoload + " is gone" in said[0] \
+        and "ok" in res.stdout.splitlines() else \
+        "a snippet naming a deleted prefix: expected one line, got %s" % compare.show(res.stdout)
+    return results
+
+
+def install_edge_tests(rep, selected, args, exe, workdir):
+    names = [n for n in EDGE_INSTALL_TESTS if selected(n)]
+    if not names:
+        return
+    base = os.path.join(workdir, "install-edges")
+    shutil.rmtree(base, ignore_errors=True)
+    os.makedirs(base)
+    try:
+        results = install_edges(os.path.join(base, "prefix"), exe, base)
+    except (procs.Failure, OSError, ValueError, subprocess.SubprocessError) as exc:
+        fail_all(rep, selected, names, "setup: %s" % exc)
+        return
+    for n in names:
+        rep.result(n, results[n.rsplit("/", 1)[1]])
