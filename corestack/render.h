@@ -27,4 +27,8 @@ const struct cs_renderer *cs_renderer_find(const char *name);
 void cs_render_text(FILE *out, const struct cs_report *r); /* render_text.c */
 void cs_render_json(FILE *out, const struct cs_report *r); /* render_json.c */
 
+/* A frame's locals (rv_snapshot_locals) as the text format shows them under
+ * the frame, one a line at indent; nothing when it has none. */
+void cs_render_locals_text(FILE *out, const struct rv_frame *f, int indent);
+
 #endif

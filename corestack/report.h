@@ -16,8 +16,9 @@
 /* Bump on incompatible changes of the JSON output (docs/json-schema.md). */
 #define CS_JSON_SCHEMA 1
 /* Bump on compatible additions (new fields); 1: fibers; 5: "crash";
- * 6: "gc"; 7: each thread's "exception". */
-#define CS_JSON_SCHEMA_MINOR 7
+ * 6: "gc"; 7: each thread's "exception"; 8: each Ruby frame's "locals"
+ * with --locals. */
+#define CS_JSON_SCHEMA_MINOR 8
 
 struct cs_report {
 	const char *core_path; /* NULL for a live process */

@@ -19,7 +19,8 @@ of tests/harness/ whose docstring names its tests and what each checks:
                              its core taken, corestack (--json, text, --pid) against
                              the oracle fixtures/oracle.rb wrote; on the same
                              captures threadstate.py (RUBY/SCENARIO/threadstate...),
-                             fibers.py (RUBY/fibers/...), yjit.py (RUBY/SCENARIO/yjit)
+                             fibers.py (RUBY/fibers/...), yjit.py (RUBY/SCENARIO/yjit),
+                             frame_locals.py (RUBY/frames/locals...)
     bad/...                  bad_input.py: unusable input, exit 2 and one line
     cli/...                  cli.py: wrong options, core arguments that are no file
     record/own-child-ends-early, RUBY/record-unreaped-exit...  record_exits.py
@@ -63,7 +64,8 @@ import time
 
 sys.dont_write_bytecode = True   # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (bad_input, checks, cli, corrupt, crash, fibers, frame_reuse, gdbext, hostile,  # noqa: E402
+from harness import (bad_input, checks, cli, corrupt, crash, fibers, frame_locals,  # noqa: E402
+                     frame_reuse, gdbext, hostile,
                      layout, many_threads, mutations, native, native_cut, nontfile, permissions,
                      procs, record, record_exits, requires, scenarios, stale_pc,
                      thread_notes, traced, unit, yjit)
@@ -294,6 +296,9 @@ def main():
                         scenarios.report_scenario(rep, selected, ruby, scen, results[scen], runs)
                         fibers.report(rep, selected, ruby, scen, results[scen], runs,
                                       args.corestack, args.timeout, checks.json_report)
+                        frame_locals.report(rep, selected, ruby, scen, results[scen],
+                                            args.corestack, args.timeout, procs.run_tool,
+                                            checks.json_report)
                 except BaseException:   # ^C or SIGTERM: do not wait for the pool
                     for future in futures.values():
                         future.cancel()
