@@ -8,6 +8,7 @@
 #ifndef CS_CORESTACK_RENDER_H
 #define CS_CORESTACK_RENDER_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "report.h"
@@ -27,6 +28,10 @@ const struct cs_renderer *cs_renderer_find(const char *name);
 void cs_render_text(FILE *out, const struct cs_report *r); /* render_text.c */
 void cs_render_json(FILE *out, const struct cs_report *r); /* render_json.c */
 
+/* One frame's line as the text format shows it (at indent), then its
+ * locals when they were read. */
+void cs_render_frame_text(FILE *out, const struct rv_frame *f, int indent,
+			  bool backtick);
 /* A frame's locals (rv_snapshot_locals) as the text format shows them under
  * the frame, one a line at indent; nothing when it has none. */
 void cs_render_locals_text(FILE *out, const struct rv_frame *f, int indent);

@@ -95,6 +95,12 @@ static void frame(FILE *out, const struct rv_frame *f,
 	cs_render_locals_text(out, f, indent + 4);
 }
 
+void cs_render_frame_text(FILE *out, const struct rv_frame *f, int indent,
+			  bool backtick)
+{
+	frame(out, f, NULL, indent, backtick);
+}
+
 void cs_render_locals_text(FILE *out, const struct rv_frame *f, int indent)
 {
 	if (f->locals_error)

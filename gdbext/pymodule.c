@@ -158,7 +158,10 @@ static int split_dirs(const char *dirs, char ***ret)
 
 /* backtrace(kind, ...) -> (text, complete). kind: "core", "live" or
  * "debugger". debug_dirs: the debugger's debug directories ("a:b");
- * debug_dir_advice: how its user adds one (for the no-debug message). */
+ * debug_dir_advice: how its user adds one (for the no-debug message).
+ * locals: every Ruby frame's locals (ruby-bt full); frame: only that frame
+ * of the thread (-1: the innermost Ruby one) with its locals (ruby-locals);
+ * value: only that VALUE (ruby-print). */
 static PyObject *py_backtrace(PyObject *self, PyObject *args, PyObject *kw)
 {
 	(void)self;
@@ -167,18 +170,34 @@ static PyObject *py_backtrace(PyObject *self, PyObject *args, PyObject *kw)
 				"auxv",       "is_core",    "name",
 				"json",       "tids",       "hints",
 				"signal",     "debug_dirs", "debug_dir_advice",
+				"locals",     "frame",      "value",
 				NULL};
 	const char *kind, *core = NULL, *executable = NULL,
 			  *name = "the debugger's inferior", *dirs = NULL,
 			  *advice = NULL;
-	int pid = -1, is_core = 0, json = 0;
+	int pid = -1, is_core = 0, json = 0, locals = 0;
 	PyObject *read = Py_None, *maps = Py_None, *auxv = Py_None,
-		 *tids = Py_None, *hints = Py_None, *sig = Py_None;
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "s|zizOOOpzpOOOzz", names,
+		 *tids = Py_None, *hints = Py_None, *sig = Py_None,
+		 *frame = Py_None, *value = Py_None;
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "s|zizOOOpzpOOOzzpOO", names,
 					 &kind, &core, &pid, &executable, &read,
 					 &maps, &auxv, &is_core, &name, &json,
-					 &tids, &hints, &sig, &dirs, &advice))
+					 &tids, &hints, &sig, &dirs, &advice,
+					 &locals, &frame, &value))
 		return NULL;
+	struct gx_backtrace_request req = {.format = json ? "json" : "text",
+					   .locals = locals,
+					   .frame = GX_FRAME_NONE};
+	if (frame != Py_None &&
+	    ((req.frame = PyLong_AsLong(frame)) == -1 && PyErr_Occurred()))
+		return NULL;
+	if (value != Py_None) {
+		req.show_value = 1;
+		/* a VALUE as the debugger gives it, masked to 64 bits */
+		req.value = PyLong_AsUnsignedLongLongMask(value);
+		if (PyErr_Occurred())
+			return NULL;
+	}
 	struct gx_source src = {.pid = pid,
 				.executable = executable,
 				.debug_dir_advice = advice};
@@ -222,7 +241,6 @@ static PyObject *py_backtrace(PyObject *self, PyObject *args, PyObject *kw)
 				"debugger read= and mappings=");
 		return NULL;
 	}
-	struct gx_backtrace_request req = {.format = json ? "json" : "text"};
 	int64_t *only = NULL;
 	if (!tid_list(tids, &only, &req.nonly)) {
 		free(only);
@@ -304,8 +322,9 @@ static PyObject *py_sample_finish(PyObject *self, PyObject *args)
 
 /* --- arguments ------------------------------------------------------------ */
 
-/* bt_args(line) -> (json, via_debugger, which, out) with which None (the
- * selected thread), "all" or a thread number, out None or --out's path. */
+/* bt_args(line) -> (json, via_debugger, which, out, full) with which None
+ * (the selected thread), "all" or a thread number, out None or --out's
+ * path, full whether to show locals. */
 static PyObject *py_bt_args(PyObject *self, PyObject *args)
 {
 	(void)self;
@@ -324,11 +343,26 @@ static PyObject *py_bt_args(PyObject *self, PyObject *args)
 		gx_bt_args_free(&a);
 		return NULL;
 	}
-	PyObject *res = Py_BuildValue("(OONz)", a.json ? Py_True : Py_False,
+	PyObject *res = Py_BuildValue("(OONzO)", a.json ? Py_True : Py_False,
 				      a.via_debugger ? Py_True : Py_False,
-				      which, a.out);
+				      which, a.out,
+				      a.full ? Py_True : Py_False);
 	gx_bt_args_free(&a);
 	return res;
+}
+
+/* locals_args(line) -> the frame number, -1 when none is given */
+static PyObject *py_locals_args(PyObject *self, PyObject *args)
+{
+	(void)self;
+	const char *line;
+	long frame;
+	if (!PyArg_ParseTuple(args, "s", &line))
+		return NULL;
+	struct cs_error *err = gx_parse_locals_args(line, &frame);
+	if (err)
+		return raise(err);
+	return PyLong_FromLong(frame);
 }
 
 /* sample_args(line) -> (seconds, rate, out or None) */
@@ -358,7 +392,9 @@ static PyMethodDef methods[] = {
 	{"sample_finish", py_sample_finish, METH_VARARGS,
 	 "sample_finish(sampler, out=None) -> (summary, interrupted)"},
 	{"bt_args", py_bt_args, METH_VARARGS,
-	 "bt_args(line) -> (json, via_debugger, which, out)"},
+	 "bt_args(line) -> (json, via_debugger, which, out, full)"},
+	{"locals_args", py_locals_args, METH_VARARGS,
+	 "locals_args(line) -> frame number, -1 for the innermost Ruby frame"},
 	{"sample_args", py_sample_args, METH_VARARGS,
 	 "sample_args(line) -> (seconds, rate, out)"},
 	{NULL, NULL, 0, NULL},

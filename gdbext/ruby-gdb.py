@@ -1,8 +1,11 @@
-"""corestack's gdb commands: ruby-bt and ruby-sample (see gdbext/README.md).
+"""corestack's gdb commands: ruby-bt, ruby-sample, ruby-locals and ruby-print
+(see gdbext/README.md).
 
     (gdb) source /usr/local/lib/corestack/ruby-gdb.py   # or auto-loaded
-    (gdb) ruby-bt [--json] [all | N]
+    (gdb) ruby-bt [--json] [full] [all | N]
     (gdb) ruby-sample [SECONDS] [--rate HZ] [--out FILE]
+    (gdb) ruby-locals [N]
+    (gdb) ruby-print EXPR          # or rp EXPR
 
 A thin loader: everything about Ruby is in the C module _corestack (found
 next to this file); this file only tells it what gdb knows (the pid, the
@@ -165,10 +168,11 @@ def _thread_by_number(inf, number):
 class RubyBt(gdb.Command):
     """Ruby stacks of the inferior, as corestack prints them.
 
-ruby-bt [--json] [--via-debugger] [all | N]
+ruby-bt [--json] [--via-debugger] [full] [all | N]
   ruby-bt         the Ruby thread running on gdb's selected thread
   ruby-bt all     every Ruby thread
   ruby-bt N       the Ruby thread running on gdb thread N
+  full            every Ruby frame's local variables too
   --json          corestack's JSON (docs/json-schema.md)
   --out FILE      write to FILE instead of gdb's console, where gdb's own
                   warnings would mix with it (checked before any work)
@@ -181,7 +185,7 @@ ruby-bt [--json] [--via-debugger] [all | N]
     def invoke(self, arg, from_tty):
         sink = None
         try:
-            json, via_debugger, which, out = _corestack.bt_args(arg)
+            json, via_debugger, which, out, full = _corestack.bt_args(arg)
             sink = _output_file(out)
             inf = _inferior("ruby-bt")
             if which == "all":
@@ -195,7 +199,7 @@ ruby-bt [--json] [--via-debugger] [all | N]
             for source in _sources(inf, via_debugger):
                 try:
                     text, _ = _corestack.backtrace(
-                        json=json, tids=tids, hints=_thread_hints(inf),
+                        json=json, tids=tids, hints=_thread_hints(inf), locals=full,
                         debug_dirs=gdb.parameter("debug-file-directory"),
                         debug_dir_advice="add a directory that holds it to gdb's "
                         "debug-file-directory (set debug-file-directory DIR:...)",
@@ -291,5 +295,73 @@ ruby-sample [SECONDS] [--rate HZ] [--out FILE]
             gdb.write("The inferior stopped on its own before the time was up.\n")
 
 
+def _read_any(command, inf, tids, **request):
+    """_corestack.backtrace on the first source of the inferior that reads."""
+    first = None
+    for source in _sources(inf, False):
+        try:
+            text, _ = _corestack.backtrace(
+                tids=tids, hints=_thread_hints(inf),
+                debug_dirs=gdb.parameter("debug-file-directory"),
+                debug_dir_advice="add a directory that holds it to gdb's "
+                "debug-file-directory (set debug-file-directory DIR:...)",
+                **dict(source, **request))
+            return text
+        except _corestack.Error as exc:
+            first = first or exc
+    raise gdb.GdbError("%s: %s" % (command, first))
+
+
+class RubyLocals(gdb.Command):
+    """Local variables of a Ruby frame of gdb's selected thread.
+
+ruby-locals [N]
+  ruby-locals     the innermost Ruby frame
+  ruby-locals N   frame N as ruby-bt lists them (innermost 0)
+Each value is read, never computed, and shown safely: nil, true, false,
+Integer, Float, Symbol, String (bounded), Array and Hash (sizes and first
+elements), a class by path, else #<Class:0x...>; <unreadable: why> when it
+cannot be read."""
+
+    def __init__(self):
+        super().__init__("ruby-locals", gdb.COMMAND_STACK)
+
+    def invoke(self, arg, from_tty):
+        try:
+            frame = _corestack.locals_args(arg)
+        except _corestack.Error as exc:
+            raise gdb.GdbError("ruby-locals: %s" % exc)
+        inf = _inferior("ruby-locals")
+        t = gdb.selected_thread()
+        if t is None:
+            raise gdb.GdbError("ruby-locals: no thread selected")
+        gdb.write(_read_any("ruby-locals", inf, [t.ptid[1]], frame=frame))
+
+
+class RubyPrint(gdb.Command):
+    """Show a Ruby VALUE safely, with its class.
+
+ruby-print EXPR   (alias: rp)
+  EXPR is an address or any gdb expression whose value is a VALUE:
+  ruby-print 0x7f3a8d2c4e18, rp $rdi, rp (VALUE)some_variable"""
+
+    def __init__(self, name="ruby-print"):
+        super().__init__(name, gdb.COMMAND_DATA)
+
+    def invoke(self, arg, from_tty):
+        if not arg.strip():
+            raise gdb.GdbError("ruby-print: usage: ruby-print EXPR")
+        try:
+            value = int(gdb.parse_and_eval(arg).cast(
+                gdb.lookup_type("unsigned long")))
+        except gdb.error as exc:
+            raise gdb.GdbError("ruby-print: %s" % exc)
+        inf = _inferior("ruby-print")
+        gdb.write(_read_any("ruby-print", inf, None, value=value))
+
+
 RubyBt()
 RubySample()
+RubyLocals()
+RubyPrint()
+RubyPrint("rp")

@@ -1,8 +1,11 @@
-"""corestack's lldb commands: ruby-bt and ruby-sample (see gdbext/README.md).
+"""corestack's lldb commands: ruby-bt, ruby-sample, ruby-locals and ruby-print
+(see gdbext/README.md).
 
     (lldb) command script import /usr/local/lib/corestack/ruby_lldb.py
-    (lldb) ruby-bt [--json] [all | N]
+    (lldb) ruby-bt [--json] [full] [all | N]
     (lldb) ruby-sample [SECONDS] [--rate HZ] [--out FILE]
+    (lldb) ruby-locals [N]
+    (lldb) ruby-print EXPR          # or rp EXPR
 
 A thin loader over the same C module as ruby-gdb.py (_corestack, found next
 to this file): it tells the module what lldb knows (pid, threads, memory,
@@ -107,11 +110,12 @@ def _sources(target, process, via_debugger):
 
 
 def ruby_bt(debugger, command, result, internal_dict):
-    """ruby-bt [--json] [--out FILE] [--via-debugger] [all | N]: Ruby stacks, as
-    corestack prints them; --out writes them to FILE instead of lldb's console."""
+    """ruby-bt [--json] [--out FILE] [--via-debugger] [full] [all | N]: Ruby stacks, as
+    corestack prints them (full: with every Ruby frame's locals); --out writes them
+    to FILE instead of lldb's console."""
     sink = None
     try:
-        json, via_debugger, which, out = _corestack.bt_args(command)
+        json, via_debugger, which, out, full = _corestack.bt_args(command)
         if out is not None:
             try:
                 sink = open(out, "w", encoding="utf-8")
@@ -131,7 +135,7 @@ def ruby_bt(debugger, command, result, internal_dict):
         for source in _sources(target, process, via_debugger):
             try:
                 text, _ = _corestack.backtrace(
-                    json=json, tids=tids, hints=_hints(process),
+                    json=json, tids=tids, hints=_hints(process), locals=full,
                     debug_dirs=_debug_dirs(debugger),
                     debug_dir_advice="add a directory that holds it to lldb's "
                     "target.debug-file-search-paths (settings append "
@@ -198,6 +202,56 @@ def ruby_sample(debugger, command, result, internal_dict):
         result.SetError("ruby-sample: %s" % exc)
 
 
+def _read_any(debugger, target, process, tids, **request):
+    """_corestack.backtrace on the first source of the process that reads."""
+    first = None
+    for source in _sources(target, process, False):
+        try:
+            text, _ = _corestack.backtrace(
+                tids=tids, hints=_hints(process), debug_dirs=_debug_dirs(debugger),
+                debug_dir_advice="add a directory that holds it to lldb's "
+                "target.debug-file-search-paths (settings append "
+                "target.debug-file-search-paths DIR)",
+                **dict(source, **request))
+            return text
+        except _corestack.Error as exc:
+            first = first or exc
+    raise first
+
+
+def ruby_locals(debugger, command, result, internal_dict):
+    """ruby-locals [N]: the local variables of Ruby frame N of the selected thread
+    (as ruby-bt numbers them, innermost 0; default: the innermost Ruby frame),
+    each value read and shown safely."""
+    try:
+        frame = _corestack.locals_args(command)
+        target, process = _process(debugger)
+        tids = [process.GetSelectedThread().GetThreadID()]
+        result.Print(_read_any(debugger, target, process, tids, frame=frame))
+    except (_corestack.Error, CommandError) as exc:
+        result.SetError("ruby-locals: %s" % exc)
+
+
+def ruby_print(debugger, command, result, internal_dict):
+    """ruby-print EXPR (alias rp): a Ruby VALUE (an address or any expression)
+    shown safely, with its class."""
+    try:
+        if not command.strip():
+            raise CommandError("usage: ruby-print EXPR")
+        target, process = _process(debugger)
+        frame = process.GetSelectedThread().GetSelectedFrame()
+        value = frame.EvaluateExpression(command) if frame.IsValid() \
+            else target.EvaluateExpression(command)
+        if not value.GetError().Success():
+            raise CommandError(value.GetError().GetCString() or "cannot evaluate %s" % command)
+        result.Print(_read_any(debugger, target, process, None,
+                               value=value.GetValueAsUnsigned()))
+    except (_corestack.Error, CommandError) as exc:
+        result.SetError("ruby-print: %s" % exc)
+
+
 def __lldb_init_module(debugger, internal_dict):
-    for name, func in (("ruby-bt", "ruby_bt"), ("ruby-sample", "ruby_sample")):
+    for name, func in (("ruby-bt", "ruby_bt"), ("ruby-sample", "ruby_sample"),
+                       ("ruby-locals", "ruby_locals"), ("ruby-print", "ruby_print"),
+                       ("rp", "ruby_print")):
         debugger.HandleCommand("command script add -f %s.%s %s" % (__name__, func, name))

@@ -44,6 +44,10 @@ Ruby says about itself (fixtures/oracle.rb), on every fixture Ruby.
                                     the oracle; ruby-sample there says it needs a local
                                     process
     lldb/RUBY/threads/MODE          the same ruby-bt --json all in lldb (live, core)
+    gdbext/RUBY/frames/MODE/locals, lldb/RUBY/frames/MODE/locals  ruby-bt full,
+                                    ruby-locals [N] and ruby-print on the locals
+                                    fixture's frames, against what Ruby said of
+                                    them (frame_locals.py)
     lldb/RUBY/sample                ruby-sample 2 --out F in lldb on shares.rb: heavy
                                     ranked over light, the process stopped again
     gdbext/install                  make install PREFIX=TMP SYSCONFDIR=TMP/etc RUBY_FOR_GDB=
@@ -66,11 +70,11 @@ gdbext_install.py.
 
 import os
 
-from . import procs
+from . import frame_locals, procs
 from .gdbext_errors import BAD_TESTS, NO_DEBUG_RUBY, NO_DEBUG_TESTS, bad_tests, no_debug_tests
 from .gdbext_gdb import MODES, fail_all, remote_test, scenario_runs, scenario_tests
 from .gdbext_install import INSTALL_TESTS, install_test
-from .gdbext_lldb import lldb_test
+from .gdbext_lldb import lldb_test, locals_hook, locals_test_names
 from .gdbext_sample import sample_test
 
 
@@ -85,6 +89,8 @@ def ruby_tests(ruby, scenarios):
     names.append("gdbext/%s/sample" % ruby)
     if ruby in LLDB_RUBIES:
         names += ["lldb/%s/threads/%s" % (ruby, m) for m in MODES] + ["lldb/%s/sample" % ruby]
+        if frame_locals.SCENARIO in scenarios:
+            names += locals_test_names(ruby)
     if ruby in REMOTE_RUBIES:
         names.append("gdbext/%s/threads/remote" % ruby)
     if ruby == NO_DEBUG_RUBY:
@@ -122,7 +128,8 @@ def gdbext_tests(rep, selected, args, prefixes, scenarios, workdir):
         rwork = os.path.join(workdir, "gdbext", ruby)
         os.makedirs(rwork, exist_ok=True)
         procs.progress("gdbext: %s" % ruby)
-        scenario_runs(rep, selected, args, ruby, exe, scenarios, rwork)
+        scenario_runs(rep, selected, args, ruby, exe, scenarios, rwork,
+                      locals_hook(rep, selected, args, ruby) if ruby in LLDB_RUBIES else None)
         if selected("gdbext/%s/sample" % ruby):
             sample_test(rep, args, ruby, exe, rwork)
         if ruby in LLDB_RUBIES:

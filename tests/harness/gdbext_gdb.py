@@ -10,7 +10,7 @@ import shutil
 import subprocess
 import time
 
-from . import compare, procs, requires
+from . import compare, frame_locals, procs, requires
 
 
 ROOT = procs.ROOT
@@ -24,6 +24,8 @@ def scenario_tests(ruby, scen, crash):
     for mode in (("core",) if crash else MODES):
         names += ["gdbext/%s/%s/%s/%s" % (ruby, scen, mode, t)
                   for t in ("json", "text", "threads", "via-debugger")]
+        if scen == frame_locals.SCENARIO:
+            names.append("gdbext/%s/%s/%s/locals" % (ruby, scen, mode))
     if not crash:
         names.append("gdbext/%s/%s/live/detached" % (ruby, scen))
     return names
@@ -32,7 +34,7 @@ def scenario_tests(ruby, scen, crash):
 # --- running gdb -------------------------------------------------------------
 
 # Runs inside gdb: every ruby-bt variant, results to a JSON file.
-GDB_SCRIPT = r'''
+GDB_SCRIPT = frame_locals.DEBUGGER_STEPS + r'''
 import gdb, json, os, time
 gdb.execute("source " + os.environ["GDBEXT_LOADER"])
 inf = gdb.selected_inferior()
@@ -60,6 +62,18 @@ run("debugger", "ruby-bt --json --via-debugger all", True)
 run("bad out", "ruby-bt --json all --out /nonexistent-dir/stacks.json")
 for num, lwp in res["threads"]:
     run("thread %d" % num, "ruby-bt --json %d" % num, True)
+if os.environ.get("GDBEXT_LOCALS"):
+    run("full", "ruby-bt full --json all", True)
+    def select(tid):
+        for t in inf.threads():
+            if t.ptid[1] == tid:
+                t.switch()
+    if "out" in res["runs"]["full"]:
+        addr = locals_steps(lambda name, cmd: run(name, cmd), select,
+                            res["runs"]["full"]["out"])
+        if addr:
+            gdb.execute("set $corestack_point = 0x%x" % addr)
+            run("rp expr", "rp $corestack_point")
 with open(os.environ["GDBEXT_RESULT"], "w") as f:
     json.dump(res, f)
 '''
@@ -232,10 +246,13 @@ def check_via_debugger(data, oracle, source, signal_number):
 
 # --- scenario runs -------------------------------------------------------------
 
-def check_session(rep, names, mode, gdb_run, cli, oracle, signal_number, selected):
+def check_session(rep, names, mode, gdb_run, cli, oracle, signal_number, selected,
+                  records=None):
     rc, stdout, stderr, data, reason = gdb_run
     prefix = names["prefix"] + "/" + mode + "/"
-    for key in ("json", "text", "threads", "via-debugger"):
+    for key in ("json", "text", "threads", "via-debugger", "locals"):
+        if key == "locals" and records is None:
+            continue
         name = prefix + key
         if not selected(name):
             continue
@@ -250,6 +267,8 @@ def check_session(rep, names, mode, gdb_run, cli, oracle, signal_number, selecte
                 r = check_text(data["runs"]["text"], cli, oracle, stdout)
             elif key == "threads":
                 r = check_threads(data)
+            elif key == "locals":
+                r = frame_locals.check_debugger(data["runs"], records, compare.parse_report)
             else:
                 r = check_via_debugger(data, oracle, mode, signal_number)
         except (KeyError, TypeError) as exc:
@@ -257,11 +276,17 @@ def check_session(rep, names, mode, gdb_run, cli, oracle, signal_number, selecte
         rep.result(name, r)
 
 
-def scenario_runs(rep, selected, args, ruby, exe, scenarios, workdir):
+def scenario_runs(rep, selected, args, ruby, exe, scenarios, workdir, locals_hook=None):
+    """Every scenario in gdb, live and from its core; on the locals fixture's
+    scenario also locals_hook(target_args, mode, records, env, workdir)
+    (lldb's turn on the same process and core)."""
     running = []
     try:
         for scen in scenarios:
-            if not any(selected(n) for n in scenario_tests(ruby, scen, scen.startswith("crash"))):
+            hooked = ["lldb/%s/%s/%s/locals" % (ruby, scen, m) for m in MODES] \
+                if locals_hook and scen == frame_locals.SCENARIO else []
+            if not any(selected(n) for n in scenario_tests(ruby, scen, scen.startswith("crash"))
+                       + hooked):
                 continue
             script = os.path.join(procs.SCENARIOS, scen + ".rb")
             why = requires.missing(script, ruby.split("-")[0])
@@ -280,6 +305,14 @@ def scenario_runs(rep, selected, args, ruby, exe, scenarios, workdir):
                 run.wait_oracle(60)
                 with open(run.oracle_path) as f:
                     oracle = json.load(f)
+                records, env = None, None
+                plan = frame_locals.debugger_plan(frame_locals.read_records(run.oracle_path)) \
+                    if scen == frame_locals.SCENARIO else None
+                if plan:
+                    records = frame_locals.read_records(run.oracle_path)
+                    env = {"GDBEXT_LOCALS": json.dumps(plan)}
+                elif scen == frame_locals.SCENARIO:
+                    records = {}
                 signal_number = None
                 if crash:
                     run.wait_exit(60)
@@ -289,8 +322,11 @@ def scenario_runs(rep, selected, args, ruby, exe, scenarios, workdir):
                     time.sleep(0.2)
                     cli = procs.run_tool([args.corestack, "--pid", str(run.pid)], args.timeout)
                     live = run_gdb(args.gdbext, ["-p", str(run.pid)], ["ruby-bt all"],
-                                   run.workdir, "live", script=GDB_SCRIPT)
-                    check_session(rep, names, "live", live, cli, oracle, None, selected)
+                                   run.workdir, "live", script=GDB_SCRIPT, env=env)
+                    check_session(rep, names, "live", live, cli, oracle, None, selected,
+                                  records)
+                    if locals_hook and records is not None:
+                        locals_hook(["-p", str(run.pid)], "live", records, env, run.workdir)
                     name = names["prefix"] + "/live/detached"
                     if selected(name):
                         left = procs.stopped_threads(run.pid) if not run.poll() else ["(exited)"]
@@ -298,8 +334,11 @@ def scenario_runs(rep, selected, args, ruby, exe, scenarios, workdir):
                     core = procs.gcore(run.pid, os.path.join(run.workdir, "core"), 120)
                 cli = procs.run_tool([args.corestack, core, exe], args.timeout)
                 res = run_gdb(args.gdbext, [exe, core], ["ruby-bt all"], run.workdir, "core",
-                              script=GDB_SCRIPT)
-                check_session(rep, names, "core", res, cli, oracle, signal_number, selected)
+                              script=GDB_SCRIPT, env=env)
+                check_session(rep, names, "core", res, cli, oracle, signal_number, selected,
+                              records)
+                if locals_hook and records is not None:
+                    locals_hook([exe, "-c", core], "core", records, env, run.workdir)
                 if not args.keep:
                     os.unlink(core)
             except (procs.Failure, OSError, ValueError) as exc:
