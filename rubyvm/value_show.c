@@ -478,7 +478,7 @@ static void show_class(struct show *sh, uint64_t v)
 /* Kernel#to_s: "#<Foo:0x000055d5...>". */
 static void show_object(struct show *sh, uint64_t v)
 {
-	uint64_t klass;
+	uint64_t klass = 0;
 	char *path = NULL;
 	struct cs_error *err = real_class(sh->s, v, &klass);
 	if (!err)
@@ -546,7 +546,7 @@ static char *class_of(struct rv_session *s, uint64_t v)
 		const char *name = immediate_class(s, v);
 		return name ? strdup(name) : NULL;
 	}
-	uint64_t klass;
+	uint64_t klass = 0;
 	char *path = NULL;
 	if (v % (uint64_t)RV_VAL(s, value_size) ||
 	    rv_failed(real_class(s, v, &klass)) ||
