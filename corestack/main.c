@@ -53,6 +53,7 @@ struct options {
 	const char *lib_search_path; /* --lib-search-path DIRS, colon-separated */
 	int native;     /* --native: native frames merged with Ruby's */
 	int native_all; /* --native-all: and threads that run no Ruby */
+	int locals;     /* --locals: each Ruby frame's local variables */
 };
 
 /* What the model may build for one snapshot: tied to the input's size, so
@@ -94,6 +95,8 @@ static void usage(FILE *out)
 	      "  --max-output BYTES memory for all frames and their text, the\n"
 	      "                     bound on work too (default: 64 MiB plus\n"
 	      "                     4 times the core's size; 1 GiB for --pid)\n"
+	      "  --locals           each Ruby frame's local variables and\n"
+	      "                     their values (shown safely, bounded)\n"
 	      "  --no-fibers        do not walk the GC heap for fibers\n"
 	      "  --debug-dir DIR    look for debug files under DIR too\n"
 	      "                     (build-id and debuglink layouts; repeatable)\n"
@@ -133,6 +136,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{"native-all", no_argument, NULL, 'A'},
 		{"lib-search-path", required_argument, NULL, 'L'},
 		{"no-fibers", no_argument, NULL, 'F'},
+		{"locals", no_argument, NULL, 'o'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0},
@@ -202,6 +206,9 @@ static int parse_args(int argc, char **argv, struct options *o)
 			break;
 		case 'F':
 			o->no_fibers = 1;
+			break;
+		case 'o':
+			o->locals = 1;
 			break;
 		case 'h':
 			usage(stdout);
@@ -339,6 +346,7 @@ int main(int argc, char **argv)
 	}
 	struct cs_snapshot_options sopts = {
 		.fibers = !o.no_fibers,
+		.locals = o.locals,
 		.native = o.native,
 		.native_all = o.native_all,
 		.max_native_frames = NATIVE_MAX_FRAMES,

@@ -8,6 +8,7 @@
 #ifndef CS_CORESTACK_RENDER_H
 #define CS_CORESTACK_RENDER_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "report.h"
@@ -30,5 +31,8 @@ void cs_render_json(FILE *out, const struct cs_report *r); /* render_json.c */
 /* One frame as the text report prints it, unindented, with its newline. */
 void cs_render_frame_text(FILE *out, const struct rv_process *p,
 			  const struct rv_frame *f);
+/* A frame's locals (rv_snapshot_locals) as the text format shows them under
+ * the frame, one a line at indent; nothing when it has none. */
+void cs_render_locals_text(FILE *out, const struct rv_frame *f, int indent);
 
 #endif

@@ -55,6 +55,21 @@ static void frame(struct json *j, const struct rv_frame *f)
 	address(j, "cfunc", f->cfunc);
 	json_bool(j, "pc_stale", f->pc_stale);
 	json_bool(j, "as_c_method", f->c_like != RV_NOT_C_LIKE);
+	if (f->locals_read) { /* --locals */
+		json_begin_array(j, "locals");
+		for (size_t i = 0; i < f->nlocals; i++) {
+			const struct rv_local *l = &f->locals[i];
+			json_begin_object(j, NULL);
+			json_string(j, "name", l->name);
+			json_string(j, "value", l->value);
+			json_string(j, "class", l->class_name);
+			json_bool(j, "argument", l->argument);
+			json_int(j, "outer", l->outer);
+			json_end_object(j);
+		}
+		json_end_array(j);
+		json_string(j, "locals_error", f->locals_error);
+	}
 	json_end_object(j);
 }
 

@@ -92,6 +92,25 @@ static void frame(FILE *out, const struct rv_frame *f,
 	if (f->error)
 		fprintf(out, "  <unreliable: %s>", f->error);
 	fputc('\n', out);
+	cs_render_locals_text(out, f, indent + 4);
+}
+
+void cs_render_locals_text(FILE *out, const struct rv_frame *f, int indent)
+{
+	if (f->locals_error)
+		fprintf(out, "%*s<locals incomplete: %s>\n", indent, "",
+			f->locals_error);
+	for (size_t i = 0; i < f->nlocals; i++) {
+		const struct rv_local *l = &f->locals[i];
+		fprintf(out, "%*s%s = %s", indent, "", l->name, l->value);
+		if (l->argument)
+			fputs("  (argument)", out);
+		if (l->outer == 1)
+			fputs("  (outer scope)", out);
+		else if (l->outer > 1)
+			fprintf(out, "  (outer scope %d)", l->outer);
+		fputc('\n', out);
+	}
 }
 
 void cs_render_frame_text(FILE *out, const struct rv_process *p,

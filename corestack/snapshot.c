@@ -168,7 +168,8 @@ struct cs_error *cs_snapshot_take(const struct cs_target *t, struct cs_ruby *r,
 	struct cs_error *err;
 	if ((err = rv_snapshot(session, &s->proc)) ||
 	    (o->check && (err = o->check(o->check_ctx, s->proc))) ||
-	    (o->fibers && (err = rv_snapshot_fibers(session, s->proc))))
+	    (o->fibers && (err = rv_snapshot_fibers(session, s->proc))) ||
+	    (o->locals && (err = rv_snapshot_locals(session, s->proc))))
 		return err;
 	const struct cs_siginfo *si = cs_crash_signal(cs_target_siginfo(t));
 	int64_t crash_tid = si ? cs_target_crash_tid(t) : -1;

@@ -18,6 +18,7 @@
 
 struct cs_snapshot_options {
 	bool fibers;                   /* every fiber's stack too */
+	bool locals;                   /* every Ruby frame's locals too */
 	bool native;                   /* native stacks, merged (--native) */
 	bool native_all;               /* and threads without Ruby */
 	size_t max_native_frames;      /* 0: CS_SNAPSHOT_CRASH_FRAMES */

@@ -50,6 +50,8 @@ struct cs_error *gx_parse_bt_args(const char *line, struct gx_bt_args *ret)
 			ret->json = 1;
 		} else if (strcmp(w, "--via-debugger") == 0) {
 			ret->via_debugger = 1;
+		} else if (strcmp(w, "full") == 0) {
+			ret->full = 1;
 		} else if (strcmp(w, "--out") == 0 && i + 1 < n) {
 			free(ret->out);
 			if (!(ret->out = strdup(words[++i])))
@@ -99,6 +101,25 @@ static struct cs_error *unknown_format(const char *name)
 			 "%s%s", f == cs_profile_formats ? "" : ", ", f->name);
 	return cs_error_create(CS_ERR_USAGE, "--format is one of %s, not '%s'",
 			       list, name);
+}
+
+struct cs_error *gx_parse_locals_args(const char *line, long *frame)
+{
+	char words[MAX_WORDS][MAX_WORD];
+	int n;
+	*frame = -1;
+	if (!split(line, words, &n) || n > 1)
+		goto bad;
+	if (n == 1) {
+		char *end;
+		long v = strtol(words[0], &end, 10);
+		if (!words[0][0] || *end || v < 0)
+			goto bad;
+		*frame = v;
+	}
+	return NULL;
+bad:
+	return cs_error_create(CS_ERR_USAGE, "%s", GX_LOCALS_USAGE);
 }
 
 struct cs_error *gx_parse_sample_args(const char *line,

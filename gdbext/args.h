@@ -5,8 +5,10 @@
 
 #include "../util/error.h"
 
-#define GX_BT_USAGE \
-	"usage: ruby-bt [--json] [--out FILE] [--via-debugger] [all | N]"
+#define GX_BT_USAGE                                                     \
+	"usage: ruby-bt [--json] [--out FILE] [--via-debugger] [full] " \
+	"[all | N]"
+#define GX_LOCALS_USAGE "usage: ruby-locals [N]"
 #define GX_SAMPLE_USAGE \
 	"usage: ruby-sample [SECONDS] [--rate HZ] [--out FILE [--format F]]"
 #define GX_SAMPLE_MAX_RATE 10000
@@ -17,6 +19,7 @@ enum gx_bt_which { GX_BT_SELECTED, GX_BT_ALL, GX_BT_NUMBER };
 struct gx_bt_args {
 	int json;
 	int via_debugger; /* read memory through the debugger, not directly */
+	int full;         /* every Ruby frame's locals too */
 	enum gx_bt_which which;
 	long number; /* GX_BT_NUMBER: the debugger's thread number */
 	char *out;   /* --out FILE: malloc'd, NULL for the console */
@@ -35,6 +38,8 @@ struct gx_sample_args {
  * number out of range). */
 void gx_bt_args_free(struct gx_bt_args *a);
 struct cs_error *gx_parse_bt_args(const char *line, struct gx_bt_args *ret);
+/* ruby-locals [N]: *frame N, or -1 when not given. */
+struct cs_error *gx_parse_locals_args(const char *line, long *frame);
 struct cs_error *gx_parse_sample_args(const char *line,
 				      struct gx_sample_args *ret);
 

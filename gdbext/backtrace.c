@@ -220,31 +220,103 @@ out:
 	return err;
 }
 
+/* ruby-locals: frame req->frame of the one thread shown, and its locals. */
+static struct cs_error *render_frame(struct cs_snapshot *s,
+				     const struct gx_backtrace_request *req,
+				     char **out)
+{
+	const struct rv_process *proc = s->proc;
+	bool *shown = calloc(proc->nthreads + 1, sizeof(*shown));
+	struct cs_error *err =
+		shown ? select_threads(proc, s->tids.tids, req, shown)
+		      : &cs_error_nomem;
+	const struct rv_thread *t = NULL;
+	for (size_t i = 0; !err && i < proc->nthreads; i++)
+		if (shown[i] && !t)
+			t = &proc->threads[i];
+	free(shown);
+	if (err)
+		return err;
+	if (!t)
+		return cs_error_create(CS_ERR_LOOKUP, "no Ruby thread");
+	long n = req->frame;
+	for (size_t i = 0; n == GX_FRAME_INNERMOST && i < t->nframes; i++)
+		if (t->frames[i].kind == RV_FRAME_RUBY)
+			n = (long)i;
+	if (n < 0 || (size_t)n >= t->nframes)
+		return cs_error_create(CS_ERR_LOOKUP,
+				       "%s (ruby-bt shows frames 0 to %zu)",
+				       n < 0 ? "the thread has no Ruby frame"
+					     : "no such frame",
+				       t->nframes ? t->nframes - 1 : 0);
+	size_t size = 0;
+	FILE *f = open_memstream(out, &size);
+	if (!f)
+		return &cs_error_nomem;
+	const struct rv_frame *fr = &t->frames[n];
+	fprintf(f, "#%-2ld ", n); /* as ruby-bt numbers it */
+	cs_render_frame_text(f, proc, fr);
+	if (fr->kind != RV_FRAME_RUBY)
+		fputs("    (a C method: no locals)\n", f);
+	else if (!fr->nlocals && !fr->locals_error)
+		fputs("    (no locals)\n", f);
+	return fclose(f) == 0 ? NULL : &cs_error_nomem;
+}
+
+/* ruby-print: one VALUE and its class. */
+static struct cs_error *render_value(struct cs_ruby *ruby, uint64_t v,
+				     char **out)
+{
+	char *text = NULL, *klass = NULL;
+	struct cs_error *err = rv_value_show(ruby->session, v, &text, &klass);
+	if (err)
+		return err;
+	int n = klass ? asprintf(out, "%s  (%s)\n", text, klass)
+		      : asprintf(out, "%s\n", text);
+	if (n < 0) {
+		*out = NULL;
+		err = &cs_error_nomem;
+	}
+	free(text);
+	free(klass);
+	return err;
+}
+
+/* The source opened and its Ruby found; *o closed on failure. */
+static struct cs_error *open_ruby(const struct gx_source *src,
+				  const struct gx_backtrace_request *req,
+				  struct opened *o, struct cs_ruby *ruby)
+{
+	struct cs_error *err = open_source(src, o);
+	if (err) {
+		close_source(o);
+		return err;
+	}
+	struct cs_ruby_options opts = {
+		.executable = src->executable,
+		.debug_dirs = src->debug_dirs,
+		.debug_dir_advice = src->debug_dir_advice,
+		.memory = o->cached ? &o->memory : NULL,
+		.model = {.frame_flags = req->frame_flags}};
+	if ((err = cs_ruby_open(o->target, &opts, ruby)))
+		close_source(o);
+	return err;
+}
+
 struct cs_error *gx_with_snapshot(const struct gx_source *src,
 				  const struct gx_backtrace_request *req,
 				  gx_snapshot_fn fn, void *ctx)
 {
 	struct opened o;
-	struct cs_error *err = open_source(src, &o);
-	if (err) {
-		close_source(&o);
-		return err;
-	}
 	struct cs_ruby ruby;
-	struct cs_ruby_options opts = {
-		.executable = src->executable,
-		.debug_dirs = src->debug_dirs,
-		.debug_dir_advice = src->debug_dir_advice,
-		.memory = o.cached ? &o.memory : NULL,
-		.model = {.frame_flags = req->frame_flags}};
-	if ((err = cs_ruby_open(o.target, &opts, &ruby))) {
-		close_source(&o);
+	struct cs_error *err = open_ruby(src, req, &o, &ruby);
+	if (err)
 		return err;
-	}
 	struct hinted hinted = {.req = req};
 	struct cs_snapshot_options sopts = {
 		/* every fiber, as corestack lists them */
 		.fibers = true,
+		.locals = req->locals || req->frame != GX_FRAME_NONE,
 		.debug_dirs = src->debug_dirs,
 		.pid_hint = -1,
 		.kernel_threads = kernel_threads,
@@ -273,7 +345,10 @@ struct rendering {
 static struct cs_error *render_snapshot(void *ctx, struct cs_snapshot *s)
 {
 	struct rendering *r = ctx;
-	return render(s, r->req, r->out, r->complete);
+	if (r->req->frame == GX_FRAME_NONE)
+		return render(s, r->req, r->out, r->complete);
+	*r->complete = s->report.complete;
+	return render_frame(s, r->req, r->out);
 }
 
 struct cs_error *gx_backtrace(const struct gx_source *src,
@@ -282,6 +357,18 @@ struct cs_error *gx_backtrace(const struct gx_source *src,
 {
 	*out = NULL;
 	*complete = 0;
+	if (req->show_value) {
+		struct opened o;
+		struct cs_ruby ruby;
+		struct cs_error *err = open_ruby(src, req, &o, &ruby);
+		if (err)
+			return err;
+		err = render_value(&ruby, req->value, out);
+		*complete = !err;
+		cs_ruby_close(&ruby);
+		close_source(&o);
+		return err;
+	}
 	struct rendering r = {req, out, complete};
 	return gx_with_snapshot(src, req, render_snapshot, &r);
 }

@@ -48,6 +48,10 @@ struct gx_thread_hint {
 typedef int (*gx_thread_hints_fn)(void *ctx, struct gx_thread_hint **ret,
 				  size_t *count);
 
+/* gx_backtrace_request.frame */
+#define GX_FRAME_NONE (-2)      /* the whole report */
+#define GX_FRAME_INNERMOST (-1) /* the innermost Ruby frame */
+
 struct gx_backtrace_request {
 	const char *format;       /* a renderer's name (corestack/render.h) */
 	const int64_t *only_tids; /* show only these kernel threads; NULL: all */
@@ -55,6 +59,14 @@ struct gx_backtrace_request {
 	gx_thread_hints_fn hints; /* may be NULL */
 	void *hints_ctx;
 	bool frame_flags; /* read where each vm_exec() began (merging) */
+	int locals; /* every Ruby frame's locals (ruby-bt full) */
+	/* ruby-locals: only this frame (its index among the frames ruby-bt
+	 * shows, innermost 0) of the one thread asked for, with its locals;
+	 * GX_FRAME_NONE: the report */
+	long frame;
+	/* ruby-print: only this VALUE, shown safely with its class */
+	int show_value;
+	uint64_t value;
 };
 
 /* Render the report into *out (malloc'd, NUL-terminated). An error only

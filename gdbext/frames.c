@@ -113,6 +113,7 @@ struct cs_error *gx_thread_frames(const struct gx_source *src,
 	struct wanted w = {tid, native, nnative, ret};
 	struct gx_backtrace_request r = *req;
 	r.frame_flags = native != NULL;
+	r.frame = GX_FRAME_NONE;
 	struct cs_error *err = gx_with_snapshot(src, &r, thread_frames, &w);
 	if (err)
 		gx_thread_frames_free(ret);

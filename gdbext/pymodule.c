@@ -302,12 +302,16 @@ static void ask_hints(struct gx_backtrace_request *req,
 	}
 }
 
-/* backtrace(json=False, tids=None, **source) -> (text, complete) */
+/* backtrace(json=False, tids=None, locals=False, frame=None, value=None,
+ * **source) -> (text, complete). locals: every Ruby frame's locals (ruby-bt
+ * full); frame: only that frame of the thread (-1: the innermost Ruby one)
+ * with its locals (ruby-locals); value: only that VALUE (ruby-print). */
 static PyObject *py_backtrace(PyObject *self, PyObject *args, PyObject *kw)
 {
 	(void)self;
-	static const char *const own[] = {"json", "tids", NULL};
-	PyObject *taken[2];
+	static const char *const own[] = {"json",  "tids",  "locals",
+					  "frame", "value", NULL};
+	PyObject *taken[5];
 	if (PyTuple_Size(args) != 0) {
 		PyErr_SetString(PyExc_TypeError, "backtrace: keywords only");
 		return NULL;
@@ -315,10 +319,22 @@ static PyObject *py_backtrace(PyObject *self, PyObject *args, PyObject *kw)
 	struct py_source ps;
 	int ok = command_source(kw, own, taken, &ps);
 	int json = taken[0] ? PyObject_IsTrue(taken[0]) : 0;
-	struct gx_backtrace_request req = {.format = json > 0 ? "json"
-							      : "text"};
+	int locals = taken[2] ? PyObject_IsTrue(taken[2]) : 0;
+	struct gx_backtrace_request req = {.format = json > 0 ? "json" : "text",
+					   .locals = locals > 0,
+					   .frame = GX_FRAME_NONE};
+	if (ok && taken[3] && taken[3] != Py_None &&
+	    (req.frame = PyLong_AsLong(taken[3])) == -1 && PyErr_Occurred())
+		ok = 0;
+	if (ok && taken[4] && taken[4] != Py_None) {
+		req.show_value = 1;
+		/* a VALUE as the debugger gives it, masked to 64 bits */
+		req.value = PyLong_AsUnsignedLongLongMask(taken[4]);
+		if (PyErr_Occurred())
+			ok = 0;
+	}
 	int64_t *only = NULL;
-	if (!ok || json < 0 ||
+	if (!ok || json < 0 || locals < 0 ||
 	    !tid_list(taken[1] ? taken[1] : Py_None, &only, &req.nonly)) {
 		free(only);
 		source_free(&ps);
@@ -521,8 +537,9 @@ static PyObject *py_sample_finish(PyObject *self, PyObject *args)
 
 /* --- arguments ------------------------------------------------------------ */
 
-/* bt_args(line) -> (json, via_debugger, which, out) with which None (the
- * selected thread), "all" or a thread number, out None or --out's path. */
+/* bt_args(line) -> (json, via_debugger, which, out, full) with which None
+ * (the selected thread), "all" or a thread number, out None or --out's
+ * path, full whether to show locals. */
 static PyObject *py_bt_args(PyObject *self, PyObject *args)
 {
 	(void)self;
@@ -541,11 +558,26 @@ static PyObject *py_bt_args(PyObject *self, PyObject *args)
 		gx_bt_args_free(&a);
 		return NULL;
 	}
-	PyObject *res = Py_BuildValue("(OONz)", a.json ? Py_True : Py_False,
+	PyObject *res = Py_BuildValue("(OONzO)", a.json ? Py_True : Py_False,
 				      a.via_debugger ? Py_True : Py_False,
-				      which, a.out);
+				      which, a.out,
+				      a.full ? Py_True : Py_False);
 	gx_bt_args_free(&a);
 	return res;
+}
+
+/* locals_args(line) -> the frame number, -1 when none is given */
+static PyObject *py_locals_args(PyObject *self, PyObject *args)
+{
+	(void)self;
+	const char *line;
+	long frame;
+	if (!PyArg_ParseTuple(args, "s", &line))
+		return NULL;
+	struct cs_error *err = gx_parse_locals_args(line, &frame);
+	if (err)
+		return raise(err);
+	return PyLong_FromLong(frame);
 }
 
 /* sample_args(line) -> (seconds, rate, out or None, format or None) */
@@ -587,7 +619,9 @@ static PyMethodDef methods[] = {
 	{"sample_finish", py_sample_finish, METH_VARARGS,
 	 "sample_finish(sampler) -> (summary, interrupted, quit_signal)"},
 	{"bt_args", py_bt_args, METH_VARARGS,
-	 "bt_args(line) -> (json, via_debugger, which, out)"},
+	 "bt_args(line) -> (json, via_debugger, which, out, full)"},
+	{"locals_args", py_locals_args, METH_VARARGS,
+	 "locals_args(line) -> frame number, -1 for the innermost Ruby frame"},
 	{"sample_args", py_sample_args, METH_VARARGS,
 	 "sample_args(line) -> (seconds, rate, out, format)"},
 	{NULL, NULL, 0, NULL},

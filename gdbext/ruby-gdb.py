@@ -1,10 +1,12 @@
 """corestack's gdb commands: ruby-bt, ruby-frame, ruby-up, ruby-down,
-ruby-list and ruby-sample (see gdbext/README.md).
+ruby-list, ruby-locals, ruby-print and ruby-sample (see gdbext/README.md).
 
     (gdb) source /usr/local/lib/corestack/ruby-gdb.py   # or auto-loaded
-    (gdb) ruby-bt [--json] [all | N]
+    (gdb) ruby-bt [--json] [full] [all | N]
     (gdb) ruby-frame [N] | ruby-up [N] | ruby-down [N]
     (gdb) ruby-list [LINE]
+    (gdb) ruby-locals [N]
+    (gdb) ruby-print EXPR          # or rp EXPR
     (gdb) ruby-sample [SECONDS] [--rate HZ] [--out FILE [--format F]]
 
 A thin loader: everything about Ruby is in the C module _corestack (found
@@ -223,7 +225,7 @@ def _thread_by_number(inf, number):
 class RubyBt(gdb.Command):
     """Ruby stacks of the inferior, as corestack prints them.
 
-ruby-bt [--json] [--out FILE] [--via-debugger] [all | N]
+ruby-bt [--json] [--out FILE] [--via-debugger] [full] [all | N]
   ruby-bt         the Ruby thread running on gdb's selected thread
   ruby-bt all     every Ruby thread, after the process header
   ruby-bt N       the Ruby thread running on gdb thread N (the Id column
@@ -232,6 +234,7 @@ ruby-bt [--json] [--out FILE] [--via-debugger] [all | N]
   is Ruby's thread 2, kernel thread 4242 (gdb's LWP 4242), gdb's thread 3.
   A gdb thread that runs no Ruby thread gets a line saying so, not an error
   (--json: an error), so that `thread apply all ruby-bt` goes on.
+  full            every Ruby frame's local variables too
   --json          corestack's JSON (docs/json-schema.md)
   --out FILE      write to FILE instead of gdb's console, where gdb's own
                   warnings would mix with it (checked before any work)
@@ -248,7 +251,7 @@ ruby-bt [--json] [--out FILE] [--via-debugger] [all | N]
         sink = t = None
         json = False
         try:
-            json, via_debugger, which, out = _corestack.bt_args(arg)
+            json, via_debugger, which, out, full = _corestack.bt_args(arg)
             sink = _output_file(out)
             inf = _inferior("ruby-bt")
             if which == "all":
@@ -259,7 +262,7 @@ ruby-bt [--json] [--out FILE] [--via-debugger] [all | N]
                     raise gdb.GdbError("ruby-bt: no thread selected")
                 tids = [t.ptid[1]]
             text, _ = _read(inf, via_debugger, lambda source: _corestack.backtrace(
-                json=json, tids=tids, **source))
+                json=json, tids=tids, locals=full, **source))
         except _corestack.Error as exc:
             if sink:
                 sink.close()
@@ -620,9 +623,79 @@ ruby-list [LINE]
         gdb.write(text)
 
 
+def _read_any(command, inf, tids, **request):
+    """_corestack.backtrace on the first source of the inferior that reads."""
+    first = None
+    for source in _sources(inf, False):
+        try:
+            text, _ = _corestack.backtrace(
+                tids=tids, hints=_thread_hints(inf),
+                debug_dirs=gdb.parameter("debug-file-directory"),
+                debug_dir_advice=DEBUG_DIR_ADVICE,
+                **dict(source, **request))
+            return text
+        except _corestack.Error as exc:
+            first = first or exc
+    raise gdb.GdbError("%s: %s" % (command, first))
+
+
+class RubyLocals(gdb.Command):
+    """Local variables of a Ruby frame of gdb's selected thread.
+
+ruby-locals [N]
+  ruby-locals     the Ruby frame ruby-frame, ruby-up or ruby-down selected,
+                  else the innermost Ruby frame
+  ruby-locals N   frame N as ruby-bt lists them (innermost 0)
+Each value is read, never computed, and shown safely: nil, true, false,
+Integer, Float, Symbol, String (bounded), Array and Hash (sizes and first
+elements), a class by path, else #<Class:0x...>; <unreadable: why> when it
+cannot be read."""
+
+    def __init__(self):
+        super().__init__("ruby-locals", gdb.COMMAND_STACK)
+
+    def invoke(self, arg, from_tty):
+        try:
+            frame = _corestack.locals_args(arg)
+        except _corestack.Error as exc:
+            raise gdb.GdbError("ruby-locals: %s" % exc)
+        inf = _inferior("ruby-locals")
+        t = gdb.selected_thread()
+        if t is None:
+            raise gdb.GdbError("ruby-locals: no thread selected")
+        if frame < 0 and _thread_key(t) in _selected:
+            frame = _selected[_thread_key(t)]
+        gdb.write(_read_any("ruby-locals", inf, [t.ptid[1]], frame=frame))
+
+
+class RubyPrint(gdb.Command):
+    """Show a Ruby VALUE safely, with its class.
+
+ruby-print EXPR   (alias: rp)
+  EXPR is an address or any gdb expression whose value is a VALUE:
+  ruby-print 0x7f3a8d2c4e18, rp $rdi, rp (VALUE)some_variable"""
+
+    def __init__(self, name="ruby-print"):
+        super().__init__(name, gdb.COMMAND_DATA)
+
+    def invoke(self, arg, from_tty):
+        if not arg.strip():
+            raise gdb.GdbError("ruby-print: usage: ruby-print EXPR")
+        try:
+            value = int(gdb.parse_and_eval(arg).cast(
+                gdb.lookup_type("unsigned long")))
+        except gdb.error as exc:
+            raise gdb.GdbError("ruby-print: %s" % exc)
+        inf = _inferior("ruby-print")
+        gdb.write(_read_any("ruby-print", inf, None, value=value))
+
+
 RubyBt()
 RubySample()
 RubyFrame()
 RubyUp()
 RubyDown()
 RubyList()
+RubyLocals()
+RubyPrint()
+RubyPrint("rp")

@@ -1,10 +1,12 @@
 """corestack's lldb commands: ruby-bt, ruby-frame, ruby-up, ruby-down,
-ruby-list and ruby-sample (see gdbext/README.md).
+ruby-list, ruby-locals, ruby-print and ruby-sample (see gdbext/README.md).
 
     (lldb) command script import /usr/local/lib/corestack/ruby_lldb.py
-    (lldb) ruby-bt [--json] [all | N]
+    (lldb) ruby-bt [--json] [full] [all | N]
     (lldb) ruby-frame [N] | ruby-up [N] | ruby-down [N]
     (lldb) ruby-list [LINE]
+    (lldb) ruby-locals [N]
+    (lldb) ruby-print EXPR          # or rp EXPR
     (lldb) ruby-sample [SECONDS] [--rate HZ] [--out FILE [--format F]]
 
 A thin loader over the same C module as ruby-gdb.py (_corestack, found next
@@ -155,12 +157,13 @@ def _read(debugger, target, process, via_debugger, call):
 
 BT_HELP = """Ruby stacks of the process or core, as corestack prints them.
 
-Syntax: ruby-bt [--json] [--out FILE] [--via-debugger] [all | N]
+Syntax: ruby-bt [--json] [--out FILE] [--via-debugger] [full] [all | N]
 
   ruby-bt         the Ruby thread running on lldb's selected thread
   ruby-bt all     every Ruby thread, after the process header
   ruby-bt N       the Ruby thread running on lldb thread N (thread list's
                   index, `thread #N`)
+  full            every Ruby frame's local variables too
   --json          corestack's JSON (docs/json-schema.md)
   --out FILE      write to FILE instead of lldb's console (checked before
                   any work)
@@ -190,7 +193,7 @@ def ruby_bt(debugger, command, result, internal_dict):
     """ruby-bt: see BT_HELP."""
     sink = None
     try:
-        json, via_debugger, which, out = _corestack.bt_args(command)
+        json, via_debugger, which, out, full = _corestack.bt_args(command)
         if out is not None:
             try:
                 sink = open(out, "w", encoding="utf-8")
@@ -207,7 +210,8 @@ def ruby_bt(debugger, command, result, internal_dict):
                 raise CommandError("no thread %d in lldb (see: thread list)" % which)
             tids = [thread.GetThreadID()]
         text, _ = _read(debugger, target, process, via_debugger,
-                        lambda source: _corestack.backtrace(json=json, tids=tids, **source))
+                        lambda source: _corestack.backtrace(json=json, tids=tids, locals=full,
+                                                            **source))
         if sink:
             with sink:
                 sink.write(text)
@@ -426,9 +430,62 @@ class RubySample(_Command):
     func, short, long = ruby_sample, SAMPLE_HELP.splitlines()[0], SAMPLE_HELP
 
 
+def _read_any(debugger, target, process, tids, **request):
+    """_corestack.backtrace on the first source of the process that reads."""
+    first = None
+    for source in _sources(target, process, False):
+        try:
+            text, _ = _corestack.backtrace(
+                tids=tids, hints=_hints(process), debug_dirs=_debug_dirs(debugger),
+                debug_dir_advice=DEBUG_DIR_ADVICE,
+                **dict(source, **request))
+            return text
+        except _corestack.Error as exc:
+            first = first or exc
+    raise first
+
+
+def ruby_locals(debugger, command, result, internal_dict):
+    """ruby-locals [N]: the local variables of Ruby frame N of the selected thread
+    (as ruby-bt numbers them, innermost 0; default: the one ruby-frame selected,
+    else the innermost Ruby frame),
+    each value read and shown safely."""
+    try:
+        frame = _corestack.locals_args(command)
+        target, process = _process(debugger)
+        thread = process.GetSelectedThread()
+        tids = [thread.GetThreadID()]
+        selected = _selected.get(_thread_key(process, thread))
+        if frame < 0 and selected and selected[0] == process.GetStopID():
+            frame = selected[1]   # what ruby-frame, ruby-up, ruby-down chose
+        result.Print(_read_any(debugger, target, process, tids, frame=frame))
+    except (_corestack.Error, CommandError) as exc:
+        result.SetError("ruby-locals: %s" % exc)
+
+
+def ruby_print(debugger, command, result, internal_dict):
+    """ruby-print EXPR (alias rp): a Ruby VALUE (an address or any expression)
+    shown safely, with its class."""
+    try:
+        if not command.strip():
+            raise CommandError("usage: ruby-print EXPR")
+        target, process = _process(debugger)
+        frame = process.GetSelectedThread().GetSelectedFrame()
+        value = frame.EvaluateExpression(command) if frame.IsValid() \
+            else target.EvaluateExpression(command)
+        if not value.GetError().Success():
+            raise CommandError(value.GetError().GetCString() or "cannot evaluate %s" % command)
+        result.Print(_read_any(debugger, target, process, None,
+                               value=value.GetValueAsUnsigned()))
+    except (_corestack.Error, CommandError) as exc:
+        result.SetError("ruby-print: %s" % exc)
+
+
 def __lldb_init_module(debugger, internal_dict):
     for name, cls in (("ruby-bt", "RubyBt"), ("ruby-sample", "RubySample")):
         debugger.HandleCommand("command script add -c %s.%s %s" % (__name__, cls, name))
     for name, func in (("ruby-frame", "ruby_frame"), ("ruby-up", "ruby_up"),
-                       ("ruby-down", "ruby_down"), ("ruby-list", "ruby_list")):
+                       ("ruby-down", "ruby_down"), ("ruby-list", "ruby_list"),
+                       ("ruby-locals", "ruby_locals"), ("ruby-print", "ruby_print"),
+                       ("rp", "ruby_print")):
         debugger.HandleCommand("command script add -f %s.%s %s" % (__name__, func, name))

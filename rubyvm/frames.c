@@ -19,6 +19,13 @@
 
 void rv_frame_free(struct rv_frame *f)
 {
+	for (size_t i = 0; i < f->nlocals; i++) {
+		free(f->locals[i].name);
+		free(f->locals[i].value);
+		free(f->locals[i].class_name);
+	}
+	free(f->locals);
+	free(f->locals_error);
 	if (f->borrowed)
 		return;
 	free(f->label);
@@ -503,7 +510,7 @@ static bool decode_frame(struct rv_session *s, const uint8_t *c, uint64_t addr,
 /* The snapshot's output budget (rv_options.max_output_bytes): every control
  * frame visited costs a frame, every frame kept its text too, so a corrupt
  * stack cannot make the walk work or allocate more than the budget. */
-static bool charge(struct rv_session *s, size_t bytes)
+bool rv_charge(struct rv_session *s, size_t bytes)
 {
 	if (s->output_left < bytes) {
 		s->output_left = 0;
@@ -607,7 +614,7 @@ struct cs_error *rv_walk_ec(struct rv_session *s, uint64_t ec,
 			return cs_error_wrap(err, "control frames");
 		for (uint64_t j = 0; j < n && !done; j++) {
 			const uint8_t *c = chunk + j * cfp_size;
-			if (!charge(s, sizeof(struct rv_frame))) {
+			if (!rv_charge(s, sizeof(struct rv_frame))) {
 				th->truncated = done = true;
 				spent = budget_exhausted(s);
 				break;
@@ -621,14 +628,14 @@ struct cs_error *rv_walk_ec(struct rv_session *s, uint64_t ec,
 				if (bad_env(s, &bounds, c, at + j * cfp_size,
 					    f)) {
 					th->nframes++;
-					charge(s, frame_text_size(f));
+					rv_charge(s, frame_text_size(f));
 					continue;
 				}
 				if (decode_frame(s, c, at + j * cfp_size,
 						 at + j * cfp_size == cfp, f,
 						 &text)) {
 					th->nframes++;
-					charge(s, text);
+					rv_charge(s, text);
 				} else if (f->vm_finish && th->nframes) {
 					/* a skipped frame began a vm_exec: the
 					 * next inner one starts it */

@@ -17,6 +17,17 @@
 
 enum rv_frame_kind { RV_FRAME_RUBY, RV_FRAME_CFUNC };
 
+/* A local variable of a Ruby frame (rv_snapshot_locals). */
+struct rv_local {
+	char *name;
+	char *value;      /* shown as rv_value_show shows it */
+	char *class_name; /* NULL when it cannot be told */
+	bool argument;    /* one of the method's or block's parameters */
+	/* a local of an enclosing scope that a block sees: how many
+	 * scopes out (0: the frame's own) */
+	int outer;
+};
+
 struct rv_frame {
 	enum rv_frame_kind kind;
 	char *label;     /* as Ruby's Thread::Backtrace::Location#label */
@@ -52,6 +63,13 @@ struct rv_frame {
 	 * frame cache entry's), so a profiler can tell a stack it has seen
 	 * without reading its strings. 0: no such promise. */
 	uint64_t names_id;
+	/* After rv_snapshot_locals: the frame's locals, its own first, then
+	 * those of the scopes around a block; locals_error says why some or
+	 * all could not be read. Always owned by the frame. */
+	bool locals_read; /* rv_snapshot_locals looked at this frame */
+	struct rv_local *locals;
+	size_t nlocals;
+	char *locals_error;
 };
 
 enum rv_thread_status {
@@ -250,6 +268,20 @@ void rv_process_destroy(struct rv_process *p);
  * fails only when memory runs out. */
 struct cs_error *rv_snapshot_fibers(struct rv_session *s, struct rv_process *p);
 const char *rv_fiber_status_name(enum rv_fiber_status st);
+
+/* The locals of every Ruby frame of the snapshot (threads and fibers),
+ * names and values, read from each frame's environment while the target
+ * stands still. Fails only when memory runs out. */
+struct cs_error *rv_snapshot_locals(struct rv_session *s, struct rv_process *p);
+
+/* Any VALUE shown safely (value_show.c): nil, true, false, Integer, Float,
+ * Symbol, a String up to a bound, Array and Hash with their sizes and
+ * first elements, a class by its path, else as Kernel#to_s ("#<Foo:0x...>");
+ * "<unreadable: why>" for what cannot be read, with bounded work. *text
+ * and *class_name (NULL when unknown) are malloc'd. Fails only when
+ * memory runs out. */
+struct cs_error *rv_value_show(struct rv_session *s, uint64_t v, char **text,
+			       char **class_name);
 
 const char *rv_thread_status_name(enum rv_thread_status st);
 /* "none", "marking", "sweeping", "compacting", "unknown" */

@@ -73,6 +73,13 @@ struct cs_error *rv_builtin_type(struct rv_session *s, uint64_t v,
 				 uint64_t *type, uint64_t *flags);
 struct cs_error *rv_imemo_type(struct rv_session *s, uint64_t v, int64_t *ret);
 struct cs_error *rv_string(struct rv_session *s, uint64_t v, char **ret);
+/* At most max of a String's bytes (NULs and all) into *ret (malloc'd,
+ * NUL-terminated), *got of them; *len is what the String claims. */
+struct cs_error *rv_string_bytes(struct rv_session *s, uint64_t v, size_t max,
+				 char **ret, size_t *got, uint64_t *len);
+/* Where an Array's elements are and how many it claims. */
+struct cs_error *rv_array_span(struct rv_session *s, uint64_t ary,
+			       uint64_t *ptr, uint64_t *len);
 struct cs_error *rv_array_entry(struct rv_session *s, uint64_t ary, uint64_t i,
 				uint64_t *ret);
 
@@ -293,6 +300,8 @@ struct cs_error *rv_frame_ep_check(struct rv_session *s, struct rv_ep_bounds *b,
 /* frames.c */
 /* a[0..alen) b c, in a new string (NULL when out of memory) */
 char *rv_join3(const char *a, size_t alen, const char *b, const char *c);
+/* Take bytes from the snapshot's output budget; false when it is spent. */
+bool rv_charge(struct rv_session *s, size_t bytes);
 struct cs_error *rv_walk_ec(struct rv_session *s, uint64_t ec,
 			    struct rv_thread *th);
 void rv_frame_free(struct rv_frame *f);

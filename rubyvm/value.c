@@ -54,7 +54,9 @@ struct cs_error *rv_imemo_type(struct rv_session *s, uint64_t v, int64_t *ret)
 	return NULL;
 }
 
-struct cs_error *rv_string(struct rv_session *s, uint64_t v, char **ret)
+/* Where a String's bytes are and how many it has. */
+static struct cs_error *string_place(struct rv_session *s, uint64_t v,
+				     uint64_t *ptr, uint64_t *len)
 {
 	uint64_t type = 0, flags = 0;
 	struct cs_error *err = rv_builtin_type(s, v, &type, &flags);
@@ -66,30 +68,57 @@ struct cs_error *rv_string(struct rv_session *s, uint64_t v, char **ret)
 				       (unsigned long long)v,
 				       (unsigned long long)type);
 	bool embedded = !(flags & (uint64_t)RV_VAL(s, rstring_noembed));
-	uint64_t len = 0, ptr = 0;
 	if (RV_HAS(s, rstring_len)) { /* 3.3+: one length for both kinds */
-		if ((err = rv_read_member(s, v, RVL_rstring_len, &len)))
+		if ((err = rv_read_member(s, v, RVL_rstring_len, len)))
 			return err;
 	} else if (!embedded) {
-		if ((err = rv_read_member(s, v, RVL_rstring_heap_len, &len)))
+		if ((err = rv_read_member(s, v, RVL_rstring_heap_len, len)))
 			return err;
 	} else if (RV_HAS(s, rstring_embed_len)) { /* variable-width slots */
-		if ((err = rv_read_member(s, v, RVL_rstring_embed_len, &len)))
+		if ((err = rv_read_member(s, v, RVL_rstring_embed_len, len)))
 			return err;
 	} else { /* length packed in the flags */
-		len = (flags & (uint64_t)RV_VAL(s, rstring_embed_len_mask)) >>
-		      RV_VAL(s, rstring_embed_len_shift);
+		*len = (flags & (uint64_t)RV_VAL(s, rstring_embed_len_mask)) >>
+		       RV_VAL(s, rstring_embed_len_shift);
 	}
-	if (embedded) {
-		enum rv_item_id ary = RV_HAS(s, rstring_embed_ary)
-					      ? RVL_rstring_embed_ary
-					      : RVL_rstring_ary;
-		if (!RV_HAS(s, rstring_embed_ary) && !RV_HAS(s, rstring_ary))
-			return rv_missing(RVL_rstring_embed_ary);
-		ptr = v + (uint64_t)s->layout.items[ary].value;
-	} else if ((err = rv_read_member(s, v, RVL_rstring_heap_ptr, &ptr))) {
+	if (!embedded)
+		return rv_read_member(s, v, RVL_rstring_heap_ptr, ptr);
+	if (!RV_HAS(s, rstring_embed_ary) && !RV_HAS(s, rstring_ary))
+		return rv_missing(RVL_rstring_embed_ary);
+	enum rv_item_id ary = RV_HAS(s, rstring_embed_ary)
+				      ? RVL_rstring_embed_ary
+				      : RVL_rstring_ary;
+	*ptr = v + (uint64_t)s->layout.items[ary].value;
+	return NULL;
+}
+
+struct cs_error *rv_string_bytes(struct rv_session *s, uint64_t v, size_t max,
+				 char **ret, size_t *got, uint64_t *len)
+{
+	uint64_t ptr = 0;
+	struct cs_error *err = string_place(s, v, &ptr, len);
+	if (err)
+		return err;
+	size_t n = *len < max ? (size_t)*len : max;
+	char *buf = malloc(n + 1);
+	if (!buf)
+		return &cs_error_nomem;
+	if (n && (err = rv_read(s, ptr, buf, n))) {
+		free(buf);
 		return err;
 	}
+	buf[n] = '\0';
+	*ret = buf;
+	*got = n;
+	return NULL;
+}
+
+struct cs_error *rv_string(struct rv_session *s, uint64_t v, char **ret)
+{
+	uint64_t len = 0, ptr = 0;
+	struct cs_error *err = string_place(s, v, &ptr, &len);
+	if (err)
+		return err;
 	if (len > RV_MAX_STRING)
 		return cs_error_create(CS_ERR_CORRUPT,
 				       "String at 0x%llx claims %llu bytes",
@@ -115,10 +144,10 @@ struct cs_error *rv_string(struct rv_session *s, uint64_t v, char **ret)
 	return NULL;
 }
 
-struct cs_error *rv_array_entry(struct rv_session *s, uint64_t ary, uint64_t i,
-				uint64_t *ret)
+struct cs_error *rv_array_span(struct rv_session *s, uint64_t ary,
+			       uint64_t *ptr, uint64_t *len)
 {
-	uint64_t type = 0, flags = 0, len = 0, ptr = 0;
+	uint64_t type = 0, flags = 0;
 	struct cs_error *err = rv_builtin_type(s, ary, &type, &flags);
 	if (err)
 		return err;
@@ -126,16 +155,26 @@ struct cs_error *rv_array_entry(struct rv_session *s, uint64_t ary, uint64_t i,
 		return cs_error_create(CS_ERR_CORRUPT, "0x%llx is not an Array",
 				       (unsigned long long)ary);
 	if (flags & (uint64_t)RV_VAL(s, rarray_embed_flag)) {
-		len = (flags & (uint64_t)RV_VAL(s, rarray_embed_len_mask)) >>
-		      RV_VAL(s, rarray_embed_len_shift);
+		*len = (flags & (uint64_t)RV_VAL(s, rarray_embed_len_mask)) >>
+		       RV_VAL(s, rarray_embed_len_shift);
 		if (!RV_HAS(s, rarray_ary))
 			return rv_missing(RVL_rarray_ary);
-		ptr = ary + (uint64_t)RV_VAL(s, rarray_ary);
-	} else {
-		if ((err = rv_read_member(s, ary, RVL_rarray_heap_len, &len)) ||
-		    (err = rv_read_member(s, ary, RVL_rarray_heap_ptr, &ptr)))
-			return err;
+		*ptr = ary + (uint64_t)RV_VAL(s, rarray_ary);
+		return NULL;
 	}
+	if ((err = rv_read_member(s, ary, RVL_rarray_heap_len, len)) ||
+	    (err = rv_read_member(s, ary, RVL_rarray_heap_ptr, ptr)))
+		return err;
+	return NULL;
+}
+
+struct cs_error *rv_array_entry(struct rv_session *s, uint64_t ary, uint64_t i,
+				uint64_t *ret)
+{
+	uint64_t len = 0, ptr = 0;
+	struct cs_error *err = rv_array_span(s, ary, &ptr, &len);
+	if (err)
+		return err;
 	if (i >= len)
 		return cs_error_create(CS_ERR_CORRUPT,
 				       "index %llu past Array length %llu",

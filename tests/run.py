@@ -20,7 +20,8 @@ of tests/harness/ whose docstring names its tests and what each checks:
                              the oracle fixtures/oracle.rb wrote; on the same
                              captures threadstate.py (RUBY/SCENARIO/threadstate...),
                              fibers.py (RUBY/fibers/...), yjit.py (RUBY/SCENARIO/yjit),
-                             stable_names.py (RUBY/rules/stable-across-processes)
+                             stable_names.py (RUBY/rules/stable-across-processes),
+                             frame_locals.py (RUBY/frames/locals...)
     bad/...                  bad_input.py: unusable input, exit 2 and one line
     cli/...                  cli.py: wrong options, core arguments that are no file
     record/own-child-ends-early, RUBY/record-unreaped-exit...  record_exits.py
@@ -71,7 +72,8 @@ import time
 
 sys.dont_write_bytecode = True   # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (bad_input, checks, cli, corrupt, crash, fibers, frame_reuse, gdbext, hostile,  # noqa: E402
+from harness import (bad_input, checks, cli, corrupt, crash, fibers, frame_locals,  # noqa: E402
+                     frame_reuse, gdbext, hostile,
                      layout, many_threads, mutations, native, native_cut, nontfile, permissions,
                      procs, record, record_exits, requires, scenarios, stable_names, stale_pc,
                      subprocesses, thread_notes, top, traced, unit, viewers, yjit)
@@ -329,6 +331,9 @@ def main():
                         stable_names.report(rep, selected, ruby, scen, results[scen], runs,
                                             args.corestack, args.timeout,
                                             yjit.scenario_env(ruby), rwork)
+                        frame_locals.report(rep, selected, ruby, scen, results[scen],
+                                            args.corestack, args.timeout, procs.run_tool,
+                                            checks.json_report)
                 except BaseException:   # ^C or SIGTERM: do not wait for the pool
                     for future in futures.values():
                         future.cancel()

@@ -106,6 +106,10 @@ Ruby says about itself (fixtures/oracle.rb), on every fixture Ruby.
     lldb/RUBY/threads/MODE/frames, lldb/RUBY/threads/MODE/list  the frames and list
                                     tests in the same lldb session (platform select
                                     --sysroot; on a core no note, lldb names no core)
+    gdbext/RUBY/frames/MODE/locals, lldb/RUBY/frames/MODE/locals  ruby-bt full,
+                                    ruby-locals [N] and ruby-print on the locals
+                                    fixture's frames, against what Ruby said of
+                                    them (frame_locals.py)
     lldb/RUBY/sample                ruby-sample 2 --out F in lldb on shares.rb: heavy
                                     ranked over light, the process stopped again
     lldb/RUBY/sample-speedscope     then ruby-sample 0.5 --out F --format speedscope in
@@ -130,13 +134,13 @@ gdbext_install.py.
 
 import os
 
-from . import procs
+from . import frame_locals, procs
 from .gdbext_edges import (EDGE_RUBY, EDGE_TESTS, SHARED_RUBY, SHARED_TESTS, edge_tests,
                            shared_tests)
 from .gdbext_errors import BAD_TESTS, NO_DEBUG_RUBY, NO_DEBUG_TESTS, bad_tests, no_debug_tests
 from .gdbext_gdb import fail_all, remote_test, scenario_runs, scenario_tests
 from .gdbext_install import EDGE_INSTALL_TESTS, INSTALL_TESTS, install_edge_tests, install_test
-from .gdbext_lldb import lldb_test, lldb_tests
+from .gdbext_lldb import lldb_test, lldb_tests, locals_hook, locals_test_names
 from .gdbext_sample import sample_test
 
 
@@ -151,6 +155,8 @@ def ruby_tests(ruby, scenarios):
     names += ["gdbext/%s/sample" % ruby, "gdbext/%s/sample-speedscope" % ruby]
     if ruby in LLDB_RUBIES:
         names += lldb_tests(ruby)
+        if frame_locals.SCENARIO in scenarios:
+            names += locals_test_names(ruby)
     if ruby in REMOTE_RUBIES:
         names.append("gdbext/%s/threads/remote" % ruby)
     if ruby == NO_DEBUG_RUBY:
@@ -192,7 +198,8 @@ def gdbext_tests(rep, selected, args, prefixes, scenarios, workdir):
         rwork = os.path.join(workdir, "gdbext", ruby)
         os.makedirs(rwork, exist_ok=True)
         procs.progress("gdbext: %s" % ruby)
-        scenario_runs(rep, selected, args, ruby, exe, scenarios, rwork)
+        scenario_runs(rep, selected, args, ruby, exe, scenarios, rwork,
+                      locals_hook(rep, selected, args, ruby) if ruby in LLDB_RUBIES else None)
         if selected("gdbext/%s/sample" % ruby) or selected("gdbext/%s/sample-speedscope" % ruby):
             sample_test(rep, args, ruby, exe, rwork, selected)
         if ruby in LLDB_RUBIES:

@@ -10,7 +10,7 @@ import shutil
 import subprocess
 import time
 
-from . import compare, procs, requires
+from . import compare, frame_locals, procs, requires
 from .gdbext_frames import (GDB_PART, WALK_SCRIPT, check_complete, check_frames, check_list,
                             complete_commands, frames_env, make_sysroot)
 
@@ -29,6 +29,8 @@ def session_tests(scen, mode):
     tests = ["json", "text", "threads", "via-debugger"]
     if scen == FRAMES_SCENARIO:
         tests += ["frames", "list"] + (["complete"] if mode == "core" else [])
+    if scen == frame_locals.SCENARIO:
+        tests.append("locals")
     return tests
 
 
@@ -45,7 +47,7 @@ def scenario_tests(ruby, scen, crash):
 # --- running gdb -------------------------------------------------------------
 
 # Runs inside gdb: every ruby-bt variant, results to a JSON file.
-GDB_SCRIPT = r'''
+GDB_SCRIPT = frame_locals.DEBUGGER_STEPS + r'''
 import gdb, json, os, time
 gdb.execute("source " + os.environ["GDBEXT_LOADER"])
 inf = gdb.selected_inferior()
@@ -73,6 +75,18 @@ run("debugger", "ruby-bt --json --via-debugger all", True)
 run("bad out", "ruby-bt --json all --out /nonexistent-dir/stacks.json")
 for num, lwp in res["threads"]:
     run("thread %d" % num, "ruby-bt --json %d" % num, True)
+if os.environ.get("GDBEXT_LOCALS"):
+    run("full", "ruby-bt full --json all", True)
+    def select(tid):
+        for t in inf.threads():
+            if t.ptid[1] == tid:
+                t.switch()
+    if "out" in res["runs"]["full"]:
+        addr = locals_steps(lambda name, cmd: run(name, cmd), select,
+                            res["runs"]["full"]["out"])
+        if addr:
+            gdb.execute("set $corestack_point = 0x%x" % addr)
+            run("rp expr", "rp $corestack_point")
 '''
 GDB_WRITE = r'''
 with open(os.environ["GDBEXT_RESULT"], "w") as f:
@@ -291,10 +305,13 @@ def check_via_debugger(data, oracle, source, signal_number):
 
 # --- scenario runs -------------------------------------------------------------
 
-def check_session(rep, names, mode, gdb_run, cli, oracle, signal_number, selected):
+def check_session(rep, names, mode, gdb_run, cli, oracle, signal_number, selected,
+                  records=None):
     rc, stdout, stderr, data, reason = gdb_run
     prefix = names["prefix"] + "/" + mode + "/"
     for key in session_tests(names["scenario"], mode):
+        if key == "locals" and records is None:
+            continue
         name = prefix + key
         if not selected(name):
             continue
@@ -316,6 +333,8 @@ def check_session(rep, names, mode, gdb_run, cli, oracle, signal_number, selecte
                 r = check_list(data, names["sysroot"], mode)
             elif key == "complete":
                 r = check_complete(stdout, data["threads"])
+            elif key == "locals":
+                r = frame_locals.check_debugger(data["runs"], records, compare.parse_report)
             else:
                 r = check_via_debugger(data, oracle, mode, signal_number)
         except (KeyError, TypeError) as exc:
@@ -323,11 +342,17 @@ def check_session(rep, names, mode, gdb_run, cli, oracle, signal_number, selecte
         rep.result(name, r)
 
 
-def scenario_runs(rep, selected, args, ruby, exe, scenarios, workdir):
+def scenario_runs(rep, selected, args, ruby, exe, scenarios, workdir, locals_hook=None):
+    """Every scenario in gdb, live and from its core; on the locals fixture's
+    scenario also locals_hook(target_args, mode, records, env, workdir)
+    (lldb's turn on the same process and core)."""
     running = []
     try:
         for scen in scenarios:
-            if not any(selected(n) for n in scenario_tests(ruby, scen, scen.startswith("crash"))):
+            hooked = ["lldb/%s/%s/%s/locals" % (ruby, scen, m) for m in MODES] \
+                if locals_hook and scen == frame_locals.SCENARIO else []
+            if not any(selected(n) for n in scenario_tests(ruby, scen, scen.startswith("crash"))
+                       + hooked):
                 continue
             script = os.path.join(procs.SCENARIOS, scen + ".rb")
             why = requires.missing(script, ruby.split("-")[0])
@@ -357,12 +382,23 @@ def scenario_runs(rep, selected, args, ruby, exe, scenarios, workdir):
                     run.wait_exit(60)
                     signal_number = os.WTERMSIG(run.status) if os.WIFSIGNALED(run.status) else None
                     core = procs.kernel_core(run)
-                else:
+                records = None
+                plan = frame_locals.debugger_plan(frame_locals.read_records(run.oracle_path)) \
+                    if scen == frame_locals.SCENARIO else None
+                if plan:
+                    records = frame_locals.read_records(run.oracle_path)
+                    env = {"GDBEXT_LOCALS": json.dumps(plan)}
+                elif scen == frame_locals.SCENARIO:
+                    records = {}
+                if not crash:
                     time.sleep(0.2)
                     cli = procs.run_tool([args.corestack, "--pid", str(run.pid)], args.timeout)
                     live = run_gdb(args.gdbext, ["-p", str(run.pid)], ["ruby-bt all"],
                                    run.workdir, "live", script=script, env=env)
-                    check_session(rep, names, "live", live, cli, oracle, None, selected)
+                    check_session(rep, names, "live", live, cli, oracle, None, selected,
+                                  records)
+                    if locals_hook and records is not None:
+                        locals_hook(["-p", str(run.pid)], "live", records, env, run.workdir)
                     name = names["prefix"] + "/live/detached"
                     if selected(name):
                         left = procs.stopped_threads(run.pid) if not run.poll() else ["(exited)"]
@@ -371,7 +407,10 @@ def scenario_runs(rep, selected, args, ruby, exe, scenarios, workdir):
                 cli = procs.run_tool([args.corestack, core, exe], args.timeout)
                 res = run_gdb(args.gdbext, [exe, core], ["ruby-bt all"] + completions,
                               run.workdir, "core", script=script, env=env)
-                check_session(rep, names, "core", res, cli, oracle, signal_number, selected)
+                check_session(rep, names, "core", res, cli, oracle, signal_number, selected,
+                              records)
+                if locals_hook and records is not None:
+                    locals_hook([exe, "-c", core], "core", records, env, run.workdir)
                 if not args.keep:
                     os.unlink(core)
             except (procs.Failure, OSError, ValueError) as exc:

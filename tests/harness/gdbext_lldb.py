@@ -1,5 +1,7 @@
 """ruby-bt and ruby-sample inside lldb (lldb/RUBY/threads/MODE,
-lldb/RUBY/sample), and running lldb for the lldb/bad tests.
+lldb/RUBY/sample), ruby-bt full, ruby-locals and ruby-print on the frames
+scenario gdbext_gdb.py runs (lldb/RUBY/frames/MODE/locals), and running
+lldb for the lldb/bad tests.
 """
 
 import json
@@ -9,7 +11,7 @@ import shutil
 import subprocess
 import time
 
-from . import compare, procs
+from . import compare, frame_locals, procs
 from .gdbext_gdb import (GDB_TIMEOUT, MODES, PYTHON_ERROR_MARKS, SHARES, check_json, fail_all,
                          gdb_env, json_in, parked)
 from .gdbext_frames import (LLDB_PART, WALK_SCRIPT, check_frames, check_list, frames_env,
@@ -54,19 +56,19 @@ with open(os.environ["GDBEXT_RESULT"], "w") as f:
 '''
 
 
-def run_lldb_commands(args, target_args, commands, workdir, tag, env=None):
-    """lldb -b on target_args running commands one by one (LLDB_COMMANDS_SCRIPT)
-    -> (results [{ok, out, error}], lldb's own output, reason)"""
+def run_lldb_script(args, target_args, script_text, workdir, tag, env=None):
+    """lldb -b on target_args running script_text (which writes a JSON result
+    to $GDBEXT_RESULT) -> (result, lldb's own output, reason)"""
     lldb = shutil.which("lldb-14") or shutil.which("lldb")
     if not lldb:
         return None, "", "lldb-14 is not installed (.ci/install-deps)"
     script = os.path.join(workdir, tag + ".py")
     result = os.path.join(workdir, tag + ".json")
     with open(script, "w") as f:
-        f.write(LLDB_COMMANDS_SCRIPT)
+        f.write(script_text)
     full_env = lldb_env(args.gdbext)
     full_env.update(env or {})
-    full_env.update(GDBEXT_RESULT=result, GDBEXT_COMMANDS=json.dumps(commands))
+    full_env.update(GDBEXT_RESULT=result)
     try:
         res = subprocess.run([lldb, "-b", "-o", "command script import " +
                               os.path.join(args.gdbext, "ruby_lldb.py"),
@@ -84,6 +86,13 @@ def run_lldb_commands(args, target_args, commands, workdir, tag, env=None):
             return json.load(f), output, None
     except (OSError, ValueError) as exc:
         return None, output, "lldb wrote no result (%s): %s" % (exc, compare.show(output[-300:]))
+
+
+def run_lldb_commands(args, target_args, commands, workdir, tag, env=None):
+    """lldb -b on target_args running commands one by one (LLDB_COMMANDS_SCRIPT)
+    -> (results [{ok, out, error}], lldb's own output, reason)"""
+    return run_lldb_script(args, target_args, LLDB_COMMANDS_SCRIPT, workdir, tag,
+                           dict(env or {}, GDBEXT_COMMANDS=json.dumps(commands)))
 
 
 # Runs inside lldb: ruby-bt --json all, then the frame commands on every
@@ -244,3 +253,52 @@ def lldb_test(rep, selected, args, ruby, exe, workdir):
     finally:
         if run:
             run.kill()
+
+
+# --- locals ----------------------------------------------------------------------
+
+LLDB_LOCALS_SCRIPT = frame_locals.DEBUGGER_STEPS + r'''
+import json, os, lldb
+res = {"runs": {}}
+def run(name, cmd):
+    ret = lldb.SBCommandReturnObject()
+    lldb.debugger.GetCommandInterpreter().HandleCommand(cmd, ret)
+    ok = ret.Succeeded()
+    res["runs"][name] = {"out": ret.GetOutput() or ""} if ok else {"error": ret.GetError() or "?"}
+def select(tid):
+    process = lldb.debugger.GetSelectedTarget().GetProcess()
+    for t in process:
+        if t.GetThreadID() == tid:
+            process.SetSelectedThread(t)
+run("full", "ruby-bt full --json all")
+if "out" in res["runs"]["full"]:
+    addr = locals_steps(run, select, res["runs"]["full"]["out"])
+    if addr:
+        run("rp expr", "rp (unsigned long)0x%x" % addr)
+with open(os.environ["GDBEXT_RESULT"], "w") as f:
+    json.dump(res, f)
+'''
+
+
+def locals_test_names(ruby):
+    return ["lldb/%s/%s/%s/locals" % (ruby, frame_locals.SCENARIO, m) for m in MODES]
+
+
+def locals_hook(rep, selected, args, ruby):
+    """For gdbext_gdb.scenario_runs: lldb's ruby-bt full, ruby-locals and
+    ruby-print on the process and core gdb just read."""
+    def hook(target_args, mode, records, env, workdir):
+        name = "lldb/%s/%s/%s/locals" % (ruby, frame_locals.SCENARIO, mode)
+        if not selected(name):
+            return
+        data, _, reason = run_lldb_script(args, target_args, LLDB_LOCALS_SCRIPT, workdir,
+                                          "lldb-locals-%s" % mode, env)
+        if reason:
+            rep.result(name, reason)
+            return
+        r = frame_locals.check_debugger(data["runs"], records, compare.parse_report)
+        if not r and mode == "live":
+            left = procs.stopped_threads(int(target_args[1]))
+            r = "threads left stopped: %s" % left if left else None
+        rep.result(name, r)
+    return hook

@@ -19,8 +19,8 @@ crash* scenarios):
                              and no thread of it left stopped afterwards
     RUBY/SCENARIO/live-nonblocking  the same with --nonblocking
 
-The same captures carry the fiber, thread-state and YJIT tests
-(fibers.py, threadstate.py, yjit.py), and the threads core is what the
+The same captures carry the fiber, thread-state, YJIT and locals tests
+(fibers.py, threadstate.py, yjit.py, frame_locals.py), and the threads core is what the
 corrupt, notes, mutations, stale-pc, frame-reuse and hostile groups patch.
 """
 
@@ -28,7 +28,7 @@ import json
 import os
 import time
 
-from . import compare, fibers, procs, stable_names, threadstate, yjit
+from . import compare, fibers, frame_locals, procs, stable_names, threadstate, yjit
 from .checks import broken_run, check_oracle, first_line, json_report
 
 
@@ -71,7 +71,8 @@ def scenario_tests(ruby, scenario):
             + fibers.test_names(ruby, scenario)
             + threadstate.test_names(procs.SCENARIOS, ruby, scenario)
             + yjit.test_names(ruby, scenario)
-            + stable_names.test_names(ruby, scenario))
+            + stable_names.test_names(ruby, scenario)
+            + frame_locals.test_names(ruby, scenario))
 
 
 def is_crash(scenario):
@@ -124,6 +125,9 @@ def capture_all(ruby, exe, scenarios, workdir, keep, corestack=None, timeout=60)
                         raise procs.Failure("%s.rb %s after writing its oracle; stderr: %s" % (
                             scen, run.describe_exit(), procs.tail(run.stderr_path)))
                     live = live_runs(corestack, run.pid, timeout) if corestack else {}
+                    if corestack and frame_locals.test_names(ruby, scen):
+                        live["locals-live"] = frame_locals.live_run(corestack, run.pid, timeout,
+                                                                    procs.run_tool)
                     if run.poll():
                         raise procs.Failure("%s.rb %s after corestack --pid; stderr: %s" % (
                             scen, run.describe_exit(), procs.tail(run.stderr_path)))
@@ -131,6 +135,7 @@ def capture_all(ruby, exe, scenarios, workdir, keep, corestack=None, timeout=60)
                     if keep:
                         procs.dig_holes(core)
                 results[scen] = Capture(ruby, scen, core, exe, oracle, signal_number)
+                results[scen].locals = frame_locals.read_records(run.oracle_path)
                 if not run.crash:
                     results[scen].live = live
                 procs.progress("%s/%s: core %s (%.1f MB, %.1f s)%s" % (

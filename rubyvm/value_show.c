@@ -1,0 +1,577 @@
+/* Showing any VALUE safely, as Ruby's #inspect would where that is cheap:
+ * nil, true, false, Integers, Floats, Symbols, Strings up to a bound,
+ * Arrays and Hashes with their sizes and first elements, classes by path,
+ * and anything else as Kernel#to_s shows it ("#<Foo:0x...>").
+ *
+ * The VALUE may be garbage: every read is checked, a value that cannot be
+ * read shows as "<unreadable: why>", and the work per value is bounded
+ * (objects visited, nesting, elements, bytes of text). */
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../util/utf8.h"
+#include "session.h"
+
+#define SHOW_MAX_TEXT 1024  /* bytes of text per value */
+#define SHOW_MAX_OBJECTS 64 /* heap objects read per value */
+#define SHOW_MAX_DEPTH 3    /* containers inside containers */
+#define SHOW_MAX_CLASS_HOPS 16
+
+struct show {
+	struct rv_session *s;
+	char text[SHOW_MAX_TEXT + 1];
+	size_t len;
+	bool full; /* text reached its bound */
+	int objects_left;
+};
+
+static void put(struct show *sh, const char *t, size_t n)
+{
+	if (sh->full)
+		return;
+	if (n > SHOW_MAX_TEXT - sh->len) {
+		n = SHOW_MAX_TEXT - sh->len;
+		sh->full = true;
+	}
+	memcpy(sh->text + sh->len, t, n);
+	sh->len += n;
+	sh->text[sh->len] = '\0';
+}
+
+static void puts_(struct show *sh, const char *t)
+{
+	put(sh, t, strlen(t));
+}
+
+__attribute__((format(printf, 2, 3))) static void putf(struct show *sh,
+						       const char *fmt, ...)
+{
+	char buf[128];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	if (n > 0 && (size_t)n >= sizeof(buf))
+		n = sizeof(buf) - 1;
+	if (n > 0)
+		put(sh, buf, (size_t)n);
+}
+
+static bool utf8_continuation(char c)
+{
+	return ((unsigned char)c & 0xc0) == 0x80;
+}
+
+static void unreadable(struct show *sh, struct cs_error *err)
+{
+	putf(sh, "<unreadable: %s>", err->message);
+	cs_error_destroy(err);
+}
+
+/* Whether an object may be read: within the budget, and aligned as
+ * every heap slot is. */
+static bool may_read(struct show *sh, uint64_t v)
+{
+	if (v % (uint64_t)RV_VAL(sh->s, value_size)) {
+		putf(sh, "<unreadable: 0x%" PRIx64 " is not an object>", v);
+		return false;
+	}
+	if (sh->objects_left-- <= 0) {
+		puts_(sh, "...");
+		return false;
+	}
+	return true;
+}
+
+/* Float#inspect: the shortest digits that read back the same, in fixed
+ * notation for exponents -4 to 15 and with ".0" where there is no
+ * fraction, else as 1.0e+300. */
+static void show_double(struct show *sh, double d)
+{
+	if (isnan(d)) {
+		puts_(sh, "NaN");
+		return;
+	}
+	if (isinf(d)) {
+		puts_(sh, d < 0 ? "-Infinity" : "Infinity");
+		return;
+	}
+	char e[40];
+	for (int p = 1; p <= 17; p++) {
+		snprintf(e, sizeof(e), "%.*e", p - 1, d);
+		if (strtod(e, NULL) == d)
+			break;
+	}
+	/* e: [-]D[.DDD]e[+-]XX */
+	char *x = strchr(e, 'e');
+	if (!x)
+		return;
+	int exp = atoi(x + 1);
+	*x = '\0';
+	bool neg = e[0] == '-';
+	char digits[24];
+	size_t nd = 0;
+	for (const char *c = e + neg; *c && nd < sizeof(digits) - 1; c++)
+		if (*c != '.')
+			digits[nd++] = *c;
+	while (nd > 1 && digits[nd - 1] == '0')
+		nd--;
+	digits[nd] = '\0';
+	if (neg)
+		puts_(sh, "-");
+	if (exp < -4 || exp >= 16) {
+		put(sh, digits, 1);
+		puts_(sh, ".");
+		puts_(sh, nd > 1 ? digits + 1 : "0");
+		putf(sh, "e%c%02d", exp < 0 ? '-' : '+', abs(exp));
+	} else if (exp < 0) {
+		puts_(sh, "0.");
+		for (int i = -1; i > exp; i--)
+			puts_(sh, "0");
+		puts_(sh, digits);
+	} else {
+		for (int i = 0; i <= exp; i++)
+			put(sh, i < (int)nd ? &digits[i] : "0", 1);
+		puts_(sh, ".");
+		puts_(sh, (int)nd > exp + 1 ? digits + exp + 1 : "0");
+	}
+}
+
+/* A flonum (rb_float_flonum_value): the double with its exponent's top
+ * bits rotated into the tag. */
+static double flonum_value(uint64_t v)
+{
+	if (v == 0x8000000000000002ULL) /* how 0.0 is encoded */
+		return 0.0;
+	uint64_t b63 = v >> 63;
+	uint64_t t = (2 - b63) | (v & ~(uint64_t)0x03);
+	t = (t >> 3) | (t << 61);
+	double d;
+	memcpy(&d, &t, sizeof(d));
+	return d;
+}
+
+/* String#inspect's escapes, text taken as UTF-8. */
+static void escape_bytes(struct show *sh, const char *b, size_t n)
+{
+	static const char *const named[32] = {
+		[7] = "\\a",  [8] = "\\b",  [9] = "\\t",  [10] = "\\n",
+		[11] = "\\v", [12] = "\\f", [13] = "\\r", [27] = "\\e",
+	};
+	for (size_t i = 0; i < n && !sh->full;) {
+		unsigned char c = (unsigned char)b[i];
+		if (c == '"' || c == '\\') {
+			putf(sh, "\\%c", c);
+			i++;
+		} else if (c == '#' && i + 1 < n &&
+			   (b[i + 1] == '{' || b[i + 1] == '$' ||
+			    b[i + 1] == '@')) {
+			puts_(sh, "\\#");
+			i++;
+		} else if (c < 0x20 || c == 0x7f) {
+			if (c < 32 && named[c])
+				puts_(sh, named[c]);
+			else
+				putf(sh, "\\u%04X", c);
+			i++;
+		} else if (c < 0x80) {
+			put(sh, (const char *)&c, 1);
+			i++;
+		} else {
+			size_t k = utf8_sequence_length(
+				(const unsigned char *)b + i);
+			if (k && i + k <= n) {
+				put(sh, b + i, k);
+				i += k;
+			} else {
+				putf(sh, "\\x%02X", c);
+				i++;
+			}
+		}
+	}
+}
+
+static void show_string(struct show *sh, uint64_t v, int depth)
+{
+	size_t max = depth ? 40 : 200, got = 0;
+	uint64_t len = 0;
+	char *b = NULL;
+	struct cs_error *err = rv_string_bytes(sh->s, v, max, &b, &got, &len);
+	if (err) {
+		unreadable(sh, err);
+		return;
+	}
+	puts_(sh, "\"");
+	escape_bytes(sh, b, got);
+	puts_(sh, "\"");
+	if (got < len)
+		putf(sh, "...(%" PRIu64 " bytes)", len);
+	free(b);
+}
+
+static void show_value(struct show *sh, uint64_t v, int depth);
+
+/* After the first shown of a container's total elements: how many. */
+static void more(struct show *sh, uint64_t shown, uint64_t total,
+		 const char *what)
+{
+	if (total > shown)
+		putf(sh, "%s...(%" PRIu64 " %s)", shown ? ", " : "", total,
+		     what);
+}
+
+static void show_symbol_name(struct show *sh, const char *name, size_t n)
+{
+	bool plain = n > 0 && !(name[0] >= '0' && name[0] <= '9');
+	for (size_t i = 0; i < n && plain; i++) {
+		unsigned char c = (unsigned char)name[i];
+		bool last = i + 1 == n;
+		plain = c == '_' || c >= 0x80 || (c >= 'a' && c <= 'z') ||
+			(c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+			(last && i > 0 && (c == '?' || c == '!' || c == '='));
+	}
+	puts_(sh, ":");
+	if (plain) {
+		put(sh, name, n);
+		return;
+	}
+	puts_(sh, "\"");
+	escape_bytes(sh, name, n);
+	puts_(sh, "\"");
+}
+
+static void show_static_symbol(struct show *sh, uint64_t v)
+{
+	char *name = NULL;
+	struct cs_error *err =
+		rv_id_name(sh->s, v >> RV_VAL(sh->s, special_shift), &name);
+	if (err) {
+		unreadable(sh, err);
+		return;
+	}
+	show_symbol_name(sh, name, strlen(name));
+	free(name);
+}
+
+static void show_dynamic_symbol(struct show *sh, uint64_t v)
+{
+	uint64_t fstr, len;
+	size_t got;
+	char *b = NULL;
+	struct cs_error *err;
+	if ((err = rv_read_member(sh->s, v, RVL_rsymbol_fstr, &fstr)) ||
+	    (err = rv_string_bytes(sh->s, fstr, 200, &b, &got, &len))) {
+		unreadable(sh, err);
+		return;
+	}
+	show_symbol_name(sh, b, got);
+	free(b);
+}
+
+static void show_array(struct show *sh, uint64_t v, int depth)
+{
+	uint64_t ptr, len;
+	struct cs_error *err = rv_array_span(sh->s, v, &ptr, &len);
+	if (err) {
+		unreadable(sh, err);
+		return;
+	}
+	if (depth >= SHOW_MAX_DEPTH) {
+		putf(sh, "[...(%" PRIu64 " elements)]", len);
+		return;
+	}
+	uint64_t vsize = (uint64_t)RV_VAL(sh->s, value_size);
+	uint64_t shown = depth ? 3 : 8, n = len < shown ? len : shown;
+	uint64_t elems[8];
+	puts_(sh, "[");
+	if (n && (err = rv_read(sh->s, ptr, elems, n * vsize))) {
+		unreadable(sh, err);
+		n = 0;
+	}
+	for (uint64_t i = 0; i < n && !sh->full; i++) {
+		if (i)
+			puts_(sh, ", ");
+		show_value(sh, elems[i], depth + 1);
+	}
+	more(sh, n, len, "elements");
+	puts_(sh, "]");
+}
+
+/* Where a Hash's table is: behind as.st, or in place after the RHash. */
+static struct cs_error *hash_table(struct rv_session *s, uint64_t v,
+				   uint64_t *ret)
+{
+	if (RV_HAS(s, rhash_st))
+		return rv_read_member(s, v, RVL_rhash_st, ret);
+	if (!RV_HAS(s, rhash_size))
+		return rv_missing(RVL_rhash_size);
+	*ret = v + (uint64_t)RV_VAL(s, rhash_size);
+	return NULL;
+}
+
+/* Up to max live entries of a Hash, its size in *size. */
+static struct cs_error *hash_entries(struct rv_session *s, uint64_t v,
+				     uint64_t flags, uint64_t *keys,
+				     uint64_t *vals, size_t max, size_t *n,
+				     uint64_t *size)
+{
+	uint64_t tbl, undef = (uint64_t)RV_VAL(s, qundef);
+	struct cs_error *err = hash_table(s, v, &tbl);
+	*n = 0;
+	if (err)
+		return err;
+	uint64_t first, bound, step, key_at, val_at, base;
+	if (flags & (uint64_t)RV_VAL(s, rhash_st_table_flag)) {
+		if ((err = rv_read_member(s, tbl, RVL_st_num_entries, size)) ||
+		    (err = rv_read_member(s, tbl, RVL_st_entries, &base)) ||
+		    (err = rv_read_member(s, tbl, RVL_st_entries_start,
+					  &first)) ||
+		    (err = rv_read_member(s, tbl, RVL_st_entries_bound,
+					  &bound)))
+			return err;
+		step = (uint64_t)RV_VAL(s, st_entry_size);
+		key_at = (uint64_t)RV_VAL(s, st_entry_key);
+		val_at = (uint64_t)RV_VAL(s, st_entry_record);
+	} else {
+		*size = (flags & (uint64_t)RV_VAL(s, rhash_ar_size_mask)) >>
+			RV_VAL(s, rhash_ar_size_shift);
+		bound = (flags & (uint64_t)RV_VAL(s, rhash_ar_bound_mask)) >>
+			RV_VAL(s, rhash_ar_bound_shift);
+		first = 0;
+		base = tbl + (uint64_t)RV_VAL(s, ar_pairs);
+		step = (uint64_t)RV_VAL(s, ar_pair_size);
+		key_at = (uint64_t)RV_VAL(s, ar_pair_key);
+		val_at = (uint64_t)RV_VAL(s, ar_pair_val);
+	}
+	/* Deleted entries keep Qundef as their key; look at a few past the
+	 * ones shown, no more. */
+	for (uint64_t i = first; i < bound && i < first + 4 * max && *n < max;
+	     i++) {
+		uint64_t k, val;
+		if ((err = rv_read_u64(s, base + i * step + key_at, &k)) ||
+		    (err = rv_read_u64(s, base + i * step + val_at, &val)))
+			return err;
+		if (RV_HAS(s, qundef) && k == undef)
+			continue;
+		keys[*n] = k;
+		vals[(*n)++] = val;
+	}
+	return NULL;
+}
+
+static void show_hash(struct show *sh, uint64_t v, uint64_t flags, int depth)
+{
+	struct rv_session *s = sh->s;
+	if (!RV_HAS(s, rhash_st_table_flag) || !RV_HAS(s, ar_pairs) ||
+	    !RV_HAS(s, st_num_entries) || !RV_HAS(s, st_entry_size)) {
+		putf(sh, "#<Hash:0x%016" PRIx64 ">", v);
+		return;
+	}
+	uint64_t keys[8], vals[8], size = 0;
+	size_t n = 0;
+	size_t max = depth >= SHOW_MAX_DEPTH ? 0 : depth ? 3 : 8;
+	struct cs_error *err =
+		hash_entries(s, v, flags, keys, vals, max, &n, &size);
+	if (err) {
+		unreadable(sh, err);
+		return;
+	}
+	puts_(sh, "{");
+	for (size_t i = 0; i < n && !sh->full; i++) {
+		if (i)
+			puts_(sh, ", ");
+		show_value(sh, keys[i], depth + 1);
+		puts_(sh, "=>");
+		show_value(sh, vals[i], depth + 1);
+	}
+	more(sh, n, size, "entries");
+	puts_(sh, "}");
+}
+
+/* The class an object's #class names: past singleton classes and the
+ * include classes of modules. */
+static struct cs_error *real_class(struct rv_session *s, uint64_t v,
+				   uint64_t *ret)
+{
+	uint64_t klass, type, flags;
+	struct cs_error *err = rv_read_member(s, v, RVL_basic_klass, &klass);
+	for (int hop = 0; !err && hop < SHOW_MAX_CLASS_HOPS; hop++) {
+		if (!klass || rv_special_const(s, klass))
+			return cs_error_create(CS_ERR_CORRUPT,
+					       "0x%" PRIx64 " has no class", v);
+		if ((err = rv_builtin_type(s, klass, &type, &flags)))
+			break;
+		bool singleton = RV_HAS(s, fl_singleton) &&
+				 (flags & (uint64_t)RV_VAL(s, fl_singleton));
+		bool iclass = type == (uint64_t)RV_VAL(s, t_iclass);
+		if (!singleton && !iclass) {
+			if (type != (uint64_t)RV_VAL(s, t_class))
+				break;
+			*ret = klass;
+			return NULL;
+		}
+		err = rv_superclass(s, klass, &klass);
+	}
+	return err ? err
+		   : cs_error_create(CS_ERR_CORRUPT,
+				     "0x%" PRIx64 " has no class", v);
+}
+
+static const char *immediate_class(struct rv_session *s, uint64_t v)
+{
+	if (v & (uint64_t)RV_VAL(s, fixnum_flag))
+		return "Integer";
+	if ((v & (uint64_t)RV_VAL(s, flonum_mask)) ==
+	    (uint64_t)RV_VAL(s, flonum_flag))
+		return "Float";
+	if (v == (uint64_t)RV_VAL(s, qnil))
+		return "NilClass";
+	if (v == (uint64_t)RV_VAL(s, qtrue))
+		return "TrueClass";
+	if (v == (uint64_t)RV_VAL(s, qfalse))
+		return "FalseClass";
+	uint64_t low = ((uint64_t)1 << RV_VAL(s, special_shift)) - 1;
+	if ((v & low) == (uint64_t)RV_VAL(s, symbol_flag))
+		return "Symbol";
+	return NULL;
+}
+
+static void show_immediate(struct show *sh, uint64_t v)
+{
+	struct rv_session *s = sh->s;
+	const char *klass = immediate_class(s, v);
+	if (!klass) {
+		putf(sh, "<unreadable: 0x%" PRIx64 " is no known immediate>",
+		     v);
+	} else if (v & (uint64_t)RV_VAL(s, fixnum_flag)) {
+		putf(sh, "%" PRId64,
+		     (int64_t)v >> ffsll(RV_VAL(s, fixnum_flag)));
+	} else if (strcmp(klass, "Float") == 0) {
+		show_double(sh, flonum_value(v));
+	} else if (strcmp(klass, "Symbol") == 0) {
+		show_static_symbol(sh, v);
+	} else {
+		puts_(sh, v == (uint64_t)RV_VAL(s, qnil)    ? "nil"
+			  : v == (uint64_t)RV_VAL(s, qtrue) ? "true"
+							    : "false");
+	}
+}
+
+static void show_class(struct show *sh, uint64_t v)
+{
+	char *path = NULL;
+	struct cs_error *err = rv_class_path(sh->s, v, &path);
+	if (err) {
+		unreadable(sh, err);
+		return;
+	}
+	puts_(sh, path);
+	free(path);
+}
+
+/* Kernel#to_s: "#<Foo:0x000055d5...>". */
+static void show_object(struct show *sh, uint64_t v)
+{
+	uint64_t klass = 0;
+	char *path = NULL;
+	struct cs_error *err = real_class(sh->s, v, &klass);
+	if (!err)
+		err = rv_class_path(sh->s, klass, &path);
+	if (err) {
+		unreadable(sh, err);
+		return;
+	}
+	putf(sh, "#<%s:0x%016" PRIx64 ">", path, v);
+	free(path);
+}
+
+static void show_heap(struct show *sh, uint64_t v, int depth)
+{
+	struct rv_session *s = sh->s;
+	uint64_t type, flags;
+	if (!may_read(sh, v))
+		return;
+	struct cs_error *err = rv_builtin_type(s, v, &type, &flags);
+	if (err) {
+		unreadable(sh, err);
+		return;
+	}
+	if (type == (uint64_t)RV_VAL(s, t_string)) {
+		show_string(sh, v, depth);
+	} else if (type == (uint64_t)RV_VAL(s, t_array)) {
+		show_array(sh, v, depth);
+	} else if (type == (uint64_t)RV_VAL(s, t_hash)) {
+		show_hash(sh, v, flags, depth);
+	} else if (type == (uint64_t)RV_VAL(s, t_float)) {
+		uint64_t bits;
+		double d;
+		if ((err = rv_read_member(s, v, RVL_rfloat_value, &bits))) {
+			unreadable(sh, err);
+			return;
+		}
+		memcpy(&d, &bits, sizeof(d));
+		show_double(sh, d);
+	} else if (type == (uint64_t)RV_VAL(s, t_symbol)) {
+		show_dynamic_symbol(sh, v);
+	} else if (type == (uint64_t)RV_VAL(s, t_bignum)) {
+		putf(sh, "#<Integer:0x%016" PRIx64 " (bignum)>", v);
+	} else if (type == (uint64_t)RV_VAL(s, t_class) ||
+		   type == (uint64_t)RV_VAL(s, t_module)) {
+		show_class(sh, v);
+	} else {
+		show_object(sh, v);
+	}
+}
+
+static void show_value(struct show *sh, uint64_t v, int depth)
+{
+	if (sh->full)
+		return;
+	if (rv_special_const(sh->s, v))
+		show_immediate(sh, v);
+	else
+		show_heap(sh, v, depth);
+}
+
+/* The class of v by path, NULL when it cannot be told. */
+static char *class_of(struct rv_session *s, uint64_t v)
+{
+	if (rv_special_const(s, v)) {
+		const char *name = immediate_class(s, v);
+		return name ? strdup(name) : NULL;
+	}
+	uint64_t klass = 0;
+	char *path = NULL;
+	if (v % (uint64_t)RV_VAL(s, value_size) ||
+	    rv_failed(real_class(s, v, &klass)) ||
+	    rv_failed(rv_class_path(s, klass, &path)))
+		return NULL;
+	return path;
+}
+
+struct cs_error *rv_value_show(struct rv_session *s, uint64_t v, char **text,
+			       char **class_name)
+{
+	struct show *sh = calloc(1, sizeof(*sh));
+	if (!sh)
+		return &cs_error_nomem;
+	sh->s = s;
+	sh->objects_left = SHOW_MAX_OBJECTS;
+	show_value(sh, v, 0);
+	if (sh->full) { /* end on a whole character, and say so */
+		sh->len = SHOW_MAX_TEXT - 3;
+		while (sh->len && utf8_continuation(sh->text[sh->len]))
+			sh->len--;
+		memcpy(sh->text + sh->len, "...", 4);
+	}
+	*text = strdup(sh->text);
+	free(sh);
+	if (!*text)
+		return &cs_error_nomem;
+	*class_name = class_of(s, v);
+	return NULL;
+}
