@@ -10,7 +10,12 @@
  * A frame's location is its function's name, followed by its Ruby file in
  * parentheses when it has one; its line is the frame's, its category its
  * kind. A sample that saw a thread in one stack for n snapshots in a row
- * is written as n samples, one sampling period apart. */
+ * is written as n samples, one sampling period apart.
+ *
+ * Each thread's states are markers on its track (a "ThreadState" interval
+ * per run of samples in one state: running, waiting for GVL, blocked with
+ * what it waits on, gc), named by the state, so the marker chart shows when
+ * a thread ran, waited for the GVL, slept or collected garbage. */
 #include "profile_format.h"
 
 #include <stdlib.h>
@@ -217,17 +222,63 @@ static void write_samples(struct json *j, const struct cs_profile *p,
 	json_end_object(j);
 }
 
-/* Markers are intervals and instants on a thread's track (the
- * profiler's marker chart). None are written yet: thread state changes
- * and GC become markers here, from the samples, once the profile records
- * a state per sample. */
-static void write_markers(struct json *j)
+/* A marker's phase: an interval with a start and an end. */
+#define PHASE_INTERVAL 1
+
+static void write_state_marker(struct json *j, const struct thread_samples *ts,
+			       size_t names, enum cs_profile_state state,
+			       enum rv_wait_kind wait, uint64_t from,
+			       uint64_t to)
+{
+	json_begin_array(j, NULL);
+	json_int(j, NULL, (int64_t)(names + state));
+	json_decimal(j, NULL, (int64_t)(from - ts->start_ns), 6);
+	json_decimal(j, NULL, (int64_t)(to - ts->start_ns), 6);
+	json_int(j, NULL, PHASE_INTERVAL);
+	json_int(j, NULL, 0);
+	json_begin_object(j, NULL);
+	json_string(j, "type", "ThreadState");
+	json_string(j, "state", cs_profile_state_key(state));
+	if (state == CS_PROFILE_BLOCKED && rv_wait_kind_name(wait))
+		json_string(j, "wait", rv_wait_kind_name(wait));
+	json_end_object(j);
+	json_end_array(j);
+}
+
+/* The thread's states as intervals: a run of samples in one state (and,
+ * blocked, on one thing) is one marker, from its first sample to the end
+ * of its last (weight periods on); a gap of more than two periods without
+ * samples (states not kept, samples lost) ends it. names: the string
+ * index of the first state's name (the names follow the functions'). */
+static void write_markers(struct json *j, const struct cs_profile *p,
+			  const struct thread_samples *ts, size_t names)
 {
 	static const char *const columns[] = {"name",  "startTime", "endTime",
 					      "phase", "category",  "data"};
 	json_begin_object(j, "markers");
 	SCHEMA(j, columns);
 	json_begin_array(j, "data");
+	uint64_t from = 0, to = 0;
+	enum cs_profile_state state = CS_PROFILE_RUNNING;
+	enum rv_wait_kind wait = RV_WAIT_NONE;
+	for (size_t i = 0; i < ts->n; i++) {
+		const struct cs_profile_sample *s = &p->samples[ts->ids[i]];
+		uint64_t end = s->time_ns + s->weight * ts->period_ns;
+		bool same = i > 0 && s->state == state && s->wait == wait &&
+			    s->time_ns <= to + 2 * ts->period_ns;
+		if (same) {
+			to = end > to ? end : to;
+			continue;
+		}
+		if (i > 0)
+			write_state_marker(j, ts, names, state, wait, from, to);
+		from = s->time_ns > to ? s->time_ns : to;
+		to = end > from ? end : from;
+		state = s->state;
+		wait = s->wait;
+	}
+	if (ts->n)
+		write_state_marker(j, ts, names, state, wait, from, to);
 	json_end_array(j);
 	json_end_object(j);
 }
@@ -281,6 +332,7 @@ static void write_frame_table(struct json *j, const struct cs_profile *p,
 	json_end_object(j);
 }
 
+/* The functions' locations, then the states' names (the markers'). */
 static void write_string_table(struct json *j, const struct cs_profile *p,
 			       struct tables *t)
 {
@@ -302,6 +354,8 @@ static void write_string_table(struct json *j, const struct cs_profile *p,
 		json_string(j, NULL, loc);
 		free(loc);
 	}
+	for (int st = 0; st < CS_PROFILE_NSTATES; st++)
+		json_string(j, NULL, cs_profile_state_name(st));
 	json_end_array(j);
 }
 
@@ -319,7 +373,8 @@ static void write_thread(struct json *j, const struct cs_profile *p,
 	json_int(j, "registerTime", 0);
 	json_null(j, "unregisterTime");
 	write_samples(j, p, t, ts);
-	write_markers(j);
+	/* every string a sample needs is known now: the states' come after */
+	write_markers(j, p, ts, t->nstrings);
 	write_stack_table(j, t);
 	write_frame_table(j, p, t);
 	write_string_table(j, p, t);
@@ -361,7 +416,29 @@ static void write_meta(struct json *j, const struct thread_samples *ts)
 		json_end_object(j);
 	}
 	json_end_array(j);
+	/* the ThreadState markers' fields, for the marker chart and table */
 	json_begin_array(j, "markerSchema");
+	json_begin_object(j, NULL);
+	json_string(j, "name", "ThreadState");
+	json_begin_array(j, "display");
+	json_string(j, NULL, "marker-chart");
+	json_string(j, NULL, "marker-table");
+	json_string(j, NULL, "timeline-overview");
+	json_end_array(j);
+	json_string(j, "chartLabel", "{marker.data.state}");
+	json_string(j, "tableLabel", "{marker.data.state} {marker.data.wait}");
+	json_begin_array(j, "data");
+	static const char *const fields[][2] = {{"state", "State"},
+						{"wait", "Waiting on"}};
+	for (size_t i = 0; i < 2; i++) {
+		json_begin_object(j, NULL);
+		json_string(j, "key", fields[i][0]);
+		json_string(j, "label", fields[i][1]);
+		json_string(j, "format", "string");
+		json_end_object(j);
+	}
+	json_end_array(j);
+	json_end_object(j);
 	json_end_array(j);
 	json_end_object(j);
 }

@@ -14,7 +14,11 @@ go back, the samples add up to what record reported, one thread is the
 process's main thread (its tid the pid, where the tids are known: not on
 2.7), and the stacks resolve to what
 shares.rb ran: Object#heavy and Object#light in shares.rb at the line
-Ruby gives them, inside Kernel#loop, heavy over light.
+Ruby gives them, inside Kernel#loop, heavy over light. The markers are
+ThreadState intervals (meta.markerSchema has the type) named by a state,
+in time order, not overlapping, every sample inside one; shares.rb's one
+thread holds the GVL all along: "running" covers at least 80% of its
+samples.
 """
 
 import json
@@ -22,6 +26,8 @@ import re
 
 from .checks import first_line
 from . import procs
+
+STATES = {"running", "waiting for GVL", "blocked", "gc"}
 
 COLUMNS = {
     "samples": {"stack", "time"},
@@ -98,13 +104,23 @@ def check_thread(thread, categories):
     for i, s in enumerate(stacks):
         index_in(s["prefix"], i, "stack prefix", nullable=True)
         index_in(s["frame"], len(frames), "stack frame")
-    for m in table(thread, "markers"):
+    markers = table(thread, "markers")
+    end = None
+    for m in markers:
         index_in(m["name"], len(strings), "marker name")
-    resolved, last = [], None
+        if strings[m["name"]] not in STATES or m["phase"] != 1 or \
+                (m["data"] or {}).get("type") != "ThreadState" or \
+                not m["startTime"] <= m["endTime"] or \
+                (end is not None and m["startTime"] < end):
+            raise ValueError("marker %r is no ThreadState interval after the last" % (m,))
+        end = m["endTime"]
+    resolved, last, times = [], None, []
     for sample in table(thread, "samples"):
         if last is not None and sample["time"] < last:
             raise ValueError("sample time %r after %r" % (sample["time"], last))
         last = sample["time"]
+        times.append((last, [strings[m["name"]] for m in markers
+                             if m["startTime"] <= last <= m["endTime"]]))
         index_in(sample["stack"], len(stacks), "sample stack", nullable=True)
         stack, row = [], sample["stack"]
         while row is not None:
@@ -112,7 +128,10 @@ def check_thread(thread, categories):
             stack.append((strings[frame["location"]], frame["line"]))
             row = stacks[row]["prefix"]
         resolved.append(stack[::-1])
-    return resolved
+    outside = [t for t, states in times if not states]
+    if outside:
+        raise ValueError("sample at %r ms in no state marker" % outside[0])
+    return resolved, times
 
 
 def function_name(location):
@@ -134,9 +153,13 @@ def check_firefox(res, path, times_line, rate=100):
         with open(path) as f:
             doc = json.load(f)
         categories = check_meta(doc, rate)
-        samples, pids, main, tids = [], set(), False, False
+        samples, pids, main, tids, times = [], set(), False, False, []
+        if not any(k.get("name") == "ThreadState" for k in doc["meta"]["markerSchema"]):
+            raise ValueError("meta.markerSchema has no ThreadState")
         for thread in doc["threads"]:
-            samples += check_thread(thread, categories)
+            stacks, thread_times = check_thread(thread, categories)
+            samples += stacks
+            times += thread_times
             pids.add(thread["pid"])
             main = main or thread["tid"] == thread["pid"]
             # labelled by its tid: corestack knew the threads' tids
@@ -148,6 +171,9 @@ def check_firefox(res, path, times_line, rate=100):
     if not reported or not int(reported.group(1)) - 2 <= len(samples) <= int(reported.group(1)):
         return "%d samples, record reported %s" % (len(samples),
                                                    reported.group(1) if reported else "none")
+    running = sum(1 for _, states in times if "running" in states)
+    if running < 0.8 * len(times):
+        return "only %d of %d samples in a running marker" % (running, len(times))
     counts = {}
     for method in ("heavy", "light"):
         name = "Object#%s" % method
