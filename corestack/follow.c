@@ -41,8 +41,7 @@ struct proc_entry {
 	bool dead; /* a zombie or going */
 };
 
-void cs_follow_init(struct cs_follow *f, int root, int pause,
-		    unsigned states)
+void cs_follow_init(struct cs_follow *f, int root, int pause, unsigned states)
 {
 	*f = (struct cs_follow){.root = root, .pause = pause, .states = states};
 }

@@ -30,8 +30,7 @@ struct cs_follow {
 	size_t lost;      /* samples of followed processes lost */
 };
 
-void cs_follow_init(struct cs_follow *f, int root, int pause,
-		    unsigned states);
+void cs_follow_init(struct cs_follow *f, int root, int pause, unsigned states);
 /* Look for new descendants when it is time to, then take one sample of
  * each followed process into prof. prof->pid is the root's again after. */
 void cs_follow_sample(struct cs_follow *f, struct cs_profile *prof);
