@@ -22,7 +22,8 @@ SAN_FLAGS  := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
 PY_CFLAGS  := $(shell pkg-config --cflags python3 2>/dev/null)
 
 .PHONY: all test unit demo deps fixtures clean bench gdbext gdbext-san install uninstall bench-gdbext \
-        bench-sampling bench-contention mutate bench-pause lint format
+        bench-sampling bench-contention mutate bench-pause lint format \
+        bench-profile-write
 all: $(BUILD)/corestack gdbext
 
 # One object tree and library per way of compiling: build/VARIANT/... and
@@ -197,6 +198,13 @@ $(BUILD)/bench-inflate: tests/bench/inflate.c | $(BUILD)
 bench: deps $(BUILD)/corestack $(BUILD)/bench-inflate fixtures
 	python3 tests/bench.py --corestack $(BUILD)/corestack
 	python3 tests/bench_sampling.py --corestack $(BUILD)/corestack
+
+# Each profile format writing a 100,000-sample recording (synthetic stacks).
+$(BUILD)/bench-profile-write: tests/bench/profile_write.c $(BUILD)/plain/libcorestack.a | $(BUILD)
+	$(CC) $(WARN) -O2 -I. $< $(BUILD)/plain/libcorestack.a $(LIBS) -o $@
+
+bench-profile-write: $(BUILD)/bench-profile-write
+	$(BUILD)/bench-profile-write 100000
 
 bench-sampling: deps $(BUILD)/corestack fixtures
 	python3 tests/bench_sampling.py --corestack $(BUILD)/corestack
