@@ -131,6 +131,9 @@ int cs_sample_once(struct rv_session *s, int pid, int pause, unsigned states,
 	struct cs_error *err = NULL;
 	/* when stopping the GVL holders was not enough: once more, all */
 	bool again = false;
+	/* when none of the threads to stop is left (the last GVL holder
+	 * ended and nobody took the GVL): once more, stopping all */
+	bool stop_all = false;
 	int quick_tries = cache->unserved % QUICK_RETRY ? 0 : QUICK_TRIES;
 	for (int try = 0;; try++) {
 		bool quick = pause && try < quick_tries;
@@ -144,6 +147,12 @@ int cs_sample_once(struct rv_session *s, int pid, int pause, unsigned states,
 			int gone = kill(pid, 0) != 0 ||
 				   strstr(err->message, "exited");
 			cs_error_destroy(err);
+			if (!gone && pause && *keep && !stop_all) {
+				cs_live_stop_every_thread(*keep);
+				stop_all = true;
+				try = -1;
+				continue;
+			}
 			return gone ? -1 : 0;
 		}
 		struct cs_memory t = cs_live_memory(*keep);

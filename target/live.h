@@ -103,6 +103,9 @@ struct cs_error *cs_live_denial_message(const struct cs_live_denial *d);
  * traced; a stop of its own (a signal) is taken and handed on as for any
  * thread. It is not in the thread list while it runs. */
 void cs_live_leave_running(struct cs_live *live, int tid, int leave);
+/* Undo every cs_live_leave_running: the next pause stops every thread
+ * (when the ones it was to stop have all exited). */
+void cs_live_stop_every_thread(struct cs_live *live);
 /* 1 when tid is a thread of the process this attachment traces (stopped
  * or left running): a tid read from the process's memory may be stale (a
  * forked child's copy of its parent's). */

@@ -249,6 +249,12 @@ void cs_live_leave_running(struct cs_live *live, int tid, int leave)
 		t->left_running = leave;
 }
 
+void cs_live_stop_every_thread(struct cs_live *live)
+{
+	for (size_t i = 0; i < live->nwork; i++)
+		live->work[i].left_running = 0;
+}
+
 int cs_live_traces(const struct cs_live *live, int64_t tid)
 {
 	if (tid <= 0 || tid > INT_MAX)

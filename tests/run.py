@@ -272,7 +272,7 @@ def main():
                 "record-contention",
                 "record-unreaped-exit", "record-unreaped-exit-nonblocking",
                 "mn-threads/oracle", "mn-threads/native", "mn-threads/native-core",
-                "record-interrupted", "record-states")) or \
+                "record-interrupted", "record-states", "record-holder-exits")) or \
                 any(selected(n) for n in traced.test_names(r) + many_threads.test_names(r)
                     + subprocesses.test_names(r) + top.test_names(r)):
             build_anyway.add(r)

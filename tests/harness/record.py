@@ -21,6 +21,11 @@ time shares (heavy does 3x light's work).
     RUBY/record-target-exits record -- COMMAND ends within 10 s of its target's exit,
                              with the profile
     RUBY/record-interrupted  SIGINT ends record --pid with a profile, the target running
+    RUBY/record-holder-exits record -- COMMAND (paused) on holder_exits.rb, whose GVL
+                             holders end one after another while main sleeps: at
+                             most 5% of the samples lost (every sample after the
+                             last holder ended was lost when the sampler kept
+                             stopping only that thread), main seen in Kernel#sleep
 
 record_tests also runs the recording groups of contention.py,
 mn_threads.py, record_exits.py, traced.py, many_threads.py, states.py and
@@ -41,7 +46,7 @@ from .checks import first_line
 
 TESTS = ("record", "record-nonblocking", "record-speedscope", "record-flamegraph",
          "record-pprof", "record-pprof-protoc", "record-firefox")
-END_TESTS = ("record-target-exits", "record-interrupted")
+END_TESTS = ("record-target-exits", "record-interrupted", "record-holder-exits")
 
 
 def test_names(ruby):
@@ -54,6 +59,7 @@ def test_names(ruby):
 
 
 SHARES = procs.SHARES
+HOLDER_EXITS = os.path.join(os.path.dirname(SHARES), "holder_exits.rb")
 
 
 def check_profile(res, path, target=None):
@@ -299,6 +305,28 @@ def check_firefox(res, path):
     return firefox.check_firefox(res, path, times_line)
 
 
+def holder_exits(corestack, exe, out, timeout):
+    try:
+        res = subprocess.run([corestack, "record", "--duration", "1.5", "--rate", "200",
+                              "--format", "collapsed", "-o", out, "--", exe, HOLDER_EXITS,
+                              "3"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return "record hung"
+    if res.returncode != 0 or procs.sanitizer_report(res.stderr):
+        return "exit %d: %s" % (res.returncode, first_line(res.stderr))
+    m = re.search(r"(\d+) samples in .*?(\d+) lost", res.stderr)
+    if not m:
+        return "no sample count: %s" % first_line(res.stderr)
+    taken, lost = int(m.group(1)), int(m.group(2))
+    if lost > 0.05 * (taken + lost):
+        return "%d of %d samples lost" % (lost, taken + lost)
+    with open(out) as f:
+        if "sleep" not in f.read():
+            return "main thread's sleep not in the profile"
+    return None
+
+
 def record_tests(rep, selected, args, prefixes, workdir):
     """corestack record on a program with known time shares."""
     for ruby in args.rubies:
@@ -381,6 +409,9 @@ def record_tests(rep, selected, args, prefixes, workdir):
                 rep.result(name, reason)
             except subprocess.TimeoutExpired:
                 rep.result(name, "record hung after its target exited")
+        name = "%s/record-holder-exits" % ruby
+        if selected(name):
+            rep.result(name, holder_exits(args.corestack, exe, out, args.timeout))
         name = "%s/record-interrupted" % ruby
         if selected(name):
             target = subprocess.Popen([exe, SHARES], stdin=subprocess.DEVNULL,
