@@ -87,7 +87,7 @@ static char *written(const struct cs_profile *p, const char *format)
 {
 	char *text = NULL;
 	size_t size = 0;
-	struct cs_profile_run run = {0, 1.0, 100};
+	struct cs_profile_run run = {0, 1.0, 100, 0};
 	FILE *out = open_memstream(&text, &size);
 	if (!out)
 		return NULL;
