@@ -10,7 +10,8 @@ import subprocess
 import time
 
 from . import compare, procs
-from .gdbext_gdb import GDB_TIMEOUT, SHARES, check_json, fail_all, gdb_env, json_in, parked, run_gdb
+from .gdbext_gdb import (GDB_TIMEOUT, SHARES, check_json, fail_all, gdb_env, json_in, parked,
+                         run_gdb, unnumbered)
 
 
 EDGE_RUBY = "3.3-static"   # one file: gdb attaches fastest
@@ -279,10 +280,12 @@ def lldb_installed(args, exe, core, workdir):
                     for n in names)
     results = {names[0]: procs.sanitizer_report(res.stderr) or None}
     rc, cli, err, reason = procs.run_tool([args.corestack, core, exe], args.timeout)
-    shown = out.split("(lldb) ruby-bt all\n", 1)[1]
-    results[names[1]] = reason or (None if shown.strip() == cli.strip() else
-                                   "lldb's ruby-bt all: %s, corestack: %s" % (
-                                       compare.show(shown[:200]), compare.show(cli[:200])))
+    # ruby-bt numbers the frames (ruby-frame takes the numbers); corestack not
+    shown, numbering = unnumbered(out.split("(lldb) ruby-bt all\n", 1)[1])
+    results[names[1]] = reason or numbering or (
+        None if shown.strip() == cli.strip() else
+        "lldb's ruby-bt all: %s, corestack: %s" % (compare.show(shown[:200]),
+                                                   compare.show(cli[:200])))
     helptext = out.split("(lldb) help ruby-bt\n", 1)[1].split("(lldb)", 1)[0]
     results[names[2]] = None if all(w in helptext for w in (
         "ruby-bt all", "--json", "--via-debugger", "lldb thread N")) else \

@@ -87,7 +87,11 @@ def _native():
 def _sysroot(path):
     gdb.execute("set sysroot " + path, to_string=True)
 if os.environ.get("GDBEXT_FRAMES"):
+    _sysroot_before = gdb.parameter("sysroot") or ""
     res["frames"] = walk(res["threads"], _execute, _select, _native, _sysroot)
+    # ruby-list's tests moved the sysroot; ruby-bt reads a core's files
+    # under it, and the plain ruby-bt after this script must find them
+    _sysroot(_sysroot_before)
 '''
 
 LLDB_PART = r'''
