@@ -23,6 +23,10 @@ MODES = ("live", "core")
 
 # The scenario whose sessions also run ruby-frame, ruby-list and completion.
 FRAMES_SCENARIO = "threads"
+# fibers.rb parks 5000 suspended fibers for the CLI's tests; read through
+# the debugger (--via-debugger) that many take minutes per Ruby, and 300
+# take the same paths (the GC heap walked, every fiber's stack read).
+SCENARIO_ENV = {"fibers": {"CORESTACK_FIBERS": "300"}}
 
 
 def session_tests(scen, mode):
@@ -362,7 +366,8 @@ def scenario_runs(rep, selected, args, ruby, exe, scenarios, workdir, locals_hoo
                         rep.skip(n, why)
                 continue
             running.append((scen, procs.Scenario(exe, script, os.path.join(workdir, scen),
-                                                 scen.startswith("crash"))))
+                                                 scen.startswith("crash"),
+                                                 SCENARIO_ENV.get(scen))))
         for scen, run in running:
             crash = scen.startswith("crash")
             names = {"prefix": "gdbext/%s/%s" % (ruby, scen), "scenario": scen}
