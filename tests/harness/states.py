@@ -175,5 +175,10 @@ def record_states(corestack, exe, out, timeout):
 def states_test(rep, selected, corestack, ruby, exe, workdir, timeout):
     name = test_name(ruby)
     if selected(name):
-        rep.result(name, record_states(corestack, exe,
-                                       os.path.join(workdir, "states-%s.txt" % ruby), timeout))
+        path = os.path.join(workdir, "states-%s.txt" % ruby)
+        first = record_states(corestack, exe, path, timeout)
+        # The program's own measure of its shares is a wall-clock one, and
+        # the scheduler can skew one recording; a wrong state is wrong in
+        # both recordings.
+        again = record_states(corestack, exe, path, timeout) if first else None
+        rep.result(name, again and "%s; again: %s" % (first, again))
