@@ -174,7 +174,13 @@ def record_states(corestack, exe, out, timeout):
 
 def states_test(rep, selected, corestack, ruby, exe, workdir, timeout):
     name = test_name(ruby)
-    if selected(name):
+    if selected(name) and not os.environ.get("CORESTACK_STATE_SHARES"):
+        # It compares with Ruby's own wall-clock measure of its shares,
+        # which missed by 15-25 points in some runs on an idle machine:
+        # run on demand until that measure is made reliable.
+        rep.skip(name, "set CORESTACK_STATE_SHARES=1 to run it (its oracle, the "
+                 "program's own wall-clock shares, is not yet reliable)")
+    elif selected(name):
         path = os.path.join(workdir, "states-%s.txt" % ruby)
         first = record_states(corestack, exe, path, timeout)
         # The program's own measure of its shares is a wall-clock one, and
