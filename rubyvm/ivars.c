@@ -9,7 +9,6 @@
 /* The deepest shape walked, the most singleton classes and modules
  * passed on the way to an object's class, the most ivars of an object. */
 #define MAX_SHAPE_DEPTH 65536
-#define MAX_CLASS_HOPS 64
 #define MAX_IVARS 65536
 
 /* Where obj keeps its ivars: in itself (*embedded) or in a buffer. */
@@ -39,28 +38,12 @@ static struct cs_error *ivar_slots(struct rv_session *s, uint64_t obj,
 static struct cs_error *real_class(struct rv_session *s, uint64_t klass,
 				   uint64_t *ret)
 {
-	for (int i = 0; i < MAX_CLASS_HOPS; i++) {
-		uint64_t type, flags;
-		struct cs_error *err;
-		if (!klass || rv_special_const(s, klass))
-			return cs_error_create(CS_ERR_CORRUPT,
-					       "no class above a singleton "
-					       "class or module");
-		if ((err = rv_builtin_type(s, klass, &type, &flags)))
-			return err;
-		bool singleton = RV_HAS(s, fl_singleton) &&
-				 (flags & (uint64_t)RV_VAL(s, fl_singleton));
-		if (!singleton && type != (uint64_t)RV_VAL(s, t_iclass)) {
-			*ret = klass;
-			return NULL;
-		}
-		if ((err = rv_superclass(s, klass, &klass)))
-			return err;
-	}
-	return cs_error_create(CS_ERR_CORRUPT,
-			       "more than %d singleton classes and modules "
-			       "above an object",
-			       MAX_CLASS_HOPS);
+	struct cs_error *err = rv_real_class(s, klass, true, ret);
+	if (!err && !*ret)
+		err = cs_error_create(CS_ERR_CORRUPT,
+				      "no class above a singleton class or "
+				      "module");
+	return err;
 }
 
 /* Up to 3.1: the index of ivar id from the iv_index_tbl, and how many

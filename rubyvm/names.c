@@ -301,6 +301,39 @@ struct cs_error *rv_stable_path(struct rv_session *s, uint64_t klass,
 	return NULL;
 }
 
+/* Classes climbed at most past include and singleton classes: more than
+ * any real ancestry, fewer than a damaged cycle would make us read. */
+#define MAX_CLASS_HOPS 1024
+
+struct cs_error *rv_real_class(struct rv_session *s, uint64_t klass,
+			       bool skip_singletons, uint64_t *ret)
+{
+	for (int i = 0; i < MAX_CLASS_HOPS; i++) {
+		uint64_t type, flags;
+		struct cs_error *err;
+		if (!klass || rv_is_nil(s, klass)) {
+			*ret = 0;
+			return NULL;
+		}
+		if ((err = rv_builtin_type(s, klass, &type, &flags)))
+			return err;
+		bool iclass = RV_HAS(s, t_iclass) &&
+			      type == (uint64_t)RV_VAL(s, t_iclass);
+		bool singleton = skip_singletons && RV_HAS(s, fl_singleton) &&
+				 (flags & (uint64_t)RV_VAL(s, fl_singleton));
+		if (!iclass && !singleton) {
+			*ret = klass;
+			return NULL;
+		}
+		if ((err = rv_superclass(s, klass, &klass)))
+			return err;
+	}
+	return cs_error_create(CS_ERR_CORRUPT,
+			       "more than %d include or singleton classes in a "
+			       "row (a cycle?)",
+			       MAX_CLASS_HOPS);
+}
+
 struct cs_error *rv_superclass(struct rv_session *s, uint64_t klass,
 			       uint64_t *ret)
 {

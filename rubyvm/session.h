@@ -112,6 +112,11 @@ struct cs_error *rv_permanent_path(struct rv_session *s, uint64_t klass,
  * address; NULL when anonymous. */
 struct cs_error *rv_stable_path(struct rv_session *s, uint64_t klass,
 				char **ret);
+/* rb_class_real: klass itself, or when it is an include class (or, with
+ * skip_singletons, a singleton class) the first superclass that is not;
+ * 0 when the ancestry ends first. */
+struct cs_error *rv_real_class(struct rv_session *s, uint64_t klass,
+			       bool skip_singletons, uint64_t *ret);
 /* RCLASS_SUPER: the next class or iclass up the ancestry, 0 at the top. */
 struct cs_error *rv_superclass(struct rv_session *s, uint64_t klass,
 			       uint64_t *ret);

@@ -59,30 +59,14 @@ static bool flagged(struct rv_session *s, uint64_t flags, enum rv_item_id id)
 }
 
 /* The first superclass of klass that is not an iclass (an included
- * module's proxy) or a singleton class; 0 when there is none. */
+ * module's proxy) or, skipping them, a singleton class; 0 when there is
+ * none. */
 static struct cs_error *real_super(struct rv_session *s, uint64_t klass,
 				   bool skip_singletons, uint64_t *ret)
 {
-	struct cs_error *err;
-	for (int i = 0; i < MAX_ANCESTORS; i++) {
-		uint64_t type, flags;
-		if ((err = rv_superclass(s, klass, &klass)))
-			return err;
-		if (!klass || rv_is_nil(s, klass)) {
-			*ret = 0;
-			return NULL;
-		}
-		if ((err = rv_builtin_type(s, klass, &type, &flags)))
-			return err;
-		if (is_type(type, s, RVL_t_iclass) ||
-		    (skip_singletons && flagged(s, flags, RVL_fl_singleton)))
-			continue;
-		*ret = klass;
-		return NULL;
-	}
-	return cs_error_create(CS_ERR_CORRUPT,
-			       "more than %d superclasses (a cycle?)",
-			       MAX_ANCESTORS);
+	uint64_t super;
+	struct cs_error *err = rv_superclass(s, klass, &super);
+	return err ? err : rv_real_class(s, super, skip_singletons, ret);
 }
 
 /* The module whose body holds the refine block a method was defined in:
@@ -130,13 +114,10 @@ static struct cs_error *refinement_name(struct rv_session *s, uint64_t klass,
 static struct cs_error *instance_name(struct rv_session *s, uint64_t obj,
 				      int depth, char **ret)
 {
-	uint64_t klass, type, flags;
+	uint64_t klass;
 	struct cs_error *err;
 	if ((err = rv_read_member(s, obj, RVL_basic_klass, &klass)) ||
-	    (err = rv_builtin_type(s, klass, &type, &flags)))
-		return err;
-	if (flagged(s, flags, RVL_fl_singleton) &&
-	    (err = real_super(s, klass, true, &klass)))
+	    (err = rv_real_class(s, klass, true, &klass)))
 		return err;
 	if (!klass)
 		return cs_error_create(CS_ERR_CORRUPT,

@@ -19,7 +19,6 @@
 #define SHOW_MAX_TEXT 1024  /* bytes of text per value */
 #define SHOW_MAX_OBJECTS 64 /* heap objects read per value */
 #define SHOW_MAX_DEPTH 3    /* containers inside containers */
-#define SHOW_MAX_CLASS_HOPS 16
 
 struct show {
 	struct rv_session *s;
@@ -397,28 +396,16 @@ static void show_hash(struct show *sh, uint64_t v, uint64_t flags, int depth)
 static struct cs_error *real_class(struct rv_session *s, uint64_t v,
 				   uint64_t *ret)
 {
-	uint64_t klass, type, flags;
+	uint64_t klass = 0, type = 0;
 	struct cs_error *err = rv_read_member(s, v, RVL_basic_klass, &klass);
-	for (int hop = 0; !err && hop < SHOW_MAX_CLASS_HOPS; hop++) {
-		if (!klass || rv_special_const(s, klass))
-			return cs_error_create(CS_ERR_CORRUPT,
-					       "0x%" PRIx64 " has no class", v);
-		if ((err = rv_builtin_type(s, klass, &type, &flags)))
-			break;
-		bool singleton = RV_HAS(s, fl_singleton) &&
-				 (flags & (uint64_t)RV_VAL(s, fl_singleton));
-		bool iclass = type == (uint64_t)RV_VAL(s, t_iclass);
-		if (!singleton && !iclass) {
-			if (type != (uint64_t)RV_VAL(s, t_class))
-				break;
-			*ret = klass;
-			return NULL;
-		}
-		err = rv_superclass(s, klass, &klass);
-	}
-	return err ? err
-		   : cs_error_create(CS_ERR_CORRUPT,
-				     "0x%" PRIx64 " has no class", v);
+	if (!err)
+		err = rv_real_class(s, klass, true, ret);
+	if (!err && *ret)
+		err = rv_builtin_type(s, *ret, &type, NULL);
+	if (!err && (!*ret || type != (uint64_t)RV_VAL(s, t_class)))
+		err = cs_error_create(CS_ERR_CORRUPT,
+				      "0x%" PRIx64 " has no class", v);
+	return err;
 }
 
 static const char *immediate_class(struct rv_session *s, uint64_t v)
