@@ -624,19 +624,14 @@ ruby-list [LINE]
 
 
 def _read_any(command, inf, tids, **request):
-    """_corestack.backtrace on the first source of the inferior that reads."""
-    first = None
-    for source in _sources(inf, False):
-        try:
-            text, _ = _corestack.backtrace(
-                tids=tids, hints=_thread_hints(inf),
-                debug_dirs=gdb.parameter("debug-file-directory"),
-                debug_dir_advice=DEBUG_DIR_ADVICE,
-                **dict(source, **request))
-            return text
-        except _corestack.Error as exc:
-            first = first or exc
-    raise gdb.GdbError("%s: %s" % (command, first))
+    """The text of _corestack.backtrace for request (frame=, value=), read
+    as ruby-bt reads the inferior."""
+    try:
+        text, _ = _read(inf, False, lambda source: _corestack.backtrace(
+            tids=tids, **dict(source, **request)))
+    except _corestack.Error as exc:
+        raise gdb.GdbError("%s: %s" % (command, exc))
+    return text
 
 
 class RubyLocals(gdb.Command):

@@ -431,18 +431,11 @@ class RubySample(_Command):
 
 
 def _read_any(debugger, target, process, tids, **request):
-    """_corestack.backtrace on the first source of the process that reads."""
-    first = None
-    for source in _sources(target, process, False):
-        try:
-            text, _ = _corestack.backtrace(
-                tids=tids, hints=_hints(process), debug_dirs=_debug_dirs(debugger),
-                debug_dir_advice=DEBUG_DIR_ADVICE,
-                **dict(source, **request))
-            return text
-        except _corestack.Error as exc:
-            first = first or exc
-    raise first
+    """The text of _corestack.backtrace for request (frame=, value=), read
+    as ruby-bt reads the process."""
+    text, _ = _read(debugger, target, process, False, lambda source: _corestack.backtrace(
+        tids=tids, **dict(source, **request)))
+    return text
 
 
 def ruby_locals(debugger, command, result, internal_dict):
