@@ -2,6 +2,9 @@
  * attached process between samples. */
 #include "live_internal.h"
 
+static struct cs_error *cs_live_stop_error(const struct cs_live *live,
+					   struct cs_error *err);
+
 /* ---- public ---- */
 
 struct cs_error *cs_live_attach(int pid, int pause, struct cs_live **ret)
@@ -40,6 +43,7 @@ struct cs_error *cs_live_attach(int pid, int pause, struct cs_live **ret)
 				       CS_LIVE_ATTACH_MS);
 		if (!err)
 			err = cs_live_take_threads(live);
+		err = cs_live_stop_error(live, err);
 	} else {
 		err = cs_live_list_threads(live);
 	}
@@ -191,6 +195,33 @@ static int cs_live_process_gone(const struct cs_live *live)
 	       (st.threads <= 1 || cs_live_exited(live->pid));
 }
 
+/* No thread could be stopped though /proc still lists the process: it
+ * may be exiting, exit_group taking its threads down one by one. Give it
+ * a moment to show as gone before calling the failure anything else. */
+static int cs_live_gone_within(const struct cs_live *live, int64_t ms)
+{
+	int64_t deadline = cs_live_now_ms() + ms;
+	long nap = 100;
+	for (;;) {
+		if (cs_live_process_gone(live))
+			return 1;
+		if (cs_live_now_ms() >= deadline)
+			return 0;
+		cs_live_nap(&nap);
+	}
+}
+
+/* A failure to stop a process that was exiting meanwhile is its exit. */
+static struct cs_error *cs_live_stop_error(const struct cs_live *live,
+					   struct cs_error *err)
+{
+	if (!err || !(cs_live_process_gone(live) ||
+		      (live->nthreads == 0 && cs_live_gone_within(live, 1000))))
+		return err;
+	cs_error_destroy(err);
+	return cs_error_create(CS_ERR_OS, "process %d exited", live->pid);
+}
+
 struct cs_error *cs_live_resume(struct cs_live *live)
 {
 	if (!live->pause || !live->attached) {
@@ -319,11 +350,7 @@ struct cs_error *cs_live_pause(struct cs_live *live)
 		err = cs_live_stop_all(live, deadline, CS_LIVE_PAUSE_MS);
 	if (!err)
 		err = cs_live_take_threads(live);
-	if (err && cs_live_process_gone(live)) {
-		cs_error_destroy(err);
-		err = cs_error_create(CS_ERR_OS, "process %d exited",
-				      live->pid);
-	}
+	err = cs_live_stop_error(live, err);
 	if (err) {
 		/* Never leave it stopped: let go what did stop. */
 		cs_error_destroy(cs_live_resume(live));

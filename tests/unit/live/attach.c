@@ -507,33 +507,43 @@ void test_exit_while_attached(void)
 void test_exit_during_attach(void)
 {
 	int odd = 0, ok = 0, exited = 0;
+	char why[512] = "";
+	size_t used = 0;
+#define ODD(...)                                                     \
+	do {                                                         \
+		odd++;                                               \
+		if (used < sizeof(why))                              \
+			used += (size_t)snprintf(why + used,         \
+						 sizeof(why) - used, \
+						 "; " __VA_ARGS__);  \
+	} while (0)
 	for (int round = 0; round < 20; round++) {
 		struct child c;
 		if (start_child(&c, 1, 20 + round * 40) != 0) {
-			odd++;
+			ODD("round %d: child did not start", round);
 			continue;
 		}
 		struct cs_live *live = NULL;
 		struct cs_error *err = cs_live_attach(c.pid, 1, &live);
-		if (!err) {
+		if (!err)
 			ok++;
-		} else if (contains(err, "exited") || contains(err, "zombie")) {
+		else if (contains(err, "exited") || contains(err, "zombie"))
 			exited++;
-		} else {
-			printf("exit during attach: %s\n", err->message);
-			odd++;
-		}
+		else
+			ODD("round %d: %s", round, err->message);
 		cs_error_destroy(err);
 		long t0 = now_ms();
 		cs_live_close(live);
-		if (now_ms() - t0 > 8000)
-			odd++;
+		long took = now_ms() - t0;
+		if (took > 8000)
+			ODD("round %d: close took %ld ms", round, took);
 		int status = stop_child(&c);
 		if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-			odd++;
+			ODD("round %d: child status 0x%x", round, status);
 	}
-	CHECK(!odd, "exit during attach: %d odd (%d ok, %d exited)", odd, ok,
-	      exited);
+#undef ODD
+	CHECK(!odd, "exit during attach: %d odd (%d ok, %d exited)%s", odd, ok,
+	      exited, why);
 	if (getenv("TEST_LIVE_VERBOSE"))
 		printf("exit during attach: %d ok, %d exited\n", ok, exited);
 }
