@@ -56,13 +56,7 @@ def test_names(ruby):
 def build_extension(outdir):
     """crashtest.so, at -O0 so that every function faults in its own body
     (see crashtest.c)."""
-    os.makedirs(outdir, exist_ok=True)
-    so = os.path.join(outdir, "crashtest.so")
-    res = subprocess.run(["cc", "-shared", "-fPIC", "-g", "-O0",
-                          os.path.join(CRASH_DIR, "crashtest.c"), "-o", so],
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
-    if res.returncode != 0:
-        raise procs.Failure("building crashtest.so: %s" % res.stdout.strip()[-300:])
+    procs.build_extension(os.path.join(CRASH_DIR, "crashtest.c"), outdir, "-O0")
     return outdir
 
 

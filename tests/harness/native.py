@@ -333,13 +333,7 @@ def native_test_names(ruby):
 def build_extension(ruby_exe, outdir):
     """nativetest.so for the fixture Ruby (see the note in nativetest.c: it
     declares the three C API functions it calls)."""
-    os.makedirs(outdir, exist_ok=True)
-    so = os.path.join(outdir, "nativetest.so")
-    res = subprocess.run(["cc", "-shared", "-fPIC", "-g", "-O1", "-pthread",
-                          os.path.join(NATIVE_DIR, "nativetest.c"), "-o", so],
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
-    if res.returncode != 0:
-        raise procs.Failure("building nativetest.so: %s" % res.stdout.strip()[-300:])
+    procs.build_extension(os.path.join(NATIVE_DIR, "nativetest.c"), outdir)
     return outdir
 
 

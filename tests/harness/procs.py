@@ -120,6 +120,19 @@ def build_ruby(version, variant, timeout):
     return prefix
 
 
+def build_extension(source, outdir, opt="-O1"):
+    """A fixture C extension (source, a .c that declares the few C API
+    functions it calls itself) built as OUTDIR/NAME.so; its path."""
+    os.makedirs(outdir, exist_ok=True)
+    name = os.path.splitext(os.path.basename(source))[0] + ".so"
+    so = os.path.join(outdir, name)
+    res = subprocess.run(["cc", "-shared", "-fPIC", "-g", opt, "-pthread", source, "-o", so],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
+    if res.returncode != 0:
+        raise Failure("building %s: %s" % (name, res.stdout.strip()[-300:]))
+    return so
+
+
 def built_prefix(rep, prefixes, ruby, names):
     """The install prefix of a fixture Ruby, or None after saying SKIP for
     each of names when it is not built."""

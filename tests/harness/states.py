@@ -3,29 +3,32 @@
     RUBY/record-states   corestack record --rate 200 --format summary -- ruby
                          fixtures/profile/states.rb (one recording, ~3.5 s):
                          per thread, the summary's shares of running, waiting for
-                         GVL, blocked and gc against the program's own figures
-                         (each thread sleeps once done, blocked, for the share
-                         of its wall time it measured; the rest is its work):
-                         "solo" (alone) and "pair-a"/"pair-b" (spinning together)
-                         run for the share of their wall time their spin loop
-                         held the GVL and wait for it the rest; "gc" is in gc for
-                         the share of its wall time it spent in GC.start (and of
-                         its CPU time GC::Profiler counts, on a machine quiet
-                         enough); "sleeper" is blocked, on sleep, throughout.
+                         GVL, blocked and gc against the program's own figures,
+                         as shares of the thread's wall time (within 5 points):
+                         each thread is blocked while it waits for its turn and
+                         once done; "solo" (spinning alone) runs the time it
+                         spun; "holder" runs while GvlHold.hold keeps the GVL in
+                         C, and "waiter", spinning in Ruby meanwhile, waits for
+                         the GVL that long; "gc" is in gc the time it spent in
+                         GC.start (and, of its work, the share of its CPU time
+                         GC::Profiler counts, on a machine quiet enough) and
+                         runs the time it spun; "sleeper" is blocked, on sleep,
+                         throughout.
 
-The program measures in wall time what a busy machine does not skew: the
-GVL is held by the thread that ran the spin loop last, from when it took over
-to when the next one did, also while the kernel ran something else (corestack
-says running then too); GC.start's wall time is in gc. Only a thread handed
-the GVL before the kernel runs it holds it unseen by the program: the pair's
-bound widens by the share of their wall time they were off the CPU, and each
-must both run and wait for the GVL; the gc thread's widens by half its share
-off the CPU, and GC's own figure, CPU time, is compared (within 12 points)
-only when the thread ran on a CPU for 80% of its wall time. On a quiet
-machine the figures agree within 4 points; the bounds held under load 14-19. A
-state read wrong is caught whatever the load: a waiting thread as running
-(the pair never waits) or as blocked (the pair blocked), GC missed (gc 0%
-against 50-80%), every GVL holder in gc (solo in gc).
+Each share holds by how the program is built, whatever the load: a thread in
+C keeping the GVL holds it also while the kernel runs something else (and
+corestack says running then too), one spinning in Ruby meanwhile waits for it
+all that time, and GC.start's wall time is in gc. The gc thread alternates
+spins of random length with GC.start, so that its cycle cannot keep step
+with the sampling period. Ruby leaves two moments open, and either state is
+accepted there: a thread before its first line waits for the GVL its creator
+holds, and one woken from its turn's Queue is asleep until the kernel runs
+it, then waits for the GVL. On a machine so busy that the gc thread ran a
+small part of its work, its bound widens by up to 5 points; GC's own figure,
+CPU time, is compared (within 12 points) only when the thread ran on a CPU
+for 80% of its work. A state read wrong is caught: the waiter as running or
+blocked (waiting 0% against 30%), the holder as waiting, GC missed (gc 0%
+against 15%), a GVL holder counted as in gc or waiting (solo).
 """
 
 import os
@@ -37,9 +40,8 @@ from .checks import first_line
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPT = os.path.join(ROOT, "fixtures", "profile", "states.rb")
-TOLERANCE = 0.08
-BLOCKED_TOLERANCE = 0.12   # a thread's sleep once done: a few lost samples move it
-PAIR_LOW = 0.05            # each of the pair runs, and waits, at least this share
+EXTENSION = os.path.join(ROOT, "fixtures", "profile", "gvl_hold.c")
+TOLERANCE = 0.05
 ON_CPU = 0.8               # GC's own (CPU) time is compared when the thread ran this share
 GC_OWN_TOLERANCE = 0.12
 
@@ -81,67 +83,69 @@ def parse_ruby(text):
     return figures
 
 
-def near(what, got, want, tolerance=TOLERANCE):
-    if abs(got - want) > tolerance:
-        return "%s %.0f%%, the program measured %.0f%% (within %.0f points)" % (
-            what, 100 * got, 100 * want, 100 * tolerance)
-    return None
-
-
-def active(shares, ruby, name):
-    """Shares of the time before the thread slept once done, and the
-    program's figures for it; or the reason its blocked share is off."""
-    s, r = shares[name][0], dict(ruby[name])
-    why = near("%s blocked" % name, s["blocked"], r["slept"] / r["wall"], BLOCKED_TOLERANCE)
-    if why:
-        return why
-    awake = max(1e-9, 1 - s["blocked"])
-    shares[name] = ({k: v / awake for k, v in s.items()}, shares[name][1])
-    r["wall"] -= r["slept"]
-    ruby[name] = r
+def within(what, got, low, high, tolerance=TOLERANCE):
+    """got in [low, high], widened by the tolerance."""
+    if got < low - tolerance or got > high + tolerance:
+        span = "%.0f%%" % (100 * low) if round(100 * low) == round(100 * high) else \
+            "%.0f-%.0f%%" % (100 * low, 100 * high)
+        return "%s %.0f%%, the program measured %s (within %.0f points)" % (
+            what, 100 * got, span, 100 * tolerance)
     return None
 
 
 def check(shares, ruby):
-    for name in ("solo", "pair-a", "pair-b", "gc", "sleeper"):
+    """Each share is of the thread's samples, its whole life: compared with
+    the program's figures as shares of the thread's wall time."""
+    for name in ("solo", "waiter", "holder", "gc", "sleeper"):
         if name not in shares or name not in ruby:
             return "thread %s missing: summary has %s, the program printed %s" % (
                 name, sorted(shares), sorted(ruby))
-    for name in ("solo", "pair-a", "pair-b", "gc"):
-        why = active(shares, ruby, name)
+    f = {}
+    for name in ("solo", "waiter", "holder", "gc"):
+        r = ruby[name]
+        f[name] = {k: v / r["wall"] for k, v in r.items()}
+        f[name]["work"] = 1 - (r["startup"] + r["waited"] + r["woke"] + r["slept"]) / r["wall"]
+        s, t = shares[name][0], f[name]
+        # asleep for its turn and once done; from its turn until the kernel
+        # ran it too, or waiting for the GVL then
+        why = within("%s blocked" % name, s["blocked"], t["waited"] + t["slept"],
+                     t["waited"] + t["woke"] + t["slept"])
         if why:
             return why
-    s, r = shares["solo"][0], ruby["solo"]
-    why = near("solo running", s["running"], r["held"] / r["wall"])
+        if s["running"] + s["waiting"] + s["gc"] < t["work"] - TOLERANCE:
+            return "%s awake %.0f%% of its samples, it worked %.0f%% of its wall time" % (
+                name, 100 * (s["running"] + s["waiting"] + s["gc"]), 100 * t["work"])
+    s, t = shares["solo"][0], f["solo"]
+    why = within("solo running", s["running"], t["spun"], t["spun"])
     if why:
         return why
-    # The pair's own figure misses the time a thread was handed the GVL
-    # before the kernel ran it: at most the time the pair was off the CPU.
-    wall = max(ruby["pair-a"]["wall"], ruby["pair-b"]["wall"])
-    off_cpu = max(0.0, 1 - (ruby["pair-a"]["cpu"] + ruby["pair-b"]["cpu"]) / wall)
-    for name in ("pair-a", "pair-b"):
-        s, r = shares[name][0], ruby[name]
-        if s["running"] + s["waiting"] < 1 - TOLERANCE / 2:
-            return "%s running or waiting for GVL %.0f%% of its samples awake, it " \
-                "spun throughout" % (name, 100 * (s["running"] + s["waiting"]))
-        if min(s["running"], s["waiting"]) < PAIR_LOW:
-            return "%s running %.0f%%, waiting for GVL %.0f%%: two threads spinning " \
-                "together share the GVL" % (name, 100 * s["running"], 100 * s["waiting"])
-        why = near("%s running" % name, s["running"], r["held"] / r["wall"],
-                   TOLERANCE + off_cpu)
-        if why:
-            return why
-    # On a machine so busy that the thread ran a small part of its wall
-    # time, its samples and its clock drift apart: the bound widens by half
-    # its share of time off the CPU (solo, holding the GVL out of GC, already
-    # tells a GVL holder counted as in gc).
-    s, r = shares["gc"][0], ruby["gc"]
-    slack = TOLERANCE + max(0.0, 1 - r["cpu"] / r["wall"]) / 2
-    why = (near("gc in gc", s["gc"], r["in_gc"] / r["wall"], slack)
-           or near("gc running", s["running"], 1 - r["in_gc"] / r["wall"], slack))
-    if not why and r["cpu"] >= ON_CPU * r["wall"]:
-        why = near("gc in gc against GC's own time", s["gc"], r["gc"] / r["cpu"],
-                   GC_OWN_TOLERANCE)
+    # The waiter spun throughout its work: it waited while the holder was
+    # in C, and ran the rest but for the GVL's handovers.
+    s, t = shares["waiter"][0], f["waiter"]
+    why = within("waiter waiting for GVL", s["waiting"], t["hold"],
+                 t["startup"] + t["woke"] + t["hold"])
+    if why:
+        return why
+    # The holder ran while in C; else it waited for the GVL or ran.
+    s, t = shares["holder"][0], f["holder"]
+    why = (within("holder running", s["running"], t["hold"],
+                  t["startup"] + t["woke"] + t["work"])
+           or within("holder waiting for GVL", s["waiting"], 0,
+                     t["startup"] + t["woke"] + t["work"] - t["hold"]))
+    if why:
+        return why
+    # On a machine so busy that the thread ran a small part of its work,
+    # its samples and its clock drift apart: the bound widens by half its
+    # share of time off the CPU, up to 5 points (solo, holding the GVL out
+    # of GC, already tells a GVL holder counted as in gc).
+    s, t, r = shares["gc"][0], f["gc"], ruby["gc"]
+    work = t["work"] * r["wall"]
+    slack = TOLERANCE + min(0.05, max(0.0, 1 - r["cpu"] / work) / 2 * t["work"])
+    why = (within("gc in gc", s["gc"], t["in_gc"], t["in_gc"], slack)
+           or within("gc running", s["running"], t["spun"], t["spun"], slack))
+    if not why and r["cpu"] >= ON_CPU * work:
+        why = within("gc in gc, of its work, against GC's own time", s["gc"] / t["work"],
+                     r["gc"] / r["cpu"], r["gc"] / r["cpu"], GC_OWN_TOLERANCE)
     if why:
         return why
     s, waits = shares["sleeper"]
@@ -153,11 +157,11 @@ def check(shares, ruby):
     return None
 
 
-def record_states(corestack, exe, out, timeout):
+def record_states(corestack, exe, extension, out, timeout):
     """The reason the recording fails the test, or None."""
     try:
         res = subprocess.run([corestack, "record", "--rate", "200", "--format", "summary",
-                              "-o", out, "--", exe, SCRIPT],
+                              "-o", out, "--", exe, SCRIPT, extension],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -167,24 +171,26 @@ def record_states(corestack, exe, out, timeout):
         return "exit %d: %s" % (res.returncode, san or first_line(res.stderr))
     try:
         with open(out) as f:
-            return check(parse_summary(f.read()), parse_ruby(res.stdout))
+            shares = parse_summary(f.read())
     except OSError as exc:
         return "no summary: %s" % exc
+    why = check({k: (dict(v[0]), v[1]) for k, v in shares.items()}, parse_ruby(res.stdout))
+    if why:
+        # the whole split, for telling a wrong state from a skewed share
+        why += "; summary: " + ", ".join(
+            "%s %s" % (t, "/".join("%.0f" % (100 * c[st]) for st in STATES))
+            for t, (c, _) in sorted(shares.items())) + " (running/waiting/blocked/gc %)"
+    return why
 
 
 def states_test(rep, selected, corestack, ruby, exe, workdir, timeout):
     name = test_name(ruby)
-    if selected(name) and not os.environ.get("CORESTACK_STATE_SHARES"):
-        # It compares with Ruby's own wall-clock measure of its shares,
-        # which missed by 15-25 points in some runs on an idle machine:
-        # run on demand until that measure is made reliable.
-        rep.skip(name, "set CORESTACK_STATE_SHARES=1 to run it (its oracle, the "
-                 "program's own wall-clock shares, is not yet reliable)")
-    elif selected(name):
-        path = os.path.join(workdir, "states-%s.txt" % ruby)
-        first = record_states(corestack, exe, path, timeout)
-        # The program's own measure of its shares is a wall-clock one, and
-        # the scheduler can skew one recording; a wrong state is wrong in
-        # both recordings.
-        again = record_states(corestack, exe, path, timeout) if first else None
-        rep.result(name, again and "%s; again: %s" % (first, again))
+    if not selected(name):
+        return
+    try:
+        extension = procs.build_extension(EXTENSION, os.path.join(workdir, "states-ext"))
+    except procs.Failure as exc:
+        rep.result(name, str(exc))
+        return
+    rep.result(name, record_states(corestack, exe, extension,
+                                   os.path.join(workdir, "states-%s.txt" % ruby), timeout))
