@@ -144,7 +144,6 @@ from .gdbext_lldb import lldb_test, lldb_tests, locals_hook, locals_test_names
 from .gdbext_sample import sample_test
 
 
-LLDB_RUBIES = ("3.3", "3.4")
 REMOTE_RUBIES = ("3.3",)   # gdbserver: slow to start (it ships every library)
 
 
@@ -153,10 +152,9 @@ def ruby_tests(ruby, scenarios):
     for scen in scenarios:
         names += scenario_tests(ruby, scen, scen.startswith("crash"))
     names += ["gdbext/%s/sample" % ruby, "gdbext/%s/sample-speedscope" % ruby]
-    if ruby in LLDB_RUBIES:
-        names += lldb_tests(ruby)
-        if frame_locals.SCENARIO in scenarios:
-            names += locals_test_names(ruby)
+    names += lldb_tests(ruby)
+    if frame_locals.SCENARIO in scenarios:
+        names += locals_test_names(ruby)
     if ruby in REMOTE_RUBIES:
         names.append("gdbext/%s/threads/remote" % ruby)
     if ruby == NO_DEBUG_RUBY:
@@ -199,11 +197,10 @@ def gdbext_tests(rep, selected, args, prefixes, scenarios, workdir):
         os.makedirs(rwork, exist_ok=True)
         procs.progress("gdbext: %s" % ruby)
         scenario_runs(rep, selected, args, ruby, exe, scenarios, rwork,
-                      locals_hook(rep, selected, args, ruby) if ruby in LLDB_RUBIES else None)
+                      locals_hook(rep, selected, args, ruby))
         if selected("gdbext/%s/sample" % ruby) or selected("gdbext/%s/sample-speedscope" % ruby):
             sample_test(rep, args, ruby, exe, rwork, selected)
-        if ruby in LLDB_RUBIES:
-            lldb_test(rep, selected, args, ruby, exe, rwork)
+        lldb_test(rep, selected, args, ruby, exe, rwork)
         if ruby in REMOTE_RUBIES and selected("gdbext/%s/threads/remote" % ruby):
             remote_test(rep, args, ruby, exe, rwork)
         if ruby == INSTALL_RUBY and any(selected(n) for n in INSTALL_TESTS):
