@@ -102,7 +102,8 @@ Ruby says about itself (fixtures/oracle.rb), on every fixture Ruby.
                                     remote: memory, mappings, auxv over the protocol): as
                                     the oracle; ruby-sample there says it needs a local
                                     process
-    lldb/RUBY/threads/MODE          the same ruby-bt --json all in lldb (live, core)
+    lldb/RUBY/threads/MODE          the same ruby-bt --json all in lldb (live, core),
+                                    on every fixture Ruby as all lldb/RUBY/... tests
     lldb/RUBY/threads/MODE/frames, lldb/RUBY/threads/MODE/list  the frames and list
                                     tests in the same lldb session (platform select
                                     --sysroot; on a core no note, lldb names no core)
@@ -114,6 +115,11 @@ Ruby says about itself (fixtures/oracle.rb), on every fixture Ruby.
                                     ranked over light, the process stopped again
     lldb/RUBY/sample-speedscope     then ruby-sample 0.5 --out F --format speedscope in
                                     the same lldb, checked as in gdb
+    lldb/3.3-static/sample-killed   ruby-sample on the same long shares.rb run as
+                                    gdbext/3.3-static/sample-killed, lldb sent SIGTERM, then
+                                    SIGKILL, while it samples, and SIGKILL as the time is
+                                    up: the target runs on untraced, no thread stopped, its
+                                    CPU time growing
     gdbext/install                  make install PREFIX=TMP SYSCONFDIR=TMP/etc RUBY_FOR_GDB=
                                     3.3's ruby, then gdb -nx on a 3.3 core reading only the
                                     installed gdbinit.d snippet (-iex source, as gdb reads
