@@ -135,6 +135,41 @@ static void tid_by_fs_base(struct cs_thread_tids *r, size_t i,
 		check_stack(r, i, t, nt, crash_tid);
 }
 
+/* Ruby keeps only a pthread_t, and the kernel threads come with a stack
+ * pointer but no fs_base (lldb 14 on a live process): the tid glibc
+ * records at the pthread_t (glibc_tid, -1: unknown), believed when one
+ * kernel thread has it and that thread's stack pointer lies in the machine
+ * stack Ruby records; otherwise no tid (one source alone is not enough). */
+static void tid_by_glibc(struct cs_thread_tids *r, size_t i,
+			 const struct rv_thread *t,
+			 const struct cs_thread *const *natives, size_t n,
+			 int64_t glibc_tid)
+{
+	const struct cs_thread *nt = NULL;
+	uint64_t top = t->machine_stack_start, size = t->machine_stack_size;
+	if (glibc_tid <= 0 || !top || !size || size > top)
+		return;
+	size_t count = matching(natives, n, true, (uint64_t)glibc_tid, &nt);
+	if (count == 0) {
+		if (t->status != RV_STATUS_DEAD)
+			fail(r, i,
+			     "no kernel thread has the tid %lld glibc records "
+			     "at its pthread_t 0x%llx",
+			     (long long)glibc_tid,
+			     (unsigned long long)t->pthread_id);
+		return;
+	}
+	if (count > 1) {
+		fail(r, i, "%zu kernel threads have its tid %lld", count,
+		     (long long)glibc_tid);
+		return;
+	}
+	if (!nt->rsp)
+		return;
+	r->tids[i] = glibc_tid;
+	check_stack(r, i, t, nt, -1);
+}
+
 /* The whole assignment: one Ruby thread per kernel thread, and the
  * process's main thread, if it runs Ruby, runs Ruby's main thread. */
 static void check_assignment(struct cs_thread_tids *r,
@@ -182,13 +217,19 @@ struct cs_error *cs_thread_tids_find(const struct rv_process *p,
 		return &cs_error_nomem;
 	}
 	/* Kernel threads whose registers were read (none in a nonblocking
-	 * look at a live process): only those can be checked. */
-	bool registers = false;
-	for (size_t k = 0; k < n; k++)
+	 * look at a live process): only those can be checked. Some
+	 * debuggers show the stack pointer but not fs_base. */
+	bool registers = false, stack_pointers = false;
+	for (size_t k = 0; k < n; k++) {
 		registers |= natives[k]->fs_base != 0;
+		stack_pointers |= natives[k]->rsp != 0;
+	}
 	for (size_t i = 0; i < p->nthreads; i++) {
 		const struct rv_thread *t = &p->threads[i];
 		ret->tids[i] = t->tid;
+		if (!registers && stack_pointers && t->tid < 0 &&
+		    t->pthread_id && glibc_tids)
+			tid_by_glibc(ret, i, t, natives, n, glibc_tids[i]);
 		if (!registers)
 			continue;
 		if (t->tid >= 0)

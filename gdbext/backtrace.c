@@ -118,6 +118,7 @@ static struct cs_error *kernel_threads(void *ctx, const struct cs_target *t,
 		}
 		h->store[k].tid = (int)hints[k].tid;
 		h->store[k].fs_base = hints[k].fs_base;
+		h->store[k].rsp = hints[k].rsp;
 		(*ret)[k] = &h->store[k];
 	}
 	*n = count;
@@ -318,6 +319,9 @@ struct cs_error *gx_with_snapshot(const struct gx_source *src,
 		.fibers = true,
 		.locals = req->locals || req->frame != GX_FRAME_NONE,
 		.debug_dirs = src->debug_dirs,
+		/* a second record of a tid; the only one next to the stack
+		 * pointer where the debugger shows no fs_base */
+		.glibc_tids = true,
 		.pid_hint = -1,
 		.kernel_threads = kernel_threads,
 		.kernel_threads_ctx = &hinted,

@@ -40,7 +40,8 @@ struct gx_source {
  * keeps only its pthread_t (Ruby < 3.1) which kernel thread it is. */
 struct gx_thread_hint {
 	int64_t tid;
-	uint64_t fs_base;
+	uint64_t fs_base; /* 0: the debugger does not show it (lldb 14 live) */
+	uint64_t rsp;     /* 0: unknown */
 };
 
 /* Asked only when a Ruby thread has no kernel tid of its own. 0 on failure

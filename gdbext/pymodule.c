@@ -69,13 +69,13 @@ static int py_hints(void *ctx, struct gx_thread_hint **ret, size_t *count)
 	struct gx_thread_hint *h = calloc((size_t)n + 1, sizeof(*h));
 	for (Py_ssize_t i = 0; h && i < n; i++) {
 		long long tid;
-		unsigned long long fs_base;
-		if (!PyArg_ParseTuple(PyList_GetItem(list, i), "LK", &tid,
-				      &fs_base)) {
+		unsigned long long fs_base, rsp = 0;
+		if (!PyArg_ParseTuple(PyList_GetItem(list, i), "LK|K", &tid,
+				      &fs_base, &rsp)) {
 			PyErr_Clear();
 			continue;
 		}
-		h[(*count)++] = (struct gx_thread_hint){tid, fs_base};
+		h[(*count)++] = (struct gx_thread_hint){tid, fs_base, rsp};
 	}
 	Py_DECREF(list);
 	*ret = h;

@@ -94,13 +94,21 @@ def _mappings(target):
 
 
 def _hints(process):
+    """[(tid, fs_base, stack pointer)] of every thread, for Rubies that keep
+    only a pthread_t; fs_base 0 where lldb shows none (lldb 14 on a live
+    process): then the tid glibc records there is checked against the stack
+    pointer instead."""
+    def register(frame, name):
+        reg = frame.FindRegister(name) if frame.IsValid() else None
+        return reg.GetValueAsUnsigned() if reg is not None and reg.IsValid() else 0
+
     def hints():
         out = []
         for thread in process:
             frame = thread.GetFrameAtIndex(0)
-            reg = frame.FindRegister("fs_base") if frame.IsValid() else None
-            if reg is not None and reg.IsValid():
-                out.append((thread.GetThreadID(), reg.GetValueAsUnsigned()))
+            fs_base, sp = register(frame, "fs_base"), register(frame, "rsp")
+            if fs_base or sp:
+                out.append((thread.GetThreadID(), fs_base, sp))
         return out
     return hints
 

@@ -102,7 +102,8 @@ Ruby says about itself (fixtures/oracle.rb), on every fixture Ruby.
                                     remote: memory, mappings, auxv over the protocol): as
                                     the oracle; ruby-sample there says it needs a local
                                     process
-    lldb/RUBY/threads/MODE          the same ruby-bt --json all in lldb (live, core)
+    lldb/RUBY/threads/MODE          the same ruby-bt --json all in lldb (live, core),
+                                    on every fixture Ruby as all lldb/RUBY/... tests
     lldb/RUBY/threads/MODE/frames, lldb/RUBY/threads/MODE/list  the frames and list
                                     tests in the same lldb session (platform select
                                     --sysroot; on a core no note, lldb names no core)
@@ -114,6 +115,11 @@ Ruby says about itself (fixtures/oracle.rb), on every fixture Ruby.
                                     ranked over light, the process stopped again
     lldb/RUBY/sample-speedscope     then ruby-sample 0.5 --out F --format speedscope in
                                     the same lldb, checked as in gdb
+    lldb/3.3-static/sample-killed   ruby-sample on the same long shares.rb run as
+                                    gdbext/3.3-static/sample-killed, lldb sent SIGTERM, then
+                                    SIGKILL, while it samples, and SIGKILL as the time is
+                                    up: the target runs on untraced, no thread stopped, its
+                                    CPU time growing
     gdbext/install                  make install PREFIX=TMP SYSCONFDIR=TMP/etc RUBY_FOR_GDB=
                                     3.3's ruby, then gdb -nx on a 3.3 core reading only the
                                     installed gdbinit.d snippet (-iex source, as gdb reads
@@ -144,7 +150,6 @@ from .gdbext_lldb import lldb_test, lldb_tests, locals_hook, locals_test_names
 from .gdbext_sample import sample_test
 
 
-LLDB_RUBIES = ("3.3", "3.4")
 REMOTE_RUBIES = ("3.3",)   # gdbserver: slow to start (it ships every library)
 
 
@@ -153,10 +158,9 @@ def ruby_tests(ruby, scenarios):
     for scen in scenarios:
         names += scenario_tests(ruby, scen, scen.startswith("crash"))
     names += ["gdbext/%s/sample" % ruby, "gdbext/%s/sample-speedscope" % ruby]
-    if ruby in LLDB_RUBIES:
-        names += lldb_tests(ruby)
-        if frame_locals.SCENARIO in scenarios:
-            names += locals_test_names(ruby)
+    names += lldb_tests(ruby)
+    if frame_locals.SCENARIO in scenarios:
+        names += locals_test_names(ruby)
     if ruby in REMOTE_RUBIES:
         names.append("gdbext/%s/threads/remote" % ruby)
     if ruby == NO_DEBUG_RUBY:
@@ -199,11 +203,10 @@ def gdbext_tests(rep, selected, args, prefixes, scenarios, workdir):
         os.makedirs(rwork, exist_ok=True)
         procs.progress("gdbext: %s" % ruby)
         scenario_runs(rep, selected, args, ruby, exe, scenarios, rwork,
-                      locals_hook(rep, selected, args, ruby) if ruby in LLDB_RUBIES else None)
+                      locals_hook(rep, selected, args, ruby))
         if selected("gdbext/%s/sample" % ruby) or selected("gdbext/%s/sample-speedscope" % ruby):
             sample_test(rep, args, ruby, exe, rwork, selected)
-        if ruby in LLDB_RUBIES:
-            lldb_test(rep, selected, args, ruby, exe, rwork)
+        lldb_test(rep, selected, args, ruby, exe, rwork)
         if ruby in REMOTE_RUBIES and selected("gdbext/%s/threads/remote" % ruby):
             remote_test(rep, args, ruby, exe, rwork)
         if ruby == INSTALL_RUBY and any(selected(n) for n in INSTALL_TESTS):

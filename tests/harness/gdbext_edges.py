@@ -1,10 +1,11 @@
-"""ruby-sample's sharp edges in gdb, on one long run of
-fixtures/profile/shares.rb (gdbext/RUBY/sample-killed, gdbext/RUBY/sample-args;
-the test names and what they check are in gdbext.py).
+"""ruby-sample's sharp edges in gdb and lldb, on one long run of
+fixtures/profile/shares.rb (gdbext/RUBY/sample-killed, gdbext/RUBY/sample-args,
+lldb/RUBY/sample-killed; the test names and what they check are in gdbext.py).
 """
 
 import os
 import re
+import shutil
 import signal
 import subprocess
 import time
@@ -12,10 +13,12 @@ import time
 from . import compare, procs
 from .gdbext_gdb import (GDB_TIMEOUT, SHARES, check_json, fail_all, gdb_env, json_in, parked,
                          run_gdb, unnumbered)
+from .gdbext_lldb import lldb_env
 
 
 EDGE_RUBY = "3.3-static"   # one file: gdb attaches fastest
-EDGE_TESTS = ("gdbext/%s/sample-killed" % EDGE_RUBY, "gdbext/%s/sample-args" % EDGE_RUBY)
+EDGE_TESTS = ("gdbext/%s/sample-killed" % EDGE_RUBY, "gdbext/%s/sample-args" % EDGE_RUBY,
+              "lldb/%s/sample-killed" % EDGE_RUBY)
 SHARED_RUBY = "3.1"        # a libruby.so to move
 SHARED_TESTS = ("gdbext/%s/thread-numbers" % SHARED_RUBY,
                 "gdbext/%s/moved-libruby/solib-search-path" % SHARED_RUBY,
@@ -55,18 +58,33 @@ def sampling(state, tracer):
     return tracer != 0 and state == "R"
 
 
-def left_running(target):
-    """None when the target runs on, untraced, with no thread stopped."""
+def cpu_ticks(pid):
+    """utime + stime of pid (clock ticks), or None once it is gone."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return int(fields[11]) + int(fields[12])
+
+
+def left_running(target, progress=False):
+    """None when the target runs on, untraced, with no thread stopped (and,
+    with progress, its CPU time growing: shares.rb spins)."""
     if target.poll() is not None:
         return "the target died (%s)" % target.returncode
     if not wait_for(target.pid, lambda s, t: t == 0 and s != "T", timeout=15):
         return "the target is still traced or stopped: %s" % (proc_status(target.pid),)
+    before = cpu_ticks(target.pid)
     time.sleep(0.3)   # the guard's second look
     stopped = procs.stopped_threads(target.pid)
     if stopped:
         return "threads left stopped: %s" % stopped
     if target.poll() is not None:
         return "the target died (%s)" % target.returncode
+    if progress and not (cpu_ticks(target.pid) or 0) > (before or 0):
+        return "the target does not run: no CPU time in 0.3 s (%s)" % (
+            proc_status(target.pid),)
     return None
 
 
@@ -78,12 +96,24 @@ def gdb_argv(args, target, commands, timeout=None):
     return argv + ["-p", str(target.pid)]
 
 
-def killed_run(args, target, when, sig, seconds="10"):
-    """gdb running ruby-sample on target, sent sig once when(target.pid)
-    says so -> (None or what went wrong, what gdb printed)."""
-    gdb = subprocess.Popen(gdb_argv(args, target, ["ruby-sample " + seconds, "echo AFTER\\n"]),
-                           stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                           stderr=subprocess.STDOUT, text=True, env=gdb_env(args.gdbext))
+def lldb_argv(args, target, commands):
+    argv = [shutil.which("lldb-14") or "lldb", "-b", "-o", "command script import " +
+            os.path.join(args.gdbext, "ruby_lldb.py")]
+    for c in commands:
+        argv += ["-o", c]
+    return argv + ["-p", str(target.pid)]
+
+
+def killed_run(args, target, when, sig, seconds="10", lldb=False):
+    """gdb (or lldb) running ruby-sample on target, sent sig once
+    when(target.pid) says so -> (None or what went wrong, what it printed)."""
+    if lldb:
+        argv = lldb_argv(args, target, ["ruby-sample " + seconds, "script print('AFTER')"])
+    else:
+        argv = gdb_argv(args, target, ["ruby-sample " + seconds, "echo AFTER\\n"])
+    gdb = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True,
+                           env=lldb_env(args.gdbext) if lldb else gdb_env(args.gdbext))
     try:
         if not when(target.pid):
             return "the moment to send %s never came: %s" % (
@@ -93,15 +123,15 @@ def killed_run(args, target, when, sig, seconds="10"):
     except subprocess.TimeoutExpired:
         gdb.kill()
         gdb.communicate()
-        return "gdb hung after %s" % signal.Signals(sig).name, ""
+        return "%s hung after %s" % ("lldb" if lldb else "gdb", signal.Signals(sig).name), ""
     finally:
         if gdb.poll() is None:
             gdb.kill()
             gdb.wait()
-    for mark in GDB_ERRORS:
+    for mark in GDB_ERRORS + ("Traceback",):
         if mark in out:
-            return "gdb said %s: %s" % (mark, compare.show(out[-300:])), out
-    return left_running(target), out
+            return "the debugger said %s: %s" % (mark, compare.show(out[-300:])), out
+    return left_running(target, lldb), out
 
 
 def held(state, tracer):
@@ -137,6 +167,25 @@ def killed_cases(args, target):
             return "%s: %s" % (what, reason)
         if what == "SIGTERM while sampling" and "gdb got SIGTERM while sampling" not in out:
             return "%s: gdb did not say so: %s" % (what, compare.show(out[-300:]))
+    return None
+
+
+def lldb_killed_cases(args, target):
+    """SIGTERM and SIGKILL to lldb while ruby-sample samples, and SIGKILL
+    as the time is up (lldb stopping the target): the target runs on."""
+    def starts(pid):
+        return wait_for(pid, held) and wait_for(pid, sampling, step=0.002)
+
+    cases = (("SIGTERM while sampling", signal.SIGTERM, "10",
+              lambda pid: starts(pid) and (time.sleep(0.4) or wait_for(pid, sampling))),
+             ("SIGKILL while sampling", signal.SIGKILL, "10",
+              lambda pid: starts(pid) and (time.sleep(0.4) or wait_for(pid, sampling))),
+             ("SIGKILL as the time is up", signal.SIGKILL, "1",
+              lambda pid: starts(pid) and wait_for(pid, held, step=0.002)))
+    for what, sig, seconds, when in cases:
+        reason, _ = killed_run(args, target, when, sig, seconds, lldb=True)
+        if reason:
+            return "lldb, %s: %s" % (what, reason)
     return None
 
 
@@ -198,6 +247,9 @@ def edge_tests(rep, selected, args, exe, workdir):
                        interrupted_case(args, target))
         if selected(EDGE_TESTS[1]):
             rep.result(EDGE_TESTS[1], args_case(args, target, workdir))
+        if selected(EDGE_TESTS[2]):
+            rep.result(EDGE_TESTS[2], lldb_killed_cases(args, target) if shutil.which(
+                "lldb-14") or shutil.which("lldb") else "lldb-14 is not installed (.ci/install-deps)")
 
 
 # --- two numberings, thread apply; a core's libruby elsewhere ---------------------
