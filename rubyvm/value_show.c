@@ -71,12 +71,21 @@ static void unreadable(struct show *sh, struct cs_error *err)
 	cs_error_destroy(err);
 }
 
-/* Whether an object may be read: within the budget, and aligned as
- * every heap slot is. */
-static bool may_read(struct show *sh, uint64_t v)
+/* Whether an object may be read: within the budget, aligned as every heap
+ * slot is, and the start of a live slot where the heap's layout is known
+ * (*slot_size: its size, else 0). */
+static bool may_read(struct show *sh, uint64_t v, uint64_t *slot_size)
 {
+	char why[96];
+	*slot_size = 0;
 	if (v % (uint64_t)RV_VAL(sh->s, value_size)) {
 		putf(sh, "<unreadable: 0x%" PRIx64 " is not an object>", v);
+		return false;
+	}
+	if (rv_heap_slot(sh->s, v, slot_size, why, sizeof(why)) ==
+	    RV_SLOT_NONE) {
+		putf(sh, "<unreadable: 0x%" PRIx64 " is not a Ruby object: %s>",
+		     v, why);
 		return false;
 	}
 	if (sh->objects_left-- <= 0) {
@@ -479,8 +488,8 @@ static void show_object(struct show *sh, uint64_t v)
 static void show_heap(struct show *sh, uint64_t v, int depth)
 {
 	struct rv_session *s = sh->s;
-	uint64_t type, flags;
-	if (!may_read(sh, v))
+	uint64_t type, flags, slot_size;
+	if (!may_read(sh, v, &slot_size))
 		return;
 	struct cs_error *err = rv_builtin_type(s, v, &type, &flags);
 	if (err) {
@@ -531,9 +540,11 @@ static char *class_of(struct rv_session *s, uint64_t v)
 		const char *name = immediate_class(s, v);
 		return name ? strdup(name) : NULL;
 	}
-	uint64_t klass = 0;
+	uint64_t klass = 0, slot_size;
 	char *path = NULL;
+	char why[96];
 	if (v % (uint64_t)RV_VAL(s, value_size) ||
+	    rv_heap_slot(s, v, &slot_size, why, sizeof(why)) == RV_SLOT_NONE ||
 	    rv_failed(real_class(s, v, &klass)) ||
 	    rv_failed(rv_class_path(s, klass, &path)))
 		return NULL;
