@@ -248,6 +248,13 @@ enum rv_slot rv_heap_slot(struct rv_session *s, uint64_t v, uint64_t *slot_size,
 			  char *why, size_t n);
 void rv_heap_slots_destroy(struct rv_session *s);
 
+/* A Bignum in decimal ("-123"), from its flags and its slot's size (0 if
+ * unknown); CS_ERR_LIMIT past RV_MAX_BIGNUM_BYTES of digits. */
+#define RV_MAX_BIGNUM_BYTES 4096
+struct cs_error *rv_bignum_decimal(struct rv_session *s, uint64_t v,
+				   uint64_t flags, uint64_t slot_size,
+				   char **ret);
+
 /* gc_state.c */
 void rv_gc_state_read(struct rv_session *s, uint64_t vm, struct rv_gc_state *g);
 

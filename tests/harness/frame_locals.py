@@ -9,8 +9,8 @@ inspect, class and Kernel#to_s right before it parked
     RUBY/frames/locals       corestack --json --locals CORE: the frames of the
                              records have exactly those locals, each of Ruby's
                              class and shown as Ruby shows it (a truncated
-                             String, Array or Hash: its prefix and size; a
-                             Bignum: its class; another object: as Kernel#to_s);
+                             String, Array, Hash or Integer: its prefix and
+                             size; another object: as Kernel#to_s);
                              the text output carries the same "name = value"
                              lines
     RUBY/frames/locals-live  the same from corestack --json --locals --pid on
@@ -91,8 +91,12 @@ def value_problem(shown, d):
         if int(m.group(2)) != d["size"] or not ins.startswith("[" + m.group(1) + ", "):
             return "not a prefix of %s (%d elements)" % (compare.show(ins[:60]), d["size"])
         return None
-    if cls == "Integer" and shown.startswith("#<Integer:0x") and shown.endswith("(bignum)>"):
-        return None if abs(int(ins)) >= 2 ** 62 else "a Fixnum shown as a Bignum"
+    m = re.fullmatch(r"(-?\d+)\.\.\.\((\d+) digits\)", shown)
+    if cls == "Integer" and m:
+        if int(m.group(2)) != len(ins.lstrip("-")) or not ins.startswith(m.group(1)):
+            return "not a prefix of %s (%d digits)" % (compare.show(ins[:60]),
+                                                       len(ins.lstrip("-")))
+        return None
     want = ins if cls in PLAIN else d["to_s"]
     return None if shown == want else "expected %s" % compare.show(want)
 
