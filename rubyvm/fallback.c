@@ -26,6 +26,11 @@ static const struct {
 	{"PATHOBJ_PATH", 0, 0}, /* vm_core.h: pathobj [path, realpath] */
 	{"GC_GUARDED_PTR_REF(-1)", ~(int64_t)3, 0}, /* vm_core.h: tag bits */
 	{"ID_ENTRY_UNIT", 512, 0}, /* symbol.c: static const int */
+	/* internal/bignum.h: FL_USER1, FL_USER2, FL_USER3..5, FL_USHIFT+3 */
+	{"BIGNUM_SIGN_BIT", 0x2000, 0},
+	{"BIGNUM_EMBED_FLAG", 0x4000, 0},
+	{"BIGNUM_EMBED_LEN_MASK", 0x38000, 0},
+	{"BIGNUM_EMBED_LEN_SHIFT", 15, 0},
 	/* Frame-type enumerators: an unnamed enum before 3.2 that a compiler
 	 * may drop when no emitted code names them. */
 	{"VM_FRAME_MAGIC_MASK", 0x7fff0001, 1},

@@ -127,7 +127,7 @@ static bool scan_page(struct rv_session *s, const struct slot_reader *r,
  * the objects in its own heap, which libruby's DWARF does not describe
  * (and MMTk's has no pages): its objspace must not be read as the default
  * GC's. */
-static bool modular_gc_loaded(struct rv_session *s)
+bool rv_modular_gc_loaded(struct rv_session *s)
 {
 	uint64_t loaded;
 	return RV_HAS(s, gc_functions) && RV_HAS(s, gc_functions_modular) &&
@@ -141,7 +141,7 @@ uint64_t rv_objspace(struct rv_session *s, uint64_t vm, const char **why)
 {
 	uint64_t objspace = 0;
 	*why = NULL;
-	if (modular_gc_loaded(s))
+	if (rv_modular_gc_loaded(s))
 		*why = "this Ruby runs a GC loaded from RUBY_GC_LIBRARY "
 		       "(modular GC), whose heap corestack cannot read";
 	else if (!RV_HAS(s, vm_gc_objspace) && !RV_HAS(s, vm_objspace))
@@ -238,8 +238,9 @@ struct cs_error *rv_heap_find_typed_data(struct rv_session *s, uint64_t vm,
 	uint64_t objspace = rv_objspace(s, vm, &why), sorted, npages;
 	if (why && !objspace) {
 		note(scan, "GC heap not walked: %s%s", why,
-		     modular_gc_loaded(s) ? "; suspended fibers are not listed"
-					  : "");
+		     rv_modular_gc_loaded(s)
+			     ? "; suspended fibers are not listed"
+			     : "");
 		return NULL;
 	}
 	if (!objspace || !page_array(s, objspace, &sorted, &npages)) {

@@ -34,6 +34,7 @@ struct rv_session {
 	struct u64map iseqs;  /* iseq -> struct rv_iseq_info (iseq_cache.c) */
 	struct u64map lines;  /* pc -> line */
 	struct u64map frames; /* cfp -> decoded frame (frame_cache.c) */
+	struct u64map heap_pages; /* page body -> its page (heap_slot.c) */
 	struct cached_frame *retired_frames; /* freed when a snapshot begins */
 	uint64_t last_names_id; /* the last rv_frame.names_id handed out */
 	uint8_t *cfp_chunk;     /* rv_walk_ec's buffer, kept between walks */
@@ -236,6 +237,23 @@ void rv_heap_scan_free(struct rv_heap_scan *scan);
 /* The VM's default-GC object space, 0 with *why when there is none to
  * read (a GC loaded from RUBY_GC_LIBRARY, no such member). */
 uint64_t rv_objspace(struct rv_session *s, uint64_t vm, const char **why);
+bool rv_modular_gc_loaded(struct rv_session *s);
+
+/* Whether v is the start of a live object's heap slot (*slot_size: its
+ * size), is not (why: the reason, for "<unreadable: 0x... is not a Ruby
+ * object: why>"), or cannot be told (the debug info lacks the heap's
+ * layout, or a modular GC keeps the objects). */
+enum rv_slot { RV_SLOT_LIVE, RV_SLOT_NONE, RV_SLOT_UNKNOWN };
+enum rv_slot rv_heap_slot(struct rv_session *s, uint64_t v, uint64_t *slot_size,
+			  char *why, size_t n);
+void rv_heap_slots_destroy(struct rv_session *s);
+
+/* A Bignum in decimal ("-123"), from its flags and its slot's size (0 if
+ * unknown); CS_ERR_LIMIT past RV_MAX_BIGNUM_BYTES of digits. */
+#define RV_MAX_BIGNUM_BYTES 4096
+struct cs_error *rv_bignum_decimal(struct rv_session *s, uint64_t v,
+				   uint64_t flags, uint64_t slot_size,
+				   char **ret);
 
 /* gc_state.c */
 void rv_gc_state_read(struct rv_session *s, uint64_t vm, struct rv_gc_state *g);

@@ -1,7 +1,8 @@
 /* Showing any VALUE safely, as Ruby's #inspect would where that is cheap:
- * nil, true, false, Integers, Floats, Symbols, Strings up to a bound,
- * Arrays and Hashes with their sizes and first elements, classes by path,
- * and anything else as Kernel#to_s shows it ("#<Foo:0x...>").
+ * nil, true, false, Integers (Bignums up to a bound of digits), Floats,
+ * Symbols, Strings up to a bound, Arrays and Hashes with their sizes and
+ * first elements, classes by path, and anything else as Kernel#to_s shows
+ * it ("#<Foo:0x...>").
  *
  * The VALUE may be garbage: every read is checked, a value that cannot be
  * read shows as "<unreadable: why>", and the work per value is bounded
@@ -71,12 +72,21 @@ static void unreadable(struct show *sh, struct cs_error *err)
 	cs_error_destroy(err);
 }
 
-/* Whether an object may be read: within the budget, and aligned as
- * every heap slot is. */
-static bool may_read(struct show *sh, uint64_t v)
+/* Whether an object may be read: within the budget, aligned as every heap
+ * slot is, and the start of a live slot where the heap's layout is known
+ * (*slot_size: its size, else 0). */
+static bool may_read(struct show *sh, uint64_t v, uint64_t *slot_size)
 {
+	char why[96];
+	*slot_size = 0;
 	if (v % (uint64_t)RV_VAL(sh->s, value_size)) {
 		putf(sh, "<unreadable: 0x%" PRIx64 " is not an object>", v);
+		return false;
+	}
+	if (rv_heap_slot(sh->s, v, slot_size, why, sizeof(why)) ==
+	    RV_SLOT_NONE) {
+		putf(sh, "<unreadable: 0x%" PRIx64 " is not a Ruby object: %s>",
+		     v, why);
 		return false;
 	}
 	if (sh->objects_left-- <= 0) {
@@ -476,11 +486,41 @@ static void show_object(struct show *sh, uint64_t v)
 	free(path);
 }
 
+/* Integer#inspect of a Bignum; past max digits, the first of them and
+ * how many there are. */
+static void show_bignum(struct show *sh, uint64_t v, uint64_t flags,
+			uint64_t slot_size, int depth)
+{
+	char *text = NULL;
+	struct cs_error *err =
+		rv_bignum_decimal(sh->s, v, flags, slot_size, &text);
+	if (err && (err->code == CS_ERR_LOOKUP || err->code == CS_ERR_LIMIT)) {
+		/* no layout to read it by, or too long to convert */
+		putf(sh, "#<Integer:0x%016" PRIx64 " (%s)>", v,
+		     err->code == CS_ERR_LIMIT ? err->message : "bignum");
+		cs_error_destroy(err);
+		return;
+	}
+	if (err) {
+		unreadable(sh, err);
+		return;
+	}
+	size_t max = depth ? 40 : 200, sign = text[0] == '-';
+	size_t n = strlen(text + sign);
+	if (n <= max) {
+		puts_(sh, text);
+	} else {
+		put(sh, text, sign + max);
+		putf(sh, "...(%zu digits)", n);
+	}
+	free(text);
+}
+
 static void show_heap(struct show *sh, uint64_t v, int depth)
 {
 	struct rv_session *s = sh->s;
-	uint64_t type, flags;
-	if (!may_read(sh, v))
+	uint64_t type, flags, slot_size;
+	if (!may_read(sh, v, &slot_size))
 		return;
 	struct cs_error *err = rv_builtin_type(s, v, &type, &flags);
 	if (err) {
@@ -505,7 +545,7 @@ static void show_heap(struct show *sh, uint64_t v, int depth)
 	} else if (type == (uint64_t)RV_VAL(s, t_symbol)) {
 		show_dynamic_symbol(sh, v);
 	} else if (type == (uint64_t)RV_VAL(s, t_bignum)) {
-		putf(sh, "#<Integer:0x%016" PRIx64 " (bignum)>", v);
+		show_bignum(sh, v, flags, slot_size, depth);
 	} else if (type == (uint64_t)RV_VAL(s, t_class) ||
 		   type == (uint64_t)RV_VAL(s, t_module)) {
 		show_class(sh, v);
@@ -531,9 +571,11 @@ static char *class_of(struct rv_session *s, uint64_t v)
 		const char *name = immediate_class(s, v);
 		return name ? strdup(name) : NULL;
 	}
-	uint64_t klass = 0;
+	uint64_t klass = 0, slot_size;
 	char *path = NULL;
+	char why[96];
 	if (v % (uint64_t)RV_VAL(s, value_size) ||
+	    rv_heap_slot(s, v, &slot_size, why, sizeof(why)) == RV_SLOT_NONE ||
 	    rv_failed(real_class(s, v, &klass)) ||
 	    rv_failed(rv_class_path(s, klass, &path)))
 		return NULL;

@@ -9,8 +9,8 @@ inspect, class and Kernel#to_s right before it parked
     RUBY/frames/locals       corestack --json --locals CORE: the frames of the
                              records have exactly those locals, each of Ruby's
                              class and shown as Ruby shows it (a truncated
-                             String, Array or Hash: its prefix and size; a
-                             Bignum: its class; another object: as Kernel#to_s);
+                             String, Array, Hash or Integer: its prefix and
+                             size; another object: as Kernel#to_s);
                              the text output carries the same "name = value"
                              lines
     RUBY/frames/locals-live  the same from corestack --json --locals --pid on
@@ -31,8 +31,10 @@ gdbext_lldb.py run the commands of DEBUGGER_STEPS; check_debugger checks):
                              a "#N" frame line, then a "name = value" line for
                              every local; ruby-print of the LocalsPoint's
                              address and of a convenience variable holding it:
-                             Kernel#to_s and the class; ruby-print of that
-                             address plus 8: "<unreadable: ...>"
+                             Kernel#to_s and the class; ruby-print of an
+                             unmapped address: "<unreadable: ...>"; of that
+                             address plus 8: "<unreadable: ADDR is not a Ruby
+                             object: inside the heap slot at ...>"
     lldb/RUBY/frames/MODE/locals    the same in lldb (3.3, 3.4)
 """
 
@@ -89,8 +91,12 @@ def value_problem(shown, d):
         if int(m.group(2)) != d["size"] or not ins.startswith("[" + m.group(1) + ", "):
             return "not a prefix of %s (%d elements)" % (compare.show(ins[:60]), d["size"])
         return None
-    if cls == "Integer" and shown.startswith("#<Integer:0x") and shown.endswith("(bignum)>"):
-        return None if abs(int(ins)) >= 2 ** 62 else "a Fixnum shown as a Bignum"
+    m = re.fullmatch(r"(-?\d+)\.\.\.\((\d+) digits\)", shown)
+    if cls == "Integer" and m:
+        if int(m.group(2)) != len(ins.lstrip("-")) or not ins.startswith(m.group(1)):
+            return "not a prefix of %s (%d digits)" % (compare.show(ins[:60]),
+                                                       len(ins.lstrip("-")))
+        return None
     want = ins if cls in PLAIN else d["to_s"]
     return None if shown == want else "expected %s" % compare.show(want)
 
@@ -264,10 +270,10 @@ def locals_steps(run, select, full_text):
             run("locals", "ruby-locals")
             run("locals N", "ruby-locals %d" % method)
             run("rp", "rp 0x%x" % addr)
-            # an aligned address no mapping holds: a pointer into an
-            # object's middle is read as whatever its words say, so it
-            # cannot be the bad value here
+            # an aligned address no mapping holds, and one inside the
+            # object's heap slot: neither is an object
             run("rp bad", "ruby-print 0x10")
+            run("rp inside", "ruby-print 0x%x" % (addr + 8))
             return addr
     return None
 '''
@@ -275,7 +281,7 @@ def locals_steps(run, select, full_text):
 
 def check_debugger(runs, records, parse_report):
     """The results of DEBUGGER_STEPS: runs {name: {"out"} or {"error"}}."""
-    for key in ("full", "locals", "locals N", "rp", "rp expr", "rp bad"):
+    for key in ("full", "locals", "locals N", "rp", "rp expr", "rp bad", "rp inside"):
         if key not in runs:
             return "%s did not run (no frame of the locals fixture found?)" % key
         if "error" in runs[key]:
@@ -305,4 +311,10 @@ def check_debugger(runs, records, parse_report):
     if not runs["rp bad"]["out"].startswith("<unreadable: "):
         return "ruby-print of an address holding no object: %s" % compare.show(
             runs["rp bad"]["out"])
+    addr = int(point["to_s"].split(":")[1].rstrip(">"), 16)
+    want = "<unreadable: 0x%x is not a Ruby object: inside the heap slot at 0x%x>" % (
+        addr + 8, addr)
+    if runs["rp inside"]["out"].strip() != want:
+        return "ruby-print of the object's address plus 8: %s, expected %s" % (
+            compare.show(runs["rp inside"]["out"].strip()), compare.show(want))
     return None
