@@ -102,6 +102,10 @@ Ruby says about itself (fixtures/oracle.rb), on every fixture Ruby.
                                     remote: memory, mappings, auxv over the protocol): as
                                     the oracle; ruby-sample there says it needs a local
                                     process
+    gdbext/RUBY/threads/container   gdb in a mount namespace of its own (unshare --mount, as
+                                    in a container) names the process's files target:/...:
+                                    ruby-bt --json --via-debugger all reads them, as the
+                                    oracle
     lldb/RUBY/threads/MODE          the same ruby-bt --json all in lldb (live, core),
                                     on every fixture Ruby as all lldb/RUBY/... tests
     lldb/RUBY/threads/MODE/frames, lldb/RUBY/threads/MODE/list  the frames and list
@@ -144,7 +148,8 @@ from . import frame_locals, procs
 from .gdbext_edges import (EDGE_RUBY, EDGE_TESTS, SHARED_RUBY, SHARED_TESTS, edge_tests,
                            shared_tests)
 from .gdbext_errors import BAD_TESTS, NO_DEBUG_RUBY, NO_DEBUG_TESTS, bad_tests, no_debug_tests
-from .gdbext_gdb import fail_all, remote_test, scenario_runs, scenario_tests
+from .gdbext_gdb import (container_test, fail_all, remote_test, scenario_runs,
+                         scenario_tests)
 from .gdbext_install import EDGE_INSTALL_TESTS, INSTALL_TESTS, install_edge_tests, install_test
 from .gdbext_lldb import lldb_test, lldb_tests, locals_hook, locals_test_names
 from .gdbext_sample import sample_test
@@ -162,7 +167,7 @@ def ruby_tests(ruby, scenarios):
     if frame_locals.SCENARIO in scenarios:
         names += locals_test_names(ruby)
     if ruby in REMOTE_RUBIES:
-        names.append("gdbext/%s/threads/remote" % ruby)
+        names += ["gdbext/%s/threads/remote" % ruby, "gdbext/%s/threads/container" % ruby]
     if ruby == NO_DEBUG_RUBY:
         names += NO_DEBUG_TESTS
     if ruby == EDGE_RUBY:
@@ -209,6 +214,8 @@ def gdbext_tests(rep, selected, args, prefixes, scenarios, workdir):
         lldb_test(rep, selected, args, ruby, exe, rwork)
         if ruby in REMOTE_RUBIES and selected("gdbext/%s/threads/remote" % ruby):
             remote_test(rep, args, ruby, exe, rwork)
+        if ruby in REMOTE_RUBIES and selected("gdbext/%s/threads/container" % ruby):
+            container_test(rep, args, ruby, exe, rwork)
         if ruby == INSTALL_RUBY and any(selected(n) for n in INSTALL_TESTS):
             install_test(rep, selected, args, exe, rwork)
         if ruby == NO_DEBUG_RUBY:

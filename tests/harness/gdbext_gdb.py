@@ -107,12 +107,13 @@ def gdb_env(gdbext_dir, extra=None):
 
 
 def run_gdb(gdbext_dir, target_args, commands, workdir, tag, timeout=GDB_TIMEOUT,
-            script=None, env=None):
-    """gdb -batch on target_args running commands (and GDB_SCRIPT if script)
+            script=None, env=None, wrapper=()):
+    """gdb -batch on target_args running commands (and GDB_SCRIPT if script),
+    gdb started by wrapper (a command line before it) if given
     -> (returncode, stdout, stderr, result dict or None, reason)"""
     loader = os.path.join(gdbext_dir, "ruby-gdb.py")
     result = os.path.join(workdir, "%s.result.json" % tag)
-    argv = ["gdb", "-nx", "-q", "-batch"]
+    argv = list(wrapper) + ["gdb", "-nx", "-q", "-batch"]
     if script:
         path = os.path.join(workdir, "%s.script.py" % tag)
         with open(path, "w") as f:
@@ -460,6 +461,47 @@ def one_error(run, pattern, count=2):
         return "gdb not usable afterwards (print 6*7 gave no $1 = 42): %s" % compare.show(
             out[-200:])
     return None
+
+
+# --- gdb in a container ------------------------------------------------------------
+
+def container_test(rep, args, ruby, exe, workdir):
+    """gdb in a mount namespace of its own (unshare -m, as in a container)
+    names the process's files "target:/..."; ruby-bt reading through gdb
+    must read them at their own paths."""
+    name = "gdbext/%s/threads/container" % ruby
+    unshare = shutil.which("unshare")
+    if not unshare:
+        rep.result(name, "unshare (util-linux) is not installed")
+        return
+    run = None
+    try:
+        run, oracle = parked(exe, workdir, "container-threads")
+        rc, out, err, _, reason = run_gdb(
+            args.gdbext, ["-p", str(run.pid)],
+            ["info sharedlibrary", "ruby-bt --json --via-debugger all"],
+            run.workdir, "container", wrapper=[unshare, "--mount"])
+        if reason:
+            rep.result(name, reason)
+            return
+        if "Operation not permitted" in err and "unshare" in err:
+            rep.result(name, "unshare --mount is not permitted here (it needs root or a "
+                       "user namespace): %s" % compare.show(err[-200:]))
+            return
+        if "target:/" not in out:
+            rep.result(name, "gdb named no file target:/... in its own mount namespace: "
+                       "the test would show nothing")
+            return
+        report = json_in(out)
+        if report is None:
+            rep.result(name, "no JSON report: %s" % compare.show(err[-300:]))
+            return
+        rep.result(name, check_json({"out": report}, oracle, "live", None))
+    except (procs.Failure, OSError, ValueError) as exc:
+        rep.result(name, "capture failed: %s" % exc)
+    finally:
+        if run:
+            run.kill()
 
 
 # --- a remote target ---------------------------------------------------------------
