@@ -463,6 +463,20 @@ def one_error(run, pattern, count=2):
     return None
 
 
+def on_parked(rep, name, exe, workdir, tag, check):
+    """check(run, oracle) -> reason or None, on threads.rb parked (killed
+    after), as test name's result."""
+    run = None
+    try:
+        run, oracle = parked(exe, workdir, tag)
+        rep.result(name, check(run, oracle))
+    except (procs.Failure, OSError, ValueError) as exc:
+        rep.result(name, "capture failed: %s" % exc)
+    finally:
+        if run:
+            run.kill()
+
+
 # --- gdb in a container ------------------------------------------------------------
 
 def container_test(rep, args, ruby, exe, workdir):
@@ -474,34 +488,25 @@ def container_test(rep, args, ruby, exe, workdir):
     if not unshare:
         rep.result(name, "unshare (util-linux) is not installed")
         return
-    run = None
-    try:
-        run, oracle = parked(exe, workdir, "container-threads")
-        rc, out, err, _, reason = run_gdb(
+
+    def check(run, oracle):
+        _, out, err, _, reason = run_gdb(
             args.gdbext, ["-p", str(run.pid)],
             ["info sharedlibrary", "ruby-bt --json --via-debugger all"],
             run.workdir, "container", wrapper=[unshare, "--mount"])
         if reason:
-            rep.result(name, reason)
-            return
+            return reason
         if "Operation not permitted" in err and "unshare" in err:
-            rep.result(name, "unshare --mount is not permitted here (it needs root or a "
-                       "user namespace): %s" % compare.show(err[-200:]))
-            return
+            return "unshare --mount is not permitted here (it needs root or a user " \
+                "namespace): %s" % compare.show(err[-200:])
         if "target:/" not in out:
-            rep.result(name, "gdb named no file target:/... in its own mount namespace: "
-                       "the test would show nothing")
-            return
+            return "gdb named no file target:/... in its own mount namespace: the test " \
+                "would show nothing"
         report = json_in(out)
         if report is None:
-            rep.result(name, "no JSON report: %s" % compare.show(err[-300:]))
-            return
-        rep.result(name, check_json({"out": report}, oracle, "live", None))
-    except (procs.Failure, OSError, ValueError) as exc:
-        rep.result(name, "capture failed: %s" % exc)
-    finally:
-        if run:
-            run.kill()
+            return "no JSON report: %s" % compare.show(err[-300:])
+        return check_json({"out": report}, oracle, "live", None)
+    on_parked(rep, name, exe, workdir, "container-threads", check)
 
 
 # --- a remote target ---------------------------------------------------------------
@@ -512,28 +517,19 @@ def remote_test(rep, args, ruby, exe, workdir):
     if not gdbserver:
         rep.result(name, "gdbserver is not installed (.ci/install-deps)")
         return
-    run = None
-    try:
-        run, oracle = parked(exe, workdir, "remote-threads")
+
+    def check(run, oracle):
         time.sleep(0.2)
         # A pipe: no port to pick, nothing listening on the network.
         res = run_gdb(args.gdbext, [exe], [
             "target remote | exec %s --attach - %d" % (gdbserver, run.pid),
             "ruby-bt --json all"] + twice("ruby-sample 1"), run.workdir, "remote")
-        rc, out, err, _, reason = res
+        _, out, err, _, reason = res
         if reason:
-            rep.result(name, reason)
-            return
+            return reason
         report = json_in(out)
         if report is None:
-            rep.result(name, "no JSON report through gdbserver: %s" % compare.show(err[-300:]))
-            return
-        r = check_json({"out": report}, oracle, "live", None)
-        if not r:
-            r = one_error(res, "needs a live local process")
-        rep.result(name, r)
-    except (procs.Failure, OSError, ValueError) as exc:
-        rep.result(name, "capture failed: %s" % exc)
-    finally:
-        if run:
-            run.kill()
+            return "no JSON report through gdbserver: %s" % compare.show(err[-300:])
+        return check_json({"out": report}, oracle, "live", None) or \
+            one_error(res, "needs a live local process")
+    on_parked(rep, name, exe, workdir, "remote-threads", check)
