@@ -2,8 +2,10 @@
 
 #include <signal.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static size_t read_live_ranges(void *live, const uint64_t *addrs,
 			       void *const *bufs, const size_t *lens, size_t n)
@@ -115,6 +117,40 @@ static void next_stops(struct cs_live *live, const struct rv_process *p,
 	}
 }
 
+/* Is tid a kernel thread of the process? Paused, every one is traced;
+ * else /proc says. */
+static bool has_thread(const struct cs_live *live, int pid, int64_t tid,
+		       int pause)
+{
+	if (pause)
+		return cs_live_traces(live, tid);
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/task/%lld", pid, (long long)tid);
+	return access(path, F_OK) == 0;
+}
+
+/* Some Rubies (3.2 and older) keep the parent's tid in a forked child's
+ * main thread. The thread that called fork is the child's first kernel
+ * thread (tid == pid) and Ruby makes it the child's main thread: a main
+ * thread whose tid is no thread of the process runs there, when no other
+ * Ruby thread does. Only a main thread off the pid is looked at: one
+ * check at most per sample. */
+static void forked_main_tid(const struct cs_live *live, int pid, int pause,
+			    struct rv_process *p)
+{
+	struct rv_thread *main = NULL;
+	for (size_t i = 0; i < p->nthreads; i++) {
+		if (p->threads[i].tid == pid)
+			return;
+		if (p->threads[i].is_main)
+			main = &p->threads[i];
+	}
+	if (main && main->tid >= 0 &&
+	    !has_thread(live, pid, main->tid, pause) &&
+	    has_thread(live, pid, pid, pause))
+		main->tid = pid;
+}
+
 /* Paused samples try this many times to read everything during a short
  * stop (see cs_sample_once) before staying stopped for the whole read. A
  * program whose running thread keeps moving to bytes not read last time
@@ -166,6 +202,8 @@ int cs_sample_once(struct rv_session *s, int pid, int pause, unsigned states,
 		t = cs_page_cache_target(cache);
 		rv_session_set_target(s, &t);
 		err = rv_snapshot(s, &p);
+		if (!err)
+			forked_main_tid(*keep, pid, pause, p);
 		if (pause && !quick)
 			cs_error_destroy(cs_live_resume(*keep));
 		bool whole = !quick || cache->filled == filled;

@@ -10,17 +10,31 @@
 #include "../target/crash_signal.h"
 #include "pthread_tid.h"
 
-/* Where Ruby keeps only a pthread_t for a thread, the tid glibc records
- * there, per Ruby thread (-1: unknown); NULL when no thread needs it or
- * libc has no debug info. */
+/* Is tid one of the process's kernel threads? */
+static bool kernel_thread(const struct cs_snapshot *s, int64_t tid)
+{
+	for (size_t k = 0; k < s->nthreads; k++)
+		if (s->threads[k]->tid == tid)
+			return true;
+	return false;
+}
+
+/* Where Ruby keeps only a pthread_t for a thread, or a tid that is no
+ * kernel thread of the process (a forked child's, on some Rubies), the
+ * tid glibc records there, per Ruby thread (-1: unknown); NULL when no
+ * thread needs it or libc has no debug info. */
 static int64_t *glibc_tids_of(const struct cs_snapshot_options *o,
 			      const struct cs_target *t,
 			      const struct cs_memory *mem,
-			      const struct rv_process *p)
+			      const struct cs_snapshot *s)
 {
+	const struct rv_process *p = s->proc;
 	bool needed = false;
 	for (size_t i = 0; i < p->nthreads; i++)
-		needed |= p->threads[i].tid < 0 && p->threads[i].pthread_id;
+		needed |=
+			p->threads[i].pthread_id &&
+			(p->threads[i].tid < 0 ||
+			 (s->nthreads && !kernel_thread(s, p->threads[i].tid)));
 	struct cs_pthread_tid layout;
 	if (!needed || !o->glibc_tids)
 		return NULL;
@@ -189,7 +203,7 @@ struct cs_error *cs_snapshot_take(const struct cs_target *t, struct cs_ruby *r,
 	if ((err = gather_warnings(o, t, r, s, &files_ok)) ||
 	    (err = kernel_threads(o, t, s)))
 		return err;
-	glibc_tids = glibc_tids_of(o, t, mem, s->proc);
+	glibc_tids = glibc_tids_of(o, t, mem, s);
 	err = cs_thread_tids_find(s->proc, s->threads, s->nthreads, pid,
 				  glibc_tids, crash_tid, &s->tids);
 	free(glibc_tids);

@@ -68,15 +68,32 @@ static void check_stack(struct cs_thread_tids *r, size_t i,
 		     (unsigned long long)(top - size), (unsigned long long)top);
 }
 
+static void tid_by_fs_base(struct cs_thread_tids *r, size_t i,
+			   const struct rv_thread *t,
+			   const struct cs_thread *const *natives, size_t n,
+			   int64_t glibc_tid, int64_t crash_tid);
+
 /* Ruby knows the tid: its kernel thread must be one, with Ruby's
- * pthread_t as its fs_base. */
+ * pthread_t as its fs_base. A tid no kernel thread of the process has is
+ * stale: some Rubies (3.2 and older) keep the parent's tid for a forked
+ * child's main thread. The pthread_t still names the thread then. */
 static void check_ruby_tid(struct cs_thread_tids *r, size_t i,
 			   const struct rv_thread *t,
 			   const struct cs_thread *const *natives, size_t n,
-			   int64_t crash_tid)
+			   int64_t glibc_tid, int64_t crash_tid)
 {
 	const struct cs_thread *nt = NULL;
 	size_t count = matching(natives, n, true, (uint64_t)t->tid, &nt);
+	if (count == 0 && n && t->status != RV_STATUS_DEAD) {
+		r->tids[i] = -1;
+		if (t->pthread_id)
+			tid_by_fs_base(r, i, t, natives, n, glibc_tid,
+				       crash_tid);
+		else
+			fail(r, i, "no kernel thread has its tid %lld",
+			     (long long)t->tid);
+		return;
+	}
 	if (count > 1)
 		fail(r, i, "%zu kernel threads have its tid %lld", count,
 		     (long long)t->tid);
@@ -170,6 +187,28 @@ static void tid_by_glibc(struct cs_thread_tids *r, size_t i,
 	check_stack(r, i, t, nt, -1);
 }
 
+/* No registers to check against (a nonblocking look at a live process),
+ * but the process's threads: a Ruby tid none of them has is stale (see
+ * check_ruby_tid), and the tid glibc records at the pthread_t is taken
+ * when one of them has it. */
+static void stale_without_registers(struct cs_thread_tids *r, size_t i,
+				    const struct rv_thread *t,
+				    const struct cs_thread *const *natives,
+				    size_t n, int64_t glibc_tid)
+{
+	const struct cs_thread *nt = NULL;
+	if (t->tid < 0 || !n || t->status == RV_STATUS_DEAD ||
+	    matching(natives, n, true, (uint64_t)t->tid, &nt))
+		return;
+	r->tids[i] = -1;
+	if (glibc_tid > 0 &&
+	    matching(natives, n, true, (uint64_t)glibc_tid, &nt) == 1)
+		r->tids[i] = glibc_tid;
+	else
+		fail(r, i, "no kernel thread has its tid %lld",
+		     (long long)t->tid);
+}
+
 /* The whole assignment: one Ruby thread per kernel thread, and the
  * process's main thread, if it runs Ruby, runs Ruby's main thread. */
 static void check_assignment(struct cs_thread_tids *r,
@@ -230,10 +269,16 @@ struct cs_error *cs_thread_tids_find(const struct rv_process *p,
 		if (!registers && stack_pointers && t->tid < 0 &&
 		    t->pthread_id && glibc_tids)
 			tid_by_glibc(ret, i, t, natives, n, glibc_tids[i]);
-		if (!registers)
+		if (!registers) {
+			stale_without_registers(ret, i, t, natives, n,
+						glibc_tids ? glibc_tids[i]
+							   : -1);
 			continue;
+		}
 		if (t->tid >= 0)
-			check_ruby_tid(ret, i, t, natives, n, crash_tid);
+			check_ruby_tid(ret, i, t, natives, n,
+				       glibc_tids ? glibc_tids[i] : -1,
+				       crash_tid);
 		else if (t->pthread_id)
 			tid_by_fs_base(ret, i, t, natives, n,
 				       glibc_tids ? glibc_tids[i] : -1,

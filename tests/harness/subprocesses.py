@@ -78,14 +78,26 @@ def check_truth(truth, seen):
 
 
 def collapsed_processes(path):
-    seen = {}
+    """pid -> names; no thread of one process labelled with the tid of
+    another's main thread (its pid): a forked child's main thread labelled
+    with its parent's tid fails here."""
+    seen, threads = {}, {}
     with open(path) as f:
         for line in f:
             frames = line.rsplit(" ", 1)[0].split(";")
             m = LABEL.match(frames[0])
             if not m:
                 raise ValueError("a line without a process: %s" % line[:100])
-            seen.setdefault(int(m.group(1)), set()).update(frames[1:])
+            pid = int(m.group(1))
+            seen.setdefault(pid, set()).update(frames[1:])
+            threads.setdefault(pid, {}).setdefault(frames[0][m.end():], set()).update(
+                frames[1:])
+    for pid, labels in threads.items():
+        for label, names in labels.items():
+            wrong = [other for other in threads if other != pid and label == "thread %d" % other]
+            if wrong:
+                raise ValueError("process %d's thread labelled %r, the tid of process %d's "
+                                 "main thread" % (pid, label, wrong[0]))
     return seen
 
 
