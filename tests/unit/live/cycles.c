@@ -233,6 +233,17 @@ void test_cycles_exit(void)
 	}
 }
 
+static int main_in_d_state(pid_t pid)
+{
+	int tids[64];
+	char states[64];
+	int n = task_states(pid, tids, states, 64);
+	for (int i = 0; i < n; i++)
+		if (tids[i] == pid)
+			return states[i] == 'D';
+	return 0;
+}
+
 /* A thread in uninterruptible sleep (main, in vfork) cannot be stopped:
  * pause fails after its bound and leaves the others running; a later
  * pause, once it woke, works. */
@@ -247,7 +258,9 @@ void test_cycles_stuck(void)
 	int failed = 0;
 	cs_error_destroy(cs_live_resume(live));
 	CHECK(write(c.req_w, "v", 1) == 1, "write");
-	sleep_ms(100);
+	/* until main is in vfork (a loaded machine may take a while) */
+	for (int i = 0; i < 100 && !main_in_d_state(c.pid); i++)
+		sleep_ms(10);
 	long t0 = now_ms();
 	err = cs_live_pause(live);
 	long took = now_ms() - t0;
