@@ -22,6 +22,11 @@ child that is no Ruby.
     RUBY/record-subprocesses-pprof (3.4 only) --format pprof, read by go
                                    tool pprof -raw: each process's method in
                                    samples with its pid label
+    RUBY/forked-child-tids         corestack --pid CHILD --json on a forked child
+                                   with two threads: each tid one of the child's
+                                   threads as it listed them (/proc/self/task), the
+                                   main thread's the child's pid (some Rubies keep
+                                   the parent's tid in the child's main thread)
 """
 
 import json
@@ -29,6 +34,7 @@ import os
 import pty
 import re
 import select
+import signal
 import subprocess
 import time
 
@@ -42,7 +48,8 @@ EXTRA_RUBY = "3.4"   # the one Ruby the other formats and --pid run on
 
 
 def test_names(ruby):
-    names = ["%s/record-subprocesses" % ruby, "%s/record-progress-silent" % ruby]
+    names = ["%s/record-subprocesses" % ruby, "%s/record-progress-silent" % ruby,
+             "%s/forked-child-tids" % ruby]
     if ruby == EXTRA_RUBY:
         names += ["%s/record-subprocesses-pid" % ruby, "%s/record-progress-tty" % ruby,
                   "%s/record-subprocesses-pprof" % ruby]
@@ -228,7 +235,58 @@ def started_program(exe, truth):
     return target
 
 
+# A forked child with a second thread, which writes its pid and the kernel's
+# list of its threads (/proc/self/task), then sleeps.
+FORKED_CHILD = r'''
+$stdout.sync = true
+child = fork do
+  t = Thread.new { sleep }
+  sleep 0.1 until t.status == "sleep"
+  puts "#{Process.pid} #{Dir.children("/proc/self/task").sort.join(",")}"
+  sleep
+end
+sleep
+'''
+
+
+def forked_child_tids(corestack, exe, timeout):
+    """corestack --pid CHILD --json: the main thread's tid is the child's
+    pid, every tid one of the child's threads (some Rubies keep the
+    parent's tid in the child's main thread)."""
+    proc = subprocess.Popen([exe, "-e", FORKED_CHILD], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    child = None
+    try:
+        line = proc.stdout.readline().split()
+        if len(line) != 2:
+            return "the program wrote %r" % line
+        child, tasks = int(line[0]), {int(t) for t in line[1].split(",")}
+        res = subprocess.run([corestack, "--pid", str(child), "--json"], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, timeout=timeout)
+        if res.returncode != 0:
+            return "exit %d: %s" % (res.returncode, first_line(res.stderr))
+        threads = json.loads(res.stdout)["threads"]
+        tids = [(t.get("tid"), t.get("main")) for t in threads]
+        if len(threads) != 2 or any(t.get("tid_error") for t in threads):
+            return "threads %s, errors %s" % (tids, [t.get("tid_error") for t in threads])
+        for tid, main in tids:
+            if tid not in tasks or main != (tid == child):
+                return "child %d with threads %s: corestack gave (tid, main) %s" % (
+                    child, sorted(tasks), tids)
+        return None
+    except (OSError, ValueError, KeyError, subprocess.TimeoutExpired) as exc:
+        return "failed: %s" % exc
+    finally:
+        if child:
+            os.kill(child, signal.SIGKILL)
+        proc.kill()
+        proc.wait()
+
+
 def subprocess_tests(rep, selected, corestack, ruby, exe, workdir, timeout):
+    name = "%s/forked-child-tids" % ruby
+    if selected(name):
+        rep.result(name, forked_child_tids(corestack, exe, timeout))
     base = os.path.join(workdir, "forks-%s" % ruby)
     command = "%s/record-subprocesses" % ruby
     silent = "%s/record-progress-silent" % ruby
