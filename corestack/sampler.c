@@ -129,8 +129,8 @@ static bool has_thread(const struct cs_live *live, int pid, int64_t tid,
 	return access(path, F_OK) == 0;
 }
 
-/* Some Rubies (3.2 and older) keep the parent's tid in a forked child's
- * main thread. The thread that called fork is the child's first kernel
+/* Some Rubies (3.1 among the fixtures; 3.3 updates it) keep the parent's
+ * tid in a forked child's main thread. The thread that called fork is the child's first kernel
  * thread (tid == pid) and Ruby makes it the child's main thread: a main
  * thread whose tid is no thread of the process runs there, when no other
  * Ruby thread does. Only a main thread off the pid is looked at: one

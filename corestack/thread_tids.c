@@ -75,8 +75,8 @@ static void tid_by_fs_base(struct cs_thread_tids *r, size_t i,
 
 /* Ruby knows the tid: its kernel thread must be one, with Ruby's
  * pthread_t as its fs_base. A tid no kernel thread of the process has is
- * stale: some Rubies (3.2 and older) keep the parent's tid for a forked
- * child's main thread. The pthread_t still names the thread then. */
+ * stale: some Rubies (3.1 among the fixtures; 3.3 updates it) keep the
+ * parent's tid for a forked child's main thread. The pthread_t still names the thread then. */
 static void check_ruby_tid(struct cs_thread_tids *r, size_t i,
 			   const struct rv_thread *t,
 			   const struct cs_thread *const *natives, size_t n,

@@ -20,7 +20,9 @@ struct cs_thread_tids {
  * pthread_t (glibc x86-64: the thread's fs_base), the kernel thread with
  * that fs_base among natives (n of them; fs_base 0 when its registers are
  * not known; when none has an fs_base but some a stack pointer, the tid
- * glibc records, if the stack pointer agrees). pid is the process's, -1 if unknown. glibc_tids (NULL: none)
+ * glibc records, if the stack pointer agrees). A Ruby tid that is no
+ * kernel thread's (a forked child's, kept from its parent) is replaced the
+ * same ways. pid is the process's, -1 if unknown. glibc_tids (NULL: none)
  * holds, per Ruby thread, the tid glibc records at its pthread_t (-1:
  * unknown; pthread_tid.h). crash_tid: the thread that took a fatal signal
  * (its stack pointer is its handler's), -1 for none. Every tid is checked

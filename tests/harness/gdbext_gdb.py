@@ -463,13 +463,18 @@ def one_error(run, pattern, count=2):
     return None
 
 
-def on_parked(rep, name, exe, workdir, tag, check):
-    """check(run, oracle) -> reason or None, on threads.rb parked (killed
-    after), as test name's result."""
+def on_parked(rep, name, exe, workdir, tag, tool, check):
+    """check(run, oracle, tool's path) -> reason or None, on threads.rb
+    parked (killed after), as test name's result; tool: (program, what
+    installs it), the test's reason when it is missing."""
+    path = shutil.which(tool[0])
+    if not path:
+        rep.result(name, "%s is not installed (%s)" % tool)
+        return
     run = None
     try:
         run, oracle = parked(exe, workdir, tag)
-        rep.result(name, check(run, oracle))
+        rep.result(name, check(run, oracle, path))
     except (procs.Failure, OSError, ValueError) as exc:
         rep.result(name, "capture failed: %s" % exc)
     finally:
@@ -483,13 +488,7 @@ def container_test(rep, args, ruby, exe, workdir):
     """gdb in a mount namespace of its own (unshare -m, as in a container)
     names the process's files "target:/..."; ruby-bt reading through gdb
     must read them at their own paths."""
-    name = "gdbext/%s/threads/container" % ruby
-    unshare = shutil.which("unshare")
-    if not unshare:
-        rep.result(name, "unshare (util-linux) is not installed")
-        return
-
-    def check(run, oracle):
+    def check(run, oracle, unshare):
         _, out, err, _, reason = run_gdb(
             args.gdbext, ["-p", str(run.pid)],
             ["info sharedlibrary", "ruby-bt --json --via-debugger all"],
@@ -506,19 +505,14 @@ def container_test(rep, args, ruby, exe, workdir):
         if report is None:
             return "no JSON report: %s" % compare.show(err[-300:])
         return check_json({"out": report}, oracle, "live", None)
-    on_parked(rep, name, exe, workdir, "container-threads", check)
+    on_parked(rep, "gdbext/%s/threads/container" % ruby, exe, workdir, "container-threads",
+              ("unshare", "util-linux"), check)
 
 
 # --- a remote target ---------------------------------------------------------------
 
 def remote_test(rep, args, ruby, exe, workdir):
-    name = "gdbext/%s/threads/remote" % ruby
-    gdbserver = shutil.which("gdbserver")
-    if not gdbserver:
-        rep.result(name, "gdbserver is not installed (.ci/install-deps)")
-        return
-
-    def check(run, oracle):
+    def check(run, oracle, gdbserver):
         time.sleep(0.2)
         # A pipe: no port to pick, nothing listening on the network.
         res = run_gdb(args.gdbext, [exe], [
@@ -532,4 +526,5 @@ def remote_test(rep, args, ruby, exe, workdir):
             return "no JSON report through gdbserver: %s" % compare.show(err[-300:])
         return check_json({"out": report}, oracle, "live", None) or \
             one_error(res, "needs a live local process")
-    on_parked(rep, name, exe, workdir, "remote-threads", check)
+    on_parked(rep, "gdbext/%s/threads/remote" % ruby, exe, workdir, "remote-threads",
+              ("gdbserver", ".ci/install-deps"), check)

@@ -257,6 +257,8 @@ def forked_child_tids(corestack, exe, timeout):
                             stderr=subprocess.PIPE, text=True)
     child = None
     try:
+        if not select.select([proc.stdout], [], [], 60)[0]:
+            return "the program wrote nothing in 60 s"
         line = proc.stdout.readline().split()
         if len(line) != 2:
             return "the program wrote %r" % line
