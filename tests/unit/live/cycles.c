@@ -292,8 +292,9 @@ void test_cycles_stuck(void)
 	err = cs_live_resume(live);
 	CHECK(!err, "resume: %s", msg(err));
 	cs_error_destroy(err);
-	sleep_ms(20);
-	CHECK(none_stopped_now(c.pid), "stopped after resume");
+	/* polled: a thread left stopped stays so (nothing of ours is
+	 * pending), while a loaded machine may show one late */
+	CHECK(none_stopped(c.pid), "stopped after resume");
 	CHECK(ping(&c), "stuck: child does not answer while resumed");
 	cs_live_close(live);
 	CHECK(none_stopped(c.pid) && untraced_except(c.pid, 0),
