@@ -57,7 +57,7 @@ of tests/harness/ whose docstring names its tests and what each checks:
 
 Prints one line per test (PASS name / FAIL name: reason; SKIP name: reason
 for tests whose fixtures are not selected, or whose scenario needs a newer
-Ruby: "# corestack-requires: FEATURE (Ruby X.Y)", tests/harness/requires.py), then "N passed, N failed".
+Ruby: "# corestack-requires: FEATURE (Ruby X.Y)", tests/harness/requires.py), then the FAIL lines again, then "N passed, N failed".
 Exit status 1 when a test failed (or none ran). Progress goes to stderr.
 """
 
@@ -90,6 +90,9 @@ class Reporter:
         # where a run's time goes (printed at the end, slowest first).
         self.last = time.monotonic()
         self.spent = {}
+        # Failures again at the end: a long run's log is often read from its
+        # tail only, and a FAIL line in the middle would be lost.
+        self.failures = []
 
     def charge(self, name):
         now = time.monotonic()
@@ -109,7 +112,9 @@ class Reporter:
             print("PASS " + name, flush=True)
         else:
             self.failed += 1
-            print("FAIL %s: %s" % (name, " ".join(str(reason).split("\n"))), flush=True)
+            line = "FAIL %s: %s" % (name, " ".join(str(reason).split("\n")))
+            self.failures.append(line)
+            print(line, flush=True)
 
     def skip(self, name, reason):
         self.charge(name)
@@ -385,6 +390,9 @@ def main():
             shutil.rmtree(workdir, ignore_errors=True)
     progress("finished in %.1f s" % (time.monotonic() - started))
     progress("slowest groups (time since the previous result): " + rep.slowest())
+    for line in rep.failures:
+        # Bounded, so the recap fits in a log's tail.
+        print(line if len(line) <= 1500 else line[:1500] + " ...", flush=True)
     total = rep.passed + rep.failed
     print("%d passed, %d failed" % (rep.passed, rep.failed), flush=True)
     if total == 0:
