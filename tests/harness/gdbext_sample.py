@@ -35,6 +35,8 @@ try:
                                     % os.environ["GDBEXT_SPEEDSCOPE"], to_string=True)
 except gdb.error as exc:
     res["speedscope"] = "error: %s" % exc
+# Tells the program to end now rather than at its deadline.
+open(os.environ["GDBEXT_STOP"], "w").close()
 gdb.execute("continue", to_string=True)
 res["exitcode"] = int(gdb.parse_and_eval("$_exitcode")) if str(gdb.parse_and_eval("$_exitcode")) != "void" else None
 with open(os.environ["GDBEXT_RESULT"], "w") as f:
@@ -107,10 +109,13 @@ def sample_test(rep, args, ruby, exe, workdir, selected):
     folded = os.path.join(workdir, "sample.folded")
     speedscope = os.path.join(workdir, "sample.speedscope.json")
     scope_name = "gdbext/%s/sample-speedscope" % ruby
-    # It ends 15 s after its start (wall clock): long enough for a slow
-    # attach on a loaded machine plus the 2 s of sampling, so that the
-    # `continue` after ruby-sample sees it run on to its normal exit.
-    with procs.started([exe, SHARES, "15"]) as target:
+    # It ends when the script creates the stop file after its samples, so
+    # that the `continue` after ruby-sample sees it run on to its normal
+    # exit; or, should the script never get there, 60 s after its start.
+    stop = os.path.join(workdir, "sample.stop")
+    if os.path.exists(stop):
+        os.unlink(stop)
+    with procs.started([exe, SHARES, "60", stop]) as target:
         loader = os.path.join(args.gdbext, "ruby-gdb.py")
         path = os.path.join(workdir, "sample.script.py")
         result = os.path.join(workdir, "sample.result.json")
@@ -124,6 +129,7 @@ def sample_test(rep, args, ruby, exe, workdir, selected):
                                  env=gdb_env(args.gdbext, {"GDBEXT_LOADER": loader,
                                                            "GDBEXT_RESULT": result,
                                                            "GDBEXT_FOLDED": folded,
+                                                           "GDBEXT_STOP": stop,
                                                            "GDBEXT_SPEEDSCOPE": speedscope}))
         except subprocess.TimeoutExpired:
             rep.result(name, "gdb hung")
