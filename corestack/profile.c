@@ -271,15 +271,22 @@ static size_t stack_of(struct cs_profile *p, size_t n)
 struct thread_key {
 	const char *name, *label;
 	int64_t tid, pid;
+	uint64_t addr; /* two Ruby threads may share a tid, one after the other */
 };
 
 static bool same_thread(const struct cs_profile *p, size_t id, const void *key)
 {
 	const struct thread_key *k = key;
 	const struct cs_profile_thread *t = &p->threads[id];
-	return t->tid == k->tid && t->pid == k->pid &&
+	return t->tid == k->tid && t->pid == k->pid && t->addr == k->addr &&
 	       same_text(t->name, k->name) &&
 	       same_display(p->names.text[t->label], k->label);
+}
+
+static uint64_t thread_hash(const char *label, int64_t tid, const char *name)
+{
+	uint64_t h = mix(hash_text(FNV_OFFSET, label), (uint64_t)tid);
+	return name ? hash_text(h, name) : h;
 }
 
 /* Thread t, at index in its snapshot's list, of process p->pid. */
@@ -298,9 +305,8 @@ static size_t thread_id(struct cs_profile *p, const struct rv_thread *t,
 			 (long long)p->pid, own);
 	else
 		snprintf(label, sizeof(label), "%s", own);
-	struct thread_key k = {t->name, label, t->tid, p->pid};
-	uint64_t h = mix(hash_text(FNV_OFFSET, label), (uint64_t)t->tid);
-	h = t->name ? hash_text(h, t->name) : h;
+	struct thread_key k = {t->name, label, t->tid, p->pid, t->addr};
+	uint64_t h = thread_hash(label, t->tid, t->name);
 	size_t id = index_find(p, &p->thread_index, h, same_thread, &k);
 	if (id != SIZE_MAX)
 		return id;
@@ -313,6 +319,7 @@ static size_t thread_id(struct cs_profile *p, const struct rv_thread *t,
 				      .ractor = t->ractor.present ? t->ractor.id
 								  : 0,
 				      .pid = p->pid,
+				      .addr = t->addr,
 				      .label = name_id(p, label)};
 	if ((t->name && !n.name) || n.label == SIZE_MAX ||
 	    !index_add(&p->thread_index, h, p->nthreads)) {
@@ -646,6 +653,119 @@ int cs_profile_add(struct cs_profile *p, const struct rv_process *proc,
 static void index_free(struct cs_profile_index *x)
 {
 	free(x->slots);
+}
+
+/* --- settling --------------------------------------------------------------
+ * A thread's label is taken when it is first seen under a name, so one
+ * sampled before Thread#name= was set is two threads of the tables. */
+
+/* The named thread unnamed thread u became: the first one after it with
+ * its Ruby thread's address, tid and process; SIZE_MAX if none. */
+static size_t named_later(const struct cs_profile *p, size_t u)
+{
+	const struct cs_profile_thread *t = &p->threads[u];
+	if (t->name)
+		return SIZE_MAX;
+	for (size_t i = u + 1; i < p->nthreads; i++) {
+		const struct cs_profile_thread *n = &p->threads[i];
+		if (n->name && n->addr == t->addr && n->tid == t->tid &&
+		    n->pid == t->pid)
+			return i;
+	}
+	return SIZE_MAX;
+}
+
+/* The hash of the collapsed line of thread in stack, as fill_stack
+ * computes it frame by frame. */
+static uint64_t line_hash(const struct cs_profile *p, size_t thread,
+			  size_t stack)
+{
+	uint64_t h = hash_text(FNV_OFFSET,
+			       cs_profile_display(p, p->threads[thread].label));
+	const struct cs_profile_stack *s = &p->stacks[stack];
+	for (size_t d = 0; d < s->nframes; d++) {
+		h = (h ^ (uint8_t)';') * FNV_PRIME;
+		h = hash_text(h, cs_profile_frame_text(p, s->frames[d]));
+	}
+	return h;
+}
+
+/* Thread i's new id: its own place among the kept ones, or the place of
+ * the thread it became. */
+static size_t settled_id(const size_t *to, const size_t *kept, size_t i)
+{
+	return to[i] == SIZE_MAX ? kept[i] : kept[to[i]];
+}
+
+int cs_profile_settle(struct cs_profile *p)
+{
+	size_t n = p->nthreads, merged = 0;
+	size_t *to = calloc(n ? 2 * n : 1, sizeof(*to)), *kept = to + n;
+	if (!to)
+		return 0;
+	for (size_t i = 0, k = 0; i < n; i++) {
+		to[i] = named_later(p, i);
+		merged += to[i] != SIZE_MAX;
+		kept[i] = to[i] == SIZE_MAX ? k++ : SIZE_MAX;
+	}
+	if (!merged) {
+		free(to);
+		return 1;
+	}
+	/* Everything that can fail first: the profile stays whole if it
+	 * does. Merging only joins lines, so the line slots are room enough. */
+	struct cs_profile_index index = {0};
+	struct cs_profile_line *lines = calloc(p->nline_slots, sizeof(*lines));
+	bool ok = lines != NULL;
+	for (size_t i = 0; ok && i < n; i++) {
+		const struct cs_profile_thread *t = &p->threads[i];
+		ok = to[i] != SIZE_MAX ||
+		     index_add(&index,
+			       thread_hash(cs_profile_display(p, t->label),
+					   t->tid, t->name),
+			       kept[i]);
+	}
+	if (!ok) {
+		free(lines);
+		index_free(&index);
+		free(to);
+		return 0;
+	}
+	for (size_t i = 0; i < p->nsamples; i++)
+		p->samples[i].thread =
+			settled_id(to, kept, p->samples[i].thread);
+	for (size_t i = 0; i < n; i++) {
+		if (to[i] == SIZE_MAX)
+			p->threads[kept[i]] = p->threads[i];
+		else
+			free(p->threads[i].name); /* NULL: it had none */
+	}
+	p->nthreads -= merged;
+	for (size_t i = 0; i < p->nthreads; i++)
+		p->threads[i].last = 0;
+	index_free(&p->thread_index);
+	p->thread_index = index;
+	/* The lines again from the samples, whose weights are their counts. */
+	free(p->lines);
+	p->lines = lines;
+	p->nlines = 0;
+	p->grown++;
+	for (size_t i = 0; i < p->nsamples; i++) {
+		const struct cs_profile_sample *s = &p->samples[i];
+		uint64_t h = line_hash(p, s->thread, s->stack);
+		size_t slot = line_slot(p, lines, p->nline_slots, h, s->thread,
+					s->stack);
+		if (!lines[slot].count) {
+			lines[slot] = (struct cs_profile_line){s->thread,
+							       s->stack, 0, h};
+			p->nlines++;
+		}
+		lines[slot].count += s->weight;
+		p->threads[s->thread].last = i + 1;
+	}
+	forget_memos(p); /* they hold thread ids */
+	free(to);
+	return 1;
 }
 
 void cs_profile_free(struct cs_profile *p)

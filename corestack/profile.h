@@ -55,6 +55,7 @@ struct cs_profile_thread {
 			* "thread TID", else "thread N" (N: its place in
 			* the thread list); with a pid, after "process PID: " */
 	uint32_t ractor; /* Ractor#inspect's number; 0: no ractors (2.7) */
+	uint64_t addr;   /* its Ruby thread's address when first seen */
 	size_t last;     /* its latest sample + 1; 0: none yet */
 	size_t seen;     /* the snapshot of that sample's last look */
 };
@@ -174,6 +175,10 @@ void cs_profile_init(struct cs_profile *p);
  * allocation failure. */
 int cs_profile_add(struct cs_profile *p, const struct rv_process *proc,
 		   unsigned states, uint64_t time_ns);
+/* After the last snapshot, before writing: a thread sampled before it was
+ * named, then named, is one thread under its name (it was two: "thread
+ * TID", then the name). 0 on allocation failure, the profile unchanged. */
+int cs_profile_settle(struct cs_profile *p);
 void cs_profile_free(struct cs_profile *p);
 
 /* The text of a name id (cs_profile_function.display, thread.label). */

@@ -398,6 +398,9 @@ int cs_record_main(int argc, char **argv)
 	cs_follow_free(&follow);
 	progress_end(&rec);
 
+	if (!cs_profile_settle(&prof))
+		fprintf(stderr, PROG ": out of memory: threads named after "
+				     "their first samples are written twice\n");
 	FILE *out = o.out ? fopen(o.out, "w") : stdout;
 	if (!out) {
 		fprintf(stderr, "corestack record: cannot write %s: %s\n",

@@ -227,6 +227,8 @@ struct cs_error *gx_sampler_finish(struct gx_sampler *s, char **summary,
 	end->interrupted = atomic_load(&s->interrupted);
 	end->quit_signal = s->quit_signal;
 	struct cs_error *err = NULL;
+	/* On failure it is whole, with a late-named thread twice. */
+	(void)cs_profile_settle(&s->prof);
 	const struct cs_sampling_loop *l = &s->loop;
 	struct cs_profile_run run = {l->lost, l->elapsed, s->rate, s->pid};
 	char *text = NULL;

@@ -270,16 +270,8 @@ def main():
     if any(selected(n) for n in native.REMOTE_TESTS) and native.REMOTE_RUBY in args.rubies:
         build_anyway.add(native.REMOTE_RUBY)
     for r in args.rubies:   # tests on a fixture Ruby without its scenarios
-        if any(selected("%s/%s" % (r, t)) for t in (
-                "layout-units", "running-jit-code", "record", "record-nonblocking", "record-target-exits",
-                "record-speedscope", "record-flamegraph", "record-pprof", "record-pprof-protoc",
-                "record-firefox",
-                "record-contention",
-                "record-unreaped-exit", "record-unreaped-exit-nonblocking",
-                "mn-threads/oracle", "mn-threads/native", "mn-threads/native-core",
-                "record-interrupted", "record-states", "record-holder-exits")) or \
-                any(selected(n) for n in traced.test_names(r) + many_threads.test_names(r)
-                    + subprocesses.test_names(r) + top.test_names(r)):
+        if any(selected("%s/%s" % (r, t)) for t in ("layout-units", "running-jit-code")) or \
+                any(selected(n) for n in record.test_names(r) + top.test_names(r)):
             build_anyway.add(r)
         if gdbext.wanted(selected, [r], scenario_list):
             build_anyway.add(r)

@@ -28,8 +28,8 @@ time shares (heavy does 3x light's work).
                              stopping only that thread), main seen in Kernel#sleep
 
 record_tests also runs the recording groups of contention.py,
-mn_threads.py, record_exits.py, traced.py, many_threads.py, states.py and
-subprocesses.py.
+mn_threads.py, record_exits.py, traced.py, many_threads.py, states.py,
+late_names.py and subprocesses.py.
 """
 
 import json
@@ -39,8 +39,8 @@ import signal
 import subprocess
 import time
 
-from . import (contention, firefox, many_threads, mn_threads, procs, record_exits, states,
-               subprocesses, traced)
+from . import (contention, firefox, late_names, many_threads, mn_threads, procs, record_exits,
+               states, subprocesses, traced)
 from .checks import first_line
 
 
@@ -53,7 +53,7 @@ def test_names(ruby):
     return (["%s/%s" % (ruby, t) for t in TESTS] + [contention.test_name(ruby)]
             + mn_threads.test_names(ruby) + record_exits.test_names(ruby)
             + traced.test_names(ruby) + many_threads.test_names(ruby)
-            + [states.test_name(ruby)]
+            + [states.test_name(ruby), late_names.test_name(ruby)]
             + subprocesses.test_names(ruby)
             + ["%s/%s" % (ruby, t) for t in END_TESTS])
 
@@ -386,6 +386,8 @@ def record_tests(rep, selected, args, prefixes, workdir):
                 rep.result(decoded, check_pprof_protoc(res, path) if res else "record hung")
         contention.contention_test(rep, selected, args.corestack, ruby, exe, args.timeout)
         states.states_test(rep, selected, args.corestack, ruby, exe, workdir, args.timeout)
+        late_names.named_late_test(rep, selected, args.corestack, ruby, exe, workdir,
+                                   args.timeout)
         mn_threads.mn_tests(rep, selected, args.corestack, ruby, exe, workdir, args.timeout)
         record_exits.record_exit_tests(rep, selected, args.corestack, ruby, exe, workdir,
                                        args.timeout)

@@ -186,6 +186,50 @@ static void states(void)
 	      "names");
 }
 
+/* A thread sampled before Thread#name= and after is one thread under its
+ * name once settled; another Ruby thread that had its tid is not. */
+static void settling(void)
+{
+	static const char *const abc[DEPTH] = {"c", "b", "a"};
+	static const uint64_t ids[DEPTH] = {1, 2, 3};
+	struct cs_profile p;
+	struct fixture f;
+	cs_profile_init(&p);
+	make(&f, abc, ids, NULL);
+	add(&p, &f.proc);
+	add(&p, &f.proc);
+	make(&f, abc, ids, "late");
+	for (int i = 0; i < 3; i++)
+		add(&p, &f.proc);
+	make(&f, abc, ids, NULL);
+	f.thread.addr = 0x2000; /* a new thread, the tid reused */
+	add(&p, &f.proc);
+	CHECK(p.nthreads == 3 && count_of(&p, "thread 42;a;b;c") == 3,
+	      "before: %zu threads", p.nthreads);
+	CHECK(cs_profile_settle(&p), "settle");
+	CHECK(p.nthreads == 2 && count_of(&p, "late;a;b;c") == 5 &&
+		      count_of(&p, "thread 42;a;b;c") == 1,
+	      "after: %zu threads, late %zu, thread 42 %zu", p.nthreads,
+	      count_of(&p, "late;a;b;c"), count_of(&p, "thread 42;a;b;c"));
+	CHECK(p.nsamples == 3 && p.samples[0].thread == 0 &&
+		      p.samples[1].thread == 0 && p.samples[2].thread == 1 &&
+		      p.threads[0].name && !strcmp(p.threads[0].name, "late"),
+	      "samples' threads %zu %zu %zu", p.samples[0].thread,
+	      p.samples[1].thread, p.samples[2].thread);
+	CHECK(weights_add_up(&p), "weights and counts, settled");
+	char *ff = written(&p, "firefox");
+	size_t tracks = 0;
+	for (const char *t = ff; t && (t = strstr(t, "\"registerTime\"")); t++)
+		tracks++;
+	CHECK(tracks == 2, "firefox: %zu tracks for 2 threads", tracks);
+	free(ff);
+	/* Settled again: nothing more to merge, nothing changes. */
+	CHECK(cs_profile_settle(&p) && p.nthreads == 2 &&
+		      count_of(&p, "late;a;b;c") == 5,
+	      "settled twice");
+	cs_profile_free(&p);
+}
+
 int main(void)
 {
 	static const char *const abc[DEPTH] = {"c", "b", "a"};
@@ -372,5 +416,6 @@ int main(void)
 	CHECK(weights_add_up(&p), "weights and counts, two processes");
 	cs_profile_free(&p);
 	states();
+	settling();
 	return check_summary("test_profile");
 }
