@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../corestack/profile.h"
 #include "../corestack/profile_format.h"
 
 #define MAX_WORDS 16
@@ -144,6 +145,14 @@ struct cs_error *gx_parse_sample_args(const char *line,
 			free(ret->out);
 			if (!(ret->out = strdup(words[++i])))
 				return &cs_error_nomem;
+		} else if (strcmp(w, "--state") == 0 && i + 1 < n) {
+			char why[160];
+			unsigned set;
+			if (cs_profile_states_parse(words[++i], &set, why,
+						    sizeof(why)))
+				ret->states |= set;
+			else
+				err = cs_error_create(CS_ERR_USAGE, "%s", why);
 		} else if (strcmp(w, "--format") == 0 && i + 1 < n) {
 			const struct cs_profile_format *f =
 				cs_profile_format_find(words[++i]);

@@ -9,8 +9,9 @@
 	"usage: ruby-bt [--json] [--out FILE] [--via-debugger] [full] " \
 	"[all | N]"
 #define GX_LOCALS_USAGE "usage: ruby-locals [N]"
-#define GX_SAMPLE_USAGE \
-	"usage: ruby-sample [SECONDS] [--rate HZ] [--out FILE [--format F]]"
+#define GX_SAMPLE_USAGE                                            \
+	"usage: ruby-sample [SECONDS] [--rate HZ] [--state LIST] " \
+	"[--out FILE [--format F]]"
 #define GX_SAMPLE_MAX_RATE 10000
 #define GX_SAMPLE_MAX_SECONDS 86400
 
@@ -32,6 +33,7 @@ struct gx_sample_args {
 	/* --format: how out is written, a name of profile_format.h's table
 	 * (static); NULL: collapsed */
 	const char *format;
+	unsigned states; /* --state: the states kept (profile.h); 0: all */
 };
 
 /* CS_ERR_USAGE with the usage line on bad arguments (and why, for a

@@ -487,17 +487,24 @@ static const char sampler_capsule[] = "corestack.sampler";
 static PyObject *py_sample_start(PyObject *self, PyObject *args, PyObject *kw)
 {
 	(void)self;
-	static char *names[] = {
-		"pid",        "seconds",          "rate",
-		"executable", "interrupt_signal", "out",
-		"format",     "debug_dirs",       "debug_dir_advice",
-		NULL};
+	static char *names[] = {"pid",
+				"seconds",
+				"rate",
+				"executable",
+				"interrupt_signal",
+				"out",
+				"format",
+				"debug_dirs",
+				"debug_dir_advice",
+				"states",
+				NULL};
 	struct gx_sample_request req = {0};
 	const char *dirs = NULL;
-	if (!PyArg_ParseTupleAndKeywords(
-		    args, kw, "idd|zizzzz", names, &req.pid, &req.seconds,
-		    &req.rate, &req.executable, &req.interrupt_signal,
-		    &req.out_path, &req.format, &dirs, &req.debug_dir_advice))
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "idd|zizzzzI", names,
+					 &req.pid, &req.seconds, &req.rate,
+					 &req.executable, &req.interrupt_signal,
+					 &req.out_path, &req.format, &dirs,
+					 &req.debug_dir_advice, &req.states))
 		return NULL;
 	char **debug_dirs;
 	if (!split_dirs(dirs, &debug_dirs))
@@ -580,7 +587,8 @@ static PyObject *py_locals_args(PyObject *self, PyObject *args)
 	return PyLong_FromLong(frame);
 }
 
-/* sample_args(line) -> (seconds, rate, out or None, format or None) */
+/* sample_args(line) -> (seconds, rate, out or None, format or None,
+ * states: 0 for all) */
 static PyObject *py_sample_args(PyObject *self, PyObject *args)
 {
 	(void)self;
@@ -591,8 +599,8 @@ static PyObject *py_sample_args(PyObject *self, PyObject *args)
 	struct cs_error *err = gx_parse_sample_args(line, &a);
 	if (err)
 		return raise(err);
-	PyObject *res =
-		Py_BuildValue("(ddzz)", a.seconds, a.rate, a.out, a.format);
+	PyObject *res = Py_BuildValue("(ddzzI)", a.seconds, a.rate, a.out,
+				      a.format, a.states);
 	free(a.out);
 	return res;
 }
@@ -615,7 +623,7 @@ static PyMethodDef methods[] = {
 	 METH_VARARGS | METH_KEYWORDS,
 	 "sample_start(pid, seconds, rate, executable=None, "
 	 "interrupt_signal=0, out=None, format=None, debug_dirs=None, "
-	 "debug_dir_advice=None) -> sampler"},
+	 "debug_dir_advice=None, states=0) -> sampler"},
 	{"sample_finish", py_sample_finish, METH_VARARGS,
 	 "sample_finish(sampler) -> (summary, interrupted, quit_signal)"},
 	{"bt_args", py_bt_args, METH_VARARGS,
@@ -623,7 +631,7 @@ static PyMethodDef methods[] = {
 	{"locals_args", py_locals_args, METH_VARARGS,
 	 "locals_args(line) -> frame number, -1 for the innermost Ruby frame"},
 	{"sample_args", py_sample_args, METH_VARARGS,
-	 "sample_args(line) -> (seconds, rate, out, format)"},
+	 "sample_args(line) -> (seconds, rate, out, format, states)"},
 	{NULL, NULL, 0, NULL},
 };
 

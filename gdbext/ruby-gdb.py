@@ -7,7 +7,7 @@ ruby-list, ruby-locals, ruby-print and ruby-sample (see gdbext/README.md).
     (gdb) ruby-list [LINE]
     (gdb) ruby-locals [N]
     (gdb) ruby-print EXPR          # or rp EXPR
-    (gdb) ruby-sample [SECONDS] [--rate HZ] [--out FILE [--format F]]
+    (gdb) ruby-sample [SECONDS] [--rate HZ] [--state LIST] [--out FILE [--format F]]
 
 A thin loader: everything about Ruby is in the C module _corestack (found
 next to this file); this file only tells it what gdb knows (the pid, the
@@ -362,11 +362,13 @@ SAMPLE_STOP = signal.SIGURG
 class RubySample(gdb.Command):
     """Sample the Ruby stacks of the live inferior while it runs.
 
-ruby-sample [SECONDS] [--rate HZ] [--out FILE [--format F]]
+ruby-sample [SECONDS] [--rate HZ] [--state LIST] [--out FILE [--format F]]
   Lets the stopped inferior run for SECONDS (default 5, at most 86400),
   samples every Ruby thread at HZ (default 100, at most 10000), then stops
   it again (gdb sees a SIGURG, which is not passed to the program) and
   prints the frames with the most samples. Ctrl-C ends it early.
+  --state LIST keeps only the threads in those states, a comma list of
+  running, waiting (for the GVL), blocked, gc; as record's --state.
   --out FILE writes the profile: collapsed stacks (flamegraph.pl), or with
   --format speedscope, flamegraph (SVG), pprof, firefox or summary, as
   record does; FILE is opened before the inferior runs.
@@ -378,11 +380,11 @@ ruby-sample [SECONDS] [--rate HZ] [--out FILE [--format F]]
         super().__init__("ruby-sample", gdb.COMMAND_RUNNING)
 
     def complete(self, text, word):
-        return _complete(text, word, ("--rate", "--out"), False)
+        return _complete(text, word, ("--rate", "--state", "--out", "--format"), False)
 
     def invoke(self, arg, from_tty):
         try:
-            seconds, rate, out, fmt = _corestack.sample_args(arg)
+            seconds, rate, out, fmt, states = _corestack.sample_args(arg)
         except _corestack.Error as exc:
             raise gdb.GdbError("ruby-sample: %s" % exc)
         inf = _inferior("ruby-sample")
@@ -398,6 +400,7 @@ ruby-sample [SECONDS] [--rate HZ] [--out FILE [--format F]]
         try:
             sampler = _corestack.sample_start(
                 inf.pid, seconds, rate, interrupt_signal=SAMPLE_STOP, out=out, format=fmt,
+                states=states,
                 debug_dirs=gdb.parameter("debug-file-directory"),
                 debug_dir_advice=DEBUG_DIR_ADVICE)
         except _corestack.Error as exc:

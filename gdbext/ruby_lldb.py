@@ -7,7 +7,7 @@ ruby-list, ruby-locals, ruby-print and ruby-sample (see gdbext/README.md).
     (lldb) ruby-list [LINE]
     (lldb) ruby-locals [N]
     (lldb) ruby-print EXPR          # or rp EXPR
-    (lldb) ruby-sample [SECONDS] [--rate HZ] [--out FILE [--format F]]
+    (lldb) ruby-sample [SECONDS] [--rate HZ] [--state LIST] [--out FILE [--format F]]
 
 A thin loader over the same C module as ruby-gdb.py (_corestack, found next
 to this file): it tells the module what lldb knows (pid, threads, memory,
@@ -185,11 +185,13 @@ target.debug-file-search-paths, then /usr/lib/debug.
 
 SAMPLE_HELP = """Sample the Ruby stacks of the live process while it runs.
 
-Syntax: ruby-sample [SECONDS] [--rate HZ] [--out FILE [--format F]]
+Syntax: ruby-sample [SECONDS] [--rate HZ] [--state LIST] [--out FILE [--format F]]
 
 Lets the stopped process run for SECONDS (default 5, at most 86400), samples
 every Ruby thread at HZ (default 100, at most 10000), stops it again and
-prints the frames with the most samples. --out FILE writes the profile:
+prints the frames with the most samples. --state LIST keeps only the threads
+in those states (a comma list of running, waiting for the GVL, blocked, gc),
+as corestack record's --state does. --out FILE writes the profile:
 collapsed stacks (flamegraph.pl), or with --format speedscope, flamegraph
 (SVG), pprof, firefox or summary, as corestack record does; FILE is opened
 before the process runs.
@@ -235,7 +237,7 @@ def ruby_bt(debugger, command, result, internal_dict):
 def ruby_sample(debugger, command, result, internal_dict):
     """ruby-sample: see SAMPLE_HELP."""
     try:
-        seconds, rate, out, fmt = _corestack.sample_args(command)
+        seconds, rate, out, fmt, states = _corestack.sample_args(command)
         target, process = _process(debugger)
         if _is_core(process) or not _is_local(target):
             raise CommandError("sampling needs a live local process; this is a %s" % (
@@ -243,7 +245,7 @@ def ruby_sample(debugger, command, result, internal_dict):
         if process.GetState() != lldb.eStateStopped:
             raise CommandError("the process is running; stop it first")
         sampler = _corestack.sample_start(process.GetProcessID(), seconds, rate, out=out,
-                                          format=fmt,
+                                          format=fmt, states=states,
                                           debug_dirs=_debug_dirs(debugger),
                                           debug_dir_advice=DEBUG_DIR_ADVICE)
         # Asynchronous: continue, watch the state (it turns "running" a

@@ -23,6 +23,7 @@ struct gx_sampler {
 	int pid, interrupt_signal;
 	int guard; /* gx_guard_start's descriptor, or -1 */
 	double seconds, rate;
+	unsigned states; /* kept; 0: all */
 	struct cs_ruby ruby;
 	struct cs_page_cache cache;
 	struct cs_profile prof;
@@ -82,7 +83,7 @@ static void release_quit_signals(struct gx_sampler *s)
 static int take(void *arg)
 {
 	struct gx_sampler *s = arg;
-	return cs_sample_once(s->ruby.session, s->pid, 0, 0, &s->kept,
+	return cs_sample_once(s->ruby.session, s->pid, 0, s->states, &s->kept,
 			      &s->cache, &s->prof);
 }
 
@@ -156,6 +157,7 @@ struct cs_error *gx_sampler_start(const struct gx_sample_request *req,
 		s->format = cs_profile_format_find("collapsed");
 	s->seconds = req->seconds;
 	s->rate = req->rate;
+	s->states = req->states;
 	s->interrupt_signal = req->interrupt_signal;
 	s->guard = -1;
 	cs_profile_init(&s->prof);

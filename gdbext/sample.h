@@ -27,6 +27,7 @@ struct gx_sample_request {
 	/* how out_path is written: a name of profile_format.h's table;
 	 * NULL: collapsed */
 	const char *format;
+	unsigned states; /* the states kept (profile.h); 0: every state */
 	/* as in struct gx_source (backtrace.h) */
 	const char *const *debug_dirs;
 	const char *debug_dir_advice;

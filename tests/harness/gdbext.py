@@ -40,6 +40,9 @@ Ruby says about itself (fixtures/oracle.rb), on every fixture Ruby.
     gdbext/RUBY/sample-speedscope   then ruby-sample 0.5 --out F --format speedscope in
                                     the same gdb: a speedscope file naming heavy and
                                     light, as many samples as the summary at most
+    gdbext/RUBY/sample-state        then ruby-sample 0.3 --state blocked: samples, no
+                                    stack of heavy or light kept (the one thread runs
+                                    them); --state running: heavy or light kept
     gdbext/bad/...                  no Ruby in the inferior (live and core, also
                                     --via-debugger), no inferior, ruby-sample on a
                                     core, bad arguments, unreadable memory (a real
@@ -68,7 +71,7 @@ Ruby says about itself (fixtures/oracle.rb), on every fixture Ruby.
                                     internal error and does not hang, and the target runs on
                                     untraced with no thread stopped; then SIGINT (Ctrl-C)
                                     while sampling: "Interrupted", and gdb goes on
-    gdbext/3.3-static/sample-args   --rate 0, --rate 100000, SECONDS 0 and an --out in a
+    gdbext/3.3-static/sample-args   --rate 0, --rate 100000, SECONDS 0, --state sleeping and an --out in a
                                     missing directory: one error line each with the reason,
                                     before the inferior runs; then a run: one line of sample
                                     counts, the collapsed stacks written
@@ -162,7 +165,8 @@ def ruby_tests(ruby, scenarios):
     names = []
     for scen in scenarios:
         names += scenario_tests(ruby, scen, scen.startswith("crash"))
-    names += ["gdbext/%s/sample" % ruby, "gdbext/%s/sample-speedscope" % ruby]
+    names += ["gdbext/%s/sample" % ruby, "gdbext/%s/sample-speedscope" % ruby,
+              "gdbext/%s/sample-state" % ruby]
     names += lldb_tests(ruby)
     if frame_locals.SCENARIO in scenarios:
         names += locals_test_names(ruby)
@@ -209,7 +213,8 @@ def gdbext_tests(rep, selected, args, prefixes, scenarios, workdir):
         procs.progress("gdbext: %s" % ruby)
         scenario_runs(rep, selected, args, ruby, exe, scenarios, rwork,
                       locals_hook(rep, selected, args, ruby))
-        if selected("gdbext/%s/sample" % ruby) or selected("gdbext/%s/sample-speedscope" % ruby):
+        if any(selected("gdbext/%s/%s" % (ruby, t))
+               for t in ("sample", "sample-speedscope", "sample-state")):
             sample_test(rep, args, ruby, exe, rwork, selected)
         lldb_test(rep, selected, args, ruby, exe, rwork)
         if ruby in REMOTE_RUBIES and selected("gdbext/%s/threads/remote" % ruby):

@@ -203,6 +203,8 @@ def interrupted_case(args, target):
 ARG_ERRORS = (("ruby-sample --rate 0", r"--rate 0: must be a number above 0 and at most 10000 Hz"),
               ("ruby-sample --rate 100000", r"--rate 100000: .*at most 10000 Hz"),
               ("ruby-sample 0", r"SECONDS 0: must be a number above 0"),
+              ("ruby-sample 1 --state sleeping",
+               r"--state takes a comma list of running, waiting, blocked, gc; not 'sleeping'"),
               ("ruby-sample 1 --out /nonexistent-dir/x.folded",
                r"cannot write /nonexistent-dir/x.folded: No such file or directory"))
 

@@ -1,7 +1,12 @@
 """ruby-sample inside gdb on fixtures/profile/shares.rb (gdbext/RUBY/sample,
-then gdbext/RUBY/sample-speedscope in the same session), and the checks of
-a sample's summary, collapsed stacks and speedscope file lldb's test
-shares.
+then gdbext/RUBY/sample-speedscope and gdbext/RUBY/sample-state in the same
+session), and the checks of a sample's summary, collapsed stacks and
+speedscope file lldb's test shares.
+
+gdbext/RUBY/sample-state: shares.rb's one thread runs Ruby (heavy, light)
+but for a moment between turns (File.exist? of its stop file, which
+releases the GVL on some Rubies), so `--state blocked` takes samples and
+keeps no stack of heavy or light, and `--state running` keeps them.
 """
 
 import json
@@ -35,6 +40,11 @@ try:
                                     % os.environ["GDBEXT_SPEEDSCOPE"], to_string=True)
 except gdb.error as exc:
     res["speedscope"] = "error: %s" % exc
+for state in ("blocked", "running"):
+    try:
+        res["state-" + state] = gdb.execute("ruby-sample 0.3 --state " + state, to_string=True)
+    except gdb.error as exc:
+        res["state-" + state] = "error: %s" % exc
 # Tells the program to end now rather than at its deadline.
 open(os.environ["GDBEXT_STOP"], "w").close()
 gdb.execute("continue", to_string=True)
@@ -104,11 +114,32 @@ def check_speedscope(said, path):
     return None
 
 
+SUMMARY_COUNTS = re.compile(r"(\d+) samples in .*; (\d+) thread stacks with Ruby frames")
+
+
+def check_state(data):
+    """--state blocked: samples taken, no stack in heavy or light kept;
+    --state running: those kept."""
+    blocked, running = data.get("state-blocked", ""), data.get("state-running", "")
+    m = SUMMARY_COUNTS.search(blocked)
+    kept = summary_totals(blocked)
+    if not m or int(m.group(1)) < 5 or kept.get("Object#heavy") or kept.get("Object#light"):
+        return "--state blocked on a thread that always runs: %s" % compare.show(blocked[:300])
+    m = SUMMARY_COUNTS.search(running)
+    totals = summary_totals(running)
+    if not m or int(m.group(2)) < 5 or not (totals.get("Object#heavy") or
+                                            totals.get("Object#light")):
+        return "--state running kept no stack of heavy or light: %s" % compare.show(
+            running[:300])
+    return None
+
+
 def sample_test(rep, args, ruby, exe, workdir, selected):
     name = "gdbext/%s/sample" % ruby
     folded = os.path.join(workdir, "sample.folded")
     speedscope = os.path.join(workdir, "sample.speedscope.json")
     scope_name = "gdbext/%s/sample-speedscope" % ruby
+    state_name = "gdbext/%s/sample-state" % ruby
     # It ends when the script creates the stop file after its samples, so
     # that the `continue` after ruby-sample sees it run on to its normal
     # exit; or, should the script never get there, 60 s after its start.
@@ -149,3 +180,5 @@ def sample_test(rep, args, ruby, exe, workdir, selected):
             rep.result(name, check_sample(data, folded))
         if selected(scope_name):
             rep.result(scope_name, check_speedscope(data.get("speedscope", ""), speedscope))
+        if selected(state_name):
+            rep.result(state_name, check_state(data))
