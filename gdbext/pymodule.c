@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../corestack/profile.h"
+#include "../corestack/profile_format.h"
 #include "args.h"
 #include "backtrace.h"
 #include "debugger_target.h"
@@ -605,6 +607,32 @@ static PyObject *py_sample_args(PyObject *self, PyObject *args)
 	return res;
 }
 
+/* sample_choices() -> (formats, states): what --format and --state take,
+ * for completion. */
+static PyObject *py_sample_choices(PyObject *self, PyObject *args)
+{
+	(void)self;
+	(void)args;
+	size_t n = 0;
+	while (cs_profile_formats[n].name)
+		n++;
+	PyObject *formats = PyTuple_New((Py_ssize_t)n);
+	PyObject *states = PyTuple_New(CS_PROFILE_NSTATES);
+	for (size_t i = 0; formats && i < n; i++)
+		PyTuple_SetItem(
+			formats, (Py_ssize_t)i,
+			PyUnicode_FromString(cs_profile_formats[i].name));
+	for (int i = 0; states && i < CS_PROFILE_NSTATES; i++)
+		PyTuple_SetItem(states, i,
+				PyUnicode_FromString(cs_profile_state_key(i)));
+	if (!formats || !states || PyErr_Occurred()) {
+		Py_XDECREF(formats);
+		Py_XDECREF(states);
+		return NULL;
+	}
+	return Py_BuildValue("(NN)", formats, states);
+}
+
 static PyMethodDef methods[] = {
 	{"backtrace", (PyCFunction)(void (*)(void))py_backtrace,
 	 METH_VARARGS | METH_KEYWORDS,
@@ -632,6 +660,9 @@ static PyMethodDef methods[] = {
 	 "locals_args(line) -> frame number, -1 for the innermost Ruby frame"},
 	{"sample_args", py_sample_args, METH_VARARGS,
 	 "sample_args(line) -> (seconds, rate, out, format, states)"},
+	{"sample_choices", py_sample_choices, METH_NOARGS,
+	 "sample_choices() -> (formats, states): what --format and --state "
+	 "take"},
 	{NULL, NULL, 0, NULL},
 };
 

@@ -282,14 +282,20 @@ ruby-bt [--json] [--out FILE] [--via-debugger] [full] [all | N]
             gdb.write(text)
 
 
-def _complete(text, word, options, threads):
+def _complete(text, word, options, threads, values=None):
     """A command's options and, where it takes one, gdb's thread numbers;
-    a file name after --out."""
+    a file name after --out; after an option of values (option -> its
+    choices), a choice, or one more of a comma list."""
     words = text.split()
     partial = "" if not words or text[-1:].isspace() else words[-1]
     before = words[:-1] if partial else words
     if before and before[-1] == "--rate":
         return gdb.COMPLETE_NONE
+    if before and values and before[-1] in values:
+        done, _, last = partial.rpartition(",")
+        done = done + "," if done else ""
+        cut = len(partial) - len(word or "")
+        return [(done + c)[cut:] for c in values[before[-1]] if c.startswith(last)]
     if before and before[-1] == "--out":
         # gdb's own filename completer finds nothing after an option
         choices = [p + "/" if os.path.isdir(p) else p
@@ -380,7 +386,9 @@ ruby-sample [SECONDS] [--rate HZ] [--state LIST] [--out FILE [--format F]]
         super().__init__("ruby-sample", gdb.COMMAND_RUNNING)
 
     def complete(self, text, word):
-        return _complete(text, word, ("--rate", "--state", "--out", "--format"), False)
+        formats, states = _corestack.sample_choices()
+        return _complete(text, word, ("--rate", "--state", "--out", "--format"), False,
+                         {"--format": formats, "--state": states})
 
     def invoke(self, arg, from_tty):
         try:

@@ -31,7 +31,8 @@ Ruby says about itself (fixtures/oracle.rb), on every fixture Ruby.
                                     one note line, then its lines; to one without it:
                                     one error line naming the file
     gdbext/RUBY/threads/core/complete  complete ruby-bt (options, all, gdb's thread
-                                    numbers), ruby-bt --j, ruby-sample --, --out FILE
+                                    numbers), ruby-bt --j, ruby-sample --, --out FILE,
+                                    ruby-sample --format pp, --state running,bl, --state
     gdbext/RUBY/sample              ruby-sample 2 --out F on fixtures/profile/shares.rb:
                                     heavy ranked over light (summary and collapsed
                                     stacks), every thread stopped again afterwards,

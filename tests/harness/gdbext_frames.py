@@ -314,7 +314,8 @@ def complete_commands(workdir):
     """gdb commands completing what check_complete checks: on gdb's command
     line (gdb.execute drops a trailing blank), each after a marker."""
     texts = ("ruby-bt ", "ruby-bt --j", "ruby-sample --",
-             "ruby-bt --out %s/orac" % workdir)
+             "ruby-bt --out %s/orac" % workdir, "ruby-sample --format pp",
+             "ruby-sample --state running,bl", "ruby-sample --state ")
     out = []
     for k, text in enumerate(texts):
         out += ["echo @complete %d\\n" % k, "complete " + text]
@@ -333,7 +334,14 @@ def check_complete(stdout, threads):
         ("ruby-bt ", sorted(["ruby-bt --json", "ruby-bt --out", "ruby-bt --via-debugger",
                              "ruby-bt all"] + ["ruby-bt %d" % num for num, _ in threads])),
         ("ruby-bt --j", ["ruby-bt --json"]),
-        ("ruby-sample --", ["ruby-sample --out", "ruby-sample --rate"]),
+        ("ruby-sample --", ["ruby-sample --format", "ruby-sample --out", "ruby-sample --rate",
+                            "ruby-sample --state"]),
+    ]
+    more = [
+        (4, "ruby-sample --format pp", ["ruby-sample --format pprof"]),
+        (5, "ruby-sample --state running,bl", ["ruby-sample --state running,blocked"]),
+        (6, "ruby-sample --state ", sorted("ruby-sample --state " + s
+                                           for s in ("running", "waiting", "blocked", "gc"))),
     ]
     for k, (text, lines) in enumerate(want):
         if sorted(got.get(k, [])) != lines:
@@ -342,4 +350,8 @@ def check_complete(stdout, threads):
     if not any(l.endswith("/oracle.json") for l in got.get(3, [])):
         return "complete ruby-bt --out DIR/orac: %s, expected the oracle's file" % (
             compare.show(got.get(3)))
+    for k, text, lines in more:
+        if sorted(got.get(k, [])) != lines:
+            return "complete %s: %s, expected %s" % (text, compare.show(got.get(k)),
+                                                     compare.show(lines))
     return None
