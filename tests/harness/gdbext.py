@@ -123,6 +123,8 @@ Ruby says about itself (fixtures/oracle.rb), on every fixture Ruby.
                                     ranked over light, the process stopped again
     lldb/RUBY/sample-speedscope     then ruby-sample 0.5 --out F --format speedscope in
                                     the same lldb, checked as in gdb
+    lldb/RUBY/sample-state          then ruby-sample 0.3 --state blocked and --state
+                                    running in the same lldb, checked as in gdb
     lldb/3.3-static/sample-killed   ruby-sample on the same long shares.rb run as
                                     gdbext/3.3-static/sample-killed, lldb sent SIGTERM, then
                                     SIGKILL, while it samples, and SIGKILL as the time is

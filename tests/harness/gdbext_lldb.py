@@ -16,7 +16,7 @@ from .gdbext_gdb import (GDB_TIMEOUT, MODES, PYTHON_ERROR_MARKS, SHARES, check_j
                          gdb_env, json_in, parked)
 from .gdbext_frames import (LLDB_PART, WALK_SCRIPT, check_frames, check_list, frames_env,
                             make_sysroot)
-from .gdbext_sample import check_sample, check_speedscope
+from .gdbext_sample import check_sample, check_speedscope, check_state
 
 
 # --- lldb ------------------------------------------------------------------------
@@ -137,6 +137,7 @@ def lldb_one_error(args, target_args, pattern, workdir, tag, env=None):
 def lldb_sample_test(rep, selected, args, lldb, ruby, exe, workdir):
     name = "lldb/%s/sample" % ruby
     scope_name = "lldb/%s/sample-speedscope" % ruby
+    state_name = "lldb/%s/sample-state" % ruby
     folded = os.path.join(workdir, "lldb-sample.folded")
     speedscope = os.path.join(workdir, "lldb-sample.speedscope.json")
     # lldb takes seconds to attach (it reads libruby's DWARF): a long run.
@@ -148,10 +149,16 @@ def lldb_sample_test(rep, selected, args, lldb, ruby, exe, workdir):
                                   "-o", "script print('STATE', lldb.process.GetState() == lldb.eStateStopped)",
                                   "-o", "script print('SPEEDSCOPE')",
                                   "-o", "ruby-sample 0.5 --out %s --format speedscope" % speedscope,
+                                  "-o", "script print('STATE-BLOCKED')",
+                                  "-o", "ruby-sample 0.3 --state blocked",
+                                  "-o", "script print('STATE-RUNNING')",
+                                  "-o", "ruby-sample 0.3 --state running",
                                   "-p", str(target.pid)], stdin=subprocess.DEVNULL,
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                  timeout=GDB_TIMEOUT, env=lldb_env(args.gdbext))
             summary, _, scope_said = res.stdout.partition("\nSPEEDSCOPE\n")
+            scope_said, _, blocked = scope_said.partition("\nSTATE-BLOCKED\n")
+            blocked, _, running = blocked.partition("\nSTATE-RUNNING\n")
             data = {"summary": summary, "states": ["t"], "running": [], "exitcode": 0}
             reason = check_sample(data, folded)
             if procs.sanitizer_report(res.stderr):
@@ -165,6 +172,9 @@ def lldb_sample_test(rep, selected, args, lldb, ruby, exe, workdir):
                 rep.result(name, reason)
             if selected(scope_name):
                 rep.result(scope_name, check_speedscope(scope_said, speedscope))
+            if selected(state_name):
+                rep.result(state_name, check_state({"state-blocked": blocked,
+                                                    "state-running": running}))
         except subprocess.TimeoutExpired:
             rep.result(name, "lldb hung")
 
@@ -172,7 +182,8 @@ def lldb_sample_test(rep, selected, args, lldb, ruby, exe, workdir):
 def lldb_tests(ruby):
     return ["lldb/%s/threads/%s%s" % (ruby, m, t) for m in MODES
             for t in ("", "/frames", "/list")] + [
-                "lldb/%s/sample" % ruby, "lldb/%s/sample-speedscope" % ruby]
+                "lldb/%s/sample" % ruby, "lldb/%s/sample-speedscope" % ruby,
+                "lldb/%s/sample-state" % ruby]
 
 
 def lldb_session(args, lldb, target, workdir, tag, sysroot, script_path):
@@ -211,7 +222,8 @@ def lldb_test(rep, selected, args, ruby, exe, workdir):
             if selected(n):
                 rep.result(n, "lldb-14 is not installed (.ci/install-deps)")
         return
-    if selected("lldb/%s/sample" % ruby) or selected("lldb/%s/sample-speedscope" % ruby):
+    if any(selected("lldb/%s/%s" % (ruby, t))
+           for t in ("sample", "sample-speedscope", "sample-state")):
         lldb_sample_test(rep, selected, args, lldb, ruby, exe, workdir)
     if not any(selected(n) for n in names[:-2]):
         return
