@@ -700,9 +700,10 @@ static size_t settled_id(const size_t *to, const size_t *kept, size_t i)
 int cs_profile_settle(struct cs_profile *p)
 {
 	size_t n = p->nthreads, merged = 0;
-	size_t *to = calloc(n ? 2 * n : 1, sizeof(*to)), *kept = to + n;
+	size_t *to = calloc(n ? 2 * n : 1, sizeof(*to));
 	if (!to)
 		return 0;
+	size_t *kept = to + n;
 	for (size_t i = 0, k = 0; i < n; i++) {
 		to[i] = named_later(p, i);
 		merged += to[i] != SIZE_MAX;
