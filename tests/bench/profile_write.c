@@ -1,8 +1,11 @@
 /* How long each profile format takes to write a large recording: a
  * profile of SAMPLES snapshots of THREADS threads, each snapshot a stack
  * DEPTH frames deep whose inner frames change often (a new sample almost
- * every snapshot, the worst case for the writers), states cycling, then
- * every format written to /dev/null, timed (make bench-profile-write).
+ * every snapshot, the worst case for the writers), states cycling, every
+ * thread named only after the first tenth of the snapshots (so that the
+ * settle pass has every thread to merge and every line to count again),
+ * then settled and every format written to /dev/null, timed (make
+ * bench-profile-write).
  *
  * usage: bench-profile-write [SAMPLES] */
 #include <stdio.h>
@@ -55,6 +58,8 @@ int main(int argc, char **argv)
 	for (long s = 0; s < samples / THREADS; s++) {
 		for (int t = 0; t < THREADS; t++) {
 			struct rv_thread *th = &threads[t];
+			th->name = s < samples / THREADS / 10 ? NULL
+							      : thread_names[t];
 			th->holds_gvl = (s + t) % THREADS == 0;
 			th->status = (s / 7 + t) % 3 ? RV_STATUS_RUN
 						     : RV_STATUS_SLEEP;
@@ -82,6 +87,14 @@ int main(int argc, char **argv)
 	printf("profile of %ld thread samples (%zu samples after merging "
 	       "repeats, %zu stacks, %zu frames): built in %.3f s\n",
 	       samples, p.nsamples, p.nstacks, p.nframes, built);
+	size_t before = p.nthreads;
+	double s0 = now();
+	if (!cs_profile_settle(&p)) {
+		fprintf(stderr, "out of memory\n");
+		return 1;
+	}
+	printf("settled (%zu threads into %zu) in %.3f s\n", before, p.nthreads,
+	       now() - s0);
 	struct cs_profile_run run = {0, (double)samples / THREADS / 1000.0,
 				     1000.0, 1};
 	for (const struct cs_profile_format *f = cs_profile_formats; f->name;
