@@ -27,6 +27,12 @@ static uint64_t hash_text(uint64_t h, const char *s)
 	return h;
 }
 
+/* A collapsed line's hash, one frame further: ';' and the frame's name. */
+static uint64_t hash_frame(uint64_t h, const char *name)
+{
+	return hash_text((h ^ (uint8_t)';') * FNV_PRIME, name);
+}
+
 static uint64_t mix(uint64_t h, uint64_t v)
 {
 	h = (h ^ v) * FNV_PRIME;
@@ -416,10 +422,10 @@ static int grow_lines(struct cs_profile *p)
 	return 1;
 }
 
-/* Count thread in stack in its line, whose text hashes to h, and tell the
- * line's slot. */
+/* Count thread in stack times more in its line, whose text hashes to h,
+ * and tell the line's slot. */
 static int count_line(struct cs_profile *p, size_t thread, size_t stack,
-		      uint64_t h, size_t *slot)
+		      uint64_t h, uint64_t times, size_t *slot)
 {
 	if ((p->nlines + 1) * 2 > p->nline_slots && !grow_lines(p))
 		return 0;
@@ -428,7 +434,7 @@ static int count_line(struct cs_profile *p, size_t thread, size_t stack,
 		p->lines[i] = (struct cs_profile_line){thread, stack, 0, h};
 		p->nlines++;
 	}
-	p->lines[i].count++;
+	p->lines[i].count += times;
 	*slot = i;
 	return 1;
 }
@@ -569,8 +575,7 @@ static size_t fill_stack(struct cs_profile *p, const struct cs_profile_memo *m,
 		if ((p->scratch[d] = frame_id(p, &t->frames[n - 1 - d])) ==
 		    SIZE_MAX)
 			return SIZE_MAX;
-		h = (h ^ (uint8_t)';') * FNV_PRIME;
-		h = hash_text(h, cs_profile_frame_text(p, p->scratch[d]));
+		h = hash_frame(h, cs_profile_frame_text(p, p->scratch[d]));
 		p->hashes[d] = h;
 	}
 	*hash = h;
@@ -641,7 +646,7 @@ int cs_profile_add(struct cs_profile *p, const struct rv_process *proc,
 		const struct cs_profile_memo *known = same ? memo : NULL;
 		if (thread == SIZE_MAX ||
 		    (stack = fill_stack(p, known, t, thread, &h)) == SIZE_MAX ||
-		    !count_line(p, thread, stack, h, &slot) ||
+		    !count_line(p, thread, stack, h, 1, &slot) ||
 		    !add_sample(p, thread, stack, &k))
 			return 0;
 		remember(p, memo, t, i, slot, thread, stack);
@@ -683,10 +688,8 @@ static uint64_t line_hash(const struct cs_profile *p, size_t thread,
 	uint64_t h = hash_text(FNV_OFFSET,
 			       cs_profile_display(p, p->threads[thread].label));
 	const struct cs_profile_stack *s = &p->stacks[stack];
-	for (size_t d = 0; d < s->nframes; d++) {
-		h = (h ^ (uint8_t)';') * FNV_PRIME;
-		h = hash_text(h, cs_profile_frame_text(p, s->frames[d]));
-	}
+	for (size_t d = 0; d < s->nframes; d++)
+		h = hash_frame(h, cs_profile_frame_text(p, s->frames[d]));
 	return h;
 }
 
@@ -714,7 +717,8 @@ int cs_profile_settle(struct cs_profile *p)
 		return 1;
 	}
 	/* Everything that can fail first: the profile stays whole if it
-	 * does. Merging only joins lines, so the line slots are room enough. */
+	 * does. Merging only joins lines, so the line slots are room enough
+	 * (count_line below never grows them). */
 	struct cs_profile_index index = {0};
 	struct cs_profile_line *lines = calloc(p->nline_slots, sizeof(*lines));
 	bool ok = lines != NULL;
@@ -753,15 +757,10 @@ int cs_profile_settle(struct cs_profile *p)
 	p->grown++;
 	for (size_t i = 0; i < p->nsamples; i++) {
 		const struct cs_profile_sample *s = &p->samples[i];
-		uint64_t h = line_hash(p, s->thread, s->stack);
-		size_t slot = line_slot(p, lines, p->nline_slots, h, s->thread,
-					s->stack);
-		if (!lines[slot].count) {
-			lines[slot] = (struct cs_profile_line){s->thread,
-							       s->stack, 0, h};
-			p->nlines++;
-		}
-		lines[slot].count += s->weight;
+		size_t slot;
+		(void)count_line(p, s->thread, s->stack,
+				 line_hash(p, s->thread, s->stack), s->weight,
+				 &slot);
 		p->threads[s->thread].last = i + 1;
 	}
 	forget_memos(p); /* they hold thread ids */

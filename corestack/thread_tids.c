@@ -68,46 +68,6 @@ static void check_stack(struct cs_thread_tids *r, size_t i,
 		     (unsigned long long)(top - size), (unsigned long long)top);
 }
 
-static void tid_by_fs_base(struct cs_thread_tids *r, size_t i,
-			   const struct rv_thread *t,
-			   const struct cs_thread *const *natives, size_t n,
-			   int64_t glibc_tid, int64_t crash_tid);
-
-/* Ruby knows the tid: its kernel thread must be one, with Ruby's
- * pthread_t as its fs_base. A tid no kernel thread of the process has is
- * stale: some Rubies (3.1 among the fixtures; 3.3 updates it) keep the
- * parent's tid for a forked child's main thread. The pthread_t still names the thread then. */
-static void check_ruby_tid(struct cs_thread_tids *r, size_t i,
-			   const struct rv_thread *t,
-			   const struct cs_thread *const *natives, size_t n,
-			   int64_t glibc_tid, int64_t crash_tid)
-{
-	const struct cs_thread *nt = NULL;
-	size_t count = matching(natives, n, true, (uint64_t)t->tid, &nt);
-	if (count == 0 && n && t->status != RV_STATUS_DEAD) {
-		r->tids[i] = -1;
-		if (t->pthread_id)
-			tid_by_fs_base(r, i, t, natives, n, glibc_tid,
-				       crash_tid);
-		else
-			fail(r, i, "no kernel thread has its tid %lld",
-			     (long long)t->tid);
-		return;
-	}
-	if (count > 1)
-		fail(r, i, "%zu kernel threads have its tid %lld", count,
-		     (long long)t->tid);
-	else if (count == 1 && nt->fs_base && t->pthread_id &&
-		 nt->fs_base != t->pthread_id)
-		fail(r, i,
-		     "the registers of kernel thread %lld are another "
-		     "thread's (fs_base 0x%llx, Ruby's pthread_t 0x%llx)",
-		     (long long)t->tid, (unsigned long long)nt->fs_base,
-		     (unsigned long long)t->pthread_id);
-	else if (count == 1)
-		check_stack(r, i, t, nt, crash_tid);
-}
-
 /* Ruby keeps only a pthread_t: the kernel thread with that fs_base, and
  * the tid glibc records there (glibc_tid, -1: unknown) must be its. */
 static void tid_by_fs_base(struct cs_thread_tids *r, size_t i,
@@ -149,6 +109,41 @@ static void tid_by_fs_base(struct cs_thread_tids *r, size_t i,
 		fail(r, i, "%zu kernel threads have its tid %d", count,
 		     nt->tid);
 	else
+		check_stack(r, i, t, nt, crash_tid);
+}
+
+/* Ruby knows the tid: its kernel thread must be one, with Ruby's
+ * pthread_t as its fs_base. A tid no kernel thread of the process has is
+ * stale: some Rubies (3.1 among the fixtures; 3.3 updates it) keep the
+ * parent's tid for a forked child's main thread. The pthread_t still names the thread then. */
+static void check_ruby_tid(struct cs_thread_tids *r, size_t i,
+			   const struct rv_thread *t,
+			   const struct cs_thread *const *natives, size_t n,
+			   int64_t glibc_tid, int64_t crash_tid)
+{
+	const struct cs_thread *nt = NULL;
+	size_t count = matching(natives, n, true, (uint64_t)t->tid, &nt);
+	if (count == 0 && n && t->status != RV_STATUS_DEAD) {
+		r->tids[i] = -1;
+		if (t->pthread_id)
+			tid_by_fs_base(r, i, t, natives, n, glibc_tid,
+				       crash_tid);
+		else
+			fail(r, i, "no kernel thread has its tid %lld",
+			     (long long)t->tid);
+		return;
+	}
+	if (count > 1)
+		fail(r, i, "%zu kernel threads have its tid %lld", count,
+		     (long long)t->tid);
+	else if (count == 1 && nt->fs_base && t->pthread_id &&
+		 nt->fs_base != t->pthread_id)
+		fail(r, i,
+		     "the registers of kernel thread %lld are another "
+		     "thread's (fs_base 0x%llx, Ruby's pthread_t 0x%llx)",
+		     (long long)t->tid, (unsigned long long)nt->fs_base,
+		     (unsigned long long)t->pthread_id);
+	else if (count == 1)
 		check_stack(r, i, t, nt, crash_tid);
 }
 

@@ -330,28 +330,23 @@ def check_complete(stdout, threads):
             key = m.group(1)
         elif key is not None and key != "end":
             got.setdefault(int(key), []).append(line)
-    want = [
-        ("ruby-bt ", sorted(["ruby-bt --json", "ruby-bt --out", "ruby-bt --via-debugger",
-                             "ruby-bt all"] + ["ruby-bt %d" % num for num, _ in threads])),
-        ("ruby-bt --j", ["ruby-bt --json"]),
-        ("ruby-sample --", ["ruby-sample --format", "ruby-sample --out", "ruby-sample --rate",
-                            "ruby-sample --state"]),
-    ]
-    more = [
-        (4, "ruby-sample --format pp", ["ruby-sample --format pprof"]),
-        (5, "ruby-sample --state running,bl", ["ruby-sample --state running,blocked"]),
-        (6, "ruby-sample --state ", sorted("ruby-sample --state " + s
+    # by complete_commands' order; the --out one (3) is checked below
+    want = {
+        0: ("ruby-bt ", sorted(["ruby-bt --json", "ruby-bt --out", "ruby-bt --via-debugger",
+                                "ruby-bt all"] + ["ruby-bt %d" % num for num, _ in threads])),
+        1: ("ruby-bt --j", ["ruby-bt --json"]),
+        2: ("ruby-sample --", ["ruby-sample --format", "ruby-sample --out", "ruby-sample --rate",
+                               "ruby-sample --state"]),
+        4: ("ruby-sample --format pp", ["ruby-sample --format pprof"]),
+        5: ("ruby-sample --state running,bl", ["ruby-sample --state running,blocked"]),
+        6: ("ruby-sample --state ", sorted("ruby-sample --state " + s
                                            for s in ("running", "waiting", "blocked", "gc"))),
-    ]
-    for k, (text, lines) in enumerate(want):
+    }
+    for k, (text, lines) in want.items():
         if sorted(got.get(k, [])) != lines:
             return "complete %s: %s, expected %s" % (text, compare.show(got.get(k)),
                                                      compare.show(lines))
     if not any(l.endswith("/oracle.json") for l in got.get(3, [])):
         return "complete ruby-bt --out DIR/orac: %s, expected the oracle's file" % (
             compare.show(got.get(3)))
-    for k, text, lines in more:
-        if sorted(got.get(k, [])) != lines:
-            return "complete %s: %s, expected %s" % (text, compare.show(got.get(k)),
-                                                     compare.show(lines))
     return None

@@ -124,7 +124,8 @@ def check_state(data):
     m = SUMMARY_COUNTS.search(blocked)
     kept = summary_totals(blocked)
     if not m or int(m.group(1)) < 5 or kept.get("Object#heavy") or kept.get("Object#light"):
-        return "--state blocked on a thread that always runs: %s" % compare.show(blocked[:300])
+        return "--state blocked kept heavy or light, which run Ruby: %s" % compare.show(
+            blocked[:300])
     m = SUMMARY_COUNTS.search(running)
     totals = summary_totals(running)
     if not m or int(m.group(2)) < 5 or not (totals.get("Object#heavy") or

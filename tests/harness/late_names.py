@@ -4,8 +4,9 @@ spins in before_name, then names itself "late", then spins in after_name.
     RUBY/record-named-late   record -- COMMAND, collapsed: both methods under
                              "late" and no thread label but "late" and the
                              main thread's ("thread PID", the pid the program
-                             wrote, or "thread 1" without tids): the samples from before the name are the
-                             named thread's, not a "thread TID" of their own
+                             wrote, or "thread 1" without tids): the samples
+                             from before the name are the named thread's, not
+                             a "thread TID" of their own
 """
 
 import os
