@@ -661,20 +661,23 @@ static void index_free(struct cs_profile_index *x)
 }
 
 /* --- settling --------------------------------------------------------------
- * A thread's label is taken when it is first seen under a name, so one
- * sampled before Thread#name= was set is two threads of the tables. */
+ * A thread's label is taken from what is known of it when it is first
+ * seen, so one sampled before Thread#name= was set, or before its kernel
+ * thread started (no tid yet), is two or three threads of the tables. */
 
-/* The named thread unnamed thread u became: the first one after it with
- * its Ruby thread's address, tid and process; SIZE_MAX if none. */
-static size_t named_later(const struct cs_profile *p, size_t u)
+/* The thread u became: the first one after it of the same Ruby thread
+ * (address and process) that contradicts nothing u knew, u having lacked
+ * a name or a tid (a renamed thread stays two); SIZE_MAX if none. */
+static size_t became(const struct cs_profile *p, size_t u)
 {
 	const struct cs_profile_thread *t = &p->threads[u];
-	if (t->name)
+	if (t->name && t->tid >= 0)
 		return SIZE_MAX;
 	for (size_t i = u + 1; i < p->nthreads; i++) {
 		const struct cs_profile_thread *n = &p->threads[i];
-		if (n->name && n->addr == t->addr && n->tid == t->tid &&
-		    n->pid == t->pid)
+		if (n->addr == t->addr && n->pid == t->pid &&
+		    (!t->name || same_text(n->name, t->name)) &&
+		    (t->tid < 0 || n->tid == t->tid))
 			return i;
 	}
 	return SIZE_MAX;
@@ -707,8 +710,13 @@ int cs_profile_settle(struct cs_profile *p)
 	if (!to)
 		return 0;
 	size_t *kept = to + n;
+	/* last first, so that the thread u became has its own end already */
+	for (size_t i = n; i-- > 0;) {
+		to[i] = became(p, i);
+		if (to[i] != SIZE_MAX && to[to[i]] != SIZE_MAX)
+			to[i] = to[to[i]];
+	}
 	for (size_t i = 0, k = 0; i < n; i++) {
-		to[i] = named_later(p, i);
 		merged += to[i] != SIZE_MAX;
 		kept[i] = to[i] == SIZE_MAX ? k++ : SIZE_MAX;
 	}
@@ -743,7 +751,7 @@ int cs_profile_settle(struct cs_profile *p)
 		if (to[i] == SIZE_MAX)
 			p->threads[kept[i]] = p->threads[i];
 		else
-			free(p->threads[i].name); /* NULL: it had none */
+			free(p->threads[i].name);
 	}
 	p->nthreads -= merged;
 	for (size_t i = 0; i < p->nthreads; i++)

@@ -176,8 +176,9 @@ void cs_profile_init(struct cs_profile *p);
 int cs_profile_add(struct cs_profile *p, const struct rv_process *proc,
 		   unsigned states, uint64_t time_ns);
 /* After the last snapshot, before writing: a thread sampled before it was
- * named, then named, is one thread under its name (it was two: "thread
- * TID", then the name). 0 on allocation failure, the profile unchanged. */
+ * named (or before its kernel thread started), then named, is one thread
+ * under its name (it was two or three: "thread N", "thread TID", then the
+ * name). 0 on allocation failure, the profile unchanged. */
 int cs_profile_settle(struct cs_profile *p);
 void cs_profile_free(struct cs_profile *p);
 

@@ -186,8 +186,9 @@ static void states(void)
 	      "names");
 }
 
-/* A thread sampled before Thread#name= and after is one thread under its
- * name once settled; another Ruby thread that had its tid is not. */
+/* A thread sampled before its kernel thread started (no tid), then before
+ * Thread#name=, then after, is one thread under its name once settled;
+ * another Ruby thread that had its tid is not, nor a renamed one. */
 static void settling(void)
 {
 	static const char *const abc[DEPTH] = {"c", "b", "a"};
@@ -196,7 +197,9 @@ static void settling(void)
 	struct fixture f;
 	cs_profile_init(&p);
 	make(&f, abc, ids, NULL);
+	f.thread.tid = -1;
 	add(&p, &f.proc);
+	make(&f, abc, ids, NULL);
 	add(&p, &f.proc);
 	make(&f, abc, ids, "late");
 	for (int i = 0; i < 3; i++)
@@ -204,18 +207,21 @@ static void settling(void)
 	make(&f, abc, ids, NULL);
 	f.thread.addr = 0x2000; /* a new thread, the tid reused */
 	add(&p, &f.proc);
-	CHECK(p.nthreads == 3 && count_of(&p, "thread 42;a;b;c") == 3,
+	CHECK(p.nthreads == 4 && count_of(&p, "thread 1;a;b;c") == 1 &&
+		      count_of(&p, "thread 42;a;b;c") == 2,
 	      "before: %zu threads", p.nthreads);
 	CHECK(cs_profile_settle(&p), "settle");
 	CHECK(p.nthreads == 2 && count_of(&p, "late;a;b;c") == 5 &&
-		      count_of(&p, "thread 42;a;b;c") == 1,
+		      count_of(&p, "thread 42;a;b;c") == 1 &&
+		      !count_of(&p, "thread 1;a;b;c"),
 	      "after: %zu threads, late %zu, thread 42 %zu", p.nthreads,
 	      count_of(&p, "late;a;b;c"), count_of(&p, "thread 42;a;b;c"));
-	CHECK(p.nsamples == 3 && p.samples[0].thread == 0 &&
-		      p.samples[1].thread == 0 && p.samples[2].thread == 1 &&
-		      p.threads[0].name && !strcmp(p.threads[0].name, "late"),
-	      "samples' threads %zu %zu %zu", p.samples[0].thread,
-	      p.samples[1].thread, p.samples[2].thread);
+	CHECK(p.nsamples == 4 && p.samples[0].thread == 0 &&
+		      p.samples[1].thread == 0 && p.samples[2].thread == 0 &&
+		      p.samples[3].thread == 1 && p.threads[0].name &&
+		      !strcmp(p.threads[0].name, "late"),
+	      "samples' threads %zu %zu %zu %zu", p.samples[0].thread,
+	      p.samples[1].thread, p.samples[2].thread, p.samples[3].thread);
 	CHECK(weights_add_up(&p), "weights and counts, settled");
 	char *ff = written(&p, "firefox");
 	size_t tracks = 0;
@@ -227,6 +233,17 @@ static void settling(void)
 	CHECK(cs_profile_settle(&p) && p.nthreads == 2 &&
 		      count_of(&p, "late;a;b;c") == 5,
 	      "settled twice");
+	cs_profile_free(&p);
+	/* Renamed: two names, two threads. */
+	cs_profile_init(&p);
+	make(&f, abc, ids, "first");
+	add(&p, &f.proc);
+	make(&f, abc, ids, "second");
+	add(&p, &f.proc);
+	CHECK(cs_profile_settle(&p) && p.nthreads == 2 &&
+		      count_of(&p, "first;a;b;c") == 1 &&
+		      count_of(&p, "second;a;b;c") == 1,
+	      "renamed: %zu threads", p.nthreads);
 	cs_profile_free(&p);
 }
 
