@@ -26,6 +26,8 @@ static const struct {
 	{"PATHOBJ_PATH", 0, 0}, /* vm_core.h: pathobj [path, realpath] */
 	{"GC_GUARDED_PTR_REF(-1)", ~(int64_t)3, 0}, /* vm_core.h: tag bits */
 	{"ID_ENTRY_UNIT", 512, 0}, /* symbol.c: static const int */
+	/* include/ruby/internal/core/rtypeddata.h: the type word's low bit */
+	{"TYPED_DATA_EMBEDDED", 1, 0},
 	/* internal/bignum.h: FL_USER1, FL_USER2, FL_USER3..5, FL_USHIFT+3 */
 	{"BIGNUM_SIGN_BIT", 0x2000, 0},
 	{"BIGNUM_EMBED_FLAG", 0x4000, 0},

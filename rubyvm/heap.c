@@ -10,7 +10,8 @@
  * the low bits of type are cleared first (4.0 keeps "embedded" there; the
  * struct holds pointers, so its address has them free), and where RTypedData
  * has a typed_flag it must be set (the same word is dfree in an untyped
- * RData), or else the RBasic flag that says typed (4.0).
+ * RData), or else the RBasic flag that says typed (4.0); where RData keeps
+ * a _reserved word in type's place, the type word alone decides.
  *
  * The heap of a crashed process may be corrupt: every count and size is
  * bounded, a page that cannot be read is skipped and named, and a walk that
@@ -58,6 +59,7 @@ static bool add_found(struct rv_heap_scan *scan, uint64_t object, uint64_t data)
 
 struct slot_reader {
 	uint64_t flags_off, type_off, data_off, need;
+	uint64_t min_slot;      /* an RBasic: flags and klass */
 	int64_t typed_flag_off; /* -1: no typed_flag (4.0+) */
 	uint64_t typed_fl;      /* RBasic flag for typed data, 0 if none */
 	uint64_t t_mask, t_data, type, type_mask;
@@ -79,6 +81,22 @@ static bool scan_page(struct rv_session *s, const struct slot_reader *r,
 		stride = (uint64_t)RV_VAL(s, rvalue_size);
 	else if (!rv_try_member(s, page, RVL_page_slot_size, &stride))
 		stride = 0;
+	/* A page whose objects were all swept waits in the pool of empty
+	 * pages with no slots and no start (its slot size cleared too, where
+	 * pages have one): nothing to read, and nothing wrong. */
+	if (total == 0 && start == 0 &&
+	    (!RV_HAS(s, page_slot_size) || stride == 0)) {
+		scan->empty_pages++;
+		return true;
+	}
+	/* A page of slots too small for the object (the smallest size pools)
+	 * cannot hold one; a slot too small for an RBasic, or whose size is
+	 * no multiple of a VALUE, is corrupt. */
+	if (RV_HAS(s, page_slot_size) && stride >= r->min_slot &&
+	    stride < r->need && stride % 8 == 0) {
+		scan->small_pages++;
+		return true;
+	}
 	/* total_slots and slot_size are shorts: a "negative" one is corrupt. */
 	uint64_t sign = (uint64_t)1
 			<< (RV_ITEM(s, page_total_slots)->size * 8 - 1);
@@ -213,10 +231,13 @@ struct cs_error *rv_heap_find_typed_data(struct rv_session *s, uint64_t vm,
 		.type = type,
 		.type_mask = ~(value_size - 1),
 	};
-	if (r.typed_flag_off < 0 && !r.typed_fl) {
-		note(scan, "GC heap not walked: RTypedData has no typed_flag "
-			   "and the debug info lacks "
-			   "'RUBY_TYPED_FL_IS_TYPED_DATA'");
+	if (r.typed_flag_off < 0 && !r.typed_fl &&
+	    !(RV_HAS(s, rdata_reserved) &&
+	      RV_VAL(s, rdata_reserved) == RV_VAL(s, typeddata_type))) {
+		note(scan, "GC heap not walked: RTypedData has no typed_flag, "
+			   "the debug info lacks "
+			   "'RUBY_TYPED_FL_IS_TYPED_DATA' and RData no "
+			   "_reserved word where RTypedData has type");
 		return NULL;
 	}
 	const uint64_t offs[] = {
@@ -229,6 +250,10 @@ struct cs_error *rv_heap_find_typed_data(struct rv_session *s, uint64_t vm,
 		if (offs[i] + 8 > r.need)
 			r.need = offs[i] + 8; /* a slot must hold them all */
 	}
+	r.min_slot = (uint64_t)RV_VAL(s, basic_klass) + 8;
+	if (r.min_slot < r.flags_off + 8)
+		r.min_slot = r.flags_off + 8;
+	plausible &= r.min_slot <= 256;
 	if (!plausible) {
 		scan->error = strdup("GC heap not walked: implausible "
 				     "RTypedData layout");

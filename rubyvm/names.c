@@ -45,6 +45,43 @@ void rv_names_destroy(struct rv_session *s)
 	s->ids = NULL;
 }
 
+/* The String of entry i of one ID_ENTRY_UNIT block of the symbol table:
+ * an Array of ID_ENTRY_SIZE VALUEs per ID (up to 4.0) ... */
+static struct cs_error *entry_in_array(struct rv_session *s, uint64_t ary,
+				       uint64_t i, uint64_t *str)
+{
+	uint64_t entry_size = (uint64_t)RV_VAL(s, id_entry_size);
+	if (!RV_HAS(s, id_entry_size) || entry_size == 0)
+		return rv_missing(RVL_id_entry_size);
+	return rv_array_entry(
+		s, ary, i * entry_size + (uint64_t)RV_VAL(s, id_entry_str),
+		str);
+}
+
+/* ... or a T_DATA holding an rb_darray of struct sym_id_entry. */
+static struct cs_error *entry_in_darray(struct rv_session *s, uint64_t list,
+					uint64_t i, uint64_t *str)
+{
+	uint64_t darray = 0, len = 0;
+	struct cs_error *err;
+	if (!RV_HAS(s, darray_meta_size) || !RV_HAS(s, darray_meta_len))
+		return rv_missing(RVL_darray_meta_size);
+	if (!RV_HAS(s, sym_id_entry_size))
+		return rv_missing(RVL_sym_id_entry_size);
+	if ((err = rv_typed_data_ptr(s, list, &darray)) ||
+	    (err = rv_read_member(s, darray, RVL_darray_meta_len, &len)))
+		return err;
+	if (i >= len)
+		return cs_error_create(CS_ERR_CORRUPT,
+				       "symbol entry %llu past the %llu of "
+				       "its block",
+				       (unsigned long long)i,
+				       (unsigned long long)len);
+	uint64_t entry = darray + (uint64_t)RV_VAL(s, darray_meta_size) +
+			 i * (uint64_t)RV_VAL(s, sym_id_entry_size);
+	return rv_read_member(s, entry, RVL_sym_id_entry_str, str);
+}
+
 static struct cs_error *id_name_uncached(struct rv_session *s, uint64_t id,
 					 char **ret)
 {
@@ -74,19 +111,16 @@ static struct cs_error *id_name_uncached(struct rv_session *s, uint64_t id,
 					       (unsigned long long)id);
 	}
 	uint64_t unit = (uint64_t)RV_VAL(s, id_entry_unit);
-	uint64_t entry_size = (uint64_t)RV_VAL(s, id_entry_size);
 	if (!RV_HAS(s, id_entry_unit) || unit == 0)
 		return rv_missing(RVL_id_entry_unit);
-	if (!RV_HAS(s, id_entry_size) || entry_size == 0)
-		return rv_missing(RVL_id_entry_size);
 	if ((err = rv_read_member(s, symbols, RVL_symbols_ids, &ids)) ||
-	    (err = rv_array_entry(s, ids, serial / unit, &ary)) ||
-	    (err = rv_array_entry(s, ary,
-				  (serial % unit) * entry_size +
-					  (uint64_t)RV_VAL(s, id_entry_str),
-				  &str)))
+	    (err = rv_array_entry(s, ids, serial / unit, &ary)))
 		return err;
-	return rv_string(s, str, ret);
+	if (RV_HAS(s, sym_id_entry_str))
+		err = entry_in_darray(s, ary, serial % unit, &str);
+	else
+		err = entry_in_array(s, ary, serial % unit, &str);
+	return err ? err : rv_string(s, str, ret);
 }
 
 struct cs_error *rv_id_name(struct rv_session *s, uint64_t id, char **ret)

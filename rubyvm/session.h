@@ -83,6 +83,10 @@ struct cs_error *rv_array_span(struct rv_session *s, uint64_t ary,
 			       uint64_t *ptr, uint64_t *len);
 struct cs_error *rv_array_entry(struct rv_session *s, uint64_t ary, uint64_t i,
 				uint64_t *ret);
+/* The data pointer of a T_DATA object: where an embedded one keeps its
+ * data (in the object), else what its data member holds. */
+struct cs_error *rv_typed_data_ptr(struct rv_session *s, uint64_t obj,
+				   uint64_t *ret);
 
 /* st_table.c: the record of key in the st_table at tbl; *found false
  * when it has none. */
@@ -225,6 +229,8 @@ struct rv_heap_scan {
 	struct rv_heap_object *found;
 	size_t count, capacity;
 	uint64_t pages, bytes; /* read and scanned */
+	uint64_t empty_pages;  /* in the pool of empty pages: no slots */
+	uint64_t small_pages;  /* slots too small for the object sought */
 	char *error;           /* NULL, or why objects may be missing */
 };
 /* Every T_DATA object of the data type at address type, in the heap of

@@ -168,6 +168,32 @@ struct cs_error *rv_array_span(struct rv_session *s, uint64_t ary,
 	return NULL;
 }
 
+struct cs_error *rv_typed_data_ptr(struct rv_session *s, uint64_t obj,
+				   uint64_t *ret)
+{
+	uint64_t type = 0, flags = 0, word = 0;
+	struct cs_error *err = rv_builtin_type(s, obj, &type, &flags);
+	if (err)
+		return err;
+	if (type != (uint64_t)RV_VAL(s, t_data))
+		return cs_error_create(CS_ERR_CORRUPT, "0x%llx is not T_DATA",
+				       (unsigned long long)obj);
+	if (!RV_HAS(s, typeddata_type))
+		return rv_missing(RVL_typeddata_type);
+	if ((err = rv_read_member(s, obj, RVL_typeddata_type, &word)))
+		return err;
+	if (!RV_HAS(s, typeddata_data))
+		return rv_missing(RVL_typeddata_data);
+	uint64_t embedded = RV_HAS(s, typed_data_embedded)
+				    ? (uint64_t)RV_VAL(s, typed_data_embedded)
+				    : 0;
+	if (embedded && (word & embedded)) {
+		*ret = obj + (uint64_t)RV_VAL(s, typeddata_data);
+		return NULL;
+	}
+	return rv_read_member(s, obj, RVL_typeddata_data, ret);
+}
+
 struct cs_error *rv_array_entry(struct rv_session *s, uint64_t ary, uint64_t i,
 				uint64_t *ret)
 {

@@ -2,7 +2,9 @@
  * objects of one type are found across pages of different slot sizes, in
  * each shape CRuby's heap has had (a page array with a count beside it; an
  * rb_darray reached through vm->gc, 3.4; RTypedData without typed_flag,
- * 4.0), a GC loaded from RUBY_GC_LIBRARY is refused with a reason, and
+ * 4.0; RData with a _reserved word in type's place), empty pages and
+ * pages of slots too small for the object are passed over without
+ * complaint, a GC loaded from RUBY_GC_LIBRARY is refused with a reason, and
  * corrupt heaps (a huge page count, a negative slot count, a tiny slot
  * size, an unreadable page, a missing layout item) stop or skip with a
  * reason instead of crashing or running away. The layout values here are
@@ -58,6 +60,7 @@ static void build(struct rv_session *s)
 	member(s, RVL_page_start, 8, 8);
 	member(s, RVL_rvalue_size, 40, 0);
 	member(s, RVL_basic_flags, 0, 8);
+	member(s, RVL_basic_klass, 8, 8);
 	member(s, RVL_typeddata_type, 16, 8);
 	member(s, RVL_typeddata_typed_flag, 24, 8);
 	member(s, RVL_typeddata_data, 32, 8);
@@ -183,6 +186,40 @@ int main(void)
 	walk(&s, &scan);
 	CHECK(scan.count == 0 && says(&scan, "RUBY_TYPED_FL_IS_TYPED_DATA"),
 	      "no way to tell typed data: %zu found, error %s", scan.count,
+	      scan.error ? scan.error : "none");
+	rv_heap_scan_free(&scan);
+
+	/* No typed_flag, no typed flag in RBasic: RData's _reserved word
+	 * where RTypedData has type says the type word alone decides. */
+	build_no_typed_flag(&s);
+	s.layout.items[RVL_typed_fl_is_typed_data].source = RV_MISSING;
+	member(&s, RVL_rdata_reserved, 16, 8);
+	put(BASE + 0x1000 + 120, 0x0c, 8), put(BASE + 0x1000 + 136, 0, 8);
+	walk(&s, &scan);
+	CHECK(scan.count == 2 && !scan.error && scan.found[0].data == 0xaaa1 &&
+		      scan.found[1].data == 0xaaa2,
+	      "RData with _reserved: %zu found, error %s", scan.count,
+	      scan.error ? scan.error : "none");
+	rv_heap_scan_free(&scan);
+
+	/* A page in the pool of empty pages (no start, no slots, no slot
+	 * size) and a page of 32-byte slots: both skipped, no error. */
+	build(&s);
+	put(BASE + 0x400, 0, 2), put(BASE + 0x402, 0, 2);
+	put(BASE + 0x408, 0, 8);
+	walk(&s, &scan);
+	CHECK(scan.count == 1 && !scan.error && scan.empty_pages == 1 &&
+		      scan.found[0].data == 0xaaa2,
+	      "empty page: %zu found, %llu empty, error %s", scan.count,
+	      (unsigned long long)scan.empty_pages,
+	      scan.error ? scan.error : "none");
+	rv_heap_scan_free(&scan);
+	build(&s);
+	put(BASE + 0x400, 32, 2); /* too small for a 40-byte RTypedData */
+	walk(&s, &scan);
+	CHECK(scan.count == 1 && !scan.error && scan.small_pages == 1,
+	      "32-byte slots: %zu found, %llu small, error %s", scan.count,
+	      (unsigned long long)scan.small_pages,
 	      scan.error ? scan.error : "none");
 	rv_heap_scan_free(&scan);
 
