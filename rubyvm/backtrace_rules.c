@@ -87,8 +87,7 @@ struct cs_error *rv_bt_method_name(struct rv_session *s, uint64_t owner,
 	    (type == (uint64_t)RV_VAL(s, t_class) ||
 	     type == (uint64_t)RV_VAL(s, t_module))) {
 		uint64_t klass = owner, attached, atype;
-		bool singleton = RV_HAS(s, fl_singleton) &&
-				 (flags & (uint64_t)RV_VAL(s, fl_singleton));
+		bool singleton = rv_singleton_class_p(s, type, flags);
 		if (singleton) {
 			sep = ".";
 			klass = 0;

@@ -207,6 +207,13 @@ static struct cs_error *class_path_uncached(struct rv_session *s,
 	return rv_string(s, v, ret);
 }
 
+bool rv_singleton_class_p(struct rv_session *s, uint64_t type, uint64_t flags)
+{
+	return RV_HAS(s, fl_singleton) &&
+	       type == (uint64_t)RV_VAL(s, t_class) &&
+	       (flags & (uint64_t)RV_VAL(s, fl_singleton));
+}
+
 struct cs_error *rv_attached_object(struct rv_session *s, uint64_t klass,
 				    uint64_t *ret)
 {
@@ -266,8 +273,7 @@ struct cs_error *rv_owner_name(struct rv_session *s, uint64_t owner, char **ret,
 	struct cs_error *err = rv_builtin_type(s, owner, &type, &flags);
 	if (err)
 		return err;
-	*singleton = RV_HAS(s, fl_singleton) &&
-		     (flags & (uint64_t)RV_VAL(s, fl_singleton));
+	*singleton = rv_singleton_class_p(s, type, flags);
 	if (!*singleton)
 		return rv_class_path(s, owner, ret);
 	uint64_t attached = 0, atype = 0;
@@ -353,8 +359,8 @@ struct cs_error *rv_real_class(struct rv_session *s, uint64_t klass,
 			return err;
 		bool iclass = RV_HAS(s, t_iclass) &&
 			      type == (uint64_t)RV_VAL(s, t_iclass);
-		bool singleton = skip_singletons && RV_HAS(s, fl_singleton) &&
-				 (flags & (uint64_t)RV_VAL(s, fl_singleton));
+		bool singleton = skip_singletons &&
+				 rv_singleton_class_p(s, type, flags);
 		if (!iclass && !singleton) {
 			*ret = klass;
 			return NULL;

@@ -125,6 +125,10 @@ struct cs_error *rv_real_class(struct rv_session *s, uint64_t klass,
 /* RCLASS_SUPER: the next class or iclass up the ancestry, 0 at the top. */
 struct cs_error *rv_superclass(struct rv_session *s, uint64_t klass,
 			       uint64_t *ret);
+/* Whether an object of this builtin type and flags is a singleton class:
+ * a T_CLASS with FL_SINGLETON (the same bit marks a refinement module on
+ * some Rubies, so the type counts too). */
+bool rv_singleton_class_p(struct rv_session *s, uint64_t type, uint64_t flags);
 /* The object a singleton class is attached to. */
 struct cs_error *rv_attached_object(struct rv_session *s, uint64_t klass,
 				    uint64_t *ret);

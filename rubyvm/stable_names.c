@@ -137,7 +137,13 @@ static struct cs_error *singleton_name(struct rv_session *s, uint64_t klass,
 	struct cs_error *err = rv_attached_object(s, klass, &attached);
 	if (err)
 		return err;
-	if (!attached || rv_special_const(s, attached))
+	/* Ruby attaches a singleton class right after it allocates it: one
+	 * caught in between is attached to nothing yet (0, or nil). */
+	if (!attached || rv_is_nil(s, attached)) {
+		*ret = strdup("#<singleton class not yet attached>");
+		return *ret ? NULL : &cs_error_nomem;
+	}
+	if (rv_special_const(s, attached))
 		return cs_error_create(CS_ERR_CORRUPT,
 				       "singleton class 0x%llx is attached "
 				       "to no object",
@@ -191,7 +197,7 @@ static struct cs_error *module_name(struct rv_session *s, uint64_t klass,
 		return cs_error_create(CS_ERR_CORRUPT,
 				       "owner 0x%llx is not a class or module",
 				       (unsigned long long)klass);
-	if (flagged(s, flags, RVL_fl_singleton))
+	if (rv_singleton_class_p(s, type, flags))
 		return singleton_name(s, klass, depth, ret);
 	if (module && flagged(s, flags, RVL_rmodule_is_refinement))
 		return refinement_name(s, klass, me, depth, ret);
@@ -209,7 +215,7 @@ struct cs_error *rv_stable_owner_name(struct rv_session *s, uint64_t owner,
 	*dot = false;
 	if (err)
 		return err;
-	if (flagged(s, flags, RVL_fl_singleton) &&
+	if (rv_singleton_class_p(s, type, flags) &&
 	    !rv_failed(rv_attached_object(s, owner, &attached)) &&
 	    class_or_module(s, attached)) {
 		*dot = true;
