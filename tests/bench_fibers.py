@@ -3,6 +3,7 @@
 
     python3 tests/bench_fibers.py [--corestack build/corestack]
                                   [--rubies 3.3,2.7] [--fibers 1000,10000,50000]
+                                  [--ruby NAME=PREFIX ...]
 
 For each fixture Ruby and fiber count N, fixtures/scenarios/fibers.rb runs
 with CORESTACK_FIBERS=N (N suspended fibers over four threads, plus the
@@ -13,7 +14,10 @@ same with --no-fibers gives the cost of the fibers alone. Wall and CPU
 (user+sys) time are both given: on a shared machine the wall time carries
 other programs' load. The heap-walk throughput is the GC heap scanned (JSON
 "heap.bytes") per CPU second of a run with CORESTACK_BALLAST objects (a
-large heap, few fibers) minus the same run with --no-fibers.
+large heap, few fibers) minus the same run with --no-fibers, and that CPU
+time per ballast object (how the walk compares across heap layouts: size
+pools, slot sizes). --ruby NAME=PREFIX adds a Ruby installed under PREFIX
+(with its debug info), as tests/run.py does.
 
 Each fiber's stack is two memory mappings (stack and guard page), so
 Linux's default vm.max_map_count (65530) stops Ruby near 32,000 fibers.
@@ -141,16 +145,25 @@ def main():
     ap.add_argument("--ballast", type=int, default=2000000,
                     help="objects for the heap-walk throughput run")
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--ruby", action="append", default=[], metavar="NAME=PREFIX",
+                    help="also a Ruby installed under PREFIX (repeatable)")
     args = ap.parse_args()
+    rubies = [(r, None) for r in args.rubies.split(",") if r]
+    for spec in args.ruby:
+        name, sep, prefix = spec.partition("=")
+        if not sep or not name or not prefix:
+            ap.error("--ruby takes NAME=PREFIX, not %r" % spec)
+        rubies.append((name, prefix))
     # SIGTERM unwinds like ^C: vm.max_map_count restored, the scenario killed.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     with tempfile.TemporaryDirectory(prefix="corestack-bench-fibers-") as tmp:
         # The fixture Rubies stay where they are; the layout cache is ours.
         os.environ.setdefault("CORESTACK_CACHE", procs.fixture_cache())
         os.environ["XDG_CACHE_HOME"] = os.path.join(tmp, "xdg")
-        for ruby in args.rubies.split(","):
-            version, _, variant = ruby.partition("-")
-            prefix = procs.build_ruby(version, variant or "shared", 3600)
+        for ruby, prefix in rubies:
+            if prefix is None:
+                version, _, variant = ruby.partition("-")
+                prefix = procs.build_ruby(version, variant or "shared", 3600)
             exe = os.path.join(prefix, "bin", "ruby")
             print("Ruby %s" % ruby, flush=True)
             cases = [(int(n), 0) for n in args.fibers.split(",")] + [(0, args.ballast)]
@@ -175,12 +188,14 @@ def main():
                 size = os.path.getsize(core) / 1e6
                 os.unlink(core)
                 if ballast:
-                    rate = nbytes / 1e6 / max(cpu_f - cpu_n, 1e-6)
+                    walk = max(cpu_f - cpu_n, 1e-6)
                     print("  heap walk: %.1f MB of heap in %d pages, %d fibers: "
                           "%.1f ms (CPU %.1f) with fibers, %.1f ms (CPU %.1f) without "
-                          "-> %.0f MB/s of CPU (core %.0f MB)" % (
+                          "-> %.0f MB/s of CPU, %.1f ns of CPU per ballast object "
+                          "(core %.0f MB)" % (
                               nbytes / 1e6, pages, nfib, with_f * 1e3, cpu_f * 1e3,
-                              without * 1e3, cpu_n * 1e3, rate, size), flush=True)
+                              without * 1e3, cpu_n * 1e3, nbytes / 1e6 / walk,
+                              walk * 1e9 / ballast, size), flush=True)
                 else:
                     print("  %6d fibers asked, %6d listed: all stacks --json %.1f ms (CPU %.1f), "
                           "text %.1f ms (CPU %.1f), --no-fibers %.1f ms (CPU %.1f); "
