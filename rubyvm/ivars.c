@@ -11,11 +11,77 @@
 #define MAX_SHAPE_DEPTH 65536
 #define MAX_IVARS 65536
 
+/* The shape id of obj (3.2+) and its width in bits: RBasic.shape_id, or
+ * the top bits of the flags. */
+static struct cs_error *shape_id_of(struct rv_session *s, uint64_t obj,
+				    uint64_t flags, uint64_t *sid,
+				    unsigned *bits)
+{
+	enum rv_item_id parent = RV_HAS(s, shape_parent_offset)
+					 ? RVL_shape_parent_offset
+					 : RVL_shape_parent_id;
+	if (s->layout.items[parent].source == RV_MISSING)
+		return rv_missing(RVL_shape_parent_id);
+	*bits = 8 * s->layout.items[parent].size; /* shape_id_t */
+	unsigned value_bits = 8 * (unsigned)RV_VAL(s, value_size);
+	if (*bits == 0 || *bits >= 64 || *bits > value_bits)
+		return cs_error_create(CS_ERR_LOOKUP, "shape ids of %u bits",
+				       *bits);
+	if (RV_HAS(s, basic_shape_id)) {
+		struct cs_error *err =
+			rv_read_member(s, obj, RVL_basic_shape_id, sid);
+		if (err)
+			return err;
+	} else {
+		*sid = flags >> (value_bits - *bits);
+	}
+	*sid &= (1ULL << *bits) - 1;
+	return NULL;
+}
+
+/* Where the shape id's layout bits put obj's fields: in itself
+ * (*embedded), or in the fields object as.extended points to. */
+static struct cs_error *layout_slots(struct rv_session *s, uint64_t obj,
+				     uint64_t flags, uint64_t *ret,
+				     bool *embedded)
+{
+	uint64_t sid = 0, fields = 0;
+	unsigned bits;
+	struct cs_error *err = shape_id_of(s, obj, flags, &sid, &bits);
+	if (err)
+		return err;
+	uint64_t layout = sid & (uint64_t)RV_VAL(s, shape_id_layout_mask);
+	*embedded = RV_HAS(s, shape_id_layout_robject) &&
+		    layout == (uint64_t)RV_VAL(s, shape_id_layout_robject);
+	if (*embedded) {
+		*ret = obj + (uint64_t)RV_VAL(s, robject_ary);
+		return NULL;
+	}
+	if (!RV_HAS(s, shape_id_layout_extended) ||
+	    layout != (uint64_t)RV_VAL(s, shape_id_layout_extended))
+		return cs_error_create(CS_ERR_LOOKUP,
+				       "its fields are kept apart from the "
+				       "object (layout 0x%llx), not read",
+				       (unsigned long long)layout);
+	if (!RV_HAS(s, robject_extended) || !RV_HAS(s, fields_embed))
+		return rv_missing(RVL_fields_embed);
+	if ((err = rv_read_member(s, obj, RVL_robject_extended, &fields)))
+		return err;
+	if (!fields || rv_special_const(s, fields))
+		return cs_error_create(CS_ERR_CORRUPT,
+				       "object 0x%llx has no fields object",
+				       (unsigned long long)obj);
+	*ret = fields + (uint64_t)RV_VAL(s, fields_embed);
+	return NULL;
+}
+
 /* Where obj keeps its ivars: in itself (*embedded) or in a buffer. */
 static struct cs_error *ivar_slots(struct rv_session *s, uint64_t obj,
 				   uint64_t flags, uint64_t *ret,
 				   bool *embedded)
 {
+	if (RV_HAS(s, shape_id_layout_mask) && RV_HAS(s, robject_ary))
+		return layout_slots(s, obj, flags, ret, embedded);
 	if (RV_HAS(s, robject_heap))
 		*embedded = !(flags & (uint64_t)RV_VAL(s, robject_heap));
 	else if (RV_HAS(s, robject_embed))
@@ -111,7 +177,7 @@ static struct cs_error *shape_list(struct rv_session *s, uint64_t *list,
 }
 
 struct shape {
-	uint64_t edge_name, parent_id, type, next_index;
+	uint64_t edge_name, parent, type, next_index;
 };
 
 static struct cs_error *shape_read(struct rv_session *s, uint64_t list,
@@ -127,8 +193,11 @@ static struct cs_error *shape_read(struct rv_session *s, uint64_t list,
 	struct cs_error *err;
 	if ((err = rv_read_member(s, at, RVL_shape_edge_name,
 				  &ret->edge_name)) ||
-	    (err = rv_read_member(s, at, RVL_shape_parent_id,
-				  &ret->parent_id)) ||
+	    (err = rv_read_member(s, at,
+				  RV_HAS(s, shape_parent_offset)
+					  ? RVL_shape_parent_offset
+					  : RVL_shape_parent_id,
+				  &ret->parent)) ||
 	    (err = rv_read_member(s, at, RVL_shape_type, &ret->type)))
 		return err;
 	return rv_read_member(s, at,
@@ -145,32 +214,32 @@ static struct cs_error *shape_index(struct rv_session *s, uint64_t obj,
 				    uint64_t *index, uint64_t *count,
 				    bool *found)
 {
-	uint64_t list = 0, nshapes = 0, sid;
+	uint64_t list = 0, nshapes = 0, sid = 0;
+	unsigned bits = 0;
 	struct cs_error *err;
 	*found = false;
-	if (!RV_HAS(s, shape_size) || !RV_HAS(s, shape_parent_id))
+	if (!RV_HAS(s, shape_size))
 		return rv_missing(RVL_shape_size);
-	unsigned bits = 8 * RV_ITEM(s, shape_parent_id)->size; /* shape_id_t */
-	unsigned value_bits = 8 * (unsigned)RV_VAL(s, value_size);
-	if (bits == 0 || bits >= 64 || bits > value_bits)
-		return cs_error_create(CS_ERR_LOOKUP, "shape ids of %u bits",
-				       bits);
-	uint64_t invalid = (1ULL << bits) - 1;
-	if (RV_HAS(s, basic_shape_id)) {
-		if ((err = rv_read_member(s, obj, RVL_basic_shape_id, &sid)))
-			return err;
-	} else {
-		sid = flags >> (value_bits - bits);
-	}
-	sid &= invalid;
-	/* 4.0: flags above the offset in the shape id */
-	uint64_t offset_mask = invalid;
-	if (RV_HAS(s, shape_id_heap_index_mask)) {
-		uint64_t m = (uint64_t)RV_VAL(s, shape_id_heap_index_mask);
+	if ((err = shape_id_of(s, obj, flags, &sid, &bits)))
+		return err;
+	/* 4.0+: flags above the offset in the shape id, the lowest of them
+	 * the lowest bit of the first enumerator above it */
+	uint64_t offset_mask = (1ULL << bits) - 1, m = 0;
+	if (RV_HAS(s, shape_id_heap_index_mask))
+		m = (uint64_t)RV_VAL(s, shape_id_heap_index_mask);
+	else if (RV_HAS(s, shape_id_capacity_mask))
+		m = (uint64_t)RV_VAL(s, shape_id_capacity_mask);
+	if (m)
 		offset_mask = (m & -m) - 1;
-	}
-	if ((RV_HAS(s, shape_id_fl_too_complex) &&
-	     (sid & (uint64_t)RV_VAL(s, shape_id_fl_too_complex))))
+	/* The root's parent: all offset bits set (INVALID_SHAPE_ID). */
+	uint64_t invalid = offset_mask;
+	uint64_t complex =
+		RV_HAS(s, shape_id_fl_too_complex)
+			? (uint64_t)RV_VAL(s, shape_id_fl_too_complex)
+		: RV_HAS(s, shape_id_fl_complex)
+			? (uint64_t)RV_VAL(s, shape_id_fl_complex)
+			: 0;
+	if (sid & complex)
 		return cs_error_create(CS_ERR_LOOKUP,
 				       "its ivars are in a hash table (too "
 				       "complex a shape), not read");
@@ -185,7 +254,7 @@ static struct cs_error *shape_index(struct rv_session *s, uint64_t obj,
 				       "its ivars are in a hash table (too "
 				       "complex a shape), not read");
 	*count = sh.next_index;
-	for (int depth = 0; sh.parent_id != invalid; depth++) {
+	for (int depth = 0; (sh.parent & offset_mask) != invalid; depth++) {
 		if (depth >= MAX_SHAPE_DEPTH)
 			return cs_error_create(CS_ERR_CORRUPT,
 					       "shape 0x%llx is more than %d "
@@ -203,8 +272,8 @@ static struct cs_error *shape_index(struct rv_session *s, uint64_t obj,
 			*found = true;
 			return NULL;
 		}
-		if ((err = shape_read(s, list, nshapes,
-				      sh.parent_id & offset_mask, &sh)))
+		if ((err = shape_read(s, list, nshapes, sh.parent & offset_mask,
+				      &sh)))
 			return err;
 	}
 	return NULL;
