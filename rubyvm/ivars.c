@@ -1,9 +1,12 @@
-/* Instance variables of a T_OBJECT, found the way rb_ivar_lookup finds
- * them (layout.def says which way each Ruby takes): up to 3.1 the ivar's
- * index from an st_table (the class's iv_index_tbl, or the heap object's
- * shortcut to it), from 3.2 from the object's shape, walked up to the
- * transition that added the ivar. Every step is bounded: a corrupt object
- * gives a reason, never a runaway walk. */
+/* Instance variables of a T_OBJECT, and of a class or module, found the
+ * way rb_ivar_lookup finds them (layout.def says which way each Ruby
+ * takes). A T_OBJECT's: up to 3.1 the ivar's index from an st_table (the
+ * class's iv_index_tbl, or the heap object's shortcut to it), from 3.2
+ * from the object's shape, walked up to the transition that added the
+ * ivar. A class's: up to 3.1 the value itself from the classext's iv_tbl
+ * (an st_table), from 3.2 an index from the class's shape, walked the
+ * same way, into the classext's iv_ptr. Every step is bounded: a corrupt
+ * object gives a reason, never a runaway walk. */
 #include "session.h"
 
 /* The deepest shape walked, the most singleton classes and modules
@@ -133,7 +136,7 @@ static struct cs_error *table_index(struct rv_session *s, uint64_t obj,
 					   (uint64_t)RV_VAL(s, value_size);
 		if ((err = rv_read_member(s, obj, RVL_basic_klass, &klass)) ||
 		    (err = real_class(s, klass, &klass)) ||
-		    (err = rv_read_member(s, klass, RVL_rclass_ptr, &ext)) ||
+		    (err = rv_classext(s, klass, &ext)) ||
 		    (err = rv_read_member(s, ext, RVL_classext_iv_index_tbl,
 					  &tbl)))
 			return err;
@@ -208,7 +211,8 @@ static struct cs_error *shape_read(struct rv_session *s, uint64_t list,
 }
 
 /* 3.2+: the index of ivar id from obj's shape, and how many ivars the
- * shape gives obj. */
+ * shape gives obj (a T_OBJECT, or a class or module: their shapes are
+ * walked alike). */
 static struct cs_error *shape_index(struct rv_session *s, uint64_t obj,
 				    uint64_t flags, uint64_t id,
 				    uint64_t *index, uint64_t *count,
@@ -279,6 +283,27 @@ static struct cs_error *shape_index(struct rv_session *s, uint64_t obj,
 	return NULL;
 }
 
+/* The ivar at index of the count obj has, in the buffer at slots. */
+static struct cs_error *slot_value(struct rv_session *s, uint64_t obj,
+				   uint64_t slots, uint64_t index,
+				   uint64_t count, uint64_t *ret, bool *found)
+{
+	struct cs_error *err;
+	*found = false;
+	if (count > MAX_IVARS || index >= count)
+		return cs_error_create(CS_ERR_CORRUPT,
+				       "ivar index %llu of 0x%llx, which has "
+				       "%llu",
+				       (unsigned long long)index,
+				       (unsigned long long)obj,
+				       (unsigned long long)count);
+	if ((err = rv_read_u64(
+		     s, slots + index * (uint64_t)RV_VAL(s, value_size), ret)))
+		return err;
+	*found = *ret != (uint64_t)RV_VAL(s, qundef);
+	return NULL;
+}
+
 struct cs_error *rv_object_ivar(struct rv_session *s, uint64_t obj,
 				uint64_t flags, uint64_t id, uint64_t *ret,
 				bool *found)
@@ -297,18 +322,41 @@ struct cs_error *rv_object_ivar(struct rv_session *s, uint64_t obj,
 		return rv_missing(RVL_classext_iv_index_tbl);
 	if (err || !*found)
 		return err;
-	if (count > MAX_IVARS || index >= count) {
+	return slot_value(s, obj, slots, index, count, ret, found);
+}
+
+struct cs_error *rv_class_ivar(struct rv_session *s, uint64_t klass,
+			       uint64_t id, uint64_t *ret, bool *found)
+{
+	uint64_t ext = 0, tbl = 0, flags = 0, index = 0, count = 0, ptr = 0;
+	struct cs_error *err;
+	*ret = 0;
+	*found = false;
+	if ((err = rv_classext(s, klass, &ext)))
+		return err;
+	if (RV_HAS(s, classext_iv_tbl)) {
+		if ((err = rv_read_member(s, ext, RVL_classext_iv_tbl, &tbl)) ||
+		    !tbl)
+			return err;
+		return rv_st_lookup(s, tbl, id, ret, found);
+	}
+	if (!RV_HAS(s, shape_type) || !RV_HAS(s, classext_iv_ptr))
+		return rv_missing(RVL_classext_iv_ptr);
+	if ((err = rv_read_member(s, klass, RVL_basic_flags, &flags)) ||
+	    (err = shape_index(s, klass, flags, id, &index, &count, found)) ||
+	    !*found)
+		return err;
+	if ((err = rv_read_member(s, ext, RVL_classext_iv_ptr, &ptr)))
+		return err;
+	if (!ptr) {
 		*found = false;
 		return cs_error_create(CS_ERR_CORRUPT,
-				       "ivar index %llu of 0x%llx, which has "
-				       "%llu",
-				       (unsigned long long)index,
-				       (unsigned long long)obj,
-				       (unsigned long long)count);
+				       "class 0x%llx has ivars but no "
+				       "iv_ptr",
+				       (unsigned long long)klass);
 	}
-	if ((err = rv_read_u64(
-		     s, slots + index * (uint64_t)RV_VAL(s, value_size), ret)))
-		return err;
-	*found = *ret != (uint64_t)RV_VAL(s, qundef);
-	return NULL;
+	err = slot_value(s, klass, ptr, index, count, ret, found);
+	if (!*found)
+		*ret = 0;
+	return err;
 }

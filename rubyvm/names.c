@@ -1,10 +1,11 @@
 /* Names: ID -> String through the global symbol table, and class paths.
  *
  * Where a class keeps its path moved over the versions: an instance
- * variable in the class's iv_tbl (st_table) up to 3.1, a field of the
- * embedded classext from 3.3. Which one is used follows the DWARF members
- * present. Results are cached per session: a stack names the same classes
- * and methods again and again. */
+ * variable of the class up to 3.2 (in the classext's iv_tbl, an st_table,
+ * up to 3.1; at the index the class's shape gives in the classext's
+ * iv_ptr in 3.2: ivars.c), a field of the classext from 3.3. Which one is
+ * used follows the DWARF members present. Results are cached per session:
+ * a stack names the same classes and methods again and again. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,52 +142,56 @@ struct cs_error *rv_id_name(struct rv_session *s, uint64_t id, char **ret)
 	return *ret ? NULL : &cs_error_nomem;
 }
 
-/* Value of the ivar `key` in a class's iv_tbl (versions up to 3.1). */
+/* Value of the ivar `key` of a class (versions up to 3.2), 0 when it
+ * has none. */
 static struct cs_error *class_ivar(struct rv_session *s, uint64_t klass,
 				   uint64_t key, uint64_t *ret)
 {
-	uint64_t ext, tbl;
 	bool found;
 	struct cs_error *err;
 	*ret = 0;
 	if (!key)
 		return NULL;
-	if ((err = rv_read_member(s, klass, RVL_rclass_ptr, &ext)) ||
-	    (err = rv_read_member(s, ext, RVL_classext_iv_tbl, &tbl)))
-		return err;
-	if (!tbl)
-		return NULL;
-	if ((err = rv_st_lookup(s, tbl, key, ret, &found)))
+	if ((err = rv_class_ivar(s, klass, key, ret, &found)))
 		return cs_error_wrap(err, "ivars of 0x%llx",
 				     (unsigned long long)klass);
 	return NULL;
 }
 
-/* The classext of a class: embedded (3.3+) or behind RClass.ptr. */
-static struct cs_error *classext(struct rv_session *s, uint64_t klass,
-				 uint64_t *ret)
+/* Up to 3.2 a class's path is an ivar, __classpath__ when permanent,
+ * __tmp_classpath__ while an enclosing module has no name. */
+static bool path_in_ivars(struct rv_session *s)
+{
+	return !RV_HAS(s, classext_classpath);
+}
+
+struct cs_error *rv_classext(struct rv_session *s, uint64_t klass,
+			     uint64_t *ret)
 {
 	if (RV_HAS(s, rclass_classext)) {
 		*ret = klass + (uint64_t)RV_VAL(s, rclass_classext);
 		return NULL;
 	}
-	return rv_read_member(s, klass, RVL_rclass_ptr, ret);
+	if (RV_HAS(s, rclass_ptr))
+		return rv_read_member(s, klass, RVL_rclass_ptr, ret);
+	/* RCLASS_EXT_EMBEDDED (3.2, and 3.1 with USE_RVARGC): right after
+	 * the RClass */
+	if (!RV_HAS(s, rclass_size))
+		return rv_missing(RVL_rclass_ptr);
+	*ret = klass + (uint64_t)RV_VAL(s, rclass_size);
+	return NULL;
 }
 
 static struct cs_error *path_value(struct rv_session *s, uint64_t klass,
 				   uint64_t *ret)
 {
 	struct cs_error *err;
-	if (RV_HAS(s, classext_classpath)) {
-		uint64_t ext;
-		if ((err = classext(s, klass, &ext)))
+	if (!path_in_ivars(s)) {
+		uint64_t ext = 0;
+		if ((err = rv_classext(s, klass, &ext)))
 			return err;
 		return rv_read_member(s, ext, RVL_classext_classpath, ret);
 	}
-	if (!RV_HAS(s, classext_iv_tbl))
-		return cs_error_create(CS_ERR_LOOKUP,
-				       "this Ruby keeps class paths in object "
-				       "shapes, not read yet");
 	if ((err = class_ivar(s, klass, s->classpath_id, ret)))
 		return err;
 	if (!*ret || rv_is_nil(s, *ret))
@@ -218,8 +223,8 @@ struct cs_error *rv_attached_object(struct rv_session *s, uint64_t klass,
 				    uint64_t *ret)
 {
 	if (RV_HAS(s, classext_attached)) {
-		uint64_t ext;
-		struct cs_error *err = classext(s, klass, &ext);
+		uint64_t ext = 0;
+		struct cs_error *err = rv_classext(s, klass, &ext);
 		if (err)
 			return err;
 		return rv_read_member(s, ext, RVL_classext_attached, ret);
@@ -295,8 +300,8 @@ struct cs_error *rv_permanent_path(struct rv_session *s, uint64_t klass,
 {
 	*ret = NULL;
 	if (RV_HAS(s, classext_permanent_classpath)) {
-		uint64_t ext, permanent = 0;
-		struct cs_error *err = classext(s, klass, &ext);
+		uint64_t ext = 0, permanent = 0;
+		struct cs_error *err = rv_classext(s, klass, &ext);
 		if (!err)
 			err = rv_read_member(s, ext,
 					     RVL_classext_permanent_classpath,
@@ -317,9 +322,8 @@ struct cs_error *rv_stable_path(struct rv_session *s, uint64_t klass,
 				char **ret)
 {
 	*ret = NULL;
-	if (!RV_HAS(s, classext_permanent_classpath) &&
-	    RV_HAS(s, classext_iv_tbl)) {
-		/* Up to 3.1 a permanent path is the __classpath__ ivar; a
+	if (path_in_ivars(s)) {
+		/* Up to 3.2 a permanent path is the __classpath__ ivar; a
 		 * temporary one is kept apart (__tmp_classpath__). */
 		uint64_t v = 0;
 		struct cs_error *err =
@@ -379,8 +383,8 @@ struct cs_error *rv_superclass(struct rv_session *s, uint64_t klass,
 {
 	if (RV_HAS(s, rclass_super))
 		return rv_read_member(s, klass, RVL_rclass_super, ret);
-	uint64_t ext;
-	struct cs_error *err = classext(s, klass, &ext);
+	uint64_t ext = 0;
+	struct cs_error *err = rv_classext(s, klass, &ext);
 	if (err)
 		return err;
 	return rv_read_member(s, ext, RVL_classext_super, ret);

@@ -99,8 +99,16 @@ struct cs_error *rv_st_lookup(struct rv_session *s, uint64_t tbl, uint64_t key,
 struct cs_error *rv_object_ivar(struct rv_session *s, uint64_t obj,
 				uint64_t flags, uint64_t id, uint64_t *ret,
 				bool *found);
+/* The instance variable id of klass, a class or module, in *ret; *found
+ * false (and *ret 0) when it has none. */
+struct cs_error *rv_class_ivar(struct rv_session *s, uint64_t klass,
+			       uint64_t id, uint64_t *ret, bool *found);
 
 /* names.c */
+/* Where klass's rb_classext_t is: in place (after the RClass, or in an
+ * RClass_and_rb_classext_t) or behind RClass.ptr. */
+struct cs_error *rv_classext(struct rv_session *s, uint64_t klass,
+			     uint64_t *ret);
 struct cs_error *rv_id_name(struct rv_session *s, uint64_t id, char **ret);
 struct cs_error *rv_class_path(struct rv_session *s, uint64_t klass,
 			       char **ret);
