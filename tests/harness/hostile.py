@@ -221,9 +221,17 @@ def strace_test(corestack, cap, work, timeout):
 
 def make_special(kind, work, basename):
     """A file of that kind named basename (libruby.so* is found by its
-    name), in a directory short enough to replace the core's names."""
-    d = os.path.join(work, kind[:5])
-    os.makedirs(d, exist_ok=True)
+    name), in a directory short enough to replace the core's names: one of
+    its own right under /tmp (/tmp/XXXXXXXX/, 14 bytes, so a Ruby
+    installed under a prefix as short as /tmp/r41 can be tested), named in
+    work/dirs so it is removed with work."""
+    with open(os.path.join(work, "dirs"), "a+") as dirs:
+        dirs.seek(0)
+        known = dict(line.rstrip("\n").split(" ", 1) for line in dirs if " " in line)
+        d = known.get(kind)
+        if d is None:
+            d = tempfile.mkdtemp(prefix="", dir="/tmp")
+            dirs.write("%s %s\n" % (kind, d))
     path = os.path.join(d, basename)
     if os.path.lexists(path):
         return path
@@ -298,4 +306,10 @@ def hostile_tests(rep, selected, ruby, cap, corestack, timeout):
             except (LookupError, OSError, ValueError, struct.error) as exc:
                 rep.result(n, "setup: %s" % exc)
     finally:
+        try:
+            with open(os.path.join(work, "dirs")) as dirs:
+                for line in dirs:
+                    shutil.rmtree(line.rstrip("\n").split(" ", 1)[1], ignore_errors=True)
+        except OSError:
+            pass
         shutil.rmtree(work, ignore_errors=True)
