@@ -166,8 +166,12 @@ void dw_index_destroy(struct dw_index *idx)
 	free(idx);
 }
 
-/* Enumerator values: sign-extend fixed-size forms when the enum is signed. */
-static int64_t enumerator_value(Dwarf_Attribute *attr, int is_signed)
+/* Enumerator values. A signed enum's negative values come as sdata (GCC
+ * and clang alike); a fixed-size data form holds the value's unsigned
+ * bytes (GCC writes 32768 as data2 0x8000 and 128 as data1 0x80, in a
+ * signed enum too), so it is never sign-extended, as gdb reads it. Where
+ * an unsigned enum's value comes as sdata, its bits are kept. */
+static int64_t enumerator_value(Dwarf_Attribute *attr)
 {
 	unsigned form = dwarf_whatform(attr);
 	if (form == DW_FORM_sdata || form == DW_FORM_implicit_const) {
@@ -177,30 +181,7 @@ static int64_t enumerator_value(Dwarf_Attribute *attr, int is_signed)
 	}
 	Dwarf_Word u = 0;
 	dwarf_formudata(attr, &u);
-	if (is_signed) {
-		int bits = form == DW_FORM_data1   ? 8
-			   : form == DW_FORM_data2 ? 16
-			   : form == DW_FORM_data4 ? 32
-						   : 64;
-		if (bits < 64 && (u >> (bits - 1)) & 1)
-			u |= ~(((Dwarf_Word)1 << bits) - 1);
-	}
 	return (int64_t)u;
-}
-
-static int enum_is_signed(Dwarf_Die *enum_die)
-{
-	Dwarf_Attribute attr;
-	Dwarf_Die type;
-	if (dwarf_attr(enum_die, DW_AT_type, &attr) &&
-	    dwarf_formref_die(&attr, &type)) {
-		Dwarf_Word enc;
-		if (dwarf_attr(&type, DW_AT_encoding, &attr) &&
-		    dwarf_formudata(&attr, &enc) == 0)
-			return enc == DW_ATE_signed ||
-			       enc == DW_ATE_signed_char;
-	}
-	return 1; /* C enums without a base type are int */
 }
 
 static int add(struct table *t, const char *name, enum dw_name_kind kind,
@@ -241,7 +222,6 @@ static struct cs_error *index_unit(struct dw_index *idx, struct unit *u)
 				return &cs_error_nomem;
 			break;
 		case DW_TAG_enumeration_type: {
-			int is_signed = enum_is_signed(&die);
 			Dwarf_Die e;
 			if (dwarf_child(&die, &e) != 0)
 				break;
@@ -251,7 +231,7 @@ static struct cs_error *index_unit(struct dw_index *idx, struct unit *u)
 				    !dwarf_attr(&e, DW_AT_const_value, &attr))
 					continue;
 				if (!add(&u->names, name, DW_NAME_ENUMERATOR, 0,
-					 enumerator_value(&attr, is_signed)))
+					 enumerator_value(&attr)))
 					return &cs_error_nomem;
 			} while (dwarf_siblingof(&e, &e) == 0);
 			break;

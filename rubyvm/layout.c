@@ -281,7 +281,7 @@ struct cs_error *rv_layout_resolve(struct dw_index *idx, struct rv_layout *l)
 
 /* Bump when the way items are resolved changes (not their list), so that
  * layouts cached by an older corestack are resolved again. */
-#define RESOLVER_VERSION 3
+#define RESOLVER_VERSION 4
 
 /* A fingerprint of layout.def, struct rv_item and the resolver, so a
  * cached layout written by another corestack build is never read as this

@@ -14,7 +14,7 @@
 #define SAMPLE_DERIVED (SAMPLE_TABLE_SIZE * 2 + SAMPLE_INDEX)
 
 enum { SAMPLE_ANON_A = 0x55550001, SAMPLE_ANON_B = 0x7fff0001 };
-enum sample_signed { SAMPLE_NEG = -3, SAMPLE_POS = 7 };
+enum sample_signed { SAMPLE_NEG = -3, SAMPLE_POS = 7, SAMPLE_POS_BYTE = 128, SAMPLE_POS_SHORT = 32768 };
 
 struct sample_node { struct sample_node *next, *prev; };
 

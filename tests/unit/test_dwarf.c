@@ -161,6 +161,9 @@ int main(int argc, char **argv)
 	enumerator("SAMPLE_ANON_B", SAMPLE_ANON_B);
 	enumerator("SAMPLE_NEG", SAMPLE_NEG);
 	enumerator("SAMPLE_POS", SAMPLE_POS);
+	/* positive values whose top bit of a data1/data2 form is set */
+	enumerator("SAMPLE_POS_BYTE", SAMPLE_POS_BYTE);
+	enumerator("SAMPLE_POS_SHORT", SAMPLE_POS_SHORT);
 
 	const char *hints[] = {"dwarf_sample.c", NULL};
 	CHECK(dw_index_find(idx, DW_NAME_VARIABLE, "sample_global", hints, 1,
