@@ -53,10 +53,10 @@ def test_names(ruby):
     return ["%s/crash/%s/%s" % (ruby, m, c) for m in MODES for c in CHECKS]
 
 
-def build_extension(outdir):
-    """crashtest.so, at -O0 so that every function faults in its own body
-    (see crashtest.c)."""
-    procs.build_extension(os.path.join(CRASH_DIR, "crashtest.c"), outdir, "-O0")
+def build_extension(outdir, ruby_exe):
+    """crashtest.so for that Ruby, at -O0 so that every function faults in
+    its own body (see crashtest.c)."""
+    procs.build_extension(os.path.join(CRASH_DIR, "crashtest.c"), outdir, "-O0", ruby_exe)
     return outdir
 
 
@@ -371,7 +371,8 @@ def crash_tests(rep, selected, args, prefixes, workdir):
         base = os.path.join(workdir, ruby, "crash")
         shutil.rmtree(base, ignore_errors=True)
         try:
-            ext = build_extension(os.path.join(base, "ext"))
+            ext = build_extension(os.path.join(base, "ext"),
+                                  os.path.join(prefix, "bin", "ruby"))
         except (procs.Failure, OSError, subprocess.SubprocessError) as exc:
             for n in names:
                 rep.result(n, "setup: %s" % exc)

@@ -333,7 +333,7 @@ def native_test_names(ruby):
 def build_extension(ruby_exe, outdir):
     """nativetest.so for the fixture Ruby (see the note in nativetest.c: it
     declares the three C API functions it calls)."""
-    procs.build_extension(os.path.join(NATIVE_DIR, "nativetest.c"), outdir)
+    procs.build_extension(os.path.join(NATIVE_DIR, "nativetest.c"), outdir, ruby_exe=ruby_exe)
     return outdir
 
 

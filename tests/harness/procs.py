@@ -120,13 +120,31 @@ def build_ruby(version, variant, timeout):
     return prefix
 
 
-def build_extension(source, outdir, opt="-O1"):
+def ruby_abi_version(ruby_exe):
+    """The ABI version a development Ruby wants its extensions to name
+    (the "+N" of RbConfig's ruby_version, as in "4.1.0+4"); 0 for a
+    release, which does not ask."""
+    res = subprocess.run([ruby_exe, "-e", "print RbConfig::CONFIG['ruby_version']"],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         timeout=60)
+    if res.returncode != 0:
+        raise Failure("%s: no RbConfig ruby_version: %s" % (ruby_exe, res.stdout.strip()[-300:]))
+    _, plus, abi = res.stdout.strip().partition("+")
+    return int(abi) if plus and abi.isdigit() else 0
+
+
+def build_extension(source, outdir, opt="-O1", ruby_exe=None):
     """A fixture C extension (source, a .c that declares the few C API
-    functions it calls itself) built as OUTDIR/NAME.so; its path."""
+    functions it calls itself) built as OUTDIR/NAME.so for the Ruby
+    ruby_exe; its path. Each defines ruby_abi_version(), which a
+    development Ruby calls before it loads an extension: it returns the
+    Ruby's own ABI version, passed as FIXTURE_RUBY_ABI_VERSION."""
     os.makedirs(outdir, exist_ok=True)
     name = os.path.splitext(os.path.basename(source))[0] + ".so"
     so = os.path.join(outdir, name)
-    res = subprocess.run(["cc", "-shared", "-fPIC", "-g", opt, "-pthread", source, "-o", so],
+    abi = ruby_abi_version(ruby_exe) if ruby_exe else 0
+    res = subprocess.run(["cc", "-shared", "-fPIC", "-g", opt, "-pthread",
+                          "-DFIXTURE_RUBY_ABI_VERSION=%dULL" % abi, source, "-o", so],
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
     if res.returncode != 0:
         raise Failure("building %s: %s" % (name, res.stdout.strip()[-300:]))

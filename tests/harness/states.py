@@ -188,7 +188,8 @@ def states_test(rep, selected, corestack, ruby, exe, workdir, timeout):
     if not selected(name):
         return
     try:
-        extension = procs.build_extension(EXTENSION, os.path.join(workdir, "states-ext"))
+        extension = procs.build_extension(EXTENSION, os.path.join(workdir, "states-ext"),
+                                          ruby_exe=exe)
     except procs.Failure as exc:
         rep.result(name, str(exc))
         return
