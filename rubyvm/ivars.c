@@ -176,6 +176,12 @@ static struct cs_error *shape_list(struct rv_session *s, uint64_t *list,
 	}
 	if ((err = rv_read_member(s, tree, RVL_shape_tree_list, list)))
 		return err;
+	/* A tree that keeps no count (4.1-dev): the caller bounds ids by the
+	 * offset bits of a shape id, the size of its shape buffer. */
+	if (!RV_HAS(s, shape_tree_next_id)) {
+		*count = UINT64_MAX;
+		return NULL;
+	}
 	return rv_read_member(s, tree, RVL_shape_tree_next_id, count);
 }
 
@@ -249,6 +255,8 @@ static struct cs_error *shape_index(struct rv_session *s, uint64_t obj,
 				       "complex a shape), not read");
 	if ((err = shape_list(s, &list, &nshapes)))
 		return err;
+	if (nshapes > offset_mask + 1)
+		nshapes = offset_mask + 1;
 	struct shape sh = {0};
 	if ((err = shape_read(s, list, nshapes, sid & offset_mask, &sh)))
 		return err;
