@@ -30,6 +30,13 @@ the program's call structure and checked against Ruby's own on 3.1+.
     RUBY/fibers/fibers-scan-live  the same from corestack --json --fibers-by-scan
                                --pid (the live target's writable mappings),
                                against fibers-live's heap walk
+    RUBY-gcdefault/fibers/fibers-gc-nodebug  (a Ruby run with RUBY_GC_LIBRARY=default
+                               only) the core read with --sysroot where the GC
+                               library is a copy without debug info: its heap
+                               cannot be walked, so the fibers are found by the
+                               memory scan on its own, the note naming the
+                               library; the fibers checks, and exactly the
+                               heap walk's fibers
     RUBY/fibers/fibers-text    the text output has a "Fiber 0x..." line with
                                Ruby's status for every tracked fiber
     RUBY/fibers/no-fibers      --no-fibers: fibers and heap null, thread
@@ -38,6 +45,7 @@ the program's call structure and checked against Ruby's own on 3.1+.
 
 import os
 import re
+import subprocess
 
 from . import compare, procs, yjit
 
@@ -48,10 +56,43 @@ TESTS = ("fiber-sidecar", "fibers", "fibers-live", "fibers-scan", "fibers-scan-l
 show = compare.show
 
 
+NODEBUG = "fibers-gc-nodebug"
+
+
 def test_names(ruby, scenario):
     if scenario != SCENARIO:
         return []
-    return ["%s/%s/%s" % (ruby, scenario, t) for t in TESTS]
+    extra = (NODEBUG,) if ruby.endswith("-" + yjit.GC_VARIANT) else ()
+    return ["%s/%s/%s" % (ruby, scenario, t) for t in TESTS + extra]
+
+
+def nodebug_sysroot(root, library):
+    """A sysroot under root in which library is a copy without its debug
+    info and every other path is this machine's (symlinked). -> reason or None"""
+    parts = [p for p in library.split("/") if p]
+    real, fake = "/", root
+    for i, name in enumerate(parts):
+        os.makedirs(fake, exist_ok=True)
+        for entry in os.listdir(real):
+            if entry != name and not os.path.lexists(os.path.join(fake, entry)):
+                os.symlink(os.path.join(real, entry), os.path.join(fake, entry))
+        real, fake = os.path.join(real, name), os.path.join(fake, name)
+        if i == len(parts) - 1:
+            res = subprocess.run(["objcopy", "--strip-debug", real, fake],
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            if res.returncode:
+                return "objcopy --strip-debug %s: %s" % (real, res.stdout[-300:])
+    return None
+
+
+def check_nodebug(report, walked, oracle, stacks, ruby):
+    library = oracle.get("gc_library") or "?"
+    note = (report.get("heap") or {}).get("note") or ""
+    if library not in note or "debug info" not in note:
+        return "heap.note %s does not say the GC library %s has no debug info" % (
+            show(note), library)
+    return check_fibers(report, oracle, stacks, ruby, "memory-scan") or \
+        check_same_fibers(report, walked)
 
 
 def live_scan_run(corestack, pid, timeout):
@@ -312,6 +353,19 @@ def report(rep, selected, ruby, scen, cap, runs, corestack, timeout, json_of):
             rep.result(names["fibers-scan-live"], reason or why or why_walked
                        or check_fibers(got, cap.oracle, stacks, ruby, "memory-scan")
                        or check_same_fibers(got, walked))
+    if want(NODEBUG):
+        walked, why = json_of(runs[0])
+        root = os.path.join(os.path.dirname(cap.core), "nodebug-root")
+        why = why or (None if cap.oracle.get("gc_library") else "the process mapped no GC library")
+        why = why or nodebug_sysroot(root, cap.oracle["gc_library"])
+        if not why:
+            # --no-cache: the library's layout is cached by its build-id,
+            # which the stripped copy shares
+            run = procs.run_tool([corestack, "--json", "--no-cache", "--sysroot", root,
+                                  cap.core, cap.exe], timeout)
+            got, why = json_of(run)
+        rep.result(names[NODEBUG], reason or why or check_nodebug(got, walked, cap.oracle,
+                                                                   stacks, ruby))
     if want("fibers-text"):
         rc, out, err, why = runs[1]
         rep.result(names["fibers-text"], why or (
