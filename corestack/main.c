@@ -51,9 +51,13 @@ struct options {
 	size_t ndebug_dirs;
 	const char *sysroot;         /* --sysroot: the core's files under DIR */
 	const char *lib_search_path; /* --lib-search-path DIRS, colon-separated */
-	int native;     /* --native: native frames merged with Ruby's */
-	int native_all; /* --native-all: and threads that run no Ruby */
-	int locals;     /* --locals: each Ruby frame's local variables */
+	int native;        /* --native: native frames merged with Ruby's */
+	int native_all;    /* --native-all: and threads that run no Ruby */
+	int locals;        /* --locals: each Ruby frame's local variables */
+	uint64_t max_scan; /* --max-scan; 0: the model's default */
+	/* --fibers-by-scan (a diagnostic, not in --help): the memory scan
+	 * in place of the heap walk */
+	int fibers_by_scan;
 };
 
 /* What the model may build for one snapshot: tied to the input's size, so
@@ -98,6 +102,9 @@ static void usage(FILE *out)
 	      "  --locals           each Ruby frame's local variables and\n"
 	      "                     their values (shown safely, bounded)\n"
 	      "  --no-fibers        do not walk the GC heap for fibers\n"
+	      "  --max-scan BYTES   writable memory read at most where fibers\n"
+	      "                     are found by a memory scan (a GC heap that\n"
+	      "                     cannot be walked; default 16 GiB)\n"
 	      "  --debug-dir DIR    look for debug files under DIR too\n"
 	      "                     (build-id and debuglink layouts; repeatable)\n"
 	      "  --sysroot DIR      find the files the core names under DIR\n"
@@ -137,6 +144,8 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{"lib-search-path", required_argument, NULL, 'L'},
 		{"no-fibers", no_argument, NULL, 'F'},
 		{"locals", no_argument, NULL, 'o'},
+		{"max-scan", required_argument, NULL, 'X'},
+		{"fibers-by-scan", no_argument, NULL, 'Y'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0},
@@ -209,6 +218,14 @@ static int parse_args(int argc, char **argv, struct options *o)
 			break;
 		case 'o':
 			o->locals = 1;
+			break;
+		case 'X':
+			if (!cli_integer("corestack", "--max-scan", optarg, 1,
+					 (uint64_t)1 << 50, &o->max_scan))
+				return EXIT_USAGE;
+			break;
+		case 'Y':
+			o->fibers_by_scan = 1;
 			break;
 		case 'h':
 			usage(stdout);
@@ -338,7 +355,9 @@ int main(int argc, char **argv)
 		.cache_dir = o.cache_dir,
 		.model = {.max_frames = o.max_frames,
 			  .max_output_bytes = output_budget(&o),
-			  .frame_flags = o.native},
+			  .frame_flags = o.native,
+			  .fibers_by_scan = o.fibers_by_scan,
+			  .max_scan_bytes = o.max_scan},
 	};
 	if ((err = cs_ruby_open(target, &ropts, &ruby))) {
 		cs_target_close(target);

@@ -10,7 +10,7 @@ void cs_render_gc_text(FILE *out, const struct cs_report *r)
 	const struct rv_gc_state *g = &r->ruby->gc;
 	if (!g->known) {
 		fprintf(out, "GC: unknown (%s)\n", g->error ? g->error : "?");
-		return;
+		return; /* the reason names a library it could not read */
 	}
 	if (g->during_gc)
 		fprintf(out, "GC: running, %s", rv_gc_phase_name(g->phase));
@@ -21,6 +21,8 @@ void cs_render_gc_text(FILE *out, const struct cs_report *r)
 		fputs("GC: not running", out);
 	if (g->count_known)
 		fprintf(out, "; %llu GCs so far", (unsigned long long)g->count);
+	if (g->library)
+		fprintf(out, "; GC library %s", g->library);
 	fputc('\n', out);
 }
 
@@ -40,5 +42,6 @@ void cs_render_gc_json(struct json *j, const struct cs_report *r)
 	else
 		json_null(j, "count");
 	json_string(j, "error", g->error);
+	json_string(j, "library", g->library);
 	json_end_object(j);
 }

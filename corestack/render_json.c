@@ -256,9 +256,15 @@ void cs_render_json(FILE *out, const struct cs_report *r)
 	fiber_list(&j, "orphan_fibers", r->ruby, r->ruby->orphan_fibers,
 		   r->ruby->norphan_fibers);
 	if (r->ruby->fibers_read) {
+		static const char *const found_by[] = {
+			[RV_FIBERS_HEAP_WALK] = "heap-walk",
+			[RV_FIBERS_MEMORY_SCAN] = "memory-scan",
+		};
 		json_begin_object(&j, "heap");
+		json_string(&j, "found_by", found_by[r->ruby->fibers_found_by]);
 		json_int(&j, "pages", (int64_t)r->ruby->heap_pages);
 		json_int(&j, "bytes", (int64_t)r->ruby->heap_bytes);
+		json_string(&j, "note", r->ruby->fibers_note);
 		json_end_object(&j);
 	} else {
 		json_null(&j, "heap");

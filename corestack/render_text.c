@@ -37,6 +37,12 @@ static void header(FILE *out, const struct cs_report *r)
 	if (r->ruby->error)
 		fprintf(out, "warning: thread list incomplete: %s\n",
 			r->ruby->error);
+	if (r->ruby->fibers_found_by == RV_FIBERS_MEMORY_SCAN)
+		fprintf(out,
+			"Fibers: found by a memory scan of %llu MiB of "
+			"writable memory (%s)\n",
+			(unsigned long long)(r->ruby->heap_bytes >> 20),
+			r->ruby->fibers_note ? r->ruby->fibers_note : "?");
 	if (r->ruby->fibers_error)
 		fprintf(out, "warning: fibers incomplete: %s\n",
 			r->ruby->fibers_error);

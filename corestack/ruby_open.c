@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "../rubyvm/layout.h"
+#include "gc_module.h"
 
 /* A truncated core explains most failures: say that first. Consumes
  * err. */
@@ -39,6 +40,9 @@ struct cs_error *cs_ruby_open(const struct cs_target *t,
 		err = rv_session_create(o->memory ? o->memory : &own, &layout,
 					ret->vm.vm->path, ret->vm.load_bias,
 					&o->model, &ret->session);
+	if (!err) /* a GC from RUBY_GC_LIBRARY: its own module's layout */
+		err = cs_gc_module_attach(t, ret->session, o->debug_dirs,
+					  o->debug_dir_advice, o->cache_dir);
 	if (err) {
 		cs_vm_module_close(&ret->vm);
 		memset(ret, 0, sizeof(*ret));
@@ -49,6 +53,8 @@ struct cs_error *cs_ruby_open(const struct cs_target *t,
 		if (hint.prefetch)
 			rv_session_set_prefetcher(ret->session, &hint);
 	}
+	struct cs_writable_regions regions = cs_target_writable_regions(t);
+	rv_session_set_regions(ret->session, &regions);
 	ret->layout_cached = cached != 0;
 	return NULL;
 }

@@ -313,6 +313,17 @@ int dw_index_unit(struct dw_index *idx, const char *basename, Dwarf_Die *ret)
 	return 0;
 }
 
+const char *dw_index_unit_at(struct dw_index *idx, uint64_t pc)
+{
+	for (size_t i = 0; i < idx->nunits; i++) {
+		Dwarf_Die cudie;
+		if (dwarf_offdie(idx->dwarf, idx->units[i].die_off, &cudie) &&
+		    dwarf_haspc(&cudie, pc) == 1)
+			return idx->units[i].basename;
+	}
+	return NULL;
+}
+
 struct dw_module *dw_index_module(const struct dw_index *idx)
 {
 	return idx->mod;

@@ -42,6 +42,10 @@ int dw_index_find(struct dw_index *idx, enum dw_name_kind kind,
 /* The CU DIE of a compile unit by basename ("vm.c"); 1 if found. */
 int dw_index_unit(struct dw_index *idx, const char *basename, Dwarf_Die *ret);
 
+/* The basename of the compile unit whose code holds pc (a link-time
+ * address), NULL when none says so. Valid while idx lives. */
+const char *dw_index_unit_at(struct dw_index *idx, uint64_t pc);
+
 /* The module the index reads. */
 struct dw_module *dw_index_module(const struct dw_index *idx);
 

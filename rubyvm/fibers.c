@@ -4,10 +4,16 @@
  * points at the one running on the thread: a fiber is current when its
  * saved_ec is th->ec, and belongs to the thread saved_ec.thread_ptr names.
  * Suspended fibers are reachable from nothing but their Fiber objects, so
- * the GC heap is walked for them (heap.c). A thread's root fiber is
+ * the GC heap is walked for them (heap.c); where it cannot be (a GC loaded
+ * from RUBY_GC_LIBRARY without the default GC's heap pages, or without
+ * debug info), or when asked to (opts.fibers_by_scan), writable memory is
+ * searched for Fiber objects instead (memory_scan.c), each believed only
+ * when its rb_fiber_t points back at it, and the report says so
+ * (fibers_found_by, fibers_note). A thread's root fiber is
  * malloc'd and has an object only once Ruby code asked for it
  * (Fiber.current, or a first switch): it is th->root_fiber when set, else
  * the fiber of th->ec (the only fiber the thread ever ran). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -177,6 +183,63 @@ static size_t dedup(struct candidate *list, size_t n)
 	return out;
 }
 
+/* A Fiber object the memory scan found is believed only when its data is
+ * a fiber that points back at it: cont.self the object, saved_ec.fiber_ptr
+ * the fiber itself, a status Ruby has. A copy of an object's bytes left
+ * elsewhere fails the first. */
+static bool fiber_points_back(struct rv_session *s, uint64_t object,
+			      uint64_t fiber)
+{
+	uint64_t self, fiber_ptr, status;
+	uint64_t ec = fiber + (uint64_t)RV_VAL(s, fiber_saved_ec);
+	return fiber && !(fiber & 7) &&
+	       rv_try_member(s, fiber, RVL_fiber_self, &self) &&
+	       self == object &&
+	       rv_try_member(s, ec, RVL_ec_fiber_ptr, &fiber_ptr) &&
+	       fiber_ptr == fiber &&
+	       rv_try_member(s, fiber, RVL_fiber_status, &status) &&
+	       fiber_status(s, status) != RV_FIBER_UNKNOWN;
+}
+
+/* The memory scan in place of the heap walk: why says why (taken). */
+static struct cs_error *scan_candidates(struct rv_session *s,
+					struct rv_process *p, uint64_t type,
+					char *why, struct rv_heap_scan *scan)
+{
+	struct cs_error *err = NULL;
+	if (!RV_HAS(s, fiber_self) || !RV_HAS(s, ec_fiber_ptr)) {
+		memset(scan, 0, sizeof(*scan));
+		rv_heap_note(scan,
+			     "memory not scanned: the debug info lacks "
+			     "'%s'",
+			     rv_layout_item_name(RV_HAS(s, fiber_self)
+							 ? RVL_ec_fiber_ptr
+							 : RVL_fiber_self));
+		scan->not_begun = true;
+	} else {
+		err = rv_memory_find_typed_data(s, type, scan);
+	}
+	if (!err && scan->not_begun) { /* neither way: say why for both */
+		char *both = NULL;
+		if (asprintf(&both, "%s; %s", why,
+			     scan->error ? scan->error : "?") < 0)
+			both = NULL;
+		free(why);
+		free(scan->error);
+		scan->error = both;
+		return both ? NULL : &cs_error_nomem;
+	}
+	p->fibers_found_by = RV_FIBERS_MEMORY_SCAN;
+	p->fibers_note = why;
+	size_t kept = 0;
+	for (size_t i = 0; !err && i < scan->count; i++)
+		if (fiber_points_back(s, scan->found[i].object,
+				      scan->found[i].data))
+			scan->found[kept++] = scan->found[i];
+	scan->count = kept;
+	return err;
+}
+
 static struct cs_error *heap_candidates(struct rv_session *s,
 					struct rv_process *p,
 					struct candidate **list, size_t *n,
@@ -200,7 +263,32 @@ static struct cs_error *heap_candidates(struct rv_session *s,
 		return NULL;
 	}
 	struct rv_heap_scan scan;
-	struct cs_error *err = rv_heap_find_typed_data(s, vm, type, &scan);
+	struct cs_error *err = NULL;
+	if (s->opts.fibers_by_scan) {
+		char *why = strdup("the memory scan was asked for in place "
+				   "of the heap walk");
+		err = why ? scan_candidates(s, p, type, why, &scan)
+			  : &cs_error_nomem;
+	} else {
+		p->fibers_found_by = RV_FIBERS_HEAP_WALK;
+		err = rv_heap_find_typed_data(s, vm, type, &scan);
+		if (!err && scan.unwalkable) {
+			/* The GC's heap has no layout to walk: search
+			 * memory instead, and say why. */
+			char *why = scan.error;
+			scan.error = NULL;
+			rv_heap_scan_free(&scan);
+			p->fibers_found_by = RV_FIBERS_NOT_SEARCHED;
+			err = why ? scan_candidates(s, p, type, why, &scan)
+				  : &cs_error_nomem;
+		} else if (!err && scan.not_begun) {
+			p->fibers_found_by = RV_FIBERS_NOT_SEARCHED;
+		}
+	}
+	if (err) {
+		rv_heap_scan_free(&scan);
+		return err;
+	}
 	p->heap_pages = scan.pages;
 	p->heap_bytes = scan.bytes;
 	if (scan.error) {

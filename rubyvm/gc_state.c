@@ -1,5 +1,7 @@
 /* Whether the VM is in GC, the phase its object space records and how
- * many GCs ran: what a crash during GC needs told. */
+ * many GCs ran: what a crash during GC needs told. The object space is
+ * the GC's: read with the GC library's layout where the process loaded
+ * one (RUBY_GC_LIBRARY, rv_session_set_gc_module). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,6 +44,8 @@ static enum rv_gc_phase phase_of(struct rv_session *s, uint64_t mode)
 void rv_gc_state_read(struct rv_session *s, uint64_t vm, struct rv_gc_state *g)
 {
 	memset(g, 0, sizeof(*g));
+	if (s->gc_library && rv_modular_gc_loaded(s))
+		g->library = strdup(s->gc_library);
 	const char *why = NULL;
 	uint64_t objspace = rv_objspace(s, vm, &why);
 	uint64_t during = 0, mode = 0;
@@ -49,7 +53,10 @@ void rv_gc_state_read(struct rv_session *s, uint64_t vm, struct rv_gc_state *g)
 		why = "the object space is unreadable";
 	else if (objspace &&
 		 !(RV_HAS(s, objspace_during_gc) && RV_HAS(s, objspace_mode)))
-		why = "the debug info lacks the object space's flags";
+		why = s->gc_layout ? "the GC library's debug info lacks the "
+				     "default GC's object space flags"
+				   : "the debug info lacks the object space's "
+				     "flags";
 	else if (objspace &&
 		 !(rv_try_member(s, objspace, RVL_objspace_during_gc,
 				 &during) &&

@@ -13,6 +13,13 @@
  * RData), or else the RBasic flag that says typed (4.0); where RData keeps
  * a _reserved word in type's place, the type word alone decides.
  *
+ * The objspace and its pages are the GC's: under a GC loaded from
+ * RUBY_GC_LIBRARY they are read with that library's layout (its GC_*
+ * items, rv_session_set_gc_module), never with libruby's built-in GC's.
+ * A GC whose heap has no such layout (MMTk, a library without debug info)
+ * cannot be walked: the walk says so (scan->unwalkable) and the caller
+ * searches memory instead (memory_scan.c).
+ *
  * The heap of a crashed process may be corrupt: every count and size is
  * bounded, a page that cannot be read is skipped and named, and a walk that
  * hits a bound says it stopped early. */
@@ -29,12 +36,11 @@
 #define MAX_SLOT_SIZE ((uint64_t)1 << 16)
 #define PAGE_POINTER_CHUNK 1024
 
-__attribute__((format(printf, 2, 3))) static void
-note(struct rv_heap_scan *scan, const char *fmt, ...)
+void rv_heap_note(struct rv_heap_scan *scan, const char *fmt, ...)
 {
 	if (scan->error)
 		return; /* the first problem explains the rest */
-	char buf[256];
+	char buf[1024]; /* a reason may quote another (a library's) */
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
@@ -42,7 +48,8 @@ note(struct rv_heap_scan *scan, const char *fmt, ...)
 	scan->error = strdup(buf);
 }
 
-static bool add_found(struct rv_heap_scan *scan, uint64_t object, uint64_t data)
+bool rv_heap_add_found(struct rv_heap_scan *scan, uint64_t object,
+		       uint64_t data)
 {
 	if (scan->count == scan->capacity) {
 		size_t cap = scan->capacity ? scan->capacity * 2 : 64;
@@ -57,24 +64,33 @@ static bool add_found(struct rv_heap_scan *scan, uint64_t object, uint64_t data)
 	return true;
 }
 
-struct slot_reader {
-	uint64_t flags_off, type_off, data_off, need;
-	uint64_t min_slot;      /* an RBasic: flags and klass */
-	int64_t typed_flag_off; /* -1: no typed_flag (4.0+) */
-	uint64_t typed_fl;      /* RBasic flag for typed data, 0 if none */
-	uint64_t t_mask, t_data, type, type_mask;
-};
+bool rv_typed_data_match(const struct rv_typed_data_check *c,
+			 const uint8_t *slot, uint64_t *data)
+{
+	uint64_t flags, type, typed_flag = 1;
+	memcpy(&flags, slot + c->flags_off, 8);
+	if ((flags & c->t_mask) != c->t_data ||
+	    (c->typed_fl && !(flags & c->typed_fl)))
+		return false;
+	memcpy(&type, slot + c->type_off, 8);
+	if (c->typed_flag_off >= 0)
+		memcpy(&typed_flag, slot + c->typed_flag_off, 8);
+	if ((type & c->type_mask) != c->type || !typed_flag)
+		return false;
+	memcpy(data, slot + c->data_off, 8);
+	return true;
+}
 
 /* The slots of one page, read in one go. False only when out of memory. */
-static bool scan_page(struct rv_session *s, const struct slot_reader *r,
+static bool scan_page(struct rv_session *s, const struct rv_typed_data_check *r,
 		      uint64_t page, uint8_t **buf, size_t *bufsize,
 		      struct rv_heap_scan *scan)
 {
 	uint64_t total, stride, start;
 	if (!rv_try_member(s, page, RVL_page_total_slots, &total) ||
 	    !rv_try_member(s, page, RVL_page_start, &start)) {
-		note(scan, "heap page 0x%llx unreadable",
-		     (unsigned long long)page);
+		rv_heap_note(scan, "heap page 0x%llx unreadable",
+			     (unsigned long long)page);
 		return true;
 	}
 	if (!RV_HAS(s, page_slot_size))
@@ -103,11 +119,16 @@ static bool scan_page(struct rv_session *s, const struct slot_reader *r,
 	if (total >= sign || total > MAX_PAGE_BYTES || stride < r->need ||
 	    stride > MAX_SLOT_SIZE || total * stride > MAX_PAGE_BYTES ||
 	    !start) {
-		note(scan, "heap page 0x%llx implausible (%llu slots)",
-		     (unsigned long long)page, (unsigned long long)total);
+		rv_heap_note(scan, "heap page 0x%llx implausible (%llu slots)",
+			     (unsigned long long)page,
+			     (unsigned long long)total);
 		return true;
 	}
 	size_t bytes = (size_t)(total * stride);
+	if (!bytes) { /* an empty page: nothing to read */
+		scan->pages++;
+		return true;
+	}
 	if (bytes > *bufsize) {
 		uint8_t *n = realloc(*buf, bytes);
 		if (!n)
@@ -116,26 +137,18 @@ static bool scan_page(struct rv_session *s, const struct slot_reader *r,
 		*bufsize = bytes;
 	}
 	if (!rv_try_read(s, start, *buf, bytes)) {
-		note(scan, "heap page at 0x%llx (%llu bytes) unreadable",
-		     (unsigned long long)start, (unsigned long long)bytes);
+		rv_heap_note(scan,
+			     "heap page at 0x%llx (%llu bytes) unreadable",
+			     (unsigned long long)start,
+			     (unsigned long long)bytes);
 		return true;
 	}
 	scan->pages++;
 	scan->bytes += bytes;
 	for (uint64_t i = 0; i < total; i++) {
-		const uint8_t *slot = *buf + i * stride;
-		uint64_t flags, type, typed_flag = 1, data;
-		memcpy(&flags, slot + r->flags_off, 8);
-		if ((flags & r->t_mask) != r->t_data ||
-		    (r->typed_fl && !(flags & r->typed_fl)))
-			continue;
-		memcpy(&type, slot + r->type_off, 8);
-		if (r->typed_flag_off >= 0)
-			memcpy(&typed_flag, slot + r->typed_flag_off, 8);
-		if ((type & r->type_mask) != r->type || !typed_flag)
-			continue;
-		memcpy(&data, slot + r->data_off, 8);
-		if (!add_found(scan, start + i * stride, data))
+		uint64_t data;
+		if (rv_typed_data_match(r, *buf + i * stride, &data) &&
+		    !rv_heap_add_found(scan, start + i * stride, data))
 			return false;
 	}
 	return true;
@@ -143,8 +156,8 @@ static bool scan_page(struct rv_session *s, const struct slot_reader *r,
 
 /* A GC loaded from RUBY_GC_LIBRARY (a Ruby built --with-modular-gc) keeps
  * the objects in its own heap, which libruby's DWARF does not describe
- * (and MMTk's has no pages): its objspace must not be read as the default
- * GC's. */
+ * (and MMTk's has no pages): its objspace is read only with the layout of
+ * the library (rv_session_set_gc_module). */
 bool rv_modular_gc_loaded(struct rv_session *s)
 {
 	uint64_t loaded;
@@ -155,13 +168,26 @@ bool rv_modular_gc_loaded(struct rv_session *s)
 	       loaded;
 }
 
+bool rv_gc_layout_known(struct rv_session *s)
+{
+	return s->gc_layout || !rv_modular_gc_loaded(s);
+}
+
+/* Why a GC library's layout is not known. */
+static const char *library_why(struct rv_session *s)
+{
+	return s->gc_why ? s->gc_why
+			 : "this Ruby runs a GC loaded from RUBY_GC_LIBRARY "
+			   "(modular GC), whose library corestack did not "
+			   "read";
+}
+
 uint64_t rv_objspace(struct rv_session *s, uint64_t vm, const char **why)
 {
 	uint64_t objspace = 0;
 	*why = NULL;
-	if (rv_modular_gc_loaded(s))
-		*why = "this Ruby runs a GC loaded from RUBY_GC_LIBRARY "
-		       "(modular GC), whose heap corestack cannot read";
+	if (!rv_gc_layout_known(s))
+		*why = library_why(s);
 	else if (!RV_HAS(s, vm_gc_objspace) && !RV_HAS(s, vm_objspace))
 		*why = "the debug info has neither vm->objspace nor "
 		       "vm->gc.objspace";
@@ -190,32 +216,20 @@ static bool page_array(struct rv_session *s, uint64_t objspace,
 	       rv_try_member(s, objspace, RVL_objspace_allocated_pages, npages);
 }
 
-struct cs_error *rv_heap_find_typed_data(struct rv_session *s, uint64_t vm,
-					 uint64_t type,
-					 struct rv_heap_scan *scan)
+bool rv_typed_data_check_init(struct rv_session *s, uint64_t type,
+			      struct rv_typed_data_check *c,
+			      struct rv_heap_scan *scan)
 {
-	memset(scan, 0, sizeof(*scan));
-	/* sizeof(RVALUE) only where pages carry no slot size (2.7; 3.4
-	 * has no RVALUE) */
-	const enum rv_item_id needed[] = {RVL_objspace_sorted,
-					  RVL_page_total_slots,
-					  RVL_page_start,
-					  RV_HAS(s, page_slot_size)
-						  ? RVL_page_slot_size
-						  : RVL_rvalue_size,
-					  RVL_t_data,
-					  RVL_typeddata_type,
+	const enum rv_item_id needed[] = {RVL_t_data, RVL_typeddata_type,
 					  RVL_typeddata_data};
 	for (size_t i = 0; i < sizeof(needed) / sizeof(*needed); i++)
 		if (s->layout.items[needed[i]].source == RV_MISSING) {
-			note(scan,
-			     "GC heap not walked: the debug info lacks "
-			     "'%s'",
-			     rv_layout_item_name(needed[i]));
-			return NULL;
+			rv_heap_note(scan, "the debug info lacks '%s'",
+				     rv_layout_item_name(needed[i]));
+			return false;
 		}
 	uint64_t value_size = (uint64_t)RV_VAL(s, value_size);
-	struct slot_reader r = {
+	*c = (struct rv_typed_data_check){
 		.flags_off = (uint64_t)RV_VAL(s, basic_flags),
 		.type_off = (uint64_t)RV_VAL(s, typeddata_type),
 		.typed_flag_off = RV_HAS(s, typeddata_typed_flag)
@@ -231,41 +245,93 @@ struct cs_error *rv_heap_find_typed_data(struct rv_session *s, uint64_t vm,
 		.type = type,
 		.type_mask = ~(value_size - 1),
 	};
-	if (r.typed_flag_off < 0 && !r.typed_fl &&
+	if (c->typed_flag_off < 0 && !c->typed_fl &&
 	    !(RV_HAS(s, rdata_reserved) &&
 	      RV_VAL(s, rdata_reserved) == RV_VAL(s, typeddata_type))) {
-		note(scan, "GC heap not walked: RTypedData has no typed_flag, "
-			   "the debug info lacks "
-			   "'RUBY_TYPED_FL_IS_TYPED_DATA' and RData no "
-			   "_reserved word where RTypedData has type");
-		return NULL;
+		rv_heap_note(scan, "RTypedData has no typed_flag, the debug "
+				   "info lacks 'RUBY_TYPED_FL_IS_TYPED_DATA' "
+				   "and RData no _reserved word where "
+				   "RTypedData has type");
+		return false;
 	}
 	const uint64_t offs[] = {
-		r.flags_off, r.type_off,
-		r.typed_flag_off < 0 ? 0 : (uint64_t)r.typed_flag_off,
-		r.data_off};
+		c->flags_off, c->type_off,
+		c->typed_flag_off < 0 ? 0 : (uint64_t)c->typed_flag_off,
+		c->data_off};
 	bool plausible = value_size == 8;
 	for (size_t i = 0; i < 4; i++) {
 		plausible &= offs[i] <= 256;
-		if (offs[i] + 8 > r.need)
-			r.need = offs[i] + 8; /* a slot must hold them all */
+		if (offs[i] + 8 > c->need)
+			c->need = offs[i] + 8; /* a slot must hold them all */
 	}
-	r.min_slot = (uint64_t)RV_VAL(s, basic_klass) + 8;
-	if (r.min_slot < r.flags_off + 8)
-		r.min_slot = r.flags_off + 8;
-	plausible &= r.min_slot <= 256;
-	if (!plausible) {
-		scan->error = strdup("GC heap not walked: implausible "
-				     "RTypedData layout");
+	c->min_slot = (uint64_t)RV_VAL(s, basic_klass) + 8;
+	if (c->min_slot < c->flags_off + 8)
+		c->min_slot = c->flags_off + 8;
+	plausible &= c->min_slot <= 256;
+	if (!plausible)
+		rv_heap_note(scan, "implausible RTypedData layout");
+	return plausible;
+}
+
+/* The layout of the GC's heap, complete; else the walk cannot begin and
+ * scan says why. */
+static bool heap_layout_known(struct rv_session *s, struct rv_heap_scan *scan)
+{
+	/* sizeof(RVALUE) only where pages carry no slot size (2.7; 3.4
+	 * has no RVALUE) */
+	const enum rv_item_id needed[] = {RVL_objspace_sorted,
+					  RVL_page_total_slots, RVL_page_start,
+					  RV_HAS(s, page_slot_size)
+						  ? RVL_page_slot_size
+						  : RVL_rvalue_size};
+	if (!rv_gc_layout_known(s)) {
+		rv_heap_note(scan, "GC heap not walked: %s", library_why(s));
+		return false;
+	}
+	for (size_t i = 0; i < sizeof(needed) / sizeof(*needed); i++)
+		if (s->layout.items[needed[i]].source == RV_MISSING) {
+			if (s->gc_layout)
+				rv_heap_note(
+					scan,
+					"GC heap not walked: the debug info of "
+					"the GC library %s lacks '%s' (a GC "
+					"without the default GC's heap pages)",
+					s->gc_library ? s->gc_library : "?",
+					rv_layout_item_name(needed[i]));
+			else
+				rv_heap_note(
+					scan,
+					"GC heap not walked: the debug info "
+					"lacks '%s'",
+					rv_layout_item_name(needed[i]));
+			return false;
+		}
+	return true;
+}
+
+struct cs_error *rv_heap_find_typed_data(struct rv_session *s, uint64_t vm,
+					 uint64_t type,
+					 struct rv_heap_scan *scan)
+{
+	memset(scan, 0, sizeof(*scan));
+	struct rv_typed_data_check r;
+	if (!rv_typed_data_check_init(s, type, &r, scan)) {
+		char *why = scan->error;
+		scan->error = NULL;
+		rv_heap_note(scan, "GC heap not walked: %s", why);
+		free(why);
+		scan->not_begun = true;
+		return NULL;
+	}
+	if (!heap_layout_known(s, scan)) {
+		scan->not_begun = scan->unwalkable = true;
 		return NULL;
 	}
 	const char *why = NULL;
 	uint64_t objspace = rv_objspace(s, vm, &why), sorted, npages;
 	if (why && !objspace) {
-		note(scan, "GC heap not walked: %s%s", why,
-		     rv_modular_gc_loaded(s)
-			     ? "; suspended fibers are not listed"
-			     : "");
+		rv_heap_note(scan, "GC heap not walked: %s", why);
+		scan->not_begun = scan->unwalkable = true;
 		return NULL;
 	}
 	if (!objspace || !page_array(s, objspace, &sorted, &npages)) {
@@ -274,9 +340,10 @@ struct cs_error *rv_heap_find_typed_data(struct rv_session *s, uint64_t vm,
 		return NULL;
 	}
 	if (npages > MAX_HEAP_PAGES) {
-		note(scan, "GC heap claims %llu pages; walked the first %llu",
-		     (unsigned long long)npages,
-		     (unsigned long long)MAX_HEAP_PAGES);
+		rv_heap_note(scan,
+			     "GC heap claims %llu pages; walked the first %llu",
+			     (unsigned long long)npages,
+			     (unsigned long long)MAX_HEAP_PAGES);
 		npages = MAX_HEAP_PAGES;
 	}
 	uint64_t pages[PAGE_POINTER_CHUNK];
@@ -287,10 +354,12 @@ struct cs_error *rv_heap_find_typed_data(struct rv_session *s, uint64_t vm,
 				     ? npages - i
 				     : PAGE_POINTER_CHUNK;
 		if (!rv_try_read(s, sorted + i * 8, pages, n * 8)) {
-			note(scan,
-			     "GC heap page list unreadable at entry %llu "
-			     "of %llu; walk stopped there",
-			     (unsigned long long)i, (unsigned long long)npages);
+			rv_heap_note(
+				scan,
+				"GC heap page list unreadable at entry %llu "
+				"of %llu; walk stopped there",
+				(unsigned long long)i,
+				(unsigned long long)npages);
 			break;
 		}
 		for (uint64_t j = 0; j < n; j++)

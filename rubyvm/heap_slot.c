@@ -27,7 +27,7 @@ static bool have_facts(struct rv_session *s)
 	return RV_HAS(s, heap_page_align_mask) && RV_HAS(s, page_body_page) &&
 	       RV_HAS(s, page_total_slots) && RV_HAS(s, page_start) &&
 	       (RV_HAS(s, page_slot_size) || RV_HAS(s, rvalue_size)) &&
-	       RV_HAS(s, t_none) && !rv_modular_gc_loaded(s);
+	       RV_HAS(s, t_none) && rv_gc_layout_known(s);
 }
 
 /* The page at page, if it is the one of the body at base. */

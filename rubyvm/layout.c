@@ -22,16 +22,21 @@ struct spec {
 	const char *type; /* struct or typedef name; enumerator/var name */
 	const char *path; /* member path */
 	const char *unit;
+	int gc; /* a fact of the GC (GC_*): from the GC's module */
 };
 
 static const struct spec specs[RVL_COUNT] = {
-#define MEMBER(id, type, path, unit) {SPEC_MEMBER, #id, type, path, unit},
-#define SIZE(id, type, unit) {SPEC_SIZE, #id, type, NULL, unit},
-#define ENUM(id, name, unit) {SPEC_ENUM, #id, name, NULL, unit},
-#define VAR(id, name, unit) {SPEC_VAR, #id, name, NULL, unit},
-#define CONST(id, name, unit) {SPEC_CONST, #id, name, NULL, unit},
-#define FUNC(id, name, unit) {SPEC_FUNC, #id, name, NULL, unit},
-#define TEXT(id, text) {SPEC_TEXT, #id, text, NULL, NULL},
+#define MEMBER(id, type, path, unit) {SPEC_MEMBER, #id, type, path, unit, 0},
+#define SIZE(id, type, unit) {SPEC_SIZE, #id, type, NULL, unit, 0},
+#define ENUM(id, name, unit) {SPEC_ENUM, #id, name, NULL, unit, 0},
+#define VAR(id, name, unit) {SPEC_VAR, #id, name, NULL, unit, 0},
+#define CONST(id, name, unit) {SPEC_CONST, #id, name, NULL, unit, 0},
+#define FUNC(id, name, unit) {SPEC_FUNC, #id, name, NULL, unit, 0},
+#define TEXT(id, text) {SPEC_TEXT, #id, text, NULL, NULL, 0},
+#define GC_MEMBER(id, type, path, unit) {SPEC_MEMBER, #id, type, path, unit, 1},
+#define GC_SIZE(id, type, unit) {SPEC_SIZE, #id, type, NULL, unit, 1},
+#define GC_ENUM(id, name, unit) {SPEC_ENUM, #id, name, NULL, unit, 1},
+#define GC_CONST(id, name, unit) {SPEC_CONST, #id, name, NULL, unit, 1},
 #include "layout.def"
 #undef MEMBER
 #undef SIZE
@@ -40,6 +45,10 @@ static const struct spec specs[RVL_COUNT] = {
 #undef CONST
 #undef FUNC
 #undef TEXT
+#undef GC_MEMBER
+#undef GC_SIZE
+#undef GC_ENUM
+#undef GC_CONST
 };
 
 const char *rv_layout_item_name(enum rv_item_id id)
@@ -50,6 +59,11 @@ const char *rv_layout_item_name(enum rv_item_id id)
 const char *rv_layout_item_subject(enum rv_item_id id)
 {
 	return id < RVL_COUNT ? specs[id].type : "?";
+}
+
+int rv_layout_item_is_gc(enum rv_item_id id)
+{
+	return id < RVL_COUNT && specs[id].gc;
 }
 
 /* Items without which no stack can be read at all. */
@@ -176,7 +190,8 @@ static struct cs_error *resolve_const(struct dw_index *idx,
 	if (const_from_dwarf(idx, s, 0, it))
 		return NULL;
 	struct dw_macros *m = NULL;
-	struct cs_error *err = macros_for(idx, mu, s->unit, &m);
+	struct cs_error *err = s->unit ? macros_for(idx, mu, s->unit, &m)
+				       : NULL;
 	if (err)
 		return err;
 	if (m) {
@@ -200,16 +215,24 @@ static struct cs_error *resolve_const(struct dw_index *idx,
 	return NULL;
 }
 
-struct cs_error *rv_layout_resolve(struct dw_index *idx, struct rv_layout *l)
+/* Every item (gc_only 0), or the GC's alone from a GC library (1): each
+ * then in gc_unit (NULL: no unit first) and else in every unit. */
+static struct cs_error *resolve(struct dw_index *idx, int gc_only,
+				const char *gc_unit, struct rv_layout *l)
 {
 	memset(l, 0, sizeof(*l));
 	struct macro_units mu = {0};
 	struct cs_error *err = NULL;
 	for (int i = 0; i < RVL_COUNT && !err; i++) {
-		const struct spec *s = &specs[i];
+		struct spec own = specs[i];
+		const struct spec *s = &own;
+		if (gc_only && !own.gc)
+			continue;
+		if (gc_only)
+			own.unit = gc_unit;
 		struct rv_item *it = &l->items[i];
 		const char *hints[] = {s->unit, NULL};
-		int scan = is_required(i);
+		int scan = gc_only || is_required(i);
 		Dwarf_Die die;
 		switch (s->kind) {
 		case SPEC_MEMBER: {
@@ -279,6 +302,17 @@ struct cs_error *rv_layout_resolve(struct dw_index *idx, struct rv_layout *l)
 	return err;
 }
 
+struct cs_error *rv_layout_resolve(struct dw_index *idx, struct rv_layout *l)
+{
+	return resolve(idx, 0, NULL, l);
+}
+
+struct cs_error *rv_layout_resolve_gc(struct dw_index *idx, const char *unit,
+				      struct rv_layout *l)
+{
+	return resolve(idx, 1, unit, l);
+}
+
 /* Bump when the way items are resolved changes (not their list), so that
  * layouts cached by an older corestack are resolved again. */
 #define RESOLVER_VERSION 4
@@ -296,6 +330,7 @@ uint64_t rv_layout_spec_hash(void)
 				       specs[i].path ? specs[i].path : "",
 				       specs[i].unit ? specs[i].unit : ""};
 		h = (h ^ (uint64_t)specs[i].kind) * 1099511628211ULL;
+		h = (h ^ (uint64_t)specs[i].gc) * 1099511628211ULL;
 		for (int p = 0; p < 4; p++) {
 			for (const char *c = parts[p]; *c; c++)
 				h = (h ^ (uint8_t)*c) * 1099511628211ULL;

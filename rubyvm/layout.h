@@ -19,6 +19,10 @@ enum rv_item_id {
 #define CONST(id, name, unit) RVL_##id,
 #define FUNC(id, name, unit) RVL_##id,
 #define TEXT(id, text) RVL_##id,
+#define GC_MEMBER MEMBER
+#define GC_SIZE SIZE
+#define GC_ENUM ENUM
+#define GC_CONST CONST
 #include "layout.def"
 #undef MEMBER
 #undef SIZE
@@ -27,6 +31,10 @@ enum rv_item_id {
 #undef CONST
 #undef FUNC
 #undef TEXT
+#undef GC_MEMBER
+#undef GC_SIZE
+#undef GC_ENUM
+#undef GC_CONST
 	RVL_COUNT
 };
 
@@ -55,6 +63,13 @@ struct rv_layout {
 /* Resolve every item of layout.def. Items that are absent are left
  * RV_MISSING; whether that is fatal is the model's call. */
 struct cs_error *rv_layout_resolve(struct dw_index *idx, struct rv_layout *ret);
+/* Resolve only the GC_* items, from a GC library (RUBY_GC_LIBRARY): each
+ * in the compile unit named unit (NULL: none) and then in every other;
+ * the rest are left RV_MISSING. */
+struct cs_error *rv_layout_resolve_gc(struct dw_index *idx, const char *unit,
+				      struct rv_layout *ret);
+/* Whether an item is a fact of the GC (GC_* in layout.def). */
+int rv_layout_item_is_gc(enum rv_item_id id);
 
 const char *rv_layout_item_name(enum rv_item_id id);
 /* What an item names in the Ruby's DWARF: the struct, enumerator,
@@ -83,6 +98,14 @@ int rv_cache_mkdirs(char *path);
 struct cs_error *rv_layout_for_module(struct dw_module *mod,
 				      const char *cache_dir,
 				      struct rv_layout *ret, int *from_cache);
+/* The same for a GC library: its GC_* items (rv_layout_resolve_gc), the
+ * unit looked in first being the one whose code holds pc (a link-time
+ * address of the library's; 0: none), cached apart from a whole layout
+ * of the same module. */
+struct cs_error *rv_layout_for_gc_module(struct dw_module *mod, uint64_t pc,
+					 const char *cache_dir,
+					 struct rv_layout *ret,
+					 int *from_cache);
 
 /* Constants that exist only as C macros, used when .debug_macro is absent
  * (has_macros 0), and enumerators a compiler may drop. Returns 1 and the

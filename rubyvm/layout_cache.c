@@ -6,6 +6,7 @@
  * so a reader never sees half an entry. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,11 +44,14 @@ char *rv_cache_file(const char *dir, const char *name)
 	return n < 0 ? NULL : path;
 }
 
-static char *cache_path(const char *dir, const struct dw_module *mod)
+/* suffix ".layout", or ".gc.layout" for a GC library's GC_* items (a
+ * layout of other items than the same module's whole one) */
+static char *cache_path(const char *dir, const struct dw_module *mod,
+			const char *suffix)
 {
-	char name[2 * DW_BUILD_ID_MAX + sizeof(".layout")];
+	char name[2 * DW_BUILD_ID_MAX + sizeof(".gc.layout")];
 	dw_module_build_id_hex(mod, name);
-	strcat(name, ".layout");
+	strcat(name, suffix);
 	return rv_cache_file(dir, name);
 }
 
@@ -125,14 +129,16 @@ static void save(const char *path, const struct dw_module *mod,
 	free(tmp);
 }
 
-struct cs_error *rv_layout_for_module(struct dw_module *mod,
-				      const char *cache_dir,
-				      struct rv_layout *l, int *from_cache)
+/* gc: the GC_* items alone, from the unit holding pc first */
+static struct cs_error *layout_of(struct dw_module *mod, const char *cache_dir,
+				  bool gc, uint64_t pc, struct rv_layout *l,
+				  int *from_cache)
 {
 	*from_cache = 0;
 	char *path = NULL;
 	if (mod->build_id_len && !(cache_dir && !*cache_dir))
-		path = cache_path(cache_dir, mod);
+		path = cache_path(cache_dir, mod,
+				  gc ? ".gc.layout" : ".layout");
 	if (path && load(path, mod, l)) {
 		*from_cache = 1;
 		free(path);
@@ -141,7 +147,10 @@ struct cs_error *rv_layout_for_module(struct dw_module *mod,
 	struct dw_index *idx;
 	struct cs_error *err = dw_index_create(mod, &idx);
 	if (!err) {
-		err = rv_layout_resolve(idx, l);
+		err = gc ? rv_layout_resolve_gc(
+				   idx, pc ? dw_index_unit_at(idx, pc) : NULL,
+				   l)
+			 : rv_layout_resolve(idx, l);
 		dw_index_stats(idx, &l->units_read, &l->units_total);
 		dw_index_destroy(idx);
 	}
@@ -149,4 +158,18 @@ struct cs_error *rv_layout_for_module(struct dw_module *mod,
 		save(path, mod, l);
 	free(path);
 	return err;
+}
+
+struct cs_error *rv_layout_for_module(struct dw_module *mod,
+				      const char *cache_dir,
+				      struct rv_layout *l, int *from_cache)
+{
+	return layout_of(mod, cache_dir, false, 0, l, from_cache);
+}
+
+struct cs_error *rv_layout_for_gc_module(struct dw_module *mod, uint64_t pc,
+					 const char *cache_dir,
+					 struct rv_layout *l, int *from_cache)
+{
+	return layout_of(mod, cache_dir, true, pc, l, from_cache);
 }

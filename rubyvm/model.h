@@ -195,6 +195,16 @@ struct rv_gc_state {
 	bool count_known;
 	uint64_t count; /* GC.count */
 	char *error;    /* NULL, or why it is not known */
+	/* the GC library the process loaded (RUBY_GC_LIBRARY), or NULL for
+	 * the GC built into libruby */
+	char *library;
+};
+
+/* How suspended fibers were looked for (rv_snapshot_fibers). */
+enum rv_fibers_found_by {
+	RV_FIBERS_NOT_SEARCHED, /* only the threads' fibers: see fibers_error */
+	RV_FIBERS_HEAP_WALK,    /* the GC's page list, page by page */
+	RV_FIBERS_MEMORY_SCAN,  /* writable memory searched for Fiber objects */
 };
 
 struct rv_process {
@@ -209,6 +219,9 @@ struct rv_process {
 	size_t norphan_fibers;
 	char *fibers_error; /* NULL, or why some fibers may be missing */
 	uint64_t heap_pages, heap_bytes; /* GC heap scanned */
+	enum rv_fibers_found_by fibers_found_by;
+	/* with RV_FIBERS_MEMORY_SCAN: why not the heap walk */
+	char *fibers_note;
 	/* How this Ruby quotes a label in a backtrace line: path:line:in `m'
 	 * (up to 3.3) or path:line:in 'm' (3.4+). */
 	bool backtick_quotes;
@@ -232,7 +245,15 @@ struct rv_options {
 	 * only pays for the copies. Frames then borrow the session's strings:
 	 * destroy each process before the session's next snapshot. */
 	bool reuse_frames;
+	/* Find suspended fibers by the memory scan even where the GC heap
+	 * can be walked (a diagnostic: both ways compared in tests). */
+	bool fibers_by_scan;
+	/* Bytes of writable memory the memory scan reads at most; default
+	 * RV_DEFAULT_MAX_SCAN_BYTES. */
+	uint64_t max_scan_bytes;
 };
+
+#define RV_DEFAULT_MAX_SCAN_BYTES ((uint64_t)16 << 30)
 
 struct rv_session;
 
@@ -256,6 +277,22 @@ void rv_session_set_prefetcher(struct rv_session *s,
 void rv_session_set_target(struct rv_session *s, const struct cs_memory *t);
 /* The memory the session reads (valid while it lives). */
 const struct cs_memory *rv_session_memory(const struct rv_session *s);
+/* Where the memory scan for fibers looks (target.h); NULL for nowhere. */
+void rv_session_set_regions(struct rv_session *s,
+			    const struct cs_writable_regions *r);
+
+/* A Ruby built --with-modular-gc runs the GC RUBY_GC_LIBRARY names, a
+ * library of its own, when that is set: true when this one does, with
+ * *entry the address of one of the library's functions (the one libruby
+ * calls to allocate the object space; 0 if unreadable), which tells the
+ * module it is in. */
+bool rv_session_gc_library(struct rv_session *s, uint64_t *entry);
+/* That library: its path and its layout (rv_layout_for_gc_module), whose
+ * GC_* items replace libruby's; layout NULL when it cannot be had, and
+ * why then says why (for the report). */
+struct cs_error *rv_session_set_gc_module(struct rv_session *s,
+					  const struct rv_layout *layout,
+					  const char *path, const char *why);
 
 /* Every thread of every ractor with its Ruby stack. Fails only when there
  * is no VM at all (CS_ERR_NOT_RUBY) or it cannot be read. */

@@ -143,6 +143,10 @@ struct cs_error *rv_session_create(const struct cs_memory *target,
 					   : (size_t)1 << 30;
 	s->opts.frame_flags = opts && opts->frame_flags;
 	s->opts.reuse_frames = opts && opts->reuse_frames;
+	s->opts.fibers_by_scan = opts && opts->fibers_by_scan;
+	s->opts.max_scan_bytes = opts && opts->max_scan_bytes
+					 ? opts->max_scan_bytes
+					 : RV_DEFAULT_MAX_SCAN_BYTES;
 	s->layout = *layout;
 	struct cs_error *err;
 	for (const enum rv_item_id *r = rv_layout_required; *r != RVL_COUNT;
@@ -200,6 +204,44 @@ const struct cs_memory *rv_session_memory(const struct rv_session *s)
 	return &s->target;
 }
 
+void rv_session_set_regions(struct rv_session *s,
+			    const struct cs_writable_regions *r)
+{
+	s->regions = r ? *r : (struct cs_writable_regions){0};
+}
+
+bool rv_session_gc_library(struct rv_session *s, uint64_t *entry)
+{
+	*entry = 0;
+	if (!rv_modular_gc_loaded(s))
+		return false;
+	if (!RV_HAS(s, gc_functions_objspace_alloc) ||
+	    !rv_try_member(s, s->load_bias + (uint64_t)RV_VAL(s, gc_functions),
+			   RVL_gc_functions_objspace_alloc, entry))
+		*entry = 0;
+	return true;
+}
+
+struct cs_error *rv_session_set_gc_module(struct rv_session *s,
+					  const struct rv_layout *layout,
+					  const char *path, const char *why)
+{
+	free(s->gc_library);
+	free(s->gc_why);
+	s->gc_library = path ? strdup(path) : NULL;
+	s->gc_why = why ? strdup(why) : NULL;
+	if ((path && !s->gc_library) || (why && !s->gc_why))
+		return &cs_error_nomem;
+	s->gc_layout = layout != NULL;
+	rv_heap_slots_destroy(s); /* pages found with the other layout */
+	/* The built-in GC's facts do not describe the library's heap: each
+	 * is the library's, or missing. */
+	for (int i = 0; layout && i < RVL_COUNT; i++)
+		if (rv_layout_item_is_gc(i))
+			s->layout.items[i] = layout->items[i];
+	return NULL;
+}
+
 void rv_session_set_prefetcher(struct rv_session *s,
 			       const struct cs_prefetcher *p)
 {
@@ -221,5 +263,7 @@ void rv_session_destroy(struct rv_session *s)
 	rv_frame_cache_destroy(s);
 	rv_heap_slots_destroy(s);
 	free(s->cfp_chunk);
+	free(s->gc_library);
+	free(s->gc_why);
 	free(s);
 }

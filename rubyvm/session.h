@@ -38,6 +38,13 @@ struct rv_session {
 	struct cached_frame *retired_frames; /* freed when a snapshot begins */
 	uint64_t last_names_id; /* the last rv_frame.names_id handed out */
 	uint8_t *cfp_chunk;     /* rv_walk_ec's buffer, kept between walks */
+	/* A GC loaded from RUBY_GC_LIBRARY (rv_session_set_gc_module): the
+	 * library's path, whether its GC_* items replaced libruby's in
+	 * layout, else why not (NULL: not looked for). */
+	char *gc_library, *gc_why;
+	bool gc_layout;
+	/* Where the memory scan looks (memory_scan.c); .next NULL: unknown. */
+	struct cs_writable_regions regions;
 };
 
 #define RV_HAS(s, id) ((s)->layout.items[RVL_##id].source != RV_MISSING)
@@ -244,6 +251,10 @@ struct rv_heap_scan {
 	uint64_t empty_pages;  /* in the pool of empty pages: no slots */
 	uint64_t small_pages;  /* slots too small for the object sought */
 	char *error;           /* NULL, or why objects may be missing */
+	/* Nothing was read: the walk (or the memory scan) could not begin
+	 * (error says why). unwalkable: because the layout of the GC's heap
+	 * is not known, where a memory scan may still find the objects. */
+	bool not_begun, unwalkable;
 };
 /* Every T_DATA object of the data type at address type, in the heap of
  * the VM at vm. Fails only when out of memory: a heap that cannot be
@@ -251,11 +262,49 @@ struct rv_heap_scan {
 struct cs_error *rv_heap_find_typed_data(struct rv_session *s, uint64_t vm,
 					 uint64_t type,
 					 struct rv_heap_scan *scan);
+bool rv_heap_add_found(struct rv_heap_scan *scan, uint64_t object,
+		       uint64_t data);
+/* Set scan->error unless set: the first problem explains the rest. */
+__attribute__((format(printf, 2, 3))) void
+rv_heap_note(struct rv_heap_scan *scan, const char *fmt, ...);
 void rv_heap_scan_free(struct rv_heap_scan *scan);
-/* The VM's default-GC object space, 0 with *why when there is none to
- * read (a GC loaded from RUBY_GC_LIBRARY, no such member). */
+/* The object space of the GC the VM runs, 0 with *why when there is none
+ * to read (a GC loaded from RUBY_GC_LIBRARY whose layout is not known, no
+ * such member). */
 uint64_t rv_objspace(struct rv_session *s, uint64_t vm, const char **why);
 bool rv_modular_gc_loaded(struct rv_session *s);
+/* Whether the GC_* items of the layout describe the GC the process runs
+ * (libruby's own, or a GC library's layout was given). */
+bool rv_gc_layout_known(struct rv_session *s);
+
+/* How a T_DATA object of one data type is told in a slot's bytes: the
+ * offsets and flags of RTypedData (heap.c, memory_scan.c). */
+struct rv_typed_data_check {
+	uint64_t flags_off, type_off, data_off, need;
+	uint64_t min_slot;      /* an RBasic: flags and klass */
+	int64_t typed_flag_off; /* -1: no typed_flag (4.0+) */
+	uint64_t typed_fl;      /* RBasic flag for typed data, 0 if none */
+	uint64_t t_mask, t_data, type, type_mask;
+};
+/* Fill c for objects of the data type at type; false with *why when the
+ * layout lacks what it takes (why: a static string or scan->error's). */
+bool rv_typed_data_check_init(struct rv_session *s, uint64_t type,
+			      struct rv_typed_data_check *c,
+			      struct rv_heap_scan *scan);
+/* Whether the slot at slot (c->need bytes) holds such an object; its
+ * DATA_PTR in *data. */
+bool rv_typed_data_match(const struct rv_typed_data_check *c,
+			 const uint8_t *slot, uint64_t *data);
+
+/* memory_scan.c: every T_DATA object of the data type at type found by
+ * searching the target's writable memory for type in an object's type
+ * word: for a GC whose heap cannot be walked. At most
+ * opts.max_scan_bytes are read (scan->error says when that cut the
+ * search short, or when memory could not be read); scan->bytes counts
+ * what was. An object found so may be a stale copy: the caller checks
+ * what its data points to. Fails only when out of memory. */
+struct cs_error *rv_memory_find_typed_data(struct rv_session *s, uint64_t type,
+					   struct rv_heap_scan *scan);
 
 /* Whether v is the start of a live object's heap slot (*slot_size: its
  * size), is not (why: the reason, for "<unreadable: 0x... is not a Ruby

@@ -282,6 +282,8 @@ void rv_process_destroy(struct rv_process *p)
 	free(p->threads);
 	free(p->ruby_version);
 	free(p->gc.error);
+	free(p->gc.library);
+	free(p->fibers_note);
 	free(p->error);
 	free(p);
 }

@@ -103,6 +103,9 @@ bool cs_core_region_of(const struct cs_core *core, uint64_t addr,
 		       struct cs_region *ret);
 const struct cs_mapping *cs_core_mapping_of(const struct cs_core *core,
 					    uint64_t addr);
+/* The lowest writable segment (PF_W) ending above addr. */
+bool cs_core_writable_next(const struct cs_core *core, uint64_t addr,
+			   uint64_t *start, uint64_t *end);
 /* NULL when the mappings are NT_FILE's or every module was rebuilt; else
  * one line on why the rebuilt list may lack a module. */
 const char *cs_core_mapping_gap(const struct cs_core *core);

@@ -45,6 +45,7 @@ struct cs_core_segment {
 	uint64_t promised_end; /* start + p_filesz */
 	const uint8_t *data;   /* the byte for start */
 	bool exec;             /* PF_X: the mapping could run code */
+	bool write;            /* PF_W: the process could write it */
 };
 
 struct cs_core_file {      /* a file named by NT_FILE, opened lazily */

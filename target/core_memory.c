@@ -31,6 +31,20 @@ bool cs_core_region_of(const struct cs_core *core, uint64_t addr,
 	return true;
 }
 
+bool cs_core_writable_next(const struct cs_core *core, uint64_t addr,
+			   uint64_t *start, uint64_t *end)
+{
+	size_t r = cs_core_segment_rank(core, addr);
+	for (size_t i = r && addr < core->segs[r - 1].end ? r - 1 : r;
+	     i < core->nsegs; i++)
+		if (core->segs[i].write) {
+			*start = core->segs[i].start;
+			*end = core->segs[i].end;
+			return true;
+		}
+	return false;
+}
+
 const struct cs_mapping *cs_core_mapping_of(const struct cs_core *core,
 					    uint64_t addr)
 {

@@ -26,6 +26,7 @@ static void cs_core_add_segment(struct cs_core *core, const GElf_Phdr *ph)
 	struct cs_core_segment *s = &core->segs[core->nsegs++];
 	s->start = ph->p_vaddr;
 	s->exec = (ph->p_flags & PF_X) != 0;
+	s->write = (ph->p_flags & PF_W) != 0;
 	/* Clip a wrapping segment rather than reject the core. */
 	if (__builtin_add_overflow(ph->p_vaddr, ph->p_memsz, &s->end))
 		s->end = UINT64_MAX;

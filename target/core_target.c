@@ -78,6 +78,12 @@ static bool core_region_of(const void *p, uint64_t addr, struct cs_region *ret)
 	return cs_core_region_of(p, addr, ret);
 }
 
+static bool core_writable_next(const void *p, uint64_t addr, uint64_t *start,
+			       uint64_t *end)
+{
+	return cs_core_writable_next(p, addr, start, end);
+}
+
 static int core_pid(const void *p)
 {
 	const struct cs_core_process *ps = cs_core_process(p);
@@ -134,7 +140,8 @@ static void core_close(void *p)
 	.auxv = core_auxv, .executable = core_executable,                   \
 	.module_build_id = core_build_id, .host_path = core_host_path,      \
 	.mapping_gap = core_mapping_gap, .region_of = core_region_of,       \
-	.pid = core_pid, .command = core_command, .siginfo = core_siginfo,  \
+	.writable_next = core_writable_next, .pid = core_pid,               \
+	.command = core_command, .siginfo = core_siginfo,                   \
 	.crash_tid = core_crash_tid, .check_files = core_check_files,       \
 	.warning_count = core_warning_count, .warning_at = core_warning_at, \
 	.truncation = core_truncation

@@ -95,6 +95,10 @@ struct cs_live {
 	size_t nthreads;
 	struct cs_mapping *maps;
 	size_t nmaps;
+	/* every writable mapping, file-backed or not: [start, end) pairs
+	 * in address order */
+	uint64_t *writable;
+	size_t nwritable;
 	uint64_t *auxv; /* pairs */
 	size_t auxv_count;
 	char *exe, *cmd;

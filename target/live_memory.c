@@ -232,3 +232,21 @@ struct cs_error *cs_live_module_build_id(struct cs_live *live, uint64_t start,
 	struct cs_memory mem = cs_live_memory(live);
 	return cs_build_id_read(&mem, live->name, start, buf, bufsize, len);
 }
+
+bool cs_live_writable_next(const struct cs_live *live, uint64_t addr,
+			   uint64_t *start, uint64_t *end)
+{
+	size_t lo = 0, hi = live->nwritable;
+	while (lo < hi) { /* the first that ends above addr */
+		size_t mid = lo + (hi - lo) / 2;
+		if (live->writable[2 * mid + 1] <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == live->nwritable)
+		return false;
+	*start = live->writable[2 * lo];
+	*end = live->writable[2 * lo + 1];
+	return true;
+}

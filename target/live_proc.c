@@ -274,7 +274,8 @@ static struct cs_error *cs_live_read_maps(struct cs_live *live)
 	for (size_t i = 0; i < len; i++)
 		lines += text[i] == '\n';
 	live->maps = calloc(lines + 1, sizeof(*live->maps));
-	if (!live->maps) {
+	live->writable = calloc(2 * (lines + 1), sizeof(*live->writable));
+	if (!live->maps || !live->writable) {
 		free(text);
 		return &cs_error_nomem;
 	}
@@ -287,12 +288,22 @@ static struct cs_error *cs_live_read_maps(struct cs_live *live)
 			next = line + strlen(line);
 		/* start-end perms offset dev inode   path */
 		uint64_t start, end, offset, inode;
+		char perms[8] = "";
 		int pathpos = 0;
-		if (sscanf(line,
-			   "%" SCNx64 "-%" SCNx64 " %*s %" SCNx64
-			   " %*s %" SCNu64 " %n",
-			   &start, &end, &offset, &inode, &pathpos) >= 4 &&
-		    inode != 0 && pathpos > 0 && line[pathpos] && start < end) {
+		int got = sscanf(line,
+				 "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64
+				 " %*s %" SCNu64 " %n",
+				 &start, &end, perms, &offset, &inode,
+				 &pathpos);
+		if (got >= 5 && perms[1] == 'w' && start < end &&
+		    (!live->nwritable ||
+		     start >= live->writable[2 * live->nwritable - 1])) {
+			live->writable[2 * live->nwritable] = start;
+			live->writable[2 * live->nwritable + 1] = end;
+			live->nwritable++;
+		}
+		if (got >= 5 && inode != 0 && pathpos > 0 && line[pathpos] &&
+		    start < end) {
 			struct cs_mapping *m = &live->maps[live->nmaps];
 			char *p = strdup(line + pathpos);
 			if (!p) {

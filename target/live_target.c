@@ -62,6 +62,12 @@ static struct cs_error *live_build_id(void *p, uint64_t start, uint8_t *buf,
 	return cs_live_module_build_id(p, start, buf, bufsize, len);
 }
 
+static bool live_writable_next(const void *p, uint64_t addr, uint64_t *start,
+			       uint64_t *end)
+{
+	return cs_live_writable_next(p, addr, start, end);
+}
+
 static int live_pid(const void *p)
 {
 	return cs_live_pid(p);
@@ -90,7 +96,8 @@ static void live_close(void *p)
 	.mapping_of = live_mapping_of, .find_mapping = live_find_mapping,   \
 	.auxv = live_auxv, .executable = live_executable,                   \
 	.module_build_id = live_build_id, .pid = live_pid,                  \
-	.command = live_command, .release = live_release
+	.command = live_command, .release = live_release,                   \
+	.writable_next = live_writable_next
 
 static const struct cs_target_ops live_view_ops = {LIVE_OPS};
 static const struct cs_target_ops live_owned_ops = {LIVE_OPS,

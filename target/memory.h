@@ -9,6 +9,7 @@
 #ifndef CS_TARGET_MEMORY_H
 #define CS_TARGET_MEMORY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -27,6 +28,17 @@ struct cs_memory {
 struct cs_prefetcher {
 	void (*prefetch)(void *priv, uint64_t addr, size_t len);
 	void *priv;
+};
+
+/* The target's writable memory, region by region in address order:
+ * where a search for objects that nothing else locates looks (the Ruby
+ * model's memory scan for fibers, when the GC heap cannot be walked). */
+struct cs_writable_regions {
+	/* The lowest writable region that ends above addr, [*start, *end);
+	 * false when there is none. */
+	bool (*next)(const void *priv, uint64_t addr, uint64_t *start,
+		     uint64_t *end);
+	const void *priv;
 };
 
 static inline struct cs_error *

@@ -61,6 +61,11 @@ bool cs_target_region_of(const struct cs_target *t, uint64_t addr,
 	return t->ops->region_of && t->ops->region_of(t->priv, addr, ret);
 }
 
+struct cs_writable_regions cs_target_writable_regions(const struct cs_target *t)
+{
+	return (struct cs_writable_regions){t->ops->writable_next, t->priv};
+}
+
 int cs_target_pid(const struct cs_target *t)
 {
 	return t->ops->pid ? t->ops->pid(t->priv) : -1;

@@ -123,6 +123,11 @@ struct cs_target_ops {
 	 * unknown, and the native unwinder checks nothing. */
 	bool (*region_of)(const void *priv, uint64_t addr,
 			  struct cs_region *ret);
+	/* The lowest region the process could write that ends above addr
+	 * (memory.h: struct cs_writable_regions). May be NULL: unknown,
+	 * and nothing searches the target's memory. */
+	bool (*writable_next)(const void *priv, uint64_t addr, uint64_t *start,
+			      uint64_t *end);
 
 	/* The process, for the report's header. Each may be NULL:
 	 * unknown (-1, NULL, none). */
@@ -176,6 +181,9 @@ char *cs_target_host_path(const struct cs_target *t, const char *path);
 const char *cs_target_mapping_gap(const struct cs_target *t);
 bool cs_target_region_of(const struct cs_target *t, uint64_t addr,
 			 struct cs_region *ret);
+/* Its writable memory; .next NULL when the target does not know it. */
+struct cs_writable_regions
+cs_target_writable_regions(const struct cs_target *t);
 
 int cs_target_pid(const struct cs_target *t);
 const char *cs_target_command(const struct cs_target *t);

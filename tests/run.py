@@ -8,7 +8,9 @@
 
 --ruby runs every test on a Ruby installed elsewhere (one built from source
 with its debug info, say): what corestack reads there is checked against
-that Ruby's own backtraces like on the fixtures.
+that Ruby's own backtraces like on the fixtures. A NAME ending in -yjit runs
+the scenarios with --yjit; one ending in -gcdefault, of a Ruby built
+--with-modular-gc, with RUBY_GC_LIBRARY=default (yjit.py).
 
 This file is the runner: it parses the options, selects tests with -k,
 builds the fixture Rubies it needs (fixtures/build-ruby.sh, on first use),
@@ -198,7 +200,8 @@ def main():
     ap.add_argument("--ruby", action="append", default=[], metavar="NAME=PREFIX",
                     help="also run every test on a Ruby already installed under PREFIX "
                     "(with debug info), named NAME in the test names; NAME ending in "
-                    "-yjit runs it with --yjit (repeatable)")
+                    "-yjit runs it with --yjit, in -gcdefault with RUBY_GC_LIBRARY=default "
+                    "(a Ruby built --with-modular-gc) (repeatable)")
     ap.add_argument("-k", dest="keys", action="append", default=[], metavar="SUBSTRING",
                     help="only tests whose name contains SUBSTRING (repeatable)")
     ap.add_argument("--list", action="store_true",

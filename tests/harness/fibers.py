@@ -16,11 +16,30 @@ the program's call structure and checked against Ruby's own on 3.1+.
                                flag and stack (label, path, lineno); one root
                                and one current (resumed, stack not repeated)
                                fiber per thread; no fiber the scenario did not
-                               make; heap pages scanned; where Ruby
-                               counts empty heap pages (3.4+), the
-                               scenario left some (a lazy sweep's pool,
+                               make; found by the heap walk, heap pages
+                               scanned; the GC library corestack names
+                               (gc.library) the one the process mapped (the
+                               oracle's, from /proc/self/maps: none on the
+                               fixtures; NAME-gcdefault must have one);
+                               where Ruby counts empty heap pages (3.4+),
+                               the scenario left some (a lazy sweep's pool,
                                passed over without a complaint)
     RUBY/fibers/fibers-live    the same from corestack --json --pid
+    RUBY/fibers/fibers-scan    corestack --json --fibers-by-scan CORE: the
+                               same checks, found by the memory scan (bytes
+                               read, the note saying why), and exactly the
+                               fibers (thread, object, status, frames) the
+                               heap walk found in the same core
+    RUBY/fibers/fibers-scan-live  the same from corestack --json --fibers-by-scan
+                               --pid (the live target's writable mappings),
+                               against fibers-live's heap walk
+    RUBY-gcdefault/fibers/fibers-gc-nodebug  (a Ruby run with RUBY_GC_LIBRARY=default
+                               only) the core read with --sysroot where the GC
+                               library is a copy without debug info: its heap
+                               cannot be walked, so the fibers are found by the
+                               memory scan on its own, the note naming the
+                               library; the fibers checks, and exactly the
+                               heap walk's fibers
     RUBY/fibers/fibers-text    the text output has a "Fiber 0x..." line with
                                Ruby's status for every tracked fiber
     RUBY/fibers/no-fibers      --no-fibers: fibers and heap null, thread
@@ -29,19 +48,59 @@ the program's call structure and checked against Ruby's own on 3.1+.
 
 import os
 import re
+import subprocess
 
-from . import compare, procs
+from . import compare, procs, yjit
 
 SCENARIO = "fibers"
 SIDECAR = os.path.join(procs.SCENARIOS, SCENARIO + ".fibers")
-TESTS = ("fiber-sidecar", "fibers", "fibers-live", "fibers-text", "no-fibers")
+TESTS = ("fiber-sidecar", "fibers", "fibers-live", "fibers-scan", "fibers-scan-live",
+         "fibers-text", "no-fibers")
 show = compare.show
+
+
+NODEBUG = "fibers-gc-nodebug"
 
 
 def test_names(ruby, scenario):
     if scenario != SCENARIO:
         return []
-    return ["%s/%s/%s" % (ruby, scenario, t) for t in TESTS]
+    extra = (NODEBUG,) if ruby.endswith("-" + yjit.GC_VARIANT) else ()
+    return ["%s/%s/%s" % (ruby, scenario, t) for t in TESTS + extra]
+
+
+def nodebug_sysroot(root, library):
+    """A sysroot under root in which library is a copy without its debug
+    info and every other path is this machine's (symlinked). -> reason or None"""
+    parts = [p for p in library.split("/") if p]
+    real, fake = "/", root
+    for i, name in enumerate(parts):
+        os.makedirs(fake, exist_ok=True)
+        for entry in os.listdir(real):
+            if entry != name and not os.path.lexists(os.path.join(fake, entry)):
+                os.symlink(os.path.join(real, entry), os.path.join(fake, entry))
+        real, fake = os.path.join(real, name), os.path.join(fake, name)
+        if i == len(parts) - 1:
+            res = subprocess.run(["objcopy", "--strip-debug", real, fake],
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            if res.returncode:
+                return "objcopy --strip-debug %s: %s" % (real, res.stdout[-300:])
+    return None
+
+
+def check_nodebug(report, walked, oracle, stacks, ruby):
+    library = oracle.get("gc_library") or "?"
+    note = (report.get("heap") or {}).get("note") or ""
+    if library not in note or "debug info" not in note:
+        return "heap.note %s does not say the GC library %s has no debug info" % (
+            show(note), library)
+    return check_fibers(report, oracle, stacks, ruby, "memory-scan") or \
+        check_same_fibers(report, walked)
+
+
+def live_scan_run(corestack, pid, timeout):
+    """corestack --pid with the memory scan, on the parked scenario."""
+    return procs.run_tool([corestack, "--json", "--fibers-by-scan", "--pid", str(pid)], timeout)
 
 
 def load_sidecar(path=SIDECAR):
@@ -123,9 +182,50 @@ def check_thread_fibers(ti, thread):
     return None
 
 
-def check_fibers(report, oracle, stacks):
+def check_gc_library(report, oracle, ruby):
+    """The GC library corestack read is the one the process mapped."""
+    want = oracle.get("gc_library")
+    if ruby.endswith("-" + yjit.GC_VARIANT) and not want:
+        return "the process mapped no GC library (RUBY_GC_LIBRARY=default did not load one)"
+    got = (report.get("gc") or {}).get("library")
+    if got != want:
+        return "gc.library: process mapped %s, corestack says %s" % (show(want), show(got))
+    return None
+
+
+def check_heap(report, found_by):
+    heap = report.get("heap")
+    if not isinstance(heap, dict) or heap.get("found_by") != found_by:
+        return "heap is %s, expected fibers found by %s" % (show(heap), found_by)
+    if found_by == "heap-walk" and (not heap.get("pages") or not heap.get("bytes")):
+        return "heap is %s, expected pages and bytes scanned" % show(heap)
+    if found_by == "memory-scan" and (heap.get("pages") != 0 or not heap.get("bytes")
+                                      or not heap.get("note")):
+        return "heap is %s, expected no pages, bytes read and a note" % show(heap)
+    return None
+
+
+def fiber_set(report):
+    """{(thread index, object, fiber, status, frames)} of a report."""
+    return set((ti, f.get("object"), f.get("fiber"), f.get("status"),
+                tuple((x.get("label"), x.get("path"), x.get("lineno"))
+                      for x in f.get("frames") or []))
+               for ti, t in enumerate(compare.scenario_threads(report["threads"]))
+               for f in t.get("fibers") or [])
+
+
+def check_same_fibers(scanned, walked):
+    a, b = fiber_set(scanned), fiber_set(walked)
+    if a != b:
+        return "memory scan and heap walk differ: only scanned %s; only walked %s" % (
+            show(sorted(a - b, key=str)[:3]), show(sorted(b - a, key=str)[:3]))
+    return None
+
+
+def check_fibers(report, oracle, stacks, ruby, found_by="heap-walk"):
     """corestack's fibers against the oracle's (and the sidecar on 2.7)."""
-    reason = compare.check_shape(report)
+    reason = compare.check_shape(report) or check_gc_library(report, oracle, ruby) \
+        or check_heap(report, found_by)
     if reason:
         return reason
     threads = compare.scenario_threads(report["threads"])
@@ -140,9 +240,6 @@ def check_fibers(report, oracle, stacks):
     if report.get("orphan_fibers") != []:
         return "orphan_fibers is %s, expected [] (every owner is alive)" % show(
             report.get("orphan_fibers"))[:300]
-    heap = report.get("heap")
-    if not isinstance(heap, dict) or not heap.get("pages") or not heap.get("bytes"):
-        return "heap is %s, expected pages and bytes scanned" % show(heap)
     # The scenario's burst of garbage must have left empty pages in the
     # page list where Ruby counts them (3.4+), or that case went untested.
     if oracle.get("gc_empty_pages") == 0:
@@ -239,14 +336,43 @@ def report(rep, selected, ruby, scen, cap, runs, corestack, timeout, json_of):
             rep.result(names["fiber-sidecar"], reason or check_sidecar(cap.oracle, stacks))
     if want("fibers"):
         got, why = json_of(runs[0])
-        rep.result(names["fibers"], reason or why or check_fibers(got, cap.oracle, stacks))
+        rep.result(names["fibers"], reason or why or check_fibers(got, cap.oracle, stacks, ruby))
     if want("fibers-live"):
         if "live" not in cap.live:
             rep.result(names["fibers-live"], "corestack --pid did not run")
         else:
             got, why = json_of(cap.live["live"][0])
             rep.result(names["fibers-live"], reason or why or cap.live["live"][1]
-                       or check_fibers(got, cap.oracle, stacks))
+                       or check_fibers(got, cap.oracle, stacks, ruby))
+    if want("fibers-scan"):
+        run = procs.run_tool([corestack, "--json", "--fibers-by-scan", cap.core, cap.exe], timeout)
+        got, why = json_of(run)
+        walked, why_walked = json_of(runs[0])
+        rep.result(names["fibers-scan"], reason or why or why_walked
+                   or check_fibers(got, cap.oracle, stacks, ruby, "memory-scan")
+                   or check_same_fibers(got, walked))
+    if want("fibers-scan-live"):
+        if "live" not in cap.live or "scan-live" not in cap.live:
+            rep.result(names["fibers-scan-live"], "corestack --pid did not run")
+        else:
+            got, why = json_of(cap.live["scan-live"])
+            walked, why_walked = json_of(cap.live["live"][0])
+            rep.result(names["fibers-scan-live"], reason or why or why_walked
+                       or check_fibers(got, cap.oracle, stacks, ruby, "memory-scan")
+                       or check_same_fibers(got, walked))
+    if want(NODEBUG):
+        walked, why = json_of(runs[0])
+        root = os.path.join(os.path.dirname(cap.core), "nodebug-root")
+        why = why or (None if cap.oracle.get("gc_library") else "the process mapped no GC library")
+        why = why or nodebug_sysroot(root, cap.oracle["gc_library"])
+        if not why:
+            # --no-cache: the library's layout is cached by its build-id,
+            # which the stripped copy shares
+            run = procs.run_tool([corestack, "--json", "--no-cache", "--sysroot", root,
+                                  cap.core, cap.exe], timeout)
+            got, why = json_of(run)
+        rep.result(names[NODEBUG], reason or why or check_nodebug(got, walked, cap.oracle,
+                                                                   stacks, ruby))
     if want("fibers-text"):
         rc, out, err, why = runs[1]
         rep.result(names["fibers-text"], why or (

@@ -128,6 +128,8 @@ def capture_all(ruby, exe, scenarios, workdir, keep, corestack=None, timeout=60)
                     if corestack and frame_locals.test_names(ruby, scen):
                         live["locals-live"] = frame_locals.live_run(corestack, run.pid, timeout,
                                                                     procs.run_tool)
+                    if corestack and fibers.test_names(ruby, scen):
+                        live["scan-live"] = fibers.live_scan_run(corestack, run.pid, timeout)
                     if run.poll():
                         raise procs.Failure("%s.rb %s after corestack --pid; stderr: %s" % (
                             scen, run.describe_exit(), procs.tail(run.stderr_path)))

@@ -33,7 +33,21 @@ def is_yjit(ruby):
 
 def scenario_env(ruby):
     """Environment a scenario runs with on this fixture Ruby."""
-    return {"RUBYOPT": RUBYOPT} if is_yjit(ruby) else {}
+    env = {"RUBYOPT": RUBYOPT} if is_yjit(ruby) else {}
+    env.update(gc_library_env(ruby))
+    return env
+
+
+GC_VARIANT = "gcdefault"
+
+
+def gc_library_env(ruby):
+    """A Ruby built --with-modular-gc given as --ruby NAME-gcdefault=PREFIX
+    runs its scenarios with RUBY_GC_LIBRARY=default: the default GC loaded
+    from the library make install-modular-gc put beside it, whose own
+    debug info describes the heap (fibers.py checks that the process
+    mapped it and that corestack read it)."""
+    return {"RUBY_GC_LIBRARY": "default"} if ruby.endswith("-" + GC_VARIANT) else {}
 
 
 def test_names(ruby, scenario):

@@ -7,7 +7,10 @@
  * complaint, a GC loaded from RUBY_GC_LIBRARY is refused with a reason, and
  * corrupt heaps (a huge page count, a negative slot count, a tiny slot
  * size, an unreadable page, a missing layout item) stop or skip with a
- * reason instead of crashing or running away. The layout values here are
+ * reason instead of crashing or running away. The memory scan
+ * (rubyvm/memory_scan.c) finds the same objects in the same memory
+ * without the page list, and says when its bound or unreadable memory
+ * cut it short. The layout values here are
  * this test's own, not CRuby's. */
 #include <stdlib.h>
 #include <string.h>
@@ -126,6 +129,28 @@ static void build_no_typed_flag(struct rv_session *s)
 	put(p1 + 120, 0x0c, 8), put(p1 + 136, TYPE, 8);
 }
 
+/* The test memory as the target's writable regions: one, or (limit
+ * past MEM_SIZE) one reaching beyond what can be read. */
+static uint64_t region_end = BASE + MEM_SIZE;
+
+static bool next_region(const void *priv, uint64_t addr, uint64_t *start,
+			uint64_t *end)
+{
+	(void)priv;
+	if (addr >= region_end)
+		return false;
+	*start = BASE;
+	*end = region_end;
+	return true;
+}
+
+static void memory_scan(struct rv_session *s, struct rv_heap_scan *scan)
+{
+	struct cs_error *err = rv_memory_find_typed_data(s, TYPE, scan);
+	CHECK(!err, "scan failed: %s", err ? err->message : "");
+	cs_error_destroy(err);
+}
+
 static void walk(struct rv_session *s, struct rv_heap_scan *scan)
 {
 	struct cs_error *err = rv_heap_find_typed_data(s, BASE, TYPE, scan);
@@ -234,6 +259,30 @@ int main(void)
 	      "modular GC: %zu found, error %s", scan.count,
 	      scan.error ? scan.error : "none");
 	rv_heap_scan_free(&scan);
+	/* ... walked with the library's layout once the session has it */
+	struct rv_layout gc = s.layout;
+	CHECK(!rv_session_set_gc_module(&s, &gc, "/lib/librubygc.x.so", NULL),
+	      "set_gc_module failed");
+	walk(&s, &scan);
+	CHECK(scan.count == 2 && !scan.error,
+	      "modular GC with its layout: %zu found, error %s", scan.count,
+	      scan.error ? scan.error : "none");
+	rv_heap_scan_free(&scan);
+	/* ... and a library without heap pages (MMTk) cannot be walked */
+	gc.items[RVL_objspace_sorted].source = RV_MISSING;
+	CHECK(!rv_session_set_gc_module(&s, &gc, "/lib/librubygc.x.so", NULL),
+	      "set_gc_module failed");
+	walk(&s, &scan);
+	CHECK(scan.count == 0 && scan.unwalkable &&
+		      says(&scan, "librubygc.x.so lacks 'objspace_sorted'"),
+	      "GC library without pages: %zu found, error %s", scan.count,
+	      scan.error ? scan.error : "none");
+	rv_heap_scan_free(&scan);
+	free(s.gc_library);
+	free(s.gc_why);
+	s.gc_library = s.gc_why = NULL;
+	s.gc_layout = false;
+	member(&s, RVL_objspace_sorted, 0, 8);
 	put(BASE + 0x708, 0, 1); /* built modular, running the default GC */
 	walk(&s, &scan);
 	CHECK(scan.count == 2 && !scan.error,
@@ -286,6 +335,61 @@ int main(void)
 	walk(&s, &scan);
 	CHECK(scan.count == 0 && says(&scan, "typeddata_type"),
 	      "missing layout item: %zu found, error %s", scan.count,
+	      scan.error ? scan.error : "none");
+	rv_heap_scan_free(&scan);
+
+	/* The memory scan finds the same objects without the page list:
+	 * the type word matches elsewhere too (a String, an untyped T_DATA,
+	 * the page list's own bytes are no T_DATA) and is not believed. */
+	build(&s);
+	s.regions = (struct cs_writable_regions){.next = next_region};
+	put(BASE + 0x100, 0xdead0000, 8); /* no page list to walk */
+	memory_scan(&s, &scan);
+	CHECK(scan.count == 2 && !scan.error && !scan.not_begun &&
+		      scan.found[0].object == BASE + 0x1000 &&
+		      scan.found[0].data == 0xaaa1 &&
+		      scan.found[1].object == BASE + 0x2050 &&
+		      scan.found[1].data == 0xaaa2 && scan.bytes == MEM_SIZE &&
+		      scan.pages == 0,
+	      "memory scan: %zu found, %llu bytes, error %s", scan.count,
+	      (unsigned long long)scan.bytes, scan.error ? scan.error : "none");
+	rv_heap_scan_free(&scan);
+
+	build_no_typed_flag(&s);
+	s.regions = (struct cs_writable_regions){.next = next_region};
+	memory_scan(&s, &scan);
+	CHECK(scan.count == 2 && !scan.error && scan.found[1].data == 0xaaa2,
+	      "memory scan, 4.0 RTypedData: %zu found, error %s", scan.count,
+	      scan.error ? scan.error : "none");
+	rv_heap_scan_free(&scan);
+
+	/* The bound cuts the scan short, and says so. */
+	build(&s);
+	s.regions = (struct cs_writable_regions){.next = next_region};
+	s.opts.max_scan_bytes = 0x1800;
+	memory_scan(&s, &scan);
+	CHECK(scan.count == 1 && says(&scan, "bound") && scan.bytes == 0x1800,
+	      "memory scan past its bound: %zu found, %llu bytes, error %s",
+	      scan.count, (unsigned long long)scan.bytes,
+	      scan.error ? scan.error : "none");
+	rv_heap_scan_free(&scan);
+
+	/* Memory that cannot be read is skipped page by page and named. */
+	build(&s);
+	s.regions = (struct cs_writable_regions){.next = next_region};
+	region_end = BASE + MEM_SIZE + 0x3000;
+	memory_scan(&s, &scan);
+	CHECK(scan.count == 2 && says(&scan, "12288 bytes") &&
+		      scan.bytes == MEM_SIZE,
+	      "memory scan with unreadable pages: %zu found, error %s",
+	      scan.count, scan.error ? scan.error : "none");
+	rv_heap_scan_free(&scan);
+	region_end = BASE + MEM_SIZE;
+
+	build(&s);
+	memory_scan(&s, &scan);
+	CHECK(scan.count == 0 && scan.not_begun && says(&scan, "list"),
+	      "memory scan without regions: %zu found, error %s", scan.count,
 	      scan.error ? scan.error : "none");
 	rv_heap_scan_free(&scan);
 

@@ -291,6 +291,18 @@ void test_unpaused(void)
 	err = cs_live_read(live, 0x10, buf, 8);
 	CHECK(err && err->code == CS_ERR_FAULT, "unmapped read unpaused");
 	cs_error_destroy(err);
+	/* Its writable memory holds the pattern (malloc'd), not its code
+	 * (the child is a fork: pattern_byte is where it is here). */
+	uint64_t start = 0, end = 0, code = (uint64_t)(uintptr_t)&pattern_byte;
+	CHECK(cs_live_writable_next(live, c.pattern, &start, &end) &&
+		      start <= c.pattern && c.pattern < end,
+	      "pattern at 0x%llx not in a writable region (0x%llx-0x%llx)",
+	      (unsigned long long)c.pattern, (unsigned long long)start,
+	      (unsigned long long)end);
+	CHECK(!cs_live_writable_next(live, code, &start, &end) || start > code,
+	      "code at 0x%llx in a writable region 0x%llx-0x%llx",
+	      (unsigned long long)code, (unsigned long long)start,
+	      (unsigned long long)end);
 	CHECK(ping(&c), "child does not answer while read unpaused");
 	cs_live_close(live);
 	CHECK(ping(&c), "child does not answer after unpaused close");
