@@ -18,8 +18,9 @@
 /* Bump on compatible additions (new fields); 1: fibers; 5: "crash";
  * 6: "gc"; 7: each thread's "exception"; 8: each frame's "stable";
  * 9: the exception's "message" and "message_error", the crash's
- * "exception"; 10: each Ruby frame's "locals" with --locals. */
-#define CS_JSON_SCHEMA_MINOR 10
+ * "exception"; 10: each Ruby frame's "locals" with --locals; 11: each
+ * native frame's "jit" and "found_by" with --native. */
+#define CS_JSON_SCHEMA_MINOR 11
 
 struct cs_report {
 	const char *core_path; /* NULL for a live process */
