@@ -414,7 +414,7 @@ static int jit_at(const struct unwind *u, uint64_t addr)
  * its stack pointer in the callee's region and not below the callee's.
  * The innermost frame, and a frame a signal interrupted, may be anywhere
  * (a jump through a bad pointer, a handler on its own stack); the latter
- * starts a new stack. Without regions (live, debugger), nothing is
+ * starts a new stack. Without regions (the debugger's), nothing is
  * checked. false, with u->cut saying why, when the frame is garbage. */
 static bool believed(struct unwind *u, Dwfl_Frame *state, uint64_t pc,
 		     bool activation)
