@@ -19,12 +19,16 @@
 #include <unistd.h>
 
 #include "../util/u64map.h"
+#include "past_jit.h"
 #include "vm_module.h"
 
 struct native_session {
 	const struct cs_memory *mem;
 	const struct cs_thread *const *threads;
 	size_t nthreads, cursor;
+	/* A thread's registers where the unwind resumes past JIT code:
+	 * what get_thread hands libdwfl for its tid, else NULL. */
+	const struct cs_thread *resume;
 };
 
 /* ---- thread callbacks ---- */
@@ -44,6 +48,22 @@ static pid_t next_thread(Dwfl *dwfl, void *arg, void **thread_argp)
 	return t->tid;
 }
 
+static bool get_thread(Dwfl *dwfl, pid_t tid, void *arg, void **thread_argp)
+{
+	(void)dwfl;
+	struct native_session *ns = arg;
+	if (ns->resume && ns->resume->tid == tid) {
+		*thread_argp = (void *)ns->resume;
+		return true;
+	}
+	for (size_t i = 0; i < ns->nthreads; i++)
+		if (ns->threads[i]->tid == tid) {
+			*thread_argp = (void *)ns->threads[i];
+			return true;
+		}
+	return false;
+}
+
 static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result,
 			void *arg)
 {
@@ -59,24 +79,29 @@ static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result,
 	return true;
 }
 
-/* x86-64 DWARF register numbers 0..16 from user_regs_struct order. */
+/* x86-64 DWARF register numbers 0..16 in user_regs_struct order. */
+#define DWARF_X86_64_REGS 17
+#define DWARF_X86_64_RBP 6
+#define DWARF_X86_64_RSP 7
+#define DWARF_X86_64_RIP 16
+static const enum cs_reg dwarf_order[DWARF_X86_64_REGS] = {
+	CS_REG_RAX, CS_REG_RDX, CS_REG_RCX, CS_REG_RBX, CS_REG_RSI, CS_REG_RDI,
+	CS_REG_RBP, CS_REG_RSP, CS_REG_R8,  CS_REG_R9,  CS_REG_R10, CS_REG_R11,
+	CS_REG_R12, CS_REG_R13, CS_REG_R14, CS_REG_R15, CS_REG_RIP,
+};
+
 static bool set_initial_registers(Dwfl_Thread *thread, void *thread_arg)
 {
 	const struct cs_thread *t = thread_arg;
-	static const enum cs_reg order[17] = {
-		CS_REG_RAX, CS_REG_RDX, CS_REG_RCX, CS_REG_RBX, CS_REG_RSI,
-		CS_REG_RDI, CS_REG_RBP, CS_REG_RSP, CS_REG_R8,  CS_REG_R9,
-		CS_REG_R10, CS_REG_R11, CS_REG_R12, CS_REG_R13, CS_REG_R14,
-		CS_REG_R15, CS_REG_RIP,
-	};
-	Dwarf_Word regs[17];
-	for (size_t i = 0; i < 17; i++)
-		regs[i] = t->regs[order[i]];
-	return dwfl_thread_state_registers(thread, 0, 17, regs);
+	Dwarf_Word regs[DWARF_X86_64_REGS];
+	for (size_t i = 0; i < DWARF_X86_64_REGS; i++)
+		regs[i] = t->regs[dwarf_order[i]];
+	return dwfl_thread_state_registers(thread, 0, DWARF_X86_64_REGS, regs);
 }
 
 static const Dwfl_Thread_Callbacks thread_callbacks = {
 	.next_thread = next_thread,
+	.get_thread = get_thread,
 	.memory_read = memory_read,
 	.set_initial_registers = set_initial_registers,
 };
@@ -328,11 +353,15 @@ static void symbolize(Dwfl *dwfl, struct u64map *cache, uint64_t pc,
 struct raw_frame {
 	uint64_t pc, sp;
 	int activation;
+	int jit; /* index of the JIT region its code lies in, or -1 */
+	enum cs_native_found_by found_by;
 };
 
 struct unwind {
 	Dwfl *dwfl;
 	const struct cs_target *img;
+	const struct cs_memory *mem;
+	struct native_session *ns;
 	struct cs_native_stacks *out;
 	const struct cs_thread *const *threads;
 	size_t max_frames;
@@ -345,9 +374,39 @@ struct unwind {
 	uint64_t last_sp;
 	char cut[128];    /* why the unwind was cut, when it was */
 	bool stack_ended; /* ... or it met a return address of 0 */
+	const struct cs_jit_region *jits;
+	size_t njits;
+	/* The registers of the JIT frame the unwind stopped at */
+	Dwarf_Word jit_regs[DWARF_X86_64_REGS];
+	bool jit_known[DWARF_X86_64_REGS];
+	/* The unwind resumed past JIT code: its first frame's pc is one
+	 * byte into the call that entered JIT code (so that libdwfl takes
+	 * the call's CFI), and it was found so. */
+	bool segment_first;
+	enum cs_native_found_by segment_how;
+	struct cs_past_jit *past; /* the way past the last JIT frame */
 };
 
-#define DWARF_X86_64_RSP 7
+#define CB_FRAME_LIMIT (DWARF_CB_ABORT + 1)
+#define CB_CUT (DWARF_CB_ABORT + 2)
+#define CB_STACK_END (DWARF_CB_ABORT + 3)
+#define CB_JIT (DWARF_CB_ABORT + 4)
+
+/* The JIT region holding code at addr, or -1. */
+static int jit_at(const struct unwind *u, uint64_t addr)
+{
+	for (size_t i = 0; i < u->njits; i++) {
+		if (addr < u->jits[i].start || addr >= u->jits[i].end)
+			continue;
+		struct cs_region r;
+		const struct cs_target *img = u->img;
+		if (img->ops->region_of &&
+		    (!img->ops->region_of(img->priv, addr, &r) || !r.exec))
+			return -1;
+		return (int)i;
+	}
+	return -1;
+}
 
 /* A frame the unwinder reached is believed only if it is code on the
  * stack its callee ran on: its return address in a module or an
@@ -355,7 +414,7 @@ struct unwind {
  * its stack pointer in the callee's region and not below the callee's.
  * The innermost frame, and a frame a signal interrupted, may be anywhere
  * (a jump through a bad pointer, a handler on its own stack); the latter
- * starts a new stack. Without regions (live, debugger), nothing is
+ * starts a new stack. Without regions (the debugger's), nothing is
  * checked. false, with u->cut saying why, when the frame is garbage. */
 static bool believed(struct unwind *u, Dwfl_Frame *state, uint64_t pc,
 		     bool activation)
@@ -402,18 +461,119 @@ static int on_frame(Dwfl_Frame *state, void *arg)
 	bool activation;
 	if (!dwfl_frame_pc(state, &pc, &activation))
 		return DWARF_CB_ABORT;
+	enum cs_native_found_by how = CS_FOUND_BY_CFI;
+	if (u->segment_first) { /* a return address, see struct unwind */
+		u->segment_first = false;
+		pc++;
+		activation = false;
+		how = u->segment_how;
+	}
 	if (u->nraw == u->max_frames)
-		return DWARF_CB_ABORT + 1; /* the limit, told apart below */
+		return CB_FRAME_LIMIT; /* the limit, told apart below */
 	if (!believed(u, state, pc, activation))
-		return u->stack_ended ? DWARF_CB_ABORT + 3  /* done */
-				      : DWARF_CB_ABORT + 2; /* u->cut: why */
+		return u->stack_ended ? CB_STACK_END : CB_CUT; /* u->cut: why */
 	Dwarf_Word sp;
-	u->raw[u->nraw].pc = pc;
-	u->raw[u->nraw].sp =
-		dwfl_frame_reg(state, DWARF_X86_64_RSP, &sp) == 0 ? sp : 0;
-	u->raw[u->nraw].activation = activation;
-	u->nraw++;
-	return DWARF_CB_OK;
+	struct raw_frame *f = &u->raw[u->nraw++];
+	f->pc = pc;
+	f->sp = dwfl_frame_reg(state, DWARF_X86_64_RSP, &sp) == 0 ? sp : 0;
+	f->activation = activation;
+	f->found_by = how;
+	f->jit = jit_at(u, activation ? pc : pc - 1);
+	if (f->jit < 0)
+		return DWARF_CB_OK;
+	/* JIT code has no CFI: past_jit.h finds the way on */
+	for (unsigned r = 0; r < DWARF_X86_64_REGS; r++)
+		u->jit_known[r] = dwfl_frame_reg(state, r, &u->jit_regs[r]) ==
+				  0;
+	u->jit_regs[DWARF_X86_64_RIP] = pc;
+	u->jit_known[DWARF_X86_64_RIP] = true;
+	return CB_JIT;
+}
+
+static bool module_code(void *arg, uint64_t addr)
+{
+	const struct unwind *u = arg;
+	const struct cs_target *img = u->img;
+	struct cs_region r;
+	/* gcore leaves a module's text out of the core: no region then */
+	return dwfl_addrmodule(u->dwfl, addr) &&
+	       (!img->ops->region_of ||
+		!img->ops->region_of(img->priv, addr, &r) || r.exec);
+}
+
+static int jit_code(void *arg, uint64_t addr)
+{
+	return jit_at(arg, addr);
+}
+
+/* Without regions, the stack a scan may read: this much above sp. */
+#define STACK_WITHOUT_REGIONS (8u << 20)
+
+/* The unwind stopped at a JIT frame (the last raw frame): find the code
+ * that entered it (past_jit.h), add the JIT frames on the way and unwind
+ * on from there. libdwfl's return code, or CB_JIT_STUCK with why. */
+#define CB_JIT_STUCK (DWARF_CB_ABORT + 5)
+static int go_past_jit(struct unwind *u, pid_t tid, char *why, size_t len)
+{
+	const struct raw_frame *j = &u->raw[u->nraw - 1];
+	const struct cs_jit_region *region = &u->jits[j->jit];
+	uint64_t sp = u->jit_regs[DWARF_X86_64_RSP];
+	struct cs_region stack;
+	const struct cs_target *img = u->img;
+	if (!u->jit_known[DWARF_X86_64_RSP] || !img->ops->region_of ||
+	    !img->ops->region_of(img->priv, sp, &stack))
+		stack = (struct cs_region){.start = sp,
+					   .end = sp + STACK_WITHOUT_REGIONS};
+	struct cs_past_jit_env env = {
+		.mem = u->mem,
+		.module_code = module_code,
+		.jit_code = jit_code,
+		.ctx = u,
+		.stack_lo = stack.start,
+		.stack_hi = stack.end,
+	};
+	char reason[160] = "its stack pointer is not known";
+	if (!u->jit_known[DWARF_X86_64_RSP] ||
+	    !cs_past_jit_find(&env, sp, u->jit_regs[DWARF_X86_64_RBP],
+			      u->jit_known[DWARF_X86_64_RBP], u->past, reason,
+			      sizeof(reason))) {
+		snprintf(why, len, "unwinding stopped in %s code at 0x%llx: %s",
+			 region->jit, (unsigned long long)j->pc, reason);
+		return CB_JIT_STUCK;
+	}
+	const struct cs_past_jit *p = u->past;
+	for (size_t i = 0; i < p->nframes; i++) {
+		if (u->nraw == u->max_frames)
+			return CB_FRAME_LIMIT;
+		u->raw[u->nraw++] = (struct raw_frame){
+			.pc = p->frames[i].pc,
+			.sp = p->frames[i].sp,
+			.jit = p->frames[i].jit,
+			.found_by = CS_FOUND_BY_FRAME_POINTER};
+		u->last_sp = p->frames[i].sp;
+	}
+	/* The caller's registers: %rip, %rsp and %rbp as found, the others
+	 * as the JIT frame has them (its CFI needs only those three to find
+	 * the frames past it). */
+	struct cs_thread resume = {.tid = tid};
+	for (size_t i = 0; i < u->out->nthreads; i++)
+		if (u->threads[i]->tid == tid)
+			resume = *u->threads[i];
+	for (size_t r = 0; r < DWARF_X86_64_REGS; r++)
+		resume.regs[dwarf_order[r]] = u->jit_known[r] ? u->jit_regs[r]
+							      : 0;
+	resume.regs[CS_REG_RIP] = p->pc - 1;
+	resume.regs[CS_REG_RSP] = p->sp;
+	resume.regs[CS_REG_RBP] = p->fp;
+	u->ns->resume = &resume;
+	u->segment_first = true;
+	u->segment_how = p->how == CS_PAST_JIT_FRAME_POINTER
+				 ? CS_FOUND_BY_FRAME_POINTER
+				 : CS_FOUND_BY_SCAN;
+	int rc = dwfl_getthread_frames(u->dwfl, tid, on_frame, u);
+	u->ns->resume = NULL;
+	u->segment_first = false;
+	return rc;
 }
 
 /* Did the unwind reach a thread's first function (_start, clone3)? */
@@ -454,9 +614,16 @@ static int on_thread(Dwfl_Thread *thread, void *arg)
 	u->stack_known = false;
 	u->stack_ended = false;
 	int rc = dwfl_thread_getframes(thread, on_frame, u);
-	if (rc == DWARF_CB_ABORT + 1)
+	char stuck[320];
+	/* each time past JIT code adds a frame: bounded by max_frames */
+	while (rc == CB_JIT)
+		rc = go_past_jit(u, tid, stuck, sizeof(stuck));
+	if (rc == CB_FRAME_LIMIT)
 		t->truncated = 1;
-	else if (rc == DWARF_CB_ABORT + 2) {
+	else if (rc == CB_JIT_STUCK) {
+		if (!(t->error = strdup(stuck)))
+			t->error = NULL;
+	} else if (rc == CB_CUT) {
 		t->cut = 1;
 		if (asprintf(&t->error, "unwinding cut after %zu frames: %s",
 			     u->nraw, u->cut) < 0)
@@ -477,12 +644,23 @@ static int on_thread(Dwfl_Thread *thread, void *arg)
 			handler_end = i;
 	for (size_t i = 0; i < u->nraw && l.n < l.max; i++) {
 		size_t first = l.n;
-		symbolize(u->dwfl, &u->cache, u->raw[i].pc,
-			  u->raw[i].activation, &l);
+		const struct raw_frame *r = &u->raw[i];
+		if (r->jit >= 0) {
+			struct cs_native_frame *f = frame_push(&l);
+			if (!f)
+				break;
+			f->pc = r->pc;
+			f->jit = u->jits[r->jit].jit;
+			f->jit_start = u->jits[r->jit].start;
+			f->jit_end = u->jits[r->jit].end;
+		} else {
+			symbolize(u->dwfl, &u->cache, r->pc, r->activation, &l);
+		}
 		for (size_t k = first; k < l.n; k++) {
-			l.frames[k].sp = u->raw[i].sp;
+			l.frames[k].sp = r->sp;
 			l.frames[k].interrupted = interrupted(u, i);
 			l.frames[k].handler = i < handler_end;
+			l.frames[k].found_by = r->found_by;
 		}
 	}
 	t->frames = l.frames;
@@ -512,21 +690,30 @@ struct cs_error *
 cs_native_unwind(const struct cs_target *img, const struct cs_memory *mem,
 		 const struct cs_thread *const *threads, size_t nthreads,
 		 const char *const *debug_dirs, size_t max_frames,
+		 const struct cs_jit_region *jits, size_t njits,
 		 struct cs_native_stacks **ret)
 {
 	*ret = NULL;
 	struct cs_native_stacks *out = calloc(1, sizeof(*out));
 	char *debuginfo_path = debuginfo_path_of(debug_dirs);
+	struct native_session ns = {
+		.mem = mem, .threads = threads, .nthreads = nthreads};
 	struct unwind u = {.img = img,
+			   .mem = mem,
+			   .ns = &ns,
 			   .out = out,
 			   .threads = threads,
+			   .jits = jits,
+			   .njits = jits ? njits : 0,
 			   .max_frames = max_frames ? max_frames : 1};
 	u.raw = calloc(u.max_frames, sizeof(*u.raw));
+	u.past = malloc(sizeof(*u.past));
 	if (out)
 		out->threads = calloc(nthreads + 1, sizeof(*out->threads));
-	if (!out || !debuginfo_path || !u.raw || !out->threads) {
+	if (!out || !debuginfo_path || !u.raw || !u.past || !out->threads) {
 		free(debuginfo_path);
 		free(u.raw);
+		free(u.past);
 		cs_native_destroy(out);
 		return &cs_error_nomem;
 	}
@@ -538,8 +725,6 @@ cs_native_unwind(const struct cs_target *img, const struct cs_memory *mem,
 		.find_debuginfo = dwfl_standard_find_debuginfo,
 		.debuginfo_path = &debuginfo_path,
 	};
-	struct native_session ns = {
-		.mem = mem, .threads = threads, .nthreads = nthreads};
 	struct cs_error *err = NULL;
 	Dwfl *dwfl = dwfl_begin(&callbacks);
 	if (!dwfl) {
@@ -570,6 +755,7 @@ done:
 		dwfl_end(dwfl);
 	free(debuginfo_path);
 	free(u.raw);
+	free(u.past);
 	u64map_free(&u.cache, free_cached);
 	if (err) {
 		cs_native_destroy(out);
@@ -590,6 +776,18 @@ void cs_native_destroy(struct cs_native_stacks *s)
 	}
 	free(s->threads);
 	free(s);
+}
+
+const char *cs_native_found_by_name(enum cs_native_found_by how)
+{
+	switch (how) {
+	case CS_FOUND_BY_FRAME_POINTER:
+		return "frame_pointer";
+	case CS_FOUND_BY_SCAN:
+		return "stack_scan";
+	default:
+		return "cfi";
+	}
 }
 
 const struct cs_native_thread *

@@ -18,6 +18,23 @@
 #include "../target/core.h"
 #include "../target/target.h"
 
+/* Code a JIT generated (jit_regions.h): it has no CFI and no symbols. */
+struct cs_jit_region {
+	uint64_t start, end;
+	const char *jit; /* "yjit", "zjit" or "jit" (static) */
+};
+
+/* How a frame was found: by its callee's CFI, as any; past JIT code
+ * (past_jit.h), by the JIT code's frame-pointer chain or by the return
+ * address above the JIT frame. */
+enum cs_native_found_by {
+	CS_FOUND_BY_CFI,
+	CS_FOUND_BY_FRAME_POINTER,
+	CS_FOUND_BY_SCAN,
+};
+/* "cfi", "frame_pointer", "stack_scan" */
+const char *cs_native_found_by_name(enum cs_native_found_by how);
+
 struct cs_native_frame {
 	uint64_t pc;         /* as unwound: a return address past frame 0 */
 	uint64_t func_start; /* the function's entry (ELF symbol); 0 unknown */
@@ -34,6 +51,11 @@ struct cs_native_frame {
 	/* It runs in a signal handler: inside the outermost interrupted
 	 * frame, the trampoline included. */
 	int handler;
+	/* It runs JIT code: which JIT's (static; function, file and module
+	 * are then NULL) and the region of the JIT's memory it lies in. */
+	const char *jit;
+	uint64_t jit_start, jit_end;
+	enum cs_native_found_by found_by;
 };
 
 struct cs_native_thread {
@@ -55,11 +77,14 @@ struct cs_native_stacks {
 
 /* Unwind threads[0..nthreads) (registers as in a core's NT_PRSTATUS) of
  * the process img describes, reading memory through mem. debug_dirs as
- * for dw_module_open (may be NULL). At most max_frames per thread. */
+ * for dw_module_open (may be NULL). At most max_frames per thread. A
+ * frame whose code lies in one of jits[0..njits) is JIT code, and the
+ * unwind goes on past it as past_jit.h says. */
 struct cs_error *
 cs_native_unwind(const struct cs_target *img, const struct cs_memory *mem,
 		 const struct cs_thread *const *threads, size_t nthreads,
 		 const char *const *debug_dirs, size_t max_frames,
+		 const struct cs_jit_region *jits, size_t njits,
 		 struct cs_native_stacks **ret);
 void cs_native_destroy(struct cs_native_stacks *s);
 

@@ -27,10 +27,14 @@ static void signal_text(FILE *out, const struct cs_siginfo *si)
 		fprintf(out, " (code %d)", si->code);
 }
 
-/* "in crashtest.so: ct_segv at crashtest.c:35" */
+/* "in crashtest.so: ct_segv at crashtest.c:35", "in yjit code" */
 static void where_text(FILE *out, const struct cs_native_frame *at,
 		       const struct cs_native_frame *function)
 {
+	if (at->jit) {
+		fprintf(out, "%s code", at->jit);
+		return;
+	}
 	fprintf(out, "%s: %s", function->module ? function->module : "?",
 		at->function ? at->function : "??");
 	if (at->file)
@@ -142,6 +146,7 @@ static void where_json(struct json *j, const char *key,
 	json_string(j, "module", function->module);
 	json_string(j, "outer_function", function->function);
 	json_hex_string(j, "pc", at->pc);
+	json_string(j, "jit", at->jit);
 	json_end_object(j);
 }
 

@@ -148,6 +148,16 @@ static void native_frame(struct json *j, const struct cs_native_frame *f)
 	json_string(j, "pc", pc);
 	json_bool(j, "inlined", f->inlined);
 	json_bool(j, "handler", f->handler);
+	if (f->jit) {
+		json_begin_object(j, "jit");
+		json_string(j, "name", f->jit);
+		json_hex_string(j, "region_start", f->jit_start);
+		json_hex_string(j, "region_end", f->jit_end);
+		json_end_object(j);
+	} else {
+		json_null(j, "jit");
+	}
+	json_string(j, "found_by", cs_native_found_by_name(f->found_by));
 }
 
 static void native_frames(struct json *j, const char *key,

@@ -148,8 +148,22 @@ static void stack(FILE *out, const struct rv_process *p, const char *error,
 /* --native: native frames, merged stacks, threads that run no Ruby. */
 static void native_frame(FILE *out, const struct cs_native_frame *f)
 {
-	fprintf(out, "    [native%s%s] %s", f->inlined ? ", inlined" : "",
-		f->handler ? ", handler" : "",
+	/* past JIT code, which has no CFI: found another way */
+	const char *found = f->found_by == CS_FOUND_BY_FRAME_POINTER
+				    ? ", found by frame pointer"
+			    : f->found_by == CS_FOUND_BY_SCAN
+				    ? ", found by stack scan"
+				    : "";
+	if (f->jit) {
+		fprintf(out,
+			"    [JIT%s] %s code  (0x%llx, in 0x%llx-0x%llx)\n",
+			found, f->jit, (unsigned long long)f->pc,
+			(unsigned long long)f->jit_start,
+			(unsigned long long)f->jit_end);
+		return;
+	}
+	fprintf(out, "    [native%s%s%s] %s", f->inlined ? ", inlined" : "",
+		f->handler ? ", handler" : "", found,
 		f->function ? f->function : "??");
 	if (f->file)
 		fprintf(out, " at %s:%d", f->file, f->line);

@@ -19,8 +19,9 @@
  * 6: "gc"; 7: each thread's "exception"; 8: each frame's "stable";
  * 9: the exception's "message" and "message_error", the crash's
  * "exception"; 10: each Ruby frame's "locals" with --locals; 11: the
- * heap's "found_by" and "note", the GC's "library". */
-#define CS_JSON_SCHEMA_MINOR 11
+ * heap's "found_by" and "note", the GC's "library"; 12: each native
+ * frame's "jit" and "found_by" with --native. */
+#define CS_JSON_SCHEMA_MINOR 12
 
 struct cs_report {
 	const char *core_path; /* NULL for a live process */

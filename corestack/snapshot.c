@@ -7,7 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../rubyvm/jit.h"
 #include "../target/crash_signal.h"
+#include "jit_regions.h"
 #include "pthread_tid.h"
 
 /* Is tid one of the process's kernel threads? */
@@ -51,12 +53,23 @@ static int64_t *glibc_tids_of(const struct cs_snapshot_options *o,
  * failure a warning (the caller owns it) and the Ruby stacks go on alone. */
 static char *unwind_native(const struct cs_snapshot_options *o,
 			   const struct cs_target *t,
-			   const struct cs_memory *mem, int64_t crash_tid,
+			   struct rv_session *session,
+			   const struct rv_process *proc, int64_t crash_tid,
 			   struct cs_native_stacks **ret)
 {
-	const struct cs_thread **threads = cs_target_threads(t);
-	if (!threads)
+	const struct cs_memory *mem = rv_session_memory(session);
+	/* where JIT code lies: it has no CFI (native.h) */
+	struct rv_jit jit;
+	rv_snapshot_jit(session, proc, &jit);
+	struct cs_jit_region *jits = NULL;
+	size_t njits = 0;
+	struct cs_error *err = cs_jit_regions(t, &jit, &jits, &njits);
+	const struct cs_thread **threads = err ? NULL : cs_target_threads(t);
+	cs_error_destroy(err);
+	if (!threads) {
+		free(jits);
 		return strdup("native stacks: out of memory");
+	}
 	size_t n = cs_target_thread_count(t);
 	for (size_t i = 0; crash_tid >= 0 && i < n; i++)
 		if (threads[i]->tid == crash_tid) {
@@ -68,9 +81,10 @@ static char *unwind_native(const struct cs_snapshot_options *o,
 	/* a front end that shows no native frames may set no limit */
 	size_t max = o->max_native_frames ? o->max_native_frames
 					  : CS_SNAPSHOT_CRASH_FRAMES;
-	struct cs_error *err =
-		cs_native_unwind(t, mem, threads, n, o->debug_dirs, max, ret);
+	err = cs_native_unwind(t, mem, threads, n, o->debug_dirs, max, jits,
+			       njits, ret);
 	free(threads);
+	free(jits);
 	char *msg = NULL;
 	if (err && asprintf(&msg, "native stacks: %s", err->message) < 0)
 		msg = NULL;
@@ -188,9 +202,11 @@ struct cs_error *cs_snapshot_take(const struct cs_target *t, struct cs_ruby *r,
 	const struct cs_siginfo *si = cs_crash_signal(cs_target_siginfo(t));
 	int64_t crash_tid = si ? cs_target_crash_tid(t) : -1;
 	if (o->native) /* before a live process runs again */
-		s->native_warning = unwind_native(o, t, mem, -1, &s->native);
+		s->native_warning =
+			unwind_native(o, t, session, s->proc, -1, &s->native);
 	else if (crash_tid >= 0 && t->dump) /* for the crash summary */
-		free(unwind_native(o, t, mem, crash_tid, &s->crash_native));
+		free(unwind_native(o, t, session, s->proc, crash_tid,
+				   &s->crash_native));
 	/* The snapshot is taken: let a live process run again before the
 	 * report is written. */
 	cs_target_release(t);

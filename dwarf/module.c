@@ -454,8 +454,10 @@ struct cs_error *dw_module_dwarf(struct dw_module *mod, Dwarf **ret)
 	return NULL;
 }
 
+/* objects_only: a data object's symbol (STT_OBJECT), not a function's of
+ * the same name. */
 static int lookup_in_symtab(Elf *elf, Elf64_Word type, const char *name,
-			    uint64_t *addr, uint64_t *size)
+			    int objects_only, uint64_t *addr, uint64_t *size)
 {
 	Elf_Scn *scn = NULL;
 	while ((scn = elf_nextscn(elf, scn))) {
@@ -470,7 +472,9 @@ static int lookup_in_symtab(Elf *elf, Elf64_Word type, const char *name,
 		for (size_t i = 0; i < n; i++) {
 			GElf_Sym sym;
 			if (!gelf_getsym(data, (int)i, &sym) ||
-			    sym.st_shndx == SHN_UNDEF)
+			    sym.st_shndx == SHN_UNDEF ||
+			    (objects_only &&
+			     GELF_ST_TYPE(sym.st_info) != STT_OBJECT))
 				continue;
 			const char *s =
 				elf_strptr(elf, shdr.sh_link, sym.st_name);
@@ -485,16 +489,31 @@ static int lookup_in_symtab(Elf *elf, Elf64_Word type, const char *name,
 	return 0;
 }
 
-struct cs_error *dw_module_symbol(struct dw_module *mod, const char *name,
-				  uint64_t *addr, uint64_t *size)
+static struct cs_error *symbol(struct dw_module *mod, const char *name,
+			       int objects_only, uint64_t *addr, uint64_t *size)
 {
-	if (lookup_in_symtab(mod->elf, SHT_SYMTAB, name, addr, size) ||
+	if (lookup_in_symtab(mod->elf, SHT_SYMTAB, name, objects_only, addr,
+			     size) ||
 	    (mod->debug_elf && mod->debug_elf != mod->elf &&
-	     lookup_in_symtab(mod->debug_elf, SHT_SYMTAB, name, addr, size)) ||
-	    lookup_in_symtab(mod->elf, SHT_DYNSYM, name, addr, size))
+	     lookup_in_symtab(mod->debug_elf, SHT_SYMTAB, name, objects_only,
+			      addr, size)) ||
+	    lookup_in_symtab(mod->elf, SHT_DYNSYM, name, objects_only, addr,
+			     size))
 		return NULL;
 	return cs_error_create(CS_ERR_LOOKUP, "%s: no symbol '%s'", mod->path,
 			       name);
+}
+
+struct cs_error *dw_module_symbol(struct dw_module *mod, const char *name,
+				  uint64_t *addr, uint64_t *size)
+{
+	return symbol(mod, name, 0, addr, size);
+}
+
+struct cs_error *dw_module_object_symbol(struct dw_module *mod,
+					 const char *name, uint64_t *addr)
+{
+	return symbol(mod, name, 1, addr, NULL);
 }
 
 int dw_module_has_string(struct dw_module *mod, const char *text)

@@ -55,6 +55,10 @@ void dw_module_build_id_hex(const struct dw_module *mod, char *buf);
  * link-time addresses. CS_ERR_LOOKUP when absent. */
 struct cs_error *dw_module_symbol(struct dw_module *mod, const char *name,
 				  uint64_t *addr, uint64_t *size);
+/* The same for a data object (STT_OBJECT) only: a variable, never a
+ * function of that name. */
+struct cs_error *dw_module_object_symbol(struct dw_module *mod,
+					 const char *name, uint64_t *addr);
 
 /* 1 if the module's read-only data (.rodata) holds text at the end of a
  * NUL-terminated string (linkers keep a string that ends another only

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "../dwarf/macros.h"
+#include "../dwarf/module.h"
 #include "../dwarf/types.h"
 
 enum spec_kind {
@@ -271,11 +272,25 @@ static struct cs_error *resolve(struct dw_index *idx, int gc_only,
 			break;
 		case SPEC_VAR: {
 			int is_const;
+			uint64_t addr;
 			if (dw_index_find(idx, DW_NAME_VARIABLE, s->type, hints,
 					  scan, &die, NULL) &&
 			    variable_value(&die, &it->value, &is_const) &&
-			    !is_const)
+			    !is_const) {
 				it->source = RV_FROM_DWARF;
+				break;
+			}
+			/* A variable other code than C defines (YJIT's and
+			 * ZJIT's Rust): the units that use it only declare
+			 * it, and its own DWARF is nested in namespaces;
+			 * the symbol table has it. */
+			struct cs_error *e = dw_module_object_symbol(
+				dw_index_module(idx), s->type, &addr);
+			if (!e) {
+				it->value = (int64_t)addr;
+				it->source = RV_FROM_ELF;
+			}
+			cs_error_destroy(e);
 			break;
 		}
 		case SPEC_CONST:

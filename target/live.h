@@ -165,6 +165,11 @@ bool cs_live_writable_next(const struct cs_live *live, uint64_t addr,
 const struct cs_mapping *cs_live_mapping_of(const struct cs_live *live,
 					    uint64_t addr);
 /* Lowest mapping of a file whose basename starts with basename_prefix. */
+/* The region of /proc/PID/maps holding addr (false: none, or the file
+ * cannot be read): read when first asked for while the threads stand
+ * still, so that it shows the memory they run in. */
+bool cs_live_region_of(struct cs_live *live, uint64_t addr,
+		       struct cs_region *ret);
 const struct cs_mapping *cs_live_find_mapping(const struct cs_live *live,
 					      const char *basename_prefix);
 

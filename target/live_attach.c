@@ -86,6 +86,7 @@ void cs_live_close(struct cs_live *live)
 		free((char *)live->maps[i].path);
 	free(live->maps);
 	free(live->writable);
+	free(live->regions);
 	free(live->work);
 	free(live->threads);
 	free(live->auxv);
@@ -234,6 +235,7 @@ struct cs_error *cs_live_resume(struct cs_live *live)
 	if (live->running)
 		return NULL;
 	live->running = 1;
+	live->regions_fresh = 0;
 	struct cs_error *err = NULL;
 	/* The threads that were running first: they are the ones losing
 	 * time (see cs_live_pause). */

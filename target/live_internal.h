@@ -99,6 +99,12 @@ struct cs_live {
 	 * in address order */
 	uint64_t *writable;
 	size_t nwritable;
+	/* Every line of /proc/PID/maps, file or not (region_of): read when
+	 * first asked for, again once the threads ran (JIT code and thread
+	 * stacks come and go). */
+	struct cs_region *regions;
+	size_t nregions;
+	int regions_fresh;
 	uint64_t *auxv; /* pairs */
 	size_t auxv_count;
 	char *exe, *cmd;
@@ -140,6 +146,7 @@ int64_t cs_live_now_ms(void);
 int64_t cs_live_now_us(void);
 struct cs_error *cs_live_errno(int pid, int e, const char *what);
 struct cs_error *cs_live_read_proc(struct cs_live *live);
+struct cs_error *cs_live_read_regions(struct cs_live *live);
 void cs_live_nap(long *us);
 
 /* live_denial.c */

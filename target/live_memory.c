@@ -188,6 +188,30 @@ const struct cs_mapping *cs_live_mapping_of(const struct cs_live *live,
 	return &live->maps[lo - 1];
 }
 
+bool cs_live_region_of(struct cs_live *live, uint64_t addr,
+		       struct cs_region *ret)
+{
+	if (!live->regions_fresh) {
+		struct cs_error *err = cs_live_read_regions(live);
+		if (err) {
+			cs_error_destroy(err);
+			return false;
+		}
+	}
+	size_t lo = 0, hi = live->nregions;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (live->regions[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0 || addr >= live->regions[lo - 1].end)
+		return false;
+	*ret = live->regions[lo - 1];
+	return true;
+}
+
 const struct cs_mapping *cs_live_find_mapping(const struct cs_live *live,
 					      const char *basename_prefix)
 {

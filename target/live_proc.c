@@ -325,6 +325,51 @@ static struct cs_error *cs_live_read_maps(struct cs_live *live)
 	return NULL;
 }
 
+struct cs_error *cs_live_read_regions(struct cs_live *live)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "%s/maps", live->procdir);
+	char *text;
+	size_t len;
+	int e = cs_live_slurp(path, CS_LIVE_MAX_MAPS_BYTES, 0, &text, &len);
+	if (e)
+		return cs_live_errno(live->pid, e, "reading /proc/PID/maps");
+	size_t lines = 0;
+	for (size_t i = 0; i < len; i++)
+		lines += text[i] == '\n';
+	struct cs_region *r = calloc(lines + 1, sizeof(*r));
+	if (!r) {
+		free(text);
+		return &cs_error_nomem;
+	}
+	size_t n = 0;
+	for (char *line = text; *line;) {
+		char *next = strchr(line, '\n');
+		if (next)
+			*next++ = 0;
+		else
+			next = line + strlen(line);
+		/* start-end perms ...; the kernel lists them sorted */
+		uint64_t start, end;
+		char perms[8];
+		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s", &start, &end,
+			   perms) == 3 &&
+		    start < end && strlen(perms) >= 3 &&
+		    (n == 0 || start >= r[n - 1].end)) {
+			r[n++] = (struct cs_region){.start = start,
+						    .end = end,
+						    .exec = perms[2] == 'x'};
+		}
+		line = next;
+	}
+	free(text);
+	free(live->regions);
+	live->regions = r;
+	live->nregions = n;
+	live->regions_fresh = 1;
+	return NULL;
+}
+
 struct cs_error *cs_live_read_proc(struct cs_live *live)
 {
 	struct cs_error *err = cs_live_read_maps(live);

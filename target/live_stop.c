@@ -178,6 +178,7 @@ void cs_live_detach(struct cs_live *live)
 	if (live->attached) {
 		cs_live_release(live);
 		live->attached = 0;
+		live->regions_fresh = 0;
 	}
 	if (live->sig_installed) {
 		cs_live_sig_uninstall();

@@ -78,6 +78,12 @@ static const char *live_command(const void *p)
 	return cs_live_command(p);
 }
 
+static bool live_region_of(const void *p, uint64_t addr, struct cs_region *ret)
+{
+	/* the regions are read on first use: the cache is not the target */
+	return cs_live_region_of((struct cs_live *)p, addr, ret);
+}
+
 static void live_release(void *p)
 {
 	cs_live_detach(p);
@@ -96,8 +102,8 @@ static void live_close(void *p)
 	.mapping_of = live_mapping_of, .find_mapping = live_find_mapping,   \
 	.auxv = live_auxv, .executable = live_executable,                   \
 	.module_build_id = live_build_id, .pid = live_pid,                  \
-	.command = live_command, .release = live_release,                   \
-	.writable_next = live_writable_next
+	.command = live_command, .region_of = live_region_of,               \
+	.release = live_release, .writable_next = live_writable_next
 
 static const struct cs_target_ops live_view_ops = {LIVE_OPS};
 static const struct cs_target_ops live_owned_ops = {LIVE_OPS,

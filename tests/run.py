@@ -46,6 +46,8 @@ of tests/harness/ whose docstring names its tests and what each checks:
                              (subprocesses.py)
     RUBY/top, RUBY/top-...   top.py: corestack top in tmux
     remote/..., debuginfo/debuginfod..., RUBY/native/...  native.py
+    RUBY/jit-native/...      jit_native.py: --native past JIT code (RUBY ending in
+                             -yjit or -zjit)
     RUBY/nontfile/...        nontfile.py
     viewers/speedscope       viewers.py: a recording loaded in speedscope's web app by
                              headless Chromium
@@ -75,7 +77,7 @@ import time
 sys.dont_write_bytecode = True   # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import (bad_input, checks, cli, corrupt, crash, fibers, frame_locals,  # noqa: E402
-                     frame_reuse, gdbext, hostile,
+                     frame_reuse, gdbext, hostile, jit_native,
                      layout, many_threads, mutations, native, native_cut, nontfile, permissions,
                      procs, record, record_exits, requires, scenarios, stable_names, stale_pc,
                      subprocesses, thread_notes, top, traced, unit, viewers, yjit)
@@ -175,6 +177,7 @@ def all_tests(args, scenario_list):
     names += [n for r in rubies for n in top.test_names(r)]
     names += list(native.REMOTE_TESTS) + [n for r in rubies for n in nontfile.test_names(r)]
     names += list(native.DEBUGINFO_TESTS) + [n for r in rubies for n in native.native_test_names(r)]
+    names += [n for r in rubies for n in jit_native.test_names(r)]
     names += [n for r in rubies for n in crash.test_names(r)]
     names += [n for r in rubies for n in gdbext.ruby_tests(r, scenario_list)] + list(gdbext.BAD_TESTS)
     if gdbext.INSTALL_RUBY in rubies:
@@ -268,6 +271,7 @@ def main():
         if any(selected(n) for n in native.native_test_names(r) + nontfile.test_names(r)
                + crash.test_names(r)):
             build_anyway.add(r)
+    build_anyway |= {r for r in args.rubies if any(selected(n) for n in jit_native.test_names(r))}
     if any(selected(n) for n in viewers.TESTS) and args.rubies:
         build_anyway.add(args.rubies[0])
     if any(selected(n) for n in native.REMOTE_TESTS) and native.REMOTE_RUBY in args.rubies:
@@ -376,6 +380,7 @@ def main():
         nontfile.nontfile_tests(rep, selected, args, prefixes, workdir)
         native.debuginfo_tests(rep, selected, args, captures, workdir)
         native.native_tests(rep, selected, args, prefixes, workdir, captures)
+        jit_native.jit_native_tests(rep, selected, args, prefixes, workdir)
         crash.crash_tests(rep, selected, args, prefixes, workdir)
         gdbext.gdbext_tests(rep, selected, args, prefixes, scenario_list, workdir)
     finally:

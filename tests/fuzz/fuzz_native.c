@@ -159,8 +159,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct cs_memory mem = cs_core_memory(core);
 	const char *const no_dirs[] = {NULL};
 	struct cs_native_stacks *native = NULL;
-	struct cs_error *err =
-		cs_native_unwind(&img, &mem, threads, nt, no_dirs, 48, &native);
+	struct cs_error *err = cs_native_unwind(&img, &mem, threads, nt,
+						no_dirs, 48, NULL, 0, &native);
 	if (err) {
 		if (!err->message)
 			abort();

@@ -146,19 +146,12 @@ def plain_frames(frames):
     return [[compare.plain_label(label), path, line] for label, path, line in frames]
 
 
-def crashed_thread(res, jit=False):
+def crashed_thread(res):
     """A corestack --json run -> (report, its one crashed thread, None) or
     (None, None, why not)."""
-    rc, out, err, reason = res
-    if jit and rc == 1 and not reason:
-        # --native cannot unwind through YJIT's code, so the threads
-        # running it do not merge (the known gap of native.py's rb-bug)
-        res = (0, out, err, None)
     report, reason = native.run_json(res)
     if reason:
         return None, None, reason
-    if rc == 1 and not any(t.get("merge_error") for t in report.get("threads", [])):
-        return None, None, "exit status 1 with every thread merged"
     crashed = [t for t in report.get("threads", []) if t.get("crashed")]
     if len(crashed) != 1:
         return None, None, "%d threads marked crashed, expected 1" % len(crashed)
@@ -275,10 +268,10 @@ def check_summary_text(cr, res):
     return None
 
 
-def check_native(cr, res, jit):
+def check_native(cr, res):
     """--native: the crashed thread's frames inside the signal frame are
     the handler's, the first outside it the faulting function."""
-    _, t, reason = crashed_thread(res, jit)
+    _, t, reason = crashed_thread(res)
     if reason:
         return reason
     frames = t.get("native") or []
@@ -408,8 +401,7 @@ def crash_tests(rep, selected, args, prefixes, workdir):
                 elif check == "gc":
                     reason = check_gc(cr, run("--json"), run())
                 else:
-                    reason = check_native(cr, run("--json", "--native"),
-                                          yjit.is_yjit(ruby))
+                    reason = check_native(cr, run("--json", "--native"))
                 rep.result(n, reason)
             if not args.keep:
                 os.unlink(cr.core)

@@ -535,11 +535,7 @@ def native_tests(rep, selected, args, prefixes, workdir, captures):
     for ruby in args.rubies:
         if selected("%s/native/rb-bug" % ruby):
             cap = captures.get((ruby, "crash"))
-            if ruby.endswith("-yjit"):   # known gap, see the SKIP reason
-                rep.skip("%s/native/rb-bug" % ruby, "--native cannot unwind through "
-                         "YJIT's machine code (no CFI for it: 'No DWARF information "
-                         "found'), so threads running JIT code do not merge (issue 5)")
-            elif cap is None or isinstance(cap, procs.Failure):
+            if cap is None or isinstance(cap, procs.Failure):
                 rep.result("%s/native/rb-bug" % ruby, "setup: no %s/crash core: %s" % (ruby, cap))
             else:
                 rep.result("%s/native/rb-bug" % ruby, check_rb_bug(

@@ -139,6 +139,22 @@ void test_paused(void)
 	cs_error_destroy(err);
 	CHECK(cs_live_read(live, 0, buf, 0) == NULL, "empty read");
 
+	/* regions, from /proc/PID/maps: code, data, the unmapped page past
+	 * the edge (the child is a fork of this program: same addresses) */
+	struct cs_region r;
+	int known =
+		cs_live_region_of(live, (uint64_t)(uintptr_t)&test_paused, &r);
+	CHECK(known && r.exec && r.start <= (uint64_t)(uintptr_t)&test_paused &&
+		      (uint64_t)(uintptr_t)&test_paused < r.end,
+	      "region of code: %d exec %d", known, known && r.exec);
+	known = cs_live_region_of(live, c.pattern, &r);
+	CHECK(known && !r.exec && r.start <= c.pattern && c.pattern < r.end,
+	      "region of data: %d exec %d", known, known && r.exec);
+	CHECK(!cs_live_region_of(live, c.edge + 8, &r) &&
+		      cs_live_region_of(live, c.edge, &r) &&
+		      r.end == c.edge + 8,
+	      "regions at the edge of a mapping");
+
 	/* mappings, auxv, executable, command */
 	char exe[PATH_MAX + 1];
 	ssize_t el = readlink("/proc/self/exe", exe, PATH_MAX);

@@ -1,0 +1,74 @@
+/* Which JIT runs and where its code is, as the VM records it. See jit.h. */
+#include "jit.h"
+
+#include <string.h>
+
+#include "session.h"
+
+/* Frames of each stack looked at for code addresses: the first ones hold
+ * the JIT code a thread runs; a few suffice. */
+#define FRAMES_PER_STACK 64
+
+static void add_code(struct rv_jit *j, uint64_t addr)
+{
+	if (!addr || j->ncode == RV_JIT_MAX_CODE)
+		return;
+	for (size_t i = 0; i < j->ncode; i++)
+		if (j->code[i] == addr)
+			return;
+	j->code[j->ncode++] = addr;
+}
+
+/* A variable's value of size bytes (1 or 8), or false when the Ruby has
+ * no such variable or it cannot be read. */
+static bool read_var(struct rv_session *s, enum rv_item_id id, size_t size,
+		     uint64_t *ret)
+{
+	const struct rv_item *it = &s->layout.items[id];
+	uint64_t v = 0;
+	if (it->source == RV_MISSING ||
+	    !rv_try_read(s, s->load_bias + (uint64_t)it->value, &v, size))
+		return false;
+	*ret = v;
+	return true;
+}
+
+static void frame_code(struct rv_session *s, const struct rv_frame *f,
+		       bool yjit, struct rv_jit *j)
+{
+	uint64_t body, v;
+	if (f->iseq && RV_HAS(s, iseq_jit_entry) &&
+	    rv_try_member(s, f->iseq, RVL_iseq_body, &body) && body &&
+	    rv_try_member(s, body, RVL_iseq_jit_entry, &v))
+		add_code(j, v);
+	/* ZJIT's jit_return may point at a record, not at code */
+	if (yjit && f->cfp && rv_try_member(s, f->cfp, RVL_cfp_jit_return, &v))
+		add_code(j, v);
+}
+
+void rv_snapshot_jit(struct rv_session *s, const struct rv_process *p,
+		     struct rv_jit *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	uint64_t zjit_entry = 0, yjit_enabled = 0;
+	bool zjit_known = read_var(s, RVL_zjit_entry, 8, &zjit_entry);
+	bool yjit_known = read_var(s, RVL_yjit_enabled, 1, &yjit_enabled);
+	if (zjit_entry) {
+		ret->name = "zjit";
+		add_code(ret, zjit_entry);
+	} else if (yjit_enabled) {
+		ret->name = "yjit";
+	} else if (zjit_known || yjit_known || !RV_HAS(s, iseq_jit_entry)) {
+		return; /* no JIT runs, or nothing would tell */
+	} else {
+		ret->name = "jit"; /* none it can tell of: any jit_entry */
+	}
+	bool yjit = yjit_enabled != 0;
+	for (size_t t = 0; p && t < p->nthreads; t++) {
+		const struct rv_thread *th = &p->threads[t];
+		for (size_t i = 0; i < th->nframes && i < FRAMES_PER_STACK; i++)
+			frame_code(s, &th->frames[i], yjit, ret);
+	}
+	if (!ret->ncode)
+		ret->name = NULL;
+}
