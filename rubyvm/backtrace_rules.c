@@ -39,10 +39,10 @@ void rv_bt_rules_init(struct rv_session *s)
 	 * kept per run, and a dummy frame has no pc */
 	r->internal_as_c = RV_HAS(s, fn_bt_backpatch_loc);
 	/* location_format / oldbt_print: "in `m'" or "in 'm'" */
-	r->backtick_quotes =
-		RV_HAS(s, text_quote_backtick) ||
-		(!RV_HAS(s, text_quote_apostrophe) &&
-		 !RV_HAS(s, text_quote_apostrophe_len) && !r->owner_labels);
+	r->backtick_quotes = RV_HAS(s, text_quote_backtick) ||
+			     (!RV_HAS(s, text_quote_apostrophe) &&
+			      !RV_HAS(s, text_quote_apostrophe_len) &&
+			      !r->owner_labels);
 }
 
 bool rv_bt_is_type(struct rv_session *s, int64_t type, enum rv_item_id id)
