@@ -154,7 +154,9 @@ def check_marked(corestack, core, exe, timeout, baseline, where, reason_re, same
 
 
 def patch_pointer(cf, layout, frame):
-    cf.write(int(frame["cfp"], 16) + layout["cfp_iseq"][0], struct.pack("<Q", UNMAPPED))
+    # the frame's iseq member: iseq, or _iseq where Ruby renamed it
+    iseq_at = (layout.get("cfp_iseq") or layout["cfp_iseq_master"])[0]
+    cf.write(int(frame["cfp"], 16) + iseq_at, struct.pack("<Q", UNMAPPED))
     return r"cannot read \d+ bytes at 0x[0-9a-f]+: (not in the core|outside)"
 
 
