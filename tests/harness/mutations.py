@@ -126,7 +126,8 @@ def mutate_frame_word(rng, ctx, cf):
     lay = ctx.layout
     place = rng.choice(["iseq", "ep", "flags", "specval", "me_cref"])
     if place in ("iseq", "ep"):
-        at = cfp + lay["cfp_" + place][0]
+        # iseq is _iseq on a Ruby that renamed the member
+        at = cfp + (lay.get("cfp_" + place) or lay["cfp_" + place + "_master"])[0]
     else:
         ep = cf.u64(cfp + lay["cfp_ep"][0])
         at = ep + lay["env_index_" + place][0] * 8
