@@ -454,8 +454,10 @@ struct cs_error *dw_module_dwarf(struct dw_module *mod, Dwarf **ret)
 	return NULL;
 }
 
+/* objects_only: only a global or weak data object (a name the linker
+ * made unique in the module). */
 static int lookup_in_symtab(Elf *elf, Elf64_Word type, const char *name,
-			    uint64_t *addr, uint64_t *size)
+			    bool objects_only, uint64_t *addr, uint64_t *size)
 {
 	Elf_Scn *scn = NULL;
 	while ((scn = elf_nextscn(elf, scn))) {
@@ -471,6 +473,11 @@ static int lookup_in_symtab(Elf *elf, Elf64_Word type, const char *name,
 			GElf_Sym sym;
 			if (!gelf_getsym(data, (int)i, &sym) ||
 			    sym.st_shndx == SHN_UNDEF)
+				continue;
+			if (objects_only &&
+			    (GELF_ST_TYPE(sym.st_info) != STT_OBJECT ||
+			     (GELF_ST_BIND(sym.st_info) != STB_GLOBAL &&
+			      GELF_ST_BIND(sym.st_info) != STB_WEAK)))
 				continue;
 			const char *s =
 				elf_strptr(elf, shdr.sh_link, sym.st_name);
@@ -488,13 +495,24 @@ static int lookup_in_symtab(Elf *elf, Elf64_Word type, const char *name,
 struct cs_error *dw_module_symbol(struct dw_module *mod, const char *name,
 				  uint64_t *addr, uint64_t *size)
 {
-	if (lookup_in_symtab(mod->elf, SHT_SYMTAB, name, addr, size) ||
+	if (lookup_in_symtab(mod->elf, SHT_SYMTAB, name, false, addr, size) ||
 	    (mod->debug_elf && mod->debug_elf != mod->elf &&
-	     lookup_in_symtab(mod->debug_elf, SHT_SYMTAB, name, addr, size)) ||
-	    lookup_in_symtab(mod->elf, SHT_DYNSYM, name, addr, size))
+	     lookup_in_symtab(mod->debug_elf, SHT_SYMTAB, name, false, addr,
+			      size)) ||
+	    lookup_in_symtab(mod->elf, SHT_DYNSYM, name, false, addr, size))
 		return NULL;
 	return cs_error_create(CS_ERR_LOOKUP, "%s: no symbol '%s'", mod->path,
 			       name);
+}
+
+int dw_module_global_object(struct dw_module *mod, const char *name,
+			    uint64_t *addr)
+{
+	return lookup_in_symtab(mod->elf, SHT_DYNSYM, name, true, addr, NULL) ||
+	       lookup_in_symtab(mod->elf, SHT_SYMTAB, name, true, addr, NULL) ||
+	       (mod->debug_elf && mod->debug_elf != mod->elf &&
+		lookup_in_symtab(mod->debug_elf, SHT_SYMTAB, name, true, addr,
+				 NULL));
 }
 
 int dw_module_has_string(struct dw_module *mod, const char *text)

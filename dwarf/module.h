@@ -56,6 +56,13 @@ void dw_module_build_id_hex(const struct dw_module *mod, char *buf);
 struct cs_error *dw_module_symbol(struct dw_module *mod, const char *name,
 				  uint64_t *addr, uint64_t *size);
 
+/* 1 and the link-time address of the global (or weak) data object name
+ * in the module's symbol tables, 0 if it has none: for a variable whose
+ * definition is in debug info the name index does not read (a Rust
+ * static in a namespace). */
+int dw_module_global_object(struct dw_module *mod, const char *name,
+			    uint64_t *addr);
+
 /* 1 if the module's read-only data (.rodata) holds text at the end of a
  * NUL-terminated string (linkers keep a string that ends another only
  * once), 0 if not (or no such section). Behaviour that shows only in the

@@ -248,11 +248,19 @@ struct cs_error *rv_layout_resolve(struct dw_index *idx, struct rv_layout *l)
 			break;
 		case SPEC_VAR: {
 			int is_const;
+			uint64_t addr;
 			if (dw_index_find(idx, DW_NAME_VARIABLE, s->type, hints,
 					  scan, &die, NULL) &&
 			    variable_value(&die, &it->value, &is_const) &&
-			    !is_const)
+			    !is_const) {
 				it->source = RV_FROM_DWARF;
+			} else if (dw_module_global_object(dw_index_module(idx),
+							   s->type, &addr)) {
+				/* defined where the index does not look (a
+				 * Rust static in a namespace): the symbol */
+				it->value = (int64_t)addr;
+				it->source = RV_FROM_ELF;
+			}
 			break;
 		}
 		case SPEC_CONST:
@@ -281,7 +289,7 @@ struct cs_error *rv_layout_resolve(struct dw_index *idx, struct rv_layout *l)
 
 /* Bump when the way items are resolved changes (not their list), so that
  * layouts cached by an older corestack are resolved again. */
-#define RESOLVER_VERSION 3
+#define RESOLVER_VERSION 4
 
 /* A fingerprint of layout.def, struct rv_item and the resolver, so a
  * cached layout written by another corestack build is never read as this

@@ -35,7 +35,8 @@ enum rv_item_source {
 	RV_FROM_DWARF,    /* struct, enumerator, variable or const variable */
 	RV_FROM_MACRO,    /* .debug_macro */
 	RV_FROM_FALLBACK, /* rubyvm/fallback.c, only without .debug_macro */
-	RV_FROM_ELF,      /* the module's ELF: a string in its .rodata */
+	RV_FROM_ELF,      /* the module's ELF: a string in its .rodata, a
+			   * variable's symbol */
 };
 
 struct rv_item {
