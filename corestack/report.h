@@ -19,7 +19,7 @@
  * 6: "gc"; 7: each thread's "exception"; 8: each frame's "stable";
  * 9: the exception's "message" and "message_error", the crash's
  * "exception"; 10: each Ruby frame's "locals" with --locals. */
-#define CS_JSON_SCHEMA_MINOR 10
+#define CS_JSON_SCHEMA_MINOR 11
 
 struct cs_report {
 	const char *core_path; /* NULL for a live process */
