@@ -19,7 +19,8 @@ of tests/harness/ whose docstring names its tests and what each checks:
                              its core taken, corestack (--json, text, --pid) against
                              the oracle fixtures/oracle.rb wrote; on the same
                              captures threadstate.py (RUBY/SCENARIO/threadstate...),
-                             fibers.py (RUBY/fibers/...), yjit.py (RUBY/SCENARIO/yjit),
+                             fibers.py (RUBY/fibers/...), variants.py
+                             (RUBY/SCENARIO/yjit, .../zjit, .../box, ...),
                              stable_names.py (RUBY/rules/stable-across-processes),
                              frame_locals.py (RUBY/frames/locals...)
     bad/...                  bad_input.py: unusable input, exit 2 and one line
@@ -35,7 +36,9 @@ of tests/harness/ whose docstring names its tests and what each checks:
     RUBY/hostile/...         hostile.py
     debuginfo/build-id-dir, debuginfo/debuglink, cache/warm, limits/max-frames,
     RUBY/layout-units        layout.py
-    RUBY/running-jit-code, 3.3-yjit/..., 3.4-yjit/...  yjit.py
+    RUBY/running-jit-code, 3.3-yjit/..., 3.4-yjit/...  variants.py (run-time variants:
+                             a Ruby NAME ending in -yjit, -zjit, -yjit-env, -zjit-env,
+                             -box runs with YJIT, ZJIT, Ruby::Box on)
     RUBY/record...           record.py; with it RUBY/record-contention (contention.py),
                              RUBY/mn-threads/... (mn_threads.py), RUBY/traced/...
                              (traced.py), RUBY/many-threads/... (many_threads.py),
@@ -76,7 +79,7 @@ from harness import (bad_input, checks, cli, corrupt, crash, fibers, frame_local
                      frame_reuse, gdbext, hostile,
                      layout, many_threads, mutations, native, native_cut, nontfile, permissions,
                      procs, record, record_exits, requires, scenarios, stable_names, stale_pc,
-                     subprocesses, thread_notes, top, traced, unit, viewers, yjit)
+                     subprocesses, thread_notes, top, traced, unit, variants, viewers)
 
 RUBIES = ("2.7", "3.1", "3.3", "3.3-static", "3.3-yjit", "3.4", "3.4-yjit")
 BUILD_TIMEOUT = 3600
@@ -167,7 +170,7 @@ def all_tests(args, scenario_list):
         names += stale_pc.test_names(r) + [frame_reuse.test_name(r)] + hostile.test_names(r)
     names += list(layout.TESTS)
     names += ["%s/layout-units" % r for r in rubies]
-    names += ["%s/running-jit-code" % r for r in rubies if yjit.is_yjit(r)]
+    names += [n for r in rubies for n in variants.running_test_names(r)]
     names += [n for r in rubies for n in record.test_names(r)]
     names += list(viewers.TESTS) if rubies else []
     names += [n for r in rubies for n in top.test_names(r)]
@@ -198,7 +201,9 @@ def main():
     ap.add_argument("--ruby", action="append", default=[], metavar="NAME=PREFIX",
                     help="also run every test on a Ruby already installed under PREFIX "
                     "(with debug info), named NAME in the test names; NAME ending in "
-                    "-yjit runs it with --yjit (repeatable)")
+                    "-yjit, -zjit, -yjit-env, -zjit-env or -box runs it with YJIT, "
+                    "ZJIT (threshold 1, or switched on by RUBY_*JIT_ENABLE=1), "
+                    "RUBY_BOX=1 (tests/harness/variants.py) (repeatable)")
     ap.add_argument("-k", dest="keys", action="append", default=[], metavar="SUBSTRING",
                     help="only tests whose name contains SUBSTRING (repeatable)")
     ap.add_argument("--list", action="store_true",
@@ -327,7 +332,7 @@ def main():
                                       args.corestack, args.timeout, checks.json_report)
                         stable_names.report(rep, selected, ruby, scen, results[scen], runs,
                                             args.corestack, args.timeout,
-                                            yjit.scenario_env(ruby), rwork)
+                                            variants.scenario_env(ruby), rwork)
                         frame_locals.report(rep, selected, ruby, scen, results[scen],
                                             args.corestack, args.timeout, procs.run_tool,
                                             checks.json_report)
@@ -362,7 +367,7 @@ def main():
                 hostile.hostile_tests(rep, selected, ruby, cap, args.corestack, args.timeout)
         layout.debuginfo_tests(rep, selected, args, captures, workdir)
         layout.layout_tests(rep, selected, args, prefixes)
-        yjit.running_test(rep, selected, args.corestack, prefixes, args.timeout)
+        variants.running_test(rep, selected, args.corestack, prefixes, args.timeout)
         record.record_tests(rep, selected, args, prefixes, workdir)
         viewers.viewer_tests(rep, selected, args, prefixes, workdir)
         for ruby in args.rubies:

@@ -31,7 +31,7 @@ import re
 import shutil
 import subprocess
 
-from . import compare, native, procs, yjit
+from . import compare, native, procs, variants
 
 CRASH_DIR = os.path.join(procs.ROOT, "fixtures", "crash")
 MODES = ("segv", "raw_segv", "gc_mark", "bug", "abort")
@@ -101,7 +101,7 @@ class CrashRun:
 def run_crash(ruby, exe, mode, extdir, workdir, timeout):
     with native.extra_env({"CRASH_MODE": mode, "CRASH_EXT": extdir}):
         run = procs.Scenario(exe, os.path.join(CRASH_DIR, "crash.rb"), workdir, True,
-                             yjit.scenario_env(ruby))
+                             variants.scenario_env(ruby))
     try:
         run.wait_oracle(timeout)
         run.wait_exit(timeout)
@@ -151,7 +151,7 @@ def crashed_thread(res, jit=False):
     (None, None, why not)."""
     rc, out, err, reason = res
     if jit and rc == 1 and not reason:
-        # --native cannot unwind through YJIT's code, so the threads
+        # --native cannot unwind through JIT code (YJIT's, ZJIT's), so the threads
         # running it do not merge (the known gap of native.py's rb-bug)
         res = (0, out, err, None)
     report, reason = native.run_json(res)
@@ -408,7 +408,7 @@ def crash_tests(rep, selected, args, prefixes, workdir):
                     reason = check_gc(cr, run("--json"), run())
                 else:
                     reason = check_native(cr, run("--json", "--native"),
-                                          yjit.is_yjit(ruby))
+                                          variants.is_jit(ruby))
                 rep.result(n, reason)
             if not args.keep:
                 os.unlink(cr.core)

@@ -48,7 +48,7 @@ import time
 import urllib.error
 import urllib.request
 
-from . import compare, elfcore, procs
+from . import compare, elfcore, procs, variants
 from .bad_input import copy_prefix
 from .checks import check_oracle, check_unusable, first_line
 from .layout import split_debug
@@ -535,9 +535,9 @@ def native_tests(rep, selected, args, prefixes, workdir, captures):
     for ruby in args.rubies:
         if selected("%s/native/rb-bug" % ruby):
             cap = captures.get((ruby, "crash"))
-            if ruby.endswith("-yjit"):   # known gap, see the SKIP reason
+            if variants.is_jit(ruby):   # known gap, see the SKIP reason
                 rep.skip("%s/native/rb-bug" % ruby, "--native cannot unwind through "
-                         "YJIT's machine code (no CFI for it: 'No DWARF information "
+                         "JIT machine code (no CFI for it: 'No DWARF information "
                          "found'), so threads running JIT code do not merge (issue 5)")
             elif cap is None or isinstance(cap, procs.Failure):
                 rep.result("%s/native/rb-bug" % ruby, "setup: no %s/crash core: %s" % (ruby, cap))

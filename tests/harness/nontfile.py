@@ -38,7 +38,7 @@ import os
 import shutil
 import subprocess
 
-from . import compare, elfcore, procs, requires, yjit
+from . import compare, elfcore, procs, requires, variants
 from .checks import check_oracle, check_unusable
 from .scenarios import CRASH_TIMEOUT, ORACLE_TIMEOUT, Capture, capture_all
 from .native import copy_into_root, eu_stack, extra_env, nt_file_paths, run_json
@@ -105,7 +105,7 @@ def check_native(res, cap, eu, partial_ok):
     """The Ruby frames are the oracle's, nothing on stderr; each thread's
     native pcs (inlined frames left out) are eu-stack's."""
     rc, out, err, reason = res
-    if partial_ok and rc == 1:   # YJIT's frames do not merge, as with NT_FILE
+    if partial_ok and rc == 1:   # JIT code's frames do not merge, as with NT_FILE
         res = (0, out, err, reason)
     report, reason = run_json(res)
     if reason:
@@ -163,7 +163,7 @@ def many_mappings(ruby, exe, base, cs, timeout):
     why = requires.missing(MANY, ruby.split("-")[0])
     if why:
         return why, None
-    scen = procs.Scenario(exe, MANY, os.path.join(base, "many"), True, yjit.scenario_env(ruby))
+    scen = procs.Scenario(exe, MANY, os.path.join(base, "many"), True, variants.scenario_env(ruby))
     try:
         scen.wait_oracle(ORACLE_TIMEOUT)
         scen.wait_exit(CRASH_TIMEOUT)
@@ -223,7 +223,7 @@ def nontfile_tests(rep, selected, args, prefixes, workdir):
             rep.result(name + "lib-search-path", check_oracle(res, cap))
         if selected(name + "native"):
             res = procs.run_tool([cs, "--json", "--native"] + lib_args, timeout)
-            rep.result(name + "native", check_native(res, cap, setup.eu, ruby.endswith("-yjit")))
+            rep.result(name + "native", check_native(res, cap, setup.eu, variants.is_jit(ruby)))
         if selected(name + "kernel-core"):
             if isinstance(setup.crash, procs.Failure):
                 rep.result(name + "kernel-core", "setup: %s" % setup.crash)
