@@ -29,6 +29,7 @@ of tests/harness/ whose docstring names its tests and what each checks:
     live/no-cap-sys-ptrace...  permissions.py
     RUBY/corrupt/..., RUBY/limits/max-output  corrupt.py
     RUBY/corrupt/native-return-address  native_cut.py
+    RUBY/jit/jit-frames, RUBY/jit/corrupt-...  jit_frames.py (ZJIT's JIT frame records)
     RUBY/notes/...           thread_notes.py
     RUBY/mutations/CLASS     mutations.py (tests/mutate.py: the long run)
     RUBY/stale-pc/...        stale_pc.py
@@ -76,7 +77,7 @@ import time
 sys.dont_write_bytecode = True   # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import (bad_input, checks, cli, corrupt, crash, fibers, frame_locals,  # noqa: E402
-                     frame_reuse, gdbext, hostile,
+                     frame_reuse, gdbext, hostile, jit_frames,
                      layout, many_threads, mutations, native, native_cut, nontfile, permissions,
                      procs, record, record_exits, requires, scenarios, stable_names, stale_pc,
                      subprocesses, thread_notes, top, traced, unit, variants, viewers)
@@ -151,6 +152,8 @@ def bad_needs(selected, rubies):
     for r in rubies:
         if any(selected(n) for n in hostile.test_names(r)):
             needs.add((r, "threads"))
+        if any(selected(n) for n in jit_frames.test_names(r)):
+            needs.add((r, jit_frames.SCENARIO))
     if any(selected(n) for n in native.DEBUGINFO_TESTS) and "3.3-static" in rubies:
         needs.add(("3.3-static", "threads"))
     needs |= {(r, "crash") for r in rubies if selected("%s/native/rb-bug" % r)}
@@ -168,6 +171,7 @@ def all_tests(args, scenario_list):
         names += ["%s/notes/%s" % (r, n) for n, _ in thread_notes.PATCHES]
         names += ["%s/corrupt/native-return-address" % r] + mutations.test_names(r)
         names += stale_pc.test_names(r) + [frame_reuse.test_name(r)] + hostile.test_names(r)
+        names += jit_frames.test_names(r)
     names += list(layout.TESTS)
     names += ["%s/layout-units" % r for r in rubies]
     names += [n for r in rubies for n in variants.running_test_names(r)]
@@ -365,6 +369,14 @@ def main():
                 frame_reuse.frame_reuse_test(rep, selected, ruby, cap, args.frame_reuse_check,
                                              args.timeout)
                 hostile.hostile_tests(rep, selected, ruby, cap, args.corestack, args.timeout)
+            cap = captures.get((ruby, jit_frames.SCENARIO))
+            if isinstance(cap, scenarios.Capture):
+                jit_frames.jit_frames_tests(rep, selected, ruby, cap, args.corestack,
+                                            args.timeout)
+            elif any(selected(n) for n in jit_frames.test_names(ruby)):
+                for n in jit_frames.test_names(ruby):
+                    if selected(n):
+                        rep.result(n, "setup: no %s/%s core: %s" % (ruby, jit_frames.SCENARIO, cap))
         layout.debuginfo_tests(rep, selected, args, captures, workdir)
         layout.layout_tests(rep, selected, args, prefixes)
         variants.running_test(rep, selected, args.corestack, prefixes, args.timeout)
