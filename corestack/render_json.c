@@ -54,6 +54,7 @@ static void frame(struct json *j, const struct rv_frame *f)
 	address(j, "pc", f->pc);
 	address(j, "cfunc", f->cfunc);
 	json_bool(j, "pc_stale", f->pc_stale);
+	json_bool(j, "jit_frame", f->jit_record);
 	json_bool(j, "as_c_method", f->c_like != RV_NOT_C_LIKE);
 	if (f->locals_read) { /* --locals */
 		json_begin_array(j, "locals");

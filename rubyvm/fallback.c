@@ -56,6 +56,10 @@ static const struct {
 	{"VM_FRAME_FLAG_FINISH", 0x20, 1},
 	/* internal/class.h: RUBY_FL_USER3, an enumerator a compiler may drop */
 	{"RMODULE_IS_REFINEMENT", 0x8000, 1},
+	/* zjit.h (master, 4.1.0-dev): the cfp->jit_return of a C method frame
+	 * ZJIT pushed; used only where the DWARF has struct zjit_jit_frame
+	 * (rubyvm/jit_frames.c) */
+	{"ZJIT_JIT_RETURN_C_FRAME", 0x1, 0},
 };
 
 int rv_fallback_constant(const char *name, int has_macros, int64_t *value)

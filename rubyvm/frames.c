@@ -170,14 +170,16 @@ static int set_error(struct rv_frame *f, struct cs_error *err)
 }
 
 /* The innermost frame may be running JIT code, which saves cfp->pc only
- * before calls that can look at it (YJIT's jit_save_pc): its pc can be left
- * over from an older frame in the same slot. Such a pc is read as no pc at
- * all, as calc_pos in vm_backtrace.c reads a NULL one: line 0 for a
- * top-level iseq, else the iseq's first line. */
+ * before calls that can look at it (YJIT's jit_save_pc, 4.0's ZJIT): its
+ * pc can be left over from an older frame in the same slot. Such a pc is
+ * read as no pc at all, as calc_pos in vm_backtrace.c reads a NULL one:
+ * line 0 for a top-level iseq, else the iseq's first line. A pc from
+ * ZJIT's JIT frame record (jit_frames.c) is always current: one outside
+ * its iseq is an error (the line lookup says so). */
 static bool stale_pc(struct rv_session *s, const struct rv_iseq_info *info,
-		     uint64_t pc, bool innermost)
+		     uint64_t pc, bool innermost, bool jit_record)
 {
-	return innermost && !rv_iseq_pc_inside(s, info, pc);
+	return innermost && !jit_record && !rv_iseq_pc_inside(s, info, pc);
 }
 
 /* Text from target memory that is not valid UTF-8 is not believed: the
@@ -294,7 +296,8 @@ static bool dummy_frame(struct rv_session *s, uint64_t ep)
 }
 
 static void ruby_frame(struct rv_session *s, uint64_t iseq, uint64_t pc,
-		       uint64_t ep, bool innermost, struct rv_frame *f)
+		       uint64_t ep, bool innermost, bool jit_record,
+		       struct rv_frame *f)
 {
 	const struct rv_iseq_info *info;
 	struct cs_error *err = rv_iseq_lookup(s, iseq, &info);
@@ -306,7 +309,7 @@ static void ruby_frame(struct rv_session *s, uint64_t iseq, uint64_t pc,
 		set_error(f, err);
 		return;
 	}
-	f->pc_stale = stale_pc(s, info, pc, innermost);
+	f->pc_stale = stale_pc(s, info, pc, innermost, jit_record);
 	bool no_pc = f->pc_stale || dummy_frame(s, ep);
 	if ((err = rv_line_lookup(s, iseq, info, no_pc ? 0 : pc, &f->lineno)))
 		set_error(f, err);
@@ -390,14 +393,16 @@ static struct cs_error *method_frame_check(struct rv_session *s, uint64_t flags,
 /* Decode one control frame into f; false for frames Ruby's backtraces
  * skip (ifunc, dummy, an iseq frame without a pc). A frame whose type does
  * not fit what it holds is kept, marked (frame_checks.c). */
-static bool decode_uncached(struct rv_session *s, uint64_t pc, uint64_t iseq,
-			    uint64_t ep, bool innermost, struct rv_frame *f)
+static bool decode_uncached(struct rv_session *s, const struct rv_frame_key *k,
+			    struct rv_frame *f)
 {
+	uint64_t pc = k->pc, iseq = k->iseq, ep = k->ep;
+	f->jit_record = k->jit_record;
 	uint64_t flags;
 	struct cs_error *err =
 		read_ep(s, ep, RV_VAL(s, env_index_flags), &flags);
 	if (iseq && pc) {
-		ruby_frame(s, iseq, pc, ep, innermost, f);
+		ruby_frame(s, iseq, pc, ep, k->innermost, k->jit_record, f);
 		if (err || (err = rv_frame_type_check(s, flags, true)) ||
 		    (err = method_frame_check(s, flags, ep)))
 			set_error(f, err);
@@ -455,7 +460,8 @@ static bool moved_frame(struct rv_session *s, uint64_t addr,
 	int line;
 	if (!c || !key->pc || !(info = rv_iseq_known(s, key->iseq)))
 		return false;
-	bool stale = stale_pc(s, info, key->pc, key->innermost);
+	bool stale =
+		stale_pc(s, info, key->pc, key->innermost, key->jit_record);
 	if (rv_failed(rv_line_lookup(s, key->iseq, info, stale ? 0 : key->pc,
 				     &line)) ||
 	    line_outside(line_bounds(s, info), line))
@@ -464,16 +470,52 @@ static bool moved_frame(struct rv_session *s, uint64_t addr,
 	return true;
 }
 
+/* A frame that cannot be believed as a whole (its env, its JIT frame
+ * record): kept as "?" with the reason. */
+static void opaque_frame(struct rv_frame *f, uint64_t addr,
+			 struct cs_error *err)
+{
+	memset(f, 0, sizeof(*f));
+	f->kind = RV_FRAME_CFUNC;
+	f->opaque = true;
+	f->cfp = addr;
+	f->label = strdup("?");
+	set_error(f, err);
+}
+
+/* The pc and iseq a control frame runs, as CFP_PC and CFP_ISEQ read them:
+ * its own, or those of ZJIT's JIT frame record (jit_frames.c). */
+static struct cs_error *frame_pc_iseq(struct rv_session *s, const uint8_t *c,
+				      const struct rv_machine_stack *ms,
+				      struct rv_frame_key *key)
+{
+	uint64_t jit_return = 0;
+	memcpy(&key->pc, c + RV_VAL(s, cfp_pc), 8);
+	memcpy(&key->iseq, c + RV_VAL(s, cfp_iseq), 8);
+	if (!rv_jit_frames_apply(s))
+		return NULL;
+	memcpy(&jit_return, c + RV_VAL(s, cfp_jit_return), 8);
+	if (!jit_return)
+		return NULL;
+	key->jit_record = 1;
+	return rv_jit_frame(s, ms, jit_return, &key->pc, &key->iseq);
+}
+
 /* decode_uncached, served from the frame cache (rv_options.reuse_frames)
  * when the frame and its environment read as they did when it was decoded.
  * Being innermost is part of the key: whether a pc is stale depends on
  * that place. text_bytes is the size of the frame's strings. */
 static bool decode_frame(struct rv_session *s, const uint8_t *c, uint64_t addr,
-			 bool innermost, struct rv_frame *f, size_t *text_bytes)
+			 const struct rv_machine_stack *ms, bool innermost,
+			 struct rv_frame *f, size_t *text_bytes)
 {
 	struct rv_frame_key key = {0};
-	memcpy(&key.pc, c + RV_VAL(s, cfp_pc), 8);
-	memcpy(&key.iseq, c + RV_VAL(s, cfp_iseq), 8);
+	struct cs_error *err = frame_pc_iseq(s, c, ms, &key);
+	if (err) {
+		opaque_frame(f, addr, err);
+		*text_bytes = frame_text_size(f);
+		return true;
+	}
 	memcpy(&key.ep, c + RV_VAL(s, cfp_ep), 8);
 	memset(f, 0, sizeof(*f));
 	bool have_flags =
@@ -492,8 +534,7 @@ static bool decode_frame(struct rv_session *s, const uint8_t *c, uint64_t addr,
 		if (keyed && moved_frame(s, addr, &key, f, text_bytes)) {
 			shown = true;
 		} else {
-			shown = decode_uncached(s, key.pc, key.iseq, key.ep,
-						innermost, f);
+			shown = decode_uncached(s, &key, f);
 			*text_bytes = shown ? frame_text_size(f) : 0;
 			if (keyed)
 				f->names_id = rv_frame_cache_put(
@@ -555,12 +596,7 @@ static bool bad_env(struct rv_session *s, struct rv_ep_bounds *bounds,
 	struct cs_error *err = rv_frame_ep_check(s, bounds, addr, ep);
 	if (!err)
 		return false;
-	memset(f, 0, sizeof(*f));
-	f->kind = RV_FRAME_CFUNC;
-	f->opaque = true;
-	f->cfp = addr;
-	f->label = strdup("?");
-	set_error(f, err);
+	opaque_frame(f, addr, err);
 	return true;
 }
 
@@ -604,6 +640,13 @@ struct cs_error *rv_walk_ec(struct rv_session *s, uint64_t ec,
 	/* Past the limit, frames are only decoded until the next Ruby frame,
 	 * whose location the C frames just above the cut take. */
 	struct rv_frame beyond = {0};
+	/* where the JIT frame records' slots lie */
+	struct rv_machine_stack ms = {0};
+	if (rv_jit_frames_apply(s) && RV_HAS(s, ec_machine_stack_start) &&
+	    RV_HAS(s, ec_machine_stack_maxsize) &&
+	    !(rv_try_member(s, ec, RVL_ec_machine_stack_start, &ms.top) &&
+	      rv_try_member(s, ec, RVL_ec_machine_stack_maxsize, &ms.size)))
+		ms.top = ms.size = 0;
 	struct rv_ep_bounds bounds = {.stack = stack, .inner_ep = UINT64_MAX};
 	struct cs_error *spent = NULL; /* the budget ran out */
 	bool done = false;
@@ -631,7 +674,7 @@ struct cs_error *rv_walk_ec(struct rv_session *s, uint64_t ec,
 					rv_charge(s, frame_text_size(f));
 					continue;
 				}
-				if (decode_frame(s, c, at + j * cfp_size,
+				if (decode_frame(s, c, at + j * cfp_size, &ms,
 						 at + j * cfp_size == cfp, f,
 						 &text)) {
 					th->nframes++;
@@ -645,7 +688,7 @@ struct cs_error *rv_walk_ec(struct rv_session *s, uint64_t ec,
 				continue;
 			}
 			size_t text;
-			if (!decode_frame(s, c, at + j * cfp_size, false,
+			if (!decode_frame(s, c, at + j * cfp_size, &ms, false,
 					  &beyond, &text))
 				continue;
 			th->truncated = true;

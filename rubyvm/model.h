@@ -43,6 +43,9 @@ struct rv_frame {
 	bool pc_stale;  /* innermost frame whose pc lies outside its iseq (JIT
 			  * code does not keep cfp->pc current): lineno is
 			  * then what Ruby gives for a frame without a pc */
+	/* Its pc and iseq are those of ZJIT's JIT frame record, not the
+	 * control frame's own (jit_frames.c). */
+	bool jit_record;
 	/* A Ruby frame this Ruby's backtraces show as a C method (its label
 	 * the method's name, its location the caller's): why, or 0. */
 	enum rv_c_like {

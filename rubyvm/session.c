@@ -103,6 +103,11 @@ static struct cs_error *check_layout(const struct rv_layout *l,
 	for (size_t i = 0; !bad && i < sizeof(in_cfp) / sizeof(*in_cfp); i++)
 		if (it[in_cfp[i]].value < 0 || it[in_cfp[i]].value + 8 > cfp)
 			bad = rv_layout_item_name(in_cfp[i]);
+	/* read from the control frame only where ZJIT's records are */
+	if (!bad && it[RVL_cfp_jit_return].source != RV_MISSING &&
+	    (it[RVL_cfp_jit_return].value < 0 ||
+	     it[RVL_cfp_jit_return].value + 8 > cfp))
+		bad = rv_layout_item_name(RVL_cfp_jit_return);
 	for (size_t i = 0; !bad && i < sizeof(shifts) / sizeof(*shifts); i++)
 		if (it[shifts[i]].source != RV_MISSING &&
 		    (it[shifts[i]].value < 0 || it[shifts[i]].value > 63))

@@ -45,6 +45,10 @@ struct rv_session {
 	bool gc_layout;
 	/* Where the memory scan looks (memory_scan.c); .next NULL: unknown. */
 	struct cs_writable_regions regions;
+	/* This snapshot reads ZJIT's JIT frame records (jit_frames.c), or
+	 * why it cannot tell whether to (NULL when it can). */
+	bool zjit_records;
+	const char *zjit_unknown;
 };
 
 #define RV_HAS(s, id) ((s)->layout.items[RVL_##id].source != RV_MISSING)
@@ -199,7 +203,8 @@ void rv_iseq_cache_destroy(struct rv_session *s);
  * (rv_frame.borrowed) until the session's next snapshot begins. */
 struct rv_frame_key {
 	uint64_t iseq, pc, ep, flags, me_cref, specval;
-	uint64_t innermost; /* only there may a pc be stale */
+	uint64_t innermost;  /* only there may a pc be stale */
+	uint64_t jit_record; /* pc and iseq from a JIT frame record */
 };
 /* A frame served from the cache borrows its strings, whose size (with
  * their NULs) comes back in text_bytes. */
@@ -386,6 +391,22 @@ bool rv_frame_is_dummy(struct rv_session *s, uint64_t flags);
 bool rv_frame_is_method(struct rv_session *s, uint64_t flags);
 struct cs_error *rv_frame_ep_check(struct rv_session *s, struct rv_ep_bounds *b,
 				   uint64_t cfp, uint64_t ep);
+
+/* jit_frames.c: ZJIT's JIT frame records. rv_jit_frames_begin reads
+ * whether ZJIT is on, once per snapshot; rv_jit_frames_apply then says
+ * whether a control frame's jit_return must be looked at, and
+ * rv_jit_frame reads the pc and iseq of the frame whose jit_return it is
+ * (an error marks the frame). ms: the execution context's machine stack,
+ * where the record's slot lies ({0, 0} when unknown). */
+struct rv_machine_stack {
+	uint64_t top, size;
+};
+void rv_jit_frames_begin(struct rv_session *s);
+bool rv_jit_frames_apply(const struct rv_session *s);
+struct cs_error *rv_jit_frame(struct rv_session *s,
+			      const struct rv_machine_stack *ms,
+			      uint64_t jit_return, uint64_t *pc,
+			      uint64_t *iseq);
 
 /* frames.c */
 /* a[0..alen) b c, in a new string (NULL when out of memory) */

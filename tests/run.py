@@ -10,7 +10,7 @@
 with its debug info, say): what corestack reads there is checked against
 that Ruby's own backtraces like on the fixtures. A NAME ending in -yjit runs
 the scenarios with --yjit; one ending in -gcdefault, of a Ruby built
---with-modular-gc, with RUBY_GC_LIBRARY=default (yjit.py).
+--with-modular-gc, with RUBY_GC_LIBRARY=default (variants.py).
 
 This file is the runner: it parses the options, selects tests with -k,
 builds the fixture Rubies it needs (fixtures/build-ruby.sh, on first use),
@@ -21,7 +21,8 @@ of tests/harness/ whose docstring names its tests and what each checks:
                              its core taken, corestack (--json, text, --pid) against
                              the oracle fixtures/oracle.rb wrote; on the same
                              captures threadstate.py (RUBY/SCENARIO/threadstate...),
-                             fibers.py (RUBY/fibers/...), yjit.py (RUBY/SCENARIO/yjit),
+                             fibers.py (RUBY/fibers/...), variants.py
+                             (RUBY/SCENARIO/yjit, .../zjit, .../box, ...),
                              stable_names.py (RUBY/rules/stable-across-processes),
                              frame_locals.py (RUBY/frames/locals...)
     bad/...                  bad_input.py: unusable input, exit 2 and one line
@@ -30,6 +31,7 @@ of tests/harness/ whose docstring names its tests and what each checks:
     live/no-cap-sys-ptrace...  permissions.py
     RUBY/corrupt/..., RUBY/limits/max-output  corrupt.py
     RUBY/corrupt/native-return-address  native_cut.py
+    RUBY/jit/jit-frames, RUBY/jit/corrupt-...  jit_frames.py (ZJIT's JIT frame records)
     RUBY/notes/...           thread_notes.py
     RUBY/mutations/CLASS     mutations.py (tests/mutate.py: the long run)
     RUBY/stale-pc/...        stale_pc.py
@@ -37,7 +39,9 @@ of tests/harness/ whose docstring names its tests and what each checks:
     RUBY/hostile/...         hostile.py
     debuginfo/build-id-dir, debuginfo/debuglink, cache/warm, limits/max-frames,
     RUBY/layout-units        layout.py
-    RUBY/running-jit-code, 3.3-yjit/..., 3.4-yjit/...  yjit.py
+    RUBY/running-jit-code, 3.3-yjit/..., 3.4-yjit/...  variants.py (run-time variants:
+                             a Ruby NAME ending in -yjit, -zjit, -yjit-env, -zjit-env,
+                             -box runs with YJIT, ZJIT, Ruby::Box on)
     RUBY/record...           record.py; with it RUBY/record-contention (contention.py),
                              RUBY/mn-threads/... (mn_threads.py), RUBY/traced/...
                              (traced.py), RUBY/many-threads/... (many_threads.py),
@@ -77,10 +81,10 @@ import time
 sys.dont_write_bytecode = True   # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import (bad_input, checks, cli, corrupt, crash, fibers, frame_locals,  # noqa: E402
-                     frame_reuse, gdbext, hostile, jit_native,
+                     frame_reuse, gdbext, hostile, jit_frames, jit_native,
                      layout, many_threads, mutations, native, native_cut, nontfile, permissions,
                      procs, record, record_exits, requires, scenarios, stable_names, stale_pc,
-                     subprocesses, thread_notes, top, traced, unit, viewers, yjit)
+                     subprocesses, thread_notes, top, traced, unit, variants, viewers)
 
 RUBIES = ("2.7", "3.1", "3.3", "3.3-static", "3.3-yjit", "3.4", "3.4-yjit")
 BUILD_TIMEOUT = 3600
@@ -152,6 +156,8 @@ def bad_needs(selected, rubies):
     for r in rubies:
         if any(selected(n) for n in hostile.test_names(r)):
             needs.add((r, "threads"))
+        if any(selected(n) for n in jit_frames.test_names(r)):
+            needs.add((r, jit_frames.SCENARIO))
     if any(selected(n) for n in native.DEBUGINFO_TESTS) and "3.3-static" in rubies:
         needs.add(("3.3-static", "threads"))
     needs |= {(r, "crash") for r in rubies if selected("%s/native/rb-bug" % r)}
@@ -169,9 +175,10 @@ def all_tests(args, scenario_list):
         names += ["%s/notes/%s" % (r, n) for n, _ in thread_notes.PATCHES]
         names += ["%s/corrupt/native-return-address" % r] + mutations.test_names(r)
         names += stale_pc.test_names(r) + [frame_reuse.test_name(r)] + hostile.test_names(r)
+        names += jit_frames.test_names(r)
     names += list(layout.TESTS)
     names += ["%s/layout-units" % r for r in rubies]
-    names += ["%s/running-jit-code" % r for r in rubies if yjit.is_yjit(r)]
+    names += [n for r in rubies for n in variants.running_test_names(r)]
     names += [n for r in rubies for n in record.test_names(r)]
     names += list(viewers.TESTS) if rubies else []
     names += [n for r in rubies for n in top.test_names(r)]
@@ -203,8 +210,10 @@ def main():
     ap.add_argument("--ruby", action="append", default=[], metavar="NAME=PREFIX",
                     help="also run every test on a Ruby already installed under PREFIX "
                     "(with debug info), named NAME in the test names; NAME ending in "
-                    "-yjit runs it with --yjit, in -gcdefault with RUBY_GC_LIBRARY=default "
-                    "(a Ruby built --with-modular-gc) (repeatable)")
+                    "-yjit, -zjit, -yjit-env, -zjit-env, -box or -gcdefault runs it with "
+                    "YJIT, ZJIT (threshold 1, or switched on by RUBY_*JIT_ENABLE=1), "
+                    "RUBY_BOX=1, or RUBY_GC_LIBRARY=default (a Ruby built "
+                    "--with-modular-gc) (tests/harness/variants.py) (repeatable)")
     ap.add_argument("-k", dest="keys", action="append", default=[], metavar="SUBSTRING",
                     help="only tests whose name contains SUBSTRING (repeatable)")
     ap.add_argument("--list", action="store_true",
@@ -334,7 +343,7 @@ def main():
                                       args.corestack, args.timeout, checks.json_report)
                         stable_names.report(rep, selected, ruby, scen, results[scen], runs,
                                             args.corestack, args.timeout,
-                                            yjit.scenario_env(ruby), rwork)
+                                            variants.scenario_env(ruby), rwork)
                         frame_locals.report(rep, selected, ruby, scen, results[scen],
                                             args.corestack, args.timeout, procs.run_tool,
                                             checks.json_report)
@@ -367,9 +376,17 @@ def main():
                 frame_reuse.frame_reuse_test(rep, selected, ruby, cap, args.frame_reuse_check,
                                              args.timeout)
                 hostile.hostile_tests(rep, selected, ruby, cap, args.corestack, args.timeout)
+            cap = captures.get((ruby, jit_frames.SCENARIO))
+            if isinstance(cap, scenarios.Capture):
+                jit_frames.jit_frames_tests(rep, selected, ruby, cap, args.corestack,
+                                            args.timeout)
+            elif any(selected(n) for n in jit_frames.test_names(ruby)):
+                for n in jit_frames.test_names(ruby):
+                    if selected(n):
+                        rep.result(n, "setup: no %s/%s core: %s" % (ruby, jit_frames.SCENARIO, cap))
         layout.debuginfo_tests(rep, selected, args, captures, workdir)
         layout.layout_tests(rep, selected, args, prefixes)
-        yjit.running_test(rep, selected, args.corestack, prefixes, args.timeout)
+        variants.running_test(rep, selected, args.corestack, prefixes, args.timeout)
         record.record_tests(rep, selected, args, prefixes, workdir)
         viewers.viewer_tests(rep, selected, args, prefixes, workdir)
         for ruby in args.rubies:

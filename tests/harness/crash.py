@@ -31,7 +31,7 @@ import re
 import shutil
 import subprocess
 
-from . import compare, native, procs, yjit
+from . import compare, native, procs, variants
 
 CRASH_DIR = os.path.join(procs.ROOT, "fixtures", "crash")
 MODES = ("segv", "raw_segv", "gc_mark", "bug", "abort")
@@ -101,7 +101,7 @@ class CrashRun:
 def run_crash(ruby, exe, mode, extdir, workdir, timeout):
     with native.extra_env({"CRASH_MODE": mode, "CRASH_EXT": extdir}):
         run = procs.Scenario(exe, os.path.join(CRASH_DIR, "crash.rb"), workdir, True,
-                             yjit.scenario_env(ruby))
+                             variants.scenario_env(ruby))
     try:
         run.wait_oracle(timeout)
         run.wait_exit(timeout)

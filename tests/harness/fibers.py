@@ -50,7 +50,7 @@ import os
 import re
 import subprocess
 
-from . import compare, procs, yjit
+from . import compare, procs, variants
 
 SCENARIO = "fibers"
 SIDECAR = os.path.join(procs.SCENARIOS, SCENARIO + ".fibers")
@@ -65,7 +65,7 @@ NODEBUG = "fibers-gc-nodebug"
 def test_names(ruby, scenario):
     if scenario != SCENARIO:
         return []
-    extra = (NODEBUG,) if ruby.endswith("-" + yjit.GC_VARIANT) else ()
+    extra = (NODEBUG,) if ruby.endswith("-" + variants.GC_VARIANT) else ()
     return ["%s/%s/%s" % (ruby, scenario, t) for t in TESTS + extra]
 
 
@@ -185,7 +185,7 @@ def check_thread_fibers(ti, thread):
 def check_gc_library(report, oracle, ruby):
     """The GC library corestack read is the one the process mapped."""
     want = oracle.get("gc_library")
-    if ruby.endswith("-" + yjit.GC_VARIANT) and not want:
+    if ruby.endswith("-" + variants.GC_VARIANT) and not want:
         return "the process mapped no GC library (RUBY_GC_LIBRARY=default did not load one)"
     got = (report.get("gc") or {}).get("library")
     if got != want:

@@ -14,7 +14,7 @@ Ruby, under ASan, on a 2-core machine.
 import json
 import os
 
-from . import procs, yjit
+from . import procs, variants
 from .checks import check_oracle
 from .scenarios import Capture
 
@@ -41,7 +41,7 @@ def many_threads_tests(rep, selected, corestack, ruby, exe, workdir, timeout):
     target = None
     try:
         target = procs.Scenario(exe, FIXTURE, os.path.join(workdir, "many-threads-" + ruby),
-                                False, yjit.scenario_env(ruby), [str(WORKERS)])
+                                False, variants.scenario_env(ruby), [str(WORKERS)])
         target.wait_oracle(ORACLE_TIMEOUT)
         with open(target.oracle_path) as f:
             oracle = json.load(f)

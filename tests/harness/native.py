@@ -48,7 +48,7 @@ import time
 import urllib.error
 import urllib.request
 
-from . import compare, elfcore, procs
+from . import compare, elfcore, procs, variants
 from .bad_input import copy_prefix
 from .checks import check_oracle, check_unusable, first_line
 from .layout import split_debug

@@ -40,7 +40,7 @@ import os
 import shutil
 import subprocess
 
-from . import compare, elfcore, procs, requires, yjit
+from . import compare, elfcore, procs, requires, variants
 from .checks import check_oracle, check_unusable
 from .scenarios import CRASH_TIMEOUT, ORACLE_TIMEOUT, Capture, capture_all
 from .native import copy_into_root, eu_stack, extra_env, nt_file_paths, run_json
@@ -169,7 +169,7 @@ def many_mappings(ruby, exe, base, cs, timeout):
     why = requires.missing(MANY, ruby.split("-")[0])
     if why:
         return why, None
-    scen = procs.Scenario(exe, MANY, os.path.join(base, "many"), True, yjit.scenario_env(ruby))
+    scen = procs.Scenario(exe, MANY, os.path.join(base, "many"), True, variants.scenario_env(ruby))
     try:
         scen.wait_oracle(ORACLE_TIMEOUT)
         scen.wait_exit(CRASH_TIMEOUT)

@@ -19,8 +19,8 @@ crash* scenarios):
                              and no thread of it left stopped afterwards
     RUBY/SCENARIO/live-nonblocking  the same with --nonblocking
 
-The same captures carry the fiber, thread-state, YJIT and locals tests
-(fibers.py, threadstate.py, yjit.py, frame_locals.py), and the threads core is what the
+The same captures carry the fiber, thread-state, run-time variant (YJIT, ZJIT,
+Ruby::Box) and locals tests (fibers.py, threadstate.py, variants.py, frame_locals.py), and the threads core is what the
 corrupt, notes, mutations, stale-pc, frame-reuse and hostile groups patch.
 """
 
@@ -28,7 +28,7 @@ import json
 import os
 import time
 
-from . import compare, fibers, frame_locals, procs, stable_names, threadstate, yjit
+from . import compare, fibers, frame_locals, procs, stable_names, threadstate, variants
 from .checks import broken_run, check_oracle, first_line, json_report
 
 
@@ -70,7 +70,7 @@ def scenario_tests(ruby, scenario):
     return (["%s/%s/%s" % (ruby, scenario, n) for n in names]
             + fibers.test_names(ruby, scenario)
             + threadstate.test_names(procs.SCENARIOS, ruby, scenario)
-            + yjit.test_names(ruby, scenario)
+            + variants.test_names(ruby, scenario)
             + stable_names.test_names(ruby, scenario)
             + frame_locals.test_names(ruby, scenario))
 
@@ -99,7 +99,7 @@ def capture_all(ruby, exe, scenarios, workdir, keep, corestack=None, timeout=60)
             script = os.path.join(procs.SCENARIOS, scen + ".rb")
             try:
                 running.append(procs.Scenario(exe, script, os.path.join(workdir, scen), is_crash(scen),
-                                              yjit.scenario_env(ruby)))
+                                              variants.scenario_env(ruby)))
             except OSError as exc:
                 results[scen] = procs.Failure("cannot start %s: %s" % (exe, exc))
         for run in running:
@@ -181,7 +181,7 @@ def check_text(run, cap):
 def report_scenario(rep, selected, ruby, scen, cap, runs):
     threadstate.report(rep, selected, procs.SCENARIOS, ruby, scen, cap,
                        runs[0] if runs else None, json_report)
-    yjit.report(rep, selected, ruby, scen, cap)
+    variants.report(rep, selected, ruby, scen, cap)
     names = dict((n.rsplit("/", 1)[1], n) for n in scenario_tests(ruby, scen))
     want = lambda key: key in names and selected(names[key])
     if isinstance(cap, procs.Failure):

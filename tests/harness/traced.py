@@ -23,7 +23,7 @@ import os
 import subprocess
 import sys
 
-from . import procs, yjit
+from . import procs, variants
 from .checks import check_oracle, check_unusable
 from .scenarios import Capture
 
@@ -108,7 +108,7 @@ def traced_tests(rep, selected, corestack, ruby, exe, workdir, timeout):
     try:
         target = procs.Scenario(exe, os.path.join(procs.SCENARIOS, SCENARIO + ".rb"),
                                 os.path.join(workdir, "traced-" + ruby), False,
-                                yjit.scenario_env(ruby))
+                                variants.scenario_env(ruby))
         target.wait_oracle(ORACLE_TIMEOUT)
         with open(target.oracle_path) as f:
             oracle = json.load(f)
