@@ -97,11 +97,10 @@ static bool scan_page(struct rv_session *s, const struct rv_typed_data_check *r,
 		stride = (uint64_t)RV_VAL(s, rvalue_size);
 	else if (!rv_try_member(s, page, RVL_page_slot_size, &stride))
 		stride = 0;
-	/* A page whose objects were all swept waits in the pool of empty
-	 * pages with no slots and no start (its slot size cleared too, where
-	 * pages have one): nothing to read, and nothing wrong. */
-	if (total == 0 && start == 0 &&
-	    (!RV_HAS(s, page_slot_size) || stride == 0)) {
+	/* A page without slots has nothing to read, and nothing wrong: one
+	 * whose objects were all swept waits so in the pool of empty pages
+	 * (no start, its slot size cleared too). */
+	if (total == 0) {
 		scan->empty_pages++;
 		return true;
 	}
@@ -125,10 +124,6 @@ static bool scan_page(struct rv_session *s, const struct rv_typed_data_check *r,
 		return true;
 	}
 	size_t bytes = (size_t)(total * stride);
-	if (!bytes) { /* an empty page: nothing to read */
-		scan->pages++;
-		return true;
-	}
 	if (bytes > *bufsize) {
 		uint8_t *n = realloc(*buf, bytes);
 		if (!n)
@@ -216,17 +211,18 @@ static bool page_array(struct rv_session *s, uint64_t objspace,
 	       rv_try_member(s, objspace, RVL_objspace_allocated_pages, npages);
 }
 
-bool rv_typed_data_check_init(struct rv_session *s, uint64_t type,
-			      struct rv_typed_data_check *c,
-			      struct rv_heap_scan *scan)
+/* The layout of a typed data slot; else NULL with *missing the item the
+ * debug info lacks, or the reason. */
+static const char *typed_data_check(struct rv_session *s, uint64_t type,
+				    struct rv_typed_data_check *c,
+				    enum rv_item_id *missing)
 {
 	const enum rv_item_id needed[] = {RVL_t_data, RVL_typeddata_type,
 					  RVL_typeddata_data};
 	for (size_t i = 0; i < sizeof(needed) / sizeof(*needed); i++)
 		if (s->layout.items[needed[i]].source == RV_MISSING) {
-			rv_heap_note(scan, "the debug info lacks '%s'",
-				     rv_layout_item_name(needed[i]));
-			return false;
+			*missing = needed[i];
+			return "the debug info lacks an item";
 		}
 	uint64_t value_size = (uint64_t)RV_VAL(s, value_size);
 	*c = (struct rv_typed_data_check){
@@ -247,13 +243,10 @@ bool rv_typed_data_check_init(struct rv_session *s, uint64_t type,
 	};
 	if (c->typed_flag_off < 0 && !c->typed_fl &&
 	    !(RV_HAS(s, rdata_reserved) &&
-	      RV_VAL(s, rdata_reserved) == RV_VAL(s, typeddata_type))) {
-		rv_heap_note(scan, "RTypedData has no typed_flag, the debug "
-				   "info lacks 'RUBY_TYPED_FL_IS_TYPED_DATA' "
-				   "and RData no _reserved word where "
-				   "RTypedData has type");
-		return false;
-	}
+	      RV_VAL(s, rdata_reserved) == RV_VAL(s, typeddata_type)))
+		return "RTypedData has no typed_flag, the debug info lacks "
+		       "'RUBY_TYPED_FL_IS_TYPED_DATA' and RData no _reserved "
+		       "word where RTypedData has type";
 	const uint64_t offs[] = {
 		c->flags_off, c->type_off,
 		c->typed_flag_off < 0 ? 0 : (uint64_t)c->typed_flag_off,
@@ -268,9 +261,24 @@ bool rv_typed_data_check_init(struct rv_session *s, uint64_t type,
 	if (c->min_slot < c->flags_off + 8)
 		c->min_slot = c->flags_off + 8;
 	plausible &= c->min_slot <= 256;
-	if (!plausible)
-		rv_heap_note(scan, "implausible RTypedData layout");
-	return plausible;
+	return plausible ? NULL : "implausible RTypedData layout";
+}
+
+bool rv_typed_data_check_init(struct rv_session *s, uint64_t type,
+			      struct rv_typed_data_check *c,
+			      struct rv_heap_scan *scan, const char *what)
+{
+	enum rv_item_id missing = RVL_COUNT;
+	const char *why = typed_data_check(s, type, c, &missing);
+	if (!why)
+		return true;
+	if (missing != RVL_COUNT)
+		rv_heap_note(scan, "%s: the debug info lacks '%s'", what,
+			     rv_layout_item_name(missing));
+	else
+		rv_heap_note(scan, "%s: %s", what, why);
+	scan->not_begun = true;
+	return false;
 }
 
 /* The layout of the GC's heap, complete; else the walk cannot begin and
@@ -315,14 +323,8 @@ struct cs_error *rv_heap_find_typed_data(struct rv_session *s, uint64_t vm,
 {
 	memset(scan, 0, sizeof(*scan));
 	struct rv_typed_data_check r;
-	if (!rv_typed_data_check_init(s, type, &r, scan)) {
-		char *why = scan->error;
-		scan->error = NULL;
-		rv_heap_note(scan, "GC heap not walked: %s", why);
-		free(why);
-		scan->not_begun = true;
+	if (!rv_typed_data_check_init(s, type, &r, scan, "GC heap not walked"))
 		return NULL;
-	}
 	if (!heap_layout_known(s, scan)) {
 		scan->not_begun = scan->unwalkable = true;
 		return NULL;

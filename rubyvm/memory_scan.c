@@ -92,14 +92,8 @@ struct cs_error *rv_memory_find_typed_data(struct rv_session *s, uint64_t type,
 {
 	memset(scan, 0, sizeof(*scan));
 	struct rv_typed_data_check c;
-	if (!rv_typed_data_check_init(s, type, &c, scan)) {
-		char *why = scan->error;
-		scan->error = NULL;
-		rv_heap_note(scan, "memory not scanned: %s", why);
-		free(why);
-		scan->not_begun = true;
+	if (!rv_typed_data_check_init(s, type, &c, scan, "memory not scanned"))
 		return NULL;
-	}
 	if (!s->regions.next) {
 		rv_heap_note(scan, "memory not scanned: the target does not "
 				   "list its writable memory");

@@ -291,11 +291,12 @@ struct rv_typed_data_check {
 	uint64_t typed_fl;      /* RBasic flag for typed data, 0 if none */
 	uint64_t t_mask, t_data, type, type_mask;
 };
-/* Fill c for objects of the data type at type; false with *why when the
- * layout lacks what it takes (why: a static string or scan->error's). */
+/* Fill c for objects of the data type at type; false when the layout
+ * lacks what it takes: scan->error then says why, after what (which search
+ * did not begin), and scan->not_begun is set. */
 bool rv_typed_data_check_init(struct rv_session *s, uint64_t type,
 			      struct rv_typed_data_check *c,
-			      struct rv_heap_scan *scan);
+			      struct rv_heap_scan *scan, const char *what);
 /* Whether the slot at slot (c->need bytes) holds such an object; its
  * DATA_PTR in *data. */
 bool rv_typed_data_match(const struct rv_typed_data_check *c,
