@@ -26,8 +26,10 @@ bool cs_core_region_of(const struct cs_core *core, uint64_t addr,
 	if (r == 0 || addr >= core->segs[r - 1].end)
 		return false;
 	const struct cs_core_segment *s = &core->segs[r - 1];
-	*ret = (struct cs_region){
-		.start = s->start, .end = s->end, .exec = s->exec};
+	*ret = (struct cs_region){.start = s->start,
+				  .end = s->end,
+				  .write = s->write,
+				  .exec = s->exec};
 	return true;
 }
 

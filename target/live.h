@@ -157,10 +157,10 @@ const struct cs_thread *cs_live_thread_at(const struct cs_live *live, size_t i);
 size_t cs_live_mapping_count(const struct cs_live *live);
 const struct cs_mapping *cs_live_mapping_at(const struct cs_live *live,
 					    size_t i);
-/* The lowest writable mapping (any, file-backed or not) that ends above
- * addr, from the same reading of /proc/PID/maps. */
-bool cs_live_writable_next(const struct cs_live *live, uint64_t addr,
-			   uint64_t *start, uint64_t *end);
+/* The lowest writable region of /proc/PID/maps (file-backed or not) that
+ * ends above addr, read as cs_live_region_of reads them. */
+bool cs_live_writable_next(struct cs_live *live, uint64_t addr, uint64_t *start,
+			   uint64_t *end);
 /* The mapping containing addr, or NULL. */
 const struct cs_mapping *cs_live_mapping_of(const struct cs_live *live,
 					    uint64_t addr);

@@ -85,7 +85,6 @@ void cs_live_close(struct cs_live *live)
 	for (size_t i = 0; i < live->nmaps; i++)
 		free((char *)live->maps[i].path);
 	free(live->maps);
-	free(live->writable);
 	free(live->regions);
 	free(live->work);
 	free(live->threads);

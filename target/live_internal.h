@@ -95,13 +95,9 @@ struct cs_live {
 	size_t nthreads;
 	struct cs_mapping *maps;
 	size_t nmaps;
-	/* every writable mapping, file-backed or not: [start, end) pairs
-	 * in address order */
-	uint64_t *writable;
-	size_t nwritable;
-	/* Every line of /proc/PID/maps, file or not (region_of): read when
-	 * first asked for, again once the threads ran (JIT code and thread
-	 * stacks come and go). */
+	/* Every line of /proc/PID/maps, file or not (region_of,
+	 * writable_next): read when first asked for, again once the threads
+	 * ran (JIT code, thread stacks and heap come and go). */
 	struct cs_region *regions;
 	size_t nregions;
 	int regions_fresh;

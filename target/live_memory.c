@@ -188,27 +188,39 @@ const struct cs_mapping *cs_live_mapping_of(const struct cs_live *live,
 	return &live->maps[lo - 1];
 }
 
-bool cs_live_region_of(struct cs_live *live, uint64_t addr,
-		       struct cs_region *ret)
+/* The regions as they are now; false when /proc/PID/maps is unreadable. */
+static bool fresh_regions(struct cs_live *live)
 {
-	if (!live->regions_fresh) {
-		struct cs_error *err = cs_live_read_regions(live);
-		if (err) {
-			cs_error_destroy(err);
-			return false;
-		}
-	}
+	if (live->regions_fresh)
+		return true;
+	struct cs_error *err = cs_live_read_regions(live);
+	cs_error_destroy(err);
+	return !err;
+}
+
+/* The first region that ends above addr (nregions if none). */
+static size_t region_after(const struct cs_live *live, uint64_t addr)
+{
 	size_t lo = 0, hi = live->nregions;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		if (live->regions[mid].start <= addr)
+		if (live->regions[mid].end <= addr)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	if (lo == 0 || addr >= live->regions[lo - 1].end)
+	return lo;
+}
+
+bool cs_live_region_of(struct cs_live *live, uint64_t addr,
+		       struct cs_region *ret)
+{
+	if (!fresh_regions(live))
 		return false;
-	*ret = live->regions[lo - 1];
+	size_t i = region_after(live, addr);
+	if (i == live->nregions || addr < live->regions[i].start)
+		return false;
+	*ret = live->regions[i];
 	return true;
 }
 
@@ -257,20 +269,16 @@ struct cs_error *cs_live_module_build_id(struct cs_live *live, uint64_t start,
 	return cs_build_id_read(&mem, live->name, start, buf, bufsize, len);
 }
 
-bool cs_live_writable_next(const struct cs_live *live, uint64_t addr,
-			   uint64_t *start, uint64_t *end)
+bool cs_live_writable_next(struct cs_live *live, uint64_t addr, uint64_t *start,
+			   uint64_t *end)
 {
-	size_t lo = 0, hi = live->nwritable;
-	while (lo < hi) { /* the first that ends above addr */
-		size_t mid = lo + (hi - lo) / 2;
-		if (live->writable[2 * mid + 1] <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo == live->nwritable)
+	if (!fresh_regions(live))
 		return false;
-	*start = live->writable[2 * lo];
-	*end = live->writable[2 * lo + 1];
-	return true;
+	for (size_t i = region_after(live, addr); i < live->nregions; i++)
+		if (live->regions[i].write) {
+			*start = live->regions[i].start;
+			*end = live->regions[i].end;
+			return true;
+		}
+	return false;
 }

@@ -274,8 +274,7 @@ static struct cs_error *cs_live_read_maps(struct cs_live *live)
 	for (size_t i = 0; i < len; i++)
 		lines += text[i] == '\n';
 	live->maps = calloc(lines + 1, sizeof(*live->maps));
-	live->writable = calloc(2 * (lines + 1), sizeof(*live->writable));
-	if (!live->maps || !live->writable) {
+	if (!live->maps) {
 		free(text);
 		return &cs_error_nomem;
 	}
@@ -288,22 +287,12 @@ static struct cs_error *cs_live_read_maps(struct cs_live *live)
 			next = line + strlen(line);
 		/* start-end perms offset dev inode   path */
 		uint64_t start, end, offset, inode;
-		char perms[8] = "";
 		int pathpos = 0;
-		int got = sscanf(line,
-				 "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64
-				 " %*s %" SCNu64 " %n",
-				 &start, &end, perms, &offset, &inode,
-				 &pathpos);
-		if (got >= 5 && perms[1] == 'w' && start < end &&
-		    (!live->nwritable ||
-		     start >= live->writable[2 * live->nwritable - 1])) {
-			live->writable[2 * live->nwritable] = start;
-			live->writable[2 * live->nwritable + 1] = end;
-			live->nwritable++;
-		}
-		if (got >= 5 && inode != 0 && pathpos > 0 && line[pathpos] &&
-		    start < end) {
+		if (sscanf(line,
+			   "%" SCNx64 "-%" SCNx64 " %*s %" SCNx64
+			   " %*s %" SCNu64 " %n",
+			   &start, &end, &offset, &inode, &pathpos) >= 4 &&
+		    inode != 0 && pathpos > 0 && line[pathpos] && start < end) {
 			struct cs_mapping *m = &live->maps[live->nmaps];
 			char *p = strdup(line + pathpos);
 			if (!p) {
@@ -358,6 +347,7 @@ struct cs_error *cs_live_read_regions(struct cs_live *live)
 		    (n == 0 || start >= r[n - 1].end)) {
 			r[n++] = (struct cs_region){.start = start,
 						    .end = end,
+						    .write = perms[1] == 'w',
 						    .exec = perms[2] == 'x'};
 		}
 		line = next;

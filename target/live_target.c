@@ -65,7 +65,8 @@ static struct cs_error *live_build_id(void *p, uint64_t start, uint8_t *buf,
 static bool live_writable_next(const void *p, uint64_t addr, uint64_t *start,
 			       uint64_t *end)
 {
-	return cs_live_writable_next(p, addr, start, end);
+	/* the regions are read on first use: the cache is not the target */
+	return cs_live_writable_next((struct cs_live *)p, addr, start, end);
 }
 
 static int live_pid(const void *p)

@@ -74,7 +74,7 @@ struct cs_mapping {
 /* A mapped region of the target's memory. */
 struct cs_region {
 	uint64_t start, end;
-	bool exec;
+	bool write, exec;
 };
 
 /* The signal a core was written on (NT_SIGINFO, or what a debugger
