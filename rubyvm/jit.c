@@ -50,8 +50,9 @@ void rv_snapshot_jit(struct rv_session *s, const struct rv_process *p,
 		     struct rv_jit *ret)
 {
 	memset(ret, 0, sizeof(*ret));
-	uint64_t zjit_entry = 0, yjit_enabled = 0;
-	bool zjit_known = read_var(s, RVL_zjit_entry, 8, &zjit_entry);
+	/* rb_zjit_entry as the snapshot read it (jit_frames.c) */
+	uint64_t zjit_entry = s->zjit_entry, yjit_enabled = 0;
+	bool zjit_known = s->zjit_entry_known;
 	bool yjit_known = read_var(s, RVL_yjit_enabled, 1, &yjit_enabled);
 	if (zjit_entry) {
 		ret->name = "zjit";

@@ -20,7 +20,8 @@ struct rv_jit {
 	size_t ncode;
 };
 
-/* Reads what it can while the target stands still; never fails. ZJIT
+/* Reads what it can while the target stands still, after the snapshot of
+ * p (whose reading of rb_zjit_entry it takes); never fails. ZJIT
  * runs when rb_zjit_entry is set (its entry trampoline, in its code), YJIT
  * when rb_yjit_enabled_p is; the code addresses are also the jit_entry of
  * the iseqs p's frames run and, under YJIT, their control frames'

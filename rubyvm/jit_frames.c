@@ -33,24 +33,25 @@
 
 void rv_jit_frames_begin(struct rv_session *s)
 {
+	s->zjit_entry = 0;
 	s->zjit_records = false;
 	s->zjit_unknown = NULL;
+	s->zjit_entry_known =
+		RV_HAS(s, zjit_entry) &&
+		rv_try_read(s, s->load_bias + (uint64_t)RV_VAL(s, zjit_entry),
+			    &s->zjit_entry, sizeof(s->zjit_entry));
 	if (!RV_HAS(s, zjit_frame_pc) || !RV_HAS(s, zjit_frame_iseq) ||
 	    !RV_HAS(s, cfp_jit_return))
 		return;
-	uint64_t entry;
-	if (!RV_HAS(s, zjit_entry)) {
-		s->zjit_unknown = "whether ZJIT is on cannot be told: no "
+	if (!s->zjit_entry_known)
+		s->zjit_unknown =
+			RV_HAS(s, zjit_entry)
+				? "whether ZJIT is on cannot be told: "
+				  "rb_zjit_entry is unreadable"
+				: "whether ZJIT is on cannot be told: no "
 				  "rb_zjit_entry in the debug info";
-		return;
-	}
-	if (!rv_try_read(s, s->load_bias + (uint64_t)RV_VAL(s, zjit_entry),
-			 &entry, sizeof(entry))) {
-		s->zjit_unknown = "whether ZJIT is on cannot be told: "
-				  "rb_zjit_entry is unreadable";
-		return;
-	}
-	s->zjit_records = entry != 0;
+	else
+		s->zjit_records = s->zjit_entry != 0;
 }
 
 bool rv_jit_frames_apply(const struct rv_session *s)

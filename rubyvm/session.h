@@ -45,9 +45,12 @@ struct rv_session {
 	bool gc_layout;
 	/* Where the memory scan looks (memory_scan.c); .next NULL: unknown. */
 	struct cs_writable_regions regions;
-	/* This snapshot reads ZJIT's JIT frame records (jit_frames.c), or
-	 * why it cannot tell whether to (NULL when it can). */
-	bool zjit_records;
+	/* rb_zjit_entry as this snapshot read it (zjit_entry_known: it
+	 * could), not 0 while ZJIT is on (jit_frames.c, jit.c); whether the
+	 * snapshot reads ZJIT's JIT frame records, or why it cannot tell
+	 * whether to (NULL when it can). */
+	uint64_t zjit_entry;
+	bool zjit_entry_known, zjit_records;
 	const char *zjit_unknown;
 };
 
