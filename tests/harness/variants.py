@@ -139,14 +139,14 @@ SPIN_SETTLE_SECONDS = 20
 # (label, line or the lines it may be at). spin's pc in its control frame
 # (YJIT; ZJIT without JIT frame records) is stale (outside its iseq) unless
 # an interrupt made the JIT leave to the interpreter, which saves it:
-# stale, Ruby's rule for a frame without a pc gives spin's first line (15,
+# stale, Ruby's rule for a frame without a pc gives spin's first line (19,
 # "def spin"); saved, the loop's lines. A pc from ZJIT's JIT frame record is
-# never stale: the pc spin's code was entered at (16, its first line of
-# code) or, had it left to the interpreter, a loop line.
-SPIN_FIRST_LINE = 15
-SPIN_ENTRY_LINE = 16
-SPIN_LOOP_LINES = (17, 18, 19)
-SPIN_BLOCK_LINE = 26
+# never stale: the pc spin's code was entered at (20, its first line of
+# code) or a loop line.
+SPIN_FIRST_LINE = 19
+SPIN_ENTRY_LINE = 20
+SPIN_LOOP_LINES = (21, 22, 23)
+SPIN_BLOCK_LINE = 33
 
 
 def running_test_names(ruby):
@@ -154,30 +154,57 @@ def running_test_names(ruby):
     return ["%s/running-jit-code" % ruby] if v and v.spin else []
 
 
+# The C methods spin's loop calls where a JIT calls them as methods (4.0's
+# ZJIT at call threshold 1, which compiles without type profiles): a
+# sample may catch one of them on top of spin.
+SPIN_LOOP_CALLS = ("!=", "+")
+
+
+def spin_frames(thread):
+    """The thread's frames from spin's on, when spin is on top or just under
+    a C method of its loop; else None."""
+    frames = thread.get("frames") or []
+    labels = [compare.plain_label(f.get("label")) for f in frames[:2]]
+    if labels[:1] == ["spin"]:
+        return frames
+    if len(labels) == 2 and labels[1] == "spin" and labels[0] in SPIN_LOOP_CALLS and \
+            frames[0].get("kind") == "cfunc":
+        return frames[1:]
+    return None
+
+
 def spin_holds_gvl(report):
-    return any(t.get("gvl") is True and t.get("frames") and
-               compare.plain_label(t["frames"][0].get("label")) == "spin"
+    return any(t.get("gvl") is True and spin_frames(t)
                for t in report.get("threads") or [])
 
 
 def check_spin_sample(report):
     threads = report.get("threads") or []
-    spinning = [t for t in threads if t.get("frames") and
-                compare.plain_label(t["frames"][0].get("label")) == "spin"]
+    spinning = [t for t in threads if spin_frames(t)]
     if len(spinning) != 1:
         return "%d threads have spin on top, expected 1: %s" % (
             len(spinning), [[f.get("label") for f in t.get("frames", [])][:3] for t in threads])
     if spinning[0].get("state") != "runnable" or spinning[0].get("gvl") is not True:
         return "spinning thread: state %s, gvl %s; expected runnable, holding the GVL" % (
             spinning[0].get("state"), spinning[0].get("gvl"))
-    frames = spinning[0]["frames"]
+    if any(f.get("error") for f in spinning[0]["frames"]):
+        return "frame error: %s" % [f.get("error") for f in spinning[0]["frames"]]
+    frames = spin_frames(spinning[0])
     got = [(f.get("label"), os.path.basename(f.get("path") or ""), f.get("lineno")) for f in frames]
     if len(frames) != 2 or got[1] != ("block in <main>", "spin.rb", SPIN_BLOCK_LINE):
         return "frames %s, expected spin over block in <main> at spin.rb:%d" % (got, SPIN_BLOCK_LINE)
     top = frames[0]
-    if any(f.get("error") for f in frames):
-        return "frame error: %s" % [f.get("error") for f in frames]
-    if top.get("jit_frame") is True:
+    if frames is not spinning[0]["frames"]:
+        # under a C method: spin called it, and saved its pc first
+        called = spinning[0]["frames"][0]
+        if (called.get("path"), called.get("lineno")) != (top.get("path"), top.get("lineno")):
+            return "C method %s at %s:%s, not at spin's place %s:%s" % (
+                called.get("label"), called.get("path"), called.get("lineno"),
+                top.get("path"), top.get("lineno"))
+        if top.get("pc_stale") or top.get("lineno") not in SPIN_LOOP_LINES:
+            return "spin under %s: line %s (pc_stale %r), expected one of the loop's %s" % (
+                called.get("label"), top.get("lineno"), top.get("pc_stale"), SPIN_LOOP_LINES)
+    elif top.get("jit_frame") is True:
         if top.get("pc_stale") is not False:
             return "pc from a JIT frame record, yet pc_stale is %r" % top.get("pc_stale")
         if top.get("lineno") not in (SPIN_ENTRY_LINE,) + SPIN_LOOP_LINES:
@@ -211,8 +238,9 @@ def running_test(rep, selected, corestack, prefixes, timeout):
     """RUBY/running-jit-code: a thread that never leaves JIT code, read
     with --pid SPIN_SAMPLES times: no frame invented, garbled or in error,
     its line as Ruby's rule for a stale pc gives it (or, from ZJIT's JIT
-    frame record, the record's), and the thread runnable and holding the
-    GVL (the only thread that is not asleep). Under ZJIT on a Ruby with JIT
+    frame record, the record's; under a C method of its loop, the line of
+    the call), and the thread runnable and holding the GVL (the only thread
+    that is not asleep). Under ZJIT on a Ruby with JIT
     frame records, at least one sample must read spin from its record, or
     the test would not be testing them."""
     for ruby, prefix in prefixes.items():
@@ -226,7 +254,7 @@ def running_test(rep, selected, corestack, prefixes, timeout):
                                 env=dict(os.environ, **v.env),
                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
-        reason, stale, records, taken = None, 0, 0, 0
+        reason, stale, records, under, taken = None, 0, 0, 0, 0
         # Until the main thread is asleep it may hold the GVL, and spin
         # waits for it (a busy machine can take long to get there): the
         # samples count from the first one with spin holding the GVL;
@@ -254,8 +282,10 @@ def running_test(rep, selected, corestack, prefixes, timeout):
                 taken += 1
                 tops = [t["frames"][0] for t in report["threads"] if t.get("frames")]
                 stale += any(f.get("pc_stale") for f in tops)
-                records += any(compare.plain_label(f.get("label")) == "spin" and
-                               f.get("jit_frame") is True for f in tops)
+                records += any(spin_frames(t)[0].get("jit_frame") is True
+                               for t in report["threads"] if spin_frames(t))
+                under += any(spin_frames(t) and spin_frames(t) is not t["frames"]
+                             for t in report["threads"])
         except (subprocess.TimeoutExpired, ValueError) as exc:
             reason = "corestack --pid: %s" % exc
         finally:
@@ -267,5 +297,6 @@ def running_test(rep, selected, corestack, prefixes, timeout):
         rep.result(name, reason)
         if not reason:
             print("run.py: %s: %d of %d samples had spin's pc stale, %d read it from a JIT "
-                  "frame record" % (name, stale, SPIN_SAMPLES, records),
+                  "frame record, %d caught it in a C method" % (
+                      name, stale, SPIN_SAMPLES, records, under),
                   file=sys.stderr, flush=True)
