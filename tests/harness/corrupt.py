@@ -87,6 +87,15 @@ def layout_of(corestack, module, timeout):
     return items
 
 
+def baseline_and_layout(corestack, cap, timeout):
+    """The unpatched core's report and its Ruby's layout (layout_of); raises
+    RuntimeError when corestack cannot read the core completely."""
+    rc, baseline, _, err = run_json(corestack, cap.core, cap.exe, timeout)
+    if rc != 0 or baseline is None:
+        raise RuntimeError("the unpatched core: exit %d: %s" % (rc, err.strip()[:200]))
+    return baseline, layout_of(corestack, baseline["process"]["ruby_module"], timeout)
+
+
 def run_json(corestack, core, exe, timeout):
     """-> (exit status, report dict or None, raw stdout bytes, stderr text)."""
     res = subprocess.run([corestack, "--json", core, exe], stdout=subprocess.PIPE,
@@ -369,10 +378,7 @@ def corrupt_tests(rep, selected, ruby, cap, corestack, timeout):
     if not any(selected(n) for n in names + [budget_name]):
         return
     try:
-        rc, baseline, _, err = run_json(corestack, cap.core, cap.exe, timeout)
-        if rc != 0 or baseline is None:
-            raise RuntimeError("the unpatched core: exit %d: %s" % (rc, err.strip()[:200]))
-        layout = layout_of(corestack, baseline["process"]["ruby_module"], timeout)
+        baseline, layout = baseline_and_layout(corestack, cap, timeout)
     except (RuntimeError, KeyError, OSError, subprocess.SubprocessError) as exc:
         for n in names + [budget_name]:
             if selected(n):

@@ -97,10 +97,7 @@ def jit_frames_tests(rep, selected, ruby, cap, corestack, timeout):
     if not names:
         return
     try:
-        rc, baseline, _, err = corrupt.run_json(corestack, cap.core, cap.exe, timeout)
-        if rc != 0 or baseline is None:
-            raise RuntimeError("the unpatched core: exit %d: %s" % (rc, err.strip()[:200]))
-        layout = corrupt.layout_of(corestack, baseline["process"]["ruby_module"], timeout)
+        baseline, layout = corrupt.baseline_and_layout(corestack, cap, timeout)
     except (RuntimeError, KeyError, OSError, subprocess.SubprocessError) as exc:
         for n in names:
             rep.result(n, "setup: %s" % exc)

@@ -272,10 +272,8 @@ def jit_native_tests(rep, selected, args, prefixes, workdir):
         names = [n for n in test_names(ruby) if selected(n)]
         if not names:
             continue
-        prefix = prefixes.get(ruby)
-        if not isinstance(prefix, str):
-            for n in names:
-                rep.skip(n, "the %s Ruby is not built" % ruby)
+        prefix = procs.built_prefix(rep, prefixes, ruby, names)
+        if not prefix:
             continue
         jit = jit_of(ruby)
         exe = os.path.join(prefix, "bin", "ruby")

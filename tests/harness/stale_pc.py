@@ -173,10 +173,7 @@ def stale_pc_tests(rep, selected, ruby, cap, corestack, timeout):
     if not any(selected(n) for n in names):
         return
     try:
-        rc, baseline, _, err = corrupt.run_json(corestack, cap.core, cap.exe, timeout)
-        if rc != 0 or baseline is None:
-            raise RuntimeError("the unpatched core: exit %d: %s" % (rc, err.strip()[:200]))
-        layout = corrupt.layout_of(corestack, baseline["process"]["ruby_module"], timeout)
+        baseline, layout = corrupt.baseline_and_layout(corestack, cap, timeout)
         place = Place(corrupt.CoreFile(cap.core), layout, baseline)
         expected = oracle_tail(cap.oracle, baseline["threads"][place.thread])
         lines = method_lines(os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
