@@ -218,22 +218,15 @@ def strace_test(corestack, cap, work, timeout):
 
 # --- special files --------------------------------------------------------------
 
-def make_special(kind, work, basename):
+def make_special(kind, dirs, basename):
     """A file of that kind named basename (libruby.so* is found by its
     name), in a directory short enough to replace the core's names: one of
     its own right under /tmp (/tmp/XXXXXXXX/, 14 bytes, so a Ruby
-    installed under a prefix as short as /tmp/r41 can be tested), named in
-    work/dirs so it is removed with work."""
-    with open(os.path.join(work, "dirs"), "a+") as dirs:
-        dirs.seek(0)
-        known = dict(line.rstrip("\n").split(" ", 1) for line in dirs if " " in line)
-        d = known.get(kind)
-        if d is None:
-            d = tempfile.mkdtemp(prefix="", dir="/tmp")
-            dirs.write("%s %s\n" % (kind, d))
+    installed under a prefix as short as /tmp/r41 can be tested), added to
+    dirs for the caller to remove."""
+    d = tempfile.mkdtemp(prefix="", dir="/tmp")
+    dirs.append(d)
     path = os.path.join(d, basename)
-    if os.path.lexists(path):
-        return path
     if kind in ("vm-fifo", "lib-fifo"):
         os.mkfifo(path)   # no writer: an open for reading would block
     elif kind == "vm-dev-zero":
@@ -246,7 +239,7 @@ def make_special(kind, work, basename):
     return path
 
 
-def special_test(kind, corestack, cap, work):
+def special_test(kind, corestack, cap, dirs):
     if kind == "lib-fifo":
         libc = sorted(n for n in nt_file_paths(cap.core)
                       if os.path.basename(n).startswith("libc.so"))
@@ -255,7 +248,7 @@ def special_test(kind, corestack, cap, work):
         wanted = libc[0]
     else:
         wanted = vm_module_path(cap.core, cap.exe)
-    target = make_special(kind, work, os.path.basename(wanted))
+    target = make_special(kind, dirs, os.path.basename(wanted))
     match = lambda n: n == wanted
     with RenamedFiles(cap.core, match, target) as renamed:
         named = renamed.saved[0][1]
@@ -292,7 +285,8 @@ def hostile_tests(rep, selected, ruby, cap, corestack, timeout):
         for n in names:
             rep.result(n, "strace is not installed (.ci/install-deps)")
         return
-    work = tempfile.mkdtemp(prefix="csh", dir="/tmp")   # short: paths replace the core's
+    work = tempfile.mkdtemp(prefix="csh", dir="/tmp")
+    dirs = []   # the special files' directories (make_special)
     try:
         for n in names:
             kind = n.rsplit("/", 1)[1]
@@ -301,14 +295,9 @@ def hostile_tests(rep, selected, ruby, cap, corestack, timeout):
                     rep.result(n, strace_test(corestack, cap, os.path.join(work, "strace"),
                                               max(timeout, 120)))
                 else:
-                    rep.result(n, special_test(kind, corestack, cap, work))
+                    rep.result(n, special_test(kind, corestack, cap, dirs))
             except (LookupError, OSError, ValueError, struct.error) as exc:
                 rep.result(n, "setup: %s" % exc)
     finally:
-        try:
-            with open(os.path.join(work, "dirs")) as dirs:
-                for line in dirs:
-                    shutil.rmtree(line.rstrip("\n").split(" ", 1)[1], ignore_errors=True)
-        except OSError:
-            pass
-        shutil.rmtree(work, ignore_errors=True)
+        for d in dirs + [work]:
+            shutil.rmtree(d, ignore_errors=True)
