@@ -37,13 +37,11 @@ static bool same_build(const struct cs_target *t, const struct dw_module *mod,
 		       uint64_t start)
 {
 	uint8_t id[DW_BUILD_ID_MAX];
-	size_t len = 0;
-	struct cs_error *err =
-		t->ops->module_build_id(t->priv, start, id, sizeof(id), &len);
-	bool unknown = err != NULL;
-	cs_error_destroy(err);
-	return unknown || (len == mod->build_id_len &&
-			   memcmp(id, mod->build_id, len) == 0);
+	size_t len;
+	struct cs_error *why;
+	int same = cs_image_build_id_match(t, mod, start, id, &len, &why);
+	cs_error_destroy(why);
+	return same != 0;
 }
 
 struct cs_error *cs_gc_module_attach(const struct cs_target *t,

@@ -85,6 +85,20 @@ static uint64_t module_base(const struct cs_target *img, struct dw_module *mod,
 	return cs_image_module_start(img, mod->elf, path);
 }
 
+int cs_image_build_id_match(const struct cs_target *img,
+			    const struct dw_module *mod, uint64_t start,
+			    uint8_t id[DW_BUILD_ID_MAX], size_t *len,
+			    struct cs_error **why)
+{
+	*len = 0;
+	*why = img->ops->module_build_id(img->priv, start, id, DW_BUILD_ID_MAX,
+					 len);
+	if (*why)
+		return -1;
+	return *len == mod->build_id_len &&
+	       memcmp(id, mod->build_id, *len) == 0;
+}
+
 /* Refuse a file whose build-id differs from the one in the core. When the
  * core lacks those bytes, say so in a warning and go on. */
 static struct cs_error *check_build_id(const struct cs_target *img,
@@ -92,10 +106,10 @@ static struct cs_error *check_build_id(const struct cs_target *img,
 				       struct dw_module *mod, uint64_t start)
 {
 	uint8_t id[DW_BUILD_ID_MAX];
-	size_t len = 0;
-	struct cs_error *err = img->ops->module_build_id(img->priv, start, id,
-							 sizeof(id), &len);
-	if (err) {
+	size_t len;
+	struct cs_error *err;
+	int same = cs_image_build_id_match(img, mod, start, id, &len, &err);
+	if (same < 0) {
 		if (m->nwarnings < 4 &&
 		    asprintf(&m->warnings[m->nwarnings],
 			     "%s: cannot check "
@@ -105,7 +119,7 @@ static struct cs_error *check_build_id(const struct cs_target *img,
 		cs_error_destroy(err);
 		return NULL;
 	}
-	if (len == mod->build_id_len && memcmp(id, mod->build_id, len) == 0)
+	if (same)
 		return NULL;
 	char want[2 * DW_BUILD_ID_MAX + 1], have[2 * DW_BUILD_ID_MAX + 1];
 	cs_hex(id, len, want);
