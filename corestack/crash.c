@@ -88,7 +88,11 @@ static bool from_signal_frame(struct cs_crash *c,
 	}
 	c->regs_known = true;
 	c->sent = is_sent(&c->fault.si);
-	group_of(nt, k, &c->at, &c->at_function);
+	/* a sent signal is named by its sender, as without a handler */
+	if (c->sent)
+		sender_of(nt, k, nt->nframes, &c->at, &c->at_function);
+	else
+		group_of(nt, k, &c->at, &c->at_function);
 	return true;
 }
 
