@@ -408,6 +408,19 @@ static int jit_at(const struct unwind *u, uint64_t addr)
 	return -1;
 }
 
+/* Code of a module: in its range, and in a region that can run it where
+ * the target knows one (a module's range holds its data too; gcore leaves
+ * a module's text out of the core: no region then). */
+static bool module_code(void *arg, uint64_t addr)
+{
+	const struct unwind *u = arg;
+	const struct cs_target *img = u->img;
+	struct cs_region r;
+	return dwfl_addrmodule(u->dwfl, addr) &&
+	       (!img->ops->region_of ||
+		!img->ops->region_of(img->priv, addr, &r) || r.exec);
+}
+
 /* A frame the unwinder reached is believed only if it is code on the
  * stack its callee ran on: its return address in a module or an
  * executable region,
@@ -434,9 +447,8 @@ static bool believed(struct unwind *u, Dwfl_Frame *state, uint64_t pc,
 		u->stack_ended = true;
 		return false;
 	}
-	/* code: in a module (gcore leaves file text out of the core), or
-	 * in an executable region (JIT code) */
-	if (!dwfl_addrmodule(u->dwfl, pc - 1) &&
+	/* code: a module's, or in an executable region (JIT code) */
+	if (!module_code(u, pc - 1) &&
 	    (!img->ops->region_of(img->priv, pc - 1, &r) || !r.exec)) {
 		snprintf(u->cut, sizeof(u->cut),
 			 "return address 0x%llx is not in code",
@@ -488,17 +500,6 @@ static int on_frame(Dwfl_Frame *state, void *arg)
 	u->jit_regs[DWARF_X86_64_RIP] = pc;
 	u->jit_known[DWARF_X86_64_RIP] = true;
 	return CB_JIT;
-}
-
-static bool module_code(void *arg, uint64_t addr)
-{
-	const struct unwind *u = arg;
-	const struct cs_target *img = u->img;
-	struct cs_region r;
-	/* gcore leaves a module's text out of the core: no region then */
-	return dwfl_addrmodule(u->dwfl, addr) &&
-	       (!img->ops->region_of ||
-		!img->ops->region_of(img->priv, addr, &r) || r.exec);
 }
 
 static int jit_code(void *arg, uint64_t addr)
