@@ -124,7 +124,7 @@ static bool scan_page(struct rv_session *s, const struct rv_typed_data_check *r,
 		return true;
 	}
 	size_t bytes = (size_t)(total * stride);
-	if (bytes > *bufsize) {
+	if (bytes > *bufsize || !*buf) { /* bytes > 0: total and stride are */
 		uint8_t *n = realloc(*buf, bytes);
 		if (!n)
 			return false;
