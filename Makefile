@@ -10,11 +10,14 @@ WARN     = -std=c17 -D_GNU_SOURCE -Wall -Wextra $(WERROR)
 LIBS    := -ldw -lelf -ldebuginfod -lzstd -llzma -lz
 BUILD   := build
 
-# Sources, listed once. The library: the engine (util, dwarf, rubyvm) and
-# everything in corestack/ but the CLI's main; the CLI, the debugger
-# module, the unit tests, the checks and the fuzzers link it.
-ENGINE_SRC := $(wildcard util/*.c target/*.c dwarf/*.c rubyvm/*.c)
-LIB_SRC    := $(ENGINE_SRC) $(filter-out corestack/main.c,$(wildcard corestack/*.c))
+# Sources, listed once, by layer (docs/ARCHITECTURE.md). The library:
+# every layer below the two front ends; the CLI (corestack/) and the
+# debugger module (gdbext/) link it, and so do the unit tests, the checks
+# and the fuzzers. The CLI's own files but main.c form a second library the
+# unit tests of the CLI link.
+LAYERS     := util dwarf process rubyvm engine render profile sampling
+LIB_SRC    := $(foreach d,$(LAYERS),$(wildcard $(d)/*.c))
+CLI_SRC    := $(filter-out corestack/main.c,$(wildcard corestack/*.c))
 GDBEXT_SRC := $(wildcard gdbext/*.c)
 
 SAN_FLAGS  := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
@@ -27,13 +30,15 @@ PY_CFLAGS  := $(shell pkg-config --cflags python3 2>/dev/null)
 all: $(BUILD)/corestack gdbext
 
 # One object tree and library per way of compiling: build/VARIANT/... and
-# build/VARIANT/libcorestack.a. Header dependencies come from -MMD.
+# build/VARIANT/libcorestack.a (and libcorestack-cli.a). Header dependencies come from -MMD.
 objs = $(patsubst %.c,$(BUILD)/$(1)/%.o,$(2))
 define variant
 $(BUILD)/$(1)/%.o: %.c
 	@mkdir -p $$(@D)
 	$(2) -MMD -MP -c $$< -o $$@
 $(BUILD)/$(1)/libcorestack.a: $$(call objs,$(1),$$(LIB_SRC))
+	rm -f $$@ && ar rcs $$@ $$^
+$(BUILD)/$(1)/libcorestack-cli.a: $$(call objs,$(1),$$(CLI_SRC))
 	rm -f $$@ && ar rcs $$@ $$^
 endef
 # plain (the CLI), ASan+UBSan (what the tests run), position-independent
@@ -44,11 +49,13 @@ $(eval $(call variant,pic,$$(CC) $$(WARN) $$(CFLAGS) $$(PY_CFLAGS) -fPIC -fvisib
 $(eval $(call variant,pic-san,$$(CC) $$(WARN) $$(GDBEXT_SAN_FLAGS) $$(PY_CFLAGS) -fPIC -fvisibility=hidden))
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
-$(BUILD)/corestack: $(BUILD)/plain/corestack/main.o $(BUILD)/plain/libcorestack.a
+$(BUILD)/corestack: $(BUILD)/plain/corestack/main.o $(BUILD)/plain/libcorestack-cli.a \
+                   $(BUILD)/plain/libcorestack.a
 	$(CC) $(CFLAGS) $^ $(LIBS) -o $@
 
 # The same program under AddressSanitizer and UBSan: what the tests run.
-$(BUILD)/corestack-san: $(BUILD)/san/corestack/main.o $(BUILD)/san/libcorestack.a
+$(BUILD)/corestack-san: $(BUILD)/san/corestack/main.o $(BUILD)/san/libcorestack-cli.a \
+                       $(BUILD)/san/libcorestack.a
 	$(CC) $(SAN_FLAGS) $^ $(LIBS) -o $@
 
 $(BUILD):
@@ -140,7 +147,7 @@ UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/%,$(UNIT_SRC))
 .SECONDEXPANSION:
 $(BUILD)/test_%: tests/unit/test_%.c $$(wildcard tests/unit/$$*/*.c tests/unit/$$*/*.h) \
-		$(BUILD)/san/libcorestack.a | $(BUILD)
+		$(BUILD)/san/libcorestack-cli.a $(BUILD)/san/libcorestack.a | $(BUILD)
 	$(CC) $(WARN) $(SAN_FLAGS) -I. $(filter %.c %.a,$^) $(LIBS) -o $@
 
 # test_dwarf reads back the DWARF of a small library built like the
@@ -229,10 +236,10 @@ bench-gdbext: deps gdbext fixtures
 # writes it. `make format` rewrites it so. Fixtures whose line numbers
 # tests check (fixtures/, the DWARF sample, the fuzzers' native target)
 # are left as they are.
-LINT_SRC   := $(LIB_SRC) corestack/main.c $(GDBEXT_SRC)
+LINT_SRC   := $(LIB_SRC) $(wildcard corestack/*.c) $(GDBEXT_SRC)
 FORMAT_SRC := $(filter-out tests/unit/dwarf_sample.% tests/fuzz/native_target.c, \
-              $(wildcard util/*.[ch] target/*.[ch] dwarf/*.[ch] rubyvm/*.[ch] \
-                         corestack/*.[ch] gdbext/*.[ch] tests/unit/*.[ch] \
+              $(wildcard $(addsuffix /*.[ch],$(LAYERS) corestack gdbext) \
+                         tests/unit/*.[ch] \
                          tests/unit/*/*.[ch] tests/tools/*.c tests/fuzz/*.[ch] \
                          tests/bench/*.c))
 lint:

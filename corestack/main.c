@@ -15,11 +15,11 @@
 #include "../util/cli_args.h"
 #include "../rubyvm/layout.h"
 #include "../rubyvm/model.h"
-#include "../target/open.h"
-#include "render.h"
-#include "report.h"
-#include "ruby_open.h"
-#include "snapshot.h"
+#include "../process/open.h"
+#include "../render/render.h"
+#include "../engine/report.h"
+#include "../engine/ruby_open.h"
+#include "../engine/snapshot.h"
 
 #define CS_VERSION "0.1.0"
 

@@ -31,17 +31,17 @@
 
 #include "../util/cli_args.h"
 #include "../rubyvm/model.h"
-#include "../target/open.h"
-#include "../target/live.h"
-#include "../target/page_cache.h"
-#include "follow.h"
-#include "profile.h"
-#include "profile_format.h"
-#include "sampler.h"
+#include "../process/open.h"
+#include "../process/live.h"
+#include "../process/page_cache.h"
+#include "../sampling/follow.h"
+#include "../profile/profile.h"
+#include "../profile/profile_format.h"
+#include "../sampling/sampler.h"
 #include "sampling_args.h"
-#include "sampling_loop.h"
-#include "vm_module.h"
-#include "ruby_open.h"
+#include "../sampling/sampling_loop.h"
+#include "../engine/vm_module.h"
+#include "../engine/ruby_open.h"
 
 enum { EXIT_OK = 0, EXIT_UNUSABLE = 2, EXIT_USAGE = 64 };
 

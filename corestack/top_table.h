@@ -8,7 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "profile.h"
+#include "../profile/profile.h"
 
 struct cs_top_row {
 	size_t function;            /* in the profile's functions */

@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../corestack/profile.h"
-#include "../corestack/profile_format.h"
+#include "../profile/profile.h"
+#include "../profile/profile_format.h"
 
 #define MAX_WORDS 16
 #define MAX_WORD 4096

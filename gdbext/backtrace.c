@@ -4,12 +4,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../target/open.h"
-#include "../target/page_cache.h"
-#include "../corestack/report.h"
-#include "../corestack/render.h"
-#include "../corestack/ruby_open.h"
-#include "../corestack/snapshot.h"
+#include "../process/open.h"
+#include "../process/page_cache.h"
+#include "../engine/report.h"
+#include "../render/render.h"
+#include "../engine/ruby_open.h"
+#include "../engine/snapshot.h"
 
 /* The inferior opened for one command: a target, and a page cache in
  * front of its memory where reads are slow. */

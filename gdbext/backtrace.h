@@ -1,5 +1,5 @@
 /* ruby-bt: the Ruby stacks of a debugger's inferior, rendered exactly as
- * corestack renders them (corestack/render.h).
+ * corestack renders them (render/render.h).
  *
  * The inferior is read one of three ways: a local core file or a local live
  * process directly (the fast path, the same readers as the corestack CLI),
@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../corestack/snapshot.h"
+#include "../engine/snapshot.h"
 #include "../util/error.h"
 #include "debugger_target.h"
 
@@ -54,7 +54,7 @@ typedef int (*gx_thread_hints_fn)(void *ctx, struct gx_thread_hint **ret,
 #define GX_FRAME_INNERMOST (-1) /* the innermost Ruby frame */
 
 struct gx_backtrace_request {
-	const char *format;       /* a renderer's name (corestack/render.h) */
+	const char *format;       /* a renderer's name (render/render.h) */
 	const int64_t *only_tids; /* show only these kernel threads; NULL: all */
 	size_t nonly;
 	gx_thread_hints_fn hints; /* may be NULL */

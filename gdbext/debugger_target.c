@@ -5,7 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../target/build_id.h"
+#include "../process/build_id.h"
 
 int gx_inferior_add_mapping(struct gx_inferior *d, uint64_t start, uint64_t end,
 			    uint64_t offset, const char *path)

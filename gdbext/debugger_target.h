@@ -11,8 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../target/target.h"
-#include "../target/memory.h"
+#include "../process/target.h"
+#include "../process/memory.h"
 
 #define GX_AUXV_MAX 64
 

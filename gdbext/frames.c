@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../corestack/merge.h"
-#include "../corestack/render.h"
+#include "../engine/merge.h"
+#include "../render/render.h"
 
 struct wanted {
 	int64_t tid;

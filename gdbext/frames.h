@@ -1,7 +1,7 @@
 /* ruby-frame, ruby-up, ruby-down: the Ruby frames of one thread, numbered
  * as ruby-bt numbers them, each with the frame of the debugger's own
  * native stack that runs it. The debugger's frames are merged with the
- * Ruby ones as corestack --native merges its own (corestack/merge.h), so
+ * Ruby ones as corestack --native merges its own (engine/merge.h), so
  * the index found is the debugger's frame number. */
 #ifndef CS_GDBEXT_FRAMES_H
 #define CS_GDBEXT_FRAMES_H
@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../corestack/native.h"
+#include "../engine/native.h"
 #include "backtrace.h"
 
 struct gx_ruby_frame {

@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../corestack/profile.h"
-#include "../corestack/profile_format.h"
+#include "../profile/profile.h"
+#include "../profile/profile_format.h"
 #include "args.h"
 #include "backtrace.h"
 #include "debugger_target.h"

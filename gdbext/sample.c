@@ -8,15 +8,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../target/open.h"
-#include "../target/live.h"
-#include "../target/page_cache.h"
-#include "../corestack/profile.h"
-#include "../corestack/profile_format.h"
-#include "../corestack/sampler.h"
-#include "../corestack/sampling_loop.h"
-#include "../corestack/vm_module.h"
-#include "../corestack/ruby_open.h"
+#include "../process/open.h"
+#include "../process/live.h"
+#include "../process/page_cache.h"
+#include "../profile/profile.h"
+#include "../profile/profile_format.h"
+#include "../sampling/sampler.h"
+#include "../sampling/sampling_loop.h"
+#include "../engine/vm_module.h"
+#include "../engine/ruby_open.h"
 #include "guard.h"
 
 struct gx_sampler {

@@ -1,7 +1,7 @@
 /* The JIT a Ruby process runs, and addresses in the code it generated that
  * the VM itself holds (rubyvm/jit.c). Native frames in that code have no
  * CFI and no symbol: corestack tells them apart by the memory these
- * addresses lie in (corestack/jit_regions.c). */
+ * addresses lie in (engine/jit_regions.c). */
 #ifndef CS_RUBYVM_JIT_H
 #define CS_RUBYVM_JIT_H
 

@@ -92,7 +92,7 @@ uint64_t rv_layout_spec_hash(void);
  * by default $XDG_CACHE_HOME/corestack/layouts (~/.cache/...); NULL when
  * out of memory or without a home. rv_cache_mkdirs makes the directories
  * above path; 1 on success. Others keep small facts keyed by a build-id
- * there too (corestack/pthread_tid.c). */
+ * there too (engine/pthread_tid.c). */
 char *rv_cache_file(const char *dir, const char *name);
 int rv_cache_mkdirs(char *path);
 

@@ -12,8 +12,8 @@
 
 #include "../dwarf/index.h"
 #include "../util/error.h"
-#include "../target/memory.h"
-#include "../target/target.h"
+#include "../process/memory.h"
+#include "../process/target.h"
 
 enum rv_frame_kind { RV_FRAME_RUBY, RV_FRAME_CFUNC };
 

@@ -13,8 +13,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "corestack/profile.h"
-#include "corestack/profile_format.h"
+#include "profile/profile.h"
+#include "profile/profile_format.h"
 
 #define THREADS 4
 #define DEPTH 40

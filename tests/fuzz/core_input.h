@@ -12,7 +12,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "target/core.h"
+#include "process/core.h"
 
 struct core_input {
 	int memfd;     /* -1 until core_input_init */

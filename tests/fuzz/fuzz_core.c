@@ -1,4 +1,4 @@
-/* libFuzzer harness for the ELF core reader (target/core_*.c).
+/* libFuzzer harness for the ELF core reader (process/core_*.c).
  *
  * Each input is written to a memfd (one per process, rewritten per input)
  * and opened with cs_core_open through /proc/self/fd/N. If it opens, every
@@ -8,7 +8,7 @@
  * mutated core never reads the host's files.
  *
  * Build: see tests/fuzz/Makefile.inc (make fuzz-build). */
-#include "target/core.h"
+#include "process/core.h"
 #include "tests/fuzz/core_input.h"
 
 #include <fcntl.h>

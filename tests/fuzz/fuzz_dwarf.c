@@ -12,7 +12,7 @@
 #include "dwarf/module.h"
 #include "rubyvm/layout.h"
 #include "rubyvm/model.h"
-#include "target/memory.h"
+#include "process/memory.h"
 
 #include <stdint.h>
 #include <stdio.h>

@@ -12,7 +12,7 @@
  * Build: see tests/fuzz/Makefile.inc (make fuzz-build). */
 #include "rubyvm/layout.h"
 #include "rubyvm/model.h"
-#include "target/memory.h"
+#include "process/memory.h"
 #include "tests/fuzz/model_seed.h"
 
 #include <stdint.h>

@@ -1,4 +1,4 @@
-/* libFuzzer harness for --native: the native unwinder (corestack/native.c
+/* libFuzzer harness for --native: the native unwinder (engine/native.c
  * on libdwfl), the merge with Ruby frames (merge.c) and their rendering
  * (render_native.c through the text and JSON renderers).
  *
@@ -18,11 +18,11 @@
  * native-target, shrunk by make_native_seed.c to a few kilobytes.
  * FUZZ_NATIVE_PRINT=1 in the environment prints the rendered report.
  * Build: see tests/fuzz/Makefile.inc (make fuzz-build). */
-#include "target/core.h"
-#include "target/core_target.h"
-#include "corestack/merge.h"
-#include "corestack/native.h"
-#include "corestack/render.h"
+#include "process/core.h"
+#include "process/core_target.h"
+#include "engine/merge.h"
+#include "engine/native.h"
+#include "render/render.h"
 #include "tests/fuzz/core_input.h"
 
 #include <fcntl.h>

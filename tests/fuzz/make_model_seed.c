@@ -14,9 +14,9 @@
  * the pages read. It also prints the snapshot's threads and frame counts,
  * and checks that a replay from the written regions alone gives the same
  * counts. */
-#include "target/core.h"
-#include "target/core_target.h"
-#include "corestack/vm_module.h"
+#include "process/core.h"
+#include "process/core_target.h"
+#include "engine/vm_module.h"
 #include "rubyvm/layout.h"
 #include "rubyvm/model.h"
 #include "tests/fuzz/model_seed.h"

@@ -112,7 +112,7 @@ def _sysroot(path):
     _execute("platform select --sysroot %s host" % path)
 '''
 
-# the VM functions that call a C method's function (corestack/merge.c)
+# the VM functions that call a C method's function (engine/merge.c)
 CALLS_CFUNCS = ("vm_call_cfunc", "vm_call0_cfunc", "vm_call0_body")
 LOOPS = ("vm_exec_core", "vm_exec")
 LIST_LINE = re.compile(r"^(->|  ) *(\d+)  (.*)$")

@@ -14,9 +14,9 @@
  *
  * Exit 0 when all agree, 1 on a difference (each printed), 2 on a setup
  * error. */
-#include "target/core.h"
-#include "target/core_target.h"
-#include "corestack/vm_module.h"
+#include "process/core.h"
+#include "process/core_target.h"
+#include "engine/vm_module.h"
 #include "rubyvm/layout.h"
 #include "rubyvm/model.h"
 #include "rubyvm/session.h"

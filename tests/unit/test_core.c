@@ -1,4 +1,4 @@
-/* Unit test for target/core_*.c.
+/* Unit test for process/core_*.c.
  *
  * Builds small synthetic cores byte by byte (so every field is known), plus
  * broken ones: empty, not ELF, not a core, truncated everywhere, lying note

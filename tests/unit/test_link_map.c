@@ -1,4 +1,4 @@
-/* Unit test for target/link_map.c: the mappings rebuilt for a core
+/* Unit test for process/link_map.c: the mappings rebuilt for a core
  * without NT_FILE against the NT_FILE note of the same core.
  *
  * gcore dumps a running `sleep`; a copy of the core gets its NT_FILE note
@@ -7,7 +7,7 @@
  * mapping of the same file (by real path) at the same file offset, every
  * ELF module NT_FILE lists must start a rebuilt mapping, and bytes the core
  * left out must read the same through both. Skipped without gcore. */
-#include "target/core.h"
+#include "process/core.h"
 
 #include <elf.h>
 #include <fcntl.h>

@@ -1,4 +1,4 @@
-/* Unit test for target/live_*.c.
+/* Unit test for process/live_*.c.
  *
  * The test forks children of itself that start a few sleeping threads and
  * hold a known pattern in memory, and attaches to them paused and

@@ -1,11 +1,11 @@
-/* The page cache (target/page_cache.c) over a fake target: bytes come
+/* The page cache (process/page_cache.c) over a fake target: bytes come
  * back right across page boundaries, runs of missing pages are read in one
  * call, a clear forgets everything, and with a batch reader the pages used
  * before a clear are read again in one call, fresh, skipping none that a
  * later snapshot still needs when one of them has become unreadable. A
  * read-ahead brings only the part of a page that was used; a read outside
  * it fetches the page whole. */
-#include "target/page_cache.h"
+#include "process/page_cache.h"
 #include "tests/unit/check.h"
 
 #include <stdint.h>

@@ -1,9 +1,9 @@
-/* The way past JIT code (corestack/past_jit.c) on memory laid out by hand:
+/* The way past JIT code (engine/past_jit.c) on memory laid out by hand:
  * a module's code, JIT code and a thread's stack, the call instructions
  * their return addresses follow written as x86-64 encodes them. */
 #include <string.h>
 
-#include "../../corestack/past_jit.h"
+#include "../../engine/past_jit.h"
 #include "check.h"
 
 #define MODULE 0x400000ull

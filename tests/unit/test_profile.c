@@ -1,4 +1,4 @@
-/* The profile (corestack/profile.c): stacks counted by their collapsed
+/* The profile (profile/profile.c): stacks counted by their collapsed
  * line, and a thread whose frames carry the names_id of its last sample's
  * counted again without its frames being looked up. The counts must be
  * those of looking up every frame: a changed frame, thread name or tid, or
@@ -6,8 +6,8 @@
  * hold each function, frame, stack and thread once, and the samples'
  * weights add up to the lines' counts. Functions take the frames' stable
  * names. */
-#include "corestack/profile.h"
-#include "corestack/profile_format.h"
+#include "profile/profile.h"
+#include "profile/profile_format.h"
 #include "tests/unit/check.h"
 
 #include <stdlib.h>

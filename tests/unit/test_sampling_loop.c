@@ -1,8 +1,8 @@
-/* The sampling loop (corestack/sampling_loop.c): as many samples as ticks
+/* The sampling loop (sampling/sampling_loop.c): as many samples as ticks
  * of the rate in the duration, lost ones counted apart, and the loop ends
  * when a sample says the target is gone, when the check before a sample
  * says so, or when the stop flag is set. */
-#include "corestack/sampling_loop.h"
+#include "sampling/sampling_loop.h"
 #include "tests/unit/check.h"
 
 #include <pthread.h>

@@ -1,4 +1,4 @@
-/* The kernel's signal frame (target/signal_frame.c) read from bytes laid
+/* The kernel's signal frame (process/signal_frame.c) read from bytes laid
  * out by hand at the offsets of arch/x86/include/uapi/asm/sigcontext.h and
  * ucontext.h: struct ucontext's uc_mcontext at 40 (r8 first, rip the 17th
  * word), the siginfo at 304 (si_signo, si_errno, si_code, then si_addr at
@@ -6,7 +6,7 @@
 #include <signal.h>
 #include <string.h>
 
-#include "../../target/signal_frame.h"
+#include "../../process/signal_frame.h"
 #include "check.h"
 
 #define BASE 0x7f0000001000ull

@@ -1,4 +1,4 @@
-/* target/core_*.c on bad input: files that are no core, a sysroot that
+/* process/core_*.c on bad input: files that are no core, a sysroot that
  * must confine, truncated and randomly corrupted cores. */
 #include "tests/unit/core/core_test.h"
 

@@ -4,7 +4,7 @@
 #ifndef CS_TESTS_CORE_TEST_H
 #define CS_TESTS_CORE_TEST_H
 
-#include "target/core.h"
+#include "process/core.h"
 
 #include <stddef.h>
 #include <stdint.h>

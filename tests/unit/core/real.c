@@ -1,4 +1,4 @@
-/* target/core_*.c on real cores of `sleep`: from gcore and from the
+/* process/core_*.c on real cores of `sleep`: from gcore and from the
  * kernel, when they can be taken here. */
 #include "tests/unit/core/core_test.h"
 

@@ -1,4 +1,4 @@
-/* target/core_*.c on the synthetic core: reads, notes, the files
+/* process/core_*.c on the synthetic core: reads, notes, the files
  * NT_FILE names. */
 #include "tests/unit/core/core_test.h"
 

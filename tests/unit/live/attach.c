@@ -1,4 +1,4 @@
-/* target/live_*.c: attaching and detaching, paused and not; to processes
+/* process/live_*.c: attaching and detaching, paused and not; to processes
  * that are gone, zombies, traced by another, changing their threads,
  * exiting, or already stopped. */
 #include "tests/unit/live/live_test.h"

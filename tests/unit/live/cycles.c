@@ -1,4 +1,4 @@
-/* target/live_*.c: pause and resume cycles. Consistent stops, threads
+/* process/live_*.c: pause and resume cycles. Consistent stops, threads
  * that come and go, a target that exits or cannot be stopped, the cost of
  * a cycle, and misuse. */
 #include "tests/unit/live/live_test.h"

@@ -1,4 +1,4 @@
-/* target/live_*.c: the refusal messages, for every machine setting. */
+/* process/live_*.c: the refusal messages, for every machine setting. */
 #include "tests/unit/live/live_test.h"
 
 #include <string.h>

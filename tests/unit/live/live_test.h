@@ -5,7 +5,7 @@
 #define CS_TESTS_LIVE_TEST_H
 
 #define CHECK_SHARED
-#include "target/live.h"
+#include "process/live.h"
 #include "tests/unit/check.h"
 
 #include <pthread.h>

@@ -1,4 +1,4 @@
-/* target/live_*.c: reading the target's memory when process_vm_readv is
+/* process/live_*.c: reading the target's memory when process_vm_readv is
  * unavailable. */
 #include "tests/unit/live/live_test.h"
 

@@ -1,4 +1,4 @@
-/* target/live_*.c and signals: SIGTERM to the attacher, and signals to
+/* process/live_*.c and signals: SIGTERM to the attacher, and signals to
  * the target while it is paused and resumed (each delivered, SIGSTOP kept). */
 #include "tests/unit/live/live_test.h"
 

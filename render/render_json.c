@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "../util/json.h"
-#include "../target/crash_signal.h"
+#include "../process/crash_signal.h"
 #include "render.h"
 
 static void process(struct json *j, const struct cs_report *r)

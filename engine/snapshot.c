@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "../rubyvm/jit.h"
-#include "../target/crash_signal.h"
+#include "../process/crash_signal.h"
 #include "jit_regions.h"
 #include "pthread_tid.h"
 

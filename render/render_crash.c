@@ -4,9 +4,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../target/crash_signal.h"
+#include "../process/crash_signal.h"
 #include "../util/json.h"
-#include "report.h"
+#include "../engine/report.h"
 
 static const char *signal_name(int signo, char *buf, size_t size)
 {

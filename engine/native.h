@@ -14,9 +14,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../target/memory.h"
-#include "../target/core.h"
-#include "../target/target.h"
+#include "../process/memory.h"
+#include "../process/core.h"
+#include "../process/target.h"
 
 /* Code a JIT generated (jit_regions.h): it has no CFI and no symbols. */
 struct cs_jit_region {

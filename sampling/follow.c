@@ -9,10 +9,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../target/open.h"
-#include "../target/live.h"
-#include "../target/page_cache.h"
-#include "ruby_open.h"
+#include "../process/open.h"
+#include "../process/live.h"
+#include "../process/page_cache.h"
+#include "../engine/ruby_open.h"
 #include "sampler.h"
 #include "sampling_loop.h"
 

@@ -4,7 +4,7 @@
  * Everything above this layer (finding the Ruby module, the Ruby model,
  * native stacks, the report) sees a target only through this interface.
  * A new kind of target is one file implementing struct cs_target_ops and
- * one entry in the table of target/open.c (or, for a target only a
+ * one entry in the table of process/open.c (or, for a target only a
  * debugger can make, a constructor in gdbext/).
  *
  * Operations marked "may be NULL" have the default the accessor below

@@ -5,8 +5,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../target/memory.h"
-#include "../target/target.h"
+#include "../process/memory.h"
+#include "../process/target.h"
 
 /* Where struct pthread keeps its tid, from libc's debug info. */
 struct cs_pthread_tid {

@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "report.h"
+#include "../engine/report.h"
 
 struct cs_renderer {
 	const char *name;

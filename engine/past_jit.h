@@ -26,7 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../target/memory.h"
+#include "../process/memory.h"
 
 /* What the walk needs to know of the process. */
 struct cs_past_jit_env {

@@ -4,9 +4,9 @@
 #define CS_CORESTACK_SAMPLER_H
 
 #include "../rubyvm/model.h"
-#include "../target/live.h"
-#include "../target/page_cache.h"
-#include "profile.h"
+#include "../process/live.h"
+#include "../process/page_cache.h"
+#include "../profile/profile.h"
 
 /* One sample through one attachment kept for the whole recording (*keep).
  * Nonblocking: read while the threads run. Paused: stop the threads that

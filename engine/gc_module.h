@@ -5,7 +5,7 @@
 #define CS_CORESTACK_GC_MODULE_H
 
 #include "../rubyvm/model.h"
-#include "../target/target.h"
+#include "../process/target.h"
 
 /* When the session's Ruby runs a GC library, find it among the target's
  * mapped files and give the session its layout (its GC_* items), or why

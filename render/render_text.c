@@ -4,7 +4,7 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include "../target/crash_signal.h"
+#include "../process/crash_signal.h"
 #include "render.h"
 
 static void header(FILE *out, const struct cs_report *r)

@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "../rubyvm/model.h"
-#include "../target/signal_frame.h"
+#include "../process/signal_frame.h"
 #include "native.h"
 
 struct cs_crash {

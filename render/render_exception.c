@@ -4,7 +4,7 @@
 #include <stdio.h>
 
 #include "../util/json.h"
-#include "report.h"
+#include "../engine/report.h"
 
 /* text as String#inspect shows a UTF-8 string, for its ASCII: quoted,
  * the quote, the backslash, "#{", "#$" and "#@" escaped, control

@@ -11,7 +11,7 @@
 
 #include <stddef.h>
 
-#include "profile.h"
+#include "../profile/profile.h"
 
 struct cs_followed;
 struct cs_follow_skipped;

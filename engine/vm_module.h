@@ -6,7 +6,7 @@
 #define CS_CORESTACK_VM_MODULE_H
 
 #include "../dwarf/module.h"
-#include "../target/target.h"
+#include "../process/target.h"
 
 struct cs_vm_module {
 	struct dw_module *exe; /* the executable */

@@ -149,7 +149,7 @@ static struct cs_error *open_target(const struct cs_target_request *req,
 	return NULL;
 }
 
-/* Listed in target/open.c. */
+/* Listed in process/open.c. */
 extern const struct cs_target_kind cs_live_target_kind;
 const struct cs_target_kind cs_live_target_kind = {
 	.name = "process",

@@ -8,7 +8,7 @@
 #include <stdio.h>
 
 #include "../rubyvm/model.h"
-#include "../target/core.h"
+#include "../process/core.h"
 #include "crash.h"
 #include "merge.h"
 #include "native.h"

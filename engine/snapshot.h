@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "../target/target.h"
+#include "../process/target.h"
 #include "crash.h"
 #include "report.h"
 #include "ruby_open.h"

@@ -7,7 +7,7 @@
 #include <stdint.h>
 
 #include "../rubyvm/model.h"
-#include "../target/core.h"
+#include "../process/core.h"
 
 struct cs_thread_tids {
 	int64_t *tids; /* per Ruby thread: kernel tid, or -1 when unknown */

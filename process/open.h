@@ -16,7 +16,7 @@ struct cs_target_request {
 	const char *executable;      /* core: the executable given, or NULL */
 };
 
-/* A kind of target the CLI opens (target/open.c lists them): whether a
+/* A kind of target the CLI opens (process/open.c lists them): whether a
  * request names it, and how to open it. */
 struct cs_target_kind {
 	const char *name;

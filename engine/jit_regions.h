@@ -6,7 +6,7 @@
 #include <stddef.h>
 
 #include "../rubyvm/jit.h"
-#include "../target/target.h"
+#include "../process/target.h"
 #include "native.h"
 
 /* For each of j's code addresses in memory that holds code and no file

@@ -6,8 +6,8 @@
 
 #include "../rubyvm/layout.h"
 #include "../rubyvm/model.h"
-#include "../target/memory.h"
-#include "../target/target.h"
+#include "../process/memory.h"
+#include "../process/target.h"
 #include "vm_module.h"
 
 /* A Ruby opened on a target: the module holding its VM (with its debug

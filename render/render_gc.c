@@ -3,7 +3,7 @@
 #include <stdio.h>
 
 #include "../util/json.h"
-#include "report.h"
+#include "../engine/report.h"
 
 void cs_render_gc_text(FILE *out, const struct cs_report *r)
 {
