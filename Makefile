@@ -10,7 +10,8 @@ WARN     = -std=c17 -D_GNU_SOURCE -Wall -Wextra $(WERROR)
 LIBS    := -ldw -lelf -ldebuginfod -lzstd -llzma -lz
 BUILD   := build
 
-# Sources, listed once, by layer (docs/ARCHITECTURE.md). The library:
+# Sources, listed once, by layer (docs/ARCHITECTURE.md; `make lint` checks
+# that each folder includes only from the folders below it). The library:
 # every layer below the two front ends; the CLI (corestack/) and the
 # debugger module (gdbext/) link it, and so do the unit tests, the checks
 # and the fuzzers. The CLI's own files but main.c form a second library the
@@ -231,7 +232,9 @@ mutate: deps $(BUILD)/corestack-san fixtures
 bench-gdbext: deps gdbext fixtures
 	python3 tests/bench_gdbext.py --gdbext $(GDBEXT_DIR)
 
-# Static analysis with Debian's cppcheck and clang-tidy (.clang-tidy):
+# The layering of the tree (tests/tools/check_layers.py: no folder includes
+# from one above it, no cycle, no target internals above the engine), then
+# static analysis with Debian's cppcheck and clang-tidy (.clang-tidy):
 # both must be clean, and the C must be as clang-format (.clang-format)
 # writes it. `make format` rewrites it so. Fixtures whose line numbers
 # tests check (fixtures/, the DWARF sample, the fuzzers' native target)
@@ -243,6 +246,7 @@ FORMAT_SRC := $(filter-out tests/unit/dwarf_sample.% tests/fuzz/native_target.c,
                          tests/unit/*/*.[ch] tests/tools/*.c tests/fuzz/*.[ch] \
                          tests/bench/*.c))
 lint:
+	python3 tests/tools/check_layers.py .
 	clang-format --dry-run --Werror $(FORMAT_SRC)
 	cppcheck --quiet --error-exitcode=1 --enable=warning,portability \
 		--inline-suppr --std=c11 -D_GNU_SOURCE -I. $(LINT_SRC)
