@@ -300,6 +300,10 @@ struct cs_error *rv_session_set_gc_module(struct rv_session *s,
 /* Every thread of every ractor with its Ruby stack. Fails only when there
  * is no VM at all (CS_ERR_NOT_RUBY) or it cannot be read. */
 struct cs_error *rv_snapshot(struct rv_session *s, struct rv_process **ret);
+
+/* The Ruby's version string as the process holds it (malloc'd), or NULL
+ * when unknown; what rv_snapshot puts in rv_process.ruby_version. */
+char *rv_ruby_version(struct rv_session *s);
 void rv_process_destroy(struct rv_process *p);
 
 /* Every fiber of the process, added to a snapshot: each thread's root and

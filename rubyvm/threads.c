@@ -184,6 +184,16 @@ static void read_thread(struct rv_session *s, uint64_t th, uint64_t main_th,
 	rv_thread_state_read(s, th, t);
 }
 
+char *rv_ruby_version(struct rv_session *s)
+{
+	char buf[32] = {0};
+	if (!RV_HAS(s, ruby_version) ||
+	    !rv_try_read(s, s->load_bias + (uint64_t)RV_VAL(s, ruby_version),
+			 buf, sizeof(buf) - 1))
+		return NULL;
+	return strndup(buf, sizeof(buf) - 1);
+}
+
 struct cs_error *rv_snapshot(struct rv_session *s, struct rv_process **ret)
 {
 	uint64_t vm;
@@ -203,13 +213,7 @@ struct cs_error *rv_snapshot(struct rv_session *s, struct rv_process **ret)
 	rv_jit_frames_begin(s);
 	s->output_left = s->opts.max_output_bytes;
 	p->backtick_quotes = s->rules.backtick_quotes;
-	if (RV_HAS(s, ruby_version)) {
-		char buf[32] = {0};
-		if (rv_try_read(
-			    s, s->load_bias + (uint64_t)RV_VAL(s, ruby_version),
-			    buf, sizeof(buf) - 1))
-			p->ruby_version = strndup(buf, sizeof(buf) - 1);
-	}
+	p->ruby_version = rv_ruby_version(s);
 	struct rv_gc_state gc;
 	rv_gc_state_read(s, vm, &gc);
 	p->gc = gc;
