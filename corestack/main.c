@@ -15,11 +15,9 @@
 #include "../util/cli_args.h"
 #include "../rubyvm/layout.h"
 #include "../rubyvm/model.h"
-#include "../process/open.h"
 #include "../render/render.h"
 #include "../engine/report.h"
-#include "../engine/ruby_open.h"
-#include "../engine/snapshot.h"
+#include "../engine/engine.h"
 
 #define CS_VERSION "0.1.0"
 
@@ -335,21 +333,13 @@ int main(int argc, char **argv)
 	if (o.layout)
 		return print_layout(o.layout, &o);
 
-	struct cs_target_request req = {
-		.core = o.core,
-		.pid = o.pid,
-		.pause = !o.nonblocking,
-		.sysroot = o.sysroot,
-		.lib_search_path = o.lib_search_path,
-		.executable = o.executable,
-	};
-	struct cs_target *target;
-	struct cs_error *err = cs_target_open(&req, &target);
-	if (err)
-		return unusable(err);
-	struct cs_ruby ruby;
-	struct cs_ruby_options ropts = {
-		.executable = o.executable,
+	struct cs_engine_request req = {
+		.target = {.core = o.core,
+			   .pid = o.pid,
+			   .pause = !o.nonblocking,
+			   .sysroot = o.sysroot,
+			   .lib_search_path = o.lib_search_path,
+			   .executable = o.executable},
 		.debug_dirs = o.debug_dirs,
 		.debug_dir_advice = DEBUG_DIR_ADVICE,
 		.cache_dir = o.cache_dir,
@@ -359,24 +349,22 @@ int main(int argc, char **argv)
 			  .fibers_by_scan = o.fibers_by_scan,
 			  .max_scan_bytes = o.max_scan},
 	};
-	if ((err = cs_ruby_open(target, &ropts, &ruby))) {
-		cs_target_close(target);
+	struct cs_engine *engine;
+	struct cs_error *err = cs_engine_open(&req, &engine);
+	if (err)
 		return unusable(err);
-	}
 	struct cs_snapshot_options sopts = {
 		.fibers = !o.no_fibers,
 		.locals = o.locals,
 		.native = o.native,
 		.native_all = o.native_all,
 		.max_native_frames = NATIVE_MAX_FRAMES,
-		.debug_dirs = o.debug_dirs,
-		.cache_dir = o.cache_dir,
 		.check_files = true,
 		.glibc_tids = true,
 		.pid_hint = -1,
 	};
 	struct cs_snapshot snap;
-	if ((err = cs_snapshot_take(target, &ruby, &sopts, &snap))) {
+	if ((err = cs_engine_snapshot(engine, &sopts, &snap))) {
 		rc = unusable(err);
 	} else {
 		/* Only this thread writes the report: stdio need not lock
@@ -388,7 +376,6 @@ int main(int argc, char **argv)
 		rc = snap.report.complete ? EXIT_COMPLETE : EXIT_PARTIAL;
 	}
 	cs_snapshot_free(&snap);
-	cs_ruby_close(&ruby);
-	cs_target_close(target);
+	cs_engine_close(engine);
 	return rc;
 }

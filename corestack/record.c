@@ -31,17 +31,14 @@
 
 #include "../util/cli_args.h"
 #include "../rubyvm/model.h"
-#include "../process/open.h"
 #include "../process/live.h"
-#include "../process/page_cache.h"
 #include "../sampling/follow.h"
 #include "../profile/profile.h"
 #include "../profile/profile_format.h"
+#include "../engine/engine.h"
 #include "../sampling/sampler.h"
 #include "sampling_args.h"
 #include "../sampling/sampling_loop.h"
-#include "../engine/vm_module.h"
-#include "../engine/ruby_open.h"
 
 enum { EXIT_OK = 0, EXIT_UNUSABLE = 2, EXIT_USAGE = 64 };
 
@@ -215,9 +212,7 @@ struct recording {
 	const struct record_options *o;
 	int pid;
 	int *child; /* our own child, 0 once it is reaped */
-	struct rv_session *session;
-	struct cs_live **kept;
-	struct cs_page_cache *cache;
+	struct cs_engine *engine;
 	struct cs_profile *prof;
 	struct cs_follow *follow; /* NULL: the target only */
 	int interactive;
@@ -239,8 +234,7 @@ static bool child_running(void *ctx)
 static int take(void *ctx)
 {
 	struct recording *r = ctx;
-	int taken = cs_sample_once(r->session, r->pid, !r->o->nonblocking,
-				   r->o->states, r->kept, r->cache, r->prof);
+	int taken = cs_sample_once(r->engine, r->o->states, r->prof);
 	/* An exited target that nobody reaped (our own child whose traced
 	 * threads we still hold, or another process's) fails every sample
 	 * until --duration. */
@@ -324,45 +318,21 @@ int cs_record_main(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 
-	/* Resolve everything once, on a first attach. */
-	struct cs_target_request req = {.pid = pid};
-	struct cs_target *first;
-	struct cs_error *err = cs_target_open(&req, &first);
-	struct cs_ruby ruby = {0};
-	if (!err) {
-		/* A sampler reads the same stacks again and again. */
-		struct cs_ruby_options opts = {.model = {.reuse_frames = true}};
-		err = cs_ruby_open(first, &opts, &ruby);
-	}
-	struct rv_session *session = ruby.session;
-	cs_target_close(first);
-	/* one attachment for all samples. Paused: taken now, so that what
-	 * rules out stopping the target (another tracer, a thread that never
-	 * stops) is said at once rather than losing every sample. */
-	struct cs_live *kept = NULL;
-	if (!err && !o.nonblocking && !(err = cs_live_attach(pid, 1, &kept))) {
-		cs_live_without_registers(kept);
-		err = cs_live_resume(kept);
-	}
+	/* Resolve everything once; paused, one attachment for all samples,
+	 * taken now (cs_engine_open_sampling). */
+	struct cs_engine_request req = {
+		.target = {.pid = pid, .pause = !o.nonblocking}};
+	struct cs_engine *engine;
+	struct cs_error *err = cs_engine_open_sampling(&req, &engine);
 	if (err) {
 		fprintf(stderr, "corestack record: %s\n", err->message);
 		cs_error_destroy(err);
-		cs_live_close(kept);
-		cs_ruby_close(&ruby);
 		if (child)
 			kill(child, SIGTERM);
 		return EXIT_UNUSABLE;
 	}
 
 	struct cs_profile prof;
-	struct cs_page_cache cache;
-	struct cs_memory none = {0};
-	if (!cs_page_cache_init(&cache, &none)) {
-		fputs("corestack record: out of memory\n", stderr);
-		cs_live_close(kept);
-		cs_ruby_close(&ruby);
-		return EXIT_UNUSABLE;
-	}
 	cs_profile_init(&prof);
 	struct cs_follow follow;
 	cs_follow_init(&follow, pid, !o.nonblocking, o.states);
@@ -376,9 +346,7 @@ int cs_record_main(int argc, char **argv)
 		.o = &o,
 		.pid = pid,
 		.child = &child,
-		.session = session,
-		.kept = &kept,
-		.cache = &cache,
+		.engine = engine,
 		.prof = &prof,
 		.follow = o.subprocesses ? &follow : NULL,
 		.interactive = isatty(STDERR_FILENO),
@@ -393,7 +361,7 @@ int cs_record_main(int argc, char **argv)
 		.ctx = &rec,
 	};
 	cs_sampling_run(&loop);
-	cs_live_close(kept);
+	cs_engine_let_go(engine);
 	size_t followed = follow.nprocs, follow_lost = follow.lost;
 	cs_follow_free(&follow);
 	progress_end(&rec);
@@ -427,8 +395,7 @@ int cs_record_main(int argc, char **argv)
 			     "the target, %zu of their samples lost\n",
 			followed, follow_lost);
 	cs_profile_free(&prof);
-	cs_page_cache_free(&cache);
-	cs_ruby_close(&ruby);
+	cs_engine_close(engine);
 	if (child) {
 		kill(child, SIGTERM);
 		waitpid(child, NULL, 0);

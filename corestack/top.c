@@ -22,10 +22,8 @@
 #include "../util/cli_args.h"
 #include "../rubyvm/model.h"
 #include "../process/live.h"
-#include "../process/open.h"
-#include "../process/page_cache.h"
 #include "../profile/profile.h"
-#include "../engine/ruby_open.h"
+#include "../engine/engine.h"
 #include "../sampling/sampler.h"
 #include "sampling_args.h"
 #include "../sampling/sampling_loop.h"
@@ -122,11 +120,9 @@ static int parse(int argc, char **argv, struct top_options *o)
 /* The view and what each sample needs. */
 struct view {
 	const struct top_options *o;
-	struct rv_session *session;
-	struct cs_live **kept;
-	struct cs_page_cache *cache;
+	struct cs_engine *engine;
 	struct cs_profile *prof;
-	char *version;
+	const char *version;
 	bool by_total;
 	size_t thread; /* 0: all threads; k: the k-th label */
 	/* the counts at the last refresh, and when it was: the shares are
@@ -139,8 +135,7 @@ struct view {
 static int take(void *ctx)
 {
 	struct view *v = ctx;
-	int taken = cs_sample_once(v->session, v->o->pid, !v->o->nonblocking, 0,
-				   v->kept, v->cache, v->prof);
+	int taken = cs_sample_once(v->engine, 0, v->prof);
 	/* an exited target nobody reaped fails every sample */
 	if (taken == 0 && cs_live_exited(v->o->pid))
 		taken = -1;
@@ -290,19 +285,6 @@ static void between(void *ctx, const struct cs_sampling_loop *l)
 		draw(v, l, due);
 }
 
-/* The Ruby's version, from one look at the process as it is opened. */
-static char *ruby_version(struct rv_session *s)
-{
-	struct rv_process *p = NULL;
-	char *version = NULL;
-	struct cs_error *err = rv_snapshot(s, &p);
-	if (!err && p && p->ruby_version)
-		version = strdup(p->ruby_version);
-	cs_error_destroy(err);
-	rv_process_destroy(p);
-	return version;
-}
-
 static void on_signals(void)
 {
 	struct sigaction sa = {.sa_handler = on_stop_signal};
@@ -312,34 +294,6 @@ static void on_signals(void)
 	struct sigaction winch = {.sa_handler = on_winch,
 				  .sa_flags = SA_RESTART};
 	sigaction(SIGWINCH, &winch, NULL);
-}
-
-/* Open the Ruby of pid and keep one attachment; an error message, or
- * NULL. */
-static struct cs_error *open_target(const struct top_options *o,
-				    struct cs_ruby *ruby, struct cs_live **kept,
-				    char **version)
-{
-	struct cs_target_request req = {.pid = o->pid,
-					.pause = !o->nonblocking};
-	struct cs_target *first;
-	struct cs_error *err = cs_target_open(&req, &first);
-	if (err)
-		return err;
-	/* A sampler reads the same stacks again and again. */
-	struct cs_ruby_options opts = {.model = {.reuse_frames = true}};
-	err = cs_ruby_open(first, &opts, ruby);
-	if (!err)
-		*version = ruby_version(ruby->session);
-	cs_target_close(first);
-	/* Paused: attached now, so that what rules out stopping the target
-	 * is said before the screen is taken. */
-	if (!err && !o->nonblocking &&
-	    !(err = cs_live_attach(o->pid, 1, kept))) {
-		cs_live_without_registers(*kept);
-		err = cs_live_resume(*kept);
-	}
-	return err;
 }
 
 int cs_top_main(int argc, char **argv)
@@ -355,20 +309,15 @@ int cs_top_main(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	on_signals();
-	struct cs_ruby ruby = {0};
-	struct cs_live *kept = NULL;
-	char *version = NULL;
-	struct cs_error *err = open_target(&o, &ruby, &kept, &version);
-	struct cs_page_cache cache;
-	struct cs_memory none = {0};
-	if (!err && !cs_page_cache_init(&cache, &none))
-		err = &cs_error_nomem;
+	/* Paused: attached now, so that what rules out stopping the target
+	 * is said before the screen is taken (cs_engine_open_sampling). */
+	struct cs_engine_request req = {
+		.target = {.pid = o.pid, .pause = !o.nonblocking}};
+	struct cs_engine *engine;
+	struct cs_error *err = cs_engine_open_sampling(&req, &engine);
 	if (err) {
 		fprintf(stderr, PROG ": %s\n", err->message);
 		cs_error_destroy(err);
-		cs_live_close(kept);
-		cs_ruby_close(&ruby);
-		free(version);
 		return EXIT_UNUSABLE;
 	}
 	struct cs_profile prof;
@@ -376,11 +325,9 @@ int cs_top_main(int argc, char **argv)
 	prctl(PR_SET_TIMERSLACK, 1000UL); /* as record: short, exact sleeps */
 	struct view v = {
 		.o = &o,
-		.session = ruby.session,
-		.kept = &kept,
-		.cache = &cache,
+		.engine = engine,
 		.prof = &prof,
-		.version = version,
+		.version = engine->ruby_version,
 	};
 	struct cs_sampling_loop loop = {
 		.rate = o.rate,
@@ -394,15 +341,13 @@ int cs_top_main(int argc, char **argv)
 	v.base_time = cs_sampling_now();
 	draw(&v, &loop, true);
 	cs_sampling_run(&loop);
-	cs_live_close(kept);
+	cs_engine_let_go(engine);
 	cs_term_leave();
 	fprintf(stderr, PROG ": %zu samples in %.1f s, %zu lost%s\n",
 		loop.taken, loop.elapsed, loop.lost,
 		v.gone ? "; the process exited" : "");
 	cs_top_base_free(&v.base);
 	cs_profile_free(&prof);
-	cs_page_cache_free(&cache);
-	cs_ruby_close(&ruby);
-	free(version);
+	cs_engine_close(engine);
 	return EXIT_OK;
 }

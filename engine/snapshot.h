@@ -17,11 +17,12 @@
 #define CS_SNAPSHOT_CRASH_FRAMES 1024
 
 struct cs_snapshot_options {
-	bool fibers;                   /* every fiber's stack too */
-	bool locals;                   /* every Ruby frame's locals too */
-	bool native;                   /* native stacks, merged (--native) */
-	bool native_all;               /* and threads without Ruby */
-	size_t max_native_frames;      /* 0: CS_SNAPSHOT_CRASH_FRAMES */
+	bool fibers;              /* every fiber's stack too */
+	bool locals;              /* every Ruby frame's locals too */
+	bool native;              /* native stacks, merged (--native) */
+	bool native_all;          /* and threads without Ruby */
+	size_t max_native_frames; /* 0: CS_SNAPSHOT_CRASH_FRAMES */
+	/* the engine's own (cs_engine_snapshot sets them) */
 	const char *const *debug_dirs; /* NULL: the default directories */
 	const char *cache_dir;         /* NULL default, "" none */
 	/* Warnings about the target's files (a mismatched library) are

@@ -4,76 +4,51 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../process/open.h"
-#include "../process/page_cache.h"
 #include "../engine/report.h"
 #include "../render/render.h"
-#include "../engine/ruby_open.h"
-#include "../engine/snapshot.h"
+#include "../engine/engine.h"
 
-/* The inferior opened for one command: a target, and a page cache in
- * front of its memory where reads are slow. */
-struct opened {
-	struct cs_target *owned;   /* a core or process opened here */
-	struct cs_target debugger; /* or the debugger's inferior */
-	const struct cs_target *target;
-	struct cs_page_cache cache;
-	struct cs_memory memory;
-	bool cached;
-};
-
-/* Put a page cache in front of the target's memory. */
-static struct cs_error *cached(struct opened *o)
+/* The engine over the inferior the source names: a core file, a live
+ * process without ptrace (the debugger is the tracer and holds it
+ * stopped), or the debugger's inferior as a target (remote targets),
+ * which debugger keeps for the engine's life. */
+static struct cs_error *open_engine(const struct gx_source *src,
+				    const struct gx_backtrace_request *req,
+				    struct cs_target *debugger,
+				    struct cs_engine **ret)
 {
-	struct cs_memory mem = cs_target_memory(o->target);
-	if (!cs_page_cache_init(&o->cache, &mem))
-		return &cs_error_nomem;
-	o->cached = true;
-	o->memory = cs_page_cache_target(&o->cache);
-	return NULL;
-}
-
-static struct cs_error *open_source(const struct gx_source *src,
-				    struct opened *o)
-{
-	memset(o, 0, sizeof(*o));
-	struct cs_target_request req = {0};
-	struct cs_error *err;
+	struct cs_engine_request r = {
+		.debug_dirs = src->debug_dirs,
+		.debug_dir_advice = src->debug_dir_advice,
+		.model = {.frame_flags = req->frame_flags},
+	};
+	r.target.executable = src->executable;
 	switch (src->kind) {
 	case GX_SOURCE_CORE:
-		req.core = src->core_path;
-		req.executable = src->executable;
-		req.sysroot = src->sysroot;
-		req.lib_search_path = src->lib_search_path;
-		if ((err = cs_target_open(&req, &o->owned)))
-			return err;
-		o->target = o->owned;
-		return NULL;
+		r.target.core = src->core_path;
+		r.target.sysroot = src->sysroot;
+		r.target.lib_search_path = src->lib_search_path;
+		break;
 	case GX_SOURCE_LIVE:
 		/* Unpaused: the debugger holds the process stopped already,
-		 * and as its tracer it forbids a second one. */
-		req.pid = src->pid;
-		if ((err = cs_target_open(&req, &o->owned)))
-			return err;
-		o->target = o->owned;
-		/* Every read is a system call, and the process stands still
-		 * while the debugger holds it: cache pages for this command. */
-		return cached(o);
+		 * and as its tracer it forbids a second one. Every read is a
+		 * system call, and the process stands still while the
+		 * debugger holds it: cache pages for this command. */
+		r.target.pid = src->pid;
+		r.page_cache = true;
+		break;
 	case GX_SOURCE_DEBUGGER:
 		/* Every read is a round trip through the debugger: keep the
 		 * pages a snapshot reads again and again. */
-		o->debugger = gx_inferior_target(src->debugger);
-		o->target = &o->debugger;
-		return cached(o);
+		*debugger = gx_inferior_target(src->debugger);
+		r.borrowed = debugger;
+		r.page_cache = true;
+		break;
+	default:
+		*ret = NULL;
+		return cs_error_create(CS_ERR_USAGE, "unknown source");
 	}
-	return cs_error_create(CS_ERR_USAGE, "unknown source");
-}
-
-static void close_source(struct opened *o)
-{
-	cs_target_close(o->owned);
-	if (o->cached)
-		cs_page_cache_free(&o->cache);
+	return cs_engine_open(&r, ret);
 }
 
 /* The kernel threads to find the Ruby threads' tids among: the target's
@@ -283,34 +258,13 @@ static struct cs_error *render_value(struct cs_ruby *ruby, uint64_t v,
 	return err;
 }
 
-/* The source opened and its Ruby found; *o closed on failure. */
-static struct cs_error *open_ruby(const struct gx_source *src,
-				  const struct gx_backtrace_request *req,
-				  struct opened *o, struct cs_ruby *ruby)
-{
-	struct cs_error *err = open_source(src, o);
-	if (err) {
-		close_source(o);
-		return err;
-	}
-	struct cs_ruby_options opts = {
-		.executable = src->executable,
-		.debug_dirs = src->debug_dirs,
-		.debug_dir_advice = src->debug_dir_advice,
-		.memory = o->cached ? &o->memory : NULL,
-		.model = {.frame_flags = req->frame_flags}};
-	if ((err = cs_ruby_open(o->target, &opts, ruby)))
-		close_source(o);
-	return err;
-}
-
 struct cs_error *gx_with_snapshot(const struct gx_source *src,
 				  const struct gx_backtrace_request *req,
 				  gx_snapshot_fn fn, void *ctx)
 {
-	struct opened o;
-	struct cs_ruby ruby;
-	struct cs_error *err = open_ruby(src, req, &o, &ruby);
+	struct cs_target debugger;
+	struct cs_engine *engine;
+	struct cs_error *err = open_engine(src, req, &debugger, &engine);
 	if (err)
 		return err;
 	struct hinted hinted = {.req = req};
@@ -318,7 +272,6 @@ struct cs_error *gx_with_snapshot(const struct gx_source *src,
 		/* every fiber, as corestack lists them */
 		.fibers = true,
 		.locals = req->locals || req->frame != GX_FRAME_NONE,
-		.debug_dirs = src->debug_dirs,
 		/* a second record of a tid; the only one next to the stack
 		 * pointer where the debugger shows no fs_base */
 		.glibc_tids = true,
@@ -329,12 +282,11 @@ struct cs_error *gx_with_snapshot(const struct gx_source *src,
 		.check_ctx = (void *)src,
 	};
 	struct cs_snapshot snap;
-	if (!(err = cs_snapshot_take(o.target, &ruby, &sopts, &snap)))
+	if (!(err = cs_engine_snapshot(engine, &sopts, &snap)))
 		err = fn(ctx, &snap);
 	cs_snapshot_free(&snap);
 	free(hinted.store);
-	cs_ruby_close(&ruby);
-	close_source(&o);
+	cs_engine_close(engine);
 	/* fn's error is its own, not made from the snapshot */
 	// cppcheck-suppress returnDanglingLifetime
 	return err;
@@ -362,15 +314,15 @@ struct cs_error *gx_backtrace(const struct gx_source *src,
 	*out = NULL;
 	*complete = 0;
 	if (req->show_value) {
-		struct opened o;
-		struct cs_ruby ruby;
-		struct cs_error *err = open_ruby(src, req, &o, &ruby);
+		struct cs_target debugger;
+		struct cs_engine *engine;
+		struct cs_error *err =
+			open_engine(src, req, &debugger, &engine);
 		if (err)
 			return err;
-		err = render_value(&ruby, req->value, out);
+		err = render_value(&engine->ruby, req->value, out);
 		*complete = !err;
-		cs_ruby_close(&ruby);
-		close_source(&o);
+		cs_engine_close(engine);
 		return err;
 	}
 	struct rendering r = {req, out, complete};

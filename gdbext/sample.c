@@ -15,22 +15,19 @@
 #include "../profile/profile_format.h"
 #include "../sampling/sampler.h"
 #include "../sampling/sampling_loop.h"
-#include "../engine/vm_module.h"
-#include "../engine/ruby_open.h"
+#include "../engine/engine.h"
 #include "guard.h"
 
 struct gx_sampler {
 	int pid, interrupt_signal;
 	int guard; /* gx_guard_start's descriptor, or -1 */
 	double seconds, rate;
-	unsigned states; /* kept; 0: all */
-	struct cs_ruby ruby;
-	struct cs_page_cache cache;
+	unsigned states;          /* kept; 0: all */
+	struct cs_engine *engine; /* the live Ruby, read unpaused */
 	struct cs_profile prof;
 	pthread_t thread;
 	atomic_int stop;
 	/* written by the thread, read after the join */
-	struct cs_live *kept;
 	struct cs_sampling_loop loop;
 	atomic_int interrupted; /* the signal was sent */
 	volatile sig_atomic_t quit_signal;
@@ -83,8 +80,7 @@ static void release_quit_signals(struct gx_sampler *s)
 static int take(void *arg)
 {
 	struct gx_sampler *s = arg;
-	return cs_sample_once(s->ruby.session, s->pid, 0, s->states, &s->kept,
-			      &s->cache, &s->prof);
+	return cs_sample_once(s->engine, s->states, &s->prof);
 }
 
 static void *run(void *arg)
@@ -98,8 +94,7 @@ static void *run(void *arg)
 		.ctx = s,
 	};
 	cs_sampling_run(&s->loop);
-	cs_live_close(s->kept);
-	s->kept = NULL;
+	cs_engine_let_go(s->engine);
 	if (s->interrupt_signal && !atomic_load(&s->stop) &&
 	    kill(s->pid, 0) == 0)
 		interrupt(s);
@@ -133,8 +128,7 @@ static void destroy(struct gx_sampler *s)
 		fclose(s->out);
 	free(s->out_path);
 	cs_profile_free(&s->prof);
-	cs_page_cache_free(&s->cache);
-	cs_ruby_close(&s->ruby);
+	cs_engine_close(s->engine);
 	free(s);
 }
 
@@ -143,13 +137,8 @@ struct cs_error *gx_sampler_start(const struct gx_sample_request *req,
 {
 	*ret = NULL;
 	struct gx_sampler *s = calloc(1, sizeof(*s));
-	struct cs_memory none = {0};
 	if (!s)
 		return &cs_error_nomem;
-	if (!cs_page_cache_init(&s->cache, &none)) {
-		free(s);
-		return &cs_error_nomem;
-	}
 	s->pid = req->pid;
 	s->format =
 		cs_profile_format_find(req->format ? req->format : "collapsed");
@@ -170,21 +159,14 @@ struct cs_error *gx_sampler_start(const struct gx_sample_request *req,
 						"cannot write %s: %s",
 						req->out_path, strerror(errno))
 			      : &cs_error_nomem;
-	/* Resolve everything once, before the inferior runs. */
-	struct cs_target_request treq = {.pid = req->pid};
-	struct cs_target *first = NULL;
+	/* Resolve everything once, before the inferior runs; unpaused: the
+	 * debugger holds the process (cs_engine_open_sampling). */
+	struct cs_engine_request ereq = {
+		.target = {.pid = req->pid, .executable = req->executable},
+		.debug_dirs = req->debug_dirs,
+		.debug_dir_advice = req->debug_dir_advice};
 	if (!err)
-		err = cs_target_open(&treq, &first);
-	if (!err) {
-		/* A sampler reads the same stacks again and again. */
-		struct cs_ruby_options opts = {.executable = req->executable,
-					       .debug_dirs = req->debug_dirs,
-					       .debug_dir_advice =
-						       req->debug_dir_advice,
-					       .model = {.reuse_frames = true}};
-		err = cs_ruby_open(first, &opts, &s->ruby);
-		cs_target_close(first);
-	}
+		err = cs_engine_open_sampling(&ereq, &s->engine);
 	if (!err)
 		err = start_thread(s);
 	if (err) {

@@ -11,8 +11,7 @@
 
 #include "../process/open.h"
 #include "../process/live.h"
-#include "../process/page_cache.h"
-#include "../engine/ruby_open.h"
+#include "../engine/engine.h"
 #include "sampler.h"
 #include "sampling_loop.h"
 
@@ -25,10 +24,8 @@
 
 struct cs_followed {
 	int pid;
-	struct cs_ruby ruby;
-	struct cs_live *kept;
-	struct cs_page_cache cache;
-	unsigned failed; /* samples lost in a row */
+	struct cs_engine *engine; /* the live Ruby sampled */
+	unsigned failed;          /* samples lost in a row */
 };
 
 struct cs_follow_skipped {
@@ -154,41 +151,30 @@ static void skip(struct cs_follow *f, int pid, char *exe)
 }
 
 /* Open the Ruby of pid as record opens its target; false when it is not
- * one (or cannot be read): nothing is said, it is skipped. */
+ * one (or cannot be read, or stopped when paused): nothing is said, it is
+ * skipped. */
 static bool open_ruby(struct cs_follow *f, int pid)
 {
-	struct cs_followed p = {.pid = pid};
-	struct cs_memory none = {0};
 	struct cs_followed *grown =
 		reallocarray(f->procs, f->nprocs + 1, sizeof(*grown));
 	if (!grown)
 		return false;
 	f->procs = grown;
-	struct cs_target_request req = {.pid = pid};
-	struct cs_target *t;
-	struct cs_error *err = cs_target_open(&req, &t);
-	if (!err) {
-		struct cs_ruby_options opts = {.model = {.reuse_frames = true}};
-		err = cs_ruby_open(t, &opts, &p.ruby);
-		cs_target_close(t);
-	}
+	struct cs_engine_request req = {
+		.target = {.pid = pid, .pause = f->pause != 0}};
+	struct cs_engine *engine;
+	struct cs_error *err = cs_engine_open_sampling(&req, &engine);
 	if (err) {
 		cs_error_destroy(err);
 		return false;
 	}
-	if (!cs_page_cache_init(&p.cache, &none)) {
-		cs_ruby_close(&p.ruby);
-		return false;
-	}
-	grown[f->nprocs++] = p;
+	grown[f->nprocs++] = (struct cs_followed){.pid = pid, .engine = engine};
 	return true;
 }
 
 static void close_followed(struct cs_followed *p)
 {
-	cs_live_close(p->kept);
-	cs_page_cache_free(&p->cache);
-	cs_ruby_close(&p->ruby);
+	cs_engine_close(p->engine);
 }
 
 /* Drop the followed process at i; skipped from now on if it still runs
@@ -274,8 +260,7 @@ void cs_follow_sample(struct cs_follow *f, struct cs_profile *prof)
 	for (size_t i = 0; i < f->nprocs;) {
 		struct cs_followed *p = &f->procs[i];
 		prof->pid = p->pid;
-		int r = cs_sample_once(p->ruby.session, p->pid, f->pause,
-				       f->states, &p->kept, &p->cache, prof);
+		int r = cs_sample_once(p->engine, f->states, prof);
 		if (r == 0 && cs_live_exited(p->pid))
 			r = -1;
 		if (r > 0) {

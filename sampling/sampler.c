@@ -159,10 +159,13 @@ static void forked_main_tid(const struct cs_live *live, int pid, int pause,
 #define QUICK_TRIES 2
 #define QUICK_RETRY 16
 
-int cs_sample_once(struct rv_session *s, int pid, int pause, unsigned states,
-		   struct cs_live **keep, struct cs_page_cache *cache,
+int cs_sample_once(struct cs_engine *e, unsigned states,
 		   struct cs_profile *prof)
 {
+	struct rv_session *s = e->ruby.session;
+	int pid = e->pid, pause = e->pause;
+	struct cs_live **keep = &e->kept;
+	struct cs_page_cache *cache = &e->cache;
 	struct rv_process *p = NULL;
 	struct cs_error *err = NULL;
 	/* when stopping the GVL holders was not enough: once more, all */

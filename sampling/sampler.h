@@ -3,12 +3,11 @@
 #ifndef CS_CORESTACK_SAMPLER_H
 #define CS_CORESTACK_SAMPLER_H
 
-#include "../rubyvm/model.h"
-#include "../process/live.h"
-#include "../process/page_cache.h"
+#include "../engine/engine.h"
 #include "../profile/profile.h"
 
-/* One sample through one attachment kept for the whole recording (*keep).
+/* One sample of the live Ruby e (cs_engine_open_sampling), through one
+ * attachment kept for the whole recording (e->kept, taken here if none).
  * Nonblocking: read while the threads run. Paused: stop the threads that
  * hold a GVL (every Ruby thread when that is not enough: see sampler.c),
  * and read again, in one call, the pages the last sample used; let the
@@ -22,8 +21,7 @@
  * Unpaused also reads a process a debugger holds (gdbext's ruby-sample).
  * Only the threads in one of states are kept (cs_profile_add; 0: all).
  * 1 taken, 0 lost, -1 target gone. */
-int cs_sample_once(struct rv_session *s, int pid, int pause, unsigned states,
-		   struct cs_live **keep, struct cs_page_cache *cache,
+int cs_sample_once(struct cs_engine *e, unsigned states,
 		   struct cs_profile *prof);
 
 #endif

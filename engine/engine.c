@@ -1,0 +1,139 @@
+/* The engine handle: the target, the page cache in front of it, the Ruby
+ * found there and the options, opened in one place for every front end,
+ * so that how a target is opened for a snapshot or for sampling is
+ * written once. */
+#include "engine.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Put a page cache in front of the target's memory for the session. */
+static struct cs_error *cache_pages(struct cs_engine *e)
+{
+	struct cs_memory mem = cs_target_memory(e->target);
+	if (!cs_page_cache_init(&e->cache, &mem))
+		return &cs_error_nomem;
+	e->cached = true;
+	e->memory = cs_page_cache_target(&e->cache);
+	return NULL;
+}
+
+static struct cs_error *open_ruby(struct cs_engine *e)
+{
+	const struct cs_engine_request *r = &e->request;
+	struct cs_ruby_options opts = {
+		.executable = r->target.executable,
+		.debug_dirs = r->debug_dirs,
+		.debug_dir_advice = r->debug_dir_advice,
+		.cache_dir = r->cache_dir,
+		.model = r->model,
+		.memory = e->cached ? &e->memory : NULL,
+	};
+	return cs_ruby_open(e->target, &opts, &e->ruby);
+}
+
+/* The handle with the request's target open; *ret NULL on failure. */
+static struct cs_error *open_target(const struct cs_engine_request *r,
+				    struct cs_engine **ret)
+{
+	*ret = NULL;
+	struct cs_engine *e = calloc(1, sizeof(*e));
+	if (!e)
+		return &cs_error_nomem;
+	e->request = *r;
+	e->pid = r->target.pid;
+	e->pause = r->target.pause;
+	struct cs_error *err = NULL;
+	if (r->borrowed)
+		e->target = r->borrowed;
+	else if (!(err = cs_target_open(&r->target, &e->owned)))
+		e->target = e->owned;
+	if (err) {
+		free(e);
+		return err;
+	}
+	*ret = e;
+	return NULL;
+}
+
+struct cs_error *cs_engine_open(const struct cs_engine_request *r,
+				struct cs_engine **ret)
+{
+	struct cs_engine *e;
+	struct cs_error *err = open_target(r, &e);
+	if (!err && r->page_cache)
+		err = cache_pages(e);
+	if (!err)
+		err = open_ruby(e);
+	if (err) {
+		cs_engine_close(e);
+		e = NULL;
+	}
+	*ret = e;
+	return err;
+}
+
+struct cs_error *cs_engine_snapshot(struct cs_engine *e,
+				    const struct cs_snapshot_options *o,
+				    struct cs_snapshot *ret)
+{
+	struct cs_snapshot_options own = *o;
+	own.debug_dirs = e->request.debug_dirs;
+	own.cache_dir = e->request.cache_dir;
+	return cs_snapshot_take(e->target, &e->ruby, &own, ret);
+}
+
+struct cs_error *cs_engine_open_sampling(const struct cs_engine_request *r,
+					 struct cs_engine **ret)
+{
+	/* A first look, not paused, resolves everything once. */
+	struct cs_engine_request first = *r;
+	first.target.pause = false;
+	first.page_cache = false;
+	first.model.reuse_frames = true; /* the same stacks, again and again */
+	struct cs_engine *e;
+	struct cs_error *err = open_target(&first, &e);
+	if (!err && !(err = open_ruby(e)))
+		e->ruby_version = rv_ruby_version(e->ruby.session);
+	if (e) {
+		e->pause = r->target.pause;
+		cs_target_close(
+			e->owned); /* each sample attaches its own way */
+		e->owned = NULL;
+		e->target = NULL;
+	}
+	struct cs_memory none = {0};
+	if (!err && !cs_page_cache_init(&e->cache, &none))
+		err = &cs_error_nomem;
+	else if (!err)
+		e->cached = true;
+	if (!err && e->pause && !(err = cs_live_attach(e->pid, 1, &e->kept))) {
+		cs_live_without_registers(e->kept);
+		err = cs_live_resume(e->kept);
+	}
+	if (err) {
+		cs_engine_close(e);
+		e = NULL;
+	}
+	*ret = e;
+	return err;
+}
+
+void cs_engine_let_go(struct cs_engine *e)
+{
+	cs_live_close(e->kept);
+	e->kept = NULL;
+}
+
+void cs_engine_close(struct cs_engine *e)
+{
+	if (!e)
+		return;
+	cs_live_close(e->kept);
+	cs_ruby_close(&e->ruby);
+	if (e->cached)
+		cs_page_cache_free(&e->cache);
+	cs_target_close(e->owned);
+	free(e->ruby_version);
+	free(e);
+}

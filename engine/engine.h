@@ -1,0 +1,80 @@
+/* The engine handle: one Ruby opened on one target, what every front end
+ * (the CLI, record, top, ruby-bt, ruby-sample) works through. */
+#ifndef CS_ENGINE_ENGINE_H
+#define CS_ENGINE_ENGINE_H
+
+#include <stdbool.h>
+
+#include "../process/live.h"
+#include "../process/open.h"
+#include "../process/page_cache.h"
+#include "ruby_open.h"
+#include "snapshot.h"
+
+struct cs_engine_request {
+	/* What to read: the core or process the request names, or, when
+	 * borrowed is set, a target a front end made (the debugger's
+	 * inferior), which must outlive the handle. */
+	struct cs_target_request target;
+	const struct cs_target *borrowed;
+	/* Every read is slow (a system call, a debugger's round trip) and
+	 * the target stands still: keep the pages read. */
+	bool page_cache;
+	/* Where the Ruby's debug info and its layouts are found: for the
+	 * Ruby, the GC library, libc and the native unwinder alike. */
+	const char *const *debug_dirs; /* NULL: the default directories */
+	/* How the user adds a debug directory here ("pass --debug-dir"),
+	 * for the message when debug info is missing; NULL: generic. */
+	const char *debug_dir_advice;
+	const char *cache_dir; /* layouts: NULL default, "" none */
+	struct rv_options model;
+};
+
+/* It owns the target (unless borrowed), the page cache in front of it,
+ * the Ruby found there with its session, and the request's options. */
+struct cs_engine {
+	struct cs_engine_request request;
+	struct cs_target *owned;
+	const struct cs_target *target; /* NULL once let go (sampling) */
+	struct cs_ruby ruby;
+	struct cs_page_cache cache;
+	struct cs_memory memory; /* the cache's, read by the session */
+	bool cached;
+	/* sampling (cs_engine_open_sampling) */
+	int pid;
+	bool pause;
+	struct cs_live *kept; /* one attachment for every sample */
+	char *ruby_version;   /* as the first look read it; NULL: unknown */
+};
+
+/* Open the target the request names (or take the borrowed one) and the
+ * Ruby on it. On failure nothing is left open or stopped, and the error
+ * says first when the target is truncated. */
+struct cs_error *cs_engine_open(const struct cs_engine_request *r,
+				struct cs_engine **ret);
+
+/* Read every Ruby thread (and fiber) and build the report
+ * (cs_snapshot_take), with the engine's debug directories and layout
+ * cache. An error only when there is no report at all; *ret is always
+ * safe to free with cs_snapshot_free. */
+struct cs_error *cs_engine_snapshot(struct cs_engine *e,
+				    const struct cs_snapshot_options *o,
+				    struct cs_snapshot *ret);
+
+/* A live Ruby for a sampler: the Ruby resolved once on a first look at
+ * r->target.pid, that target let go, reads of every sample through one
+ * page cache; paused (r->target.pause), one attachment kept for every
+ * sample, taken now so that what rules out stopping the process (another
+ * tracer, a thread that never stops) is said at once. Frames are reused
+ * from sample to sample. */
+struct cs_error *cs_engine_open_sampling(const struct cs_engine_request *r,
+					 struct cs_engine **ret);
+
+/* A sampler's process let go before its profile is written: the
+ * attachment kept for the samples closed (threads run again). */
+void cs_engine_let_go(struct cs_engine *e);
+
+/* Everything the handle owns closed and let go; NULL is fine. */
+void cs_engine_close(struct cs_engine *e);
+
+#endif
