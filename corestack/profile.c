@@ -354,6 +354,7 @@ static int add_sample(struct cs_profile *p, size_t thread, size_t stack,
 	if (last && last->stack == stack && last->state == k->state &&
 	    last->wait == k->wait && t->seen + 1 == p->snapshots) {
 		last->weight++;
+		last->last_ns = k->time_ns;
 		t->seen = p->snapshots;
 		return 1;
 	}
@@ -361,8 +362,16 @@ static int add_sample(struct cs_profile *p, size_t thread, size_t stack,
 	if (!s)
 		return 0;
 	p->samples = s;
-	s[p->nsamples] = (struct cs_profile_sample){stack, thread,   k->time_ns,
-						    1,     k->state, k->wait};
+	s[p->nsamples] = (struct cs_profile_sample){
+		.stack = stack,
+		.thread = thread,
+		.time_ns = k->time_ns,
+		.last_ns = k->time_ns,
+		.weight = 1,
+		.snapshot = p->snapshots,
+		.state = k->state,
+		.wait = k->wait,
+	};
 	t->last = ++p->nsamples;
 	t->seen = p->snapshots;
 	return 1;
@@ -774,6 +783,23 @@ int cs_profile_settle(struct cs_profile *p)
 	forget_memos(p); /* they hold thread ids */
 	free(to);
 	return 1;
+}
+
+bool cs_profile_by_thread(const struct cs_profile *p, size_t **ids,
+			  size_t **first)
+{
+	*ids = malloc((p->nsamples + 1) * sizeof(**ids));
+	*first = calloc(p->nthreads + 2, sizeof(**first));
+	if (!*ids || !*first)
+		return false;
+	size_t *at = *first;
+	for (size_t i = 0; i < p->nsamples; i++)
+		at[p->samples[i].thread + 2]++;
+	for (size_t i = 2; i < p->nthreads + 2; i++)
+		at[i] += at[i - 1];
+	for (size_t i = 0; i < p->nsamples; i++)
+		(*ids)[at[p->samples[i].thread + 1]++] = i;
+	return true;
 }
 
 void cs_profile_free(struct cs_profile *p)

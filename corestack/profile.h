@@ -90,7 +90,9 @@ bool cs_profile_states_parse(const char *list, unsigned *set, char *why,
 struct cs_profile_sample {
 	size_t stack, thread;
 	uint64_t time_ns; /* when first seen (CLOCK_MONOTONIC) */
+	uint64_t last_ns; /* when last seen */
 	uint64_t weight;  /* snapshots in a row of this thread that saw it */
+	size_t snapshot;  /* the first of them: p->snapshots then */
 	enum cs_profile_state state; /* the same in every one of them */
 	enum rv_wait_kind wait;      /* blocked: on what (RV_WAIT_NONE) */
 };
@@ -181,6 +183,12 @@ int cs_profile_add(struct cs_profile *p, const struct rv_process *proc,
  * name). 0 on allocation failure, the profile unchanged. */
 int cs_profile_settle(struct cs_profile *p);
 void cs_profile_free(struct cs_profile *p);
+
+/* The samples' ids grouped by thread, each group in time order: thread
+ * i's are (*ids)[(*first)[i]] .. (*ids)[(*first)[i + 1] - 1]. false on
+ * allocation failure; the caller frees both either way. */
+bool cs_profile_by_thread(const struct cs_profile *p, size_t **ids,
+			  size_t **first);
 
 /* The text of a name id (cs_profile_function.display, thread.label). */
 static inline const char *cs_profile_display(const struct cs_profile *p,

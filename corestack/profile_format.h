@@ -38,7 +38,7 @@ const struct cs_profile_format *cs_profile_format_find(const char *name);
 void cs_profile_write_collapsed(FILE *out, const struct cs_profile *p,
 				const struct cs_profile_run *run);
 /* speedscope's file format: one sampled profile per thread, frames shared;
- * each line is one sample weighted by its count. */
+ * its samples in time order, weighed in nanoseconds. */
 void cs_profile_write_speedscope(FILE *out, const struct cs_profile *p,
 				 const struct cs_profile_run *run);
 /* A flame graph, standalone SVG. */

@@ -280,6 +280,10 @@ int main(void)
 		      p.samples[0].time_ns == 10000000 &&
 		      p.samples[0].stack == 0 && p.samples[0].thread == 0,
 	      "one sample of weight 3: %zu", p.nsamples);
+	/* speedscope weighs it from its first snapshot to its last */
+	CHECK(p.samples[0].last_ns == 30000000 && p.samples[0].snapshot == 0,
+	      "first snapshot %zu, last seen at %llu", p.samples[0].snapshot,
+	      (unsigned long long)p.samples[0].last_ns);
 	CHECK(!strcmp(p.names.text[p.threads[0].label], "w") &&
 		      p.threads[0].tid == 42,
 	      "thread");
