@@ -7,6 +7,7 @@
 #ifndef CS_CORESTACK_PROFILE_FORMAT_H
 #define CS_CORESTACK_PROFILE_FORMAT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -25,6 +26,10 @@ struct cs_profile_format {
 	const char *name;
 	void (*write)(FILE *out, const struct cs_profile *p,
 		      const struct cs_profile_run *run);
+	/* the endings of a file name that choose it (-o without --format);
+	 * NULL after the last */
+	const char *suffixes[3];
+	bool binary; /* not for a terminal */
 };
 
 /* Every format, in the order --format lists them; ends with a NULL name. */
@@ -32,6 +37,8 @@ extern const struct cs_profile_format cs_profile_formats[];
 
 /* The format called name, or NULL. */
 const struct cs_profile_format *cs_profile_format_find(const char *name);
+/* The format whose suffix ends path (the longest that does), or NULL. */
+const struct cs_profile_format *cs_profile_format_for_path(const char *path);
 
 /* The table's entries. */
 /* Collapsed stacks, one line each (flamegraph.pl, inferno, speedscope). */

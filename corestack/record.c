@@ -80,7 +80,10 @@ static void record_usage(FILE *out)
 	      "                     (JSON for speedscope.app), flamegraph\n"
 	      "                     (SVG), summary, pprof (gzipped\n"
 	      "                     profile.proto for go tool pprof) or\n"
-	      "                     firefox (JSON for the Firefox Profiler)\n"
+	      "                     firefox (JSON for the Firefox Profiler);\n"
+	      "                     without it, -o's name chooses: .folded,\n"
+	      "                     .collapsed, .speedscope.json, .svg,\n"
+	      "                     .pb.gz, .pprof (else collapsed)\n"
 	      "  --state LIST       only threads in these states, a comma\n"
 	      "                     list of running (holds the GVL), waiting\n"
 	      "                     (for the GVL), blocked (sleep, I/O, a\n"
@@ -171,9 +174,19 @@ static int parse(int argc, char **argv, struct record_options *o)
 		      stderr);
 		return EXIT_USAGE;
 	}
+	if (!o->format && o->out)
+		o->format = cs_profile_format_for_path(o->out);
 	if (!o->format)
 		o->format = cs_profile_format_find(o->out ? "collapsed"
 							  : "summary");
+	/* as gzip does: binary on a terminal helps nobody */
+	if (o->format->binary && !o->out && isatty(STDOUT_FILENO)) {
+		fprintf(stderr,
+			PROG ": --format %s is binary, not for a terminal: "
+			     "give -o FILE or redirect standard output\n",
+			o->format->name);
+		return EXIT_USAGE;
+	}
 	return 0;
 }
 

@@ -4,10 +4,11 @@ time shares (heavy does 3x light's work).
     RUBY/record              record --pid (paused) for 2 s: heavy ranked over light,
                              the target left running, no thread of it stopped
     RUBY/record-nonblocking  the same with --nonblocking
-    RUBY/record-speedscope   record --on-cpu --format speedscope -- COMMAND: the
-                             file's indexes hold, heavy ranked over light
-    RUBY/record-flamegraph   --format flamegraph: a well-formed SVG, heavy over light
-    RUBY/record-pprof        --format pprof, read by go tool pprof -raw: heavy and
+    RUBY/record-speedscope   record --on-cpu -o F.speedscope.json -- COMMAND (the
+                             name chooses the format): the file's indexes hold,
+                             heavy ranked over light
+    RUBY/record-flamegraph   -o F.svg: a well-formed SVG, heavy over light
+    RUBY/record-pprof        -o F.pb.gz, read by go tool pprof -raw: heavy and
                              light with their file and the line Ruby gives them
                              (their .times call), the sample count record reported,
                              heavy over light, each sample labelled with a state
@@ -373,15 +374,17 @@ def record_tests(rep, selected, args, prefixes, workdir):
             js = out + ".speedscope.json"
             try:
                 res = subprocess.run([args.corestack, "record", "--duration", "20", "--on-cpu",
-                                      "--format", "speedscope", "-o", js, "--", exe, SHARES, "1.5"],
+                                      "-o", js, "--", exe, SHARES, "1.5"],
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                      timeout=args.timeout)
                 rep.result(name, check_speedscope(res, js))
             except subprocess.TimeoutExpired:
                 rep.result(name, "record hung")
+        # flame graphs and pprof by -o's name alone; firefox has no suffix
         for fmt, suffix, check in (("flamegraph", ".svg", check_flamegraph),
                                    ("pprof", ".pb.gz", check_pprof),
                                    ("firefox", ".gecko.json", check_firefox)):
+            chosen = ["--format", fmt] if fmt == "firefox" else []
             name = "%s/record-%s" % (ruby, fmt)
             # the same file, decoded by protoc
             decoded = "%s/record-pprof-protoc" % ruby if fmt == "pprof" else None
@@ -389,8 +392,8 @@ def record_tests(rep, selected, args, prefixes, workdir):
                 continue
             path = out + suffix
             try:
-                res = subprocess.run([args.corestack, "record", "--duration", "20",
-                                      "--format", fmt, "-o", path, "--", exe, SHARES, "1.5"],
+                res = subprocess.run([args.corestack, "record", "--duration", "20"] + chosen
+                                     + ["-o", path, "--", exe, SHARES, "1.5"],
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      text=True, timeout=args.timeout)
             except subprocess.TimeoutExpired:
