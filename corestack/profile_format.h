@@ -16,10 +16,12 @@
 
 /* How the recording went, for the formats that say so. */
 struct cs_profile_run {
-	size_t lost;    /* samples that could not be read */
-	double seconds; /* the recording's length */
-	double rate;    /* samples per second asked for */
-	int64_t pid;    /* the target's process id; 0: unknown */
+	size_t lost;      /* samples that could not be read */
+	double seconds;   /* the recording's length */
+	double rate;      /* samples per second asked for */
+	int64_t pid;      /* the target's process id; 0: unknown */
+	size_t taken;     /* samples of the target; 0: the profile's count */
+	size_t processes; /* the target and those followed; 0: one */
 };
 
 struct cs_profile_format {

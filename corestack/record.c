@@ -407,7 +407,9 @@ int cs_record_main(int argc, char **argv)
 	};
 	cs_sampling_run(&loop);
 	cs_live_close(kept);
-	size_t followed = follow.nprocs, follow_lost = follow.lost;
+	if (o.subprocesses)
+		cs_follow_titles(&follow, &prof);
+	size_t followed = follow.ever, follow_lost = follow.lost;
 	cs_follow_free(&follow);
 	progress_end(&rec);
 
@@ -420,8 +422,14 @@ int cs_record_main(int argc, char **argv)
 			o.out, strerror(errno));
 		rc = EXIT_UNUSABLE;
 	} else {
-		struct cs_profile_run run = {loop.lost, loop.elapsed, o.rate,
-					     pid};
+		struct cs_profile_run run = {
+			.lost = loop.lost,
+			.seconds = loop.elapsed,
+			.rate = o.rate,
+			.pid = pid,
+			.taken = loop.taken,
+			.processes = o.subprocesses ? 1 + followed : 1,
+		};
 		o.format->write(out, &prof, &run);
 		if (o.out)
 			fclose(out);
@@ -436,8 +444,8 @@ int cs_record_main(int argc, char **argv)
 		tries ? loop.reading_cpu / (double)tries * 1e6 : 0.0);
 	if (o.subprocesses)
 		fprintf(stderr,
-			PROG ": %zu processes followed at the end besides "
-			     "the target, %zu of their samples lost\n",
+			PROG ": %zu processes followed besides the target, "
+			     "%zu of their samples lost\n",
 			followed, follow_lost);
 	cs_profile_free(&prof);
 	cs_page_cache_free(&cache);
