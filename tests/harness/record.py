@@ -13,6 +13,10 @@ time shares (heavy does 3x light's work).
                              (their .times call), the sample count record reported,
                              heavy over light, each sample labelled with a state
                              (and ractor 1 where Ruby has ractors)
+    RUBY/record-pprof-top    the same file, go tool pprof -top: the names as Ruby
+                             gives them, <main> and block in <main> among them
+                             (pprof cuts <...> and (...) from a name it takes
+                             for demangled C++), none <unknown> or cut short
     RUBY/record-pprof-protoc the same file gunzipped and decoded by protoc against
                              pprof's own profile.proto: sample types, period,
                              duration; heavy and light with their file and line;
@@ -46,7 +50,7 @@ from .checks import first_line
 
 
 TESTS = ("record", "record-nonblocking", "record-speedscope", "record-flamegraph",
-         "record-pprof", "record-pprof-protoc", "record-firefox")
+         "record-pprof", "record-pprof-top", "record-pprof-protoc", "record-firefox")
 END_TESTS = ("record-target-exits", "record-interrupted", "record-holder-exits")
 
 
@@ -210,6 +214,32 @@ def check_pprof(res, path):
     if inclusive["heavy"] < 1.5 * inclusive["light"]:
         return "heavy %d samples, light %d: heavy does 3x the work" % (
             inclusive["heavy"], inclusive["light"])
+    return None
+
+
+# What shares.rb runs, as Ruby's backtraces name it (its script body, the
+# loop's block, the methods and their blocks).
+SHARES_NAMES = {"<main>", "block in <main>", "Kernel#loop", "Object#heavy", "Object#light",
+                "block in Object#heavy", "block in Object#light", "Integer#times"}
+TOP_LINE = re.compile(r"^\s*[\d.]+\w*\s+[\d.]+%\s+[\d.]+%\s+[\d.]+\w*\s+[\d.]+%\s+(.*)$")
+
+
+def check_pprof_top(res, path):
+    """go tool pprof -top shows every function by Ruby's name."""
+    if res.returncode != 0:
+        return "exit %d: %s" % (res.returncode, first_line(res.stderr))
+    top = subprocess.run(["go", "tool", "pprof", "-top", "-nodecount=1000", path],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         timeout=120)
+    if top.returncode != 0:
+        return "go tool pprof -top failed: %s" % first_line(top.stderr)
+    names = {m.group(1) for m in map(TOP_LINE.match, top.stdout.split("\n")) if m}
+    missing = SHARES_NAMES - names
+    if missing:
+        return "go tool pprof -top shows no %s; it shows %s" % (sorted(missing), sorted(names))
+    cut = sorted(n for n in names if n == "<unknown>" or n.endswith(" in") or not n.strip())
+    if cut:
+        return "go tool pprof -top shows %s" % cut
     return None
 
 
@@ -386,9 +416,11 @@ def record_tests(rep, selected, args, prefixes, workdir):
                                    ("firefox", ".gecko.json", check_firefox)):
             chosen = ["--format", fmt] if fmt == "firefox" else []
             name = "%s/record-%s" % (ruby, fmt)
-            # the same file, decoded by protoc
+            # the same file, decoded by protoc and listed by pprof -top
             decoded = "%s/record-pprof-protoc" % ruby if fmt == "pprof" else None
-            if not selected(name) and not (decoded and selected(decoded)):
+            top = "%s/record-pprof-top" % ruby if fmt == "pprof" else None
+            if not selected(name) and not (decoded and selected(decoded)) and \
+                    not (top and selected(top)):
                 continue
             path = out + suffix
             try:
@@ -402,6 +434,8 @@ def record_tests(rep, selected, args, prefixes, workdir):
                 rep.result(name, check(res, path) if res else "record hung")
             if decoded and selected(decoded):
                 rep.result(decoded, check_pprof_protoc(res, path) if res else "record hung")
+            if top and selected(top):
+                rep.result(top, check_pprof_top(res, path) if res else "record hung")
         contention.contention_test(rep, selected, args.corestack, ruby, exe, args.timeout)
         states.states_test(rep, selected, args.corestack, ruby, exe, workdir, args.timeout)
         late_names.named_late_test(rep, selected, args.corestack, ruby, exe, workdir,
