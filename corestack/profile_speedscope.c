@@ -1,5 +1,6 @@
 /* speedscope's file format (https://www.speedscope.app): one sampled
- * profile per thread, the frames shared. A thread's samples are listed in
+ * profile per thread, the frames shared: each a function at a line, with
+ * its name, its Ruby file and the line, as Ruby's backtraces give them. A thread's samples are listed in
  * the order they were taken, each weighted by the nanoseconds it covers:
  * from its first snapshot to the thread's next sample when that one came
  * in the snapshot right after its last, else one sampling period on from
@@ -20,17 +21,17 @@ struct span {
 	uint64_t ns;
 };
 
-/* The place of name in a list kept in the order of first sight. */
-static size_t place_of(size_t *at, size_t **list, size_t *n, size_t name)
+/* The place of a frame in a list kept in the order of first sight. */
+static size_t place_of(size_t *at, size_t **list, size_t *n, size_t frame)
 {
-	if (at[name] != SIZE_MAX)
-		return at[name];
+	if (at[frame] != SIZE_MAX)
+		return at[frame];
 	size_t *grown = realloc(*list, (*n + 1) * sizeof(*grown));
 	if (!grown)
 		return SIZE_MAX;
 	*list = grown;
-	grown[*n] = name;
-	return at[name] = (*n)++;
+	grown[*n] = frame;
+	return at[frame] = (*n)++;
 }
 
 /* When sample i (ids[i] of n, one thread's) stops counting. */
@@ -87,9 +88,7 @@ static void write_samples(struct json *j, const struct cs_profile *p,
 			sp[i].stack == SIZE_MAX ? NULL
 						: &p->stacks[sp[i].stack];
 		for (size_t k = 0; s && k < s->nframes; k++)
-			json_int(j, NULL,
-				 (int64_t)frame_at[cs_profile_frame_name(
-					 p, s->frames[k])]);
+			json_int(j, NULL, (int64_t)frame_at[s->frames[k]]);
 		json_end_array(j);
 	}
 	json_end_array(j);
@@ -105,13 +104,13 @@ static void write_samples(struct json *j, const struct cs_profile *p,
 void cs_profile_write_speedscope(FILE *out, const struct cs_profile *p,
 				 const struct cs_profile_run *run)
 {
-	size_t nnames = p->names.count + 1;
-	size_t *frame_at = malloc(nnames * sizeof(*frame_at));
+	size_t nat = p->nframes + 1;
+	size_t *frame_at = malloc(nat * sizeof(*frame_at));
 	size_t *frames = NULL, nframes = 0, *ids = NULL, *first = NULL;
 	bool ok = frame_at && cs_profile_by_thread(p, &ids, &first);
 	uint64_t period_ns = run->rate > 0 ? (uint64_t)(1e9 / run->rate) : 0;
 	uint64_t start = p->nsamples ? p->samples[0].time_ns : 0;
-	for (size_t i = 0; ok && i < nnames; i++)
+	for (size_t i = 0; ok && i < nat; i++)
 		frame_at[i] = SIZE_MAX;
 	/* The frame table first: speedscope wants indexes. */
 	for (size_t i = 0; ok && i < p->nsamples; i++) {
@@ -119,8 +118,7 @@ void cs_profile_write_speedscope(FILE *out, const struct cs_profile *p,
 			&p->stacks[p->samples[ids[i]].stack];
 		for (size_t k = 0; ok && k < s->nframes; k++)
 			ok = place_of(frame_at, &frames, &nframes,
-				      cs_profile_frame_name(p, s->frames[k])) !=
-			     SIZE_MAX;
+				      s->frames[k]) != SIZE_MAX;
 	}
 	struct json j = {.out = out};
 	json_begin_object(&j, NULL);
@@ -130,8 +128,15 @@ void cs_profile_write_speedscope(FILE *out, const struct cs_profile *p,
 	json_begin_object(&j, "shared");
 	json_begin_array(&j, "frames");
 	for (size_t i = 0; ok && i < nframes; i++) {
+		const struct cs_profile_frame *f = &p->frames[frames[i]];
+		const struct cs_profile_function *fn =
+			&p->functions[f->function];
 		json_begin_object(&j, NULL);
-		json_string(&j, "name", cs_profile_display(p, frames[i]));
+		json_string(&j, "name", cs_profile_display(p, fn->display));
+		if (fn->file)
+			json_string(&j, "file", fn->file);
+		if (f->line > 0)
+			json_int(&j, "line", f->line);
 		json_end_object(&j);
 	}
 	json_end_array(&j);

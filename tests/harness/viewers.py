@@ -19,7 +19,8 @@ the first fixture Ruby given:
                          button (its time-order calls, as it reads them);
                          the phases in the program's order, their lengths
                          within 60 ms and 15 % of what it measured, in a
-                         unit of time
+                         unit of time; their frames at the file and line
+                         Ruby gives them
 """
 
 import functools
@@ -130,7 +131,9 @@ def sandwich_rows(dom):
     for i in range(len(cells) - 2):
         total, own = parse(cells[i]), parse(cells[i + 1])
         if total is not None and own is not None and parse(cells[i + 2]) is None:
-            rows[cells[i + 2]] = (total, own)
+            # a method at several lines is one row per line
+            was = rows.get(cells[i + 2], (0, 0))
+            rows[cells[i + 2]] = (was[0] + total, was[1] + own)
     return rows
 
 
@@ -262,12 +265,17 @@ def check_speedscope_timeline(js, truth, timeout):
     doc = exported(dom)
     if doc is None:
         return "speedscope exported nothing: %s" % first_line(re.sub(r"<[^>]*>", " ", dom))
+    for name, _, _, path, line in truth:
+        for fr in doc["shared"]["frames"]:
+            if fr["name"] == name and (fr.get("file"), fr.get("line")) != (path, line):
+                return "speedscope reads %s at %s:%s, Ruby gives %s:%d" % (
+                    name, fr.get("file"), fr.get("line"), path, line)
     calls = phase_calls(doc)
     names = [c[0] for c in calls]
     want = [p[0] for p in truth]
     if names != want:
         return "speedscope's time order calls %s, the program %s" % (names, want)
-    for (name, start, end), (_, t0, t1) in zip(calls, truth):
+    for (name, start, end), (_, t0, t1, _, _) in zip(calls, truth):
         got, real = (end - start) / 1e9, t1 - t0
         if abs(got - real) > 0.06 + 0.15 * real:
             return "speedscope's %s lasts %.3f s, the program measured %.3f s" % (
