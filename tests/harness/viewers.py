@@ -21,6 +21,14 @@ the first fixture Ruby given:
                          within 60 ms and 15 % of what it measured, in a
                          unit of time; their frames at the file and line
                          Ruby gives them
+    viewers/flamegraph   record -o F.svg -- shares.rb, opened by headless
+                         Chromium with #s=^Object#heavy$&z=Object#light (the
+                         SVG's own script searches and zooms as it opens): a
+                         title with the samples record reported, heavy's
+                         boxes coloured and "Matched:" their share of the
+                         samples the file's boxes give, light spread over
+                         the whole width with its callees in proportion, its
+                         callers faded below, heavy hidden
 """
 
 import functools
@@ -37,7 +45,7 @@ import threading
 from . import procs
 from .checks import first_line
 
-TESTS = ("viewers/speedscope", "viewers/speedscope-timeline")
+TESTS = ("viewers/speedscope", "viewers/speedscope-timeline", "viewers/flamegraph")
 
 SPEEDSCOPE_APP = os.path.join(procs.ROOT, "tests", "viewers", "node_modules", "speedscope",
                               "dist", "release")
@@ -309,6 +317,72 @@ def timeline_test(rep, args, exe, out):
     rep.result("viewers/speedscope-timeline", reason)
 
 
+SVG_BOX = re.compile(r'<g class="f"(?: style="([^"]*)")?><title>(.*?) \((\d+) samples?\)</title>'
+                     r'<rect x="([\d.]+)" y="[\d.]+" width="([\d.]+)"[^>]*fill="([^"]*)"')
+
+
+def check_flamegraph_viewer(svg, said, timeout):
+    """The SVG's script, run by Chromium: a search and a zoom given after
+    its address."""
+    if not chromium():
+        return "no chromium: make deps installs it"
+    reported = re.search(r"(\d+) samples in", said)
+    with open(svg) as f:
+        boxes = SVG_BOX.findall(f.read())
+    counts = {}
+    for _, name, count, _, _, _ in boxes:
+        counts[name] = counts.get(name, 0) + int(count)
+    with tempfile.NamedTemporaryFile(suffix=".png") as shot:
+        dom = load_page("file://%s#s=%s&z=%s" % (svg, "%5EObject%23heavy%24", "Object%23light"),
+                        shot.name, timeout)
+    title = re.search(r'<text id="title"[^>]*>([^<]*)<', dom)
+    if not title or not reported or "%s samples" % reported.group(1) not in title.group(1):
+        return "title %r, record reported %s samples" % (
+            title.group(1) if title else None, reported.group(1) if reported else "no")
+    matched = re.search(r'<text id="matched"[^>]*>Matched: ([\d.]+)%<', dom)
+    share = 100.0 * counts.get("Object#heavy", 0) / counts.get("all", 1)
+    if not matched or abs(float(matched.group(1)) - share) > 0.2:
+        return "the search says %r, heavy has %.1f%% of the file's samples" % (
+            matched.group(0) if matched else None, share)
+    if not 40 < share < 95:
+        return "heavy has %.1f%% of the samples: it does 3x light's work" % share
+    shown = SVG_BOX.findall(dom)
+    light = [b for b in shown if b[1] == "Object#light"]
+    if not light or float(light[0][4]) < 1199 or "display" in light[0][0]:
+        return "Object#light not spread over the width: %s" % (light[:1],)
+    light_count = int(light[0][2])
+    for style, name, count, x, width, fill in shown:
+        if name == "Object#heavy" and "display: none" not in style:
+            return "Object#heavy shown while zoomed into light"
+        if name == "Object#heavy" and fill != "rgb(230,0,230)":
+            return "Object#heavy not coloured by the search: %s" % fill
+        if name in ("<main>", "Kernel#loop") and "opacity: 0.5" not in style:
+            return "%s, light's caller, not faded below it: %r" % (name, style)
+        if name == "block in Object#light":
+            want = 1200.0 * int(count) / light_count
+            if abs(float(width) - want) > 1:
+                return "block in Object#light %s px wide, %.1f for its samples" % (width, want)
+    return None
+
+
+def flamegraph_test(rep, args, exe, out):
+    svg = os.path.join(out, "flamegraph.svg")
+    try:
+        res = subprocess.run([args.corestack, "record", "--duration", "20", "-o", svg,
+                              "--", exe, procs.SHARES, "1.5"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             timeout=args.timeout)
+        if res.returncode != 0:
+            reason = "record exit %d: %s" % (res.returncode, first_line(res.stderr))
+        else:
+            reason = check_flamegraph_viewer(svg, res.stderr, args.timeout)
+    except subprocess.TimeoutExpired:
+        reason = "record or chromium hung"
+    except (OSError, ValueError, KeyError, RuntimeError) as exc:
+        reason = str(exc)
+    rep.result("viewers/flamegraph", reason)
+
+
 def viewer_tests(rep, selected, args, prefixes, workdir):
     """Each viewer loads one recording of the first fixture Ruby."""
     chosen = [t for t in TESTS if selected(t)]
@@ -324,6 +398,8 @@ def viewer_tests(rep, selected, args, prefixes, workdir):
     exe = os.path.join(prefixes[ruby], "bin", "ruby")
     if selected("viewers/speedscope-timeline"):
         timeline_test(rep, args, exe, out)
+    if selected("viewers/flamegraph"):
+        flamegraph_test(rep, args, exe, out)
     if not selected("viewers/speedscope"):
         return
     js = os.path.join(out, "speedscope.json")
