@@ -77,7 +77,10 @@ static void record_usage(FILE *out)
 	      "                     (JSON for speedscope.app), flamegraph\n"
 	      "                     (SVG), summary, pprof (gzipped\n"
 	      "                     profile.proto for go tool pprof) or\n"
-	      "                     firefox (JSON for the Firefox Profiler)\n"
+	      "                     firefox (JSON for the Firefox Profiler);\n"
+	      "                     without it, -o's name chooses: .folded,\n"
+	      "                     .collapsed, .speedscope.json, .svg,\n"
+	      "                     .pb.gz, .pprof (else collapsed)\n"
 	      "  --state LIST       only threads in these states, a comma\n"
 	      "                     list of running (holds the GVL), waiting\n"
 	      "                     (for the GVL), blocked (sleep, I/O, a\n"
@@ -168,9 +171,19 @@ static int parse(int argc, char **argv, struct record_options *o)
 		      stderr);
 		return EXIT_USAGE;
 	}
+	if (!o->format && o->out)
+		o->format = cs_profile_format_for_path(o->out);
 	if (!o->format)
 		o->format = cs_profile_format_find(o->out ? "collapsed"
 							  : "summary");
+	/* as gzip does: binary on a terminal helps nobody */
+	if (o->format->binary && !o->out && isatty(STDOUT_FILENO)) {
+		fprintf(stderr,
+			PROG ": --format %s is binary, not for a terminal: "
+			     "give -o FILE or redirect standard output\n",
+			o->format->name);
+		return EXIT_USAGE;
+	}
 	return 0;
 }
 
@@ -362,7 +375,9 @@ int cs_record_main(int argc, char **argv)
 	};
 	cs_sampling_run(&loop);
 	cs_engine_let_go(engine);
-	size_t followed = follow.nprocs, follow_lost = follow.lost;
+	if (o.subprocesses)
+		cs_follow_titles(&follow, &prof);
+	size_t followed = follow.ever, follow_lost = follow.lost;
 	cs_follow_free(&follow);
 	progress_end(&rec);
 
@@ -375,8 +390,14 @@ int cs_record_main(int argc, char **argv)
 			o.out, strerror(errno));
 		rc = EXIT_UNUSABLE;
 	} else {
-		struct cs_profile_run run = {loop.lost, loop.elapsed, o.rate,
-					     pid};
+		struct cs_profile_run run = {
+			.lost = loop.lost,
+			.seconds = loop.elapsed,
+			.rate = o.rate,
+			.pid = pid,
+			.taken = loop.taken,
+			.processes = o.subprocesses ? 1 + followed : 1,
+		};
 		o.format->write(out, &prof, &run);
 		if (o.out)
 			fclose(out);
@@ -391,8 +412,8 @@ int cs_record_main(int argc, char **argv)
 		tries ? loop.reading_cpu / (double)tries * 1e6 : 0.0);
 	if (o.subprocesses)
 		fprintf(stderr,
-			PROG ": %zu processes followed at the end besides "
-			     "the target, %zu of their samples lost\n",
+			PROG ": %zu processes followed besides the target, "
+			     "%zu of their samples lost\n",
 			followed, follow_lost);
 	cs_profile_free(&prof);
 	cs_engine_close(engine);

@@ -214,7 +214,13 @@ struct cs_error *gx_sampler_finish(struct gx_sampler *s, char **summary,
 	/* On failure it is whole, with a late-named thread twice. */
 	(void)cs_profile_settle(&s->prof);
 	const struct cs_sampling_loop *l = &s->loop;
-	struct cs_profile_run run = {l->lost, l->elapsed, s->rate, s->pid};
+	struct cs_profile_run run = {
+		.lost = l->lost,
+		.seconds = l->elapsed,
+		.rate = s->rate,
+		.pid = s->pid,
+		.taken = l->taken,
+	};
 	char *text = NULL;
 	size_t size = 0;
 	FILE *m = open_memstream(&text, &size);

@@ -180,6 +180,9 @@ uint64_t cs_live_auxv(const struct cs_live *live, uint64_t type);
 const char *cs_live_executable(const struct cs_live *live);
 /* /proc/PID/cmdline with NULs as spaces; NULL if empty or unreadable. */
 const char *cs_live_command(const struct cs_live *live);
+/* The same read now, of any process (a title set since, as Ruby's $0=
+ * does): malloc'd, NULL if empty or unreadable. */
+char *cs_live_read_command(int pid);
 
 /* GNU build-id of the ELF module loaded at start, read from process memory
  * (ELF header, program headers, PT_NOTE), like cs_core_module_build_id:

@@ -360,6 +360,33 @@ struct cs_error *cs_live_read_regions(struct cs_live *live)
 	return NULL;
 }
 
+/* A cmdline file with NULs as spaces (its trailing ones dropped); NULL
+ * if empty or unreadable. */
+static char *command_of(const char *path)
+{
+	char *text;
+	size_t len;
+	if (cs_live_slurp(path, CS_LIVE_MAX_CMDLINE_BYTES, 1, &text, &len))
+		return NULL;
+	while (len > 0 && text[len - 1] == 0)
+		len--;
+	for (size_t i = 0; i < len; i++)
+		if (text[i] == 0)
+			text[i] = ' ';
+	text[len] = 0;
+	if (len)
+		return text;
+	free(text);
+	return NULL;
+}
+
+char *cs_live_read_command(int pid)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
+	return command_of(path);
+}
+
 struct cs_error *cs_live_read_proc(struct cs_live *live)
 {
 	struct cs_error *err = cs_live_read_maps(live);
@@ -378,19 +405,7 @@ struct cs_error *cs_live_read_proc(struct cs_live *live)
 	live->auxv_count = len / 16;
 
 	snprintf(path, sizeof(path), "%s/cmdline", live->procdir);
-	e = cs_live_slurp(path, CS_LIVE_MAX_CMDLINE_BYTES, 1, &text, &len);
-	if (e == 0) {
-		while (len > 0 && text[len - 1] == 0)
-			len--;
-		for (size_t i = 0; i < len; i++)
-			if (text[i] == 0)
-				text[i] = ' ';
-		text[len] = 0;
-		if (len)
-			live->cmd = text;
-		else
-			free(text);
-	}
+	live->cmd = command_of(path);
 
 	snprintf(path, sizeof(path), "%s/exe", live->procdir);
 	char buf[PATH_MAX + 1];

@@ -354,6 +354,7 @@ static int add_sample(struct cs_profile *p, size_t thread, size_t stack,
 	if (last && last->stack == stack && last->state == k->state &&
 	    last->wait == k->wait && t->seen + 1 == p->snapshots) {
 		last->weight++;
+		last->last_ns = k->time_ns;
 		t->seen = p->snapshots;
 		return 1;
 	}
@@ -361,8 +362,16 @@ static int add_sample(struct cs_profile *p, size_t thread, size_t stack,
 	if (!s)
 		return 0;
 	p->samples = s;
-	s[p->nsamples] = (struct cs_profile_sample){stack, thread,   k->time_ns,
-						    1,     k->state, k->wait};
+	s[p->nsamples] = (struct cs_profile_sample){
+		.stack = stack,
+		.thread = thread,
+		.time_ns = k->time_ns,
+		.last_ns = k->time_ns,
+		.weight = 1,
+		.snapshot = p->snapshots,
+		.state = k->state,
+		.wait = k->wait,
+	};
 	t->last = ++p->nsamples;
 	t->seen = p->snapshots;
 	return 1;
@@ -703,9 +712,87 @@ static size_t settled_id(const size_t *to, const size_t *kept, size_t i)
 	return to[i] == SIZE_MAX ? kept[i] : kept[to[i]];
 }
 
+int cs_profile_set_title(struct cs_profile *p, int64_t pid, const char *title)
+{
+	size_t i = 0;
+	while (i < p->ntitles && p->titles[i].pid != pid)
+		i++;
+	if (i < p->ntitles && same_text(p->titles[i].text, title))
+		return 1;
+	char *copy = title ? strdup(title) : NULL;
+	if (title && !copy)
+		return 0;
+	if (i == p->ntitles) {
+		struct cs_profile_title *t =
+			room(p->titles, p->ntitles, sizeof(*t));
+		if (!t) {
+			free(copy);
+			return 0;
+		}
+		p->titles = t;
+		t[p->ntitles++] = (struct cs_profile_title){pid, NULL};
+	}
+	free(p->titles[i].text);
+	p->titles[i].text = copy;
+	return 1;
+}
+
+/* Longest title in a label, in bytes: labels stay readable. */
+#define TITLE_MAX 60
+
+/* Thread i's label with its process's title; false if it has none, or on
+ * allocation failure (*failed). */
+static bool titled(struct cs_profile *p, size_t i, size_t *label, bool *failed)
+{
+	const struct cs_profile_thread *t = &p->threads[i];
+	const char *title = NULL;
+	for (size_t k = 0; t->pid && k < p->ntitles; k++)
+		if (p->titles[k].pid == t->pid)
+			title = p->titles[k].text;
+	char prefix[48];
+	int n = snprintf(prefix, sizeof(prefix),
+			 "process %lld: ", (long long)t->pid);
+	const char *old = cs_profile_display(p, t->label);
+	if (!title || strncmp(old, prefix, (size_t)n) != 0)
+		return false;
+	size_t len = strlen(title);
+	if (len > TITLE_MAX) /* cut at a character's start */
+		for (len = TITLE_MAX; len && (title[len] & 0xc0) == 0x80;)
+			len--;
+	size_t size = strlen(old) + len + 4; /* " (" and ")" */
+	char *text = malloc(size);
+	if (!text) {
+		*failed = true;
+		return false;
+	}
+	snprintf(text, size, "process %lld (%.*s): %s", (long long)t->pid,
+		 (int)len, title, old + n);
+	*label = name_id(p, text);
+	free(text);
+	*failed |= *label == SIZE_MAX;
+	return *label != SIZE_MAX;
+}
+
 int cs_profile_settle(struct cs_profile *p)
 {
-	size_t n = p->nthreads, merged = 0;
+	size_t n = p->nthreads, merged = 0, relabeled = 0;
+	bool failed = false;
+	/* Titles first: names are only added, so a failure leaves the
+	 * threads as they were. */
+	size_t *labels = malloc((n ? n : 1) * sizeof(*labels));
+	if (!labels)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		labels[i] = p->threads[i].label;
+		relabeled += titled(p, i, &labels[i], &failed);
+	}
+	if (failed) {
+		free(labels);
+		return 0;
+	}
+	for (size_t i = 0; i < n; i++)
+		p->threads[i].label = labels[i];
+	free(labels);
 	size_t *to = calloc(n ? 2 * n : 1, sizeof(*to));
 	if (!to)
 		return 0;
@@ -720,7 +807,7 @@ int cs_profile_settle(struct cs_profile *p)
 		merged += to[i] != SIZE_MAX;
 		kept[i] = to[i] == SIZE_MAX ? k++ : SIZE_MAX;
 	}
-	if (!merged) {
+	if (!merged && !relabeled) {
 		free(to);
 		return 1;
 	}
@@ -776,6 +863,23 @@ int cs_profile_settle(struct cs_profile *p)
 	return 1;
 }
 
+bool cs_profile_by_thread(const struct cs_profile *p, size_t **ids,
+			  size_t **first)
+{
+	*ids = malloc((p->nsamples + 1) * sizeof(**ids));
+	*first = calloc(p->nthreads + 2, sizeof(**first));
+	if (!*ids || !*first)
+		return false;
+	size_t *at = *first;
+	for (size_t i = 0; i < p->nsamples; i++)
+		at[p->samples[i].thread + 2]++;
+	for (size_t i = 2; i < p->nthreads + 2; i++)
+		at[i] += at[i - 1];
+	for (size_t i = 0; i < p->nsamples; i++)
+		(*ids)[at[p->samples[i].thread + 1]++] = i;
+	return true;
+}
+
 void cs_profile_free(struct cs_profile *p)
 {
 	for (size_t i = 0; i < p->names.count; i++)
@@ -795,6 +899,9 @@ void cs_profile_free(struct cs_profile *p)
 	free(p->threads);
 	free(p->samples);
 	free(p->lines);
+	for (size_t i = 0; i < p->ntitles; i++)
+		free(p->titles[i].text);
+	free(p->titles);
 	index_free(&p->name_index);
 	index_free(&p->function_index);
 	index_free(&p->frame_index);

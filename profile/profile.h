@@ -90,7 +90,9 @@ bool cs_profile_states_parse(const char *list, unsigned *set, char *why,
 struct cs_profile_sample {
 	size_t stack, thread;
 	uint64_t time_ns; /* when first seen (CLOCK_MONOTONIC) */
+	uint64_t last_ns; /* when last seen */
 	uint64_t weight;  /* snapshots in a row of this thread that saw it */
+	size_t snapshot;  /* the first of them: p->snapshots then */
 	enum cs_profile_state state; /* the same in every one of them */
 	enum rv_wait_kind wait;      /* blocked: on what (RV_WAIT_NONE) */
 };
@@ -135,6 +137,13 @@ struct cs_profile_memo {
 	size_t thread_id, stack_id;
 };
 
+/* A followed process's title: its command line when a program changed it
+ * (Ruby's $0=, as forking servers name their workers). */
+struct cs_profile_title {
+	int64_t pid;
+	char *text;
+};
+
 struct cs_profile {
 	struct cs_profile_names names;
 	struct cs_profile_function *functions;
@@ -167,6 +176,9 @@ struct cs_profile {
 	 * inner frames changed, only those are looked up. */
 	struct cs_profile_memo *memos;
 	size_t nmemos;
+	/* the latest title of each process that had one */
+	struct cs_profile_title *titles;
+	size_t ntitles;
 };
 
 void cs_profile_init(struct cs_profile *p);
@@ -175,12 +187,23 @@ void cs_profile_init(struct cs_profile *p);
  * allocation failure. */
 int cs_profile_add(struct cs_profile *p, const struct rv_process *proc,
 		   unsigned states, uint64_t time_ns);
+/* Process pid's title from now on (NULL: it has none); 0 on allocation
+ * failure. */
+int cs_profile_set_title(struct cs_profile *p, int64_t pid, const char *title);
 /* After the last snapshot, before writing: a thread sampled before it was
  * named (or before its kernel thread started), then named, is one thread
  * under its name (it was two or three: "thread N", "thread TID", then the
- * name). 0 on allocation failure, the profile unchanged. */
+ * name); a thread of a process with a title is labelled "process PID
+ * (TITLE): ...", its latest title. 0 on allocation failure, the profile
+ * unchanged but for the titles. */
 int cs_profile_settle(struct cs_profile *p);
 void cs_profile_free(struct cs_profile *p);
+
+/* The samples' ids grouped by thread, each group in time order: thread
+ * i's are (*ids)[(*first)[i]] .. (*ids)[(*first)[i + 1] - 1]. false on
+ * allocation failure; the caller frees both either way. */
+bool cs_profile_by_thread(const struct cs_profile *p, size_t **ids,
+			  size_t **first);
 
 /* The text of a name id (cs_profile_function.display, thread.label). */
 static inline const char *cs_profile_display(const struct cs_profile *p,

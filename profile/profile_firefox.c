@@ -443,24 +443,6 @@ static void write_meta(struct json *j, const struct thread_samples *ts)
 	json_end_object(j);
 }
 
-/* The samples' ids grouped by thread, each group in time order:
- * thread i's are ids[first[i]] .. ids[first[i + 1] - 1]. */
-static bool by_thread(const struct cs_profile *p, size_t **ids, size_t **first)
-{
-	*ids = malloc((p->nsamples + 1) * sizeof(**ids));
-	*first = calloc(p->nthreads + 2, sizeof(**first));
-	if (!*ids || !*first)
-		return false;
-	size_t *at = *first;
-	for (size_t i = 0; i < p->nsamples; i++)
-		at[p->samples[i].thread + 2]++;
-	for (size_t i = 2; i < p->nthreads + 2; i++)
-		at[i] += at[i - 1];
-	for (size_t i = 0; i < p->nsamples; i++)
-		(*ids)[at[p->samples[i].thread + 1]++] = i;
-	return true;
-}
-
 void cs_profile_write_firefox(FILE *out, const struct cs_profile *p,
 			      const struct cs_profile_run *run)
 {
@@ -471,7 +453,7 @@ void cs_profile_write_firefox(FILE *out, const struct cs_profile *p,
 	};
 	size_t *ids = NULL, *first = NULL;
 	bool ok = t.string_of && t.frame_of && t.stack_of &&
-		  by_thread(p, &ids, &first);
+		  cs_profile_by_thread(p, &ids, &first);
 	struct thread_samples ts = {
 		.start_ns = p->nsamples ? p->samples[0].time_ns : 0,
 		.period_ns = run->rate > 0 ? (uint64_t)(1e9 / run->rate) : 0,

@@ -3,13 +3,16 @@
  * thread a box on the root "all", and on it one box per state its samples
  * were in ("[running]", "[waiting for GVL]", "[blocked]", "[gc]"), each
  * state in a colour of its own, under which its stacks grow. Hover shows
- * the name and the sample count (an SVG <title>); no script is needed to
- * view it. */
+ * the name and the sample count (an SVG <title>), so it can be read
+ * without a script; a title says what was recorded, and a script inside
+ * the file (flamegraph_script.c) zooms into a box on a click and searches
+ * names, as flamegraph.pl's SVGs do. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "flamegraph_script.h"
 #include "profile_format.h"
 
 struct node {
@@ -82,6 +85,7 @@ static void escape(FILE *out, const char *s)
 
 #define WIDTH 1200.0
 #define ROW 16
+#define HEADER 40 /* the title and the controls, above the graph */
 
 static void draw(FILE *out, const struct node *n, double x, size_t depth,
 		 size_t height, double per_sample)
@@ -99,26 +103,25 @@ static void draw(FILE *out, const struct node *n, double x, size_t depth,
 			   40 + (h >> 16) % 40};
 	if (n->state >= 0 && n->state < CS_PROFILE_NSTATES)
 		memcpy(rgb, state_rgb[n->state], sizeof(rgb));
-	double y = (double)(height - depth - 1) * ROW;
-	fprintf(out, "<g><title>");
+	double y = (double)(height - depth - 1) * ROW + HEADER;
+	fprintf(out, "<g class=\"f\"><title>");
 	escape(out, n->name);
 	fprintf(out,
 		" (%zu samples)</title><rect x=\"%.1f\" y=\"%.1f\" "
 		"width=\"%.1f\" height=\"%d\" fill=\"rgb(%u,%u,%u)\" "
 		"rx=\"2\"/>",
 		n->count, x, y, w, ROW - 1, rgb[0], rgb[1], rgb[2]);
+	/* every box has its text, empty when narrow, for the zoom to fill */
+	fprintf(out, "<text x=\"%.1f\" y=\"%.1f\">", x + 3, y + ROW - 4);
 	if (w > 30) {
-		fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" clip-path=\"none\">",
-			x + 3, y + ROW - 4);
 		size_t fit = (size_t)(w / 7);
 		size_t len = strlen(n->name);
 		char *shown = strndup(n->name, len > fit ? fit : len);
 		if (shown)
 			escape(out, shown);
 		free(shown);
-		fputs("</text>", out);
 	}
-	fputs("</g>\n", out);
+	fputs("</text></g>\n", out);
 	for (size_t i = 0; i < n->nchildren; i++) {
 		draw(out, &n->children[i], x, depth + 1, height, per_sample);
 		x += (double)n->children[i].count * per_sample;
@@ -128,7 +131,6 @@ static void draw(FILE *out, const struct node *n, double x, size_t depth,
 void cs_profile_write_flamegraph(FILE *out, const struct cs_profile *p,
 				 const struct cs_profile_run *run)
 {
-	(void)run;
 	char state_box[CS_PROFILE_NSTATES]
 		      [24]; /* names live as long as the tree */
 	for (int i = 0; i < CS_PROFILE_NSTATES; i++)
@@ -159,8 +161,23 @@ void cs_profile_write_flamegraph(FILE *out, const struct cs_profile *p,
 	fprintf(out,
 		"<?xml version=\"1.0\" standalone=\"no\"?>\n"
 		"<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" "
-		"height=\"%zu\" font-family=\"monospace\" font-size=\"11\">\n",
-		WIDTH, height * ROW);
+		"height=\"%zu\" font-family=\"monospace\" font-size=\"11\" "
+		"data-width=\"%.0f\">\n",
+		WIDTH, height * ROW + HEADER, WIDTH);
+	cs_flamegraph_write_script(out);
+	fprintf(out,
+		"<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
+		"<text id=\"title\" x=\"%.0f\" y=\"16\" "
+		"text-anchor=\"middle\" font-size=\"15\">Flame Graph: "
+		"%zu samples in %.1f s (%.0f Hz)</text>\n"
+		"<text id=\"reset\" x=\"10\" y=\"34\" "
+		"style=\"display:none\">Reset Zoom</text>\n"
+		"<text id=\"search\" x=\"%.0f\" y=\"34\" "
+		"text-anchor=\"end\">Search</text>\n"
+		"<text id=\"matched\" x=\"%.0f\" y=\"16\" "
+		"text-anchor=\"end\"></text>\n",
+		WIDTH / 2, run->taken ? run->taken : p->snapshots, run->seconds,
+		run->rate, WIDTH - 10, WIDTH - 10);
 	if (root.count)
 		draw(out, &root, 0, 0, height, WIDTH / (double)root.count);
 	fputs("</svg>\n", out);

@@ -136,7 +136,10 @@ static void write_functions(struct pb_buf *out, const struct cs_profile *p,
 		pb_reset(&m);
 		pb_varint(&m, 1, i + 1);
 		pb_varint(&m, 2, ids->fn_name[i]);
-		pb_varint(&m, 3, ids->fn_name[i]);
+		/* No system_name: pprof takes a name equal to it for one to
+		 * demangle, and cuts what is in <> and () from those that
+		 * look like C++, leaving "<main>" empty and "block in <main>"
+		 * "block in ". A Ruby method has no other name. */
 		pb_varint(&m, 4, ids->fn_file[i]);
 		pb_message(out, 5, &m);
 	}

@@ -145,10 +145,13 @@ void cs_profile_write_summary(FILE *out, const struct cs_profile *p,
 	free(at);
 	if (n)
 		qsort(t, n, sizeof(*t), by_self);
-	fprintf(out,
-		"%zu samples in %.1f s (%.0f Hz), %zu lost; %zu thread "
-		"stacks with Ruby frames\n\n",
-		p->snapshots, run->seconds, run->rate, run->lost, stacks);
+	/* each tick samples every process: the target's count is the rate */
+	fprintf(out, "%zu samples in %.1f s (%.0f Hz), %zu lost",
+		run->taken ? run->taken : p->snapshots, run->seconds, run->rate,
+		run->lost);
+	if (run->processes > 1)
+		fprintf(out, ", of each of %zu processes", run->processes);
+	fprintf(out, "; %zu thread stacks with Ruby frames\n\n", stacks);
 	fprintf(out, "%7s %7s %7s  %s\n", "self", "self%", "total", "frame");
 	for (size_t i = 0; i < n && i < 20; i++)
 		fprintf(out, "%7zu %6.1f%% %7zu  %s\n", t[i].self,

@@ -40,7 +40,31 @@ struct proc_entry {
 
 void cs_follow_init(struct cs_follow *f, int root, int pause, unsigned states)
 {
-	*f = (struct cs_follow){.root = root, .pause = pause, .states = states};
+	*f = (struct cs_follow){.root = root,
+				.pause = pause,
+				.states = states,
+				.command = cs_live_read_command(root)};
+}
+
+/* pid's title, when its command line is no longer the target's first
+ * (a forking server's $0=); kept as it was when unreadable (it ended). */
+static void title_of(const struct cs_follow *f, int pid,
+		     struct cs_profile *prof)
+{
+	char *now = cs_live_read_command(pid);
+	if (!now)
+		return;
+	bool same = f->command && strcmp(now, f->command) == 0;
+	/* without memory a process is only labelled by its pid */
+	(void)cs_profile_set_title(prof, pid, same ? NULL : now);
+	free(now);
+}
+
+void cs_follow_titles(const struct cs_follow *f, struct cs_profile *prof)
+{
+	title_of(f, f->root, prof);
+	for (size_t i = 0; i < f->nprocs; i++)
+		title_of(f, f->procs[i].pid, prof);
 }
 
 /* The executable of pid as /proc names it, malloc'd; NULL if unknown. */
@@ -169,6 +193,7 @@ static bool open_ruby(struct cs_follow *f, int pid)
 		return false;
 	}
 	grown[f->nprocs++] = (struct cs_followed){.pid = pid, .engine = engine};
+	f->ever++;
 	return true;
 }
 
@@ -255,6 +280,7 @@ void cs_follow_sample(struct cs_follow *f, struct cs_profile *prof)
 	double now = cs_sampling_now();
 	if (now >= f->next_scan) {
 		scan(f);
+		cs_follow_titles(f, prof);
 		f->next_scan = now + SCAN_SECONDS;
 	}
 	for (size_t i = 0; i < f->nprocs;) {
@@ -288,5 +314,6 @@ void cs_follow_free(struct cs_follow *f)
 		free(f->skipped[i].exe);
 	free(f->procs);
 	free(f->skipped);
+	free(f->command);
 	*f = (struct cs_follow){0};
 }

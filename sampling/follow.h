@@ -28,12 +28,19 @@ struct cs_follow {
 	size_t nskipped;
 	double next_scan; /* cs_sampling_now() of the next look */
 	size_t lost;      /* samples of followed processes lost */
+	size_t ever;      /* processes followed in all, ended ones too */
+	char *command;    /* the root's command line at the start */
 };
 
 void cs_follow_init(struct cs_follow *f, int root, int pause, unsigned states);
 /* Look for new descendants when it is time to, then take one sample of
  * each followed process into prof. prof->pid is the root's again after. */
 void cs_follow_sample(struct cs_follow *f, struct cs_profile *prof);
+/* The title of the root and of each followed process into prof: its
+ * command line, when it is no longer the root's at the start (Ruby's $0=
+ * in a forked worker). Done on every look for descendants, and once more
+ * before the profile is written. */
+void cs_follow_titles(const struct cs_follow *f, struct cs_profile *prof);
 /* Let every followed process run on and free what f holds. */
 void cs_follow_free(struct cs_follow *f);
 

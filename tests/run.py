@@ -53,8 +53,9 @@ of tests/harness/ whose docstring names its tests and what each checks:
     RUBY/jit-native/...      jit_native.py: --native past JIT code (RUBY ending in
                              -yjit or -zjit)
     RUBY/nontfile/...        nontfile.py
-    viewers/speedscope       viewers.py: a recording loaded in speedscope's web app by
-                             headless Chromium
+    viewers/speedscope, viewers/speedscope-timeline, viewers/flamegraph
+                             viewers.py: a recording loaded in speedscope's web app, or
+                             a flame graph SVG, by headless Chromium
     RUBY/crash/MODE/CHECK    crash.py: kernel cores of a C extension that crashes five
                              ways, against Ruby's own crash report
     gdbext/..., lldb/...     gdbext.py: ruby-bt, ruby-frame/up/down, ruby-list and

@@ -95,8 +95,11 @@ int main(int argc, char **argv)
 	}
 	printf("settled (%zu threads into %zu) in %.3f s\n", before, p.nthreads,
 	       now() - s0);
-	struct cs_profile_run run = {0, (double)samples / THREADS / 1000.0,
-				     1000.0, 1};
+	struct cs_profile_run run = {
+		.seconds = (double)samples / THREADS / 1000.0,
+		.rate = 1000.0,
+		.pid = 1,
+	};
 	for (const struct cs_profile_format *f = cs_profile_formats; f->name;
 	     f++) {
 		FILE *out = fopen("/dev/null", "w");

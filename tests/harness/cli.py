@@ -9,12 +9,17 @@
                           saying what it is; never a hang
     cli/record-out/NAME   record -o to a path that cannot be written: refused
                           before anything is recorded (no target is even started)
+    cli/record-binary-terminal
+                          record --format pprof (gzip) without -o, stdout a
+                          terminal: exit 64 with one line saying so, before any
+                          target is started, nothing written to the terminal
     cli/man-page          every option corestack --help, corestack record --help and
                           corestack top --help name is in docs/corestack.1, which man
                           renders without a warning
 """
 
 import os
+import pty
 import re
 import shutil
 import subprocess
@@ -95,7 +100,40 @@ RECORD_OUTS = ("missing-dir", "directory")
 def test_names():
     return (["cli/man-page"] + ["cli/usage/" + name for name, _, _ in USAGE]
             + ["cli/core-arg/" + name for name in CORE_ARGS]
-            + ["cli/record-out/" + name for name in RECORD_OUTS])
+            + ["cli/record-out/" + name for name in RECORD_OUTS]
+            + ["cli/record-binary-terminal"])
+
+
+def binary_terminal_test(corestack, marker, sanitizer_report, timeout):
+    """pprof's gzip is not written to a terminal; the command is never
+    started."""
+    master, slave = pty.openpty()
+    try:
+        proc = subprocess.run([corestack, "record", "--format", "pprof", "--duration", "1",
+                               "--", "sh", "-c", "touch %s" % marker],
+                              stdin=subprocess.DEVNULL, stdout=slave, stderr=subprocess.PIPE,
+                              text=True, timeout=timeout)
+        os.close(slave)
+        slave = None
+        shown = b""
+        os.set_blocking(master, False)
+        try:
+            shown = os.read(master, 4096)
+        except OSError:
+            pass    # nothing written (EAGAIN), or every writer closed it (EIO)
+    except subprocess.TimeoutExpired:
+        return "record ran on with gzip for a terminal"
+    finally:
+        if slave is not None:
+            os.close(slave)
+        os.close(master)
+    why = sanitizer_report(proc.stderr) or _one_line(
+        (proc.returncode, "", proc.stderr, None), 64, r"pprof.*terminal.*-o FILE")
+    if not why and shown:
+        why = "%d bytes written to the terminal: %r" % (len(shown), shown[:40])
+    if not why and os.path.exists(marker):
+        why = "the command was started before the format was refused"
+    return why
 
 
 def _one_line(run, rc_expected, pattern):
@@ -157,3 +195,7 @@ def cli_tests(rep, selected, corestack, run_tool, sanitizer_report, timeout):
             if not why and os.path.exists(marker):
                 why = "the command was started before the output path was checked"
             rep.result(test, why)
+
+        if selected("cli/record-binary-terminal"):
+            rep.result("cli/record-binary-terminal", binary_terminal_test(
+                corestack, marker, sanitizer_report, timeout))

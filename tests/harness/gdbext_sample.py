@@ -93,7 +93,9 @@ def check_sample(data, folded):
 
 def check_speedscope(said, path):
     """ruby-sample --format speedscope said where it wrote a speedscope file
-    whose samples name shares.rb's methods."""
+    whose samples name shares.rb's methods, weighed in nanoseconds: the
+    time with frames at least ten periods and at most what the summary says
+    the sampling lasted (shares.rb has one thread)."""
     if not re.search(r"speedscope profile written to %s\n" % re.escape(path), said):
         return "ruby-sample --format speedscope said: %s" % compare.show(said[-300:])
     try:
@@ -102,15 +104,22 @@ def check_speedscope(said, path):
         frames = [fr["name"] for fr in doc["shared"]["frames"]]
         names = {frames[i] for prof in doc["profiles"] for stack in prof["samples"]
                  for i in stack}
-        counted = sum(sum(prof["weights"]) for prof in doc["profiles"])
+        units = {prof["unit"] for prof in doc["profiles"]}
+        covered = sum(w for prof in doc["profiles"]
+                      for stack, w in zip(prof["samples"], prof["weights"]) if stack) / 1e9
     except (OSError, ValueError, KeyError, IndexError, TypeError) as exc:
         return "not a speedscope file: %s" % exc
     if not {"Object#heavy", "Object#light"} <= names:
         return "Object#heavy and Object#light not both in the samples: %s" % sorted(names)
-    reported = re.search(r"(\d+) samples in", said)
-    if not reported or counted > int(reported.group(1)) or counted < 10:
-        return "%d samples in the file, the summary says %s" % (
-            counted, reported.group(1) if reported else "none")
+    if units != {"nanoseconds"}:
+        return "weights in %s, not nanoseconds" % sorted(units)
+    reported = re.search(r"(\d+) samples in ([\d.]+) s \((\d+) Hz\)", said)
+    if not reported:
+        return "no summary: %s" % compare.show(said[:300])
+    period = 1 / float(reported.group(3))
+    if not 10 * period <= covered <= float(reported.group(2)) + 0.05 + 2 * period:
+        return "%.3f s with frames in the file, the summary says %s samples in %s s" % (
+            covered, reported.group(1), reported.group(2))
     return None
 
 

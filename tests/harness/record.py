@@ -4,14 +4,19 @@ time shares (heavy does 3x light's work).
     RUBY/record              record --pid (paused) for 2 s: heavy ranked over light,
                              the target left running, no thread of it stopped
     RUBY/record-nonblocking  the same with --nonblocking
-    RUBY/record-speedscope   record --on-cpu --format speedscope -- COMMAND: the
-                             file's indexes hold, heavy ranked over light
-    RUBY/record-flamegraph   --format flamegraph: a well-formed SVG, heavy over light
-    RUBY/record-pprof        --format pprof, read by go tool pprof -raw: heavy and
+    RUBY/record-speedscope   record --on-cpu -o F.speedscope.json -- COMMAND (the
+                             name chooses the format): the file's indexes hold,
+                             heavy ranked over light
+    RUBY/record-flamegraph   -o F.svg: a well-formed SVG, heavy over light
+    RUBY/record-pprof        -o F.pb.gz, read by go tool pprof -raw: heavy and
                              light with their file and the line Ruby gives them
                              (their .times call), the sample count record reported,
                              heavy over light, each sample labelled with a state
                              (and ractor 1 where Ruby has ractors)
+    RUBY/record-pprof-top    the same file, go tool pprof -top: the names as Ruby
+                             gives them, <main> and block in <main> among them
+                             (pprof cuts <...> and (...) from a name it takes
+                             for demangled C++), none <unknown> or cut short
     RUBY/record-pprof-protoc the same file gunzipped and decoded by protoc against
                              pprof's own profile.proto: sample types, period,
                              duration; heavy and light with their file and line;
@@ -45,7 +50,7 @@ from .checks import first_line
 
 
 TESTS = ("record", "record-nonblocking", "record-speedscope", "record-flamegraph",
-         "record-pprof", "record-pprof-protoc", "record-firefox")
+         "record-pprof", "record-pprof-top", "record-pprof-protoc", "record-firefox")
 END_TESTS = ("record-target-exits", "record-interrupted", "record-holder-exits")
 
 
@@ -212,6 +217,32 @@ def check_pprof(res, path):
     return None
 
 
+# What shares.rb runs, as Ruby's backtraces name it (its script body, the
+# loop's block, the methods and their blocks).
+SHARES_NAMES = {"<main>", "block in <main>", "Kernel#loop", "Object#heavy", "Object#light",
+                "block in Object#heavy", "block in Object#light", "Integer#times"}
+TOP_LINE = re.compile(r"^\s*[\d.]+\w*\s+[\d.]+%\s+[\d.]+%\s+[\d.]+\w*\s+[\d.]+%\s+(.*)$")
+
+
+def check_pprof_top(res, path):
+    """go tool pprof -top shows every function by Ruby's name."""
+    if res.returncode != 0:
+        return "exit %d: %s" % (res.returncode, first_line(res.stderr))
+    top = subprocess.run(["go", "tool", "pprof", "-top", "-nodecount=1000", path],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         timeout=120)
+    if top.returncode != 0:
+        return "go tool pprof -top failed: %s" % first_line(top.stderr)
+    names = {m.group(1) for m in map(TOP_LINE.match, top.stdout.split("\n")) if m}
+    missing = SHARES_NAMES - names
+    if missing:
+        return "go tool pprof -top shows no %s; it shows %s" % (sorted(missing), sorted(names))
+    cut = sorted(n for n in names if n == "<unknown>" or n.endswith(" in") or not n.strip())
+    if cut:
+        return "go tool pprof -top shows %s" % cut
+    return None
+
+
 # Where Debian's golang-github-google-pprof-dev installs profile.proto.
 PPROF_PROTO_DIR = "/usr/share/gocode/src/github.com/google/pprof/proto"
 
@@ -373,24 +404,28 @@ def record_tests(rep, selected, args, prefixes, workdir):
             js = out + ".speedscope.json"
             try:
                 res = subprocess.run([args.corestack, "record", "--duration", "20", "--on-cpu",
-                                      "--format", "speedscope", "-o", js, "--", exe, SHARES, "1.5"],
+                                      "-o", js, "--", exe, SHARES, "1.5"],
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                      timeout=args.timeout)
                 rep.result(name, check_speedscope(res, js))
             except subprocess.TimeoutExpired:
                 rep.result(name, "record hung")
+        # flame graphs and pprof by -o's name alone; firefox has no suffix
         for fmt, suffix, check in (("flamegraph", ".svg", check_flamegraph),
                                    ("pprof", ".pb.gz", check_pprof),
                                    ("firefox", ".gecko.json", check_firefox)):
+            chosen = ["--format", fmt] if fmt == "firefox" else []
             name = "%s/record-%s" % (ruby, fmt)
-            # the same file, decoded by protoc
+            # the same file, decoded by protoc and listed by pprof -top
             decoded = "%s/record-pprof-protoc" % ruby if fmt == "pprof" else None
-            if not selected(name) and not (decoded and selected(decoded)):
+            top = "%s/record-pprof-top" % ruby if fmt == "pprof" else None
+            if not selected(name) and not (decoded and selected(decoded)) and \
+                    not (top and selected(top)):
                 continue
             path = out + suffix
             try:
-                res = subprocess.run([args.corestack, "record", "--duration", "20",
-                                      "--format", fmt, "-o", path, "--", exe, SHARES, "1.5"],
+                res = subprocess.run([args.corestack, "record", "--duration", "20"] + chosen
+                                     + ["-o", path, "--", exe, SHARES, "1.5"],
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      text=True, timeout=args.timeout)
             except subprocess.TimeoutExpired:
@@ -399,6 +434,8 @@ def record_tests(rep, selected, args, prefixes, workdir):
                 rep.result(name, check(res, path) if res else "record hung")
             if decoded and selected(decoded):
                 rep.result(decoded, check_pprof_protoc(res, path) if res else "record hung")
+            if top and selected(top):
+                rep.result(top, check_pprof_top(res, path) if res else "record hung")
         contention.contention_test(rep, selected, args.corestack, ruby, exe, args.timeout)
         states.states_test(rep, selected, args.corestack, ruby, exe, workdir, args.timeout)
         late_names.named_late_test(rep, selected, args.corestack, ruby, exe, workdir,

@@ -8,7 +8,9 @@ child that is no Ruby.
                                    every process of the truth has its method
                                    under its own "process PID: " label and no
                                    other's, the sleep child and no other pid is
-                                   in it, nothing said about the skipped child
+                                   in it, nothing said about the skipped child;
+                                   a worker that set its $0 has it in its
+                                   labels, "process PID ($0): ", the others none
     RUBY/record-progress-silent    the same run, stderr not a terminal: no
                                    progress line in it
     RUBY/record-subprocesses-pid   (3.4 only) record --pid --subprocesses
@@ -19,6 +21,14 @@ child that is no Ruby.
                                    progress lines rewritten in place (\\r) with
                                    samples, lost, seconds and processes, cleared
                                    before the summary
+    RUBY/record-subprocesses-summary (3.4 only) --format summary, the program
+                                   ending within the recording, its workers
+                                   first: the sample count at most the rate
+                                   times the seconds and the target's one
+                                   thread's (each tick samples every
+                                   process), the number of processes the
+                                   program ran, the followed ones counted after
+                                   they ended, worker A's $0 in its label
     RUBY/record-subprocesses-pprof (3.4 only) --format pprof, read by go
                                    tool pprof -raw: each process's method in
                                    samples with its pid label
@@ -43,7 +53,7 @@ from .checks import first_line
 
 FORKS = os.path.join(procs.ROOT, "fixtures", "profile", "forks.rb")
 METHODS = ("parent_work", "worker_a", "worker_b", "grandchild_c")
-LABEL = re.compile(r"^process (\d+): ")
+LABEL = re.compile(r"^process (\d+)(?: \((.*?)\))?: ")
 EXTRA_RUBY = "3.4"   # the one Ruby the other formats and --pid run on
 
 
@@ -52,17 +62,23 @@ def test_names(ruby):
              "%s/forked-child-tids" % ruby]
     if ruby == EXTRA_RUBY:
         names += ["%s/record-subprocesses-pid" % ruby, "%s/record-progress-tty" % ruby,
-                  "%s/record-subprocesses-pprof" % ruby]
+                  "%s/record-subprocesses-pprof" % ruby,
+                  "%s/record-subprocesses-summary" % ruby]
     return names
 
 
 def read_truth(path):
     """pid -> method, as the program wrote it."""
+    return {pid: method for pid, (method, _) in read_titles(path).items()}
+
+
+def read_titles(path):
+    """pid -> (method, the $0 it set or None), as the program wrote it."""
     truth = {}
     with open(path) as f:
         for line in f:
-            pid, method = line.split()
-            truth[int(pid)] = method
+            pid, method, *title = line.split()
+            truth[int(pid)] = (method, title[0] if title else None)
     return truth
 
 
@@ -106,6 +122,26 @@ def collapsed_processes(path):
                 raise ValueError("process %d's thread labelled %r, the tid of process %d's "
                                  "main thread" % (pid, label, wrong[0]))
     return seen
+
+
+def check_titles(truth_path, labels):
+    """Each process's labels carry the $0 it set, and no title if it set
+    none. labels: the thread labels of the profile."""
+    titles = {}
+    for label in labels:
+        m = LABEL.match(label)
+        if m:
+            titles.setdefault(int(m.group(1)), set()).add(m.group(2))
+    for pid, (method, title) in read_titles(truth_path).items():
+        if pid in titles and titles[pid] != {title}:
+            return "process %d (%s, $0 %s) labelled with titles %s" % (
+                pid, method, title, sorted(titles[pid], key=str))
+    return None
+
+
+def collapsed_labels(path):
+    with open(path) as f:
+        return {line.split(";", 1)[0] for line in f}
 
 
 def speedscope_processes(path):
@@ -171,6 +207,45 @@ def check_run(res, out, truth_path, read):
         return check_truth(read_truth(truth_path), read(out))
     except (OSError, ValueError, KeyError, IndexError, TypeError) as exc:
         return "no readable profile: %s" % exc
+
+
+SUMMARY_HEAD = re.compile(r"^(\d+) samples in ([\d.]+) s \((\d+) Hz\), \d+ lost"
+                          r"(?:, of each of (\d+) processes)?;")
+
+
+def check_summary(res, truth_path):
+    """The summary counts ticks, not the processes' samples added up; the
+    processes the program ran are all counted, the ended ones too; a
+    worker's $0 is in its label."""
+    if res.returncode != 0:
+        return "exit %d: %s" % (res.returncode, first_line(res.stderr))
+    if procs.sanitizer_report(res.stderr):
+        return "sanitizer report: %s" % procs.sanitizer_report(res.stderr)
+    truth = read_titles(truth_path)
+    if sorted(m for m, _ in truth.values()) != sorted(METHODS):
+        return "the program wrote %s" % truth
+    head = SUMMARY_HEAD.match(res.stdout)
+    if not head:
+        return "summary begins %r" % first_line(res.stdout)
+    samples, seconds, rate = int(head.group(1)), float(head.group(2)), int(head.group(3))
+    if samples > 1.1 * rate * (seconds + 0.05) + 5:
+        return "%d samples in %.1f s at %d Hz: more than one per tick" % (samples, seconds, rate)
+    # the parent's one thread is in every sample of the target
+    parent = next(pid for pid, (m, _) in truth.items() if m == "parent_work")
+    own = re.search(r"process %d: thread \d+ \((\d+) samples" % parent, res.stdout)
+    if not own or not int(own.group(1)) <= samples <= int(own.group(1)) + 3:
+        return "%d samples, the target's thread in %s: not one sample per tick" % (
+            samples, own.group(1) if own else "none")
+    if int(head.group(4) or 1) != len(truth):
+        return "summary says %s processes, the program ran %d" % (head.group(4), len(truth))
+    followed = re.search(r"(\d+) processes followed besides the target", res.stderr)
+    if not followed or int(followed.group(1)) != len(truth) - 1:
+        return "record says %r, the program forked %d Rubies" % (
+            followed.group(0) if followed else res.stderr[-200:], len(truth) - 1)
+    for pid, (method, title) in truth.items():
+        if title and "process %d (%s): " % (pid, title) not in res.stdout:
+            return "no label of process %d with its $0 %s in the summary" % (pid, title)
+    return None
 
 
 PROGRESS = re.compile(r"\rcorestack record: (\d+) samples, (\d+) lost, ([\d.]+) s, (\d+) processes")
@@ -299,7 +374,8 @@ def subprocess_tests(rep, selected, corestack, ruby, exe, workdir, timeout):
                                   "--duration", "1", "--", exe, FORKS, "8", truth],
                                  stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                  timeout=timeout)
-            rep.result(command, check_run(res, out, truth, collapsed_processes))
+            rep.result(command, check_run(res, out, truth, collapsed_processes)
+                       or check_titles(truth, collapsed_labels(out)))
             rep.result(silent, "progress on a stderr that is no terminal: %r" % res.stderr[:200]
                        if re.search(r"\r|\d+ samples, \d+ lost", res.stderr) else None)
         except subprocess.TimeoutExpired:
@@ -332,5 +408,16 @@ def subprocess_tests(rep, selected, corestack, ruby, exe, workdir, timeout):
                                  stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                  stderr=subprocess.PIPE, text=True, timeout=timeout)
             rep.result(name, check_run(res, out, truth, pprof_processes))
+        except subprocess.TimeoutExpired:
+            rep.result(name, "record hung")
+    name = "%s/record-subprocesses-summary" % ruby
+    if selected(name):
+        truth = base + "-summary.truth"
+        try:
+            res = subprocess.run([corestack, "record", "--subprocesses", "--format", "summary",
+                                  "--", exe, FORKS, "4", truth],
+                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True, timeout=timeout)
+            rep.result(name, check_summary(res, truth))
         except subprocess.TimeoutExpired:
             rep.result(name, "record hung")

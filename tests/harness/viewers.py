@@ -11,6 +11,24 @@ the first fixture Ruby given:
                          heavy over light; the page's screenshot is kept as
                          viewers/speedscope.png in the work directory
                          (--keep DIR keeps it)
+    viewers/speedscope-timeline
+                         record --format speedscope -- phases.rb, which
+                         spins in alpha, beta, then alpha again and writes
+                         when each phase began and ended: the file loaded in
+                         speedscope's web app and exported by its own Export
+                         button (its time-order calls, as it reads them);
+                         the phases in the program's order, their lengths
+                         within 60 ms and 15 % of what it measured, in a
+                         unit of time; their frames at the file and line
+                         Ruby gives them
+    viewers/flamegraph   record -o F.svg -- shares.rb, opened by headless
+                         Chromium with #s=^Object#heavy$&z=Object#light (the
+                         SVG's own script searches and zooms as it opens): a
+                         title with the samples record reported, heavy's
+                         boxes coloured and "Matched:" their share of the
+                         samples the file's boxes give, light spread over
+                         the whole width with its callees in proportion, its
+                         callers faded below, heavy hidden
 """
 
 import functools
@@ -27,12 +45,17 @@ import threading
 from . import procs
 from .checks import first_line
 
-TESTS = ("viewers/speedscope",)
+TESTS = ("viewers/speedscope", "viewers/speedscope-timeline", "viewers/flamegraph")
 
 SPEEDSCOPE_APP = os.path.join(procs.ROOT, "tests", "viewers", "node_modules", "speedscope",
                               "dist", "release")
 # What shares.rb runs, as Ruby names it: the program's own methods, their
 # blocks, and the loops that call them.
+PHASES = os.path.join(procs.ROOT, "fixtures", "profile", "phases.rb")
+PHASE_SECONDS = (0.5, 0.3, 0.4)
+# Nanoseconds in speedscope's units of time.
+TIME_UNITS = {"nanoseconds": 1, "microseconds": 1e3, "milliseconds": 1e6,
+              "seconds": 1e9}
 SHARES_METHODS = ("Object#heavy", "Object#light", "block in Object#heavy",
                   "block in Object#light", "Integer#times", "Kernel#loop")
 
@@ -47,13 +70,16 @@ def chromium():
 
 class Server:
     """An HTTP server on 127.0.0.1 (a free port) for one directory, and
-    one more file at /profile.json; stopped when the block ends."""
+    one more file at /profile.json (and more: extra maps a path to a
+    file); stopped when the block ends."""
 
-    def __init__(self, directory, profile):
+    def __init__(self, directory, profile, extra=None):
+        files = dict(extra or {}, **{"/profile.json": profile})
+
         class Handler(http.server.SimpleHTTPRequestHandler):
             def translate_path(self, path):
-                if path.split("?")[0] == "/profile.json":
-                    return profile
+                if path.split("?")[0] in files:
+                    return files[path.split("?")[0]]
                 return super().translate_path(path)
 
             def log_message(self, *args):
@@ -90,8 +116,14 @@ def load_page(url, screenshot, timeout):
     return res.stdout
 
 
+# What speedscope's sandwich table writes after a time, in nanoseconds.
+SHOWN_UNITS = {"ns": 1, "\u00b5s": 1e3, "us": 1e3, "ms": 1e6, "s": 1e9,
+               "min": 60e9, "h": 3600e9}
+
+
 def sandwich_rows(dom):
-    """speedscope's sandwich table: {symbol name: (total, self)}."""
+    """speedscope's sandwich table: {symbol name: (total, self)}, counts
+    or times in nanoseconds."""
     text = re.sub(r"<(style|script)\b.*?</\1>", "", dom, flags=re.S)
     cells = [html.unescape(c).strip() for c in re.split(r"<[^>]*>", text)]
     cells = [c for c in cells if c]
@@ -99,12 +131,23 @@ def sandwich_rows(dom):
         return {}
     cells = cells[cells.index("Symbol Name") + 1:]
     rows = {}
-    count = re.compile(r"^(\d+) \(.*\)$")
+    value = re.compile(r"^([\d.]+)(%s)? \(.*\)$" % "|".join(SHOWN_UNITS))
+
+    def parse(cell):
+        m = value.match(cell)
+        return m and float(m.group(1)) * SHOWN_UNITS.get(m.group(2), 1)
     for i in range(len(cells) - 2):
-        total, own = count.match(cells[i]), count.match(cells[i + 1])
-        if total and own and not count.match(cells[i + 2]):
-            rows[cells[i + 2]] = (int(total.group(1)), int(own.group(1)))
+        total, own = parse(cells[i]), parse(cells[i + 1])
+        if total is not None and own is not None and parse(cells[i + 2]) is None:
+            # a method at several lines is one row per line
+            was = rows.get(cells[i + 2], (0, 0))
+            rows[cells[i + 2]] = (was[0] + total, was[1] + own)
     return rows
+
+
+def shown_as(shown, exact):
+    """Whether a value the page shows (three digits or so) is exact."""
+    return abs(shown - exact) <= 0.005 * max(abs(exact), 1)
 
 
 def file_totals(path):
@@ -139,29 +182,227 @@ def check_speedscope_viewer(js, screenshot, timeout):
     if missing:
         return "the page lists no %s: %s" % (", ".join(missing), sorted(rows))
     for name in SHARES_METHODS:
-        if rows[name][0] != totals.get(name):
-            return "the page gives %s a total of %d, the file %s" % (
+        if name not in totals or not shown_as(rows[name][0], totals[name]):
+            return "the page gives %s a total of %g, the file %s" % (
                 name, rows[name][0], totals.get(name))
     if rows["Object#heavy"][0] < 1.5 * rows["Object#light"][0]:
-        return "heavy %d samples, light %d: heavy does 3x the work" % (
+        return "heavy %g, light %g: heavy does 3x the work" % (
             rows["Object#heavy"][0], rows["Object#light"][0])
     if not os.path.getsize(screenshot):
         return "an empty screenshot"
     return None
 
 
+# Put before speedscope's own script in its page: once the profile is
+# loaded, clicks the toolbar's Export, and writes the file speedscope saves
+# into the page (a <pre id="corestack-export">) instead of downloading it.
+EXPORT_HOOK = """<script>
+(function () {
+  var saved = false;
+  HTMLAnchorElement.prototype.click = function () {
+    if (!this.download || saved)
+      return;
+    saved = true;
+    fetch(this.href).then(function (r) { return r.text(); }).then(function (t) {
+      var pre = document.createElement("pre");
+      pre.id = "corestack-export";
+      pre.textContent = t;
+      document.body.appendChild(pre);
+    });
+  };
+  var tries = 0, timer = setInterval(function () {
+    if (saved || ++tries > 40)
+      return clearInterval(timer);
+    document.querySelectorAll("div").forEach(function (d) {
+      if (!saved && d.children.length === 1 && /Export$/.test(d.textContent))
+        d.click();
+    });
+  }, 100);
+})();
+</script>
+"""
+
+
+def exported(dom):
+    """The file speedscope's Export wrote, from the hooked page."""
+    m = re.search(r'<pre id="corestack-export">(.*?)</pre>', dom, flags=re.S)
+    return json.loads(html.unescape(m.group(1))) if m else None
+
+
+def phase_calls(doc):
+    """Each call of Object#alpha or Object#beta in speedscope's time order
+    (an evented profile of its export): (name, start, end) in nanoseconds,
+    calls of one method with nothing between them joined."""
+    names = [fr["name"] for fr in doc["shared"]["frames"]]
+    calls = []
+    for prof in doc["profiles"]:
+        scale = TIME_UNITS.get(prof.get("unit"))
+        if scale is None:
+            raise ValueError("speedscope reads the unit %r, no unit of time"
+                             % prof.get("unit"))
+        opened = {}
+        for ev in prof["events"]:
+            name = names[ev["frame"]]
+            if name not in ("Object#alpha", "Object#beta"):
+                continue
+            if ev["type"] == "O":
+                opened.setdefault(name, ev["at"] * scale)
+            elif name in opened:
+                start = opened.pop(name)
+                if calls and calls[-1][0] == name and calls[-1][2] == start:
+                    calls[-1] = (name, calls[-1][1], ev["at"] * scale)
+                else:
+                    calls.append((name, start, ev["at"] * scale))
+    return sorted(calls, key=lambda c: c[1])
+
+
+def check_speedscope_timeline(js, truth, timeout):
+    if not os.path.exists(os.path.join(SPEEDSCOPE_APP, "index.html")):
+        return "no speedscope app in %s: make deps installs it (npm ci)" % SPEEDSCOPE_APP
+    if not chromium():
+        return "no chromium: make deps installs it"
+    with open(os.path.join(SPEEDSCOPE_APP, "index.html")) as f:
+        page = f.read().replace("<script", EXPORT_HOOK + "<script", 1)
+    with tempfile.NamedTemporaryFile("w", suffix=".html") as hooked:
+        hooked.write(page)
+        hooked.flush()
+        with Server(SPEEDSCOPE_APP, js, {"/export.html": hooked.name}) as base:
+            with tempfile.NamedTemporaryFile(suffix=".png") as shot:
+                dom = load_page(base + "/export.html#profileURL=%2Fprofile.json",
+                                shot.name, timeout)
+    doc = exported(dom)
+    if doc is None:
+        return "speedscope exported nothing: %s" % first_line(re.sub(r"<[^>]*>", " ", dom))
+    for name, _, _, path, line in truth:
+        for fr in doc["shared"]["frames"]:
+            if fr["name"] == name and (fr.get("file"), fr.get("line")) != (path, line):
+                return "speedscope reads %s at %s:%s, Ruby gives %s:%d" % (
+                    name, fr.get("file"), fr.get("line"), path, line)
+    calls = phase_calls(doc)
+    names = [c[0] for c in calls]
+    want = [p[0] for p in truth]
+    if names != want:
+        return "speedscope's time order calls %s, the program %s" % (names, want)
+    for (name, start, end), (_, t0, t1, _, _) in zip(calls, truth):
+        got, real = (end - start) / 1e9, t1 - t0
+        if abs(got - real) > 0.06 + 0.15 * real:
+            return "speedscope's %s lasts %.3f s, the program measured %.3f s" % (
+                name, got, real)
+    gap, real_gap = calls[1][1] - calls[0][1], truth[1][1] - truth[0][1]
+    if abs(gap / 1e9 - real_gap) > 0.06 + 0.15 * real_gap:
+        return "speedscope starts beta %.3f s after alpha, the program %.3f s" % (
+            gap / 1e9, real_gap)
+    return None
+
+
+def timeline_test(rep, args, exe, out):
+    js = os.path.join(out, "timeline.speedscope.json")
+    truth_path = os.path.join(out, "phases.json")
+    try:
+        res = subprocess.run([args.corestack, "record", "--duration", "20", "--format",
+                              "speedscope", "-o", js, "--", exe, PHASES, truth_path]
+                             + ["%g" % s for s in PHASE_SECONDS],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             timeout=args.timeout)
+        if res.returncode != 0:
+            reason = "record exit %d: %s" % (res.returncode, first_line(res.stderr))
+        else:
+            with open(truth_path) as f:
+                truth = json.load(f)
+            reason = check_speedscope_timeline(js, truth, args.timeout)
+    except subprocess.TimeoutExpired:
+        reason = "record or chromium hung"
+    except (OSError, ValueError, KeyError, RuntimeError) as exc:
+        reason = str(exc)
+    rep.result("viewers/speedscope-timeline", reason)
+
+
+SVG_BOX = re.compile(r'<g class="f"(?: style="([^"]*)")?><title>(.*?) \((\d+) samples?\)</title>'
+                     r'<rect x="([\d.]+)" y="[\d.]+" width="([\d.]+)"[^>]*fill="([^"]*)"')
+
+
+def check_flamegraph_viewer(svg, said, timeout):
+    """The SVG's script, run by Chromium: a search and a zoom given after
+    its address."""
+    if not chromium():
+        return "no chromium: make deps installs it"
+    reported = re.search(r"(\d+) samples in", said)
+    with open(svg) as f:
+        boxes = SVG_BOX.findall(f.read())
+    counts = {}
+    for _, name, count, _, _, _ in boxes:
+        counts[name] = counts.get(name, 0) + int(count)
+    with tempfile.NamedTemporaryFile(suffix=".png") as shot:
+        dom = load_page("file://%s#s=%s&z=%s" % (svg, "%5EObject%23heavy%24", "Object%23light"),
+                        shot.name, timeout)
+    title = re.search(r'<text id="title"[^>]*>([^<]*)<', dom)
+    if not title or not reported or "%s samples" % reported.group(1) not in title.group(1):
+        return "title %r, record reported %s samples" % (
+            title.group(1) if title else None, reported.group(1) if reported else "no")
+    matched = re.search(r'<text id="matched"[^>]*>Matched: ([\d.]+)%<', dom)
+    share = 100.0 * counts.get("Object#heavy", 0) / counts.get("all", 1)
+    if not matched or abs(float(matched.group(1)) - share) > 0.2:
+        return "the search says %r, heavy has %.1f%% of the file's samples" % (
+            matched.group(0) if matched else None, share)
+    if not 40 < share < 95:
+        return "heavy has %.1f%% of the samples: it does 3x light's work" % share
+    shown = SVG_BOX.findall(dom)
+    light = [b for b in shown if b[1] == "Object#light"]
+    if not light or float(light[0][4]) < 1199 or "display" in light[0][0]:
+        return "Object#light not spread over the width: %s" % (light[:1],)
+    light_count = int(light[0][2])
+    for style, name, count, x, width, fill in shown:
+        if name == "Object#heavy" and "display: none" not in style:
+            return "Object#heavy shown while zoomed into light"
+        if name == "Object#heavy" and fill != "rgb(230,0,230)":
+            return "Object#heavy not coloured by the search: %s" % fill
+        if name in ("<main>", "Kernel#loop") and "opacity: 0.5" not in style:
+            return "%s, light's caller, not faded below it: %r" % (name, style)
+        if name == "block in Object#light":
+            want = 1200.0 * int(count) / light_count
+            if abs(float(width) - want) > 1:
+                return "block in Object#light %s px wide, %.1f for its samples" % (width, want)
+    return None
+
+
+def flamegraph_test(rep, args, exe, out):
+    svg = os.path.join(out, "flamegraph.svg")
+    try:
+        res = subprocess.run([args.corestack, "record", "--duration", "20", "-o", svg,
+                              "--", exe, procs.SHARES, "1.5"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             timeout=args.timeout)
+        if res.returncode != 0:
+            reason = "record exit %d: %s" % (res.returncode, first_line(res.stderr))
+        else:
+            reason = check_flamegraph_viewer(svg, res.stderr, args.timeout)
+    except subprocess.TimeoutExpired:
+        reason = "record or chromium hung"
+    except (OSError, ValueError, KeyError, RuntimeError) as exc:
+        reason = str(exc)
+    rep.result("viewers/flamegraph", reason)
+
+
 def viewer_tests(rep, selected, args, prefixes, workdir):
     """Each viewer loads one recording of the first fixture Ruby."""
-    if not selected("viewers/speedscope"):
+    chosen = [t for t in TESTS if selected(t)]
+    if not chosen:
         return
     ruby = next((r for r in args.rubies if isinstance(prefixes.get(r), str)), None)
     if ruby is None:
-        rep.skip("viewers/speedscope", "no fixture Ruby built")
+        for t in chosen:
+            rep.skip(t, "no fixture Ruby built")
         return
     out = os.path.join(workdir, "viewers")
     os.makedirs(out, exist_ok=True)
-    js = os.path.join(out, "speedscope.json")
     exe = os.path.join(prefixes[ruby], "bin", "ruby")
+    if selected("viewers/speedscope-timeline"):
+        timeline_test(rep, args, exe, out)
+    if selected("viewers/flamegraph"):
+        flamegraph_test(rep, args, exe, out)
+    if not selected("viewers/speedscope"):
+        return
+    js = os.path.join(out, "speedscope.json")
     try:
         res = subprocess.run([args.corestack, "record", "--duration", "20", "--format",
                               "speedscope", "-o", js, "--", exe, procs.SHARES, "1.5"],

@@ -87,7 +87,7 @@ static char *written(const struct cs_profile *p, const char *format)
 {
 	char *text = NULL;
 	size_t size = 0;
-	struct cs_profile_run run = {0, 1.0, 100, 0};
+	struct cs_profile_run run = {.seconds = 1.0, .rate = 100};
 	FILE *out = open_memstream(&text, &size);
 	if (!out)
 		return NULL;
@@ -247,6 +247,35 @@ static void settling(void)
 	cs_profile_free(&p);
 }
 
+/* A process's title is in its threads' labels once settled, its latest;
+ * one set back to none leaves them bare, and the collapsed lines follow. */
+static void titles(void)
+{
+	static const char *const abc[DEPTH] = {"c", "b", "a"};
+	static const uint64_t ids[DEPTH] = {1, 2, 3};
+	struct cs_profile p;
+	struct fixture f;
+	cs_profile_init(&p);
+	p.pid = 7;
+	make(&f, abc, ids, "w");
+	add(&p, &f.proc);
+	p.pid = 8;
+	make(&f, abc, ids, "w");
+	add(&p, &f.proc);
+	CHECK(cs_profile_set_title(&p, 7, "old") &&
+		      cs_profile_set_title(&p, 7, "worker 1") &&
+		      cs_profile_set_title(&p, 8, "master") &&
+		      cs_profile_set_title(&p, 8, NULL),
+	      "titles set");
+	CHECK(cs_profile_settle(&p) && p.nthreads == 2 &&
+		      count_of(&p, "process 7 (worker 1): w;a;b;c") == 1 &&
+		      count_of(&p, "process 8: w;a;b;c") == 1,
+	      "titled labels: %s, %s",
+	      cs_profile_display(&p, p.threads[0].label),
+	      cs_profile_display(&p, p.threads[1].label));
+	cs_profile_free(&p);
+}
+
 int main(void)
 {
 	static const char *const abc[DEPTH] = {"c", "b", "a"};
@@ -280,6 +309,10 @@ int main(void)
 		      p.samples[0].time_ns == 10000000 &&
 		      p.samples[0].stack == 0 && p.samples[0].thread == 0,
 	      "one sample of weight 3: %zu", p.nsamples);
+	/* speedscope weighs it from its first snapshot to its last */
+	CHECK(p.samples[0].last_ns == 30000000 && p.samples[0].snapshot == 0,
+	      "first snapshot %zu, last seen at %llu", p.samples[0].snapshot,
+	      (unsigned long long)p.samples[0].last_ns);
 	CHECK(!strcmp(p.names.text[p.threads[0].label], "w") &&
 		      p.threads[0].tid == 42,
 	      "thread");
@@ -434,5 +467,6 @@ int main(void)
 	cs_profile_free(&p);
 	states();
 	settling();
+	titles();
 	return check_summary("test_profile");
 }
