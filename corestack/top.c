@@ -1,6 +1,7 @@
 /* corestack top: a live view of the hottest Ruby methods of a process.
  *
  *   corestack top --pid PID [--rate HZ] [--nonblocking] [--duration S]
+ *                 [--state LIST] [--on-cpu]
  *
  * Samples as `corestack record` does (one attachment, one session, the
  * sampling loop, paused by default) and redraws a table of the functions
@@ -58,6 +59,7 @@ struct top_options {
 	double duration; /* seconds; 0 = until quit */
 	double rate;     /* Hz */
 	int nonblocking;
+	unsigned states; /* the states kept (profile.h); 0: all */
 };
 
 static void top_usage(FILE *out)
@@ -72,7 +74,7 @@ static void top_usage(FILE *out)
 	      "\n"
 	      "  --rate HZ          samples per second (default 100)\n"
 	      "  --nonblocking      read without pausing the target\n"
-	      "  --duration S       seconds to run (default: until q)\n"
+	      "  --duration S       seconds to run (default: until q)\n" CS_SAMPLING_STATE_HELP
 	      "\n"
 	      "Standard output must be a terminal (else exit 64).\n",
 	      out);
@@ -86,19 +88,17 @@ static int parse(int argc, char **argv, struct top_options *o)
 		{NULL, 0, NULL, 0},
 	};
 	const struct cs_sampling_args to = {&o->pid, &o->nonblocking,
-					    &o->duration, &o->rate};
+					    &o->duration, &o->rate, &o->states};
 	o->rate = 100;
 	int c;
 	opterr = 0; /* our own one-line messages (cli_unknown_option) */
 	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'p':
-		case 'd':
-		case 'r':
-		case 'b':
+		if (cs_sampling_opt(c)) {
 			if (!cs_sampling_arg(PROG, c, optarg, &to))
 				return EXIT_USAGE;
-			break;
+			continue;
+		}
+		switch (c) {
 		case 'h':
 			top_usage(stdout);
 			exit(EXIT_OK);
@@ -139,8 +139,8 @@ struct view {
 static int take(void *ctx)
 {
 	struct view *v = ctx;
-	int taken = cs_sample_once(v->session, v->o->pid, !v->o->nonblocking, 0,
-				   v->kept, v->cache, v->prof);
+	int taken = cs_sample_once(v->session, v->o->pid, !v->o->nonblocking,
+				   v->o->states, v->kept, v->cache, v->prof);
 	/* an exited target nobody reaped fails every sample */
 	if (taken == 0 && cs_live_exited(v->o->pid))
 		taken = -1;

@@ -15,8 +15,11 @@ fixtures/profile/hot.rb, which prints where Ruby places its hot line
     RUBY/top-target-exits  top --pid --nonblocking, the target killed once it
                       shows the method: top ends by itself, exit 0, the
                       terminal given back, and it says the process exited
+    RUBY/top-on-cpu   top --pid --nonblocking --on-cpu (the state filter
+                      record has, parsed by the same code): the method Ruby
+                      printed first, as its thread runs; q ends top cleanly
 
-The three run at once on one target (only RUBY/top stops it).
+The four run at once on one target (only RUBY/top stops it).
 """
 
 import os
@@ -30,10 +33,11 @@ import time
 from . import procs
 
 HOT = os.path.join(procs.ROOT, "fixtures", "profile", "hot.rb")
-TESTS = ("top", "top-sigterm", "top-target-exits")
+TESTS = ("top", "top-sigterm", "top-target-exits", "top-on-cpu")
 ROW = re.compile(r"^\s*([\d.]+)%\s+([\d.]+)%\s+(\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+(\S+) \((.*)\)\s*$")
 # tmux takes a session name that begins another's as ambiguous: none does
-SESSION = {"top": "quit", "top-sigterm": "sigterm", "top-target-exits": "exits"}
+SESSION = {"top": "quit", "top-sigterm": "sigterm", "top-target-exits": "exits",
+           "top-on-cpu": "oncpu"}
 WAIT = 15   # seconds for top to show the method, or to end
 
 
@@ -166,7 +170,8 @@ def top_tests(rep, selected, corestack, ruby, exe):
         # All three watch the one target at once: only the first stops it.
         sessions = {}
         for test, extra in (("top", []), ("top-sigterm", ["--nonblocking"]),
-                            ("top-target-exits", ["--nonblocking"])):
+                            ("top-target-exits", ["--nonblocking"]),
+                            ("top-on-cpu", ["--nonblocking", "--on-cpu"])):
             if selected("%s/%s" % (ruby, test)):
                 sessions[test] = tmux.start(SESSION[test], top + extra)
         if "top" in sessions:
@@ -182,6 +187,12 @@ def top_tests(rep, selected, corestack, ruby, exe):
                         method, " | ".join(l for l in screen.split("\n") if l)[:400])
             tmux.run("send-keys", "-t", SESSION["top"], "q")
             result("%s/top" % ruby, why or ended(tmux, SESSION["top"], files, target))
+        if "top-on-cpu" in sessions:
+            files = sessions["top-on-cpu"]
+            why = wait_for_hot(tmux, SESSION["top-on-cpu"], want, files)
+            tmux.run("send-keys", "-t", SESSION["top-on-cpu"], "q")
+            result("%s/top-on-cpu" % ruby,
+                   why or ended(tmux, SESSION["top-on-cpu"], files, target))
         if "top-sigterm" in sessions:
             files = sessions["top-sigterm"]
             why = wait_for_hot(tmux, SESSION["top-sigterm"], want, files)
