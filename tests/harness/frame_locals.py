@@ -7,14 +7,15 @@ inspect, class and Kernel#to_s right before it parked
 ($CORESTACK_ORACLE.locals-TAG.json). On the frames scenario's capture:
 
     RUBY/frames/locals       corestack --json --locals CORE: the frames of the
-                             records have exactly those locals, each of Ruby's
+                             records have exactly those locals, and the self
+                             Ruby recorded (binding.receiver), each of Ruby's
                              class and shown as that Ruby's #inspect shows it
                              (Hash keys, binary Strings, Ranges, Structs and
                              Data objects included; a truncated String,
                              Array, Hash or Integer: its prefix and size;
                              another object: as Kernel#to_s);
                              the text output carries the same "name = value"
-                             lines
+                             lines and a "self = value" line
     RUBY/frames/locals-live  the same from corestack --json --locals --pid on
                              the parked process
     RUBY/frames/locals-corrupt  the slots of "kinds"'s environment holding its
@@ -31,7 +32,7 @@ gdbext_lldb.py run the commands of DEBUGGER_STEPS; check_debugger checks):
                              ruby-locals on the thread of "block in kinds" (its
                              innermost Ruby frame) and ruby-locals N on "kinds":
                              a "#N" frame line, then a "name = value" line for
-                             every local; ruby-print of the LocalsPoint's
+                             every local and "self = value"; ruby-print of the LocalsPoint's
                              address and of a convenience variable holding it:
                              Kernel#to_s and the class; ruby-print of an
                              unmapped address: "<unreadable: ...>"; of that
@@ -139,17 +140,29 @@ def check_report(report, records):
             return "%s: frame %s has no \"locals\"" % (tag, record["label"])
         if frame.get("locals_error"):
             return "%s: locals_error %s" % (tag, compare.show(frame["locals_error"]))
-        r = check_frame_locals(frame["locals"], record)
+        r = check_frame_locals(frame["locals"], record) or check_self(frame, record)
         if r:
             return "%s (%s): %s" % (tag, record["label"], r)
     return None
+
+
+def check_self(frame, record):
+    """The frame's "self" against the self Ruby described."""
+    got, d = frame.get("self"), record["self"]
+    if not isinstance(got, dict):
+        return "self %s, Ruby's is %s" % (compare.show(got), compare.show(d["inspect"]))
+    if got.get("class") != d["class"]:
+        return "self: class %s, Ruby says %s" % (compare.show(got.get("class")),
+                                                 compare.show(d["class"]))
+    problem = value_problem(got.get("value", ""), d)
+    return "self = %s: %s" % (compare.show(got.get("value")), problem) if problem else None
 
 
 def check_text(text, report, records):
     """Every local of the records' frames as a "name = value" line."""
     for tag, record in sorted(records.items()):
         _, _, frame = find_frame(report, record)
-        for l in frame["locals"]:
+        for l in frame["locals"] + [dict(frame["self"], name="self")]:
             line = "%s = %s" % (l["name"], l["value"])
             if not any(x.strip().startswith(line) for x in text.splitlines()):
                 return "%s: no line %s in the text" % (tag, compare.show(line))
@@ -299,7 +312,7 @@ def check_debugger(runs, records, parse_report):
             return "%s: first line %s, expected frame #%d" % (
                 key, compare.show(out.splitlines()[:1]), index)
         lines = [x.strip() for x in out.splitlines()[1:]]
-        for l in frame["locals"]:
+        for l in frame["locals"] + [dict(frame["self"], name="self")]:
             if not any(x.startswith("%s = %s" % (l["name"], l["value"])) for x in lines):
                 return "%s: no line for %s = %s" % (key, l["name"], compare.show(l["value"]))
     point = [d for d in records["method"]["locals"] if d["name"] == "point"][0]
