@@ -16,10 +16,19 @@ fixtures/profile/hot.rb, which prints where Ruby places its hot line
                       shows the method: top ends by itself, exit 0, the
                       terminal given back, and it says the process exited
     RUBY/top-on-cpu   top --pid --nonblocking --on-cpu (the state filter
-                      record has, parsed by the same code): the method Ruby
-                      printed first, as its thread runs; q ends top cleanly
+                      record has, parsed by the same code) on hot.rb run with
+                      two idle threads (Object#idle_pop in Thread::Queue#pop,
+                      Object#idle_sleep in sleep): the method Ruby printed
+                      first, as its thread runs, and no row of the idle
+                      threads' methods, nor a thread count above 1; q ends top
+                      cleanly
+    RUBY/top-state    top --pid --nonblocking --state blocked on that target:
+                      rows for both idle methods, none for the hot one (so the
+                      idle threads are there to be left out); q ends top
+                      cleanly
 
-The four run at once on one target (only RUBY/top stops it).
+The first four run at once on one target (only RUBY/top stops it), the
+last two on the target with idle threads.
 """
 
 import os
@@ -33,11 +42,12 @@ import time
 from . import procs
 
 HOT = os.path.join(procs.ROOT, "fixtures", "profile", "hot.rb")
-TESTS = ("top", "top-sigterm", "top-target-exits", "top-on-cpu")
+TESTS = ("top", "top-sigterm", "top-target-exits", "top-on-cpu", "top-state")
+IDLE = ("Object#idle_pop", "Object#idle_sleep")
 ROW = re.compile(r"^\s*([\d.]+)%\s+([\d.]+)%\s+(\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+(\S+) \((.*)\)\s*$")
 # tmux takes a session name that begins another's as ambiguous: none does
 SESSION = {"top": "quit", "top-sigterm": "sigterm", "top-target-exits": "exits",
-           "top-on-cpu": "oncpu"}
+           "top-on-cpu": "oncpu", "top-state": "state"}
 WAIT = 15   # seconds for top to show the method, or to end
 
 
@@ -108,6 +118,57 @@ def wait_for_hot(tmux, name, want, files):
         WAIT, row, want[1], want[0], " | ".join(l for l in (screen or "").split("\n") if l)[:400])
 
 
+def functions(screen):
+    """The FUNCTION column of every row of the table."""
+    return [m.group(7) for m in map(ROW.match, screen.split("\n")) if m]
+
+
+def wait_for_rows(tmux, name, files, want, absent):
+    """None once the table has a row for each of want and for none of
+    absent, else why not."""
+    deadline = time.monotonic() + WAIT
+    rows = screen = None
+    while time.monotonic() < deadline:
+        screen = tmux.screen(name)
+        rows = functions(screen)
+        if all(f in rows for f in want) and not any(f in rows for f in absent):
+            return None
+        if os.path.exists(files["rc"]):
+            return "top ended early: %s" % procs.tail(files["err"])
+        time.sleep(0.3)
+    return "after %d s the rows are %s: expected %s, and none of %s; screen: %s" % (
+        WAIT, rows, want, absent, " | ".join(l for l in (screen or "").split("\n") if l)[:400])
+
+
+def idle_tests(rep, selected, corestack, ruby, exe, tmux, result):
+    """RUBY/top-on-cpu and RUBY/top-state on hot.rb with idle threads."""
+    target = subprocess.Popen([exe, HOT, "idle"], stdin=subprocess.DEVNULL,
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        path, _, method = target.stdout.readline().strip().partition(" ")
+        top = [corestack, "top", "--pid", str(target.pid), "--nonblocking"]
+        sessions = {}
+        for test, extra in (("top-on-cpu", ["--on-cpu"]), ("top-state", ["--state", "blocked"])):
+            if selected("%s/%s" % (ruby, test)):
+                sessions[test] = tmux.start(SESSION[test], top + extra)
+        if "top-on-cpu" in sessions:
+            name, files = SESSION["top-on-cpu"], sessions["top-on-cpu"]
+            why = wait_for_hot(tmux, name, (path, method), files) or wait_for_rows(
+                tmux, name, files, [method], IDLE + ("Thread::Queue#pop", "Kernel#sleep"))
+            if not why and "threads: all (1)" not in tmux.screen(name):
+                why = "not one thread counted: %s" % tmux.screen(name).split("\n")[2:3]
+            tmux.run("send-keys", "-t", name, "q")
+            result("%s/top-on-cpu" % ruby, why or ended(tmux, name, files, target))
+        if "top-state" in sessions:
+            name, files = SESSION["top-state"], sessions["top-state"]
+            why = wait_for_rows(tmux, name, files, IDLE, [method])
+            tmux.run("send-keys", "-t", name, "q")
+            result("%s/top-state" % ruby, why or ended(tmux, name, files, target))
+    finally:
+        target.kill()
+        target.wait()
+
+
 def ended(tmux, name, files, target):
     """None when top exited 0 with the terminal given back and the target
     (unless None) running, unstopped; else why not."""
@@ -170,8 +231,7 @@ def top_tests(rep, selected, corestack, ruby, exe):
         # All three watch the one target at once: only the first stops it.
         sessions = {}
         for test, extra in (("top", []), ("top-sigterm", ["--nonblocking"]),
-                            ("top-target-exits", ["--nonblocking"]),
-                            ("top-on-cpu", ["--nonblocking", "--on-cpu"])):
+                            ("top-target-exits", ["--nonblocking"])):
             if selected("%s/%s" % (ruby, test)):
                 sessions[test] = tmux.start(SESSION[test], top + extra)
         if "top" in sessions:
@@ -187,12 +247,6 @@ def top_tests(rep, selected, corestack, ruby, exe):
                         method, " | ".join(l for l in screen.split("\n") if l)[:400])
             tmux.run("send-keys", "-t", SESSION["top"], "q")
             result("%s/top" % ruby, why or ended(tmux, SESSION["top"], files, target))
-        if "top-on-cpu" in sessions:
-            files = sessions["top-on-cpu"]
-            why = wait_for_hot(tmux, SESSION["top-on-cpu"], want, files)
-            tmux.run("send-keys", "-t", SESSION["top-on-cpu"], "q")
-            result("%s/top-on-cpu" % ruby,
-                   why or ended(tmux, SESSION["top-on-cpu"], files, target))
         if "top-sigterm" in sessions:
             files = sessions["top-sigterm"]
             why = wait_for_hot(tmux, SESSION["top-sigterm"], want, files)
@@ -211,6 +265,7 @@ def top_tests(rep, selected, corestack, ruby, exe):
             if not why and "the process exited" not in procs.tail(files["err"]):
                 why = "top did not say the process exited: %s" % procs.tail(files["err"])
             result("%s/top-target-exits" % ruby, why)
+        idle_tests(rep, selected, corestack, ruby, exe, tmux, result)
     except (procs.Failure, subprocess.TimeoutExpired) as exc:
         for n in names:
             if selected(n) and n not in done:
