@@ -80,12 +80,7 @@ static void record_usage(FILE *out)
 	      "                     firefox (JSON for the Firefox Profiler);\n"
 	      "                     without it, -o's name chooses: .folded,\n"
 	      "                     .collapsed, .speedscope.json, .svg,\n"
-	      "                     .pb.gz, .pprof (else collapsed)\n"
-	      "  --state LIST       only threads in these states, a comma\n"
-	      "                     list of running (holds the GVL), waiting\n"
-	      "                     (for the GVL), blocked (sleep, I/O, a\n"
-	      "                     lock, a queue, a join) and gc\n"
-	      "  --on-cpu           the same as --state running\n"
+	      "                     .pb.gz, .pprof (else collapsed)\n" CS_SAMPLING_STATE_HELP
 	      "  --subprocesses     sample its Ruby descendants too (forked\n"
 	      "                     workers, also those started later), each\n"
 	      "                     thread labelled with its process\n"
@@ -108,46 +103,28 @@ static int parse(int argc, char **argv, struct record_options *o)
 	static const struct option longopts[] = {
 		CS_SAMPLING_LONGOPTS,
 		{"format", required_argument, NULL, 'f'},
-		{"on-cpu", no_argument, NULL, 'c'},
-		{"state", required_argument, NULL, 's'},
 		{"subprocesses", no_argument, NULL, 'F'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	const struct cs_sampling_args to = {&o->pid, &o->nonblocking,
-					    &o->duration, &o->rate};
+					    &o->duration, &o->rate, &o->states};
 	o->rate = 100;
 	int c;
 	opterr = 0; /* our own one-line messages (cli_unknown_option) */
 	while ((c = getopt_long(argc, argv, "+:o:h", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'p':
-		case 'd':
-		case 'r':
-		case 'b':
+		if (cs_sampling_opt(c)) {
 			if (!cs_sampling_arg(PROG, c, optarg, &to))
 				return EXIT_USAGE;
-			break;
+			continue;
+		}
+		switch (c) {
 		case 'f':
 			if (!(o->format = cs_profile_format_find(optarg))) {
 				unknown_format(optarg);
 				return EXIT_USAGE;
 			}
 			break;
-		case 'c':
-			o->states |= 1u << CS_PROFILE_RUNNING;
-			break;
-		case 's': {
-			unsigned set;
-			char why[160];
-			if (!cs_profile_states_parse(optarg, &set, why,
-						     sizeof(why))) {
-				fprintf(stderr, PROG ": %s\n", why);
-				return EXIT_USAGE;
-			}
-			o->states |= set;
-			break;
-		}
 		case 'F':
 			o->subprocesses = 1;
 			break;

@@ -1,8 +1,16 @@
 #include "sampling_args.h"
 
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "../util/cli_args.h"
+#include "../profile/profile.h"
+
+bool cs_sampling_opt(int c)
+{
+	return c && strchr("pdrbsc", c);
+}
 
 bool cs_sampling_arg(const char *prog, int c, const char *text,
 		     const struct cs_sampling_args *to)
@@ -17,6 +25,19 @@ bool cs_sampling_arg(const char *prog, int c, const char *text,
 	case 'b':
 		*to->nonblocking = 1;
 		return true;
+	case 'c':
+		*to->states |= 1u << CS_PROFILE_RUNNING;
+		return true;
+	case 's': {
+		unsigned set;
+		char why[160];
+		if (!cs_profile_states_parse(text, &set, why, sizeof(why))) {
+			fprintf(stderr, "%s: %s\n", prog, why);
+			return false;
+		}
+		*to->states |= set;
+		return true;
+	}
 	/* a duration past a year or a rate no sampler keeps up with is a
 	 * typing mistake */
 	case 'd':

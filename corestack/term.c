@@ -77,9 +77,11 @@ int cs_term_key(void)
 	return c;
 }
 
+#define CUT_MARK "\xe2\x80\xa6" /* U+2026, one column */
+
 void cs_term_put(char *line, size_t cap, int *used, int width, const char *text)
 {
-	size_t at = strlen(line);
+	size_t at = strlen(line), last = at;
 	const unsigned char *p = (const unsigned char *)text;
 	while (*p && *used < width) {
 		size_t n = utf8_sequence_length(p);
@@ -89,6 +91,7 @@ void cs_term_put(char *line, size_t cap, int *used, int width, const char *text)
 		size_t out = control ? 1 : n;
 		if (at + out >= cap)
 			break;
+		last = at;
 		if (control)
 			line[at] = '?';
 		else
@@ -96,6 +99,12 @@ void cs_term_put(char *line, size_t cap, int *used, int width, const char *text)
 		at += out;
 		p += n ? n : 1;
 		(*used)++;
+	}
+	/* text cut at the width: its last column says so */
+	if (*p && *used >= width && width > 0 && last < at &&
+	    last + sizeof(CUT_MARK) <= cap) {
+		memcpy(line + last, CUT_MARK, sizeof(CUT_MARK) - 1);
+		at = last + sizeof(CUT_MARK) - 1;
 	}
 	line[at] = '\0';
 }

@@ -25,7 +25,8 @@ int cs_term_key(void);
 
 /* Append text to a line being built, at most width columns wide in all
  * (*used counts them), control characters shown as '?': the names come
- * from the target's memory and must not drive the terminal. */
+ * from the target's memory and must not drive the terminal. Text cut at
+ * the width ends in a '…' in its last column. */
 void cs_term_put(char *line, size_t cap, int *used, int width,
 		 const char *text);
 

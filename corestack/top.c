@@ -1,13 +1,15 @@
 /* corestack top: a live view of the hottest Ruby methods of a process.
  *
  *   corestack top --pid PID [--rate HZ] [--nonblocking] [--duration S]
+ *                 [--state LIST] [--on-cpu] [--subprocesses]
  *
  * Samples as `corestack record` does (one attachment, one session, the
- * sampling loop, paused by default) and redraws a table of the functions
- * sampled, by self or total, about once a second. Keys are read between
- * samples. The terminal is given back and the target let go on every way
- * out: q, Ctrl-C, SIGINT/SIGTERM/SIGHUP, --duration, the target's exit,
- * an error. */
+ * sampling loop, paused by default, its Ruby descendants followed as
+ * record follows them) and redraws a table of the functions sampled, by
+ * self or total, about once a second. Keys are read between samples. The
+ * terminal is given back and the target let go on every way out: q,
+ * Ctrl-C, SIGINT/SIGTERM/SIGHUP, --duration, the target's exit (whose
+ * last table stays on the screen), an error. */
 #include <getopt.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -24,6 +26,7 @@
 #include "../process/live.h"
 #include "../profile/profile.h"
 #include "../engine/engine.h"
+#include "../sampling/follow.h"
 #include "../sampling/sampler.h"
 #include "sampling_args.h"
 #include "../sampling/sampling_loop.h"
@@ -56,6 +59,8 @@ struct top_options {
 	double duration; /* seconds; 0 = until quit */
 	double rate;     /* Hz */
 	int nonblocking;
+	unsigned states;  /* the states kept (profile.h); 0: all */
+	int subprocesses; /* its Ruby descendants too */
 };
 
 static void top_usage(FILE *out)
@@ -70,7 +75,10 @@ static void top_usage(FILE *out)
 	      "\n"
 	      "  --rate HZ          samples per second (default 100)\n"
 	      "  --nonblocking      read without pausing the target\n"
-	      "  --duration S       seconds to run (default: until q)\n"
+	      "  --duration S       seconds to run (default: until q)\n" CS_SAMPLING_STATE_HELP
+	      "  --subprocesses     its Ruby descendants too (forked workers,\n"
+	      "                     also those started later), each thread\n"
+	      "                     labelled with its process\n"
 	      "\n"
 	      "Standard output must be a terminal (else exit 64).\n",
 	      out);
@@ -80,22 +88,24 @@ static int parse(int argc, char **argv, struct top_options *o)
 {
 	static const struct option longopts[] = {
 		CS_SAMPLING_LONGOPTS,
+		{"subprocesses", no_argument, NULL, 'F'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	const struct cs_sampling_args to = {&o->pid, &o->nonblocking,
-					    &o->duration, &o->rate};
+					    &o->duration, &o->rate, &o->states};
 	o->rate = 100;
 	int c;
 	opterr = 0; /* our own one-line messages (cli_unknown_option) */
 	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'p':
-		case 'd':
-		case 'r':
-		case 'b':
+		if (cs_sampling_opt(c)) {
 			if (!cs_sampling_arg(PROG, c, optarg, &to))
 				return EXIT_USAGE;
+			continue;
+		}
+		switch (c) {
+		case 'F':
+			o->subprocesses = 1;
 			break;
 		case 'h':
 			top_usage(stdout);
@@ -122,6 +132,7 @@ struct view {
 	const struct top_options *o;
 	struct cs_engine *engine;
 	struct cs_profile *prof;
+	struct cs_follow *follow; /* NULL: the target only */
 	const char *version;
 	bool by_total;
 	size_t thread; /* 0: all threads; k: the k-th label */
@@ -129,29 +140,37 @@ struct view {
 	 * of what was sampled since */
 	struct cs_top_base base;
 	double base_time;
-	bool gone; /* the target exited */
+	bool gone;  /* the target exited */
+	bool plain; /* the last table, written below the shell's lines */
 };
 
 static int take(void *ctx)
 {
 	struct view *v = ctx;
-	int taken = cs_sample_once(v->engine, 0, v->prof);
+	int taken = cs_sample_once(v->engine, v->o->states, v->prof);
 	/* an exited target nobody reaped fails every sample */
 	if (taken == 0 && cs_live_exited(v->o->pid))
 		taken = -1;
 	if (taken < 0)
 		v->gone = true;
+	else if (v->follow)
+		cs_follow_sample(v->follow, v->prof);
 	return taken;
 }
 
-/* One screen line at row y (1-based), cut to the width. */
-static void line_at(FILE *out, int y, int cols, const char *style,
+/* One screen line at row y (1-based), cut to the width; plain: the next
+ * line of the normal screen, without style. */
+static void line_at(FILE *out, bool plain, int y, int cols, const char *style,
 		    const char *text)
 {
 	char buf[1024];
 	int used = 0;
 	buf[0] = '\0';
 	cs_term_put(buf, sizeof(buf), &used, cols, text);
+	if (plain) {
+		fprintf(out, "%s\n", buf);
+		return;
+	}
 	fprintf(out, "\033[%d;1H%s%s", y, style, buf);
 	if (*style) /* a styled line spans the width */
 		fprintf(out, "%*s\033[0m", cols - used, "");
@@ -187,6 +206,8 @@ static void draw(struct view *v, const struct cs_sampling_loop *l, bool advance)
 {
 	int rows, cols;
 	cs_term_size(&rows, &cols);
+	if (v->plain) /* room for the summary and the shell's prompt */
+		rows -= 2;
 	size_t nlabels;
 	size_t *labels = cs_top_thread_labels(v->prof, &nlabels);
 	if (v->thread > nlabels)
@@ -210,45 +231,49 @@ static void draw(struct view *v, const struct cs_sampling_loop *l, bool advance)
 		free(labels);
 		return;
 	}
-	char text[1024];
-	if (resized)
+	char text[1024], procs[64] = "";
+	if (resized && !v->plain)
 		fputs("\033[2J", out);
 	resized = 0;
+	if (v->follow)
+		snprintf(procs, sizeof(procs), " and %zu descendants",
+			 v->follow->nprocs);
 	snprintf(text, sizeof(text),
-		 "corestack top: pid %d, Ruby %s, %.0f Hz asked, %.1f "
+		 "corestack top: pid %d%s%s, Ruby %s, %.0f Hz asked, %.1f "
 		 "achieved%s",
-		 v->o->pid, v->version ? v->version : "version unknown",
-		 v->o->rate, elapsed > 0 ? (double)tries / elapsed : 0.0,
+		 v->o->pid, procs, v->gone ? " (exited)" : "",
+		 v->version ? v->version : "version unknown", v->o->rate,
+		 elapsed > 0 ? (double)tries / elapsed : 0.0,
 		 v->o->nonblocking ? ", nonblocking" : "");
-	line_at(out, 1, cols, "", text);
+	line_at(out, v->plain, 1, cols, "", text);
 	snprintf(text, sizeof(text),
 		 "%zu samples, %zu lost, %.1f s; shares of the last %.1f s "
 		 "(%zu thread stacks), counts since the start",
 		 l->taken, l->lost, elapsed, interval, ok ? t.new_stacks : 0);
-	line_at(out, 2, cols, "", text);
+	line_at(out, v->plain, 2, cols, "", text);
 	if (label == SIZE_MAX)
 		snprintf(text, sizeof(text), "threads: all (%zu)", nlabels);
 	else
 		snprintf(text, sizeof(text), "thread %zu of %zu: %s", v->thread,
 			 nlabels, cs_profile_display(v->prof, label));
 	size_t at = strlen(text);
-	snprintf(text + at, sizeof(text) - at,
-		 "; sorted by %s; keys: q quit, s sort, t thread",
-		 v->by_total ? "total" : "self");
-	line_at(out, 3, cols, "", text);
-	line_at(out, 4, cols, "", "");
-	line_at(out, 5, cols, "\033[7m",
+	snprintf(text + at, sizeof(text) - at, "; sorted by %s%s",
+		 v->by_total ? "total" : "self",
+		 v->plain ? "" : "; keys: q quit, s sort, t thread");
+	line_at(out, v->plain, 3, cols, "", text);
+	line_at(out, v->plain, 4, cols, "", "");
+	line_at(out, v->plain, 5, cols, "\033[7m",
 		"  %SELF  %TOTAL    SELF   TOTAL  SELF(s) TOTAL(s)  "
 		"FUNCTION (FILE:LINE)");
 	double per_sample = tries ? elapsed / (double)tries : 0;
 	int y = HEADER_LINES + 1;
 	for (size_t i = 0; ok && i < t.nrows && y <= rows; i++, y++) {
 		row_text(text, sizeof(text), v->prof, &t, i, per_sample);
-		line_at(out, y, cols, "", text);
+		line_at(out, v->plain, y, cols, "", text);
 	}
 	if (!ok)
-		line_at(out, y++, cols, "", "out of memory");
-	if (y <= rows)
+		line_at(out, v->plain, y++, cols, "", "out of memory");
+	if (y <= rows && !v->plain)
 		fprintf(out, "\033[%d;1H\033[J", y);
 	fclose(out);
 	for (size_t done = 0; screen && done < size;) {
@@ -322,11 +347,16 @@ int cs_top_main(int argc, char **argv)
 	}
 	struct cs_profile prof;
 	cs_profile_init(&prof);
+	struct cs_follow follow;
+	cs_follow_init(&follow, o.pid, !o.nonblocking, o.states);
+	if (o.subprocesses)
+		prof.pid = o.pid; /* every thread labelled with its process */
 	prctl(PR_SET_TIMERSLACK, 1000UL); /* as record: short, exact sleeps */
 	struct view v = {
 		.o = &o,
 		.engine = engine,
 		.prof = &prof,
+		.follow = o.subprocesses ? &follow : NULL,
 		.version = engine->ruby_version,
 	};
 	struct cs_sampling_loop loop = {
@@ -342,7 +372,13 @@ int cs_top_main(int argc, char **argv)
 	draw(&v, &loop, true);
 	cs_sampling_run(&loop);
 	cs_engine_let_go(engine);
+	cs_follow_free(&follow);
+	v.follow = NULL;
 	cs_term_leave();
+	if (v.gone) { /* what it last did stays in view */
+		v.plain = true;
+		draw(&v, &loop, false);
+	}
 	fprintf(stderr, PROG ": %zu samples in %.1f s, %zu lost%s\n",
 		loop.taken, loop.elapsed, loop.lost,
 		v.gone ? "; the process exited" : "");

@@ -70,6 +70,14 @@ static void frame(struct json *j, const struct rv_frame *f)
 		}
 		json_end_array(j);
 		json_string(j, "locals_error", f->locals_error);
+		if (f->self_value) {
+			json_begin_object(j, "self");
+			json_string(j, "value", f->self_value);
+			json_string(j, "class", f->self_class);
+			json_end_object(j);
+		} else {
+			json_null(j, "self");
+		}
 	}
 	json_end_object(j);
 }

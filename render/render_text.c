@@ -106,6 +106,8 @@ void cs_render_locals_text(FILE *out, const struct rv_frame *f, int indent)
 	if (f->locals_error)
 		fprintf(out, "%*s<locals incomplete: %s>\n", indent, "",
 			f->locals_error);
+	if (f->self_value)
+		fprintf(out, "%*sself = %s\n", indent, "", f->self_value);
 	for (size_t i = 0; i < f->nlocals; i++) {
 		const struct rv_local *l = &f->locals[i];
 		fprintf(out, "%*s%s = %s", indent, "", l->name, l->value);

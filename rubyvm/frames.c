@@ -26,6 +26,8 @@ void rv_frame_free(struct rv_frame *f)
 	}
 	free(f->locals);
 	free(f->locals_error);
+	free(f->self_value);
+	free(f->self_class);
 	if (f->borrowed)
 		return;
 	free(f->label);

@@ -5,8 +5,9 @@
  * from the object's shape, walked up to the transition that added the
  * ivar. A class's: up to 3.1 the value itself from the classext's iv_tbl
  * (an st_table), from 3.2 an index from the class's shape, walked the
- * same way, into the classext's iv_ptr. Every step is bounded: a corrupt
- * object gives a reason, never a runaway walk. */
+ * same way, into the classext's iv_ptr; later from the fields object the
+ * classext's fields_obj names, read as a T_OBJECT. Every step is
+ * bounded: a corrupt object gives a reason, never a runaway walk. */
 #include "session.h"
 
 /* The deepest shape walked, the most singleton classes and modules
@@ -333,6 +334,41 @@ struct cs_error *rv_object_ivar(struct rv_session *s, uint64_t obj,
 	return slot_value(s, obj, slots, index, count, ret, found);
 }
 
+/* A class's ivars kept in its fields object (the classext's fields_obj),
+ * which is read as a T_OBJECT is: its shape, its fields in itself or in
+ * a buffer. */
+static struct cs_error *fields_obj_ivar(struct rv_session *s, uint64_t klass,
+					uint64_t ext, uint64_t id,
+					uint64_t *ret, bool *found)
+{
+	uint64_t fields = 0, type = 0, flags = 0;
+	int64_t imemo = 0;
+	struct cs_error *err =
+		rv_read_member(s, ext, RVL_classext_fields_obj, &fields);
+	if (err || !fields) /* no ivars yet */
+		return err;
+	if (rv_special_const(s, fields) ||
+	    fields % (uint64_t)RV_VAL(s, value_size))
+		return cs_error_create(CS_ERR_CORRUPT,
+				       "class 0x%llx has fields object 0x%llx",
+				       (unsigned long long)klass,
+				       (unsigned long long)fields);
+	if ((err = rv_builtin_type(s, fields, &type, &flags)) ||
+	    (err = rv_imemo_type(s, fields, &imemo)))
+		return err;
+	if (RV_HAS(s, imemo_fields) && imemo != RV_VAL(s, imemo_fields))
+		return cs_error_create(CS_ERR_CORRUPT,
+				       "fields object 0x%llx of class 0x%llx "
+				       "is imemo %lld",
+				       (unsigned long long)fields,
+				       (unsigned long long)klass,
+				       (long long)imemo);
+	err = rv_object_ivar(s, fields, flags, id, ret, found);
+	if (!*found)
+		*ret = 0;
+	return err;
+}
+
 struct cs_error *rv_class_ivar(struct rv_session *s, uint64_t klass,
 			       uint64_t id, uint64_t *ret, bool *found)
 {
@@ -342,6 +378,8 @@ struct cs_error *rv_class_ivar(struct rv_session *s, uint64_t klass,
 	*found = false;
 	if ((err = rv_classext(s, klass, &ext)))
 		return err;
+	if (RV_HAS(s, classext_fields_obj))
+		return fields_obj_ivar(s, klass, ext, id, ret, found);
 	if (RV_HAS(s, classext_iv_tbl)) {
 		if ((err = rv_read_member(s, ext, RVL_classext_iv_tbl, &tbl)) ||
 		    !tbl)

@@ -121,12 +121,31 @@ static struct cs_error *ep_slot(struct rv_session *s, uint64_t ep,
 			   ret);
 }
 
+/* The frame's self (cfp->self, what self is in a block too), shown as a
+ * local's value is. */
+static struct cs_error *frame_self(struct rv_session *s, struct rv_frame *f)
+{
+	uint64_t self = 0;
+	struct cs_error *err = rv_read_member(s, f->cfp, RVL_cfp_self, &self);
+	if (err)
+		return err;
+	if ((err = rv_value_show(s, self, &f->self_value, &f->self_class)))
+		return err;
+	if (!rv_charge(s, strlen(f->self_value) +
+				  (f->self_class ? strlen(f->self_class) : 0)))
+		return cs_error_create(CS_ERR_LIMIT,
+				       "the snapshot's output budget is spent");
+	return NULL;
+}
+
 /* Fails only when memory runs out; other errors go to f->locals_error. */
 static struct cs_error *frame_locals(struct rv_session *s, struct rv_frame *f)
 {
 	struct local_list l = {0};
 	uint64_t ep = 0, iseq = f->iseq, flags, prev;
-	struct cs_error *err = rv_read_member(s, f->cfp, RVL_cfp_ep, &ep);
+	struct cs_error *err = frame_self(s, f);
+	if (!err)
+		err = rv_read_member(s, f->cfp, RVL_cfp_ep, &ep);
 	for (int scope = 0; !err && iseq && scope < MAX_SCOPES; scope++) {
 		uint64_t parent = 0;
 		if ((err = scope_locals(s, iseq, ep, scope, &l, &parent)) ||

@@ -73,6 +73,9 @@ struct rv_frame {
 	struct rv_local *locals;
 	size_t nlocals;
 	char *locals_error;
+	/* the frame's self, shown as a local's value is; NULL when its
+	 * control frame has none to read */
+	char *self_value, *self_class;
 };
 
 enum rv_thread_status {

@@ -1,8 +1,10 @@
-/* Showing any VALUE safely, as Ruby's #inspect would where that is cheap:
- * nil, true, false, Integers (Bignums up to a bound of digits), Floats,
- * Symbols, Strings up to a bound, Arrays and Hashes with their sizes and
- * first elements, classes by path, and anything else as Kernel#to_s shows
- * it ("#<Foo:0x...>").
+/* Showing any VALUE safely, as the #inspect of the Ruby that ran would
+ * where that is cheap: nil, true, false, Integers (Bignums up to a bound of
+ * digits), Floats, Symbols, Strings up to a bound (escaped by their
+ * encoding), Arrays and Hashes with their sizes and first elements (a
+ * Hash's Symbol keys as "key: " where hash.c has symbol_key_needs_quote),
+ * Ranges, Structs and Data objects, classes by path, and anything else as
+ * Kernel#to_s shows it ("#<Foo:0x...>").
  *
  * The VALUE may be garbage: every read is checked, a value that cannot be
  * read shows as "<unreadable: why>", and the work per value is bounded
@@ -164,8 +166,10 @@ static double flonum_value(uint64_t v)
 	return d;
 }
 
-/* String#inspect's escapes, text taken as UTF-8. */
-static void escape_bytes(struct show *sh, const char *b, size_t n)
+/* String#inspect's escapes: text taken as UTF-8, or, for a binary or
+ * US-ASCII String (bytes), every byte that is no printable ASCII as \xNN,
+ * as rb_str_buf_cat_escaped_char writes a code point outside Unicode. */
+static void escape_bytes(struct show *sh, const char *b, size_t n, bool bytes)
 {
 	static const char *const named[32] = {
 		[7] = "\\a",  [8] = "\\b",  [9] = "\\t",  [10] = "\\n",
@@ -185,14 +189,16 @@ static void escape_bytes(struct show *sh, const char *b, size_t n)
 			if (c < 32 && named[c])
 				puts_(sh, named[c]);
 			else
-				putf(sh, "\\u%04X", c);
+				putf(sh, bytes ? "\\x%02X" : "\\u%04X", c);
 			i++;
 		} else if (c < 0x80) {
 			put(sh, (const char *)&c, 1);
 			i++;
 		} else {
-			size_t k = utf8_sequence_length(
-				(const unsigned char *)b + i);
+			size_t k =
+				bytes ? 0
+				      : utf8_sequence_length(
+						(const unsigned char *)b + i);
 			if (k && i + k <= n) {
 				put(sh, b + i, k);
 				i += k;
@@ -204,7 +210,24 @@ static void escape_bytes(struct show *sh, const char *b, size_t n)
 	}
 }
 
-static void show_string(struct show *sh, uint64_t v, int depth)
+/* Whether a String's encoding (its index in the flags) is ASCII-8BIT
+ * (2.7 calls it ASCII) or US-ASCII: String#inspect then escapes bytes,
+ * not Unicode code points. */
+static bool bytes_encoding(struct rv_session *s, uint64_t flags)
+{
+	if (!RV_HAS(s, encoding_mask) || !RV_HAS(s, encoding_shift))
+		return false;
+	uint64_t index = (flags & (uint64_t)RV_VAL(s, encoding_mask)) >>
+			 RV_VAL(s, encoding_shift);
+	return (RV_HAS(s, encindex_ascii_8bit) &&
+		index == (uint64_t)RV_VAL(s, encindex_ascii_8bit)) ||
+	       (RV_HAS(s, encindex_ascii) &&
+		index == (uint64_t)RV_VAL(s, encindex_ascii)) ||
+	       (RV_HAS(s, encindex_us_ascii) &&
+		index == (uint64_t)RV_VAL(s, encindex_us_ascii));
+}
+
+static void show_string(struct show *sh, uint64_t v, uint64_t flags, int depth)
 {
 	size_t max = depth ? 40 : 200, got = 0;
 	uint64_t len = 0;
@@ -215,7 +238,7 @@ static void show_string(struct show *sh, uint64_t v, int depth)
 		return;
 	}
 	puts_(sh, "\"");
-	escape_bytes(sh, b, got);
+	escape_bytes(sh, b, got, bytes_encoding(sh->s, flags));
 	puts_(sh, "\"");
 	if (got < len)
 		putf(sh, "...(%" PRIu64 " bytes)", len);
@@ -233,52 +256,125 @@ static void more(struct show *sh, uint64_t shown, uint64_t total,
 		     what);
 }
 
+/* Whether a name is an identifier: what a local or a constant is called. */
+static bool identifier(const char *name, size_t n)
+{
+	if (n == 0 || (name[0] >= '0' && name[0] <= '9'))
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)name[i];
+		if (!(c == '_' || c >= 0x80 || (c >= 'a' && c <= 'z') ||
+		      (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')))
+			return false;
+	}
+	return true;
+}
+
+/* Whether Symbol#inspect writes a name without quotes (a symname, as
+ * rb_enc_symname_type tells): an operator, an identifier perhaps ending
+ * in ?, ! or =, or an instance, class or global variable's name. */
+static bool symname(const char *name, size_t n)
+{
+	static const char *const ops[] = {"+",  "-",   "*",   "/",  "%",   "**",
+					  "==", "===", "=~",  "!",  "!=",  "!~",
+					  "<",  "<=",  ">",   ">=", "<=>", "<<",
+					  ">>", "&",   "|",   "^",  "~",   "+@",
+					  "-@", "[]",  "[]=", "`"};
+	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+		if (strlen(ops[i]) == n && memcmp(ops[i], name, n) == 0)
+			return true;
+	size_t skip = n > 2 && name[0] == '@' && name[1] == '@'     ? 2
+		      : n > 1 && (name[0] == '@' || name[0] == '$') ? 1
+								    : 0;
+	if (skip)
+		return identifier(name + skip, n - skip);
+	bool suffix = n > 1 && (name[n - 1] == '?' || name[n - 1] == '!' ||
+				name[n - 1] == '=');
+	return identifier(name, n - suffix);
+}
+
 static void show_symbol_name(struct show *sh, const char *name, size_t n)
 {
-	bool plain = n > 0 && !(name[0] >= '0' && name[0] <= '9');
-	for (size_t i = 0; i < n && plain; i++) {
-		unsigned char c = (unsigned char)name[i];
-		bool last = i + 1 == n;
-		plain = c == '_' || c >= 0x80 || (c >= 'a' && c <= 'z') ||
-			(c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-			(last && i > 0 && (c == '?' || c == '!' || c == '='));
-	}
 	puts_(sh, ":");
-	if (plain) {
+	if (symname(name, n)) {
 		put(sh, name, n);
 		return;
 	}
 	puts_(sh, "\"");
-	escape_bytes(sh, name, n);
+	escape_bytes(sh, name, n, false);
 	puts_(sh, "\"");
 }
 
-static void show_static_symbol(struct show *sh, uint64_t v)
+/* A Symbol's name: an ID's for a static Symbol, the String fstr for a
+ * T_SYMBOL. *n: its length in bytes. */
+static struct cs_error *symbol_name(struct rv_session *s, uint64_t v,
+				    char **name, size_t *n)
+{
+	if (rv_special_const(s, v)) {
+		struct cs_error *err =
+			rv_id_name(s, v >> RV_VAL(s, special_shift), name);
+		if (!err)
+			*n = strlen(*name);
+		return err;
+	}
+	uint64_t fstr, len;
+	struct cs_error *err = rv_read_member(s, v, RVL_rsymbol_fstr, &fstr);
+	return err ? err : rv_string_bytes(s, fstr, 200, name, n, &len);
+}
+
+static void show_symbol(struct show *sh, uint64_t v)
 {
 	char *name = NULL;
-	struct cs_error *err =
-		rv_id_name(sh->s, v >> RV_VAL(sh->s, special_shift), &name);
+	size_t n = 0;
+	struct cs_error *err = symbol_name(sh->s, v, &name, &n);
 	if (err) {
 		unreadable(sh, err);
 		return;
 	}
-	show_symbol_name(sh, name, strlen(name));
+	show_symbol_name(sh, name, n);
 	free(name);
 }
 
-static void show_dynamic_symbol(struct show *sh, uint64_t v)
+/* A Symbol key of a Hash that writes "key: value": the name as it is
+ * when it needs no quotes (an identifier, perhaps ending in ? or !), else
+ * as a String's inspect, as symbol_key_needs_quote decides. */
+static void show_symbol_key(struct show *sh, uint64_t v)
 {
-	uint64_t fstr, len;
-	size_t got;
-	char *b = NULL;
-	struct cs_error *err;
-	if ((err = rv_read_member(sh->s, v, RVL_rsymbol_fstr, &fstr)) ||
-	    (err = rv_string_bytes(sh->s, fstr, 200, &b, &got, &len))) {
+	char *name = NULL;
+	size_t n = 0;
+	struct cs_error *err = symbol_name(sh->s, v, &name, &n);
+	if (err) {
 		unreadable(sh, err);
 		return;
 	}
-	show_symbol_name(sh, b, got);
-	free(b);
+	bool suffix = n > 1 && (name[n - 1] == '?' || name[n - 1] == '!');
+	if (identifier(name, n - suffix)) {
+		put(sh, name, n);
+	} else {
+		puts_(sh, "\"");
+		escape_bytes(sh, name, n, false);
+		puts_(sh, "\"");
+	}
+	puts_(sh, ": ");
+	free(name);
+}
+
+static const char *immediate_class(struct rv_session *s, uint64_t v);
+
+/* Whether v is a Symbol: a static one, or a T_SYMBOL in the heap. */
+static bool is_symbol(struct rv_session *s, uint64_t v)
+{
+	uint64_t type = 0, slot_size;
+	char why[96];
+	if (rv_special_const(s, v)) {
+		const char *klass = immediate_class(s, v);
+		return klass && strcmp(klass, "Symbol") == 0;
+	}
+	return v % (uint64_t)RV_VAL(s, value_size) == 0 &&
+	       rv_heap_slot(s, v, &slot_size, why, sizeof(why)) !=
+		       RV_SLOT_NONE &&
+	       !rv_failed(rv_builtin_type(s, v, &type, NULL)) &&
+	       type == (uint64_t)RV_VAL(s, t_symbol);
 }
 
 static void show_array(struct show *sh, uint64_t v, int depth)
@@ -389,12 +485,19 @@ static void show_hash(struct show *sh, uint64_t v, uint64_t flags, int depth)
 		unreadable(sh, err);
 		return;
 	}
+	/* Hash#inspect: "{a: 1, "b" => 2}" where hash.c decides how a
+	 * Symbol key reads (symbol_key_needs_quote), else "{:a=>1, "b"=>2}". */
+	bool key_colon = RV_HAS(s, fn_symbol_key_needs_quote);
 	puts_(sh, "{");
 	for (size_t i = 0; i < n && !sh->full; i++) {
 		if (i)
 			puts_(sh, ", ");
-		show_value(sh, keys[i], depth + 1);
-		puts_(sh, "=>");
+		if (key_colon && is_symbol(s, keys[i])) {
+			show_symbol_key(sh, keys[i]);
+		} else {
+			show_value(sh, keys[i], depth + 1);
+			puts_(sh, key_colon ? " => " : "=>");
+		}
 		show_value(sh, vals[i], depth + 1);
 	}
 	more(sh, n, size, "entries");
@@ -450,7 +553,7 @@ static void show_immediate(struct show *sh, uint64_t v)
 	} else if (strcmp(klass, "Float") == 0) {
 		show_double(sh, flonum_value(v));
 	} else if (strcmp(klass, "Symbol") == 0) {
-		show_static_symbol(sh, v);
+		show_symbol(sh, v);
 	} else {
 		puts_(sh, v == (uint64_t)RV_VAL(s, qnil)    ? "nil"
 			  : v == (uint64_t)RV_VAL(s, qtrue) ? "true"
@@ -484,6 +587,172 @@ static void show_object(struct show *sh, uint64_t v)
 	}
 	putf(sh, "#<%s:0x%016" PRIx64 ">", path, v);
 	free(path);
+}
+
+/* A T_STRUCT's fields: in the object when its flags count them, else
+ * behind as.heap. */
+static struct cs_error *struct_fields(struct rv_session *s, uint64_t v,
+				      uint64_t flags, uint64_t *ptr,
+				      uint64_t *len)
+{
+	if (!RV_HAS(s, rstruct_embed_len_mask) ||
+	    !RV_HAS(s, rstruct_embed_len_shift) || !RV_HAS(s, rstruct_ary))
+		return rv_missing(RVL_rstruct_ary);
+	uint64_t mask = (uint64_t)RV_VAL(s, rstruct_embed_len_mask);
+	if (flags & mask) {
+		*len = (flags & mask) >> RV_VAL(s, rstruct_embed_len_shift);
+		*ptr = v + (uint64_t)RV_VAL(s, rstruct_ary);
+		return NULL;
+	}
+	struct cs_error *err;
+	if ((err = rv_read_member(s, v, RVL_rstruct_heap_len, len)) ||
+	    (err = rv_read_member(s, v, RVL_rstruct_heap_ptr, ptr)))
+		return err;
+	return NULL;
+}
+
+/* The VALUE a global variable of libruby holds, 0 when it has none. */
+static uint64_t global_value(struct rv_session *s, enum rv_item_id id)
+{
+	uint64_t v = 0;
+	if (s->layout.items[id].source == RV_MISSING ||
+	    rv_failed(rv_read_u64(
+		    s, s->load_bias + (uint64_t)s->layout.items[id].value, &v)))
+		return 0;
+	return v;
+}
+
+#define MAX_SUPERCLASSES 64 /* classes walked up from a T_STRUCT's */
+
+enum struct_kind { STRUCT_OTHER, STRUCT_RANGE, STRUCT_STRUCT, STRUCT_DATA };
+
+/* What a T_STRUCT of class klass is, as its #inspect tells: a Range (a
+ * subclass of rb_cRange), or a Struct or Data object, whose member names
+ * (an Array of Symbols) the first class up from klass to keep them holds,
+ * as struct_ivar_get finds them. */
+static enum struct_kind struct_kind(struct rv_session *s, uint64_t klass,
+				    uint64_t *members)
+{
+	uint64_t range = global_value(s, RVL_c_range);
+	uint64_t st = global_value(s, RVL_c_struct);
+	uint64_t data = global_value(s, RVL_c_data);
+	uint64_t id = global_value(s, RVL_struct_id_members);
+	*members = 0;
+	for (int hops = 0; klass && hops < MAX_SUPERCLASSES; hops++) {
+		if (klass == range)
+			return STRUCT_RANGE;
+		if (klass == st)
+			return *members ? STRUCT_STRUCT : STRUCT_OTHER;
+		if (klass == data)
+			return *members ? STRUCT_DATA : STRUCT_OTHER;
+		uint64_t v = 0;
+		bool found = false;
+		if (id && !*members &&
+		    !rv_failed(rv_class_ivar(s, klass, id, &v, &found)) &&
+		    found && !rv_is_nil(s, v))
+			*members = v;
+		if (rv_failed(rv_superclass(s, klass, &klass)))
+			return STRUCT_OTHER;
+	}
+	return STRUCT_OTHER;
+}
+
+/* RANGE_FL_EXCL is FL_USER19, which fl_type.h casts through unsigned int;
+ * the macro evaluator ignores casts and reads it sign-extended. */
+static uint64_t range_excl_flag(struct rv_session *s)
+{
+	return (uint32_t)RV_VAL(s, range_fl_excl);
+}
+
+/* Range#inspect: "1..2", "1...", "..2", "nil..nil". Whether it excludes
+ * its end: its third field, or a flag where it has two. */
+static void show_range(struct show *sh, uint64_t flags, const uint64_t *f,
+		       uint64_t n, int depth)
+{
+	struct rv_session *s = sh->s;
+	if (!rv_is_nil(s, f[0]) || rv_is_nil(s, f[1]))
+		show_value(sh, f[0], depth + 1);
+	bool excl = n > 2 ? !rv_is_nil(s, f[2]) &&
+				    f[2] != (uint64_t)RV_VAL(s, qfalse)
+			  : (flags & range_excl_flag(s)) != 0;
+	puts_(sh, excl ? "..." : "..");
+	if (rv_is_nil(s, f[0]) || !rv_is_nil(s, f[1]))
+		show_value(sh, f[1], depth + 1);
+}
+
+/* Struct#inspect, Data#inspect: "#<struct Point x=1, y=2>", the class
+ * left out when it has no name; a member whose name is no identifier as
+ * its Symbol's inspect. */
+static void show_members(struct show *sh, uint64_t klass, bool data,
+			 uint64_t members, const uint64_t *f, uint64_t n,
+			 uint64_t len, int depth)
+{
+	struct rv_session *s = sh->s;
+	char *path = NULL;
+	puts_(sh, data ? "#<data" : "#<struct");
+	if (!rv_failed(rv_class_path(s, klass, &path)) && path[0] != '#')
+		putf(sh, " %s", path);
+	free(path);
+	for (uint64_t i = 0; i < n && !sh->full; i++) {
+		uint64_t sym = 0;
+		char *name = NULL;
+		size_t nlen = 0;
+		puts_(sh, i ? ", " : " ");
+		struct cs_error *err = rv_array_entry(s, members, i, &sym);
+		if (!err)
+			err = symbol_name(s, sym, &name, &nlen);
+		if (err)
+			unreadable(sh, err);
+		else if (identifier(name, nlen))
+			put(sh, name, nlen);
+		else
+			show_symbol_name(sh, name, nlen);
+		free(name);
+		puts_(sh, "=");
+		show_value(sh, f[i], depth + 1);
+	}
+	more(sh, n, len, "members");
+	puts_(sh, ">");
+}
+
+static void show_object(struct show *sh, uint64_t v);
+
+static void show_struct(struct show *sh, uint64_t v, uint64_t flags, int depth)
+{
+	struct rv_session *s = sh->s;
+	uint64_t klass = 0, members = 0, ptr = 0, len = 0, f[8] = {0};
+	struct cs_error *err = real_class(s, v, &klass);
+	enum struct_kind kind = err ? STRUCT_OTHER
+				    : struct_kind(s, klass, &members);
+	cs_error_destroy(err);
+	if (kind == STRUCT_OTHER || depth >= SHOW_MAX_DEPTH) {
+		show_object(sh, v);
+		return;
+	}
+	if ((err = struct_fields(s, v, flags, &ptr, &len))) {
+		unreadable(sh, err);
+		return;
+	}
+	uint64_t n = kind == STRUCT_RANGE ? 3 : depth ? 3 : 8;
+	if (len < n)
+		n = len;
+	if (kind == STRUCT_RANGE &&
+	    (n < 2 || (n == 2 && !RV_HAS(s, range_fl_excl))))
+		err = cs_error_create(CS_ERR_CORRUPT,
+				      "Range 0x%" PRIx64 " has %" PRIu64
+				      " fields",
+				      v, len);
+	else if (n)
+		err = rv_read(s, ptr, f, n * (uint64_t)RV_VAL(s, value_size));
+	if (err) {
+		unreadable(sh, err);
+		return;
+	}
+	if (kind == STRUCT_RANGE)
+		show_range(sh, flags, f, n, depth);
+	else
+		show_members(sh, klass, kind == STRUCT_DATA, members, f, n, len,
+			     depth);
 }
 
 /* Integer#inspect of a Bignum; past max digits, the first of them and
@@ -528,7 +797,7 @@ static void show_heap(struct show *sh, uint64_t v, int depth)
 		return;
 	}
 	if (type == (uint64_t)RV_VAL(s, t_string)) {
-		show_string(sh, v, depth);
+		show_string(sh, v, flags, depth);
 	} else if (type == (uint64_t)RV_VAL(s, t_array)) {
 		show_array(sh, v, depth);
 	} else if (type == (uint64_t)RV_VAL(s, t_hash)) {
@@ -543,12 +812,14 @@ static void show_heap(struct show *sh, uint64_t v, int depth)
 		memcpy(&d, &bits, sizeof(d));
 		show_double(sh, d);
 	} else if (type == (uint64_t)RV_VAL(s, t_symbol)) {
-		show_dynamic_symbol(sh, v);
+		show_symbol(sh, v);
 	} else if (type == (uint64_t)RV_VAL(s, t_bignum)) {
 		show_bignum(sh, v, flags, slot_size, depth);
 	} else if (type == (uint64_t)RV_VAL(s, t_class) ||
 		   type == (uint64_t)RV_VAL(s, t_module)) {
 		show_class(sh, v);
+	} else if (type == (uint64_t)RV_VAL(s, t_struct)) {
+		show_struct(sh, v, flags, depth);
 	} else {
 		show_object(sh, v);
 	}

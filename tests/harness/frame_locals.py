@@ -7,12 +7,15 @@ inspect, class and Kernel#to_s right before it parked
 ($CORESTACK_ORACLE.locals-TAG.json). On the frames scenario's capture:
 
     RUBY/frames/locals       corestack --json --locals CORE: the frames of the
-                             records have exactly those locals, each of Ruby's
-                             class and shown as Ruby shows it (a truncated
-                             String, Array, Hash or Integer: its prefix and
-                             size; another object: as Kernel#to_s);
+                             records have exactly those locals, and the self
+                             Ruby recorded (binding.receiver), each of Ruby's
+                             class and shown as that Ruby's #inspect shows it
+                             (Hash keys, binary Strings, Ranges, Structs and
+                             Data objects included; a truncated String,
+                             Array, Hash or Integer: its prefix and size;
+                             another object: as Kernel#to_s);
                              the text output carries the same "name = value"
-                             lines
+                             lines and a "self = value" line
     RUBY/frames/locals-live  the same from corestack --json --locals --pid on
                              the parked process
     RUBY/frames/locals-corrupt  the slots of "kinds"'s environment holding its
@@ -29,7 +32,7 @@ gdbext_lldb.py run the commands of DEBUGGER_STEPS; check_debugger checks):
                              ruby-locals on the thread of "block in kinds" (its
                              innermost Ruby frame) and ruby-locals N on "kinds":
                              a "#N" frame line, then a "name = value" line for
-                             every local; ruby-print of the LocalsPoint's
+                             every local and "self = value"; ruby-print of the LocalsPoint's
                              address and of a convenience variable holding it:
                              Kernel#to_s and the class; ruby-print of an
                              unmapped address: "<unreadable: ...>"; of that
@@ -46,8 +49,8 @@ import re
 from . import compare, corrupt, procs
 
 SCENARIO = "frames"
-PLAIN = ("Integer", "Float", "Symbol", "String", "Array", "NilClass", "TrueClass",
-         "FalseClass", "Class")
+PLAIN = ("Integer", "Float", "Symbol", "String", "Array", "Hash", "NilClass", "TrueClass",
+         "FalseClass", "Class", "Range")
 
 
 def test_names(ruby, scenario):
@@ -74,13 +77,11 @@ def value_problem(shown, d):
     """Why shown is not how corestack should show the value Ruby described
     as d, or None."""
     cls, ins = d["class"], d["inspect"]
-    if cls == "Hash":
-        entries = d["entries"]
-        want = "{" + ", ".join("%s=>%s" % (k, v) for k, v in entries)
-        if d["size"] > len(entries):
-            want += "%s...(%d entries)" % (", " if entries else "", d["size"])
-        want += "}"
-        return None if shown == want else "expected %s" % compare.show(want)
+    m = re.fullmatch(r"\{(.*), \.\.\.\((\d+) entries\)\}", shown, re.S)
+    if cls == "Hash" and m:
+        if int(m.group(2)) != d["size"] or not ins.startswith("{" + m.group(1) + ", "):
+            return "not a prefix of %s (%d entries)" % (compare.show(ins[:60]), d["size"])
+        return None
     m = re.fullmatch(r'(".*)"\.\.\.\((\d+) bytes\)', shown, re.S)
     if cls == "String" and m:
         if int(m.group(2)) != d["size"] or not ins.startswith(m.group(1)):
@@ -97,7 +98,7 @@ def value_problem(shown, d):
             return "not a prefix of %s (%d digits)" % (compare.show(ins[:60]),
                                                        len(ins.lstrip("-")))
         return None
-    want = ins if cls in PLAIN else d["to_s"]
+    want = ins if cls in PLAIN or d.get("members") else d["to_s"]
     return None if shown == want else "expected %s" % compare.show(want)
 
 
@@ -139,17 +140,29 @@ def check_report(report, records):
             return "%s: frame %s has no \"locals\"" % (tag, record["label"])
         if frame.get("locals_error"):
             return "%s: locals_error %s" % (tag, compare.show(frame["locals_error"]))
-        r = check_frame_locals(frame["locals"], record)
+        r = check_frame_locals(frame["locals"], record) or check_self(frame, record)
         if r:
             return "%s (%s): %s" % (tag, record["label"], r)
     return None
+
+
+def check_self(frame, record):
+    """The frame's "self" against the self Ruby described."""
+    got, d = frame.get("self"), record["self"]
+    if not isinstance(got, dict):
+        return "self %s, Ruby's is %s" % (compare.show(got), compare.show(d["inspect"]))
+    if got.get("class") != d["class"]:
+        return "self: class %s, Ruby says %s" % (compare.show(got.get("class")),
+                                                 compare.show(d["class"]))
+    problem = value_problem(got.get("value", ""), d)
+    return "self = %s: %s" % (compare.show(got.get("value")), problem) if problem else None
 
 
 def check_text(text, report, records):
     """Every local of the records' frames as a "name = value" line."""
     for tag, record in sorted(records.items()):
         _, _, frame = find_frame(report, record)
-        for l in frame["locals"]:
+        for l in frame["locals"] + [dict(frame["self"], name="self")]:
             line = "%s = %s" % (l["name"], l["value"])
             if not any(x.strip().startswith(line) for x in text.splitlines()):
                 return "%s: no line %s in the text" % (tag, compare.show(line))
@@ -299,7 +312,7 @@ def check_debugger(runs, records, parse_report):
             return "%s: first line %s, expected frame #%d" % (
                 key, compare.show(out.splitlines()[:1]), index)
         lines = [x.strip() for x in out.splitlines()[1:]]
-        for l in frame["locals"]:
+        for l in frame["locals"] + [dict(frame["self"], name="self")]:
             if not any(x.startswith("%s = %s" % (l["name"], l["value"])) for x in lines):
                 return "%s: no line for %s = %s" % (key, l["name"], compare.show(l["value"]))
     point = [d for d in records["method"]["locals"] if d["name"] == "point"][0]

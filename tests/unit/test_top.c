@@ -167,8 +167,12 @@ static void put_checks(void)
 	line[0] = '\0';
 	used = 0;
 	cs_term_put(line, sizeof(line), &used, 3, "\xc3\xa9t\xc3\xa9s");
-	CHECK(!strcmp(line, "\xc3\xa9t\xc3\xa9") && used == 3,
-	      "cut at 3 columns, UTF-8 kept whole: %s", line);
+	CHECK(!strcmp(line, "\xc3\xa9t\xe2\x80\xa6") && used == 3,
+	      "cut at 3 columns, UTF-8 kept whole, the cut marked: %s", line);
+	line[0] = '\0';
+	used = 0;
+	cs_term_put(line, sizeof(line), &used, 3, "abc");
+	CHECK(!strcmp(line, "abc") && used == 3, "exactly 3 columns: %s", line);
 	line[0] = '\0';
 	used = 0;
 	cs_term_put(line, 4, &used, 80, "abcdef");
