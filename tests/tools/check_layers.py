@@ -72,7 +72,9 @@ def problems(root):
                 target = os.path.normpath(os.path.join(folder, inc))
                 to = target.split(os.sep)[0] if os.sep in target else folder
                 where = f"{folder}/{name}: includes {inc}"
-                if to not in ALLOWED:
+                if not os.path.isfile(os.path.join(root, target)):
+                    yield f"{where}: no such file in the tree"
+                elif to not in ALLOWED:
                     yield f"{where}: {to}/ is no layer"
                 elif to != folder and to not in ALLOWED[folder]:
                     yield f"{where}: {folder}/ may not include from {to}/"
