@@ -53,7 +53,7 @@ struct cs_error *cs_gc_module_attach(const struct cs_target *t,
 	uint64_t entry;
 	if (!rv_session_gc_library(s, &entry))
 		return NULL; /* the GC built into libruby */
-	const struct cs_mapping *m = entry ? t->ops->mapping_of(t->priv, entry)
+	const struct cs_mapping *m = entry ? cs_target_mapping_of(t, entry)
 					   : NULL;
 	if (!m)
 		return without(s, NULL,

@@ -8,7 +8,7 @@
 
 static bool anonymous(const struct cs_target *t, const struct cs_region *r)
 {
-	return !t->ops->mapping_of || !t->ops->mapping_of(t->priv, r->start);
+	return !cs_target_mapping_of(t, r->start);
 }
 
 struct cs_error *cs_jit_regions(const struct cs_target *t,

@@ -114,8 +114,8 @@ static int same_build_id(const struct cs_target *img, Elf *elf, uint64_t start)
 {
 	uint8_t want[64];
 	size_t want_len;
-	struct cs_error *err = img->ops->module_build_id(
-		img->priv, start, want, sizeof(want), &want_len);
+	struct cs_error *err = cs_target_module_build_id(
+		img, start, want, sizeof(want), &want_len);
 	if (err) {
 		cs_error_destroy(err);
 		return 1;
@@ -400,8 +400,8 @@ static int jit_at(const struct unwind *u, uint64_t addr)
 			continue;
 		struct cs_region r;
 		const struct cs_target *img = u->img;
-		if (img->ops->region_of &&
-		    (!img->ops->region_of(img->priv, addr, &r) || !r.exec))
+		if (cs_target_knows_regions(img) &&
+		    (!cs_target_region_of(img, addr, &r) || !r.exec))
 			return -1;
 		return (int)i;
 	}
@@ -417,8 +417,8 @@ static bool module_code(void *arg, uint64_t addr)
 	const struct cs_target *img = u->img;
 	struct cs_region r;
 	return dwfl_addrmodule(u->dwfl, addr) &&
-	       (!img->ops->region_of ||
-		!img->ops->region_of(img->priv, addr, &r) || r.exec);
+	       (!cs_target_knows_regions(img) ||
+		!cs_target_region_of(img, addr, &r) || r.exec);
 }
 
 /* A frame the unwinder reached is believed only if it is code on the
@@ -435,11 +435,11 @@ static bool believed(struct unwind *u, Dwfl_Frame *state, uint64_t pc,
 	const struct cs_target *img = u->img;
 	Dwarf_Word sp;
 	struct cs_region r;
-	if (!img->ops->region_of ||
+	if (!cs_target_knows_regions(img) ||
 	    dwfl_frame_reg(state, DWARF_X86_64_RSP, &sp) != 0)
 		return true;
 	if (u->nraw == 0 || activation) {
-		u->stack_known = img->ops->region_of(img->priv, sp, &u->stack);
+		u->stack_known = cs_target_region_of(img, sp, &u->stack);
 		u->last_sp = sp;
 		return true;
 	}
@@ -449,7 +449,7 @@ static bool believed(struct unwind *u, Dwfl_Frame *state, uint64_t pc,
 	}
 	/* code: a module's, or in an executable region (JIT code) */
 	if (!module_code(u, pc - 1) &&
-	    (!img->ops->region_of(img->priv, pc - 1, &r) || !r.exec)) {
+	    (!cs_target_region_of(img, pc - 1, &r) || !r.exec)) {
 		snprintf(u->cut, sizeof(u->cut),
 			 "return address 0x%llx is not in code",
 			 (unsigned long long)pc);
@@ -521,8 +521,8 @@ static int go_past_jit(struct unwind *u, pid_t tid, char *why, size_t len)
 	uint64_t sp = u->jit_regs[DWARF_X86_64_RSP];
 	struct cs_region stack;
 	const struct cs_target *img = u->img;
-	if (!u->jit_known[DWARF_X86_64_RSP] || !img->ops->region_of ||
-	    !img->ops->region_of(img->priv, sp, &stack))
+	if (!u->jit_known[DWARF_X86_64_RSP] || !cs_target_knows_regions(img) ||
+	    !cs_target_region_of(img, sp, &stack))
 		stack = (struct cs_region){.start = sp,
 					   .end = sp + STACK_WITHOUT_REGIONS};
 	struct cs_past_jit_env env = {
@@ -735,8 +735,8 @@ cs_native_unwind(const struct cs_target *img, const struct cs_memory *mem,
 	}
 	u.dwfl = dwfl;
 	dwfl_report_begin(dwfl);
-	for (size_t i = 0; i < img->ops->mapping_count(img->priv); i++) {
-		const struct cs_mapping *m = img->ops->mapping_at(img->priv, i);
+	for (size_t i = 0; i < cs_target_mapping_count(img); i++) {
+		const struct cs_mapping *m = cs_target_mapping_at(img, i);
 		if (m->file_offset == 0)
 			report_module(dwfl, img, m);
 	}

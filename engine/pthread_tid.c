@@ -29,10 +29,10 @@ static char *cache_of(const struct cs_target *img, const struct cs_mapping *m,
 {
 	uint8_t id[64];
 	size_t len = 0;
-	if ((cache_dir && !*cache_dir) || !img->ops->module_build_id)
+	if ((cache_dir && !*cache_dir))
 		return NULL;
-	struct cs_error *err = img->ops->module_build_id(img->priv, m->start,
-							 id, sizeof(id), &len);
+	struct cs_error *err =
+		cs_target_module_build_id(img, m->start, id, sizeof(id), &len);
 	if (err || !len) {
 		cs_error_destroy(err);
 		return NULL;
@@ -107,10 +107,9 @@ void cs_pthread_tid_layout(const struct cs_target *img,
 			   struct cs_pthread_tid *ret)
 {
 	*ret = (struct cs_pthread_tid){0};
-	const struct cs_mapping *m =
-		img->ops->find_mapping(img->priv, "libc.so");
+	const struct cs_mapping *m = cs_target_find_mapping(img, "libc.so");
 	if (!m)
-		m = img->ops->find_mapping(img->priv, "libc-");
+		m = cs_target_find_mapping(img, "libc-");
 	if (!m || m->file_offset != 0)
 		return;
 	char *cache = cache_of(img, m, cache_dir);

@@ -49,8 +49,7 @@ static int loaded_at(const struct cs_target *img, Elf *elf, const char *path,
 			page = 0x1000; /* mappings are page-aligned, not p_align */
 		uint64_t at = (bias + ph.p_vaddr) & ~(page - 1);
 		uint64_t off = ph.p_offset & ~(page - 1);
-		const struct cs_mapping *m =
-			img->ops->mapping_of(img->priv, at);
+		const struct cs_mapping *m = cs_target_mapping_of(img, at);
 		/* The loader maps each segment on its own (they differ in
 		 * protection), so each starts a mapping. */
 		if (!m || strcmp(m->path, path) != 0 || m->start != at ||
@@ -63,8 +62,8 @@ static int loaded_at(const struct cs_target *img, Elf *elf, const char *path,
 uint64_t cs_image_module_start(const struct cs_target *img, Elf *elf,
 			       const char *path)
 {
-	for (size_t i = 0; i < img->ops->mapping_count(img->priv); i++) {
-		const struct cs_mapping *m = img->ops->mapping_at(img->priv, i);
+	for (size_t i = 0; i < cs_target_mapping_count(img); i++) {
+		const struct cs_mapping *m = cs_target_mapping_at(img, i);
 		if (m->file_offset == 0 && strcmp(m->path, path) == 0 &&
 		    loaded_at(img, elf, path, m->start))
 			return m->start;
@@ -91,8 +90,7 @@ int cs_image_build_id_match(const struct cs_target *img,
 			    struct cs_error **why)
 {
 	*len = 0;
-	*why = img->ops->module_build_id(img->priv, start, id, DW_BUILD_ID_MAX,
-					 len);
+	*why = cs_target_module_build_id(img, start, id, DW_BUILD_ID_MAX, len);
 	if (*why)
 		return -1;
 	return *len == mod->build_id_len &&
@@ -144,7 +142,7 @@ struct cs_error *cs_vm_module_open(const struct cs_target *img,
 {
 	memset(m, 0, sizeof(*m));
 	const char *gap = cs_target_mapping_gap(img);
-	if (img->ops->mapping_count(img->priv) == 0)
+	if (cs_target_mapping_count(img) == 0)
 		return cs_error_create(
 			CS_ERR_FORMAT,
 			"%s: the %s lists no mapped files (no "
@@ -152,7 +150,7 @@ struct cs_error *cs_vm_module_open(const struct cs_target *img,
 			"found from their ELF headers either "
 			"(%s), so libruby cannot be found",
 			img->name, img->what, gap ? gap : "none found");
-	const char *core_exe = img->ops->executable(img->priv);
+	const char *core_exe = cs_target_executable(img);
 	if (!exe_path && !core_exe)
 		return cs_error_create(CS_ERR_FORMAT,
 				       "%s: the %s does not name its "
@@ -182,8 +180,8 @@ struct cs_error *cs_vm_module_open(const struct cs_target *img,
 	 * program headers are in its first mapping): this holds even when
 	 * the file given is not the one that ran, which is what the build-id
 	 * check below must catch. */
-	const struct cs_mapping *phdr_map = img->ops->mapping_of(
-		img->priv, img->ops->auxv(img->priv, AT_PHDR));
+	const struct cs_mapping *phdr_map =
+		cs_target_mapping_of(img, cs_target_auxv(img, AT_PHDR));
 	uint64_t exe_start = phdr_map && phdr_map->file_offset == 0
 				     ? phdr_map->start
 			     : core_exe ? module_base(img, m->exe, core_exe)
@@ -192,7 +190,7 @@ struct cs_error *cs_vm_module_open(const struct cs_target *img,
 		goto fail;
 
 	const struct cs_mapping *lib =
-		img->ops->find_mapping(img->priv, "libruby.so");
+		cs_target_find_mapping(img, "libruby.so");
 	if (lib) {
 		char *host_lib = cs_target_host_path(img, lib->path);
 		if (!host_lib) {

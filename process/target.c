@@ -44,6 +44,46 @@ const struct cs_thread **cs_target_threads(const struct cs_target *t)
 	return threads;
 }
 
+size_t cs_target_mapping_count(const struct cs_target *t)
+{
+	return t->ops->mapping_count(t->priv);
+}
+
+const struct cs_mapping *cs_target_mapping_at(const struct cs_target *t,
+					      size_t i)
+{
+	return t->ops->mapping_at(t->priv, i);
+}
+
+const struct cs_mapping *cs_target_mapping_of(const struct cs_target *t,
+					      uint64_t addr)
+{
+	return t->ops->mapping_of(t->priv, addr);
+}
+
+const struct cs_mapping *cs_target_find_mapping(const struct cs_target *t,
+						const char *prefix)
+{
+	return t->ops->find_mapping(t->priv, prefix);
+}
+
+uint64_t cs_target_auxv(const struct cs_target *t, uint64_t type)
+{
+	return t->ops->auxv(t->priv, type);
+}
+
+const char *cs_target_executable(const struct cs_target *t)
+{
+	return t->ops->executable(t->priv);
+}
+
+struct cs_error *cs_target_module_build_id(const struct cs_target *t,
+					   uint64_t start, uint8_t *buf,
+					   size_t bufsize, size_t *len)
+{
+	return t->ops->module_build_id(t->priv, start, buf, bufsize, len);
+}
+
 char *cs_target_host_path(const struct cs_target *t, const char *path)
 {
 	return t->ops->host_path ? t->ops->host_path(t->priv, path)
@@ -53,6 +93,11 @@ char *cs_target_host_path(const struct cs_target *t, const char *path)
 const char *cs_target_mapping_gap(const struct cs_target *t)
 {
 	return t->ops->mapping_gap ? t->ops->mapping_gap(t->priv) : NULL;
+}
+
+bool cs_target_knows_regions(const struct cs_target *t)
+{
+	return t->ops->region_of != NULL;
 }
 
 bool cs_target_region_of(const struct cs_target *t, uint64_t addr,

@@ -177,8 +177,26 @@ bool cs_target_has_registers(const struct cs_target *t);
 /* Every thread, as an array (malloc'd; NULL when out of memory). */
 const struct cs_thread **cs_target_threads(const struct cs_target *t);
 
+/* File mappings (sorted by start), the auxiliary vector, the executable
+ * and the build-id of a module, as the target's kind reads them. */
+size_t cs_target_mapping_count(const struct cs_target *t);
+const struct cs_mapping *cs_target_mapping_at(const struct cs_target *t,
+					      size_t i);
+const struct cs_mapping *cs_target_mapping_of(const struct cs_target *t,
+					      uint64_t addr);
+const struct cs_mapping *cs_target_find_mapping(const struct cs_target *t,
+						const char *prefix);
+uint64_t cs_target_auxv(const struct cs_target *t, uint64_t type);
+const char *cs_target_executable(const struct cs_target *t);
+struct cs_error *cs_target_module_build_id(const struct cs_target *t,
+					   uint64_t start, uint8_t *buf,
+					   size_t bufsize, size_t *len);
+
 char *cs_target_host_path(const struct cs_target *t, const char *path);
 const char *cs_target_mapping_gap(const struct cs_target *t);
+/* Whether the target knows its memory's regions: when not, the native
+ * unwinder checks no address against them. */
+bool cs_target_knows_regions(const struct cs_target *t);
 bool cs_target_region_of(const struct cs_target *t, uint64_t addr,
 			 struct cs_region *ret);
 /* Its writable memory; .next NULL when the target does not know it. */
