@@ -282,10 +282,13 @@ static int parse_args(int argc, char **argv, struct options *o)
 	return 0;
 }
 
-/* Fail with the one-line message of err. */
-static int unusable(struct cs_error *err)
+/* Fail with the one-line message of err, and with --json its document on
+ * stdout too. */
+static int unusable(const struct options *o, struct cs_error *err)
 {
 	fprintf(stderr, "corestack: %s\n", err->message);
+	if (o->renderer && o->renderer == cs_renderer_find("json"))
+		cs_render_error_json(stdout, err, o->core, o->pid);
 	cs_error_destroy(err);
 	return EXIT_UNUSABLE;
 }
@@ -300,7 +303,7 @@ static int print_layout(const char *path, const struct options *o)
 	struct cs_error *err =
 		cs_ruby_layout_of(path, &ropts, &layout, &cached);
 	if (err)
-		return unusable(err);
+		return unusable(o, err);
 	if (cached)
 		printf("# %s: layout from the cache\n", path);
 	else
@@ -346,7 +349,7 @@ int main(int argc, char **argv)
 	struct cs_target *target;
 	struct cs_error *err = cs_target_open(&req, &target);
 	if (err)
-		return unusable(err);
+		return unusable(&o, err);
 	struct cs_ruby ruby;
 	struct cs_ruby_options ropts = {
 		.executable = o.executable,
@@ -361,7 +364,7 @@ int main(int argc, char **argv)
 	};
 	if ((err = cs_ruby_open(target, &ropts, &ruby))) {
 		cs_target_close(target);
-		return unusable(err);
+		return unusable(&o, err);
 	}
 	struct cs_snapshot_options sopts = {
 		.fibers = !o.no_fibers,
@@ -377,7 +380,7 @@ int main(int argc, char **argv)
 	};
 	struct cs_snapshot snap;
 	if ((err = cs_snapshot_take(target, &ruby, &sopts, &snap))) {
-		rc = unusable(err);
+		rc = unusable(&o, err);
 	} else {
 		/* Only this thread writes the report: stdio need not lock
 		 * for each of the many small writes of thousands of

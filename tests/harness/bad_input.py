@@ -1,5 +1,7 @@
 """Unusable input: exit 2 (a truncated core may say partial, 1), one stderr
-line naming the file, no crash.
+line naming the file, no crash; every run has --json, whose exit 2 also
+writes a document on stdout with the error's code, stderr's message and
+the core's path.
 
     bad/not-a-core           a Ruby executable given as the core
     bad/empty                an empty core file
@@ -133,7 +135,9 @@ def bad_tests(rep, selected, args, prefixes, captures, workdir):
         except (procs.Failure, OSError, subprocess.SubprocessError) as exc:
             rep.result(name, "setup: %s" % exc)
             continue
-        rep.result(name, check_unusable(procs.run_tool(argv, timeout), paths, allowed, pattern, what))
+        core = [a for a in argv[1:] if not a.startswith("--")][0]
+        rep.result(name, check_unusable(procs.run_tool(argv, timeout), paths, allowed, pattern, what,
+                                        json_file=core))
 
 
 class SkipTest(Exception):
