@@ -125,10 +125,24 @@ void cs_render_frame_text(FILE *out, const struct rv_process *p,
 	frame(out, f, NULL, 0, p->backtick_quotes);
 }
 
+/* The line that ends a stack cut by --max-frames: how many frames Ruby
+ * would show past it, when they could be counted. */
+static void truncation(FILE *out, bool truncated, size_t cut, int indent)
+{
+	if (!truncated)
+		return;
+	if (cut)
+		fprintf(out, "%*s<%zu more frame%s not shown: --max-frames>\n",
+			indent, "", cut, cut == 1 ? "" : "s");
+	else
+		fprintf(out, "%*s<more frames not shown: --max-frames>\n",
+			indent, "");
+}
+
 /* numbered: "#N " after the indent, padded as gdb pads its frames */
 static void stack(FILE *out, const struct rv_process *p, const char *error,
 		  const struct rv_frame *frames, size_t n, bool truncated,
-		  int indent, bool numbered)
+		  size_t cut, int indent, bool numbered)
 {
 	if (error)
 		fprintf(out, "%*s<stack incomplete: %s>\n", indent, "", error);
@@ -140,9 +154,7 @@ static void stack(FILE *out, const struct rv_process *p, const char *error,
 		}
 		frame(out, &frames[j], NULL, indent, p->backtick_quotes);
 	}
-	if (truncated)
-		fprintf(out, "%*s<more frames not shown: --max-frames>\n",
-			indent, "");
+	truncation(out, truncated, cut, indent);
 }
 
 /* --native: native frames, merged stacks, threads that run no Ruby. */
@@ -241,8 +253,8 @@ static void fibers(FILE *out, const struct rv_process *p,
 		if (f->is_current)
 			fputs(", current: the thread's stack above", out);
 		fputc('\n', out);
-		stack(out, p, f->error, f->frames, f->nframes, f->truncated, 6,
-		      false);
+		stack(out, p, f->error, f->frames, f->nframes, f->truncated,
+		      f->frames_cut, 6, false);
 	}
 }
 
@@ -319,13 +331,10 @@ void cs_render_text(FILE *out, const struct cs_report *r)
 				fprintf(out, "    <stack incomplete: %s>\n",
 					t->error);
 			native_stack(out, r, i);
-			if (t->truncated)
-				fputs("    <more frames not shown: "
-				      "--max-frames>\n",
-				      out);
+			truncation(out, t->truncated, t->frames_cut, 4);
 		} else {
 			stack(out, r->ruby, t->error, t->frames, t->nframes,
-			      t->truncated, 4, r->frame_numbers);
+			      t->truncated, t->frames_cut, 4, r->frame_numbers);
 		}
 		/* A lone running root fiber says nothing the thread did not. */
 		if (t->nfibers > 1 ||

@@ -104,6 +104,7 @@ struct rv_fiber {
 	struct rv_frame *frames;
 	size_t nframes;
 	bool truncated;
+	size_t frames_cut; /* past max_frames, as rv_thread's */
 	char *error;
 };
 
@@ -163,7 +164,10 @@ struct rv_thread {
 	enum rv_thread_status status;
 	struct rv_frame *frames; /* innermost first */
 	size_t nframes;
-	bool truncated;          /* stopped at max_frames or max_output_bytes */
+	bool truncated; /* stopped at max_frames or max_output_bytes */
+	/* frames Ruby would show past max_frames; 0 when unknown (the output
+	 * budget ran out first) */
+	size_t frames_cut;
 	char *error;             /* NULL, or why the walk stopped early */
 	struct rv_fiber *fibers; /* after rv_snapshot_fibers: root first */
 	size_t nfibers;

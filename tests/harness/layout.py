@@ -5,7 +5,8 @@ the resolver reads; and --max-frames, on the same core.
                              its DWARF found by build-id under --debug-dir and by
                              .gnu_debuglink: same stacks as the oracle
     cache/warm               a second run served from the layout cache: same report
-    limits/max-frames        --max-frames cuts every stack, marks it, exits 1 (partial)
+    limits/max-frames        --max-frames cuts every stack, marks it, says how many
+                             frames past it the oracle has, exits 1 (partial)
     RUBY/layout-units        resolving the layout reads at most the 16 compile units
                              layout.def names, never all of them
 """
@@ -87,14 +88,17 @@ def debuginfo_tests(rep, selected, args, captures, workdir):
             reason = "the cached run's report differs from the first run's"
         rep.result("cache/warm", reason)
     if selected("limits/max-frames"):
+        argv = [cs, "--max-frames", "3", cap.core, cap.exe]
         rep.result("limits/max-frames", check_max_frames(
-            procs.run_tool([cs, "--json", "--max-frames", "3", cap.core, cap.exe], args.timeout),
-            cap, 3))
+            procs.run_tool(argv[:1] + ["--json"] + argv[1:], args.timeout),
+            procs.run_tool(argv, args.timeout), cap, 3))
 
 
-def check_max_frames(run, cap, limit):
+def check_max_frames(run, text_run, cap, limit):
     """Exit 1 (partial), each stack cut to the limit and marked truncated,
-    the frames kept equal to the oracle's innermost ones."""
+    the frames kept equal to the oracle's innermost ones, and how many were
+    cut (frames_cut, and the text's "<N more frames not shown") what the
+    oracle has past them."""
     rc, out, err, reason = run
     if reason:
         return reason
@@ -118,6 +122,20 @@ def check_max_frames(run, cap, limit):
                 return "thread %s: frame %s, oracle %s" % (
                     compare.show(got.get("name")), compare.show(f.get("label")),
                     compare.show(w["label"]))
+        cut = len(expected) - len(frames) if got.get("truncated") else 0
+        if got.get("frames_cut") != cut:
+            return "thread %s: frames_cut %s, the oracle has %d frames past the %d kept" % (
+                compare.show(got.get("name")), compare.show(got.get("frames_cut")), cut, len(frames))
+    rc, text, err, reason = text_run
+    if reason or rc != 1:
+        return reason or "text: exit status %d, expected 1" % rc
+    said = [int(n) for n in re.findall(r"^ *<(\d+) more frames? not shown: --max-frames>$",
+                                         text, re.M)]
+    cuts = [t["frames_cut"] for t in report["threads"] if t.get("frames_cut")]
+    cuts += [f["frames_cut"] for t in report["threads"] for f in t.get("fibers", [])
+             if f.get("frames_cut")]
+    if sorted(said) != sorted(cuts) or not said:
+        return "text says %s more frames not shown, JSON frames_cut %s" % (said, cuts)
     return None
 
 
