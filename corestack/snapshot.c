@@ -198,7 +198,7 @@ struct cs_error *cs_snapshot_take(const struct cs_target *t, struct cs_ruby *r,
 	    (o->check && (err = o->check(o->check_ctx, s->proc))) ||
 	    (o->fibers && (err = rv_snapshot_fibers(session, s->proc))) ||
 	    (o->locals && (err = rv_snapshot_locals(session, s->proc))))
-		return err;
+		return cs_ruby_explain(t, err);
 	const struct cs_siginfo *si = cs_crash_signal(cs_target_siginfo(t));
 	int64_t crash_tid = si ? cs_target_crash_tid(t) : -1;
 	if (o->native) /* before a live process runs again */

@@ -138,10 +138,15 @@ def ruby_spec(spec):
 def bad_needs(selected, rubies):
     """(ruby, scenario) cores the selected bad/ tests use."""
     needs = set()
-    if any(selected("bad/truncated-%dpct" % p) for p in bad_input.TRUNCATIONS):
+    if any(selected("bad/truncated-%dpct" % p) for p in bad_input.TRUNCATIONS) or \
+            any(selected("bad/truncated-%db" % c) for c in bad_input.CUTS):
         source = next((r for r in ["3.3-static"] + list(rubies) if r in rubies), None)
         if source:
             needs.add((source, "threads"))
+    if selected("bad/truncated-kernel"):
+        source = next((r for r in ["3.3-static"] + list(rubies) if r in rubies), None)
+        if source:
+            needs.add((source, "crash"))
     if (selected("bad/no-debug-info") or selected("bad/build-id-mismatch")) and "3.3-static" in rubies:
         needs.add(("3.3-static", "threads"))
     for r in rubies:

@@ -5,7 +5,12 @@ the core's path.
 
     bad/not-a-core           a Ruby executable given as the core
     bad/empty                an empty core file
-    bad/truncated-NNpct      a real threads core cut to 1, 30 and 70 percent
+    bad/truncated-NNpct      a real threads core cut to 1, 30 and 70 percent, and
+    bad/truncated-NNb        to 100 and 4096 bytes: one message, the bytes the file
+                             has and those its headers describe (read here from
+                             them), the causes (ulimit -c, systemd-coredump)
+    bad/truncated-kernel     the kernel's crash core cut to 30 percent (its notes
+                             kept, the VM's memory lost): the same message
     bad/non-ruby             the core of a process that runs no Ruby (sleep)
     bad/no-debug-info        the static 3.3 Ruby stripped of its DWARF: says 'debug'
     bad/build-id-mismatch    the 3.3-static core with the 3.1 Ruby: says 'build-id'
@@ -13,6 +18,7 @@ the core's path.
 
 import os
 import shutil
+import struct
 import subprocess
 
 from . import procs
@@ -21,10 +27,31 @@ from .scenarios import GCORE_TIMEOUT
 
 
 TRUNCATIONS = (1, 30, 70)   # percent of a real core kept
+CUTS = (100, 4096)          # bytes of it kept: in or near its headers
+
+
+def described(core):
+    """(where the program header table ends, where the last thing the
+    headers name ends) in an ELF core, read here from its headers."""
+    with open(core, "rb") as f:
+        eh = f.read(64)
+        phoff, = struct.unpack_from("<Q", eh, 32)
+        phentsize, phnum = struct.unpack_from("<HH", eh, 54)
+        table = phoff + phnum * phentsize
+        end = table
+        f.seek(phoff)
+        for _ in range(phnum):
+            ph = f.read(phentsize)
+            offset, = struct.unpack_from("<Q", ph, 8)
+            filesz, = struct.unpack_from("<Q", ph, 32)
+            if filesz:
+                end = max(end, offset + filesz)
+    return table, end
 
 
 def test_names():
     return (["bad/not-a-core", "bad/empty"] + ["bad/truncated-%dpct" % p for p in TRUNCATIONS]
+            + ["bad/truncated-%db" % c for c in CUTS] + ["bad/truncated-kernel"]
             + ["bad/non-ruby", "bad/no-debug-info", "bad/build-id-mismatch"])
 
 
@@ -63,11 +90,11 @@ def bad_tests(rep, selected, args, prefixes, captures, workdir):
             raise procs.Failure("no %s/%s core: %s" % (ruby, scen, cap))
         return cap
 
-    def truncation_source():
+    def truncation_source(scen="threads"):
         for ruby in ["3.3-static"] + list(args.rubies):
-            if (ruby, "threads") in captures:
-                return core_of(ruby)
-        raise SkipTest("needs a threads core of a selected Ruby")
+            if (ruby, scen) in captures:
+                return core_of(ruby, scen)
+        raise SkipTest("needs a %s core of a selected Ruby" % scen)
 
     def not_a_core():
         if not built:
@@ -81,13 +108,20 @@ def bad_tests(rep, selected, args, prefixes, captures, workdir):
         open(path, "wb").close()
         return [cs, "--json", path] + ([exe_of(built[0])] if built else []), [path], (2,), None, ""
 
-    def truncated(pct):
+    def truncated(pct=None, cut=None, scen="threads"):
         def make():
-            cap = truncation_source()
+            cap = truncation_source(scen)
             size = os.path.getsize(cap.core)
-            path = os.path.join(bad, "%s-%s.truncated-%dpct.core" % (cap.ruby, cap.scenario, pct))
-            copy_prefix(cap.core, path, max(64, size * pct // 100))
-            return [cs, "--json", path, cap.exe], [path], (1, 2), None, ""
+            keep = cut if cut is not None else max(64, size * pct // 100)
+            path = os.path.join(bad, "%s-%s.truncated-%s.core" % (
+                cap.ruby, cap.scenario, "%dpct" % pct if cut is None else "%db" % cut))
+            copy_prefix(cap.core, path, keep)
+            table, whole = described(cap.core)
+            said = ("at least %d" % table) if keep < table else "%d" % whole
+            pattern = (r"truncated core: the file has %d bytes but its headers describe %s, "
+                       r"so .* missing; .*ulimit -c.*systemd-coredump" % (keep, said))
+            return ([cs, "--json", path, cap.exe], [path], (1, 2), pattern,
+                    "the bytes it has (%d), those its headers describe (%s), the causes" % (keep, said))
         return make
 
     def non_ruby():
@@ -121,7 +155,9 @@ def bad_tests(rep, selected, args, prefixes, captures, workdir):
                 r"build-id|does not match", "'build-id' or 'does not match'")
 
     tests = [("bad/not-a-core", not_a_core), ("bad/empty", empty)]
-    tests += [("bad/truncated-%dpct" % pct, truncated(pct)) for pct in TRUNCATIONS]
+    tests += [("bad/truncated-%dpct" % pct, truncated(pct=pct)) for pct in TRUNCATIONS]
+    tests += [("bad/truncated-%db" % cut, truncated(cut=cut)) for cut in CUTS]
+    tests += [("bad/truncated-kernel", truncated(pct=30, scen="crash"))]
     tests += [("bad/non-ruby", non_ruby), ("bad/no-debug-info", no_debug),
               ("bad/build-id-mismatch", mismatch)]
     for name, make in tests:
