@@ -306,6 +306,13 @@ struct cs_error *rv_session_set_gc_module(struct rv_session *s,
 struct cs_error *rv_snapshot(struct rv_session *s, struct rv_process **ret);
 void rv_process_destroy(struct rv_process *p);
 
+/* The process's whole command line, its arguments joined by spaces, from
+ * Ruby's own copy of its argv (a core's notes keep only its start): at
+ * most RV_MAX_COMMAND bytes, "..." ending one cut there. Fails when Ruby
+ * has no copy or it does not read as one. command_line.c */
+#define RV_MAX_COMMAND (64 << 10)
+struct cs_error *rv_command_line(struct rv_session *s, char **ret);
+
 /* Every fiber of the process, added to a snapshot: each thread's root and
  * current fiber, and every Fiber object found by walking the GC heap. A
  * heap that cannot be walked completely is reported in p->fibers_error;

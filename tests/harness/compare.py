@@ -87,6 +87,12 @@ def check_process(report, oracle, signal_number=None):
     if proc.get("ruby_version") != oracle["ruby_version"]:
         return "process.ruby_version: oracle %s, corestack %s" % (
             show(oracle["ruby_version"]), show(proc.get("ruby_version")))
+    if "cmdline" in oracle:
+        # the whole command line, not the 80 bytes or argv[0] of the notes
+        want = " ".join(oracle["cmdline"]).rstrip(" ")
+        if proc.get("command") != want:
+            return "process.command: the process's cmdline %s, corestack %s" % (
+                show(want), show(proc.get("command")))
     if signal_number is not None:
         sig = proc.get("signal")
         got = sig.get("number") if isinstance(sig, dict) else None
