@@ -37,7 +37,8 @@ of tests/harness/ whose docstring names its tests and what each checks:
     RUBY/stale-pc/...        stale_pc.py
     RUBY/frame-reuse         frame_reuse.py
     RUBY/hostile/...         hostile.py
-    debuginfo/build-id-dir, debuginfo/debuglink, cache/warm, limits/max-frames,
+    debuginfo/build-id-dir, debuginfo/debug-dir-file, debuginfo/not-found,
+    debuginfo/debuglink, cache/warm, limits/max-frames,
     RUBY/layout-units        layout.py
     RUBY/running-jit-code, 3.3-yjit/..., 3.4-yjit/...  variants.py (run-time variants:
                              a Ruby NAME ending in -yjit, -zjit, -yjit-env, -zjit-env,

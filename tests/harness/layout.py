@@ -4,6 +4,10 @@ the resolver reads; and --max-frames, on the same core.
     debuginfo/build-id-dir, debuginfo/debuglink  the static 3.3 Ruby stripped,
                              its DWARF found by build-id under --debug-dir and by
                              .gnu_debuglink: same stacks as the oracle
+    debuginfo/debug-dir-file the unstripped Ruby, renamed, directly in --debug-dir
+                             (no .build-id tree): found by its build-id
+    debuginfo/not-found      no debug info anywhere: exit 2, the message names
+                             --debug-dir's directory and /usr/lib/debug
     cache/warm               a second run served from the layout cache: same report
     limits/max-frames        --max-frames cuts every stack, marks it, says how many
                              frames past it the oracle has, exits 1 (partial)
@@ -21,7 +25,8 @@ from .checks import check_oracle, first_line
 from .scenarios import Capture
 
 
-TESTS = ("debuginfo/build-id-dir", "debuginfo/debuglink", "cache/warm", "limits/max-frames")
+TESTS = ("debuginfo/build-id-dir", "debuginfo/debug-dir-file", "debuginfo/not-found",
+         "debuginfo/debuglink", "cache/warm", "limits/max-frames")
 
 
 def split_debug(exe, outdir):
@@ -45,7 +50,7 @@ def split_debug(exe, outdir):
 def debuginfo_tests(rep, selected, args, captures, workdir):
     """Split debug info: found by build-id under --debug-dir, and by
     .gnu_debuglink next to the binary; then the layout cache."""
-    names = ("debuginfo/build-id-dir", "debuginfo/debuglink", "cache/warm", "limits/max-frames")
+    names = TESTS
     if not any(selected(n) for n in names):
         return
     cap = captures.get(("3.3-static", "threads"))
@@ -74,6 +79,31 @@ def debuginfo_tests(rep, selected, args, captures, workdir):
         finally:
             os.rename(hidden, debug)
         rep.result("debuginfo/build-id-dir", check_oracle(run, cap))
+    if selected("debuginfo/debug-dir-file"):
+        # The unstripped Ruby under another name in DIR, no .build-id tree
+        # and the debuglink target moved away: found by its build-id.
+        flat = os.path.join(workdir, "debug-flat")
+        os.makedirs(flat, exist_ok=True)
+        shutil.copyfile(cap.exe, os.path.join(flat, "ruby-unstripped"))
+        hidden = debug + ".hidden"
+        os.rename(debug, hidden)
+        try:
+            run = procs.run_tool([cs, "--json", "--no-cache", "--debug-dir", flat,
+                                  cap.core, stripped], args.timeout)
+        finally:
+            os.rename(hidden, debug)
+        rep.result("debuginfo/debug-dir-file", check_oracle(run, cap))
+    if selected("debuginfo/not-found"):
+        empty = os.path.join(workdir, "debug-empty")
+        os.makedirs(empty, exist_ok=True)
+        hidden = debug + ".hidden"
+        os.rename(debug, hidden)
+        try:
+            run = procs.run_tool([cs, "--json", "--no-cache", "--debug-dir", empty,
+                                  cap.core, stripped], args.timeout)
+        finally:
+            os.rename(hidden, debug)
+        rep.result("debuginfo/not-found", check_not_found(run, [empty, "/usr/lib/debug"]))
     if selected("debuginfo/debuglink"):
         run = procs.run_tool([cs, "--json", "--no-cache", cap.core, stripped], args.timeout)
         rep.result("debuginfo/debuglink", check_oracle(run, cap))
@@ -92,6 +122,19 @@ def debuginfo_tests(rep, selected, args, captures, workdir):
         rep.result("limits/max-frames", check_max_frames(
             procs.run_tool(argv[:1] + ["--json"] + argv[1:], args.timeout),
             procs.run_tool(argv, args.timeout), cap, 3))
+
+
+def check_not_found(run, dirs):
+    """Exit 2, and the one stderr line names every debug directory."""
+    rc, out, err, reason = run
+    if reason:
+        return reason
+    if rc != 2:
+        return "exit status %d, expected 2: %s" % (rc, first_line(err))
+    missing = [d for d in dirs if d not in err]
+    if missing or len(err.strip().splitlines()) != 1:
+        return "the message does not name %s: %s" % (missing, first_line(err))
+    return None
 
 
 def check_max_frames(run, text_run, cap, limit):
