@@ -10,13 +10,17 @@ the core's path.
                              has and those its headers describe (read here from
                              them), the causes (ulimit -c, systemd-coredump)
     bad/truncated-kernel     the kernel's crash core cut to 30 percent (its notes
-                             kept, the VM's memory lost): the same message
+                             kept): the same message, on stderr when the VM's
+                             memory is lost (exit 2), else as the partial
+                             report's warning (exit 1)
     bad/non-ruby             the core of a process that runs no Ruby (sleep)
     bad/no-debug-info        the static 3.3 Ruby stripped of its DWARF: says 'debug'
     bad/build-id-mismatch    the 3.3-static core with the 3.1 Ruby: says 'build-id'
 """
 
+import json
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -172,8 +176,30 @@ def bad_tests(rep, selected, args, prefixes, captures, workdir):
             rep.result(name, "setup: %s" % exc)
             continue
         core = [a for a in argv[1:] if not a.startswith("--")][0]
-        rep.result(name, check_unusable(procs.run_tool(argv, timeout), paths, allowed, pattern, what,
-                                        json_file=core))
+        run = procs.run_tool(argv, timeout)
+        if run[0] == 1 and not run[2].strip() and pattern:
+            # partial: the stacks were readable, the truncation a warning
+            rep.result(name, check_partial_warning(run, pattern, what))
+            continue
+        rep.result(name, check_unusable(run, paths, allowed, pattern, what, json_file=core))
+
+
+def check_partial_warning(run, pattern, what):
+    """Exit 1 of a truncated core whose stacks could be read: a report,
+    complete false, and a warning that says pattern."""
+    rc, out, err, reason = run
+    if reason:
+        return reason
+    try:
+        report = json.loads(out)
+    except ValueError:
+        return "exit 1 but stdout is not JSON: %s" % out[:200]
+    if report.get("complete") is not False:
+        return "exit 1 but complete is %s" % report.get("complete")
+    warnings = report.get("warnings") or []
+    if not any(re.search(pattern, w, re.I) for w in warnings):
+        return "no warning says %s: %s" % (what, warnings[:3])
+    return None
 
 
 class SkipTest(Exception):
