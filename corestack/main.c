@@ -104,7 +104,8 @@ static void usage(FILE *out)
 	      "                     are found by a memory scan (a GC heap that\n"
 	      "                     cannot be walked; default 16 GiB)\n"
 	      "  --debug-dir DIR    look for debug files under DIR too\n"
-	      "                     (build-id and debuglink layouts; repeatable)\n"
+	      "                     (a .build-id/ tree, a file of the module's\n"
+	      "                     build-id in DIR, debuglinks; repeatable)\n"
 	      "  --sysroot DIR      find the files the core names under DIR\n"
 	      "                     (a core from another machine or container)\n"
 	      "  --lib-search-path DIRS  colon-separated directories to find\n"
@@ -280,10 +281,13 @@ static int parse_args(int argc, char **argv, struct options *o)
 	return 0;
 }
 
-/* Fail with the one-line message of err. */
-static int unusable(struct cs_error *err)
+/* Fail with the one-line message of err, and with --json its document on
+ * stdout too. */
+static int unusable(const struct options *o, struct cs_error *err)
 {
 	fprintf(stderr, "corestack: %s\n", err->message);
+	if (o->renderer && o->renderer == cs_renderer_find("json"))
+		cs_render_error_json(stdout, err, o->core, o->pid);
 	cs_error_destroy(err);
 	return EXIT_UNUSABLE;
 }
@@ -298,7 +302,7 @@ static int print_layout(const char *path, const struct options *o)
 	struct cs_error *err =
 		cs_ruby_layout_of(path, &ropts, &layout, &cached);
 	if (err)
-		return unusable(err);
+		return unusable(o, err);
 	if (cached)
 		printf("# %s: layout from the cache\n", path);
 	else
@@ -352,7 +356,7 @@ int main(int argc, char **argv)
 	struct cs_engine *engine;
 	struct cs_error *err = cs_engine_open(&req, &engine);
 	if (err)
-		return unusable(err);
+		return unusable(&o, err);
 	struct cs_snapshot_options sopts = {
 		.fibers = !o.no_fibers,
 		.locals = o.locals,
@@ -365,7 +369,7 @@ int main(int argc, char **argv)
 	};
 	struct cs_snapshot snap;
 	if ((err = cs_engine_snapshot(engine, &sopts, &snap))) {
-		rc = unusable(err);
+		rc = unusable(&o, err);
 	} else {
 		/* Only this thread writes the report: stdio need not lock
 		 * for each of the many small writes of thousands of

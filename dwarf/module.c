@@ -1,6 +1,7 @@
 #include "module.h"
 #include "../util/hex.h"
 
+#include <dirent.h>
 #include <elfutils/debuginfod.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -156,6 +157,43 @@ static int find_by_build_id(struct dw_module *mod)
 	return 0;
 }
 
+/* Entries of a debug directory looked at for a file of the module's
+ * build-id: a directory of a few unstripped modules, not a whole tree. */
+#define MAX_DIR_ENTRIES 4096
+
+/* A file directly in a debug directory whose build-id is the module's,
+ * whatever its name: an unstripped copy of the module (what a build
+ * leaves) or its separate debug file. Only with a build-id to match. */
+static int find_in_debug_dirs(struct dw_module *mod)
+{
+	if (mod->build_id_len < 2)
+		return 0;
+	for (char **d = mod->debug_dirs; *d; d++) {
+		DIR *dir = opendir(*d);
+		if (!dir)
+			continue;
+		int ok = 0;
+		struct dirent *e;
+		for (size_t n = 0;
+		     !ok && n < MAX_DIR_ENTRIES && (e = readdir(dir)) != NULL;
+		     n++) {
+			if (e->d_name[0] == '.' ||
+			    (e->d_type != DT_REG && e->d_type != DT_LNK &&
+			     e->d_type != DT_UNKNOWN))
+				continue;
+			char *path;
+			if (asprintf(&path, "%s/%s", *d, e->d_name) < 0)
+				break;
+			ok = try_debug_file(mod, path);
+			free(path);
+		}
+		closedir(dir);
+		if (ok)
+			return 1;
+	}
+	return 0;
+}
+
 static int find_by_debuglink(struct dw_module *mod)
 {
 	Elf_Scn *scn = find_section(mod->elf, ".gnu_debuglink");
@@ -280,7 +318,8 @@ struct cs_error *dw_module_open(const char *path, const char *const *debug_dirs,
 			dw_module_close(mod);
 			return &cs_error_nomem;
 		}
-	} else if (!find_by_build_id(mod) && !find_by_debuglink(mod)) {
+	} else if (!find_by_build_id(mod) && !find_in_debug_dirs(mod) &&
+		   !find_by_debuglink(mod)) {
 		find_by_debuginfod(mod);
 	}
 	*ret = mod;
@@ -434,15 +473,29 @@ struct cs_error *dw_module_dwarf(struct dw_module *mod, Dwarf **ret)
 		char hex[2 * DW_BUILD_ID_MAX + 1];
 		dw_module_build_id_hex(mod, hex);
 		const char *urls = getenv("DEBUGINFOD_URLS");
+		/* every debug directory, as each was looked in */
+		char dirs[1024] = "";
+		size_t used = 0;
+		for (char **d = mod->debug_dirs; *d && used < sizeof(dirs);
+		     d++) {
+			int n = snprintf(dirs + used, sizeof(dirs) - used,
+					 "%s%s", used ? ", " : "", *d);
+			if (n < 0)
+				break;
+			used += (size_t)n;
+		}
 		return cs_error_create(
 			CS_ERR_NO_DEBUG,
 			"%s: no DWARF debug info (build-id %s; looked in the "
-			"file, under %s/.build-id, by .gnu_debuglink%s%s%s); "
-			"install the distribution's debug package (e.g. the "
-			"-dbgsym package), point DEBUGINFOD_URLS at a "
-			"debuginfod server, %s, or build Ruby with -g",
+			"file, in the debug directories %s (under .build-id/, "
+			"and for a file of this build-id), by .gnu_debuglink "
+			"(next to the file, in .debug/, under the debug "
+			"directories)%s%s%s); install the distribution's "
+			"debug package (e.g. the -dbgsym package), point "
+			"DEBUGINFOD_URLS at a debuginfod server, %s, or build "
+			"Ruby with -g",
 			mod->path, hex[0] ? hex : "none",
-			mod->debug_dirs[0] ? mod->debug_dirs[0] : "(none)",
+			dirs[0] ? dirs : "(none)",
 			urls && *urls ? ", at debuginfod " : "",
 			urls && *urls ? urls : "",
 			urls && *urls ? "" : "; DEBUGINFOD_URLS is unset",

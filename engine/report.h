@@ -21,8 +21,10 @@
  * "exception"; 10: each Ruby frame's "locals" with --locals; 11: the
  * heap's "found_by" and "note", the GC's "library"; 12: each native
  * frame's "jit" and "found_by" with --native; 13: each frame's
- * "jit_frame". */
-#define CS_JSON_SCHEMA_MINOR 14
+ * "jit_frame"; 14: each Ruby frame's "self" with --locals; 15: a
+ * document with "error" for unusable input; 16: each stack's
+ * "frames_cut". */
+#define CS_JSON_SCHEMA_MINOR 16
 
 struct cs_report {
 	const char *core_path; /* NULL for a live process */

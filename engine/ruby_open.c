@@ -9,10 +9,8 @@
 #include "../rubyvm/layout.h"
 #include "gc_module.h"
 
-/* A truncated core explains most failures: say that first. Consumes
- * err. */
-static struct cs_error *with_truncation(const struct cs_target *t,
-					struct cs_error *err)
+struct cs_error *cs_ruby_explain(const struct cs_target *t,
+				 struct cs_error *err)
 {
 	struct cs_error *trunc = cs_target_truncation(t);
 	if (trunc)
@@ -29,7 +27,7 @@ struct cs_error *cs_ruby_open(const struct cs_target *t,
 	struct cs_error *err =
 		cs_vm_module_open(t, o->executable, o->debug_dirs, &ret->vm);
 	if (err)
-		return with_truncation(t, err);
+		return cs_ruby_explain(t, err);
 	ret->vm.exe->debug_dir_advice = o->debug_dir_advice;
 	ret->vm.vm->debug_dir_advice = o->debug_dir_advice;
 	struct rv_layout layout;
@@ -46,7 +44,7 @@ struct cs_error *cs_ruby_open(const struct cs_target *t,
 	if (err) {
 		cs_vm_module_close(&ret->vm);
 		memset(ret, 0, sizeof(*ret));
-		return with_truncation(t, err);
+		return cs_ruby_explain(t, err);
 	}
 	if (!o->memory) { /* a core's pages may not be in memory yet */
 		struct cs_prefetcher hint = cs_target_prefetcher(t);

@@ -32,6 +32,11 @@ struct cs_ruby_options {
 	const struct cs_memory *memory;
 };
 
+/* A truncated core explains most failures of reading it: err with that
+ * said first. Consumes err. */
+struct cs_error *cs_ruby_explain(const struct cs_target *t,
+				 struct cs_error *err);
+
 /* Find the module holding the VM in t, its layout (cache, else DWARF)
  * and start a session reading t. On failure nothing is left open, and
  * the error says first when the target is truncated. */

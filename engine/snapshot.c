@@ -186,6 +186,34 @@ static struct cs_error *find_crash(const struct cs_memory *mem,
 			     s->tids.tids, s->tids.errors, &s->crash);
 }
 
+/* A core's notes keep the start of the command line: the whole of it from
+ * Ruby's copy of its argv, believed when it begins as the notes do. A
+ * target that knows none (a debugger's) takes Ruby's copy as it is. */
+static const char *command_line(const struct cs_target *t,
+				struct rv_session *session,
+				struct cs_snapshot *s)
+{
+	const char *notes = cs_target_command(t);
+	if (notes && !t->dump)
+		return notes; /* a live process's /proc/PID/cmdline: whole */
+	size_t n = notes ? strlen(notes) : 0;
+	while (n && notes[n - 1] == ' ') /* the kernel's for the last NUL */
+		n--;
+	struct cs_error *err =
+		!notes || n ? rv_command_line(session, &s->command) : NULL;
+	if (err || !s->command) {
+		cs_error_destroy(err);
+		return notes;
+	}
+	if (notes &&
+	    (strncmp(s->command, notes, n) != 0 || strlen(s->command) < n)) {
+		free(s->command);
+		s->command = NULL;
+		return notes;
+	}
+	return s->command;
+}
+
 struct cs_error *cs_snapshot_take(const struct cs_target *t, struct cs_ruby *r,
 				  const struct cs_snapshot_options *o,
 				  struct cs_snapshot *s)
@@ -198,7 +226,7 @@ struct cs_error *cs_snapshot_take(const struct cs_target *t, struct cs_ruby *r,
 	    (o->check && (err = o->check(o->check_ctx, s->proc))) ||
 	    (o->fibers && (err = rv_snapshot_fibers(session, s->proc))) ||
 	    (o->locals && (err = rv_snapshot_locals(session, s->proc))))
-		return err;
+		return cs_ruby_explain(t, err);
 	const struct cs_siginfo *si = cs_crash_signal(cs_target_siginfo(t));
 	int64_t crash_tid = si ? cs_target_crash_tid(t) : -1;
 	if (o->native) /* before a live process runs again */
@@ -232,7 +260,7 @@ struct cs_error *cs_snapshot_take(const struct cs_target *t, struct cs_ruby *r,
 	rep->executable = vm->exe->path;
 	rep->vm_module = vm->vm->path;
 	rep->pid = pid;
-	rep->command = cs_target_command(t);
+	rep->command = command_line(t, session, s);
 	rep->siginfo = si;
 	rep->ruby = s->proc;
 	rep->tids = s->tids.tids;
@@ -259,6 +287,7 @@ void cs_snapshot_free(struct cs_snapshot *s)
 	cs_crash_free(s->crash);
 	free(s->native_warning);
 	cs_error_destroy(s->truncation);
+	free(s->command);
 	cs_thread_tids_free(&s->tids, n);
 	free(s->warnings);
 	free(s->threads);

@@ -59,6 +59,7 @@ struct cs_snapshot {
 	char **warnings;
 	char *native_warning;
 	struct cs_error *truncation;
+	char *command; /* a core's whole command line, from Ruby's argv */
 	/* A crash core without --native: the crashed thread's native
 	 * stack, for the crash summary alone. */
 	struct cs_native_stacks *crash_native;

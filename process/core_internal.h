@@ -95,6 +95,7 @@ struct cs_core {
 	const char *exe_target; /* cs_core_set_executable: the executable's */
 	char *exe_host;         /* path in the target, and the file given */
 
+	uint64_t described;     /* where the last thing the headers name ends */
 	uint64_t load_bytes;    /* PT_LOAD bytes the headers promise */
 	uint64_t missing_bytes; /* of those, past the end of the file */
 	int notes_truncated;
@@ -126,6 +127,14 @@ static inline struct cs_error *cs_core_format(const struct cs_core *core,
 {
 	return cs_error_create(CS_ERR_FORMAT, "%s: %s", core->path, what);
 }
+
+/* The one message of a core cut short: its size, what its headers
+ * describe (at least, when only part of them is there), what is missing,
+ * why that happens and what to do. core_memory.c */
+struct cs_error *cs_core_cut(const struct cs_core *core, uint64_t described,
+			     bool at_least, const char *missing);
+/* Note that the headers describe bytes up to offset + size. */
+void cs_core_describes(struct cs_core *core, uint64_t offset, uint64_t size);
 
 /* core_notes.c */
 struct cs_error *cs_core_parse_notes(struct cs_core *core, const GElf_Phdr *ph,

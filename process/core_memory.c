@@ -310,11 +310,34 @@ uint64_t cs_core_segment_bytes(const struct cs_core *core)
 	return core->load_bytes;
 }
 
+void cs_core_describes(struct cs_core *core, uint64_t offset, uint64_t size)
+{
+	uint64_t end;
+	if (__builtin_add_overflow(offset, size, &end))
+		end = UINT64_MAX;
+	if (end > core->described)
+		core->described = end;
+}
+
+struct cs_error *cs_core_cut(const struct cs_core *core, uint64_t described,
+			     bool at_least, const char *missing)
+{
+	return cs_error_create(
+		CS_ERR_FORMAT,
+		"%s: truncated core: the file has %zu bytes but its headers "
+		"describe %s%llu, so %s missing; a core is cut short by its "
+		"size limit (ulimit -c), a full disk, or systemd-coredump's "
+		"limits (ProcessSizeMax, ExternalSizeMax in coredump.conf): "
+		"raise the limit or free space and dump it again",
+		core->path, core->image_size, at_least ? "at least " : "",
+		(unsigned long long)described, missing);
+}
+
 struct cs_error *cs_core_truncation(const struct cs_core *core)
 {
 	if (!core->missing_bytes && !core->notes_truncated)
 		return NULL;
-	char segs[96] = "";
+	char segs[48] = "";
 	if (core->missing_bytes) {
 		double pct = 100.0 * (double)core->missing_bytes /
 			     (double)core->load_bytes;
@@ -323,16 +346,12 @@ struct cs_error *cs_core_truncation(const struct cs_core *core)
 		else
 			snprintf(segs, sizeof(segs), "%.0f%%", pct);
 	}
-	return cs_error_create(
-		CS_ERR_FORMAT,
-		"%s: truncated: %s%s%s%s (the core was cut off while being "
-		"written?)",
-		core->path,
-		core->notes_truncated ? "the notes (threads, registers, "
-					"mapped files) are cut off"
-				      : "",
-		core->notes_truncated && core->missing_bytes ? " and " : "",
-		segs,
-		core->missing_bytes ? " of the memory segments are missing"
-				    : "");
+	char missing[160];
+	snprintf(missing, sizeof(missing), "%s%s%s%s are",
+		 core->notes_truncated ? "the notes (threads, registers, "
+					 "mapped files)"
+				       : "",
+		 core->notes_truncated && core->missing_bytes ? " and " : "",
+		 segs, core->missing_bytes ? " of the memory segments" : "");
+	return cs_core_cut(core, core->described, false, missing);
 }

@@ -173,10 +173,8 @@ static struct cs_error *cs_core_check_header(struct cs_core *core,
 					    "cores are supported)");
 	}
 	if (size < sizeof(Elf64_Ehdr) || elf_kind(core->elf) != ELF_K_ELF) {
-		return cs_core_format(core,
-				      "truncated: the ELF header is cut off "
-				      "(the core was cut off while being "
-				      "written?)");
+		return cs_core_cut(core, sizeof(Elf64_Ehdr), true,
+				   "the ELF header and all after it are");
 	}
 	if (!gelf_getehdr(core->elf, eh)) {
 		return cs_error_create(CS_ERR_FORMAT,
@@ -214,7 +212,20 @@ static struct cs_error *cs_core_load_headers(struct cs_core *core)
 	if (err)
 		return err;
 	size_t phnum;
-	if (elf_getphdrnum(core->elf, &phnum) != 0 || phnum == 0) {
+	int no_phdrs = elf_getphdrnum(core->elf, &phnum) != 0 || phnum == 0;
+	/* the header names a table the file ends before */
+	if (no_phdrs && eh.e_phnum && eh.e_phnum != PN_XNUM &&
+	    eh.e_phentsize == sizeof(Elf64_Phdr) &&
+	    (eh.e_phoff >= core->image_size ||
+	     core->image_size - eh.e_phoff <
+		     (uint64_t)eh.e_phnum * sizeof(Elf64_Phdr))) {
+		cs_core_describes(core, eh.e_phoff,
+				  (uint64_t)eh.e_phnum * sizeof(Elf64_Phdr));
+		return cs_core_cut(core, core->described, true,
+				   "the program headers and all they describe "
+				   "are");
+	}
+	if (no_phdrs) {
 		return cs_core_format(core,
 				      "no program headers (corrupt core?)");
 	}
@@ -231,11 +242,13 @@ static struct cs_error *cs_core_load_headers(struct cs_core *core)
 	if ((eh.e_phnum != PN_XNUM && phnum < eh.e_phnum) ||
 	    eh.e_phoff > core->image_size ||
 	    core->image_size - eh.e_phoff < table) {
-		return cs_core_format(core,
-				      "truncated: the program headers are "
-				      "cut off (the core was cut off while "
-				      "being written?)");
+		uint64_t n = eh.e_phnum != PN_XNUM ? eh.e_phnum : phnum;
+		cs_core_describes(core, eh.e_phoff, n * sizeof(Elf64_Phdr));
+		return cs_core_cut(core, core->described, true,
+				   "the program headers and all they describe "
+				   "are");
 	}
+	cs_core_describes(core, eh.e_phoff, table);
 	core->segs = calloc(phnum, sizeof(*core->segs));
 	if (!core->segs)
 		return &cs_error_nomem;
@@ -251,6 +264,9 @@ static struct cs_error *cs_core_load_headers(struct cs_core *core)
 					"%s",
 					core->path, i, elf_errmsg(-1));
 			}
+			if (pass == 0 && ph.p_filesz)
+				cs_core_describes(core, ph.p_offset,
+						  ph.p_filesz);
 			if (pass == 0 && ph.p_type == PT_LOAD)
 				cs_core_add_segment(core, &ph);
 			if (pass == 1 && ph.p_type == PT_NOTE) {
@@ -336,6 +352,15 @@ struct cs_error *cs_core_open(const char *path, struct cs_core **ret)
 	}
 	elf_version(EV_CURRENT);
 	core->elf = elf_begin(core->fd, ELF_C_READ_MMAP, NULL);
+	if (!core->elf && !kind && got >= SELFMAG &&
+	    memcmp(head, ELFMAG, SELFMAG) == 0 &&
+	    (uint64_t)st.st_size < sizeof(Elf64_Ehdr)) {
+		/* libelf refuses an ELF header cut short */
+		core->image_size = (size_t)st.st_size;
+		err = cs_core_cut(core, sizeof(Elf64_Ehdr), true,
+				  "the ELF header and all after it are");
+		goto fail;
+	}
 	if (!core->elf) {
 		err = cs_error_create(CS_ERR_FORMAT, "%s: cannot read: %s",
 				      path, elf_errmsg(-1));

@@ -91,6 +91,9 @@ struct cs_live_denial {
 	unsigned our_uid;   /* effective */
 	int target_uid_known;
 	unsigned target_uid; /* real */
+	int seccomp;         /* our Seccomp: mode, 0 none, -1 unknown */
+	const char *lsm;     /* the active security modules, or NULL */
+	const char *name;    /* the target's command name, or NULL */
 };
 struct cs_error *cs_live_denial_message(const struct cs_live_denial *d);
 

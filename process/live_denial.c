@@ -111,12 +111,46 @@ struct cs_error *cs_live_denial_message(const struct cs_live_denial *d)
 				       "corestack as root (CAP_SYS_PTRACE)",
 				       what, pid);
 	}
-	return cs_error_create(CS_ERR_OS,
-			       "cannot %s pid %d: permission denied even with "
-			       "CAP_SYS_PTRACE: ptrace is blocked here (a "
-			       "seccomp filter or security module, as in "
-			       "containers: docker needs --cap-add=SYS_PTRACE)",
-			       what, pid);
+	if (d->seccomp > 0) {
+		return cs_error_create(
+			CS_ERR_OS,
+			"cannot %s pid %d: permission denied even with "
+			"CAP_SYS_PTRACE: corestack runs under a seccomp "
+			"filter (mode %d), as containers do; docker needs "
+			"--cap-add=SYS_PTRACE or --security-opt "
+			"seccomp=unconfined",
+			what, pid, d->seccomp);
+	}
+	/* Root with the capability, no filter, no Yama: only a security
+	 * module is left, and the init of a sandbox is what they guard. */
+	const char *name = d->name && *d->name ? d->name : NULL;
+	return cs_error_create(
+		CS_ERR_OS,
+		"cannot %s pid %d%s%s%s: permission denied although corestack "
+		"has CAP_SYS_PTRACE%s and Yama %s: a security module refuses "
+		"it (%s%s)%s",
+		what, pid, name ? " (" : "", name ? name : "", name ? ")" : "",
+		d->seccomp == 0 ? " and no seccomp filter" : "",
+		d->yama_scope < 0 ? "is absent" : "allows it",
+		d->lsm ? "active here: " : "AppArmor, SELinux, a BPF LSM",
+		d->lsm ? d->lsm : "",
+		pid == 1
+			? "; pid 1 is the init of this system or container, which these commonly protect"
+			: "");
+}
+
+/* "Seccomp:" of our own status: 0 none, 1 strict, 2 filter; -1 unknown. */
+static int cs_live_our_seccomp(void)
+{
+	char *text = NULL;
+	size_t len;
+	if (cs_live_slurp("/proc/self/status", 64 << 10, 1, &text, &len) != 0 ||
+	    !text)
+		return -1;
+	const char *p = strstr(text, "\nSeccomp:");
+	int mode = p ? atoi(p + 9) : -1;
+	free(text);
+	return mode;
 }
 
 /* Why we may not ptrace (tid != 0) or read the memory of (tid == 0) pid,
@@ -135,16 +169,26 @@ struct cs_error *cs_live_denied(int pid, int tid)
 		.our_uid = (unsigned)geteuid(),
 		.target_uid_known = have_st,
 		.target_uid = have_st ? st.uid : 0,
+		.seccomp = cs_live_our_seccomp(),
+		.name = have_st ? st.name : NULL,
 	};
-	char *text = NULL;
+	char *text = NULL, *lsm = NULL;
 	size_t len;
+	if (cs_live_slurp("/sys/kernel/security/lsm", 4096, 1, &lsm, &len) ==
+		    0 &&
+	    lsm) {
+		lsm[strcspn(lsm, "\n")] = 0;
+		d.lsm = lsm;
+	}
 	if (cs_live_slurp("/proc/sys/kernel/yama/ptrace_scope", 64, 1, &text,
 			  &len) == 0 &&
 	    text) {
 		d.yama_scope = atoi(text);
 		free(text);
 	}
-	return cs_live_denial_message(&d);
+	struct cs_error *err = cs_live_denial_message(&d);
+	free(lsm);
+	return err;
 }
 
 /* The process is gone, or never was. */

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "../util/error.h"
 #include "../engine/report.h"
 
 struct cs_renderer {
@@ -27,6 +28,13 @@ const struct cs_renderer *cs_renderer_find(const char *name);
 /* The table's entries. */
 void cs_render_text(FILE *out, const struct cs_report *r); /* render_text.c */
 void cs_render_json(FILE *out, const struct cs_report *r); /* render_json.c */
+
+/* With --json, input unusable as a whole (exit 2) still gives a document
+ * on stdout, since tools parse stdout: the error's code and message and the
+ * core (NULL for a live process) or the pid (<= 0 for a core) it was
+ * reading. render_error.c */
+void cs_render_error_json(FILE *out, const struct cs_error *err,
+			  const char *core, int pid);
 
 /* One frame as the text report prints it, unindented, with its newline. */
 void cs_render_frame_text(FILE *out, const struct rv_process *p,

@@ -107,10 +107,16 @@ static void ractor_of(struct json *j, const struct rv_ractor *r)
 	json_end_object(j);
 }
 
-static void stack(struct json *j, bool truncated, const struct rv_frame *frames,
-		  size_t n, const char *error)
+static void stack(struct json *j, bool truncated, size_t cut,
+		  const struct rv_frame *frames, size_t n, const char *error)
 {
 	json_bool(j, "truncated", truncated);
+	if (truncated && cut)
+		json_int(j, "frames_cut", (int64_t)cut);
+	else if (truncated)
+		json_null(j, "frames_cut");
+	else
+		json_int(j, "frames_cut", 0);
 	json_begin_array(j, "frames");
 	for (size_t i = 0; i < n; i++)
 		frame(j, &frames[i]);
@@ -139,7 +145,8 @@ static void fiber_list(struct json *j, const char *key,
 			json_bool(j, "blocking", f->blocking);
 		json_bool(j, "root", f->is_root);
 		json_bool(j, "current", f->is_current);
-		stack(j, f->truncated, f->frames, f->nframes, f->error);
+		stack(j, f->truncated, f->frames_cut, f->frames, f->nframes,
+		      f->error);
 		json_end_object(j);
 	}
 	json_end_array(j);
@@ -250,7 +257,7 @@ static void thread(struct json *j, const struct cs_report *r, size_t i)
 	json_bool(j, "blocking_region", t->wait.blocking_region);
 	ractor_of(j, &t->ractor);
 	cs_render_exception_json(j, t);
-	stack(j, t->truncated, t->frames, t->nframes, t->error);
+	stack(j, t->truncated, t->frames_cut, t->frames, t->nframes, t->error);
 	fiber_list(j, "fibers", r->ruby, t->fibers, t->nfibers);
 	json_bool(j, "crashed", r->crash_tid >= 0 && tid == r->crash_tid);
 	if (r->native)

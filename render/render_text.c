@@ -127,24 +127,96 @@ void cs_render_frame_text(FILE *out, const struct rv_process *p,
 	frame(out, f, NULL, 0, p->backtick_quotes);
 }
 
-/* numbered: "#N " after the indent, padded as gdb pads its frames */
+/* The line that ends a stack cut by --max-frames: how many frames Ruby
+ * would show past it, when they could be counted. */
+static void truncation(FILE *out, bool truncated, size_t cut, int indent)
+{
+	if (!truncated)
+		return;
+	if (cut)
+		fprintf(out, "%*s<%zu more frame%s not shown: --max-frames>\n",
+			indent, "", cut, cut == 1 ? "" : "s");
+	else
+		fprintf(out, "%*s<more frames not shown: --max-frames>\n",
+			indent, "");
+}
+
+static bool same_text(const char *a, const char *b)
+{
+	return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+/* Two frames the text shows as the same line, with nothing under them. */
+static bool same_line(const struct rv_frame *a, const struct rv_frame *b)
+{
+	return a->kind == b->kind && a->lineno == b->lineno &&
+	       a->pc_stale == b->pc_stale && !a->nlocals && !b->nlocals &&
+	       !a->locals_error && !b->locals_error &&
+	       same_text(a->label, b->label) && same_text(a->path, b->path) &&
+	       same_text(a->stable, b->stable) && same_text(a->error, b->error);
+}
+
+/* A recursion repeats a block of at most this many frames... */
+#define FOLD_PERIOD 8
+/* ...and is folded when at least this many frames would be left out. */
+#define FOLD_LEVELS 4
+
+/* How many times the block of *period frames at f repeats back to back,
+ * for the period that covers the most frames (the shortest on a tie). */
+static size_t repeats(const struct rv_frame *f, size_t n, size_t *period)
+{
+	size_t best = 1, best_reps = 1;
+	for (size_t p = 1; p <= FOLD_PERIOD && 2 * p <= n; p++) {
+		size_t k = p;
+		while (k < n && same_line(&f[k], &f[k - p]))
+			k++;
+		size_t reps = k / p;
+		if (reps >= 2 && reps * p > best * best_reps) {
+			best = p;
+			best_reps = reps;
+		}
+	}
+	*period = best;
+	return best_reps;
+}
+
+/* numbered: "#N " after the indent, padded as gdb pads its frames. A
+ * recursion is shown once, then "... N levels..." for the frames left out,
+ * as Ruby prints a SystemStackError's backtrace. */
 static void stack(FILE *out, const struct rv_process *p, const char *error,
 		  const struct rv_frame *frames, size_t n, bool truncated,
-		  int indent, bool numbered)
+		  size_t cut, int indent, bool numbered)
 {
 	if (error)
 		fprintf(out, "%*s<stack incomplete: %s>\n", indent, "", error);
-	for (size_t j = 0; j < n; j++) {
-		if (numbered) {
-			fprintf(out, "%*s#%-2zu ", indent, "", j);
-			frame(out, &frames[j], NULL, 0, p->backtick_quotes);
-			continue;
+	for (size_t j = 0; j < n;) {
+		size_t period, reps = repeats(&frames[j], n - j, &period);
+		size_t shown = period, left_out = (reps - 1) * period;
+		if (left_out < FOLD_LEVELS) {
+			shown = 1;
+			left_out = 0;
 		}
-		frame(out, &frames[j], NULL, indent, p->backtick_quotes);
+		for (size_t k = j; k < j + shown; k++) {
+			if (numbered) {
+				fprintf(out, "%*s#%-2zu ", indent, "", k);
+				frame(out, &frames[k], NULL, 0,
+				      p->backtick_quotes);
+			} else {
+				frame(out, &frames[k], NULL, indent,
+				      p->backtick_quotes);
+			}
+		}
+		if (left_out && period == 1)
+			fprintf(out, "%*s... %zu levels...\n", indent, "",
+				left_out);
+		else if (left_out)
+			fprintf(out,
+				"%*s... %zu levels... (the %zu frames above, "
+				"%zu more times)\n",
+				indent, "", left_out, period, reps - 1);
+		j += shown + left_out;
 	}
-	if (truncated)
-		fprintf(out, "%*s<more frames not shown: --max-frames>\n",
-			indent, "");
+	truncation(out, truncated, cut, indent);
 }
 
 /* --native: native frames, merged stacks, threads that run no Ruby. */
@@ -243,8 +315,8 @@ static void fibers(FILE *out, const struct rv_process *p,
 		if (f->is_current)
 			fputs(", current: the thread's stack above", out);
 		fputc('\n', out);
-		stack(out, p, f->error, f->frames, f->nframes, f->truncated, 6,
-		      false);
+		stack(out, p, f->error, f->frames, f->nframes, f->truncated,
+		      f->frames_cut, 6, false);
 	}
 }
 
@@ -321,13 +393,10 @@ void cs_render_text(FILE *out, const struct cs_report *r)
 				fprintf(out, "    <stack incomplete: %s>\n",
 					t->error);
 			native_stack(out, r, i);
-			if (t->truncated)
-				fputs("    <more frames not shown: "
-				      "--max-frames>\n",
-				      out);
+			truncation(out, t->truncated, t->frames_cut, 4);
 		} else {
 			stack(out, r->ruby, t->error, t->frames, t->nframes,
-			      t->truncated, 4, r->frame_numbers);
+			      t->truncated, t->frames_cut, 4, r->frame_numbers);
 		}
 		/* A lone running root fiber says nothing the thread did not. */
 		if (t->nfibers > 1 ||

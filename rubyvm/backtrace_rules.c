@@ -270,3 +270,28 @@ void rv_bt_select_frames(struct rv_session *s, struct rv_thread *th)
 		i++;
 	}
 }
+
+void rv_bt_count_frame(const struct rv_session *s, struct rv_bt_count *c,
+		       const struct rv_frame *f)
+{
+	if (f->kind != RV_FRAME_RUBY) {
+		c->pending++;
+		c->n++;
+		return;
+	}
+	bool skip = s->rules.rescue_as_method && c->skip_next;
+	c->skip_next = f->rescue_or_ensure;
+	if (skip)
+		return;
+	if (f->c_like == RV_C_LIKE_INTERNAL && c->pending) {
+		c->n -= c->pending;
+		c->pending = 0;
+	}
+	if (f->c_like) {
+		c->pending++;
+		c->n++;
+		return;
+	}
+	c->pending = 0;
+	c->n++;
+}

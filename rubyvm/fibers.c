@@ -120,6 +120,7 @@ static void read_fiber(struct rv_session *s, const struct candidate *c,
 	f->frames = stack.frames;
 	f->nframes = stack.nframes;
 	f->truncated = stack.truncated;
+	f->frames_cut = stack.frames_cut;
 	if (err)
 		set_error(f, cs_error_wrap(err, "fiber 0x%llx",
 					   (unsigned long long)c->fiber));

@@ -602,6 +602,16 @@ static bool bad_env(struct rv_session *s, struct rv_ep_bounds *bounds,
 	return true;
 }
 
+/* Whether the last Ruby frame kept is a rescue or ensure clause's, which
+ * stands for the method frame right past the cut. */
+static bool ends_in_clause(const struct rv_thread *th)
+{
+	for (size_t i = th->nframes; i-- > 0;)
+		if (th->frames[i].kind == RV_FRAME_RUBY)
+			return th->frames[i].rescue_or_ensure;
+	return false;
+}
+
 static char unreliable_caller[] = "location from an unreliable caller frame";
 
 /* Control frames are read this many at a time: they are contiguous, and a
@@ -639,9 +649,12 @@ struct cs_error *rv_walk_ec(struct rv_session *s, uint64_t ec,
 	if (!s->cfp_chunk && !(s->cfp_chunk = malloc(CFP_CHUNK * cfp_size)))
 		return &cs_error_nomem;
 	uint8_t *chunk = s->cfp_chunk;
-	/* Past the limit, frames are only decoded until the next Ruby frame,
-	 * whose location the C frames just above the cut take. */
+	/* Past the limit, frames are decoded only to be counted, and the
+	 * first Ruby frame kept: the C frames just above the cut take its
+	 * location. */
 	struct rv_frame beyond = {0};
+	bool have_beyond = false;
+	struct rv_bt_count cut = {0};
 	/* where the JIT frame records' slots lie */
 	struct rv_machine_stack ms = {0};
 	if (rv_jit_frames_apply(s) && RV_HAS(s, ec_machine_stack_start) &&
@@ -651,15 +664,22 @@ struct cs_error *rv_walk_ec(struct rv_session *s, uint64_t ec,
 		ms.top = ms.size = 0;
 	struct rv_ep_bounds bounds = {.stack = stack, .inner_ep = UINT64_MAX};
 	struct cs_error *spent = NULL; /* the budget ran out */
-	bool done = false;
+	bool done = false, uncounted = false;
 	for (uint64_t i = 0; i < count && !done; i += CFP_CHUNK) {
 		uint64_t n = count - i < CFP_CHUNK ? count - i : CFP_CHUNK;
 		uint64_t at = cfp + i * cfp_size;
-		if ((err = rv_read(s, at, chunk, n * cfp_size)))
-			return cs_error_wrap(err, "control frames");
+		if ((err = rv_read(s, at, chunk, n * cfp_size))) {
+			if (th->nframes < max)
+				return cs_error_wrap(err, "control frames");
+			/* only counting: the count is unknown */
+			cs_error_destroy(err);
+			uncounted = true;
+			break;
+		}
 		for (uint64_t j = 0; j < n && !done; j++) {
 			const uint8_t *c = chunk + j * cfp_size;
-			if (!rv_charge(s, sizeof(struct rv_frame))) {
+			if (th->nframes < max &&
+			    !rv_charge(s, sizeof(struct rv_frame))) {
 				th->truncated = done = true;
 				spent = budget_exhausted(s);
 				break;
@@ -690,21 +710,28 @@ struct cs_error *rv_walk_ec(struct rv_session *s, uint64_t ec,
 				continue;
 			}
 			size_t text;
+			struct rv_frame other = {0};
+			struct rv_frame *f = have_beyond ? &other : &beyond;
 			if (!decode_frame(s, c, at + j * cfp_size, &ms, false,
-					  &beyond, &text))
+					  f, &text))
 				continue;
+			if (!th->truncated)
+				cut.skip_next = ends_in_clause(th);
 			th->truncated = true;
-			done = beyond.kind == RV_FRAME_RUBY && !beyond.c_like;
-			if (!done)
-				rv_frame_free(&beyond);
+			rv_bt_count_frame(s, &cut, f);
+			if (f == &beyond && beyond.kind == RV_FRAME_RUBY &&
+			    !beyond.c_like)
+				have_beyond = true;
+			else
+				rv_frame_free(f);
 		}
 	}
+	th->frames_cut = spent || uncounted ? 0 : cut.n;
 	rv_bt_select_frames(s, th);
 	/* C frames, and the Ruby frames this Ruby shows as C methods, take
 	 * the location of the nearest older Ruby frame. A borrowed frame
 	 * borrows it too: the caller is freed with it. */
-	const struct rv_frame *caller =
-		beyond.kind == RV_FRAME_RUBY && !beyond.c_like ? &beyond : NULL;
+	const struct rv_frame *caller = have_beyond ? &beyond : NULL;
 	for (size_t i = th->nframes; i-- > 0;) {
 		struct rv_frame *f = &th->frames[i];
 		if ((f->kind == RV_FRAME_RUBY && !f->c_like) || f->opaque) {
@@ -732,7 +759,7 @@ struct cs_error *rv_walk_ec(struct rv_session *s, uint64_t ec,
 			f->error = f->borrowed ? unreliable_caller
 					       : strdup(unreliable_caller);
 	}
-	if (done)
+	if (have_beyond)
 		rv_frame_free(&beyond);
 	return spent;
 }

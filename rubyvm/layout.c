@@ -12,6 +12,7 @@ enum spec_kind {
 	SPEC_SIZE,
 	SPEC_ENUM,
 	SPEC_VAR,
+	SPEC_VAR_MEMBER,
 	SPEC_CONST,
 	SPEC_FUNC,
 	SPEC_TEXT
@@ -31,6 +32,8 @@ static const struct spec specs[RVL_COUNT] = {
 #define SIZE(id, type, unit) {SPEC_SIZE, #id, type, NULL, unit, 0},
 #define ENUM(id, name, unit) {SPEC_ENUM, #id, name, NULL, unit, 0},
 #define VAR(id, name, unit) {SPEC_VAR, #id, name, NULL, unit, 0},
+#define VAR_MEMBER(id, name, path, unit) \
+	{SPEC_VAR_MEMBER, #id, name, path, unit, 0},
 #define CONST(id, name, unit) {SPEC_CONST, #id, name, NULL, unit, 0},
 #define FUNC(id, name, unit) {SPEC_FUNC, #id, name, NULL, unit, 0},
 #define TEXT(id, text) {SPEC_TEXT, #id, text, NULL, NULL, 0},
@@ -43,6 +46,7 @@ static const struct spec specs[RVL_COUNT] = {
 #undef SIZE
 #undef ENUM
 #undef VAR
+#undef VAR_MEMBER
 #undef CONST
 #undef FUNC
 #undef TEXT
@@ -249,6 +253,25 @@ static struct cs_error *resolve(struct dw_index *idx, int gc_only,
 			it->size = (uint32_t)m.size;
 			it->bit_pos = (uint16_t)m.bit_pos;
 			it->bit_size = (uint8_t)m.bit_size;
+			it->source = RV_FROM_DWARF;
+			break;
+		}
+		case SPEC_VAR_MEMBER: {
+			Dwarf_Attribute attr;
+			Dwarf_Die type;
+			struct dw_member m;
+			if (!dw_index_find(idx, DW_NAME_VARIABLE, s->type,
+					   hints, scan, &die, NULL) ||
+			    !dwarf_attr_integrate(&die, DW_AT_type, &attr) ||
+			    !dwarf_formref_die(&attr, &type))
+				break;
+			struct cs_error *e = dw_type_member(&type, s->path, &m);
+			if (e) {
+				cs_error_destroy(e);
+				break;
+			}
+			it->value = (int64_t)m.offset;
+			it->size = (uint32_t)m.size;
 			it->source = RV_FROM_DWARF;
 			break;
 		}

@@ -16,6 +16,7 @@ enum rv_item_id {
 #define SIZE(id, type, unit) RVL_##id,
 #define ENUM(id, name, unit) RVL_##id,
 #define VAR(id, name, unit) RVL_##id,
+#define VAR_MEMBER(id, name, path, unit) RVL_##id,
 #define CONST(id, name, unit) RVL_##id,
 #define FUNC(id, name, unit) RVL_##id,
 #define TEXT(id, text) RVL_##id,
@@ -28,6 +29,7 @@ enum rv_item_id {
 #undef SIZE
 #undef ENUM
 #undef VAR
+#undef VAR_MEMBER
 #undef CONST
 #undef FUNC
 #undef TEXT

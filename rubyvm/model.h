@@ -107,6 +107,7 @@ struct rv_fiber {
 	struct rv_frame *frames;
 	size_t nframes;
 	bool truncated;
+	size_t frames_cut; /* past max_frames, as rv_thread's */
 	char *error;
 };
 
@@ -166,7 +167,10 @@ struct rv_thread {
 	enum rv_thread_status status;
 	struct rv_frame *frames; /* innermost first */
 	size_t nframes;
-	bool truncated;          /* stopped at max_frames or max_output_bytes */
+	bool truncated; /* stopped at max_frames or max_output_bytes */
+	/* frames Ruby would show past max_frames; 0 when unknown (the output
+	 * budget ran out first) */
+	size_t frames_cut;
 	char *error;             /* NULL, or why the walk stopped early */
 	struct rv_fiber *fibers; /* after rv_snapshot_fibers: root first */
 	size_t nfibers;
@@ -308,6 +312,13 @@ struct cs_error *rv_snapshot(struct rv_session *s, struct rv_process **ret);
  * when unknown; what rv_snapshot puts in rv_process.ruby_version. */
 char *rv_ruby_version(struct rv_session *s);
 void rv_process_destroy(struct rv_process *p);
+
+/* The process's whole command line, its arguments joined by spaces, from
+ * Ruby's own copy of its argv (a core's notes keep only its start): at
+ * most RV_MAX_COMMAND bytes, "..." ending one cut there. Fails when Ruby
+ * has no copy or it does not read as one. command_line.c */
+#define RV_MAX_COMMAND (64 << 10)
+struct cs_error *rv_command_line(struct rv_session *s, char **ret);
 
 /* Every fiber of the process, added to a snapshot: each thread's root and
  * current fiber, and every Fiber object found by walking the GC heap. A

@@ -380,6 +380,15 @@ enum rv_c_like rv_bt_c_like(struct rv_session *s,
 /* Drop the frames this Ruby's backtraces do not show (a rescue clause's
  * method, what an internal frame called), after the walk. */
 void rv_bt_select_frames(struct rv_session *s, struct rv_thread *th);
+/* The frames rv_bt_select_frames would keep, counted one decoded frame at a
+ * time, for those past max_frames that are not kept. */
+struct rv_bt_count {
+	bool skip_next;
+	size_t pending; /* C-like frames since the last Ruby frame */
+	size_t n;
+};
+void rv_bt_count_frame(const struct rv_session *s, struct rv_bt_count *c,
+		       const struct rv_frame *f);
 
 /* frame_checks.c: a control frame's type and env against each other and
  * its VM stack. The env of the frame a walk saw last (the one it called)

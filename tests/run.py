@@ -37,7 +37,8 @@ of tests/harness/ whose docstring names its tests and what each checks:
     RUBY/stale-pc/...        stale_pc.py
     RUBY/frame-reuse         frame_reuse.py
     RUBY/hostile/...         hostile.py
-    debuginfo/build-id-dir, debuginfo/debuglink, cache/warm, limits/max-frames,
+    debuginfo/build-id-dir, debuginfo/debug-dir-file, debuginfo/not-found,
+    debuginfo/debuglink, cache/warm, limits/max-frames,
     RUBY/layout-units        layout.py
     RUBY/running-jit-code, 3.3-yjit/..., 3.4-yjit/...  variants.py (run-time variants:
                              a Ruby NAME ending in -yjit, -zjit, -yjit-env, -zjit-env,
@@ -139,10 +140,15 @@ def ruby_spec(spec):
 def bad_needs(selected, rubies):
     """(ruby, scenario) cores the selected bad/ tests use."""
     needs = set()
-    if any(selected("bad/truncated-%dpct" % p) for p in bad_input.TRUNCATIONS):
+    if any(selected("bad/truncated-%dpct" % p) for p in bad_input.TRUNCATIONS) or \
+            any(selected("bad/truncated-%db" % c) for c in bad_input.CUTS):
         source = next((r for r in ["3.3-static"] + list(rubies) if r in rubies), None)
         if source:
             needs.add((source, "threads"))
+    if selected("bad/truncated-kernel"):
+        source = next((r for r in ["3.3-static"] + list(rubies) if r in rubies), None)
+        if source:
+            needs.add((source, "crash"))
     if (selected("bad/no-debug-info") or selected("bad/build-id-mismatch")) and "3.3-static" in rubies:
         needs.add(("3.3-static", "threads"))
     for r in rubies:

@@ -6,6 +6,21 @@
 
 struct cs_error cs_error_nomem = {CS_ERR_NOMEM, (char *)"out of memory"};
 
+const char *cs_error_code_name(enum cs_error_code code)
+{
+	static const char *const names[] = {
+		[CS_ERR_NOMEM] = "nomem",       [CS_ERR_OS] = "os",
+		[CS_ERR_FORMAT] = "format",     [CS_ERR_FAULT] = "fault",
+		[CS_ERR_LOOKUP] = "lookup",     [CS_ERR_NO_DEBUG] = "no_debug",
+		[CS_ERR_MISMATCH] = "mismatch", [CS_ERR_NOT_RUBY] = "not_ruby",
+		[CS_ERR_CORRUPT] = "corrupt",   [CS_ERR_LIMIT] = "limit",
+		[CS_ERR_USAGE] = "usage",
+	};
+	if ((unsigned)code < sizeof(names) / sizeof(*names) && names[code])
+		return names[code];
+	return "unknown";
+}
+
 struct cs_error *cs_error_vcreate(enum cs_error_code code, const char *fmt,
 				  va_list ap)
 {

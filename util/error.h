@@ -37,6 +37,9 @@ struct cs_error *cs_error_vcreate(enum cs_error_code code, const char *fmt,
  * returns err (or a replacement). Consumes err. */
 struct cs_error *cs_error_wrap(struct cs_error *err, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+/* The code as a word for machines ("not_ruby", "format"), "unknown" for a
+ * code not in the enum. */
+const char *cs_error_code_name(enum cs_error_code code);
 /* Safe on NULL and on the static errors. */
 void cs_error_destroy(struct cs_error *err);
 

@@ -1,16 +1,28 @@
 """Unusable input: exit 2 (a truncated core may say partial, 1), one stderr
-line naming the file, no crash.
+line naming the file, no crash; every run has --json, whose exit 2 also
+writes a document on stdout with the error's code, stderr's message and
+the core's path.
 
     bad/not-a-core           a Ruby executable given as the core
     bad/empty                an empty core file
-    bad/truncated-NNpct      a real threads core cut to 1, 30 and 70 percent
+    bad/truncated-NNpct      a real threads core cut to 1, 30 and 70 percent, and
+    bad/truncated-NNb        to 100 and 4096 bytes: one message, the bytes the file
+                             has and those its headers describe (read here from
+                             them), the causes (ulimit -c, systemd-coredump)
+    bad/truncated-kernel     the kernel's crash core cut to 30 percent (its notes
+                             kept): the same message, on stderr when the VM's
+                             memory is lost (exit 2), else as the partial
+                             report's warning (exit 1)
     bad/non-ruby             the core of a process that runs no Ruby (sleep)
     bad/no-debug-info        the static 3.3 Ruby stripped of its DWARF: says 'debug'
     bad/build-id-mismatch    the 3.3-static core with the 3.1 Ruby: says 'build-id'
 """
 
+import json
 import os
+import re
 import shutil
+import struct
 import subprocess
 
 from . import procs
@@ -19,10 +31,31 @@ from .scenarios import GCORE_TIMEOUT
 
 
 TRUNCATIONS = (1, 30, 70)   # percent of a real core kept
+CUTS = (100, 4096)          # bytes of it kept: in or near its headers
+
+
+def described(core):
+    """(where the program header table ends, where the last thing the
+    headers name ends) in an ELF core, read here from its headers."""
+    with open(core, "rb") as f:
+        eh = f.read(64)
+        phoff, = struct.unpack_from("<Q", eh, 32)
+        phentsize, phnum = struct.unpack_from("<HH", eh, 54)
+        table = phoff + phnum * phentsize
+        end = table
+        f.seek(phoff)
+        for _ in range(phnum):
+            ph = f.read(phentsize)
+            offset, = struct.unpack_from("<Q", ph, 8)
+            filesz, = struct.unpack_from("<Q", ph, 32)
+            if filesz:
+                end = max(end, offset + filesz)
+    return table, end
 
 
 def test_names():
     return (["bad/not-a-core", "bad/empty"] + ["bad/truncated-%dpct" % p for p in TRUNCATIONS]
+            + ["bad/truncated-%db" % c for c in CUTS] + ["bad/truncated-kernel"]
             + ["bad/non-ruby", "bad/no-debug-info", "bad/build-id-mismatch"])
 
 
@@ -61,11 +94,11 @@ def bad_tests(rep, selected, args, prefixes, captures, workdir):
             raise procs.Failure("no %s/%s core: %s" % (ruby, scen, cap))
         return cap
 
-    def truncation_source():
+    def truncation_source(scen="threads"):
         for ruby in ["3.3-static"] + list(args.rubies):
-            if (ruby, "threads") in captures:
-                return core_of(ruby)
-        raise SkipTest("needs a threads core of a selected Ruby")
+            if (ruby, scen) in captures:
+                return core_of(ruby, scen)
+        raise SkipTest("needs a %s core of a selected Ruby" % scen)
 
     def not_a_core():
         if not built:
@@ -79,13 +112,20 @@ def bad_tests(rep, selected, args, prefixes, captures, workdir):
         open(path, "wb").close()
         return [cs, "--json", path] + ([exe_of(built[0])] if built else []), [path], (2,), None, ""
 
-    def truncated(pct):
+    def truncated(pct=None, cut=None, scen="threads"):
         def make():
-            cap = truncation_source()
+            cap = truncation_source(scen)
             size = os.path.getsize(cap.core)
-            path = os.path.join(bad, "%s-%s.truncated-%dpct.core" % (cap.ruby, cap.scenario, pct))
-            copy_prefix(cap.core, path, max(64, size * pct // 100))
-            return [cs, "--json", path, cap.exe], [path], (1, 2), None, ""
+            keep = cut if cut is not None else max(64, size * pct // 100)
+            path = os.path.join(bad, "%s-%s.truncated-%s.core" % (
+                cap.ruby, cap.scenario, "%dpct" % pct if cut is None else "%db" % cut))
+            copy_prefix(cap.core, path, keep)
+            table, whole = described(cap.core)
+            said = ("at least %d" % table) if keep < table else "%d" % whole
+            pattern = (r"truncated core: the file has %d bytes but its headers describe %s, "
+                       r"so .* missing; .*ulimit -c.*systemd-coredump" % (keep, said))
+            return ([cs, "--json", path, cap.exe], [path], (1, 2), pattern,
+                    "the bytes it has (%d), those its headers describe (%s), the causes" % (keep, said))
         return make
 
     def non_ruby():
@@ -119,7 +159,9 @@ def bad_tests(rep, selected, args, prefixes, captures, workdir):
                 r"build-id|does not match", "'build-id' or 'does not match'")
 
     tests = [("bad/not-a-core", not_a_core), ("bad/empty", empty)]
-    tests += [("bad/truncated-%dpct" % pct, truncated(pct)) for pct in TRUNCATIONS]
+    tests += [("bad/truncated-%dpct" % pct, truncated(pct=pct)) for pct in TRUNCATIONS]
+    tests += [("bad/truncated-%db" % cut, truncated(cut=cut)) for cut in CUTS]
+    tests += [("bad/truncated-kernel", truncated(pct=30, scen="crash"))]
     tests += [("bad/non-ruby", non_ruby), ("bad/no-debug-info", no_debug),
               ("bad/build-id-mismatch", mismatch)]
     for name, make in tests:
@@ -133,7 +175,31 @@ def bad_tests(rep, selected, args, prefixes, captures, workdir):
         except (procs.Failure, OSError, subprocess.SubprocessError) as exc:
             rep.result(name, "setup: %s" % exc)
             continue
-        rep.result(name, check_unusable(procs.run_tool(argv, timeout), paths, allowed, pattern, what))
+        core = [a for a in argv[1:] if not a.startswith("--")][0]
+        run = procs.run_tool(argv, timeout)
+        if run[0] == 1 and not run[2].strip() and pattern:
+            # partial: the stacks were readable, the truncation a warning
+            rep.result(name, check_partial_warning(run, pattern, what))
+            continue
+        rep.result(name, check_unusable(run, paths, allowed, pattern, what, json_file=core))
+
+
+def check_partial_warning(run, pattern, what):
+    """Exit 1 of a truncated core whose stacks could be read: a report,
+    complete false, and a warning that says pattern."""
+    rc, out, err, reason = run
+    if reason:
+        return reason
+    try:
+        report = json.loads(out)
+    except ValueError:
+        return "exit 1 but stdout is not JSON: %s" % out[:200]
+    if report.get("complete") is not False:
+        return "exit 1 but complete is %s" % report.get("complete")
+    warnings = report.get("warnings") or []
+    if not any(re.search(pattern, w, re.I) for w in warnings):
+        return "no warning says %s: %s" % (what, warnings[:3])
+    return None
 
 
 class SkipTest(Exception):

@@ -4,6 +4,7 @@ A run is procs.run_tool's (rc, stdout, stderr, reason); every check returns
 None when it passes, or one line saying what is wrong.
 """
 
+import json
 import re
 
 from . import compare, procs
@@ -50,8 +51,35 @@ def check_oracle(run, cap, live=False):
             or compare.compare_threads(report, cap.oracle))
 
 
-def check_unusable(run, paths, allowed=(2,), pattern=None, what=""):
-    """exit in allowed, one stderr line naming one of paths, no crash."""
+def check_error_document(out, err, path):
+    """The --json document of an unusable input: the same schema, complete
+    false, and an error whose message is the one stderr gives."""
+    try:
+        doc = json.loads(out)
+    except ValueError as exc:
+        return "exit 2 with --json but stdout is not JSON (%s): %s" % (exc, compare.show(out[:200]))
+    if not isinstance(doc, dict) or doc.get("corestack_schema") != 1:
+        return "exit 2 with --json: no corestack_schema 1 in %s" % compare.show(out[:200])
+    if doc.get("complete") is not False:
+        return "exit 2 with --json: complete is %s" % compare.show(doc.get("complete"))
+    e = doc.get("error")
+    if not isinstance(e, dict):
+        return "exit 2 with --json: no error object in %s" % compare.show(out[:200])
+    if not isinstance(e.get("code"), str) or not re.fullmatch(r"[a-z_]+", e["code"]):
+        return "exit 2 with --json: error code %s" % compare.show(e.get("code"))
+    if "corestack: %s" % e.get("message") != err.rstrip("\n"):
+        return "exit 2 with --json: error message %s is not stderr's %s" % (
+            compare.show(e.get("message")), compare.show(err))
+    if e.get("file") != path:
+        return "exit 2 with --json: error file %s, expected %s" % (
+            compare.show(e.get("file")), compare.show(path))
+    return None
+
+
+def check_unusable(run, paths, allowed=(2,), pattern=None, what="", json_file=None):
+    """exit in allowed, one stderr line naming one of paths, no crash; with
+    json_file (a run with --json), exit 2 also prints on stdout a document
+    whose error has a code, the stderr line's message and json_file."""
     rc, out, err, _ = run
     broken = broken_run(run)
     if broken:
@@ -67,6 +95,10 @@ def check_unusable(run, paths, allowed=(2,), pattern=None, what=""):
         return "stderr does not name %s: %s" % (" or ".join(paths), first_line(err))
     if pattern and not re.search(pattern, err, re.I):
         return "stderr does not say %s: %s" % (what, first_line(err))
+    if rc == 2 and json_file is not None:
+        why = check_error_document(out, err, json_file)
+        if why:
+            return why
     if rc == 1:
         report, why = compare.parse_report(out)
         if why:

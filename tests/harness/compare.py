@@ -87,6 +87,12 @@ def check_process(report, oracle, signal_number=None):
     if proc.get("ruby_version") != oracle["ruby_version"]:
         return "process.ruby_version: oracle %s, corestack %s" % (
             show(oracle["ruby_version"]), show(proc.get("ruby_version")))
+    if "cmdline" in oracle:
+        # the whole command line, not the 80 bytes or argv[0] of the notes
+        want = " ".join(oracle["cmdline"]).rstrip(" ")
+        if proc.get("command") != want:
+            return "process.command: the process's cmdline %s, corestack %s" % (
+                show(want), show(proc.get("command")))
     if signal_number is not None:
         sig = proc.get("signal")
         got = sig.get("number") if isinstance(sig, dict) else None
@@ -222,6 +228,59 @@ def check_qualified(expectations, report, oracle, field="qualified"):
                 return "%s (%s:%s %s): expected %s %s, corestack %s" % (
                     exp.where(), frame.get("path"), frame.get("lineno"), exp.label, field,
                     show(exp.qualified), show(frame.get(field)))
+    return None
+
+
+FOLD = re.compile(r"\.\.\. (\d+) levels\.\.\.(?: \(the (\d+) frames above, (\d+) more times\))?$")
+
+
+FOLD_MAX_RUN = 4   # a recursion deeper than this is folded
+
+
+def text_stacks(stdout):
+    """Each thread's frame lines in the text output, its folds ("... N
+    levels...") expanded -> (list of lists of Location#to_s, None) or
+    (None, reason); more than FOLD_MAX_RUN identical lines in a row are a
+    recursion left unfolded."""
+    stacks, cur, run, last = [], None, 0, None
+    for line in stdout.splitlines():
+        if line.startswith("Thread "):
+            cur = []
+            stacks.append(cur)
+            continue
+        if cur is None or not line.startswith("    ") or line[4:5] == " ":
+            if not line.startswith("    "):
+                cur = None if line.startswith("  ") or not line else cur
+            continue
+        text = line[4:]
+        m = FOLD.match(text)
+        if m:
+            levels, period = int(m.group(1)), int(m.group(2) or 1)
+            reps = levels // period
+            if levels % period or (m.group(3) and int(m.group(3)) != reps) or len(cur) < period:
+                return None, "fold line %s does not repeat whole blocks of what is above" % show(line)
+            cur.extend(cur[-period:] * reps)
+        elif not (text.startswith("<") and text.endswith(">") and ":in " not in text):
+            cur.append(text.split("  ")[0])
+            run = run + 1 if len(cur) > 1 and cur[-1] == cur[-2] and line == last else 1
+            if run > FOLD_MAX_RUN:
+                return None, "%d identical lines in a row, not folded: %s" % (run, show(line))
+        last = line
+    return stacks, None
+
+
+def check_text_stacks(stdout, oracle):
+    """Every thread Ruby reported is, frame by frame, one thread of the text
+    output once its folded recursions are expanded."""
+    stacks, why = text_stacks(stdout)
+    if why:
+        return why
+    for thread in scenario_threads(oracle["threads"]):
+        want = [f.get("text") or f["label"] for f in thread.get("frames", [])]
+        if want not in stacks:
+            near = min(stacks, key=lambda s: abs(len(s) - len(want))) if stacks else []
+            return "no thread of the text shows the %d frames Ruby reported (%s ...); nearest has %d" % (
+                len(want), show(want[:3]), len(near))
     return None
 
 

@@ -25,6 +25,11 @@ the tests carry no CRuby offsets of their own:
                           list, prints no thread twice and none that the list does not
                           reach, and ends in well under 10 s (before, a cycle ran to
                           the 100,000-thread bound and a short list passed for whole)
+    RUBY/corrupt/argc, argv-pointer, argv-string  Ruby's copy of its argv with
+                          an argc past the bound, argv[1] aimed at no mapping,
+                          argv[0]'s NUL gone (its string runs into argv[1]'s):
+                          the command line falls back to the core's notes, the
+                          stacks untouched, exit 0, no sanitizer report
     RUBY/limits/max-output  the output budget (--max-output, by default tied to
                           the core's size) stops the walk: exit 1, the stacks
                           read so far kept and equal to the full report's, the
@@ -366,9 +371,95 @@ def list_tests(rep, selected, ruby, cap, corestack, timeout, baseline, layout):
             cf.restore()
 
 
+NT_PRPSINFO = 3
+
+
+def module_base(core, path):
+    """Where the core's NT_FILE maps the start (file offset 0) of path."""
+    for _, ntype, _, desc in elfcore.notes(core):
+        if ntype != elfcore.NT_FILE:
+            continue
+        count, page = struct.unpack_from("<QQ", desc, 0)
+        ranges = [struct.unpack_from("<QQQ", desc, 16 + 24 * i) for i in range(count)]
+        names = desc[16 + 24 * count:].split(b"\0")
+        starts = [r[0] for r, n in zip(ranges, names) if n == path.encode() and r[2] == 0]
+        if starts:
+            return min(starts)
+    raise LookupError("%s is not in the core's NT_FILE note" % path)
+
+
+def notes_command(core):
+    """The command line of the core's NT_PRPSINFO note (pr_psargs)."""
+    for _, ntype, _, desc in elfcore.notes(core):
+        if ntype == NT_PRPSINFO:
+            return desc[56:136].split(b"\0")[0].decode("utf-8", "replace")
+    raise LookupError("no NT_PRPSINFO note in %s" % core)
+
+
+def patch_argc(cf, layout, origarg):
+    value, size = layout["origarg_argc"]
+    cf.write(origarg + value, struct.pack("<i", 0x7fffffff))
+
+
+def patch_argv1(cf, layout, origarg):
+    argv = cf.u64(origarg + layout["origarg_argv"][0])
+    cf.write(argv + 8, struct.pack("<Q", UNMAPPED))
+
+
+def patch_argv_string(cf, layout, origarg):
+    """argv[0]'s NUL overwritten: its string runs on into argv[1]'s."""
+    argv = cf.u64(origarg + layout["origarg_argv"][0])
+    s, nxt = cf.u64(argv), cf.u64(argv + 8)
+    if nxt <= s or nxt - s > 4096:
+        raise LookupError("argv[1] at 0x%x is not right after argv[0] at 0x%x" % (nxt, s))
+    cf.write(nxt - 1, b"x")
+
+
+ARGV_PATCHES = (("argc", patch_argc), ("argv-pointer", patch_argv1),
+                ("argv-string", patch_argv_string))
+
+
+def check_argv(corestack, cap, baseline, notes, timeout):
+    """The command line falls back to the notes', the stacks are untouched."""
+    rc, report, raw, err = run_json(corestack, cap.core, cap.exe, timeout)
+    if any("Sanitizer" in l or "runtime error" in l for l in err.splitlines()):
+        return "sanitizer report: %s" % err.strip()[:200]
+    if report is None or rc != 0:
+        return "exit status %d: %s" % (rc, compare.show(err[:200]))
+    got = report["process"].get("command") or ""
+    if got.rstrip(" ") != notes.rstrip(" "):
+        return "process.command %s, not the notes' %s" % (
+            compare.show(got[:200]), compare.show(notes))
+    if report["threads"] != baseline["threads"]:
+        return "the stacks differ from the unpatched core's"
+    return None
+
+
+def argv_tests(rep, selected, ruby, cap, corestack, timeout, baseline, layout):
+    """Ruby's copy of its argv damaged: its argc past any bound, a pointer
+    aimed at no mapping, a string whose NUL is gone."""
+    for what, patch in ARGV_PATCHES:
+        name = "%s/corrupt/%s" % (ruby, what)
+        if not selected(name):
+            continue
+        cf = CoreFile(cap.core)
+        try:
+            if "origarg" not in layout:
+                raise LookupError("the layout has no origarg")
+            origarg = module_base(cap.core, baseline["process"]["ruby_module"]) \
+                + layout["origarg"][0]
+            patch(cf, layout, origarg)
+            rep.result(name, check_argv(corestack, cap, baseline, notes_command(cap.core),
+                                        timeout))
+        except (RuntimeError, LookupError, KeyError, OSError, subprocess.SubprocessError) as exc:
+            rep.result(name, "setup: %s" % exc)
+        finally:
+            cf.restore()
+
+
 def test_names():
     """The corrupt/ tests' names after RUBY/corrupt/."""
-    return [p[0] for p in PATCHES] + [n for n, _ in LIST_PATCHES]
+    return [p[0] for p in PATCHES] + [n for n, _ in LIST_PATCHES] + [n for n, _ in ARGV_PATCHES]
 
 
 def corrupt_tests(rep, selected, ruby, cap, corestack, timeout):
@@ -390,6 +481,7 @@ def corrupt_tests(rep, selected, ruby, cap, corestack, timeout):
         except (OSError, subprocess.SubprocessError) as exc:
             rep.result(budget_name, "setup: %s" % exc)
     list_tests(rep, selected, ruby, cap, corestack, timeout, baseline, layout)
+    argv_tests(rep, selected, ruby, cap, corestack, timeout, baseline, layout)
     scenario_file = os.path.basename(cap.scenario) + ".rb"
     for (what, patch, same_iseq, find), name in zip(PATCHES, names):
         if not selected(name):

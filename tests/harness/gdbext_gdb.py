@@ -201,11 +201,15 @@ def check_json(run, oracle, source, signal_number, bad_out=None):
 
 def unnumbered(text):
     """ruby-bt's text without its frame numbers -> (text, reason): each
-    thread's own frames numbered #0, #1, ... in order (fibers' not)."""
+    thread's own frames numbered #0, #1, ... in order (fibers' not), a
+    folded recursion's "... N levels..." skipping N numbers."""
     lines, due = [], None
     for line in text.splitlines(keepends=True):
         if line.startswith("Thread "):
             due = 0
+        fold = compare.FOLD.match(line[4:].rstrip("\n")) if line.startswith("    ... ") else None
+        if fold and due is not None:
+            due += int(fold.group(1))
         m = re.match(r"    #(\d+) +(?=\S)", line)
         if m:
             if due is None or int(m.group(1)) != due:

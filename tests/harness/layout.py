@@ -4,8 +4,13 @@ the resolver reads; and --max-frames, on the same core.
     debuginfo/build-id-dir, debuginfo/debuglink  the static 3.3 Ruby stripped,
                              its DWARF found by build-id under --debug-dir and by
                              .gnu_debuglink: same stacks as the oracle
+    debuginfo/debug-dir-file the unstripped Ruby, renamed, directly in --debug-dir
+                             (no .build-id tree): found by its build-id
+    debuginfo/not-found      no debug info anywhere: exit 2, the message names
+                             --debug-dir's directory and /usr/lib/debug
     cache/warm               a second run served from the layout cache: same report
-    limits/max-frames        --max-frames cuts every stack, marks it, exits 1 (partial)
+    limits/max-frames        --max-frames cuts every stack, marks it, says how many
+                             frames past it the oracle has, exits 1 (partial)
     RUBY/layout-units        resolving the layout reads at most the 16 compile units
                              layout.def names, never all of them
 """
@@ -20,7 +25,8 @@ from .checks import check_oracle, first_line
 from .scenarios import Capture
 
 
-TESTS = ("debuginfo/build-id-dir", "debuginfo/debuglink", "cache/warm", "limits/max-frames")
+TESTS = ("debuginfo/build-id-dir", "debuginfo/debug-dir-file", "debuginfo/not-found",
+         "debuginfo/debuglink", "cache/warm", "limits/max-frames")
 
 
 def split_debug(exe, outdir):
@@ -44,7 +50,7 @@ def split_debug(exe, outdir):
 def debuginfo_tests(rep, selected, args, captures, workdir):
     """Split debug info: found by build-id under --debug-dir, and by
     .gnu_debuglink next to the binary; then the layout cache."""
-    names = ("debuginfo/build-id-dir", "debuginfo/debuglink", "cache/warm", "limits/max-frames")
+    names = TESTS
     if not any(selected(n) for n in names):
         return
     cap = captures.get(("3.3-static", "threads"))
@@ -73,6 +79,31 @@ def debuginfo_tests(rep, selected, args, captures, workdir):
         finally:
             os.rename(hidden, debug)
         rep.result("debuginfo/build-id-dir", check_oracle(run, cap))
+    if selected("debuginfo/debug-dir-file"):
+        # The unstripped Ruby under another name in DIR, no .build-id tree
+        # and the debuglink target moved away: found by its build-id.
+        flat = os.path.join(workdir, "debug-flat")
+        os.makedirs(flat, exist_ok=True)
+        shutil.copyfile(cap.exe, os.path.join(flat, "ruby-unstripped"))
+        hidden = debug + ".hidden"
+        os.rename(debug, hidden)
+        try:
+            run = procs.run_tool([cs, "--json", "--no-cache", "--debug-dir", flat,
+                                  cap.core, stripped], args.timeout)
+        finally:
+            os.rename(hidden, debug)
+        rep.result("debuginfo/debug-dir-file", check_oracle(run, cap))
+    if selected("debuginfo/not-found"):
+        empty = os.path.join(workdir, "debug-empty")
+        os.makedirs(empty, exist_ok=True)
+        hidden = debug + ".hidden"
+        os.rename(debug, hidden)
+        try:
+            run = procs.run_tool([cs, "--json", "--no-cache", "--debug-dir", empty,
+                                  cap.core, stripped], args.timeout)
+        finally:
+            os.rename(hidden, debug)
+        rep.result("debuginfo/not-found", check_not_found(run, [empty, "/usr/lib/debug"]))
     if selected("debuginfo/debuglink"):
         run = procs.run_tool([cs, "--json", "--no-cache", cap.core, stripped], args.timeout)
         rep.result("debuginfo/debuglink", check_oracle(run, cap))
@@ -87,14 +118,30 @@ def debuginfo_tests(rep, selected, args, captures, workdir):
             reason = "the cached run's report differs from the first run's"
         rep.result("cache/warm", reason)
     if selected("limits/max-frames"):
+        argv = [cs, "--max-frames", "3", cap.core, cap.exe]
         rep.result("limits/max-frames", check_max_frames(
-            procs.run_tool([cs, "--json", "--max-frames", "3", cap.core, cap.exe], args.timeout),
-            cap, 3))
+            procs.run_tool(argv[:1] + ["--json"] + argv[1:], args.timeout),
+            procs.run_tool(argv, args.timeout), cap, 3))
 
 
-def check_max_frames(run, cap, limit):
+def check_not_found(run, dirs):
+    """Exit 2, and the one stderr line names every debug directory."""
+    rc, out, err, reason = run
+    if reason:
+        return reason
+    if rc != 2:
+        return "exit status %d, expected 2: %s" % (rc, first_line(err))
+    missing = [d for d in dirs if d not in err]
+    if missing or len(err.strip().splitlines()) != 1:
+        return "the message does not name %s: %s" % (missing, first_line(err))
+    return None
+
+
+def check_max_frames(run, text_run, cap, limit):
     """Exit 1 (partial), each stack cut to the limit and marked truncated,
-    the frames kept equal to the oracle's innermost ones."""
+    the frames kept equal to the oracle's innermost ones, and how many were
+    cut (frames_cut, and the text's "<N more frames not shown") what the
+    oracle has past them."""
     rc, out, err, reason = run
     if reason:
         return reason
@@ -118,6 +165,20 @@ def check_max_frames(run, cap, limit):
                 return "thread %s: frame %s, oracle %s" % (
                     compare.show(got.get("name")), compare.show(f.get("label")),
                     compare.show(w["label"]))
+        cut = len(expected) - len(frames) if got.get("truncated") else 0
+        if got.get("frames_cut") != cut:
+            return "thread %s: frames_cut %s, the oracle has %d frames past the %d kept" % (
+                compare.show(got.get("name")), compare.show(got.get("frames_cut")), cut, len(frames))
+    rc, text, err, reason = text_run
+    if reason or rc != 1:
+        return reason or "text: exit status %d, expected 1" % rc
+    said = [int(n) for n in re.findall(r"^ *<(\d+) more frames? not shown: --max-frames>$",
+                                         text, re.M)]
+    cuts = [t["frames_cut"] for t in report["threads"] if t.get("frames_cut")]
+    cuts += [f["frames_cut"] for t in report["threads"] for f in t.get("fibers", [])
+             if f.get("frames_cut")]
+    if sorted(said) != sorted(cuts) or not said:
+        return "text says %s more frames not shown, JSON frames_cut %s" % (said, cuts)
     return None
 
 

@@ -212,6 +212,18 @@ int exercise(const char *path, struct cs_core **keep)
 	return 1;
 }
 
+/* What a truncated core's message says of its size. */
+static const char *expect_cut(char *buf, size_t size, size_t have,
+			      const char *at_least, uint64_t described,
+			      const char *missing)
+{
+	snprintf(buf, size,
+		 "truncated core: the file has %zu bytes but its headers "
+		 "describe %s%llu, so %s missing",
+		 have, at_least, (unsigned long long)described, missing);
+	return buf;
+}
+
 void test_truncated(void)
 {
 	char why[1024] = "";
@@ -251,8 +263,28 @@ void test_truncated(void)
 	printf("     (%d cuts opened, %d refused cleanly)\n", opened, refused);
 	report("truncated at every offset: opens or fails cleanly", why);
 
-	/* half of the memory data gone: segments total 0x4000 bytes */
 	why[0] = '\0';
+	/* cut in the ELF header and in the program headers: one message,
+	 * the bytes the file has and the least its headers describe */
+	char want[256];
+	for (size_t k = 0; k < 2; k++) {
+		size_t cut = k ? 100 : 30;
+		write_file(p, good.p, cut);
+		struct cs_core *c = NULL;
+		struct cs_error *e = cs_core_open(p, &c);
+		expect_cut(want, sizeof(want), cut, "at least ",
+			   k ? phdr_end : 64,
+			   k ? "the program headers and all they describe are"
+			     : "the ELF header and all after it are");
+		if (!e || !strstr(e->message, want) ||
+		    !strstr(e->message, "ulimit -c"))
+			FAIL("cut at %zu: %s, expected %s", cut,
+			     e ? e->message : "(opened)", want);
+		cs_error_destroy(e);
+		cs_core_close(c);
+	}
+
+	/* half of the memory data gone: segments total 0x4000 bytes */
 	write_file(p, good.p, lay.a_off + 0x2000);
 	struct cs_core *core = NULL;
 	NO_ERROR(cs_core_open(p, &core), "open cut core");
@@ -265,9 +297,13 @@ void test_truncated(void)
 			     (unsigned long long)cs_core_truncated_bytes(core),
 			     (unsigned long long)cs_core_segment_bytes(core));
 		else if (!t ||
-			 !strstr(t->message, "truncated: 50% of the "
-					     "memory segments are missing"))
-			FAIL("message: %s", t ? t->message : "(none)");
+			 !strstr(t->message,
+				 expect_cut(want, sizeof(want),
+					    lay.a_off + 0x2000, "", lay.end,
+					    "50% of the memory "
+					    "segments are")))
+			FAIL("message: %s, expected %s",
+			     t ? t->message : "(none)", want);
 		else
 			printf("     (%s)\n", t->message);
 		cs_error_destroy(t);

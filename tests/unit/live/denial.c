@@ -1,6 +1,7 @@
 /* process/live_*.c: the refusal messages, for every machine setting. */
 #include "tests/unit/live/live_test.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* The refusal messages for every machine setting, Yama's included (this
@@ -10,8 +11,10 @@ static void expect_denial(const struct cs_live_denial *d, const char *want1,
 {
 	struct cs_error *err = cs_live_denial_message(d);
 	const char *m = err ? err->message : "";
+	char pid[32];
+	snprintf(pid, sizeof(pid), "pid %d", d->pid);
 	CHECK(err && err->code == CS_ERR_OS, "denial: an OS error");
-	CHECK(strstr(m, "pid 4242") && !strchr(m, '\n'),
+	CHECK(strstr(m, pid) && !strchr(m, '\n'),
 	      "denial: one line naming the pid: %s", m);
 	CHECK(strstr(m, want1) && strstr(m, want2),
 	      "denial: '%s' and '%s' in: %s", want1, want2, m);
@@ -56,5 +59,19 @@ void test_denial_messages(void)
 	expect_denial(&d, "setuid or undumpable", "run corestack as root");
 	d.cap_sys_ptrace = 1;
 	d.yama_scope = 1; /* scope 1 and 2 do not stop CAP_SYS_PTRACE */
-	expect_denial(&d, "even with CAP_SYS_PTRACE", "seccomp");
+	d.seccomp = 2;
+	expect_denial(&d, "even with CAP_SYS_PTRACE", "seccomp filter");
+	/* no filter, no Yama: not seccomp's fault, and said so */
+	d = (struct cs_live_denial){.pid = 1,
+				    .attaching = 1,
+				    .cap_sys_ptrace = 1,
+				    .yama_scope = -1,
+				    .name = "init",
+				    .lsm = "lockdown,bpf"};
+	expect_denial(&d, "pid 1 (init): permission denied although",
+		      "no seccomp filter and Yama is absent: a security "
+		      "module refuses it (active here: lockdown,bpf); pid 1");
+	d.lsm = NULL;
+	expect_denial(&d, "a security module refuses it (AppArmor",
+		      "pid 1 is the init");
 }
