@@ -54,6 +54,9 @@ static const struct {
 	{"VM_ENV_FLAG_LOCAL", 0x2, 1},
 	/* vm_core.h: a frame vm_exec() was entered for; same enum */
 	{"VM_FRAME_FLAG_FINISH", 0x20, 1},
+	/* vm_core.h: a block parameter made a Proc; same enum */
+	{"VM_FRAME_FLAG_MODIFIED_BLOCK_PARAM", 0x200, 1},
+	{"VM_BLOCK_HANDLER_NONE", 0, 0}, /* vm_core.h: no block given */
 	/* internal/class.h: RUBY_FL_USER3, an enumerator a compiler may drop */
 	{"RMODULE_IS_REFINEMENT", 0x8000, 1},
 	/* zjit.h (master, 4.1.0-dev): the cfp->jit_return of a C method frame

@@ -188,6 +188,17 @@ struct cs_error *rv_iseq_lineno(struct rv_session *s,
 bool rv_iseq_pc_inside(struct rv_session *s, const struct rv_iseq_info *info,
 		       uint64_t pc);
 
+/* block_param.c: whether the scope of iseq (info), whose env has
+ * env_flags, has a block parameter the method has not read (its local
+ * number in *index), its value still the env's block handler; and that
+ * handler shown as binding.local_variable_get would give it (a Proc, or
+ * nil). */
+bool rv_block_param_unread(struct rv_session *s, uint64_t iseq,
+			   const struct rv_iseq_info *info, uint64_t env_flags,
+			   uint64_t *index);
+struct cs_error *rv_block_param_show(struct rv_session *s, uint64_t handler,
+				     char **text, char **class_name);
+
 /* iseq_cache.c: the same, decoded once per iseq (and per pc) and kept. The
  * info belongs to the cache: copy what outlives the next lookup. */
 struct cs_error *rv_iseq_lookup(struct rv_session *s, uint64_t iseq,
