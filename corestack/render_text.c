@@ -64,15 +64,20 @@ static void put_int(FILE *out, int v)
 }
 
 /* Ruby up to 3.3 quotes a label `m', 3.4 and later 'm' (rv_process). */
-static void frame(FILE *out, const struct rv_frame *f,
-		  const struct cs_native_frame *on, int indent, bool backtick)
+static void frame(FILE *out, const struct rv_process *p,
+		  const struct rv_frame *f, const struct cs_native_frame *on,
+		  int indent)
 {
+	bool backtick = p->backtick_quotes;
 	static const char spaces[] = "        ";
 	fwrite(spaces, 1,
 	       (size_t)indent < sizeof(spaces) - 1 ? (size_t)indent
 						   : sizeof(spaces) - 1,
 	       out);
-	fputs(f->path ? f->path : "?", out);
+	if (f->path)
+		fputs(f->path, out);
+	else /* $0 where Ruby prints it */
+		fputs(f->progname_path && p->progname ? p->progname : "?", out);
 	if (f->lineno) { /* as location_format: no line, no number */
 		putc(':', out);
 		put_int(out, f->lineno);
@@ -122,7 +127,7 @@ void cs_render_locals_text(FILE *out, const struct rv_frame *f, int indent)
 void cs_render_frame_text(FILE *out, const struct rv_process *p,
 			  const struct rv_frame *f)
 {
-	frame(out, f, NULL, 0, p->backtick_quotes);
+	frame(out, p, f, NULL, 0);
 }
 
 /* numbered: "#N " after the indent, padded as gdb pads its frames */
@@ -135,10 +140,10 @@ static void stack(FILE *out, const struct rv_process *p, const char *error,
 	for (size_t j = 0; j < n; j++) {
 		if (numbered) {
 			fprintf(out, "%*s#%-2zu ", indent, "", j);
-			frame(out, &frames[j], NULL, 0, p->backtick_quotes);
+			frame(out, p, &frames[j], NULL, 0);
 			continue;
 		}
-		frame(out, &frames[j], NULL, indent, p->backtick_quotes);
+		frame(out, p, &frames[j], NULL, indent);
 	}
 	if (truncated)
 		fprintf(out, "%*s<more frames not shown: --max-frames>\n",
@@ -184,8 +189,7 @@ static void native_stack(FILE *out, const struct cs_report *r, size_t i)
 		      "native frames>\n",
 		      out);
 		for (size_t j = 0; j < t->nframes; j++)
-			frame(out, &t->frames[j], NULL, 4,
-			      r->ruby->backtick_quotes);
+			frame(out, r->ruby, &t->frames[j], NULL, 4);
 		return;
 	}
 	if (m->error) {
@@ -194,8 +198,7 @@ static void native_stack(FILE *out, const struct cs_report *r, size_t i)
 			"alone>\n",
 			m->error);
 		for (size_t j = 0; j < t->nframes; j++)
-			frame(out, &t->frames[j], NULL, 4,
-			      r->ruby->backtick_quotes);
+			frame(out, r->ruby, &t->frames[j], NULL, 4);
 		return;
 	}
 	for (size_t j = 0; j < m->nframes; j++) {
@@ -203,8 +206,7 @@ static void native_stack(FILE *out, const struct cs_report *r, size_t i)
 		if (f->native && (!f->ruby || f->native->inlined))
 			native_frame(out, f->native);
 		if (f->ruby)
-			frame(out, f->ruby, f->native, 4,
-			      r->ruby->backtick_quotes);
+			frame(out, r->ruby, f->ruby, f->native, 4);
 	}
 }
 

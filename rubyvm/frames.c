@@ -701,14 +701,15 @@ struct cs_error *rv_walk_ec(struct rv_session *s, uint64_t ec,
 	/* C frames, and the Ruby frames this Ruby shows as C methods, take
 	 * the location of the nearest older Ruby frame. A borrowed frame
 	 * borrows it too: the caller is freed with it. */
-	const struct rv_frame *caller =
-		beyond.kind == RV_FRAME_RUBY && !beyond.c_like ? &beyond : NULL;
+	const struct rv_frame *caller = done ? &beyond
+					     : NULL; /* a Ruby frame */
 	for (size_t i = th->nframes; i-- > 0;) {
 		struct rv_frame *f = &th->frames[i];
 		if ((f->kind == RV_FRAME_RUBY && !f->c_like) || f->opaque) {
 			caller = f;
 			continue;
 		}
+		f->progname_path = !caller && f->kind == RV_FRAME_CFUNC;
 		if (!caller)
 			continue;
 		/* beyond dies with this walk: nothing may borrow from it */

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../util/utf8.h"
 #include "lists.h"
 #include "session.h"
 
@@ -210,6 +211,13 @@ struct cs_error *rv_snapshot(struct rv_session *s, struct rv_process **ret)
 			    buf, sizeof(buf) - 1))
 			p->ruby_version = strndup(buf, sizeof(buf) - 1);
 	}
+	uint64_t progname;
+	char *name = NULL;
+	if (RV_HAS(s, vm_progname) &&
+	    rv_try_member(s, vm, RVL_vm_progname, &progname) &&
+	    !rv_failed(rv_string(s, progname, &name)))
+		utf8_scrub(name); /* it reaches text and JSON */
+	p->progname = name;
 	struct rv_gc_state gc;
 	rv_gc_state_read(s, vm, &gc);
 	p->gc = gc;
@@ -282,6 +290,7 @@ void rv_process_destroy(struct rv_process *p)
 	free(p->fibers_error);
 	free(p->threads);
 	free(p->ruby_version);
+	free(p->progname);
 	free(p->gc.error);
 	free(p->gc.library);
 	free(p->fibers_note);
