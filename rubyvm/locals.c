@@ -75,18 +75,30 @@ static struct cs_error *ep_slot(struct rv_session *s, uint64_t ep,
 			   ret);
 }
 
+/* A rescue or ensure clause runs in an env of its own, but its locals are
+ * those of the scope it is written in: no scope of its own. */
+static bool clause_iseq(struct rv_session *s, const struct rv_iseq_info *info)
+{
+	return (RV_HAS(s, iseq_type_rescue) &&
+		info->type == RV_VAL(s, iseq_type_rescue)) ||
+	       (RV_HAS(s, iseq_type_ensure) &&
+		info->type == RV_VAL(s, iseq_type_ensure));
+}
+
 /* The locals of one scope: iseq's local table, values from the env at ep,
  * whose flags are env_flags. *parent is the iseq of the scope around it
- * (0 if none). */
+ * (0 if none); *clause: iseq is a rescue or ensure clause's. */
 static struct cs_error *scope_locals(struct rv_session *s, uint64_t iseq,
 				     uint64_t ep, uint64_t env_flags, int outer,
-				     struct local_list *l, uint64_t *parent)
+				     struct local_list *l, uint64_t *parent,
+				     bool *clause)
 {
 	const struct rv_iseq_info *info;
 	struct cs_error *err = rv_iseq_lookup(s, iseq, &info);
 	if (err)
 		return err;
 	*parent = info->parent_iseq;
+	*clause = clause_iseq(s, info);
 	uint64_t n, table, params = 0;
 	if ((err = rv_read_member(s, info->body, RVL_body_local_table_size,
 				  &n)) ||
@@ -141,14 +153,18 @@ static struct cs_error *frame_locals(struct rv_session *s, struct rv_frame *f)
 {
 	struct local_list l = {0};
 	uint64_t ep = 0, iseq = f->iseq, flags, prev;
+	int outer = 0; /* scopes out from the frame's own */
 	struct cs_error *err = rv_read_member(s, f->cfp, RVL_cfp_ep, &ep);
 	for (int scope = 0; !err && iseq && scope < MAX_SCOPES; scope++) {
 		uint64_t parent = 0;
+		bool clause = false;
 		if ((err = ep_slot(s, ep, RV_VAL(s, env_index_flags),
 				   &flags)) ||
-		    (err = scope_locals(s, iseq, ep, flags, scope, &l,
-					&parent)))
+		    (err = scope_locals(s, iseq, ep, flags, outer, &l, &parent,
+					&clause)))
 			break;
+		if (!clause)
+			outer++;
 		/* the method's (or top's) env ends the chain */
 		if (flags & (uint64_t)RV_VAL(s, env_flag_local) || !parent)
 			break;

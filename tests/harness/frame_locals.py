@@ -1,6 +1,6 @@
 """Locals: corestack --locals against what Ruby said of its own locals.
 
-fixtures/locals.rb (loaded by the frames scenario) parks three threads in
+fixtures/locals.rb (loaded by the frames scenario) parks four threads in
 frames with locals of every kind, each frame having written its
 binding.local_variables (or Kernel#local_variables) with each value's
 inspect, class and Kernel#to_s right before it parked
@@ -14,7 +14,9 @@ inspect, class and Kernel#to_s right before it parked
                              block parameter its method has not read: the
                              Proc passed, or the block literal's Proc that
                              Ruby makes only when it is read, shown at the
-                             block's place, as Proc#inspect gives it);
+                             block's place, as Proc#inspect gives it); the
+                             locals of a rescue clause's frame its method's
+                             own (outer 0), as the method's iseq says;
                              the text output carries the same "name = value"
                              lines
     RUBY/frames/locals-live  the same from corestack --json --locals --pid on
@@ -123,6 +125,9 @@ def check_frame_locals(got, record):
     by_name = dict((l["name"], l) for l in got)
     for d in record["locals"]:
         l = by_name[d["name"]]
+        if "outer" in d and l.get("outer") != d["outer"]:
+            return "%s: outer %s, Ruby's iseq has it in the frame's own scope" % (
+                d["name"], compare.show(l.get("outer")))
         if l.get("class") != d["class"]:
             return "%s: class %s, Ruby says %s" % (d["name"], compare.show(l.get("class")),
                                                  compare.show(d["class"]))
@@ -142,8 +147,8 @@ def find_frame(report, record):
 
 
 def check_report(report, records):
-    if len(records) != 5:
-        return "the fixture wrote %d locals records, expected 5" % len(records)
+    if len(records) != 6:
+        return "the fixture wrote %d locals records, expected 6" % len(records)
     for tag, record in sorted(records.items()):
         _, _, frame = find_frame(report, record)
         if frame is None:
