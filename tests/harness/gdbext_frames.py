@@ -254,9 +254,10 @@ def check_lines(step, path, lineno, first, last):
 
 def check_list(result, sysroot, mode, newer_known=True):
     """ruby-list around the selected frame's line, again the next lines,
-    ruby-list 1; under a sysroot holding a newer copy: one note line (where
-    the debugger says what to compare with); under one without the file:
-    one error line."""
+    ruby-list 1; under a sysroot holding a newer copy (live: an hour after
+    the start; core: half a second after the core, in the same second):
+    one note line (where the debugger says what to compare with); under
+    one without the file: one error line."""
     steps = (result.get("frames") or {}).get("list") or []
     if len(steps) != 7:
         return "ruby-list steps: %s" % compare.show([s["cmd"] for s in steps])
@@ -308,6 +309,15 @@ def make_sysroot(workdir, script):
     later = time.time() + 3600
     os.utime(dest, (later, later))
     return root
+
+
+def newer_within_second(core, sysroot, script):
+    """The core written at S.25 and the sysroot's copy of script modified
+    at S.75 of the same second S: newer than the core by half a second,
+    which a comparison of whole seconds does not see."""
+    second = int(os.stat(core).st_mtime) * 10**9
+    os.utime(core, ns=(second + 250000000,) * 2)
+    os.utime(sysroot + script, ns=(second + 750000000,) * 2)
 
 
 def complete_commands(workdir):

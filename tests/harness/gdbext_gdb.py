@@ -12,7 +12,8 @@ import time
 
 from . import compare, frame_locals, procs, requires
 from .gdbext_frames import (GDB_PART, WALK_SCRIPT, check_complete, check_frames, check_list,
-                            complete_commands, frames_env, make_sysroot)
+                            complete_commands, frames_env, make_sysroot,
+                            newer_within_second)
 
 
 ROOT = procs.ROOT
@@ -410,6 +411,8 @@ def scenario_runs(rep, selected, args, ruby, exe, scenarios, workdir, locals_hoo
                         left = procs.stopped_threads(run.pid) if not run.poll() else ["(exited)"]
                         rep.result(name, "threads left stopped: %s" % left if left else None)
                     core = procs.gcore(run.pid, os.path.join(run.workdir, "core"), 120)
+                    if "sysroot" in names:
+                        newer_within_second(core, names["sysroot"], run.script)
                 cli = procs.run_tool([args.corestack, core, exe], args.timeout)
                 res = run_gdb(args.gdbext, [exe, core], ["ruby-bt all"] + completions,
                               run.workdir, "core", script=script, env=env)
