@@ -22,7 +22,7 @@
  * heap's "found_by" and "note", the GC's "library"; 12: each native
  * frame's "jit" and "found_by" with --native; 13: each frame's
  * "jit_frame". */
-#define CS_JSON_SCHEMA_MINOR 13
+#define CS_JSON_SCHEMA_MINOR 14
 
 struct cs_report {
 	const char *core_path; /* NULL for a live process */
@@ -30,6 +30,7 @@ struct cs_report {
 	const char *vm_module; /* libruby.so, or the executable if static */
 	int pid;               /* -1 when unknown */
 	const char *command;   /* NULL when unknown */
+	const char *cwd;       /* the working directory; NULL when unknown */
 	const struct cs_siginfo *siginfo;
 	const struct rv_process *ruby;
 	const int64_t *tids; /* per Ruby thread: kernel tid or -1 */

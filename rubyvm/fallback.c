@@ -24,6 +24,7 @@ static const struct {
 	{"IMEMO_MASK", 0x0f, 0},              /* internal/imemo.h */
 	{"IMMEDIATE_TABLE_SIZE", 54, 0},      /* iseq.c succinct index table */
 	{"PATHOBJ_PATH", 0, 0}, /* vm_core.h: pathobj [path, realpath] */
+	{"PATHOBJ_REALPATH", 1, 0},
 	{"GC_GUARDED_PTR_REF(-1)", ~(int64_t)3, 0}, /* vm_core.h: tag bits */
 	{"ID_ENTRY_UNIT", 512, 0}, /* symbol.c: static const int */
 	/* include/ruby/internal/core/rtypeddata.h: the type word's low bit */

@@ -32,6 +32,7 @@ struct rv_frame {
 	enum rv_frame_kind kind;
 	char *label;     /* as Ruby's Thread::Backtrace::Location#label */
 	char *path;      /* #path (the caller's for C frames, as Ruby does) */
+	char *realpath;  /* #absolute_path (likewise); NULL: none or unknown */
 	int lineno;      /* #lineno, 0 when Ruby has none */
 	char *qualified; /* "Outer::Inner#meth", "block in Foo.bar" */
 	char *stable;    /* qualified with no address in it: anonymous and

@@ -165,7 +165,8 @@ void rv_names_destroy(struct rv_session *s);
 /* iseq.c */
 struct rv_iseq_info {
 	char *label, *base_label, *path;
-	int64_t type;       /* this iseq's type, -1 if unknown */
+	char *realpath; /* Location#absolute_path; NULL: none (eval) or unknown */
+	int64_t type;   /* this iseq's type, -1 if unknown */
 	int64_t local_type; /* type of its local iseq (the method of a block) */
 	uint64_t parent_iseq, local_iseq; /* 0 when none or unknown */
 	uint64_t builtin_attrs;           /* Primitive.attr! bits (3.1+) */

@@ -180,6 +180,8 @@ uint64_t cs_live_auxv(const struct cs_live *live, uint64_t type);
 const char *cs_live_executable(const struct cs_live *live);
 /* /proc/PID/cmdline with NULs as spaces; NULL if empty or unreadable. */
 const char *cs_live_command(const struct cs_live *live);
+/* readlink /proc/PID/cwd when attached; NULL if unreadable. */
+const char *cs_live_cwd(const struct cs_live *live);
 
 /* GNU build-id of the ELF module loaded at start, read from process memory
  * (ELF header, program headers, PT_NOTE), like cs_core_module_build_id:

@@ -180,7 +180,7 @@ def parse_json_run(run):
     return compare.parse_report(run["out"])
 
 
-def check_json(run, oracle, source, signal_number, bad_out=None):
+def check_json(run, oracle, source, signal_number, bad_out=None, cwd_known=True):
     report, reason = parse_json_run(run)
     if reason:
         return reason
@@ -196,7 +196,7 @@ def check_json(run, oracle, source, signal_number, bad_out=None):
         return "process.source is %s, expected %s" % (
             compare.show(report.get("process", {}).get("source")), compare.show(source))
     return (compare.check_shape(report)
-            or compare.check_process(report, oracle, signal_number)
+            or compare.check_process(report, oracle, signal_number, cwd_known)
             or compare.compare_threads(report, oracle))
 
 
@@ -299,7 +299,8 @@ def check_threads(data):
 
 
 def check_via_debugger(data, oracle, source, signal_number):
-    reason = check_json(data["runs"]["debugger"], oracle, source, signal_number)
+    reason = check_json(data["runs"]["debugger"], oracle, source, signal_number,
+                        cwd_known=False)
     if reason:
         return reason
     fast, _ = parse_json_run(data["runs"]["json"])
@@ -507,7 +508,7 @@ def container_test(rep, args, ruby, exe, workdir):
         report = json_in(out)
         if report is None:
             return "no JSON report: %s" % compare.show(err[-300:])
-        return check_json({"out": report}, oracle, "live", None)
+        return check_json({"out": report}, oracle, "live", None, cwd_known=False)
     on_parked(rep, "gdbext/%s/threads/container" % ruby, exe, workdir, "container-threads",
               ("unshare", "util-linux"), check)
 
@@ -527,7 +528,7 @@ def remote_test(rep, args, ruby, exe, workdir):
         report = json_in(out)
         if report is None:
             return "no JSON report through gdbserver: %s" % compare.show(err[-300:])
-        return check_json({"out": report}, oracle, "live", None) or \
+        return check_json({"out": report}, oracle, "live", None, cwd_known=False) or \
             one_error(res, "needs a live local process")
     on_parked(rep, "gdbext/%s/threads/remote" % ruby, exe, workdir, "remote-threads",
               ("gdbserver", ".ci/install-deps"), check)

@@ -174,6 +174,11 @@ def no_cores():
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
+# Scenarios run by a path relative to their working directory: Ruby then
+# reports that path as Location#path, and the file's own as #absolute_path.
+RELATIVE_SCRIPTS = {"deep.rb"}
+
+
 class Scenario:
     """One running scenario program."""
 
@@ -185,9 +190,11 @@ class Scenario:
         self.stdout_path = os.path.join(workdir, "stdout.txt")
         self.stderr_path = os.path.join(workdir, "stderr.txt")
         self.status = None   # raw wait status once reaped
+        run = os.path.relpath(script, workdir) \
+            if os.path.basename(script) in RELATIVE_SCRIPTS else script
         with open(self.stdout_path, "wb") as out, open(self.stderr_path, "wb") as err:
             self.proc = subprocess.Popen(
-                [ruby, script] + list(args), cwd=workdir, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                [ruby, run] + list(args), cwd=workdir, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
                 env=quiet_env(dict(env or {}, CORESTACK_ORACLE=self.oracle_path)),
                 preexec_fn=allow_cores if crash else no_cores)
         self.pid = self.proc.pid
