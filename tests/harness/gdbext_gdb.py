@@ -337,7 +337,7 @@ def check_session(rep, names, mode, gdb_run, cli, oracle, signal_number, selecte
                 r = check_frames(data, parse_json_run(data["runs"]["json"])[0], oracle,
                                  "gdb", mode)
             elif key == "list":
-                r = check_list(data, names["sysroot"], mode)
+                r = check_list(data, names["sysroot"], mode, script=names["script"])
             elif key == "complete":
                 r = check_complete(stdout, data["threads"])
             elif key == "locals":
@@ -368,17 +368,21 @@ def scenario_runs(rep, selected, args, ruby, exe, scenarios, workdir, locals_hoo
                     if selected(n):
                         rep.skip(n, why)
                 continue
+            # the scenario ruby-list reads runs by a relative path: gdb, in
+            # another directory, must list it from a core all the same
             running.append((scen, procs.Scenario(exe, script, os.path.join(workdir, scen),
                                                  scen.startswith("crash"),
-                                                 SCENARIO_ENV.get(scen))))
+                                                 SCENARIO_ENV.get(scen),
+                                                 relative=scen == FRAMES_SCENARIO)))
         for scen, run in running:
             crash = scen.startswith("crash")
             names = {"prefix": "gdbext/%s/%s" % (ruby, scen), "scenario": scen}
             script, env, completions = GDB_SCRIPT, None, []
             if scen == FRAMES_SCENARIO:
                 names["sysroot"] = make_sysroot(run.workdir, run.script)
+                names["script"] = run.script
                 script = GDB_FRAMES_SCRIPT
-                env = frames_env(names["sysroot"], run.script)
+                env = frames_env(names["sysroot"], run.script, run.shown)
                 completions = complete_commands(run.workdir)
             tests = scenario_tests(ruby, scen, crash)
             try:
