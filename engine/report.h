@@ -23,8 +23,8 @@
  * frame's "jit" and "found_by" with --native; 13: each frame's
  * "jit_frame"; 14: each Ruby frame's "self" with --locals; 15: a
  * document with "error" for unusable input; 16: each stack's
- * "frames_cut". */
-#define CS_JSON_SCHEMA_MINOR 16
+ * "frames_cut"; 17: each frame's "absolute_path", the process's "cwd". */
+#define CS_JSON_SCHEMA_MINOR 17
 
 struct cs_report {
 	const char *core_path; /* NULL for a live process */
@@ -32,6 +32,7 @@ struct cs_report {
 	const char *vm_module; /* libruby.so, or the executable if static */
 	int pid;               /* -1 when unknown */
 	const char *command;   /* NULL when unknown */
+	const char *cwd;       /* the working directory; NULL when unknown */
 	const struct cs_siginfo *siginfo;
 	const struct rv_process *ruby;
 	const int64_t *tids; /* per Ruby thread: kernel tid or -1 */

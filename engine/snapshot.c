@@ -261,6 +261,7 @@ struct cs_error *cs_snapshot_take(const struct cs_target *t, struct cs_ruby *r,
 	rep->vm_module = vm->vm->path;
 	rep->pid = pid;
 	rep->command = command_line(t, session, s);
+	rep->cwd = cs_target_cwd(t);
 	rep->siginfo = si;
 	rep->ruby = s->proc;
 	rep->tids = s->tids.tids;

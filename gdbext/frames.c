@@ -96,8 +96,10 @@ static struct cs_error *thread_frames(void *ctx, struct cs_snapshot *s)
 		g->native = -1;
 		g->lineno = f->lineno;
 		g->text = frame_text(p, f);
-		g->path = f->path ? strdup(f->path) : NULL;
-		if (!g->text || (f->path && !g->path))
+		/* the file to list, from any directory where Ruby knows it */
+		const char *path = f->realpath ? f->realpath : f->path;
+		g->path = path ? strdup(path) : NULL;
+		if (!g->text || (path && !g->path))
 			return &cs_error_nomem;
 	}
 	return w->native ? match_native(rt, w) : NULL;

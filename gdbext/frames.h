@@ -14,7 +14,8 @@
 
 struct gx_ruby_frame {
 	char *text;  /* as ruby-bt prints it, without "#N " and newline */
-	char *path;  /* as Ruby reports it; NULL when none */
+	char *path;  /* the file: its absolute path (Location#absolute_path),
+		      * else as Ruby reports it; NULL when none */
 	int lineno;  /* 0 when none */
 	long native; /* index into the native frames given, or -1 */
 };

@@ -1,6 +1,7 @@
 #include "source_list.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,14 +20,17 @@ static const char *sysroot_dir(const char *sysroot)
 	return strcmp(sysroot, "/") == 0 ? "" : sysroot;
 }
 
-/* When process pid started, in seconds since the epoch; 0 unknown. */
-static time_t process_start(int pid)
+/* The first instant of the wall clock after which process pid had surely
+ * started (false: unknown). /proc gives its start in clock ticks since
+ * boot, rounded down; the boot time is what the wall clock reads less the
+ * time since boot (as /proc/stat's btime, which drops its fraction). */
+static bool process_started_by(int pid, struct timespec *ret)
 {
 	char path[64], buf[1024];
 	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
 	FILE *f = fopen(path, "r");
 	if (!f)
-		return 0;
+		return false;
 	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
 	fclose(f);
 	buf[n] = '\0';
@@ -36,20 +40,25 @@ static time_t process_start(int pid)
 	/* field 22 (starttime) is the 20th after the command */
 	for (int field = 3; p && field <= 22; field++)
 		p = strchr(p + 1, ' ');
-	if (!p || sscanf(p, " %llu", &start) != 1)
-		return 0;
-	if (!(f = fopen("/proc/stat", "r")))
-		return 0;
-	unsigned long long btime = 0;
-	char line[256];
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "btime %llu", &btime) == 1)
-			break;
-	fclose(f);
+	struct timespec real, boot;
 	long hz = sysconf(_SC_CLK_TCK);
-	if (!btime || hz <= 0)
-		return 0;
-	return (time_t)(btime + start / (unsigned long long)hz);
+	if (!p || sscanf(p, " %llu", &start) != 1 || hz <= 0 ||
+	    clock_gettime(CLOCK_REALTIME, &real) != 0 ||
+	    clock_gettime(CLOCK_BOOTTIME, &boot) != 0)
+		return false;
+	const long long ns = 1000000000LL;
+	long long at = (real.tv_sec - boot.tv_sec) * ns +
+		       (real.tv_nsec - boot.tv_nsec) +
+		       (long long)((start + 1) * (ns / hz));
+	ret->tv_sec = at / ns;
+	ret->tv_nsec = at % ns;
+	return true;
+}
+
+static bool later(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec != b->tv_sec ? a->tv_sec > b->tv_sec
+				      : a->tv_nsec > b->tv_nsec;
 }
 
 /* "note: ... newer than ..." when the file changed after the reference
@@ -58,16 +67,17 @@ static void newer_note(FILE *out, const char *file, const struct stat *st,
 		       const struct gx_list_request *req)
 {
 	struct stat core;
-	time_t ref = 0;
+	struct timespec ref;
 	const char *what = NULL;
+	/* to the nanosecond: a file written within the second before is not
+	 * newer */
 	if (req->core_path && stat(req->core_path, &core) == 0) {
-		ref = core.st_mtime;
+		ref = core.st_mtim;
 		what = "the core was written";
-	} else if (req->pid > 0) {
-		ref = process_start(req->pid);
+	} else if (req->pid > 0 && process_started_by(req->pid, &ref)) {
 		what = "the process started";
 	}
-	if (!ref || st->st_mtime <= ref)
+	if (!what || !later(&st->st_mtim, &ref))
 		return;
 	char when[32] = "?";
 	struct tm tm;

@@ -186,6 +186,8 @@ const char *cs_live_command(const struct cs_live *live);
 /* The same read now, of any process (a title set since, as Ruby's $0=
  * does): malloc'd, NULL if empty or unreadable. */
 char *cs_live_read_command(int pid);
+/* readlink /proc/PID/cwd when attached; NULL if unreadable. */
+const char *cs_live_cwd(const struct cs_live *live);
 
 /* GNU build-id of the ELF module loaded at start, read from process memory
  * (ELF header, program headers, PT_NOTE), like cs_core_module_build_id:

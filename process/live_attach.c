@@ -91,6 +91,7 @@ void cs_live_close(struct cs_live *live)
 	free(live->auxv);
 	free(live->exe);
 	free(live->cmd);
+	free(live->cwd);
 	if (live->memfd >= 0)
 		close(live->memfd);
 	free(live);

@@ -103,7 +103,7 @@ struct cs_live {
 	int regions_fresh;
 	uint64_t *auxv; /* pairs */
 	size_t auxv_count;
-	char *exe, *cmd;
+	char *exe, *cmd, *cwd;
 	/* Where to read memory and /proc files from: the main thread, or
 	 * when it has exited (a zombie has no mm, its maps read empty) the
 	 * first live thread; all share one address space. */

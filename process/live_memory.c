@@ -259,6 +259,11 @@ const char *cs_live_command(const struct cs_live *live)
 	return live->cmd;
 }
 
+const char *cs_live_cwd(const struct cs_live *live)
+{
+	return live->cwd;
+}
+
 /* ---- build-id ---- */
 
 struct cs_error *cs_live_module_build_id(struct cs_live *live, uint64_t start,

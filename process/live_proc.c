@@ -425,5 +425,14 @@ struct cs_error *cs_live_read_proc(struct cs_live *live)
 				return &cs_error_nomem;
 		}
 	}
+
+	/* where a relative path the program ran from is */
+	snprintf(path, sizeof(path), "%s/cwd", live->procdir);
+	n = readlink(path, buf, PATH_MAX);
+	if (n > 0) {
+		buf[n] = 0;
+		if (!(live->cwd = strdup(buf)))
+			return &cs_error_nomem;
+	}
 	return NULL;
 }

@@ -79,6 +79,11 @@ static const char *live_command(const void *p)
 	return cs_live_command(p);
 }
 
+static const char *live_cwd(const void *p)
+{
+	return cs_live_cwd(p);
+}
+
 static bool live_region_of(const void *p, uint64_t addr, struct cs_region *ret)
 {
 	/* the regions are read on first use: the cache is not the target */
@@ -96,14 +101,14 @@ static void live_close(void *p)
 }
 
 /* Every operation but close: a view leaves the attachment open. */
-#define LIVE_OPS                                                            \
-	.read = live_read, .thread_count = live_thread_count,               \
-	.thread_at = live_thread_at, .has_registers = live_has_registers,   \
-	.mapping_count = live_mapping_count, .mapping_at = live_mapping_at, \
-	.mapping_of = live_mapping_of, .find_mapping = live_find_mapping,   \
-	.auxv = live_auxv, .executable = live_executable,                   \
-	.module_build_id = live_build_id, .pid = live_pid,                  \
-	.command = live_command, .region_of = live_region_of,               \
+#define LIVE_OPS                                                               \
+	.read = live_read, .thread_count = live_thread_count,                  \
+	.thread_at = live_thread_at, .has_registers = live_has_registers,      \
+	.mapping_count = live_mapping_count, .mapping_at = live_mapping_at,    \
+	.mapping_of = live_mapping_of, .find_mapping = live_find_mapping,      \
+	.auxv = live_auxv, .executable = live_executable,                      \
+	.module_build_id = live_build_id, .pid = live_pid,                     \
+	.command = live_command, .cwd = live_cwd, .region_of = live_region_of, \
 	.release = live_release, .writable_next = live_writable_next
 
 static const struct cs_target_ops live_view_ops = {LIVE_OPS};

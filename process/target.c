@@ -121,6 +121,11 @@ const char *cs_target_command(const struct cs_target *t)
 	return t->ops->command ? t->ops->command(t->priv) : NULL;
 }
 
+const char *cs_target_cwd(const struct cs_target *t)
+{
+	return t->ops->cwd ? t->ops->cwd(t->priv) : NULL;
+}
+
 const struct cs_siginfo *cs_target_siginfo(const struct cs_target *t)
 {
 	return t->ops->siginfo ? t->ops->siginfo(t->priv) : NULL;

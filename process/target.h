@@ -133,6 +133,9 @@ struct cs_target_ops {
 	 * unknown (-1, NULL, none). */
 	int (*pid)(const void *priv);
 	const char *(*command)(const void *priv);
+	/* The working directory, where the target knows it (a live process);
+	 * the path of a Ruby frame run from a relative path is from here. */
+	const char *(*cwd)(const void *priv);
 	/* The signal the target was dumped on, as recorded. */
 	const struct cs_siginfo *(*siginfo)(const void *priv);
 	/* The thread that took a fatal siginfo, or -1. */
@@ -205,6 +208,7 @@ cs_target_writable_regions(const struct cs_target *t);
 
 int cs_target_pid(const struct cs_target *t);
 const char *cs_target_command(const struct cs_target *t);
+const char *cs_target_cwd(const struct cs_target *t);
 const struct cs_siginfo *cs_target_siginfo(const struct cs_target *t);
 int64_t cs_target_crash_tid(const struct cs_target *t);
 

@@ -16,6 +16,7 @@ static void process(struct json *j, const struct cs_report *r)
 	else
 		json_null(j, "pid");
 	json_string(j, "command", r->command);
+	json_string(j, "cwd", r->cwd);
 	json_string(j, "executable", r->executable);
 	json_string(j, "ruby_module", r->vm_module);
 	json_string(j, "ruby_version", r->ruby->ruby_version);
@@ -45,6 +46,7 @@ static void frame(struct json *j, const struct rv_frame *f)
 	json_string(j, "kind", f->kind == RV_FRAME_RUBY ? "ruby" : "cfunc");
 	json_string(j, "label", f->label);
 	json_string(j, "path", f->path);
+	json_string(j, "absolute_path", f->realpath);
 	json_int(j, "lineno", f->lineno);
 	json_string(j, "qualified", f->qualified);
 	json_string(j, "stable", f->stable);

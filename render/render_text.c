@@ -64,15 +64,20 @@ static void put_int(FILE *out, int v)
 }
 
 /* Ruby up to 3.3 quotes a label `m', 3.4 and later 'm' (rv_process). */
-static void frame(FILE *out, const struct rv_frame *f,
-		  const struct cs_native_frame *on, int indent, bool backtick)
+static void frame(FILE *out, const struct rv_process *p,
+		  const struct rv_frame *f, const struct cs_native_frame *on,
+		  int indent)
 {
+	bool backtick = p->backtick_quotes;
 	static const char spaces[] = "        ";
 	fwrite(spaces, 1,
 	       (size_t)indent < sizeof(spaces) - 1 ? (size_t)indent
 						   : sizeof(spaces) - 1,
 	       out);
-	fputs(f->path ? f->path : "?", out);
+	if (f->path)
+		fputs(f->path, out);
+	else /* $0 where Ruby prints it */
+		fputs(f->progname_path && p->progname ? p->progname : "?", out);
 	if (f->lineno) { /* as location_format: no line, no number */
 		putc(':', out);
 		put_int(out, f->lineno);
@@ -124,7 +129,7 @@ void cs_render_locals_text(FILE *out, const struct rv_frame *f, int indent)
 void cs_render_frame_text(FILE *out, const struct rv_process *p,
 			  const struct rv_frame *f)
 {
-	frame(out, f, NULL, 0, p->backtick_quotes);
+	frame(out, p, f, NULL, 0);
 }
 
 /* The line that ends a stack cut by --max-frames: how many frames Ruby
@@ -199,11 +204,9 @@ static void stack(FILE *out, const struct rv_process *p, const char *error,
 		for (size_t k = j; k < j + shown; k++) {
 			if (numbered) {
 				fprintf(out, "%*s#%-2zu ", indent, "", k);
-				frame(out, &frames[k], NULL, 0,
-				      p->backtick_quotes);
+				frame(out, p, &frames[k], NULL, 0);
 			} else {
-				frame(out, &frames[k], NULL, indent,
-				      p->backtick_quotes);
+				frame(out, p, &frames[k], NULL, indent);
 			}
 		}
 		if (left_out && period == 1)
@@ -258,8 +261,7 @@ static void native_stack(FILE *out, const struct cs_report *r, size_t i)
 		      "native frames>\n",
 		      out);
 		for (size_t j = 0; j < t->nframes; j++)
-			frame(out, &t->frames[j], NULL, 4,
-			      r->ruby->backtick_quotes);
+			frame(out, r->ruby, &t->frames[j], NULL, 4);
 		return;
 	}
 	if (m->error) {
@@ -268,8 +270,7 @@ static void native_stack(FILE *out, const struct cs_report *r, size_t i)
 			"alone>\n",
 			m->error);
 		for (size_t j = 0; j < t->nframes; j++)
-			frame(out, &t->frames[j], NULL, 4,
-			      r->ruby->backtick_quotes);
+			frame(out, r->ruby, &t->frames[j], NULL, 4);
 		return;
 	}
 	for (size_t j = 0; j < m->nframes; j++) {
@@ -277,8 +278,7 @@ static void native_stack(FILE *out, const struct cs_report *r, size_t i)
 		if (f->native && (!f->ruby || f->native->inlined))
 			native_frame(out, f->native);
 		if (f->ruby)
-			frame(out, f->ruby, f->native, 4,
-			      r->ruby->backtick_quotes);
+			frame(out, r->ruby, f->ruby, f->native, 4);
 	}
 }
 

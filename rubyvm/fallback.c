@@ -24,6 +24,7 @@ static const struct {
 	{"IMEMO_MASK", 0x0f, 0},              /* internal/imemo.h */
 	{"IMMEDIATE_TABLE_SIZE", 54, 0},      /* iseq.c succinct index table */
 	{"PATHOBJ_PATH", 0, 0}, /* vm_core.h: pathobj [path, realpath] */
+	{"PATHOBJ_REALPATH", 1, 0},
 	{"GC_GUARDED_PTR_REF(-1)", ~(int64_t)3, 0}, /* vm_core.h: tag bits */
 	{"ID_ENTRY_UNIT", 512, 0}, /* symbol.c: static const int */
 	/* include/ruby/internal/core/rtypeddata.h: the type word's low bit */
@@ -56,6 +57,9 @@ static const struct {
 	{"VM_ENV_FLAG_LOCAL", 0x2, 1},
 	/* vm_core.h: a frame vm_exec() was entered for; same enum */
 	{"VM_FRAME_FLAG_FINISH", 0x20, 1},
+	/* vm_core.h: a block parameter made a Proc; same enum */
+	{"VM_FRAME_FLAG_MODIFIED_BLOCK_PARAM", 0x200, 1},
+	{"VM_BLOCK_HANDLER_NONE", 0, 0}, /* vm_core.h: no block given */
 	/* internal/class.h: RUBY_FL_USER3, an enumerator a compiler may drop */
 	{"RMODULE_IS_REFINEMENT", 0x8000, 1},
 	/* zjit.h (master, 4.1.0-dev): the cfp->jit_return of a C method frame

@@ -73,6 +73,7 @@ static bool copy_frame(struct rv_frame *dst, const struct rv_frame *src)
 	*dst = *src;
 	dst->label = dup_or_null(src->label, &failed);
 	dst->path = dup_or_null(src->path, &failed);
+	dst->realpath = dup_or_null(src->realpath, &failed);
 	dst->qualified = dup_or_null(src->qualified, &failed);
 	dst->stable = dup_or_null(src->stable, &failed);
 	dst->error = dup_or_null(src->error, &failed);

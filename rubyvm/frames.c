@@ -32,6 +32,7 @@ void rv_frame_free(struct rv_frame *f)
 		return;
 	free(f->label);
 	free(f->path);
+	free(f->realpath);
 	free(f->qualified);
 	free(f->stable);
 	free(f->error);
@@ -325,6 +326,7 @@ static void ruby_frame(struct rv_session *s, uint64_t iseq, uint64_t pc,
 			f->label = strdup(info->label);
 	}
 	f->path = strdup(info->path);
+	f->realpath = info->realpath ? strdup(info->realpath) : NULL;
 	check_line(f, line_bounds(s, info));
 	/* label and path were checked (and scrubbed) with the iseq */
 	if (!f->error && (!info->label_clean || !info->path_clean))
@@ -446,8 +448,8 @@ static size_t text_size(const char *t)
 static size_t frame_text_size(const struct rv_frame *f)
 {
 	return text_size(f->label) + text_size(f->path) +
-	       text_size(f->qualified) + text_size(f->stable) +
-	       text_size(f->error);
+	       text_size(f->realpath) + text_size(f->qualified) +
+	       text_size(f->stable) + text_size(f->error);
 }
 
 /* The cached frame at addr moved to a new pc (see rv_frame_cache_moved):
@@ -738,6 +740,7 @@ struct cs_error *rv_walk_ec(struct rv_session *s, uint64_t ec,
 			caller = f;
 			continue;
 		}
+		f->progname_path = !caller && f->kind == RV_FRAME_CFUNC;
 		if (!caller)
 			continue;
 		/* beyond dies with this walk: nothing may borrow from it */
@@ -745,14 +748,20 @@ struct cs_error *rv_walk_ec(struct rv_session *s, uint64_t ec,
 		    !rv_frame_own_strings(f))
 			return &cs_error_nomem;
 		if (caller->path && f->c_like && f->path) {
-			if (!f->borrowed)
+			if (!f->borrowed) {
 				free(f->path);
-			f->path = NULL; /* its own: the caller's replaces it */
+				free(f->realpath);
+			}
+			/* its own: the caller's replace them */
+			f->path = f->realpath = NULL;
 		}
 		if (caller->path && !f->path) {
 			f->path = f->borrowed ? caller->path
 					      : strdup(caller->path);
 			f->lineno = caller->lineno;
+			f->realpath = f->borrowed || !caller->realpath
+					      ? caller->realpath
+					      : strdup(caller->realpath);
 		}
 		/* The location is the caller's: no better than the caller. */
 		if (caller->error && !f->error)

@@ -15,12 +15,15 @@ void rv_iseq_info_free(struct rv_iseq_info *info)
 	free(info->label);
 	free(info->base_label);
 	free(info->path);
+	free(info->realpath);
 	memset(info, 0, sizeof(*info));
 }
 
-/* location.pathobj: a String, or an Array [path, realpath]. */
+/* location.pathobj: a String (path and realpath alike), or an Array
+ * [path, realpath]; entry: PATHOBJ_PATH or PATHOBJ_REALPATH. nil gives
+ * NULL. */
 static struct cs_error *pathobj_path(struct rv_session *s, uint64_t pathobj,
-				     char **ret)
+				     int64_t entry, char **ret)
 {
 	uint64_t type;
 	struct cs_error *err = rv_builtin_type(s, pathobj, &type, NULL);
@@ -28,12 +31,12 @@ static struct cs_error *pathobj_path(struct rv_session *s, uint64_t pathobj,
 		return err;
 	if (type == (uint64_t)RV_VAL(s, t_array)) {
 		uint64_t str;
-		if ((err = rv_array_entry(s, pathobj,
-					  (uint64_t)RV_VAL(s, pathobj_path),
-					  &str)))
+		if ((err = rv_array_entry(s, pathobj, (uint64_t)entry, &str)))
 			return err;
 		pathobj = str;
 	}
+	if (rv_is_nil(s, pathobj))
+		return NULL;
 	return rv_string(s, pathobj, ret);
 }
 
@@ -55,8 +58,20 @@ struct cs_error *rv_iseq_info(struct rv_session *s, uint64_t iseq,
 	    (err = rv_read_member(s, body, RVL_body_label, &label)) ||
 	    (err = rv_read_member(s, body, RVL_body_pathobj, &pathobj)) ||
 	    (err = rv_string(s, label, &info->label)) ||
-	    (err = pathobj_path(s, pathobj, &info->path)))
+	    (err = pathobj_path(s, pathobj, RV_VAL(s, pathobj_path),
+				&info->path)))
 		goto fail;
+	if (!info->path) {
+		err = cs_error_create(CS_ERR_CORRUPT, "iseq 0x%llx has no path",
+				      (unsigned long long)iseq);
+		goto fail;
+	}
+	/* optional: a Ruby that could not say leaves it unknown */
+	if (RV_HAS(s, pathobj_realpath) &&
+	    !rv_failed(pathobj_path(s, pathobj, RV_VAL(s, pathobj_realpath),
+				    &info->realpath)) &&
+	    info->realpath)
+		utf8_scrub(info->realpath);
 	info->body = body;
 	info->label_clean = utf8_scrub(info->label);
 	info->path_clean = utf8_scrub(info->path);

@@ -31,13 +31,17 @@ static bool is_local_id(struct rv_session *s, uint64_t id)
 	       (uint64_t)RV_VAL(s, id_local);
 }
 
+/* v: the local's value, or the block handler of an unread block parameter
+ * (handler) */
 static struct cs_error *add_local(struct rv_session *s, struct local_list *l,
 				  char *name, uint64_t v, bool argument,
-				  int outer)
+				  int outer, bool handler)
 {
 	struct rv_local loc = {
 		.name = name, .argument = argument, .outer = outer};
-	struct cs_error *err = rv_value_show(s, v, &loc.value, &loc.class_name);
+	struct cs_error *err =
+		handler ? rv_block_param_show(s, v, &loc.value, &loc.class_name)
+			: rv_value_show(s, v, &loc.value, &loc.class_name);
 	if (!err && l->n == l->cap) {
 		size_t cap = l->cap ? l->cap * 2 : 8;
 		struct rv_local *items =
@@ -64,17 +68,37 @@ static struct cs_error *add_local(struct rv_session *s, struct local_list *l,
 	return NULL;
 }
 
-/* The locals of one scope: iseq's local table, values from the env at ep.
- * *parent is the iseq of the scope around it (0 if none). */
+static struct cs_error *ep_slot(struct rv_session *s, uint64_t ep,
+				int64_t index, uint64_t *ret)
+{
+	return rv_read_u64(s, ep + (uint64_t)(index * RV_VAL(s, value_size)),
+			   ret);
+}
+
+/* A rescue or ensure clause runs in an env of its own, but its locals are
+ * those of the scope it is written in: no scope of its own. */
+static bool clause_iseq(struct rv_session *s, const struct rv_iseq_info *info)
+{
+	return (RV_HAS(s, iseq_type_rescue) &&
+		info->type == RV_VAL(s, iseq_type_rescue)) ||
+	       (RV_HAS(s, iseq_type_ensure) &&
+		info->type == RV_VAL(s, iseq_type_ensure));
+}
+
+/* The locals of one scope: iseq's local table, values from the env at ep,
+ * whose flags are env_flags. *parent is the iseq of the scope around it
+ * (0 if none); *clause: iseq is a rescue or ensure clause's. */
 static struct cs_error *scope_locals(struct rv_session *s, uint64_t iseq,
-				     uint64_t ep, int outer,
-				     struct local_list *l, uint64_t *parent)
+				     uint64_t ep, uint64_t env_flags, int outer,
+				     struct local_list *l, uint64_t *parent,
+				     bool *clause)
 {
 	const struct rv_iseq_info *info;
 	struct cs_error *err = rv_iseq_lookup(s, iseq, &info);
 	if (err)
 		return err;
 	*parent = info->parent_iseq;
+	*clause = clause_iseq(s, info);
 	uint64_t n, table, params = 0;
 	if ((err = rv_read_member(s, info->body, RVL_body_local_table_size,
 				  &n)) ||
@@ -82,6 +106,9 @@ static struct cs_error *scope_locals(struct rv_session *s, uint64_t iseq,
 		return err;
 	if (RV_HAS(s, body_param_size))
 		rv_try_member(s, info->body, RVL_body_param_size, &params);
+	uint64_t block_param = 0;
+	bool unread =
+		rv_block_param_unread(s, iseq, info, env_flags, &block_param);
 	if (n == 0)
 		return NULL;
 	if (n > MAX_LOCALS)
@@ -108,17 +135,17 @@ static struct cs_error *scope_locals(struct rv_session *s, uint64_t iseq,
 		    rv_failed(rv_id_name(s, ids[i], &name)))
 			continue;
 		utf8_scrub(name); /* names reach text and JSON */
-		err = add_local(s, l, name, vals[i], i < params, outer);
+		uint64_t v = vals[i];
+		bool handler = unread && i == block_param;
+		if (handler &&
+		    (err = ep_slot(s, ep, RV_VAL(s, env_index_specval), &v)))
+			free(name);
+		else
+			err = add_local(s, l, name, v, i < params, outer,
+					handler);
 	}
 	free(ids);
 	return err;
-}
-
-static struct cs_error *ep_slot(struct rv_session *s, uint64_t ep,
-				int64_t index, uint64_t *ret)
-{
-	return rv_read_u64(s, ep + (uint64_t)(index * RV_VAL(s, value_size)),
-			   ret);
 }
 
 /* The frame's self (cfp->self, what self is in a block too), shown as a
@@ -143,14 +170,20 @@ static struct cs_error *frame_locals(struct rv_session *s, struct rv_frame *f)
 {
 	struct local_list l = {0};
 	uint64_t ep = 0, iseq = f->iseq, flags, prev;
+	int outer = 0; /* scopes out from the frame's own */
 	struct cs_error *err = frame_self(s, f);
 	if (!err)
 		err = rv_read_member(s, f->cfp, RVL_cfp_ep, &ep);
 	for (int scope = 0; !err && iseq && scope < MAX_SCOPES; scope++) {
 		uint64_t parent = 0;
-		if ((err = scope_locals(s, iseq, ep, scope, &l, &parent)) ||
-		    (err = ep_slot(s, ep, RV_VAL(s, env_index_flags), &flags)))
+		bool clause = false;
+		if ((err = ep_slot(s, ep, RV_VAL(s, env_index_flags),
+				   &flags)) ||
+		    (err = scope_locals(s, iseq, ep, flags, outer, &l, &parent,
+					&clause)))
 			break;
+		if (!clause)
+			outer++;
 		/* the method's (or top's) env ends the chain */
 		if (flags & (uint64_t)RV_VAL(s, env_flag_local) || !parent)
 			break;

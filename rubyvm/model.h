@@ -32,6 +32,7 @@ struct rv_frame {
 	enum rv_frame_kind kind;
 	char *label;     /* as Ruby's Thread::Backtrace::Location#label */
 	char *path;      /* #path (the caller's for C frames, as Ruby does) */
+	char *realpath;  /* #absolute_path (likewise); NULL: none or unknown */
 	int lineno;      /* #lineno, 0 when Ruby has none */
 	char *qualified; /* "Outer::Inner#meth", "block in Foo.bar" */
 	char *stable;    /* qualified with no address in it: anonymous and
@@ -54,6 +55,10 @@ struct rv_frame {
 		RV_C_LIKE_INTERNAL, /* in an <internal:...> file (4.0) */
 	} c_like;
 	bool rescue_or_ensure; /* runs a rescue or ensure clause's iseq */
+	/* A C method with no Ruby frame below it (at the bottom of a fiber,
+	 * say): no path or line, as Location#path and #lineno, but Ruby's
+	 * backtrace line names the program (rv_process.progname). */
+	bool progname_path;
 	/* A control frame whose type or env cannot be believed (shown as a
 	 * C frame "?" with its error): it may have been a Ruby frame, so the
 	 * C frames it called take no location from older frames. */
@@ -235,6 +240,9 @@ struct rv_process {
 	/* How this Ruby quotes a label in a backtrace line: path:line:in `m'
 	 * (up to 3.3) or path:line:in 'm' (3.4+). */
 	bool backtick_quotes;
+	/* vm->progname ($0): the path a backtrace line gives a C method with
+	 * no Ruby frame below it (rv_frame.progname_path); NULL if unknown */
+	char *progname;
 };
 
 /* Threads a snapshot reads at most unless told otherwise; the live

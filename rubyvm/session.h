@@ -165,7 +165,8 @@ void rv_names_destroy(struct rv_session *s);
 /* iseq.c */
 struct rv_iseq_info {
 	char *label, *base_label, *path;
-	int64_t type;       /* this iseq's type, -1 if unknown */
+	char *realpath; /* Location#absolute_path; NULL: none (eval) or unknown */
+	int64_t type;   /* this iseq's type, -1 if unknown */
 	int64_t local_type; /* type of its local iseq (the method of a block) */
 	uint64_t parent_iseq, local_iseq; /* 0 when none or unknown */
 	uint64_t builtin_attrs;           /* Primitive.attr! bits (3.1+) */
@@ -187,6 +188,17 @@ struct cs_error *rv_iseq_lineno(struct rv_session *s,
  * cannot be read: the line lookup then reports why). */
 bool rv_iseq_pc_inside(struct rv_session *s, const struct rv_iseq_info *info,
 		       uint64_t pc);
+
+/* block_param.c: whether the scope of iseq (info), whose env has
+ * env_flags, has a block parameter the method has not read (its local
+ * number in *index), its value still the env's block handler; and that
+ * handler shown as binding.local_variable_get would give it (a Proc, or
+ * nil). */
+bool rv_block_param_unread(struct rv_session *s, uint64_t iseq,
+			   const struct rv_iseq_info *info, uint64_t env_flags,
+			   uint64_t *index);
+struct cs_error *rv_block_param_show(struct rv_session *s, uint64_t handler,
+				     char **text, char **class_name);
 
 /* iseq_cache.c: the same, decoded once per iseq (and per pc) and kept. The
  * info belongs to the cache: copy what outlives the next lookup. */

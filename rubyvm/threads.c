@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../util/utf8.h"
 #include "lists.h"
 #include "session.h"
 
@@ -214,6 +215,13 @@ struct cs_error *rv_snapshot(struct rv_session *s, struct rv_process **ret)
 	s->output_left = s->opts.max_output_bytes;
 	p->backtick_quotes = s->rules.backtick_quotes;
 	p->ruby_version = rv_ruby_version(s);
+	uint64_t progname;
+	char *name = NULL;
+	if (RV_HAS(s, vm_progname) &&
+	    rv_try_member(s, vm, RVL_vm_progname, &progname) &&
+	    !rv_failed(rv_string(s, progname, &name)))
+		utf8_scrub(name); /* it reaches text and JSON */
+	p->progname = name;
 	struct rv_gc_state gc;
 	rv_gc_state_read(s, vm, &gc);
 	p->gc = gc;
@@ -286,6 +294,7 @@ void rv_process_destroy(struct rv_process *p)
 	free(p->fibers_error);
 	free(p->threads);
 	free(p->ruby_version);
+	free(p->progname);
 	free(p->gc.error);
 	free(p->gc.library);
 	free(p->fibers_note);

@@ -79,8 +79,10 @@ def check_shape(report):
     return None
 
 
-def check_process(report, oracle, signal_number=None):
-    """The process facts the oracle (and, for kernel cores, wait()) knows."""
+def check_process(report, oracle, signal_number=None, cwd_known=True):
+    """The process facts the oracle (and, for kernel cores, wait()) knows.
+    cwd_known: the target can read a live process's working directory (not
+    one the debugger reads for corestack)."""
     proc = report["process"]
     if proc.get("pid") != oracle["pid"]:
         return "process.pid: oracle %s, corestack %s" % (show(oracle["pid"]), show(proc.get("pid")))
@@ -93,6 +95,11 @@ def check_process(report, oracle, signal_number=None):
         if proc.get("command") != want:
             return "process.command: the process's cmdline %s, corestack %s" % (
                 show(want), show(proc.get("command")))
+    # a live process's working directory; a core does not record it
+    live = proc.get("source") == "live" and cwd_known
+    want_cwd = oracle.get("cwd") if live else None
+    if proc.get("cwd") != want_cwd:
+        return "process.cwd: %s, expected %s" % (show(proc.get("cwd")), show(want_cwd))
     if signal_number is not None:
         sig = proc.get("signal")
         got = sig.get("number") if isinstance(sig, dict) else None
@@ -117,8 +124,8 @@ def compare_threads(report, oracle):
                 title, show(want["native_thread_id"]), show(got.get("tid")))
         wf, gf = want["frames"], got["frames"]
         for fi, (a, b) in enumerate(zip(wf, gf)):
-            for key in ("label", "path", "lineno"):
-                if a.get(key) != b.get(key):
+            for key in ("label", "path", "lineno", "absolute_path"):
+                if (key in a or key != "absolute_path") and a.get(key) != b.get(key):
                     return "%s frame %d of %d: %s: oracle %s, corestack %s (oracle frame %s:%s:%s)" % (
                         title, fi, len(wf), key, show(a.get(key)), show(b.get(key)),
                         a.get("path"), a.get("lineno"), a.get("label"))

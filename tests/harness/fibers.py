@@ -41,7 +41,11 @@ the program's call structure and checked against Ruby's own on 3.1+.
                                library; the fibers checks, and exactly the
                                heap walk's fibers
     RUBY/fibers/fibers-text    the text output has a "Fiber 0x..." line with
-                               Ruby's status for every tracked fiber
+                               Ruby's status for every tracked fiber, and
+                               every frame of a suspended one printed as
+                               Location#to_s prints it (3.1+: a C method
+                               with no Ruby frame below, as Enumerator#next's
+                               fibers have, at the program's name)
     RUBY/fibers/no-fibers      --no-fibers: fibers and heap null, thread
                                stacks still as the oracle's
 """
@@ -292,11 +296,16 @@ FIBER_LINE = re.compile(r"^  Fiber (0x[0-9a-f]+)(?: \(root\))? (\w+)", re.M)
 
 def check_text(stdout, oracle):
     seen = {int(m.group(1), 16): m.group(2) for m in FIBER_LINE.finditer(stdout)}
+    lines = set(l.strip().split("  ")[0] for l in stdout.splitlines())
     for want in oracle.get("fibers") or []:
         got = seen.get(int(want["object"], 16))
         if got != want["status"]:
             return "fiber %s %s: text line says %s, Ruby %s" % (
                 show(want["tag"]), want["object"], show(got), show(want["status"]))
+        for frame in want.get("frames") or []:
+            if frame["text"] not in lines:
+                return "fiber %s %s: frame %s not printed as Ruby prints it" % (
+                    show(want["tag"]), want["object"], show(frame["text"]))
     return None
 
 

@@ -45,9 +45,10 @@ def walk(threads, execute, select, native, set_sysroot, limit=100):
     pick = None
     for key, lwp in ruby:
         for s in out["walks"][str(lwp)]:
-            m = _re.match(r"#(\d+) +(/[^:]+):(\d+):in ", s["out"] or "")
-            if m and pick is None and m.group(2) == os.environ["GDBEXT_LIST_FILE"] and \
-                    6 < int(m.group(3)) <= len(open(m.group(2)).read().splitlines()) - 16:
+            m = _re.match(r"#(\d+) +([^:]+):(\d+):in ", s["out"] or "")
+            if m and pick is None and m.group(2) == os.environ["GDBEXT_LIST_SHOWN"] and \
+                    6 < int(m.group(3)) <= len(open(os.environ["GDBEXT_LIST_FILE"]).read()
+                                               .splitlines()) - 16:
                 pick = (key, int(m.group(1)))
     if pick:
         select(pick[0])
@@ -252,18 +253,22 @@ def check_lines(step, path, lineno, first, last):
     return other
 
 
-def check_list(result, sysroot, mode, newer_known=True):
-    """ruby-list around the selected frame's line, again the next lines,
-    ruby-list 1; under a sysroot holding a newer copy: one note line (where
-    the debugger says what to compare with); under one without the file:
-    one error line."""
+def check_list(result, sysroot, mode, newer_known=True, script=None):
+    """ruby-list around the selected frame's line (of script, where Ruby
+    shows a path relative to the process's directory), again the next lines,
+    ruby-list 1; under a sysroot holding a newer copy (live: an hour after
+    the start; core: half a second after the core, in the same second):
+    one note line (where the debugger says what to compare with); under
+    one without the file: one error line."""
     steps = (result.get("frames") or {}).get("list") or []
     if len(steps) != 7:
         return "ruby-list steps: %s" % compare.show([s["cmd"] for s in steps])
-    m = re.match(r"#\d+ +(/[^:]+):(\d+):in ", steps[0]["out"] or "")
-    if not m:
+    m = re.match(r"#\d+ +([^:]+):(\d+):in ", steps[0]["out"] or "")
+    if not m or not (m.group(1).startswith("/") or script):
         return "ruby-frame before ruby-list showed %s" % compare.show(steps[0])
     path, lineno = m.group(1), int(m.group(2))
+    if not path.startswith("/"):
+        path = script   # listed from its absolute path, wherever gdb runs
     checks = [(steps[1], lineno - 5, lineno + 5, lineno),
               (steps[2], lineno + 6, lineno + 16, lineno),
               (steps[3], 1, 11, lineno)]
@@ -292,9 +297,11 @@ def check_list(result, sysroot, mode, newer_known=True):
     return None
 
 
-def frames_env(sysroot, script):
-    """What the walk (WALK_SCRIPT) needs from the test."""
-    return {"GDBEXT_FRAMES": "1", "GDBEXT_SYSROOT": sysroot, "GDBEXT_LIST_FILE": script}
+def frames_env(sysroot, script, shown=None):
+    """What the walk (WALK_SCRIPT) needs from the test. shown: the path
+    Ruby shows for script, when not script itself."""
+    return {"GDBEXT_FRAMES": "1", "GDBEXT_SYSROOT": sysroot, "GDBEXT_LIST_FILE": script,
+            "GDBEXT_LIST_SHOWN": shown or script}
 
 
 def make_sysroot(workdir, script):
@@ -308,6 +315,15 @@ def make_sysroot(workdir, script):
     later = time.time() + 3600
     os.utime(dest, (later, later))
     return root
+
+
+def newer_within_second(core, sysroot, script):
+    """The core written at S.25 and the sysroot's copy of script modified
+    at S.75 of the same second S: newer than the core by half a second,
+    which a comparison of whole seconds does not see."""
+    second = int(os.stat(core).st_mtime) * 10**9
+    os.utime(core, ns=(second + 250000000,) * 2)
+    os.utime(sysroot + script, ns=(second + 750000000,) * 2)
 
 
 def complete_commands(workdir):

@@ -12,7 +12,8 @@ import time
 
 from . import compare, frame_locals, procs, requires
 from .gdbext_frames import (GDB_PART, WALK_SCRIPT, check_complete, check_frames, check_list,
-                            complete_commands, frames_env, make_sysroot)
+                            complete_commands, frames_env, make_sysroot,
+                            newer_within_second)
 
 
 ROOT = procs.ROOT
@@ -179,7 +180,7 @@ def parse_json_run(run):
     return compare.parse_report(run["out"])
 
 
-def check_json(run, oracle, source, signal_number, bad_out=None):
+def check_json(run, oracle, source, signal_number, bad_out=None, cwd_known=True):
     report, reason = parse_json_run(run)
     if reason:
         return reason
@@ -195,7 +196,7 @@ def check_json(run, oracle, source, signal_number, bad_out=None):
         return "process.source is %s, expected %s" % (
             compare.show(report.get("process", {}).get("source")), compare.show(source))
     return (compare.check_shape(report)
-            or compare.check_process(report, oracle, signal_number)
+            or compare.check_process(report, oracle, signal_number, cwd_known)
             or compare.compare_threads(report, oracle))
 
 
@@ -302,7 +303,8 @@ def check_threads(data):
 
 
 def check_via_debugger(data, oracle, source, signal_number):
-    reason = check_json(data["runs"]["debugger"], oracle, source, signal_number)
+    reason = check_json(data["runs"]["debugger"], oracle, source, signal_number,
+                        cwd_known=False)
     if reason:
         return reason
     fast, _ = parse_json_run(data["runs"]["json"])
@@ -339,7 +341,7 @@ def check_session(rep, names, mode, gdb_run, cli, oracle, signal_number, selecte
                 r = check_frames(data, parse_json_run(data["runs"]["json"])[0], oracle,
                                  "gdb", mode)
             elif key == "list":
-                r = check_list(data, names["sysroot"], mode)
+                r = check_list(data, names["sysroot"], mode, script=names["script"])
             elif key == "complete":
                 r = check_complete(stdout, data["threads"])
             elif key == "locals":
@@ -370,17 +372,21 @@ def scenario_runs(rep, selected, args, ruby, exe, scenarios, workdir, locals_hoo
                     if selected(n):
                         rep.skip(n, why)
                 continue
+            # the scenario ruby-list reads runs by a relative path: gdb, in
+            # another directory, must list it from a core all the same
             running.append((scen, procs.Scenario(exe, script, os.path.join(workdir, scen),
                                                  scen.startswith("crash"),
-                                                 SCENARIO_ENV.get(scen))))
+                                                 SCENARIO_ENV.get(scen),
+                                                 relative=scen == FRAMES_SCENARIO)))
         for scen, run in running:
             crash = scen.startswith("crash")
             names = {"prefix": "gdbext/%s/%s" % (ruby, scen), "scenario": scen}
             script, env, completions = GDB_SCRIPT, None, []
             if scen == FRAMES_SCENARIO:
                 names["sysroot"] = make_sysroot(run.workdir, run.script)
+                names["script"] = run.script
                 script = GDB_FRAMES_SCRIPT
-                env = frames_env(names["sysroot"], run.script)
+                env = frames_env(names["sysroot"], run.script, run.shown)
                 completions = complete_commands(run.workdir)
             tests = scenario_tests(ruby, scen, crash)
             try:
@@ -414,6 +420,8 @@ def scenario_runs(rep, selected, args, ruby, exe, scenarios, workdir, locals_hoo
                         left = procs.stopped_threads(run.pid) if not run.poll() else ["(exited)"]
                         rep.result(name, "threads left stopped: %s" % left if left else None)
                     core = procs.gcore(run.pid, os.path.join(run.workdir, "core"), 120)
+                    if "sysroot" in names:
+                        newer_within_second(core, names["sysroot"], run.script)
                 cli = procs.run_tool([args.corestack, core, exe], args.timeout)
                 res = run_gdb(args.gdbext, [exe, core], ["ruby-bt all"] + completions,
                               run.workdir, "core", script=script, env=env)
@@ -508,7 +516,7 @@ def container_test(rep, args, ruby, exe, workdir):
         report = json_in(out)
         if report is None:
             return "no JSON report: %s" % compare.show(err[-300:])
-        return check_json({"out": report}, oracle, "live", None)
+        return check_json({"out": report}, oracle, "live", None, cwd_known=False)
     on_parked(rep, "gdbext/%s/threads/container" % ruby, exe, workdir, "container-threads",
               ("unshare", "util-linux"), check)
 
@@ -528,7 +536,7 @@ def remote_test(rep, args, ruby, exe, workdir):
         report = json_in(out)
         if report is None:
             return "no JSON report through gdbserver: %s" % compare.show(err[-300:])
-        return check_json({"out": report}, oracle, "live", None) or \
+        return check_json({"out": report}, oracle, "live", None, cwd_known=False) or \
             one_error(res, "needs a live local process")
     on_parked(rep, "gdbext/%s/threads/remote" % ruby, exe, workdir, "remote-threads",
               ("gdbserver", ".ci/install-deps"), check)

@@ -15,7 +15,7 @@ from . import compare, frame_locals, procs
 from .gdbext_gdb import (GDB_TIMEOUT, MODES, PYTHON_ERROR_MARKS, SHARES, check_json, fail_all,
                          gdb_env, json_in, parked)
 from .gdbext_frames import (LLDB_PART, WALK_SCRIPT, check_frames, check_list, frames_env,
-                            make_sysroot)
+                            make_sysroot, newer_within_second)
 from .gdbext_sample import check_sample, check_speedscope, check_state
 
 
@@ -238,6 +238,7 @@ def lldb_test(rep, selected, args, ruby, exe, workdir):
                 target = ["-p", str(run.pid)]
             else:
                 core = procs.gcore(run.pid, os.path.join(run.workdir, "core"), 120)
+                newer_within_second(core, sysroot, run.script)
                 target = [exe, "-c", core]
             data, reason = lldb_session(args, lldb, target, run.workdir, "lldb-" + mode,
                                         sysroot, run.script)

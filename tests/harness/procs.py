@@ -174,10 +174,16 @@ def no_cores():
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
+# Scenarios run by a path relative to their working directory, through a
+# link there to their folder ("scenarios/deep.rb"): Ruby then reports that
+# path as Location#path, and the file's real one as #absolute_path.
+RELATIVE_SCRIPTS = {"deep.rb"}
+
+
 class Scenario:
     """One running scenario program."""
 
-    def __init__(self, ruby, script, workdir, crash, env=None, args=()):
+    def __init__(self, ruby, script, workdir, crash, env=None, args=(), relative=False):
         self.script, self.workdir, self.crash = script, workdir, crash
         shutil.rmtree(workdir, ignore_errors=True)   # no stale oracle or core (--keep)
         os.makedirs(workdir)
@@ -185,9 +191,14 @@ class Scenario:
         self.stdout_path = os.path.join(workdir, "stdout.txt")
         self.stderr_path = os.path.join(workdir, "stderr.txt")
         self.status = None   # raw wait status once reaped
+        run = script
+        if relative or os.path.basename(script) in RELATIVE_SCRIPTS:
+            os.symlink(os.path.dirname(script), os.path.join(workdir, "scenarios"))
+            run = os.path.join("scenarios", os.path.basename(script))
+        self.shown = run   # the script's path as Ruby reports it
         with open(self.stdout_path, "wb") as out, open(self.stderr_path, "wb") as err:
             self.proc = subprocess.Popen(
-                [ruby, script] + list(args), cwd=workdir, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                [ruby, run] + list(args), cwd=workdir, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
                 env=quiet_env(dict(env or {}, CORESTACK_ORACLE=self.oracle_path)),
                 preexec_fn=allow_cores if crash else no_cores)
         self.pid = self.proc.pid
