@@ -13,9 +13,16 @@ the scenarios with --yjit; one ending in -gcdefault, of a Ruby built
 --with-modular-gc, with RUBY_GC_LIBRARY=default (variants.py).
 
 This file is the runner: it parses the options, selects tests with -k,
-builds the fixture Rubies it needs (fixtures/build-ruby.sh, on first use),
-calls each group and counts the results. Each group of tests is a module
-of tests/harness/ whose docstring names its tests and what each checks:
+asks every group what it needs (the scenario cores it reads, the fixture
+Rubies it runs), then runs the groups in the order of GROUPS and counts the
+results; the fixture Rubies are built (fixtures/build-ruby.sh, on first use)
+and the cores taken by the scenarios group, Ruby by Ruby. Each group of
+tests is a module of tests/harness/ listed once in GROUPS, whose docstring
+names its tests and what each checks. A new group is a module defining
+names(ctx) and run_tests(ctx), and cores(ctx) or rubies(ctx) when it needs
+them (tests/harness/group.py: the protocol and the Context it is given),
+and its line in GROUPS; one that patches a Ruby's threads core joins the
+others of its kind in EachRuby, taking (ctx, ruby). The groups:
 
     RUBY/SCENARIO/...        scenarios.py: every program of fixtures/scenarios/ parked,
                              its core taken, corestack (--json, text, --pid) against
@@ -50,7 +57,9 @@ of tests/harness/ whose docstring names its tests and what each checks:
                              RUBY/record-subprocesses..., RUBY/record-progress-...
                              (subprocesses.py)
     RUBY/top, RUBY/top-...   top.py: corestack top in tmux
-    remote/..., debuginfo/debuginfod..., RUBY/native/...  native.py
+    remote/...               remote.py
+    debuginfo/debuginfod...  debuginfod.py
+    RUBY/native/...          native.py
     RUBY/jit-native/...      jit_native.py: --native past JIT code (RUBY ending in
                              -yjit or -zjit)
     RUBY/nontfile/...        nontfile.py
@@ -72,7 +81,6 @@ Exit status 1 when a test failed (or none ran). Progress goes to stderr.
 """
 
 import argparse
-import concurrent.futures
 import os
 import shutil
 import signal
@@ -82,15 +90,39 @@ import time
 
 sys.dont_write_bytecode = True   # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (bad_input, checks, cli, corrupt, crash, fibers, frame_locals,  # noqa: E402
-                     frame_reuse, gdbext, hostile, jit_frames, jit_native,
-                     layout, many_threads, mutations, native, native_cut, nontfile, permissions,
-                     procs, record, record_exits, requires, scenarios, stable_names, stale_pc,
-                     subprocesses, thread_notes, top, traced, unit, variants, viewers)
+from harness import (bad_input, cli, corrupt, crash, debuginfod, frame_reuse,  # noqa: E402
+                     gdbext, hostile, jit_frames, jit_native, layout, mutations, native,
+                     native_cut, nontfile, permissions, procs, record, record_exits, remote,
+                     scenarios, stale_pc, thread_notes, top, unit, variants, viewers)
+from harness.group import Context, EachRuby, hook  # noqa: E402
 
 RUBIES = ("2.7", "3.1", "3.3", "3.3-static", "3.3-yjit", "3.4", "3.4-yjit")
-BUILD_TIMEOUT = 3600
 progress = procs.progress
+
+# Every group of tests, in the order --list prints their names and a run
+# reports them (tests/harness/group.py: what a group defines).
+GROUPS = (
+    unit,
+    scenarios,
+    bad_input,
+    cli,
+    record_exits,
+    permissions,
+    EachRuby(corrupt, thread_notes, native_cut, mutations, stale_pc, frame_reuse, hostile,
+             jit_frames),
+    layout,
+    variants,
+    record,
+    viewers,
+    top,
+    remote,
+    nontfile,
+    debuginfod,
+    native,
+    jit_native,
+    crash,
+    gdbext,
+)
 
 
 class Reporter:
@@ -130,81 +162,6 @@ class Reporter:
         self.charge(name)
         self.skipped += 1
         print("SKIP %s: %s" % (name, reason), flush=True)
-
-
-def ruby_spec(spec):
-    version, _, variant = spec.partition("-")
-    return version, variant or "shared"
-
-
-def bad_needs(selected, rubies):
-    """(ruby, scenario) cores the selected bad/ tests use."""
-    needs = set()
-    if any(selected("bad/truncated-%dpct" % p) for p in bad_input.TRUNCATIONS) or \
-            any(selected("bad/truncated-%db" % c) for c in bad_input.CUTS):
-        source = next((r for r in ["3.3-static"] + list(rubies) if r in rubies), None)
-        if source:
-            needs.add((source, "threads"))
-    if selected("bad/truncated-kernel"):
-        source = next((r for r in ["3.3-static"] + list(rubies) if r in rubies), None)
-        if source:
-            needs.add((source, "crash"))
-    if (selected("bad/no-debug-info") or selected("bad/build-id-mismatch")) and "3.3-static" in rubies:
-        needs.add(("3.3-static", "threads"))
-    for r in rubies:
-        if selected("%s/limits/max-output" % r) or \
-                any(selected("%s/corrupt/%s" % (r, n)) for n in corrupt.test_names()) or \
-                any(selected("%s/notes/%s" % (r, n)) for n, _ in thread_notes.PATCHES) or \
-                selected("%s/corrupt/native-return-address" % r) or \
-                any(selected(n) for n in mutations.test_names(r)) or \
-                any(selected(n) for n in stale_pc.test_names(r)) or \
-                selected(frame_reuse.test_name(r)):
-            needs.add((r, "threads"))
-    for r in rubies:
-        if any(selected(n) for n in hostile.test_names(r)):
-            needs.add((r, "threads"))
-        if any(selected(n) for n in jit_frames.test_names(r)):
-            needs.add((r, jit_frames.SCENARIO))
-    if any(selected(n) for n in native.DEBUGINFO_TESTS) and "3.3-static" in rubies:
-        needs.add(("3.3-static", "threads"))
-    needs |= {(r, "crash") for r in rubies if selected("%s/native/rb-bug" % r)}
-    return needs
-
-
-def all_tests(args, scenario_list):
-    """Every test's name, in the order main reaches them (--list)."""
-    rubies = args.rubies
-    names = unit.test_names(args.unit.split())
-    names += [n for r in rubies for s in scenario_list for n in scenarios.scenario_tests(r, s)]
-    names += bad_input.test_names() + cli.test_names() + ["record/own-child-ends-early"] + list(permissions.NAMES)
-    for r in rubies:
-        names += ["%s/limits/max-output" % r] + ["%s/corrupt/%s" % (r, n) for n in corrupt.test_names()]
-        names += ["%s/notes/%s" % (r, n) for n, _ in thread_notes.PATCHES]
-        names += ["%s/corrupt/native-return-address" % r] + mutations.test_names(r)
-        names += stale_pc.test_names(r) + [frame_reuse.test_name(r)] + hostile.test_names(r)
-        names += jit_frames.test_names(r)
-    names += list(layout.TESTS)
-    names += ["%s/layout-units" % r for r in rubies]
-    names += [n for r in rubies for n in variants.running_test_names(r)]
-    names += [n for r in rubies for n in record.test_names(r)]
-    names += list(viewers.TESTS) if rubies else []
-    names += [n for r in rubies for n in top.test_names(r)]
-    names += list(native.REMOTE_TESTS) + [n for r in rubies for n in nontfile.test_names(r)]
-    names += list(native.DEBUGINFO_TESTS) + [n for r in rubies for n in native.native_test_names(r)]
-    names += [n for r in rubies for n in jit_native.test_names(r)]
-    names += [n for r in rubies for n in crash.test_names(r)]
-    names += [n for r in rubies for n in gdbext.ruby_tests(r, scenario_list)] + list(gdbext.BAD_TESTS)
-    if gdbext.INSTALL_RUBY in rubies:
-        names += list(gdbext.INSTALL_TESTS)
-    return names
-
-
-def patient_result(future):
-    """future.result(), waking up often: signals only reach Python code in
-    the main thread, and a worker thread may be the one that caught them."""
-    while not future.done():
-        concurrent.futures.wait([future], timeout=0.2)
-    return future.result()
 
 
 # --- main ----------------------------------------------------------------------
@@ -258,160 +215,39 @@ def main():
     else:
         args.corestack = shutil.which(args.corestack) or args.corestack
 
-    selected = lambda name: not args.keys or any(k in name for k in args.keys)
-    scenario_list = scenarios.scenario_names()
-    if args.list:
-        for name in all_tests(args, scenario_list):
-            if selected(name):
-                print(name)
-        return 0
-    wanted_bad = bad_needs(selected, args.rubies)
-    plan = {r: [s for s in scenario_list
-                if any(selected(t) for t in scenarios.scenario_tests(r, s)) or (r, s) in wanted_bad]
-            for r in args.rubies}
     rep = Reporter()
-    for r in args.rubies:   # scenarios a fixture Ruby lacks the feature for
-        for s in list(plan[r]):
-            why = requires.missing(os.path.join(procs.SCENARIOS, s + ".rb"), ruby_spec(r)[0])
-            if why:
-                plan[r].remove(s)
-                for t in scenarios.scenario_tests(r, s):
-                    if selected(t):
-                        rep.skip(t, why)
-    build_anyway = set()    # Rubies whose executable a bad/ test uses
-    if selected("bad/not-a-core") and args.rubies and not any(plan.values()):
-        build_anyway.add(args.rubies[0])
-    if selected("bad/build-id-mismatch") and "3.1" in args.rubies:
-        build_anyway.add("3.1")
-    for r in args.rubies:
-        if any(selected(n) for n in native.native_test_names(r) + nontfile.test_names(r)
-               + crash.test_names(r)):
-            build_anyway.add(r)
-    build_anyway |= {r for r in args.rubies if any(selected(n) for n in jit_native.test_names(r))}
-    if any(selected(n) for n in viewers.TESTS) and args.rubies:
-        build_anyway.add(args.rubies[0])
-    if any(selected(n) for n in native.REMOTE_TESTS) and native.REMOTE_RUBY in args.rubies:
-        build_anyway.add(native.REMOTE_RUBY)
-    for r in args.rubies:   # tests on a fixture Ruby without its scenarios
-        if any(selected("%s/%s" % (r, t)) for t in ("layout-units", "running-jit-code")) or \
-                any(selected(n) for n in record.test_names(r) + top.test_names(r)):
-            build_anyway.add(r)
-        if gdbext.wanted(selected, [r], scenario_list):
-            build_anyway.add(r)
+    ctx = Context(args, installed, scenarios.scenario_names(), rep)
+    if args.list:
+        for group in GROUPS:
+            for name in group.names(ctx):
+                if ctx.selected(name):
+                    print(name)
+        return 0
+    # The plan: the cores groups read, the scenarios whose cores are taken,
+    # then the Rubies built (scenarios' run builds them, Ruby by Ruby).
+    ctx.cores = set().union(*(hook(g, "cores", ctx) for g in GROUPS))
+    ctx.plan = scenarios.plan(ctx)
+    ctx.build = set().union(*(hook(g, "rubies", ctx) for g in GROUPS))
 
     if args.keep:
-        workdir = os.path.abspath(args.keep)
-        os.makedirs(workdir, exist_ok=True)
+        ctx.workdir = os.path.abspath(args.keep)
+        os.makedirs(ctx.workdir, exist_ok=True)
     else:
-        workdir = tempfile.mkdtemp(prefix="corestack-oracle-")
+        ctx.workdir = tempfile.mkdtemp(prefix="corestack-oracle-")
     # The fixture Rubies stay where they are; corestack's layout cache goes
     # to the work directory, so every run starts cold and leaves nothing.
     os.environ.setdefault("CORESTACK_CACHE", procs.fixture_cache())
-    os.environ["XDG_CACHE_HOME"] = os.path.join(workdir, "xdg-cache")
+    os.environ["XDG_CACHE_HOME"] = os.path.join(ctx.workdir, "xdg-cache")
     os.environ.pop("DEBUGINFOD_URLS", None)   # only the local server of debuginfo/debuginfod
     started = time.monotonic()
-    unit.unit_tests(rep, selected, args.unit.split(), args.unit_arg, args.timeout)
-    prefixes, captures = {}, {}
     try:
-        for ruby in args.rubies:
-            if not plan[ruby] and ruby not in build_anyway:
-                continue
-            t0 = time.monotonic()
-            progress("%s: fixture Ruby" % ruby)
-            try:
-                prefixes[ruby] = installed.get(ruby) or \
-                    procs.build_ruby(*ruby_spec(ruby), timeout=BUILD_TIMEOUT)
-            except procs.Unavailable as exc:   # e.g. YJIT without rustc
-                prefixes[ruby] = exc
-                rep.skip("%s/build" % ruby, str(exc))
-                continue
-            except procs.Failure as exc:
-                prefixes[ruby] = exc
-                rep.result("%s/build" % ruby, str(exc))
-                continue
-            if not plan[ruby]:
-                continue
-            exe = os.path.join(prefixes[ruby], "bin", "ruby")
-            rwork = os.path.join(workdir, ruby)
-            results = scenarios.capture_all(ruby, exe, plan[ruby], rwork, bool(args.keep),
-                                  args.corestack, args.timeout)
-            for scen, cap in results.items():
-                captures[(ruby, scen)] = cap
-            t1 = time.monotonic()
-            progress("%s: cores taken in %.1f s" % (ruby, t1 - t0))
-            with concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as pool:
-                futures = {scen: pool.submit(scenarios.corestack_runs, args.corestack, cap, args.timeout)
-                           for scen, cap in results.items() if isinstance(cap, scenarios.Capture)}
-                try:
-                    for scen in plan[ruby]:
-                        runs = patient_result(futures[scen]) if scen in futures else None
-                        scenarios.report_scenario(rep, selected, ruby, scen, results[scen], runs)
-                        fibers.report(rep, selected, ruby, scen, results[scen], runs,
-                                      args.corestack, args.timeout, checks.json_report)
-                        stable_names.report(rep, selected, ruby, scen, results[scen], runs,
-                                            args.corestack, args.timeout,
-                                            variants.scenario_env(ruby), rwork)
-                        frame_locals.report(rep, selected, ruby, scen, results[scen],
-                                            args.corestack, args.timeout, procs.run_tool,
-                                            checks.json_report)
-                except BaseException:   # ^C or SIGTERM: do not wait for the pool
-                    for future in futures.values():
-                        future.cancel()
-                    procs.kill_live()
-                    raise
-            progress("%s: corestack checked in %.1f s" % (ruby, time.monotonic() - t1))
-            if not args.keep:   # gcore writes every mapping out: free the disk early
-                for scen, cap in results.items():
-                    if isinstance(cap, scenarios.Capture) and (ruby, scen) not in wanted_bad \
-                            and (ruby, scen) != ("3.3-static", "threads"):
-                        os.unlink(cap.core)
-        bad_input.bad_tests(rep, selected, args, prefixes, captures, workdir)
-        cli.cli_tests(rep, selected, args.corestack, procs.run_tool, procs.sanitizer_report,
-                      args.timeout)
-        record_exits.own_child_test(rep, selected, args.corestack, args.timeout)
-        permissions.permission_tests(rep, selected, args.corestack, checks.check_unusable,
-                                     procs.run_tool, args.timeout)
-        for ruby in args.rubies:
-            cap = captures.get((ruby, "threads"))
-            if isinstance(cap, scenarios.Capture):
-                corrupt.corrupt_tests(rep, selected, ruby, cap, args.corestack, args.timeout)
-                thread_notes.notes_tests(rep, selected, ruby, cap, args.corestack, args.timeout)
-                native_cut.native_cut_test(rep, selected, ruby, cap, args.corestack, args.timeout)
-                mutations.mutation_tests(rep, selected, ruby, cap, args.corestack, args.timeout,
-                                         args.mutations)
-                stale_pc.stale_pc_tests(rep, selected, ruby, cap, args.corestack, args.timeout)
-                frame_reuse.frame_reuse_test(rep, selected, ruby, cap, args.frame_reuse_check,
-                                             args.timeout)
-                hostile.hostile_tests(rep, selected, ruby, cap, args.corestack, args.timeout)
-            cap = captures.get((ruby, jit_frames.SCENARIO))
-            if isinstance(cap, scenarios.Capture):
-                jit_frames.jit_frames_tests(rep, selected, ruby, cap, args.corestack,
-                                            args.timeout)
-            elif any(selected(n) for n in jit_frames.test_names(ruby)):
-                for n in jit_frames.test_names(ruby):
-                    if selected(n):
-                        rep.result(n, "setup: no %s/%s core: %s" % (ruby, jit_frames.SCENARIO, cap))
-        layout.debuginfo_tests(rep, selected, args, captures, workdir)
-        layout.layout_tests(rep, selected, args, prefixes)
-        variants.running_test(rep, selected, args.corestack, prefixes, args.timeout)
-        record.record_tests(rep, selected, args, prefixes, workdir)
-        viewers.viewer_tests(rep, selected, args, prefixes, workdir)
-        for ruby in args.rubies:
-            if isinstance(prefixes.get(ruby), str):
-                top.top_tests(rep, selected, args.corestack, ruby,
-                              os.path.join(prefixes[ruby], "bin", "ruby"))
-        native.remote_tests(rep, selected, args, prefixes, workdir)
-        nontfile.nontfile_tests(rep, selected, args, prefixes, workdir)
-        native.debuginfo_tests(rep, selected, args, captures, workdir)
-        native.native_tests(rep, selected, args, prefixes, workdir, captures)
-        jit_native.jit_native_tests(rep, selected, args, prefixes, workdir)
-        crash.crash_tests(rep, selected, args, prefixes, workdir)
-        gdbext.gdbext_tests(rep, selected, args, prefixes, scenario_list, workdir)
+        for group in GROUPS:
+            group.run_tests(ctx)
     finally:
         if args.keep:
-            progress("cores and oracles kept in %s" % workdir)
+            progress("cores and oracles kept in %s" % ctx.workdir)
         else:
-            shutil.rmtree(workdir, ignore_errors=True)
+            shutil.rmtree(ctx.workdir, ignore_errors=True)
     progress("finished in %.1f s" % (time.monotonic() - started))
     progress("slowest groups (time since the previous result): " + rep.slowest())
     for line in rep.failures:

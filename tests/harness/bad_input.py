@@ -76,9 +76,44 @@ def copy_prefix(src, dst, size):
         fout.truncate()
 
 
-def bad_tests(rep, selected, args, prefixes, captures, workdir):
+def names(ctx):
+    return test_names()
+
+
+def cores(ctx):
+    """The threads cores it cuts or pairs with another Ruby, the crash core
+    it cuts as the kernel would."""
+    selected, rubies, needs = ctx.selected, ctx.rubies, set()
+    if any(selected("bad/truncated-%dpct" % p) for p in TRUNCATIONS) or \
+            any(selected("bad/truncated-%db" % c) for c in CUTS):
+        source = next((r for r in ["3.3-static"] + list(rubies) if r in rubies), None)
+        if source:
+            needs.add((source, "threads"))
+    if selected("bad/truncated-kernel"):
+        source = next((r for r in ["3.3-static"] + list(rubies) if r in rubies), None)
+        if source:
+            needs.add((source, "crash"))
+    if (selected("bad/no-debug-info") or selected("bad/build-id-mismatch")) and \
+            "3.3-static" in rubies:
+        needs.add(("3.3-static", "threads"))
+    return needs
+
+
+def rubies(ctx):
+    """A Ruby executable as the core; the 3.1 Ruby against the 3.3 core."""
+    build = set()
+    if ctx.selected("bad/not-a-core") and ctx.rubies and not any(ctx.plan.values()):
+        build.add(ctx.rubies[0])
+    if ctx.selected("bad/build-id-mismatch") and "3.1" in ctx.rubies:
+        build.add("3.1")
+    return build
+
+
+def run_tests(ctx):
     """Each entry: name, function building (argv, paths, allowed, pattern, what)
     or raising procs.Failure, and what it needs."""
+    rep, selected, args, prefixes, captures, workdir = (ctx.rep, ctx.selected, ctx.args, ctx.prefixes,
+                                                      ctx.captures, ctx.workdir)
     bad = os.path.join(workdir, "bad")
     os.makedirs(bad, exist_ok=True)
     cs, timeout = args.corestack, args.timeout

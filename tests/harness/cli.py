@@ -25,6 +25,8 @@ import shutil
 import subprocess
 import tempfile
 
+from . import procs
+
 MAN_PAGE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))), "docs", "corestack.1")
 
@@ -152,7 +154,13 @@ def _one_line(run, rc_expected, pattern):
     return None
 
 
-def cli_tests(rep, selected, corestack, run_tool, sanitizer_report, timeout):
+def names(ctx):
+    return test_names()
+
+
+def run_tests(ctx):
+    rep, selected, corestack, timeout = ctx.rep, ctx.selected, ctx.corestack, ctx.timeout
+    run_tool, sanitizer_report = procs.run_tool, procs.sanitizer_report
     man_page_test(rep, selected, corestack, run_tool, timeout)
     for name, argv, pattern in USAGE:
         test = "cli/usage/" + name

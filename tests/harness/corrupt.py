@@ -462,8 +462,20 @@ def test_names():
     return [p[0] for p in PATCHES] + [n for n, _ in LIST_PATCHES] + [n for n, _ in ARGV_PATCHES]
 
 
-def corrupt_tests(rep, selected, ruby, cap, corestack, timeout):
+def names(ctx, ruby):
+    return ["%s/limits/max-output" % ruby] + ["%s/corrupt/%s" % (ruby, n) for n in test_names()]
+
+
+def cores(ctx, ruby):
+    return {(ruby, "threads")} if ctx.any_selected(names(ctx, ruby)) else set()
+
+
+def run_tests(ctx, ruby):
     """The three patches on one Ruby's threads core (a scenarios.Capture)."""
+    cap = ctx.capture(ruby, "threads")
+    if cap is None:
+        return
+    rep, selected, corestack, timeout = ctx.rep, ctx.selected, ctx.corestack, ctx.timeout
     names = ["%s/corrupt/%s" % (ruby, n) for n in test_names()]
     budget_name = "%s/limits/max-output" % ruby
     if not any(selected(n) for n in names + [budget_name]):

@@ -376,7 +376,16 @@ def check_exception(cr, res, res_text):
     return None
 
 
-def crash_tests(rep, selected, args, prefixes, workdir):
+def names(ctx):
+    return [n for r in ctx.rubies for n in test_names(r)]
+
+
+def rubies(ctx):
+    return {r for r in ctx.rubies if ctx.any_selected(test_names(r))}
+
+
+def run_tests(ctx):
+    rep, selected, args, prefixes, workdir = ctx.rep, ctx.selected, ctx.args, ctx.prefixes, ctx.workdir
     cs, timeout = args.corestack, args.timeout
     for ruby in args.rubies:
         names = [n for n in test_names(ruby) if selected(n)]

@@ -20,7 +20,19 @@ def test_name(ruby):
     return "%s/frame-reuse" % ruby
 
 
-def frame_reuse_test(rep, selected, ruby, cap, checker, timeout):
+def names(ctx, ruby):
+    return [test_name(ruby)]
+
+
+def cores(ctx, ruby):
+    return {(ruby, "threads")} if ctx.any_selected(names(ctx, ruby)) else set()
+
+
+def run_tests(ctx, ruby):
+    cap = ctx.capture(ruby, "threads")
+    if cap is None:
+        return
+    rep, selected, checker, timeout = ctx.rep, ctx.selected, ctx.args.frame_reuse_check, ctx.timeout
     name = test_name(ruby)
     if not selected(name):
         return

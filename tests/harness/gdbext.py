@@ -196,8 +196,21 @@ def wanted(selected, rubies, scenarios):
 
 # --- entry point -------------------------------------------------------------------
 
-def gdbext_tests(rep, selected, args, prefixes, scenarios, workdir):
-    """All gdbext tests of the selected Rubies (run.py main)."""
+def names(ctx):
+    names = [n for r in ctx.rubies for n in ruby_tests(r, ctx.scenarios)] + list(BAD_TESTS)
+    if INSTALL_RUBY in ctx.rubies:
+        names += list(INSTALL_TESTS)
+    return names
+
+
+def rubies(ctx):
+    return {r for r in ctx.rubies if wanted(ctx.selected, [r], ctx.scenarios)}
+
+
+def run_tests(ctx):
+    """All gdbext tests of the selected Rubies."""
+    rep, selected, args, prefixes, workdir = ctx.rep, ctx.selected, ctx.args, ctx.prefixes, ctx.workdir
+    scenarios = ctx.scenarios
     if not wanted(selected, args.rubies, scenarios):
         return
     if not os.path.exists(os.path.join(args.gdbext, "_corestack.abi3.so")):

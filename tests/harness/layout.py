@@ -47,9 +47,23 @@ def split_debug(exe, outdir):
     return stripped, debug, m.group(1)
 
 
-def debuginfo_tests(rep, selected, args, captures, workdir):
+def names(ctx):
+    return list(TESTS) + ["%s/layout-units" % r for r in ctx.rubies]
+
+
+def rubies(ctx):
+    return {r for r in ctx.rubies if ctx.selected("%s/layout-units" % r)}
+
+
+def run_tests(ctx):
+    debuginfo_tests(ctx)
+    layout_tests(ctx)
+
+
+def debuginfo_tests(ctx):
     """Split debug info: found by build-id under --debug-dir, and by
     .gnu_debuglink next to the binary; then the layout cache."""
+    rep, selected, args, captures, workdir = ctx.rep, ctx.selected, ctx.args, ctx.captures, ctx.workdir
     names = TESTS
     if not any(selected(n) for n in names):
         return
@@ -190,9 +204,10 @@ def check_max_frames(run, text_run, cap, limit):
 MAX_UNITS_READ = 19
 
 
-def layout_tests(rep, selected, args, prefixes):
+def layout_tests(ctx):
     """The resolver reads only the compile units layout.def names: a missing
     version-specific item must not turn into a scan of every unit."""
+    rep, selected, args, prefixes = ctx.rep, ctx.selected, ctx.args, ctx.prefixes
     for ruby in args.rubies:
         name = "%s/layout-units" % ruby
         prefix = prefixes.get(ruby)

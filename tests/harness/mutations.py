@@ -235,7 +235,20 @@ def test_names(ruby):
     return ["%s/mutations/%s" % (ruby, c) for c in MUTATORS]
 
 
-def mutation_tests(rep, selected, ruby, cap, corestack, timeout, count=SEEDED):
+def names(ctx, ruby):
+    return test_names(ruby)
+
+
+def cores(ctx, ruby):
+    return {(ruby, "threads")} if ctx.any_selected(names(ctx, ruby)) else set()
+
+
+def run_tests(ctx, ruby):
+    cap = ctx.capture(ruby, "threads")
+    if cap is None:
+        return
+    rep, selected, corestack, timeout = ctx.rep, ctx.selected, ctx.corestack, ctx.timeout
+    count = ctx.args.mutations
     names = [n for n in test_names(ruby) if selected(n)]
     if not names:
         return

@@ -1,6 +1,4 @@
-"""Tests of issue 5: cores from another machine (--sysroot, --lib-search-path,
-compressed cores, mismatched files), debug info from elsewhere, and native
-stacks.
+"""Native stacks: a C extension's frames between the Ruby frames.
 
     RUBY/native/...          a C extension built against the Ruby
                              (fixtures/native/): a block a C method yields to calls a C
@@ -14,25 +12,8 @@ stacks.
                              rb-bug: on the crash scenario's core (Ruby's handler, rb_bug,
                              abort) the crashed thread's native frames show sigsegv and
                              rb_bug_for_fatal_signal
-    debuginfo/debuginfod, debuginfo/debug-dir-debuglink, debuginfo/no-debug-message
-                             the stripped static 3.3 Ruby's DWARF
-                             from a local debuginfod server (private db, loopback port),
-                             by debuglink under --debug-dir; none: exit 2, one line with
-                             the file, its build-id and how to get debug info
-    remote/...               a core whose files moved to another
-                             tree: exit 2 naming --sysroot without it; --sysroot and
-                             --lib-search-path give the oracle's stacks; a mismatched
-                             library in the root is warned about (exit 1) and not used;
-                             the core compressed with zstd, gzip, xz read directly; a
-                             cut-off .zst core is a truncated core; --native --sysroot
-                             merges every thread and shows Ruby's crash handler
 
-The "other machine" is simulated honestly: the 3.3 fixture Ruby is copied to
-W/machine/prefix, the crash scenario runs from that copy (LD_LIBRARY_PATH
-points at the copy's lib, so its libruby is the one mapped) and the kernel
-writes its core; then W/machine moves to W/sysroot/W/machine and every
-other file the core names is copied into W/sysroot too. The paths the core
-names no longer exist on this machine.
+remote.py and debuginfod.py use this module's helpers.
 """
 
 import contextlib
@@ -40,24 +21,10 @@ import json
 import os
 import re
 import shutil
-import signal
-import socket
-import struct
 import subprocess
 import time
-import urllib.error
-import urllib.request
 
 from . import compare, elfcore, procs, variants
-from .bad_input import copy_prefix
-from .checks import check_oracle, check_unusable, first_line
-from .layout import split_debug
-from .scenarios import Capture, capture_all
-
-REMOTE_TESTS = ("remote/no-sysroot", "remote/sysroot", "remote/lib-search-path",
-                "remote/mismatched-library", "remote/core-zst", "remote/core-gz",
-                "remote/core-xz", "remote/core-zst-cut", "remote/sysroot-native")
-REMOTE_RUBY = "3.3"
 
 
 @contextlib.contextmanager
@@ -87,239 +54,6 @@ def copy_into_root(path, root):
     os.makedirs(os.path.dirname(dst), exist_ok=True)
     shutil.copy2(path, dst)
 
-
-def run_copied_ruby(prefix_copy, workdir, args):
-    """The crash scenario from the copied Ruby -> Capture (kernel core)."""
-    with extra_env({"LD_LIBRARY_PATH": os.path.join(prefix_copy, "lib")}):
-        results = capture_all(REMOTE_RUBY, os.path.join(prefix_copy, "bin", "ruby"),
-                                  ["crash"], workdir, True, None, args.timeout)
-    cap = results["crash"]
-    if isinstance(cap, procs.Failure):
-        raise cap
-    return cap
-
-
-def check_warned(res, cap, path):
-    """Exit 1 (partial), one stderr line naming the file and its build-id,
-    the same warning in the report, and the stacks still the oracle's."""
-    reason = check_unusable(res, [path], (1,), r"build-id", "'build-id'")
-    if reason:
-        return reason
-    report, reason = compare.parse_report(res[1])
-    if reason:
-        return reason
-    if not any(path in w for w in report.get("warnings", [])):
-        return "no warning naming %s in the report: %s" % (
-            path, compare.show(report.get("warnings")))
-    return (compare.check_process(report, cap.oracle, cap.signal_number)
-            or compare.compare_threads(report, cap.oracle))
-
-
-def remote_tests(rep, selected, args, prefixes, workdir):
-    names = [n for n in REMOTE_TESTS if selected(n)]
-    if not names:
-        return
-    prefix = prefixes.get(REMOTE_RUBY)
-    if not isinstance(prefix, str):
-        for n in names:
-            rep.skip(n, "needs the %s fixture Ruby (%s)" % (
-                REMOTE_RUBY, "not in --rubies" if REMOTE_RUBY not in args.rubies else "not built"))
-        return
-    cs, timeout = args.corestack, args.timeout
-    base = os.path.join(workdir, "remote")
-    machine = os.path.join(base, "machine")
-    root = os.path.join(base, "sysroot")
-    try:
-        shutil.rmtree(base, ignore_errors=True)
-        shutil.copytree(prefix, os.path.join(machine, "prefix"), symlinks=True)
-        cap = run_copied_ruby(os.path.join(machine, "prefix"),
-                              os.path.join(base, "run"), args)
-        os.makedirs(os.path.dirname(root + machine), exist_ok=True)
-        os.rename(machine, root + machine)
-        for path in set(nt_file_paths(cap.core)):
-            copy_into_root(path, root)
-    except (procs.Failure, OSError, subprocess.SubprocessError, struct.error) as exc:
-        for n in names:
-            rep.result(n, "setup: %s" % exc)
-        return
-    exe_path = os.path.join(machine, "prefix", "bin", "ruby")
-    cap.exe = None
-
-    if selected("remote/no-sysroot"):
-        # The core's paths are gone: unusable, and the message says how.
-        res = procs.run_tool([cs, "--json", cap.core], timeout)
-        rep.result("remote/no-sysroot", check_unusable(
-            res, [exe_path], (2,), r"--sysroot", "'--sysroot'"))
-    if selected("remote/sysroot"):
-        res = procs.run_tool([cs, "--json", "--sysroot", root, cap.core], timeout)
-        rep.result("remote/sysroot", check_oracle(res, cap))
-    if selected("remote/sysroot-native"):
-        # Native frames too come from the files under the root.
-        res = procs.run_tool([cs, "--json", "--native", "--sysroot", root, cap.core], timeout)
-        reason = check_oracle(res, cap) or check_rb_bug(res)
-        rep.result("remote/sysroot-native", reason)
-    if selected("remote/lib-search-path"):
-        dirs = ":".join([os.path.join(base, "nowhere"),
-                         root + os.path.join(machine, "prefix", "bin"),
-                         root + os.path.join(machine, "prefix", "lib")])
-        res = procs.run_tool([cs, "--json", "--lib-search-path", dirs, cap.core], timeout)
-        rep.result("remote/lib-search-path", check_oracle(res, cap))
-    if selected("remote/mismatched-library"):
-        # libm replaced by another library in the root: warned, not used.
-        reason = None
-        libm = next((p for p in nt_file_paths(cap.core)
-                     if os.path.basename(p).startswith("libm.so")), None)
-        other = next((p for p in nt_file_paths(cap.core)
-                      if os.path.basename(p).startswith("libz.so")
-                      or os.path.basename(p).startswith("libcrypt.so")), None)
-        if not libm or not other:
-            reason = "setup: the core maps no libm and no libz/libcrypt to swap in"
-        else:
-            saved = root + libm + ".right"
-            os.rename(root + libm, saved)
-            shutil.copy2(other, root + libm)
-            try:
-                res = procs.run_tool([cs, "--json", "--sysroot", root, cap.core], timeout)
-            finally:
-                os.replace(saved, root + libm)
-            reason = check_warned(res, cap, root + libm)
-        rep.result("remote/mismatched-library", reason)
-    for kind, argv in (("zst", ["zstd", "-q", "-c"]), ("gz", ["gzip", "-c"]),
-                       ("xz", ["xz", "-0", "-T2", "-c"])):
-        name = "remote/core-" + kind
-        if not selected(name) and not (kind == "zst" and selected("remote/core-zst-cut")):
-            continue
-        # No suffix: the kind is read from the magic bytes, not the name.
-        packed = os.path.join(base, "packed-" + kind)
-        with open(cap.core, "rb") as fin, open(packed, "wb") as fout:
-            res = subprocess.run(argv, stdin=fin, stdout=fout, stderr=subprocess.PIPE,
-                                 timeout=600)
-        if res.returncode != 0:
-            rep.result(name, "setup: %s failed: %s" % (argv[0], res.stderr[:200]))
-            continue
-        if selected(name):
-            res = procs.run_tool([cs, "--json", "--sysroot", root, packed], timeout)
-            rep.result(name, check_oracle(res, cap))
-        if kind == "zst" and selected("remote/core-zst-cut"):
-            # A compressed core cut off at half: what inflated is read as a
-            # truncated core (exit 1 or 2, one line), never a crash.
-            cut = packed + "-cut"
-            copy_prefix(packed, cut, os.path.getsize(packed) // 2)
-            res = procs.run_tool([cs, "--json", "--sysroot", root, cut], timeout)
-            rep.result("remote/core-zst-cut", check_unusable(
-                res, [cut], (1, 2), r"truncated", "'truncated'"))
-
-
-DEBUGINFO_TESTS = ("debuginfo/debuginfod", "debuginfo/debug-dir-debuglink",
-                   "debuginfo/no-debug-message")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Debuginfod:
-    """A debuginfod server on loopback serving one directory, with a private
-    database; killed on exit."""
-
-    def __init__(self, serve_dir, workdir, build_id, timeout=60):
-        self.port = free_port()
-        self.log = os.path.join(workdir, "debuginfod.log")
-        with open(self.log, "wb") as log:
-            self.proc = subprocess.Popen(
-                ["debuginfod", "-F", serve_dir, "-d", os.path.join(workdir, "debuginfod.sqlite"),
-                 "-p", str(self.port), "-t", "0", "-g", "0"],
-                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                start_new_session=True)
-        self.url = "http://127.0.0.1:%d" % self.port
-        deadline = time.monotonic() + timeout
-        want = "%s/buildid/%s/debuginfo" % (self.url, build_id)
-        while True:
-            try:
-                with urllib.request.urlopen(want, timeout=5) as r:   # debuginfod: GET only
-                    if r.status == 200:
-                        return
-            except (OSError, urllib.error.URLError):
-                pass
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                self.close()
-                raise procs.Failure("debuginfod did not serve %s within %d s: %s" % (
-                    want, timeout, procs.tail(self.log)))
-            time.sleep(0.3)
-
-    def close(self):
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        self.proc.wait()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-
-def debuginfo_tests(rep, selected, args, captures, workdir):
-    """The static 3.3 Ruby's DWARF split off and the binary stripped: found
-    by .gnu_debuglink under --debug-dir, from a local debuginfod; with no
-    debug info anywhere, one line naming the file, its build-id and the
-    ways to get it."""
-    names = [n for n in DEBUGINFO_TESTS if selected(n)]
-    if not names:
-        return
-    cap = captures.get(("3.3-static", "threads"))
-    if not isinstance(cap, Capture):
-        for n in names:
-            rep.skip(n, "needs the 3.3-static/threads core")
-        return
-    cs, timeout = args.corestack, args.timeout
-    base = os.path.join(workdir, "debuginfo5")
-    try:
-        shutil.rmtree(base, ignore_errors=True)
-        stripped, debug, build_id = split_debug(cap.exe, os.path.join(base, "split"))
-        # Away from the debuglink's reach next to the binary.
-        serve = os.path.join(base, "serve")
-        os.makedirs(serve)
-        kept = os.path.join(serve, "ruby.debug")
-        os.rename(debug, kept)
-    except (procs.Failure, OSError, subprocess.SubprocessError) as exc:
-        for n in names:
-            rep.result(n, "setup: %s" % exc)
-        return
-    if selected("debuginfo/no-debug-message"):
-        res = procs.run_tool([cs, "--json", "--no-cache", cap.core, stripped], timeout)
-        reason = check_unusable(res, [stripped], (2,), r"DWARF", "'DWARF'")
-        for word in (build_id, "DEBUGINFOD_URLS", "debug package", "-g"):
-            if not reason and word not in res[2]:
-                reason = "stderr does not say %r: %s" % (word, first_line(res[2]))
-        rep.result("debuginfo/no-debug-message", reason)
-    if selected("debuginfo/debug-dir-debuglink"):
-        # DIR + the binary's directory + the debuglink name, as GDB looks.
-        tree = os.path.join(base, "debug-tree")
-        target = tree + os.path.join(os.path.dirname(stripped), "ruby.debug")
-        os.makedirs(os.path.dirname(target))
-        shutil.copyfile(kept, target)
-        res = procs.run_tool([cs, "--json", "--no-cache", "--debug-dir", tree, cap.core,
-                              stripped], timeout)
-        rep.result("debuginfo/debug-dir-debuglink", check_oracle(res, cap))
-    if selected("debuginfo/debuginfod"):
-        try:
-            with Debuginfod(serve, base, build_id) as server:
-                with extra_env({"DEBUGINFOD_URLS": server.url,
-                                "DEBUGINFOD_CACHE_PATH": os.path.join(base, "client-cache")}):
-                    res = procs.run_tool([cs, "--json", "--no-cache", cap.core, stripped],
-                                         timeout)
-            reason = check_oracle(res, cap)
-            if not reason and not os.listdir(os.path.join(base, "client-cache")):
-                reason = "nothing was fetched into the debuginfod client cache"
-        except (procs.Failure, OSError, subprocess.SubprocessError) as exc:
-            reason = "setup: %s" % exc
-        rep.result("debuginfo/debuginfod", reason)
-
-
-# --- --native on a C extension ------------------------------------------------
 
 NATIVE_DIR = os.path.join(procs.ROOT, "fixtures", "native")
 NATIVE_CHECKS = ("pause-merged", "pause-eu-stack", "pause-live", "native-all",
@@ -530,7 +264,22 @@ def check_rb_bug(res):
     return "not merged: %s" % bad[0] if bad else None
 
 
-def native_tests(rep, selected, args, prefixes, workdir, captures):
+def names(ctx):
+    return [n for r in ctx.rubies for n in native_test_names(r)]
+
+
+def cores(ctx):
+    """rb-bug reads the crash scenario's core."""
+    return {(r, "crash") for r in ctx.rubies if ctx.selected("%s/native/rb-bug" % r)}
+
+
+def rubies(ctx):
+    return {r for r in ctx.rubies if ctx.any_selected(native_test_names(r))}
+
+
+def run_tests(ctx):
+    rep, selected, args, prefixes, workdir = ctx.rep, ctx.selected, ctx.args, ctx.prefixes, ctx.workdir
+    captures = ctx.captures
     cs, timeout = args.corestack, args.timeout
     for ruby in args.rubies:
         if selected("%s/native/rb-bug" % ruby):

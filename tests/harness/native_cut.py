@@ -82,7 +82,19 @@ def check(corestack, cap, timeout, baseline, victim):
     return None
 
 
-def native_cut_test(rep, selected, ruby, cap, corestack, timeout):
+def names(ctx, ruby):
+    return ["%s/corrupt/native-return-address" % ruby]
+
+
+def cores(ctx, ruby):
+    return {(ruby, "threads")} if ctx.any_selected(names(ctx, ruby)) else set()
+
+
+def run_tests(ctx, ruby):
+    cap = ctx.capture(ruby, "threads")
+    if cap is None:
+        return
+    rep, selected, corestack, timeout = ctx.rep, ctx.selected, ctx.corestack, ctx.timeout
     name = "%s/corrupt/native-return-address" % ruby
     if not selected(name):
         return

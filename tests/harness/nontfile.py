@@ -4,7 +4,7 @@ libruby from the ELF headers and the dynamic linker's link map in the core.
 
 On each fixture Ruby, the threads scenario (dumped by gcore) and the crash
 scenario (dumped by the kernel) run from a copy of the Ruby that is then
-moved under a sysroot, as in native.py's remote tests, so the paths the
+moved under a sysroot, as in remote.py's tests, so the paths the
 cores name no longer exist; then the NT_FILE note of each core is given
 another type, so nothing of it is left to read:
 
@@ -188,7 +188,16 @@ def many_mappings(ruby, exe, base, cs, timeout):
     return None, check_oracle(res, cap)
 
 
-def nontfile_tests(rep, selected, args, prefixes, workdir):
+def names(ctx):
+    return [n for r in ctx.rubies for n in test_names(r)]
+
+
+def rubies(ctx):
+    return {r for r in ctx.rubies if ctx.any_selected(test_names(r))}
+
+
+def run_tests(ctx):
+    rep, selected, args, prefixes, workdir = ctx.rep, ctx.selected, ctx.args, ctx.prefixes, ctx.workdir
     cs, timeout = args.corestack, args.timeout
     for ruby in args.rubies:
         names = [n for n in test_names(ruby) if selected(n)]

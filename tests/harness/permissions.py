@@ -16,10 +16,18 @@ import os
 import shutil
 import subprocess
 
+from . import checks, procs
+
 NAMES = ("live/no-cap-sys-ptrace", "live/no-cap-sys-ptrace-nonblocking")
 
 
-def permission_tests(rep, selected, corestack, check_unusable, run_tool, timeout):
+def names(ctx):
+    return list(NAMES)
+
+
+def run_tests(ctx):
+    rep, selected, corestack, timeout = ctx.rep, ctx.selected, ctx.corestack, ctx.timeout
+    check_unusable, run_tool = checks.check_unusable, procs.run_tool
     wanted = [n for n in NAMES if selected(n)]
     if not wanted:
         return

@@ -32,7 +32,7 @@ time shares (heavy does 3x light's work).
                              last holder ended was lost when the sampler kept
                              stopping only that thread), main seen in Kernel#sleep
 
-record_tests also runs the recording groups of contention.py,
+run_tests also runs the recording groups of contention.py,
 mn_threads.py, record_exits.py, traced.py, many_threads.py, states.py,
 late_names.py and subprocesses.py.
 """
@@ -373,8 +373,17 @@ def holder_exits(corestack, exe, out, timeout):
     return None
 
 
-def record_tests(rep, selected, args, prefixes, workdir):
+def names(ctx):
+    return [n for r in ctx.rubies for n in test_names(r)]
+
+
+def rubies(ctx):
+    return {r for r in ctx.rubies if ctx.any_selected(test_names(r))}
+
+
+def run_tests(ctx):
     """corestack record on a program with known time shares."""
+    rep, selected, args, prefixes, workdir = ctx.rep, ctx.selected, ctx.args, ctx.prefixes, ctx.workdir
     for ruby in args.rubies:
         prefix = prefixes.get(ruby)
         if not isinstance(prefix, str):

@@ -59,7 +59,14 @@ def record_exit_tests(rep, selected, corestack, ruby, exe, workdir, timeout):
             rep.result(name, unreaped_exit(corestack, exe, out, extra, timeout))
 
 
-def own_child_test(rep, selected, corestack, timeout):
+def names(ctx):
+    """record/own-child-ends-early; the RUBY/record-unreaped-exit tests are
+    record.py's (test_names, record_exit_tests)."""
+    return ["record/own-child-ends-early"]
+
+
+def run_tests(ctx):
+    rep, selected, corestack, timeout = ctx.rep, ctx.selected, ctx.corestack, ctx.timeout
     name = "record/own-child-ends-early"
     if not selected(name):
         return

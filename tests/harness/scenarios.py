@@ -24,14 +24,17 @@ Ruby::Box) and locals tests (fibers.py, threadstate.py, variants.py, frame_local
 corrupt, notes, mutations, stale-pc, frame-reuse and hostile groups patch.
 """
 
+import concurrent.futures
 import json
 import os
 import re
 import subprocess
 import time
 
-from . import compare, fibers, frame_locals, procs, stable_names, threadstate, variants
+from . import (compare, fibers, frame_locals, procs, requires, stable_names, threadstate,
+               variants)
 from .checks import broken_run, check_oracle, first_line, json_report
+from .group import ruby_spec
 
 
 ORACLE_TIMEOUT = 60    # scenario start to oracle file
@@ -246,3 +249,86 @@ def report_scenario(rep, selected, ruby, scen, cap, runs):
                 continue
             run, problem = cap.live[key]
             rep.result(names[key], check_oracle(run, cap, live=True) or problem)
+
+
+# --- the group ------------------------------------------------------------------
+
+def names(ctx):
+    return [n for r in ctx.rubies for s in ctx.scenarios for n in scenario_tests(r, s)]
+
+
+def plan(ctx):
+    """ruby -> the scenarios whose cores are taken: those a selected test
+    or another group's cores() needs, less those the Ruby lacks a feature
+    for (their tests SKIP)."""
+    plan = {r: [s for s in ctx.scenarios
+                if ctx.any_selected(scenario_tests(r, s)) or (r, s) in ctx.cores]
+            for r in ctx.rubies}
+    for r in ctx.rubies:
+        for s in list(plan[r]):
+            why = requires.missing(os.path.join(procs.SCENARIOS, s + ".rb"), ruby_spec(r)[0])
+            if why:
+                plan[r].remove(s)
+                for t in scenario_tests(r, s):
+                    if ctx.selected(t):
+                        ctx.rep.skip(t, why)
+    return plan
+
+
+def rubies(ctx):
+    return {r for r in ctx.rubies if ctx.plan[r]}
+
+
+def patient_result(future):
+    """future.result(), waking up often: signals only reach Python code in
+    the main thread, and a worker thread may be the one that caught them."""
+    while not future.done():
+        concurrent.futures.wait([future], timeout=0.2)
+    return future.result()
+
+
+def run_tests(ctx):
+    """Ruby by Ruby: the Ruby built (every one ctx.build holds, with or
+    without scenarios), its planned scenarios' cores taken and checked."""
+    args, rep, selected = ctx.args, ctx.rep, ctx.selected
+    for ruby in ctx.rubies:
+        if ruby not in ctx.build:
+            continue
+        t0 = time.monotonic()
+        procs.progress("%s: fixture Ruby" % ruby)
+        if ctx.build_ruby(ruby) is None or not ctx.plan[ruby]:
+            continue
+        exe = ctx.exe(ruby)
+        rwork = os.path.join(ctx.workdir, ruby)
+        results = capture_all(ruby, exe, ctx.plan[ruby], rwork, bool(args.keep),
+                              args.corestack, args.timeout)
+        for scen, cap in results.items():
+            ctx.captures[(ruby, scen)] = cap
+        t1 = time.monotonic()
+        procs.progress("%s: cores taken in %.1f s" % (ruby, t1 - t0))
+        with concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as pool:
+            futures = {scen: pool.submit(corestack_runs, args.corestack, cap, args.timeout)
+                       for scen, cap in results.items() if isinstance(cap, Capture)}
+            try:
+                for scen in ctx.plan[ruby]:
+                    runs = patient_result(futures[scen]) if scen in futures else None
+                    report_scenario(rep, selected, ruby, scen, results[scen], runs)
+                    fibers.report(rep, selected, ruby, scen, results[scen], runs,
+                                  args.corestack, args.timeout, json_report)
+                    stable_names.report(rep, selected, ruby, scen, results[scen], runs,
+                                        args.corestack, args.timeout,
+                                        variants.scenario_env(ruby), rwork)
+                    frame_locals.report(rep, selected, ruby, scen, results[scen],
+                                        args.corestack, args.timeout, procs.run_tool,
+                                        json_report)
+            except BaseException:   # ^C or SIGTERM: do not wait for the pool
+                for future in futures.values():
+                    future.cancel()
+                procs.kill_live()
+                raise
+        procs.progress("%s: corestack checked in %.1f s" % (ruby, time.monotonic() - t1))
+        if not args.keep:   # gcore writes every mapping out: free the disk early
+            for scen, cap in results.items():
+                if isinstance(cap, Capture) and (ruby, scen) not in ctx.cores \
+                        and (ruby, scen) != ("3.3-static", "threads"):
+                    os.unlink(cap.core)

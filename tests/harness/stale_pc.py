@@ -167,8 +167,20 @@ def check_innermost(corestack, cap, place, case, expected, lines, timeout):
     return None
 
 
-def stale_pc_tests(rep, selected, ruby, cap, corestack, timeout):
+def names(ctx, ruby):
+    return test_names(ruby)
+
+
+def cores(ctx, ruby):
+    return {(ruby, "threads")} if ctx.any_selected(names(ctx, ruby)) else set()
+
+
+def run_tests(ctx, ruby):
     """The four cases on one Ruby's threads core (a scenarios.Capture)."""
+    cap = ctx.capture(ruby, "threads")
+    if cap is None:
+        return
+    rep, selected, corestack, timeout = ctx.rep, ctx.selected, ctx.corestack, ctx.timeout
     names = test_names(ruby)
     if not any(selected(n) for n in names):
         return

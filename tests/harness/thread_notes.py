@@ -142,7 +142,19 @@ def check(corestack, cap, baseline, timeout, marked, main):
     return None
 
 
-def notes_tests(rep, selected, ruby, cap, corestack, timeout):
+def names(ctx, ruby):
+    return ["%s/notes/%s" % (ruby, n) for n, _ in PATCHES]
+
+
+def cores(ctx, ruby):
+    return {(ruby, "threads")} if ctx.any_selected(names(ctx, ruby)) else set()
+
+
+def run_tests(ctx, ruby):
+    cap = ctx.capture(ruby, "threads")
+    if cap is None:
+        return
+    rep, selected, corestack, timeout = ctx.rep, ctx.selected, ctx.corestack, ctx.timeout
     names = ["%s/notes/%s" % (ruby, n) for n, _ in PATCHES]
     if not any(selected(n) for n in names):
         return

@@ -279,7 +279,22 @@ def top_pid(tmux, name):
     return int(children[0]) if children else None
 
 
-def top_tests(rep, selected, corestack, ruby, exe):
+def names(ctx):
+    return [n for r in ctx.rubies for n in test_names(r)]
+
+
+def rubies(ctx):
+    return {r for r in ctx.rubies if ctx.any_selected(test_names(r))}
+
+
+def run_tests(ctx):
+    for ruby in ctx.rubies:
+        if ctx.exe(ruby):
+            ruby_tests(ctx, ruby, ctx.exe(ruby))
+
+
+def ruby_tests(ctx, ruby, exe):
+    rep, selected, corestack = ctx.rep, ctx.selected, ctx.corestack
     names = test_names(ruby)
     if not any(selected(n) for n in names):
         return

@@ -9,13 +9,14 @@ import os
 from . import procs
 
 
-def test_names(programs):
-    return ["unit/" + os.path.basename(p).replace("test_", "") for p in programs]
+def names(ctx):
+    return ["unit/" + os.path.basename(p).replace("test_", "") for p in ctx.args.unit.split()]
 
 
-def unit_tests(rep, selected, programs, extra_args, timeout):
+def run_tests(ctx):
     """Each unit test program is one test; its own summary line is shown."""
-    for prog in programs:
+    rep, selected, extra_args, timeout = ctx.rep, ctx.selected, ctx.args.unit_arg, ctx.timeout
+    for prog in ctx.args.unit.split():
         name = "unit/" + os.path.basename(prog).replace("test_", "")
         if not selected(name):
             continue

@@ -239,7 +239,17 @@ def layout_has(corestack, prefix, item, timeout):
                for line in res.stdout.splitlines())
 
 
-def running_test(rep, selected, corestack, prefixes, timeout):
+def names(ctx):
+    """The run-time variants' own group: RUBY/running-jit-code (the rest of
+    this module checks the scenarios' captures)."""
+    return [n for r in ctx.rubies for n in running_test_names(r)]
+
+
+def rubies(ctx):
+    return {r for r in ctx.rubies if ctx.selected("%s/running-jit-code" % r)}
+
+
+def run_tests(ctx):
     """RUBY/running-jit-code: a thread that never leaves JIT code, read
     with --pid SPIN_SAMPLES times: no frame invented, garbled or in error,
     its line as Ruby's rule for a stale pc gives it (or, from ZJIT's JIT
@@ -248,6 +258,8 @@ def running_test(rep, selected, corestack, prefixes, timeout):
     that is not asleep). Under ZJIT on a Ruby with JIT
     frame records, at least one sample must read spin from its record, or
     the test would not be testing them."""
+    rep, selected, corestack, prefixes, timeout = (ctx.rep, ctx.selected, ctx.corestack,
+                                                   ctx.prefixes, ctx.timeout)
     for ruby, prefix in prefixes.items():
         name = "%s/running-jit-code" % ruby
         v = variant_of(ruby)

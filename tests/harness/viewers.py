@@ -383,8 +383,18 @@ def flamegraph_test(rep, args, exe, out):
     rep.result("viewers/flamegraph", reason)
 
 
-def viewer_tests(rep, selected, args, prefixes, workdir):
+def names(ctx):
+    return list(TESTS) if ctx.rubies else []
+
+
+def rubies(ctx):
+    """The first Ruby records what the viewers load."""
+    return {ctx.rubies[0]} if ctx.rubies and ctx.any_selected(TESTS) else set()
+
+
+def run_tests(ctx):
     """Each viewer loads one recording of the first fixture Ruby."""
+    rep, selected, args, prefixes, workdir = ctx.rep, ctx.selected, ctx.args, ctx.prefixes, ctx.workdir
     chosen = [t for t in TESTS if selected(t)]
     if not chosen:
         return
