@@ -1,5 +1,6 @@
 #include "module.h"
 #include "../util/hex.h"
+#include "../util/open_regular.h"
 
 #include <dirent.h>
 #include <elfutils/debuginfod.h>
@@ -16,22 +17,18 @@ static const char *const default_debug_dirs[] = {"/usr/lib/debug", NULL};
 
 static struct cs_error *open_elf(const char *path, int *fd_ret, Elf **elf_ret)
 {
-	/* Paths come from cores (NT_FILE) and debug links: a FIFO would
-	 * block the open and a device could be read without end, so only
-	 * regular files are read (O_NONBLOCK: the open itself never waits). */
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	if (fd < 0)
-		return cs_error_create(CS_ERR_OS, "%s: cannot open: %s", path,
-				       strerror(errno));
-	struct stat st;
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
+	/* Paths come from cores (NT_FILE) and debug links: only regular
+	 * files are read. */
+	int fd = cs_open_regular(path);
+	if (fd < 0 && (errno == ENODEV || errno == EISDIR))
 		return cs_error_create(
 			CS_ERR_FORMAT,
 			"%s: not a regular file (a device, FIFO "
 			"or directory); pass the ELF file itself",
 			path);
-	}
+	if (fd < 0)
+		return cs_error_create(CS_ERR_OS, "%s: cannot open: %s", path,
+				       strerror(errno));
 	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (!elf || elf_kind(elf) != ELF_K_ELF) {
 		if (elf)

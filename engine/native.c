@@ -21,6 +21,7 @@
 #include "../util/u64map.h"
 #include "past_jit.h"
 #include "vm_module.h"
+#include "../util/open_regular.h"
 
 struct native_session {
 	const struct cs_memory *mem;
@@ -137,12 +138,7 @@ static void report_module(Dwfl *dwfl, const struct cs_target *img,
 	if (!host)
 		return;
 	/* Only a regular file: NT_FILE may name a FIFO or a device. */
-	int fd = open(host, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	struct stat st;
-	if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
-		close(fd);
-		fd = -1;
-	}
+	int fd = cs_open_regular(host);
 	Elf *elf = fd >= 0 ? elf_begin(fd, ELF_C_READ_MMAP, NULL) : NULL;
 	GElf_Ehdr eh;
 	if (elf && elf_kind(elf) == ELF_K_ELF && gelf_getehdr(elf, &eh) &&

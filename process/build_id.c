@@ -1,4 +1,5 @@
 #include "build_id.h"
+#include "../util/open_regular.h"
 
 #include <elf.h>
 #include <elfutils/libdwelf.h>
@@ -175,17 +176,10 @@ size_t cs_build_id_of_fd(int fd, uint8_t *out, size_t max)
 
 size_t cs_build_id_of_path(const char *path, uint8_t *out, size_t max)
 {
-	/* Only a regular file: a FIFO would block the open, a device be read
-	 * without end. Checked before opening and again after. */
-	struct stat st;
-	if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
-		return 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	int fd = cs_open_regular(path);
 	if (fd < 0)
 		return 0;
-	size_t n = fstat(fd, &st) == 0 && S_ISREG(st.st_mode)
-			   ? cs_build_id_of_fd(fd, out, max)
-			   : 0;
+	size_t n = cs_build_id_of_fd(fd, out, max);
 	close(fd);
 	return n;
 }

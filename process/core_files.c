@@ -3,6 +3,7 @@
  * build-id, kept open in a small LRU, and read for the bytes a core left
  * out. */
 #include "core_internal.h"
+#include "../util/open_regular.h"
 
 struct cs_error *cs_core_set_sysroot(struct cs_core *core, const char *dir)
 {
@@ -265,22 +266,9 @@ static int cs_core_file_fd(struct cs_core *core, struct cs_core_file *f)
 	/* NT_FILE also names devices (/dev/zero, GPU drivers) and the like;
 	 * opening those can block or have side effects, so only regular
 	 * files, checked before opening and again after. */
-	struct stat st;
-	int fd = -1;
-	if (stat(host, &st) != 0) {
-		f->open_errno = errno;
-	} else if (!S_ISREG(st.st_mode)) {
-		f->open_errno = ENODEV;
-	} else {
-		fd = open(host, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-		if (fd < 0) {
-			f->open_errno = errno;
-		} else if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-			f->open_errno = ENODEV;
-			close(fd);
-			fd = -1;
-		}
-	}
+	int fd = cs_open_regular(host);
+	if (fd < 0) /* not a regular file: as a device, ENODEV */
+		f->open_errno = errno == EISDIR ? ENODEV : errno;
 	if (fd >= 0 && !f->checked) {
 		f->checked = 1;
 		if (cs_core_file_mismatch(core, f, fd, host)) {

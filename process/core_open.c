@@ -6,6 +6,7 @@
  * own bounds checks, since every size in a core is untrusted (truncated
  * writes, disk corruption, files that are not cores at all). */
 #include "core_internal.h"
+#include "../util/open_regular.h"
 
 /* ---- segments and mappings ---- */
 
@@ -295,9 +296,19 @@ struct cs_error *cs_core_open(const char *path, struct cs_core **ret)
 		return &cs_error_nomem;
 	}
 	struct cs_error *err = NULL;
-	/* Non-blocking: opening a FIFO with no writer would wait forever.
-	 * Only a regular file is read further (checked below). */
-	core->fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	/* Only a regular file is read: a FIFO with no writer would block
+	 * the open, a device be read without end. */
+	core->fd = cs_open_regular(path);
+	if (core->fd < 0 && errno == EISDIR) {
+		err = cs_core_format(core, "is a directory, not a core dump");
+		goto fail;
+	}
+	if (core->fd < 0 && errno == ENODEV) {
+		err = cs_core_format(core,
+				     "not a regular file (save the core to "
+				     "a file first)");
+		goto fail;
+	}
 	if (core->fd < 0) {
 		err = cs_error_create(CS_ERR_OS, "%s: cannot open: %s", path,
 				      strerror(errno));
@@ -307,16 +318,6 @@ struct cs_error *cs_core_open(const char *path, struct cs_core **ret)
 	if (fstat(core->fd, &st) != 0) {
 		err = cs_error_create(CS_ERR_OS, "%s: cannot stat: %s", path,
 				      strerror(errno));
-		goto fail;
-	}
-	if (S_ISDIR(st.st_mode)) {
-		err = cs_core_format(core, "is a directory, not a core dump");
-		goto fail;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		err = cs_core_format(core,
-				     "not a regular file (save the core to "
-				     "a file first)");
 		goto fail;
 	}
 	struct statfs fs;
