@@ -39,7 +39,8 @@ static bool same_build(const struct cs_target *t, const struct dw_module *mod,
 	uint8_t id[DW_BUILD_ID_MAX];
 	size_t len;
 	struct cs_error *why;
-	int same = cs_image_build_id_match(t, mod, start, id, &len, &why);
+	int same = cs_image_build_id_match(t, mod->build_id, mod->build_id_len,
+					   start, id, &len, &why);
 	cs_error_destroy(why);
 	return same != 0;
 }

@@ -113,18 +113,16 @@ static const Dwfl_Thread_Callbacks thread_callbacks = {
  * target lacks those bytes) counts as yes, as for the core reader. */
 static int same_build_id(const struct cs_target *img, Elf *elf, uint64_t start)
 {
-	uint8_t want[64];
-	size_t want_len;
-	struct cs_error *err = cs_target_module_build_id(
-		img, start, want, sizeof(want), &want_len);
-	if (err) {
-		cs_error_destroy(err);
-		return 1;
-	}
 	const void *have;
 	ssize_t have_len = dwelf_elf_gnu_build_id(elf, &have);
-	return have_len == (ssize_t)want_len &&
-	       memcmp(have, want, want_len) == 0;
+	uint8_t id[DW_BUILD_ID_MAX];
+	size_t len;
+	struct cs_error *why;
+	int same = cs_image_build_id_match(img, have,
+					   have_len > 0 ? (size_t)have_len : 0,
+					   start, id, &len, &why);
+	cs_error_destroy(why);
+	return same != 0;
 }
 
 /* Report one file mapped at offset 0, if it is an ELF module loaded

@@ -2,6 +2,7 @@
 
 #include "../rubyvm/layout.h"
 #include "../util/hex.h"
+#include "../process/build_id.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,8 +85,8 @@ static uint64_t module_base(const struct cs_target *img, struct dw_module *mod,
 	return cs_image_module_start(img, mod->elf, path);
 }
 
-int cs_image_build_id_match(const struct cs_target *img,
-			    const struct dw_module *mod, uint64_t start,
+int cs_image_build_id_match(const struct cs_target *img, const uint8_t *file_id,
+			    size_t file_len, uint64_t start,
 			    uint8_t id[DW_BUILD_ID_MAX], size_t *len,
 			    struct cs_error **why)
 {
@@ -93,8 +94,7 @@ int cs_image_build_id_match(const struct cs_target *img,
 	*why = cs_target_module_build_id(img, start, id, DW_BUILD_ID_MAX, len);
 	if (*why)
 		return -1;
-	return *len == mod->build_id_len &&
-	       memcmp(id, mod->build_id, *len) == 0;
+	return cs_build_id_same(id, *len, file_id, file_len);
 }
 
 /* Refuse a file whose build-id differs from the one in the core. When the
@@ -106,7 +106,8 @@ static struct cs_error *check_build_id(const struct cs_target *img,
 	uint8_t id[DW_BUILD_ID_MAX];
 	size_t len;
 	struct cs_error *err;
-	int same = cs_image_build_id_match(img, mod, start, id, &len, &err);
+	int same = cs_image_build_id_match(
+		img, mod->build_id, mod->build_id_len, start, id, &len, &err);
 	if (same < 0) {
 		if (m->nwarnings < 4 &&
 		    asprintf(&m->warnings[m->nwarnings],

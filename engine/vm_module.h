@@ -31,10 +31,11 @@ uint64_t cs_image_module_start(const struct cs_target *img, Elf *elf,
 /* Its load bias when loaded at start (0 for ET_EXEC). */
 uint64_t cs_image_module_bias(Elf *elf, uint64_t start);
 /* The build-id the target holds for the module it maps at start, against
- * the file mod's: 1 the same, 0 different (id, *len: the target's), -1
- * unknown (*why: the target's error, the caller's). */
-int cs_image_build_id_match(const struct cs_target *img,
-			    const struct dw_module *mod, uint64_t start,
+ * a file's (file_id, file_len): 1 the same, 0 different (id, *len: the
+ * target's), -1 unknown (*why: the target's error, the caller's). Every
+ * check that a file on disk is the module that ran goes through here. */
+int cs_image_build_id_match(const struct cs_target *img, const uint8_t *file_id,
+			    size_t file_len, uint64_t start,
 			    uint8_t id[DW_BUILD_ID_MAX], size_t *len,
 			    struct cs_error **why);
 

@@ -183,3 +183,9 @@ size_t cs_build_id_of_path(const char *path, uint8_t *out, size_t max)
 	close(fd);
 	return n;
 }
+
+bool cs_build_id_same(const uint8_t *a, size_t alen, const uint8_t *b,
+		      size_t blen)
+{
+	return alen && alen == blen && memcmp(a, b, alen) == 0;
+}

@@ -6,6 +6,7 @@
 #define CS_CORESTACK_BUILD_ID_H
 
 #include <elf.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -27,6 +28,11 @@ struct cs_error *cs_module_headers_read(const struct cs_memory *mem,
 struct cs_error *cs_build_id_read(const struct cs_memory *mem, const char *who,
 				  uint64_t start, uint8_t *buf, size_t bufsize,
 				  size_t *len);
+
+/* Whether two build-ids are the one: the same length and bytes, and not
+ * empty. */
+bool cs_build_id_same(const uint8_t *a, size_t alen, const uint8_t *b,
+		      size_t blen);
 
 /* The build-id in the notes of the ELF file open as fd, or of the regular
  * file at path; the length, 0 if it has none or is no such file. */

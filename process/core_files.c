@@ -217,7 +217,7 @@ static int cs_core_file_mismatch(struct cs_core *core, struct cs_core_file *f,
 			have_len = cs_build_id_of_fd(fd, have, sizeof(have));
 			file_read = 1;
 		}
-		if (have_len == want_len && memcmp(have, want, have_len) == 0)
+		if (cs_build_id_same(have, have_len, want, want_len))
 			return 0;
 	}
 	if (!want_len)

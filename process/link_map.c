@@ -455,7 +455,7 @@ static void scan_dir(struct cs_link_map_scan *scan, const char *dir)
 static int same_id(const struct cs_link_map_module *mod, const uint8_t *id,
 		   size_t len)
 {
-	return len == mod->build_id_len && memcmp(id, mod->build_id, len) == 0;
+	return cs_build_id_same(id, len, mod->build_id, mod->build_id_len);
 }
 
 const char *cs_link_map_host(const struct cs_link_map *lm,
