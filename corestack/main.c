@@ -376,7 +376,7 @@ int main(int argc, char **argv)
 		 * stacks. */
 		__fsetlocking(stdout, FSETLOCKING_BYCALLER);
 		(o.renderer ? o.renderer : &cs_renderers[0])
-			->render(stdout, &snap.report);
+			->render(stdout, &snap.report, NULL);
 		rc = snap.report.complete ? EXIT_COMPLETE : EXIT_PARTIAL;
 	}
 	cs_snapshot_free(&snap);

@@ -38,7 +38,6 @@ struct cs_report {
 	const int64_t *tids; /* per Ruby thread: kernel tid or -1 */
 	/* per Ruby thread: why its tid is not believed, or NULL; NULL: none */
 	char *const *tid_errors;
-	const bool *shown; /* per Ruby thread: rendered? NULL: all */
 	char **warnings;
 	size_t nwarnings;
 	int complete;
@@ -50,9 +49,6 @@ struct cs_report {
 	int native_all;
 	/* the crash summary of a core dumped on a fatal signal, or NULL */
 	const struct cs_crash *crash;
-	/* text: "#N " before each frame of a thread's own stack, the number
-	 * a debugger's ruby-frame takes (not with native stacks) */
-	bool frame_numbers;
 };
 
 /* Is tid the kernel thread of one of the Ruby threads? */
@@ -65,7 +61,9 @@ const struct cs_native_thread *cs_report_native_of(const struct cs_report *r,
 struct json;
 /* render_crash.c: the crash summary, when there is one. */
 void cs_render_crash_text(FILE *out, const struct cs_report *r);
-void cs_render_crash_json(struct json *j, const struct cs_report *r);
+/* shown: per Ruby thread, in the JSON "threads"? NULL: all */
+void cs_render_crash_json(struct json *j, const struct cs_report *r,
+			  const bool *shown);
 /* render_gc.c: the GC state, in the header and as "gc". */
 void cs_render_gc_text(FILE *out, const struct cs_report *r);
 void cs_render_gc_json(struct json *j, const struct cs_report *r);

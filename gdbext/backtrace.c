@@ -101,7 +101,7 @@ static struct cs_error *kernel_threads(void *ctx, const struct cs_target *t,
 	return NULL;
 }
 
-/* Which threads to show; CS_ERR_LOOKUP naming a tid no Ruby thread has
+/* Which threads to show; CS_ERR_NO_THREAD naming a tid no Ruby thread has
  * (CS_ERR_FAULT when the thread list could not be read to the end: then
  * it may well have one). */
 static struct cs_error *select_threads(const struct rv_process *p,
@@ -125,9 +125,15 @@ static struct cs_error *select_threads(const struct rv_process *p,
 				"the thread list is incomplete (%s); "
 				"'ruby-bt all' shows those read",
 				(long long)req->only_tids[k], p->error);
+		if (!found && req->thread_name)
+			return cs_error_create(
+				CS_ERR_NO_THREAD,
+				"%s (LWP %lld) runs no Ruby thread; "
+				"'ruby-bt all' shows every Ruby thread",
+				req->thread_name, (long long)req->only_tids[k]);
 		if (!found)
 			return cs_error_create(
-				CS_ERR_LOOKUP,
+				CS_ERR_NO_THREAD,
 				"LWP %lld runs no Ruby thread; "
 				"'ruby-bt all' shows every Ruby thread",
 				(long long)req->only_tids[k]);
@@ -136,13 +142,14 @@ static struct cs_error *select_threads(const struct rv_process *p,
 }
 
 /* Not one Ruby thread read: an error, not an empty report, so that the
- * debugger shows one line (the CLI reports it as partial output). */
+ * debugger shows one line (the CLI reports it as partial output). A fault
+ * keeps the address that stopped the walk. */
 static struct cs_error *nothing_read(void *ctx, const struct rv_process *p)
 {
 	const struct gx_source *src = ctx;
 	if (p->nthreads > 0 || !p->error)
 		return NULL;
-	return cs_error_create(
+	struct cs_error *err = cs_error_create(
 		CS_ERR_FAULT,
 		"no Ruby thread could be read: %s (the Ruby VM's memory is "
 		"missing or damaged%s)",
@@ -152,6 +159,11 @@ static struct cs_error *nothing_read(void *ctx, const struct rv_process *p)
 		: src->kind == GX_SOURCE_CORE || src->debugger->is_core
 			? ": is the core complete? take a new one if you can"
 			: "; try again");
+	if (err != &cs_error_nomem) {
+		err->has_address = p->has_error_address;
+		err->address = p->error_address;
+	}
+	return err;
 }
 
 /* The report of s, with only the threads asked for, into *out. */
@@ -161,16 +173,27 @@ static struct cs_error *render(struct cs_snapshot *s,
 {
 	const struct rv_process *proc = s->proc;
 	bool *shown = calloc(proc->nthreads + 1, sizeof(*shown));
+	const char **names = calloc(proc->nthreads + 1, sizeof(*names));
 	char *text = NULL;
 	size_t size = 0;
 	FILE *f = NULL;
 	struct cs_error *err;
-	if (!shown)
-		return &cs_error_nomem;
+	if (!shown || !names) {
+		err = &cs_error_nomem;
+		goto out;
+	}
 	if ((err = select_threads(proc, s->tids.tids, req, shown)))
 		goto out;
-	s->report.shown = shown;
-	s->report.frame_numbers = true; /* what ruby-frame takes */
+	/* One thread the debugger named: that thread alone, named so. */
+	bool one = req->thread_name && req->nonly == 1;
+	for (size_t i = 0; one && i < proc->nthreads; i++)
+		names[i] = shown[i] ? req->thread_name : NULL;
+	const struct cs_render_options options = {
+		.shown = shown,
+		.frame_numbers = true, /* what ruby-frame takes */
+		.no_header = one,
+		.thread_names = one ? names : NULL,
+	};
 	const struct cs_renderer *renderer = cs_renderer_find(req->format);
 	if (!renderer) {
 		err = cs_error_create(CS_ERR_USAGE, "no output format '%s'",
@@ -181,7 +204,7 @@ static struct cs_error *render(struct cs_snapshot *s,
 		err = &cs_error_nomem;
 		goto out;
 	}
-	renderer->render(f, &s->report);
+	renderer->render(f, &s->report, &options);
 	if (fclose(f) != 0) {
 		err = &cs_error_nomem;
 		free(text);
@@ -190,8 +213,7 @@ static struct cs_error *render(struct cs_snapshot *s,
 	*out = text;
 	*complete = s->report.complete;
 out:
-	s->report.shown = NULL;
-	s->report.frame_numbers = false;
+	free(names);
 	free(shown);
 	return err;
 }

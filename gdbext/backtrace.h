@@ -57,6 +57,11 @@ struct gx_backtrace_request {
 	const char *format;       /* a renderer's name (render/render.h) */
 	const int64_t *only_tids; /* show only these kernel threads; NULL: all */
 	size_t nonly;
+	/* The debugger's name of the one thread asked for ("gdb thread 3"),
+	 * or NULL: the text then shows that thread alone, without the
+	 * process header, this name next to its tid, and the error for a
+	 * thread that runs no Ruby names it. */
+	const char *thread_name;
 	gx_thread_hints_fn hints; /* may be NULL */
 	void *hints_ctx;
 	bool frame_flags; /* read where each vm_exec() began (merging) */
@@ -72,7 +77,7 @@ struct gx_backtrace_request {
 
 /* Render the report into *out (malloc'd, NUL-terminated). An error only
  * when nothing could be shown: no Ruby, no debug info, unreadable VM, or a
- * requested thread that runs no Ruby thread (CS_ERR_LOOKUP). *complete
+ * requested thread that runs no Ruby thread (CS_ERR_NO_THREAD). *complete
  * tells whether every thread and frame was decoded. */
 struct cs_error *gx_backtrace(const struct gx_source *src,
 			      const struct gx_backtrace_request *req,

@@ -80,7 +80,7 @@ static struct cs_error *thread_frames(void *ctx, struct cs_snapshot *s)
 			rt = &p->threads[i];
 	if (!rt)
 		return cs_error_create(
-			p->error ? CS_ERR_FAULT : CS_ERR_LOOKUP,
+			p->error ? CS_ERR_FAULT : CS_ERR_NO_THREAD,
 			"LWP %lld runs no Ruby thread%s%s%s", (long long)w->tid,
 			p->error ? " read (the thread list is incomplete: "
 				 : "; 'ruby-bt all' shows every Ruby thread",

@@ -2,12 +2,14 @@
  * build serves any Python 3.7+). It only converts between Python and the C
  * of backtrace.c, sample.c and args.c; the loaders ruby-gdb.py and
  * ruby-lldb.py only register commands and ask their debugger what it knows
- * (pid, core file, threads, memory). Errors raise _corestack.Error with
- * one line. */
+ * (pid, core file, threads, memory); which way to read the inferior is
+ * decided here (source_choice.h). Errors raise a subclass of
+ * _corestack.Error per cs_error code, with one line. */
 #define Py_LIMITED_API 0x03070000
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,14 +20,56 @@
 #include "debugger_target.h"
 #include "frames.h"
 #include "sample.h"
+#include "source_choice.h"
 #include "source_list.h"
 
+/* _corestack.Error, and under it a class per cs_error code, so that the
+ * loaders act on what failed, never on the words that say it. */
 static PyObject *corestack_error;
 
+static const struct {
+	const char *name; /* _corestack.NAME */
+	const char *doc;
+} error_classes[] = {
+	[CS_ERR_NOMEM] = {"OutOfMemoryError", "an allocation failed"},
+	[CS_ERR_OS] = {"SystemCallError", "a system call failed"},
+	[CS_ERR_FORMAT] = {"FormatError", "a file is not what it claims to be"},
+	[CS_ERR_FAULT] = {"FaultError",
+			  "the inferior's memory could not be read; address: "
+			  "the first address not read, or None"},
+	[CS_ERR_LOOKUP] = {"NotFoundError", "a name or frame is absent"},
+	[CS_ERR_NO_DEBUG] = {"NoDebugInfoError", "a module has no DWARF"},
+	[CS_ERR_MISMATCH] = {"MismatchError",
+			     "a file does not belong to the inferior"},
+	[CS_ERR_NOT_RUBY] = {"NotRubyError", "the inferior runs no Ruby"},
+	[CS_ERR_CORRUPT] = {"CorruptError", "the Ruby's data is damaged"},
+	[CS_ERR_LIMIT] = {"LimitError", "a bound was reached"},
+	[CS_ERR_USAGE] = {"UsageError", "a command was given bad arguments"},
+	[CS_ERR_NO_THREAD] = {"NoRubyThreadError",
+			      "the thread asked for runs no Ruby thread"},
+};
+
+#define NCLASSES (sizeof(error_classes) / sizeof(*error_classes))
+
+static PyObject *error_class[NCLASSES];
+
+/* Raise err as its code's class, with its message (and, for a fault,
+ * its address); consumes err. NULL, for returning. */
 static PyObject *raise(struct cs_error *err)
 {
-	PyErr_SetString(corestack_error, err->message);
+	size_t code = (size_t)err->code;
+	PyObject *cls = code < NCLASSES && error_class[code] ? error_class[code]
+							     : corestack_error;
+	PyObject *exc = PyObject_CallFunction(cls, "s", err->message);
+	PyObject *address = err->has_address
+				    ? PyLong_FromUnsignedLongLong(err->address)
+				    : (Py_INCREF(Py_None), Py_None);
 	cs_error_destroy(err);
+	if (exc && address &&
+	    PyObject_SetAttrString(exc, "address", address) == 0)
+		PyErr_SetObject(cls, exc);
+	Py_XDECREF(address);
+	Py_XDECREF(exc);
 	return NULL;
 }
 
@@ -52,9 +96,8 @@ static struct cs_error *py_read(void *priv, uint64_t addr, void *buf,
 	}
 	Py_XDECREF(res);
 	PyErr_Clear();
-	return cs_error_create(CS_ERR_FAULT,
-			       "%s: cannot read %zu bytes at 0x%llx", r->name,
-			       len, (unsigned long long)addr);
+	return cs_error_fault(addr, "%s: cannot read %zu bytes at 0x%llx",
+			      r->name, len, (unsigned long long)addr);
 }
 
 static int py_hints(void *ctx, struct gx_thread_hint **ret, size_t *count)
@@ -160,125 +203,215 @@ static int split_dirs(const char *dirs, char ***ret)
 	return 1;
 }
 
-/* How to read the inferior: a gx_source and what it points to. */
+/* How to read the inferior one way: a gx_source and what it points to. */
 struct py_source {
 	struct gx_source src;
 	struct gx_inferior dbg;
 	struct py_reader reader;
-	char **debug_dirs;
-	PyObject *hints;
 };
 
 static void source_free(struct py_source *ps)
 {
 	gx_inferior_free(&ps->dbg);
-	free(ps->debug_dirs);
-	ps->debug_dirs = NULL;
 }
 
-/* The source from keywords: kind ("core", "live" or "debugger"), core,
- * pid, executable, read, mappings, auxv, is_core, name, hints, signal,
- * debug_dirs (the debugger's, "a:b"), debug_dir_advice (how its user adds
- * one, for the no-debug message), sysroot and lib_search_path ("a:b":
- * where a core's files are when not at the paths it names, the debugger's
- * settings). 0 with a Python error set. */
-static int source_from(PyObject *kw, struct py_source *ps)
+/* What the loader says of the inferior, for every way of reading it. */
+struct py_facts {
+	struct gx_facts f;
+	const char *executable, *name, *advice, *sysroot, *search;
+	PyObject *read, *maps, *auxv, *sig, *hints;
+	char **debug_dirs;
+};
+
+/* The facts from keywords: is_core, core (its path), pid, local (the OS
+ * can read its memory), via_debugger; executable, name; read(addr, len),
+ * mappings, auxv and signal, each a value or a function called only when
+ * the debugger is the way read; hints; debug_dirs (the debugger's, "a:b"),
+ * debug_dir_advice (how its user adds one, for the no-debug message),
+ * sysroot and lib_search_path ("a:b": where a core's files are when not
+ * at the paths it names, the debugger's settings). 0 with a Python error
+ * set; pf is always safe to free. */
+static int facts_from(PyObject *kw, struct py_facts *pf)
 {
-	static char *names[] = {"kind",
+	static char *names[] = {"is_core",
 				"core",
 				"pid",
+				"local",
+				"via_debugger",
 				"executable",
+				"name",
 				"read",
 				"mappings",
 				"auxv",
-				"is_core",
-				"name",
-				"hints",
 				"signal",
+				"hints",
 				"debug_dirs",
 				"debug_dir_advice",
 				"sysroot",
 				"lib_search_path",
 				NULL};
-	const char *kind, *core = NULL, *executable = NULL,
-			  *name = "the debugger's inferior", *dirs = NULL,
-			  *advice = NULL, *sysroot = NULL, *search = NULL;
-	int pid = -1, is_core = 0;
-	PyObject *read = Py_None, *maps = Py_None, *auxv = Py_None,
-		 *sig = Py_None, *empty = PyTuple_New(0);
-	memset(ps, 0, sizeof(*ps));
-	ps->dbg = (struct gx_inferior){.fd = -1, .pid = -1, .crash_tid = -1};
-	ps->hints = Py_None;
+	const char *dirs = NULL;
+	int is_core = 0, local = 0, via = 0;
+	PyObject *empty = PyTuple_New(0);
+	memset(pf, 0, sizeof(*pf));
+	pf->f.pid = -1;
+	pf->name = "the debugger's inferior";
+	pf->read = pf->maps = pf->auxv = pf->sig = pf->hints = Py_None;
 	int ok = empty &&
-		 PyArg_ParseTupleAndKeywords(empty, kw, "s|zizOOOpzOOzzzz",
-					     names, &kind, &core, &pid,
-					     &executable, &read, &maps, &auxv,
-					     &is_core, &name, &ps->hints, &sig,
-					     &dirs, &advice, &sysroot, &search);
+		 PyArg_ParseTupleAndKeywords(
+			 empty, kw, "|pzippzzOOOOOzzzz", names, &is_core,
+			 &pf->f.core_path, &pf->f.pid, &local, &via,
+			 &pf->executable, &pf->name, &pf->read, &pf->maps,
+			 &pf->auxv, &pf->sig, &pf->hints, &dirs, &pf->advice,
+			 &pf->sysroot, &pf->search);
 	Py_XDECREF(empty);
-	if (!ok)
-		return 0;
-	struct gx_source *src = &ps->src;
+	pf->f.is_core = is_core;
+	pf->f.local = local;
+	pf->f.via_debugger = via;
+	return ok && split_dirs(dirs, &pf->debug_dirs);
+}
+
+/* v, or what v() returns when it is a function (a new reference). */
+static PyObject *value_of(PyObject *v)
+{
+	if (PyCallable_Check(v))
+		return PyObject_CallObject(v, NULL);
+	Py_INCREF(v);
+	return v;
+}
+
+/* The debugger's own reading of the inferior: its memory, mappings,
+ * auxiliary vector and, for a core, the signal. 0 with a Python error. */
+static int debugger_source(const struct py_facts *pf, struct py_source *ps)
+{
 	struct gx_inferior *dbg = &ps->dbg;
-	*src = (struct gx_source){.pid = pid,
-				  .executable = executable,
-				  .debug_dir_advice = advice};
-	dbg->pid = pid;
-	/* signal: (signo, code, fault address, tid that took it) the
-	 * debugger reports */
+	PyObject *maps = NULL, *auxv = NULL, *sig = NULL;
+	int ok = 0;
+	if (!PyCallable_Check(pf->read)) {
+		PyErr_SetString(PyExc_ValueError, "read= is not a function");
+		return 0;
+	}
+	if (!(maps = value_of(pf->maps)) || !(auxv = value_of(pf->auxv)) ||
+	    !(sig = value_of(pf->sig)))
+		goto out;
+	/* signal: (signo, code, fault address, tid that took it) */
 	if (sig != Py_None) {
 		unsigned long long fault = 0;
 		long long crash_tid = -1;
 		if (!PyArg_ParseTuple(sig, "iiKL", &dbg->siginfo.signo,
 				      &dbg->siginfo.code, &fault, &crash_tid))
-			return 0;
+			goto out;
 		dbg->siginfo.present = 1;
 		dbg->siginfo.addr = fault;
 		dbg->crash_tid = crash_tid;
 	}
-	ps->reader = (struct py_reader){read, name};
-	if (strcmp(kind, "core") == 0 && core) {
-		src->kind = GX_SOURCE_CORE;
-		src->core_path = core;
-		src->sysroot = sysroot;
-		src->lib_search_path = search;
-	} else if (strcmp(kind, "live") == 0 && pid > 0) {
-		src->kind = GX_SOURCE_LIVE;
-	} else if (strcmp(kind, "debugger") == 0 && PyCallable_Check(read) &&
-		   maps != Py_None) {
-		src->kind = GX_SOURCE_DEBUGGER;
-		dbg->mem = (struct cs_memory){py_read, &ps->reader};
-		dbg->name = name;
-		/* Where the executable is loaded is found from its mappings
-		 * when the debugger shows no auxiliary vector (lldb). */
-		if (executable && !(dbg->executable = strdup(executable))) {
-			PyErr_NoMemory();
-			return 0;
-		}
-		src->debugger = dbg;
-		dbg->is_core = is_core;
-		if (!fill_image(dbg, maps, auxv == Py_None ? NULL : auxv))
-			return 0;
-	} else {
-		PyErr_SetString(PyExc_ValueError,
-				"kind core needs core=, live pid=, "
-				"debugger read= and mappings=");
-		return 0;
+	ps->reader = (struct py_reader){pf->read, pf->name};
+	dbg->mem = (struct cs_memory){py_read, &ps->reader};
+	dbg->name = pf->name;
+	dbg->is_core = pf->f.is_core;
+	/* As the mappings name it: where the executable is loaded is found
+	 * from them when the debugger shows no auxiliary vector (lldb). */
+	char *real = pf->executable ? realpath(pf->executable, NULL) : NULL;
+	if (pf->executable &&
+	    !(dbg->executable = real ? real : strdup(pf->executable))) {
+		PyErr_NoMemory();
+		goto out;
 	}
-	if (!split_dirs(dirs, &ps->debug_dirs))
-		return 0;
-	src->debug_dirs = (const char *const *)ps->debug_dirs;
-	return 1;
+	ps->src.executable = dbg->executable;
+	ps->src.debugger = dbg;
+	ok = fill_image(dbg, maps, auxv == Py_None ? NULL : auxv);
+out:
+	Py_XDECREF(maps);
+	Py_XDECREF(auxv);
+	Py_XDECREF(sig);
+	return ok;
 }
 
-/* The source from kw without the keywords a command takes for itself,
- * those in taken[i] (borrowed, NULL when absent). 0 with a Python error
- * set; ps is always safe to free. */
-static int command_source(PyObject *kw, const char *const *own,
-			  PyObject **taken, struct py_source *ps)
+/* The inferior read the way kind says. 0 with a Python error set; ps is
+ * always safe to free. */
+static int source_for(const struct py_facts *pf, enum gx_source_kind kind,
+		      struct py_source *ps)
 {
 	memset(ps, 0, sizeof(*ps));
-	ps->dbg.fd = -1;
+	ps->dbg = (struct gx_inferior){
+		.fd = -1, .pid = pf->f.pid, .crash_tid = -1};
+	ps->src = (struct gx_source){
+		.kind = kind,
+		.pid = pf->f.pid,
+		.executable = pf->executable,
+		.debug_dirs = (const char *const *)pf->debug_dirs,
+		.debug_dir_advice = pf->advice,
+	};
+	if (kind == GX_SOURCE_CORE) {
+		ps->src.core_path = pf->f.core_path;
+		ps->src.sysroot = pf->sysroot;
+		ps->src.lib_search_path = pf->search;
+	}
+	return kind != GX_SOURCE_DEBUGGER || debugger_source(pf, ps);
+}
+
+/* One command's work on one way of reading the inferior. */
+typedef struct cs_error *(*source_work)(const struct gx_source *src,
+					struct gx_backtrace_request *req,
+					void *ctx);
+
+/* work on each way of reading the inferior (gx_source_order) until one
+ * succeeds: 1, or 0 with a Python error set (the first error when no way
+ * did, or the one that says every way would fail alike). */
+static int on_sources(const struct py_facts *pf,
+		      struct gx_backtrace_request *req, source_work work,
+		      void *ctx)
+{
+	enum gx_source_kind order[GX_SOURCES_MAX];
+	size_t n = gx_source_order(&pf->f, order);
+	struct cs_error *first = NULL;
+	if (PyCallable_Check(pf->hints)) {
+		/* the debugger's threads, for Ruby threads that keep only a
+		 * pthread_t */
+		req->hints = py_hints;
+		req->hints_ctx = pf->hints;
+	}
+	struct py_source ps;
+	for (size_t i = 0; i < n; i++) {
+		if (!source_for(pf, order[i], &ps)) {
+			source_free(&ps);
+			cs_error_destroy(first);
+			return 0;
+		}
+		struct cs_error *err = work(&ps.src, req, ctx);
+		source_free(&ps);
+		if (!err) {
+			cs_error_destroy(first);
+			return 1;
+		}
+		if (!gx_source_retry(err)) {
+			cs_error_destroy(first);
+			first = err;
+			break;
+		}
+		if (first)
+			cs_error_destroy(err);
+		else
+			first = err;
+	}
+	raise(first ? first
+		    : cs_error_create(CS_ERR_USAGE, "no way to read it"));
+	return 0;
+}
+
+static void facts_free(struct py_facts *pf)
+{
+	free(pf->debug_dirs);
+	pf->debug_dirs = NULL;
+}
+
+/* The facts from kw without the keywords a command takes for itself,
+ * those in taken[i] (borrowed, NULL when absent). 0 with a Python error
+ * set; pf is always safe to free. */
+static int command_facts(PyObject *kw, const char *const *own, PyObject **taken,
+			 struct py_facts *pf)
+{
+	memset(pf, 0, sizeof(*pf));
 	for (size_t i = 0; own[i]; i++)
 		taken[i] = NULL;
 	PyObject *rest = kw ? PyDict_Copy(kw) : PyDict_New();
@@ -289,37 +422,43 @@ static int command_source(PyObject *kw, const char *const *own,
 			return 0;
 		}
 	}
-	int ok = rest && source_from(rest, ps);
+	int ok = rest && facts_from(rest, pf);
 	Py_XDECREF(rest);
 	return ok;
 }
 
-/* The debugger's threads, for Ruby threads that keep only a pthread_t. */
-static void ask_hints(struct gx_backtrace_request *req,
-		      const struct py_source *ps)
+struct backtrace_work {
+	char *text;
+	int complete;
+};
+
+static struct cs_error *backtrace_work(const struct gx_source *src,
+				       struct gx_backtrace_request *req,
+				       void *ctx)
 {
-	if (PyCallable_Check(ps->hints)) {
-		req->hints = py_hints;
-		req->hints_ctx = ps->hints;
-	}
+	struct backtrace_work *w = ctx;
+	return gx_backtrace(src, req, &w->text, &w->complete);
 }
 
-/* backtrace(json=False, tids=None, locals=False, frame=None, value=None,
- * **source) -> (text, complete). locals: every Ruby frame's locals (ruby-bt
- * full); frame: only that frame of the thread (-1: the innermost Ruby one)
- * with its locals (ruby-locals); value: only that VALUE (ruby-print). */
+/* backtrace(json=False, tids=None, thread_name=None, locals=False,
+ * frame=None, value=None, **facts) -> (text, complete). thread_name: the
+ * debugger's name of the one thread in tids ("gdb thread 3"), which the
+ * text then shows alone; locals: every Ruby frame's locals (ruby-bt full);
+ * frame: only that frame of the thread (-1: the innermost Ruby one) with
+ * its locals (ruby-locals); value: only that VALUE (ruby-print). */
 static PyObject *py_backtrace(PyObject *self, PyObject *args, PyObject *kw)
 {
 	(void)self;
 	static const char *const own[] = {"json",  "tids",  "locals",
-					  "frame", "value", NULL};
-	PyObject *taken[5];
+					  "frame", "value", "thread_name",
+					  NULL};
+	PyObject *taken[6];
 	if (PyTuple_Size(args) != 0) {
 		PyErr_SetString(PyExc_TypeError, "backtrace: keywords only");
 		return NULL;
 	}
-	struct py_source ps;
-	int ok = command_source(kw, own, taken, &ps);
+	struct py_facts pf;
+	int ok = command_facts(kw, own, taken, &pf);
 	int json = taken[0] ? PyObject_IsTrue(taken[0]) : 0;
 	int locals = taken[2] ? PyObject_IsTrue(taken[2]) : 0;
 	struct gx_backtrace_request req = {.format = json > 0 ? "json" : "text",
@@ -335,25 +474,24 @@ static PyObject *py_backtrace(PyObject *self, PyObject *args, PyObject *kw)
 		if (PyErr_Occurred())
 			ok = 0;
 	}
+	if (ok && taken[5] && taken[5] != Py_None &&
+	    !PyArg_Parse(taken[5], "s", &req.thread_name))
+		ok = 0;
 	int64_t *only = NULL;
-	if (!ok || json < 0 || locals < 0 ||
-	    !tid_list(taken[1] ? taken[1] : Py_None, &only, &req.nonly)) {
-		free(only);
-		source_free(&ps);
-		return NULL;
+	struct backtrace_work w = {0};
+	if (ok && json >= 0 && locals >= 0 &&
+	    tid_list(taken[1] ? taken[1] : Py_None, &only, &req.nonly)) {
+		req.only_tids = only;
+		ok = on_sources(&pf, &req, backtrace_work, &w);
+	} else {
+		ok = 0;
 	}
-	req.only_tids = only;
-	ask_hints(&req, &ps);
-	char *text = NULL;
-	int complete = 0;
-	struct cs_error *err = gx_backtrace(&ps.src, &req, &text, &complete);
-	source_free(&ps);
 	free(only);
-	if (err)
-		return raise(err);
-	PyObject *res =
-		Py_BuildValue("(sO)", text, complete ? Py_True : Py_False);
-	free(text);
+	facts_free(&pf);
+	PyObject *res = ok ? Py_BuildValue("(sO)", w.text,
+					   w.complete ? Py_True : Py_False)
+			   : NULL;
+	free(w.text);
 	return res;
 }
 
@@ -407,7 +545,21 @@ static PyObject *frames_tuple(const struct gx_thread_frames *f)
 	return list ? Py_BuildValue("(Nz)", list, f->native_error) : NULL;
 }
 
-/* thread_frames(tid, native=None, **source) -> ([(text, path, lineno,
+struct frames_work {
+	int64_t tid;
+	const struct cs_native_frame *native;
+	size_t nnative;
+	struct gx_thread_frames f;
+};
+
+static struct cs_error *frames_work(const struct gx_source *src,
+				    struct gx_backtrace_request *req, void *ctx)
+{
+	struct frames_work *w = ctx;
+	return gx_thread_frames(src, req, w->tid, w->native, w->nnative, &w->f);
+}
+
+/* thread_frames(tid, native=None, **facts) -> ([(text, path, lineno,
  * native index or None)], why no native frames or None) */
 static PyObject *py_thread_frames(PyObject *self, PyObject *args, PyObject *kw)
 {
@@ -417,27 +569,23 @@ static PyObject *py_thread_frames(PyObject *self, PyObject *args, PyObject *kw)
 	long long tid;
 	if (!PyArg_ParseTuple(args, "L", &tid))
 		return NULL;
-	struct py_source ps;
-	int ok = command_source(kw, own, taken, &ps);
+	struct py_facts pf;
+	int ok = command_facts(kw, own, taken, &pf);
 	struct cs_native_frame *native = NULL;
 	size_t nnative = 0;
-	if (!ok || !native_list(taken[0], &native, &nnative)) {
-		free(native);
-		source_free(&ps);
-		return NULL;
+	struct frames_work w = {.tid = tid};
+	if (ok && native_list(taken[0], &native, &nnative)) {
+		struct gx_backtrace_request req = {.format = "text"};
+		w.native = taken[0] && taken[0] != Py_None ? native : NULL;
+		w.nnative = nnative;
+		ok = on_sources(&pf, &req, frames_work, &w);
+	} else {
+		ok = 0;
 	}
-	struct gx_backtrace_request req = {.format = "text"};
-	ask_hints(&req, &ps);
-	struct gx_thread_frames f;
-	struct cs_error *err = gx_thread_frames(
-		&ps.src, &req, tid,
-		taken[0] && taken[0] != Py_None ? native : NULL, nnative, &f);
 	free(native);
-	source_free(&ps);
-	if (err)
-		return raise(err);
-	PyObject *res = frames_tuple(&f);
-	gx_thread_frames_free(&f);
+	facts_free(&pf);
+	PyObject *res = ok ? frames_tuple(&w.f) : NULL;
+	gx_thread_frames_free(&w.f);
 	return res;
 }
 
@@ -489,25 +637,26 @@ static const char sampler_capsule[] = "corestack.sampler";
 static PyObject *py_sample_start(PyObject *self, PyObject *args, PyObject *kw)
 {
 	(void)self;
-	static char *names[] = {"pid",
-				"seconds",
-				"rate",
-				"executable",
-				"interrupt_signal",
-				"out",
-				"format",
-				"debug_dirs",
-				"debug_dir_advice",
-				"states",
-				NULL};
+	static char *names[] = {
+		"pid",        "seconds",          "rate",
+		"executable", "interrupt_signal", "out",
+		"format",     "debug_dirs",       "debug_dir_advice",
+		"states",     "is_core",          "local",
+		NULL};
 	struct gx_sample_request req = {0};
 	const char *dirs = NULL;
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "idd|zizzzzI", names,
-					 &req.pid, &req.seconds, &req.rate,
-					 &req.executable, &req.interrupt_signal,
-					 &req.out_path, &req.format, &dirs,
-					 &req.debug_dir_advice, &req.states))
+	int is_core = 0, local = 1;
+	if (!PyArg_ParseTupleAndKeywords(
+		    args, kw, "idd|zizzzzIpp", names, &req.pid, &req.seconds,
+		    &req.rate, &req.executable, &req.interrupt_signal,
+		    &req.out_path, &req.format, &dirs, &req.debug_dir_advice,
+		    &req.states, &is_core, &local))
 		return NULL;
+	struct gx_facts facts = {
+		.is_core = is_core, .pid = req.pid, .local = local};
+	struct cs_error *refused = gx_sample_check(&facts);
+	if (refused)
+		return raise(refused);
 	char **debug_dirs;
 	if (!split_dirs(dirs, &debug_dirs))
 		return NULL;
@@ -651,7 +800,8 @@ static PyMethodDef methods[] = {
 	 METH_VARARGS | METH_KEYWORDS,
 	 "sample_start(pid, seconds, rate, executable=None, "
 	 "interrupt_signal=0, out=None, format=None, debug_dirs=None, "
-	 "debug_dir_advice=None, states=0) -> sampler"},
+	 "debug_dir_advice=None, states=0, is_core=False, local=True) -> "
+	 "sampler"},
 	{"sample_finish", py_sample_finish, METH_VARARGS,
 	 "sample_finish(sampler) -> (summary, interrupted, quit_signal)"},
 	{"bt_args", py_bt_args, METH_VARARGS,
@@ -691,5 +841,22 @@ PyMODINIT_FUNC PyInit__corestack(void)
 		return NULL;
 	}
 	Py_INCREF(corestack_error);
+	for (size_t i = 0; i < NCLASSES; i++) {
+		char name[64];
+		if (!error_classes[i].name)
+			continue;
+		snprintf(name, sizeof(name), "_corestack.%s",
+			 error_classes[i].name);
+		PyObject *cls = PyErr_NewExceptionWithDoc(
+			name, error_classes[i].doc, corestack_error, NULL);
+		if (!cls ||
+		    PyModule_AddObject(m, error_classes[i].name, cls) < 0) {
+			Py_XDECREF(cls);
+			Py_DECREF(m);
+			return NULL;
+		}
+		Py_INCREF(cls);
+		error_class[i] = cls;
+	}
 	return m;
 }

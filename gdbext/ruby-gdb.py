@@ -140,15 +140,6 @@ def _core_signal(inf):
             selected.switch()
 
 
-def _debugger_source(inf, ctype):
-    """Memory, mappings and auxv through gdb: any target gdb can read."""
-    def read(addr, length):
-        return bytes(inf.read_memory(addr, length))
-    return dict(kind="debugger", read=read, mappings=_mappings(), auxv=_auxv(),
-                is_core=ctype == "core", name="gdb inferior %d" % inf.num, pid=inf.pid,
-                signal=_core_signal(inf) if ctype == "core" else None)
-
-
 def _local(path):
     """A path gdb names "target:/..." (the inferior's files, when gdb runs
     in another mount namespace, a container) as a local path."""
@@ -173,46 +164,27 @@ def _core_search():
     return sysroot, ":".join(dirs) or None
 
 
-def _sources(inf, via_debugger):
-    """The ways to read the inferior, fastest first."""
-    ctype = _connection_type(inf)
-    exe = _local(gdb.current_progspace().filename)
-    fast = None
-    if not via_debugger:
-        if ctype == "core":
-            core = _core_file()
-            if core and os.access(core, os.R_OK):
-                sysroot, search = _core_search()
-                fast = dict(kind="core", core=core, executable=exe, sysroot=sysroot,
-                            lib_search_path=search)
-        elif ctype == "native":
-            fast = dict(kind="live", pid=inf.pid)
-    if fast:
-        yield fast
-    if exe and os.path.exists(exe):
-        exe = os.path.realpath(exe)   # as `info proc mappings` names it
-    yield dict(_debugger_source(inf, ctype), executable=exe)
-
-
 DEBUG_DIR_ADVICE = ("add a directory that holds it to gdb's debug-file-directory "
                     "(set debug-file-directory DIR:...)")
 
 
-def _read(inf, via_debugger, call):
-    """call(source) on the first way to read the inferior that works; the
-    first error when none does."""
-    first = None
-    for source in _sources(inf, via_debugger):
-        try:
-            return call(dict(
-                source, hints=_thread_hints(inf),
-                debug_dirs=gdb.parameter("debug-file-directory"),
-                debug_dir_advice=DEBUG_DIR_ADVICE))
-        except _corestack.Error as exc:
-            first = first or exc
-            if NO_RUBY in str(exc):
-                raise   # the same through any source
-    raise first
+def _facts(inf, via_debugger):
+    """What gdb knows of the inferior, for _corestack to choose how to read
+    it: a core file or a local process directly, else through gdb (memory,
+    mappings, auxv and, on a core, the signal; asked only then)."""
+    ctype = _connection_type(inf)
+    is_core = ctype == "core"
+    sysroot, search = _core_search() if is_core else (None, None)
+
+    def read(addr, length):
+        return bytes(inf.read_memory(addr, length))
+    return dict(is_core=is_core, core=_core_file() if is_core else None, pid=inf.pid,
+                local=ctype == "native", via_debugger=via_debugger,
+                executable=_local(gdb.current_progspace().filename),
+                name="gdb inferior %d" % inf.num, read=read, mappings=_mappings, auxv=_auxv,
+                signal=(lambda: _core_signal(inf)) if is_core else None,
+                hints=_thread_hints(inf), debug_dirs=gdb.parameter("debug-file-directory"),
+                debug_dir_advice=DEBUG_DIR_ADVICE, sysroot=sysroot, lib_search_path=search)
 
 
 def _thread_by_number(inf, number):
@@ -252,28 +224,24 @@ ruby-bt [--json] [--out FILE] [--via-debugger] [full] [all | N]
         json = False
         try:
             json, via_debugger, which, out, full = _corestack.bt_args(arg)
-            sink = _output_file(out)
+            sink = _output_file("ruby-bt", out)
             inf = _inferior("ruby-bt")
-            if which == "all":
-                tids = None
-            else:
+            tids = name = None
+            if which != "all":
                 t = gdb.selected_thread() if which is None else _thread_by_number(inf, which)
                 if t is None:
                     raise gdb.GdbError("ruby-bt: no thread selected")
-                tids = [t.ptid[1]]
-            text, _ = _read(inf, via_debugger, lambda source: _corestack.backtrace(
-                json=json, tids=tids, locals=full, **source))
+                tids, name = [t.ptid[1]], "gdb thread %d" % t.num
+            text, _ = _corestack.backtrace(json=json, tids=tids, thread_name=name,
+                                           locals=full, **_facts(inf, via_debugger))
         except _corestack.Error as exc:
             if sink:
                 sink.close()
-            if t is not None and not json and NO_RUBY in str(exc):
+            if isinstance(exc, _corestack.NoRubyThreadError) and not json:
                 # not an error: `thread apply all ruby-bt` goes on
-                gdb.write("ruby-bt: gdb thread %d (LWP %d)%s%s\n" % (
-                    t.num, t.ptid[1], NO_RUBY, str(exc).split(NO_RUBY, 1)[1]))
+                gdb.write("ruby-bt: %s\n" % exc)
                 return
             raise gdb.GdbError("ruby-bt: %s" % exc)
-        if t is not None and not json:
-            text = _one_thread(text, t)
         if sink:
             with sink:
                 sink.write(text)
@@ -311,21 +279,7 @@ def _complete(text, word, options, threads, values=None):
     return [c[cut:] for c in choices if c.startswith(partial) and c not in before]
 
 
-NO_RUBY = " runs no Ruby thread"   # the module's words for it
-
-
-def _one_thread(text, thread):
-    """The text of one thread's stack: without the process header (ruby-bt
-    all has it; `thread apply` would repeat it), the Ruby thread's line
-    naming gdb's thread number next to the kernel's tid."""
-    lines = text.splitlines(True)
-    first = next((i for i, l in enumerate(lines) if re.match(r"Thread \d+", l)), 0)
-    body = "".join(lines[first:])
-    return re.sub(r"^(Thread \d+.*?\(tid %d)\)" % thread.ptid[1],
-                  r"\1, gdb thread %d)" % thread.num, body, count=1, flags=re.M)
-
-
-def _output_file(path):
+def _output_file(command, path):
     """--out FILE opened before any work, so that a bad path costs nothing;
     a message of one line when it cannot be."""
     if path is None:
@@ -333,7 +287,7 @@ def _output_file(path):
     try:
         return open(path, "w", encoding="utf-8")
     except OSError as exc:
-        raise _corestack.Error("cannot write %s: %s" % (path, exc.strerror or exc))
+        raise gdb.GdbError("%s: cannot write %s: %s" % (command, path, exc.strerror or exc))
 
 
 def _signal_handling(name):
@@ -396,11 +350,7 @@ ruby-sample [SECONDS] [--rate HZ] [--state LIST] [--out FILE [--format F]]
         except _corestack.Error as exc:
             raise gdb.GdbError("ruby-sample: %s" % exc)
         inf = _inferior("ruby-sample")
-        if _connection_type(inf) != "native":
-            raise gdb.GdbError("ruby-sample: sampling needs a live local process; "
-                               "this inferior is a %s" % (
-                                   "core file" if _connection_type(inf) == "core"
-                                   else "remote target"))
+        ctype = _connection_type(inf)
         if any(t.is_running() for t in inf.threads()):
             raise gdb.GdbError("ruby-sample: the inferior is running; stop it first")
         name = signal.Signals(SAMPLE_STOP).name
@@ -408,7 +358,7 @@ ruby-sample [SECONDS] [--rate HZ] [--state LIST] [--out FILE [--format F]]
         try:
             sampler = _corestack.sample_start(
                 inf.pid, seconds, rate, interrupt_signal=SAMPLE_STOP, out=out, format=fmt,
-                states=states,
+                states=states, is_core=ctype == "core", local=ctype == "native",
                 debug_dirs=gdb.parameter("debug-file-directory"),
                 debug_dir_advice=DEBUG_DIR_ADVICE)
         except _corestack.Error as exc:
@@ -514,8 +464,7 @@ def _ruby_frames(command, native):
     if thread is None:
         raise gdb.GdbError("%s: no thread selected" % command)
     try:
-        return _read(inf, False, lambda source: _corestack.thread_frames(
-            thread.ptid[1], native=native, **source))
+        return _corestack.thread_frames(thread.ptid[1], native=native, **_facts(inf, False))
     except _corestack.Error as exc:
         raise gdb.GdbError("%s: %s" % (command, exc))
 
@@ -638,8 +587,7 @@ def _read_any(command, inf, tids, **request):
     """The text of _corestack.backtrace for request (frame=, value=), read
     as ruby-bt reads the inferior."""
     try:
-        text, _ = _read(inf, False, lambda source: _corestack.backtrace(
-            tids=tids, **dict(source, **request)))
+        text, _ = _corestack.backtrace(tids=tids, **dict(_facts(inf, False), **request))
     except _corestack.Error as exc:
         raise gdb.GdbError("%s: %s" % (command, exc))
     return text

@@ -11,9 +11,8 @@ ruby-list, ruby-locals, ruby-print and ruby-sample (see gdbext/README.md).
 
 A thin loader over the same C module as ruby-gdb.py (_corestack, found next
 to this file): it tells the module what lldb knows (pid, threads, memory,
-where modules are loaded) and registers the commands. A local live process
-is read directly; a core file (lldb 14 does not name it) or a remote target
-through lldb's ReadMemory.
+where modules are loaded, the core file it maps) and registers the
+commands; the module decides how to read the process, as for gdb.
 """
 
 import os
@@ -128,15 +127,11 @@ DEBUG_DIR_ADVICE = ("add a directory that holds it to lldb's target.debug-file-s
                     "(settings append target.debug-file-search-paths DIR)")
 
 
-def _sources(target, process, via_debugger):
-    exe = target.GetExecutable().fullpath
-    if exe:
-        exe = os.path.realpath(exe)   # as _mappings names it
-    if not via_debugger and not _is_core(process) and _is_local(target):
-        yield dict(kind="live", pid=process.GetProcessID())
-    core = _core_file() if not via_debugger and _is_core(process) else None
-    if core:   # the core's own notes: command line, signal
-        yield dict(kind="core", core=core, executable=exe)
+def _facts(debugger, target, process, via_debugger):
+    """What lldb knows of the process, for _corestack to choose how to read
+    it: a core file or a local process directly, else through lldb (memory
+    and where modules are loaded; asked only then)."""
+    is_core = _is_core(process)
 
     def read(addr, length):
         err = lldb.SBError()
@@ -144,23 +139,24 @@ def _sources(target, process, via_debugger):
         if err.Fail() or data is None:
             raise IOError(err.GetCString())
         return data
-    yield dict(kind="debugger", read=read, mappings=_mappings(target), auxv={},
-               is_core=_is_core(process), name="lldb process %d" % process.GetProcessID(),
-               pid=process.GetProcessID(), executable=exe)
+    return dict(is_core=is_core, core=_core_file() if is_core else None,
+                pid=process.GetProcessID(), local=_is_local(target), via_debugger=via_debugger,
+                executable=target.GetExecutable().fullpath,
+                name="lldb process %d" % process.GetProcessID(), read=read,
+                mappings=lambda: _mappings(target), hints=_hints(process),
+                debug_dirs=_debug_dirs(debugger), debug_dir_advice=DEBUG_DIR_ADVICE,
+                sysroot=_sysroot(debugger))
 
 
-def _read(debugger, target, process, via_debugger, call):
-    """call(source) on the first way to read the process that works; the
-    first error when none does."""
-    first = None
-    for source in _sources(target, process, via_debugger):
-        try:
-            return call(dict(
-                source, hints=_hints(process), debug_dirs=_debug_dirs(debugger),
-                debug_dir_advice=DEBUG_DIR_ADVICE))
-        except _corestack.Error as exc:
-            first = first or exc
-    raise first
+def _output_file(command, path):
+    """--out FILE opened before any work, so that a bad path costs nothing;
+    a message of one line when it cannot be."""
+    if path is None:
+        return None
+    try:
+        return open(path, "w", encoding="utf-8")
+    except OSError as exc:
+        raise CommandError("cannot write %s: %s" % (path, exc.strerror or exc))
 
 
 BT_HELP = """Ruby stacks of the process or core, as corestack prints them.
@@ -202,26 +198,21 @@ Should lldb die meanwhile, the process is resumed.
 def ruby_bt(debugger, command, result, internal_dict):
     """ruby-bt: see BT_HELP."""
     sink = None
+    json = False
     try:
         json, via_debugger, which, out, full = _corestack.bt_args(command)
-        if out is not None:
-            try:
-                sink = open(out, "w", encoding="utf-8")
-            except OSError as exc:
-                raise CommandError("cannot write %s: %s" % (out, exc.strerror or exc))
+        sink = _output_file("ruby-bt", out)
         target, process = _process(debugger)
-        if which == "all":
-            tids = None
-        elif which is None:
-            tids = [process.GetSelectedThread().GetThreadID()]
-        else:
-            thread = process.GetThreadByIndexID(which)
+        tids = name = None
+        if which != "all":
+            thread = process.GetSelectedThread() if which is None \
+                else process.GetThreadByIndexID(which)
             if not thread.IsValid():
-                raise CommandError("no thread %d in lldb (see: thread list)" % which)
-            tids = [thread.GetThreadID()]
-        text, _ = _read(debugger, target, process, via_debugger,
-                        lambda source: _corestack.backtrace(json=json, tids=tids, locals=full,
-                                                            **source))
+                raise CommandError("no thread selected" if which is None
+                                   else "no thread %d in lldb (see: thread list)" % which)
+            tids, name = [thread.GetThreadID()], "lldb thread %d" % thread.GetIndexID()
+        text, _ = _corestack.backtrace(json=json, tids=tids, thread_name=name, locals=full,
+                                       **_facts(debugger, target, process, via_debugger))
         if sink:
             with sink:
                 sink.write(text)
@@ -231,6 +222,9 @@ def ruby_bt(debugger, command, result, internal_dict):
     except (_corestack.Error, CommandError) as exc:
         if sink:
             sink.close()
+        if isinstance(exc, _corestack.NoRubyThreadError) and not json:
+            result.Print("ruby-bt: %s\n" % exc)   # not an error, as in gdb
+            return
         result.SetError("ruby-bt: %s" % exc)
 
 
@@ -239,13 +233,11 @@ def ruby_sample(debugger, command, result, internal_dict):
     try:
         seconds, rate, out, fmt, states = _corestack.sample_args(command)
         target, process = _process(debugger)
-        if _is_core(process) or not _is_local(target):
-            raise CommandError("sampling needs a live local process; this is a %s" % (
-                "core file" if _is_core(process) else "remote target"))
         if process.GetState() != lldb.eStateStopped:
             raise CommandError("the process is running; stop it first")
         sampler = _corestack.sample_start(process.GetProcessID(), seconds, rate, out=out,
                                           format=fmt, states=states,
+                                          is_core=_is_core(process), local=_is_local(target),
                                           debug_dirs=_debug_dirs(debugger),
                                           debug_dir_advice=DEBUG_DIR_ADVICE)
         # Asynchronous: continue, watch the state (it turns "running" a
@@ -326,11 +318,9 @@ def _ruby_frames(debugger, command, native):
     thread = process.GetSelectedThread()
     if not thread.IsValid():
         raise CommandError("no thread selected")
-    frames, native_error = _read(debugger, target, process, False,
-                                 lambda source: _corestack.thread_frames(
-                                     thread.GetThreadID(),
-                                     native=_native_frames(target, thread) if native else None,
-                                     **source))
+    frames, native_error = _corestack.thread_frames(
+        thread.GetThreadID(), native=_native_frames(target, thread) if native else None,
+        **_facts(debugger, target, process, False))
     return target, process, thread, frames, native_error
 
 
@@ -443,8 +433,8 @@ class RubySample(_Command):
 def _read_any(debugger, target, process, tids, **request):
     """The text of _corestack.backtrace for request (frame=, value=), read
     as ruby-bt reads the process."""
-    text, _ = _read(debugger, target, process, False, lambda source: _corestack.backtrace(
-        tids=tids, **dict(source, **request)))
+    text, _ = _corestack.backtrace(
+        tids=tids, **dict(_facts(debugger, target, process, False), **request))
     return text
 
 
@@ -457,6 +447,8 @@ def ruby_locals(debugger, command, result, internal_dict):
         frame = _corestack.locals_args(command)
         target, process = _process(debugger)
         thread = process.GetSelectedThread()
+        if not thread.IsValid():
+            raise CommandError("no thread selected")
         tids = [thread.GetThreadID()]
         selected = _selected.get(_thread_key(process, thread))
         if frame < 0 and selected and selected[0] == process.GetStopID():

@@ -174,16 +174,16 @@ struct cs_error *cs_core_fault(const struct cs_core *core, uint64_t addr,
 			       size_t len, uint64_t at, const char *why)
 {
 	if (at == addr) {
-		return cs_error_create(CS_ERR_FAULT,
-				       "%s: cannot read %zu bytes at 0x%" PRIx64
-				       ": %s",
-				       core->path, len, addr, why);
+		return cs_error_fault(at,
+				      "%s: cannot read %zu bytes at 0x%" PRIx64
+				      ": %s",
+				      core->path, len, addr, why);
 	}
 	/* a read that ran off the end names where it stopped */
-	return cs_error_create(CS_ERR_FAULT,
-			       "%s: cannot read %zu bytes at 0x%" PRIx64
-			       ": 0x%" PRIx64 ": %s",
-			       core->path, len, addr, at, why);
+	return cs_error_fault(at,
+			      "%s: cannot read %zu bytes at 0x%" PRIx64
+			      ": 0x%" PRIx64 ": %s",
+			      core->path, len, addr, at, why);
 }
 
 /* Does the file host (open as fd), found for the core's file f, differ

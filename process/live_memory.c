@@ -26,15 +26,15 @@ static struct cs_error *cs_live_fault(const struct cs_live *live, uint64_t addr,
 				      size_t len, uint64_t at, const char *why)
 {
 	if (at == addr) {
-		return cs_error_create(
-			CS_ERR_FAULT,
+		return cs_error_fault(
+			at,
 			"pid %d: cannot read %zu bytes at 0x%" PRIx64 ": %s",
 			live->pid, len, addr, why);
 	}
-	return cs_error_create(CS_ERR_FAULT,
-			       "pid %d: cannot read %zu bytes at 0x%" PRIx64
-			       ": 0x%" PRIx64 ": %s",
-			       live->pid, len, addr, at, why);
+	return cs_error_fault(at,
+			      "pid %d: cannot read %zu bytes at 0x%" PRIx64
+			      ": 0x%" PRIx64 ": %s",
+			      live->pid, len, addr, at, why);
 }
 
 static struct cs_error *cs_live_open_mem(struct cs_live *live, uint64_t addr,

@@ -39,10 +39,10 @@ struct cs_error *cs_signal_frame_read(const struct cs_memory *mem, uint64_t sp,
 	struct kernel_sigframe f;
 	memset(ret, 0, sizeof(*ret));
 	if (!read_frame(mem, sp, &f))
-		return cs_error_create(CS_ERR_FAULT,
-				       "signal frame at 0x%llx "
-				       "unreadable",
-				       (unsigned long long)sp);
+		return cs_error_fault(sp,
+				      "signal frame at 0x%llx "
+				      "unreadable",
+				      (unsigned long long)sp);
 	if (f.info.si_signo <= 0 || f.info.si_signo >= 65)
 		return cs_error_create(CS_ERR_CORRUPT,
 				       "no signal frame at 0x%llx: signal "

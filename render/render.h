@@ -14,9 +14,25 @@
 #include "../util/error.h"
 #include "../engine/report.h"
 
+/* How to render a report: what the one asking chooses, never what the
+ * report found. All zero (or a NULL pointer to it): the whole report. */
+struct cs_render_options {
+	const bool *shown; /* per Ruby thread: rendered? NULL: all */
+	/* text: "#N " before each frame of a thread's own stack, the number
+	 * a debugger's ruby-frame takes (not with native stacks) */
+	bool frame_numbers;
+	/* text: the threads without the process header (a debugger's stack
+	 * of one thread, which the header would repeat) */
+	bool no_header;
+	/* text: per Ruby thread, the debugger's name for it, written after
+	 * its tid ("tid 4242, gdb thread 3"), or NULL; NULL: none */
+	const char *const *thread_names;
+};
+
 struct cs_renderer {
 	const char *name;
-	void (*render)(FILE *out, const struct cs_report *r);
+	void (*render)(FILE *out, const struct cs_report *r,
+		       const struct cs_render_options *o);
 };
 
 /* Every renderer, the default (text) first; ends with a NULL name. */
@@ -26,8 +42,10 @@ extern const struct cs_renderer cs_renderers[];
 const struct cs_renderer *cs_renderer_find(const char *name);
 
 /* The table's entries. */
-void cs_render_text(FILE *out, const struct cs_report *r); /* render_text.c */
-void cs_render_json(FILE *out, const struct cs_report *r); /* render_json.c */
+void cs_render_text(FILE *out, const struct cs_report *r,
+		    const struct cs_render_options *o); /* render_text.c */
+void cs_render_json(FILE *out, const struct cs_report *r,
+		    const struct cs_render_options *o); /* render_json.c */
 
 /* With --json, input unusable as a whole (exit 2) still gives a document
  * on stdout, since tools parse stdout: the error's code and message and the

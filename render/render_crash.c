@@ -170,19 +170,20 @@ static void registers_json(struct json *j, const struct cs_crash *c)
 
 /* The crashed thread's index in the JSON "threads" array, which holds
  * only the threads shown; -1 when it is not there. */
-static long shown_index(const struct cs_report *r, long thread)
+static long shown_index(const bool *shown, long thread)
 {
-	if (thread < 0 || !r->shown)
+	if (thread < 0 || !shown)
 		return thread;
-	if (!r->shown[thread])
+	if (!shown[thread])
 		return -1;
 	long k = 0;
 	for (long i = 0; i < thread; i++)
-		k += r->shown[i];
+		k += shown[i];
 	return k;
 }
 
-void cs_render_crash_json(struct json *j, const struct cs_report *r)
+void cs_render_crash_json(struct json *j, const struct cs_report *r,
+			  const bool *shown_threads)
 {
 	const struct cs_crash *c = r->crash;
 	if (!c) {
@@ -191,7 +192,7 @@ void cs_render_crash_json(struct json *j, const struct cs_report *r)
 	}
 	json_begin_object(j, "crash");
 	json_int(j, "tid", c->tid);
-	long shown = shown_index(r, c->thread);
+	long shown = shown_index(shown_threads, c->thread);
 	if (shown >= 0)
 		json_int(j, "thread_index", shown);
 	else

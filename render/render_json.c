@@ -267,18 +267,20 @@ static void thread(struct json *j, const struct cs_report *r, size_t i)
 	json_end_object(j);
 }
 
-void cs_render_json(FILE *out, const struct cs_report *r)
+void cs_render_json(FILE *out, const struct cs_report *r,
+		    const struct cs_render_options *o)
 {
+	const bool *shown = o ? o->shown : NULL;
 	struct json j = {.out = out};
 	json_begin_object(&j, NULL);
 	json_int(&j, "corestack_schema", CS_JSON_SCHEMA);
 	json_int(&j, "corestack_schema_minor", CS_JSON_SCHEMA_MINOR);
 	process(&j, r);
 	cs_render_gc_json(&j, r);
-	cs_render_crash_json(&j, r);
+	cs_render_crash_json(&j, r, shown);
 	json_begin_array(&j, "threads");
 	for (size_t i = 0; i < r->ruby->nthreads; i++)
-		if (!r->shown || r->shown[i])
+		if (!shown || shown[i])
 			thread(&j, r, i);
 	json_end_array(&j);
 	fiber_list(&j, "orphan_fibers", r->ruby, r->ruby->orphan_fibers,

@@ -351,11 +351,17 @@ static void thread_detail(FILE *out, const struct rv_thread *t)
 		fprintf(out, " 0x%llx", (unsigned long long)t->wait.object);
 }
 
-void cs_render_text(FILE *out, const struct cs_report *r)
+void cs_render_text(FILE *out, const struct cs_report *r,
+		    const struct cs_render_options *o)
 {
-	header(out, r);
+	static const struct cs_render_options whole;
+	if (!o)
+		o = &whole;
+	if (!o->no_header)
+		header(out, r);
 	/* The thread that took the fatal signal first. */
 	size_t first = 0;
+	bool any = false;
 	while (first < r->ruby->nthreads &&
 	       !(r->crash_tid >= 0 && r->tids[first] == r->crash_tid))
 		first++;
@@ -365,12 +371,19 @@ void cs_render_text(FILE *out, const struct cs_report *r)
 			   : k <= first               ? k - 1
 						      : k;
 		const struct rv_thread *t = &r->ruby->threads[i];
-		if (r->shown && !r->shown[i])
+		if (o->shown && !o->shown[i])
 			continue;
-		fprintf(out, "\nThread %zu", i + 1);
+		/* without the header, the threads start at once */
+		if (any || !o->no_header)
+			fputc('\n', out);
+		any = true;
+		fprintf(out, "Thread %zu", i + 1);
 		if (t->name)
 			fprintf(out, " \"%s\"", t->name);
-		if (r->tids[i] >= 0)
+		if (r->tids[i] >= 0 && o->thread_names && o->thread_names[i])
+			fprintf(out, " (tid %lld, %s)", (long long)r->tids[i],
+				o->thread_names[i]);
+		else if (r->tids[i] >= 0)
 			fprintf(out, " (tid %lld)", (long long)r->tids[i]);
 		fprintf(out, " %s", rv_thread_status_name(t->status));
 		if (t->is_main)
@@ -396,7 +409,7 @@ void cs_render_text(FILE *out, const struct cs_report *r)
 			truncation(out, t->truncated, t->frames_cut, 4);
 		} else {
 			stack(out, r->ruby, t->error, t->frames, t->nframes,
-			      t->truncated, t->frames_cut, 4, r->frame_numbers);
+			      t->truncated, t->frames_cut, 4, o->frame_numbers);
 		}
 		/* A lone running root fiber says nothing the thread did not. */
 		if (t->nfibers > 1 ||

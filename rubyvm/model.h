@@ -228,6 +228,9 @@ struct rv_process {
 	struct rv_thread *threads;
 	size_t nthreads;
 	char *error; /* NULL, or why the thread list is incomplete */
+	/* when a read stopped it: the first address not read */
+	bool has_error_address;
+	uint64_t error_address;
 	/* Filled by rv_snapshot_fibers only. */
 	bool fibers_read;
 	struct rv_fiber *orphan_fibers; /* whose thread is not in the list */

@@ -7,7 +7,7 @@ struct cs_error *rv_read(struct rv_session *s, uint64_t addr, void *buf,
 			 size_t len)
 {
 	if (addr == 0)
-		return cs_error_create(CS_ERR_FAULT, "NULL pointer read");
+		return cs_error_fault(0, "NULL pointer read");
 	return cs_memory_read(&s->target, addr, buf, len);
 }
 

@@ -237,6 +237,8 @@ struct cs_error *rv_snapshot(struct rv_session *s, struct rv_process **ret)
 	err = thread_list(s, vm, &threads, &gvl_owners, &nowners);
 	if (err) {
 		p->error = strdup(err->message);
+		p->has_error_address = err->has_address;
+		p->error_address = err->address;
 		cs_error_destroy(err);
 	}
 	size_t count = threads.count;

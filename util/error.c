@@ -4,7 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct cs_error cs_error_nomem = {CS_ERR_NOMEM, (char *)"out of memory"};
+struct cs_error cs_error_nomem = {.code = CS_ERR_NOMEM,
+				  .message = (char *)"out of memory"};
 
 const char *cs_error_code_name(enum cs_error_code code)
 {
@@ -32,6 +33,8 @@ struct cs_error *cs_error_vcreate(enum cs_error_code code, const char *fmt,
 		return &cs_error_nomem;
 	}
 	err->code = code;
+	err->has_address = false;
+	err->address = 0;
 	return err;
 }
 
@@ -41,6 +44,19 @@ struct cs_error *cs_error_create(enum cs_error_code code, const char *fmt, ...)
 	va_start(ap, fmt);
 	struct cs_error *err = cs_error_vcreate(code, fmt, ap);
 	va_end(ap);
+	return err;
+}
+
+struct cs_error *cs_error_fault(uint64_t address, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	struct cs_error *err = cs_error_vcreate(CS_ERR_FAULT, fmt, ap);
+	va_end(ap);
+	if (err != &cs_error_nomem) {
+		err->has_address = true;
+		err->address = address;
+	}
 	return err;
 }
 

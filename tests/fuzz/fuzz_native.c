@@ -212,8 +212,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		.merged = merged,
 		.native_all = mutate & 16,
 	};
-	cs_render_text(devnull, &report);
-	cs_render_json(devnull, &report);
+	cs_render_text(devnull, &report, NULL);
+	cs_render_json(devnull, &report, NULL);
 	for (size_t i = 0; i < nt; i++)
 		cs_merged_stack_free(&merged[i]);
 	cs_native_destroy(native);

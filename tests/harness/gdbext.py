@@ -52,6 +52,17 @@ Ruby says about itself (fixtures/oracle.rb), on every fixture Ruby.
                                     list is incomplete, no sanitizer report): each
                                     command, run twice around `print 6*7`, prints the
                                     same one error line, no Python traceback, and 42
+    gdbext/bad/error-classes        the module's errors keep their kind in Python, read
+                                    directly and through gdb: ruby-bt of a tid no Ruby
+                                    thread runs on raises NoRubyThreadError naming gdb's
+                                    thread; on the core whose VM pointer is aimed at the
+                                    zero page, FaultError with an address inside the VM
+                                    struct there (gdb's sizeof), the one its message names
+    lldb/bad/thread-numbers         ruby-bt N for every lldb thread on threads.rb's core:
+                                    its Ruby thread alone, no header, its line naming
+                                    "tid T, lldb thread N", or one line (not an error)
+                                    saying it runs no Ruby thread; every Ruby thread
+                                    with a tid reached
     lldb/bad/not-ruby-core, lldb/bad/unreadable-vm  the same in lldb (ruby-bt all,
                                     expression 6*7, ruby-bt all)
     gdbext/3.3-static/no-debug-info the static Ruby stripped of DWARF: one line naming
@@ -247,7 +258,8 @@ def run_tests(ctx):
             shared_tests(rep, selected, args, exe, rwork)
             install_edge_tests(rep, selected, args, exe, rwork)
         if some_ruby is None and any(selected(n) for n in (
-                "gdbext/bad/sample-on-core", "gdbext/bad/unreadable-vm", "lldb/bad/unreadable-vm")):
+                "gdbext/bad/sample-on-core", "gdbext/bad/unreadable-vm", "lldb/bad/unreadable-vm",
+                "gdbext/bad/error-classes", "lldb/bad/thread-numbers")):
             sleeper = procs.Scenario(exe, os.path.join(procs.SCENARIOS, "threads.rb"),
                                      os.path.join(rwork, "bad-core"), False)
             try:

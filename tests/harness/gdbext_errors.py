@@ -14,12 +14,13 @@ import time
 
 from . import compare, corrupt, procs
 from .gdbext_gdb import check_json, fail_all, json_in, one_error, parked, run_gdb, twice
-from .gdbext_lldb import lldb_one_error, run_lldb_commands
+from .gdbext_lldb import lldb_one_error, run_lldb_commands, run_lldb_script
 
 
 BAD_TESTS = ("gdbext/bad/not-ruby-live", "gdbext/bad/not-ruby-core", "gdbext/bad/no-inferior",
              "gdbext/bad/sample-on-core", "gdbext/bad/unreadable-vm", "gdbext/bad/usage",
-             "lldb/bad/not-ruby-core", "lldb/bad/unreadable-vm")
+             "gdbext/bad/error-classes", "lldb/bad/not-ruby-core", "lldb/bad/unreadable-vm",
+             "lldb/bad/thread-numbers")
 
 
 def vm_pointer_address(gdbext_dir, exe, core, workdir):
@@ -32,6 +33,136 @@ def vm_pointer_address(gdbext_dir, exe, core, workdir):
         raise procs.Failure("gdb cannot tell where ruby_current_vm_ptr is: %s" % compare.show(
             (run[4] or run[2])[-300:]))
     return int(m.group(1), 16)
+
+
+# Runs inside gdb: the module's backtrace on the loader's facts, read
+# directly and through gdb; what it raised, and the size of the VM struct.
+ERROR_CLASSES_SCRIPT = r'''
+import gdb, json, os, runpy
+loader = runpy.run_path(os.environ["GDBEXT_LOADER"])   # its functions, in this script
+_corestack, facts = loader["_corestack"], loader["_facts"]
+inf = gdb.selected_inferior()
+res = {"sizeof_vm": int(gdb.parse_and_eval("sizeof(rb_vm_t)"))}
+for via in (False, True):
+    try:
+        _corestack.backtrace(tids=TIDS, thread_name="gdb thread 1", **facts(inf, via))
+        res[str(via)] = {"class": None}
+    except Exception as exc:
+        res[str(via)] = {"class": type(exc).__name__, "message": str(exc),
+                         "module_error": isinstance(exc, _corestack.Error),
+                         "address": getattr(exc, "address", "none")}
+with open(os.environ["GDBEXT_RESULT"], "w") as f:
+    json.dump(res, f)
+'''
+
+
+def raised_reason(run, check):
+    """check(what one read raised, the VM's size) -> reason, for both the
+    direct read and the read through gdb."""
+    reason = run[4]
+    if reason:
+        return reason
+    for via in ("False", "True"):
+        got = run[3].get(via, {})
+        reason = check(got, run[3]["sizeof_vm"])
+        if reason:
+            return "%s: %s" % ("through gdb" if via == "True" else "read directly", reason)
+    return None
+
+
+def error_classes_test(exe, core, workdir, gdbext):
+    """Errors keep their kind in Python: a thread no Ruby thread runs on is
+    NoRubyThreadError naming gdb's thread; on the core whose VM pointer is
+    aimed at the zero page, FaultError whose address is inside the VM
+    struct there (gdb's sizeof) and is the one its message names."""
+    def no_thread(got, _):
+        if got.get("class") != "NoRubyThreadError" or not got.get("module_error"):
+            return "expected NoRubyThreadError, got %s" % compare.show(got)
+        if "gdb thread 1 (LWP 1) runs no Ruby thread" not in got["message"]:
+            return "message does not name gdb's thread: %s" % compare.show(got["message"])
+        return None
+
+    def fault(got, size):
+        address = got.get("address")
+        if got.get("class") != "FaultError" or not got.get("module_error"):
+            return "expected FaultError, got %s" % compare.show(got)
+        if not isinstance(address, int) or \
+                not corrupt.UNMAPPED <= address < corrupt.UNMAPPED + size:
+            return "address %s is not inside the VM at %#x (%d bytes)" % (
+                address, corrupt.UNMAPPED, size)
+        if "%#x" % address not in got["message"]:
+            return "message does not name %#x: %s" % (address, compare.show(got["message"]))
+        return None
+
+    # tid 1 is init's, never a thread of the Ruby
+    reason = raised_reason(run_gdb(gdbext, [exe, core], [], workdir, "classes-thread",
+                                   script=ERROR_CLASSES_SCRIPT.replace("TIDS", "[1]")),
+                           no_thread)
+    if reason:
+        return "no Ruby thread: " + reason
+    where = vm_pointer_address(gdbext, exe, core, workdir)
+    patched = corrupt.CoreFile(core)
+    try:
+        patched.write(where, struct.pack("<Q", corrupt.UNMAPPED))
+        reason = raised_reason(run_gdb(gdbext, [exe, core], [], workdir, "classes-fault",
+                                       script=ERROR_CLASSES_SCRIPT.replace("TIDS", "None")),
+                               fault)
+    except LookupError as exc:
+        return "setup: %s" % exc
+    finally:
+        patched.restore()
+    return reason and "fault: " + reason
+
+
+# Runs inside lldb: ruby-bt --json all, then ruby-bt N for every lldb thread.
+LLDB_THREADS_SCRIPT = r'''
+import json, os, lldb
+def run(cmd):
+    ret = lldb.SBCommandReturnObject()
+    lldb.debugger.GetCommandInterpreter().HandleCommand(cmd, ret)
+    return {"ok": ret.Succeeded(), "out": ret.GetOutput() or "", "error": ret.GetError() or ""}
+res = {"all": run("ruby-bt --json all"), "threads": []}
+for t in lldb.process:
+    res["threads"].append([t.GetIndexID(), t.GetThreadID(), run("ruby-bt %d" % t.GetIndexID())])
+with open(os.environ["GDBEXT_RESULT"], "w") as f:
+    json.dump(res, f)
+'''
+
+
+def lldb_thread_numbers_test(args, exe, core, workdir):
+    """ruby-bt N for every lldb thread: that thread's Ruby thread alone, no
+    process header, its line naming "tid T, lldb thread N"; or one line,
+    not an error, saying it runs no Ruby thread; every Ruby thread with a
+    tid reached, as in gdb's thread-numbers."""
+    res, output, reason = run_lldb_script(args, [exe, "-c", core], LLDB_THREADS_SCRIPT,
+                                          workdir, "lldb-thread-numbers")
+    if reason:
+        return reason
+    report, reason = compare.parse_report(json_in(res["all"]["out"]) or "")
+    if reason:
+        return "ruby-bt --json all: " + reason
+    ruby_tids = set(t["tid"] for t in report["threads"] if t.get("tid") is not None)
+    reached = set()
+    for num, tid, run in res["threads"]:
+        out = run["out"]
+        if not run["ok"]:
+            return "ruby-bt %d: an error: %s" % (num, compare.show(run["error"]))
+        if tid not in ruby_tids:
+            want = "ruby-bt: lldb thread %d (LWP %d) runs no Ruby thread" % (num, tid)
+            if not out.startswith(want) or len(out.strip().splitlines()) != 1:
+                return "ruby-bt %d (no Ruby thread): expected one line %r, got %s" % (
+                    num, want, compare.show(out[:200]))
+            continue
+        first = out.splitlines()[0] if out else ""
+        if not re.match(r"Thread \d+.*\(tid %d, lldb thread %d\)" % (tid, num), first):
+            return "ruby-bt %d (tid %d): first line %s, expected its thread naming " \
+                "lldb's" % (num, tid, compare.show(first))
+        if len(re.findall(r"^Thread \d+", out, re.M)) != 1:
+            return "ruby-bt %d: more than its thread: %s" % (num, compare.show(out[:300]))
+        reached.add(tid)
+    if not reached or reached != ruby_tids:
+        return "Ruby threads no lldb thread reaches: %s" % sorted(ruby_tids - reached)
+    return None
 
 
 def unreadable_vm_test(rep, args, exe, core, workdir):
@@ -119,6 +250,14 @@ def bad_tests(rep, selected, args, workdir, some_ruby):
                         rep.result(n, "needs a fixture Ruby")
             else:
                 unreadable_vm_test(rep, args, some_ruby[0], some_ruby[1], workdir)
+        if selected("gdbext/bad/error-classes"):
+            rep.result("gdbext/bad/error-classes",
+                       error_classes_test(some_ruby[0], some_ruby[1], workdir, g)
+                       if some_ruby else "needs a fixture Ruby")
+        if selected("lldb/bad/thread-numbers"):
+            rep.result("lldb/bad/thread-numbers",
+                       lldb_thread_numbers_test(args, some_ruby[0], some_ruby[1], workdir)
+                       if some_ruby else "needs a fixture Ruby")
         if selected("gdbext/bad/usage"):
             run = run_gdb(g, [], twice("ruby-bt --bogus"), workdir, "bad5")
             reason = one_error(run, r"usage: ruby-bt")
