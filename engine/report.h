@@ -23,8 +23,9 @@
  * frame's "jit" and "found_by" with --native; 13: each frame's
  * "jit_frame"; 14: each Ruby frame's "self" with --locals; 15: a
  * document with "error" for unusable input; 16: each stack's
- * "frames_cut"; 17: each frame's "absolute_path", the process's "cwd". */
-#define CS_JSON_SCHEMA_MINOR 17
+ * "frames_cut"; 17: each frame's "absolute_path", the process's "cwd";
+ * 18: the crash's "thread_name". */
+#define CS_JSON_SCHEMA_MINOR 18
 
 struct cs_report {
 	const char *core_path; /* NULL for a live process */

@@ -49,10 +49,14 @@ void cs_render_crash_text(FILE *out, const struct cs_report *r)
 	if (!c)
 		return;
 	fputs("Crash: ", out);
-	if (c->thread >= 0)
-		fprintf(out, "thread %ld (tid %lld)", c->thread + 1,
-			(long long)c->tid);
-	else
+	if (c->thread >= 0) {
+		const char *name = r->ruby->threads[c->thread].name;
+		fprintf(out, "thread %ld", c->thread + 1);
+		/* as the thread's own header names it */
+		if (name)
+			fprintf(out, " \"%s\"", name);
+		fprintf(out, " (tid %lld)", (long long)c->tid);
+	} else
 		fprintf(out, "tid %lld, which runs no Ruby", (long long)c->tid);
 	if (c->sent) {
 		fputs(", no fault: ", out);
@@ -197,6 +201,8 @@ void cs_render_crash_json(struct json *j, const struct cs_report *r,
 		json_int(j, "thread_index", shown);
 	else
 		json_null(j, "thread_index");
+	json_string(j, "thread_name",
+		    c->thread >= 0 ? r->ruby->threads[c->thread].name : NULL);
 	json_bool(j, "fault", !c->sent);
 	cs_render_signal_json(j, "signal", &c->fault.si);
 	json_bool(j, "from_signal_frame", c->from_signal_frame);

@@ -14,7 +14,8 @@ context, the C-level and Ruby-level backtraces) and what the program did.
                              report's fault address, its RIP as the faulting pc, the
                              function and module, and its innermost Ruby method (for
                              rb_bug and abort: no fault, SIGABRT sent from rb_bug,
-                             ct_abort); summary-text: the same at the top of the
+                             ct_abort), and the thread by its Thread#name;
+                             summary-text: the same at the top of the
                              text; native: with --native the crashed thread's frames
                              inside the signal frame are marked the handler's, the
                              first outside it is the faulting function at Ruby's
@@ -215,6 +216,9 @@ def check_fault(cr, res):
         return "crash summary incomplete: %s" % c["error"]
     if c.get("tid") != t.get("tid"):
         return "summary names tid %s, the crashed thread is %s" % (c.get("tid"), t.get("tid"))
+    if c.get("thread_name") != cr.oracle["thread_name"]:
+        return "summary names thread %s, Ruby's Thread#name %s" % (
+            compare.show(c.get("thread_name")), compare.show(cr.oracle["thread_name"]))
     at = c.get("at") or {}
     if c.get("fault") != exp["fault"]:
         return "fault %s, expected %s" % (c.get("fault"), exp["fault"])
@@ -273,6 +277,10 @@ def check_summary_text(cr, res):
     label = compare.plain_label(expected_frames(cr)[0][0])
     if not re.search(r"called from Ruby: .*:in [`'](\S*[.#])?%s'" % re.escape(label), head):
         return "the summary does not name the Ruby method %r: %s" % (label, compare.show(head))
+    if not re.match(r'Crash: thread \d+ "%s" \(tid \d+\)' % re.escape(
+            cr.oracle["thread_name"]), crash[0]):
+        return "the summary does not name the thread %r: %s" % (
+            cr.oracle["thread_name"], crash[0])
     wants = []
     if exp["fault"]:
         wants += ["at address 0x%x" % exp["address"], "crashtest.so: %s" % exp["function"]]
