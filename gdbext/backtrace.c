@@ -184,15 +184,24 @@ static struct cs_error *render(struct cs_snapshot *s,
 	}
 	if ((err = select_threads(proc, s->tids.tids, req, shown)))
 		goto out;
-	/* One thread the debugger named: that thread alone, named so. */
+	/* One thread the debugger named: that thread alone, named so;
+	 * else each thread by the debugger's name of its tid. */
 	bool one = req->thread_name && req->nonly == 1;
-	for (size_t i = 0; one && i < proc->nthreads; i++)
-		names[i] = shown[i] ? req->thread_name : NULL;
+	for (size_t i = 0; i < proc->nthreads; i++) {
+		if (one) {
+			names[i] = shown[i] ? req->thread_name : NULL;
+			continue;
+		}
+		for (size_t k = 0; k < req->nnames; k++)
+			if (s->tids.tids[i] >= 0 &&
+			    req->name_tids[k] == s->tids.tids[i])
+				names[i] = req->tid_names[k];
+	}
 	const struct cs_render_options options = {
 		.shown = shown,
 		.frame_numbers = true, /* what ruby-frame takes */
 		.no_header = one,
-		.thread_names = one ? names : NULL,
+		.thread_names = names,
 	};
 	const struct cs_renderer *renderer = cs_renderer_find(req->format);
 	if (!renderer) {

@@ -62,6 +62,12 @@ struct gx_backtrace_request {
 	 * process header, this name next to its tid, and the error for a
 	 * thread that runs no Ruby names it. */
 	const char *thread_name;
+	/* The debugger's name of every kernel thread it knows ("gdb thread
+	 * 3" for tid name_tids[i]), shown next to each Ruby thread's tid
+	 * when no thread_name is given; nnames 0: none. */
+	const int64_t *name_tids;
+	const char *const *tid_names;
+	size_t nnames;
 	gx_thread_hints_fn hints; /* may be NULL */
 	void *hints_ctx;
 	bool frame_flags; /* read where each vm_exec() began (merging) */

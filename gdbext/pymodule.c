@@ -427,6 +427,36 @@ static int command_facts(PyObject *kw, const char *const *own, PyObject **taken,
 	return ok;
 }
 
+/* names: [(tid, name)], the debugger's name of each kernel thread, into
+ * tids[] and strs[] (names borrowed from the list). */
+static int tid_names(PyObject *names, int64_t **tids, const char ***strs,
+		     size_t *n)
+{
+	*tids = NULL;
+	*strs = NULL;
+	*n = 0;
+	if (names == NULL || names == Py_None)
+		return 1;
+	Py_ssize_t len = PyList_Size(names);
+	if (len < 0)
+		return 0;
+	*tids = calloc((size_t)len + 1, sizeof(**tids));
+	*strs = calloc((size_t)len + 1, sizeof(**strs));
+	if (!*tids || !*strs) {
+		PyErr_NoMemory();
+		return 0;
+	}
+	for (Py_ssize_t i = 0; i < len; i++) {
+		long long tid;
+		if (!PyArg_ParseTuple(PyList_GetItem(names, i), "Ls", &tid,
+				      &(*strs)[i]))
+			return 0;
+		(*tids)[i] = tid;
+	}
+	*n = (size_t)len;
+	return 1;
+}
+
 struct backtrace_work {
 	char *text;
 	int complete;
@@ -441,18 +471,21 @@ static struct cs_error *backtrace_work(const struct gx_source *src,
 }
 
 /* backtrace(json=False, tids=None, thread_name=None, locals=False,
- * frame=None, value=None, **facts) -> (text, complete). thread_name: the
- * debugger's name of the one thread in tids ("gdb thread 3"), which the
- * text then shows alone; locals: every Ruby frame's locals (ruby-bt full);
+ * frame=None, value=None, thread_names=None, **facts) -> (text,
+ * complete). thread_name: the debugger's name of the one thread in tids
+ * ("gdb thread 3"), which the text then shows alone; thread_names:
+ * [(tid, name)], the debugger's name of each thread, which the text
+ * shows next to each Ruby thread's tid; locals: every Ruby frame's locals (ruby-bt full);
  * frame: only that frame of the thread (-1: the innermost Ruby one) with
  * its locals (ruby-locals); value: only that VALUE (ruby-print). */
 static PyObject *py_backtrace(PyObject *self, PyObject *args, PyObject *kw)
 {
 	(void)self;
-	static const char *const own[] = {"json",  "tids",  "locals",
-					  "frame", "value", "thread_name",
-					  NULL};
-	PyObject *taken[6];
+	static const char *const own[] = {"json",         "tids",
+					  "locals",       "frame",
+					  "value",        "thread_name",
+					  "thread_names", NULL};
+	PyObject *taken[7];
 	if (PyTuple_Size(args) != 0) {
 		PyErr_SetString(PyExc_TypeError, "backtrace: keywords only");
 		return NULL;
@@ -477,16 +510,22 @@ static PyObject *py_backtrace(PyObject *self, PyObject *args, PyObject *kw)
 	if (ok && taken[5] && taken[5] != Py_None &&
 	    !PyArg_Parse(taken[5], "s", &req.thread_name))
 		ok = 0;
-	int64_t *only = NULL;
+	int64_t *only = NULL, *name_tids = NULL;
+	const char **names = NULL;
 	struct backtrace_work w = {0};
 	if (ok && json >= 0 && locals >= 0 &&
-	    tid_list(taken[1] ? taken[1] : Py_None, &only, &req.nonly)) {
+	    tid_list(taken[1] ? taken[1] : Py_None, &only, &req.nonly) &&
+	    tid_names(taken[6], &name_tids, &names, &req.nnames)) {
 		req.only_tids = only;
+		req.name_tids = name_tids;
+		req.tid_names = names;
 		ok = on_sources(&pf, &req, backtrace_work, &w);
 	} else {
 		ok = 0;
 	}
 	free(only);
+	free(name_tids);
+	free(names);
 	facts_free(&pf);
 	PyObject *res = ok ? Py_BuildValue("(sO)", w.text,
 					   w.complete ? Py_True : Py_False)

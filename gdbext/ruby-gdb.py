@@ -227,13 +227,16 @@ ruby-bt [--json] [--out FILE] [--via-debugger] [full] [all | N]
             sink = _output_file("ruby-bt", out)
             inf = _inferior("ruby-bt")
             tids = name = None
+            # each Ruby thread's line names gdb's thread too, as `ruby-bt N`'s does
+            names = [(t.ptid[1], "gdb thread %d" % t.num) for t in inf.threads()]
             if which != "all":
                 t = gdb.selected_thread() if which is None else _thread_by_number(inf, which)
                 if t is None:
                     raise gdb.GdbError("ruby-bt: no thread selected")
                 tids, name = [t.ptid[1]], "gdb thread %d" % t.num
             text, _ = _corestack.backtrace(json=json, tids=tids, thread_name=name,
-                                           locals=full, **_facts(inf, via_debugger))
+                                           thread_names=names, locals=full,
+                                           **_facts(inf, via_debugger))
         except _corestack.Error as exc:
             if sink:
                 sink.close()

@@ -175,7 +175,8 @@ Syntax: ruby-bt [--json] [--out FILE] [--via-debugger] [full] [all | N]
                   process or core (what a remote target always uses)
 
 Ruby numbers its threads its own way; each thread's line names its kernel
-tid, which `thread list` shows as tid. Debug info is looked for in
+tid, which `thread list` shows as tid, and lldb's number of it:
+"Thread 2 (tid 4242, lldb thread 3)". Debug info is looked for in
 target.debug-file-search-paths, then /usr/lib/debug.
 """
 
@@ -204,6 +205,8 @@ def ruby_bt(debugger, command, result, internal_dict):
         sink = _output_file("ruby-bt", out)
         target, process = _process(debugger)
         tids = name = None
+        # each Ruby thread's line names lldb's thread too, as `ruby-bt N`'s does
+        names = [(t.GetThreadID(), "lldb thread %d" % t.GetIndexID()) for t in process]
         if which != "all":
             thread = process.GetSelectedThread() if which is None \
                 else process.GetThreadByIndexID(which)
@@ -211,7 +214,8 @@ def ruby_bt(debugger, command, result, internal_dict):
                 raise CommandError("no thread selected" if which is None
                                    else "no thread %d in lldb (see: thread list)" % which)
             tids, name = [thread.GetThreadID()], "lldb thread %d" % thread.GetIndexID()
-        text, _ = _corestack.backtrace(json=json, tids=tids, thread_name=name, locals=full,
+        text, _ = _corestack.backtrace(json=json, tids=tids, thread_name=name,
+                                       thread_names=names, locals=full,
                                        **_facts(debugger, target, process, via_debugger))
         if sink:
             with sink:

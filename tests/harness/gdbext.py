@@ -7,7 +7,9 @@ Ruby says about itself (fixtures/oracle.rb), on every fixture Ruby.
     gdbext/RUBY/SCEN/MODE/text      ruby-bt all: byte for byte corestack's text for
                                     the same state (corestack CORE EXE, corestack
                                     --pid --nonblocking) once the frame numbers, #0,
-                                    #1, ... per thread, are taken out; every oracle
+                                    #1, ... per thread, are taken out, and each
+                                    thread's "gdb thread N" (gdb's number of its
+                                    LWP, as ruby-bt N names it); every oracle
                                     label in it, and printed by a plain `-ex ruby-bt all`
     gdbext/RUBY/SCEN/MODE/threads   ruby-bt N for every gdb thread N: that LWP's Ruby
                                     thread alone, or one error line when it runs
@@ -100,7 +102,8 @@ Ruby says about itself (fixtures/oracle.rb), on every fixture Ruby.
     lldb/3.1/as-installed           corestack-lldb as make install writes it, run with no
                                     PYTHONPATH: lldb-14's Python starts, the commands are there
     lldb/3.1/core-text              its ruby-bt all on 3.1's core: corestack's text for the
-                                    core, header (command line, signal) included
+                                    core, header (command line, signal) included, once
+                                    each thread's "lldb thread N" is taken out
     lldb/3.1/help                   its help ruby-bt: the syntax, all, N, the options
     gdbext/install-edges/no-ruby    make install PREFIX=TMP with no ruby on PATH: says no
                                     auto-load script was written and names RUBY=

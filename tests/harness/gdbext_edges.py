@@ -11,8 +11,8 @@ import subprocess
 import time
 
 from . import compare, procs
-from .gdbext_gdb import (GDB_TIMEOUT, SHARES, check_json, fail_all, gdb_env, json_in, parked,
-                         run_gdb, unnumbered)
+from .gdbext_gdb import (GDB_TIMEOUT, SHARES, check_json, debugger_named, fail_all, gdb_env,
+                         json_in, parked, run_gdb, unnumbered)
 from .gdbext_lldb import lldb_env
 
 
@@ -336,6 +336,8 @@ def lldb_installed(args, exe, core, workdir):
     rc, cli, err, reason = procs.run_tool([args.corestack, core, exe], args.timeout)
     # ruby-bt numbers the frames (ruby-frame takes the numbers); corestack not
     shown, numbering = unnumbered(out.split("(lldb) ruby-bt all\n", 1)[1])
+    if not numbering:
+        shown, numbering = debugger_named(shown, "lldb")
     results[names[1]] = reason or numbering or (
         None if shown.strip() == cli.strip() else
         "lldb's ruby-bt all: %s, corestack: %s" % (compare.show(shown[:200]),

@@ -222,7 +222,28 @@ def unnumbered(text):
     return "".join(lines), None
 
 
-def check_text(run, cli, oracle, stdout):
+def debugger_named(text, debugger, threads=None):
+    """ruby-bt all's text without the debugger's thread numbers -> (text,
+    reason): each Ruby thread's line with a tid names the debugger's thread
+    of it, "(tid T, gdb thread N)" as ruby-bt N's does, N the debugger's
+    number of LWP T when threads ([num, lwp] pairs) is given."""
+    lines = []
+    for line in text.splitlines(keepends=True):
+        m = re.match(r"Thread \d+.*? \(tid (\d+)(, %s thread (\d+))?\)" % debugger, line)
+        if m and line.startswith("Thread "):
+            if not m.group(2):
+                return None, "a thread's line names no %s thread: %s" % (
+                    debugger, compare.show(line))
+            want = [n for n, lwp in threads or () if lwp == int(m.group(1))]
+            if threads is not None and want != [int(m.group(3))]:
+                return None, "tid %s is %s thread %s, not %s: %s" % (
+                    m.group(1), debugger, want, m.group(3), compare.show(line))
+            line = line[:m.start(2)] + line[m.end(2):]
+        lines.append(line)
+    return "".join(lines), None
+
+
+def check_text(run, cli, oracle, stdout, threads):
     if "error" in run:
         return "ruby-bt failed: %s" % run["error"].strip()
     rc, out, err, reason = cli
@@ -233,6 +254,9 @@ def check_text(run, cli, oracle, stdout):
     if run["out"] not in stdout:
         return "a plain `-ex ruby-bt all` did not print the same text"
     text, reason = unnumbered(run["out"])
+    if reason:
+        return reason
+    text, reason = debugger_named(text, "gdb", threads)
     if reason:
         return reason
     if text != out:
@@ -334,7 +358,8 @@ def check_session(rep, names, mode, gdb_run, cli, oracle, signal_number, selecte
                 r = check_json(data["runs"]["json"], oracle, mode, signal_number,
                                data["runs"].get("bad out", {}))
             elif key == "text":
-                r = check_text(data["runs"]["text"], cli, oracle, stdout)
+                r = check_text(data["runs"]["text"], cli, oracle, stdout,
+                               data["threads"])
             elif key == "threads":
                 r = check_threads(data)
             elif key == "frames":
