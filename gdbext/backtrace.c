@@ -261,12 +261,13 @@ static struct cs_error *render_frame(struct cs_snapshot *s,
 	if (!f)
 		return &cs_error_nomem;
 	const struct rv_frame *fr = &t->frames[n];
-	fprintf(f, "#%-2ld ", n); /* as ruby-bt numbers it */
-	cs_render_frame_text(f, proc, fr);
+	int w = fprintf(f, "#%-2ld ", n); /* as ruby-bt numbers it */
+	int under = (w > 0 ? w : 0) + 4;  /* under the frame's text */
+	cs_render_frame_text(f, proc, fr, under);
 	if (fr->kind != RV_FRAME_RUBY)
-		fputs("    (a C method: no locals)\n", f);
+		fprintf(f, "%*s(a C method: no locals)\n", under, "");
 	else if (!fr->nlocals && !fr->locals_error)
-		fputs("    (no locals)\n", f);
+		fprintf(f, "%*s(no locals)\n", under, "");
 	return fclose(f) == 0 ? NULL : &cs_error_nomem;
 }
 

@@ -22,7 +22,7 @@ static char *frame_text(const struct rv_process *p, const struct rv_frame *f)
 	FILE *out = open_memstream(&text, &size);
 	if (!out)
 		return NULL;
-	cs_render_frame_text(out, p, f);
+	cs_render_frame_text(out, p, f, 4);
 	if (fclose(out) != 0) {
 		free(text);
 		return NULL;

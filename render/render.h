@@ -54,9 +54,11 @@ void cs_render_json(FILE *out, const struct cs_report *r,
 void cs_render_error_json(FILE *out, const struct cs_error *err,
 			  const char *core, int pid);
 
-/* One frame as the text report prints it, unindented, with its newline. */
+/* One frame as the text report prints it, unindented, with its newline,
+ * and its locals (if read) at column under: under its text when the
+ * caller printed something before it. */
 void cs_render_frame_text(FILE *out, const struct rv_process *p,
-			  const struct rv_frame *f);
+			  const struct rv_frame *f, int under);
 /* A frame's locals (rv_snapshot_locals) as the text format shows them under
  * the frame, one a line at indent; nothing when it has none. */
 void cs_render_locals_text(FILE *out, const struct rv_frame *f, int indent);

@@ -63,10 +63,11 @@ static void put_int(FILE *out, int v)
 	fwrite(p, 1, (size_t)(text + sizeof(text) - p), out);
 }
 
-/* Ruby up to 3.3 quotes a label `m', 3.4 and later 'm' (rv_process). */
+/* Ruby up to 3.3 quotes a label `m', 3.4 and later 'm' (rv_process).
+ * The frame's locals go under its text, at column under. */
 static void frame(FILE *out, const struct rv_process *p,
 		  const struct rv_frame *f, const struct cs_native_frame *on,
-		  int indent)
+		  int indent, int under)
 {
 	bool backtick = p->backtick_quotes;
 	static const char spaces[] = "        ";
@@ -103,7 +104,7 @@ static void frame(FILE *out, const struct rv_process *p,
 	if (f->error)
 		fprintf(out, "  <unreliable: %s>", f->error);
 	fputc('\n', out);
-	cs_render_locals_text(out, f, indent + 4);
+	cs_render_locals_text(out, f, under);
 }
 
 void cs_render_locals_text(FILE *out, const struct rv_frame *f, int indent)
@@ -127,9 +128,9 @@ void cs_render_locals_text(FILE *out, const struct rv_frame *f, int indent)
 }
 
 void cs_render_frame_text(FILE *out, const struct rv_process *p,
-			  const struct rv_frame *f)
+			  const struct rv_frame *f, int under)
 {
-	frame(out, p, f, NULL, 0);
+	frame(out, p, f, NULL, 0, under);
 }
 
 /* The line that ends a stack cut by --max-frames: how many frames Ruby
@@ -203,10 +204,15 @@ static void stack(FILE *out, const struct rv_process *p, const char *error,
 		}
 		for (size_t k = j; k < j + shown; k++) {
 			if (numbered) {
-				fprintf(out, "%*s#%-2zu ", indent, "", k);
-				frame(out, p, &frames[k], NULL, 0);
+				/* the locals under the frame's text, not its
+				 * number */
+				int w = fprintf(out, "%*s#%-2zu ", indent, "",
+						k);
+				frame(out, p, &frames[k], NULL, 0,
+				      (w > 0 ? w : indent) + 4);
 			} else {
-				frame(out, p, &frames[k], NULL, indent);
+				frame(out, p, &frames[k], NULL, indent,
+				      indent + 4);
 			}
 		}
 		if (left_out && period == 1)
@@ -261,7 +267,7 @@ static void native_stack(FILE *out, const struct cs_report *r, size_t i)
 		      "native frames>\n",
 		      out);
 		for (size_t j = 0; j < t->nframes; j++)
-			frame(out, r->ruby, &t->frames[j], NULL, 4);
+			frame(out, r->ruby, &t->frames[j], NULL, 4, 8);
 		return;
 	}
 	if (m->error) {
@@ -270,7 +276,7 @@ static void native_stack(FILE *out, const struct cs_report *r, size_t i)
 			"alone>\n",
 			m->error);
 		for (size_t j = 0; j < t->nframes; j++)
-			frame(out, r->ruby, &t->frames[j], NULL, 4);
+			frame(out, r->ruby, &t->frames[j], NULL, 4, 8);
 		return;
 	}
 	for (size_t j = 0; j < m->nframes; j++) {
@@ -278,7 +284,7 @@ static void native_stack(FILE *out, const struct cs_report *r, size_t i)
 		if (f->native && (!f->ruby || f->native->inlined))
 			native_frame(out, f->native);
 		if (f->ruby)
-			frame(out, r->ruby, f->ruby, f->native, 4);
+			frame(out, r->ruby, f->ruby, f->native, 4, 8);
 	}
 }
 

@@ -38,7 +38,9 @@ gdbext_lldb.py run the commands of DEBUGGER_STEPS; check_debugger checks):
                              ruby-locals on the thread of "block in kinds" (its
                              innermost Ruby frame) and ruby-locals N on "kinds":
                              a "#N" frame line, then a "name = value" line for
-                             every local and "self = value"; ruby-print of the LocalsPoint's
+                             every local and "self = value", in both and in
+                             the text of ruby-bt full all each under its frame's
+                             text, past the "#N"; ruby-print of the LocalsPoint's
                              address and of a convenience variable holding it:
                              Kernel#to_s and the class; ruby-print of an
                              unmapped address: "<unreadable: ...>"; of that
@@ -298,6 +300,7 @@ def locals_steps(run, select, full_text):
             addr = int(point.split(":")[1].rstrip(">"), 16)
             res["locals_plan"] = {"block": block, "method": method, "point": point}
             select(t["tid"])
+            run("full text", "ruby-bt full all")
             run("locals", "ruby-locals")
             run("locals N", "ruby-locals %d" % method)
             run("rp", "rp 0x%x" % addr)
@@ -310,9 +313,31 @@ def locals_steps(run, select, full_text):
 '''
 
 
+def locals_under_frames(text):
+    """Each local's line (and self's) starts under its frame's text, past
+    the frame's number "#N", as gdb shows a frame's locals."""
+    column, seen = None, 0
+    for line in text.splitlines():
+        m = re.match(r"( *#\d+ +)\S", line)
+        if m:
+            column = len(m.group(1))
+            continue
+        if line.startswith("Thread ") or not line.strip():
+            column = None
+            continue
+        local = re.match(r"( *)(\S+) = ", line)
+        if local and column is not None:
+            seen += 1
+            if len(local.group(1)) <= column:
+                return "a local at column %d, its frame's text at %d: %s" % (
+                    len(local.group(1)), column, compare.show(line))
+    return None if seen else "no local under a numbered frame: %s" % compare.show(text[:300])
+
+
 def check_debugger(runs, records, parse_report):
     """The results of DEBUGGER_STEPS: runs {name: {"out"} or {"error"}}."""
-    for key in ("full", "locals", "locals N", "rp", "rp expr", "rp bad", "rp inside"):
+    for key in ("full", "full text", "locals", "locals N", "rp", "rp expr", "rp bad",
+                "rp inside"):
         if key not in runs:
             return "%s did not run (no frame of the locals fixture found?)" % key
         if "error" in runs[key]:
@@ -323,6 +348,10 @@ def check_debugger(runs, records, parse_report):
     r = check_report(report, records)
     if r:
         return "ruby-bt full --json all: " + r
+    for key in ("full text", "locals", "locals N"):
+        r = locals_under_frames(runs[key]["out"])
+        if r:
+            return "%s: %s" % (key, r)
     for key, tag in (("locals", "block"), ("locals N", "method")):
         thread, index, frame = find_frame(report, records[tag])
         out = runs[key]["out"]
