@@ -217,7 +217,7 @@ ruby-bt [--json] [--out FILE] [--via-debugger] [full] [all | N]
         super().__init__("ruby-bt", gdb.COMMAND_STACK)
 
     def complete(self, text, word):
-        return _complete(text, word, ("--json", "--out", "--via-debugger", "all"), True)
+        return _complete(text, word, ("--json", "--out", "--via-debugger", "all", "full"), True)
 
     def invoke(self, arg, from_tty):
         sink = t = None
@@ -256,7 +256,7 @@ ruby-bt [--json] [--out FILE] [--via-debugger] [full] [all | N]
 def _complete(text, word, options, threads, values=None):
     """A command's options and, where it takes one, gdb's thread numbers;
     a file name after --out; after an option of values (option -> its
-    choices), a choice, or one more of a comma list."""
+    choices), a choice, or one more of a comma list (not one it holds)."""
     words = text.split()
     partial = "" if not words or text[-1:].isspace() else words[-1]
     before = words[:-1] if partial else words
@@ -264,9 +264,11 @@ def _complete(text, word, options, threads, values=None):
         return gdb.COMPLETE_NONE
     if before and values and before[-1] in values:
         done, _, last = partial.rpartition(",")
+        given = done.split(",") if done else []
         done = done + "," if done else ""
         cut = len(partial) - len(word or "")
-        return [(done + c)[cut:] for c in values[before[-1]] if c.startswith(last)]
+        return [(done + c)[cut:] for c in values[before[-1]]
+                if c.startswith(last) and c not in given]
     if before and before[-1] == "--out":
         # gdb's own filename completer finds nothing after an option
         choices = [p + "/" if os.path.isdir(p) else p

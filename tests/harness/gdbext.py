@@ -32,9 +32,11 @@ Ruby says about itself (fixtures/oracle.rb), on every fixture Ruby.
                                     marked; set sysroot to a tree with a newer copy:
                                     one note line, then its lines; to one without it:
                                     one error line naming the file
-    gdbext/RUBY/threads/core/complete  complete ruby-bt (options, all, gdb's thread
-                                    numbers), ruby-bt --j, ruby-sample --, --out FILE,
+    gdbext/RUBY/threads/core/complete  complete ruby-bt (options, all, full, gdb's
+                                    thread numbers), ruby-bt full (the same but full),
+                                    ruby-bt --j, ruby-sample --, --out FILE,
                                     ruby-sample --format pp, --state running,bl, --state
+                                    running, (no running again), --state
     gdbext/RUBY/sample              ruby-sample 2 --out F on fixtures/profile/shares.rb:
                                     heavy ranked over light (summary and collapsed
                                     stacks), every thread stopped again afterwards,

@@ -331,7 +331,8 @@ def complete_commands(workdir):
     line (gdb.execute drops a trailing blank), each after a marker."""
     texts = ("ruby-bt ", "ruby-bt --j", "ruby-sample --",
              "ruby-bt --out %s/orac" % workdir, "ruby-sample --format pp",
-             "ruby-sample --state running,bl", "ruby-sample --state ")
+             "ruby-sample --state running,bl", "ruby-sample --state ",
+             "ruby-sample --state running,", "ruby-bt full ")
     out = []
     for k, text in enumerate(texts):
         out += ["echo @complete %d\\n" % k, "complete " + text]
@@ -349,7 +350,8 @@ def check_complete(stdout, threads):
     # by complete_commands' order; the --out one (3) is checked below
     want = {
         0: ("ruby-bt ", sorted(["ruby-bt --json", "ruby-bt --out", "ruby-bt --via-debugger",
-                                "ruby-bt all"] + ["ruby-bt %d" % num for num, _ in threads])),
+                                "ruby-bt all", "ruby-bt full"] +
+                               ["ruby-bt %d" % num for num, _ in threads])),
         1: ("ruby-bt --j", ["ruby-bt --json"]),
         2: ("ruby-sample --", ["ruby-sample --format", "ruby-sample --out", "ruby-sample --rate",
                                "ruby-sample --state"]),
@@ -357,6 +359,12 @@ def check_complete(stdout, threads):
         5: ("ruby-sample --state running,bl", ["ruby-sample --state running,blocked"]),
         6: ("ruby-sample --state ", sorted("ruby-sample --state " + s
                                            for s in ("running", "waiting", "blocked", "gc"))),
+        # a state already in the list is not offered again
+        7: ("ruby-sample --state running,", sorted("ruby-sample --state running," + s
+                                                   for s in ("waiting", "blocked", "gc"))),
+        8: ("ruby-bt full ", sorted(["ruby-bt full --json", "ruby-bt full --out",
+                                     "ruby-bt full --via-debugger", "ruby-bt full all"] +
+                                    ["ruby-bt full %d" % num for num, _ in threads])),
     }
     for k, (text, lines) in want.items():
         if sorted(got.get(k, [])) != lines:
