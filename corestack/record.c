@@ -84,7 +84,10 @@ static void record_usage(FILE *out)
 	      "  --subprocesses     sample its Ruby descendants too (forked\n"
 	      "                     workers, also those started later), each\n"
 	      "                     thread labelled with its process\n"
-	      "  -o FILE            write the profile to FILE\n",
+	      "  -o FILE            write the profile to FILE\n"
+	      "\n"
+	      "With -- COMMAND, a command still running when the recording\n"
+	      "ends (--duration, Ctrl-C) is sent SIGTERM, which stderr says.\n",
 	      out);
 }
 
@@ -107,8 +110,10 @@ static int parse(int argc, char **argv, struct record_options *o)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	const struct cs_sampling_args to = {&o->pid, &o->nonblocking,
-					    &o->duration, &o->rate, &o->states};
+	unsigned given = 0;
+	const struct cs_sampling_args to = {&o->pid,      &o->nonblocking,
+					    &o->duration, &o->rate,
+					    &o->states,   &given};
 	o->rate = 100;
 	int c;
 	opterr = 0; /* our own one-line messages (cli_unknown_option) */
@@ -394,8 +399,14 @@ int cs_record_main(int argc, char **argv)
 			followed, follow_lost);
 	cs_profile_free(&prof);
 	cs_engine_close(engine);
-	if (child) {
+	/* The command outlived the recording: end it, and say so, since
+	 * what it was doing stops here. */
+	if (child && waitpid(child, NULL, WNOHANG) == 0) {
 		kill(child, SIGTERM);
+		fprintf(stderr,
+			PROG ": the recording ended: sent SIGTERM to %s (pid "
+			     "%d), still running\n",
+			o.command[0], (int)child);
 		waitpid(child, NULL, 0);
 	}
 	return rc;

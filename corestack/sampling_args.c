@@ -12,10 +12,22 @@ bool cs_sampling_opt(int c)
 	return c && strchr("pdrbsc", c);
 }
 
+enum { GIVEN_STATE = 1, GIVEN_ON_CPU = 2 };
+
 bool cs_sampling_arg(const char *prog, int c, const char *text,
 		     const struct cs_sampling_args *to)
 {
 	uint64_t n;
+	if (c == 'c' || c == 's') {
+		*to->given |= c == 'c' ? GIVEN_ON_CPU : GIVEN_STATE;
+		if (*to->given == (GIVEN_STATE | GIVEN_ON_CPU)) {
+			fprintf(stderr,
+				"%s: --on-cpu is --state running: not both "
+				"(add running to --state's list)\n",
+				prog);
+			return false;
+		}
+	}
 	switch (c) {
 	case 'p':
 		if (!cli_integer(prog, "--pid", text, 1, CLI_PID_MAX, &n))

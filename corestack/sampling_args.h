@@ -23,7 +23,8 @@
 	"                     list of running (holds the GVL), waiting\n" \
 	"                     (for the GVL), blocked (sleep, I/O, a\n"    \
 	"                     lock, a queue, a join) and gc\n"            \
-	"  --on-cpu           the same as --state running\n"
+	"  --on-cpu           the same as --state running (not with\n" \
+	"                     --state: name running in its list)\n"
 /* clang-format on */
 
 /* Where a command keeps what they say. */
@@ -31,6 +32,8 @@ struct cs_sampling_args {
 	int *pid, *nonblocking;
 	double *duration, *rate;
 	unsigned *states; /* the states kept (profile.h); 0: all */
+	/* which of --state and --on-cpu were given: they do not mix */
+	unsigned *given;
 };
 
 /* Whether c is one of their options. */
@@ -38,7 +41,8 @@ bool cs_sampling_opt(int c);
 
 /* Option c (one of CS_SAMPLING_LONGOPTS) with its value text into to; false,
  * with one line naming the option (prog names the command), when the
- * value is out of range. */
+ * value is out of range, or --on-cpu comes with --state (whether it would
+ * narrow the list or add to it is a guess: the user says it in the list). */
 bool cs_sampling_arg(const char *prog, int c, const char *text,
 		     const struct cs_sampling_args *to);
 

@@ -92,8 +92,10 @@ static int parse(int argc, char **argv, struct top_options *o)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	const struct cs_sampling_args to = {&o->pid, &o->nonblocking,
-					    &o->duration, &o->rate, &o->states};
+	unsigned given = 0;
+	const struct cs_sampling_args to = {&o->pid,      &o->nonblocking,
+					    &o->duration, &o->rate,
+					    &o->states,   &given};
 	o->rate = 100;
 	int c;
 	opterr = 0; /* our own one-line messages (cli_unknown_option) */

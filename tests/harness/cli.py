@@ -88,6 +88,11 @@ USAGE = [
     ("record-unknown", ["record", "--bogus"], r"unknown option '--bogus'"),
     ("record-nothing", ["record"], r"--pid PID or -- COMMAND"),
     ("record-both", ["record", "--pid", "1", "--", "true"], r"not both"),
+    # --on-cpu with --state: narrowed or added to? refused, either order
+    ("record-on-cpu-state", ["record", "--on-cpu", "--state", "blocked", "--pid", "1"],
+     r"--on-cpu is --state running: not both"),
+    ("top-state-on-cpu", ["top", "--state", "gc", "--on-cpu", "--pid", "1"],
+     r"--on-cpu is --state running: not both"),
     ("top-nothing", ["top"], r"--pid PID"),
     ("top-rate-zero", ["top", "--rate", "0", "--pid", "1"], r"--rate .*from 0.01"),
     # checked before attaching: pid 1 is no Ruby, which would be exit 2

@@ -6,6 +6,10 @@
                           exit, writes the profile with the samples taken,
                           exits 0 (before, it recorded lost samples until
                           --duration, or exited 2 without the profile)
+    RUBY/record-command-outlives  record --duration 1 -- COMMAND whose command
+                          runs on: record ends after --duration, sends the
+                          command SIGTERM and says so on stderr, naming it and
+                          its pid
     record/own-child-ends-early  record -- COMMAND whose command ends before the
                           first sample: one line saying it ended, with its exit
                           status, not that corestack's own child is "a zombie"
@@ -24,7 +28,33 @@ PROMPT = 10.0       # seconds after its exit that record may take to notice
 
 
 def test_names(ruby):
-    return ["%s/record-unreaped-exit" % ruby, "%s/record-unreaped-exit-nonblocking" % ruby]
+    return ["%s/record-unreaped-exit" % ruby, "%s/record-unreaped-exit-nonblocking" % ruby,
+            "%s/record-command-outlives" % ruby]
+
+
+def command_outlives(corestack, exe, out, timeout):
+    """record --duration 1 -- ruby shares.rb 60: the command still runs when
+    the recording ends; record ends it with SIGTERM and says so."""
+    marker = out + ".pid"
+    script = "File.write(%r, Process.pid.to_s); load %r" % (marker, SHARES)
+    try:
+        res = subprocess.run([corestack, "record", "--duration", "1", "-o", out, "--",
+                              exe, "-e", script, "60"], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return "record hung"
+    if res.returncode != 0:
+        return "exit %d: %s" % (res.returncode, res.stderr.strip()[-300:])
+    try:
+        with open(marker) as f:
+            pid = int(f.read())
+    except (OSError, ValueError) as exc:
+        return "the command wrote no pid: %s" % exc
+    said = [l for l in res.stderr.splitlines() if "SIGTERM" in l]
+    if len(said) != 1 or str(pid) not in said[0] or exe not in said[0]:
+        return "stderr does not say once that %s (pid %d) got SIGTERM: %r" % (
+            exe, pid, res.stderr)
+    return procs.profile_has_samples(out)
 
 
 def unreaped_exit(corestack, exe, out, extra, timeout):
@@ -57,6 +87,10 @@ def record_exit_tests(rep, selected, corestack, ruby, exe, workdir, timeout):
         if selected(name):
             out = os.path.join(workdir, "unreaped-%s%s.folded" % (ruby, "-nb" if extra else ""))
             rep.result(name, unreaped_exit(corestack, exe, out, extra, timeout))
+    name = "%s/record-command-outlives" % ruby
+    if selected(name):
+        out = os.path.join(workdir, "outlives-%s.folded" % ruby)
+        rep.result(name, command_outlives(corestack, exe, out, timeout))
 
 
 def names(ctx):
