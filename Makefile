@@ -110,13 +110,27 @@ $(GDBEXT_SAN_DIR):
 # gdb to read and trust GDB_AUTOLOAD_DIR. That directory is Debian's
 # /etc/gdb/gdbinit.d for PREFIX /usr or /usr/local, else PREFIX/etc/gdb/gdbinit.d
 # (gdb reads it only when told: the install says how); GDB_SYSTEM_GDBINIT_DIR=
-# leaves the snippet out. make uninstall removes what make install wrote.
+# leaves the snippet out (the install says what to add to ~/.gdbinit). Also
+# README.md and docs/ under DOCDIR, which the installed man page names.
+# make uninstall removes what make install wrote, and the folders it made
+# that are left empty.
 PREFIX           ?= /usr/local
 SYSCONFDIR       ?= $(if $(filter /usr /usr/local,$(PREFIX)),/etc,$(PREFIX)/etc)
 GDB_AUTOLOAD_DIR ?= $(PREFIX)/share/gdb/auto-load
 GDB_SYSTEM_GDBINIT_DIR ?= $(SYSCONFDIR)/gdb/gdbinit.d
 RUBY_FOR_GDB     ?= $(or $(RUBY),$(shell command -v ruby 2>/dev/null))
 GDB_SNIPPET       = $(GDB_SYSTEM_GDBINIT_DIR)/corestack.gdb
+# README.md and docs/, which the man page names (as DOCDIR/docs/NAME.md)
+DOCDIR           ?= $(PREFIX)/share/doc/corestack
+# What make uninstall removes when empty: the folders of corestack's own,
+# and under a PREFIX of its own (not /usr, /usr/local), those install made.
+UNINSTALL_DIRS    = $(DOCDIR)/docs $(DOCDIR) $(PREFIX)/lib/corestack \
+	$(if $(filter /usr /usr/local,$(PREFIX)),,$(GDB_AUTOLOAD_DIR) \
+		$(PREFIX)/share/gdb $(PREFIX)/share/man/man1 $(PREFIX)/share/man \
+		$(PREFIX)/share/doc $(PREFIX)/share $(PREFIX)/lib $(PREFIX)/bin \
+		$(if $(filter $(PREFIX)/%,$(GDB_SYSTEM_GDBINIT_DIR)), \
+			$(GDB_SYSTEM_GDBINIT_DIR) $(dir $(GDB_SYSTEM_GDBINIT_DIR)) \
+			$(SYSCONFDIR)))
 install: $(BUILD)/corestack gdbext
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/corestack
 	install -m 755 $(BUILD)/corestack $(DESTDIR)$(PREFIX)/bin/corestack
@@ -124,22 +138,33 @@ install: $(BUILD)/corestack gdbext
 	sed 's|@LIBDIR@|$(PREFIX)/lib/corestack|g' gdbext/corestack-lldb.in \
 		> $(DESTDIR)$(PREFIX)/bin/corestack-lldb
 	chmod 755 $(DESTDIR)$(PREFIX)/bin/corestack-lldb
-	install -d $(DESTDIR)$(PREFIX)/share/man/man1
-	install -m 644 docs/corestack.1 $(DESTDIR)$(PREFIX)/share/man/man1/corestack.1
+	install -d $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(DOCDIR)/docs
+	sed 's|docs/\([a-z-]*\.md\)|$(DOCDIR)/docs/\1|g' docs/corestack.1 \
+		> $(DESTDIR)$(PREFIX)/share/man/man1/corestack.1
+	chmod 644 $(DESTDIR)$(PREFIX)/share/man/man1/corestack.1
+	install -m 644 README.md $(DESTDIR)$(DOCDIR)/
+	install -m 644 docs/*.md $(DESTDIR)$(DOCDIR)/docs/
 	./gdbext/install-autoload.sh "$(DESTDIR)" "$(GDB_AUTOLOAD_DIR)" \
 		"$(PREFIX)/lib/corestack/ruby-gdb.py" $(RUBY_FOR_GDB)
 	@if [ -n "$(GDB_SYSTEM_GDBINIT_DIR)" ]; then \
 		./gdbext/install-snippet.sh "$(DESTDIR)" "$(GDB_SNIPPET)" \
-			"$(GDB_AUTOLOAD_DIR)"; fi
+			"$(GDB_AUTOLOAD_DIR)"; \
+	elif [ "$(GDB_AUTOLOAD_DIR)" != /usr/share/gdb/auto-load ]; then \
+		echo "install: no gdbinit snippet (GDB_SYSTEM_GDBINIT_DIR=):" \
+			"add 'source $(PREFIX)/lib/corestack/ruby-gdb.py'" \
+			"to ~/.gdbinit for gdb to have ruby-bt" >&2; fi
 
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/corestack $(DESTDIR)$(PREFIX)/bin/corestack-lldb \
 		$(DESTDIR)$(PREFIX)/share/man/man1/corestack.1 \
 		$(addprefix $(DESTDIR)$(PREFIX)/lib/corestack/,_corestack.abi3.so \
 			ruby-gdb.py ruby_lldb.py)
-	-rmdir $(DESTDIR)$(PREFIX)/lib/corestack 2>/dev/null
+	rm -f $(DESTDIR)$(DOCDIR)/README.md \
+		$(addprefix $(DESTDIR)$(DOCDIR)/,$(wildcard docs/*.md))
 	./gdbext/install-autoload.sh --remove "$(DESTDIR)" "$(GDB_AUTOLOAD_DIR)"
 	$(if $(GDB_SYSTEM_GDBINIT_DIR),rm -f "$(DESTDIR)$(GDB_SNIPPET)")
+	@for d in $(UNINSTALL_DIRS); do \
+		rmdir "$(DESTDIR)$$d" 2>/dev/null || true; done
 
 # Unit tests: one program per file tests/unit/test_NAME.c, each on the
 # engine; a program split by concept has the rest of its files in

@@ -111,11 +111,17 @@ Ruby says about itself (fixtures/oracle.rb), on every fixture Ruby.
                                     auto-load script was written and names RUBY=
     gdbext/install-edges/prefix     that install: the gdbinit snippet under TMP/etc, and a
                                     hint on how gdb comes to read it
+    gdbext/install-edges/man-page   that install's man page: every docs/NAME.md it names
+                                    installed at the path it gives; corestack-lldb in it
     gdbext/install-edges/unresolved-libruby  make install RUBY="3.1's ruby, a copy whose
                                     RUNPATH is gone": scripts for the ruby, its libruby and
                                     the copy's executable only, and the copy named as one
                                     whose libruby ldd cannot find
-    gdbext/install-edges/uninstall  make uninstall PREFIX=TMP: no file left under TMP
+    gdbext/install-edges/no-snippet make install GDB_SYSTEM_GDBINIT_DIR=: says the line
+                                    to add to ~/.gdbinit, and gdb -nx given that line
+                                    has ruby-bt
+    gdbext/install-edges/uninstall  make uninstall PREFIX=TMP: no file nor folder left
+                                    under TMP
     gdbext/install-edges/stale-snippet  the snippet of a deleted prefix read by gdb: one
                                     line saying so, and gdb goes on
     gdbext/RUBY/threads/remote      ruby-bt --json all through gdbserver --attach (target

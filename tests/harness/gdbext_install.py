@@ -168,8 +168,46 @@ def install_test(rep, selected, args, exe, workdir):
 # --- make install's edges ------------------------------------------------------------
 
 EDGE_INSTALL_TESTS = ("gdbext/install-edges/no-ruby", "gdbext/install-edges/prefix",
-                      "gdbext/install-edges/unresolved-libruby", "gdbext/install-edges/uninstall",
+                      "gdbext/install-edges/man-page", "gdbext/install-edges/unresolved-libruby",
+                      "gdbext/install-edges/no-snippet", "gdbext/install-edges/uninstall",
                       "gdbext/install-edges/stale-snippet")
+
+
+def check_man_page(prefix):
+    """The installed man page: every document it names is installed there,
+    and it describes corestack-lldb, which the install writes too."""
+    page = os.path.join(prefix, "share", "man", "man1", "corestack.1")
+    try:
+        with open(page) as f:
+            text = f.read().replace("\\-", "-")
+    except OSError as exc:
+        return "no man page: %s" % exc
+    named = re.findall(r"(\S*docs/[a-z-]+\.md)", text)
+    if not named:
+        return "the man page names no document"
+    # a path in the source tree is no help once installed
+    missing = sorted({n for n in named if not n.startswith(prefix) or not os.path.isfile(n)})
+    if missing:
+        return "the man page names documents not installed: %s" % missing
+    if not os.path.isfile(os.path.join(prefix, "bin", "corestack-lldb")) or \
+            "corestack-lldb" not in text:
+        return "corestack-lldb installed but not in the man page"
+    return None
+
+
+def check_no_snippet(prefix, out, env):
+    """GDB_SYSTEM_GDBINIT_DIR=: the install says the line for ~/.gdbinit,
+    and gdb given that line alone has ruby-bt."""
+    m = re.search(r"add '([^']+)' to ~/\.gdbinit", out)
+    if not m:
+        return "make install did not say what to add to ~/.gdbinit: %s" % compare.show(
+            out[-400:])
+    res = subprocess.run(["gdb", "-nx", "-q", "-batch", "-ex", m.group(1), "-ex", "help ruby-bt"],
+                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True, timeout=GDB_TIMEOUT, env=env)
+    if "ruby-bt all" not in res.stdout:
+        return "gdb with %r has no ruby-bt: %s" % (m.group(1), compare.show(res.stdout[-300:]))
+    return None
 
 
 def make_output(variables, env=None):
@@ -226,6 +264,7 @@ def install_edges(prefix, exe, workdir):
         "no snippet at %s" % snippet if not os.path.isfile(snippet) else
         "no hint on how gdb reads %s: %s" % (snippet, compare.show(out[-400:]))
         if "add 'source %s' to ~/.gdbinit" % snippet not in out else None)
+    results["man-page"] = reason or check_man_page(prefix)
     bad = unresolvable_copy(exe, workdir)
     reason, out = make_output(["install", "PREFIX=" + prefix, "RUBY=%s %s" % (exe, bad)], env)
     lib = [l for l in os.listdir(os.path.join(os.path.dirname(os.path.dirname(
@@ -240,9 +279,11 @@ def install_edges(prefix, exe, workdir):
         if "ldd cannot find the libruby of " + bad not in out else None)
     saved = os.path.join(workdir, "corestack.gdb")
     shutil.copy(snippet, saved)
+    reason, out = make_output(["install", "PREFIX=" + prefix, "GDB_SYSTEM_GDBINIT_DIR="], env)
+    results["no-snippet"] = reason or check_no_snippet(prefix, out, env)
     reason, out = make_output(["uninstall", "PREFIX=" + prefix], env)
-    left = [os.path.join(d, n) for d, _, names in os.walk(prefix) for n in names]
-    results["uninstall"] = reason or ("files left: %s" % left[:5] if left else None)
+    left = [os.path.join(d, n) for d, dirs, names in os.walk(prefix) for n in names + dirs]
+    results["uninstall"] = reason or ("files or folders left: %s" % left[:5] if left else None)
     shutil.rmtree(prefix)
     res = subprocess.run(["gdb", "-nx", "-q", "-batch", "-iex", "source " + saved,
                           "-ex", "echo ok\\n"], stdin=subprocess.DEVNULL,
