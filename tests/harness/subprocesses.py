@@ -198,9 +198,12 @@ def check_run(res, out, truth_path, read):
         return "exit %d: %s" % (res.returncode, first_line(res.stderr))
     if procs.sanitizer_report(res.stderr):
         return "sanitizer report: %s" % procs.sanitizer_report(res.stderr)
+    # the summary, and the line saying the command was ended (record -- CMD
+    # ends a command that outlives --duration)
     said = [line for line in res.stderr.split("\n")
-            if line.strip() and not re.match(r"corestack record: \d+ (samples|processes)",
-                                             line.strip("\r").lstrip())]
+            if line.strip() and not re.match(
+                r"corestack record: (\d+ (samples|processes)|the recording ended: sent SIGTERM)",
+                line.strip("\r").lstrip())]
     if said:
         return "record said more than its summary: %s" % said[0][:200]
     try:
