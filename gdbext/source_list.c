@@ -9,6 +9,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../process/live.h"
+
 /* gdb's "target:" prefix reads files from where the target runs, which
  * for a local target is the root. */
 static const char *sysroot_dir(const char *sysroot)
@@ -26,19 +28,12 @@ static const char *sysroot_dir(const char *sysroot)
  * time since boot (as /proc/stat's btime, which drops its fraction). */
 static bool process_started_by(int pid, struct timespec *ret)
 {
-	char path[64], buf[1024];
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return false;
-	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	/* the command may hold anything but ')' ends it */
-	char *p = strrchr(buf, ')');
+	char buf[1024];
+	const char *p = cs_proc_stat_fields(pid, buf, sizeof(buf));
 	unsigned long long start = 0;
-	/* field 22 (starttime) is the 20th after the command */
-	for (int field = 3; p && field <= 22; field++)
+	/* field 22 (starttime) is the 20th after the command: p is at the
+	 * space before field 3 */
+	for (int field = 3; p && field < 22; field++)
 		p = strchr(p + 1, ' ');
 	struct timespec real, boot;
 	long hz = sysconf(_SC_CLK_TCK);

@@ -197,4 +197,9 @@ struct cs_error *cs_live_module_build_id(struct cs_live *live, uint64_t start,
 					 uint8_t *buf, size_t bufsize,
 					 size_t *len);
 
+/* /proc/PID/stat of any process read into buf (size bytes at most),
+ * without allocating: the fields after the command, which may hold
+ * anything, ')' too (" S ppid pgrp ..."), or NULL if unreadable. */
+const char *cs_proc_stat_fields(int pid, char *buf, size_t size);
+
 #endif

@@ -149,26 +149,36 @@ char cs_live_thread_state(int pid, int tid)
 /* How many threads the kernel counts in process pid (num_threads in its
  * stat, read without allocating: a sampler asks at every pause); -1 if
  * unreadable. */
-int cs_live_kernel_thread_count(int pid)
+const char *cs_proc_stat_fields(int pid, char *buf, size_t size)
 {
-	char path[32], text[1024];
+	char path[32];
 	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	ssize_t n = read(fd, text, sizeof(text) - 1);
+	if (fd < 0 || size < 2) {
+		if (fd >= 0)
+			close(fd);
+		return NULL;
+	}
+	ssize_t n = read(fd, buf, size - 1);
 	close(fd);
 	if (n <= 0)
-		return -1;
-	text[n] = 0;
-	/* ") S ppid pgrp session tty_nr tpgid flags minflt cminflt majflt
+		return NULL;
+	buf[n] = 0;
+	const char *paren = strrchr(buf, ')');
+	return paren ? paren + 1 : NULL;
+}
+
+int cs_live_kernel_thread_count(int pid)
+{
+	char text[1024];
+	/* " S ppid pgrp session tty_nr tpgid flags minflt cminflt majflt
 	 * cmajflt utime stime cutime cstime priority nice num_threads" */
-	const char *paren = strrchr(text, ')');
+	const char *fields = cs_proc_stat_fields(pid, text, sizeof(text));
 	int count;
-	if (!paren || sscanf(paren + 1,
-			     " %*c %*d %*d %*d %*d %*d %*u %*u "
-			     "%*u %*u %*u %*u %*u %*d %*d %*d %*d %d",
-			     &count) != 1)
+	if (!fields || sscanf(fields,
+			      " %*c %*d %*d %*d %*d %*d %*u %*u "
+			      "%*u %*u %*u %*u %*u %*d %*d %*d %*d %d",
+			      &count) != 1)
 		return -1;
 	return count;
 }

@@ -81,19 +81,11 @@ static char *exe_of(int pid)
 
 static bool read_stat(int pid, struct proc_entry *e)
 {
-	char path[64], buf[512];
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return false;
-	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	/* "pid (comm) state ppid": comm may hold anything, ')' too */
-	const char *close = strrchr(buf, ')');
+	char buf[512];
+	const char *fields = cs_proc_stat_fields(pid, buf, sizeof(buf));
 	char state;
 	int ppid;
-	if (!close || sscanf(close + 1, " %c %d", &state, &ppid) != 2)
+	if (!fields || sscanf(fields, " %c %d", &state, &ppid) != 2)
 		return false;
 	*e = (struct proc_entry){pid, ppid, state == 'Z' || state == 'X'};
 	return true;
