@@ -339,12 +339,14 @@ static size_t thread_id(struct cs_profile *p, const struct rv_thread *t,
 /* What a sample is besides its thread and stack. */
 struct sample_key {
 	uint64_t time_ns;
+	size_t snapshot; /* of the thread's process */
 	enum cs_profile_state state;
 	enum rv_wait_kind wait;
 };
 
 /* One more snapshot of thread in stack: the thread's last sample grows
- * when it saw the same stack in the same state in the snapshot before. */
+ * when it saw the same stack in the same state in its process's snapshot
+ * before. */
 static int add_sample(struct cs_profile *p, size_t thread, size_t stack,
 		      const struct sample_key *k)
 {
@@ -352,10 +354,10 @@ static int add_sample(struct cs_profile *p, size_t thread, size_t stack,
 	struct cs_profile_sample *last = t->last ? &p->samples[t->last - 1]
 						 : NULL;
 	if (last && last->stack == stack && last->state == k->state &&
-	    last->wait == k->wait && t->seen + 1 == p->snapshots) {
+	    last->wait == k->wait && t->seen + 1 == k->snapshot) {
 		last->weight++;
 		last->last_ns = k->time_ns;
-		t->seen = p->snapshots;
+		t->seen = k->snapshot;
 		return 1;
 	}
 	struct cs_profile_sample *s = room(p->samples, p->nsamples, sizeof(*s));
@@ -368,12 +370,12 @@ static int add_sample(struct cs_profile *p, size_t thread, size_t stack,
 		.time_ns = k->time_ns,
 		.last_ns = k->time_ns,
 		.weight = 1,
-		.snapshot = p->snapshots,
+		.snapshot = k->snapshot,
 		.state = k->state,
 		.wait = k->wait,
 	};
 	t->last = ++p->nsamples;
-	t->seen = p->snapshots;
+	t->seen = k->snapshot;
 	return 1;
 }
 
@@ -627,12 +629,31 @@ static void remember(const struct cs_profile *p, struct cs_profile_memo *m,
 	m->valid = true;
 }
 
+/* Process p->pid's count of snapshots added; SIZE_MAX on allocation
+ * failure. */
+static size_t process_of(struct cs_profile *p)
+{
+	for (size_t i = 0; i < p->nprocs; i++)
+		if (p->procs[i].pid == p->pid)
+			return i;
+	struct cs_profile_process *n = room(p->procs, p->nprocs, sizeof(*n));
+	if (!n)
+		return SIZE_MAX;
+	p->procs = n;
+	n[p->nprocs] = (struct cs_profile_process){p->pid, 0};
+	return p->nprocs++;
+}
+
 int cs_profile_add(struct cs_profile *p, const struct rv_process *proc,
 		   unsigned states, uint64_t time_ns)
 {
+	size_t own = process_of(p);
+	if (own == SIZE_MAX)
+		return 0;
 	for (size_t i = 0; i < proc->nthreads; i++) {
 		const struct rv_thread *t = &proc->threads[i];
-		struct sample_key k = {time_ns, cs_profile_state_of(proc, t),
+		struct sample_key k = {time_ns, p->procs[own].snapshots,
+				       cs_profile_state_of(proc, t),
 				       RV_WAIT_NONE};
 		if (states && !(states & (1u << k.state)))
 			continue;
@@ -660,6 +681,7 @@ int cs_profile_add(struct cs_profile *p, const struct rv_process *proc,
 			return 0;
 		remember(p, memo, t, i, slot, thread, stack);
 	}
+	p->procs[own].snapshots++;
 	p->snapshots++;
 	return 1;
 }
@@ -902,6 +924,7 @@ void cs_profile_free(struct cs_profile *p)
 	for (size_t i = 0; i < p->ntitles; i++)
 		free(p->titles[i].text);
 	free(p->titles);
+	free(p->procs);
 	index_free(&p->name_index);
 	index_free(&p->function_index);
 	index_free(&p->frame_index);

@@ -57,7 +57,7 @@ struct cs_profile_thread {
 	uint32_t ractor; /* Ractor#inspect's number; 0: no ractors (2.7) */
 	uint64_t addr;   /* its Ruby thread's address when first seen */
 	size_t last;     /* its latest sample + 1; 0: none yet */
-	size_t seen;     /* the snapshot of that sample's last look */
+	size_t seen;     /* its process's snapshot of that sample's last look */
 };
 
 /* What a thread was doing in a snapshot (profile_state.c). */
@@ -92,7 +92,7 @@ struct cs_profile_sample {
 	uint64_t time_ns; /* when first seen (CLOCK_MONOTONIC) */
 	uint64_t last_ns; /* when last seen */
 	uint64_t weight;  /* snapshots in a row of this thread that saw it */
-	size_t snapshot;  /* the first of them: p->snapshots then */
+	size_t snapshot;  /* the first of them: its process's count then */
 	enum cs_profile_state state; /* the same in every one of them */
 	enum rv_wait_kind wait;      /* blocked: on what (RV_WAIT_NONE) */
 };
@@ -144,6 +144,13 @@ struct cs_profile_title {
 	char *text;
 };
 
+/* The snapshots added of one process: a thread's next snapshot is its
+ * process's next, whatever other processes were sampled in between. */
+struct cs_profile_process {
+	int64_t pid;
+	size_t snapshots;
+};
+
 struct cs_profile {
 	struct cs_profile_names names;
 	struct cs_profile_function *functions;
@@ -152,7 +159,7 @@ struct cs_profile {
 	struct cs_profile_thread *threads;
 	struct cs_profile_sample *samples;
 	size_t nfunctions, nframes, nstacks, nthreads, nsamples;
-	size_t snapshots; /* snapshots added */
+	size_t snapshots; /* snapshots added, of every process */
 	/* The process the next snapshots are of, when a recording follows
 	 * several (its threads are told apart and labelled by it); 0: one
 	 * process, not named. */
@@ -176,6 +183,9 @@ struct cs_profile {
 	 * inner frames changed, only those are looked up. */
 	struct cs_profile_memo *memos;
 	size_t nmemos;
+	/* each process's own count of snapshots added */
+	struct cs_profile_process *procs;
+	size_t nprocs;
 	/* the latest title of each process that had one */
 	struct cs_profile_title *titles;
 	size_t ntitles;

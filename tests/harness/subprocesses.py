@@ -32,6 +32,19 @@ child that is no Ruby.
     RUBY/record-subprocesses-pprof (3.4 only) --format pprof, read by go
                                    tool pprof -raw: each process's method in
                                    samples with its pid label
+    RUBY/record-subprocesses-timeline (3.4 only) record --subprocesses
+                                   --format speedscope on
+                                   fixtures/profile/parks.rb, whose two
+                                   workers sleep in park_long then park_short
+                                   and write when each began and ended: in
+                                   the file, each worker's phase is one sample
+                                   (a thread that stays in one stack grows
+                                   its sample, followed or not); loaded in
+                                   speedscope's web app and exported by it
+                                   (viewers.py), each worker's calls are the
+                                   program's, one each, in its order, their
+                                   lengths within 60 ms and 15 % of what it
+                                   measured
     RUBY/forked-child-tids         corestack --pid CHILD --json on a forked child
                                    with two threads: each tid one of the child's
                                    threads as it listed them (/proc/self/task), the
@@ -48,12 +61,14 @@ import signal
 import subprocess
 import time
 
-from . import procs
+from . import procs, viewers
 from .checks import first_line
 
 FORKS = os.path.join(procs.ROOT, "fixtures", "profile", "forks.rb")
 METHODS = ("parent_work", "worker_a", "worker_b", "grandchild_c")
 LABEL = re.compile(r"^process (\d+)(?: \((.*?)\))?: ")
+PARKS = os.path.join(procs.ROOT, "fixtures", "profile", "parks.rb")
+PARK_SECONDS = (0.6, 0.4)
 EXTRA_RUBY = "3.4"   # the one Ruby the other formats and --pid run on
 
 
@@ -63,7 +78,8 @@ def test_names(ruby):
     if ruby == EXTRA_RUBY:
         names += ["%s/record-subprocesses-pid" % ruby, "%s/record-progress-tty" % ruby,
                   "%s/record-subprocesses-pprof" % ruby,
-                  "%s/record-subprocesses-summary" % ruby]
+                  "%s/record-subprocesses-summary" % ruby,
+                  "%s/record-subprocesses-timeline" % ruby]
     return names
 
 
@@ -254,6 +270,71 @@ def check_summary(res, truth_path):
 PROGRESS = re.compile(r"\rcorestack record: (\d+) samples, (\d+) lost, ([\d.]+) s, (\d+) processes")
 
 
+def near(got, real):
+    """Within what viewers/speedscope-timeline allows of a measured time."""
+    return abs(got - real) <= 0.06 + 0.15 * real
+
+
+def file_phases(path, pid, methods):
+    """Per method, the seconds of each sample of process pid's profiles
+    in the speedscope file that has it in its stack."""
+    with open(path) as f:
+        doc = json.load(f)
+    frames = [fr["name"] for fr in doc["shared"]["frames"]]
+    found = {m: [] for m in methods}
+    for prof in doc["profiles"]:
+        m = LABEL.match(prof["name"])
+        if not m or int(m.group(1)) != pid:
+            continue
+        scale = viewers.TIME_UNITS[prof["unit"]] / 1e9
+        for stack, weight in zip(prof["samples"], prof["weights"]):
+            for name in methods:
+                if name in (frames[i] for i in stack):
+                    found[name].append(weight * scale)
+    return found
+
+
+def check_timeline(res, js, truth_path, timeout):
+    """The workers' phases in the file and in speedscope against the
+    times parks.rb measured."""
+    if res.returncode != 0:
+        return "record exit %d: %s" % (res.returncode, first_line(res.stderr))
+    with open(truth_path) as f:
+        workers = [json.loads(line) for line in f if line.strip()]
+    if len(workers) != 2:
+        return "the program wrote %d workers, not 2" % len(workers)
+    methods = tuple(p[0] for p in workers[0]["phases"])
+    for w in workers:
+        for (name, t0, t1, _, _), got in zip(
+                w["phases"], file_phases(js, w["pid"], methods).values()):
+            if len(got) != 1 or not near(got[0], t1 - t0):
+                return ("process %d's %s: %d samples of %.3f s in all in the"
+                        " file, one of %.3f s measured" % (
+                            w["pid"], name, len(got), sum(got), t1 - t0))
+    missing = viewers.speedscope_missing()
+    if missing:
+        return missing
+    doc = viewers.speedscope_export(js, timeout)
+    for name, _, _, path, line in workers[0]["phases"]:
+        for fr in doc["shared"]["frames"]:
+            if fr["name"] == name and (fr.get("file"), fr.get("line")) != (path, line):
+                return "speedscope reads %s at %s:%s, Ruby gives %s:%d" % (
+                    name, fr.get("file"), fr.get("line"), path, line)
+    for w in workers:
+        own = [p["name"] for p in doc["profiles"]
+               if (m := LABEL.match(p["name"])) and int(m.group(1)) == w["pid"]]
+        calls = viewers.phase_calls(doc, methods, own)
+        want = [p[0] for p in w["phases"]]
+        if [c[0] for c in calls] != want:
+            return "speedscope's time order of process %d calls %s, the program %s" % (
+                w["pid"], [c[0] for c in calls], want)
+        for (name, start, end), (_, t0, t1, _, _) in zip(calls, w["phases"]):
+            if not near((end - start) / 1e9, t1 - t0):
+                return "speedscope's %s of process %d lasts %.3f s, measured %.3f s" % (
+                    name, w["pid"], (end - start) / 1e9, t1 - t0)
+    return None
+
+
 def check_tty(text):
     """Progress lines, each started with \\r, then a blank line over the
     last one before the summary."""
@@ -424,3 +505,17 @@ def subprocess_tests(rep, selected, corestack, ruby, exe, workdir, timeout):
             rep.result(name, check_summary(res, truth))
         except subprocess.TimeoutExpired:
             rep.result(name, "record hung")
+    name = "%s/record-subprocesses-timeline" % ruby
+    if selected(name):
+        js, truth = base + "-timeline.speedscope.json", base + "-timeline.truth"
+        try:
+            res = subprocess.run([corestack, "record", "--subprocesses", "--format", "speedscope",
+                                  "-o", js, "--duration", "20", "--", exe, PARKS, truth]
+                                 + ["%g" % s for s in PARK_SECONDS],
+                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True, timeout=timeout)
+            rep.result(name, check_timeline(res, js, truth, timeout))
+        except subprocess.TimeoutExpired:
+            rep.result(name, "record or chromium hung")
+        except (OSError, ValueError, KeyError, RuntimeError) as exc:
+            rep.result(name, str(exc))

@@ -229,13 +229,16 @@ def exported(dom):
     return json.loads(html.unescape(m.group(1))) if m else None
 
 
-def phase_calls(doc):
-    """Each call of Object#alpha or Object#beta in speedscope's time order
-    (an evented profile of its export): (name, start, end) in nanoseconds,
-    calls of one method with nothing between them joined."""
+def phase_calls(doc, methods=("Object#alpha", "Object#beta"), profiles=None):
+    """Each call of methods in speedscope's time order (an evented profile
+    of its export; of the named profiles only, when given): (name, start,
+    end) in nanoseconds, calls of one method with nothing between them
+    joined."""
     names = [fr["name"] for fr in doc["shared"]["frames"]]
     calls = []
     for prof in doc["profiles"]:
+        if profiles is not None and prof.get("name") not in profiles:
+            continue
         scale = TIME_UNITS.get(prof.get("unit"))
         if scale is None:
             raise ValueError("speedscope reads the unit %r, no unit of time"
@@ -243,7 +246,7 @@ def phase_calls(doc):
         opened = {}
         for ev in prof["events"]:
             name = names[ev["frame"]]
-            if name not in ("Object#alpha", "Object#beta"):
+            if name not in methods:
                 continue
             if ev["type"] == "O":
                 opened.setdefault(name, ev["at"] * scale)
@@ -256,11 +259,18 @@ def phase_calls(doc):
     return sorted(calls, key=lambda c: c[1])
 
 
-def check_speedscope_timeline(js, truth, timeout):
+def speedscope_missing():
+    """Why speedscope's app cannot load a file here, or None."""
     if not os.path.exists(os.path.join(SPEEDSCOPE_APP, "index.html")):
         return "no speedscope app in %s: make deps installs it (npm ci)" % SPEEDSCOPE_APP
     if not chromium():
         return "no chromium: make deps installs it"
+    return None
+
+
+def speedscope_export(js, timeout):
+    """Speedscope file js as speedscope's web app reads it: the file its
+    Export button writes (RuntimeError when it writes none)."""
     with open(os.path.join(SPEEDSCOPE_APP, "index.html")) as f:
         page = f.read().replace("<script", EXPORT_HOOK + "<script", 1)
     with tempfile.NamedTemporaryFile("w", suffix=".html") as hooked:
@@ -272,7 +282,16 @@ def check_speedscope_timeline(js, truth, timeout):
                                 shot.name, timeout)
     doc = exported(dom)
     if doc is None:
-        return "speedscope exported nothing: %s" % first_line(re.sub(r"<[^>]*>", " ", dom))
+        raise RuntimeError("speedscope exported nothing: %s"
+                           % first_line(re.sub(r"<[^>]*>", " ", dom)))
+    return doc
+
+
+def check_speedscope_timeline(js, truth, timeout):
+    missing = speedscope_missing()
+    if missing:
+        return missing
+    doc = speedscope_export(js, timeout)
     for name, _, _, path, line in truth:
         for fr in doc["shared"]["frames"]:
             if fr["name"] == name and (fr.get("file"), fr.get("line")) != (path, line):

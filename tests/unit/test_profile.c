@@ -464,6 +464,12 @@ int main(void)
 		      p.threads[1].pid == 200,
 	      "%zu threads", p.nthreads);
 	CHECK(weights_add_up(&p), "weights and counts, two processes");
+	/* each process's thread in one stack in each of its snapshots: one
+	 * sample growing, whatever was sampled between them */
+	CHECK(p.nsamples == 2 && p.samples[0].weight == 2 &&
+		      p.samples[1].weight == 2 && p.samples[1].snapshot == 0,
+	      "%zu samples, weights %llu", p.nsamples,
+	      (unsigned long long)p.samples[0].weight);
 	cs_profile_free(&p);
 	states();
 	settling();
