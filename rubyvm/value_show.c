@@ -3,8 +3,8 @@
  * digits), Floats, Symbols, Strings up to a bound (escaped by their
  * encoding), Arrays and Hashes with their sizes and first elements (a
  * Hash's Symbol keys as "key: " where hash.c has symbol_key_needs_quote),
- * Ranges, Structs and Data objects, classes by path, and anything else as
- * Kernel#to_s shows it ("#<Foo:0x...>").
+ * Ranges, Structs and Data objects, classes by path, the top self as
+ * "main", and anything else as Kernel#to_s shows it ("#<Foo:0x...>").
  *
  * The VALUE may be garbage: every read is checked, a value that cannot be
  * read shows as "<unreadable: why>", and the work per value is bounded
@@ -622,6 +622,28 @@ static uint64_t global_value(struct rv_session *s, enum rv_item_id id)
 	return v;
 }
 
+/* Whether v is a top self, the self of the program's top level: the VM's,
+ * or the root or main box's where the VM has boxes. */
+static bool is_top_self(struct rv_session *s, uint64_t v)
+{
+	uint64_t vm = 0, self = 0, box = 0;
+	if (rv_failed(rv_read_u64(s, s->load_bias + (uint64_t)RV_VAL(s, vm_ptr),
+				  &vm)) ||
+	    !vm)
+		return false;
+	if (RV_HAS(s, vm_top_self))
+		return rv_try_member(s, vm, RVL_vm_top_self, &self) &&
+		       self == v;
+	if (!RV_HAS(s, box_top_self))
+		return false;
+	enum rv_item_id boxes[] = {RVL_vm_root_box, RVL_vm_main_box};
+	for (size_t i = 0; i < sizeof(boxes) / sizeof(boxes[0]); i++)
+		if (rv_try_member(s, vm, boxes[i], &box) && box &&
+		    rv_try_member(s, box, RVL_box_top_self, &self) && self == v)
+			return true;
+	return false;
+}
+
 #define MAX_SUPERCLASSES 64 /* classes walked up from a T_STRUCT's */
 
 enum struct_kind { STRUCT_OTHER, STRUCT_RANGE, STRUCT_STRUCT, STRUCT_DATA };
@@ -820,6 +842,8 @@ static void show_heap(struct show *sh, uint64_t v, int depth)
 		show_class(sh, v);
 	} else if (type == (uint64_t)RV_VAL(s, t_struct)) {
 		show_struct(sh, v, flags, depth);
+	} else if (is_top_self(s, v)) {
+		puts_(sh, "main"); /* its singleton's to_s, inspect's alias */
 	} else {
 		show_object(sh, v);
 	}

@@ -1,6 +1,6 @@
 """Locals: corestack --locals against what Ruby said of its own locals.
 
-fixtures/locals.rb (loaded by the frames scenario) parks four threads in
+fixtures/locals.rb (loaded by the frames scenario) parks five threads in
 frames with locals of every kind, each frame having written its
 binding.local_variables (or Kernel#local_variables) with each value's
 inspect, class and Kernel#to_s right before it parked
@@ -13,7 +13,8 @@ inspect, class and Kernel#to_s right before it parked
                              (Hash keys, binary Strings, Ranges, Structs and
                              Data objects included; a truncated String,
                              Array, Hash or Integer: its prefix and size;
-                             another object: as Kernel#to_s; a block
+                             the top self: main; another object: as
+                             Kernel#to_s; a block
                              parameter its method has not read: the Proc
                              passed, or the block literal's Proc that Ruby
                              makes only when it is read, shown at the
@@ -115,7 +116,7 @@ def value_problem(shown, d):
         if not where or where.group(1) != got:
             return "not where Ruby's Proc %s is" % compare.show(ins)
         return None
-    want = ins if cls in PLAIN or d.get("members") else d["to_s"]
+    want = ins if cls in PLAIN or d.get("members") or d.get("top") else d["to_s"]
     return None if shown == want else "expected %s" % compare.show(want)
 
 
@@ -141,17 +142,24 @@ def check_frame_locals(got, record):
 
 
 def find_frame(report, record):
-    """(thread, index, frame) of the frame a record describes."""
+    """(thread, index, frame) of the frame a record describes: its label
+    and path, and of several such (the threads' blocks at the top level)
+    the one with the record's locals."""
+    found = []
     for t in report.get("threads", []):
         for i, f in enumerate(t.get("frames", [])):
             if f.get("label") == record["label"] and f.get("path") == record["path"]:
-                return t, i, f
-    return None, None, None
+                found.append((t, i, f))
+    want = sorted(d["name"] for d in record["locals"])
+    for t, i, f in found:
+        if sorted(l.get("name") for l in f.get("locals", [])) == want:
+            return t, i, f
+    return found[0] if found else (None, None, None)
 
 
 def check_report(report, records):
-    if len(records) != 6:
-        return "the fixture wrote %d locals records, expected 6" % len(records)
+    if len(records) != 7:
+        return "the fixture wrote %d locals records, expected 7" % len(records)
     for tag, record in sorted(records.items()):
         _, _, frame = find_frame(report, record)
         if frame is None:
