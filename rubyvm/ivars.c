@@ -6,8 +6,12 @@
  * ivar. A class's: up to 3.1 the value itself from the classext's iv_tbl
  * (an st_table), from 3.2 an index from the class's shape, walked the
  * same way, into the classext's iv_ptr; later from the fields object the
- * classext's fields_obj names, read as a T_OBJECT. Every step is
- * bounded: a corrupt object gives a reason, never a runaway walk. */
+ * classext's fields_obj names, read as a T_OBJECT. All of a T_OBJECT's
+ * ivars, for its inspect, come in the order of their indexes, which is
+ * the order they were set in. Every step is bounded: a corrupt object
+ * gives a reason, never a runaway walk. */
+#include <stdlib.h>
+
 #include "session.h"
 
 /* The deepest shape walked, the most singleton classes and modules
@@ -116,39 +120,57 @@ static struct cs_error *real_class(struct rv_session *s, uint64_t klass,
 	return err;
 }
 
+/* Up to 3.1: the iv_index_tbl that indexes obj's ivars, 0 when it has
+ * none, and how many ivars obj has room for. */
+static struct cs_error *index_table(struct rv_session *s, uint64_t obj,
+				    bool embedded, uint64_t *tbl,
+				    uint64_t *count)
+{
+	uint64_t klass = 0, ext = 0;
+	struct cs_error *err;
+	*tbl = 0;
+	if (!embedded) {
+		if ((err = rv_read_member(s, obj, RVL_robject_iv_index_tbl,
+					  tbl)))
+			return err;
+		return rv_read_member(s, obj, RVL_robject_numiv, count);
+	}
+	*count = RV_HAS(s, robject_embed_len_max)
+			 ? (uint64_t)RV_VAL(s, robject_embed_len_max)
+			 : RV_ITEM(s, robject_ary)->size /
+				   (uint64_t)RV_VAL(s, value_size);
+	if ((err = rv_read_member(s, obj, RVL_basic_klass, &klass)) ||
+	    (err = real_class(s, klass, &klass)) ||
+	    (err = rv_classext(s, klass, &ext)))
+		return err;
+	return rv_read_member(s, ext, RVL_classext_iv_index_tbl, tbl);
+}
+
+/* An ivar's index from what the iv_index_tbl holds for it: the index, or
+ * (3.0, 3.1) an rb_iv_index_tbl_entry with it. */
+static struct cs_error *table_record_index(struct rv_session *s, uint64_t rec,
+					   uint64_t *index)
+{
+	if (RV_HAS(s, iv_index_entry_index))
+		return rv_read_member(s, rec, RVL_iv_index_entry_index, index);
+	*index = rec;
+	return NULL;
+}
+
 /* Up to 3.1: the index of ivar id from the iv_index_tbl, and how many
  * ivars obj has room for. */
 static struct cs_error *table_index(struct rv_session *s, uint64_t obj,
 				    bool embedded, uint64_t id, uint64_t *index,
 				    uint64_t *count, bool *found)
 {
-	uint64_t tbl = 0, klass = 0, ext = 0, rec = 0;
+	uint64_t tbl = 0, rec = 0;
 	struct cs_error *err;
 	*found = false;
-	if (!embedded) {
-		if ((err = rv_read_member(s, obj, RVL_robject_iv_index_tbl,
-					  &tbl)) ||
-		    (err = rv_read_member(s, obj, RVL_robject_numiv, count)))
-			return err;
-	} else {
-		*count = RV_HAS(s, robject_embed_len_max)
-				 ? (uint64_t)RV_VAL(s, robject_embed_len_max)
-				 : RV_ITEM(s, robject_ary)->size /
-					   (uint64_t)RV_VAL(s, value_size);
-		if ((err = rv_read_member(s, obj, RVL_basic_klass, &klass)) ||
-		    (err = real_class(s, klass, &klass)) ||
-		    (err = rv_classext(s, klass, &ext)) ||
-		    (err = rv_read_member(s, ext, RVL_classext_iv_index_tbl,
-					  &tbl)))
-			return err;
-	}
+	if ((err = index_table(s, obj, embedded, &tbl, count)))
+		return err;
 	if (!tbl || (err = rv_st_lookup(s, tbl, id, &rec, found)) || !*found)
 		return err;
-	/* 3.0, 3.1: the table holds an rb_iv_index_tbl_entry */
-	if (RV_HAS(s, iv_index_entry_index))
-		return rv_read_member(s, rec, RVL_iv_index_entry_index, index);
-	*index = rec;
-	return NULL;
+	return table_record_index(s, rec, index);
 }
 
 /* The shapes of 3.2+: the list and how many it holds. */
@@ -217,79 +239,107 @@ static struct cs_error *shape_read(struct rv_session *s, uint64_t list,
 			      &ret->next_index);
 }
 
-/* 3.2+: the index of ivar id from obj's shape, and how many ivars the
- * shape gives obj (a T_OBJECT, or a class or module: their shapes are
- * walked alike). */
-static struct cs_error *shape_index(struct rv_session *s, uint64_t obj,
-				    uint64_t flags, uint64_t id,
-				    uint64_t *index, uint64_t *count,
-				    bool *found)
+/* A walk up the shapes of 3.2+: where they are, the bits of a shape id
+ * that give its offset, and the shape reached. */
+struct shape_walk {
+	uint64_t list, nshapes, offset_mask, sid;
+	struct shape sh;
+};
+
+/* The shape of obj (a T_OBJECT, or a class or module: their shapes are
+ * walked alike), where a walk starts. */
+static struct cs_error *shape_leaf(struct rv_session *s, uint64_t obj,
+				   uint64_t flags, struct shape_walk *w)
 {
-	uint64_t list = 0, nshapes = 0, sid = 0;
 	unsigned bits = 0;
 	struct cs_error *err;
-	*found = false;
 	if (!RV_HAS(s, shape_size))
 		return rv_missing(RVL_shape_size);
-	if ((err = shape_id_of(s, obj, flags, &sid, &bits)))
+	if ((err = shape_id_of(s, obj, flags, &w->sid, &bits)))
 		return err;
 	/* 4.0+: flags above the offset in the shape id, the lowest of them
 	 * the lowest bit of the first enumerator above it */
-	uint64_t offset_mask = (1ULL << bits) - 1, m = 0;
+	uint64_t m = 0;
+	w->offset_mask = (1ULL << bits) - 1;
 	if (RV_HAS(s, shape_id_heap_index_mask))
 		m = (uint64_t)RV_VAL(s, shape_id_heap_index_mask);
 	else if (RV_HAS(s, shape_id_capacity_mask))
 		m = (uint64_t)RV_VAL(s, shape_id_capacity_mask);
 	if (m)
-		offset_mask = (m & -m) - 1;
-	/* The root's parent: all offset bits set (INVALID_SHAPE_ID). */
-	uint64_t invalid = offset_mask;
+		w->offset_mask = (m & -m) - 1;
 	uint64_t complex =
 		RV_HAS(s, shape_id_fl_too_complex)
 			? (uint64_t)RV_VAL(s, shape_id_fl_too_complex)
 		: RV_HAS(s, shape_id_fl_complex)
 			? (uint64_t)RV_VAL(s, shape_id_fl_complex)
 			: 0;
-	if (sid & complex)
+	if (w->sid & complex)
 		return cs_error_create(CS_ERR_LOOKUP,
 				       "its ivars are in a hash table (too "
 				       "complex a shape), not read");
-	if ((err = shape_list(s, &list, &nshapes)))
+	if ((err = shape_list(s, &w->list, &w->nshapes)))
 		return err;
-	if (nshapes > offset_mask + 1)
-		nshapes = offset_mask + 1;
-	struct shape sh = {0};
-	if ((err = shape_read(s, list, nshapes, sid & offset_mask, &sh)))
+	if (w->nshapes > w->offset_mask + 1)
+		w->nshapes = w->offset_mask + 1;
+	if ((err = shape_read(s, w->list, w->nshapes, w->sid & w->offset_mask,
+			      &w->sh)))
 		return err;
 	if (RV_HAS(s, shape_obj_too_complex) &&
-	    sh.type == (uint64_t)RV_VAL(s, shape_obj_too_complex))
+	    w->sh.type == (uint64_t)RV_VAL(s, shape_obj_too_complex))
 		return cs_error_create(CS_ERR_LOOKUP,
 				       "its ivars are in a hash table (too "
 				       "complex a shape), not read");
-	*count = sh.next_index;
-	for (int depth = 0; (sh.parent & offset_mask) != invalid; depth++) {
-		if (depth >= MAX_SHAPE_DEPTH)
-			return cs_error_create(CS_ERR_CORRUPT,
-					       "shape 0x%llx is more than %d "
-					       "deep",
-					       (unsigned long long)sid,
-					       MAX_SHAPE_DEPTH);
-		if (sh.edge_name == id) {
-			if (sh.type != (uint64_t)RV_VAL(s, shape_ivar))
+	return NULL;
+}
+
+/* One step up the walk; *done at the root (whose parent has all offset
+ * bits set: INVALID_SHAPE_ID). */
+static struct cs_error *shape_up(struct rv_session *s, struct shape_walk *w,
+				 int depth, bool *done)
+{
+	*done = (w->sh.parent & w->offset_mask) == w->offset_mask;
+	if (*done)
+		return NULL;
+	if (depth >= MAX_SHAPE_DEPTH)
+		return cs_error_create(CS_ERR_CORRUPT,
+				       "shape 0x%llx is more than %d deep",
+				       (unsigned long long)w->sid,
+				       MAX_SHAPE_DEPTH);
+	return shape_read(s, w->list, w->nshapes, w->sh.parent & w->offset_mask,
+			  &w->sh);
+}
+
+/* 3.2+: the index of ivar id from obj's shape, and how many ivars the
+ * shape gives obj. */
+static struct cs_error *shape_index(struct rv_session *s, uint64_t obj,
+				    uint64_t flags, uint64_t id,
+				    uint64_t *index, uint64_t *count,
+				    bool *found)
+{
+	struct shape_walk w = {0};
+	bool done = false;
+	*found = false;
+	struct cs_error *err = shape_leaf(s, obj, flags, &w);
+	if (err)
+		return err;
+	*count = w.sh.next_index;
+	for (int depth = 0;; depth++) {
+		if ((w.sh.parent & w.offset_mask) == w.offset_mask)
+			return NULL;
+		if (w.sh.edge_name == id) {
+			if (w.sh.type != (uint64_t)RV_VAL(s, shape_ivar))
 				return NULL;
-			if (sh.next_index == 0)
+			if (w.sh.next_index == 0)
 				return cs_error_create(CS_ERR_CORRUPT,
 						       "an ivar shape without "
 						       "an index");
-			*index = sh.next_index - 1;
+			*index = w.sh.next_index - 1;
 			*found = true;
 			return NULL;
 		}
-		if ((err = shape_read(s, list, nshapes, sh.parent & offset_mask,
-				      &sh)))
+		if ((err = shape_up(s, &w, depth, &done)) || done)
 			return err;
 	}
-	return NULL;
 }
 
 /* The ivar at index of the count obj has, in the buffer at slots. */
@@ -404,5 +454,106 @@ struct cs_error *rv_class_ivar(struct rv_session *s, uint64_t klass,
 	err = slot_value(s, klass, ptr, index, count, ret, found);
 	if (!*found)
 		*ret = 0;
+	return err;
+}
+
+/* The ids of an object's ivars by index (0 where none has the index), and
+ * how many indexes it has. */
+struct index_ids {
+	uint64_t *ids;
+	uint64_t count;
+};
+
+static struct cs_error *index_ids_alloc(uint64_t obj, struct index_ids *x)
+{
+	if (x->count > MAX_IVARS)
+		return cs_error_create(CS_ERR_CORRUPT,
+				       "object 0x%llx has %llu ivars",
+				       (unsigned long long)obj,
+				       (unsigned long long)x->count);
+	x->ids = calloc(x->count ? x->count : 1, sizeof(*x->ids));
+	return x->ids ? NULL : &cs_error_nomem;
+}
+
+/* 3.2+: every ivar shape from obj's up to the root names its index. */
+static struct cs_error *shape_ids(struct rv_session *s, uint64_t obj,
+				  uint64_t flags, struct index_ids *x)
+{
+	struct shape_walk w = {0};
+	bool done = false;
+	struct cs_error *err = shape_leaf(s, obj, flags, &w);
+	if (err)
+		return err;
+	x->count = w.sh.next_index;
+	if ((err = index_ids_alloc(obj, x)) || !x->ids)
+		return err;
+	for (int depth = 0; !done; depth++) {
+		if (w.sh.type == (uint64_t)RV_VAL(s, shape_ivar) &&
+		    w.sh.next_index && w.sh.next_index <= x->count)
+			x->ids[w.sh.next_index - 1] = w.sh.edge_name;
+		if ((err = shape_up(s, &w, depth, &done)))
+			return err;
+	}
+	return NULL;
+}
+
+static struct cs_error *table_entry_id(struct rv_session *s, uint64_t id,
+				       uint64_t rec, void *ctx)
+{
+	struct index_ids *x = ctx;
+	uint64_t index = 0;
+	struct cs_error *err = table_record_index(s, rec, &index);
+	/* an index past obj's: an ivar of the class set after obj was made */
+	if (!err && x->ids && index < x->count)
+		x->ids[index] = id;
+	return err;
+}
+
+/* Up to 3.1: the iv_index_tbl names every index. */
+static struct cs_error *table_ids(struct rv_session *s, uint64_t obj,
+				  bool embedded, struct index_ids *x)
+{
+	uint64_t tbl = 0;
+	struct cs_error *err = index_table(s, obj, embedded, &tbl, &x->count);
+	if (err)
+		return err;
+	if (!tbl)
+		x->count = 0;
+	if ((err = index_ids_alloc(obj, x)) || !x->ids || !tbl)
+		return err;
+	return rv_st_each(s, tbl, table_entry_id, x);
+}
+
+struct cs_error *rv_object_ivars(struct rv_session *s, uint64_t obj,
+				 uint64_t flags, uint64_t *ids, uint64_t *vals,
+				 size_t max, size_t *n, uint64_t *total)
+{
+	struct index_ids x = {0};
+	uint64_t slots = 0;
+	bool embedded = false;
+	*n = 0;
+	*total = 0;
+	struct cs_error *err = ivar_slots(s, obj, flags, &slots, &embedded);
+	if (!err && RV_HAS(s, shape_type))
+		err = shape_ids(s, obj, flags, &x);
+	else if (!err && RV_HAS(s, classext_iv_index_tbl))
+		err = table_ids(s, obj, embedded, &x);
+	else if (!err)
+		err = rv_missing(RVL_classext_iv_index_tbl);
+	for (uint64_t i = 0; !err && x.ids && i < x.count; i++) {
+		uint64_t v = 0;
+		bool found = false;
+		if (!x.ids[i] ||
+		    (err = slot_value(s, obj, slots, i, x.count, &v, &found)) ||
+		    !found)
+			continue;
+		if (*n < max) {
+			ids[*n] = x.ids[i];
+			vals[*n] = v;
+			(*n)++;
+		}
+		(*total)++;
+	}
+	free(x.ids);
 	return err;
 }

@@ -107,12 +107,23 @@ struct cs_error *rv_typed_data_ptr(struct rv_session *s, uint64_t obj,
 #define RV_MAX_ST_ENTRIES 65536
 struct cs_error *rv_st_lookup(struct rv_session *s, uint64_t tbl, uint64_t key,
 			      uint64_t *record, bool *found);
+/* fn on each key and record of the st_table at tbl, in its order. */
+typedef struct cs_error *rv_st_each_fn(struct rv_session *s, uint64_t key,
+				       uint64_t record, void *ctx);
+struct cs_error *rv_st_each(struct rv_session *s, uint64_t tbl,
+			    rv_st_each_fn *fn, void *ctx);
 
 /* ivars.c: the instance variable id of obj, a T_OBJECT whose flags are
  * flags, in *ret; *found false when it has none. */
 struct cs_error *rv_object_ivar(struct rv_session *s, uint64_t obj,
 				uint64_t flags, uint64_t id, uint64_t *ret,
 				bool *found);
+/* The ivars of obj, a T_OBJECT whose flags are flags, in the order
+ * rb_ivar_foreach gives them (their indexes): the first max in ids[] and
+ * vals[], *n of them; *total how many it has. */
+struct cs_error *rv_object_ivars(struct rv_session *s, uint64_t obj,
+				 uint64_t flags, uint64_t *ids, uint64_t *vals,
+				 size_t max, size_t *n, uint64_t *total);
 /* The instance variable id of klass, a class or module, in *ret; *found
  * false (and *ret 0) when it has none. */
 struct cs_error *rv_class_ivar(struct rv_session *s, uint64_t klass,

@@ -3,8 +3,9 @@
  * digits), Floats, Symbols, Strings up to a bound (escaped by their
  * encoding), Arrays and Hashes with their sizes and first elements (a
  * Hash's Symbol keys as "key: " where hash.c has symbol_key_needs_quote),
- * Ranges, Structs and Data objects, classes by path, and anything else as
- * Kernel#to_s shows it ("#<Foo:0x...>").
+ * Ranges, Structs and Data objects, classes by path, the top self as
+ * "main", a T_OBJECT as Kernel#inspect shows it ("#<Foo:0x... @a=1>"),
+ * and anything else as Kernel#to_s shows it ("#<Foo:0x...>").
  *
  * The VALUE may be garbage: every read is checked, a value that cannot be
  * read shows as "<unreadable: why>", and the work per value is bounded
@@ -25,6 +26,9 @@
 
 struct show {
 	struct rv_session *s;
+	/* the objects whose ivars are being shown, outermost first */
+	uint64_t open[SHOW_MAX_DEPTH + 1];
+	int nopen;
 	char text[SHOW_MAX_TEXT + 1];
 	size_t len;
 	bool full; /* text reached its bound */
@@ -589,6 +593,81 @@ static void show_object(struct show *sh, uint64_t v)
 	free(path);
 }
 
+/* One ivar of an object as rb_obj_inspect writes it, " @x=1", when its
+ * name is an instance variable's (not "@@" nor an internal ID's). */
+static bool show_ivar(struct show *sh, uint64_t id, uint64_t v, bool first,
+		      bool show, int depth)
+{
+	char *name = NULL;
+	bool ivar = !rv_failed(rv_id_name(sh->s, id, &name)) &&
+		    name[0] == '@' && name[1] != '@';
+	if (ivar && show) {
+		puts_(sh, first ? " " : ", ");
+		puts_(sh, name);
+		puts_(sh, "=");
+		show_value(sh, v, depth + 1);
+	}
+	free(name);
+	return ivar;
+}
+
+#define MAX_IVARS_READ 32 /* ivars read per object */
+
+/* Kernel#inspect (rb_obj_inspect) of a T_OBJECT: its Kernel#to_s with its
+ * ivars in the order they were set, "#<Point:0x... @x=1, @y=2>", and
+ * " ..." in place of them inside itself. */
+static void show_ivars(struct show *sh, uint64_t v, uint64_t flags, int depth)
+{
+	uint64_t klass = 0, ids[MAX_IVARS_READ], vals[MAX_IVARS_READ];
+	uint64_t total = 0, named = 0, shown = 0;
+	uint64_t max = depth >= SHOW_MAX_DEPTH ? 0 : depth ? 3 : 8;
+	size_t n = 0;
+	char *path = NULL;
+	struct cs_error *err = real_class(sh->s, v, &klass);
+	if (!err)
+		err = rv_class_path(sh->s, klass, &path);
+	if (err) {
+		unreadable(sh, err);
+		return;
+	}
+	putf(sh, "#<%s:0x%016" PRIx64, path, v);
+	free(path);
+	for (int i = 0; i < sh->nopen; i++) {
+		if (sh->open[i] == v) {
+			puts_(sh, " ...>");
+			return;
+		}
+	}
+	err = rv_object_ivars(sh->s, v, flags, ids, vals, MAX_IVARS_READ, &n,
+			      &total);
+	if (err) {
+		puts_(sh, " ");
+		unreadable(sh, err);
+		puts_(sh, ">");
+		return;
+	}
+	bool pushed = sh->nopen < SHOW_MAX_DEPTH + 1;
+	if (pushed)
+		sh->open[sh->nopen++] = v;
+	else
+		max = 0;
+	for (size_t i = 0; i < n && !sh->full; i++) {
+		bool show = shown < max;
+		if (show_ivar(sh, ids[i], vals[i], shown == 0, show, depth)) {
+			named++;
+			shown += show;
+		}
+	}
+	if (pushed)
+		sh->nopen--;
+	/* past those read, every ivar counted as one */
+	named += total - n;
+	if (!shown && named)
+		puts_(sh, " ");
+	more(sh, shown, named, "ivars");
+	puts_(sh, ">");
+}
+
 /* A T_STRUCT's fields: in the object when its flags count them, else
  * behind as.heap. */
 static struct cs_error *struct_fields(struct rv_session *s, uint64_t v,
@@ -620,6 +699,28 @@ static uint64_t global_value(struct rv_session *s, enum rv_item_id id)
 		    s, s->load_bias + (uint64_t)s->layout.items[id].value, &v)))
 		return 0;
 	return v;
+}
+
+/* Whether v is a top self, the self of the program's top level: the VM's,
+ * or the root or main box's where the VM has boxes. */
+static bool is_top_self(struct rv_session *s, uint64_t v)
+{
+	uint64_t vm = 0, self = 0, box = 0;
+	if (rv_failed(rv_read_u64(s, s->load_bias + (uint64_t)RV_VAL(s, vm_ptr),
+				  &vm)) ||
+	    !vm)
+		return false;
+	if (RV_HAS(s, vm_top_self))
+		return rv_try_member(s, vm, RVL_vm_top_self, &self) &&
+		       self == v;
+	if (!RV_HAS(s, box_top_self))
+		return false;
+	enum rv_item_id boxes[] = {RVL_vm_root_box, RVL_vm_main_box};
+	for (size_t i = 0; i < sizeof(boxes) / sizeof(boxes[0]); i++)
+		if (rv_try_member(s, vm, boxes[i], &box) && box &&
+		    rv_try_member(s, box, RVL_box_top_self, &self) && self == v)
+			return true;
+	return false;
 }
 
 #define MAX_SUPERCLASSES 64 /* classes walked up from a T_STRUCT's */
@@ -820,6 +921,10 @@ static void show_heap(struct show *sh, uint64_t v, int depth)
 		show_class(sh, v);
 	} else if (type == (uint64_t)RV_VAL(s, t_struct)) {
 		show_struct(sh, v, flags, depth);
+	} else if (is_top_self(s, v)) {
+		puts_(sh, "main"); /* its singleton's to_s, inspect's alias */
+	} else if (type == (uint64_t)RV_VAL(s, t_object)) {
+		show_ivars(sh, v, flags, depth);
 	} else {
 		show_object(sh, v);
 	}

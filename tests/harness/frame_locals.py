@@ -1,6 +1,6 @@
 """Locals: corestack --locals against what Ruby said of its own locals.
 
-fixtures/locals.rb (loaded by the frames scenario) parks four threads in
+fixtures/locals.rb (loaded by the frames scenario) parks five threads in
 frames with locals of every kind, each frame having written its
 binding.local_variables (or Kernel#local_variables) with each value's
 inspect, class and Kernel#to_s right before it parked
@@ -13,7 +13,10 @@ inspect, class and Kernel#to_s right before it parked
                              (Hash keys, binary Strings, Ranges, Structs and
                              Data objects included; a truncated String,
                              Array, Hash or Integer: its prefix and size;
-                             another object: as Kernel#to_s; a block
+                             the top self: main; an object whose
+                             inspect is Kernel#inspect: its ivars, as that
+                             shows them; another object: as Kernel#to_s; a
+                             block
                              parameter its method has not read: the Proc
                              passed, or the block literal's Proc that Ruby
                              makes only when it is read, shown at the
@@ -42,7 +45,7 @@ gdbext_lldb.py run the commands of DEBUGGER_STEPS; check_debugger checks):
                              the text of ruby-bt full all each under its frame's
                              text, past the "#N"; ruby-print of the LocalsPoint's
                              address and of a convenience variable holding it:
-                             Kernel#to_s and the class; ruby-print of an
+                             its inspect and the class; ruby-print of an
                              unmapped address: "<unreadable: ...>"; of that
                              address plus 8: "<unreadable: ADDR is not a Ruby
                              object: inside the heap slot at ...>"
@@ -115,7 +118,10 @@ def value_problem(shown, d):
         if not where or where.group(1) != got:
             return "not where Ruby's Proc %s is" % compare.show(ins)
         return None
-    want = ins if cls in PLAIN or d.get("members") else d["to_s"]
+    if cls in PLAIN or d.get("members") or d.get("top") or d.get("default_inspect"):
+        want = ins
+    else:
+        want = d["to_s"]
     return None if shown == want else "expected %s" % compare.show(want)
 
 
@@ -141,17 +147,24 @@ def check_frame_locals(got, record):
 
 
 def find_frame(report, record):
-    """(thread, index, frame) of the frame a record describes."""
+    """(thread, index, frame) of the frame a record describes: its label
+    and path, and of several such (the threads' blocks at the top level)
+    the one with the record's locals."""
+    found = []
     for t in report.get("threads", []):
         for i, f in enumerate(t.get("frames", [])):
             if f.get("label") == record["label"] and f.get("path") == record["path"]:
-                return t, i, f
-    return None, None, None
+                found.append((t, i, f))
+    want = sorted(d["name"] for d in record["locals"])
+    for t, i, f in found:
+        if sorted(l.get("name") for l in f.get("locals", [])) == want:
+            return t, i, f
+    return found[0] if found else (None, None, None)
 
 
 def check_report(report, records):
-    if len(records) != 6:
-        return "the fixture wrote %d locals records, expected 6" % len(records)
+    if len(records) != 7:
+        return "the fixture wrote %d locals records, expected 7" % len(records)
     for tag, record in sorted(records.items()):
         _, _, frame = find_frame(report, record)
         if frame is None:
@@ -297,7 +310,7 @@ def locals_steps(run, select, full_text):
             method = labels.index((plan["method"], plan["path"]))
             block = labels.index((plan["block"], plan["path"]))
             point = [l["value"] for l in t["frames"][block]["locals"] if l["name"] == "point"][0]
-            addr = int(point.split(":")[1].rstrip(">"), 16)
+            addr = int(point.split(":")[1].split()[0].rstrip(">"), 16)
             res["locals_plan"] = {"block": block, "method": method, "point": point}
             select(t["tid"])
             run("full text", "ruby-bt full all")
@@ -363,7 +376,7 @@ def check_debugger(runs, records, parse_report):
             if not any(x.startswith("%s = %s" % (l["name"], l["value"])) for x in lines):
                 return "%s: no line for %s = %s" % (key, l["name"], compare.show(l["value"]))
     point = [d for d in records["method"]["locals"] if d["name"] == "point"][0]
-    want = "%s  (%s)" % (point["to_s"], point["class"])
+    want = "%s  (%s)" % (point["inspect"], point["class"])
     for key in ("rp", "rp expr"):
         if runs[key]["out"].strip() != want:
             return "%s: %s, expected %s" % (key, compare.show(runs[key]["out"].strip()),
