@@ -577,8 +577,9 @@ static void show_class(struct show *sh, uint64_t v)
 	free(path);
 }
 
-/* Kernel#to_s: "#<Foo:0x000055d5...>". */
-static void show_object(struct show *sh, uint64_t v)
+/* The start both Kernel#to_s and Kernel#inspect write, "#<Foo:0x000055d5..."
+ * (false: the class is unreadable, and that was said instead). */
+static bool open_object(struct show *sh, uint64_t v)
 {
 	uint64_t klass = 0;
 	char *path = NULL;
@@ -587,10 +588,18 @@ static void show_object(struct show *sh, uint64_t v)
 		err = rv_class_path(sh->s, klass, &path);
 	if (err) {
 		unreadable(sh, err);
-		return;
+		return false;
 	}
-	putf(sh, "#<%s:0x%016" PRIx64 ">", path, v);
+	putf(sh, "#<%s:0x%016" PRIx64, path, v);
 	free(path);
+	return true;
+}
+
+/* Kernel#to_s: "#<Foo:0x000055d5...>". */
+static void show_object(struct show *sh, uint64_t v)
+{
+	if (open_object(sh, v))
+		puts_(sh, ">");
 }
 
 /* One ivar of an object as rb_obj_inspect writes it, " @x=1", when its
@@ -618,28 +627,20 @@ static bool show_ivar(struct show *sh, uint64_t id, uint64_t v, bool first,
  * " ..." in place of them inside itself. */
 static void show_ivars(struct show *sh, uint64_t v, uint64_t flags, int depth)
 {
-	uint64_t klass = 0, ids[MAX_IVARS_READ], vals[MAX_IVARS_READ];
+	uint64_t ids[MAX_IVARS_READ], vals[MAX_IVARS_READ];
 	uint64_t total = 0, named = 0, shown = 0;
 	uint64_t max = depth >= SHOW_MAX_DEPTH ? 0 : depth ? 3 : 8;
 	size_t n = 0;
-	char *path = NULL;
-	struct cs_error *err = real_class(sh->s, v, &klass);
-	if (!err)
-		err = rv_class_path(sh->s, klass, &path);
-	if (err) {
-		unreadable(sh, err);
+	if (!open_object(sh, v))
 		return;
-	}
-	putf(sh, "#<%s:0x%016" PRIx64, path, v);
-	free(path);
 	for (int i = 0; i < sh->nopen; i++) {
 		if (sh->open[i] == v) {
 			puts_(sh, " ...>");
 			return;
 		}
 	}
-	err = rv_object_ivars(sh->s, v, flags, ids, vals, MAX_IVARS_READ, &n,
-			      &total);
+	struct cs_error *err = rv_object_ivars(sh->s, v, flags, ids, vals,
+					       MAX_IVARS_READ, &n, &total);
 	if (err) {
 		puts_(sh, " ");
 		unreadable(sh, err);
