@@ -19,20 +19,6 @@ static void add_code(struct rv_jit *j, uint64_t addr)
 	j->code[j->ncode++] = addr;
 }
 
-/* A variable's value of size bytes (1 or 8), or false when the Ruby has
- * no such variable or it cannot be read. */
-static bool read_var(struct rv_session *s, enum rv_item_id id, size_t size,
-		     uint64_t *ret)
-{
-	const struct rv_item *it = &s->layout.items[id];
-	uint64_t v = 0;
-	if (it->source == RV_MISSING ||
-	    !rv_try_read(s, s->load_bias + (uint64_t)it->value, &v, size))
-		return false;
-	*ret = v;
-	return true;
-}
-
 /* The frame's code addresses; true when its jit_return gave one. */
 static bool frame_code(struct rv_session *s, const struct rv_frame *f,
 		       bool yjit, struct rv_jit *j)
@@ -65,7 +51,7 @@ void rv_snapshot_jit(struct rv_session *s, const struct rv_process *p,
 	/* rb_zjit_entry as the snapshot read it (jit_frames.c) */
 	uint64_t zjit_entry = s->zjit_entry, yjit_enabled = 0;
 	bool zjit_known = s->zjit_entry_known;
-	bool yjit_known = read_var(s, RVL_yjit_enabled, 1, &yjit_enabled);
+	bool yjit_known = rv_try_var(s, RVL_yjit_enabled, 1, &yjit_enabled);
 	if (zjit_entry) {
 		ret->name = "zjit";
 		add_code(ret, zjit_entry);

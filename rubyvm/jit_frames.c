@@ -36,10 +36,8 @@ void rv_jit_frames_begin(struct rv_session *s)
 	s->zjit_entry = 0;
 	s->zjit_records = false;
 	s->zjit_unknown = NULL;
-	s->zjit_entry_known =
-		RV_HAS(s, zjit_entry) &&
-		rv_try_read(s, s->load_bias + (uint64_t)RV_VAL(s, zjit_entry),
-			    &s->zjit_entry, sizeof(s->zjit_entry));
+	s->zjit_entry_known = rv_try_var(s, RVL_zjit_entry,
+					 sizeof(s->zjit_entry), &s->zjit_entry);
 	if (!RV_HAS(s, zjit_frame_pc) || !RV_HAS(s, zjit_frame_iseq) ||
 	    !RV_HAS(s, cfp_jit_return))
 		return;

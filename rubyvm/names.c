@@ -24,15 +24,9 @@ struct cs_error *rv_names_init(struct rv_session *s)
 	if (!s->ids)
 		return &cs_error_nomem;
 	/* Up to 3.2 the IDs of "__classpath__" live in static variables. */
-	if (RV_HAS(s, var_classpath) &&
-	    !rv_try_read(s, s->load_bias + (uint64_t)RV_VAL(s, var_classpath),
-			 &s->classpath_id, 8))
-		s->classpath_id = 0;
-	if (RV_HAS(s, var_tmp_classpath) &&
-	    !rv_try_read(s,
-			 s->load_bias + (uint64_t)RV_VAL(s, var_tmp_classpath),
-			 &s->tmp_classpath_id, 8))
-		s->tmp_classpath_id = 0;
+	s->classpath_id = s->tmp_classpath_id = 0;
+	rv_try_var(s, RVL_var_classpath, 8, &s->classpath_id);
+	rv_try_var(s, RVL_var_tmp_classpath, 8, &s->tmp_classpath_id);
 	return NULL;
 }
 

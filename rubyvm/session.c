@@ -82,6 +82,18 @@ bool rv_try_read(struct rv_session *s, uint64_t addr, void *buf, size_t len)
 	return !rv_failed(rv_read(s, addr, buf, len));
 }
 
+bool rv_try_var(struct rv_session *s, enum rv_item_id id, size_t size,
+		uint64_t *ret)
+{
+	const struct rv_item *it = &s->layout.items[id];
+	uint64_t v = 0;
+	if (it->source == RV_MISSING || size > sizeof(v) ||
+	    !rv_try_read(s, s->load_bias + (uint64_t)it->value, &v, size))
+		return false;
+	*ret = v;
+	return true;
+}
+
 /* A layout comes from DWARF or from a cache file on disk: either may be
  * corrupt. Values the walkers use as shifts, indexes or offsets into a
  * buffer they read must be in range, or reading them is undefined. */

@@ -76,6 +76,11 @@ struct cs_error *rv_read_member(struct rv_session *s, uint64_t base,
 bool rv_try_member(struct rv_session *s, uint64_t base, enum rv_item_id id,
 		   uint64_t *ret);
 bool rv_try_read(struct rv_session *s, uint64_t addr, void *buf, size_t len);
+/* The value of a VAR item, size bytes (1 to 8) at the variable's address in
+ * the target, zero-extended; false (*ret untouched) when the Ruby has no
+ * such variable or it cannot be read. */
+bool rv_try_var(struct rv_session *s, enum rv_item_id id, size_t size,
+		uint64_t *ret);
 /* Drop an error, telling whether there was one (for optional values). */
 bool rv_failed(struct cs_error *err);
 /* Missing-item error naming it, for when the model cannot go on. */

@@ -695,10 +695,7 @@ static struct cs_error *struct_fields(struct rv_session *s, uint64_t v,
 static uint64_t global_value(struct rv_session *s, enum rv_item_id id)
 {
 	uint64_t v = 0;
-	if (s->layout.items[id].source == RV_MISSING ||
-	    rv_failed(rv_read_u64(
-		    s, s->load_bias + (uint64_t)s->layout.items[id].value, &v)))
-		return 0;
+	rv_try_var(s, id, sizeof(v), &v);
 	return v;
 }
 
@@ -707,9 +704,7 @@ static uint64_t global_value(struct rv_session *s, enum rv_item_id id)
 static bool is_top_self(struct rv_session *s, uint64_t v)
 {
 	uint64_t vm = 0, self = 0, box = 0;
-	if (rv_failed(rv_read_u64(s, s->load_bias + (uint64_t)RV_VAL(s, vm_ptr),
-				  &vm)) ||
-	    !vm)
+	if (!rv_try_var(s, RVL_vm_ptr, sizeof(vm), &vm) || !vm)
 		return false;
 	if (RV_HAS(s, vm_top_self))
 		return rv_try_member(s, vm, RVL_vm_top_self, &self) &&
