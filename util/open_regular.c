@@ -22,10 +22,8 @@ int cs_open_regular(const char *path)
 	if (fd < 0)
 		return -1;
 	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		int e = S_ISDIR(st.st_mode) ? EISDIR : ENODEV;
 		close(fd);
-		errno = e;
-		return -1;
+		return refuse(&st);
 	}
 	return fd;
 }
