@@ -59,16 +59,24 @@ struct cs_error *cs_live_traced_error(int pid, int tid, int tracer)
 			       pid, tracer, name);
 }
 
+/* Denied by Yama at scope: what it allows and what to do (rest). */
+static struct cs_error *yama_denial(const char *what, int pid, int scope,
+				    const char *rest)
+{
+	return cs_error_create(CS_ERR_OS,
+			       "cannot %s pid %d: kernel.yama.ptrace_scope "
+			       "is %d%s",
+			       what, pid, scope, rest);
+}
+
 struct cs_error *cs_live_denial_message(const struct cs_live_denial *d)
 {
 	const char *what = d->attaching ? "attach to" : "read the memory of";
 	int pid = d->pid;
 	if (d->yama_scope >= 3) {
-		return cs_error_create(CS_ERR_OS,
-				       "cannot %s pid %d: kernel.yama."
-				       "ptrace_scope is %d, which forbids "
-				       "ptrace for everyone until reboot",
-				       what, pid, d->yama_scope);
+		return yama_denial(what, pid, d->yama_scope,
+				   ", which forbids ptrace for everyone until "
+				   "reboot");
 	}
 	if (!d->cap_sys_ptrace && d->our_uid == 0) {
 		return cs_error_create(CS_ERR_OS,
@@ -89,20 +97,15 @@ struct cs_error *cs_live_denial_message(const struct cs_live_denial *d)
 			what, pid, d->target_uid, d->our_uid);
 	}
 	if (!d->cap_sys_ptrace && d->yama_scope == 2) {
-		return cs_error_create(CS_ERR_OS,
-				       "cannot %s pid %d: kernel.yama."
-				       "ptrace_scope is 2 (only CAP_SYS_PTRACE "
-				       "may trace); run corestack as root",
-				       what, pid);
+		return yama_denial(what, pid, 2,
+				   " (only CAP_SYS_PTRACE may trace); run "
+				   "corestack as root");
 	}
 	if (!d->cap_sys_ptrace && d->yama_scope == 1) {
-		return cs_error_create(CS_ERR_OS,
-				       "cannot %s pid %d: kernel.yama."
-				       "ptrace_scope is 1 (only a parent may "
-				       "trace); run corestack as root, or set "
-				       "it to 0 (sysctl kernel.yama."
-				       "ptrace_scope=0)",
-				       what, pid);
+		return yama_denial(what, pid, 1,
+				   " (only a parent may trace); run corestack "
+				   "as root, or set it to 0 (sysctl "
+				   "kernel.yama.ptrace_scope=0)");
 	}
 	if (!d->cap_sys_ptrace) {
 		return cs_error_create(CS_ERR_OS,
