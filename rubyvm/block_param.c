@@ -46,12 +46,13 @@ static struct cs_error *unmade(char **text, char **class_name,
 	return NULL;
 }
 
-/* A block literal's handler: its captured block's address, tagged in the
- * bits below a VALUE's alignment. */
+/* A block literal's handler: its captured block's address, tagged in its
+ * low bits. VM_BH_TO_ISEQ_BLOCK and VM_BH_TO_IFUNC_BLOCK untag it with
+ * VM_TAGGED_PTR_REF(bh, 0x03), as GC_GUARDED_PTR_REF does a previous ep. */
 static struct cs_error *captured_show(struct rv_session *s, uint64_t handler,
 				      char **text, char **class_name)
 {
-	uint64_t block = handler & ~(uint64_t)(RV_VAL(s, value_size) - 1);
+	uint64_t block = handler & (uint64_t)RV_VAL(s, guarded_ptr_mask);
 	uint64_t code = 0;
 	int64_t type = -1;
 	const struct rv_iseq_info *info;
