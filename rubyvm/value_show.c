@@ -214,6 +214,14 @@ static void escape_bytes(struct show *sh, const char *b, size_t n, bool bytes)
 	}
 }
 
+/* Text in double quotes with String#inspect's escapes. */
+static void quoted(struct show *sh, const char *b, size_t n, bool bytes)
+{
+	puts_(sh, "\"");
+	escape_bytes(sh, b, n, bytes);
+	puts_(sh, "\"");
+}
+
 /* Whether a String's encoding (its index in the flags) is ASCII-8BIT
  * (2.7 calls it ASCII) or US-ASCII: String#inspect then escapes bytes,
  * not Unicode code points. */
@@ -241,9 +249,7 @@ static void show_string(struct show *sh, uint64_t v, uint64_t flags, int depth)
 		unreadable(sh, err);
 		return;
 	}
-	puts_(sh, "\"");
-	escape_bytes(sh, b, got, bytes_encoding(sh->s, flags));
-	puts_(sh, "\"");
+	quoted(sh, b, got, bytes_encoding(sh->s, flags));
 	if (got < len)
 		putf(sh, "...(%" PRIu64 " bytes)", len);
 	free(b);
@@ -300,13 +306,10 @@ static bool symname(const char *name, size_t n)
 static void show_symbol_name(struct show *sh, const char *name, size_t n)
 {
 	puts_(sh, ":");
-	if (symname(name, n)) {
+	if (symname(name, n))
 		put(sh, name, n);
-		return;
-	}
-	puts_(sh, "\"");
-	escape_bytes(sh, name, n, false);
-	puts_(sh, "\"");
+	else
+		quoted(sh, name, n, false);
 }
 
 /* A Symbol's name: an ID's for a static Symbol, the String fstr for a
@@ -352,13 +355,10 @@ static void show_symbol_key(struct show *sh, uint64_t v)
 		return;
 	}
 	bool suffix = n > 1 && (name[n - 1] == '?' || name[n - 1] == '!');
-	if (identifier(name, n - suffix)) {
+	if (identifier(name, n - suffix))
 		put(sh, name, n);
-	} else {
-		puts_(sh, "\"");
-		escape_bytes(sh, name, n, false);
-		puts_(sh, "\"");
-	}
+	else
+		quoted(sh, name, n, false);
 	puts_(sh, ": ");
 	free(name);
 }
