@@ -917,10 +917,13 @@ static void show_heap(struct show *sh, uint64_t v, int depth)
 		show_class(sh, v);
 	} else if (type == (uint64_t)RV_VAL(s, t_struct)) {
 		show_struct(sh, v, flags, depth);
-	} else if (is_top_self(s, v)) {
-		puts_(sh, "main"); /* its singleton's to_s, inspect's alias */
 	} else if (type == (uint64_t)RV_VAL(s, t_object)) {
-		show_ivars(sh, v, flags, depth);
+		/* a top self is a T_OBJECT: "main" is its singleton's to_s,
+		 * inspect's alias */
+		if (is_top_self(s, v))
+			puts_(sh, "main");
+		else
+			show_ivars(sh, v, flags, depth);
 	} else {
 		show_object(sh, v);
 	}
