@@ -213,20 +213,22 @@ static struct cs_error *cs_core_load_headers(struct cs_core *core)
 	if (err)
 		return err;
 	size_t phnum;
-	int no_phdrs = elf_getphdrnum(core->elf, &phnum) != 0 || phnum == 0;
-	/* the header names a table the file ends before */
-	if (no_phdrs && eh.e_phnum && eh.e_phnum != PN_XNUM &&
-	    eh.e_phentsize == sizeof(Elf64_Phdr) &&
+	if (elf_getphdrnum(core->elf, &phnum) != 0)
+		phnum = 0;
+	/* libelf quietly shrinks phnum to what fits in the file, to none when
+	 * nothing does; we want to say that the table the header names was
+	 * cut off. */
+	uint64_t named = eh.e_phnum != PN_XNUM ? eh.e_phnum : phnum;
+	uint64_t table = named * sizeof(Elf64_Phdr);
+	if (named && eh.e_phentsize == sizeof(Elf64_Phdr) &&
 	    (eh.e_phoff >= core->image_size ||
-	     core->image_size - eh.e_phoff <
-		     (uint64_t)eh.e_phnum * sizeof(Elf64_Phdr))) {
-		cs_core_describes(core, eh.e_phoff,
-				  (uint64_t)eh.e_phnum * sizeof(Elf64_Phdr));
+	     core->image_size - eh.e_phoff < table)) {
+		cs_core_describes(core, eh.e_phoff, table);
 		return cs_core_cut(core, core->described, true,
 				   "the program headers and all they describe "
 				   "are");
 	}
-	if (no_phdrs) {
+	if (phnum == 0) {
 		return cs_core_format(core,
 				      "no program headers (corrupt core?)");
 	}
@@ -236,18 +238,6 @@ static struct cs_error *cs_core_load_headers(struct cs_core *core)
 				       "%zu (corrupt core?)",
 				       core->path, (unsigned)eh.e_phentsize,
 				       sizeof(Elf64_Phdr));
-	}
-	/* libelf quietly shrinks phnum to what fits in the file; we want to
-	 * say that the table itself was cut off. */
-	uint64_t table = (uint64_t)phnum * sizeof(Elf64_Phdr);
-	if ((eh.e_phnum != PN_XNUM && phnum < eh.e_phnum) ||
-	    eh.e_phoff > core->image_size ||
-	    core->image_size - eh.e_phoff < table) {
-		uint64_t n = eh.e_phnum != PN_XNUM ? eh.e_phnum : phnum;
-		cs_core_describes(core, eh.e_phoff, n * sizeof(Elf64_Phdr));
-		return cs_core_cut(core, core->described, true,
-				   "the program headers and all they describe "
-				   "are");
 	}
 	cs_core_describes(core, eh.e_phoff, table);
 	core->segs = calloc(phnum, sizeof(*core->segs));
