@@ -146,19 +146,15 @@ char cs_live_thread_state(int pid, int tid)
 	return cs_live_stat(pid, tid, NULL);
 }
 
-/* How many threads the kernel counts in process pid (num_threads in its
- * stat, read without allocating: a sampler asks at every pause); -1 if
- * unreadable. */
 const char *cs_proc_stat_fields(int pid, char *buf, size_t size)
 {
 	char path[32];
+	if (size < 2)
+		return NULL;
 	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || size < 2) {
-		if (fd >= 0)
-			close(fd);
+	if (fd < 0)
 		return NULL;
-	}
 	ssize_t n = read(fd, buf, size - 1);
 	close(fd);
 	if (n <= 0)
@@ -168,6 +164,9 @@ const char *cs_proc_stat_fields(int pid, char *buf, size_t size)
 	return paren ? paren + 1 : NULL;
 }
 
+/* How many threads the kernel counts in process pid (num_threads in its
+ * stat, read without allocating: a sampler asks at every pause); -1 if
+ * unreadable. */
 int cs_live_kernel_thread_count(int pid)
 {
 	char text[1024];
