@@ -22,7 +22,8 @@ names its tests and what each checks. A new group is a module defining
 names(ctx) and run_tests(ctx), and cores(ctx) or rubies(ctx) when it needs
 them (tests/harness/group.py: the protocol and the Context it is given),
 and its line in GROUPS; one that patches a Ruby's threads core joins the
-others of its kind in EachRuby, taking (ctx, ruby). The groups:
+others of its kind in EachRuby, defining test_names(ruby) and
+run_on(ctx, ruby, cap) instead. The groups:
 
     RUBY/SCENARIO/...        scenarios.py: every program of fixtures/scenarios/ parked,
                              its core taken, corestack (--json, text, --pid) against

@@ -457,29 +457,20 @@ def argv_tests(rep, selected, ruby, cap, corestack, timeout, baseline, layout):
             cf.restore()
 
 
-def test_names():
+def corrupt_names():
     """The corrupt/ tests' names after RUBY/corrupt/."""
     return [p[0] for p in PATCHES] + [n for n, _ in LIST_PATCHES] + [n for n, _ in ARGV_PATCHES]
 
 
-def names(ctx, ruby):
-    return ["%s/limits/max-output" % ruby] + ["%s/corrupt/%s" % (ruby, n) for n in test_names()]
+def test_names(ruby):
+    return ["%s/limits/max-output" % ruby] + ["%s/corrupt/%s" % (ruby, n) for n in corrupt_names()]
 
 
-def cores(ctx, ruby):
-    return {(ruby, "threads")} if ctx.any_selected(names(ctx, ruby)) else set()
-
-
-def run_tests(ctx, ruby):
+def run_on(ctx, ruby, cap):
     """The three patches on one Ruby's threads core (a scenarios.Capture)."""
-    cap = ctx.capture(ruby, "threads")
-    if cap is None:
-        return
     rep, selected, corestack, timeout = ctx.rep, ctx.selected, ctx.corestack, ctx.timeout
-    names = ["%s/corrupt/%s" % (ruby, n) for n in test_names()]
+    names = ["%s/corrupt/%s" % (ruby, n) for n in corrupt_names()]
     budget_name = "%s/limits/max-output" % ruby
-    if not any(selected(n) for n in names + [budget_name]):
-        return
     try:
         baseline, layout = baseline_and_layout(corestack, cap, timeout)
     except (RuntimeError, KeyError, OSError, subprocess.SubprocessError) as exc:

@@ -20,22 +20,13 @@ def test_name(ruby):
     return "%s/frame-reuse" % ruby
 
 
-def names(ctx, ruby):
+def test_names(ruby):
     return [test_name(ruby)]
 
 
-def cores(ctx, ruby):
-    return {(ruby, "threads")} if ctx.any_selected(names(ctx, ruby)) else set()
-
-
-def run_tests(ctx, ruby):
-    cap = ctx.capture(ruby, "threads")
-    if cap is None:
-        return
-    rep, selected, checker, timeout = ctx.rep, ctx.selected, ctx.args.frame_reuse_check, ctx.timeout
+def run_on(ctx, ruby, cap):
+    rep, checker, timeout = ctx.rep, ctx.args.frame_reuse_check, ctx.timeout
     name = test_name(ruby)
-    if not selected(name):
-        return
     if not checker:
         rep.result(name, "no checker given (--frame-reuse-check)")
         return

@@ -14,9 +14,16 @@ and, when it needs them:
     rubies(ctx)      the fixture Rubies it runs without a scenario core of
                      theirs (ctx.prefixes); called once ctx.plan is known
 
-A group whose tests damage or reread one Ruby's core takes the Ruby after
-ctx in each of them (names(ctx, ruby), ...) and is listed in EachRuby with
-the others of its kind: their tests go Ruby by Ruby.
+A group whose tests damage or reread one Ruby's core of a scenario is
+listed in EachRuby with the others of its kind, their tests going Ruby by
+Ruby; it defines instead
+
+    test_names(ruby)        every test name it may report on that Ruby
+    run_on(ctx, ruby, cap)  runs the selected ones on the Capture of the
+                            Ruby's core, called only when one is selected
+                            and the core was taken
+and SCENARIO when that core is not the threads scenario's, no_core(ctx,
+ruby, names, failure) when a core not taken fails its selected tests.
 """
 
 import os
@@ -89,18 +96,32 @@ def hook(group, name, ctx, *ruby):
 
 
 class EachRuby:
-    """Groups on one Ruby's cores, run and listed Ruby by Ruby."""
+    """Groups on one Ruby's core, run and listed Ruby by Ruby: each asks for
+    its scenario's core on a Ruby when one of its tests there is selected."""
 
     def __init__(self, *groups):
         self.groups = groups
 
     def names(self, ctx):
-        return [n for r in ctx.rubies for g in self.groups for n in g.names(ctx, r)]
+        return [n for r in ctx.rubies for g in self.groups for n in g.test_names(r)]
 
     def cores(self, ctx):
-        return {c for r in ctx.rubies for g in self.groups for c in hook(g, "cores", ctx, r)}
+        return {(r, scenario_of(g)) for r in ctx.rubies for g in self.groups
+                if ctx.any_selected(g.test_names(r))}
 
     def run_tests(self, ctx):
         for r in ctx.rubies:
             for g in self.groups:
-                g.run_tests(ctx, r)
+                names = [n for n in g.test_names(r) if ctx.selected(n)]
+                if not names:
+                    continue
+                cap = ctx.capture(r, scenario_of(g))
+                if cap is not None:
+                    g.run_on(ctx, r, cap)
+                elif hasattr(g, "no_core"):
+                    g.no_core(ctx, r, names, ctx.captures.get((r, scenario_of(g))))
+
+
+def scenario_of(group):
+    """The scenario whose core an EachRuby group reads."""
+    return getattr(group, "SCENARIO", "threads")

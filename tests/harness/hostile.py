@@ -277,22 +277,9 @@ def special_test(kind, corestack, cap, dirs):
     return None
 
 
-def names(ctx, ruby):
-    return test_names(ruby)
-
-
-def cores(ctx, ruby):
-    return {(ruby, "threads")} if ctx.any_selected(names(ctx, ruby)) else set()
-
-
-def run_tests(ctx, ruby):
-    cap = ctx.capture(ruby, "threads")
-    if cap is None:
-        return
+def run_on(ctx, ruby, cap):
     rep, selected, corestack, timeout = ctx.rep, ctx.selected, ctx.corestack, ctx.timeout
     names = [n for n in test_names(ruby) if selected(n)]
-    if not names:
-        return
     if not shutil.which("strace"):
         for n in names:
             rep.result(n, "strace is not installed (.ci/install-deps)")

@@ -92,25 +92,14 @@ def patch_jit_return(cf, layout, frame):
     return r"jit_return 0x[0-9a-f]+ is neither"
 
 
-def names(ctx, ruby):
-    return test_names(ruby)
+def no_core(ctx, ruby, names, failure):
+    for n in names:
+        ctx.rep.result(n, "setup: no %s/%s core: %s" % (ruby, SCENARIO, failure))
 
 
-def cores(ctx, ruby):
-    return {(ruby, SCENARIO)} if ctx.any_selected(names(ctx, ruby)) else set()
-
-
-def run_tests(ctx, ruby):
-    cap = ctx.captures.get((ruby, SCENARIO))
-    if ctx.capture(ruby, SCENARIO) is None:
-        for n in test_names(ruby):
-            if ctx.selected(n):
-                ctx.rep.result(n, "setup: no %s/%s core: %s" % (ruby, SCENARIO, cap))
-        return
+def run_on(ctx, ruby, cap):
     rep, selected, corestack, timeout = ctx.rep, ctx.selected, ctx.corestack, ctx.timeout
     names = [n for n in test_names(ruby) if selected(n)]
-    if not names:
-        return
     try:
         baseline, layout = corrupt.baseline_and_layout(corestack, cap, timeout)
     except (RuntimeError, KeyError, OSError, subprocess.SubprocessError) as exc:

@@ -79,45 +79,37 @@ def debuginfo_tests(ctx):
         for n in filter(selected, names):
             rep.result(n, "setup: %s" % exc)
         return
+
+    def run_in(debug_dir):
+        """corestack on the stripped Ruby with --debug-dir DEBUG_DIR, the
+        debuglink target moved away meanwhile."""
+        hidden = debug + ".hidden"
+        os.rename(debug, hidden)
+        try:
+            return procs.run_tool([cs, "--json", "--no-cache", "--debug-dir", debug_dir,
+                                   cap.core, stripped], args.timeout)
+        finally:
+            os.rename(hidden, debug)
+
     if selected("debuginfo/build-id-dir"):
-        # Only the build-id tree: the debuglink target is moved away.
+        # Only the build-id tree.
         tree = os.path.join(workdir, "debug-tree")
         target = os.path.join(tree, ".build-id", build_id[:2], build_id[2:] + ".debug")
         os.makedirs(os.path.dirname(target), exist_ok=True)
         shutil.copyfile(debug, target)
-        hidden = debug + ".hidden"
-        os.rename(debug, hidden)
-        try:
-            run = procs.run_tool([cs, "--json", "--no-cache", "--debug-dir", tree,
-                                  cap.core, stripped], args.timeout)
-        finally:
-            os.rename(hidden, debug)
-        rep.result("debuginfo/build-id-dir", check_oracle(run, cap))
+        rep.result("debuginfo/build-id-dir", check_oracle(run_in(tree), cap))
     if selected("debuginfo/debug-dir-file"):
-        # The unstripped Ruby under another name in DIR, no .build-id tree
-        # and the debuglink target moved away: found by its build-id.
+        # The unstripped Ruby under another name in DIR, no .build-id tree:
+        # found by its build-id.
         flat = os.path.join(workdir, "debug-flat")
         os.makedirs(flat, exist_ok=True)
         shutil.copyfile(cap.exe, os.path.join(flat, "ruby-unstripped"))
-        hidden = debug + ".hidden"
-        os.rename(debug, hidden)
-        try:
-            run = procs.run_tool([cs, "--json", "--no-cache", "--debug-dir", flat,
-                                  cap.core, stripped], args.timeout)
-        finally:
-            os.rename(hidden, debug)
-        rep.result("debuginfo/debug-dir-file", check_oracle(run, cap))
+        rep.result("debuginfo/debug-dir-file", check_oracle(run_in(flat), cap))
     if selected("debuginfo/not-found"):
         empty = os.path.join(workdir, "debug-empty")
         os.makedirs(empty, exist_ok=True)
-        hidden = debug + ".hidden"
-        os.rename(debug, hidden)
-        try:
-            run = procs.run_tool([cs, "--json", "--no-cache", "--debug-dir", empty,
-                                  cap.core, stripped], args.timeout)
-        finally:
-            os.rename(hidden, debug)
-        rep.result("debuginfo/not-found", check_not_found(run, [empty, "/usr/lib/debug"]))
+        rep.result("debuginfo/not-found",
+                   check_not_found(run_in(empty), [empty, "/usr/lib/debug"]))
     if selected("debuginfo/debuglink"):
         run = procs.run_tool([cs, "--json", "--no-cache", cap.core, stripped], args.timeout)
         rep.result("debuginfo/debuglink", check_oracle(run, cap))

@@ -235,23 +235,10 @@ def test_names(ruby):
     return ["%s/mutations/%s" % (ruby, c) for c in MUTATORS]
 
 
-def names(ctx, ruby):
-    return test_names(ruby)
-
-
-def cores(ctx, ruby):
-    return {(ruby, "threads")} if ctx.any_selected(names(ctx, ruby)) else set()
-
-
-def run_tests(ctx, ruby):
-    cap = ctx.capture(ruby, "threads")
-    if cap is None:
-        return
+def run_on(ctx, ruby, cap):
     rep, selected, corestack, timeout = ctx.rep, ctx.selected, ctx.corestack, ctx.timeout
     count = ctx.args.mutations
     names = [n for n in test_names(ruby) if selected(n)]
-    if not names:
-        return
     try:
         ctx = Context(corestack, cap, timeout)
     except (RuntimeError, KeyError, OSError, subprocess.SubprocessError) as exc:

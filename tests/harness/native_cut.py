@@ -82,22 +82,13 @@ def check(corestack, cap, timeout, baseline, victim):
     return None
 
 
-def names(ctx, ruby):
+def test_names(ruby):
     return ["%s/corrupt/native-return-address" % ruby]
 
 
-def cores(ctx, ruby):
-    return {(ruby, "threads")} if ctx.any_selected(names(ctx, ruby)) else set()
-
-
-def run_tests(ctx, ruby):
-    cap = ctx.capture(ruby, "threads")
-    if cap is None:
-        return
-    rep, selected, corestack, timeout = ctx.rep, ctx.selected, ctx.corestack, ctx.timeout
-    name = "%s/corrupt/native-return-address" % ruby
-    if not selected(name):
-        return
+def run_on(ctx, ruby, cap):
+    rep, corestack, timeout = ctx.rep, ctx.corestack, ctx.timeout
+    name, = test_names(ruby)
     cf = corrupt.CoreFile(cap.core)
     try:
         rc, baseline, err = run_native(corestack, cap, timeout)

@@ -167,23 +167,10 @@ def check_innermost(corestack, cap, place, case, expected, lines, timeout):
     return None
 
 
-def names(ctx, ruby):
-    return test_names(ruby)
-
-
-def cores(ctx, ruby):
-    return {(ruby, "threads")} if ctx.any_selected(names(ctx, ruby)) else set()
-
-
-def run_tests(ctx, ruby):
+def run_on(ctx, ruby, cap):
     """The four cases on one Ruby's threads core (a scenarios.Capture)."""
-    cap = ctx.capture(ruby, "threads")
-    if cap is None:
-        return
     rep, selected, corestack, timeout = ctx.rep, ctx.selected, ctx.corestack, ctx.timeout
     names = test_names(ruby)
-    if not any(selected(n) for n in names):
-        return
     try:
         baseline, layout = corrupt.baseline_and_layout(corestack, cap, timeout)
         place = Place(corrupt.CoreFile(cap.core), layout, baseline)

@@ -142,22 +142,13 @@ def check(corestack, cap, baseline, timeout, marked, main):
     return None
 
 
-def names(ctx, ruby):
+def test_names(ruby):
     return ["%s/notes/%s" % (ruby, n) for n, _ in PATCHES]
 
 
-def cores(ctx, ruby):
-    return {(ruby, "threads")} if ctx.any_selected(names(ctx, ruby)) else set()
-
-
-def run_tests(ctx, ruby):
-    cap = ctx.capture(ruby, "threads")
-    if cap is None:
-        return
+def run_on(ctx, ruby, cap):
     rep, selected, corestack, timeout = ctx.rep, ctx.selected, ctx.corestack, ctx.timeout
-    names = ["%s/notes/%s" % (ruby, n) for n, _ in PATCHES]
-    if not any(selected(n) for n in names):
-        return
+    names = test_names(ruby)
     try:
         rc, baseline, err = run(corestack, cap.core, cap.exe, timeout)
         if rc != 0 or baseline is None:
