@@ -33,6 +33,8 @@ struct cs_engine_request {
 /* It owns the target (unless borrowed), the page cache in front of it,
  * the Ruby found there with its session, and the request's options. */
 struct cs_engine {
+	/* as asked; a sampler's target.pid and target.pause: the process
+	 * its samples read and whether they stop it */
 	struct cs_engine_request request;
 	struct cs_target *owned;
 	const struct cs_target *target; /* NULL once let go (sampling) */
@@ -41,8 +43,6 @@ struct cs_engine {
 	struct cs_memory memory; /* the cache's, read by the session */
 	bool cached;
 	/* sampling (cs_engine_open_sampling) */
-	int pid;
-	bool pause;
 	struct cs_live *kept; /* one attachment for every sample */
 	char *ruby_version;   /* as the first look read it; NULL: unknown */
 };
