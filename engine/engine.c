@@ -71,16 +71,6 @@ struct cs_error *cs_engine_open(const struct cs_engine_request *r,
 	return err;
 }
 
-struct cs_error *cs_engine_snapshot(struct cs_engine *e,
-				    const struct cs_snapshot_options *o,
-				    struct cs_snapshot *ret)
-{
-	struct cs_snapshot_options own = *o;
-	own.debug_dirs = e->request.debug_dirs;
-	own.cache_dir = e->request.cache_dir;
-	return cs_snapshot_take(e->target, &e->ruby, &own, ret);
-}
-
 struct cs_error *cs_engine_open_sampling(const struct cs_engine_request *r,
 					 struct cs_engine **ret)
 {
