@@ -41,8 +41,6 @@ static struct cs_error *open_target(const struct cs_engine_request *r,
 	if (!e)
 		return &cs_error_nomem;
 	e->request = *r;
-	e->pid = r->target.pid;
-	e->pause = r->target.pause;
 	struct cs_error *err = NULL;
 	if (r->borrowed)
 		e->target = r->borrowed;
@@ -73,16 +71,6 @@ struct cs_error *cs_engine_open(const struct cs_engine_request *r,
 	return err;
 }
 
-struct cs_error *cs_engine_snapshot(struct cs_engine *e,
-				    const struct cs_snapshot_options *o,
-				    struct cs_snapshot *ret)
-{
-	struct cs_snapshot_options own = *o;
-	own.debug_dirs = e->request.debug_dirs;
-	own.cache_dir = e->request.cache_dir;
-	return cs_snapshot_take(e->target, &e->ruby, &own, ret);
-}
-
 struct cs_error *cs_engine_open_sampling(const struct cs_engine_request *r,
 					 struct cs_engine **ret)
 {
@@ -96,7 +84,7 @@ struct cs_error *cs_engine_open_sampling(const struct cs_engine_request *r,
 	if (!err && !(err = open_ruby(e)))
 		e->ruby_version = rv_ruby_version(e->ruby.session);
 	if (e) {
-		e->pause = r->target.pause;
+		e->request.target.pause = r->target.pause;
 		cs_target_close(
 			e->owned); /* each sample attaches its own way */
 		e->owned = NULL;
@@ -107,7 +95,8 @@ struct cs_error *cs_engine_open_sampling(const struct cs_engine_request *r,
 		err = &cs_error_nomem;
 	else if (!err)
 		e->cached = true;
-	if (!err && e->pause && !(err = cs_live_attach(e->pid, 1, &e->kept))) {
+	if (!err && e->request.target.pause &&
+	    !(err = cs_live_attach(e->request.target.pid, 1, &e->kept))) {
 		cs_live_without_registers(e->kept);
 		err = cs_live_resume(e->kept);
 	}

@@ -33,6 +33,8 @@ struct cs_engine_request {
 /* It owns the target (unless borrowed), the page cache in front of it,
  * the Ruby found there with its session, and the request's options. */
 struct cs_engine {
+	/* as asked; a sampler's target.pid and target.pause: the process
+	 * its samples read and whether they stop it */
 	struct cs_engine_request request;
 	struct cs_target *owned;
 	const struct cs_target *target; /* NULL once let go (sampling) */
@@ -41,8 +43,6 @@ struct cs_engine {
 	struct cs_memory memory; /* the cache's, read by the session */
 	bool cached;
 	/* sampling (cs_engine_open_sampling) */
-	int pid;
-	bool pause;
 	struct cs_live *kept; /* one attachment for every sample */
 	char *ruby_version;   /* as the first look read it; NULL: unknown */
 };
@@ -53,10 +53,12 @@ struct cs_engine {
 struct cs_error *cs_engine_open(const struct cs_engine_request *r,
 				struct cs_engine **ret);
 
-/* Read every Ruby thread (and fiber) and build the report
- * (cs_snapshot_take), with the engine's debug directories and layout
- * cache. An error only when there is no report at all; *ret is always
- * safe to free with cs_snapshot_free. */
+/* Read every Ruby thread (and fiber), release the target (a live process
+ * runs again), and build the report (snapshot.c): header, warnings, tids
+ * cross-checked, native stacks merged, with the engine's debug
+ * directories and layout cache. An error only when there is no report at
+ * all; a partial one says so in report.complete. *ret is always safe to
+ * free with cs_snapshot_free. */
 struct cs_error *cs_engine_snapshot(struct cs_engine *e,
 				    const struct cs_snapshot_options *o,
 				    struct cs_snapshot *ret);

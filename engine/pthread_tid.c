@@ -29,7 +29,7 @@ static char *cache_of(const struct cs_target *img, const struct cs_mapping *m,
 {
 	uint8_t id[64];
 	size_t len = 0;
-	if ((cache_dir && !*cache_dir))
+	if (cache_dir && !*cache_dir)
 		return NULL;
 	struct cs_error *err =
 		cs_target_module_build_id(img, m->start, id, sizeof(id), &len);

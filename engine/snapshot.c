@@ -9,6 +9,7 @@
 
 #include "../rubyvm/jit.h"
 #include "../process/crash_signal.h"
+#include "engine.h"
 #include "jit_regions.h"
 #include "pthread_tid.h"
 
@@ -26,6 +27,7 @@ static bool kernel_thread(const struct cs_snapshot *s, int64_t tid)
  * tid glibc records there, per Ruby thread (-1: unknown); NULL when no
  * thread needs it or libc has no debug info. */
 static int64_t *glibc_tids_of(const struct cs_snapshot_options *o,
+			      const struct cs_engine_request *req,
 			      const struct cs_target *t,
 			      const struct cs_memory *mem,
 			      const struct cs_snapshot *s)
@@ -40,7 +42,7 @@ static int64_t *glibc_tids_of(const struct cs_snapshot_options *o,
 	struct cs_pthread_tid layout;
 	if (!needed || !o->glibc_tids)
 		return NULL;
-	cs_pthread_tid_layout(t, o->debug_dirs, o->cache_dir, &layout);
+	cs_pthread_tid_layout(t, req->debug_dirs, req->cache_dir, &layout);
 	int64_t *tids = layout.known ? calloc(p->nthreads + 1, sizeof(*tids))
 				     : NULL;
 	for (size_t i = 0; tids && i < p->nthreads; i++)
@@ -52,6 +54,7 @@ static int64_t *glibc_tids_of(const struct cs_snapshot_options *o,
 /* Every thread's native stack (crash_tid >= 0: that thread's alone); on
  * failure a warning (the caller owns it) and the Ruby stacks go on alone. */
 static char *unwind_native(const struct cs_snapshot_options *o,
+			   const struct cs_engine_request *req,
 			   const struct cs_target *t,
 			   struct rv_session *session,
 			   const struct rv_process *proc, int64_t crash_tid,
@@ -81,7 +84,7 @@ static char *unwind_native(const struct cs_snapshot_options *o,
 	/* a front end that shows no native frames may set no limit */
 	size_t max = o->max_native_frames ? o->max_native_frames
 					  : CS_SNAPSHOT_CRASH_FRAMES;
-	err = cs_native_unwind(t, mem, threads, n, o->debug_dirs, max, jits,
+	err = cs_native_unwind(t, mem, threads, n, req->debug_dirs, max, jits,
 			       njits, ret);
 	free(threads);
 	free(jits);
@@ -205,8 +208,8 @@ static const char *command_line(const struct cs_target *t,
 		cs_error_destroy(err);
 		return notes;
 	}
-	if (notes &&
-	    (strncmp(s->command, notes, n) != 0 || strlen(s->command) < n)) {
+	/* strncmp differs at Ruby's NUL if its copy is the shorter */
+	if (notes && strncmp(s->command, notes, n) != 0) {
 		free(s->command);
 		s->command = NULL;
 		return notes;
@@ -214,11 +217,14 @@ static const char *command_line(const struct cs_target *t,
 	return s->command;
 }
 
-struct cs_error *cs_snapshot_take(const struct cs_target *t, struct cs_ruby *r,
-				  const struct cs_snapshot_options *o,
-				  struct cs_snapshot *s)
+struct cs_error *cs_engine_snapshot(struct cs_engine *e,
+				    const struct cs_snapshot_options *o,
+				    struct cs_snapshot *s)
 {
 	memset(s, 0, sizeof(*s));
+	const struct cs_target *t = e->target;
+	const struct cs_engine_request *req = &e->request;
+	struct cs_ruby *r = &e->ruby;
 	struct rv_session *session = r->session;
 	const struct cs_memory *mem = rv_session_memory(session);
 	struct cs_error *err;
@@ -230,10 +236,10 @@ struct cs_error *cs_snapshot_take(const struct cs_target *t, struct cs_ruby *r,
 	const struct cs_siginfo *si = cs_crash_signal(cs_target_siginfo(t));
 	int64_t crash_tid = si ? cs_target_crash_tid(t) : -1;
 	if (o->native) /* before a live process runs again */
-		s->native_warning =
-			unwind_native(o, t, session, s->proc, -1, &s->native);
+		s->native_warning = unwind_native(o, req, t, session, s->proc,
+						  -1, &s->native);
 	else if (crash_tid >= 0 && t->dump) /* for the crash summary */
-		free(unwind_native(o, t, session, s->proc, crash_tid,
+		free(unwind_native(o, req, t, session, s->proc, crash_tid,
 				   &s->crash_native));
 	/* The snapshot is taken: let a live process run again before the
 	 * report is written. */
@@ -247,7 +253,7 @@ struct cs_error *cs_snapshot_take(const struct cs_target *t, struct cs_ruby *r,
 	if ((err = gather_warnings(o, t, r, s, &files_ok)) ||
 	    (err = kernel_threads(o, t, s)))
 		return err;
-	glibc_tids = glibc_tids_of(o, t, mem, s);
+	glibc_tids = glibc_tids_of(o, req, t, mem, s);
 	err = cs_thread_tids_find(s->proc, s->threads, s->nthreads, pid,
 				  glibc_tids, crash_tid, &s->tids);
 	free(glibc_tids);

@@ -22,9 +22,6 @@ struct cs_snapshot_options {
 	bool native;              /* native stacks, merged (--native) */
 	bool native_all;          /* and threads without Ruby */
 	size_t max_native_frames; /* 0: CS_SNAPSHOT_CRASH_FRAMES */
-	/* the engine's own (cs_engine_snapshot sets them) */
-	const char *const *debug_dirs; /* NULL: the default directories */
-	const char *cache_dir;         /* NULL default, "" none */
 	/* Warnings about the target's files (a mismatched library) are
 	 * looked for and also printed on stderr, where they are seen when
 	 * the report goes to a file. */
@@ -66,14 +63,7 @@ struct cs_snapshot {
 	struct cs_crash *crash;
 };
 
-/* Read every Ruby thread (and fiber) of r, release the target (a live
- * process runs again), and build the report: header, warnings, tids
- * cross-checked, native stacks merged. An error only when there is no
- * report at all; a partial one says so in report.complete. *ret is
- * always safe to free. */
-struct cs_error *cs_snapshot_take(const struct cs_target *t, struct cs_ruby *r,
-				  const struct cs_snapshot_options *o,
-				  struct cs_snapshot *ret);
+/* Taken by cs_engine_snapshot (engine.h); *ret is always safe to free. */
 void cs_snapshot_free(struct cs_snapshot *s);
 
 #endif

@@ -157,13 +157,11 @@ static void fiber_list(struct json *j, const char *key,
 /* --native: native frames, merged stacks, threads that run no Ruby. */
 static void native_frame(struct json *j, const struct cs_native_frame *f)
 {
-	char pc[32];
-	snprintf(pc, sizeof(pc), "0x%llx", (unsigned long long)f->pc);
 	json_string(j, "function", f->function);
 	json_string(j, "file", f->file);
 	json_int(j, "line", f->line);
 	json_string(j, "module", f->module);
-	json_string(j, "pc", pc);
+	json_hex_string(j, "pc", f->pc);
 	json_bool(j, "inlined", f->inlined);
 	json_bool(j, "handler", f->handler);
 	if (f->jit) {

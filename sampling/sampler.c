@@ -163,7 +163,7 @@ int cs_sample_once(struct cs_engine *e, unsigned states,
 		   struct cs_profile *prof)
 {
 	struct rv_session *s = e->ruby.session;
-	int pid = e->pid, pause = e->pause;
+	int pid = e->request.target.pid, pause = e->request.target.pause;
 	struct cs_live **keep = &e->kept;
 	struct cs_page_cache *cache = &e->cache;
 	struct rv_process *p = NULL;
