@@ -157,9 +157,10 @@ static bool same_line(const struct rv_frame *a, const struct rv_frame *b)
 {
 	return a->kind == b->kind && a->lineno == b->lineno &&
 	       a->pc_stale == b->pc_stale && !a->nlocals && !b->nlocals &&
-	       !a->locals_error && !b->locals_error &&
-	       same_text(a->label, b->label) && same_text(a->path, b->path) &&
-	       same_text(a->stable, b->stable) && same_text(a->error, b->error);
+	       !a->locals_error && !b->locals_error && !a->self_value &&
+	       !b->self_value && same_text(a->label, b->label) &&
+	       same_text(a->path, b->path) && same_text(a->stable, b->stable) &&
+	       same_text(a->error, b->error);
 }
 
 /* A recursion repeats a block of at most this many frames... */
