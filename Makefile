@@ -7,7 +7,10 @@ CFLAGS  ?= -O2 -g
 # the build.
 WERROR  ?=
 WARN     = -std=c17 -D_GNU_SOURCE -Wall -Wextra $(WERROR)
-LIBS    := -ldw -lelf -ldebuginfod -lzstd -llzma -lz
+# libdebuginfod is not linked: dwarf/debuginfod.c loads it (dlopen) when a
+# server is to be asked, so start-up does not load the thirty libraries it
+# brings (libcurl, TLS, Kerberos, LDAP). Only its header is needed to build.
+LIBS    := -ldw -lelf -lzstd -llzma -lz
 BUILD   := build
 
 # Sources, listed once, by layer (docs/ARCHITECTURE.md; `make lint` checks

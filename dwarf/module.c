@@ -1,9 +1,9 @@
 #include "module.h"
+#include "debuginfod.h"
 #include "../util/hex.h"
 #include "../util/open_regular.h"
 
 #include <dirent.h>
-#include <elfutils/debuginfod.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -231,13 +231,9 @@ static int find_by_debuginfod(struct dw_module *mod)
 	const char *urls = getenv("DEBUGINFOD_URLS");
 	if (!urls || !*urls || mod->build_id_len == 0)
 		return 0;
-	debuginfod_client *client = debuginfod_begin();
-	if (!client)
-		return 0;
 	char *path = NULL;
-	int fd = debuginfod_find_debuginfo(client, mod->build_id,
-					   (int)mod->build_id_len, &path);
-	debuginfod_end(client);
+	int fd = dw_debuginfod_find_debuginfo(mod->build_id, mod->build_id_len,
+					      &path, &mod->debuginfod_why);
 	int ok = 0;
 	if (fd >= 0) {
 		close(fd);
@@ -470,6 +466,13 @@ struct cs_error *dw_module_dwarf(struct dw_module *mod, Dwarf **ret)
 		char hex[2 * DW_BUILD_ID_MAX + 1];
 		dw_module_build_id_hex(mod, hex);
 		const char *urls = getenv("DEBUGINFOD_URLS");
+		if (urls && !*urls)
+			urls = NULL;
+		/* NULL when the servers were asked, or none are set */
+		const char *why = urls ? mod->debuginfod_why : NULL;
+		const char *asked = !urls ? "; DEBUGINFOD_URLS is unset"
+				    : why ? ", not at debuginfod "
+					  : ", at debuginfod ";
 		/* every debug directory, as each was looked in */
 		char dirs[1024] = "";
 		size_t used = 0;
@@ -487,15 +490,14 @@ struct cs_error *dw_module_dwarf(struct dw_module *mod, Dwarf **ret)
 			"file, in the debug directories %s (under .build-id/, "
 			"and for a file of this build-id), by .gnu_debuglink "
 			"(next to the file, in .debug/, under the debug "
-			"directories)%s%s%s); install the distribution's "
-			"debug package (e.g. the -dbgsym package), point "
-			"DEBUGINFOD_URLS at a debuginfod server, %s, or build "
-			"Ruby with -g",
+			"directories)%s%s%s%s); install the distribution's "
+			"debug package (e.g. the -dbgsym package), %s, %s, "
+			"or build Ruby with -g",
 			mod->path, hex[0] ? hex : "none",
-			dirs[0] ? dirs : "(none)",
-			urls && *urls ? ", at debuginfod " : "",
-			urls && *urls ? urls : "",
-			urls && *urls ? "" : "; DEBUGINFOD_URLS is unset",
+			dirs[0] ? dirs : "(none)", asked, urls ? urls : "",
+			why ? ": " : "", why ? why : "",
+			why ? "install elfutils' libdebuginfod"
+			    : "point DEBUGINFOD_URLS at a debuginfod server",
 			mod->debug_dir_advice
 				? mod->debug_dir_advice
 				: "add a directory of debug files");

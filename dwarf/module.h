@@ -34,6 +34,9 @@ struct dw_module {
 	 * message ("pass --debug-dir", a debugger's setting); NULL: said
 	 * generically. Set by the caller after opening. */
 	const char *debug_dir_advice;
+	/* Why DEBUGINFOD_URLS was not asked (libdebuginfod could not be
+	 * loaded: dwarf/debuginfod.h); NULL when it was, or was not set. */
+	const char *debuginfod_why;
 };
 
 /* Open path as an ELF module. Finds the debug file but does not parse DWARF

@@ -5,6 +5,12 @@
                              from a local debuginfod server (private db, loopback port),
                              by debuglink under --debug-dir; none: exit 2, one line with
                              the file, its build-id and how to get debug info
+    debuginfo/debuginfod-lazy, debuginfo/debuginfod-unloadable
+                             with DEBUGINFOD_URLS set and a libdebuginfod.so.1 that
+                             cannot be loaded first on LD_LIBRARY_PATH: the Ruby with
+                             its DWARF is read as ever (the library is loaded only to
+                             ask a server, not at start-up); the stripped one is exit
+                             2, one line naming the file, the library and why
 """
 
 import os
@@ -23,7 +29,10 @@ from .native import extra_env
 from .scenarios import Capture
 
 DEBUGINFO_TESTS = ("debuginfo/debuginfod", "debuginfo/debug-dir-debuglink",
-                   "debuginfo/no-debug-message")
+                   "debuginfo/no-debug-message", "debuginfo/debuginfod-lazy",
+                   "debuginfo/debuginfod-unloadable")
+# The soname dwarf/debuginfod.h loads.
+DEBUGINFOD_SONAME = "libdebuginfod.so.1"
 
 
 def free_port():
@@ -119,6 +128,26 @@ def run_tests(ctx):
             if not reason and word not in res[2]:
                 reason = "stderr does not say %r: %s" % (word, first_line(res[2]))
         rep.result("debuginfo/no-debug-message", reason)
+    if selected("debuginfo/debuginfod-lazy") or selected("debuginfo/debuginfod-unloadable"):
+        # A file of the library's name that is no ELF file, found first: the
+        # dynamic loader refuses it. Servers are named but none listens.
+        bogus = os.path.join(base, "bogus-lib")
+        os.makedirs(bogus, exist_ok=True)
+        with open(os.path.join(bogus, DEBUGINFOD_SONAME), "w") as f:
+            f.write("not a library\n")
+        env = ["env", "LD_LIBRARY_PATH=" + bogus, "DEBUGINFOD_URLS=http://127.0.0.1:9"]
+        if selected("debuginfo/debuginfod-lazy"):
+            res = procs.run_tool(env + [cs, "--json", "--no-cache", cap.core, cap.exe], timeout)
+            rep.result("debuginfo/debuginfod-lazy", check_oracle(res, cap))
+        if selected("debuginfo/debuginfod-unloadable"):
+            res = procs.run_tool(env + [cs, "--json", "--no-cache", cap.core, stripped],
+                                 timeout)
+            reason = check_unusable(res, [stripped], (2,), r"DWARF", "'DWARF'")
+            for word in (build_id, DEBUGINFOD_SONAME, "could not be loaded",
+                         "http://127.0.0.1:9", "install elfutils' libdebuginfod"):
+                if not reason and word not in res[2]:
+                    reason = "stderr does not say %r: %s" % (word, first_line(res[2]))
+            rep.result("debuginfo/debuginfod-unloadable", reason)
     if selected("debuginfo/debug-dir-debuglink"):
         # DIR + the binary's directory + the debuglink name, as GDB looks.
         tree = os.path.join(base, "debug-tree")
