@@ -30,7 +30,7 @@ PY_CFLAGS  := $(shell pkg-config --cflags python3 2>/dev/null)
 
 .PHONY: all test unit demo deps fixtures clean bench gdbext gdbext-san install uninstall bench-gdbext \
         bench-sampling bench-contention mutate bench-pause lint format \
-        bench-profile-write
+        bench-profile-write bench-startup
 all: $(BUILD)/corestack gdbext
 
 # One object tree and library per way of compiling: build/VARIANT/... and
@@ -232,8 +232,15 @@ $(BUILD)/bench-inflate: tests/bench/inflate.c | $(BUILD)
 	$(CC) $(WARN) -O2 $< -lelf -o $@
 
 bench: deps $(BUILD)/corestack $(BUILD)/bench-inflate fixtures
+	python3 tests/bench_startup.py --corestack $(BUILD)/corestack
 	python3 tests/bench.py --corestack $(BUILD)/corestack
 	python3 tests/bench_sampling.py --corestack $(BUILD)/corestack
+
+# Start-up: corestack --version and a missing file beside /bin/true and
+# eu-stack --help (BASELINE=path: another build beside them).
+bench-startup: $(BUILD)/corestack
+	python3 tests/bench_startup.py --corestack $(BUILD)/corestack \
+		$(if $(BASELINE),--baseline $(BASELINE))
 
 # Each profile format writing a 100,000-sample recording (synthetic stacks).
 $(BUILD)/bench-profile-write: tests/bench/profile_write.c $(BUILD)/plain/libcorestack.a | $(BUILD)
