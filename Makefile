@@ -7,10 +7,12 @@ CFLAGS  ?= -O2 -g
 # the build.
 WERROR  ?=
 WARN     = -std=c17 -D_GNU_SOURCE -Wall -Wextra $(WERROR)
-# libdebuginfod is not linked: dwarf/debuginfod.c loads it (dlopen) when a
-# server is to be asked, so start-up does not load the thirty libraries it
-# brings (libcurl, TLS, Kerberos, LDAP). Only its header is needed to build.
-LIBS    := -ldw -lelf -lzstd -llzma -lz
+# libdebuginfod and libzstd are not linked: util/lazy_lib.c loads them
+# (dlopen) when a debuginfod server is to be asked (dwarf/debuginfod.c) or
+# a zstd core inflated (process/decompress.c), so start-up does not load
+# them, nor the thirty libraries libdebuginfod brings (libcurl, TLS,
+# Kerberos, LDAP). Only their headers are needed to build.
+LIBS    := -ldw -lelf -llzma -lz
 BUILD   := build
 
 # Sources, listed once, by layer (docs/ARCHITECTURE.md; `make lint` checks

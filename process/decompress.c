@@ -5,6 +5,7 @@
  * before its end keeps what it inflated: the core reader then reports a
  * truncated core, as it does for one cut off uncompressed. */
 #include "decompress.h"
+#include "../util/lazy_lib.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -123,9 +124,44 @@ static struct cs_error *cs_inflate_corrupt(struct cs_inflate *z,
 			       z->path, z->kind, z->written, why);
 }
 
+/* libzstd is loaded for a zstd-compressed core only (util/lazy_lib.h). */
+enum {
+	ZS_CREATE,
+	ZS_DECOMPRESS,
+	ZS_IS_ERROR,
+	ZS_ERROR_NAME,
+	ZS_FREE,
+	ZS_NSYMS
+};
+static const char *const zstd_names[] = {
+	[ZS_CREATE] = "ZSTD_createDStream",
+	[ZS_DECOMPRESS] = "ZSTD_decompressStream",
+	[ZS_IS_ERROR] = "ZSTD_isError",
+	[ZS_ERROR_NAME] = "ZSTD_getErrorName",
+	[ZS_FREE] = "ZSTD_freeDStream",
+	[ZS_NSYMS] = NULL,
+};
+static void *zstd_syms[ZS_NSYMS];
+static struct cs_lazy_lib zstd_lib =
+	CS_LAZY_LIB("libzstd.so.1", zstd_names, zstd_syms);
+
 static struct cs_error *cs_inflate_zstd(struct cs_inflate *z)
 {
-	ZSTD_DStream *ds = ZSTD_createDStream();
+	const char *why = cs_lazy_lib_load(&zstd_lib);
+	if (why)
+		return cs_error_create(CS_ERR_OS,
+				       "%s: zstd-compressed, but %s; install "
+				       "libzstd, or decompress it first "
+				       "(zstd -d)",
+				       z->path, why);
+	/* typed as zstd.h declares them */
+	__typeof__(ZSTD_createDStream) *create = zstd_syms[ZS_CREATE];
+	__typeof__(ZSTD_decompressStream) *decompress =
+		zstd_syms[ZS_DECOMPRESS];
+	__typeof__(ZSTD_isError) *is_error = zstd_syms[ZS_IS_ERROR];
+	__typeof__(ZSTD_getErrorName) *error_name = zstd_syms[ZS_ERROR_NAME];
+	__typeof__(ZSTD_freeDStream) *free_ds = zstd_syms[ZS_FREE];
+	ZSTD_DStream *ds = create();
 	if (!ds)
 		return &cs_error_nomem;
 	struct cs_error *err = NULL;
@@ -135,10 +171,9 @@ static struct cs_error *cs_inflate_zstd(struct cs_inflate *z)
 		while (!err && in.pos < in.size) {
 			ZSTD_outBuffer out = {z->out, CS_DECOMPRESS_OUT_CHUNK,
 					      0};
-			size_t r = ZSTD_decompressStream(ds, &out, &in);
-			if (ZSTD_isError(r))
-				err = cs_inflate_corrupt(z,
-							 ZSTD_getErrorName(r));
+			size_t r = decompress(ds, &out, &in);
+			if (is_error(r))
+				err = cs_inflate_corrupt(z, error_name(r));
 			else
 				err = cs_inflate_write(z, out.pos);
 		}
@@ -147,13 +182,13 @@ static struct cs_error *cs_inflate_zstd(struct cs_inflate *z)
 	for (int more = 1; !err && more;) {
 		ZSTD_inBuffer in = {z->in, 0, 0};
 		ZSTD_outBuffer out = {z->out, CS_DECOMPRESS_OUT_CHUNK, 0};
-		size_t r = ZSTD_decompressStream(ds, &out, &in);
-		if (ZSTD_isError(r))
+		size_t r = decompress(ds, &out, &in);
+		if (is_error(r))
 			break; /* cut off: keep what was inflated */
 		err = cs_inflate_write(z, out.pos);
 		more = out.pos == out.size;
 	}
-	ZSTD_freeDStream(ds);
+	free_ds(ds);
 	return err;
 }
 

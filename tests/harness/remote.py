@@ -8,6 +8,11 @@ cores, mismatched files.
                              the core compressed with zstd, gzip, xz read directly; a
                              cut-off .zst core is a truncated core; --native --sysroot
                              merges every thread and shows Ruby's crash handler
+    remote/core-zst-no-libzstd, remote/core-gz-no-libzstd
+                             with a libzstd.so.1 that cannot be loaded first on
+                             LD_LIBRARY_PATH: the .zst core is exit 2, one line naming
+                             the core, the library and why; the .gz core is read as
+                             ever (libzstd is loaded for a zstd core only)
 
 The "other machine" is simulated honestly: the 3.3 fixture Ruby is copied to
 W/machine/prefix, the crash scenario runs from that copy (LD_LIBRARY_PATH
@@ -30,7 +35,8 @@ from .scenarios import capture_all
 
 REMOTE_TESTS = ("remote/no-sysroot", "remote/sysroot", "remote/lib-search-path",
                 "remote/mismatched-library", "remote/core-zst", "remote/core-gz",
-                "remote/core-xz", "remote/core-zst-cut", "remote/sysroot-native")
+                "remote/core-xz", "remote/core-zst-cut", "remote/sysroot-native",
+                "remote/core-zst-no-libzstd", "remote/core-gz-no-libzstd")
 REMOTE_RUBY = "3.3"
 
 
@@ -142,7 +148,10 @@ def run_tests(ctx):
     for kind, argv in (("zst", ["zstd", "-q", "-c"]), ("gz", ["gzip", "-c"]),
                        ("xz", ["xz", "-0", "-T2", "-c"])):
         name = "remote/core-" + kind
-        if not selected(name) and not (kind == "zst" and selected("remote/core-zst-cut")):
+        no_lib = name + "-no-libzstd"
+        no_lib = no_lib if no_lib in REMOTE_TESTS and selected(no_lib) else None
+        if not selected(name) and not no_lib and \
+                not (kind == "zst" and selected("remote/core-zst-cut")):
             continue
         # No suffix: the kind is read from the magic bytes, not the name.
         packed = os.path.join(base, "packed-" + kind)
@@ -155,6 +164,22 @@ def run_tests(ctx):
         if selected(name):
             res = procs.run_tool([cs, "--json", "--sysroot", root, packed], timeout)
             rep.result(name, check_oracle(res, cap))
+        if no_lib:
+            # A file of the library's name that is no ELF file, found first:
+            # the dynamic loader refuses it.
+            bogus = os.path.join(base, "bogus-lib")
+            os.makedirs(bogus, exist_ok=True)
+            with open(os.path.join(bogus, "libzstd.so.1"), "w") as f:
+                f.write("not a library\n")
+            res = procs.run_tool(["env", "LD_LIBRARY_PATH=" + bogus, cs, "--json",
+                                  "--sysroot", root, packed], timeout)
+            if kind == "zst":
+                reason = check_unusable(res, [packed], (2,), r"libzstd\.so\.1 could not be "
+                                        r"loaded .*; install libzstd, or decompress it first",
+                                        "that libzstd could not be loaded")
+            else:
+                reason = check_oracle(res, cap)
+            rep.result(no_lib, reason)
         if kind == "zst" and selected("remote/core-zst-cut"):
             # A compressed core cut off at half: what inflated is read as a
             # truncated core (exit 1 or 2, one line), never a crash.
