@@ -194,21 +194,21 @@ static void report_found(Dwfl *dwfl, const struct cs_target *img,
 	}
 	char *dir = NULL;
 	char *file = cs_module_find(img, search, m->path, id, len, &dir);
-	struct cs_module_found *f = NULL;
-	if (file && report_file(dwfl, img, m, file, base_name(file), true) ==
-			    REPORTED) {
+	char *mapped = file ? strdup(m->path) : NULL;
+	if (mapped && report_file(dwfl, img, m, file, base_name(file), true) ==
+			      REPORTED) {
 		void *p = reallocarray(out->found, out->nfound + 1,
 				       sizeof(*out->found));
 		if (p) {
 			out->found = p;
-			f = &out->found[out->nfound++];
-			*f = (struct cs_module_found){.mapped = strdup(m->path),
-						      .file = file,
-						      .dir = dir};
+			struct cs_module_found *f = &out->found[out->nfound++];
+			*f = (struct cs_module_found){
+				.mapped = mapped, .file = file, .dir = dir};
 			cs_hex(id, len, f->build_id);
-			file = dir = NULL;
+			mapped = file = dir = NULL;
 		}
 	}
+	free(mapped);
 	free(file);
 	free(dir);
 }
