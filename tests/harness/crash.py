@@ -30,7 +30,10 @@ context, the C-level and Ruby-level backtraces) and what the program did.
                              found by its build-id as the extension in its
                              $LOAD_PATH directory, in JSON's modules_found and
                              the text's "Module" line; every module found so
-                             a deleted file and the file found of its build-id
+                             a deleted file and the file found of its build-id;
+                             found-lib-dir (segv_copy only): with a renamed copy
+                             in a directory given by --lib-search-path, that file
+                             is the one found, in that directory
 """
 
 import json
@@ -80,7 +83,7 @@ def handler_name(cr):
 
 def test_names(ruby):
     return ["%s/crash/%s/%s" % (ruby, m, c) for m in MODES
-            for c in CHECKS + (("found",) if m.endswith(COPY) else ())]
+            for c in CHECKS + (("found", "found-lib-dir") if m.endswith(COPY) else ())]
 
 
 def build_extension(outdir, ruby_exe):
@@ -355,6 +358,28 @@ def check_found(ext, res_json, res_text):
     return None
 
 
+def check_found_lib_dir(ext, workdir, run):
+    """A copy of crashtest.so under another name in a --lib-search-path
+    directory: found there by its build-id (every file of the directory
+    is read), before the $LOAD_PATH one."""
+    libdir = os.path.join(workdir, "libdir")
+    os.makedirs(libdir, exist_ok=True)
+    renamed = os.path.join(libdir, "renamed-extension.so")
+    shutil.copyfile(os.path.join(ext, "crashtest.so"), renamed)
+    report, reason = native.run_json(run("--json", "--lib-search-path", libdir))
+    if reason:
+        return reason
+    found = [f for f in (report.get("process") or {}).get("modules_found") or []
+             if (f.get("mapped") or "").endswith("crashtest.so (deleted)")]
+    if len(found) != 1 or found[0].get("file") != renamed or \
+            found[0].get("found_in") != libdir:
+        return "modules_found %s, expected %s in %s" % (compare.show(found), renamed, libdir)
+    c = report.get("crash") or {}
+    if (c.get("at") or {}).get("function") != "ct_segv":
+        return "the summary names %s, expected ct_segv" % compare.show(c.get("at"))
+    return None
+
+
 def check_native(cr, res):
     """--native: the crashed thread's frames inside the signal frame are
     the handler's, the first outside it the faulting function."""
@@ -506,6 +531,8 @@ def run_tests(ctx):
                     reason = check_gc(cr, run("--json"), run())
                 elif check == "found":
                     reason = check_found(ext, run("--json"), run())
+                elif check == "found-lib-dir":
+                    reason = check_found_lib_dir(ext, os.path.join(base, mode), run)
                 else:
                     reason = check_native(cr, run("--json", "--native"))
                 rep.result(n, reason)
