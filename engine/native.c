@@ -21,6 +21,7 @@
 #include "../util/u64map.h"
 #include "past_jit.h"
 #include "vm_module.h"
+#include "../util/hex.h"
 #include "../util/open_regular.h"
 
 struct native_session {
@@ -125,32 +126,41 @@ static int same_build_id(const struct cs_target *img, Elf *elf, uint64_t start)
 	return same != 0;
 }
 
-/* Report one file mapped at offset 0, if it is an ELF module loaded
- * there and not reported yet. */
-static void report_module(Dwfl *dwfl, const struct cs_target *img,
-			  const struct cs_mapping *m)
+/* What became of a file offered as the module mapped at m. */
+enum offered {
+	REPORTED,
+	NOT_LOADED_THERE, /* the module is not loaded at m (a file mapped
+			   * whole to be read: Ruby's crash reporter) */
+	UNUSABLE,         /* no such ELF file, or another build */
+};
+
+/* Report the file at host as the module mapped at m, named name, if it
+ * is an ELF module loaded there with the build-id in memory (unknown
+ * there passes, as for the core reader, unless checked says the caller
+ * compared them). */
+static enum offered report_file(Dwfl *dwfl, const struct cs_target *img,
+				const struct cs_mapping *m, const char *host,
+				const char *name, bool checked)
 {
-	if (dwfl_addrmodule(dwfl, m->start))
-		return; /* already reported (one module, several mappings) */
-	char *host = cs_target_host_path(img, m->path);
-	if (!host)
-		return;
 	/* Only a regular file: NT_FILE may name a FIFO or a device. */
 	int fd = cs_open_regular(host);
 	Elf *elf = fd >= 0 ? elf_begin(fd, ELF_C_READ_MMAP, NULL) : NULL;
 	GElf_Ehdr eh;
+	enum offered what = UNUSABLE;
 	if (elf && elf_kind(elf) == ELF_K_ELF && gelf_getehdr(elf, &eh) &&
 	    (eh.e_type == ET_DYN || eh.e_type == ET_EXEC)) {
 		uint64_t start = cs_image_module_start(img, elf, m->path);
-		if (start == m->start && same_build_id(img, elf, start)) {
-			const char *slash = strrchr(m->path, '/');
+		if (start != m->start)
+			what = NOT_LOADED_THERE;
+		else if (checked || same_build_id(img, elf, start)) {
 			int dfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
 			/* dwfl takes dfd; the base is the load bias */
 			if (dfd >= 0 &&
-			    !dwfl_report_elf(dwfl, slash ? slash + 1 : m->path,
-					     host, dfd,
-					     cs_image_module_bias(elf, start),
-					     true))
+			    dwfl_report_elf(dwfl, name, host, dfd,
+					    cs_image_module_bias(elf, start),
+					    true))
+				what = REPORTED;
+			else if (dfd >= 0)
 				close(dfd);
 		}
 	}
@@ -158,7 +168,69 @@ static void report_module(Dwfl *dwfl, const struct cs_target *img,
 		elf_end(elf);
 	if (fd >= 0)
 		close(fd);
+	return what;
+}
+
+static const char *base_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	return slash ? slash + 1 : path;
+}
+
+/* The module mapped at m, whose file cannot be used, found by the
+ * build-id in memory (module_find.h); kept in found. */
+static void report_found(Dwfl *dwfl, const struct cs_target *img,
+			 const struct cs_mapping *m,
+			 struct cs_module_search *search,
+			 struct cs_native_stacks *out)
+{
+	uint8_t id[DW_BUILD_ID_MAX];
+	size_t len = 0;
+	struct cs_error *err =
+		cs_target_module_build_id(img, m->start, id, sizeof(id), &len);
+	if (err) { /* not an ELF module, or its build-id is not known */
+		cs_error_destroy(err);
+		return;
+	}
+	char *dir = NULL;
+	char *file = cs_module_find(img, search, m->path, id, len, &dir);
+	char *mapped = file ? strdup(m->path) : NULL;
+	if (mapped && report_file(dwfl, img, m, file, base_name(file), true) ==
+			      REPORTED) {
+		void *p = reallocarray(out->found, out->nfound + 1,
+				       sizeof(*out->found));
+		if (p) {
+			out->found = p;
+			struct cs_module_found *f = &out->found[out->nfound++];
+			*f = (struct cs_module_found){
+				.mapped = mapped, .file = file, .dir = dir};
+			cs_hex(id, len, f->build_id);
+			mapped = file = dir = NULL;
+		}
+	}
+	free(mapped);
+	free(file);
+	free(dir);
+}
+
+/* Report one file mapped at offset 0, if it is an ELF module loaded
+ * there and not reported yet: its file where the target says, else one
+ * found by its build-id. */
+static void report_module(Dwfl *dwfl, const struct cs_target *img,
+			  const struct cs_mapping *m,
+			  struct cs_module_search *search,
+			  struct cs_native_stacks *out)
+{
+	if (dwfl_addrmodule(dwfl, m->start))
+		return; /* already reported (one module, several mappings) */
+	char *host = cs_target_host_path(img, m->path);
+	if (!host)
+		return;
+	enum offered what =
+		report_file(dwfl, img, m, host, base_name(m->path), false);
 	free(host);
+	if (what == UNUSABLE && search)
+		report_found(dwfl, img, m, search, out);
 }
 
 /* ---- symbols ---- */
@@ -686,7 +758,7 @@ cs_native_unwind(const struct cs_target *img, const struct cs_memory *mem,
 		 const struct cs_thread *const *threads, size_t nthreads,
 		 const char *const *debug_dirs, size_t max_frames,
 		 const struct cs_jit_region *jits, size_t njits,
-		 struct cs_native_stacks **ret)
+		 struct cs_module_search *search, struct cs_native_stacks **ret)
 {
 	*ret = NULL;
 	struct cs_native_stacks *out = calloc(1, sizeof(*out));
@@ -732,7 +804,7 @@ cs_native_unwind(const struct cs_target *img, const struct cs_memory *mem,
 	for (size_t i = 0; i < cs_target_mapping_count(img); i++) {
 		const struct cs_mapping *m = cs_target_mapping_at(img, i);
 		if (m->file_offset == 0)
-			report_module(dwfl, img, m);
+			report_module(dwfl, img, m, search, out);
 	}
 	dwfl_report_end(dwfl, NULL, NULL);
 	int pid = nthreads ? threads[0]->tid : 1;
@@ -770,6 +842,12 @@ void cs_native_destroy(struct cs_native_stacks *s)
 		free(t->error);
 	}
 	free(s->threads);
+	for (size_t i = 0; i < s->nfound; i++) {
+		free(s->found[i].mapped);
+		free(s->found[i].file);
+		free(s->found[i].dir);
+	}
+	free(s->found);
 	free(s);
 }
 

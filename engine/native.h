@@ -17,6 +17,7 @@
 #include "../process/memory.h"
 #include "../process/core.h"
 #include "../process/target.h"
+#include "module_find.h"
 
 /* Code a JIT generated (jit_regions.h): it has no CFI and no symbols. */
 struct cs_jit_region {
@@ -73,18 +74,26 @@ struct cs_native_thread {
 struct cs_native_stacks {
 	struct cs_native_thread *threads; /* in the order given */
 	size_t nthreads;
+	/* Modules whose file the target names could not be used, found by
+	 * their build-id (module_find.h); their frames' module is the
+	 * basename of the file found. */
+	struct cs_module_found *found;
+	size_t nfound;
 };
 
 /* Unwind threads[0..nthreads) (registers as in a core's NT_PRSTATUS) of
  * the process img describes, reading memory through mem. debug_dirs as
  * for dw_module_open (may be NULL). At most max_frames per thread. A
  * frame whose code lies in one of jits[0..njits) is JIT code, and the
- * unwind goes on past it as past_jit.h says. */
+ * unwind goes on past it as past_jit.h says. A module whose file the
+ * target names is gone or another build is looked for as search says
+ * (NULL: not looked for). */
 struct cs_error *
 cs_native_unwind(const struct cs_target *img, const struct cs_memory *mem,
 		 const struct cs_thread *const *threads, size_t nthreads,
 		 const char *const *debug_dirs, size_t max_frames,
 		 const struct cs_jit_region *jits, size_t njits,
+		 struct cs_module_search *search,
 		 struct cs_native_stacks **ret);
 void cs_native_destroy(struct cs_native_stacks *s);
 

@@ -24,8 +24,8 @@
  * "jit_frame"; 14: each Ruby frame's "self" with --locals; 15: a
  * document with "error" for unusable input; 16: each stack's
  * "frames_cut"; 17: each frame's "absolute_path", the process's "cwd";
- * 18: the crash's "thread_name". */
-#define CS_JSON_SCHEMA_MINOR 18
+ * 18: the crash's "thread_name"; 19: the process's "modules_found". */
+#define CS_JSON_SCHEMA_MINOR 19
 
 struct cs_report {
 	const char *core_path; /* NULL for a live process */
@@ -50,6 +50,10 @@ struct cs_report {
 	int native_all;
 	/* the crash summary of a core dumped on a fatal signal, or NULL */
 	const struct cs_crash *crash;
+	/* modules of the native stacks whose file the target names could
+	 * not be used, found by their build-id (module_find.h) */
+	const struct cs_module_found *modules_found;
+	size_t nmodules_found;
 };
 
 /* Is tid the kernel thread of one of the Ruby threads? */

@@ -51,6 +51,14 @@ static int64_t *glibc_tids_of(const struct cs_snapshot_options *o,
 	return tids;
 }
 
+/* The Ruby's own directories, where a module whose file is gone is
+ * looked for (module_find.h). */
+static void ruby_dirs(void *ctx, char ***dirs, size_t *n)
+{
+	struct cs_error *err = rv_load_dirs(ctx, dirs, n);
+	cs_error_destroy(err);
+}
+
 /* Every thread's native stack (crash_tid >= 0: that thread's alone); on
  * failure a warning (the caller owns it) and the Ruby stacks go on alone. */
 static char *unwind_native(const struct cs_snapshot_options *o,
@@ -84,8 +92,15 @@ static char *unwind_native(const struct cs_snapshot_options *o,
 	/* a front end that shows no native frames may set no limit */
 	size_t max = o->max_native_frames ? o->max_native_frames
 					  : CS_SNAPSHOT_CRASH_FRAMES;
+	struct cs_module_search search = {
+		.lib_search_path = req->target.lib_search_path,
+		.debug_dirs = req->debug_dirs,
+		.ruby_dirs = ruby_dirs,
+		.ctx = session,
+	};
 	err = cs_native_unwind(t, mem, threads, n, req->debug_dirs, max, jits,
-			       njits, ret);
+			       njits, &search, ret);
+	cs_module_search_free(&search);
 	free(threads);
 	free(jits);
 	char *msg = NULL;
@@ -277,6 +292,10 @@ struct cs_error *cs_engine_snapshot(struct cs_engine *e,
 			s->tids.ok;
 	rep->crash_tid = crash_tid;
 	rep->native = s->native;
+	const struct cs_native_stacks *ns = s->native ? s->native
+						      : s->crash_native;
+	rep->modules_found = ns ? ns->found : NULL;
+	rep->nmodules_found = ns ? ns->nfound : 0;
 	rep->merged = s->merged;
 	rep->native_all = o->native_all;
 	rep->crash = s->crash;

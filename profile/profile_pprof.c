@@ -4,7 +4,10 @@
  * "samples" and "wall" nanoseconds, labels thread, thread_id, state (a
  * --state key), ractor (its number; none on Ruby 2.7), for a blocked
  * thread wait (what it waits on), and pid when several processes are
- * followed).
+ * followed). A sample of a thread that ran no Ruby frame (starting, or
+ * after the program's end) has one location, the function NO_RUBY_FRAME:
+ * pprof drops a sample without locations, and its count would not add
+ * up to the snapshots taken.
  *
  * Field numbers are profile.proto's (github.com/google/pprof, proto/
  * profile.proto): Profile 1 sample_type, 2 sample, 4 location, 5
@@ -79,20 +82,22 @@ static void label(struct pb_buf *sample, uint64_t key, uint64_t str,
 	pb_free(&m);
 }
 
+#define NO_RUBY_FRAME "(no Ruby frame)"
+
 /* The ids of the strings every message refers to. */
 struct ids {
 	uint64_t *fn_name, *fn_file, *thread_label;
 	uint64_t samples, count, wall, nanoseconds, thread, thread_id, pid;
-	uint64_t state, ractor, wait;
+	uint64_t state, ractor, wait, no_ruby_frame;
 	uint64_t state_key[CS_PROFILE_NSTATES], wait_name[RV_WAIT_PROCESS + 1];
 };
 
 static bool collect_strings(const struct cs_profile *p, struct strings *t,
 			    struct ids *ids)
 {
-	/* at most: "", the ten names below, two per function, one per
+	/* at most: "", the eleven names below, two per function, one per
 	 * thread, state and kind of wait */
-	t->text = calloc(11 + 2 * p->nfunctions + p->nthreads +
+	t->text = calloc(12 + 2 * p->nfunctions + p->nthreads +
 				 CS_PROFILE_NSTATES + RV_WAIT_PROCESS + 1,
 			 sizeof(*t->text));
 	ids->fn_name = calloc(p->nfunctions + 1, sizeof(*ids->fn_name));
@@ -117,6 +122,7 @@ static bool collect_strings(const struct cs_profile *p, struct strings *t,
 					    ? string_id(t, rv_wait_kind_name(k))
 					    : 0;
 	ids->pid = string_id(t, "pid");
+	ids->no_ruby_frame = string_id(t, NO_RUBY_FRAME);
 	for (size_t i = 0; i < p->nfunctions; i++) {
 		const struct cs_profile_function *f = &p->functions[i];
 		ids->fn_name[i] = string_id(t, f->name);
@@ -128,13 +134,28 @@ static bool collect_strings(const struct cs_profile *p, struct strings *t,
 	return true;
 }
 
+/* Does a sample show a thread that ran no Ruby frame? */
+static bool any_without_frames(const struct cs_profile *p)
+{
+	for (size_t i = 0; i < p->nsamples; i++)
+		if (!p->stacks[p->samples[i].stack].nframes)
+			return true;
+	return false;
+}
+
+/* Functions 1..nfunctions, and NO_RUBY_FRAME's after them when used. */
 static void write_functions(struct pb_buf *out, const struct cs_profile *p,
-			    const struct ids *ids)
+			    const struct ids *ids, bool no_frames)
 {
 	struct pb_buf m = {0};
-	for (size_t i = 0; i < p->nfunctions; i++) {
+	for (size_t i = 0; i < p->nfunctions + no_frames; i++) {
 		pb_reset(&m);
 		pb_varint(&m, 1, i + 1);
+		if (i == p->nfunctions) {
+			pb_varint(&m, 2, ids->no_ruby_frame);
+			pb_message(out, 5, &m);
+			break;
+		}
 		pb_varint(&m, 2, ids->fn_name[i]);
 		/* No system_name: pprof takes a name equal to it for one to
 		 * demangle, and cuts what is in <> and () from those that
@@ -146,15 +167,19 @@ static void write_functions(struct pb_buf *out, const struct cs_profile *p,
 	pb_free(&m);
 }
 
-/* One location per frame of the profile: a function at a line. */
-static void write_locations(struct pb_buf *out, const struct cs_profile *p)
+/* One location per frame of the profile: a function at a line; then,
+ * when used, NO_RUBY_FRAME's (its function after the others). */
+static void write_locations(struct pb_buf *out, const struct cs_profile *p,
+			    bool no_frames)
 {
 	struct pb_buf m = {0}, line = {0};
-	for (size_t i = 0; i < p->nframes; i++) {
+	for (size_t i = 0; i < p->nframes + no_frames; i++) {
 		pb_reset(&m);
 		pb_reset(&line);
-		pb_varint(&line, 1, p->frames[i].function + 1);
-		if (p->frames[i].line > 0)
+		pb_varint(&line, 1,
+			  i == p->nframes ? p->nfunctions + 1
+					  : p->frames[i].function + 1);
+		if (i < p->nframes && p->frames[i].line > 0)
 			pb_varint(&line, 2, (uint64_t)p->frames[i].line);
 		pb_varint(&m, 1, i + 1);
 		pb_message(&m, 4, &line);
@@ -173,23 +198,25 @@ static void write_samples(struct pb_buf *out, const struct cs_profile *p,
 	for (size_t i = 0; i < p->nsamples; i++) {
 		const struct cs_profile_sample *s = &p->samples[i];
 		const struct cs_profile_stack *st = &p->stacks[s->stack];
-		if (st->nframes > cap) {
-			uint64_t *grown =
-				realloc(locs, st->nframes * sizeof(*locs));
+		size_t n = st->nframes ? st->nframes : 1;
+		if (n > cap) {
+			uint64_t *grown = realloc(locs, n * sizeof(*locs));
 			if (!grown) {
 				out->failed = true;
 				break;
 			}
 			locs = grown;
-			cap = st->nframes;
+			cap = n;
 		}
 		/* pprof lists a sample's locations innermost first */
 		for (size_t j = 0; j < st->nframes; j++)
 			locs[j] = st->frames[st->nframes - 1 - j] + 1;
+		if (!st->nframes) /* NO_RUBY_FRAME's location */
+			locs[0] = p->nframes + 1;
 		uint64_t values[2] = {s->weight, s->weight * period_ns};
 		const struct cs_profile_thread *th = &p->threads[s->thread];
 		pb_reset(&m);
-		pb_packed(&m, 1, locs, st->nframes);
+		pb_packed(&m, 1, locs, n);
 		pb_packed(&m, 2, values, 2);
 		label(&m, ids->thread, ids->thread_label[s->thread], 0);
 		if (th->tid >= 0)
@@ -246,9 +273,10 @@ void cs_profile_write_pprof(FILE *out, const struct cs_profile *p,
 	if (collected) {
 		value_type(&prof, 1, ids.samples, ids.count);
 		value_type(&prof, 1, ids.wall, ids.nanoseconds);
+		bool no_frames = any_without_frames(p);
 		write_samples(&prof, p, &ids, period_ns);
-		write_locations(&prof, p);
-		write_functions(&prof, p, &ids);
+		write_locations(&prof, p, no_frames);
+		write_functions(&prof, p, &ids, no_frames);
 		struct timespec now;
 		clock_gettime(CLOCK_REALTIME, &now);
 		uint64_t wall_now = (uint64_t)now.tv_sec * 1000000000ULL +

@@ -27,6 +27,18 @@ static void process(struct json *j, const struct cs_report *r)
 		cs_render_signal_json(j, "signal", si);
 	else
 		json_null(j, "signal");
+	json_begin_array(j, "modules_found");
+	for (size_t i = 0; i < r->nmodules_found; i++) {
+		const struct cs_module_found *f = &r->modules_found[i];
+		json_begin_object(j, NULL);
+		json_string(j, "mapped", f->mapped);
+		json_string(j, "file", f->file);
+		json_string(j, "found_by", "build_id");
+		json_string(j, "found_in", f->dir);
+		json_string(j, "build_id", f->build_id);
+		json_end_object(j);
+	}
+	json_end_array(j);
 	json_end_object(j);
 }
 

@@ -7,6 +7,19 @@
 #include "../process/crash_signal.h"
 #include "render.h"
 
+/* "Module M: found by build-id in DIR as NAME", NAME the file's path
+ * under DIR, else the whole path. */
+static void module_found(FILE *out, const struct cs_module_found *f)
+{
+	const char *dir = f->dir ? f->dir : "?";
+	size_t len = strlen(dir);
+	const char *name = f->file;
+	if (strncmp(name, dir, len) == 0 && name[len] == '/')
+		name += len + 1;
+	fprintf(out, "Module %s: found by build-id in %s as %s\n", f->mapped,
+		dir, name);
+}
+
 static void header(FILE *out, const struct cs_report *r)
 {
 	if (r->pid >= 0)
@@ -17,6 +30,8 @@ static void header(FILE *out, const struct cs_report *r)
 		r->ruby->ruby_version ? r->ruby->ruby_version
 				      : "version unknown",
 		r->vm_module);
+	for (size_t i = 0; i < r->nmodules_found; i++)
+		module_found(out, &r->modules_found[i]);
 	const struct cs_siginfo *si = r->siginfo;
 	if (si && si->present && si->signo) {
 		const char *abbrev = sigabbrev_np(si->signo);

@@ -331,6 +331,16 @@ void rv_process_destroy(struct rv_process *p);
 #define RV_MAX_COMMAND (64 << 10)
 struct cs_error *rv_command_line(struct rv_session *s, char **ret);
 
+/* The directories the Ruby loads its files from, as paths in the target:
+ * its $LOAD_PATH and the directory of each of its $LOADED_FEATURES (the
+ * VM's, or the main and root box's where the VM has boxes), absolute
+ * ones only, each once, at most 1024. Where to look for an extension
+ * whose file is gone; what cannot be read is left out. *ret is malloc'd
+ * (free with rv_load_dirs_free); fails only when memory runs out.
+ * load_dirs.c */
+struct cs_error *rv_load_dirs(struct rv_session *s, char ***ret, size_t *n);
+void rv_load_dirs_free(char **dirs, size_t n);
+
 /* Every fiber of the process, added to a snapshot: each thread's root and
  * current fiber, and every Fiber object found by walking the GC heap. A
  * heap that cannot be walked completely is reported in p->fibers_error;

@@ -7,7 +7,9 @@ context, the C-level and Ruby-level backtraces) and what the program did.
 
     RUBY/crash/MODE/CHECK    MODE: segv (a bad pointer with Ruby's SIGSEGV handler),
                              raw_segv (without it), gc_mark (in a dmark function
-                             during GC), bug (rb_bug), abort (abort). CHECK:
+                             during GC), bug (rb_bug), abort (abort), segv_copy
+                             (segv, the extension loaded from a copy deleted
+                             before the crash, as Ruby::Box loads one). CHECK:
                              capture: Ruby's own crash report says what the program
                              did; stacks: the crashed thread's Ruby frames are the
                              report's; fault: the JSON crash summary names the
@@ -23,7 +25,15 @@ context, the C-level and Ruby-level backtraces) and what the program did.
                              GC.count at least what the program saw; exception: the
                              thread parked in a rescue clause handles Job::Failed,
                              whose message (JSON) and inspect (its thread's text
-                             line) are what the program's $!.message gave
+                             line) are what the program's $!.message gave;
+                             found (segv_copy only): the copy the core names is
+                             found by its build-id as the extension in its
+                             $LOAD_PATH directory, in JSON's modules_found and
+                             the text's "Module" line; every module found so
+                             a deleted file and the file found of its build-id;
+                             found-lib-dir (segv_copy only): with a renamed copy
+                             in a directory given by --lib-search-path, that file
+                             is the one found, in that directory
 """
 
 import json
@@ -35,8 +45,9 @@ import subprocess
 from . import compare, native, procs, variants
 
 CRASH_DIR = os.path.join(procs.ROOT, "fixtures", "crash")
-MODES = ("segv", "raw_segv", "gc_mark", "bug", "abort")
+MODES = ("segv", "raw_segv", "gc_mark", "bug", "abort", "segv_copy")
 CHECKS = ("capture", "stacks", "fault", "summary-text", "native", "gc", "exception")
+COPY = "_copy"  # a mode loading the extension from a deleted copy
 
 # What each C method of crashtest.c does.
 EXPECT = {
@@ -50,6 +61,12 @@ EXPECT = {
             "bug": "crashtest: deliberate bug 42"},
     "abort": {"fault": False, "function": "ct_abort", "handler": False},
 }
+EXPECT["segv_copy"] = EXPECT["segv"]
+
+
+def method_of(mode):
+    """The C method of CrashTest a mode calls."""
+    return mode[:-len(COPY)] if mode.endswith(COPY) else mode
 
 
 def ruby_handled(cr):
@@ -65,7 +82,8 @@ def handler_name(cr):
 
 
 def test_names(ruby):
-    return ["%s/crash/%s/%s" % (ruby, m, c) for m in MODES for c in CHECKS]
+    return ["%s/crash/%s/%s" % (ruby, m, c) for m in MODES
+            for c in CHECKS + (("found", "found-lib-dir") if m.endswith(COPY) else ())]
 
 
 def build_extension(outdir, ruby_exe):
@@ -151,7 +169,7 @@ def expected_frames(cr):
     if cr.report.ruby_frames:
         return cr.report.ruby_frames
     frames = cr.oracle["frames"]
-    line = call_line(cr.mode)
+    line = call_line(method_of(cr.mode))
     return [[cr.oracle["c_label"], frames[0][1], line],
             [frames[0][0], frames[0][1], line]] + frames[1:]
 
@@ -289,6 +307,76 @@ def check_summary_text(cr, res):
     for want in wants:
         if want not in head:
             return "the summary lacks %r: %s" % (want, compare.show(head))
+    return None
+
+
+def build_id(path):
+    """The build-id of the file at path, as readelf reads it; None: none."""
+    out = subprocess.run(["readelf", "-n", path], stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, text=True, timeout=60).stdout
+    m = re.search(r"Build ID: ([0-9a-f]+)", out)
+    return m.group(1) if m else None
+
+
+def check_found(ext, res_json, res_text):
+    """The deleted copy of crashtest.so the core names is found by its
+    build-id as crashtest.so in the extension's directory (on $LOAD_PATH),
+    in JSON and in the text's header; no module whose file is where the
+    process mapped it is among those found (under Ruby::Box every
+    extension is a deleted copy: they are), and each file found has the
+    build-id said."""
+    report, reason = native.run_json(res_json)
+    if reason:
+        return reason
+    found = (report.get("process") or {}).get("modules_found")
+    want = os.path.join(ext, "crashtest.so")
+    if not isinstance(found, list):
+        return "modules_found %s, expected a list" % compare.show(found)
+    # under Ruby::Box every extension is a deleted copy, found so too
+    for f in found:
+        if not (f.get("mapped") or "").endswith(" (deleted)") or \
+                build_id(f.get("file") or "") != f.get("build_id"):
+            return "found %s: not a deleted file, or the build-id is not the file's" % (
+                compare.show(f))
+    ours = [f for f in found if (f.get("mapped") or "").endswith("crashtest.so (deleted)")]
+    if len(ours) != 1:
+        return "modules_found %s, expected the copy of crashtest.so once" % compare.show(found)
+    f = ours[0]
+    if os.path.realpath(f.get("file") or "") != os.path.realpath(want) or \
+            os.path.realpath(f.get("found_in") or "") != os.path.realpath(ext):
+        return "found %s in %s, expected %s" % (
+            compare.show(f.get("file")), compare.show(f.get("found_in")), want)
+    if f.get("found_by") != "build_id" or f.get("build_id") != build_id(want):
+        return "found by %s, build-id %s; expected build_id %s" % (
+            f.get("found_by"), f.get("build_id"), build_id(want))
+    rc, out, err, reason = res_text
+    if reason or rc != 0:
+        return reason or "text run exit %d" % rc
+    line = "Module %s: found by build-id in %s as crashtest.so" % (f["mapped"], f["found_in"])
+    if line not in out.split("\nThread ")[0].splitlines():
+        return "the header lacks %r" % line
+    return None
+
+
+def check_found_lib_dir(ext, workdir, run):
+    """A copy of crashtest.so under another name in a --lib-search-path
+    directory: found there by its build-id (every file of the directory
+    is read), before the $LOAD_PATH one."""
+    libdir = os.path.join(workdir, "libdir")
+    os.makedirs(libdir, exist_ok=True)
+    renamed = os.path.join(libdir, "renamed-extension.so")
+    shutil.copyfile(os.path.join(ext, "crashtest.so"), renamed)
+    report, reason = native.run_json(run("--json", "--lib-search-path", libdir))
+    if reason:
+        return reason
+    found = [f for f in (report.get("process") or {}).get("modules_found") or []
+             if (f.get("mapped") or "").endswith("crashtest.so (deleted)")]
+    if len(found) != 1 or found[0].get("file") != renamed or \
+            found[0].get("found_in") != libdir:
+        return "modules_found %s, expected %s in %s" % (compare.show(found), renamed, libdir)
+    c = report.get("crash") or {}
+    if (c.get("at") or {}).get("function") != "ct_segv":
+        return "the summary names %s, expected ct_segv" % compare.show(c.get("at"))
     return None
 
 
@@ -441,6 +529,10 @@ def run_tests(ctx):
                     reason = check_exception(cr, run("--json"), run())
                 elif check == "gc":
                     reason = check_gc(cr, run("--json"), run())
+                elif check == "found":
+                    reason = check_found(ext, run("--json"), run())
+                elif check == "found-lib-dir":
+                    reason = check_found_lib_dir(ext, os.path.join(base, mode), run)
                 else:
                     reason = check_native(cr, run("--json", "--native"))
                 rep.result(n, reason)

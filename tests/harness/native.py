@@ -96,9 +96,10 @@ def run_native_program(ruby_exe, mode, extdir, workdir, timeout, corestack):
     return core, oracle, live
 
 
-def eu_stack(core):
-    """eu-stack --core: {tid: [(pc, name)]}."""
-    res = subprocess.run(["eu-stack", "--core", core], stdout=subprocess.PIPE,
+def eu_stack(core, pid=None):
+    """eu-stack --core (or -p pid, core None): {tid: [(pc, name)]}."""
+    where = ["-p", str(pid)] if pid else ["--core", core]
+    res = subprocess.run(["eu-stack"] + where, stdout=subprocess.PIPE,
                          stderr=subprocess.DEVNULL, text=True, timeout=300,
                          env=procs.quiet_env())
     threads, cur = {}, None

@@ -10,7 +10,9 @@ time shares (heavy does 3x light's work).
     RUBY/record-flamegraph   -o F.svg: a well-formed SVG, heavy over light
     RUBY/record-pprof        -o F.pb.gz, read by go tool pprof -raw: heavy and
                              light with their file and the line Ruby gives them
-                             (their .times call), the sample count record reported,
+                             (their .times call), exactly the sample count record
+                             reported (a snapshot of the thread running no Ruby
+                             frame, as the program ends, under "(no Ruby frame)"),
                              heavy over light, each sample labelled with a state
                              (and ractor 1 where Ruby has ractors)
     RUBY/record-pprof-top    the same file, go tool pprof -top: the names as Ruby
@@ -20,7 +22,8 @@ time shares (heavy does 3x light's work).
     RUBY/record-pprof-protoc the same file gunzipped and decoded by protoc against
                              pprof's own profile.proto: sample types, period,
                              duration; heavy and light with their file and line;
-                             the counts add up as record reported, heavy over light
+                             the counts add up to what record reported, heavy over
+                             light
     RUBY/record-firefox      --format firefox: the Firefox Profiler's Gecko format,
                              checked against its documented fields (firefox.py)
     RUBY/record-target-exits record -- COMMAND ends within 10 s of its target's exit,
@@ -187,9 +190,10 @@ def check_pprof(res, path):
     if not samples or not locations:
         return "no samples or locations in go tool pprof -raw: %s" % raw.stdout[:300]
     total = sum(count for count, _, _ in samples)
-    # Every snapshot is one sample of the one thread, but for those taken
-    # as the program starts or ends, when its thread may run no Ruby frame.
-    if not reported or not int(reported.group(1)) - 2 <= total <= int(reported.group(1)):
+    # Every snapshot is one sample of the one thread, also those taken as
+    # the program starts or ends, when its thread runs no Ruby frame (a
+    # location of their own: pprof drops a sample without one).
+    if not reported or total != int(reported.group(1)):
         return "pprof holds %d samples, record reported %s" % (
             total, reported.group(1) if reported else "none")
     if any(wall <= 0 for _, wall, _ in samples):
@@ -329,7 +333,7 @@ def check_pprof_protoc(res, path):
     except (ValueError, KeyError, IndexError, TypeError) as exc:
         return "protoc's decoding does not hold together: %s" % exc
     total = sum(count for count, _ in samples)
-    if not reported or not int(reported.group(1)) - 2 <= total <= int(reported.group(1)):
+    if not reported or total != int(reported.group(1)):
         return "protoc decodes %d samples, record reported %s" % (
             total, reported.group(1) if reported else "none")
     inclusive = {}

@@ -12,6 +12,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 #define DEPTH 3
 
@@ -276,6 +277,139 @@ static void titles(void)
 	cs_profile_free(&p);
 }
 
+/* --- pprof: the file read back ------------------------------------------ */
+
+static uint64_t varint_at(const uint8_t *b, size_t n, size_t *i)
+{
+	uint64_t v = 0;
+	for (int shift = 0; *i < n && shift < 64; shift += 7) {
+		uint8_t c = b[(*i)++];
+		v |= (uint64_t)(c & 0x7f) << shift;
+		if (!(c & 0x80))
+			break;
+	}
+	return v;
+}
+
+/* The next field of the message b[*i, n): its number, and for a
+ * length-delimited one its bytes; false at the end or on a wire type
+ * the profile does not use. */
+static bool next_field(const uint8_t *b, size_t n, size_t *i, uint64_t *field,
+		       const uint8_t **data, size_t *len, uint64_t *value)
+{
+	if (*i >= n)
+		return false;
+	uint64_t key = varint_at(b, n, i);
+	*field = key >> 3;
+	if ((key & 7) == 0) {
+		*value = varint_at(b, n, i);
+		*data = NULL;
+		*len = 0;
+		return true;
+	}
+	if ((key & 7) != 2)
+		return false;
+	*len = (size_t)varint_at(b, n, i);
+	if (*len > n - *i)
+		return false;
+	*data = b + *i;
+	*i += *len;
+	return true;
+}
+
+/* The pprof writer's output, gunzipped; NULL on failure. */
+static uint8_t *pprof_bytes(const struct cs_profile *p, size_t *n)
+{
+	char *gz = NULL;
+	size_t gz_len = 0;
+	FILE *out = open_memstream(&gz, &gz_len);
+	if (!out)
+		return NULL;
+	struct cs_profile_run run = {.seconds = 1, .rate = 100};
+	cs_profile_format_find("pprof")->write(out, p, &run);
+	fclose(out);
+	size_t cap = 1 << 20;
+	uint8_t *raw = malloc(cap);
+	z_stream z = {.next_in = (Bytef *)gz,
+		      .avail_in = (uInt)gz_len,
+		      .next_out = raw,
+		      .avail_out = (uInt)cap};
+	bool ok = raw && inflateInit2(&z, 15 + 32) == Z_OK &&
+		  inflate(&z, Z_FINISH) == Z_STREAM_END;
+	inflateEnd(&z);
+	free(gz);
+	*n = z.total_out;
+	if (!ok) {
+		free(raw);
+		return NULL;
+	}
+	return raw;
+}
+
+/* A snapshot of a thread that runs no Ruby frame (a program starting or
+ * ending) is a sample with a location, "(no Ruby frame)": pprof drops a
+ * sample without one, and the samples would not add up to the
+ * snapshots. */
+static void pprof_without_frames(void)
+{
+	static const char *const abc[DEPTH] = {"c", "b", "a"};
+	const uint64_t ids[DEPTH] = {3, 2, 1};
+	struct cs_profile p;
+	struct fixture f;
+	cs_profile_init(&p);
+	make(&f, abc, ids, "w");
+	add(&p, &f.proc);
+	f.thread.nframes = 0;
+	add(&p, &f.proc);
+	add(&p, &f.proc);
+	CHECK(cs_profile_settle(&p), "settled");
+	size_t n = 0;
+	uint8_t *b = pprof_bytes(&p, &n);
+	CHECK(b != NULL, "the pprof file inflates");
+	uint64_t field, value, total = 0, without = 0, named = 0;
+	uint64_t no_frame_string = 0, nstrings = 0, functions_named = 0;
+	const uint8_t *data;
+	size_t len, i = 0;
+	/* the string table first: which index is the name */
+	while (b && next_field(b, n, &i, &field, &data, &len, &value)) {
+		if (field != 6)
+			continue;
+		if (len == strlen("(no Ruby frame)") &&
+		    memcmp(data, "(no Ruby frame)", len) == 0)
+			no_frame_string = nstrings;
+		nstrings++;
+	}
+	for (i = 0; b && next_field(b, n, &i, &field, &data, &len, &value);) {
+		size_t j = 0, k;
+		const uint8_t *d;
+		size_t dl;
+		uint64_t f2, v2;
+		if (field == 5) /* Function: 2 its name */
+			while (next_field(data, len, &j, &f2, &d, &dl, &v2))
+				functions_named += f2 == 2 && no_frame_string &&
+						   v2 == no_frame_string;
+		if (field != 2) /* Sample: 1 location ids, 2 values */
+			continue;
+		bool located = false;
+		while (next_field(data, len, &j, &f2, &d, &dl, &v2)) {
+			located |= f2 == 1 && dl > 0;
+			if (f2 == 2 && dl) {
+				k = 0;
+				total += varint_at(d, dl, &k);
+			}
+		}
+		without += !located;
+		named += located;
+	}
+	CHECK(total == 3 && without == 0 && named == 2,
+	      "pprof samples: %llu in all, %llu without a location",
+	      (unsigned long long)total, (unsigned long long)without);
+	CHECK(functions_named == 1, "one function named (no Ruby frame): %llu",
+	      (unsigned long long)functions_named);
+	free(b);
+	cs_profile_free(&p);
+}
+
 int main(void)
 {
 	static const char *const abc[DEPTH] = {"c", "b", "a"};
@@ -474,5 +608,6 @@ int main(void)
 	states();
 	settling();
 	titles();
+	pprof_without_frames();
 	return check_summary("test_profile");
 }
