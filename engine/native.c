@@ -749,6 +749,8 @@ static int on_thread(Dwfl_Thread *thread, void *arg)
 		else
 			break;
 	}
+	t->whole = rc == CB_STACK_END ||
+		   ((rc == 0 || rc == -1) && ends_naturally(u, thread));
 	if (rc == CB_FRAME_LIMIT)
 		t->truncated = 1;
 	else if (rc == CB_JIT_STUCK || rc == CB_NOT_CODE_STUCK) {

@@ -76,6 +76,9 @@ struct cs_native_thread {
 	 * stack (a corrupt stack, or wrong registers): cut there, error
 	 * says where. The stack is then known to be incomplete. */
 	int cut;
+	/* The unwind reached the thread's first function (_start, clone3,
+	 * start_thread) or the conventional end, a return address of 0. */
+	int whole;
 };
 
 struct cs_native_stacks {
