@@ -45,7 +45,9 @@ static long msg_offset(struct dw_module *mod, char **why)
 	return off;
 }
 
-/* libc's module, loaded where the target maps it and the same build. */
+/* libc's module, loaded where the target maps it and the same build.
+ * Its first mapping need not be where it is loaded: a program that reads
+ * its own debug info (Ruby's crash report) maps the file whole. */
 static struct dw_module *libc_module(const struct cs_target *img,
 				     const char *const *debug_dirs,
 				     uint64_t *bias)
@@ -53,7 +55,7 @@ static struct dw_module *libc_module(const struct cs_target *img,
 	const struct cs_mapping *m = cs_target_find_mapping(img, "libc.so");
 	if (!m)
 		m = cs_target_find_mapping(img, "libc-");
-	if (!m || m->file_offset != 0)
+	if (!m)
 		return NULL;
 	char *host = cs_target_host_path(img, m->path);
 	struct dw_module *mod = NULL;
@@ -63,16 +65,18 @@ static struct dw_module *libc_module(const struct cs_target *img,
 	uint8_t id[DW_BUILD_ID_MAX];
 	size_t len;
 	struct cs_error *why = NULL;
-	if (!err &&
-	    cs_image_build_id_match(img, mod->build_id, mod->build_id_len,
-				    m->start, id, &len, &why) == 0) {
+	uint64_t start = err ? 0
+			     : cs_image_module_start(img, mod->elf, m->path);
+	if (!err && (!start || cs_image_build_id_match(img, mod->build_id,
+						       mod->build_id_len, start,
+						       id, &len, &why) == 0)) {
 		dw_module_close(mod);
 		mod = NULL;
 	}
 	cs_error_destroy(why);
 	cs_error_destroy(err);
 	if (mod)
-		*bias = cs_image_module_bias(mod->elf, m->start);
+		*bias = cs_image_module_bias(mod->elf, start);
 	return mod;
 }
 

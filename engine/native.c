@@ -449,6 +449,13 @@ static bool believed(struct unwind *u, Dwfl_Frame *state, uint64_t pc,
 		return true;
 	if (u->nraw == 0 || activation) {
 		u->stack_known = cs_target_region_of(img, sp, &u->stack);
+		/* a stack overflow: sp went into the guard below the stack,
+		 * which its callers' frames are in */
+		struct cs_region above;
+		if (u->stack_known && !u->stack.write &&
+		    cs_target_region_of(img, u->stack.end, &above) &&
+		    above.write)
+			u->stack.end = above.end;
 		u->last_sp = sp;
 		return true;
 	}

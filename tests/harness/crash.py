@@ -35,21 +35,51 @@ import subprocess
 from . import compare, native, procs, variants
 
 CRASH_DIR = os.path.join(procs.ROOT, "fixtures", "crash")
-MODES = ("segv", "raw_segv", "gc_mark", "bug", "abort")
+MODES = ("segv", "raw_segv", "gc_mark", "bug", "abort", "null_call", "raw_null_call",
+         "jump_data", "raw_jump_data", "assert", "heap_corruption", "stack_overflow")
 CHECKS = ("capture", "stacks", "fault", "summary-text", "native", "gc", "exception")
 
-# What each C method of crashtest.c does.
+# What each C method of crashtest.c does: the crash kind the summary must
+# say, the fault's address ("jump": the heap buffer the program told on
+# stderr; "stack": just below the stack it told) and code, the function
+# that faulted or sent the signal, or (an execution at a pc that is not
+# code) the function whose call went there, and the message glibc printed
+# before it aborted.
 EXPECT = {
-    "segv": {"fault": True, "address": 0x1008, "function": "ct_segv", "handler": True},
-    "raw_segv": {"fault": True, "address": 0x2010, "function": "ct_raw_segv",
-                 "handler": False},
-    "gc_mark": {"fault": True, "address": 0x3018, "function": "ct_bad_mark", "handler": True},
+    "segv": {"fault": True, "kind": "memory_access", "address": 0x1008,
+             "code": "SEGV_MAPERR", "function": "ct_segv", "handler": True},
+    "raw_segv": {"fault": True, "kind": "memory_access", "address": 0x2010,
+                 "code": "SEGV_MAPERR", "function": "ct_raw_segv", "handler": False},
+    "gc_mark": {"fault": True, "kind": "memory_access", "address": 0x3018,
+                "code": "SEGV_MAPERR", "function": "ct_bad_mark", "handler": True},
     # rb_bug aborts, from rb_bug itself or (4.1-dev) from die(), which
     # rb_bug calls and which resets SIGABRT to its default first
-    "bug": {"fault": False, "outer_function": ("rb_bug", "die"), "handler": False,
-            "bug": "crashtest: deliberate bug 42"},
-    "abort": {"fault": False, "function": "ct_abort", "handler": False},
+    "bug": {"fault": False, "kind": "sent", "outer_function": ("rb_bug", "die"),
+            "handler": False, "bug": "crashtest: deliberate bug 42", "abort_message": None},
+    "abort": {"fault": False, "kind": "sent", "function": "ct_abort", "handler": False,
+              "abort_message": None},
+    "null_call": {"fault": True, "kind": "execute", "address": 0, "code": "SEGV_MAPERR",
+                  "called_from": "ct_null_call", "handler": True},
+    "raw_null_call": {"fault": True, "kind": "execute", "address": 0, "code": "SEGV_MAPERR",
+                      "called_from": "ct_raw_null_call", "handler": False},
+    "jump_data": {"fault": True, "kind": "execute", "address": "jump", "code": "SEGV_ACCERR",
+                  "called_from": "ct_jump_data", "handler": True},
+    "raw_jump_data": {"fault": True, "kind": "execute", "address": "jump",
+                      "code": "SEGV_ACCERR", "called_from": "ct_raw_jump_data",
+                      "handler": False},
+    "assert": {"fault": False, "kind": "sent", "function": "ct_assert", "handler": False,
+               "abort_message": re.compile(r".*crashtest\.c:\d+: ct_assert: "
+                                           r"Assertion `jobs == 0' failed\.")},
+    "heap_corruption": {"fault": False, "kind": "sent", "function": "ct_heap_corruption",
+                        "handler": False,
+                        "abort_message": re.compile(r"free\(\): invalid pointer")},
+    # a C stack overflow under Ruby's handler raises SystemStackError
+    "stack_overflow": {"fault": True, "kind": "stack_overflow", "address": "stack",
+                       "function": "recurse", "handler": False},
 }
+
+# How far below its stack a stack overflow may fault (crash.c's reach).
+GUARD_REACH = 1 << 20
 
 
 def ruby_handled(cr):
@@ -81,6 +111,13 @@ class RubyReport:
 
     def __init__(self, text):
         self.bug = self.address = self.rip = None
+        # what crashtest.c told before it crashed: where it jumps, the
+        # thread's stack
+        m = re.search(r"^crashtest: jump to 0x([0-9a-f]+)$", text, re.M)
+        self.jump = int(m.group(1), 16) if m else None
+        m = re.search(r"^crashtest: stack 0x([0-9a-f]+)-0x([0-9a-f]+)$", text, re.M)
+        self.stack = (int(m.group(1), 16), int(m.group(2), 16)) if m else None
+        self.lines = text.splitlines()
         # Ruby's SIGABRT handler reported the abort (4.0 and later)
         self.aborted = re.search(r"\[BUG\] Aborted\b", text) is not None
         self.ruby_frames = []    # innermost first: [label, path, lineno]
@@ -135,6 +172,33 @@ def run_crash(ruby, exe, mode, extdir, workdir, timeout):
     return CrashRun(mode, core, os.WTERMSIG(run.status), oracle, report)
 
 
+def expected_address(cr):
+    """The fault address the mode must give, or None (a stack overflow:
+    any address just below the stack, see address_ok)."""
+    address = EXPECT[cr.mode].get("address")
+    if address == "jump":
+        return cr.report.jump
+    return None if address == "stack" else address
+
+
+def address_ok(cr, address):
+    """Is address the fault the program made?"""
+    if EXPECT[cr.mode].get("address") == "stack":
+        low = cr.report.stack and cr.report.stack[0]
+        return low is not None and low - GUARD_REACH <= address < low
+    return address == expected_address(cr)
+
+
+def c_call_line(function):
+    """The line of crashtest.c that makes function's call through a bad
+    pointer (marked "CALL: function")."""
+    with open(os.path.join(CRASH_DIR, "crashtest.c")) as f:
+        for number, line in enumerate(f, 1):
+            if line.rstrip().endswith("/* CALL: %s */" % function):
+                return number
+    raise procs.Failure("crashtest.c has no call marked %s" % function)
+
+
 def call_line(mode):
     """The line of crash.rb that calls CrashTest.MODE."""
     with open(os.path.join(CRASH_DIR, "crash.rb")) as f:
@@ -181,10 +245,20 @@ def check_capture(cr):
     handled = ruby_handled(cr) or cr.mode == "bug"
     if handled and not r.ruby_frames:
         return "Ruby printed no crash report with a Ruby-level backtrace"
+    if exp.get("address") == "jump" and r.jump is None:
+        return "the program did not tell where it jumps"
+    if exp.get("address") == "stack" and r.stack is None:
+        return "the program did not tell its stack"
     if exp["fault"] and exp["handler"]:
-        if r.address != exp["address"] or r.rip is None:
-            return "Ruby's report: fault address %s, RIP %s; expected 0x%x and a RIP" % (
-                r.address and hex(r.address), r.rip and hex(r.rip), exp["address"])
+        if r.address is None or not address_ok(cr, r.address) or r.rip is None:
+            return "Ruby's report: fault address %s, RIP %s; expected %s and a RIP" % (
+                r.address and hex(r.address), r.rip and hex(r.rip), expected_address(cr))
+        if exp["kind"] == "execute" and r.rip != r.address:
+            return "Ruby's report: RIP 0x%x, but it faulted executing 0x%x" % (
+                r.rip, r.address)
+    if exp.get("abort_message") and not any(
+            exp["abort_message"].fullmatch(l) for l in r.lines):
+        return "glibc printed no line matching %r" % exp["abort_message"].pattern
     if exp.get("bug") and r.bug != exp["bug"]:
         return "Ruby's [BUG] line says %r, expected %r" % (r.bug, exp["bug"])
     return None
@@ -220,17 +294,30 @@ def check_fault(cr, res):
         return "summary names thread %s, Ruby's Thread#name %s" % (
             compare.show(c.get("thread_name")), compare.show(cr.oracle["thread_name"]))
     at = c.get("at") or {}
-    if c.get("fault") != exp["fault"]:
-        return "fault %s, expected %s" % (c.get("fault"), exp["fault"])
+    if c.get("fault") != exp["fault"] or c.get("kind") != exp["kind"]:
+        return "fault %s, kind %s; expected %s, %s" % (
+            c.get("fault"), c.get("kind"), exp["fault"], exp["kind"])
     sig = c.get("signal") or {}
     if exp["fault"]:
-        want = {"name": "SIGSEGV", "code_name": "SEGV_MAPERR",
-                "fault_address": "0x%x" % exp["address"]}
+        want = {"name": "SIGSEGV"}
+        if "code" in exp:
+            want["code_name"] = exp["code"]
         got = {k: sig.get(k) for k in want}
         if got != want:
             return "signal %s, expected %s" % (got, want)
-        if r.address is not None and int(sig["fault_address"], 16) != r.address:
+        address = int(sig.get("fault_address") or "-1", 16)
+        if not address_ok(cr, address):
+            return "fault address %s, expected %s" % (
+                sig.get("fault_address"), expected_address(cr) if expected_address(cr)
+                is not None else "just below the stack %s" % compare.show(r.stack))
+        if r.address is not None and address != r.address:
             return "fault address %s, Ruby's report 0x%x" % (sig["fault_address"], r.address)
+        if exp["kind"] == "stack_overflow":
+            stack = c.get("stack") or {}
+            got = (int(stack.get("start", "-1"), 16), int(stack.get("end", "-1"), 16))
+            if got != r.stack:
+                return "stack %s, the program's 0x%x-0x%x" % (
+                    compare.show(stack), r.stack[0], r.stack[1])
         if r.rip is not None:
             rip = (c.get("registers") or {}).get("rip")
             if rip is None or int(rip, 16) != r.rip or int(at.get("pc", "0"), 16) != r.rip:
@@ -249,6 +336,25 @@ def check_fault(cr, res):
             compare.show(c.get("core_signal")))
     if "function" in exp and at.get("function") != exp["function"]:
         return "function %s, expected %s" % (at.get("function"), exp["function"])
+    if "abort_message" in exp:
+        want = exp["abort_message"]
+        got = c.get("abort_message")
+        if (got is None) != (want is None) or (want and got not in r.lines):
+            return "abort message %s, expected %s as glibc printed it" % (
+                compare.show(got), want and want.pattern)
+    if "called_from" in exp:
+        # an execution at a pc that is not code: nothing there, and the
+        # caller the return address names, at the line of its call
+        cf = c.get("called_from") or {}
+        want = {"function": exp["called_from"], "module": "crashtest.so",
+                "line": c_call_line(exp["called_from"])}
+        got = {k: cf.get(k) for k in want}
+        if got != want or not (cf.get("file") or "").endswith("crashtest.c"):
+            return "called from %s, expected %s in crashtest.c" % (compare.show(cf), want)
+        if at.get("function") or at.get("module"):
+            return "faulted in %s, expected no function at a pc that is not code" % (
+                compare.show(at))
+        at = cf
     if "outer_function" in exp and not set(exp["outer_function"]) & {
             at.get("function"), at.get("outer_function")}:
         return "sent from %s (in %s), expected %s" % (
@@ -282,12 +388,24 @@ def check_summary_text(cr, res):
         return "the summary does not name the thread %r: %s" % (
             cr.oracle["thread_name"], crash[0])
     wants = []
-    if exp["fault"]:
-        wants += ["at address 0x%x" % exp["address"], "crashtest.so: %s" % exp["function"]]
+    if exp["kind"] == "execute":
+        wants += [r"at address 0x%x\b" % expected_address(cr),
+                  r"executed 0x%x, which is not code, called from crashtest\.so: %s at "
+                  r"\S*crashtest\.c:%d," % (expected_address(cr), exp["called_from"],
+                                          c_call_line(exp["called_from"]))]
+    elif exp["kind"] == "stack_overflow":
+        wants += [r"at address 0x[0-9a-f]+: stack overflow, \d+ bytes below the thread's "
+                  r"stack 0x%x-0x%x" % cr.report.stack,
+                  re.escape("crashtest.so: %s" % exp["function"])]
+    elif exp["fault"]:
+        wants += [r"at address 0x%x\b" % exp["address"],
+                  re.escape("crashtest.so: %s" % exp["function"])]
     else:
-        wants += ["no fault: SIGABRT (SI_TKILL)"]
+        wants += [re.escape("no fault: SIGABRT (SI_TKILL)")]
+    if exp.get("abort_message"):
+        wants += [r"\n    abort message: %s\n" % exp["abort_message"].pattern]
     for want in wants:
-        if want not in head:
+        if not re.search(want, head + "\n"):
             return "the summary lacks %r: %s" % (want, compare.show(head))
     return None
 
@@ -295,6 +413,8 @@ def check_summary_text(cr, res):
 def check_native(cr, res):
     """--native: the crashed thread's frames inside the signal frame are
     the handler's, the first outside it the faulting function."""
+    if EXPECT[cr.mode]["kind"] == "stack_overflow":
+        return check_overflow_native(cr, res)
     _, t, reason = crashed_thread(res)
     if reason:
         return reason
@@ -302,7 +422,9 @@ def check_native(cr, res):
     exp = EXPECT[cr.mode]
     handler = [f for f in frames if f.get("handler")]
     if not ruby_handled(cr):
-        return "frames marked as a handler's: %s" % compare.show(handler[:3]) if handler else None
+        if handler:
+            return "frames marked as a handler's: %s" % compare.show(handler[:3])
+        return check_past_not_code(cr, t, frames) if exp["kind"] == "execute" else None
     names = [native.plain_name(f.get("function") or "") for f in handler]
     if handler_name(cr) not in names:
         return "Ruby's handler (%s) not among the handler's frames: %s" % (
@@ -311,6 +433,8 @@ def check_native(cr, res):
     if cr.report.rip is not None and (not rest or int(rest[0]["pc"], 16) != cr.report.rip):
         return "the interrupted frame's pc %s, Ruby's RIP 0x%x" % (
             rest[0]["pc"] if rest else None, cr.report.rip)
+    if exp["kind"] == "execute":
+        return check_past_not_code(cr, t, rest)
     # a sent signal (abort) interrupted the C library that sent it
     if not exp["fault"]:
         rest = [f for f in rest if not (f.get("module") or "").startswith(
@@ -320,6 +444,56 @@ def check_native(cr, res):
             want if isinstance(want, tuple) else (want,)):
         return "the first frame outside the handler is %s, expected %s" % (
             compare.show(rest[:1]), want)
+    return None
+
+
+def check_overflow_native(cr, res):
+    """A stack overflow: the recursion fills the native frames, unwound
+    from the guard (their stack pointers below the stack, then in it) to
+    the frame limit, which the merge refuses (exit 1, says so)."""
+    rc, out, err, reason = res
+    if reason or rc != 1:
+        return reason or "exit %d, expected 1 (native frames cut at the limit)" % rc
+    report, reason = compare.parse_report(out)
+    if reason:
+        return reason
+    crashed = [t for t in report.get("threads", []) if t.get("crashed")]
+    if len(crashed) != 1:
+        return "%d threads marked crashed, expected 1" % len(crashed)
+    t = crashed[0]
+    frames = t.get("native") or []
+    names = {native.plain_name(f.get("function") or "") for f in frames}
+    if len(frames) < 2 or names != {EXPECT[cr.mode]["function"]} or t.get("native_error"):
+        return "native frames %s (error %s), expected only %s to the limit" % (
+            compare.show(sorted(names)), t.get("native_error"), EXPECT[cr.mode]["function"])
+    if t.get("merge_error") != "a stack was cut at the frame limit":
+        return "merge_error %s, expected the frame limit" % compare.show(t.get("merge_error"))
+    return None
+
+
+def check_past_not_code(cr, t, frames):
+    """An execution at a pc that is not code: frames (from the faulting
+    one) start there, marked not code, then the function that made the
+    call (found by the return address it left), and the unwind goes on to
+    the thread's start; the merged stack gives the C method that
+    function."""
+    exp = EXPECT[cr.mode]
+    if not frames or int(frames[0]["pc"], 16) != expected_address(cr) or \
+            not frames[0].get("not_code") or frames[0].get("function"):
+        return "the faulting frame %s, expected pc 0x%x, not code" % (
+            compare.show(frames[:1]), expected_address(cr))
+    caller = frames[1] if len(frames) > 1 else {}
+    if native.plain_name(caller.get("function") or "") != exp["called_from"] or \
+            caller.get("found_by") != "return_address" or \
+            caller.get("line") != c_call_line(exp["called_from"]):
+        return "the frame after it %s, expected %s at its call, found by return address" % (
+            compare.show(caller), exp["called_from"])
+    if t.get("native_error"):
+        return "native unwind stopped: %s" % t["native_error"]
+    cfuncs = [m for m in t.get("merged") or [] if m.get("kind") == "cfunc"]
+    if not cfuncs or native.plain_name(cfuncs[0].get("function") or "") != exp["called_from"]:
+        return "the merged C method's native function %s, expected %s" % (
+            compare.show(cfuncs[:1]), exp["called_from"])
     return None
 
 
