@@ -1,25 +1,43 @@
 """Crash cores written by the kernel (fixtures/crash/): a C extension that
 faults through a bad pointer (with Ruby's SIGSEGV handler, and with it put
-aside), faults in a dmark function during GC, calls rb_bug, calls abort.
+aside), faults in a dmark function during GC, calls rb_bug, calls abort,
+calls through a NULL pointer or into a heap buffer (each with and without
+Ruby's handler), fails an assert, corrupts the heap, overflows its stack.
 Each core is checked against what Ruby printed in its own crash report
 (the [BUG] line, the fault address, the RIP of its machine register
-context, the C-level and Ruby-level backtraces) and what the program did.
+context, the C-level and Ruby-level backtraces), what the program told on
+stderr before it crashed (where it jumps, its thread's stack, glibc's
+abort message) and what the program did.
 
     RUBY/crash/MODE/CHECK    MODE: segv (a bad pointer with Ruby's SIGSEGV handler),
                              raw_segv (without it), gc_mark (in a dmark function
-                             during GC), bug (rb_bug), abort (abort). CHECK:
-                             capture: Ruby's own crash report says what the program
-                             did; stacks: the crashed thread's Ruby frames are the
-                             report's; fault: the JSON crash summary names the
-                             report's fault address, its RIP as the faulting pc, the
-                             function and module, and its innermost Ruby method (for
-                             rb_bug and abort: no fault, SIGABRT sent from rb_bug,
-                             ct_abort), and the thread by its Thread#name;
-                             summary-text: the same at the top of the
-                             text; native: with --native the crashed thread's frames
-                             inside the signal frame are marked the handler's, the
-                             first outside it is the faulting function at Ruby's
-                             RIP; gc: in GC and marking only for the dmark fault,
+                             during GC), bug (rb_bug), abort (abort), null_call and
+                             raw_null_call (a call through a NULL function pointer,
+                             with and without the handler), jump_data and
+                             raw_jump_data (a call into a heap buffer), assert (a
+                             failed assert), heap_corruption (free() of a pointer
+                             malloc never gave), stack_overflow (C recursion into the
+                             guard page, without the handler). CHECK:
+                             capture: Ruby's own crash report and the program's
+                             stderr say what the program did; stacks: the crashed
+                             thread's Ruby frames are the report's; fault: the JSON
+                             crash summary names the crash kind, the report's fault
+                             address, its RIP as the faulting pc, the function and
+                             module (for a call to no code, the function that made
+                             it at the line of its call), its innermost Ruby method
+                             (for rb_bug, abort, assert and heap corruption: no
+                             fault, SIGABRT sent from rb_bug, ct_abort..., with
+                             glibc's abort message as it printed it), the stack a
+                             stack overflow hit the guard of as glibc knows it, and
+                             the thread by its Thread#name; summary-text: the same
+                             at the top of the text; native: with --native the
+                             crashed thread's frames inside the signal frame are
+                             marked the handler's, the first outside it is the
+                             faulting function at Ruby's RIP (for a call to no
+                             code: a frame that is not code, then its caller found
+                             by the return address, merged as the C method; for a
+                             stack overflow: the recursion to the frame limit);
+                             gc: in GC and marking only for the dmark fault,
                              GC.count at least what the program saw; exception: the
                              thread parked in a rescue clause handles Job::Failed,
                              whose message (JSON) and inspect (its thread's text
