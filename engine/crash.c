@@ -146,11 +146,11 @@ static void classify(struct cs_crash *c, const struct cs_native_thread *nt,
 		c->kind = CS_CRASH_UNKNOWN;
 		if (!c->error &&
 		    asprintf(&c->error,
-			     "%s was sent by the process itself, and no "
+			     "SIG%s was sent by the process itself, and no "
 			     "signal frame with the original fault was found "
 			     "on its stack%s%s",
 			     sigabbrev_np(si->signo) ? sigabbrev_np(si->signo)
-						     : "the signal",
+						     : "?",
 			     nt && nt->error ? ": " : "",
 			     nt && nt->error ? nt->error : "") < 0)
 			c->error = NULL;

@@ -2,7 +2,8 @@
 faults through a bad pointer (with Ruby's SIGSEGV handler, and with it put
 aside), faults in a dmark function during GC, calls rb_bug, calls abort,
 calls through a NULL pointer or into a heap buffer (each with and without
-Ruby's handler), fails an assert, corrupts the heap, overflows its stack.
+Ruby's handler), fails an assert, corrupts the heap, overflows its stack,
+sends itself SIGSEGV, faults inside a Fiber.
 Each core is checked against what Ruby printed in its own crash report
 (the [BUG] line, the fault address, the RIP of its machine register
 context, the C-level and Ruby-level backtraces), what the program told on
@@ -17,7 +18,9 @@ abort message) and what the program did.
                              raw_jump_data (a call into a heap buffer), assert (a
                              failed assert), heap_corruption (free() of a pointer
                              malloc never gave), stack_overflow (C recursion into the
-                             guard page, without the handler). CHECK:
+                             guard page, without the handler), raw_raise_segv
+                             (raise(SIGSEGV) without the handler: sent, no fault),
+                             fiber_segv (segv called in a Fiber). CHECK:
                              capture: Ruby's own crash report and the program's
                              stderr say what the program did; stacks: the crashed
                              thread's Ruby frames are the report's; fault: the JSON
@@ -41,21 +44,30 @@ abort message) and what the program did.
                              GC.count at least what the program saw; exception: the
                              thread parked in a rescue clause handles Job::Failed,
                              whose message (JSON) and inspect (its thread's text
-                             line) are what the program's $!.message gave
+                             line) are what the program's $!.message gave;
+                             damaged-signal-frame (null_call, jump_data): with the
+                             signal number in the handler's siginfo made invalid,
+                             the kind is unknown (JSON fault null), never "no
+                             fault"
 """
 
 import json
+import mmap
 import os
 import re
 import shutil
+import struct
 import subprocess
 
-from . import compare, native, procs, variants
+from . import compare, corrupt, native, procs, variants
 
 CRASH_DIR = os.path.join(procs.ROOT, "fixtures", "crash")
 MODES = ("segv", "raw_segv", "gc_mark", "bug", "abort", "null_call", "raw_null_call",
-         "jump_data", "raw_jump_data", "assert", "heap_corruption", "stack_overflow")
+         "jump_data", "raw_jump_data", "assert", "heap_corruption", "stack_overflow",
+         "raw_raise_segv", "fiber_segv")
 CHECKS = ("capture", "stacks", "fault", "summary-text", "native", "gc", "exception")
+# Checks of some modes only: the core with its signal frame damaged.
+MODE_CHECKS = {"null_call": ("damaged-signal-frame",), "jump_data": ("damaged-signal-frame",)}
 
 # What each C method of crashtest.c does: the crash kind the summary must
 # say, the fault's address ("jump": the heap buffer the program told on
@@ -94,6 +106,14 @@ EXPECT = {
     # a C stack overflow under Ruby's handler raises SystemStackError
     "stack_overflow": {"fault": True, "kind": "stack_overflow", "address": "stack",
                        "function": "recurse", "handler": False},
+    # a fault's signal sent, not a fault: the whole stack holds no signal
+    # frame
+    "raw_raise_segv": {"fault": False, "kind": "sent", "signal": "SIGSEGV",
+                       "function": "ct_raw_raise_segv", "handler": False},
+    # ct_segv called from a Fiber: the crashed thread's Ruby frames are
+    # the fiber's, as Ruby's report gives them
+    "fiber_segv": {"fault": True, "kind": "memory_access", "address": 0x1008,
+                   "code": "SEGV_MAPERR", "function": "ct_segv", "handler": True},
 }
 
 # How far below its stack a stack overflow may fault (crash.c's reach).
@@ -113,7 +133,8 @@ def handler_name(cr):
 
 
 def test_names(ruby):
-    return ["%s/crash/%s/%s" % (ruby, m, c) for m in MODES for c in CHECKS]
+    return ["%s/crash/%s/%s" % (ruby, m, c) for m in MODES
+            for c in CHECKS + MODE_CHECKS.get(m, ())]
 
 
 def build_extension(outdir, ruby_exe):
@@ -344,8 +365,9 @@ def check_fault(cr, res):
             if named and named != at.get("function"):
                 return "function %s, Ruby's C backtrace %s" % (at.get("function"), named)
     else:
-        if sig.get("name") != "SIGABRT" or sig.get("code_name") != "SI_TKILL":
-            return "signal %s, expected SIGABRT, SI_TKILL" % compare.show(sig)
+        want = exp.get("signal", "SIGABRT")
+        if sig.get("name") != want or sig.get("code_name") != "SI_TKILL":
+            return "signal %s, expected %s, SI_TKILL" % (compare.show(sig), want)
     if bool(c.get("from_signal_frame")) != ruby_handled(cr):
         return "from_signal_frame %s with%s Ruby's handler" % (
             c.get("from_signal_frame"), "" if ruby_handled(cr) else "out")
@@ -419,7 +441,7 @@ def check_summary_text(cr, res):
         wants += [r"at address 0x%x\b" % exp["address"],
                   re.escape("crashtest.so: %s" % exp["function"])]
     else:
-        wants += [re.escape("no fault: SIGABRT (SI_TKILL)")]
+        wants += [re.escape("no fault: %s (SI_TKILL)" % exp.get("signal", "SIGABRT"))]
     if exp.get("abort_message"):
         wants += [r"\n    abort message: %s\n" % exp["abort_message"].pattern]
     for want in wants:
@@ -512,6 +534,55 @@ def check_past_not_code(cr, t, frames):
     if not cfuncs or native.plain_name(cfuncs[0].get("function") or "") != exp["called_from"]:
         return "the merged C method's native function %s, expected %s" % (
             compare.show(cfuncs[:1]), exp["called_from"])
+    return None
+
+
+def check_damaged_signal_frame(cr, cs, timeout):
+    """The signal number in the siginfo Ruby's handler got (found in the
+    core by its bytes, next to the saved %rsp and %rip) made invalid: no
+    signal frame holds the original fault any more, and the core's own
+    signal (SIGSEGV sent by the handler) must not be taken for a sent one:
+    the kind is unknown, "fault" null, the text says so, exit 0."""
+    res = procs.run_tool([cs, "--json", cr.core], timeout)
+    report, t, reason = crashed_thread(res)
+    if reason:
+        return "intact core: %s" % reason
+    c = report.get("crash") or {}
+    regs = c.get("registers") or {}
+    if c.get("kind") != "execute" or not regs.get("rsp"):
+        return "intact core: kind %s, registers %s" % (c.get("kind"), compare.show(regs))
+    rsp, rip = int(regs["rsp"], 16), int(regs["rip"], 16)
+    address = expected_address(cr)
+    # the ucontext's gregs hold ... rsp, rip ...; the siginfo after it
+    # starts with si_signo, si_errno, si_code and, at 16, si_addr
+    siginfo = struct.pack("<iii", 11, 0, 1 if address == 0 else 2)
+    core = corrupt.CoreFile(cr.core)
+    with open(cr.core, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        at = data.find(struct.pack("<QQ", rsp, rip))
+        info = data.find(siginfo, at, at + 1024) if at >= 0 else -1
+        if info < 0 or data[info + 16:info + 24] != struct.pack("<Q", address):
+            return "no saved context with rsp 0x%x, rip 0x%x and its siginfo in the core" % (
+                rsp, rip)
+    core.write_at(info, struct.pack("<i", 200))
+    try:
+        res = procs.run_tool([cs, "--json", cr.core], timeout)
+        res_text = procs.run_tool([cs, cr.core], timeout)
+    finally:
+        core.restore()
+    report, t, reason = crashed_thread(res)
+    if reason:
+        return reason
+    c = report.get("crash") or {}
+    if c.get("kind") != "unknown" or c.get("fault") is not None or not c.get("error"):
+        return "kind %s, fault %s, error %s; expected unknown, null and why" % (
+            c.get("kind"), c.get("fault"), compare.show(c.get("error")))
+    rc, out, err, reason = res_text
+    if reason or rc != 0:
+        return reason or "text run exit %d: %s" % (rc, err.strip()[:200])
+    crash = [l for l in out.splitlines() if l.startswith("Crash: ")]
+    if not crash or "no fault" in crash[0] or \
+            not crash[0].endswith("; the original fault is unknown"):
+        return "the summary says %s" % compare.show(crash[:1])
     return None
 
 
@@ -633,6 +704,8 @@ def run_tests(ctx):
                     reason = check_exception(cr, run("--json"), run())
                 elif check == "gc":
                     reason = check_gc(cr, run("--json"), run())
+                elif check == "damaged-signal-frame":
+                    reason = check_damaged_signal_frame(cr, cs, timeout)
                 else:
                     reason = check_native(cr, run("--json", "--native"))
                 rep.result(n, reason)
