@@ -84,12 +84,12 @@ char *cs_abort_message(const struct cs_target *img, const struct cs_memory *mem,
 		       const char *const *debug_dirs, char **why)
 {
 	*why = NULL;
-	uint64_t bias = 0, sym, record = 0;
+	uint64_t bias = 0, sym = 0, record = 0;
 	struct dw_module *mod = libc_module(img, debug_dirs, &bias);
 	struct cs_error *err =
 		mod ? dw_module_object_symbol(mod, "__abort_msg", &sym)
 		    : cs_error_create(CS_ERR_LOOKUP, "no libc");
-	if (!err)
+	if (mod && !err)
 		err = cs_memory_read(mem, sym + bias, &record, sizeof(record));
 	long off = !err && record ? msg_offset(mod, why) : -1;
 	cs_error_destroy(err);

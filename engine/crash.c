@@ -161,10 +161,10 @@ static void classify(struct cs_crash *c, const struct cs_native_thread *nt,
 	    (si->signo == SIGSEGV && c->regs_known && si->addr == pc)) {
 		c->kind = CS_CRASH_EXECUTE;
 		size_t next =
-			c->at_function
+			c->at_function && nt
 				? (size_t)(c->at_function - nt->frames) + 1
 				: SIZE_MAX;
-		if (next < nt->nframes &&
+		if (nt && next < nt->nframes &&
 		    nt->frames[next].found_by == CS_FOUND_BY_RETURN_ADDRESS)
 			group_of(nt, next, &c->called_from,
 				 &c->called_from_function);
