@@ -97,13 +97,6 @@ static bool from_signal_frame(struct cs_crash *c,
 	return true;
 }
 
-/* Signals the CPU raises on a fault (a process may send them too). */
-static bool fault_signal(int signo)
-{
-	return signo == SIGSEGV || signo == SIGBUS || signo == SIGILL ||
-	       signo == SIGFPE || signo == SIGTRAP;
-}
-
 /* How far below a stack a fault still hits its guard: Linux keeps a gap
  * of 256 pages below a growing stack (stack_guard_gap), glibc a guard
  * of a page or more below a thread's. */
@@ -133,26 +126,28 @@ static void classify(struct cs_crash *c, const struct cs_native_thread *nt,
 {
 	const struct cs_siginfo *si = &c->fault.si;
 	if (c->sent) {
-		/* A handler that re-raised a fault leaves the original only
-		 * in its signal frame: a fault signal sent without one is
-		 * believed sent only when the whole stack was unwound and
-		 * held none. */
+		/* A handler that took a fault and then signalled (Ruby's
+		 * re-raises it, or aborts) leaves the original only in its
+		 * signal frame: a signal sent without one is believed sent
+		 * only when the whole stack was unwound and held none. */
 		bool whole = nt && nt->nframes && nt->whole;
-		if (!fault_signal(si->signo) || c->from_signal_frame ||
-		    (!frame_not_believed && whole)) {
+		if (c->from_signal_frame || (!frame_not_believed && whole)) {
 			c->kind = CS_CRASH_SENT;
 			return;
 		}
 		c->kind = CS_CRASH_UNKNOWN;
 		if (!c->error &&
 		    asprintf(&c->error,
-			     "SIG%s was sent by the process itself, and no "
-			     "signal frame with the original fault was found "
-			     "on its stack%s%s",
+			     "SIG%s was sent by the process itself, and its "
+			     "native stack, not unwound to the thread's start "
+			     "(%s), may hold a handler's signal frame with an "
+			     "original fault",
 			     sigabbrev_np(si->signo) ? sigabbrev_np(si->signo)
 						     : "?",
-			     nt && nt->error ? ": " : "",
-			     nt && nt->error ? nt->error : "") < 0)
+			     nt && nt->error ? nt->error
+			     : nt && nt->nframes
+				     ? "it ends where no caller is known"
+				     : "it is unknown") < 0)
 			c->error = NULL;
 		return;
 	}

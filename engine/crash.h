@@ -15,8 +15,10 @@
 
 /* What the crash was, as far as the core tells. */
 enum cs_crash_kind {
-	/* A fault signal the process sent itself (a handler re-raising
-	 * it) with no signal frame found that holds the original. */
+	/* A signal the process sent itself, with no signal frame found
+	 * and the stack not unwound whole (or a signal frame there that
+	 * is not believed): a handler may have sent it after a fault
+	 * whose record was not found. */
 	CS_CRASH_UNKNOWN,
 	/* A read or write at an address it cannot touch (SIGSEGV,
 	 * SIGBUS). */
