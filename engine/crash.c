@@ -208,6 +208,12 @@ struct cs_error *cs_crash_find(const struct cs_siginfo *si, int64_t crash_tid,
 			c->thread = (long)i;
 	if (c->thread >= 0 && p->threads[c->thread].nframes)
 		c->ruby = &p->threads[c->thread].frames[0];
+	for (size_t i = 0; c->thread >= 0 && i < p->threads[c->thread].nfibers;
+	     i++) {
+		const struct rv_fiber *f = &p->threads[c->thread].fibers[i];
+		if (f->is_current && !f->is_root)
+			c->fiber = f;
+	}
 	if (nt && nt->nframes && from_signal_frame(c, nt, mem)) {
 		/* the handler signalled again: what the core was written on,
 		 * sent from inside the handler */

@@ -72,6 +72,9 @@ struct cs_crash {
 	const struct cs_native_frame *resent_by;
 	/* The innermost Ruby frame of the thread, or NULL. */
 	const struct rv_frame *ruby;
+	/* The fiber it ran when that is not the thread's root fiber (its
+	 * frames are the thread's), or NULL. */
+	const struct rv_fiber *fiber;
 	char *error; /* NULL, or why the fault is not known */
 };
 

@@ -24,8 +24,8 @@
  * "jit_frame"; 14: each Ruby frame's "self" with --locals; 15: a
  * document with "error" for unusable input; 16: each stack's
  * "frames_cut"; 17: each frame's "absolute_path", the process's "cwd";
- * 18: the crash's "thread_name"; 19: the crash's "kind", "called_from",
- * "stack" and "abort_message" ("fault" null when unknown), each native
+ * 18: the crash's "thread_name"; 19: the crash's "kind", "fiber",
+ * "called_from", "stack" and "abort_message" ("fault" null when unknown), each native
  * frame's "not_code", found_by "return_address". */
 #define CS_JSON_SCHEMA_MINOR 19
 

@@ -56,6 +56,11 @@ void cs_render_crash_text(FILE *out, const struct cs_report *r)
 		if (name)
 			fprintf(out, " \"%s\"", name);
 		fprintf(out, " (tid %lld)", (long long)c->tid);
+		if (c->fiber)
+			fprintf(out, " in fiber 0x%llx",
+				(unsigned long long)(c->fiber->object
+							     ? c->fiber->object
+							     : c->fiber->addr));
 	} else
 		fprintf(out, "tid %lld, which runs no Ruby", (long long)c->tid);
 	uint64_t addr = c->fault.si.addr;
@@ -226,6 +231,10 @@ void cs_render_crash_json(struct json *j, const struct cs_report *r,
 		json_null(j, "thread_index");
 	json_string(j, "thread_name",
 		    c->thread >= 0 ? r->ruby->threads[c->thread].name : NULL);
+	if (c->fiber && c->fiber->object)
+		json_hex_string(j, "fiber", c->fiber->object);
+	else
+		json_null(j, "fiber");
 	if (c->kind == CS_CRASH_UNKNOWN)
 		json_null(j, "fault");
 	else

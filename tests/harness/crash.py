@@ -113,7 +113,8 @@ EXPECT = {
     # ct_segv called from a Fiber: the crashed thread's Ruby frames are
     # the fiber's, as Ruby's report gives them
     "fiber_segv": {"fault": True, "kind": "memory_access", "address": 0x1008,
-                   "code": "SEGV_MAPERR", "function": "ct_segv", "handler": True},
+                   "code": "SEGV_MAPERR", "function": "ct_segv", "handler": True,
+                   "fiber": True},
 }
 
 # How far below its stack a stack overflow may fault (crash.c's reach).
@@ -156,6 +157,9 @@ class RubyReport:
         self.jump = int(m.group(1), 16) if m else None
         m = re.search(r"^crashtest: stack 0x([0-9a-f]+)-0x([0-9a-f]+)$", text, re.M)
         self.stack = (int(m.group(1), 16), int(m.group(2), 16)) if m else None
+        # the Fiber the crash happened in, as crash.rb told it
+        m = re.search(r"^crash\.rb: in #<Fiber:0x([0-9a-f]+)", text, re.M)
+        self.fiber = int(m.group(1), 16) if m else None
         self.lines = text.splitlines()
         # Ruby's SIGABRT handler reported the abort (4.0 and later)
         self.aborted = re.search(r"\[BUG\] Aborted\b", text) is not None
@@ -332,6 +336,14 @@ def check_fault(cr, res):
     if c.get("thread_name") != cr.oracle["thread_name"]:
         return "summary names thread %s, Ruby's Thread#name %s" % (
             compare.show(c.get("thread_name")), compare.show(cr.oracle["thread_name"]))
+    fiber = c.get("fiber")
+    if exp.get("fiber"):
+        if r.fiber is None:
+            return "crash.rb did not tell its fiber"
+        if fiber is None or int(fiber, 16) != r.fiber:
+            return "summary names fiber %s, Fiber#inspect 0x%x" % (fiber, r.fiber)
+    elif fiber is not None:
+        return "summary names fiber %s, the crash is on the thread's root fiber" % fiber
     at = c.get("at") or {}
     if c.get("fault") != exp["fault"] or c.get("kind") != exp["kind"]:
         return "fault %s, kind %s; expected %s, %s" % (
@@ -423,10 +435,11 @@ def check_summary_text(cr, res):
     label = compare.plain_label(expected_frames(cr)[0][0])
     if not re.search(r"called from Ruby: .*:in [`'](\S*[.#])?%s'" % re.escape(label), head):
         return "the summary does not name the Ruby method %r: %s" % (label, compare.show(head))
-    if not re.match(r'Crash: thread \d+ "%s" \(tid \d+\)' % re.escape(
-            cr.oracle["thread_name"]), crash[0]):
-        return "the summary does not name the thread %r: %s" % (
-            cr.oracle["thread_name"], crash[0])
+    fiber = " in fiber 0x%x" % cr.report.fiber if exp.get("fiber") else ""
+    if not re.match(r'Crash: thread \d+ "%s" \(tid \d+\)%s,' % (re.escape(
+            cr.oracle["thread_name"]), fiber), crash[0]):
+        return "the summary does not name the thread %r%s: %s" % (
+            cr.oracle["thread_name"], fiber, crash[0])
     wants = []
     if exp["kind"] == "execute":
         wants += [r"at address 0x%x\b" % expected_address(cr),
