@@ -3,6 +3,7 @@
  * signal sits where the trampoline's stack pointer points. */
 #include "crash.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,9 +97,101 @@ static bool from_signal_frame(struct cs_crash *c,
 	return true;
 }
 
+/* How far below a stack a fault still hits its guard: Linux keeps a gap
+ * of 256 pages below a growing stack (stack_guard_gap), glibc a guard
+ * of a page or more below a thread's. */
+#define GUARD_REACH (1u << 20)
+
+/* A fault at addr with the stack pointer at sp that hit the guard below
+ * the stack the thread ran on: addr is not writable, and the writable
+ * region just above it, within GUARD_REACH, is that stack (sp in it,
+ * or already past its bottom by less than GUARD_REACH). */
+static bool stack_overflow(struct cs_crash *c, const struct cs_target *img,
+			   uint64_t addr, uint64_t sp)
+{
+	struct cs_writable_regions w = img ? cs_target_writable_regions(img)
+					   : (struct cs_writable_regions){0};
+	uint64_t lo, hi;
+	if (!w.next || !w.next(w.priv, addr, &lo, &hi) || addr >= lo ||
+	    lo - addr > GUARD_REACH || sp >= hi || sp + GUARD_REACH < lo)
+		return false;
+	c->stack_start = lo;
+	c->stack_end = hi;
+	return true;
+}
+
+/* What kind of crash c is, once its signal and frames are known. */
+static void classify(struct cs_crash *c, const struct cs_native_thread *nt,
+		     const struct cs_target *img, bool frame_not_believed)
+{
+	const struct cs_siginfo *si = &c->fault.si;
+	if (c->sent) {
+		/* A handler that took a fault and then signalled (Ruby's
+		 * re-raises it, or aborts) leaves the original only in its
+		 * signal frame: a signal sent without one is believed sent
+		 * only when the whole stack was unwound and held none. */
+		bool whole = nt && nt->nframes && nt->whole;
+		if (c->from_signal_frame || (!frame_not_believed && whole)) {
+			c->kind = CS_CRASH_SENT;
+			return;
+		}
+		c->kind = CS_CRASH_UNKNOWN;
+		if (!c->error &&
+		    asprintf(&c->error,
+			     "SIG%s was sent by the process itself, and its "
+			     "native stack, not unwound to the thread's start "
+			     "(%s), may hold a handler's signal frame with an "
+			     "original fault",
+			     sigabbrev_np(si->signo) ? sigabbrev_np(si->signo)
+						     : "?",
+			     nt && nt->error ? nt->error
+			     : nt && nt->nframes
+				     ? "it ends where no caller is known"
+				     : "it is unknown") < 0)
+			c->error = NULL;
+		return;
+	}
+	uint64_t pc = c->fault.regs[CS_REG_RIP];
+	if ((c->at && c->at->not_code) ||
+	    (si->signo == SIGSEGV && c->regs_known && si->addr == pc)) {
+		c->kind = CS_CRASH_EXECUTE;
+		size_t next =
+			c->at_function && nt
+				? (size_t)(c->at_function - nt->frames) + 1
+				: SIZE_MAX;
+		if (nt && next < nt->nframes &&
+		    nt->frames[next].found_by == CS_FOUND_BY_RETURN_ADDRESS)
+			group_of(nt, next, &c->called_from,
+				 &c->called_from_function);
+		return;
+	}
+	if (si->signo != SIGSEGV && si->signo != SIGBUS) {
+		c->kind = CS_CRASH_FAULT;
+		return;
+	}
+	c->kind = c->regs_known && stack_overflow(c, img, si->addr,
+						  c->fault.regs[CS_REG_RSP])
+			  ? CS_CRASH_STACK_OVERFLOW
+			  : CS_CRASH_MEMORY_ACCESS;
+}
+
+const char *cs_crash_kind_name(enum cs_crash_kind kind)
+{
+	static const char *const names[] = {
+		[CS_CRASH_UNKNOWN] = "unknown",
+		[CS_CRASH_MEMORY_ACCESS] = "memory_access",
+		[CS_CRASH_EXECUTE] = "execute",
+		[CS_CRASH_STACK_OVERFLOW] = "stack_overflow",
+		[CS_CRASH_FAULT] = "fault",
+		[CS_CRASH_SENT] = "sent",
+	};
+	return names[kind];
+}
+
 struct cs_error *cs_crash_find(const struct cs_siginfo *si, int64_t crash_tid,
 			       const struct cs_thread *kt,
 			       const struct cs_native_thread *nt,
+			       const struct cs_target *img,
 			       const struct cs_memory *mem,
 			       const struct rv_process *p, const int64_t *tids,
 			       char *const *tid_errors, struct cs_crash **ret)
@@ -115,6 +208,12 @@ struct cs_error *cs_crash_find(const struct cs_siginfo *si, int64_t crash_tid,
 			c->thread = (long)i;
 	if (c->thread >= 0 && p->threads[c->thread].nframes)
 		c->ruby = &p->threads[c->thread].frames[0];
+	for (size_t i = 0; c->thread >= 0 && i < p->threads[c->thread].nfibers;
+	     i++) {
+		const struct rv_fiber *f = &p->threads[c->thread].fibers[i];
+		if (f->is_current && !f->is_root)
+			c->fiber = f;
+	}
 	if (nt && nt->nframes && from_signal_frame(c, nt, mem)) {
 		/* the handler signalled again: what the core was written on,
 		 * sent from inside the handler */
@@ -123,8 +222,10 @@ struct cs_error *cs_crash_find(const struct cs_siginfo *si, int64_t crash_tid,
 		if (is_sent(si) && c->at)
 			sender_of(nt, 0, (size_t)(c->at - nt->frames),
 				  &c->resent_by, &function);
+		classify(c, nt, img, false);
 		return NULL;
 	}
+	bool not_believed = c->error != NULL;
 	c->fault.si = *si;
 	c->sent = is_sent(si);
 	if (kt) {
@@ -137,12 +238,14 @@ struct cs_error *cs_crash_find(const struct cs_siginfo *si, int64_t crash_tid,
 			     nt && nt->error ? ": " : "",
 			     nt && nt->error ? nt->error : "") < 0)
 			c->error = NULL;
+		classify(c, nt, img, not_believed);
 		return NULL;
 	}
 	if (c->sent)
 		sender_of(nt, 0, nt->nframes, &c->at, &c->at_function);
 	else
 		group_of(nt, 0, &c->at, &c->at_function);
+	classify(c, nt, img, not_believed);
 	return NULL;
 }
 
@@ -151,5 +254,6 @@ void cs_crash_free(struct cs_crash *c)
 	if (!c)
 		return;
 	free(c->error);
+	free(c->abort_message);
 	free(c);
 }

@@ -13,6 +13,30 @@
 #include "../process/signal_frame.h"
 #include "native.h"
 
+/* What the crash was, as far as the core tells. */
+enum cs_crash_kind {
+	/* A signal the process sent itself, with no signal frame found
+	 * and the stack not unwound whole (or a signal frame there that
+	 * is not believed): a handler may have sent it after a fault
+	 * whose record was not found. */
+	CS_CRASH_UNKNOWN,
+	/* A read or write at an address it cannot touch (SIGSEGV,
+	 * SIGBUS). */
+	CS_CRASH_MEMORY_ACCESS,
+	/* The CPU fetched an instruction at a pc that is not code (a
+	 * call through a NULL or data pointer). */
+	CS_CRASH_EXECUTE,
+	/* An access just below the stack the thread ran on: its guard. */
+	CS_CRASH_STACK_OVERFLOW,
+	/* Another fault the CPU raised (SIGILL, SIGFPE, SIGTRAP). */
+	CS_CRASH_FAULT,
+	/* The signal was sent by a process (abort, raise, kill). */
+	CS_CRASH_SENT,
+};
+/* "unknown", "memory_access", "execute", "stack_overflow", "fault",
+ * "sent" */
+const char *cs_crash_kind_name(enum cs_crash_kind kind);
+
 struct cs_crash {
 	int64_t tid;
 	/* the Ruby thread that took it (index), or -1: it runs no Ruby */
@@ -25,6 +49,18 @@ struct cs_crash {
 	/* The signal was sent by a process (abort, raise, kill), not by
 	 * the CPU: there is no fault address. */
 	bool sent;
+	enum cs_crash_kind kind;
+	/* CS_CRASH_EXECUTE: the frame whose call left the return address
+	 * (the innermost inlined call at it, and the function holding
+	 * them); NULL: unknown. */
+	const struct cs_native_frame *called_from, *called_from_function;
+	/* CS_CRASH_STACK_OVERFLOW: the stack the thread ran on, the
+	 * writable region just above the fault address. */
+	uint64_t stack_start, stack_end;
+	/* The message the C library kept before it aborted (a failed
+	 * assert, heap corruption: glibc's __abort_msg), without its final
+	 * newline; NULL: none or unknown. */
+	char *abort_message;
 	/* The frame of the faulting pc (or, for a sent signal, of the
 	 * call that sent it) with the inlined calls at it: first is the
 	 * innermost, function the one that holds them. NULL: unknown. */
@@ -36,17 +72,22 @@ struct cs_crash {
 	const struct cs_native_frame *resent_by;
 	/* The innermost Ruby frame of the thread, or NULL. */
 	const struct rv_frame *ruby;
+	/* The fiber it ran when that is not the thread's root fiber (its
+	 * frames are the thread's), or NULL. */
+	const struct rv_fiber *fiber;
 	char *error; /* NULL, or why the fault is not known */
 };
 
 /* The summary of a crash on si (a fatal signal) taken by the kernel
  * thread crash_tid (kt: its registers, or NULL), from nt, that thread's
- * native stack (NULL: unknown), memory and p's thread tids[] (-1 unknown;
- * tid_errors[i], when set, means Ruby thread i is not believed to be
- * it). Pointers borrow from their arguments. */
+ * native stack (NULL: unknown), the target img (its regions; NULL:
+ * unknown), memory and p's thread tids[] (-1 unknown; tid_errors[i],
+ * when set, means Ruby thread i is not believed to be it). Pointers
+ * borrow from their arguments. */
 struct cs_error *cs_crash_find(const struct cs_siginfo *si, int64_t crash_tid,
 			       const struct cs_thread *kt,
 			       const struct cs_native_thread *nt,
+			       const struct cs_target *img,
 			       const struct cs_memory *mem,
 			       const struct rv_process *p, const int64_t *tids,
 			       char *const *tid_errors, struct cs_crash **ret);

@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../process/signal_frame.h"
 #include "../util/u64map.h"
 #include "past_jit.h"
 #include "vm_module.h"
@@ -421,6 +422,7 @@ struct raw_frame {
 	int activation;
 	int jit; /* index of the JIT region its code lies in, or -1 */
 	enum cs_native_found_by found_by;
+	int not_code; /* see cs_native_frame */
 };
 
 struct unwind {
@@ -442,9 +444,10 @@ struct unwind {
 	bool stack_ended; /* ... or it met a return address of 0 */
 	const struct cs_jit_region *jits;
 	size_t njits;
-	/* The registers of the JIT frame the unwind stopped at */
-	Dwarf_Word jit_regs[DWARF_X86_64_REGS];
-	bool jit_known[DWARF_X86_64_REGS];
+	/* The registers of the frame the unwind stopped at: JIT code, or a
+	 * pc that is not code */
+	Dwarf_Word stop_regs[DWARF_X86_64_REGS];
+	bool stop_known[DWARF_X86_64_REGS];
 	/* The unwind resumed past JIT code: its first frame's pc is one
 	 * byte into the call that entered JIT code (so that libdwfl takes
 	 * the call's CFI), and it was found so. */
@@ -457,6 +460,7 @@ struct unwind {
 #define CB_CUT (DWARF_CB_ABORT + 2)
 #define CB_STACK_END (DWARF_CB_ABORT + 3)
 #define CB_JIT (DWARF_CB_ABORT + 4)
+#define CB_NOT_CODE (DWARF_CB_ABORT + 6)
 
 /* The JIT region holding code at addr, or -1. */
 static int jit_at(const struct unwind *u, uint64_t addr)
@@ -487,6 +491,17 @@ static bool module_code(void *arg, uint64_t addr)
 		!cs_target_region_of(img, addr, &r) || r.exec);
 }
 
+/* Code at all: a module's, JIT code, or in a region that can run it.
+ * Without regions (the debugger's) only the first two are known. */
+static bool is_code(struct unwind *u, uint64_t addr)
+{
+	struct cs_region r;
+	if (module_code(u, addr) || jit_at(u, addr) >= 0)
+		return true;
+	return cs_target_knows_regions(u->img) &&
+	       cs_target_region_of(u->img, addr, &r) && r.exec;
+}
+
 /* A frame the unwinder reached is believed only if it is code on the
  * stack its callee ran on: its return address in a module or an
  * executable region,
@@ -506,6 +521,13 @@ static bool believed(struct unwind *u, Dwfl_Frame *state, uint64_t pc,
 		return true;
 	if (u->nraw == 0 || activation) {
 		u->stack_known = cs_target_region_of(img, sp, &u->stack);
+		/* a stack overflow: sp went into the guard below the stack,
+		 * which its callers' frames are in */
+		struct cs_region above;
+		if (u->stack_known && !u->stack.write &&
+		    cs_target_region_of(img, u->stack.end, &above) &&
+		    above.write)
+			u->stack.end = above.end;
 		u->last_sp = sp;
 		return true;
 	}
@@ -557,15 +579,21 @@ static int on_frame(Dwfl_Frame *state, void *arg)
 	f->activation = activation;
 	f->found_by = how;
 	f->jit = jit_at(u, activation ? pc : pc - 1);
-	if (f->jit < 0)
+	f->not_code = 0;
+	/* The innermost frame, or one a signal interrupted, at a pc that
+	 * is not code: a call through a bad pointer. libdwfl has no CFI
+	 * there (and would guess from %rbp, skipping the caller). */
+	if (f->jit < 0 && activation && !is_code(u, pc))
+		f->not_code = 1;
+	else if (f->jit < 0)
 		return DWARF_CB_OK;
-	/* JIT code has no CFI: past_jit.h finds the way on */
+	/* No CFI here: past_jit.h, or the return address, finds the way */
 	for (unsigned r = 0; r < DWARF_X86_64_REGS; r++)
-		u->jit_known[r] = dwfl_frame_reg(state, r, &u->jit_regs[r]) ==
-				  0;
-	u->jit_regs[DWARF_X86_64_RIP] = pc;
-	u->jit_known[DWARF_X86_64_RIP] = true;
-	return CB_JIT;
+		u->stop_known[r] = dwfl_frame_reg(state, r, &u->stop_regs[r]) ==
+				   0;
+	u->stop_regs[DWARF_X86_64_RIP] = pc;
+	u->stop_known[DWARF_X86_64_RIP] = true;
+	return f->not_code ? CB_NOT_CODE : CB_JIT;
 }
 
 static int jit_code(void *arg, uint64_t addr)
@@ -580,14 +608,16 @@ static int jit_code(void *arg, uint64_t addr)
  * that entered it (past_jit.h), add the JIT frames on the way and unwind
  * on from there. libdwfl's return code, or CB_JIT_STUCK with why. */
 #define CB_JIT_STUCK (DWARF_CB_ABORT + 5)
+static int resume_at(struct unwind *u, pid_t tid, uint64_t pc, uint64_t sp,
+		     uint64_t fp, enum cs_native_found_by how);
 static int go_past_jit(struct unwind *u, pid_t tid, char *why, size_t len)
 {
 	const struct raw_frame *j = &u->raw[u->nraw - 1];
 	const struct cs_jit_region *region = &u->jits[j->jit];
-	uint64_t sp = u->jit_regs[DWARF_X86_64_RSP];
+	uint64_t sp = u->stop_regs[DWARF_X86_64_RSP];
 	struct cs_region stack;
 	const struct cs_target *img = u->img;
-	if (!u->jit_known[DWARF_X86_64_RSP] || !cs_target_knows_regions(img) ||
+	if (!u->stop_known[DWARF_X86_64_RSP] || !cs_target_knows_regions(img) ||
 	    !cs_target_region_of(img, sp, &stack))
 		stack = (struct cs_region){.start = sp,
 					   .end = sp + STACK_WITHOUT_REGIONS};
@@ -600,9 +630,9 @@ static int go_past_jit(struct unwind *u, pid_t tid, char *why, size_t len)
 		.stack_hi = stack.end,
 	};
 	char reason[160] = "its stack pointer is not known";
-	if (!u->jit_known[DWARF_X86_64_RSP] ||
-	    !cs_past_jit_find(&env, sp, u->jit_regs[DWARF_X86_64_RBP],
-			      u->jit_known[DWARF_X86_64_RBP], u->past, reason,
+	if (!u->stop_known[DWARF_X86_64_RSP] ||
+	    !cs_past_jit_find(&env, sp, u->stop_regs[DWARF_X86_64_RBP],
+			      u->stop_known[DWARF_X86_64_RBP], u->past, reason,
 			      sizeof(reason))) {
 		snprintf(why, len, "unwinding stopped in %s code at 0x%llx: %s",
 			 region->jit, (unsigned long long)j->pc, reason);
@@ -619,28 +649,132 @@ static int go_past_jit(struct unwind *u, pid_t tid, char *why, size_t len)
 			.found_by = CS_FOUND_BY_FRAME_POINTER};
 		u->last_sp = p->frames[i].sp;
 	}
-	/* The caller's registers: %rip, %rsp and %rbp as found, the others
-	 * as the JIT frame has them (its CFI needs only those three to find
-	 * the frames past it). */
+	return resume_at(u, tid, p->pc, p->sp, p->fp,
+			 p->how == CS_PAST_JIT_FRAME_POINTER
+				 ? CS_FOUND_BY_FRAME_POINTER
+				 : CS_FOUND_BY_SCAN);
+}
+
+/* Unwind on from the caller of the frame the unwind stopped at: pc its
+ * return address, sp and fp its %rsp and %rbp. The caller's registers:
+ * those three as found, the others as the stopped frame has them (its
+ * CFI needs only those three to find the frames past it). */
+static int resume_at(struct unwind *u, pid_t tid, uint64_t pc, uint64_t sp,
+		     uint64_t fp, enum cs_native_found_by how)
+{
 	struct cs_thread resume = {.tid = tid};
 	for (size_t i = 0; i < u->out->nthreads; i++)
 		if (u->threads[i]->tid == tid)
 			resume = *u->threads[i];
 	for (size_t r = 0; r < DWARF_X86_64_REGS; r++)
-		resume.regs[dwarf_order[r]] = u->jit_known[r] ? u->jit_regs[r]
-							      : 0;
-	resume.regs[CS_REG_RIP] = p->pc - 1;
-	resume.regs[CS_REG_RSP] = p->sp;
-	resume.regs[CS_REG_RBP] = p->fp;
+		resume.regs[dwarf_order[r]] = u->stop_known[r] ? u->stop_regs[r]
+							       : 0;
+	resume.regs[CS_REG_RIP] = pc - 1;
+	resume.regs[CS_REG_RSP] = sp;
+	resume.regs[CS_REG_RBP] = fp;
 	u->ns->resume = &resume;
 	u->segment_first = true;
-	u->segment_how = p->how == CS_PAST_JIT_FRAME_POINTER
-				 ? CS_FOUND_BY_FRAME_POINTER
-				 : CS_FOUND_BY_SCAN;
+	u->segment_how = how;
 	int rc = dwfl_getthread_frames(u->dwfl, tid, on_frame, u);
 	u->ns->resume = NULL;
 	u->segment_first = false;
 	return rc;
+}
+
+/* The unwind stopped at a pc that is not code (the last raw frame): a
+ * call through a bad pointer, whose CPU faulted fetching the target
+ * before it ran a single instruction. The call pushed its return
+ * address at %rsp, and every other register is still the caller's: as
+ * a debugger does, unwind on from there, once that word is a return
+ * address (code, just after a call instruction). libdwfl's return code,
+ * or CB_NOT_CODE_STUCK with why. */
+#define CB_NOT_CODE_STUCK (DWARF_CB_ABORT + 7)
+static int go_past_not_code(struct unwind *u, pid_t tid, char *why, size_t len)
+{
+	const struct raw_frame *f = &u->raw[u->nraw - 1];
+	uint64_t sp = u->stop_regs[DWARF_X86_64_RSP], ret = 0;
+	const char *problem = NULL;
+	struct cs_error *err = NULL;
+	if (!u->stop_known[DWARF_X86_64_RSP])
+		problem = "its stack pointer is not known";
+	else if ((err = cs_memory_read(u->mem, sp, &ret, sizeof(ret))))
+		problem = "the word at its stack pointer is unreadable";
+	else if (!is_code(u, ret - 1) ||
+		 !cs_past_jit_after_call(u->mem, ret, true))
+		problem = "the word at its stack pointer is no return address";
+	cs_error_destroy(err);
+	if (problem) {
+		snprintf(why, len,
+			 "unwinding stopped at 0x%llx, which is not code: %s",
+			 (unsigned long long)f->pc, problem);
+		return CB_NOT_CODE_STUCK;
+	}
+	return resume_at(u, tid, ret, sp + 8,
+			 u->stop_known[DWARF_X86_64_RBP]
+				 ? u->stop_regs[DWARF_X86_64_RBP]
+				 : 0,
+			 CS_FOUND_BY_RETURN_ADDRESS);
+}
+
+/* Is the code at addr a signal trampoline (its CFI says so: the frame
+ * it returns to is a signal's saved context)? */
+static bool signal_trampoline(Dwfl *dwfl, uint64_t addr)
+{
+	Dwfl_Module *mod = dwfl_addrmodule(dwfl, addr);
+	Dwarf_Addr bias;
+	Dwarf_CFI *cfis[2] = {
+		mod ? dwfl_module_eh_cfi(mod, &bias) : NULL,
+		mod ? dwfl_module_dwarf_cfi(mod, &bias) : NULL,
+	};
+	for (size_t i = 0; i < 2; i++) {
+		Dwarf_Frame *frame;
+		bool signalp = false;
+		if (!cfis[i] ||
+		    dwarf_cfi_addrframe(cfis[i], addr - bias, &frame) != 0)
+			continue;
+		dwarf_frame_info(frame, NULL, NULL, &signalp);
+		free(frame);
+		return signalp;
+	}
+	return false;
+}
+
+/* libdwfl ends an unwind at a pc of 0, also the pc a signal interrupted
+ * (a call through a NULL pointer, under a handler): when the last frame
+ * is the signal trampoline and the context it saved holds a pc that is
+ * not code, add the interrupted frame from that context. Whether it did
+ * (the caller then goes past it). */
+static bool interrupted_not_code(struct unwind *u)
+{
+	if (u->nraw == 0 || u->nraw >= u->max_frames)
+		return false;
+	struct raw_frame *t = &u->raw[u->nraw - 1];
+	struct cs_signal_frame sf;
+	if (!t->sp || t->jit >= 0 ||
+	    !signal_trampoline(u->dwfl, t->activation ? t->pc : t->pc - 1))
+		return false;
+	struct cs_error *err = cs_signal_frame_read(u->mem, t->sp, &sf);
+	if (err || is_code(u, sf.regs[CS_REG_RIP])) {
+		cs_error_destroy(err);
+		return false;
+	}
+	t->activation = 1; /* the trampoline's pc is exact, as libdwfl has
+			    * it when it goes on */
+	uint64_t sp = sf.regs[CS_REG_RSP];
+	u->raw[u->nraw++] = (struct raw_frame){.pc = sf.regs[CS_REG_RIP],
+					       .sp = sp,
+					       .activation = 1,
+					       .jit = -1,
+					       .not_code = 1};
+	for (size_t r = 0; r < DWARF_X86_64_REGS; r++) {
+		u->stop_regs[r] = sf.regs[dwarf_order[r]];
+		u->stop_known[r] = true;
+	}
+	/* a frame a signal interrupted starts a new stack (believed()) */
+	u->stack_known = cs_target_knows_regions(u->img) &&
+			 cs_target_region_of(u->img, sp, &u->stack);
+	u->last_sp = sp;
+	return true;
 }
 
 /* Did the unwind reach a thread's first function (_start, clone3)? */
@@ -682,12 +816,23 @@ static int on_thread(Dwfl_Thread *thread, void *arg)
 	u->stack_ended = false;
 	int rc = dwfl_thread_getframes(thread, on_frame, u);
 	char stuck[320];
-	/* each time past JIT code adds a frame: bounded by max_frames */
-	while (rc == CB_JIT)
-		rc = go_past_jit(u, tid, stuck, sizeof(stuck));
+	/* each time past JIT code or a pc that is not code adds a frame:
+	 * bounded by max_frames */
+	for (;;) {
+		if (rc == CB_JIT)
+			rc = go_past_jit(u, tid, stuck, sizeof(stuck));
+		else if (rc == CB_NOT_CODE)
+			rc = go_past_not_code(u, tid, stuck, sizeof(stuck));
+		else if ((rc == 0 || rc == -1) && interrupted_not_code(u))
+			rc = CB_NOT_CODE;
+		else
+			break;
+	}
+	t->whole = rc == CB_STACK_END ||
+		   ((rc == 0 || rc == -1) && ends_naturally(u, thread));
 	if (rc == CB_FRAME_LIMIT)
 		t->truncated = 1;
-	else if (rc == CB_JIT_STUCK) {
+	else if (rc == CB_JIT_STUCK || rc == CB_NOT_CODE_STUCK) {
 		if (!(t->error = strdup(stuck)))
 			t->error = NULL;
 	} else if (rc == CB_CUT) {
@@ -728,6 +873,7 @@ static int on_thread(Dwfl_Thread *thread, void *arg)
 			l.frames[k].interrupted = interrupted(u, i);
 			l.frames[k].handler = i < handler_end;
 			l.frames[k].found_by = r->found_by;
+			l.frames[k].not_code = r->not_code;
 		}
 	}
 	t->frames = l.frames;
@@ -858,6 +1004,8 @@ const char *cs_native_found_by_name(enum cs_native_found_by how)
 		return "frame_pointer";
 	case CS_FOUND_BY_SCAN:
 		return "stack_scan";
+	case CS_FOUND_BY_RETURN_ADDRESS:
+		return "return_address";
 	default:
 		return "cfi";
 	}

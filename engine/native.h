@@ -27,13 +27,16 @@ struct cs_jit_region {
 
 /* How a frame was found: by its callee's CFI, as any; past JIT code
  * (past_jit.h), by the JIT code's frame-pointer chain or by the return
- * address above the JIT frame. */
+ * address above the JIT frame; past a pc that is not code (a call
+ * through a bad pointer), by the return address that call left at the
+ * stack pointer. */
 enum cs_native_found_by {
 	CS_FOUND_BY_CFI,
 	CS_FOUND_BY_FRAME_POINTER,
 	CS_FOUND_BY_SCAN,
+	CS_FOUND_BY_RETURN_ADDRESS,
 };
-/* "cfi", "frame_pointer", "stack_scan" */
+/* "cfi", "frame_pointer", "stack_scan", "return_address" */
 const char *cs_native_found_by_name(enum cs_native_found_by how);
 
 struct cs_native_frame {
@@ -57,6 +60,11 @@ struct cs_native_frame {
 	const char *jit;
 	uint64_t jit_start, jit_end;
 	enum cs_native_found_by found_by;
+	/* Its pc is not code: outside every mapping, or in memory that
+	 * cannot run (the innermost frame, or one a signal interrupted,
+	 * after a call or jump through a bad pointer). The frame after it
+	 * is the one whose call left the return address at its sp. */
+	int not_code;
 };
 
 struct cs_native_thread {
@@ -69,6 +77,9 @@ struct cs_native_thread {
 	 * stack (a corrupt stack, or wrong registers): cut there, error
 	 * says where. The stack is then known to be incomplete. */
 	int cut;
+	/* The unwind reached the thread's first function (_start, clone3,
+	 * start_thread) or the conventional end, a return address of 0. */
+	int whole;
 };
 
 struct cs_native_stacks {

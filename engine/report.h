@@ -24,8 +24,11 @@
  * "jit_frame"; 14: each Ruby frame's "self" with --locals; 15: a
  * document with "error" for unusable input; 16: each stack's
  * "frames_cut"; 17: each frame's "absolute_path", the process's "cwd";
- * 18: the crash's "thread_name"; 19: the process's "modules_found". */
-#define CS_JSON_SCHEMA_MINOR 19
+ * 18: the crash's "thread_name"; 19: the process's "modules_found"; 20:
+ * the crash's "kind", "fiber", "called_from", "stack" and
+ * "abort_message" ("fault" null when unknown), each native frame's
+ * "not_code", found_by "return_address". */
+#define CS_JSON_SCHEMA_MINOR 20
 
 struct cs_report {
 	const char *core_path; /* NULL for a live process */

@@ -3,12 +3,14 @@
  * target's warnings are known only once it has been read. */
 #include "snapshot.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../rubyvm/jit.h"
 #include "../process/crash_signal.h"
+#include "abort_msg.h"
 #include "engine.h"
 #include "jit_regions.h"
 #include "pthread_tid.h"
@@ -189,7 +191,9 @@ static struct cs_error *merge_native(struct cs_snapshot *s, bool *ok)
 
 /* The crash summary; it never makes the report partial: what it cannot
  * tell, it says. */
-static struct cs_error *find_crash(const struct cs_memory *mem,
+static struct cs_error *find_crash(const struct cs_engine_request *req,
+				   const struct cs_target *t,
+				   const struct cs_memory *mem,
 				   const struct cs_siginfo *si,
 				   int64_t crash_tid, struct cs_snapshot *s)
 {
@@ -199,9 +203,23 @@ static struct cs_error *find_crash(const struct cs_memory *mem,
 			kt = s->threads[i];
 	const struct cs_native_stacks *ns = s->native ? s->native
 						      : s->crash_native;
-	return cs_crash_find(si, crash_tid, kt,
-			     cs_native_thread_of(ns, crash_tid), mem, s->proc,
-			     s->tids.tids, s->tids.errors, &s->crash);
+	struct cs_error *err = cs_crash_find(si, crash_tid, kt,
+					     cs_native_thread_of(ns, crash_tid),
+					     t, mem, s->proc, s->tids.tids,
+					     s->tids.errors, &s->crash);
+	struct cs_crash *c = s->crash;
+	if (err || !c ||
+	    (c->fault.si.signo != SIGABRT &&
+	     !(c->core_signal && c->core_signal->signo == SIGABRT)))
+		return err;
+	/* an abort: what the C library said before it (assert, malloc) */
+	char *why = NULL;
+	c->abort_message = cs_abort_message(t, mem, req->debug_dirs, &why);
+	if (why && !c->error &&
+	    asprintf(&c->error, "the abort message: %s", why) < 0)
+		c->error = NULL;
+	free(why);
+	return NULL;
 }
 
 /* A core's notes keep the start of the command line: the whole of it from
@@ -273,7 +291,7 @@ struct cs_error *cs_engine_snapshot(struct cs_engine *e,
 				  glibc_tids, crash_tid, &s->tids);
 	free(glibc_tids);
 	if (err || (err = merge_native(s, &merged_ok)) ||
-	    (si && (err = find_crash(mem, si, crash_tid, s))))
+	    (si && (err = find_crash(req, t, mem, si, crash_tid, s))))
 		return err;
 	const struct cs_vm_module *vm = &r->vm;
 	struct cs_report *rep = &s->report;

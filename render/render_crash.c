@@ -56,26 +56,52 @@ void cs_render_crash_text(FILE *out, const struct cs_report *r)
 		if (name)
 			fprintf(out, " \"%s\"", name);
 		fprintf(out, " (tid %lld)", (long long)c->tid);
+		if (c->fiber)
+			fprintf(out, " in fiber 0x%llx",
+				(unsigned long long)(c->fiber->object
+							     ? c->fiber->object
+							     : c->fiber->addr));
 	} else
 		fprintf(out, "tid %lld, which runs no Ruby", (long long)c->tid);
+	uint64_t addr = c->fault.si.addr;
 	if (c->sent) {
-		fputs(", no fault: ", out);
+		fputs(c->kind == CS_CRASH_SENT ? ", no fault: " : ", ", out);
 		signal_text(out, &c->fault.si);
 		if (c->fault.sender_pid > 0 && c->fault.sender_pid != r->pid)
 			fprintf(out, " sent by process %d",
 				c->fault.sender_pid);
 		else
 			fputs(" sent by the process itself", out);
+		if (c->kind == CS_CRASH_UNKNOWN)
+			fputs("; the original fault is unknown", out);
 	} else {
 		fputs(", ", out);
 		signal_text(out, &c->fault.si);
-		fprintf(out, " at address 0x%llx",
-			(unsigned long long)c->fault.si.addr);
+		fprintf(out, " at address 0x%llx", (unsigned long long)addr);
+		if (c->kind == CS_CRASH_STACK_OVERFLOW)
+			fprintf(out,
+				": stack overflow, %llu bytes below the "
+				"thread's stack 0x%llx-0x%llx",
+				(unsigned long long)(c->stack_start - addr),
+				(unsigned long long)c->stack_start,
+				(unsigned long long)c->stack_end);
 	}
 	if (c->from_signal_frame)
 		fputs(" (from the signal frame on its stack)", out);
 	fputc('\n', out);
-	if (c->at) {
+	if (c->kind == CS_CRASH_EXECUTE) {
+		fprintf(out, "    executed 0x%llx, which is not code, ",
+			(unsigned long long)(c->at ? c->at->pc : addr));
+		if (c->called_from) {
+			fputs("called from ", out);
+			where_text(out, c->called_from,
+				   c->called_from_function);
+			fprintf(out, ", return address 0x%llx\n",
+				(unsigned long long)c->called_from->pc);
+		} else {
+			fputs("called from an unknown caller\n", out);
+		}
+	} else if (c->at) {
 		fprintf(out, "    %s ", c->sent ? "sent from" : "faulted in");
 		where_text(out, c->at, c->at_function);
 		if (c->regs_known)
@@ -83,6 +109,8 @@ void cs_render_crash_text(FILE *out, const struct cs_report *r)
 				(unsigned long long)c->fault.regs[CS_REG_RIP]);
 		fputc('\n', out);
 	}
+	if (c->abort_message)
+		fprintf(out, "    abort message: %s\n", c->abort_message);
 	if (c->ruby) {
 		const struct rv_frame *f = c->ruby;
 		const char *q = r->ruby->backtick_quotes ? "`" : "'";
@@ -203,7 +231,15 @@ void cs_render_crash_json(struct json *j, const struct cs_report *r,
 		json_null(j, "thread_index");
 	json_string(j, "thread_name",
 		    c->thread >= 0 ? r->ruby->threads[c->thread].name : NULL);
-	json_bool(j, "fault", !c->sent);
+	if (c->fiber && c->fiber->object)
+		json_hex_string(j, "fiber", c->fiber->object);
+	else
+		json_null(j, "fiber");
+	if (c->kind == CS_CRASH_UNKNOWN)
+		json_null(j, "fault");
+	else
+		json_bool(j, "fault", !c->sent);
+	json_string(j, "kind", cs_crash_kind_name(c->kind));
 	cs_render_signal_json(j, "signal", &c->fault.si);
 	json_bool(j, "from_signal_frame", c->from_signal_frame);
 	if (c->fault.sender_pid > 0)
@@ -211,6 +247,16 @@ void cs_render_crash_json(struct json *j, const struct cs_report *r,
 	else
 		json_null(j, "sender_pid");
 	where_json(j, "at", c->at, c->at_function);
+	where_json(j, "called_from", c->called_from, c->called_from_function);
+	if (c->kind == CS_CRASH_STACK_OVERFLOW) {
+		json_begin_object(j, "stack");
+		json_hex_string(j, "start", c->stack_start);
+		json_hex_string(j, "end", c->stack_end);
+		json_end_object(j);
+	} else {
+		json_null(j, "stack");
+	}
+	json_string(j, "abort_message", c->abort_message);
 	registers_json(j, c);
 	if (c->ruby) {
 		json_begin_object(j, "ruby_frame");

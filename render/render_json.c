@@ -186,6 +186,7 @@ static void native_frame(struct json *j, const struct cs_native_frame *f)
 		json_null(j, "jit");
 	}
 	json_string(j, "found_by", cs_native_found_by_name(f->found_by));
+	json_bool(j, "not_code", f->not_code);
 }
 
 static void native_frames(struct json *j, const char *key,

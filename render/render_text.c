@@ -252,6 +252,8 @@ static void native_frame(FILE *out, const struct cs_native_frame *f)
 				    ? ", found by frame pointer"
 			    : f->found_by == CS_FOUND_BY_SCAN
 				    ? ", found by stack scan"
+			    : f->found_by == CS_FOUND_BY_RETURN_ADDRESS
+				    ? ", found by return address"
 				    : "";
 	if (f->jit) {
 		fprintf(out,

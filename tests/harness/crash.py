@@ -1,27 +1,48 @@
 """Crash cores written by the kernel (fixtures/crash/): a C extension that
 faults through a bad pointer (with Ruby's SIGSEGV handler, and with it put
-aside), faults in a dmark function during GC, calls rb_bug, calls abort.
+aside), faults in a dmark function during GC, calls rb_bug, calls abort,
+calls through a NULL pointer or into a heap buffer (each with and without
+Ruby's handler), fails an assert, corrupts the heap, overflows its stack,
+sends itself SIGSEGV, faults inside a Fiber.
 Each core is checked against what Ruby printed in its own crash report
 (the [BUG] line, the fault address, the RIP of its machine register
-context, the C-level and Ruby-level backtraces) and what the program did.
+context, the C-level and Ruby-level backtraces), what the program told on
+stderr before it crashed (where it jumps, its thread's stack, glibc's
+abort message) and what the program did.
 
     RUBY/crash/MODE/CHECK    MODE: segv (a bad pointer with Ruby's SIGSEGV handler),
                              raw_segv (without it), gc_mark (in a dmark function
-                             during GC), bug (rb_bug), abort (abort), segv_copy
-                             (segv, the extension loaded from a copy deleted
-                             before the crash, as Ruby::Box loads one). CHECK:
-                             capture: Ruby's own crash report says what the program
-                             did; stacks: the crashed thread's Ruby frames are the
-                             report's; fault: the JSON crash summary names the
-                             report's fault address, its RIP as the faulting pc, the
-                             function and module, and its innermost Ruby method (for
-                             rb_bug and abort: no fault, SIGABRT sent from rb_bug,
-                             ct_abort), and the thread by its Thread#name;
-                             summary-text: the same at the top of the
-                             text; native: with --native the crashed thread's frames
-                             inside the signal frame are marked the handler's, the
-                             first outside it is the faulting function at Ruby's
-                             RIP; gc: in GC and marking only for the dmark fault,
+                             during GC), bug (rb_bug), abort (abort), null_call and
+                             raw_null_call (a call through a NULL function pointer,
+                             with and without the handler), jump_data and
+                             raw_jump_data (a call into a heap buffer), assert (a
+                             failed assert), heap_corruption (free() of a pointer
+                             malloc never gave), stack_overflow (C recursion into the
+                             guard page, without the handler), raw_raise_segv
+                             (raise(SIGSEGV) without the handler: sent, no fault),
+                             fiber_segv (segv called in a Fiber), segv_copy (segv, the
+                             extension loaded from a copy deleted before the crash,
+                             as Ruby::Box loads one). CHECK:
+                             capture: Ruby's own crash report and the program's
+                             stderr say what the program did; stacks: the crashed
+                             thread's Ruby frames are the report's; fault: the JSON
+                             crash summary names the crash kind, the report's fault
+                             address, its RIP as the faulting pc, the function and
+                             module (for a call to no code, the function that made
+                             it at the line of its call), its innermost Ruby method
+                             (for rb_bug, abort, assert and heap corruption: no
+                             fault, SIGABRT sent from rb_bug, ct_abort..., with
+                             glibc's abort message as it printed it), the stack a
+                             stack overflow hit the guard of as glibc knows it, and
+                             the thread by its Thread#name; summary-text: the same
+                             at the top of the text; native: with --native the
+                             crashed thread's frames inside the signal frame are
+                             marked the handler's, the first outside it is the
+                             faulting function at Ruby's RIP (for a call to no
+                             code: a frame that is not code, then its caller found
+                             by the return address, merged as the C method; for a
+                             stack overflow: the recursion to the frame limit);
+                             gc: in GC and marking only for the dmark fault,
                              GC.count at least what the program saw; exception: the
                              thread parked in a rescue clause handles Job::Failed,
                              whose message (JSON) and inspect (its thread's text
@@ -33,33 +54,79 @@ context, the C-level and Ruby-level backtraces) and what the program did.
                              a deleted file and the file found of its build-id;
                              found-lib-dir (segv_copy only): with a renamed copy
                              in a directory given by --lib-search-path, that file
-                             is the one found, in that directory
+                             is the one found, in that directory;
+                             damaged-signal-frame (null_call, jump_data): with the
+                             signal number in the handler's siginfo made invalid,
+                             the kind is unknown (JSON fault null), never "no
+                             fault"
 """
 
 import json
+import mmap
 import os
 import re
 import shutil
+import struct
 import subprocess
 
-from . import compare, native, procs, variants
+from . import compare, corrupt, native, procs, variants
 
 CRASH_DIR = os.path.join(procs.ROOT, "fixtures", "crash")
-MODES = ("segv", "raw_segv", "gc_mark", "bug", "abort", "segv_copy")
+MODES = ("segv", "raw_segv", "gc_mark", "bug", "abort", "null_call", "raw_null_call",
+         "jump_data", "raw_jump_data", "assert", "heap_corruption", "stack_overflow",
+         "raw_raise_segv", "fiber_segv", "segv_copy")
 CHECKS = ("capture", "stacks", "fault", "summary-text", "native", "gc", "exception")
 COPY = "_copy"  # a mode loading the extension from a deleted copy
+# Checks of some modes only: the core with its signal frame damaged.
+MODE_CHECKS = {"null_call": ("damaged-signal-frame",), "jump_data": ("damaged-signal-frame",),
+               "segv_copy": ("found", "found-lib-dir")}
 
-# What each C method of crashtest.c does.
+# What each C method of crashtest.c does: the crash kind the summary must
+# say, the fault's address ("jump": the heap buffer the program told on
+# stderr; "stack": just below the stack it told) and code, the function
+# that faulted or sent the signal, or (an execution at a pc that is not
+# code) the function whose call went there, and the message glibc printed
+# before it aborted.
 EXPECT = {
-    "segv": {"fault": True, "address": 0x1008, "function": "ct_segv", "handler": True},
-    "raw_segv": {"fault": True, "address": 0x2010, "function": "ct_raw_segv",
-                 "handler": False},
-    "gc_mark": {"fault": True, "address": 0x3018, "function": "ct_bad_mark", "handler": True},
+    "segv": {"fault": True, "kind": "memory_access", "address": 0x1008,
+             "code": "SEGV_MAPERR", "function": "ct_segv", "handler": True},
+    "raw_segv": {"fault": True, "kind": "memory_access", "address": 0x2010,
+                 "code": "SEGV_MAPERR", "function": "ct_raw_segv", "handler": False},
+    "gc_mark": {"fault": True, "kind": "memory_access", "address": 0x3018,
+                "code": "SEGV_MAPERR", "function": "ct_bad_mark", "handler": True},
     # rb_bug aborts, from rb_bug itself or (4.1-dev) from die(), which
     # rb_bug calls and which resets SIGABRT to its default first
-    "bug": {"fault": False, "outer_function": ("rb_bug", "die"), "handler": False,
-            "bug": "crashtest: deliberate bug 42"},
-    "abort": {"fault": False, "function": "ct_abort", "handler": False},
+    "bug": {"fault": False, "kind": "sent", "outer_function": ("rb_bug", "die"),
+            "handler": False, "bug": "crashtest: deliberate bug 42", "abort_message": None},
+    "abort": {"fault": False, "kind": "sent", "function": "ct_abort", "handler": False,
+              "abort_message": None},
+    "null_call": {"fault": True, "kind": "execute", "address": 0, "code": "SEGV_MAPERR",
+                  "called_from": "ct_null_call", "handler": True},
+    "raw_null_call": {"fault": True, "kind": "execute", "address": 0, "code": "SEGV_MAPERR",
+                      "called_from": "ct_raw_null_call", "handler": False},
+    "jump_data": {"fault": True, "kind": "execute", "address": "jump", "code": "SEGV_ACCERR",
+                  "called_from": "ct_jump_data", "handler": True},
+    "raw_jump_data": {"fault": True, "kind": "execute", "address": "jump",
+                      "code": "SEGV_ACCERR", "called_from": "ct_raw_jump_data",
+                      "handler": False},
+    "assert": {"fault": False, "kind": "sent", "function": "ct_assert", "handler": False,
+               "abort_message": re.compile(r".*crashtest\.c:\d+: ct_assert: "
+                                           r"Assertion `jobs == 0' failed\.")},
+    "heap_corruption": {"fault": False, "kind": "sent", "function": "ct_heap_corruption",
+                        "handler": False,
+                        "abort_message": re.compile(r"free\(\): invalid pointer")},
+    # a C stack overflow under Ruby's handler raises SystemStackError
+    "stack_overflow": {"fault": True, "kind": "stack_overflow", "address": "stack",
+                       "function": "recurse", "handler": False},
+    # a fault's signal sent, not a fault: the whole stack holds no signal
+    # frame
+    "raw_raise_segv": {"fault": False, "kind": "sent", "signal": "SIGSEGV",
+                       "function": "ct_raw_raise_segv", "handler": False},
+    # ct_segv called from a Fiber: the crashed thread's Ruby frames are
+    # the fiber's, as Ruby's report gives them
+    "fiber_segv": {"fault": True, "kind": "memory_access", "address": 0x1008,
+                   "code": "SEGV_MAPERR", "function": "ct_segv", "handler": True,
+                   "fiber": True},
 }
 EXPECT["segv_copy"] = EXPECT["segv"]
 
@@ -67,6 +134,9 @@ EXPECT["segv_copy"] = EXPECT["segv"]
 def method_of(mode):
     """The C method of CrashTest a mode calls."""
     return mode[:-len(COPY)] if mode.endswith(COPY) else mode
+
+# How far below its stack a stack overflow may fault (crash.c's reach).
+GUARD_REACH = 1 << 20
 
 
 def ruby_handled(cr):
@@ -83,7 +153,7 @@ def handler_name(cr):
 
 def test_names(ruby):
     return ["%s/crash/%s/%s" % (ruby, m, c) for m in MODES
-            for c in CHECKS + (("found", "found-lib-dir") if m.endswith(COPY) else ())]
+            for c in CHECKS + MODE_CHECKS.get(m, ())]
 
 
 def build_extension(outdir, ruby_exe):
@@ -99,6 +169,16 @@ class RubyReport:
 
     def __init__(self, text):
         self.bug = self.address = self.rip = None
+        # what crashtest.c told before it crashed: where it jumps, the
+        # thread's stack
+        m = re.search(r"^crashtest: jump to 0x([0-9a-f]+)$", text, re.M)
+        self.jump = int(m.group(1), 16) if m else None
+        m = re.search(r"^crashtest: stack 0x([0-9a-f]+)-0x([0-9a-f]+)$", text, re.M)
+        self.stack = (int(m.group(1), 16), int(m.group(2), 16)) if m else None
+        # the Fiber the crash happened in, as crash.rb told it
+        m = re.search(r"^crash\.rb: in #<Fiber:0x([0-9a-f]+)", text, re.M)
+        self.fiber = int(m.group(1), 16) if m else None
+        self.lines = text.splitlines()
         # Ruby's SIGABRT handler reported the abort (4.0 and later)
         self.aborted = re.search(r"\[BUG\] Aborted\b", text) is not None
         self.ruby_frames = []    # innermost first: [label, path, lineno]
@@ -153,6 +233,33 @@ def run_crash(ruby, exe, mode, extdir, workdir, timeout):
     return CrashRun(mode, core, os.WTERMSIG(run.status), oracle, report)
 
 
+def expected_address(cr):
+    """The fault address the mode must give, or None (a stack overflow:
+    any address just below the stack, see address_ok)."""
+    address = EXPECT[cr.mode].get("address")
+    if address == "jump":
+        return cr.report.jump
+    return None if address == "stack" else address
+
+
+def address_ok(cr, address):
+    """Is address the fault the program made?"""
+    if EXPECT[cr.mode].get("address") == "stack":
+        low = cr.report.stack and cr.report.stack[0]
+        return low is not None and low - GUARD_REACH <= address < low
+    return address == expected_address(cr)
+
+
+def c_call_line(function):
+    """The line of crashtest.c that makes function's call through a bad
+    pointer (marked "CALL: function")."""
+    with open(os.path.join(CRASH_DIR, "crashtest.c")) as f:
+        for number, line in enumerate(f, 1):
+            if line.rstrip().endswith("/* CALL: %s */" % function):
+                return number
+    raise procs.Failure("crashtest.c has no call marked %s" % function)
+
+
 def call_line(mode):
     """The line of crash.rb that calls CrashTest.MODE."""
     with open(os.path.join(CRASH_DIR, "crash.rb")) as f:
@@ -199,10 +306,20 @@ def check_capture(cr):
     handled = ruby_handled(cr) or cr.mode == "bug"
     if handled and not r.ruby_frames:
         return "Ruby printed no crash report with a Ruby-level backtrace"
+    if exp.get("address") == "jump" and r.jump is None:
+        return "the program did not tell where it jumps"
+    if exp.get("address") == "stack" and r.stack is None:
+        return "the program did not tell its stack"
     if exp["fault"] and exp["handler"]:
-        if r.address != exp["address"] or r.rip is None:
-            return "Ruby's report: fault address %s, RIP %s; expected 0x%x and a RIP" % (
-                r.address and hex(r.address), r.rip and hex(r.rip), exp["address"])
+        if r.address is None or not address_ok(cr, r.address) or r.rip is None:
+            return "Ruby's report: fault address %s, RIP %s; expected %s and a RIP" % (
+                r.address and hex(r.address), r.rip and hex(r.rip), expected_address(cr))
+        if exp["kind"] == "execute" and r.rip != r.address:
+            return "Ruby's report: RIP 0x%x, but it faulted executing 0x%x" % (
+                r.rip, r.address)
+    if exp.get("abort_message") and not any(
+            exp["abort_message"].fullmatch(l) for l in r.lines):
+        return "glibc printed no line matching %r" % exp["abort_message"].pattern
     if exp.get("bug") and r.bug != exp["bug"]:
         return "Ruby's [BUG] line says %r, expected %r" % (r.bug, exp["bug"])
     return None
@@ -237,18 +354,39 @@ def check_fault(cr, res):
     if c.get("thread_name") != cr.oracle["thread_name"]:
         return "summary names thread %s, Ruby's Thread#name %s" % (
             compare.show(c.get("thread_name")), compare.show(cr.oracle["thread_name"]))
+    fiber = c.get("fiber")
+    if exp.get("fiber"):
+        if r.fiber is None:
+            return "crash.rb did not tell its fiber"
+        if fiber is None or int(fiber, 16) != r.fiber:
+            return "summary names fiber %s, Fiber#inspect 0x%x" % (fiber, r.fiber)
+    elif fiber is not None:
+        return "summary names fiber %s, the crash is on the thread's root fiber" % fiber
     at = c.get("at") or {}
-    if c.get("fault") != exp["fault"]:
-        return "fault %s, expected %s" % (c.get("fault"), exp["fault"])
+    if c.get("fault") != exp["fault"] or c.get("kind") != exp["kind"]:
+        return "fault %s, kind %s; expected %s, %s" % (
+            c.get("fault"), c.get("kind"), exp["fault"], exp["kind"])
     sig = c.get("signal") or {}
     if exp["fault"]:
-        want = {"name": "SIGSEGV", "code_name": "SEGV_MAPERR",
-                "fault_address": "0x%x" % exp["address"]}
+        want = {"name": "SIGSEGV"}
+        if "code" in exp:
+            want["code_name"] = exp["code"]
         got = {k: sig.get(k) for k in want}
         if got != want:
             return "signal %s, expected %s" % (got, want)
-        if r.address is not None and int(sig["fault_address"], 16) != r.address:
+        address = int(sig.get("fault_address") or "-1", 16)
+        if not address_ok(cr, address):
+            return "fault address %s, expected %s" % (
+                sig.get("fault_address"), expected_address(cr) if expected_address(cr)
+                is not None else "just below the stack %s" % compare.show(r.stack))
+        if r.address is not None and address != r.address:
             return "fault address %s, Ruby's report 0x%x" % (sig["fault_address"], r.address)
+        if exp["kind"] == "stack_overflow":
+            stack = c.get("stack") or {}
+            got = (int(stack.get("start", "-1"), 16), int(stack.get("end", "-1"), 16))
+            if got != r.stack:
+                return "stack %s, the program's 0x%x-0x%x" % (
+                    compare.show(stack), r.stack[0], r.stack[1])
         if r.rip is not None:
             rip = (c.get("registers") or {}).get("rip")
             if rip is None or int(rip, 16) != r.rip or int(at.get("pc", "0"), 16) != r.rip:
@@ -257,8 +395,9 @@ def check_fault(cr, res):
             if named and named != at.get("function"):
                 return "function %s, Ruby's C backtrace %s" % (at.get("function"), named)
     else:
-        if sig.get("name") != "SIGABRT" or sig.get("code_name") != "SI_TKILL":
-            return "signal %s, expected SIGABRT, SI_TKILL" % compare.show(sig)
+        want = exp.get("signal", "SIGABRT")
+        if sig.get("name") != want or sig.get("code_name") != "SI_TKILL":
+            return "signal %s, expected %s, SI_TKILL" % (compare.show(sig), want)
     if bool(c.get("from_signal_frame")) != ruby_handled(cr):
         return "from_signal_frame %s with%s Ruby's handler" % (
             c.get("from_signal_frame"), "" if ruby_handled(cr) else "out")
@@ -267,6 +406,25 @@ def check_fault(cr, res):
             compare.show(c.get("core_signal")))
     if "function" in exp and at.get("function") != exp["function"]:
         return "function %s, expected %s" % (at.get("function"), exp["function"])
+    if "abort_message" in exp:
+        want = exp["abort_message"]
+        got = c.get("abort_message")
+        if (got is None) != (want is None) or (want and got not in r.lines):
+            return "abort message %s, expected %s as glibc printed it" % (
+                compare.show(got), want and want.pattern)
+    if "called_from" in exp:
+        # an execution at a pc that is not code: nothing there, and the
+        # caller the return address names, at the line of its call
+        cf = c.get("called_from") or {}
+        want = {"function": exp["called_from"], "module": "crashtest.so",
+                "line": c_call_line(exp["called_from"])}
+        got = {k: cf.get(k) for k in want}
+        if got != want or not (cf.get("file") or "").endswith("crashtest.c"):
+            return "called from %s, expected %s in crashtest.c" % (compare.show(cf), want)
+        if at.get("function") or at.get("module"):
+            return "faulted in %s, expected no function at a pc that is not code" % (
+                compare.show(at))
+        at = cf
     if "outer_function" in exp and not set(exp["outer_function"]) & {
             at.get("function"), at.get("outer_function")}:
         return "sent from %s (in %s), expected %s" % (
@@ -295,17 +453,30 @@ def check_summary_text(cr, res):
     label = compare.plain_label(expected_frames(cr)[0][0])
     if not re.search(r"called from Ruby: .*:in [`'](\S*[.#])?%s'" % re.escape(label), head):
         return "the summary does not name the Ruby method %r: %s" % (label, compare.show(head))
-    if not re.match(r'Crash: thread \d+ "%s" \(tid \d+\)' % re.escape(
-            cr.oracle["thread_name"]), crash[0]):
-        return "the summary does not name the thread %r: %s" % (
-            cr.oracle["thread_name"], crash[0])
+    fiber = " in fiber 0x%x" % cr.report.fiber if exp.get("fiber") else ""
+    if not re.match(r'Crash: thread \d+ "%s" \(tid \d+\)%s,' % (re.escape(
+            cr.oracle["thread_name"]), fiber), crash[0]):
+        return "the summary does not name the thread %r%s: %s" % (
+            cr.oracle["thread_name"], fiber, crash[0])
     wants = []
-    if exp["fault"]:
-        wants += ["at address 0x%x" % exp["address"], "crashtest.so: %s" % exp["function"]]
+    if exp["kind"] == "execute":
+        wants += [r"at address 0x%x\b" % expected_address(cr),
+                  r"executed 0x%x, which is not code, called from crashtest\.so: %s at "
+                  r"\S*crashtest\.c:%d," % (expected_address(cr), exp["called_from"],
+                                          c_call_line(exp["called_from"]))]
+    elif exp["kind"] == "stack_overflow":
+        wants += [r"at address 0x[0-9a-f]+: stack overflow, \d+ bytes below the thread's "
+                  r"stack 0x%x-0x%x" % cr.report.stack,
+                  re.escape("crashtest.so: %s" % exp["function"])]
+    elif exp["fault"]:
+        wants += [r"at address 0x%x\b" % exp["address"],
+                  re.escape("crashtest.so: %s" % exp["function"])]
     else:
-        wants += ["no fault: SIGABRT (SI_TKILL)"]
+        wants += [re.escape("no fault: %s (SI_TKILL)" % exp.get("signal", "SIGABRT"))]
+    if exp.get("abort_message"):
+        wants += [r"\n    abort message: %s\n" % exp["abort_message"].pattern]
     for want in wants:
-        if want not in head:
+        if not re.search(want, head + "\n"):
             return "the summary lacks %r: %s" % (want, compare.show(head))
     return None
 
@@ -383,6 +554,8 @@ def check_found_lib_dir(ext, workdir, run):
 def check_native(cr, res):
     """--native: the crashed thread's frames inside the signal frame are
     the handler's, the first outside it the faulting function."""
+    if EXPECT[cr.mode]["kind"] == "stack_overflow":
+        return check_overflow_native(cr, res)
     _, t, reason = crashed_thread(res)
     if reason:
         return reason
@@ -390,7 +563,9 @@ def check_native(cr, res):
     exp = EXPECT[cr.mode]
     handler = [f for f in frames if f.get("handler")]
     if not ruby_handled(cr):
-        return "frames marked as a handler's: %s" % compare.show(handler[:3]) if handler else None
+        if handler:
+            return "frames marked as a handler's: %s" % compare.show(handler[:3])
+        return check_past_not_code(cr, t, frames) if exp["kind"] == "execute" else None
     names = [native.plain_name(f.get("function") or "") for f in handler]
     if handler_name(cr) not in names:
         return "Ruby's handler (%s) not among the handler's frames: %s" % (
@@ -399,6 +574,8 @@ def check_native(cr, res):
     if cr.report.rip is not None and (not rest or int(rest[0]["pc"], 16) != cr.report.rip):
         return "the interrupted frame's pc %s, Ruby's RIP 0x%x" % (
             rest[0]["pc"] if rest else None, cr.report.rip)
+    if exp["kind"] == "execute":
+        return check_past_not_code(cr, t, rest)
     # a sent signal (abort) interrupted the C library that sent it
     if not exp["fault"]:
         rest = [f for f in rest if not (f.get("module") or "").startswith(
@@ -408,6 +585,105 @@ def check_native(cr, res):
             want if isinstance(want, tuple) else (want,)):
         return "the first frame outside the handler is %s, expected %s" % (
             compare.show(rest[:1]), want)
+    return None
+
+
+def check_overflow_native(cr, res):
+    """A stack overflow: the recursion fills the native frames, unwound
+    from the guard (their stack pointers below the stack, then in it) to
+    the frame limit, which the merge refuses (exit 1, says so)."""
+    rc, out, err, reason = res
+    if reason or rc != 1:
+        return reason or "exit %d, expected 1 (native frames cut at the limit)" % rc
+    report, reason = compare.parse_report(out)
+    if reason:
+        return reason
+    crashed = [t for t in report.get("threads", []) if t.get("crashed")]
+    if len(crashed) != 1:
+        return "%d threads marked crashed, expected 1" % len(crashed)
+    t = crashed[0]
+    frames = t.get("native") or []
+    names = {native.plain_name(f.get("function") or "") for f in frames}
+    if len(frames) < 2 or names != {EXPECT[cr.mode]["function"]} or t.get("native_error"):
+        return "native frames %s (error %s), expected only %s to the limit" % (
+            compare.show(sorted(names)), t.get("native_error"), EXPECT[cr.mode]["function"])
+    if t.get("merge_error") != "a stack was cut at the frame limit":
+        return "merge_error %s, expected the frame limit" % compare.show(t.get("merge_error"))
+    return None
+
+
+def check_past_not_code(cr, t, frames):
+    """An execution at a pc that is not code: frames (from the faulting
+    one) start there, marked not code, then the function that made the
+    call (found by the return address it left), and the unwind goes on to
+    the thread's start; the merged stack gives the C method that
+    function."""
+    exp = EXPECT[cr.mode]
+    if not frames or int(frames[0]["pc"], 16) != expected_address(cr) or \
+            not frames[0].get("not_code") or frames[0].get("function"):
+        return "the faulting frame %s, expected pc 0x%x, not code" % (
+            compare.show(frames[:1]), expected_address(cr))
+    caller = frames[1] if len(frames) > 1 else {}
+    if native.plain_name(caller.get("function") or "") != exp["called_from"] or \
+            caller.get("found_by") != "return_address" or \
+            caller.get("line") != c_call_line(exp["called_from"]):
+        return "the frame after it %s, expected %s at its call, found by return address" % (
+            compare.show(caller), exp["called_from"])
+    if t.get("native_error"):
+        return "native unwind stopped: %s" % t["native_error"]
+    cfuncs = [m for m in t.get("merged") or [] if m.get("kind") == "cfunc"]
+    if not cfuncs or native.plain_name(cfuncs[0].get("function") or "") != exp["called_from"]:
+        return "the merged C method's native function %s, expected %s" % (
+            compare.show(cfuncs[:1]), exp["called_from"])
+    return None
+
+
+def check_damaged_signal_frame(cr, cs, timeout):
+    """The signal number in the siginfo Ruby's handler got (found in the
+    core by its bytes, next to the saved %rsp and %rip) made invalid: no
+    signal frame holds the original fault any more, and the core's own
+    signal (SIGSEGV sent by the handler) must not be taken for a sent one:
+    the kind is unknown, "fault" null, the text says so, exit 0."""
+    res = procs.run_tool([cs, "--json", cr.core], timeout)
+    report, t, reason = crashed_thread(res)
+    if reason:
+        return "intact core: %s" % reason
+    c = report.get("crash") or {}
+    regs = c.get("registers") or {}
+    if c.get("kind") != "execute" or not regs.get("rsp"):
+        return "intact core: kind %s, registers %s" % (c.get("kind"), compare.show(regs))
+    rsp, rip = int(regs["rsp"], 16), int(regs["rip"], 16)
+    address = expected_address(cr)
+    # the ucontext's gregs hold ... rsp, rip ...; the siginfo after it
+    # starts with si_signo, si_errno, si_code and, at 16, si_addr
+    siginfo = struct.pack("<iii", 11, 0, 1 if address == 0 else 2)
+    core = corrupt.CoreFile(cr.core)
+    with open(cr.core, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        at = data.find(struct.pack("<QQ", rsp, rip))
+        info = data.find(siginfo, at, at + 1024) if at >= 0 else -1
+        if info < 0 or data[info + 16:info + 24] != struct.pack("<Q", address):
+            return "no saved context with rsp 0x%x, rip 0x%x and its siginfo in the core" % (
+                rsp, rip)
+    core.write_at(info, struct.pack("<i", 200))
+    try:
+        res = procs.run_tool([cs, "--json", cr.core], timeout)
+        res_text = procs.run_tool([cs, cr.core], timeout)
+    finally:
+        core.restore()
+    report, t, reason = crashed_thread(res)
+    if reason:
+        return reason
+    c = report.get("crash") or {}
+    if c.get("kind") != "unknown" or c.get("fault") is not None or not c.get("error"):
+        return "kind %s, fault %s, error %s; expected unknown, null and why" % (
+            c.get("kind"), c.get("fault"), compare.show(c.get("error")))
+    rc, out, err, reason = res_text
+    if reason or rc != 0:
+        return reason or "text run exit %d: %s" % (rc, err.strip()[:200])
+    crash = [l for l in out.splitlines() if l.startswith("Crash: ")]
+    if not crash or "no fault" in crash[0] or \
+            not crash[0].endswith("; the original fault is unknown"):
+        return "the summary says %s" % compare.show(crash[:1])
     return None
 
 
@@ -533,6 +809,8 @@ def run_tests(ctx):
                     reason = check_found(ext, run("--json"), run())
                 elif check == "found-lib-dir":
                     reason = check_found_lib_dir(ext, os.path.join(base, mode), run)
+                elif check == "damaged-signal-frame":
+                    reason = check_damaged_signal_frame(cr, cs, timeout)
                 else:
                     reason = check_native(cr, run("--json", "--native"))
                 rep.result(n, reason)
