@@ -25,7 +25,7 @@
  * document with "error" for unusable input; 16: each stack's
  * "frames_cut"; 17: each frame's "absolute_path", the process's "cwd";
  * 18: the crash's "thread_name". */
-#define CS_JSON_SCHEMA_MINOR 18
+#define CS_JSON_SCHEMA_MINOR 19
 
 struct cs_report {
 	const char *core_path; /* NULL for a live process */
@@ -73,6 +73,16 @@ void cs_render_gc_json(struct json *j, const struct cs_report *r);
  * null when t is NULL or has none). */
 void cs_render_exception_text(FILE *out, const struct rv_thread *t);
 void cs_render_exception_json(struct json *j, const struct rv_thread *t);
+/* render_locks.c: after a thread's wait, whom it waits for, what it
+ * holds, its deadlock ("held by thread 3 "a"; holds mutex 0x...;
+ * deadlock 1"); the deadlocks, at the top of the report; in JSON a
+ * thread's "holds", "locks_error", "deadlock", "stuck_behind", a wait's
+ * "waits_for", and "deadlocks". */
+void cs_render_locks_text(FILE *out, const struct rv_process *p, size_t i);
+void cs_render_deadlocks_text(FILE *out, const struct rv_process *p);
+void cs_render_locks_json(struct json *j, const struct rv_process *p, size_t i);
+void cs_render_waits_for_json(struct json *j, const struct rv_wait *w);
+void cs_render_deadlocks_json(struct json *j, const struct rv_process *p);
 /* {"number", "name", "code", "code_name", "fault_address"} */
 void cs_render_signal_json(struct json *j, const char *key,
 			   const struct cs_siginfo *si);
