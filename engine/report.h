@@ -82,6 +82,9 @@ void cs_render_locks_text(FILE *out, const struct rv_process *p, size_t i);
 void cs_render_deadlocks_text(FILE *out, const struct rv_process *p);
 void cs_render_locks_json(struct json *j, const struct rv_process *p, size_t i);
 void cs_render_waits_for_json(struct json *j, const struct rv_wait *w);
+/* a wait's "queue" (its items, max, waiters) and "retakes" (the mutex a
+ * ConditionVariable#wait takes back, and its holder) */
+void cs_render_wait_objects_json(struct json *j, const struct rv_wait *w);
 void cs_render_deadlocks_json(struct json *j, const struct rv_process *p);
 /* {"number", "name", "code", "code_name", "fault_address"} */
 void cs_render_signal_json(struct json *j, const char *key,

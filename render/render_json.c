@@ -95,6 +95,7 @@ static void waiting_on(struct json *j, const struct rv_wait *w)
 	json_string(j, "method", w->method);
 	address(j, "object", w->object);
 	cs_render_waits_for_json(j, w);
+	cs_render_wait_objects_json(j, w);
 	json_end_object(j);
 }
 

@@ -80,11 +80,48 @@ static size_t deadlock_behind(const struct rv_process *p, long i)
 	return 0;
 }
 
+/* " 0x... (1 item of max 1, 2 waiting to push)" */
+static void queue_text(FILE *out, const struct rv_wait *w)
+{
+	fprintf(out, " 0x%llx (%lld item%s", (unsigned long long)w->queue,
+		(long long)w->queue_items, w->queue_items == 1 ? "" : "s");
+	if (w->queue_max >= 0)
+		fprintf(out, " of max %lld", (long long)w->queue_max);
+	if (w->queue_poppers >= 0)
+		fprintf(out, ", %lld waiting to pop",
+			(long long)w->queue_poppers);
+	if (w->queue_pushers >= 0)
+		fprintf(out, ", %lld waiting to push",
+			(long long)w->queue_pushers);
+	fputc(')', out);
+}
+
+/* ", to take back mutex 0x... held by thread 3 "a"" */
+static void retake_text(FILE *out, const struct rv_process *p,
+			const struct rv_wait *w)
+{
+	fprintf(out, ", to take back mutex 0x%llx",
+		(unsigned long long)w->retake);
+	if (w->retake_holder >= 0) {
+		fputs(" held by ", out);
+		thread_ref(out, p, w->retake_holder);
+	} else if (w->retake_owner) {
+		fprintf(out, " held by thread 0x%llx (not listed)",
+			(unsigned long long)w->retake_owner);
+	} else {
+		fputs(" (unlocked)", out);
+	}
+}
+
 void cs_render_locks_text(FILE *out, const struct rv_process *p, size_t i)
 {
 	const struct rv_thread *t = &p->threads[i];
 	if (t->wait.kind != RV_WAIT_NONE)
 		whom(out, p, &t->wait);
+	if (t->wait.queue)
+		queue_text(out, &t->wait);
+	if (t->wait.retake)
+		retake_text(out, p, &t->wait);
 	if (t->nheld) {
 		fputs("; holds ", out);
 		held_list(out, t);
@@ -139,6 +176,37 @@ static void address(struct json *j, const char *key, uint64_t value)
 		json_hex_string(j, key, value);
 	else
 		json_null(j, key);
+}
+
+static void int_or_null(struct json *j, const char *key, int64_t v)
+{
+	if (v >= 0)
+		json_int(j, key, v);
+	else
+		json_null(j, key);
+}
+
+void cs_render_wait_objects_json(struct json *j, const struct rv_wait *w)
+{
+	if (w->queue) {
+		json_begin_object(j, "queue");
+		address(j, "object", w->queue);
+		json_int(j, "items", w->queue_items);
+		int_or_null(j, "max", w->queue_max);
+		int_or_null(j, "waiting_to_pop", w->queue_poppers);
+		int_or_null(j, "waiting_to_push", w->queue_pushers);
+		json_end_object(j);
+	} else {
+		json_null(j, "queue");
+	}
+	if (w->retake) {
+		json_begin_object(j, "retakes");
+		address(j, "mutex", w->retake);
+		address(j, "held_by", w->retake_owner);
+		json_end_object(j);
+	} else {
+		json_null(j, "retakes");
+	}
 }
 
 void cs_render_waits_for_json(struct json *j, const struct rv_wait *w)

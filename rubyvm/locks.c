@@ -34,20 +34,37 @@ static void set_locks_error(struct rv_thread *t, const char *what,
 		t->locks_error = NULL;
 }
 
-/* The rb_mutex_t of a Mutex object: 0 unless obj is a T_DATA of
- * mutex_data_type. */
-static uint64_t mutex_data(struct rv_session *s, uint64_t obj)
+/* The data of obj when it is a T_DATA of the data type the VAR item id
+ * names, else 0. */
+static uint64_t typed_data_of(struct rv_session *s, uint64_t obj,
+			      enum rv_item_id id)
 {
 	uint64_t word, data;
-	if (!RV_HAS(s, mutex_data_type) || !RV_HAS(s, typeddata_type) ||
+	const struct rv_item *type = &s->layout.items[id];
+	if (type->source == RV_MISSING || !RV_HAS(s, typeddata_type) ||
+	    rv_special_const(s, obj) ||
 	    rv_failed(rv_typed_data_ptr(s, obj, &data)) ||
 	    !rv_try_member(s, obj, RVL_typeddata_type, &word))
 		return 0;
 	uint64_t mask = ~((uint64_t)RV_VAL(s, value_size) - 1);
-	if ((word & mask) !=
-	    s->load_bias + (uint64_t)RV_VAL(s, mutex_data_type))
-		return 0;
-	return data;
+	return (word & mask) == s->load_bias + (uint64_t)type->value ? data : 0;
+}
+
+static uint64_t mutex_data(struct rv_session *s, uint64_t obj)
+{
+	return typed_data_of(s, obj, RVL_mutex_data_type);
+}
+
+/* The self of frame i of t, 0 when unreadable. */
+static uint64_t frame_self(struct rv_session *s, const struct rv_thread *t,
+			   size_t i)
+{
+	uint64_t self;
+	return i < t->nframes && t->frames[i].cfp &&
+			       rv_try_member(s, t->frames[i].cfp, RVL_cfp_self,
+					     &self)
+		       ? self
+		       : 0;
 }
 
 /* The thread (and fiber) holding the mutex at data; false when unreadable.
@@ -106,12 +123,95 @@ static void read_held(struct rv_session *s, uint64_t th, struct rv_thread *t)
 	}
 }
 
+/* The Queue or SizedQueue the method that told waits on: its counts. */
+static void read_queue(struct rv_session *s, const struct rv_thread *t,
+		       struct rv_wait *w)
+{
+	uint64_t self = frame_self(s, t, w->frame - 1), q, v, que, ptr;
+	uint64_t data = typed_data_of(s, self, RVL_szqueue_data_type);
+	bool sized = data && RV_HAS(s, szqueue_q);
+	if (!sized)
+		data = typed_data_of(s, self, RVL_queue_data_type);
+	if (!data)
+		return;
+	q = sized ? data + (uint64_t)RV_VAL(s, szqueue_q) : data;
+	if (RV_HAS(s, queue_que)) {
+		if (!rv_try_member(s, q, RVL_queue_que, &que) ||
+		    rv_failed(rv_array_span(s, que, &ptr, &v)))
+			return;
+	} else if (!RV_HAS(s, queue_len) ||
+		   !rv_try_member(s, q, RVL_queue_len, &v)) {
+		return;
+	}
+	w->queue_items = (int64_t)v;
+	w->queue_max = w->queue_pushers = -1;
+	w->queue_poppers = rv_try_member(s, q, RVL_queue_num_waiting, &v)
+				   ? (int64_t)(uint32_t)v
+				   : -1;
+	if (sized && rv_try_member(s, data, RVL_szqueue_max, &v))
+		w->queue_max = (int64_t)v;
+	if (sized && rv_try_member(s, data, RVL_szqueue_num_waiting_push, &v))
+		w->queue_pushers = (int64_t)(uint32_t)v;
+	w->queue = self;
+}
+
+/* The first local of a Ruby frame that is a Mutex, 0 if none: the
+ * parameter of a ConditionVariable#wait written in Ruby (4.0+). */
+static uint64_t mutex_local(struct rv_session *s, const struct rv_frame *f)
+{
+	struct rv_iseq_info info;
+	uint64_t n = 0, ep, v, found = 0;
+	if (f->kind != RV_FRAME_RUBY || !f->iseq || !f->cfp ||
+	    !rv_try_member(s, f->cfp, RVL_cfp_ep, &ep) ||
+	    rv_failed(rv_iseq_info(s, f->iseq, &info)))
+		return 0;
+	rv_try_member(s, info.body, RVL_body_local_table_size, &n);
+	rv_iseq_info_free(&info);
+	int64_t vs = RV_VAL(s, value_size);
+	for (uint64_t k = 0; !found && k < n && n <= 64; k++) {
+		int64_t slot = RV_VAL(s, env_index_last_lvar) -
+			       (int64_t)(n - 1) + (int64_t)k;
+		if (rv_try_read(s, ep + (uint64_t)(slot * vs), &v, sizeof(v)) &&
+		    mutex_data(s, v))
+			found = v;
+	}
+	return found;
+}
+
+/* The Mutex a ConditionVariable#wait takes back: the self of the
+ * Mutex#sleep it sleeps in, or where it sleeps without calling that
+ * method (4.0+, written in Ruby), its mutex parameter. */
+static void read_retake(struct rv_session *s, const struct rv_thread *t,
+			struct rv_wait *w)
+{
+	uint64_t mutex = 0, fiber;
+	for (size_t i = 0; !mutex && i < t->nframes && i < w->frame; i++) {
+		const char *q = t->frames[i].qualified;
+		if (q && !strcmp(q, "Thread::Mutex#sleep"))
+			mutex = frame_self(s, t, i);
+	}
+	if (!mutex)
+		mutex = mutex_local(s, &t->frames[w->frame - 1]);
+	uint64_t data = mutex ? mutex_data(s, mutex) : 0;
+	if (data && mutex_owner(s, data, &w->retake_owner, &fiber)) {
+		w->retake = mutex;
+		w->retake_mutex = data;
+	}
+}
+
 void rv_thread_locks_read(struct rv_session *s, uint64_t th,
 			  struct rv_thread *t)
 {
 	t->wait.waits_for = -1;
+	t->wait.retake_holder = -1;
 	t->stuck_behind = -1;
 	read_held(s, th, t);
+	if ((t->wait.kind == RV_WAIT_QUEUE ||
+	     t->wait.kind == RV_WAIT_SIZED_QUEUE) &&
+	    t->wait.frame)
+		read_queue(s, t, &t->wait);
+	if (t->wait.kind == RV_WAIT_CONDITION_VARIABLE && t->wait.frame)
+		read_retake(s, t, &t->wait);
 	if (t->wait.kind != RV_WAIT_MUTEX || !t->wait.object)
 		return;
 	t->wait.mutex = mutex_data(s, t->wait.object);
@@ -124,7 +224,8 @@ void rv_thread_locks_read(struct rv_session *s, uint64_t th,
 		set_locks_error(t, "mutex owner unreadable", t->wait.mutex);
 }
 
-/* Thread addresses to 1 + their index, Mutex data to their object. */
+/* Thread addresses to 1 + their index; the data of the Mutexes threads
+ * wait on or will take back to their objects. */
 struct index {
 	struct u64map threads, mutexes;
 };
@@ -145,7 +246,10 @@ static bool index_build(const struct rv_process *p, struct index *ix)
 					    (void *)(uintptr_t)(i + 1))) ||
 		    (t->wait.mutex &&
 		     !u64map_put(&ix->mutexes, t->wait.mutex,
-				 (void *)(uintptr_t)t->wait.object)))
+				 (void *)(uintptr_t)t->wait.object)) ||
+		    (t->wait.retake_mutex &&
+		     !u64map_put(&ix->mutexes, t->wait.retake_mutex,
+				 (void *)(uintptr_t)t->wait.retake)))
 			return false;
 	}
 	return true;
@@ -190,7 +294,8 @@ static void read_joins(struct rv_session *s, struct rv_process *p,
 	}
 }
 
-/* Name the Mutex objects of held mutexes that some thread waits on. */
+/* Name the Mutex objects of held mutexes that some thread waits on or
+ * will take back. */
 static void name_held(struct rv_process *p, const struct index *ix)
 {
 	for (size_t i = 0; i < p->nthreads; i++) {
@@ -280,6 +385,7 @@ struct cs_error *rv_locks_resolve(struct rv_session *s, struct rv_process *p)
 	for (size_t i = 0; i < p->nthreads; i++) {
 		struct rv_wait *w = &p->threads[i].wait;
 		p->threads[i].stuck_behind = -1;
+		w->retake_holder = thread_index(&ix, w->retake_owner);
 		w->waits_for = thread_index(
 			&ix, w->owner_thread ? w->owner_thread : w->joined);
 	}

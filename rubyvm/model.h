@@ -157,6 +157,18 @@ struct rv_wait {
 	uint64_t owner_fiber;  /* rb_fiber_t holding it (3.0 to 3.4) */
 	uint64_t joined;       /* rb_thread_t it joins (Thread#join, #value) */
 	long waits_for;
+	/* 1 + the index in the thread's frames of the method that told the
+	 * kind, 0 when a field told */
+	size_t frame;
+	/* A Queue or SizedQueue waited on (the self of the method that
+	 * told), when it is one: its items, the threads waiting to pop, and
+	 * a SizedQueue's max and threads waiting to push (-1: not sized). */
+	uint64_t queue;
+	int64_t queue_items, queue_poppers, queue_max, queue_pushers;
+	/* ConditionVariable#wait: the Mutex it will take back (the self of
+	 * the Mutex#sleep it sleeps in) and its holder now, 0 for none. */
+	uint64_t retake, retake_mutex, retake_owner; /* object, rb_mutex_t */
+	long retake_holder; /* its index in rv_process.threads, -1 */
 };
 
 /* A mutex a thread holds (th->keeping_mutexes): its rb_mutex_t, and the

@@ -16,7 +16,11 @@ matched by name (main by "main").
                                shown), its waiting_on's object and waits_for
                                (the holder or the joined thread, by address),
                                "deadlock" and "stuck_behind" as expected, and
-                               "deadlocks" each cycle once, no other
+                               "deadlocks" each cycle once, no other; a queue
+                               waited on: its address, items and max as Ruby's
+                               size and max, its waiters (to pop and to push)
+                               as num_waiting; the mutex a ConditionVariable#wait
+                               takes back, and its holder
     RUBY/SCENARIO/locks-text   the text report: the "Deadlock N:" blocks before
                                the threads name the expected cycles, each thread
                                line says "held by thread N "holder"" or
@@ -70,6 +74,8 @@ class Expected:
         self.waits_for, self.by = {}, {}
         for name, t in self.threads.items():
             locks = t["locks"]
+            if locks.get("retake"):
+                self.locked.add(address(locks["retake"]))
             if locks.get("lock"):
                 self.locked.add(address(locks["lock"]))
                 self.waits_for[name] = holder.get(address(locks["lock"]))
@@ -136,6 +142,10 @@ def check_report(oracle, report):
                     title, compare.show(want), exp.by[name], addr.get(want), compare.show(wf))
         elif waiting.get("waits_for"):
             return "%s waits for nobody, corestack %s" % (title, compare.show(waiting))
+        reason = check_queue(title, t["locks"].get("queue"), waiting.get("queue")) or \
+            check_retake(title, t["locks"].get("retake"), waiting.get("retakes"), exp, addr)
+        if reason:
+            return reason
         in_deadlock = mine.get("deadlock") is not None
         if in_deadlock != (name in exp.in_cycle):
             return "%s: deadlock %s, expected %s" % (
@@ -158,6 +168,36 @@ def check_report(oracle, report):
     if set(listed) != set(exp.cycles):
         return "deadlocks %s, expected %s" % (
             sorted(sorted(c) for c in listed), sorted(sorted(c) for c in exp.cycles))
+    return None
+
+
+def check_queue(title, want, got):
+    """The queue a thread pops from or pushes to: its address, items and max
+    as Ruby's size and max, its waiters as num_waiting (poppers and pushers
+    together)."""
+    if not want:
+        return "%s waits on no queue, corestack %s" % (title, compare.show(got)) if got else None
+    if not isinstance(got, dict):
+        return "%s: queue %s, corestack %s" % (title, want["object"], compare.show(got))
+    waiting = (got.get("waiting_to_pop") or 0) + (got.get("waiting_to_push") or 0)
+    if (address(got.get("object")) != address(want["object"]) or got.get("items") != want["size"]
+            or got.get("max") != want["max"] or waiting != want["num_waiting"]):
+        return "%s: queue %s (size %d, max %s, num_waiting %d), corestack %s" % (
+            title, want["object"], want["size"], want["max"], want["num_waiting"],
+            compare.show(got))
+    return None
+
+
+def check_retake(title, want, got, exp, addr):
+    """The mutex a ConditionVariable#wait takes back, and its holder."""
+    if not want:
+        return "%s takes back no mutex, corestack %s" % (title, compare.show(got)) if got else None
+    holder = next((n for n, t in exp.threads.items()
+                   if address(want) in {address(m) for m in t["locks"]["holds"]}), None)
+    if not isinstance(got, dict) or address(got.get("mutex")) != address(want) \
+            or address(got.get("held_by")) != address(addr.get(holder)):
+        return "%s takes back mutex %s held by %s (%s), corestack %s" % (
+            title, want, compare.show(holder), addr.get(holder), compare.show(got))
     return None
 
 
