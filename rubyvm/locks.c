@@ -205,6 +205,8 @@ void rv_thread_locks_read(struct rv_session *s, uint64_t th,
 	t->wait.waits_for = -1;
 	t->wait.retake_holder = -1;
 	t->stuck_behind = -1;
+	if (s->opts.no_locks)
+		return;
 	read_held(s, th, t);
 	if ((t->wait.kind == RV_WAIT_QUEUE ||
 	     t->wait.kind == RV_WAIT_SIZED_QUEUE) &&
@@ -216,7 +218,9 @@ void rv_thread_locks_read(struct rv_session *s, uint64_t th,
 		return;
 	t->wait.mutex = mutex_data(s, t->wait.object);
 	if (!t->wait.mutex) {
-		set_locks_error(t, "not a Mutex", t->wait.object);
+		/* without the data type in the debug info nothing is shown */
+		if (RV_HAS(s, mutex_data_type))
+			set_locks_error(t, "not a Mutex", t->wait.object);
 		return;
 	}
 	if (!mutex_owner(s, t->wait.mutex, &t->wait.owner_thread,
@@ -377,6 +381,13 @@ struct cs_error *rv_locks_resolve(struct rv_session *s, struct rv_process *p)
 {
 	struct index ix;
 	struct cs_error *err = NULL;
+	for (size_t i = 0; i < p->nthreads; i++) {
+		p->threads[i].stuck_behind = -1;
+		p->threads[i].wait.waits_for = -1;
+		p->threads[i].wait.retake_holder = -1;
+	}
+	if (s->opts.no_locks)
+		return NULL;
 	if (!index_build(p, &ix)) {
 		err = &cs_error_nomem;
 		goto out;
@@ -384,7 +395,6 @@ struct cs_error *rv_locks_resolve(struct rv_session *s, struct rv_process *p)
 	read_joins(s, p, &ix);
 	for (size_t i = 0; i < p->nthreads; i++) {
 		struct rv_wait *w = &p->threads[i].wait;
-		p->threads[i].stuck_behind = -1;
 		w->retake_holder = thread_index(&ix, w->retake_owner);
 		w->waits_for = thread_index(
 			&ix, w->owner_thread ? w->owner_thread : w->joined);

@@ -313,6 +313,8 @@ struct rv_options {
 	 * only pays for the copies. Frames then borrow the session's strings:
 	 * destroy each process before the session's next snapshot. */
 	bool reuse_frames;
+	/* Leave out who holds what (locks.c): samplers, which show none. */
+	bool no_locks;
 	/* Find suspended fibers by the memory scan even where the GC heap
 	 * can be walked (a diagnostic: both ways compared in tests). */
 	bool fibers_by_scan;
