@@ -79,6 +79,7 @@ struct cs_error *cs_engine_open_sampling(const struct cs_engine_request *r,
 	first.target.pause = false;
 	first.page_cache = false;
 	first.model.reuse_frames = true; /* the same stacks, again and again */
+	first.model.no_locks = true;     /* a sample shows no holders */
 	struct cs_engine *e;
 	struct cs_error *err = open_target(&first, &e);
 	if (!err && !(err = open_ruby(e)))

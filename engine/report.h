@@ -27,8 +27,10 @@
  * 18: the crash's "thread_name"; 19: the process's "modules_found"; 20:
  * the crash's "kind", "fiber", "called_from", "stack" and
  * "abort_message" ("fault" null when unknown), each native frame's
- * "not_code", found_by "return_address". */
-#define CS_JSON_SCHEMA_MINOR 20
+ * "not_code", found_by "return_address"; 21: each thread's "holds",
+ * "locks_error", "deadlock", "stuck_behind", waiting_on's "waits_for",
+ * "queue" and "retakes", and "deadlocks". */
+#define CS_JSON_SCHEMA_MINOR 21
 
 struct cs_report {
 	const char *core_path; /* NULL for a live process */
@@ -80,6 +82,19 @@ void cs_render_gc_json(struct json *j, const struct cs_report *r);
  * null when t is NULL or has none). */
 void cs_render_exception_text(FILE *out, const struct rv_thread *t);
 void cs_render_exception_json(struct json *j, const struct rv_thread *t);
+/* render_locks.c: after a thread's wait, whom it waits for, what it
+ * holds, its deadlock ("held by thread 3 "a"; holds mutex 0x...;
+ * deadlock 1"); the deadlocks, at the top of the report; in JSON a
+ * thread's "holds", "locks_error", "deadlock", "stuck_behind", a wait's
+ * "waits_for", and "deadlocks". */
+void cs_render_locks_text(FILE *out, const struct rv_process *p, size_t i);
+void cs_render_deadlocks_text(FILE *out, const struct rv_process *p);
+void cs_render_locks_json(struct json *j, const struct rv_process *p, size_t i);
+void cs_render_waits_for_json(struct json *j, const struct rv_wait *w);
+/* a wait's "queue" (its items, max, waiters) and "retakes" (the mutex a
+ * ConditionVariable#wait takes back, and its holder) */
+void cs_render_wait_objects_json(struct json *j, const struct rv_wait *w);
+void cs_render_deadlocks_json(struct json *j, const struct rv_process *p);
 /* {"number", "name", "code", "code_name", "fault_address"} */
 void cs_render_signal_json(struct json *j, const char *key,
 			   const struct cs_siginfo *si);

@@ -106,6 +106,8 @@ static void waiting_on(struct json *j, const struct rv_wait *w)
 	json_string(j, "kind", rv_wait_kind_name(w->kind));
 	json_string(j, "method", w->method);
 	address(j, "object", w->object);
+	cs_render_waits_for_json(j, w);
+	cs_render_wait_objects_json(j, w);
 	json_end_object(j);
 }
 
@@ -269,6 +271,7 @@ static void thread(struct json *j, const struct cs_report *r, size_t i)
 	waiting_on(j, &t->wait);
 	json_bool(j, "blocking_region", t->wait.blocking_region);
 	ractor_of(j, &t->ractor);
+	cs_render_locks_json(j, r->ruby, i);
 	cs_render_exception_json(j, t);
 	stack(j, t->truncated, t->frames_cut, t->frames, t->nframes, t->error);
 	fiber_list(j, "fibers", r->ruby, t->fibers, t->nfibers);
@@ -294,6 +297,7 @@ void cs_render_json(FILE *out, const struct cs_report *r,
 		if (!shown || shown[i])
 			thread(&j, r, i);
 	json_end_array(&j);
+	cs_render_deadlocks_json(&j, r->ruby);
 	fiber_list(&j, "orphan_fibers", r->ruby, r->ruby->orphan_fibers,
 		   r->ruby->norphan_fibers);
 	if (r->ruby->fibers_read) {

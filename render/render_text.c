@@ -352,8 +352,9 @@ static void words(FILE *out, const char *id)
 }
 
 /* "; ractor 2 "name"; sleeping forever, waiting on queue (Thread::Queue#pop)" */
-static void thread_detail(FILE *out, const struct rv_thread *t)
+static void thread_detail(FILE *out, const struct rv_process *p, size_t i)
 {
+	const struct rv_thread *t = &p->threads[i];
 	if (t->ractor.present && t->ractor.id != 1) {
 		fprintf(out, "; ractor %u", t->ractor.id);
 		if (t->ractor.name)
@@ -365,14 +366,16 @@ static void thread_detail(FILE *out, const struct rv_thread *t)
 	words(out, rv_thread_state_name(t->state));
 	if (t->wait.blocking_region)
 		fputs(" in a blocking call (GVL released)", out);
-	if (t->wait.kind == RV_WAIT_NONE)
-		return;
-	fputs(", waiting on ", out);
-	words(out, rv_wait_kind_name(t->wait.kind));
-	if (t->wait.method)
-		fprintf(out, " (%s)", t->wait.method);
-	if (t->wait.object)
-		fprintf(out, " 0x%llx", (unsigned long long)t->wait.object);
+	if (t->wait.kind != RV_WAIT_NONE) {
+		fputs(", waiting on ", out);
+		words(out, rv_wait_kind_name(t->wait.kind));
+		if (t->wait.method)
+			fprintf(out, " (%s)", t->wait.method);
+		if (t->wait.object)
+			fprintf(out, " 0x%llx",
+				(unsigned long long)t->wait.object);
+	}
+	cs_render_locks_text(out, p, i);
 }
 
 void cs_render_text(FILE *out, const struct cs_report *r,
@@ -383,6 +386,7 @@ void cs_render_text(FILE *out, const struct cs_report *r,
 		o = &whole;
 	if (!o->no_header)
 		header(out, r);
+	cs_render_deadlocks_text(out, r->ruby);
 	/* The thread that took the fatal signal first. */
 	size_t first = 0;
 	bool any = false;
@@ -416,7 +420,7 @@ void cs_render_text(FILE *out, const struct cs_report *r,
 			fputs(", holds the GVL", out);
 		if (r->crash_tid >= 0 && r->tids[i] == r->crash_tid)
 			fputs(", received the signal", out);
-		thread_detail(out, t);
+		thread_detail(out, r->ruby, i);
 		if (t->exception) {
 			fputs("; exception ", out);
 			cs_render_exception_text(out, t);

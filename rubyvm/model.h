@@ -148,6 +148,40 @@ struct rv_wait {
 			     * static, NULL when only a field told */
 	uint64_t object;      /* the Mutex being locked (locking_mutex), or 0 */
 	bool blocking_region; /* the GVL released for a blocking call */
+	/* Whom it waits for (locks.c): the thread holding the mutex (and
+	 * the fiber, where the mutex records a fiber), or the thread it
+	 * joins; 0 when none or not known. waits_for is that thread's index
+	 * in rv_process.threads, -1 when it is not listed. */
+	uint64_t mutex;        /* the rb_mutex_t of object */
+	uint64_t owner_thread; /* rb_thread_t holding the mutex */
+	uint64_t owner_fiber;  /* rb_fiber_t holding it (3.0 to 3.4) */
+	uint64_t joined;       /* rb_thread_t it joins (Thread#join, #value) */
+	long waits_for;
+	/* 1 + the index in the thread's frames of the method that told the
+	 * kind, 0 when a field told */
+	size_t frame;
+	/* A Queue or SizedQueue waited on (the self of the method that
+	 * told), when it is one: its items, the threads waiting to pop, and
+	 * a SizedQueue's max and threads waiting to push (-1: not sized). */
+	uint64_t queue;
+	int64_t queue_items, queue_poppers, queue_max, queue_pushers;
+	/* ConditionVariable#wait: the Mutex it will take back (the self of
+	 * the Mutex#sleep it sleeps in) and its holder now, 0 for none. */
+	uint64_t retake, retake_mutex, retake_owner; /* object, rb_mutex_t */
+	long retake_holder; /* its index in rv_process.threads, -1 */
+};
+
+/* A mutex a thread holds (th->keeping_mutexes): its rb_mutex_t, and the
+ * Mutex object when known (a thread waits on it), else 0. */
+struct rv_held_mutex {
+	uint64_t data, object;
+};
+
+/* Threads that wait for each other for ever: each sleeps for ever on a
+ * mutex the next holds or on joining it, the last on the first. */
+struct rv_deadlock {
+	size_t *threads; /* indexes in rv_process.threads, in wait order */
+	size_t n;
 };
 
 struct rv_ractor {
@@ -181,7 +215,17 @@ struct rv_thread {
 	size_t nfibers;
 	enum rv_thread_state state; /* thread_state.c */
 	struct rv_wait wait;        /* thread_state.c */
-	struct rv_ractor ractor;    /* ractors.c */
+	/* The mutexes it holds, the last locked first (locks.c); a list
+	 * that could not be read whole says why in locks_error. */
+	struct rv_held_mutex *held;
+	size_t nheld;
+	char *locks_error;
+	/* 1 + the index in rv_process.deadlocks of the deadlock it is in,
+	 * else 0; not in one but sleeping for ever on a thread that sleeps
+	 * for ever: that thread's index (stuck behind it), else -1 */
+	size_t deadlock;
+	long stuck_behind;
+	struct rv_ractor ractor; /* ractors.c */
 	/* The exception it is raising or handling (ec->errinfo, $!): the
 	 * object and its class's path; 0 / NULL when none (exception.c). */
 	uint64_t exception;
@@ -243,6 +287,9 @@ struct rv_process {
 	/* How this Ruby quotes a label in a backtrace line: path:line:in `m'
 	 * (up to 3.3) or path:line:in 'm' (3.4+). */
 	bool backtick_quotes;
+	/* Cycles of threads waiting for each other for ever (locks.c). */
+	struct rv_deadlock *deadlocks;
+	size_t ndeadlocks;
 	/* vm->progname ($0): the path a backtrace line gives a C method with
 	 * no Ruby frame below it (rv_frame.progname_path); NULL if unknown */
 	char *progname;
@@ -266,6 +313,8 @@ struct rv_options {
 	 * only pays for the copies. Frames then borrow the session's strings:
 	 * destroy each process before the session's next snapshot. */
 	bool reuse_frames;
+	/* Leave out who holds what (locks.c): samplers, which show none. */
+	bool no_locks;
 	/* Find suspended fibers by the memory scan even where the GC heap
 	 * can be walked (a diagnostic: both ways compared in tests). */
 	bool fibers_by_scan;

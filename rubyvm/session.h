@@ -375,6 +375,14 @@ void rv_thread_state_read(struct rv_session *s, uint64_t th,
 void rv_thread_exception_read(struct rv_session *s, uint64_t ec,
 			      struct rv_thread *t);
 
+/* locks.c: the mutexes a thread holds and the holder of the one it waits
+ * on (after rv_thread_state_read); then, once every thread is read, whom
+ * each waits for and the deadlocks. */
+void rv_thread_locks_read(struct rv_session *s, uint64_t th,
+			  struct rv_thread *t);
+struct cs_error *rv_locks_resolve(struct rv_session *s, struct rv_process *p);
+void rv_deadlocks_free(struct rv_process *p);
+
 /* ractors.c: the ractor a thread belongs to (3.x). */
 void rv_thread_ractor_read(struct rv_session *s, uint64_t th,
 			   struct rv_thread *t);

@@ -136,6 +136,7 @@ static void wait_from_frames(const struct rv_thread *t, struct rv_wait *w)
 			if (!strcmp(q, blocking_methods[k].method)) {
 				w->kind = blocking_methods[k].kind;
 				w->method = blocking_methods[k].method;
+				w->frame = i + 1;
 			}
 	}
 }
@@ -178,8 +179,10 @@ void rv_thread_state_read(struct rv_session *s, uint64_t th,
 	    rv_try_member(s, th, RVL_th_locking_mutex, &mutex) &&
 	    !rv_special_const(s, mutex)) {
 		/* Mutex#lock, or Mutex#sleep taking its mutex back. */
-		if (t->wait.kind != RV_WAIT_MUTEX)
+		if (t->wait.kind != RV_WAIT_MUTEX) {
 			t->wait.method = NULL;
+			t->wait.frame = 0;
+		}
 		t->wait.kind = RV_WAIT_MUTEX;
 		t->wait.object = mutex;
 	}

@@ -183,6 +183,7 @@ static void read_thread(struct rv_session *s, uint64_t th, uint64_t main_th,
 	if (ec)
 		rv_thread_exception_read(s, ec, t);
 	rv_thread_state_read(s, th, t);
+	rv_thread_locks_read(s, th, t);
 }
 
 char *rv_ruby_version(struct rv_session *s)
@@ -254,6 +255,10 @@ struct cs_error *rv_snapshot(struct rv_session *s, struct rv_process **ret)
 			    &p->threads[p->nthreads++]);
 	rv_list_free(&threads);
 	free(gvl_owners);
+	if ((err = rv_locks_resolve(s, p))) {
+		rv_process_destroy(p);
+		return err;
+	}
 	*ret = p;
 	return NULL;
 }
@@ -265,7 +270,7 @@ bool rv_process_complete(const struct rv_process *p)
 		return false;
 	for (size_t i = 0; i < p->nthreads; i++) {
 		const struct rv_thread *t = &p->threads[i];
-		if (t->error || t->truncated ||
+		if (t->error || t->truncated || t->locks_error ||
 		    !rv_fibers_complete(t->fibers, t->nfibers))
 			return false;
 		for (size_t j = 0; j < t->nframes; j++)
@@ -291,7 +296,10 @@ void rv_process_destroy(struct rv_process *p)
 		free(t->exception_class);
 		free(t->exception_message);
 		free(t->exception_message_error);
+		free(t->held);
+		free(t->locks_error);
 	}
+	rv_deadlocks_free(p);
 	rv_fibers_free(p->orphan_fibers, p->norphan_fibers);
 	free(p->fibers_error);
 	free(p->threads);

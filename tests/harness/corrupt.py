@@ -30,6 +30,10 @@ the tests carry no CRuby offsets of their own:
                           argv[0]'s NUL gone (its string runs into argv[1]'s):
                           the command line falls back to the core's notes, the
                           stacks untouched, exit 0, no sanitizer report
+    RUBY/corrupt/held-mutexes-unmapped, held-mutexes-cycle  the holder's
+                          keeping_mutexes aimed at no mapping, its mutex's
+                          next_mutex at itself: exit 1, that thread's locks_error
+                          says why, every stack as before
     RUBY/limits/max-output  the output budget (--max-output, by default tied to
                           the core's size) stops the walk: exit 1, the stacks
                           read so far kept and equal to the full report's, the
@@ -371,6 +375,64 @@ def list_tests(rep, selected, ruby, cap, corestack, timeout, baseline, layout):
             cf.restore()
 
 
+def holder_thread(baseline):
+    """(index, thread, its first held mutex's rb_mutex_t) of a thread that
+    holds a mutex (threads.rb's holder)."""
+    for i, t in enumerate(baseline["threads"]):
+        if t.get("holds"):
+            return i, t, int(t["holds"][0]["data"], 16)
+    raise RuntimeError("no thread holds a mutex in the core")
+
+
+def patch_held_unmapped(cf, layout, thread, mutex):
+    cf.write(int(thread["thread"], 16) + layout["th_keeping_mutexes"][0],
+             struct.pack("<Q", UNMAPPED))
+    return r"held mutexes: unreadable mutex at 0x%x" % UNMAPPED
+
+
+def patch_held_cycle(cf, layout, thread, mutex):
+    cf.write(mutex + layout["mutex_next"][0], struct.pack("<Q", mutex))
+    return r"held mutexes: a cycle"
+
+
+HELD_PATCHES = (("held-mutexes-unmapped", patch_held_unmapped),
+                ("held-mutexes-cycle", patch_held_cycle))
+
+
+def check_held(corestack, cap, baseline, index, reason_re, timeout):
+    """Exit 1, the thread's locks_error says why, every stack as before."""
+    rc, report, raw, err = run_json(corestack, cap.core, cap.exe, timeout)
+    if any("Sanitizer" in l or "runtime error" in l for l in err.splitlines()):
+        return "sanitizer report: %s" % err.strip()[:200]
+    if report is None:
+        return "stdout is not JSON: %s" % compare.show(raw[:200])
+    if rc != 1 or report.get("complete") is not False:
+        return "exit status %d, complete %s: expected 1 and false" % (rc, report.get("complete"))
+    got = report["threads"][index]
+    if not re.search(reason_re, got.get("locks_error") or ""):
+        return "locks_error %s, expected /%s/" % (compare.show(got.get("locks_error")), reason_re)
+    labels = lambda r: [[f.get("label") for f in t["frames"]] for t in r["threads"]]
+    if labels(report) != labels(baseline):
+        return "the stacks changed"
+    return None
+
+
+def held_tests(rep, selected, ruby, cap, corestack, timeout, baseline, layout):
+    for what, patch in HELD_PATCHES:
+        name = "%s/corrupt/%s" % (ruby, what)
+        if not selected(name):
+            continue
+        cf = CoreFile(cap.core)
+        try:
+            index, thread, mutex = holder_thread(baseline)
+            reason = patch(cf, layout, thread, mutex)
+            rep.result(name, check_held(corestack, cap, baseline, index, reason, timeout))
+        except (RuntimeError, LookupError, KeyError, OSError, subprocess.SubprocessError) as exc:
+            rep.result(name, "setup: %s" % exc)
+        finally:
+            cf.restore()
+
+
 NT_PRPSINFO = 3
 
 
@@ -459,7 +521,8 @@ def argv_tests(rep, selected, ruby, cap, corestack, timeout, baseline, layout):
 
 def corrupt_names():
     """The corrupt/ tests' names after RUBY/corrupt/."""
-    return [p[0] for p in PATCHES] + [n for n, _ in LIST_PATCHES] + [n for n, _ in ARGV_PATCHES]
+    return [p[0] for p in PATCHES] + [n for n, _ in LIST_PATCHES] + \
+        [n for n, _ in ARGV_PATCHES] + [n for n, _ in HELD_PATCHES]
 
 
 def test_names(ruby):
@@ -485,6 +548,7 @@ def run_on(ctx, ruby, cap):
             rep.result(budget_name, "setup: %s" % exc)
     list_tests(rep, selected, ruby, cap, corestack, timeout, baseline, layout)
     argv_tests(rep, selected, ruby, cap, corestack, timeout, baseline, layout)
+    held_tests(rep, selected, ruby, cap, corestack, timeout, baseline, layout)
     scenario_file = os.path.basename(cap.scenario) + ".rb"
     for (what, patch, same_iseq, find), name in zip(PATCHES, names):
         if not selected(name):

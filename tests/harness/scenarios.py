@@ -31,7 +31,7 @@ import re
 import subprocess
 import time
 
-from . import (compare, fibers, frame_locals, procs, requires, stable_names, threadstate,
+from . import (compare, fibers, frame_locals, locks, procs, requires, stable_names, threadstate,
                variants)
 from .checks import broken_run, check_oracle, first_line, json_report
 from .group import ruby_spec
@@ -77,7 +77,8 @@ def scenario_tests(ruby, scenario):
             + threadstate.test_names(procs.SCENARIOS, ruby, scenario)
             + variants.test_names(ruby, scenario)
             + stable_names.test_names(ruby, scenario)
-            + frame_locals.test_names(ruby, scenario))
+            + frame_locals.test_names(ruby, scenario)
+            + locks.test_names(ruby, scenario))
 
 
 def is_crash(scenario):
@@ -212,6 +213,7 @@ def report_scenario(rep, selected, ruby, scen, cap, runs):
     threadstate.report(rep, selected, procs.SCENARIOS, ruby, scen, cap,
                        runs[0] if runs else None, json_report)
     variants.report(rep, selected, ruby, scen, cap)
+    locks.report(rep, selected, ruby, scen, cap, runs, json_report)
     names = dict((n.rsplit("/", 1)[1], n) for n in scenario_tests(ruby, scen))
     want = lambda key: key in names and selected(names[key])
     if isinstance(cap, procs.Failure):

@@ -1,0 +1,276 @@
+/* Who holds what, in text and JSON: whom a thread waits for, the mutexes
+ * it holds, whether it is in a deadlock or stuck behind a thread that
+ * sleeps for ever, and the deadlocks at the top of the report. Formatting
+ * only: rubyvm/locks.c finds them. */
+#include <stdio.h>
+
+#include "../util/json.h"
+#include "../engine/report.h"
+
+/* thread N "name" */
+static void thread_ref(FILE *out, const struct rv_process *p, long i)
+{
+	fprintf(out, "thread %ld", i + 1);
+	if (p->threads[i].name)
+		fprintf(out, " \"%s\"", p->threads[i].name);
+}
+
+/* The fiber holding the mutex when it is not what its thread runs. */
+static uint64_t side_fiber(const struct rv_process *p, const struct rv_wait *w)
+{
+	if (!w->owner_fiber || w->waits_for < 0)
+		return 0;
+	const struct rv_thread *h = &p->threads[w->waits_for];
+	for (size_t k = 0; k < h->nfibers; k++)
+		if (h->fibers[k].addr == w->owner_fiber)
+			return h->fibers[k].is_current
+				       ? 0
+				       : (h->fibers[k].object
+						  ? h->fibers[k].object
+						  : w->owner_fiber);
+	return 0;
+}
+
+/* " held by thread 3 "a"", " of thread 5" */
+static void whom(FILE *out, const struct rv_process *p, const struct rv_wait *w)
+{
+	if (w->kind == RV_WAIT_MUTEX && w->mutex && !w->owner_thread &&
+	    !w->owner_fiber) {
+		fputs(" (unlocked)", out);
+		return;
+	}
+	uint64_t th = w->owner_thread ? w->owner_thread : w->joined;
+	if (!th)
+		return;
+	fputs(w->owner_thread ? " held by " : " of ", out);
+	uint64_t fiber = side_fiber(p, w);
+	if (fiber)
+		fprintf(out, "fiber 0x%llx of ", (unsigned long long)fiber);
+	if (w->waits_for >= 0)
+		thread_ref(out, p, w->waits_for);
+	else
+		fprintf(out, "thread 0x%llx (not listed)",
+			(unsigned long long)th);
+}
+
+/* "mutex 0x..." or "mutexes 0x..., (rb_mutex_t 0x...)" */
+static void held_list(FILE *out, const struct rv_thread *t)
+{
+	fputs(t->nheld > 1 ? "mutexes " : "mutex ", out);
+	for (size_t j = 0; j < t->nheld; j++) {
+		fputs(j ? ", " : "", out);
+		if (t->held[j].object)
+			fprintf(out, "0x%llx",
+				(unsigned long long)t->held[j].object);
+		else
+			fprintf(out, "(rb_mutex_t 0x%llx)",
+				(unsigned long long)t->held[j].data);
+	}
+}
+
+/* The deadlock a thread stuck behind others waits on, 0 for none. */
+static size_t deadlock_behind(const struct rv_process *p, long i)
+{
+	for (size_t n = 0; i >= 0 && n <= p->nthreads; n++) {
+		const struct rv_thread *t = &p->threads[i];
+		if (t->deadlock)
+			return t->deadlock;
+		i = t->stuck_behind;
+	}
+	return 0;
+}
+
+/* " 0x... (1 item of max 1, 2 waiting to push)" */
+static void queue_text(FILE *out, const struct rv_wait *w)
+{
+	fprintf(out, " 0x%llx (%lld item%s", (unsigned long long)w->queue,
+		(long long)w->queue_items, w->queue_items == 1 ? "" : "s");
+	if (w->queue_max >= 0)
+		fprintf(out, " of max %lld", (long long)w->queue_max);
+	if (w->queue_poppers >= 0)
+		fprintf(out, ", %lld waiting to pop",
+			(long long)w->queue_poppers);
+	if (w->queue_pushers >= 0)
+		fprintf(out, ", %lld waiting to push",
+			(long long)w->queue_pushers);
+	fputc(')', out);
+}
+
+/* ", to take back mutex 0x... held by thread 3 "a"" */
+static void retake_text(FILE *out, const struct rv_process *p,
+			const struct rv_wait *w)
+{
+	fprintf(out, ", to take back mutex 0x%llx",
+		(unsigned long long)w->retake);
+	if (w->retake_holder >= 0) {
+		fputs(" held by ", out);
+		thread_ref(out, p, w->retake_holder);
+	} else if (w->retake_owner) {
+		fprintf(out, " held by thread 0x%llx (not listed)",
+			(unsigned long long)w->retake_owner);
+	} else {
+		fputs(" (unlocked)", out);
+	}
+}
+
+void cs_render_locks_text(FILE *out, const struct rv_process *p, size_t i)
+{
+	const struct rv_thread *t = &p->threads[i];
+	if (t->wait.kind != RV_WAIT_NONE)
+		whom(out, p, &t->wait);
+	if (t->wait.queue)
+		queue_text(out, &t->wait);
+	if (t->wait.retake)
+		retake_text(out, p, &t->wait);
+	if (t->nheld) {
+		fputs("; holds ", out);
+		held_list(out, t);
+	}
+	if (t->locks_error)
+		fprintf(out, "; <locks unreadable: %s>", t->locks_error);
+	if (t->deadlock) {
+		fprintf(out, "; deadlock %zu", t->deadlock);
+	} else if (t->stuck_behind >= 0) {
+		fputs("; stuck behind ", out);
+		thread_ref(out, p, t->stuck_behind);
+		size_t d = deadlock_behind(p, t->stuck_behind);
+		if (d)
+			fprintf(out, " (deadlock %zu)", d);
+	}
+}
+
+void cs_render_deadlocks_text(FILE *out, const struct rv_process *p)
+{
+	for (size_t d = 0; d < p->ndeadlocks; d++) {
+		const struct rv_deadlock *dl = &p->deadlocks[d];
+		fprintf(out,
+			"\nDeadlock %zu: %zu threads wait for each other "
+			"for ever\n",
+			d + 1, dl->n);
+		for (size_t k = 0; k < dl->n; k++) {
+			const struct rv_thread *t = &p->threads[dl->threads[k]];
+			fprintf(out, "  Thread %zu", dl->threads[k] + 1);
+			if (t->name)
+				fprintf(out, " \"%s\"", t->name);
+			if (t->nheld) {
+				fputs(" holds ", out);
+				held_list(out, t);
+				fputs(" and", out);
+			}
+			if (t->wait.owner_thread) {
+				fprintf(out, " waits on mutex 0x%llx",
+					(unsigned long long)t->wait.object);
+				whom(out, p, &t->wait);
+			} else {
+				fputs(" joins ", out);
+				thread_ref(out, p, t->wait.waits_for);
+			}
+			fputc('\n', out);
+		}
+	}
+}
+
+static void address(struct json *j, const char *key, uint64_t value)
+{
+	if (value)
+		json_hex_string(j, key, value);
+	else
+		json_null(j, key);
+}
+
+static void int_or_null(struct json *j, const char *key, int64_t v)
+{
+	if (v >= 0)
+		json_int(j, key, v);
+	else
+		json_null(j, key);
+}
+
+void cs_render_wait_objects_json(struct json *j, const struct rv_wait *w)
+{
+	if (w->queue) {
+		json_begin_object(j, "queue");
+		address(j, "object", w->queue);
+		json_int(j, "items", w->queue_items);
+		int_or_null(j, "max", w->queue_max);
+		int_or_null(j, "waiting_to_pop", w->queue_poppers);
+		int_or_null(j, "waiting_to_push", w->queue_pushers);
+		json_end_object(j);
+	} else {
+		json_null(j, "queue");
+	}
+	if (w->retake) {
+		json_begin_object(j, "retakes");
+		address(j, "mutex", w->retake);
+		address(j, "held_by", w->retake_owner);
+		json_end_object(j);
+	} else {
+		json_null(j, "retakes");
+	}
+}
+
+void cs_render_waits_for_json(struct json *j, const struct rv_wait *w)
+{
+	if (!w->owner_thread && !w->joined) {
+		json_null(j, "waits_for");
+		return;
+	}
+	json_begin_object(j, "waits_for");
+	json_string(j, "by", w->owner_thread ? "mutex_owner" : "join");
+	address(j, "thread", w->owner_thread ? w->owner_thread : w->joined);
+	address(j, "fiber", w->owner_fiber);
+	json_end_object(j);
+}
+
+static void held_json(struct json *j, const struct rv_thread *t)
+{
+	json_begin_array(j, "holds");
+	for (size_t k = 0; k < t->nheld; k++) {
+		json_begin_object(j, NULL);
+		json_string(j, "kind", "mutex");
+		address(j, "object", t->held[k].object);
+		address(j, "data", t->held[k].data);
+		json_end_object(j);
+	}
+	json_end_array(j);
+}
+
+void cs_render_locks_json(struct json *j, const struct rv_process *p, size_t i)
+{
+	const struct rv_thread *t = &p->threads[i];
+	held_json(j, t);
+	json_string(j, "locks_error", t->locks_error);
+	if (t->deadlock)
+		json_int(j, "deadlock", (int64_t)t->deadlock);
+	else
+		json_null(j, "deadlock");
+	address(j, "stuck_behind",
+		t->stuck_behind >= 0 ? p->threads[t->stuck_behind].addr : 0);
+}
+
+void cs_render_deadlocks_json(struct json *j, const struct rv_process *p)
+{
+	json_begin_array(j, "deadlocks");
+	for (size_t d = 0; d < p->ndeadlocks; d++) {
+		const struct rv_deadlock *dl = &p->deadlocks[d];
+		json_begin_object(j, NULL);
+		json_int(j, "number", (int64_t)d + 1);
+		json_begin_array(j, "threads");
+		for (size_t k = 0; k < dl->n; k++) {
+			const struct rv_thread *t = &p->threads[dl->threads[k]];
+			json_begin_object(j, NULL);
+			json_int(j, "number", (int64_t)dl->threads[k] + 1);
+			address(j, "thread", t->addr);
+			json_string(j, "name", t->name);
+			json_string(j, "waiting_on",
+				    rv_wait_kind_name(t->wait.kind));
+			address(j, "object", t->wait.object);
+			cs_render_waits_for_json(j, &t->wait);
+			held_json(j, t);
+			json_end_object(j);
+		}
+		json_end_array(j);
+		json_end_object(j);
+	}
+	json_end_array(j);
+}

@@ -1,0 +1,425 @@
+/* Who holds what: the owner of the mutex a thread waits on, the mutexes
+ * each thread holds, the thread a join waits for, and the cycles of threads
+ * that wait for each other for ever (deadlocks).
+ *
+ * A Mutex is a T_DATA of mutex_data_type; its rb_mutex_t names the thread
+ * holding it (2.7, 4.0+) or the fiber (3.0 to 3.4), whose saved execution
+ * context names the thread. A thread keeps the mutexes it holds on
+ * th->keeping_mutexes, linked by next_mutex, the last locked first. A
+ * thread in Thread#join is on the joined thread's join_list until the
+ * join returns. Every list is bounded: a cycle or a list longer than
+ * MAX_LIST stops the walk with a reason, never a guess.
+ *
+ * A deadlock is a cycle of edges "sleeps for ever (THREAD_STOPPED_FOREVER)
+ * on a mutex that thread holds, or on joining that thread": a thread that
+ * sleeps with a deadline, polls or runs has no edge, so it is in no cycle.
+ * Each thread waits on one thing at a time, so the edges form a functional
+ * graph and each cycle is found once. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../util/u64map.h"
+#include "session.h"
+
+#define MAX_LIST 4096
+
+static void set_locks_error(struct rv_thread *t, const char *what,
+			    uint64_t addr)
+{
+	if (t->locks_error)
+		return;
+	if (asprintf(&t->locks_error, "%s at 0x%llx", what,
+		     (unsigned long long)addr) < 0)
+		t->locks_error = NULL;
+}
+
+/* The data of obj when it is a T_DATA of the data type the VAR item id
+ * names, else 0. */
+static uint64_t typed_data_of(struct rv_session *s, uint64_t obj,
+			      enum rv_item_id id)
+{
+	uint64_t word, data;
+	const struct rv_item *type = &s->layout.items[id];
+	if (type->source == RV_MISSING || !RV_HAS(s, typeddata_type) ||
+	    rv_special_const(s, obj) ||
+	    rv_failed(rv_typed_data_ptr(s, obj, &data)) ||
+	    !rv_try_member(s, obj, RVL_typeddata_type, &word))
+		return 0;
+	uint64_t mask = ~((uint64_t)RV_VAL(s, value_size) - 1);
+	return (word & mask) == s->load_bias + (uint64_t)type->value ? data : 0;
+}
+
+static uint64_t mutex_data(struct rv_session *s, uint64_t obj)
+{
+	return typed_data_of(s, obj, RVL_mutex_data_type);
+}
+
+/* The self of frame i of t, 0 when unreadable. */
+static uint64_t frame_self(struct rv_session *s, const struct rv_thread *t,
+			   size_t i)
+{
+	uint64_t self;
+	return i < t->nframes && t->frames[i].cfp &&
+			       rv_try_member(s, t->frames[i].cfp, RVL_cfp_self,
+					     &self)
+		       ? self
+		       : 0;
+}
+
+/* The thread (and fiber) holding the mutex at data; false when unreadable.
+ * An unlocked mutex gives true with both 0. */
+static bool mutex_owner(struct rv_session *s, uint64_t data, uint64_t *th,
+			uint64_t *fiber)
+{
+	*th = *fiber = 0;
+	if (RV_HAS(s, mutex_th))
+		return rv_try_member(s, data, RVL_mutex_th, th);
+	if (!RV_HAS(s, mutex_fiber) ||
+	    !rv_try_member(s, data, RVL_mutex_fiber, fiber))
+		return false;
+	if (!*fiber)
+		return true;
+	return RV_HAS(s, fiber_saved_ec) && RV_HAS(s, ec_thread_ptr) &&
+	       rv_try_member(s, *fiber + (uint64_t)RV_VAL(s, fiber_saved_ec),
+			     RVL_ec_thread_ptr, th);
+}
+
+static void read_held(struct rv_session *s, uint64_t th, struct rv_thread *t)
+{
+	uint64_t m;
+	if (!RV_HAS(s, th_keeping_mutexes) || !RV_HAS(s, mutex_next) ||
+	    !rv_try_member(s, th, RVL_th_keeping_mutexes, &m))
+		return;
+	size_t cap = 0;
+	while (m) {
+		if (t->nheld == MAX_LIST) {
+			set_locks_error(
+				t, "held mutexes: list longer than 4096", m);
+			return;
+		}
+		for (size_t i = 0; i < t->nheld; i++)
+			if (t->held[i].data == m) {
+				set_locks_error(t, "held mutexes: a cycle", m);
+				return;
+			}
+		if (t->nheld == cap) {
+			size_t ncap = cap ? 2 * cap : 4;
+			void *p = realloc(t->held, ncap * sizeof(*t->held));
+			if (!p) {
+				set_locks_error(
+					t, "held mutexes: out of memory", m);
+				return;
+			}
+			t->held = p;
+			cap = ncap;
+		}
+		t->held[t->nheld++] = (struct rv_held_mutex){.data = m};
+		if (!rv_try_member(s, m, RVL_mutex_next, &m)) {
+			set_locks_error(t, "held mutexes: unreadable mutex",
+					t->held[t->nheld - 1].data);
+			return;
+		}
+	}
+}
+
+/* The Queue or SizedQueue the method that told waits on: its counts. */
+static void read_queue(struct rv_session *s, const struct rv_thread *t,
+		       struct rv_wait *w)
+{
+	uint64_t self = frame_self(s, t, w->frame - 1), q, v, que, ptr;
+	uint64_t data = typed_data_of(s, self, RVL_szqueue_data_type);
+	bool sized = data && RV_HAS(s, szqueue_q);
+	if (!sized)
+		data = typed_data_of(s, self, RVL_queue_data_type);
+	if (!data)
+		return;
+	q = sized ? data + (uint64_t)RV_VAL(s, szqueue_q) : data;
+	if (RV_HAS(s, queue_que)) {
+		if (!rv_try_member(s, q, RVL_queue_que, &que) ||
+		    rv_failed(rv_array_span(s, que, &ptr, &v)))
+			return;
+	} else if (!RV_HAS(s, queue_len) ||
+		   !rv_try_member(s, q, RVL_queue_len, &v)) {
+		return;
+	}
+	w->queue_items = (int64_t)v;
+	w->queue_max = w->queue_pushers = -1;
+	w->queue_poppers = rv_try_member(s, q, RVL_queue_num_waiting, &v)
+				   ? (int64_t)(uint32_t)v
+				   : -1;
+	if (sized && rv_try_member(s, data, RVL_szqueue_max, &v))
+		w->queue_max = (int64_t)v;
+	if (sized && rv_try_member(s, data, RVL_szqueue_num_waiting_push, &v))
+		w->queue_pushers = (int64_t)(uint32_t)v;
+	w->queue = self;
+}
+
+/* The first local of a Ruby frame that is a Mutex, 0 if none: the
+ * parameter of a ConditionVariable#wait written in Ruby (4.0+). */
+static uint64_t mutex_local(struct rv_session *s, const struct rv_frame *f)
+{
+	struct rv_iseq_info info;
+	uint64_t n = 0, ep, v, found = 0;
+	if (f->kind != RV_FRAME_RUBY || !f->iseq || !f->cfp ||
+	    !rv_try_member(s, f->cfp, RVL_cfp_ep, &ep) ||
+	    rv_failed(rv_iseq_info(s, f->iseq, &info)))
+		return 0;
+	rv_try_member(s, info.body, RVL_body_local_table_size, &n);
+	rv_iseq_info_free(&info);
+	int64_t vs = RV_VAL(s, value_size);
+	for (uint64_t k = 0; !found && k < n && n <= 64; k++) {
+		int64_t slot = RV_VAL(s, env_index_last_lvar) -
+			       (int64_t)(n - 1) + (int64_t)k;
+		if (rv_try_read(s, ep + (uint64_t)(slot * vs), &v, sizeof(v)) &&
+		    mutex_data(s, v))
+			found = v;
+	}
+	return found;
+}
+
+/* The Mutex a ConditionVariable#wait takes back: the self of the
+ * Mutex#sleep it sleeps in, or where it sleeps without calling that
+ * method (4.0+, written in Ruby), its mutex parameter. */
+static void read_retake(struct rv_session *s, const struct rv_thread *t,
+			struct rv_wait *w)
+{
+	uint64_t mutex = 0, fiber;
+	for (size_t i = 0; !mutex && i < t->nframes && i < w->frame; i++) {
+		const char *q = t->frames[i].qualified;
+		if (q && !strcmp(q, "Thread::Mutex#sleep"))
+			mutex = frame_self(s, t, i);
+	}
+	if (!mutex)
+		mutex = mutex_local(s, &t->frames[w->frame - 1]);
+	uint64_t data = mutex ? mutex_data(s, mutex) : 0;
+	if (data && mutex_owner(s, data, &w->retake_owner, &fiber)) {
+		w->retake = mutex;
+		w->retake_mutex = data;
+	}
+}
+
+void rv_thread_locks_read(struct rv_session *s, uint64_t th,
+			  struct rv_thread *t)
+{
+	t->wait.waits_for = -1;
+	t->wait.retake_holder = -1;
+	t->stuck_behind = -1;
+	if (s->opts.no_locks)
+		return;
+	read_held(s, th, t);
+	if ((t->wait.kind == RV_WAIT_QUEUE ||
+	     t->wait.kind == RV_WAIT_SIZED_QUEUE) &&
+	    t->wait.frame)
+		read_queue(s, t, &t->wait);
+	if (t->wait.kind == RV_WAIT_CONDITION_VARIABLE && t->wait.frame)
+		read_retake(s, t, &t->wait);
+	if (t->wait.kind != RV_WAIT_MUTEX || !t->wait.object)
+		return;
+	t->wait.mutex = mutex_data(s, t->wait.object);
+	if (!t->wait.mutex) {
+		/* without the data type in the debug info nothing is shown */
+		if (RV_HAS(s, mutex_data_type))
+			set_locks_error(t, "not a Mutex", t->wait.object);
+		return;
+	}
+	if (!mutex_owner(s, t->wait.mutex, &t->wait.owner_thread,
+			 &t->wait.owner_fiber))
+		set_locks_error(t, "mutex owner unreadable", t->wait.mutex);
+}
+
+/* Thread addresses to 1 + their index; the data of the Mutexes threads
+ * wait on or will take back to their objects. */
+struct index {
+	struct u64map threads, mutexes;
+};
+
+static long thread_index(const struct index *ix, uint64_t th)
+{
+	int found = 0;
+	void *v = th ? u64map_get(&ix->threads, th, &found) : NULL;
+	return found ? (long)(uintptr_t)v - 1 : -1;
+}
+
+static bool index_build(const struct rv_process *p, struct index *ix)
+{
+	memset(ix, 0, sizeof(*ix));
+	for (size_t i = 0; i < p->nthreads; i++) {
+		const struct rv_thread *t = &p->threads[i];
+		if ((t->addr && !u64map_put(&ix->threads, t->addr,
+					    (void *)(uintptr_t)(i + 1))) ||
+		    (t->wait.mutex &&
+		     !u64map_put(&ix->mutexes, t->wait.mutex,
+				 (void *)(uintptr_t)t->wait.object)) ||
+		    (t->wait.retake_mutex &&
+		     !u64map_put(&ix->mutexes, t->wait.retake_mutex,
+				 (void *)(uintptr_t)t->wait.retake)))
+			return false;
+	}
+	return true;
+}
+
+/* Each thread on a join list waits for the thread whose list it is. */
+static void read_joins(struct rv_session *s, struct rv_process *p,
+		       const struct index *ix)
+{
+	enum rv_item_id next, who;
+	if (RV_HAS(s, waiting_list_next) && RV_HAS(s, waiting_list_thread)) {
+		next = RVL_waiting_list_next;
+		who = RVL_waiting_list_thread;
+	} else if (RV_HAS(s, thread_list_next) && RV_HAS(s, thread_list_th)) {
+		next = RVL_thread_list_next;
+		who = RVL_thread_list_th;
+	} else {
+		return;
+	}
+	for (size_t i = 0; RV_HAS(s, th_join_list) && i < p->nthreads; i++) {
+		struct rv_thread *target = &p->threads[i];
+		uint64_t node, waiter;
+		if (!rv_try_member(s, target->addr, RVL_th_join_list, &node))
+			continue;
+		for (size_t n = 0; node; n++) {
+			if (n == MAX_LIST) {
+				set_locks_error(target,
+						"join list longer than 4096",
+						node);
+				break;
+			}
+			if (!rv_try_member(s, node, who, &waiter) ||
+			    !rv_try_member(s, node, next, &node)) {
+				set_locks_error(target, "join list unreadable",
+						node);
+				break;
+			}
+			long w = thread_index(ix, waiter);
+			if (w >= 0 && !p->threads[w].wait.joined)
+				p->threads[w].wait.joined = target->addr;
+		}
+	}
+}
+
+/* Name the Mutex objects of held mutexes that some thread waits on or
+ * will take back. */
+static void name_held(struct rv_process *p, const struct index *ix)
+{
+	for (size_t i = 0; i < p->nthreads; i++) {
+		struct rv_thread *t = &p->threads[i];
+		for (size_t j = 0; j < t->nheld; j++) {
+			int found = 0;
+			void *v = u64map_get(&ix->mutexes, t->held[j].data,
+					     &found);
+			if (found)
+				t->held[j].object = (uint64_t)(uintptr_t)v;
+		}
+	}
+}
+
+/* The thread t sleeps for ever on, -1 for none. */
+static long edge(const struct rv_process *p, size_t i)
+{
+	const struct rv_thread *t = &p->threads[i];
+	if (t->state != RV_STATE_SLEEPING_FOREVER || t->wait.waits_for < 0 ||
+	    (size_t)t->wait.waits_for == i)
+		return -1;
+	return t->wait.waits_for;
+}
+
+static struct cs_error *add_cycle(struct rv_process *p, size_t start)
+{
+	size_t n = 1;
+	for (long j = edge(p, start); j >= 0 && (size_t)j != start;
+	     j = edge(p, (size_t)j))
+		n++;
+	/* begin at the lowest index, so that a cycle reads the same however
+	 * it was entered */
+	size_t first = start;
+	for (long j = edge(p, start); (size_t)j != start;
+	     j = edge(p, (size_t)j))
+		if ((size_t)j < first)
+			first = (size_t)j;
+	size_t *list = calloc(n, sizeof(*list));
+	void *grown = realloc(p->deadlocks,
+			      (p->ndeadlocks + 1) * sizeof(*p->deadlocks));
+	if (!list || !grown) {
+		free(list);
+		if (grown)
+			p->deadlocks = grown;
+		return &cs_error_nomem;
+	}
+	p->deadlocks = grown;
+	size_t k = 0;
+	for (size_t j = first; k < n; j = (size_t)edge(p, j)) {
+		list[k++] = j;
+		p->threads[j].deadlock = p->ndeadlocks + 1;
+	}
+	p->deadlocks[p->ndeadlocks++] = (struct rv_deadlock){list, n};
+	return NULL;
+}
+
+/* Every cycle once: a walk from each thread not yet seen marks what it
+ * passes with its start; meeting its own mark again closes a cycle. */
+static struct cs_error *find_cycles(struct rv_process *p)
+{
+	size_t *mark = calloc(p->nthreads ? p->nthreads : 1, sizeof(*mark));
+	if (!mark)
+		return &cs_error_nomem;
+	struct cs_error *err = NULL;
+	for (size_t i = 0; !err && i < p->nthreads; i++) {
+		long j = (long)i;
+		while (j >= 0 && !mark[j]) {
+			mark[j] = i + 1;
+			j = edge(p, (size_t)j);
+		}
+		if (j >= 0 && mark[j] == i + 1)
+			err = add_cycle(p, (size_t)j);
+	}
+	free(mark);
+	return err;
+}
+
+struct cs_error *rv_locks_resolve(struct rv_session *s, struct rv_process *p)
+{
+	struct index ix;
+	struct cs_error *err = NULL;
+	for (size_t i = 0; i < p->nthreads; i++) {
+		p->threads[i].stuck_behind = -1;
+		p->threads[i].wait.waits_for = -1;
+		p->threads[i].wait.retake_holder = -1;
+	}
+	if (s->opts.no_locks)
+		return NULL;
+	if (!index_build(p, &ix)) {
+		err = &cs_error_nomem;
+		goto out;
+	}
+	read_joins(s, p, &ix);
+	for (size_t i = 0; i < p->nthreads; i++) {
+		struct rv_wait *w = &p->threads[i].wait;
+		w->retake_holder = thread_index(&ix, w->retake_owner);
+		w->waits_for = thread_index(
+			&ix, w->owner_thread ? w->owner_thread : w->joined);
+	}
+	name_held(p, &ix);
+	if ((err = find_cycles(p)))
+		goto out;
+	for (size_t i = 0; i < p->nthreads; i++) {
+		struct rv_thread *t = &p->threads[i];
+		long j = edge(p, i);
+		if (!t->deadlock && j >= 0 &&
+		    p->threads[j].state == RV_STATE_SLEEPING_FOREVER)
+			t->stuck_behind = j;
+	}
+out:
+	u64map_free(&ix.threads, NULL);
+	u64map_free(&ix.mutexes, NULL);
+	return err;
+}
+
+void rv_deadlocks_free(struct rv_process *p)
+{
+	for (size_t i = 0; i < p->ndeadlocks; i++)
+		free(p->deadlocks[i].threads);
+	free(p->deadlocks);
+	p->deadlocks = NULL;
+	p->ndeadlocks = 0;
+}

@@ -1,0 +1,284 @@
+"""Who holds what, against what the program recorded itself.
+
+In a scenario whose threads call CorestackOracle.locks before they park
+(fixtures/scenarios/locks.rb), each oracle thread carries "locks": the
+Mutexes it holds (checked with Mutex#owned?), the Mutex it is about to lock,
+the thread it is about to join; the Monitors it has entered and the one it
+is about to enter (a Monitor counts as the Mutex it locks inside, which
+Ruby does not show: its address is not checked, its holder is). From that and Thread#inspect's status the
+expected wait-for graph is built here: an edge from a thread that sleeps
+for ever (sleep_forever) to the holder of the mutex it locks or to the
+thread it joins; a deadlock is a cycle of edges; a thread in none whose
+edge leads to a thread that sleeps for ever is stuck behind it. Threads are
+matched by name (main by "main").
+
+    RUBY/SCENARIO/locks        corestack --json on the core: each thread's
+                               "holds" (as many as it holds; every object shown
+                               one of them, and every one another thread locks
+                               shown), its waiting_on's object and waits_for
+                               (the holder or the joined thread, by address),
+                               "deadlock" and "stuck_behind" as expected, and
+                               "deadlocks" each cycle once, no other; a queue
+                               waited on: its address, items and max as Ruby's
+                               size and max, its waiters (to pop and to push)
+                               as num_waiting; the mutex a ConditionVariable#wait
+                               takes back, and its holder
+    RUBY/SCENARIO/locks-text   the text report: the "Deadlock N:" blocks before
+                               the threads name the expected cycles, each thread
+                               line says "held by thread N "holder"" or
+                               "of thread N "joined"", "; deadlock N" and
+                               "stuck behind thread N "name"" as expected
+    RUBY/SCENARIO/locks-live   as RUBY/SCENARIO/locks, from corestack --pid
+"""
+
+import os
+import re
+
+from . import compare, procs
+
+TESTS = ("locks", "locks-text", "locks-live")
+
+
+def uses_locks(scenario):
+    path = os.path.join(procs.SCENARIOS, scenario + ".rb")
+    try:
+        with open(path, encoding="utf-8") as f:
+            return "CorestackOracle.locks" in f.read()
+    except OSError:
+        return False
+
+
+def test_names(ruby, scenario):
+    if not uses_locks(scenario):
+        return []
+    return ["%s/%s/%s" % (ruby, scenario, t) for t in TESTS]
+
+
+def key(thread):
+    return "main" if thread.get("main") else thread.get("name")
+
+
+def address(text):
+    return int(text, 16) if isinstance(text, str) else None
+
+
+class Expected:
+    """The wait-for graph the program's own record gives."""
+
+    def __init__(self, oracle):
+        self.threads = {key(t): t for t in compare.scenario_threads(oracle["threads"])
+                        if "locks" in t}
+        holder = {}
+        for name, t in self.threads.items():
+            for m in t["locks"]["holds"] + t["locks"].get("monitors", []):
+                holder[address(m)] = name
+        self.locked = set()
+        self.waits_for, self.by = {}, {}
+        for name, t in self.threads.items():
+            locks = t["locks"]
+            if locks.get("retake"):
+                self.locked.add(address(locks["retake"]))
+            if locks.get("lock") or locks.get("monitor"):
+                self.locked.add(address(locks.get("lock")))
+                self.waits_for[name] = holder.get(address(locks.get("lock") or locks["monitor"]))
+                self.by[name] = "mutex_owner"
+            elif locks.get("join"):
+                self.waits_for[name] = locks["join"]
+                self.by[name] = "join"
+        forever = lambda n: self.threads.get(n, {}).get("status_detail") == "sleep_forever"
+        self.edge = {n: w for n, w in self.waits_for.items() if w and forever(n) and w != n}
+        self.cycles = []
+        for start in sorted(self.edge):
+            seen, n = [], start
+            while n in self.edge and n not in seen:
+                seen.append(n)
+                n = self.edge[n]
+            if n in seen:
+                cycle = frozenset(seen[seen.index(n):])
+                if cycle not in self.cycles:
+                    self.cycles.append(cycle)
+        self.in_cycle = set().union(*self.cycles) if self.cycles else set()
+        self.stuck = {n: w for n, w in self.edge.items()
+                      if n not in self.in_cycle and forever(w)}
+
+
+def check_report(oracle, report):
+    exp = Expected(oracle)
+    if not exp.threads:
+        return "the oracle has no thread that recorded its locks"
+    if not exp.cycles or not exp.stuck:
+        return "the program's record gives no deadlock or no stuck thread: the scenario " \
+               "would not test them"
+    got = {key(t): t for t in report.get("threads") or []}
+    addr = {n: t.get("thread") for n, t in got.items()}
+    for name, t in exp.threads.items():
+        title = compare.show(name)
+        mine = got.get(name)
+        if mine is None:
+            return "no thread %s in corestack's report" % title
+        holds = [address(m) for m in t["locks"]["holds"]]
+        monitors = len(t["locks"].get("monitors", []))  # each its inner Mutex
+        theirs = mine.get("holds")
+        if not isinstance(theirs, list) or len(theirs) != len(holds) + monitors:
+            return "%s holds %d mutexes and %d monitors, corestack says %s" % (
+                title, len(holds), monitors, compare.show(theirs))
+        shown = {address(h.get("object")) for h in theirs if h.get("object")}
+        if len(shown - set(holds)) > monitors:
+            return "%s: corestack shows it holding %s, it holds %s" % (
+                title, sorted(hex(m) for m in shown - set(holds)), t["locks"]["holds"])
+        missing = (set(holds) & exp.locked) - shown
+        if missing:
+            return "%s: held mutexes another thread locks not shown: %s" % (
+                title, sorted(hex(m) for m in missing))
+        waiting = mine.get("waiting_on") or {}
+        if name in exp.by:
+            want_kind = "mutex" if exp.by[name] == "mutex_owner" else "thread_join"
+            if waiting.get("kind") != want_kind:
+                return "%s: waiting_on %s, expected %s" % (title, compare.show(waiting), want_kind)
+            lock = t["locks"].get("lock")
+            if lock and address(waiting.get("object")) != address(lock):
+                return "%s: waits on mutex %s, corestack %s" % (
+                    title, lock, compare.show(waiting.get("object")))
+            wf = waiting.get("waits_for") or {}
+            want = exp.waits_for[name]
+            if wf.get("by") != exp.by[name] or address(wf.get("thread")) != address(addr.get(want)):
+                return "%s: waits for %s (%s, %s), corestack %s" % (
+                    title, compare.show(want), exp.by[name], addr.get(want), compare.show(wf))
+        elif waiting.get("waits_for"):
+            return "%s waits for nobody, corestack %s" % (title, compare.show(waiting))
+        reason = check_queue(title, t["locks"].get("queue"), waiting.get("queue")) or \
+            check_retake(title, t["locks"].get("retake"), waiting.get("retakes"), exp, addr)
+        if reason:
+            return reason
+        in_deadlock = mine.get("deadlock") is not None
+        if in_deadlock != (name in exp.in_cycle):
+            return "%s: deadlock %s, expected %s" % (
+                title, compare.show(mine.get("deadlock")), name in exp.in_cycle)
+        want_stuck = addr.get(exp.stuck[name]) if name in exp.stuck else None
+        if address(mine.get("stuck_behind")) != address(want_stuck):
+            return "%s: stuck_behind %s, expected %s (%s)" % (
+                title, compare.show(mine.get("stuck_behind")), want_stuck,
+                exp.stuck.get(name))
+    by_addr = {address(t.get("thread")): n for n, t in got.items()}
+    listed = []
+    for d in report.get("deadlocks") or []:
+        names = frozenset(by_addr.get(address(t.get("thread"))) for t in d.get("threads", []))
+        if names in listed:
+            return "deadlock %s listed twice" % sorted(names)
+        listed.append(names)
+        numbers = {n for n in names if got.get(n, {}).get("deadlock") != d.get("number")}
+        if numbers:
+            return "threads %s of deadlock %s do not say so" % (sorted(numbers), d.get("number"))
+    if set(listed) != set(exp.cycles):
+        return "deadlocks %s, expected %s" % (
+            sorted(sorted(c) for c in listed), sorted(sorted(c) for c in exp.cycles))
+    return None
+
+
+def check_queue(title, want, got):
+    """The queue a thread pops from or pushes to: its address, items and max
+    as Ruby's size and max, its waiters as num_waiting (poppers and pushers
+    together)."""
+    if not want:
+        return "%s waits on no queue, corestack %s" % (title, compare.show(got)) if got else None
+    if not isinstance(got, dict):
+        return "%s: queue %s, corestack %s" % (title, want["object"], compare.show(got))
+    waiting = (got.get("waiting_to_pop") or 0) + (got.get("waiting_to_push") or 0)
+    if (address(got.get("object")) != address(want["object"]) or got.get("items") != want["size"]
+            or got.get("max") != want["max"] or waiting != want["num_waiting"]):
+        return "%s: queue %s (size %d, max %s, num_waiting %d), corestack %s" % (
+            title, want["object"], want["size"], want["max"], want["num_waiting"],
+            compare.show(got))
+    return None
+
+
+def check_retake(title, want, got, exp, addr):
+    """The mutex a ConditionVariable#wait takes back, and its holder."""
+    if not want:
+        return "%s takes back no mutex, corestack %s" % (title, compare.show(got)) if got else None
+    holder = next((n for n, t in exp.threads.items()
+                   if address(want) in {address(m) for m in t["locks"]["holds"]}), None)
+    if not isinstance(got, dict) or address(got.get("mutex")) != address(want) \
+            or address(got.get("held_by")) != address(addr.get(holder)):
+        return "%s takes back mutex %s held by %s (%s), corestack %s" % (
+            title, want, compare.show(holder), addr.get(holder), compare.show(got))
+    return None
+
+
+THREAD_LINE = re.compile(r'^Thread (\d+)(?: "([^"]*)")?')
+
+
+def check_text(oracle, out):
+    exp = Expected(oracle)
+    lines = out.splitlines()
+    first_thread = next((i for i, l in enumerate(lines) if THREAD_LINE.match(l)), len(lines))
+    blocks, number = {}, None
+    for l in lines[:first_thread]:
+        m = re.match(r"^Deadlock (\d+): ", l)
+        if m:
+            number = int(m.group(1))
+            blocks[number] = set()
+            continue
+        m = re.match(r'^  Thread \d+(?: "([^"]*)")?', l)
+        if m and number is not None:
+            blocks[number].add(m.group(1) or "main")
+    if sorted(map(sorted, blocks.values())) != sorted(map(sorted, exp.cycles)):
+        return "Deadlock blocks before the threads name %s, expected %s" % (
+            sorted(map(sorted, blocks.values())), sorted(map(sorted, exp.cycles)))
+    numbers = {}
+    heads = {}
+    for l in lines[first_thread:]:
+        m = THREAD_LINE.match(l)
+        if m:
+            name = m.group(2) or ("main" if ", main" in l else None)
+            numbers[name] = int(m.group(1))
+            heads[name] = l
+    for name in exp.threads:
+        line = heads.get(name)
+        if line is None:
+            return "no thread line for %s" % compare.show(name)
+        want = exp.waits_for.get(name)
+        if want:
+            word = "held by" if exp.by[name] == "mutex_owner" else "of"
+            ref = '%s thread %d "%s"' % (word, numbers.get(want, 0), want)
+            if ref not in line:
+                return "%s: no %s in %s" % (compare.show(name), compare.show(ref), compare.show(line))
+        cycle = [n for n, c in blocks.items() if name in c]
+        if cycle and "; deadlock %d" % cycle[0] not in line:
+            return "%s: no \"; deadlock %d\" in %s" % (compare.show(name), cycle[0], compare.show(line))
+        if not cycle and "; deadlock " in line:
+            return "%s is in no deadlock: %s" % (compare.show(name), compare.show(line))
+        if name in exp.stuck:
+            ref = 'stuck behind thread %d "%s"' % (numbers.get(exp.stuck[name], 0), exp.stuck[name])
+            if ref not in line:
+                return "%s: no %s in %s" % (compare.show(name), compare.show(ref), compare.show(line))
+        elif "stuck behind" in line:
+            return "%s is stuck behind nobody: %s" % (compare.show(name), compare.show(line))
+    return None
+
+
+def report(rep, selected, ruby, scenario, cap, runs, json_report):
+    names = test_names(ruby, scenario)
+    if not names or not any(selected(n) for n in names):
+        return
+    oracle = getattr(cap, "oracle", None)
+    for name in names:
+        if not selected(name):
+            continue
+        test = name.rsplit("/", 1)[1]
+        if oracle is None:
+            rep.result(name, "no core: capture failed")
+        elif test == "locks":
+            got, why = json_report(runs[0])
+            rep.result(name, why or check_report(oracle, got))
+        elif test == "locks-text":
+            rc, out, err, reason = runs[1]
+            rep.result(name, reason or ("exit status %d: %s" % (rc, err.strip()[:200]) if rc
+                                        else check_text(oracle, out)))
+        else:
+            run, problem = cap.live.get("live", (None, "corestack --pid did not run"))
+            if run is None:
+                rep.result(name, problem)
+                continue
+            got, why = json_report(run)
+            rep.result(name, why or check_report(oracle, got) or problem)
