@@ -502,6 +502,40 @@ static bool is_code(struct unwind *u, uint64_t addr)
 	       cs_target_region_of(u->img, addr, &r) && r.exec;
 }
 
+/* Code bytes at addr: from memory, else from the file of the module
+ * mapped there. A core leaves a module's code out and is read from the
+ * file it names, but a module whose file was gone and was found by its
+ * build-id (report_found) is known only to libdwfl. */
+static struct cs_error *read_code(void *arg, uint64_t addr, void *buf,
+				  size_t len)
+{
+	const struct unwind *u = arg;
+	struct cs_error *err = cs_memory_read(u->mem, addr, buf, len);
+	Dwfl_Module *mod = err ? dwfl_addrmodule(u->dwfl, addr) : NULL;
+	GElf_Addr bias;
+	Elf *elf = mod ? dwfl_module_getelf(mod, &bias) : NULL;
+	size_t n;
+	if (!elf || elf_getphdrnum(elf, &n) != 0)
+		return err;
+	uint64_t at = addr - bias;
+	for (size_t i = 0; i < n; i++) {
+		GElf_Phdr ph;
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD ||
+		    at < ph.p_vaddr || at - ph.p_vaddr > ph.p_filesz ||
+		    len > ph.p_filesz - (at - ph.p_vaddr))
+			continue;
+		Elf_Data *d = elf_getdata_rawchunk(
+			elf, (int64_t)(ph.p_offset + (at - ph.p_vaddr)), len,
+			ELF_T_BYTE);
+		if (!d || d->d_size < len)
+			continue;
+		memcpy(buf, d->d_buf, len);
+		cs_error_destroy(err);
+		return NULL;
+	}
+	return err;
+}
+
 /* A frame the unwinder reached is believed only if it is code on the
  * stack its callee ran on: its return address in a module or an
  * executable region,
@@ -695,12 +729,13 @@ static int go_past_not_code(struct unwind *u, pid_t tid, char *why, size_t len)
 	uint64_t sp = u->stop_regs[DWARF_X86_64_RSP], ret = 0;
 	const char *problem = NULL;
 	struct cs_error *err = NULL;
+	const struct cs_memory code = {.read = read_code, .priv = u};
 	if (!u->stop_known[DWARF_X86_64_RSP])
 		problem = "its stack pointer is not known";
 	else if ((err = cs_memory_read(u->mem, sp, &ret, sizeof(ret))))
 		problem = "the word at its stack pointer is unreadable";
 	else if (!is_code(u, ret - 1) ||
-		 !cs_past_jit_after_call(u->mem, ret, true))
+		 !cs_past_jit_after_call(&code, ret, true))
 		problem = "the word at its stack pointer is no return address";
 	cs_error_destroy(err);
 	if (problem) {
