@@ -3,6 +3,7 @@
 #include "target.h"
 
 #include <elf.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,20 +36,33 @@ const struct cs_mapping *cs_tables_mapping_at(const struct cs_target_tables *tt,
 	return i < tt->nmaps ? &tt->maps[i] : NULL;
 }
 
-const struct cs_mapping *cs_tables_mapping_of(const struct cs_target_tables *tt,
-					      uint64_t addr)
+/* How many of the n elements of size bytes at base have a key (the
+ * uint64_t at offset in each, ascending) at most addr. */
+static size_t rank_of(const void *base, size_t n, size_t size, size_t offset,
+		      uint64_t addr)
 {
-	size_t lo = 0, hi = tt->nmaps;
+	const unsigned char *p = base;
+	size_t lo = 0, hi = n;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		if (tt->maps[mid].start <= addr)
+		uint64_t key;
+		memcpy(&key, p + mid * size + offset, sizeof(key));
+		if (key <= addr)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	if (lo == 0 || addr >= tt->maps[lo - 1].end)
+	return lo;
+}
+
+const struct cs_mapping *cs_tables_mapping_of(const struct cs_target_tables *tt,
+					      uint64_t addr)
+{
+	size_t r = rank_of(tt->maps, tt->nmaps, sizeof(*tt->maps),
+			   offsetof(struct cs_mapping, start), addr);
+	if (r == 0 || addr >= tt->maps[r - 1].end)
 		return NULL;
-	return &tt->maps[lo - 1];
+	return &tt->maps[r - 1];
 }
 
 const struct cs_mapping *
@@ -79,15 +93,8 @@ uint64_t cs_tables_auxv(const struct cs_target_tables *tt, uint64_t type)
 /* The first region that ends above addr (nregions if none). */
 static size_t region_after(const struct cs_target_tables *tt, uint64_t addr)
 {
-	size_t lo = 0, hi = tt->nregions;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (tt->regions[mid].end <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return rank_of(tt->regions, tt->nregions, sizeof(*tt->regions),
+		       offsetof(struct cs_region, end), addr);
 }
 
 bool cs_tables_region_of(const struct cs_target_tables *tt, uint64_t addr,
