@@ -1,6 +1,12 @@
 /* What a run found, ready to render: process header from the core or the
  * live process, plus the Ruby model's snapshot. Renderers only format; they
- * decide nothing (render.h). */
+ * decide nothing (render.h).
+ *
+ * A report owns nothing: every pointer in it borrows from whoever built
+ * it — the snapshot (engine/snapshot.h) for the Ruby process, tids,
+ * native and merged stacks, crash summary, warnings and command line; the
+ * engine's target and Ruby for the paths, cwd and siginfo. It is valid
+ * while they are, and freeing it is freeing them. */
 #ifndef CS_CORESTACK_REPORT_H
 #define CS_CORESTACK_REPORT_H
 
@@ -44,7 +50,7 @@ struct cs_report {
 	const int64_t *tids; /* per Ruby thread: kernel tid or -1 */
 	/* per Ruby thread: why its tid is not believed, or NULL; NULL: none */
 	char *const *tid_errors;
-	char **warnings;
+	const char *const *warnings;
 	size_t nwarnings;
 	int complete;
 	int64_t crash_tid; /* the thread that took siginfo's signal, or -1 */

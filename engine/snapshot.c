@@ -141,7 +141,7 @@ static struct cs_error *gather_warnings(const struct cs_snapshot_options *o,
 	size_t n = vm->nwarnings + nfile + 2;
 	if (!(s->warnings = calloc(n, sizeof(*s->warnings))))
 		return &cs_error_nomem;
-	char **w = s->warnings;
+	const char **w = s->warnings;
 	size_t k = 0;
 	for (size_t i = 0; i < vm->nwarnings; i++)
 		w[k++] = vm->warnings[i];
@@ -149,7 +149,7 @@ static struct cs_error *gather_warnings(const struct cs_snapshot_options *o,
 		const char *msg = cs_target_warning_at(t, i);
 		/* Also on stderr: the output may go to a file. */
 		fprintf(stderr, "corestack: warning: %s\n", msg);
-		w[k++] = (char *)msg;
+		w[k++] = msg;
 	}
 	if (s->truncation)
 		w[k++] = s->truncation->message;

@@ -44,23 +44,33 @@ struct cs_snapshot_options {
 	void *check_ctx;
 };
 
-/* A report and what it points to. */
+/* A report and what it points to. The snapshot is the one owner of the
+ * objects below; its report (engine/report.h) only borrows them, so that
+ * each is freed once, by cs_snapshot_free. What neither owns, the engine
+ * does (the target, its tables, the Ruby module): a snapshot is valid
+ * while the engine it was taken from is open. */
 struct cs_snapshot {
-	struct cs_report report;
-	struct rv_process *proc;
-	struct cs_thread_tids tids;
-	struct cs_native_stacks *native;
-	struct cs_merged_stack *merged;
-	const struct cs_thread **threads; /* the kernel threads matched */
+	struct cs_report report;         /* borrows from the fields below */
+	struct rv_process *proc;         /* owned: report.ruby */
+	struct cs_thread_tids tids;      /* owned: report.tids, tid_errors */
+	struct cs_native_stacks *native; /* owned: report.native */
+	struct cs_merged_stack *merged;  /* owned: report.merged */
+	/* The kernel threads matched: the array is owned, the threads it
+	 * points to are the target's (or the kernel_threads callback's). */
+	const struct cs_thread **threads;
 	size_t nthreads;
-	char **warnings;
-	char *native_warning;
-	struct cs_error *truncation;
-	char *command; /* a core's whole command line, from Ruby's argv */
-	/* A crash core without --native: the crashed thread's native
-	 * stack, for the crash summary alone. */
+	/* report.warnings: the array is owned; its strings are the Ruby
+	 * module's, the target's, and the two below. */
+	const char **warnings;
+	char *native_warning;        /* owned */
+	struct cs_error *truncation; /* owned */
+	/* owned: a core's whole command line, from Ruby's argv (or NULL;
+	 * report.command may then borrow the target's) */
+	char *command;
+	/* owned: a crash core without --native, the crashed thread's
+	 * native stack, for the crash summary alone */
 	struct cs_native_stacks *crash_native;
-	struct cs_crash *crash;
+	struct cs_crash *crash; /* owned: report.crash */
 };
 
 /* Taken by cs_engine_snapshot (engine.h); *ret is always safe to free. */

@@ -49,59 +49,6 @@ void gx_inferior_free(struct gx_inferior *d)
 	d->fd = -1;
 }
 
-static size_t mapping_count(const void *p)
-{
-	return ((const struct gx_inferior *)p)->nmaps;
-}
-
-static const struct cs_mapping *mapping_at(const void *p, size_t i)
-{
-	const struct gx_inferior *d = p;
-	return i < d->nmaps ? &d->maps[i] : NULL;
-}
-
-static const struct cs_mapping *mapping_of(const void *p, uint64_t addr)
-{
-	const struct gx_inferior *d = p;
-	size_t lo = 0, hi = d->nmaps;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (addr < d->maps[mid].start)
-			hi = mid;
-		else if (addr >= d->maps[mid].end)
-			lo = mid + 1;
-		else
-			return &d->maps[mid];
-	}
-	return NULL;
-}
-
-static const struct cs_mapping *find_mapping(const void *p, const char *prefix)
-{
-	const struct gx_inferior *d = p;
-	for (size_t i = 0; i < d->nmaps; i++) {
-		const char *slash = strrchr(d->maps[i].path, '/');
-		const char *base = slash ? slash + 1 : d->maps[i].path;
-		if (strncmp(base, prefix, strlen(prefix)) == 0)
-			return &d->maps[i];
-	}
-	return NULL;
-}
-
-static uint64_t auxv(const void *p, uint64_t type)
-{
-	const struct gx_inferior *d = p;
-	for (size_t i = 0; i < d->nauxv; i++)
-		if (d->auxv[i][0] == type)
-			return d->auxv[i][1];
-	return 0;
-}
-
-static const char *executable(void *p)
-{
-	return ((struct gx_inferior *)p)->executable;
-}
-
 static struct cs_error *build_id(void *p, uint64_t start, uint8_t *buf,
 				 size_t bufsize, size_t *len)
 {
@@ -131,7 +78,8 @@ static struct cs_error *read_with_files(void *priv, uint64_t addr, void *buf,
 		return NULL;
 	uint8_t *out = buf;
 	for (size_t done = 0; done < len;) {
-		const struct cs_mapping *m = mapping_of(d, addr + done);
+		const struct cs_mapping *m =
+			cs_tables_mapping_of(&d->tables, addr + done);
 		int fd = m ? mapped_file(d, m) : -1;
 		if (fd < 0)
 			return err;
@@ -149,49 +97,31 @@ static struct cs_error *read_with_files(void *priv, uint64_t addr, void *buf,
 	return NULL;
 }
 
-static int pid(const void *p)
-{
-	return ((const struct gx_inferior *)p)->pid;
-}
-
-static const char *command(const void *p)
-{
-	return ((const struct gx_inferior *)p)->command;
-}
-
-static const struct cs_siginfo *siginfo(const void *p)
-{
-	const struct gx_inferior *d = p;
-	return d->siginfo.present ? &d->siginfo : NULL;
-}
-
-static int64_t crash_tid(const void *p)
-{
-	return ((const struct gx_inferior *)p)->crash_tid;
-}
-
-/* No threads: the debugger lists them only when asked (backtrace.c). Its
- * files are this machine's (the default host_path). */
+/* No threads: the debugger lists them only when asked (backtrace.c). No
+ * regions. Its files are this machine's (the default host_path). */
 static const struct cs_target_ops ops = {
 	.read = read_with_files,
-	.mapping_count = mapping_count,
-	.mapping_at = mapping_at,
-	.mapping_of = mapping_of,
-	.find_mapping = find_mapping,
-	.auxv = auxv,
-	.executable = executable,
 	.module_build_id = build_id,
-	.pid = pid,
-	.command = command,
-	.siginfo = siginfo,
-	.crash_tid = crash_tid,
 };
 
 struct cs_target gx_inferior_target(struct gx_inferior *d)
 {
+	d->tables = (struct cs_target_tables){
+		.maps = d->maps,
+		.nmaps = d->nmaps,
+		.has_registers = true,
+		.auxv = &d->auxv[0][0],
+		.nauxv = d->nauxv,
+		.executable = d->executable,
+		.pid = d->pid,
+		.command = d->command,
+		.siginfo = d->siginfo.present ? &d->siginfo : NULL,
+		.crash_tid = d->crash_tid,
+	};
 	struct cs_target t = {
 		.ops = &ops,
 		.priv = d,
+		.tables = &d->tables,
 		.name = d->name,
 		.comm = "",
 		.what = "process",

@@ -32,6 +32,8 @@ struct gx_inferior {
 	bool is_core;              /* it reads a core */
 	int fd; /* the mapped file last read from disk, or -1 */
 	char *fd_path;
+	/* The above as a target's tables, made by gx_inferior_target. */
+	struct cs_target_tables tables;
 };
 
 /* Start with {.fd = -1, .pid = -1, .crash_tid = -1} and these: */
@@ -41,7 +43,8 @@ int gx_inferior_add_mapping(struct gx_inferior *d, uint64_t start, uint64_t end,
 /* Sort the mappings: call once all are added. */
 void gx_inferior_finish(struct gx_inferior *d);
 void gx_inferior_free(struct gx_inferior *d);
-/* The inferior as a target, valid while d lives. Memory is read through
+/* The inferior as a target, valid while d lives and is not changed: its
+ * tables are made from what d holds now. Memory is read through
  * the debugger; where it cannot read bytes of a file mapping (lldb reads
  * of a core that left the file's pages out), from the mapped file on
  * disk, as the core reader does. Build-ids are read through the debugger

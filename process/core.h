@@ -67,7 +67,7 @@ struct cs_error *cs_core_set_lib_search_path(struct cs_core *core,
 					     const char *dirs);
 /* The file to read the executable's mappings from (the EXECUTABLE
  * argument), taken as it is, in place of the path the core names for it
- * (see cs_core_executable). NULL for none. Closes open files. */
+ * (the tables' executable, see cs_core_tables). NULL for none. Closes open files. */
 struct cs_error *cs_core_set_executable(struct cs_core *core, const char *path);
 /* Where the file the target knew as path is on this machine: the file
  * cs_core_set_executable gave for the executable, else under the
@@ -85,47 +85,27 @@ void cs_core_check_files(struct cs_core *core);
 size_t cs_core_warning_count(const struct cs_core *core);
 const char *cs_core_warning_at(const struct cs_core *core, size_t i);
 
-size_t cs_core_thread_count(const struct cs_core *core);
-/* NULL if i is out of range. Thread 0 is the one the kernel reported first
- * (for kernel cores, the thread that took the signal). */
-const struct cs_thread *cs_core_thread_at(const struct cs_core *core, size_t i);
-/* Mappings sorted by start address: NT_FILE's; without that note (the
- * kernel leaves it out when it would be too large), those of the ELF
- * modules the dynamic linker lists, rebuilt from their headers in the core
- * (link_map.h), with AT_EXECFN as the executable's path. */
-size_t cs_core_mapping_count(const struct cs_core *core);
-const struct cs_mapping *cs_core_mapping_at(const struct cs_core *core,
-					    size_t i);
-/* The NT_FILE mapping containing addr, or NULL. */
-/* The memory region (PT_LOAD) holding addr, with whether it could run
- * code; false when no segment holds it. */
-bool cs_core_region_of(const struct cs_core *core, uint64_t addr,
-		       struct cs_region *ret);
-const struct cs_mapping *cs_core_mapping_of(const struct cs_core *core,
-					    uint64_t addr);
-/* The lowest writable segment (PF_W) ending above addr. */
-bool cs_core_writable_next(const struct cs_core *core, uint64_t addr,
-			   uint64_t *start, uint64_t *end);
+/* Threads, mappings, auxv, regions (the PT_LOADs) and the process's
+ * facts, as a target's tables (target.h), valid while core is open.
+ * Thread 0 is the one the kernel reported first (for kernel cores, the
+ * thread that took the signal). Mappings are NT_FILE's; without that
+ * note (the kernel leaves it out when it would be too large), those of
+ * the ELF modules the dynamic linker lists, rebuilt from their headers in
+ * the core (link_map.h), with AT_EXECFN as the executable's path. A
+ * region is writable or runs code as its segment's PF_W and PF_X say.
+ * The executable is the mapping containing AT_PHDR (or AT_ENTRY), else
+ * the AT_EXECFN string from memory, else NULL: the mapping comes first
+ * because AT_EXECFN is the path given to execve, which may be relative,
+ * or a #! script rather than the interpreter. siginfo is always given
+ * (present 0 without NT_SIGINFO); pid and command are NT_PRPSINFO's. */
+const struct cs_target_tables *cs_core_tables(const struct cs_core *core);
 /* NULL when the mappings are NT_FILE's or every module was rebuilt; else
  * one line on why the rebuilt list may lack a module. */
 const char *cs_core_mapping_gap(const struct cs_core *core);
 const struct cs_core_process *cs_core_process(const struct cs_core *core);
-const struct cs_siginfo *cs_core_siginfo(const struct cs_core *core);
 /* A NUL-terminated string of at most max bytes from memory; malloc'd,
  * NULL when it cannot be read whole. */
 char *cs_core_read_string(struct cs_core *core, uint64_t addr, size_t max);
-/* auxv value (NT_AUXV), 0 if absent. */
-uint64_t cs_core_auxv(const struct cs_core *core, uint64_t type);
-
-/* The executable's path in the target: the NT_FILE mapping containing
- * AT_PHDR (or AT_ENTRY), else the AT_EXECFN string from memory, else NULL.
- * The mapping comes first because AT_EXECFN is the path given to execve:
- * it may be relative, or a #! script rather than the interpreter. */
-const char *cs_core_executable(struct cs_core *core);
-/* Lowest NT_FILE mapping of a file whose basename starts with
- * basename_prefix ("libruby.so"), i.e. where that module is loaded. */
-const struct cs_mapping *cs_core_find_mapping(const struct cs_core *core,
-					      const char *basename_prefix);
 /* GNU build-id of the ELF module loaded at start, read from the core's own
  * bytes (ELF header, program headers, PT_NOTE, NT_GNU_BUILD_ID); never from
  * disk, since it is what proves a disk file matches. CS_ERR_FAULT if those

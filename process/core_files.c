@@ -89,18 +89,18 @@ struct cs_error *cs_core_set_executable(struct cs_core *core, const char *path)
 		return &cs_error_nomem;
 	free(core->exe_host);
 	core->exe_host = copy;
-	core->exe_target = copy ? cs_core_executable(core) : NULL;
+	core->exe_target = copy ? core->tables.executable : NULL;
 	cs_core_close_files(core);
 	return NULL;
 }
 
 const char *cs_core_mapping_gap(const struct cs_core *core)
 {
-	if (core->nmaps && !core->recovered.nmaps)
+	if (core->tables.nmaps && !core->recovered.nmaps)
 		return NULL; /* NT_FILE's */
 	if (core->recovered.incomplete)
 		return core->recovered.incomplete;
-	return core->nmaps ? NULL : "no module was found";
+	return core->tables.nmaps ? NULL : "no module was found";
 }
 
 /* The usual places for a file the target knew as path, NULL-terminated:
@@ -199,14 +199,14 @@ static int cs_core_file_mismatch(struct cs_core *core, struct cs_core_file *f,
 	uint8_t have[64], want[64];
 	size_t have_len = 0, want_len = 0;
 	int file_read = 0;
-	for (size_t i = 0; i < core->nmaps; i++) {
-		const struct cs_core_map *m = &core->maps[i];
-		if (&core->files[m->file] != f || m->pub.file_offset != 0)
+	for (size_t i = 0; i < core->tables.nmaps; i++) {
+		const struct cs_mapping *m = &core->tables.maps[i];
+		if (&core->files[core->map_file[i]] != f || m->file_offset != 0)
 			continue;
 		uint8_t id[64];
 		size_t len;
 		struct cs_error *err = cs_core_module_build_id(
-			core, m->pub.start, id, sizeof(id), &len);
+			core, m->start, id, sizeof(id), &len);
 		if (err) {
 			cs_error_destroy(err);
 			continue;
@@ -294,11 +294,12 @@ void cs_core_check_files(struct cs_core *core)
 
 /* Bytes the core lacks, from the file the mapping names. */
 struct cs_error *cs_core_read_file(struct cs_core *core,
-				   const struct cs_core_map *m, uint64_t at,
+				   const struct cs_mapping *m, uint64_t at,
 				   uint8_t *out, size_t n, uint64_t addr,
 				   size_t len)
 {
-	struct cs_core_file *f = &core->files[m->file];
+	struct cs_core_file *f =
+		&core->files[core->map_file[m - core->tables.maps]];
 	int fd = cs_core_file_fd(core, f);
 	if (fd < 0) {
 		char why[PATH_MAX + 200];
@@ -311,8 +312,7 @@ struct cs_error *cs_core_read_file(struct cs_core *core,
 		return cs_core_fault(core, addr, len, at, why);
 	}
 	uint64_t off;
-	if (__builtin_add_overflow(m->pub.file_offset, at - m->pub.start,
-				   &off) ||
+	if (__builtin_add_overflow(m->file_offset, at - m->start, &off) ||
 	    off > (uint64_t)INT64_MAX - n) {
 		return cs_core_fault(core, addr, len, at,
 				     "maps to an impossible file offset");

@@ -57,11 +57,6 @@ struct cs_core_file {      /* a file named by NT_FILE, opened lazily */
 	uint64_t last_use; /* LRU stamp from cs_core.clock */
 };
 
-struct cs_core_map {
-	struct cs_mapping pub;
-	size_t file; /* index into cs_core.files */
-};
-
 struct cs_core {
 	char *path;
 	int fd;
@@ -73,10 +68,11 @@ struct cs_core {
 	size_t nsegs;
 	size_t last_seg; /* last hit: reads cluster */
 
-	struct cs_thread *threads;
-	size_t nthreads;
-	struct cs_core_map *maps; /* sorted by start */
-	size_t nmaps;
+	/* Threads (NT_PRSTATUS), mappings (NT_FILE, else rebuilt), auxv
+	 * (NT_AUXV), regions (the PT_LOADs) and the process's facts, all
+	 * owned here; filled by cs_core_open. */
+	struct cs_target_tables tables;
+	size_t *map_file; /* of each of tables.maps: index into files */
 	struct cs_core_file *files;
 	size_t nfiles, nopen;
 	uint64_t clock;
@@ -88,8 +84,7 @@ struct cs_core {
 
 	struct cs_core_process process;
 	struct cs_siginfo siginfo;
-	const uint8_t *auxv; /* into image; pairs of LE u64 */
-	size_t auxv_count;
+	uint64_t *auxv; /* NT_AUXV's pairs in host order (tables.auxv) */
 	int have_file_note;
 	struct cs_link_map recovered; /* the mappings, when NT_FILE is absent */
 	const char *exe_target; /* cs_core_set_executable: the executable's */
@@ -100,9 +95,7 @@ struct cs_core {
 	uint64_t missing_bytes; /* of those, past the end of the file */
 	int notes_truncated;
 
-	int exe_done;
-	const char *exe;
-	char *exe_buf;
+	char *exe_buf; /* tables.executable, when read from memory */
 };
 
 /* The image may be unaligned and the host order is not assumed. */
@@ -136,6 +129,9 @@ struct cs_error *cs_core_cut(const struct cs_core *core, uint64_t described,
 /* Note that the headers describe bytes up to offset + size. */
 void cs_core_describes(struct cs_core *core, uint64_t offset, uint64_t size);
 
+/* core_memory.c: the tables once the notes and segments are read. */
+struct cs_error *cs_core_fill_tables(struct cs_core *core);
+
 /* core_notes.c */
 struct cs_error *cs_core_parse_notes(struct cs_core *core, const GElf_Phdr *ph,
 				     size_t index);
@@ -148,7 +144,7 @@ void cs_core_free_lib_dirs(struct cs_core *core);
 struct cs_error *cs_core_fault(const struct cs_core *core, uint64_t addr,
 			       size_t len, uint64_t at, const char *why);
 struct cs_error *cs_core_read_file(struct cs_core *core,
-				   const struct cs_core_map *m, uint64_t at,
+				   const struct cs_mapping *m, uint64_t at,
 				   uint8_t *out, size_t n, uint64_t addr,
 				   size_t len);
 

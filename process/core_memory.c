@@ -1,6 +1,7 @@
 /* The core reader: memory (the dumped segments, else the mapped files),
  * the accessors, build-ids from the dumped bytes, and truncation. */
 #include "core_internal.h"
+#include "crash_signal.h"
 
 /* ---- memory ---- */
 
@@ -17,50 +18,6 @@ static size_t cs_core_segment_rank(const struct cs_core *core, uint64_t addr)
 			hi = mid;
 	}
 	return lo;
-}
-
-bool cs_core_region_of(const struct cs_core *core, uint64_t addr,
-		       struct cs_region *ret)
-{
-	size_t r = cs_core_segment_rank(core, addr);
-	if (r == 0 || addr >= core->segs[r - 1].end)
-		return false;
-	const struct cs_core_segment *s = &core->segs[r - 1];
-	*ret = (struct cs_region){.start = s->start,
-				  .end = s->end,
-				  .write = s->write,
-				  .exec = s->exec};
-	return true;
-}
-
-bool cs_core_writable_next(const struct cs_core *core, uint64_t addr,
-			   uint64_t *start, uint64_t *end)
-{
-	size_t r = cs_core_segment_rank(core, addr);
-	for (size_t i = r && addr < core->segs[r - 1].end ? r - 1 : r;
-	     i < core->nsegs; i++)
-		if (core->segs[i].write) {
-			*start = core->segs[i].start;
-			*end = core->segs[i].end;
-			return true;
-		}
-	return false;
-}
-
-const struct cs_mapping *cs_core_mapping_of(const struct cs_core *core,
-					    uint64_t addr)
-{
-	size_t lo = 0, hi = core->nmaps;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (core->maps[mid].pub.start <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo == 0 || addr >= core->maps[lo - 1].pub.end)
-		return NULL;
-	return &core->maps[lo - 1].pub;
 }
 
 static struct cs_error *cs_core_read_impl(struct cs_core *core, uint64_t addr,
@@ -103,16 +60,16 @@ static struct cs_error *cs_core_read_impl(struct cs_core *core, uint64_t addr,
 		} else {
 			if (s)
 				limit = s->end;
-			const struct cs_mapping *pm =
-				use_files ? cs_core_mapping_of(core, at) : NULL;
-			if (!pm) {
+			const struct cs_mapping *m =
+				use_files ? cs_tables_mapping_of(&core->tables,
+								 at)
+					  : NULL;
+			if (!m) {
 				return cs_core_fault(core, addr, len, at,
 						     "not in the core");
 			}
-			const struct cs_core_map *m =
-				(const struct cs_core_map *)pm;
-			if (m->pub.end < limit)
-				limit = m->pub.end;
+			if (m->end < limit)
+				limit = m->end;
 			uint64_t avail = limit - at;
 			n = avail < left ? (size_t)avail : left;
 			struct cs_error *err = cs_core_read_file(
@@ -172,47 +129,14 @@ void cs_core_prefetch(struct cs_core *core, uint64_t addr, size_t len)
 
 /* ---- accessors ---- */
 
-size_t cs_core_thread_count(const struct cs_core *core)
+const struct cs_target_tables *cs_core_tables(const struct cs_core *core)
 {
-	return core->nthreads;
-}
-
-const struct cs_thread *cs_core_thread_at(const struct cs_core *core, size_t i)
-{
-	return i < core->nthreads ? &core->threads[i] : NULL;
-}
-
-size_t cs_core_mapping_count(const struct cs_core *core)
-{
-	return core->nmaps;
-}
-
-const struct cs_mapping *cs_core_mapping_at(const struct cs_core *core,
-					    size_t i)
-{
-	return i < core->nmaps ? &core->maps[i].pub : NULL;
+	return &core->tables;
 }
 
 const struct cs_core_process *cs_core_process(const struct cs_core *core)
 {
 	return &core->process;
-}
-
-const struct cs_siginfo *cs_core_siginfo(const struct cs_core *core)
-{
-	return &core->siginfo;
-}
-
-uint64_t cs_core_auxv(const struct cs_core *core, uint64_t type)
-{
-	for (size_t i = 0; i < core->auxv_count; i++) {
-		uint64_t t = cs_core_le64(core->auxv + 16 * i);
-		if (t == AT_NULL)
-			break;
-		if (t == type)
-			return cs_core_le64(core->auxv + 16 * i + 8);
-	}
-	return 0;
 }
 
 /* Read a page at a time so that a string ending just before unreadable
@@ -242,41 +166,49 @@ char *cs_core_read_string(struct cs_core *core, uint64_t addr, size_t max)
 	return NULL;
 }
 
-const char *cs_core_executable(struct cs_core *core)
+/* The mapping containing AT_PHDR (or AT_ENTRY), else the AT_EXECFN
+ * string from memory. */
+static const char *cs_core_find_executable(struct cs_core *core)
 {
-	if (core->exe_done)
-		return core->exe;
-	core->exe_done = 1;
 	static const uint64_t types[] = {AT_PHDR, AT_ENTRY};
 	for (size_t i = 0; i < 2; i++) {
-		uint64_t v = cs_core_auxv(core, types[i]);
-		const struct cs_mapping *m = v ? cs_core_mapping_of(core, v)
-					       : NULL;
-		if (m) {
-			core->exe = m->path;
-			return core->exe;
-		}
+		uint64_t v = cs_tables_auxv(&core->tables, types[i]);
+		const struct cs_mapping *m =
+			v ? cs_tables_mapping_of(&core->tables, v) : NULL;
+		if (m)
+			return m->path;
 	}
-	uint64_t fn = cs_core_auxv(core, AT_EXECFN);
+	uint64_t fn = cs_tables_auxv(&core->tables, AT_EXECFN);
 	if (fn) {
 		core->exe_buf = cs_core_read_string(core, fn, PATH_MAX);
 		if (core->exe_buf && core->exe_buf[0])
-			core->exe = core->exe_buf;
+			return core->exe_buf;
 	}
-	return core->exe;
+	return NULL;
 }
 
-const struct cs_mapping *cs_core_find_mapping(const struct cs_core *core,
-					      const char *basename_prefix)
+struct cs_error *cs_core_fill_tables(struct cs_core *core)
 {
-	size_t plen = strlen(basename_prefix);
-	for (size_t i = 0; i < core->nmaps; i++) {
-		const char *path = core->maps[i].pub.path;
-		const char *slash = strrchr(path, '/');
-		const char *base = slash ? slash + 1 : path;
-		if (strncmp(base, basename_prefix, plen) == 0)
-			return &core->maps[i].pub;
+	struct cs_target_tables *tt = &core->tables;
+	tt->regions = calloc(core->nsegs + 1, sizeof(*tt->regions));
+	if (!tt->regions)
+		return &cs_error_nomem;
+	for (size_t i = 0; i < core->nsegs; i++) {
+		const struct cs_core_segment *s = &core->segs[i];
+		tt->regions[i] = (struct cs_region){.start = s->start,
+						    .end = s->end,
+						    .write = s->write,
+						    .exec = s->exec};
 	}
+	tt->nregions = core->nsegs;
+	tt->knows_regions = true;
+	tt->has_registers = true;
+	tt->executable = cs_core_find_executable(core);
+	tt->pid = core->process.present ? core->process.pid : -1;
+	tt->command = core->process.present ? core->process.psargs : NULL;
+	tt->cwd = NULL;
+	tt->siginfo = &core->siginfo;
+	tt->crash_tid = cs_tables_crash_tid(tt);
 	return NULL;
 }
 

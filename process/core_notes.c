@@ -68,15 +68,15 @@ static struct cs_error *cs_core_add_thread(struct cs_core *core,
 				       "core, or corrupt?)",
 				       core->path, n->descsz);
 	}
-	if ((core->nthreads & (core->nthreads - 1)) == 0) {
-		size_t cap = core->nthreads ? core->nthreads * 2 : 4;
-		void *p = reallocarray(core->threads, cap,
-				       sizeof(*core->threads));
+	struct cs_target_tables *tt = &core->tables;
+	if ((tt->nthreads & (tt->nthreads - 1)) == 0) {
+		size_t cap = tt->nthreads ? tt->nthreads * 2 : 4;
+		void *p = reallocarray(tt->threads, cap, sizeof(*tt->threads));
 		if (!p)
 			return &cs_error_nomem;
-		core->threads = p;
+		tt->threads = p;
 	}
-	struct cs_thread *t = &core->threads[core->nthreads++];
+	struct cs_thread *t = &tt->threads[tt->nthreads++];
 	memset(t, 0, sizeof(*t));
 	t->cursig = (int16_t)cs_core_le16(n->desc + 12);
 	t->tid = (int32_t)cs_core_le32(n->desc + 32);
@@ -156,8 +156,9 @@ static struct cs_error *cs_core_set_mappings(struct cs_core *core,
 		return cs_core_nt_file_error(core, "page size 0");
 	if (count == 0)
 		return NULL;
-	core->maps = calloc(count, sizeof(*core->maps));
-	if (!core->maps)
+	struct cs_target_tables *tt = &core->tables;
+	tt->maps = calloc(count, sizeof(*tt->maps));
+	if (!tt->maps)
 		return &cs_error_nomem;
 	const uint8_t *name = d + 16 + count * 24;
 	const uint8_t *end = d + size;
@@ -173,14 +174,31 @@ static struct cs_error *cs_core_set_mappings(struct cs_core *core,
 		/* Odd entries are skipped, not fatal: the rest still help. */
 		if (start < stop &&
 		    !__builtin_mul_overflow(cs_core_le64(e + 16), page, &off)) {
-			struct cs_core_map *m = &core->maps[core->nmaps++];
-			m->pub.start = start;
-			m->pub.end = stop;
-			m->pub.file_offset = off;
-			m->pub.path = (const char *)name;
+			struct cs_mapping *m = &tt->maps[tt->nmaps++];
+			m->start = start;
+			m->end = stop;
+			m->file_offset = off;
+			m->path = (const char *)name;
 		}
 		name = nul + 1;
 	}
+	return NULL;
+}
+
+/* The first NT_AUXV, in host order. */
+static struct cs_error *cs_core_set_auxv(struct cs_core *core,
+					 const struct cs_core_note *n)
+{
+	if (core->auxv)
+		return NULL;
+	size_t count = n->descsz / 16;
+	core->auxv = calloc(2 * count + 2, sizeof(*core->auxv));
+	if (!core->auxv)
+		return &cs_error_nomem;
+	for (size_t i = 0; i < 2 * count; i++)
+		core->auxv[i] = cs_core_le64(n->desc + 8 * i);
+	core->tables.auxv = core->auxv;
+	core->tables.nauxv = count;
 	return NULL;
 }
 
@@ -201,11 +219,7 @@ static struct cs_error *cs_core_take_note(struct cs_core *core,
 		cs_core_set_siginfo(core, n);
 		return NULL;
 	case NT_AUXV:
-		if (!core->auxv) {
-			core->auxv = n->desc;
-			core->auxv_count = n->descsz / 16;
-		}
-		return NULL;
+		return cs_core_set_auxv(core, n);
 	case NT_FILE:
 		return cs_core_set_mappings(core, n);
 	default:

@@ -70,42 +70,44 @@ static void cs_core_sort_segments(struct cs_core *core)
 
 static int cs_core_map_cmp(const void *a, const void *b)
 {
-	const struct cs_core_map *x = a, *y = b;
-	if (x->pub.start != y->pub.start)
-		return x->pub.start < y->pub.start ? -1 : 1;
+	const struct cs_mapping *x = a, *y = b;
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
 	return 0;
 }
 
 static int cs_core_map_path_cmp(const void *a, const void *b)
 {
-	const struct cs_core_map *const *x = a, *const *y = b;
-	return strcmp((*x)->pub.path, (*y)->pub.path);
+	const struct cs_mapping *const *x = a, *const *y = b;
+	return strcmp((*x)->path, (*y)->path);
 }
 
 /* One cs_core_file per distinct path, so a library's several mappings
  * share one descriptor. */
 static struct cs_error *cs_core_index_files(struct cs_core *core)
 {
-	if (core->nmaps == 0)
+	struct cs_target_tables *tt = &core->tables;
+	if (tt->nmaps == 0)
 		return NULL;
-	qsort(core->maps, core->nmaps, sizeof(*core->maps), cs_core_map_cmp);
-	struct cs_core_map **by_path = calloc(core->nmaps, sizeof(*by_path));
-	core->files = calloc(core->nmaps, sizeof(*core->files));
-	if (!by_path || !core->files) {
+	qsort(tt->maps, tt->nmaps, sizeof(*tt->maps), cs_core_map_cmp);
+	struct cs_mapping **by_path = calloc(tt->nmaps, sizeof(*by_path));
+	core->files = calloc(tt->nmaps, sizeof(*core->files));
+	core->map_file = calloc(tt->nmaps, sizeof(*core->map_file));
+	if (!by_path || !core->files || !core->map_file) {
 		free(by_path);
 		return &cs_error_nomem;
 	}
-	for (size_t i = 0; i < core->nmaps; i++)
-		by_path[i] = &core->maps[i];
-	qsort(by_path, core->nmaps, sizeof(*by_path), cs_core_map_path_cmp);
-	for (size_t i = 0; i < core->nmaps; i++) {
-		if (i == 0 || strcmp(by_path[i]->pub.path,
-				     by_path[i - 1]->pub.path) != 0) {
+	for (size_t i = 0; i < tt->nmaps; i++)
+		by_path[i] = &tt->maps[i];
+	qsort(by_path, tt->nmaps, sizeof(*by_path), cs_core_map_path_cmp);
+	for (size_t i = 0; i < tt->nmaps; i++) {
+		if (i == 0 ||
+		    strcmp(by_path[i]->path, by_path[i - 1]->path) != 0) {
 			struct cs_core_file *f = &core->files[core->nfiles++];
-			f->path = by_path[i]->pub.path;
+			f->path = by_path[i]->path;
 			f->fd = -1;
 		}
-		by_path[i]->file = core->nfiles - 1;
+		core->map_file[by_path[i] - tt->maps] = core->nfiles - 1;
 	}
 	free(by_path);
 	return NULL;
@@ -119,12 +121,12 @@ static struct cs_error *cs_core_recover_mappings(struct cs_core *core)
 	struct cs_error *err = cs_link_map_read(core, lm);
 	if (err || !lm->nmaps)
 		return err;
-	core->maps = calloc(lm->nmaps, sizeof(*core->maps));
-	if (!core->maps)
+	struct cs_target_tables *tt = &core->tables;
+	tt->maps = calloc(lm->nmaps, sizeof(*tt->maps));
+	if (!tt->maps)
 		return &cs_error_nomem;
-	for (size_t i = 0; i < lm->nmaps; i++)
-		core->maps[i].pub = lm->maps[i];
-	core->nmaps = lm->nmaps;
+	memcpy(tt->maps, lm->maps, lm->nmaps * sizeof(*tt->maps));
+	tt->nmaps = lm->nmaps;
 	return NULL;
 }
 
@@ -268,9 +270,11 @@ static struct cs_error *cs_core_load_headers(struct cs_core *core)
 		}
 	}
 	cs_core_sort_segments(core);
-	if (!core->nmaps && (err = cs_core_recover_mappings(core)))
+	if (!core->tables.nmaps && (err = cs_core_recover_mappings(core)))
 		return err;
-	return cs_core_index_files(core);
+	if ((err = cs_core_index_files(core)))
+		return err;
+	return cs_core_fill_tables(core);
 }
 
 struct cs_error *cs_core_open(const char *path, struct cs_core **ret)
@@ -410,8 +414,11 @@ void cs_core_close(struct cs_core *core)
 	if (core->fd >= 0)
 		close(core->fd);
 	free(core->segs);
-	free(core->threads);
-	free(core->maps);
+	free(core->tables.threads);
+	free(core->tables.maps);
+	free(core->tables.regions);
+	free(core->map_file);
+	free(core->auxv);
 	cs_link_map_free(&core->recovered);
 	free(core->exe_host);
 	free(core->files);

@@ -15,16 +15,15 @@ const struct cs_siginfo *cs_crash_signal(const struct cs_siginfo *si)
 	return NULL;
 }
 
-int64_t cs_core_crash_tid(const struct cs_core *core)
+int64_t cs_tables_crash_tid(const struct cs_target_tables *tt)
 {
-	const struct cs_siginfo *si = cs_crash_signal(cs_core_siginfo(core));
+	const struct cs_siginfo *si = cs_crash_signal(tt->siginfo);
 	if (!si)
 		return -1;
-	for (size_t i = 0; i < cs_core_thread_count(core); i++)
-		if (cs_core_thread_at(core, i)->cursig == si->signo)
-			return cs_core_thread_at(core, i)->tid;
-	return cs_core_thread_count(core) ? cs_core_thread_at(core, 0)->tid
-					  : -1;
+	for (size_t i = 0; i < tt->nthreads; i++)
+		if (tt->threads[i].cursig == si->signo)
+			return tt->threads[i].tid;
+	return tt->nthreads ? tt->threads[0].tid : -1;
 }
 
 /* t[code] of a table of n names, NULL outside it or for no name. */

@@ -4,17 +4,17 @@
 
 #include <stdint.h>
 
-#include "core.h"
+#include "target.h"
 
 /* si when its signal is one whose default action dumps core, else NULL: a
  * core taken from a live process (gcore) records the signal of the
  * attach, SIGSTOP, which is not why the process stopped. Safe on NULL. */
 const struct cs_siginfo *cs_crash_signal(const struct cs_siginfo *si);
 
-/* The thread that took the core's fatal signal: the one whose NT_PRSTATUS
- * carries it, else the first (the kernel lists the dumping thread first).
- * -1 without a fatal signal. */
-int64_t cs_core_crash_tid(const struct cs_core *core);
+/* The thread that took the fatal signal of tt->siginfo: the one whose
+ * cursig (a core's NT_PRSTATUS) carries it, else the first (the kernel
+ * lists the dumping thread first). -1 without a fatal signal. */
+int64_t cs_tables_crash_tid(const struct cs_target_tables *tt);
 /* The name of a signal code (si_code), as <signal.h> spells it; NULL for
  * one it does not name. */
 const char *cs_signal_code_name(int signo, int code);

@@ -158,12 +158,13 @@ nomem:
 static struct cs_error *read_executable(struct recover *r, uint64_t *bias,
 					Elf64_Phdr **ph, size_t *phnum)
 {
-	uint64_t at = cs_core_auxv(r->core, AT_PHDR);
-	uint64_t n = cs_core_auxv(r->core, AT_PHNUM);
+	uint64_t at = cs_tables_auxv(cs_core_tables(r->core), AT_PHDR);
+	uint64_t n = cs_tables_auxv(cs_core_tables(r->core), AT_PHNUM);
 	const char *who = cs_core_path(r->core);
 	*ph = NULL;
 	if (!at || n == 0 || n > MAX_AUX_PHNUM ||
-	    cs_core_auxv(r->core, AT_PHENT) != sizeof(Elf64_Phdr))
+	    cs_tables_auxv(cs_core_tables(r->core), AT_PHENT) !=
+		    sizeof(Elf64_Phdr))
 		return cs_error_create(CS_ERR_FORMAT,
 				       "no usable AT_PHDR, AT_PHNUM in the "
 				       "auxiliary vector");
@@ -286,7 +287,8 @@ static void walk_link_map(struct recover *r, uint64_t rdebug, uint64_t exe_dyn)
 		cs_error_destroy(err);
 		return;
 	}
-	uint64_t vdso = cs_core_auxv(r->core, AT_SYSINFO_EHDR);
+	uint64_t vdso =
+		cs_tables_auxv(cs_core_tables(r->core), AT_SYSINFO_EHDR);
 	uint64_t at = (uint64_t)(uintptr_t)rd.r_map;
 	size_t count = 0;
 	for (; at && !r->nomem; count++) {
@@ -365,7 +367,7 @@ struct cs_error *cs_link_map_read(struct cs_core *core, struct cs_link_map *lm)
 	}
 	/* The path given to execve, else the process name: both are looked
 	 * up like NT_FILE's paths (the EXECUTABLE argument wins). */
-	uint64_t execfn = cs_core_auxv(core, AT_EXECFN);
+	uint64_t execfn = cs_tables_auxv(cs_core_tables(core), AT_EXECFN);
 	char *name = execfn ? cs_core_read_string(core, execfn, PATH_MAX)
 			    : NULL;
 	const struct cs_core_process *ps = cs_core_process(core);

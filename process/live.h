@@ -1,5 +1,5 @@
 /* Live-process target: memory, threads and mappings of a running process
- * (corestack --pid PID), with the same accessors as the core reader so the
+ * (corestack --pid PID), in the same tables as the core reader's so the
  * code that finds libruby works on either.
  *
  * Paused: every thread is PTRACE_SEIZEd and PTRACE_INTERRUPTed, and
@@ -71,8 +71,8 @@ void cs_live_close(struct cs_live *live);
  *
  * cs_live_pause stops every thread again, as attach does: seizes the
  * threads created since, forgets those that exited, and refreshes the
- * thread list and registers (pointers from cs_live_thread_at are valid
- * until the next pause). A thread not stopped within 1 s (of the last
+ * thread table and registers (pointers into cs_live_tables' threads are
+ * valid until the next pause). A thread not stopped within 1 s (of the last
  * other thread that stopped) is CS_ERR_LIMIT.
  * "process PID exited" (CS_ERR_OS) when the process is gone. On any error
  * the threads it did stop are resumed, the thread list is empty, and the
@@ -129,9 +129,6 @@ int cs_live_pid(const struct cs_live *live);
 const char *cs_live_name(const struct cs_live *live);
 /* attached paused and stopped now (not resumed) */
 int cs_live_paused(const struct cs_live *live);
-/* The threads carry registers: attached paused, and not told to leave
- * them out (cs_live_without_registers). */
-int cs_live_has_registers(const struct cs_live *live);
 
 /* Read exactly len bytes at addr; a short read is CS_ERR_FAULT naming the
  * address (and where it stopped, if past addr). */
@@ -146,48 +143,31 @@ size_t cs_live_read_ranges(struct cs_live *live, const uint64_t *addrs,
 /* The process as memory (memory.h); valid until cs_live_close. */
 struct cs_memory cs_live_memory(struct cs_live *live);
 
-/* Threads as struct cs_thread: thread 0 is the main thread (when it is
- * alive), then ascending tid. Paused: registers from PTRACE_GETREGS, and
- * cursig the signal a thread stopped with (0 for our own interrupt).
- * Unpaused: tid only, everything else zero. Exited (zombie) threads are
- * left out. NULL if i is out of range. */
-size_t cs_live_thread_count(const struct cs_live *live);
-const struct cs_thread *cs_live_thread_at(const struct cs_live *live, size_t i);
+/* The process as a target's tables (target.h), valid until the next
+ * pause (threads), the next regions update (regions) or cs_live_close.
+ * Threads: thread 0 is the main thread (when it is alive), then
+ * ascending tid. Paused: registers from PTRACE_GETREGS, and cursig the
+ * signal a thread stopped with (0 for our own interrupt). Unpaused: tid
+ * only, everything else zero, and has_registers false. Exited (zombie)
+ * threads are left out.
+ * Mappings and regions: one reading of /proc/PID/maps at attach (after
+ * stopping, when paused), sorted by start: every line a region, the
+ * file-backed ones (inode != 0) a mapping too, path as the kernel prints
+ * it (may end in " (deleted)"). The mappings are not read again; the
+ * regions are, by cs_live_update_regions, once the threads ran.
+ * auxv: /proc/PID/auxv. executable: readlink /proc/PID/exe, else the
+ * mapping containing AT_PHDR; NULL if neither is known. command:
+ * /proc/PID/cmdline with NULs as spaces; NULL if empty or unreadable.
+ * cwd: readlink /proc/PID/cwd; NULL if unreadable. No siginfo. */
+const struct cs_target_tables *cs_live_tables(const struct cs_live *live);
+/* Read the regions again if the threads ran since they were read, so
+ * that they show the memory the threads run in now; false when
+ * /proc/PID/maps cannot be read (no region is then known). */
+bool cs_live_update_regions(struct cs_live *live);
 
-/* File-backed mappings (inode != 0) from /proc/PID/maps, read once at
- * attach (after stopping, when paused), sorted by start; path as the kernel
- * prints it (may end in " (deleted)"). */
-size_t cs_live_mapping_count(const struct cs_live *live);
-const struct cs_mapping *cs_live_mapping_at(const struct cs_live *live,
-					    size_t i);
-/* The lowest writable region of /proc/PID/maps (file-backed or not) that
- * ends above addr, read as cs_live_region_of reads them. */
-bool cs_live_writable_next(struct cs_live *live, uint64_t addr, uint64_t *start,
-			   uint64_t *end);
-/* The mapping containing addr, or NULL. */
-const struct cs_mapping *cs_live_mapping_of(const struct cs_live *live,
-					    uint64_t addr);
-/* Lowest mapping of a file whose basename starts with basename_prefix. */
-/* The region of /proc/PID/maps holding addr (false: none, or the file
- * cannot be read): read when first asked for while the threads stand
- * still, so that it shows the memory they run in. */
-bool cs_live_region_of(struct cs_live *live, uint64_t addr,
-		       struct cs_region *ret);
-const struct cs_mapping *cs_live_find_mapping(const struct cs_live *live,
-					      const char *basename_prefix);
-
-/* auxv value from /proc/PID/auxv, 0 if absent. */
-uint64_t cs_live_auxv(const struct cs_live *live, uint64_t type);
-/* readlink /proc/PID/exe, else the mapping containing AT_PHDR; NULL if
- * neither is known. */
-const char *cs_live_executable(const struct cs_live *live);
-/* /proc/PID/cmdline with NULs as spaces; NULL if empty or unreadable. */
-const char *cs_live_command(const struct cs_live *live);
 /* The same read now, of any process (a title set since, as Ruby's $0=
  * does): malloc'd, NULL if empty or unreadable. */
 char *cs_live_read_command(int pid);
-/* readlink /proc/PID/cwd when attached; NULL if unreadable. */
-const char *cs_live_cwd(const struct cs_live *live);
 
 /* GNU build-id of the ELF module loaded at start, read from process memory
  * (ELF header, program headers, PT_NOTE), like cs_core_module_build_id:

@@ -31,6 +31,10 @@ struct cs_error *cs_live_attach(int pid, int pause, struct cs_live **ret)
 	live->pid = pid;
 	snprintf(live->name, sizeof(live->name), "process %d", pid);
 	live->pause = pause;
+	live->tables.has_registers = pause;
+	live->tables.pid = pid;
+	live->tables.crash_tid = -1;
+	live->tables.knows_regions = true;
 	live->memfd = -1;
 	live->we_are_parent = st.ppid == getpid();
 	if (pause) {
@@ -47,20 +51,20 @@ struct cs_error *cs_live_attach(int pid, int pause, struct cs_live **ret)
 	} else {
 		err = cs_live_list_threads(live);
 	}
-	if (!err && live->nthreads == 0)
+	if (!err && live->tables.nthreads == 0)
 		err = cs_live_vanished(pid, 1); /* both lists ensure not */
 	if (!err) {
 		cs_live_order_threads(live);
-		live->mem_tid = live->threads[0].tid;
+		live->mem_tid = live->tables.threads[0].tid;
 		snprintf(live->procdir, sizeof(live->procdir),
 			 "/proc/%d/task/%d", pid, live->mem_tid);
 		err = cs_live_read_proc(live);
 	}
 	if (!err && !pause) {
 		/* Without ptrace, permission shows only when reading. */
-		uint64_t probe = cs_live_auxv(live, AT_PHDR);
-		if (!probe && live->nmaps)
-			probe = live->maps[0].start;
+		uint64_t probe = cs_tables_auxv(&live->tables, AT_PHDR);
+		if (!probe && live->tables.nmaps)
+			probe = live->tables.maps[0].start;
 		uint8_t byte;
 		struct cs_error *e = probe ? cs_live_read(live, probe, &byte, 1)
 					   : NULL;
@@ -82,12 +86,12 @@ void cs_live_close(struct cs_live *live)
 	if (!live)
 		return;
 	cs_live_detach(live);
-	for (size_t i = 0; i < live->nmaps; i++)
-		free((char *)live->maps[i].path);
-	free(live->maps);
-	free(live->regions);
+	for (size_t i = 0; i < live->tables.nmaps; i++)
+		free((char *)live->tables.maps[i].path);
+	free(live->tables.maps);
+	free(live->tables.regions);
 	free(live->work);
-	free(live->threads);
+	free(live->tables.threads);
 	free(live->auxv);
 	free(live->exe);
 	free(live->cmd);
@@ -217,8 +221,9 @@ static int cs_live_gone_within(const struct cs_live *live, int64_t ms)
 static struct cs_error *cs_live_stop_error(const struct cs_live *live,
 					   struct cs_error *err)
 {
-	if (!err || !(cs_live_process_gone(live) ||
-		      (live->nthreads == 0 && cs_live_gone_within(live, 1000))))
+	if (!err ||
+	    !(cs_live_process_gone(live) ||
+	      (live->tables.nthreads == 0 && cs_live_gone_within(live, 1000))))
 		return err;
 	cs_error_destroy(err);
 	return cs_error_create(CS_ERR_OS, "process %d exited", live->pid);
@@ -303,6 +308,7 @@ int cs_live_traces(const struct cs_live *live, int64_t tid)
 void cs_live_without_registers(struct cs_live *live)
 {
 	live->no_registers = 1;
+	live->tables.has_registers = false;
 }
 
 struct cs_error *cs_live_pause(struct cs_live *live)
@@ -357,13 +363,13 @@ struct cs_error *cs_live_pause(struct cs_live *live)
 	if (err) {
 		/* Never leave it stopped: let go what did stop. */
 		cs_error_destroy(cs_live_resume(live));
-		live->nthreads = 0;
+		live->tables.nthreads = 0;
 		return err;
 	}
 	cs_live_order_threads(live);
-	if (live->threads[0].tid != live->mem_tid) {
+	if (live->tables.threads[0].tid != live->mem_tid) {
 		/* the thread we read memory through has exited */
-		live->mem_tid = live->threads[0].tid;
+		live->mem_tid = live->tables.threads[0].tid;
 		snprintf(live->procdir, sizeof(live->procdir),
 			 "/proc/%d/task/%d", live->pid, live->mem_tid);
 		if (live->memfd >= 0)

@@ -91,19 +91,16 @@ struct cs_live {
 				   * status is not ours to take here */
 	struct cs_live_thread *work; /* every thread seized, sorted by tid */
 	size_t nwork, work_cap;
-	struct cs_thread *threads; /* public list, see live.h */
-	size_t nthreads;
-	struct cs_mapping *maps;
-	size_t nmaps;
-	/* Every line of /proc/PID/maps, file or not (region_of,
-	 * writable_next): read when first asked for, again once the threads
-	 * ran (JIT code, thread stacks and heap come and go). */
-	struct cs_region *regions;
-	size_t nregions;
+	/* The public thread list (see live.h), the file mappings, the
+	 * regions, auxv and the process's facts, all owned here. The
+	 * mappings and regions are one reading of /proc/PID/maps at attach
+	 * (every line a region, those of a file a mapping too); the regions
+	 * are read again when asked for once the threads ran (JIT code,
+	 * thread stacks and heap come and go), the mappings never. */
+	struct cs_target_tables tables;
 	int regions_fresh;
-	uint64_t *auxv; /* pairs */
-	size_t auxv_count;
-	char *exe, *cmd, *cwd;
+	uint64_t *auxv;        /* pairs: tables.auxv */
+	char *exe, *cmd, *cwd; /* tables.executable, command, cwd */
 	/* Where to read memory and /proc files from: the main thread, or
 	 * when it has exited (a zombie has no mm, its maps read empty) the
 	 * first live thread; all share one address space. */
@@ -142,7 +139,6 @@ int64_t cs_live_now_ms(void);
 int64_t cs_live_now_us(void);
 struct cs_error *cs_live_errno(int pid, int e, const char *what);
 struct cs_error *cs_live_read_proc(struct cs_live *live);
-struct cs_error *cs_live_read_regions(struct cs_live *live);
 void cs_live_nap(long *us);
 
 /* live_denial.c */

@@ -7,11 +7,6 @@ int cs_live_pid(const struct cs_live *live)
 	return live->pid;
 }
 
-int cs_live_has_registers(const struct cs_live *live)
-{
-	return live->pause && !live->no_registers;
-}
-
 const char *cs_live_name(const struct cs_live *live)
 {
 	return live->name;
@@ -151,117 +146,9 @@ struct cs_memory cs_live_memory(struct cs_live *live)
 	return t;
 }
 
-size_t cs_live_thread_count(const struct cs_live *live)
+const struct cs_target_tables *cs_live_tables(const struct cs_live *live)
 {
-	return live->nthreads;
-}
-
-const struct cs_thread *cs_live_thread_at(const struct cs_live *live, size_t i)
-{
-	return i < live->nthreads ? &live->threads[i] : NULL;
-}
-
-size_t cs_live_mapping_count(const struct cs_live *live)
-{
-	return live->nmaps;
-}
-
-const struct cs_mapping *cs_live_mapping_at(const struct cs_live *live,
-					    size_t i)
-{
-	return i < live->nmaps ? &live->maps[i] : NULL;
-}
-
-const struct cs_mapping *cs_live_mapping_of(const struct cs_live *live,
-					    uint64_t addr)
-{
-	size_t lo = 0, hi = live->nmaps;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (live->maps[mid].start <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo == 0 || addr >= live->maps[lo - 1].end)
-		return NULL;
-	return &live->maps[lo - 1];
-}
-
-/* The regions as they are now; false when /proc/PID/maps is unreadable. */
-static bool fresh_regions(struct cs_live *live)
-{
-	if (live->regions_fresh)
-		return true;
-	struct cs_error *err = cs_live_read_regions(live);
-	cs_error_destroy(err);
-	return !err;
-}
-
-/* The first region that ends above addr (nregions if none). */
-static size_t region_after(const struct cs_live *live, uint64_t addr)
-{
-	size_t lo = 0, hi = live->nregions;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (live->regions[mid].end <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
-bool cs_live_region_of(struct cs_live *live, uint64_t addr,
-		       struct cs_region *ret)
-{
-	if (!fresh_regions(live))
-		return false;
-	size_t i = region_after(live, addr);
-	if (i == live->nregions || addr < live->regions[i].start)
-		return false;
-	*ret = live->regions[i];
-	return true;
-}
-
-const struct cs_mapping *cs_live_find_mapping(const struct cs_live *live,
-					      const char *basename_prefix)
-{
-	size_t plen = strlen(basename_prefix);
-	for (size_t i = 0; i < live->nmaps; i++) {
-		const char *path = live->maps[i].path;
-		const char *slash = strrchr(path, '/');
-		const char *base = slash ? slash + 1 : path;
-		if (strncmp(base, basename_prefix, plen) == 0)
-			return &live->maps[i];
-	}
-	return NULL;
-}
-
-uint64_t cs_live_auxv(const struct cs_live *live, uint64_t type)
-{
-	for (size_t i = 0; i < live->auxv_count; i++) {
-		if (live->auxv[2 * i] == AT_NULL)
-			break;
-		if (live->auxv[2 * i] == type)
-			return live->auxv[2 * i + 1];
-	}
-	return 0;
-}
-
-const char *cs_live_executable(const struct cs_live *live)
-{
-	return live->exe;
-}
-
-const char *cs_live_command(const struct cs_live *live)
-{
-	return live->cmd;
-}
-
-const char *cs_live_cwd(const struct cs_live *live)
-{
-	return live->cwd;
+	return &live->tables;
 }
 
 /* ---- build-id ---- */
@@ -272,18 +159,4 @@ struct cs_error *cs_live_module_build_id(struct cs_live *live, uint64_t start,
 {
 	struct cs_memory mem = cs_live_memory(live);
 	return cs_build_id_read(&mem, live->name, start, buf, bufsize, len);
-}
-
-bool cs_live_writable_next(struct cs_live *live, uint64_t addr, uint64_t *start,
-			   uint64_t *end)
-{
-	if (!fresh_regions(live))
-		return false;
-	for (size_t i = region_after(live, addr); i < live->nregions; i++)
-		if (live->regions[i].write) {
-			*start = live->regions[i].start;
-			*end = live->regions[i].end;
-			return true;
-		}
-	return false;
 }

@@ -262,13 +262,13 @@ static int cs_live_cmp_map(const void *a, const void *b)
 	return (x->start > y->start) - (x->start < y->start);
 }
 
-static struct cs_error *cs_live_read_maps(struct cs_live *live)
+/* The text of /proc/PID/maps (malloc'd, NUL-terminated). */
+static struct cs_error *cs_live_maps_text(struct cs_live *live, char **text,
+					  size_t *len)
 {
 	char path[64];
 	snprintf(path, sizeof(path), "%s/maps", live->procdir);
-	char *text;
-	size_t len;
-	int e = cs_live_slurp(path, CS_LIVE_MAX_MAPS_BYTES, 0, &text, &len);
+	int e = cs_live_slurp(path, CS_LIVE_MAX_MAPS_BYTES, 0, text, len);
 	if (e == ENOENT || e == ESRCH)
 		return cs_live_vanished(live->pid, 1);
 	if (e == EFBIG) {
@@ -279,16 +279,18 @@ static struct cs_error *cs_live_read_maps(struct cs_live *live)
 	}
 	if (e)
 		return cs_live_errno(live->pid, e, "reading /proc/PID/maps");
-	size_t lines = 0;
-	for (size_t i = 0; i < len; i++)
-		lines += text[i] == '\n';
-	live->maps = calloc(lines + 1, sizeof(*live->maps));
-	if (!live->maps) {
-		free(text);
-		return &cs_error_nomem;
-	}
-	struct cs_error *err = NULL;
-	for (char *line = text; *line && !err;) {
+	return NULL;
+}
+
+/* One reading of /proc/PID/maps: every line a region (the kernel lists
+ * them sorted), and, when maps is non-NULL, every line of a file
+ * (inode != 0) a mapping, with its path as the kernel prints it. */
+static struct cs_error *
+cs_live_parse_maps(char *text, struct cs_region *regions, size_t *nregions,
+		   struct cs_mapping *maps, size_t *nmaps)
+{
+	size_t n = 0;
+	for (char *line = text; line && *line;) {
 		char *next = strchr(line, '\n');
 		if (next)
 			*next++ = 0;
@@ -296,77 +298,82 @@ static struct cs_error *cs_live_read_maps(struct cs_live *live)
 			next = line + strlen(line);
 		/* start-end perms offset dev inode   path */
 		uint64_t start, end, offset, inode;
+		char perms[8];
 		int pathpos = 0;
-		if (sscanf(line,
-			   "%" SCNx64 "-%" SCNx64 " %*s %" SCNx64
-			   " %*s %" SCNu64 " %n",
-			   &start, &end, &offset, &inode, &pathpos) >= 4 &&
-		    inode != 0 && pathpos > 0 && line[pathpos] && start < end) {
-			struct cs_mapping *m = &live->maps[live->nmaps];
+		int got = sscanf(line,
+				 "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64
+				 " %*s %" SCNu64 " %n",
+				 &start, &end, perms, &offset, &inode,
+				 &pathpos);
+		if (got >= 3 && start < end && strlen(perms) >= 3 &&
+		    (n == 0 || start >= regions[n - 1].end)) {
+			regions[n++] =
+				(struct cs_region){.start = start,
+						   .end = end,
+						   .write = perms[1] == 'w',
+						   .exec = perms[2] == 'x'};
+		}
+		if (maps && got >= 5 && inode != 0 && pathpos > 0 &&
+		    line[pathpos] && start < end) {
 			char *p = strdup(line + pathpos);
-			if (!p) {
-				err = &cs_error_nomem;
-				break;
-			}
-			m->start = start;
-			m->end = end;
-			m->file_offset = offset;
-			m->path = p;
-			live->nmaps++;
+			if (!p)
+				return &cs_error_nomem;
+			maps[(*nmaps)++] =
+				(struct cs_mapping){.start = start,
+						    .end = end,
+						    .file_offset = offset,
+						    .path = p};
 		}
 		line = next;
 	}
-	free(text);
-	if (err)
-		return err;
-	qsort(live->maps, live->nmaps, sizeof(*live->maps), cs_live_cmp_map);
+	*nregions = n;
 	return NULL;
 }
 
-struct cs_error *cs_live_read_regions(struct cs_live *live)
+/* The regions, and (at attach, want_maps) the file mappings, read anew. */
+static struct cs_error *cs_live_read_maps(struct cs_live *live, bool want_maps)
 {
-	char path[64];
-	snprintf(path, sizeof(path), "%s/maps", live->procdir);
 	char *text;
 	size_t len;
-	int e = cs_live_slurp(path, CS_LIVE_MAX_MAPS_BYTES, 0, &text, &len);
-	if (e)
-		return cs_live_errno(live->pid, e, "reading /proc/PID/maps");
+	struct cs_error *err = cs_live_maps_text(live, &text, &len);
+	if (err)
+		return err;
 	size_t lines = 0;
 	for (size_t i = 0; i < len; i++)
 		lines += text[i] == '\n';
+	struct cs_target_tables *tt = &live->tables;
 	struct cs_region *r = calloc(lines + 1, sizeof(*r));
-	if (!r) {
-		free(text);
-		return &cs_error_nomem;
-	}
-	size_t n = 0;
-	for (char *line = text; *line;) {
-		char *next = strchr(line, '\n');
-		if (next)
-			*next++ = 0;
-		else
-			next = line + strlen(line);
-		/* start-end perms ...; the kernel lists them sorted */
-		uint64_t start, end;
-		char perms[8];
-		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s", &start, &end,
-			   perms) == 3 &&
-		    start < end && strlen(perms) >= 3 &&
-		    (n == 0 || start >= r[n - 1].end)) {
-			r[n++] = (struct cs_region){.start = start,
-						    .end = end,
-						    .write = perms[1] == 'w',
-						    .exec = perms[2] == 'x'};
-		}
-		line = next;
-	}
+	if (want_maps && r &&
+	    !(tt->maps = calloc(lines + 1, sizeof(*tt->maps))))
+		err = &cs_error_nomem;
+	size_t nregions = 0;
+	if (!r)
+		err = &cs_error_nomem;
+	if (!err)
+		err = cs_live_parse_maps(text, r, &nregions,
+					 want_maps ? tt->maps : NULL,
+					 &tt->nmaps);
 	free(text);
-	free(live->regions);
-	live->regions = r;
-	live->nregions = n;
+	if (err) {
+		free(r);
+		return err;
+	}
+	if (want_maps)
+		qsort(tt->maps, tt->nmaps, sizeof(*tt->maps), cs_live_cmp_map);
+	free(tt->regions);
+	tt->regions = r;
+	tt->nregions = nregions;
 	live->regions_fresh = 1;
 	return NULL;
+}
+
+bool cs_live_update_regions(struct cs_live *live)
+{
+	if (live->regions_fresh)
+		return true;
+	struct cs_error *err = cs_live_read_maps(live, false);
+	cs_error_destroy(err);
+	return !err;
 }
 
 /* A cmdline file with NULs as spaces (its trailing ones dropped); NULL
@@ -398,7 +405,7 @@ char *cs_live_read_command(int pid)
 
 struct cs_error *cs_live_read_proc(struct cs_live *live)
 {
-	struct cs_error *err = cs_live_read_maps(live);
+	struct cs_error *err = cs_live_read_maps(live, true);
 	if (err)
 		return err;
 	char path[64];
@@ -411,10 +418,12 @@ struct cs_error *cs_live_read_proc(struct cs_live *live)
 	if (e)
 		return cs_live_errno(live->pid, e, "reading /proc/PID/auxv");
 	live->auxv = (uint64_t *)(void *)text; /* malloc'd: aligned */
-	live->auxv_count = len / 16;
+	live->tables.auxv = live->auxv;
+	live->tables.nauxv = len / 16;
 
 	snprintf(path, sizeof(path), "%s/cmdline", live->procdir);
 	live->cmd = command_of(path);
+	live->tables.command = live->cmd;
 
 	snprintf(path, sizeof(path), "%s/exe", live->procdir);
 	char buf[PATH_MAX + 1];
@@ -427,9 +436,10 @@ struct cs_error *cs_live_read_proc(struct cs_live *live)
 	} else {
 		static const uint64_t types[] = {AT_PHDR, AT_ENTRY};
 		for (size_t i = 0; i < 2 && !live->exe; i++) {
-			uint64_t v = cs_live_auxv(live, types[i]);
+			uint64_t v = cs_tables_auxv(&live->tables, types[i]);
 			const struct cs_mapping *m =
-				v ? cs_live_mapping_of(live, v) : NULL;
+				v ? cs_tables_mapping_of(&live->tables, v)
+				  : NULL;
 			if (m && !(live->exe = strdup(m->path)))
 				return &cs_error_nomem;
 		}
@@ -443,5 +453,7 @@ struct cs_error *cs_live_read_proc(struct cs_live *live)
 		if (!(live->cwd = strdup(buf)))
 			return &cs_error_nomem;
 	}
+	live->tables.executable = live->exe;
+	live->tables.cwd = live->cwd;
 	return NULL;
 }

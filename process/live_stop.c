@@ -398,11 +398,11 @@ struct cs_error *cs_live_take_threads(struct cs_live *live)
 	_Static_assert(sizeof(struct user_regs_struct) ==
 			       sizeof(((struct cs_thread *)0)->regs),
 		       "user_regs_struct is the 27 registers of a core");
-	free(live->threads);
-	live->nthreads = 0;
-	live->threads =
-		calloc(live->nwork ? live->nwork : 1, sizeof(*live->threads));
-	if (!live->threads)
+	free(live->tables.threads);
+	live->tables.nthreads = 0;
+	live->tables.threads = calloc(live->nwork ? live->nwork : 1,
+				      sizeof(*live->tables.threads));
+	if (!live->tables.threads)
 		return &cs_error_nomem;
 	size_t n = 0;
 	for (size_t i = 0; i < live->nwork; i++) {
@@ -415,7 +415,7 @@ struct cs_error *cs_live_take_threads(struct cs_live *live)
 			t->pub.rip = t->pub.rsp = t->pub.rbp = 0;
 			t->pub.fs_base = 0;
 			t->pub.cursig = t->resig;
-			live->threads[n++] = t->pub;
+			live->tables.threads[n++] = t->pub;
 			continue;
 		}
 		if (ptrace(PTRACE_GETREGS, t->pub.tid, NULL, &regs) != 0) {
@@ -435,9 +435,9 @@ struct cs_error *cs_live_take_threads(struct cs_live *live)
 		t->pub.rbp = regs.rbp;
 		t->pub.fs_base = regs.fs_base;
 		t->pub.cursig = t->resig;
-		live->threads[n++] = t->pub;
+		live->tables.threads[n++] = t->pub;
 	}
-	live->nthreads = n;
+	live->tables.nthreads = n;
 	if (n == 0) {
 		struct cs_live_status st;
 		struct cs_error *err = cs_live_check_process(live->pid, 1, &st);
@@ -460,18 +460,19 @@ struct cs_error *cs_live_list_threads(struct cs_live *live)
 		return cs_live_vanished(live->pid, 1);
 	if (e)
 		return cs_live_errno(live->pid, e, "listing threads");
-	live->threads = calloc(n ? n : 1, sizeof(*live->threads));
-	if (!live->threads) {
+	live->tables.threads = calloc(n ? n : 1, sizeof(*live->tables.threads));
+	if (!live->tables.threads) {
 		free(tids);
 		return &cs_error_nomem;
 	}
 	for (size_t i = 0; i < n; i++) {
 		if (!cs_live_is_dead_state(
 			    cs_live_thread_state(live->pid, tids[i])))
-			live->threads[live->nthreads++].tid = tids[i];
+			live->tables.threads[live->tables.nthreads++].tid =
+				tids[i];
 	}
 	free(tids);
-	if (live->nthreads == 0)
+	if (live->tables.nthreads == 0)
 		return cs_live_vanished(live->pid, 1);
 	return NULL;
 }
@@ -480,13 +481,13 @@ struct cs_error *cs_live_list_threads(struct cs_live *live)
  * then ascending tid: the list is already sorted by tid. */
 void cs_live_order_threads(struct cs_live *live)
 {
-	for (size_t i = 1; i < live->nthreads; i++) {
-		if (live->threads[i].tid != live->pid)
+	for (size_t i = 1; i < live->tables.nthreads; i++) {
+		if (live->tables.threads[i].tid != live->pid)
 			continue;
-		struct cs_thread main_thread = live->threads[i];
-		memmove(&live->threads[1], &live->threads[0],
-			i * sizeof(*live->threads));
-		live->threads[0] = main_thread;
+		struct cs_thread main_thread = live->tables.threads[i];
+		memmove(&live->tables.threads[1], &live->tables.threads[0],
+			i * sizeof(*live->tables.threads));
+		live->tables.threads[0] = main_thread;
 		break;
 	}
 }

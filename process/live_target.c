@@ -1,5 +1,6 @@
-/* A live process as a target: each operation is the live reader's. Its
- * files are on this machine at their paths (the default host_path). */
+/* A live process as a target: its tables are the live reader's, and each
+ * operation is the reader's own. Its files are on this machine at their
+ * paths (the default host_path). */
 #include "live_target.h"
 #include "open.h"
 
@@ -10,84 +11,15 @@ static struct cs_error *live_read(void *p, uint64_t addr, void *buf, size_t len)
 	return cs_live_read(p, addr, buf, len);
 }
 
-static size_t live_thread_count(const void *p)
-{
-	return cs_live_thread_count(p);
-}
-
-static const struct cs_thread *live_thread_at(const void *p, size_t i)
-{
-	return cs_live_thread_at(p, i);
-}
-
-static bool live_has_registers(const void *p)
-{
-	return cs_live_has_registers(p);
-}
-
-static size_t live_mapping_count(const void *p)
-{
-	return cs_live_mapping_count(p);
-}
-
-static const struct cs_mapping *live_mapping_at(const void *p, size_t i)
-{
-	return cs_live_mapping_at(p, i);
-}
-
-static const struct cs_mapping *live_mapping_of(const void *p, uint64_t addr)
-{
-	return cs_live_mapping_of(p, addr);
-}
-
-static const struct cs_mapping *live_find_mapping(const void *p,
-						  const char *prefix)
-{
-	return cs_live_find_mapping(p, prefix);
-}
-
-static uint64_t live_auxv(const void *p, uint64_t type)
-{
-	return cs_live_auxv(p, type);
-}
-
-static const char *live_executable(void *p)
-{
-	return cs_live_executable(p);
-}
-
 static struct cs_error *live_build_id(void *p, uint64_t start, uint8_t *buf,
 				      size_t bufsize, size_t *len)
 {
 	return cs_live_module_build_id(p, start, buf, bufsize, len);
 }
 
-static bool live_writable_next(const void *p, uint64_t addr, uint64_t *start,
-			       uint64_t *end)
+static bool live_update_regions(void *p)
 {
-	/* the regions are read on first use: the cache is not the target */
-	return cs_live_writable_next((struct cs_live *)p, addr, start, end);
-}
-
-static int live_pid(const void *p)
-{
-	return cs_live_pid(p);
-}
-
-static const char *live_command(const void *p)
-{
-	return cs_live_command(p);
-}
-
-static const char *live_cwd(const void *p)
-{
-	return cs_live_cwd(p);
-}
-
-static bool live_region_of(const void *p, uint64_t addr, struct cs_region *ret)
-{
-	/* the regions are read on first use: the cache is not the target */
-	return cs_live_region_of((struct cs_live *)p, addr, ret);
+	return cs_live_update_regions(p);
 }
 
 static void live_release(void *p)
@@ -101,15 +33,9 @@ static void live_close(void *p)
 }
 
 /* Every operation but close: a view leaves the attachment open. */
-#define LIVE_OPS                                                               \
-	.read = live_read, .thread_count = live_thread_count,                  \
-	.thread_at = live_thread_at, .has_registers = live_has_registers,      \
-	.mapping_count = live_mapping_count, .mapping_at = live_mapping_at,    \
-	.mapping_of = live_mapping_of, .find_mapping = live_find_mapping,      \
-	.auxv = live_auxv, .executable = live_executable,                      \
-	.module_build_id = live_build_id, .pid = live_pid,                     \
-	.command = live_command, .cwd = live_cwd, .region_of = live_region_of, \
-	.release = live_release, .writable_next = live_writable_next
+#define LIVE_OPS                                             \
+	.read = live_read, .module_build_id = live_build_id, \
+	.update_regions = live_update_regions, .release = live_release
 
 static const struct cs_target_ops live_view_ops = {LIVE_OPS};
 static const struct cs_target_ops live_owned_ops = {LIVE_OPS,
@@ -121,6 +47,7 @@ static struct cs_target live_target(struct cs_live *live,
 	struct cs_target t = {
 		.ops = ops,
 		.priv = live,
+		.tables = cs_live_tables(live),
 		.name = cs_live_name(live),
 		.comm = "",
 		.what = "process",

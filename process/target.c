@@ -1,7 +1,9 @@
-/* The target interface's defaults: what an operation a kind leaves out
- * means. */
+/* The target interface: the lookups in the tables, the same for every
+ * kind, and the defaults of the operations a kind leaves out. */
 #include "target.h"
 
+#include <elf.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,19 +22,118 @@ struct cs_prefetcher cs_target_prefetcher(const struct cs_target *t)
 	return p;
 }
 
+/* ---- the tables ---- */
+
+const struct cs_thread *cs_tables_thread_at(const struct cs_target_tables *tt,
+					    size_t i)
+{
+	return i < tt->nthreads ? &tt->threads[i] : NULL;
+}
+
+const struct cs_mapping *cs_tables_mapping_at(const struct cs_target_tables *tt,
+					      size_t i)
+{
+	return i < tt->nmaps ? &tt->maps[i] : NULL;
+}
+
+/* How many of the n elements of size bytes at base have a key (the
+ * uint64_t at offset in each, ascending) at most addr. */
+static size_t rank_of(const void *base, size_t n, size_t size, size_t offset,
+		      uint64_t addr)
+{
+	const unsigned char *p = base;
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		uint64_t key;
+		memcpy(&key, p + mid * size + offset, sizeof(key));
+		if (key <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+const struct cs_mapping *cs_tables_mapping_of(const struct cs_target_tables *tt,
+					      uint64_t addr)
+{
+	size_t r = rank_of(tt->maps, tt->nmaps, sizeof(*tt->maps),
+			   offsetof(struct cs_mapping, start), addr);
+	if (r == 0 || addr >= tt->maps[r - 1].end)
+		return NULL;
+	return &tt->maps[r - 1];
+}
+
+const struct cs_mapping *
+cs_tables_find_mapping(const struct cs_target_tables *tt, const char *prefix)
+{
+	size_t plen = strlen(prefix);
+	for (size_t i = 0; i < tt->nmaps; i++) {
+		const char *path = tt->maps[i].path;
+		const char *slash = strrchr(path, '/');
+		const char *base = slash ? slash + 1 : path;
+		if (strncmp(base, prefix, plen) == 0)
+			return &tt->maps[i];
+	}
+	return NULL;
+}
+
+uint64_t cs_tables_auxv(const struct cs_target_tables *tt, uint64_t type)
+{
+	for (size_t i = 0; i < tt->nauxv; i++) {
+		if (tt->auxv[2 * i] == AT_NULL)
+			break;
+		if (tt->auxv[2 * i] == type)
+			return tt->auxv[2 * i + 1];
+	}
+	return 0;
+}
+
+/* The first region that ends above addr (nregions if none). */
+static size_t region_after(const struct cs_target_tables *tt, uint64_t addr)
+{
+	return rank_of(tt->regions, tt->nregions, sizeof(*tt->regions),
+		       offsetof(struct cs_region, end), addr);
+}
+
+bool cs_tables_region_of(const struct cs_target_tables *tt, uint64_t addr,
+			 struct cs_region *ret)
+{
+	size_t i = region_after(tt, addr);
+	if (i == tt->nregions || addr < tt->regions[i].start)
+		return false;
+	*ret = tt->regions[i];
+	return true;
+}
+
+bool cs_tables_writable_next(const struct cs_target_tables *tt, uint64_t addr,
+			     uint64_t *start, uint64_t *end)
+{
+	for (size_t i = region_after(tt, addr); i < tt->nregions; i++)
+		if (tt->regions[i].write) {
+			*start = tt->regions[i].start;
+			*end = tt->regions[i].end;
+			return true;
+		}
+	return false;
+}
+
+/* ---- the target ---- */
+
 size_t cs_target_thread_count(const struct cs_target *t)
 {
-	return t->ops->thread_count ? t->ops->thread_count(t->priv) : 0;
+	return t->tables->nthreads;
 }
 
 const struct cs_thread *cs_target_thread_at(const struct cs_target *t, size_t i)
 {
-	return t->ops->thread_at ? t->ops->thread_at(t->priv, i) : NULL;
+	return cs_tables_thread_at(t->tables, i);
 }
 
 bool cs_target_has_registers(const struct cs_target *t)
 {
-	return !t->ops->has_registers || t->ops->has_registers(t->priv);
+	return t->tables->has_registers;
 }
 
 const struct cs_thread **cs_target_threads(const struct cs_target *t)
@@ -46,35 +147,35 @@ const struct cs_thread **cs_target_threads(const struct cs_target *t)
 
 size_t cs_target_mapping_count(const struct cs_target *t)
 {
-	return t->ops->mapping_count(t->priv);
+	return t->tables->nmaps;
 }
 
 const struct cs_mapping *cs_target_mapping_at(const struct cs_target *t,
 					      size_t i)
 {
-	return t->ops->mapping_at(t->priv, i);
+	return cs_tables_mapping_at(t->tables, i);
 }
 
 const struct cs_mapping *cs_target_mapping_of(const struct cs_target *t,
 					      uint64_t addr)
 {
-	return t->ops->mapping_of(t->priv, addr);
+	return cs_tables_mapping_of(t->tables, addr);
 }
 
 const struct cs_mapping *cs_target_find_mapping(const struct cs_target *t,
 						const char *prefix)
 {
-	return t->ops->find_mapping(t->priv, prefix);
+	return cs_tables_find_mapping(t->tables, prefix);
 }
 
 uint64_t cs_target_auxv(const struct cs_target *t, uint64_t type)
 {
-	return t->ops->auxv(t->priv, type);
+	return cs_tables_auxv(t->tables, type);
 }
 
 const char *cs_target_executable(const struct cs_target *t)
 {
-	return t->ops->executable(t->priv);
+	return t->tables->executable;
 }
 
 struct cs_error *cs_target_module_build_id(const struct cs_target *t,
@@ -97,43 +198,60 @@ const char *cs_target_mapping_gap(const struct cs_target *t)
 
 bool cs_target_knows_regions(const struct cs_target *t)
 {
-	return t->ops->region_of != NULL;
+	return t->tables->knows_regions;
+}
+
+/* The region table, current; false when none is known. */
+static bool current_regions(const struct cs_target *t)
+{
+	return t->tables->knows_regions &&
+	       (!t->ops->update_regions || t->ops->update_regions(t->priv));
 }
 
 bool cs_target_region_of(const struct cs_target *t, uint64_t addr,
 			 struct cs_region *ret)
 {
-	return t->ops->region_of && t->ops->region_of(t->priv, addr, ret);
+	return current_regions(t) && cs_tables_region_of(t->tables, addr, ret);
+}
+
+static bool writable_next(const void *priv, uint64_t addr, uint64_t *start,
+			  uint64_t *end)
+{
+	const struct cs_target *t = priv;
+	return current_regions(t) &&
+	       cs_tables_writable_next(t->tables, addr, start, end);
 }
 
 struct cs_writable_regions cs_target_writable_regions(const struct cs_target *t)
 {
-	return (struct cs_writable_regions){t->ops->writable_next, t->priv};
+	if (!t->tables->knows_regions)
+		return (struct cs_writable_regions){NULL, NULL};
+	return (struct cs_writable_regions){writable_next, t};
 }
 
 int cs_target_pid(const struct cs_target *t)
 {
-	return t->ops->pid ? t->ops->pid(t->priv) : -1;
+	return t->tables->pid;
 }
 
 const char *cs_target_command(const struct cs_target *t)
 {
-	return t->ops->command ? t->ops->command(t->priv) : NULL;
+	return t->tables->command;
 }
 
 const char *cs_target_cwd(const struct cs_target *t)
 {
-	return t->ops->cwd ? t->ops->cwd(t->priv) : NULL;
+	return t->tables->cwd;
 }
 
 const struct cs_siginfo *cs_target_siginfo(const struct cs_target *t)
 {
-	return t->ops->siginfo ? t->ops->siginfo(t->priv) : NULL;
+	return t->tables->siginfo;
 }
 
 int64_t cs_target_crash_tid(const struct cs_target *t)
 {
-	return t->ops->crash_tid ? t->ops->crash_tid(t->priv) : -1;
+	return t->tables->crash_tid;
 }
 
 void cs_target_check_files(const struct cs_target *t)

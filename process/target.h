@@ -3,9 +3,13 @@
  *
  * Everything above this layer (finding the Ruby module, the Ruby model,
  * native stacks, the report) sees a target only through this interface.
- * A new kind of target is one file implementing struct cs_target_ops and
- * one entry in the table of process/open.c (or, for a target only a
- * debugger can make, a constructor in gdbext/).
+ * A target is the tables every kind fills alike (struct cs_target_tables:
+ * mappings, threads, auxiliary vector, regions, the process's facts),
+ * looked up here once for all kinds, and the few operations that differ
+ * between them (struct cs_target_ops). A new kind of target is one file
+ * filling the tables and implementing the operations, and one entry in
+ * the table of process/open.c (or, for a target only a debugger can make,
+ * a constructor in gdbext/).
  *
  * Operations marked "may be NULL" have the default the accessor below
  * names; the others are required. */
@@ -85,6 +89,46 @@ struct cs_siginfo {
 	uint64_t addr; /* si_addr for SIGSEGV/SIGBUS/SIGILL/SIGFPE */
 };
 
+/* What a target knows of its process, in one shape for every kind: each
+ * kind fills the tables when it opens, owns what they point to, and keeps
+ * them current (a live process replaces its threads at each pause and its
+ * regions in update_regions). The lookups below are the same for all. */
+struct cs_target_tables {
+	/* File mappings, sorted by start. */
+	struct cs_mapping *maps;
+	size_t nmaps;
+	/* Kernel threads; thread 0 is the main or crashed thread. None
+	 * known for the debugger's inferior. */
+	struct cs_thread *threads;
+	size_t nthreads;
+	bool has_registers; /* the threads carry registers */
+	/* The auxiliary vector: nauxv (type, value) pairs, in host order;
+	 * an AT_NULL type ends it early. */
+	const uint64_t *auxv;
+	size_t nauxv;
+	/* Memory regions, sorted by start and disjoint. knows_regions
+	 * false: regions unknown, the native unwinder checks nothing and
+	 * nothing searches the target's memory. */
+	struct cs_region *regions;
+	size_t nregions;
+	bool knows_regions;
+	/* The executable's path in the target, or NULL. */
+	const char *executable;
+
+	/* The process, for the report's header: -1 or NULL when unknown. */
+	int pid;
+	const char *command;
+	/* The working directory, where the target knows it (a live process);
+	 * the path of a Ruby frame run from a relative path is from here. */
+	const char *cwd;
+	/* The signal the target was dumped on, as recorded. */
+	const struct cs_siginfo *siginfo;
+	/* The thread that took a fatal siginfo, or -1. */
+	int64_t crash_tid;
+};
+
+/* What differs between kinds: how memory is read, where the files are,
+ * what the input lacks, and how the target is let go. */
 struct cs_target_ops {
 	/* Memory (memory.h): exactly len bytes or CS_ERR_FAULT. */
 	struct cs_error *(*read)(void *priv, uint64_t addr, void *buf,
@@ -92,22 +136,6 @@ struct cs_target_ops {
 	/* A hint that a range will be read soon. May be NULL. */
 	void (*prefetch)(void *priv, uint64_t addr, size_t len);
 
-	/* Kernel threads; thread 0 is the main or crashed thread. May be
-	 * NULL: none known (the debugger's inferior). */
-	size_t (*thread_count)(const void *priv);
-	const struct cs_thread *(*thread_at)(const void *priv, size_t i);
-	/* Whether the threads carry registers. May be NULL: they do. */
-	bool (*has_registers)(const void *priv);
-
-	/* File mappings, sorted by start. */
-	size_t (*mapping_count)(const void *priv);
-	const struct cs_mapping *(*mapping_at)(const void *priv, size_t i);
-	const struct cs_mapping *(*mapping_of)(const void *priv, uint64_t addr);
-	/* Lowest mapping of a file whose basename starts with a prefix. */
-	const struct cs_mapping *(*find_mapping)(const void *priv,
-						 const char *prefix);
-	uint64_t (*auxv)(const void *priv, uint64_t type);
-	const char *(*executable)(void *priv);
 	/* GNU build-id of the module loaded at start, from the target's own
 	 * bytes (never a file on disk: it proves the file matches). */
 	struct cs_error *(*module_build_id)(void *priv, uint64_t start,
@@ -119,27 +147,10 @@ struct cs_target_ops {
 	/* One line on why the mappings may lack a module. May be NULL:
 	 * they are complete. */
 	const char *(*mapping_gap)(const void *priv);
-	/* The region holding addr (false: none). May be NULL: regions
-	 * unknown, and the native unwinder checks nothing. */
-	bool (*region_of)(const void *priv, uint64_t addr,
-			  struct cs_region *ret);
-	/* The lowest region the process could write that ends above addr
-	 * (memory.h: struct cs_writable_regions). May be NULL: unknown,
-	 * and nothing searches the target's memory. */
-	bool (*writable_next)(const void *priv, uint64_t addr, uint64_t *start,
-			      uint64_t *end);
-
-	/* The process, for the report's header. Each may be NULL:
-	 * unknown (-1, NULL, none). */
-	int (*pid)(const void *priv);
-	const char *(*command)(const void *priv);
-	/* The working directory, where the target knows it (a live process);
-	 * the path of a Ruby frame run from a relative path is from here. */
-	const char *(*cwd)(const void *priv);
-	/* The signal the target was dumped on, as recorded. */
-	const struct cs_siginfo *(*siginfo)(const void *priv);
-	/* The thread that took a fatal siginfo, or -1. */
-	int64_t (*crash_tid)(const void *priv);
+	/* Bring the region table up to date before a lookup; false when
+	 * it cannot be read (no region is then known). May be NULL: the
+	 * table is always current. */
+	bool (*update_regions)(void *priv);
 
 	/* Problems with the input found by reading it: one line each.
 	 * check_files makes every warning known now rather than on first
@@ -162,11 +173,35 @@ struct cs_target_ops {
 struct cs_target {
 	const struct cs_target_ops *ops;
 	void *priv;
+	/* The kind's tables, in priv: valid while the target is open. */
+	const struct cs_target_tables *tables;
 	const char *name; /* subject of messages: "core.1234", "process 1234" */
 	const char *comm; /* process name, "" if unknown */
 	const char *what; /* "core" or "process": "does not match the core" */
 	bool dump;        /* memory of a process that no longer runs */
 };
+
+/* Lookups in a kind's tables, for the kind itself before its target is
+ * made (and for its tests); the cs_target_ accessors below are these. */
+const struct cs_thread *cs_tables_thread_at(const struct cs_target_tables *tt,
+					    size_t i);
+const struct cs_mapping *cs_tables_mapping_at(const struct cs_target_tables *tt,
+					      size_t i);
+/* The mapping containing addr, or NULL. */
+const struct cs_mapping *cs_tables_mapping_of(const struct cs_target_tables *tt,
+					      uint64_t addr);
+/* Lowest mapping of a file whose basename starts with prefix
+ * ("libruby.so"), i.e. where that module is loaded. */
+const struct cs_mapping *
+cs_tables_find_mapping(const struct cs_target_tables *tt, const char *prefix);
+/* auxv value, 0 if absent. */
+uint64_t cs_tables_auxv(const struct cs_target_tables *tt, uint64_t type);
+/* The region holding addr (false: none). */
+bool cs_tables_region_of(const struct cs_target_tables *tt, uint64_t addr,
+			 struct cs_region *ret);
+/* The lowest writable region that ends above addr (false: none). */
+bool cs_tables_writable_next(const struct cs_target_tables *tt, uint64_t addr,
+			     uint64_t *start, uint64_t *end);
 
 /* The target's memory, for the model and other readers. */
 struct cs_memory cs_target_memory(const struct cs_target *t);
@@ -180,8 +215,9 @@ bool cs_target_has_registers(const struct cs_target *t);
 /* Every thread, as an array (malloc'd; NULL when out of memory). */
 const struct cs_thread **cs_target_threads(const struct cs_target *t);
 
-/* File mappings (sorted by start), the auxiliary vector, the executable
- * and the build-id of a module, as the target's kind reads them. */
+/* File mappings (sorted by start), the auxiliary vector and the
+ * executable from the tables; the build-id of a module as the target's
+ * kind reads it. */
 size_t cs_target_mapping_count(const struct cs_target *t);
 const struct cs_mapping *cs_target_mapping_at(const struct cs_target *t,
 					      size_t i);
@@ -202,7 +238,8 @@ const char *cs_target_mapping_gap(const struct cs_target *t);
 bool cs_target_knows_regions(const struct cs_target *t);
 bool cs_target_region_of(const struct cs_target *t, uint64_t addr,
 			 struct cs_region *ret);
-/* Its writable memory; .next NULL when the target does not know it. */
+/* Its writable memory; .next NULL when the target does not know it.
+ * Valid while t is. */
 struct cs_writable_regions
 cs_target_writable_regions(const struct cs_target *t);
 

@@ -39,8 +39,9 @@ static size_t read_live_ranges(void *live, const uint64_t *addrs,
  * at every sample. */
 static bool stopped(const struct cs_live *live, int64_t tid)
 {
-	for (size_t i = 0; i < cs_live_thread_count(live); i++)
-		if (cs_live_thread_at(live, i)->tid == tid)
+	const struct cs_target_tables *tt = cs_live_tables(live);
+	for (size_t i = 0; i < tt->nthreads; i++)
+		if (tt->threads[i].tid == tid)
 			return true;
 	return false;
 }
@@ -92,15 +93,15 @@ static bool consistent(const struct cs_live *live, const struct rv_process *p)
 static void next_stops(struct cs_live *live, const struct rv_process *p,
 		       bool holders)
 {
+	const struct cs_target_tables *tt = cs_live_tables(live);
 	if (!tids_known(live, p)) {
-		for (size_t i = 0; i < cs_live_thread_count(live); i++)
-			cs_live_leave_running(
-				live, cs_live_thread_at(live, i)->tid, 0);
+		for (size_t i = 0; i < tt->nthreads; i++)
+			cs_live_leave_running(live, tt->threads[i].tid, 0);
 		return;
 	}
 	/* stopped threads that are not Ruby's: left running from now on */
-	for (size_t i = 0; i < cs_live_thread_count(live); i++) {
-		int tid = cs_live_thread_at(live, i)->tid;
+	for (size_t i = 0; i < tt->nthreads; i++) {
+		int tid = tt->threads[i].tid;
 		bool ruby = false;
 		for (size_t j = 0; j < p->nthreads && !ruby; j++)
 			ruby = p->threads[j].tid == tid;

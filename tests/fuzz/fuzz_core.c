@@ -82,18 +82,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	touch(cs_core_path(core));
 	struct cs_error *err;
 
-	size_t nt = cs_core_thread_count(core);
+	size_t nt = cs_core_tables(core)->nthreads;
 	for (size_t i = 0; i <= nt; i++) {
-		const struct cs_thread *t = cs_core_thread_at(core, i);
+		const struct cs_thread *t =
+			cs_tables_thread_at(cs_core_tables(core), i);
 		if (i == nt ? t != NULL : t == NULL)
 			abort();
 		if (t)
 			sink += (size_t)t->tid + t->rip + t->regs[26];
 	}
-	size_t nm = cs_core_mapping_count(core);
+	size_t nm = cs_core_tables(core)->nmaps;
 	uint64_t prev = 0;
 	for (size_t i = 0; i <= nm; i++) {
-		const struct cs_mapping *m = cs_core_mapping_at(core, i);
+		const struct cs_mapping *m =
+			cs_tables_mapping_at(cs_core_tables(core), i);
 		if (i == nm) {
 			if (m)
 				abort();
@@ -104,11 +106,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		prev = m->start;
 		touch(m->path);
 		const struct cs_mapping *of =
-			cs_core_mapping_of(core, m->start);
+			cs_tables_mapping_of(cs_core_tables(core), m->start);
 		if (of)
 			touch(of->path);
 		if (m->end)
-			(void)cs_core_mapping_of(core, m->end - 1);
+			(void)cs_tables_mapping_of(cs_core_tables(core),
+						   m->end - 1);
 		uint8_t id[64];
 		size_t idlen = 0;
 		err = cs_core_module_build_id(core, m->start, id, sizeof(id),
@@ -130,17 +133,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		touch(p->fname);
 		touch(p->psargs);
 	}
-	const struct cs_siginfo *si = cs_core_siginfo(core);
+	const struct cs_siginfo *si = cs_core_tables(core)->siginfo;
 	if (si)
 		sink += (size_t)si->signo + si->addr;
 	for (uint64_t type = 0; type < 48; type++)
-		sink += cs_core_auxv(core, type);
-	sink += cs_core_auxv(core, UINT64_MAX);
-	touch(cs_core_executable(core));
-	const struct cs_mapping *lib = cs_core_find_mapping(core, "libruby.so");
+		sink += cs_tables_auxv(cs_core_tables(core), type);
+	sink += cs_tables_auxv(cs_core_tables(core), UINT64_MAX);
+	touch(cs_core_tables(core)->executable);
+	const struct cs_mapping *lib =
+		cs_tables_find_mapping(cs_core_tables(core), "libruby.so");
 	if (lib)
 		touch(lib->path);
-	lib = cs_core_find_mapping(core, "");
+	lib = cs_tables_find_mapping(cs_core_tables(core), "");
 	if (lib)
 		touch(lib->path);
 	sink += cs_core_truncated_bytes(core) + cs_core_segment_bytes(core);
@@ -157,8 +161,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		size_t len = (size_t)(q[8] | (q[9] << 8)) % 257;
 		read_at(core, a, len);
 		if (nm) {
-			const struct cs_mapping *m =
-				cs_core_mapping_at(core, q[8] % nm);
+			const struct cs_mapping *m = cs_tables_mapping_at(
+				cs_core_tables(core), q[8] % nm);
 			read_at(core, m->start + (a % 0x3000), len);
 		}
 		uint8_t id[32];

@@ -150,11 +150,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 
 	const struct cs_thread *threads[MAX_THREADS];
-	size_t nt = cs_core_thread_count(core);
+	size_t nt = cs_core_tables(core)->nthreads;
 	if (nt > MAX_THREADS)
 		nt = MAX_THREADS;
 	for (size_t i = 0; i < nt; i++)
-		threads[i] = cs_core_thread_at(core, i);
+		threads[i] = cs_tables_thread_at(cs_core_tables(core), i);
 	struct cs_target img = cs_target_of_core(core);
 	struct cs_memory mem = cs_core_memory(core);
 	const char *const no_dirs[] = {NULL};
@@ -204,10 +204,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		.ruby_version = "3.3.8", .threads = rts, .nthreads = nruby};
 	struct cs_report report = {
 		.core_path = "core",
-		.executable = cs_core_executable(core),
+		.executable = cs_core_tables(core)->executable,
 		.vm_module = MODULE_PATH,
 		.pid = nt ? threads[0]->tid : -1,
-		.siginfo = cs_core_siginfo(core),
+		.siginfo = cs_core_tables(core)->siginfo,
 		.ruby = &proc,
 		.tids = tids,
 		.complete = 1,

@@ -66,6 +66,7 @@ int main(void)
 	test_fuzz();
 	test_gcore();
 	test_kernel_core();
+	test_tables();
 
 	if (!failed)
 		cleanup(tmpdir);

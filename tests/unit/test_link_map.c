@@ -86,14 +86,17 @@ static void compare(struct cs_core *nt, struct cs_core *re)
 		     cs_core_mapping_gap(re));
 	if (cs_core_mapping_gap(nt))
 		FAIL("NT_FILE's mappings said incomplete");
-	const char *exe = cs_core_executable(re);
-	if (!exe || !same_file(exe, cs_core_executable(nt)))
+	const char *exe = cs_core_tables(re)->executable;
+	if (!exe || !same_file(exe, cs_core_tables(nt)->executable))
 		FAIL("executable %s, NT_FILE's %s", exe ? exe : "(none)",
-		     cs_core_executable(nt));
-	for (size_t i = 0; i < cs_core_mapping_count(re); i++) {
-		const struct cs_mapping *r = cs_core_mapping_at(re, i);
-		const struct cs_mapping *a = cs_core_mapping_of(nt, r->start);
-		const struct cs_mapping *b = cs_core_mapping_of(nt, r->end - 1);
+		     cs_core_tables(nt)->executable);
+	for (size_t i = 0; i < cs_core_tables(re)->nmaps; i++) {
+		const struct cs_mapping *r =
+			cs_tables_mapping_at(cs_core_tables(re), i);
+		const struct cs_mapping *a =
+			cs_tables_mapping_of(cs_core_tables(nt), r->start);
+		const struct cs_mapping *b =
+			cs_tables_mapping_of(cs_core_tables(nt), r->end - 1);
 		if (!a || !b || !same_file(a->path, r->path) ||
 		    !same_file(b->path, r->path) ||
 		    a->file_offset + (r->start - a->start) != r->file_offset ||
@@ -106,8 +109,9 @@ static void compare(struct cs_core *nt, struct cs_core *re)
 			     (unsigned long long)r->file_offset);
 	}
 	size_t modules = 0;
-	for (size_t i = 0; i < cs_core_mapping_count(nt); i++) {
-		const struct cs_mapping *m = cs_core_mapping_at(nt, i);
+	for (size_t i = 0; i < cs_core_tables(nt)->nmaps; i++) {
+		const struct cs_mapping *m =
+			cs_tables_mapping_at(cs_core_tables(nt), i);
 		uint8_t magic[4];
 		struct cs_error *err =
 			cs_core_read_dumped(nt, m->start, magic, 4);
@@ -117,7 +121,8 @@ static void compare(struct cs_core *nt, struct cs_core *re)
 		if (!elf)
 			continue;
 		modules++;
-		const struct cs_mapping *r = cs_core_mapping_of(re, m->start);
+		const struct cs_mapping *r =
+			cs_tables_mapping_of(cs_core_tables(re), m->start);
 		if (!r || r->start != m->start || !same_file(r->path, m->path))
 			FAIL("the module %s at 0x%llx was not rebuilt", m->path,
 			     (unsigned long long)m->start);
@@ -134,7 +139,7 @@ static void compare(struct cs_core *nt, struct cs_core *re)
 	if (modules < 3) /* sleep, libc, ld.so */
 		FAIL("only %zu ELF modules in NT_FILE", modules);
 	printf("     (%zu ELF modules, %zu rebuilt mappings of %zu)\n", modules,
-	       cs_core_mapping_count(re), cs_core_mapping_count(nt));
+	       cs_core_tables(re)->nmaps, cs_core_tables(nt)->nmaps);
 }
 
 int main(void)

@@ -189,21 +189,25 @@ int exercise(const char *path, struct cs_core **keep)
 		cs_error_destroy(cs_core_module_build_id(core, addrs[i], buf,
 							 sizeof(buf), &len));
 	}
-	for (size_t i = 0; i < cs_core_thread_count(core); i++) {
-		const struct cs_thread *t = cs_core_thread_at(core, i);
+	for (size_t i = 0; i < cs_core_tables(core)->nthreads; i++) {
+		const struct cs_thread *t =
+			cs_tables_thread_at(cs_core_tables(core), i);
 		cs_error_destroy(cs_core_read(core, t->rsp, buf, 16));
 	}
-	for (size_t i = 0; i < cs_core_mapping_count(core); i++) {
-		const struct cs_mapping *m = cs_core_mapping_at(core, i);
+	for (size_t i = 0; i < cs_core_tables(core)->nmaps; i++) {
+		const struct cs_mapping *m =
+			cs_tables_mapping_at(cs_core_tables(core), i);
 		if (strlen(m->path) > PATH_MAX * 4)
 			abort();
 		cs_error_destroy(cs_core_read(core, m->start, buf, 8));
 	}
-	cs_core_executable(core);
-	cs_core_find_mapping(core, "lib");
-	cs_core_auxv(core, AT_PHDR);
+	const char *exe = cs_core_tables(core)->executable;
+	if (exe && strlen(exe) > PATH_MAX * 4)
+		abort();
+	cs_tables_find_mapping(cs_core_tables(core), "lib");
+	cs_tables_auxv(cs_core_tables(core), AT_PHDR);
 	(void)cs_core_process(core)->psargs[0];
-	(void)cs_core_siginfo(core)->addr;
+	(void)cs_core_tables(core)->siginfo->addr;
 	cs_error_destroy(cs_core_truncation(core));
 	if (keep)
 		*keep = core;
@@ -315,7 +319,7 @@ void test_truncated(void)
 		 * C's never-dumped rest still comes from the file */
 		check_fault(core, 0x20000, 16, "cut off", why, sizeof(why));
 		check_range(core, 0x21000, 16, why, sizeof(why));
-		if (cs_core_thread_count(core) != 2)
+		if (cs_core_tables(core)->nthreads != 2)
 			FAIL("threads lost");
 	}
 	cs_core_close(core);
@@ -325,9 +329,9 @@ void test_truncated(void)
 	NO_ERROR(cs_core_open(p, &core), "open core cut in its notes");
 	if (core) {
 		struct cs_error *t = cs_core_truncation(core);
-		if (cs_core_thread_count(core) != 1)
+		if (cs_core_tables(core)->nthreads != 1)
 			FAIL("%zu threads from cut notes",
-			     cs_core_thread_count(core));
+			     cs_core_tables(core)->nthreads);
 		if (!t || !strstr(t->message, "notes"))
 			FAIL("message: %s", t ? t->message : "(none)");
 		else

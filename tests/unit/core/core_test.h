@@ -95,5 +95,6 @@ void test_truncated(void);
 void test_fuzz(void);
 void test_gcore(void);
 void test_kernel_core(void);
+void test_tables(void);
 
 #endif

@@ -122,12 +122,15 @@ static void check_sleep_core(const char *corefile, pid_t pid, const char *exe,
 	if (t)
 		fail(why, whysize, "%s", t->message);
 	cs_error_destroy(t);
-	const struct cs_thread *th = cs_core_thread_at(core, 0);
-	if (cs_core_thread_count(core) != 1 || th->tid != pid)
+	const struct cs_thread *th =
+		cs_tables_thread_at(cs_core_tables(core), 0);
+	if (cs_core_tables(core)->nthreads != 1 || th->tid != pid)
 		fail(why, whysize,
 		     "%zu threads, first tid %d, expected 1 and %d",
-		     cs_core_thread_count(core), th ? th->tid : -1, (int)pid);
-	else if (!cs_core_mapping_of(core, th->rip) || !th->fs_base || !th->rsp)
+		     cs_core_tables(core)->nthreads, th ? th->tid : -1,
+		     (int)pid);
+	else if (!cs_tables_mapping_of(cs_core_tables(core), th->rip) ||
+		 !th->fs_base || !th->rsp)
 		fail(why, whysize,
 		     "registers implausible: rip 0x%llx fs_base "
 		     "0x%llx",
@@ -139,21 +142,21 @@ static void check_sleep_core(const char *corefile, pid_t pid, const char *exe,
 	if (!pr->present || pr->pid != pid || strcmp(pr->fname, "sleep") != 0)
 		fail(why, whysize, "NT_PRPSINFO: present %d pid %d fname '%s'",
 		     pr->present, pr->pid, pr->fname);
-	const struct cs_siginfo *si = cs_core_siginfo(core);
+	const struct cs_siginfo *si = cs_core_tables(core)->siginfo;
 	/* kill(2) sends SI_USER: the union holds pid/uid, not an address */
 	if (kernel && (!si->present || si->signo != SIGSEGV ||
 		       si->code != SI_USER || si->addr != 0))
 		fail(why, whysize, "siginfo %d %d %d 0x%llx", si->present,
 		     si->signo, si->code, (unsigned long long)si->addr);
-	if (cs_core_mapping_count(core) == 0)
+	if (cs_core_tables(core)->nmaps == 0)
 		fail(why, whysize, "no NT_FILE mappings");
-	const char *x = cs_core_executable(core);
+	const char *x = cs_core_tables(core)->executable;
 	if (!x || strcmp(x, exe) != 0)
 		fail(why, whysize, "executable '%s', expected %s",
 		     x ? x : "(null)", exe);
 	const char *slash = strrchr(exe, '/');
-	const struct cs_mapping *m =
-		cs_core_find_mapping(core, slash ? slash + 1 : exe);
+	const struct cs_mapping *m = cs_tables_find_mapping(
+		cs_core_tables(core), slash ? slash + 1 : exe);
 	uint8_t hdr[4] = {0};
 	if (!m) {
 		fail(why, whysize, "no mapping of %s", exe);
@@ -181,8 +184,9 @@ static void check_sleep_core(const char *corefile, pid_t pid, const char *exe,
 	/* libc text is not in the core (kernel: p_filesz 0; gcore: no
 	 * PT_LOAD at all); those bytes must come from the library file */
 	const struct cs_mapping *text = NULL;
-	for (size_t i = 0; i < cs_core_mapping_count(core) && !text; i++) {
-		const struct cs_mapping *c = cs_core_mapping_at(core, i);
+	for (size_t i = 0; i < cs_core_tables(core)->nmaps && !text; i++) {
+		const struct cs_mapping *c =
+			cs_tables_mapping_at(cs_core_tables(core), i);
 		uint8_t b;
 		err = cs_core_read_dumped(core, c->start, &b, 1);
 		if (err && c->file_offset && strstr(c->path, "libc.so"))
@@ -210,7 +214,7 @@ static void check_sleep_core(const char *corefile, pid_t pid, const char *exe,
 			close(fd);
 	}
 	printf("     (%zu mappings, executable %s)\n",
-	       cs_core_mapping_count(core), x ? x : "?");
+	       cs_core_tables(core)->nmaps, x ? x : "?");
 	cs_core_close(core);
 
 	/* cut copies: open or fail cleanly (gcore writes its notes last, so

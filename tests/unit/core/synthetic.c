@@ -83,12 +83,14 @@ void test_notes(void)
 	char why[1024] = "";
 	struct cs_core *core = open_good(why, sizeof(why));
 	if (core) {
-		const struct cs_thread *t0 = cs_core_thread_at(core, 0);
-		const struct cs_thread *t1 = cs_core_thread_at(core, 1);
-		if (cs_core_thread_count(core) != 2 || !t0 || !t1 ||
-		    cs_core_thread_at(core, 2))
+		const struct cs_thread *t0 =
+			cs_tables_thread_at(cs_core_tables(core), 0);
+		const struct cs_thread *t1 =
+			cs_tables_thread_at(cs_core_tables(core), 1);
+		if (cs_core_tables(core)->nthreads != 2 || !t0 || !t1 ||
+		    cs_tables_thread_at(cs_core_tables(core), 2))
 			FAIL("thread count %zu, expected 2",
-			     cs_core_thread_count(core));
+			     cs_core_tables(core)->nthreads);
 		else if (t0->tid != 101 || t0->cursig != SIGSEGV ||
 			 t1->tid != 102 || t1->cursig != 0)
 			FAIL("tid/cursig %d/%d %d/%d", t0->tid, t0->cursig,
@@ -108,7 +110,7 @@ void test_notes(void)
 	why[0] = '\0';
 	if (core) {
 		const struct cs_core_process *p = cs_core_process(core);
-		const struct cs_siginfo *s = cs_core_siginfo(core);
+		const struct cs_siginfo *s = cs_core_tables(core)->siginfo;
 		if (!p->present || p->pid != 101 || p->ppid != 1 ||
 		    p->uid != 1000 || p->gid != 1001 ||
 		    strcmp(p->fname, "ruby-fname-16chr") != 0 ||
@@ -119,33 +121,34 @@ void test_notes(void)
 		    s->err != 0 || s->addr != 0xdead)
 			FAIL("siginfo: %d %d %d 0x%llx", s->signo, s->code,
 			     s->err, (unsigned long long)s->addr);
-		if (cs_core_auxv(core, AT_PAGESZ) != 4096 ||
-		    cs_core_auxv(core, AT_BASE) != 0)
+		if (cs_tables_auxv(cs_core_tables(core), AT_PAGESZ) != 4096 ||
+		    cs_tables_auxv(cs_core_tables(core), AT_BASE) != 0)
 			FAIL("auxv");
 	}
 	report("process, siginfo and auxv notes", why);
 
 	why[0] = '\0';
 	if (core) {
-		const char *exe = cs_core_executable(core);
+		const char *exe = cs_core_tables(core)->executable;
 		if (!exe || strcmp(exe, EXE_PATH) != 0)
 			FAIL("executable '%s', expected mapping path %s",
 			     exe ? exe : "(null)", EXE_PATH);
-		if (cs_core_mapping_count(core) != 3)
-			FAIL("mapping count %zu", cs_core_mapping_count(core));
-		const struct cs_mapping *m =
-			cs_core_find_mapping(core, "libfake.so");
+		if (cs_core_tables(core)->nmaps != 3)
+			FAIL("mapping count %zu", cs_core_tables(core)->nmaps);
+		const struct cs_mapping *m = cs_tables_find_mapping(
+			cs_core_tables(core), "libfake.so");
 		if (!m || m->start != 0x20000 || m->end != 0x23000 ||
 		    m->file_offset != 0 || strcmp(m->path, LIB_PATH) != 0)
 			FAIL("find_mapping libfake.so");
-		if (cs_core_find_mapping(core, "libnothere"))
+		if (cs_tables_find_mapping(cs_core_tables(core), "libnothere"))
 			FAIL("find_mapping found a missing library");
-		m = cs_core_mapping_of(core, 0x31000);
+		m = cs_tables_mapping_of(cs_core_tables(core), 0x31000);
 		if (!m || m->start != 0x30000)
 			FAIL("mapping_of 0x31000");
-		for (size_t i = 1; i < cs_core_mapping_count(core); i++)
-			if (cs_core_mapping_at(core, i - 1)->start >=
-			    cs_core_mapping_at(core, i)->start)
+		for (size_t i = 1; i < cs_core_tables(core)->nmaps; i++)
+			if (cs_tables_mapping_at(cs_core_tables(core), i - 1)
+				    ->start >=
+			    cs_tables_mapping_at(cs_core_tables(core), i)->start)
 				FAIL("mappings not sorted");
 	}
 	/* without NT_FILE, the AT_EXECFN string from memory */
@@ -157,7 +160,7 @@ void test_notes(void)
 	struct cs_core *c2 = NULL;
 	NO_ERROR(cs_core_open(p, &c2), "open core without NT_FILE");
 	if (c2) {
-		const char *exe = cs_core_executable(c2);
+		const char *exe = cs_core_tables(c2)->executable;
 		if (!exe || strcmp(exe, EXECFN) != 0)
 			FAIL("AT_EXECFN executable '%s'", exe ? exe : "(null)");
 		check_fault(c2, 0x21000, 4, "not in the core", why,

@@ -80,18 +80,21 @@ void test_paused(void)
 	CHECK(count == 1 + NTHREADS, "%d threads in /proc", count);
 	CHECK(cs_live_pid(live) == c.pid, "pid");
 	CHECK(cs_live_paused(live), "paused");
-	size_t n = cs_live_thread_count(live);
+	size_t n = cs_live_tables(live)->nthreads;
 	CHECK(n == 1 + NTHREADS, "thread count %zu", n);
-	CHECK(n && cs_live_thread_at(live, 0)->tid == c.pid,
+	CHECK(n && cs_tables_thread_at(cs_live_tables(live), 0)->tid == c.pid,
 	      "thread 0 is not the main thread");
-	CHECK(cs_live_thread_at(live, n) == NULL, "thread past the end");
+	CHECK(cs_tables_thread_at(cs_live_tables(live), n) == NULL,
+	      "thread past the end");
 	int fs_ok = 1, regs_ok = 1, tracer_ok = 1;
 	for (size_t i = 0; i < n; i++) {
-		const struct cs_thread *t = cs_live_thread_at(live, i);
+		const struct cs_thread *t =
+			cs_tables_thread_at(cs_live_tables(live), i);
 		if (!t->fs_base)
 			fs_ok = 0;
 		for (size_t j = 0; j < i; j++)
-			if (cs_live_thread_at(live, j)->fs_base == t->fs_base)
+			if (cs_tables_thread_at(cs_live_tables(live), j)
+				    ->fs_base == t->fs_base)
 				fs_ok = 0;
 		if (!t->rip || !t->rsp || t->regs[CS_REG_RIP] != t->rip ||
 		    t->regs[CS_REG_RSP] != t->rsp ||
@@ -143,15 +146,20 @@ void test_paused(void)
 	 * the edge (the child is a fork of this program: same addresses) */
 	struct cs_region r;
 	int known =
-		cs_live_region_of(live, (uint64_t)(uintptr_t)&test_paused, &r);
+		(cs_live_update_regions(live) &&
+		 cs_tables_region_of(cs_live_tables(live),
+				     (uint64_t)(uintptr_t)&test_paused, &r));
 	CHECK(known && r.exec && r.start <= (uint64_t)(uintptr_t)&test_paused &&
 		      (uint64_t)(uintptr_t)&test_paused < r.end,
 	      "region of code: %d exec %d", known, known && r.exec);
-	known = cs_live_region_of(live, c.pattern, &r);
+	known = (cs_live_update_regions(live) &&
+		 cs_tables_region_of(cs_live_tables(live), c.pattern, &r));
 	CHECK(known && !r.exec && r.start <= c.pattern && c.pattern < r.end,
 	      "region of data: %d exec %d", known, known && r.exec);
-	CHECK(!cs_live_region_of(live, c.edge + 8, &r) &&
-		      cs_live_region_of(live, c.edge, &r) &&
+	CHECK(!(cs_live_update_regions(live) &&
+		cs_tables_region_of(cs_live_tables(live), c.edge + 8, &r)) &&
+		      (cs_live_update_regions(live) &&
+		       cs_tables_region_of(cs_live_tables(live), c.edge, &r)) &&
 		      r.end == c.edge + 8,
 	      "regions at the edge of a mapping");
 
@@ -159,29 +167,36 @@ void test_paused(void)
 	char exe[PATH_MAX + 1];
 	ssize_t el = readlink("/proc/self/exe", exe, PATH_MAX);
 	exe[el > 0 ? el : 0] = 0;
-	const char *lexe = cs_live_executable(live);
+	const char *lexe = cs_live_tables(live)->executable;
 	CHECK(lexe && strcmp(lexe, exe) == 0, "executable %s, want %s",
 	      lexe ? lexe : "(null)", exe);
-	const struct cs_mapping *m =
-		cs_live_mapping_of(live, (uint64_t)(uintptr_t)&test_paused);
+	const struct cs_mapping *m = cs_tables_mapping_of(
+		cs_live_tables(live), (uint64_t)(uintptr_t)&test_paused);
 	CHECK(m && strcmp(m->path, exe) == 0, "mapping of our code: %s",
 	      m ? m->path : "(none)");
-	CHECK(!cs_live_mapping_of(live, c.pattern),
+	CHECK(!cs_tables_mapping_of(cs_live_tables(live), c.pattern),
 	      "heap counted as a file mapping");
-	int sorted = cs_live_mapping_count(live) > 2;
-	for (size_t i = 1; i < cs_live_mapping_count(live); i++) {
-		const struct cs_mapping *a = cs_live_mapping_at(live, i - 1),
-					*b = cs_live_mapping_at(live, i);
+	int sorted = cs_live_tables(live)->nmaps > 2;
+	for (size_t i = 1; i < cs_live_tables(live)->nmaps; i++) {
+		const struct cs_mapping *a = cs_tables_mapping_at(
+						cs_live_tables(live), i - 1),
+					*b = cs_tables_mapping_at(
+						cs_live_tables(live), i);
 		if (a->end > b->start || a->path[0] != '/')
 			sorted = 0;
 	}
 	CHECK(sorted, "mappings not sorted or not file-backed");
-	CHECK(!cs_live_mapping_at(live, cs_live_mapping_count(live)),
+	CHECK(!cs_tables_mapping_at(cs_live_tables(live),
+				    cs_live_tables(live)->nmaps),
 	      "mapping past the end");
-	CHECK(cs_live_auxv(live, AT_PAGESZ) == (uint64_t)sysconf(_SC_PAGESIZE),
+	CHECK(cs_tables_auxv(cs_live_tables(live), AT_PAGESZ) ==
+		      (uint64_t)sysconf(_SC_PAGESIZE),
 	      "AT_PAGESZ");
-	CHECK(cs_live_auxv(live, AT_ENTRY) == getauxval(AT_ENTRY), "AT_ENTRY");
-	CHECK(cs_live_auxv(live, 0xdead) == 0, "absent auxv entry");
+	CHECK(cs_tables_auxv(cs_live_tables(live), AT_ENTRY) ==
+		      getauxval(AT_ENTRY),
+	      "AT_ENTRY");
+	CHECK(cs_tables_auxv(cs_live_tables(live), 0xdead) == 0,
+	      "absent auxv entry");
 	char cmd[4096] = "";
 	FILE *f = fopen("/proc/self/cmdline", "r");
 	size_t cl = f ? fread(cmd, 1, sizeof(cmd) - 1, f) : 0;
@@ -193,18 +208,23 @@ void test_paused(void)
 		if (!cmd[i])
 			cmd[i] = ' ';
 	cmd[cl] = 0;
-	CHECK(cs_live_command(live) && strcmp(cs_live_command(live), cmd) == 0,
+	CHECK(cs_live_tables(live)->command &&
+		      strcmp(cs_live_tables(live)->command, cmd) == 0,
 	      "command '%s', want '%s'",
-	      cs_live_command(live) ? cs_live_command(live) : "(null)", cmd);
+	      cs_live_tables(live)->command ? cs_live_tables(live)->command
+					    : "(null)",
+	      cmd);
 
 	/* build-ids from memory against the files */
 	const struct cs_mapping *base = NULL;
-	for (size_t i = 0; i < cs_live_mapping_count(live) && !base; i++) {
-		const struct cs_mapping *x = cs_live_mapping_at(live, i);
+	for (size_t i = 0; i < cs_live_tables(live)->nmaps && !base; i++) {
+		const struct cs_mapping *x =
+			cs_tables_mapping_at(cs_live_tables(live), i);
 		if (strcmp(x->path, exe) == 0 && x->file_offset == 0)
 			base = x;
 	}
-	const struct cs_mapping *libc = cs_live_find_mapping(live, "libc.so");
+	const struct cs_mapping *libc =
+		cs_tables_find_mapping(cs_live_tables(live), "libc.so");
 	CHECK(base && libc, "no mapping of the executable or libc");
 	const struct cs_mapping *mods[2] = {base, libc};
 	for (int i = 0; i < 2; i++) {
@@ -235,8 +255,9 @@ void test_paused(void)
 	/* a tid is not a pid */
 	if (n > 1) {
 		struct cs_live *other = NULL;
-		err = cs_live_attach(cs_live_thread_at(live, 1)->tid, 0,
-				     &other);
+		err = cs_live_attach(
+			cs_tables_thread_at(cs_live_tables(live), 1)->tid, 0,
+			&other);
 		CHECK(err && err->code == CS_ERR_USAGE && !other,
 		      "attach to a tid: %s", msg(err));
 		cs_error_destroy(err);
@@ -260,7 +281,8 @@ void test_paused(void)
 	CHECK(ping(&c), "child does not answer after detach");
 	cs_live_detach(live); /* twice */
 	/* what was captured stays, and reads still work */
-	CHECK(cs_live_thread_count(live) == n, "threads forgotten on detach");
+	CHECK(cs_live_tables(live)->nthreads == n,
+	      "threads forgotten on detach");
 	err = cs_live_read(live, c.pattern, buf, 16);
 	CHECK(!err && buf[15] == pattern_byte(15), "read after detach: %s",
 	      msg(err));
@@ -286,17 +308,19 @@ void test_unpaused(void)
 	CHECK(!cs_live_paused(live), "paused");
 	CHECK(none_stopped(c.pid), "a thread is stopped without pause");
 	CHECK(untraced_except(c.pid, 0), "a thread is traced without pause");
-	size_t n = cs_live_thread_count(live);
+	size_t n = cs_live_tables(live)->nthreads;
 	CHECK(n == 1 + NTHREADS, "thread count %zu", n);
 	int zero = 1;
 	for (size_t i = 0; i < n; i++) {
-		const struct cs_thread *t = cs_live_thread_at(live, i);
+		const struct cs_thread *t =
+			cs_tables_thread_at(cs_live_tables(live), i);
 		if (t->rip || t->rsp || t->fs_base || t->regs[CS_REG_RIP] ||
 		    !t->tid)
 			zero = 0;
 	}
 	CHECK(zero, "registers without pause");
-	CHECK(n && cs_live_thread_at(live, 0)->tid == c.pid, "thread 0");
+	CHECK(n && cs_tables_thread_at(cs_live_tables(live), 0)->tid == c.pid,
+	      "thread 0");
 	uint8_t buf[PATTERN_SIZE];
 	err = cs_live_read(live, c.pattern, buf, sizeof(buf));
 	int same = !err;
@@ -310,12 +334,17 @@ void test_unpaused(void)
 	/* Its writable memory holds the pattern (malloc'd), not its code
 	 * (the child is a fork: pattern_byte is where it is here). */
 	uint64_t start = 0, end = 0, code = (uint64_t)(uintptr_t)&pattern_byte;
-	CHECK(cs_live_writable_next(live, c.pattern, &start, &end) &&
+	CHECK((cs_live_update_regions(live) &&
+	       cs_tables_writable_next(cs_live_tables(live), c.pattern, &start,
+				       &end)) &&
 		      start <= c.pattern && c.pattern < end,
 	      "pattern at 0x%llx not in a writable region (0x%llx-0x%llx)",
 	      (unsigned long long)c.pattern, (unsigned long long)start,
 	      (unsigned long long)end);
-	CHECK(!cs_live_writable_next(live, code, &start, &end) || start > code,
+	CHECK(!(cs_live_update_regions(live) &&
+		cs_tables_writable_next(cs_live_tables(live), code, &start,
+					&end)) ||
+		      start > code,
 	      "code at 0x%llx in a writable region 0x%llx-0x%llx",
 	      (unsigned long long)code, (unsigned long long)start,
 	      (unsigned long long)end);
@@ -476,10 +505,10 @@ void test_churn(void)
 		}
 		int count = 0;
 		if (!all_traced(c.pid, &count) ||
-		    (size_t)count != cs_live_thread_count(live)) {
+		    (size_t)count != cs_live_tables(live)->nthreads) {
 			printf("churn round %d: %d threads in /proc, %zu "
 			       "attached\n",
-			       round, count, cs_live_thread_count(live));
+			       round, count, cs_live_tables(live)->nthreads);
 			bad++;
 		}
 		cs_live_close(live);
@@ -606,10 +635,11 @@ void test_main_thread_gone(void)
 		cs_error_destroy(err);
 		if (!live)
 			continue;
-		size_t n = cs_live_thread_count(live);
+		size_t n = cs_live_tables(live)->nthreads;
 		int leader = 0;
 		for (size_t i = 0; i < n; i++)
-			if (cs_live_thread_at(live, i)->tid == c.pid)
+			if (cs_tables_thread_at(cs_live_tables(live), i)->tid ==
+			    c.pid)
 				leader = 1;
 		CHECK(n == NTHREADS && !leader, "%zu threads, leader %d", n,
 		      leader);
@@ -640,7 +670,7 @@ void test_already_stopped(void)
 	CHECK(stopped, "SIGSTOP did not stop the child");
 	struct cs_live *live = NULL;
 	struct cs_error *err = cs_live_attach(c.pid, 1, &live);
-	CHECK(!err && live && cs_live_thread_count(live) == 1 + NTHREADS,
+	CHECK(!err && live && cs_live_tables(live)->nthreads == 1 + NTHREADS,
 	      "attach to a stopped process: %s", msg(err));
 	cs_error_destroy(err);
 	int count = 0;

@@ -24,8 +24,9 @@ static int paused_exactly(struct cs_live *live, pid_t pid, char *why,
 			continue;
 		live_tasks++;
 		int found = 0;
-		for (size_t j = 0; j < cs_live_thread_count(live); j++)
-			if (cs_live_thread_at(live, j)->tid == tids[i])
+		for (size_t j = 0; j < cs_live_tables(live)->nthreads; j++)
+			if (cs_tables_thread_at(cs_live_tables(live), j)->tid ==
+			    tids[i])
 				found = 1;
 		if (states[i] != 't' || !found) {
 			snprintf(why, whylen, "task %d state %c, listed %d",
@@ -33,15 +34,16 @@ static int paused_exactly(struct cs_live *live, pid_t pid, char *why,
 			return 0;
 		}
 	}
-	if (live_tasks != cs_live_thread_count(live)) {
+	if (live_tasks != cs_live_tables(live)->nthreads) {
 		snprintf(why, whylen, "%zu live tasks, %zu threads", live_tasks,
-			 cs_live_thread_count(live));
+			 cs_live_tables(live)->nthreads);
 		return 0;
 	}
-	for (size_t j = 0; j < cs_live_thread_count(live); j++) {
-		if (!cs_live_thread_at(live, j)->rip) {
+	for (size_t j = 0; j < cs_live_tables(live)->nthreads; j++) {
+		if (!cs_tables_thread_at(cs_live_tables(live), j)->rip) {
 			snprintf(why, whylen, "thread %d has no rip",
-				 cs_live_thread_at(live, j)->tid);
+				 cs_tables_thread_at(cs_live_tables(live), j)
+					 ->tid);
 			return 0;
 		}
 	}
@@ -156,8 +158,8 @@ void test_cycles_churn(void)
 			cs_error_destroy(err);
 			continue;
 		}
-		if (cs_live_thread_count(live) > most)
-			most = cs_live_thread_count(live);
+		if (cs_live_tables(live)->nthreads > most)
+			most = cs_live_tables(live)->nthreads;
 		if (!paused_exactly(live, c.pid, why, sizeof(why))) {
 			printf("churn cycle %d: %s\n", round, why);
 			bad++;
@@ -208,7 +210,8 @@ void test_cycles_exit(void)
 		CHECK(err && err->code == CS_ERR_OS && contains(err, want),
 		      "pause after exit (%d): %s", how, msg(err));
 		cs_error_destroy(err);
-		CHECK(cs_live_thread_count(live) == 0, "threads after exit");
+		CHECK(cs_live_tables(live)->nthreads == 0,
+		      "threads after exit");
 		err = cs_live_pause(live); /* again: still exited */
 		CHECK(err && contains(err, "exited"), "second pause: %s",
 		      msg(err));
@@ -271,7 +274,7 @@ void test_cycles_stuck(void)
 	cs_error_destroy(err);
 	/* the 1 s stop limit ends it; the rest is room for a loaded machine */
 	CHECK(took < 6000, "stuck pause took %ld ms", took);
-	CHECK(!cs_live_paused(live) && cs_live_thread_count(live) == 0,
+	CHECK(!cs_live_paused(live) && cs_live_tables(live)->nthreads == 0,
 	      "state after a failed pause");
 	/* the others run */
 	int tids[64];
@@ -333,7 +336,7 @@ void test_cycle_cost(void)
 				    (t2.tv_nsec - t1.tv_nsec) / 1e3;
 			if (us > worst_us)
 				worst_us = us;
-			if (cs_live_thread_count(live) != 4)
+			if (cs_live_tables(live)->nthreads != 4)
 				errors++;
 		}
 		CHECK(!errors, "cycle cost: %d errors", errors);

@@ -87,8 +87,8 @@ void test_mem_fallback(int blocked_with)
 			cs_error_destroy(err);
 			uint8_t id[64];
 			size_t len = 0;
-			const struct cs_mapping *libc =
-				cs_live_find_mapping(live, "libc.so");
+			const struct cs_mapping *libc = cs_tables_find_mapping(
+				cs_live_tables(live), "libc.so");
 			err = libc ? cs_live_module_build_id(live, libc->start,
 							     id, sizeof(id),
 							     &len)

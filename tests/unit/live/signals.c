@@ -129,8 +129,9 @@ void test_cycles_signals(void)
 	CHECK(!err, "pause: %s", msg(err));
 	cs_error_destroy(err);
 	int with_sig = 0;
-	for (size_t i = 0; i < cs_live_thread_count(live); i++)
-		if (cs_live_thread_at(live, i)->cursig == SIGUSR1)
+	for (size_t i = 0; i < cs_live_tables(live)->nthreads; i++)
+		if (cs_tables_thread_at(cs_live_tables(live), i)->cursig ==
+		    SIGUSR1)
 			with_sig++;
 	CHECK(with_sig == 1, "%d threads stopped with SIGUSR1", with_sig);
 	CHECK(read_u64(live, &cyc.usr1, &failed) == 0,
