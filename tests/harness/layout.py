@@ -11,7 +11,7 @@ the resolver reads; and --max-frames, on the same core.
     cache/warm               a second run served from the layout cache: same report
     limits/max-frames        --max-frames cuts every stack, marks it, says how many
                              frames past it the oracle has, exits 1 (partial)
-    RUBY/layout-units        resolving the layout reads at most the 20 compile units
+    RUBY/layout-units        resolving the layout reads at most the compile units
                              layout.def names, never all of them
 """
 
@@ -188,12 +188,15 @@ def check_max_frames(run, text_run, cap, limit):
     return None
 
 
-# Compile units the layout resolver may index: the 20 that layout.def names
-# (vm.c, gc.c, shape.c, symbol.c, hash.c, cont.c, iseq.c, class.c,
-# vm_backtrace.c, variable.c, st.c, version.c, numeric.c, bignum.c, ruby.c,
-# zjit.c, string.c, struct.c, range.c, thread.c); a scan of every unit
-# (hundreds) is what this catches.
-MAX_UNITS_READ = 20
+# Compile units the layout resolver may index: those layout.def names (the
+# last argument of each item: vm.c, gc.c, thread.c, ...); a scan of every
+# unit (hundreds) is what this catches.
+def layout_units():
+    with open(os.path.join(procs.ROOT, "rubyvm", "layout.def")) as f:
+        return set(re.findall(r'^\w+\(.*"([\w.]+\.c)"\)\s*$', f.read(), re.M))
+
+
+MAX_UNITS_READ = len(layout_units())
 
 
 def layout_tests(ctx):
