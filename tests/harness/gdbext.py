@@ -195,6 +195,7 @@ def ruby_tests(ruby, scenarios):
     names += lldb_tests(ruby)
     if frame_locals.SCENARIO in scenarios:
         names += locals_test_names(ruby)
+    names += [n for n in locals_test_names(ruby, scenarios) if n.endswith("/locks")]
     if ruby in REMOTE_RUBIES:
         names += ["gdbext/%s/threads/remote" % ruby, "gdbext/%s/threads/container" % ruby]
     if ruby == NO_DEBUG_RUBY:
