@@ -247,12 +247,17 @@ ruby-bt [--json] [--out FILE] [--via-debugger] [full] [all | N]
                 gdb.write("ruby-bt: %s\n" % exc)
                 return
             raise gdb.GdbError("ruby-bt: %s" % exc)
-        if sink:
-            with sink:
-                sink.write(text)
-            gdb.write("ruby-bt: written to %s\n" % out)
-        else:
-            gdb.write(text)
+        _emit("ruby-bt", sink, out, text)
+
+
+def _emit(command, sink, out, text):
+    """text to the --out file opened (sink), else to gdb's console."""
+    if sink:
+        with sink:
+            sink.write(text)
+        gdb.write("%s: written to %s\n" % (command, out))
+    else:
+        gdb.write(text)
 
 
 class RubyLocks(gdb.Command):
@@ -286,12 +291,7 @@ ruby-locks [--out FILE] [--via-debugger]
             if sink:
                 sink.close()
             raise gdb.GdbError("ruby-locks: %s" % exc)
-        if sink:
-            with sink:
-                sink.write(text)
-            gdb.write("ruby-locks: written to %s\n" % out)
-        else:
-            gdb.write(text)
+        _emit("ruby-locks", sink, out, text)
 
 
 def _complete(text, word, options, threads, values=None):

@@ -231,12 +231,7 @@ def ruby_bt(debugger, command, result, internal_dict):
         text, _ = _corestack.backtrace(json=json, tids=tids, thread_name=name,
                                        thread_names=names, locals=full,
                                        **_facts(debugger, target, process, via_debugger))
-        if sink:
-            with sink:
-                sink.write(text)
-            result.Print("ruby-bt: written to %s\n" % out)
-        else:
-            result.Print(text)
+        _emit(result, "ruby-bt", sink, out, text)
     except (_corestack.Error, CommandError) as exc:
         if sink:
             sink.close()
@@ -244,6 +239,16 @@ def ruby_bt(debugger, command, result, internal_dict):
             result.Print("ruby-bt: %s\n" % exc)   # not an error, as in gdb
             return
         result.SetError("ruby-bt: %s" % exc)
+
+
+def _emit(result, command, sink, out, text):
+    """text to the --out file opened (sink), else to lldb's output."""
+    if sink:
+        with sink:
+            sink.write(text)
+        result.Print("%s: written to %s\n" % (command, out))
+    else:
+        result.Print(text)
 
 
 def ruby_locks(debugger, command, result, internal_dict):
@@ -256,12 +261,7 @@ def ruby_locks(debugger, command, result, internal_dict):
         names = [(t.GetThreadID(), "lldb thread %d" % t.GetIndexID()) for t in process]
         text, _ = _corestack.backtrace(locks=True, thread_names=names,
                                        **_facts(debugger, target, process, via_debugger))
-        if sink:
-            with sink:
-                sink.write(text)
-            result.Print("ruby-locks: written to %s\n" % out)
-        else:
-            result.Print(text)
+        _emit(result, "ruby-locks", sink, out, text)
     except (_corestack.Error, CommandError) as exc:
         if sink:
             sink.close()

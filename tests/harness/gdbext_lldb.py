@@ -270,7 +270,8 @@ def lldb_test(rep, selected, args, ruby, exe, workdir):
 
 # --- locals ----------------------------------------------------------------------
 
-LLDB_LOCALS_SCRIPT = frame_locals.DEBUGGER_STEPS + r'''
+# Runs inside lldb: run(name, cmd) keeps each command's output or error.
+LLDB_RUNS = r'''
 import json, os, lldb
 res = {"runs": {}}
 def run(name, cmd):
@@ -278,6 +279,9 @@ def run(name, cmd):
     lldb.debugger.GetCommandInterpreter().HandleCommand(cmd, ret)
     ok = ret.Succeeded()
     res["runs"][name] = {"out": ret.GetOutput() or ""} if ok else {"error": ret.GetError() or "?"}
+'''
+
+LLDB_LOCALS_SCRIPT = frame_locals.DEBUGGER_STEPS + LLDB_RUNS + r'''
 def select(tid):
     process = lldb.debugger.GetSelectedTarget().GetProcess()
     for t in process:
@@ -293,14 +297,7 @@ with open(os.environ["GDBEXT_RESULT"], "w") as f:
 '''
 
 
-LLDB_LOCKS_SCRIPT = r'''
-import json, os, lldb
-res = {"runs": {}}
-def run(name, cmd):
-    ret = lldb.SBCommandReturnObject()
-    lldb.debugger.GetCommandInterpreter().HandleCommand(cmd, ret)
-    ok = ret.Succeeded()
-    res["runs"][name] = {"out": ret.GetOutput() or ""} if ok else {"error": ret.GetError() or "?"}
+LLDB_LOCKS_SCRIPT = LLDB_RUNS + r'''
 run("locks", "ruby-locks")
 run("bt", "ruby-bt all")
 res["threads"] = [[t.GetIndexID(), t.GetThreadID()]
