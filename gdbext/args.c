@@ -104,6 +104,20 @@ static struct cs_error *unknown_format(const char *name)
 			       list, name);
 }
 
+struct cs_error *gx_parse_locks_args(const char *line, struct gx_bt_args *ret)
+{
+	struct cs_error *err = gx_parse_bt_args(line, ret);
+	if (!err && !ret->json && !ret->full && ret->which == GX_BT_SELECTED)
+		return NULL;
+	if (!err)
+		gx_bt_args_free(ret);
+	else if (err->code != CS_ERR_USAGE)
+		return err;
+	else
+		cs_error_destroy(err);
+	return cs_error_create(CS_ERR_USAGE, "%s", GX_LOCKS_USAGE);
+}
+
 struct cs_error *gx_parse_locals_args(const char *line, long *frame)
 {
 	char words[MAX_WORDS][MAX_WORD];

@@ -8,6 +8,7 @@
 #define GX_BT_USAGE                                                     \
 	"usage: ruby-bt [--json] [--out FILE] [--via-debugger] [full] " \
 	"[all | N]"
+#define GX_LOCKS_USAGE "usage: ruby-locks [--out FILE] [--via-debugger]"
 #define GX_LOCALS_USAGE "usage: ruby-locals [N]"
 #define GX_SAMPLE_USAGE                                            \
 	"usage: ruby-sample [SECONDS] [--rate HZ] [--state LIST] " \
@@ -40,6 +41,9 @@ struct gx_sample_args {
  * number out of range). */
 void gx_bt_args_free(struct gx_bt_args *a);
 struct cs_error *gx_parse_bt_args(const char *line, struct gx_bt_args *ret);
+/* ruby-locks [--out FILE] [--via-debugger]: ruby-bt's words, but for the
+ * thread, --json and full, which it does not take. */
+struct cs_error *gx_parse_locks_args(const char *line, struct gx_bt_args *ret);
 /* ruby-locals [N]: *frame N, or -1 when not given. */
 struct cs_error *gx_parse_locals_args(const char *line, long *frame);
 struct cs_error *gx_parse_sample_args(const char *line,

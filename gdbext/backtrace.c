@@ -202,6 +202,7 @@ static struct cs_error *render(struct cs_snapshot *s,
 		.frame_numbers = true, /* what ruby-frame takes */
 		.no_header = one,
 		.thread_names = names,
+		.locks_only = req->locks_only,
 	};
 	const struct cs_renderer *renderer = cs_renderer_find(req->format);
 	if (!renderer) {

@@ -72,6 +72,7 @@ struct gx_backtrace_request {
 	void *hints_ctx;
 	bool frame_flags; /* read where each vm_exec() began (merging) */
 	int locals;       /* every Ruby frame's locals (ruby-bt full) */
+	bool locks_only;  /* text: who holds what alone (ruby-locks) */
 	/* ruby-locals: only this frame (its index among the frames ruby-bt
 	 * shows, innermost 0) of the one thread asked for, with its locals;
 	 * GX_FRAME_NONE: the report */

@@ -1,8 +1,10 @@
-"""corestack's gdb commands: ruby-bt, ruby-frame, ruby-up, ruby-down,
-ruby-list, ruby-locals, ruby-print and ruby-sample (see gdbext/README.md).
+"""corestack's gdb commands: ruby-bt, ruby-locks, ruby-frame, ruby-up,
+ruby-down, ruby-list, ruby-locals, ruby-print and ruby-sample (see
+gdbext/README.md).
 
     (gdb) source /usr/local/lib/corestack/ruby-gdb.py   # or auto-loaded
     (gdb) ruby-bt [--json] [full] [all | N]
+    (gdb) ruby-locks
     (gdb) ruby-frame [N] | ruby-up [N] | ruby-down [N]
     (gdb) ruby-list [LINE]
     (gdb) ruby-locals [N]
@@ -245,12 +247,51 @@ ruby-bt [--json] [--out FILE] [--via-debugger] [full] [all | N]
                 gdb.write("ruby-bt: %s\n" % exc)
                 return
             raise gdb.GdbError("ruby-bt: %s" % exc)
-        if sink:
-            with sink:
-                sink.write(text)
-            gdb.write("ruby-bt: written to %s\n" % out)
-        else:
-            gdb.write(text)
+        _emit("ruby-bt", sink, out, text)
+
+
+def _emit(command, sink, out, text):
+    """text to the --out file opened (sink), else to gdb's console."""
+    if sink:
+        with sink:
+            sink.write(text)
+        gdb.write("%s: written to %s\n" % (command, out))
+    else:
+        gdb.write(text)
+
+
+class RubyLocks(gdb.Command):
+    """Who holds what among the Ruby threads, as corestack's text report says it.
+
+ruby-locks [--out FILE] [--via-debugger]
+  The deadlocks (threads that wait for each other for ever), then the line
+  of each Ruby thread that waits on something or holds a mutex: what it
+  waits on, who holds it, what it holds, its deadlock or the thread it is
+  stuck behind; each line names gdb's thread of it ("tid 4242, gdb thread
+  3"). docs/threads-and-fibers.md "Who holds what" says what is read.
+  --out FILE      write to FILE instead of gdb's console
+  --via-debugger  read memory through gdb (what a remote target always uses)"""
+
+    def __init__(self):
+        super().__init__("ruby-locks", gdb.COMMAND_STACK)
+
+    def complete(self, text, word):
+        return _complete(text, word, ("--out", "--via-debugger"), False)
+
+    def invoke(self, arg, from_tty):
+        sink = None
+        try:
+            via_debugger, out = _corestack.locks_args(arg)
+            sink = _output_file("ruby-locks", out)
+            inf = _inferior("ruby-locks")
+            names = [(t.ptid[1], "gdb thread %d" % t.num) for t in inf.threads()]
+            text, _ = _corestack.backtrace(locks=True, thread_names=names,
+                                           **_facts(inf, via_debugger))
+        except _corestack.Error as exc:
+            if sink:
+                sink.close()
+            raise gdb.GdbError("ruby-locks: %s" % exc)
+        _emit("ruby-locks", sink, out, text)
 
 
 def _complete(text, word, options, threads, values=None):
@@ -650,6 +691,7 @@ ruby-print EXPR   (alias: rp)
 
 
 RubyBt()
+RubyLocks()
 RubySample()
 RubyFrame()
 RubyUp()

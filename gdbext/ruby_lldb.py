@@ -1,8 +1,10 @@
-"""corestack's lldb commands: ruby-bt, ruby-frame, ruby-up, ruby-down,
-ruby-list, ruby-locals, ruby-print and ruby-sample (see gdbext/README.md).
+"""corestack's lldb commands: ruby-bt, ruby-locks, ruby-frame, ruby-up,
+ruby-down, ruby-list, ruby-locals, ruby-print and ruby-sample (see
+gdbext/README.md).
 
     (lldb) command script import /usr/local/lib/corestack/ruby_lldb.py
     (lldb) ruby-bt [--json] [full] [all | N]
+    (lldb) ruby-locks
     (lldb) ruby-frame [N] | ruby-up [N] | ruby-down [N]
     (lldb) ruby-list [LINE]
     (lldb) ruby-locals [N]
@@ -180,6 +182,18 @@ tid, which `thread list` shows as tid, and lldb's number of it:
 target.debug-file-search-paths, then /usr/lib/debug.
 """
 
+LOCKS_HELP = """Who holds what among the Ruby threads, as corestack's text report says it.
+
+Syntax: ruby-locks [--out FILE] [--via-debugger]
+
+The deadlocks (threads that wait for each other for ever), then the line of
+each Ruby thread that waits on something or holds a mutex: what it waits
+on, who holds it, what it holds, its deadlock or the thread it is stuck
+behind; each line names lldb's thread of it ("tid 4242, lldb thread 3").
+  --out FILE      write to FILE instead of lldb's console
+  --via-debugger  read memory through lldb (what a remote target always uses)
+"""
+
 SAMPLE_HELP = """Sample the Ruby stacks of the live process while it runs.
 
 Syntax: ruby-sample [SECONDS] [--rate HZ] [--state LIST] [--out FILE [--format F]]
@@ -217,12 +231,7 @@ def ruby_bt(debugger, command, result, internal_dict):
         text, _ = _corestack.backtrace(json=json, tids=tids, thread_name=name,
                                        thread_names=names, locals=full,
                                        **_facts(debugger, target, process, via_debugger))
-        if sink:
-            with sink:
-                sink.write(text)
-            result.Print("ruby-bt: written to %s\n" % out)
-        else:
-            result.Print(text)
+        _emit(result, "ruby-bt", sink, out, text)
     except (_corestack.Error, CommandError) as exc:
         if sink:
             sink.close()
@@ -230,6 +239,33 @@ def ruby_bt(debugger, command, result, internal_dict):
             result.Print("ruby-bt: %s\n" % exc)   # not an error, as in gdb
             return
         result.SetError("ruby-bt: %s" % exc)
+
+
+def _emit(result, command, sink, out, text):
+    """text to the --out file opened (sink), else to lldb's output."""
+    if sink:
+        with sink:
+            sink.write(text)
+        result.Print("%s: written to %s\n" % (command, out))
+    else:
+        result.Print(text)
+
+
+def ruby_locks(debugger, command, result, internal_dict):
+    """ruby-locks: see LOCKS_HELP."""
+    sink = None
+    try:
+        via_debugger, out = _corestack.locks_args(command)
+        sink = _output_file("ruby-locks", out)
+        target, process = _process(debugger)
+        names = [(t.GetThreadID(), "lldb thread %d" % t.GetIndexID()) for t in process]
+        text, _ = _corestack.backtrace(locks=True, thread_names=names,
+                                       **_facts(debugger, target, process, via_debugger))
+        _emit(result, "ruby-locks", sink, out, text)
+    except (_corestack.Error, CommandError) as exc:
+        if sink:
+            sink.close()
+        result.SetError("ruby-locks: %s" % exc)
 
 
 def ruby_sample(debugger, command, result, internal_dict):
@@ -430,6 +466,10 @@ class RubyBt(_Command):
     func, short, long = ruby_bt, BT_HELP.splitlines()[0], BT_HELP
 
 
+class RubyLocks(_Command):
+    func, short, long = ruby_locks, LOCKS_HELP.splitlines()[0], LOCKS_HELP
+
+
 class RubySample(_Command):
     func, short, long = ruby_sample, SAMPLE_HELP.splitlines()[0], SAMPLE_HELP
 
@@ -481,7 +521,8 @@ def ruby_print(debugger, command, result, internal_dict):
 
 
 def __lldb_init_module(debugger, internal_dict):
-    for name, cls in (("ruby-bt", "RubyBt"), ("ruby-sample", "RubySample")):
+    for name, cls in (("ruby-bt", "RubyBt"), ("ruby-locks", "RubyLocks"),
+                      ("ruby-sample", "RubySample")):
         debugger.HandleCommand("command script add -c %s.%s %s" % (__name__, cls, name))
     for name, func in (("ruby-frame", "ruby_frame"), ("ruby-up", "ruby_up"),
                        ("ruby-down", "ruby_down"), ("ruby-list", "ruby_list"),

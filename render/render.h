@@ -27,6 +27,10 @@ struct cs_render_options {
 	/* text: per Ruby thread, the debugger's name for it, written after
 	 * its tid ("tid 4242, gdb thread 3"), or NULL; NULL: none */
 	const char *const *thread_names;
+	/* text: who holds what alone (a debugger's ruby-locks): the
+	 * deadlocks, then the line of each thread that waits on something
+	 * or holds a mutex, without the process header, stacks and fibers */
+	bool locks_only;
 };
 
 struct cs_renderer {

@@ -113,11 +113,29 @@ static void retake_text(FILE *out, const struct rv_process *p,
 	}
 }
 
+/* ", entering monitor 0x... (entered 2 times by thread 3 "a")" */
+static void monitor_text(FILE *out, const struct rv_process *p,
+			 const struct rv_wait *w)
+{
+	fprintf(out, ", entering monitor 0x%llx (entered %lld time%s",
+		(unsigned long long)w->monitor, (long long)w->monitor_count,
+		w->monitor_count == 1 ? "" : "s");
+	if (w->monitor_owner >= 0) {
+		fputs(" by ", out);
+		thread_ref(out, p, w->monitor_owner);
+	} else if (w->monitor_count) {
+		fputs(" by no listed thread's running fiber", out);
+	}
+	fputc(')', out);
+}
+
 void cs_render_locks_text(FILE *out, const struct rv_process *p, size_t i)
 {
 	const struct rv_thread *t = &p->threads[i];
 	if (t->wait.kind != RV_WAIT_NONE)
 		whom(out, p, &t->wait);
+	if (t->wait.monitor)
+		monitor_text(out, p, &t->wait);
 	if (t->wait.queue)
 		queue_text(out, &t->wait);
 	if (t->wait.retake)
@@ -206,6 +224,15 @@ void cs_render_wait_objects_json(struct json *j, const struct rv_wait *w)
 		json_end_object(j);
 	} else {
 		json_null(j, "retakes");
+	}
+	if (w->monitor) {
+		json_begin_object(j, "monitor");
+		address(j, "object", w->monitor);
+		json_int(j, "count", w->monitor_count);
+		address(j, "owner", w->monitor_owner_thread);
+		json_end_object(j);
+	} else {
+		json_null(j, "monitor");
 	}
 }
 

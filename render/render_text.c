@@ -378,15 +378,69 @@ static void thread_detail(FILE *out, const struct rv_process *p, size_t i)
 	cs_render_locks_text(out, p, i);
 }
 
+/* "Thread 2 "name" (tid 4242) sleep, main; ...", with its newline. */
+static void thread_line(FILE *out, const struct cs_report *r,
+			const struct cs_render_options *o, size_t i)
+{
+	const struct rv_thread *t = &r->ruby->threads[i];
+	fprintf(out, "Thread %zu", i + 1);
+	if (t->name)
+		fprintf(out, " \"%s\"", t->name);
+	if (r->tids[i] >= 0 && o->thread_names && o->thread_names[i])
+		fprintf(out, " (tid %lld, %s)", (long long)r->tids[i],
+			o->thread_names[i]);
+	else if (r->tids[i] >= 0)
+		fprintf(out, " (tid %lld)", (long long)r->tids[i]);
+	fprintf(out, " %s", rv_thread_status_name(t->status));
+	if (t->is_main)
+		fputs(", main", out);
+	if (t->holds_gvl)
+		fputs(", holds the GVL", out);
+	if (r->crash_tid >= 0 && r->tids[i] == r->crash_tid)
+		fputs(", received the signal", out);
+	thread_detail(out, r->ruby, i);
+	if (t->exception) {
+		fputs("; exception ", out);
+		cs_render_exception_text(out, t);
+	}
+	fputc('\n', out);
+}
+
+/* ruby-locks: the line of each thread shown that waits on something or
+ * holds a mutex, or a line saying none does. */
+static void locks_lines(FILE *out, const struct cs_report *r,
+			const struct cs_render_options *o)
+{
+	bool any = false;
+	for (size_t i = 0; i < r->ruby->nthreads; i++) {
+		const struct rv_thread *t = &r->ruby->threads[i];
+		if ((o->shown && !o->shown[i]) ||
+		    (t->wait.kind == RV_WAIT_NONE && !t->nheld &&
+		     !t->locks_error))
+			continue;
+		if (!any)
+			fputc('\n', out);
+		any = true;
+		thread_line(out, r, o, i);
+	}
+	if (!any)
+		fputs("\nNo Ruby thread waits on anything or holds a mutex.\n",
+		      out);
+}
+
 void cs_render_text(FILE *out, const struct cs_report *r,
 		    const struct cs_render_options *o)
 {
 	static const struct cs_render_options whole;
 	if (!o)
 		o = &whole;
-	if (!o->no_header)
+	if (!o->no_header && !o->locks_only)
 		header(out, r);
 	cs_render_deadlocks_text(out, r->ruby);
+	if (o->locks_only) {
+		locks_lines(out, r, o);
+		return;
+	}
 	/* The thread that took the fatal signal first. */
 	size_t first = 0;
 	bool any = false;
@@ -405,27 +459,7 @@ void cs_render_text(FILE *out, const struct cs_report *r,
 		if (any || !o->no_header)
 			fputc('\n', out);
 		any = true;
-		fprintf(out, "Thread %zu", i + 1);
-		if (t->name)
-			fprintf(out, " \"%s\"", t->name);
-		if (r->tids[i] >= 0 && o->thread_names && o->thread_names[i])
-			fprintf(out, " (tid %lld, %s)", (long long)r->tids[i],
-				o->thread_names[i]);
-		else if (r->tids[i] >= 0)
-			fprintf(out, " (tid %lld)", (long long)r->tids[i]);
-		fprintf(out, " %s", rv_thread_status_name(t->status));
-		if (t->is_main)
-			fputs(", main", out);
-		if (t->holds_gvl)
-			fputs(", holds the GVL", out);
-		if (r->crash_tid >= 0 && r->tids[i] == r->crash_tid)
-			fputs(", received the signal", out);
-		thread_detail(out, r->ruby, i);
-		if (t->exception) {
-			fputs("; exception ", out);
-			cs_render_exception_text(out, t);
-		}
-		fputc('\n', out);
+		thread_line(out, r, o, i);
 		if (r->tid_errors && r->tid_errors[i])
 			fprintf(out, "    <unreliable: tid: %s>\n",
 				r->tid_errors[i]);

@@ -199,9 +199,41 @@ static void read_retake(struct rv_session *s, const struct rv_thread *t,
 	}
 }
 
+/* The Monitor t waits to enter: the self of the innermost Monitor#enter or
+ * Monitor#synchronize (Thread::Monitor where libruby defines it), when its
+ * rb_monitor locks the mutex t waits on. */
+static void read_monitor(struct rv_session *s, const struct rv_thread *t,
+			 struct rv_wait *w)
+{
+	uint64_t self = 0, data = 0, mutex, count, serial;
+	for (size_t i = 0; !self && i < t->nframes; i++) {
+		const char *q = t->frames[i].qualified;
+		const char *m = q && !strncmp(q, "Thread::", 8) ? q + 8 : q;
+		if (m && (!strcmp(m, "Monitor#enter") ||
+			  !strcmp(m, "Monitor#synchronize")))
+			self = frame_self(s, t, i);
+	}
+	if (self)
+		data = typed_data_of(s, self, RVL_monitor_data_type);
+	if (!data || !RV_HAS(s, monitor_mutex) ||
+	    !rv_try_member(s, data, RVL_monitor_mutex, &mutex) ||
+	    mutex != w->object ||
+	    !rv_try_member(s, data, RVL_monitor_count, &count) ||
+	    !rv_try_member(s, data, RVL_monitor_ec_serial, &serial))
+		return;
+	w->monitor = self;
+	w->monitor_count = (int64_t)count;
+	w->monitor_serial = serial;
+}
+
 void rv_thread_locks_read(struct rv_session *s, uint64_t th,
 			  struct rv_thread *t)
 {
+	uint64_t ec;
+	t->wait.monitor_owner = -1;
+	if (RV_HAS(s, ec_serial) && rv_try_member(s, th, RVL_th_ec, &ec) &&
+	    ec && !rv_try_member(s, ec, RVL_ec_serial, &t->ec_serial))
+		t->ec_serial = 0;
 	t->wait.waits_for = -1;
 	t->wait.retake_holder = -1;
 	t->stuck_behind = -1;
@@ -226,6 +258,8 @@ void rv_thread_locks_read(struct rv_session *s, uint64_t th,
 	if (!mutex_owner(s, t->wait.mutex, &t->wait.owner_thread,
 			 &t->wait.owner_fiber))
 		set_locks_error(t, "mutex owner unreadable", t->wait.mutex);
+	if (RV_HAS(s, monitor_count))
+		read_monitor(s, t, &t->wait);
 }
 
 /* Thread addresses to 1 + their index; the data of the Mutexes threads
@@ -385,6 +419,7 @@ struct cs_error *rv_locks_resolve(struct rv_session *s, struct rv_process *p)
 		p->threads[i].stuck_behind = -1;
 		p->threads[i].wait.waits_for = -1;
 		p->threads[i].wait.retake_holder = -1;
+		p->threads[i].wait.monitor_owner = -1;
 	}
 	if (s->opts.no_locks)
 		return NULL;
@@ -398,6 +433,12 @@ struct cs_error *rv_locks_resolve(struct rv_session *s, struct rv_process *p)
 		w->retake_holder = thread_index(&ix, w->retake_owner);
 		w->waits_for = thread_index(
 			&ix, w->owner_thread ? w->owner_thread : w->joined);
+		for (size_t j = 0;
+		     w->monitor && w->monitor_serial && j < p->nthreads; j++)
+			if (p->threads[j].ec_serial == w->monitor_serial) {
+				w->monitor_owner = (long)j;
+				w->monitor_owner_thread = p->threads[j].addr;
+			}
 	}
 	name_held(p, &ix);
 	if ((err = find_cycles(p)))

@@ -169,6 +169,14 @@ struct rv_wait {
 	 * the Mutex#sleep it sleeps in) and its holder now, 0 for none. */
 	uint64_t retake, retake_mutex, retake_owner; /* object, rb_mutex_t */
 	long retake_holder; /* its index in rv_process.threads, -1 */
+	/* A Monitor being entered (the self of the Monitor#enter or
+	 * #synchronize it waits in, where libruby has struct rb_monitor):
+	 * its entries so far, the ec serial of its owner, that owner's
+	 * rb_thread_t and index in rv_process.threads (0 and -1: no listed
+	 * thread runs it). */
+	uint64_t monitor, monitor_serial, monitor_owner_thread;
+	int64_t monitor_count;
+	long monitor_owner;
 };
 
 /* A mutex a thread holds (th->keeping_mutexes): its rb_mutex_t, and the
@@ -225,6 +233,7 @@ struct rv_thread {
 	 * for ever: that thread's index (stuck behind it), else -1 */
 	size_t deadlock;
 	long stuck_behind;
+	uint64_t ec_serial; /* its running ec's serial, 0: unknown (locks.c) */
 	struct rv_ractor ractor; /* ractors.c */
 	/* The exception it is raising or handling (ec->errinfo, $!): the
 	 * object and its class's path; 0 / NULL when none (exception.c). */

@@ -19,6 +19,16 @@ Ruby says about itself (fixtures/oracle.rb), on every fixture Ruby.
     gdbext/RUBY/SCEN/MODE/via-debugger  ruby-bt --json --via-debugger all (memory,
                                     mappings and auxv through gdb): as the oracle
     gdbext/RUBY/SCEN/live/detached  no thread of the scenario left stopped after gdb
+    gdbext/RUBY/SCEN/MODE/locks     on a locks scenario (locks.py): ruby-locks names
+                                    the deadlocks and each thread's wait, holder,
+                                    deadlock and stuck-behind as the program's
+                                    record gives them (locks.check_text), only
+                                    deadlock and thread lines, each naming gdb's
+                                    thread; --via-debugger --out FILE the same text;
+                                    ruby-locks all: its usage line
+    gdbext/RUBY/SCEN/MODE/bt-locks  ruby-bt all's deadlock section and thread lines,
+                                    as locks.check_text expects
+    lldb/RUBY/SCEN/MODE/locks       both in lldb, on the same process and core
     gdbext/RUBY/threads/MODE/frames on every gdb thread: ruby-frame 0, ruby-up to the
                                     outermost frame, ruby-down past #0, ruby-frame past
                                     the end: each frame Ruby's own at that depth (the
@@ -195,6 +205,7 @@ def ruby_tests(ruby, scenarios):
     names += lldb_tests(ruby)
     if frame_locals.SCENARIO in scenarios:
         names += locals_test_names(ruby)
+    names += [n for n in locals_test_names(ruby, scenarios) if n.endswith("/locks")]
     if ruby in REMOTE_RUBIES:
         names += ["gdbext/%s/threads/remote" % ruby, "gdbext/%s/threads/container" % ruby]
     if ruby == NO_DEBUG_RUBY:

@@ -10,7 +10,7 @@ import shutil
 import subprocess
 import time
 
-from . import compare, frame_locals, procs, requires
+from . import compare, frame_locals, locks, procs, requires
 from .gdbext_frames import (GDB_PART, WALK_SCRIPT, check_complete, check_frames, check_list,
                             complete_commands, frames_env, make_sysroot,
                             newer_within_second)
@@ -36,6 +36,8 @@ def session_tests(scen, mode):
         tests += ["frames", "list"] + (["complete"] if mode == "core" else [])
     if scen == frame_locals.SCENARIO:
         tests.append("locals")
+    if locks.uses_locks(scen):
+        tests += ["locks", "bt-locks"]
     return tests
 
 
@@ -80,6 +82,10 @@ run("debugger", "ruby-bt --json --via-debugger all", True)
 run("bad out", "ruby-bt --json all --out /nonexistent-dir/stacks.json")
 for num, lwp in res["threads"]:
     run("thread %d" % num, "ruby-bt --json %d" % num, True)
+if os.environ.get("GDBEXT_LOCKS"):
+    run("locks", "ruby-locks")
+    run("locks out", "ruby-locks --via-debugger", True)
+    run("locks usage", "ruby-locks all")
 if os.environ.get("GDBEXT_LOCALS"):
     run("full", "ruby-bt full --json all", True)
     def select(tid):
@@ -268,6 +274,42 @@ def check_text(run, cli, oracle, stdout, threads):
     return compare.check_text(text, oracle)
 
 
+def check_locks_text(run, oracle, debugger, threads=None, bare=True):
+    """ruby-locks (ruby-bt all: bare False): who holds what as the program
+    recorded it (locks.py's expected graph), each thread line naming the
+    debugger's thread of it; bare: no stack, the deadlocks, then one line
+    per thread."""
+    if "error" in run:
+        return "the command failed: %s" % run["error"].strip()
+    out = run["out"]
+    if not out.strip():
+        return "the command printed nothing"
+    for line in out.splitlines() if bare else ():
+        if line and not re.match(r'(Deadlock \d+: |  Thread \d+|Thread \d+)', line):
+            return "ruby-locks printed a line of neither a deadlock nor a thread: %s" % (
+                compare.show(line))
+    text, reason = debugger_named(out, debugger, threads)
+    return reason or locks.check_text(oracle, text)
+
+
+def check_locks(data, oracle, debugger):
+    """ruby-locks (and through the debugger to a file: the same text),
+    and its usage line for a thread argument it does not take."""
+    runs = data["runs"]
+    reason = check_locks_text(runs["locks"], oracle, debugger, data.get("threads"))
+    if reason:
+        return reason
+    through = runs["locks out"]
+    if "error" in through or through["out"] != runs["locks"]["out"]:
+        return "ruby-locks --via-debugger --out FILE: %s, not ruby-locks's text" % (
+            compare.show(through.get("error") or through["out"][:200]))
+    said = runs["locks usage"].get("error", "")
+    if "usage: ruby-locks" not in said:
+        return "ruby-locks all: %s, expected its usage line" % compare.show(
+            said or runs["locks usage"].get("out", ""))
+    return None
+
+
 def crash_index_reason(report):
     """A crash summary's thread_index names the crashed thread's place in
     the threads the report shows, null when it shows none of them."""
@@ -371,6 +413,11 @@ def check_session(rep, names, mode, gdb_run, cli, oracle, signal_number, selecte
                 r = check_complete(stdout, data["threads"])
             elif key == "locals":
                 r = frame_locals.check_debugger(data["runs"], records, compare.parse_report)
+            elif key == "locks":
+                r = check_locks(data, oracle, "gdb")
+            elif key == "bt-locks":
+                r = check_locks_text(data["runs"]["text"], oracle, "gdb", data["threads"],
+                                     bare=False)
             else:
                 r = check_via_debugger(data, oracle, mode, signal_number)
         except (KeyError, TypeError) as exc:
@@ -380,13 +427,16 @@ def check_session(rep, names, mode, gdb_run, cli, oracle, signal_number, selecte
 
 def scenario_runs(rep, selected, args, ruby, exe, scenarios, workdir, locals_hook=None):
     """Every scenario in gdb, live and from its core; on the locals fixture's
-    scenario also locals_hook(target_args, mode, records, env, workdir)
-    (lldb's turn on the same process and core)."""
+    scenario and a locks scenario also locals_hook(scenario, target_args,
+    mode, records, oracle, env, workdir) (lldb's turn on the same process
+    and core; records None but on the locals fixture's)."""
     running = []
     try:
         for scen in scenarios:
             hooked = ["lldb/%s/%s/%s/locals" % (ruby, scen, m) for m in MODES] \
                 if locals_hook and scen == frame_locals.SCENARIO else []
+            hooked += ["lldb/%s/%s/%s/locks" % (ruby, scen, m) for m in MODES] \
+                if locals_hook and locks.uses_locks(scen) else []
             if not any(selected(n) for n in scenario_tests(ruby, scen, scen.startswith("crash"))
                        + hooked):
                 continue
@@ -431,6 +481,8 @@ def scenario_runs(rep, selected, args, ruby, exe, scenarios, workdir, locals_hoo
                     env = {"GDBEXT_LOCALS": json.dumps(plan)}
                 elif scen == frame_locals.SCENARIO:
                     records = {}
+                if locks.uses_locks(scen):
+                    env = dict(env or {}, GDBEXT_LOCKS="1")
                 if not crash:
                     time.sleep(0.2)
                     cli = procs.run_tool([args.corestack, "--pid", str(run.pid)], args.timeout)
@@ -438,8 +490,9 @@ def scenario_runs(rep, selected, args, ruby, exe, scenarios, workdir, locals_hoo
                                    run.workdir, "live", script=script, env=env)
                     check_session(rep, names, "live", live, cli, oracle, None, selected,
                                   records)
-                    if locals_hook and records is not None:
-                        locals_hook(["-p", str(run.pid)], "live", records, env, run.workdir)
+                    if locals_hook and (records is not None or locks.uses_locks(scen)):
+                        locals_hook(scen, ["-p", str(run.pid)], "live", records, oracle, env,
+                                    run.workdir)
                     name = names["prefix"] + "/live/detached"
                     if selected(name):
                         left = procs.stopped_threads(run.pid) if not run.poll() else ["(exited)"]
@@ -452,8 +505,9 @@ def scenario_runs(rep, selected, args, ruby, exe, scenarios, workdir, locals_hoo
                               run.workdir, "core", script=script, env=env)
                 check_session(rep, names, "core", res, cli, oracle, signal_number, selected,
                               records)
-                if locals_hook and records is not None:
-                    locals_hook([exe, "-c", core], "core", records, env, run.workdir)
+                if locals_hook and (records is not None or locks.uses_locks(scen)):
+                    locals_hook(scen, [exe, "-c", core], "core", records, oracle, env,
+                                run.workdir)
                 if not args.keep:
                     os.unlink(core)
             except (procs.Failure, OSError, ValueError) as exc:

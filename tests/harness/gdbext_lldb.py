@@ -11,9 +11,9 @@ import shutil
 import subprocess
 import time
 
-from . import compare, frame_locals, procs
-from .gdbext_gdb import (GDB_TIMEOUT, MODES, PYTHON_ERROR_MARKS, SHARES, check_json, fail_all,
-                         gdb_env, json_in, parked)
+from . import compare, frame_locals, locks, procs
+from .gdbext_gdb import (GDB_TIMEOUT, MODES, PYTHON_ERROR_MARKS, SHARES, check_json,
+                         check_locks_text, fail_all, gdb_env, json_in, parked)
 from .gdbext_frames import (LLDB_PART, WALK_SCRIPT, check_frames, check_list, frames_env,
                             make_sysroot, newer_within_second)
 from .gdbext_sample import check_sample, check_speedscope, check_state
@@ -270,7 +270,8 @@ def lldb_test(rep, selected, args, ruby, exe, workdir):
 
 # --- locals ----------------------------------------------------------------------
 
-LLDB_LOCALS_SCRIPT = frame_locals.DEBUGGER_STEPS + r'''
+# Runs inside lldb: run(name, cmd) keeps each command's output or error.
+LLDB_RUNS = r'''
 import json, os, lldb
 res = {"runs": {}}
 def run(name, cmd):
@@ -278,6 +279,9 @@ def run(name, cmd):
     lldb.debugger.GetCommandInterpreter().HandleCommand(cmd, ret)
     ok = ret.Succeeded()
     res["runs"][name] = {"out": ret.GetOutput() or ""} if ok else {"error": ret.GetError() or "?"}
+'''
+
+LLDB_LOCALS_SCRIPT = frame_locals.DEBUGGER_STEPS + LLDB_RUNS + r'''
 def select(tid):
     process = lldb.debugger.GetSelectedTarget().GetProcess()
     for t in process:
@@ -293,16 +297,48 @@ with open(os.environ["GDBEXT_RESULT"], "w") as f:
 '''
 
 
-def locals_test_names(ruby):
-    return ["lldb/%s/%s/%s/locals" % (ruby, frame_locals.SCENARIO, m) for m in MODES]
+LLDB_LOCKS_SCRIPT = LLDB_RUNS + r'''
+run("locks", "ruby-locks")
+run("bt", "ruby-bt all")
+res["threads"] = [[t.GetIndexID(), t.GetThreadID()]
+                  for t in lldb.debugger.GetSelectedTarget().GetProcess()]
+with open(os.environ["GDBEXT_RESULT"], "w") as f:
+    json.dump(res, f)
+'''
+
+
+def locals_test_names(ruby, scenarios=()):
+    return ["lldb/%s/%s/%s/%s" % (ruby, scen, m, test)
+            for scen, test in [(frame_locals.SCENARIO, "locals")]
+            + [(s, "locks") for s in scenarios if locks.uses_locks(s)] for m in MODES]
+
+
+def locks_in_lldb(rep, args, name, target_args, oracle, workdir, mode):
+    """ruby-locks in lldb: who holds what as the program recorded it, and
+    ruby-bt all's deadlock section."""
+    data, _, reason = run_lldb_script(args, target_args, LLDB_LOCKS_SCRIPT, workdir,
+                                      "lldb-locks-%s" % mode)
+    if not reason:
+        reason = check_locks_text(data["runs"]["locks"], oracle, "lldb", data["threads"]) \
+            or check_locks_text(data["runs"]["bt"], oracle, "lldb", data["threads"],
+                                bare=False)
+    if not reason and mode == "live":
+        left = procs.stopped_threads(int(target_args[1]))
+        reason = "threads left stopped: %s" % left if left else None
+    rep.result(name, reason)
 
 
 def locals_hook(rep, selected, args, ruby):
     """For gdbext_gdb.scenario_runs: lldb's ruby-bt full, ruby-locals and
-    ruby-print on the process and core gdb just read."""
-    def hook(target_args, mode, records, env, workdir):
+    ruby-print on the process and core gdb just read (the locals fixture's
+    scenario), its ruby-locks (a locks scenario)."""
+    def hook(scen, target_args, mode, records, oracle, env, workdir):
+        if locks.uses_locks(scen):
+            name = "lldb/%s/%s/%s/locks" % (ruby, scen, mode)
+            if selected(name):
+                locks_in_lldb(rep, args, name, target_args, oracle, workdir, mode)
         name = "lldb/%s/%s/%s/locals" % (ruby, frame_locals.SCENARIO, mode)
-        if not selected(name):
+        if records is None or not selected(name):
             return
         data, _, reason = run_lldb_script(args, target_args, LLDB_LOCALS_SCRIPT, workdir,
                                           "lldb-locals-%s" % mode, env)

@@ -22,12 +22,18 @@ matched by name (main by "main").
                                waited on: its address, items and max as Ruby's
                                size and max, its waiters (to pop and to push)
                                as num_waiting; the mutex a ConditionVariable#wait
-                               takes back, and its holder
+                               takes back, and its holder; the Monitor a
+                               thread enters: its address, entries (as the
+                               program counted them) and owner, required
+                               where Monitor is Thread::Monitor (libruby's)
     RUBY/SCENARIO/locks-text   the text report: the "Deadlock N:" blocks before
                                the threads name the expected cycles, each thread
                                line says "held by thread N "holder"" or
                                "of thread N "joined"", "; deadlock N" and
-                               "stuck behind thread N "name"" as expected
+                               "stuck behind thread N "name"" as expected,
+                               and where Monitor is Thread::Monitor
+                               "entering monitor 0x... (entered N times by
+                               thread N "holder")"
     RUBY/SCENARIO/locks-live   as RUBY/SCENARIO/locks, from corestack --pid
 """
 
@@ -147,7 +153,8 @@ def check_report(oracle, report):
         elif waiting.get("waits_for"):
             return "%s waits for nobody, corestack %s" % (title, compare.show(waiting))
         reason = check_queue(title, t["locks"].get("queue"), waiting.get("queue")) or \
-            check_retake(title, t["locks"].get("retake"), waiting.get("retakes"), exp, addr)
+            check_retake(title, t["locks"].get("retake"), waiting.get("retakes"), exp, addr) or \
+            check_monitor(title, t["locks"], waiting.get("monitor"), exp, addr)
         if reason:
             return reason
         in_deadlock = mine.get("deadlock") is not None
@@ -189,6 +196,35 @@ def check_queue(title, want, got):
         return "%s: queue %s (size %d, max %s, num_waiting %d), corestack %s" % (
             title, want["object"], want["size"], want["max"], want["num_waiting"],
             compare.show(got))
+    return None
+
+
+def monitor_entries(exp, monitor):
+    """The thread that entered monitor, and how often -> (name, count)."""
+    for name, t in exp.threads.items():
+        monitors = [address(m) for m in t["locks"].get("monitors", [])]
+        if address(monitor) in monitors:
+            entries = t["locks"].get("entries") or []
+            at = monitors.index(address(monitor))
+            return name, entries[at] if at < len(entries) else None
+    return None, 0
+
+
+def check_monitor(title, locks, got, exp, addr):
+    """The Monitor a thread enters: its address, its entries and the
+    thread that entered it, as the program says; shown where libruby
+    defines Monitor (Thread::Monitor, with struct rb_monitor), else
+    null or right."""
+    want = locks.get("monitor")
+    if not want:
+        return "%s enters no monitor, corestack %s" % (title, compare.show(got)) if got else None
+    if got is None and locks.get("monitor_class") != "Thread::Monitor":
+        return None
+    holder, count = monitor_entries(exp, want)
+    if not isinstance(got, dict) or address(got.get("object")) != address(want) \
+            or got.get("count") != count or address(got.get("owner")) != address(addr.get(holder)):
+        return "%s enters monitor %s entered %s times by %s (%s), corestack %s" % (
+            title, want, count, compare.show(holder), addr.get(holder), compare.show(got))
     return None
 
 
@@ -243,6 +279,14 @@ def check_text(oracle, out):
             ref = '%s thread %d "%s"' % (word, numbers.get(want, 0), want)
             if ref not in line:
                 return "%s: no %s in %s" % (compare.show(name), compare.show(ref), compare.show(line))
+        monitor = exp.threads[name]["locks"].get("monitor")
+        if monitor and exp.threads[name]["locks"].get("monitor_class") == "Thread::Monitor":
+            holder, count = monitor_entries(exp, monitor)
+            ref = 'entering monitor 0x%x (entered %s times by thread %d "%s")' % (
+                address(monitor), count, numbers.get(holder, 0), holder)
+            if ref not in line:
+                return "%s: no %s in %s" % (compare.show(name), compare.show(ref),
+                                            compare.show(line))
         cycle = [n for n, c in blocks.items() if name in c]
         if cycle and "; deadlock %d" % cycle[0] not in line:
             return "%s: no \"; deadlock %d\" in %s" % (compare.show(name), cycle[0], compare.show(line))
