@@ -131,7 +131,11 @@ static void classify(struct cs_crash *c, const struct cs_native_thread *nt,
 		 * signal frame: a signal sent without one is believed sent
 		 * only when the whole stack was unwound and held none. */
 		bool whole = nt && nt->nframes && nt->whole;
-		if (c->from_signal_frame || (!frame_not_believed && whole)) {
+		/* from another process: no handler here re-raised it */
+		bool outside = si->pid > 0 && img &&
+			       si->pid != cs_target_pid(img);
+		if (c->from_signal_frame || outside ||
+		    (!frame_not_believed && whole)) {
 			c->kind = CS_CRASH_SENT;
 			return;
 		}

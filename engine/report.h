@@ -36,7 +36,7 @@
  * "not_code", found_by "return_address"; 21: each thread's "holds",
  * "locks_error", "deadlock", "stuck_behind", waiting_on's "waits_for",
  * "queue" and "retakes", and "deadlocks". */
-#define CS_JSON_SCHEMA_MINOR 22
+#define CS_JSON_SCHEMA_MINOR 23
 
 struct cs_report {
 	const char *core_path; /* NULL for a live process */

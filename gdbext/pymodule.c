@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../process/crash_signal.h"
 #include "../profile/profile.h"
 #include "../profile/profile_format.h"
 #include "args.h"
@@ -294,15 +295,16 @@ static int debugger_source(const struct py_facts *pf, struct py_source *ps)
 	if (!(maps = value_of(pf->maps)) || !(auxv = value_of(pf->auxv)) ||
 	    !(sig = value_of(pf->sig)))
 		goto out;
-	/* signal: (signo, code, fault address, tid that took it) */
+	/* signal: (signo, code, the first word of siginfo's union: a fault
+	 * address or a sender's pid, tid that took it) */
 	if (sig != Py_None) {
-		unsigned long long fault = 0;
+		int signo = 0, code = 0;
+		unsigned long long union_word = 0;
 		long long crash_tid = -1;
-		if (!PyArg_ParseTuple(sig, "iiKL", &dbg->siginfo.signo,
-				      &dbg->siginfo.code, &fault, &crash_tid))
+		if (!PyArg_ParseTuple(sig, "iiKL", &signo, &code, &union_word,
+				      &crash_tid))
 			goto out;
-		dbg->siginfo.present = 1;
-		dbg->siginfo.addr = fault;
+		cs_siginfo_set(&dbg->siginfo, signo, 0, code, union_word);
 		dbg->crash_tid = crash_tid;
 	}
 	ps->reader = (struct py_reader){pf->read, pf->name};

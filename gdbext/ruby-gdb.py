@@ -120,8 +120,10 @@ def _thread_hints(inf):
 
 
 def _core_signal(inf):
-    """(signo, code, fault address, tid) of a core, from gdb's $_siginfo of
-    its first thread (the kernel lists the thread that took it first)."""
+    """(signo, code, the first word of the siginfo's union, tid) of a core,
+    from gdb's $_siginfo of its first thread (the kernel lists the thread
+    that took it first). The union's word is a fault address or a sender's
+    pid, as the code says: the module tells them apart."""
     first = min(inf.threads(), key=lambda t: t.num, default=None)
     if first is None:
         return None

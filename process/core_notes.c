@@ -1,6 +1,7 @@
 /* The core reader: notes (NT_PRSTATUS, NT_PRPSINFO, NT_SIGINFO, NT_AUXV,
  * NT_FILE), every size in them checked against the note itself. */
 #include "core_internal.h"
+#include "crash_signal.h"
 
 /* ---- notes ---- */
 
@@ -115,18 +116,10 @@ static void cs_core_set_siginfo(struct cs_core *core,
 {
 	if (core->siginfo.present || n->descsz < 24)
 		return;
-	struct cs_siginfo *s = &core->siginfo;
-	s->present = 1;
-	s->signo = (int)cs_core_le32(n->desc);
-	s->err = (int)cs_core_le32(n->desc + 4);
-	s->code = (int)cs_core_le32(n->desc + 8);
-	/* The union holds a fault address only for these signals, and only
-	 * when the kernel raised them (si_code > 0); kill(2) puts pid/uid
-	 * there instead. */
-	int faulting = s->signo == SIGSEGV || s->signo == SIGBUS ||
-		       s->signo == SIGILL || s->signo == SIGFPE;
-	if (faulting && s->code > 0)
-		s->addr = cs_core_le64(n->desc + 16);
+	cs_siginfo_set(&core->siginfo, (int)cs_core_le32(n->desc),
+		       (int)cs_core_le32(n->desc + 4),
+		       (int)cs_core_le32(n->desc + 8),
+		       cs_core_le64(n->desc + 16));
 }
 
 static struct cs_error *cs_core_nt_file_error(const struct cs_core *core,

@@ -1,7 +1,24 @@
 #include "crash_signal.h"
 
 #include <signal.h>
+#include <stdbool.h>
 #include <stddef.h>
+
+void cs_siginfo_set(struct cs_siginfo *si, int signo, int err, int code,
+		    uint64_t union_word)
+{
+	*si = (struct cs_siginfo){
+		.present = 1, .signo = signo, .err = err, .code = code};
+	bool fault = signo == SIGSEGV || signo == SIGBUS || signo == SIGILL ||
+		     signo == SIGFPE;
+	if (fault && code > 0)
+		si->addr = union_word;
+	/* si_pid, then si_uid; SI_TIMER, SI_ASYNCIO and SI_SIGIO keep other
+	 * things there */
+	if (code == SI_USER || code == SI_QUEUE || code == SI_TKILL ||
+	    code == SI_MESGQ)
+		si->pid = (int)(uint32_t)union_word;
+}
 
 const struct cs_siginfo *cs_crash_signal(const struct cs_siginfo *si)
 {

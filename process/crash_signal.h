@@ -6,6 +6,15 @@
 
 #include "target.h"
 
+/* A siginfo from its fields as the kernel writes them: signo, errno,
+ * code, and the first word of the union that follows (8 bytes in host
+ * order). The union holds a fault address only for a fault the kernel
+ * raised (a fault's signal with si_code > 0), and the sender's pid only
+ * for a signal a process sent (kill, tgkill, sigqueue, a message
+ * queue); anything else there is left out. */
+void cs_siginfo_set(struct cs_siginfo *si, int signo, int err, int code,
+		    uint64_t union_word);
+
 /* si when its signal is one whose default action dumps core, else NULL: a
  * core taken from a live process (gcore) records the signal of the
  * attach, SIGSTOP, which is not why the process stopped. Safe on NULL. */

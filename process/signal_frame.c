@@ -1,5 +1,7 @@
 #include "signal_frame.h"
 
+#include "crash_signal.h"
+
 #include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -22,6 +24,7 @@ _Static_assert(offsetof(struct kernel_sigframe, uc_mcontext) == 40,
 	       "struct ucontext: uc_mcontext");
 _Static_assert(offsetof(struct kernel_sigframe, info) == 304,
 	       "struct rt_sigframe: info");
+_Static_assert(offsetof(siginfo_t, si_addr) == 16, "siginfo_t: its union");
 
 /* Whether the frame at sp could be read into f. */
 static bool read_frame(const struct cs_memory *mem, uint64_t sp,
@@ -48,14 +51,10 @@ struct cs_error *cs_signal_frame_read(const struct cs_memory *mem, uint64_t sp,
 				       "no signal frame at 0x%llx: signal "
 				       "number %d",
 				       (unsigned long long)sp, f.info.si_signo);
-	ret->si.present = 1;
-	ret->si.signo = f.info.si_signo;
-	ret->si.code = f.info.si_code;
-	ret->si.err = f.info.si_errno;
-	ret->si.addr = (uint64_t)(uintptr_t)f.info.si_addr;
-	/* si_pid shares its place with si_addr: only a sent signal has it */
-	if (f.info.si_code <= 0)
-		ret->sender_pid = f.info.si_pid;
+	uint64_t union_word;
+	memcpy(&union_word, (const char *)&f.info + 16, sizeof(union_word));
+	cs_siginfo_set(&ret->si, f.info.si_signo, f.info.si_errno,
+		       f.info.si_code, union_word);
 	static const struct {
 		enum cs_reg to;
 		int from;

@@ -11,8 +11,7 @@
 #include "target.h"
 
 struct cs_signal_frame {
-	struct cs_siginfo si; /* signo, code, errno, si_addr */
-	int sender_pid;       /* si_pid of a signal a process sent */
+	struct cs_siginfo si; /* signo, code, errno, si_addr or si_pid */
 	uint64_t regs[27];    /* interrupted registers, enum cs_reg order;
 				* the segment registers other than fs/gs
 				* base are not saved and stay 0 */

@@ -87,6 +87,7 @@ struct cs_siginfo {
 	int present;
 	int signo, code, err;
 	uint64_t addr; /* si_addr for SIGSEGV/SIGBUS/SIGILL/SIGFPE */
+	int pid;       /* si_pid of a signal a process sent, else 0 */
 };
 
 /* What a target knows of its process, in one shape for every kind: each

@@ -67,9 +67,8 @@ void cs_render_crash_text(FILE *out, const struct cs_report *r)
 	if (c->sent) {
 		fputs(c->kind == CS_CRASH_SENT ? ", no fault: " : ", ", out);
 		signal_text(out, &c->fault.si);
-		if (c->fault.sender_pid > 0 && c->fault.sender_pid != r->pid)
-			fprintf(out, " sent by process %d",
-				c->fault.sender_pid);
+		if (c->fault.si.pid > 0 && c->fault.si.pid != r->pid)
+			fprintf(out, " sent by process %d", c->fault.si.pid);
 		else
 			fputs(" sent by the process itself", out);
 		if (c->kind == CS_CRASH_UNKNOWN)
@@ -242,8 +241,8 @@ void cs_render_crash_json(struct json *j, const struct cs_report *r,
 	json_string(j, "kind", cs_crash_kind_name(c->kind));
 	cs_render_signal_json(j, "signal", &c->fault.si);
 	json_bool(j, "from_signal_frame", c->from_signal_frame);
-	if (c->fault.sender_pid > 0)
-		json_int(j, "sender_pid", c->fault.sender_pid);
+	if (c->fault.si.pid > 0)
+		json_int(j, "sender_pid", c->fault.si.pid);
 	else
 		json_null(j, "sender_pid");
 	where_json(j, "at", c->at, c->at_function);

@@ -75,7 +75,7 @@ from . import compare, corrupt, native, procs, variants
 CRASH_DIR = os.path.join(procs.ROOT, "fixtures", "crash")
 MODES = ("segv", "raw_segv", "gc_mark", "bug", "abort", "null_call", "raw_null_call",
          "jump_data", "raw_jump_data", "assert", "heap_corruption", "stack_overflow",
-         "raw_raise_segv", "fiber_segv", "segv_copy")
+         "raw_raise_segv", "fiber_segv", "segv_copy", "killed", "raw_killed")
 CHECKS = ("capture", "stacks", "fault", "summary-text", "native", "gc", "exception")
 COPY = "_copy"  # a mode loading the extension from a deleted copy
 # Checks of some modes only: the core with its signal frame damaged.
@@ -123,6 +123,12 @@ EXPECT = {
     # frame
     "raw_raise_segv": {"fault": False, "kind": "sent", "signal": "SIGSEGV",
                        "function": "ct_raw_raise_segv", "handler": False},
+    # SIGSEGV sent to the thread by a child process the program forked
+    # (it told the child's pid): no fault, and sent by that child
+    "killed": {"fault": False, "kind": "sent", "signal": "SIGSEGV",
+               "function": "killed_by_child", "handler": True, "sender": "child"},
+    "raw_killed": {"fault": False, "kind": "sent", "signal": "SIGSEGV",
+                   "function": "killed_by_child", "handler": False, "sender": "child"},
     # ct_segv called from a Fiber: the crashed thread's Ruby frames are
     # the fiber's, as Ruby's report gives them
     "fiber_segv": {"fault": True, "kind": "memory_access", "address": 0x1008,
@@ -148,8 +154,9 @@ def ruby_handled(cr):
 
 
 def handler_name(cr):
-    """Ruby's handler of the signal the mode raises."""
-    return "sigsegv" if EXPECT[cr.mode]["fault"] else "sigabrt"
+    """Ruby's handler of the signal the mode raises (or has sent)."""
+    exp = EXPECT[cr.mode]
+    return "sigsegv" if exp["fault"] or exp.get("signal") == "SIGSEGV" else "sigabrt"
 
 
 def test_names(ruby):
@@ -174,6 +181,8 @@ class RubyReport:
         # thread's stack
         m = re.search(r"^crashtest: jump to 0x([0-9a-f]+)$", text, re.M)
         self.jump = int(m.group(1), 16) if m else None
+        m = re.search(r"^crashtest: sender (\d+)$", text, re.M)
+        self.sender = int(m.group(1)) if m else None
         m = re.search(r"^crashtest: stack 0x([0-9a-f]+)-0x([0-9a-f]+)$", text, re.M)
         self.stack = (int(m.group(1), 16), int(m.group(2), 16)) if m else None
         # the Fiber the crash happened in, as crash.rb told it
@@ -311,6 +320,8 @@ def check_capture(cr):
         return "the program did not tell where it jumps"
     if exp.get("address") == "stack" and r.stack is None:
         return "the program did not tell its stack"
+    if exp.get("sender") and r.sender is None:
+        return "the program did not tell which child sends the signal"
     if exp["fault"] and exp["handler"]:
         if r.address is None or not address_ok(cr, r.address) or r.rip is None:
             return "Ruby's report: fault address %s, RIP %s; expected %s and a RIP" % (
@@ -399,6 +410,11 @@ def check_fault(cr, res):
         want = exp.get("signal", "SIGABRT")
         if sig.get("name") != want or sig.get("code_name") != "SI_TKILL":
             return "signal %s, expected %s, SI_TKILL" % (compare.show(sig), want)
+    # who sent it: the child the program told, else the process itself
+    want = (r.sender if exp.get("sender") else (report.get("process") or {}).get("pid")) \
+        if not exp["fault"] else None
+    if c.get("sender_pid") != want:
+        return "sender_pid %s, expected %s" % (c.get("sender_pid"), want)
     if bool(c.get("from_signal_frame")) != ruby_handled(cr):
         return "from_signal_frame %s with%s Ruby's handler" % (
             c.get("from_signal_frame"), "" if ruby_handled(cr) else "out")
@@ -473,7 +489,10 @@ def check_summary_text(cr, res):
         wants += [r"at address 0x%x\b" % exp["address"],
                   re.escape("crashtest.so: %s" % exp["function"])]
     else:
-        wants += [re.escape("no fault: %s (SI_TKILL)" % exp.get("signal", "SIGABRT"))]
+        sender = ("process %d" % cr.report.sender if exp.get("sender")
+                  else "the process itself")
+        wants += [re.escape("no fault: %s (SI_TKILL) sent by %s" % (
+            exp.get("signal", "SIGABRT"), sender))]
     if exp.get("abort_message"):
         wants += [r"\n    abort message: %s\n" % exp["abort_message"].pattern]
     for want in wants:

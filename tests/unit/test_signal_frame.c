@@ -58,7 +58,23 @@ int main(void)
 	      (unsigned long long)f.regs[CS_REG_R8],
 	      (unsigned long long)f.regs[CS_REG_RSP],
 	      (unsigned long long)f.regs[CS_REG_RAX]);
-	CHECK(f.sender_pid == 0, "a fault has no sender: %d", f.sender_pid);
+	CHECK(f.si.pid == 0, "a fault has no sender: %d", f.si.pid);
+	cs_error_destroy(err);
+
+	/* a signal tgkill sent: the union holds pid and uid, no address */
+	put32(312, SI_TKILL);
+	put64(320, (uint64_t)1000 << 32 | 4242);
+	err = cs_signal_frame_read(&mem, BASE, &f);
+	CHECK(!err && f.si.pid == 4242 && f.si.addr == 0,
+	      "sent: pid %d, address 0x%llx", f.si.pid,
+	      (unsigned long long)f.si.addr);
+	cs_error_destroy(err);
+	/* a timer's signal keeps its timer there, not a pid */
+	put32(312, SI_TIMER);
+	err = cs_signal_frame_read(&mem, BASE, &f);
+	CHECK(!err && f.si.pid == 0 && f.si.addr == 0,
+	      "timer: pid %d, address 0x%llx", f.si.pid,
+	      (unsigned long long)f.si.addr);
 	cs_error_destroy(err);
 
 	put32(304, 0); /* no signal: not a signal frame */
