@@ -90,7 +90,8 @@ static char **list_dir(DIR *d, size_t *n)
 	}
 	if (errno)
 		goto fail;
-	qsort(names, *n, sizeof(*names), name_cmp);
+	if (*n > 1)
+		qsort(names, *n, sizeof(*names), name_cmp);
 	return names ? names : calloc(1, sizeof(*names));
 fail:
 	for (size_t i = 0; i < *n; i++)
@@ -107,6 +108,22 @@ struct out {
 	struct json json; /* CS_FORMAT_JSON: the document being written */
 };
 
+/* A core that cannot be read: its entry in "cores" (JSON), its line. */
+static void broken(struct out *o, const char *name, const char *reason)
+{
+	if (o->run->format == CS_FORMAT_JSON) {
+		json_begin_object(&o->json, NULL);
+		json_string(&o->json, "file", name);
+		json_string(&o->json, "status", "broken");
+		json_string(&o->json, "error", reason);
+		json_null(&o->json, "report");
+		json_end_object(&o->json);
+	} else if (o->run->format == CS_FORMAT_TEXT) {
+		printf("broken: %s\n\n", reason);
+	}
+	cs_core_set_add_broken(&o->set, name, reason);
+}
+
 /* One core, read by its own engine and released before the next. */
 static void read_core(struct out *o, const char *path, const char *name)
 {
@@ -120,26 +137,18 @@ static void read_core(struct out *o, const char *path, const char *name)
 	struct cs_error *err = cs_engine_open(&req, &engine);
 	if (!err)
 		err = cs_engine_snapshot(engine, &o->run->snap, &snap);
-	if (o->run->format == CS_FORMAT_JSON) {
+	if (err) {
+		broken(o, name, err->message);
+		cs_error_destroy(err);
+	} else if (o->run->format == CS_FORMAT_JSON) {
 		json_begin_object(&o->json, NULL);
 		json_string(&o->json, "file", name);
 		json_string(&o->json, "status",
-			    err                 ? "broken"
-			    : snap.report.crash ? "crash"
-						: "no_crash");
-		json_string(&o->json, "error", err ? err->message : NULL);
-		if (err)
-			json_null(&o->json, "report");
-		else
-			cs_render_json_report(&o->json, "report", &snap.report,
-					      NULL);
+			    snap.report.crash ? "crash" : "no_crash");
+		json_null(&o->json, "error");
+		cs_render_json_report(&o->json, "report", &snap.report, NULL);
 		json_end_object(&o->json);
-	}
-	if (err) {
-		if (o->run->format == CS_FORMAT_TEXT)
-			printf("broken: %s\n\n", err->message);
-		cs_core_set_add_broken(&o->set, name, err->message);
-		cs_error_destroy(err);
+		cs_core_set_add(&o->set, name, &snap.report);
 	} else {
 		if (o->run->format == CS_FORMAT_TEXT) {
 			cs_render_text(stdout, &snap.report, NULL);
@@ -176,21 +185,21 @@ static bool read_dir(struct out *o, const char *path)
 			break;
 		case ENTRY_UNREADABLE: {
 			char *msg = NULL;
+			if (o->run->format == CS_FORMAT_TEXT)
+				printf("== %s\n", names[i]);
 			if (asprintf(&msg,
 				     "%s%s%s: cannot be read (%s): check "
 				     "its permissions",
 				     path, slash ? "" : "/", names[i], why) < 0)
 				msg = NULL;
-			cs_core_set_add_broken(&o->set, names[i],
-					       msg ? msg : "cannot be read");
+			broken(o, names[i], msg ? msg : "cannot be read");
 			free(msg);
 			break;
 		}
 		case ENTRY_CORE:
 			if (asprintf(&full, "%s%s%s", path, slash ? "" : "/",
 				     names[i]) < 0) {
-				cs_core_set_add_broken(&o->set, names[i],
-						       "out of memory");
+				broken(o, names[i], "out of memory");
 				break;
 			}
 			read_core(o, full, names[i]);

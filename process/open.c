@@ -35,5 +35,5 @@ bool cs_looks_like_core(const uint8_t *head, size_t size)
 					: (unsigned)head[17] << 8 | head[16];
 		return type == ET_CORE;
 	}
-	return cs_compression_supported(cs_compression_of(head, size));
+	return cs_compression_of(head, size) != NULL;
 }
