@@ -49,6 +49,23 @@ static void md_names(FILE *out, char *const *names, size_t n)
 	}
 }
 
+/* One line per core without a crash (no_crash) or per broken core
+ * ("NAME: REASON"), after prefix, its text written by text. */
+static void others(FILE *out, const struct cs_core_set *s, bool no_crash,
+		   const char *prefix, void (*text)(FILE *, const char *))
+{
+	size_t n = no_crash ? s->nno_crash : s->nbroken;
+	for (size_t i = 0; i < n; i++) {
+		fputs(prefix, out);
+		text(out, no_crash ? s->no_crash[i] : s->broken[i].file);
+		if (!no_crash) {
+			fputs(": ", out);
+			text(out, s->broken[i].reason);
+		}
+		fputc('\n', out);
+	}
+}
+
 void cs_core_set_markdown(FILE *out, const struct cs_core_set *s)
 {
 	fputs("## Ruby crashes in ", out);
@@ -99,22 +116,42 @@ void cs_core_set_markdown(FILE *out, const struct cs_core_set *s)
 	}
 	if (s->nbroken) {
 		fputs("\n### Broken cores\n\n", out);
-		for (size_t i = 0; i < s->nbroken; i++) {
-			fputs("- ", out);
-			md_text(out, s->broken[i].file);
-			fputs(": ", out);
-			md_text(out, s->broken[i].reason);
-			fputc('\n', out);
-		}
+		others(out, s, false, "- ", md_text);
 	}
 	if (s->nno_crash) {
 		fputs("\n### No crash\n\n", out);
-		for (size_t i = 0; i < s->nno_crash; i++) {
-			fputs("- ", out);
-			md_text(out, s->no_crash[i]);
-			fputc('\n', out);
-		}
+		others(out, s, true, "- ", md_text);
 	}
+}
+
+/* XML's escape of markup character c, or NULL. */
+static const char *xml_entity(unsigned char c)
+{
+	switch (c) {
+	case '&':
+		return "&amp;";
+	case '<':
+		return "&lt;";
+	case '>':
+		return "&gt;";
+	case '"':
+		return "&quot;";
+	case '\'':
+		return "&apos;";
+	default:
+		return NULL;
+	}
+}
+
+/* How many bytes at p XML 1.0 holds as they are: a printable ASCII
+ * character, a newline or tab, a whole UTF-8 sequence; 0: none. */
+static size_t xml_plain(const unsigned char *p)
+{
+	if (*p == '\n' || *p == '\t')
+		return 1;
+	if (*p < 0x20 || *p == 0x7f)
+		return 0;
+	return *p < 0x80 ? 1 : utf8_sequence_length(p);
 }
 
 /* Text in XML 1.0 content or an attribute: markup escaped; a control
@@ -124,32 +161,15 @@ static void xml_text(FILE *out, const char *s)
 {
 	const unsigned char *p = (const unsigned char *)(s ? s : "");
 	while (*p) {
-		unsigned char c = *p;
-		size_t n;
-		if (c == '&')
-			fputs("&amp;", out);
-		else if (c == '<')
-			fputs("&lt;", out);
-		else if (c == '>')
-			fputs("&gt;", out);
-		else if (c == '"')
-			fputs("&quot;", out);
-		else if (c == '\'')
-			fputs("&apos;", out);
-		else if (c == '\n' || c == '\t')
-			fputc(c, out);
-		else if (c < 0x20 || c == 0x7f)
-			fprintf(out, "\\x%02x", c);
-		else if (c < 0x80)
-			fputc(c, out);
-		else if ((n = utf8_sequence_length(p)) != 0) {
+		const char *entity = xml_entity(*p);
+		size_t n = entity ? 0 : xml_plain(p);
+		if (entity)
+			fputs(entity, out);
+		else if (n)
 			fwrite(p, 1, n, out);
-			p += n;
-			continue;
-		} else {
-			fprintf(out, "\\x%02x", c);
-		}
-		p++;
+		else
+			fprintf(out, "\\x%02x", *p);
+		p += n ? n : 1;
 	}
 }
 
@@ -187,18 +207,8 @@ void cs_core_set_junit(FILE *out, const struct cs_core_set *s)
 		fputs("</failure>\n    </testcase>\n", out);
 	}
 	fputs("    <system-out>", out);
-	for (size_t i = 0; i < s->nno_crash; i++) {
-		fputs("no crash: ", out);
-		xml_text(out, s->no_crash[i]);
-		fputc('\n', out);
-	}
-	for (size_t i = 0; i < s->nbroken; i++) {
-		fputs("broken: ", out);
-		xml_text(out, s->broken[i].file);
-		fputs(": ", out);
-		xml_text(out, s->broken[i].reason);
-		fputc('\n', out);
-	}
+	others(out, s, true, "no crash: ", xml_text);
+	others(out, s, false, "broken: ", xml_text);
 	fprintf(out, "skipped (not cores): %zu\n", s->skipped);
 	fputs("</system-out>\n  </testsuite>\n</testsuites>\n", out);
 }

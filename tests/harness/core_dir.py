@@ -65,6 +65,16 @@ def names(ctx):
     return ["core-dir/hostile", "core-dir/empty"]
 
 
+def exited(res, code, what="exit"):
+    """Why the run res (procs.run_tool) did not end with code, or None."""
+    rc, _, err, reason = res
+    if reason:
+        return reason
+    if rc != code:
+        return "%s %s, expected %d; stderr: %s" % (what, rc, code, err.strip()[-300:])
+    return None
+
+
 def link(src, dst):
     """A name for src in another directory without copying half a GB."""
     try:
@@ -212,11 +222,10 @@ def md_unescape(s):
 
 
 def check_markdown(crash, res, runs, files, cut):
-    rc, out, err, reason = res
-    if reason:
-        return reason
-    if rc != 3:
-        return "exit %s, expected 3; stderr: %s" % (rc, err.strip()[-300:])
+    why = exited(res, 3)
+    if why:
+        return why
+    out = res[1]
     rows = [l for l in out.splitlines() if re.match(r"\| \d+ \| \d+ \|", l)]
     if len(rows) != len(files):
         return "%d table rows, expected %d: %r" % (len(rows), len(files), out[:500])
@@ -245,13 +254,11 @@ def check_markdown(crash, res, runs, files, cut):
 
 
 def check_junit(res, json_res, files):
-    rc, out, err, reason = res
-    if reason:
-        return reason
-    if rc != 3:
-        return "exit %s, expected 3; stderr: %s" % (rc, err.strip()[-300:])
+    why = exited(res, 3)
+    if why:
+        return why
     try:
-        root = ET.fromstring(out)
+        root = ET.fromstring(res[1])
         groups = json.loads(json_res[1])["groups"]
     except (ET.ParseError, ValueError, KeyError) as exc:
         return "XML (or the JSON run) does not parse: %s" % exc
@@ -347,13 +354,12 @@ def make_hostile(d):
 
 def check_hostile(cs, timeout, d):
     skipped, broken = make_hostile(d)
-    rc, out, err, reason = procs.run_tool([cs, "--json", d], timeout)
-    if reason:
-        return reason
-    if rc != 2:
-        return "--json exit %s, expected 2 (broken cores, no crash); stderr: %s" % (rc, err.strip()[-300:])
+    res = procs.run_tool([cs, "--json", d], timeout)
+    why = exited(res, 2, "--json (broken cores, no crash) exit")
+    if why:
+        return why
     try:
-        doc = json.loads(out)
+        doc = json.loads(res[1])
     except ValueError as exc:
         return "not JSON: %s" % exc
     got = (doc.get("groups"), doc.get("no_crash"), doc.get("skipped"),
@@ -362,19 +368,21 @@ def check_hostile(cs, timeout, d):
         return "groups, no_crash, skipped, broken %s, expected %s" % (got, ([], [], skipped, broken))
     if any(not b.get("error") or "\n" in b["error"] for b in doc["broken"]):
         return "a broken core without its one-line reason: %s" % doc["broken"]
-    rc, out, err, reason = procs.run_tool([cs, "--format", "junit", d], timeout)
-    if reason or rc != 2:
-        return reason or "junit exit %s, expected 2" % rc
+    res = procs.run_tool([cs, "--format", "junit", d], timeout)
+    why = exited(res, 2, "junit exit")
+    if why:
+        return why
     try:
-        root = ET.fromstring(out)
+        root = ET.fromstring(res[1])
     except ET.ParseError as exc:
         return "JUnit XML of a name with a control character does not parse: %s" % exc
     if root.findall("testsuite/testcase") or "ctrl\\x01name.core" not in root.find("testsuite/system-out").text:
         return "JUnit: test cases without a crash, or the control character not shown as \\x01"
     for fmt in ("text", "markdown"):
-        rc, out, err, reason = procs.run_tool([cs, "--format", fmt, d], timeout)
-        if reason or rc != 2:
-            return reason or "--format %s exit %s, expected 2" % (fmt, rc)
+        why = exited(procs.run_tool([cs, "--format", fmt, d], timeout), 2,
+                     "--format %s exit" % fmt)
+        if why:
+            return why
     return None
 
 
