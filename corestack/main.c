@@ -3,7 +3,8 @@
  *
  * Exit codes (README "Exit codes"): 0 complete, 1 partial (some thread or
  * frame could not be decoded; the output says which), 2 unusable input (one
- * line on stderr says which file and what to do), 64 usage. */
+ * line on stderr says which file and what to do), 64 usage; a directory of
+ * cores (or --format markdown/junit) as core_dir.h says, 3 for crashes. */
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -18,6 +19,7 @@
 #include "../render/render.h"
 #include "../engine/report.h"
 #include "../engine/engine.h"
+#include "core_dir.h"
 
 #define CS_VERSION "0.1.0"
 
@@ -25,10 +27,10 @@ int cs_record_main(int argc, char **argv); /* record.c */
 int cs_top_main(int argc, char **argv);    /* top.c */
 
 enum {
-	EXIT_COMPLETE = 0,
-	EXIT_PARTIAL = 1,
-	EXIT_UNUSABLE = 2,
-	EXIT_USAGE = 64
+	EXIT_COMPLETE = CS_EXIT_COMPLETE,
+	EXIT_PARTIAL = CS_EXIT_PARTIAL,
+	EXIT_UNUSABLE = CS_EXIT_UNUSABLE,
+	EXIT_USAGE = CS_EXIT_USAGE
 };
 
 #define MAX_DEBUG_DIRS 16
@@ -40,6 +42,7 @@ struct options {
 	int pid;         /* --pid: a live process instead of a core */
 	int nonblocking; /* --nonblocking: read it without pausing it */
 	const struct cs_renderer *renderer; /* NULL: text; --json: json */
+	enum cs_format format;              /* --format (--json: json) */
 	int no_fibers;         /* --no-fibers: skip the GC heap walk */
 	const char *layout;    /* --layout MODULE: print the resolved layout */
 	const char *cache_dir; /* NULL: default; "": no layout cache */
@@ -58,28 +61,13 @@ struct options {
 	int fibers_by_scan;
 };
 
-/* What the model may build for one snapshot: tied to the input's size, so
- * that no core, however corrupt, makes corestack allocate or work more
- * than a bounded multiple of it (rv_options.max_output_bytes). */
-static size_t output_budget(const struct options *o)
-{
-	struct stat st;
-	const size_t floor = (size_t)64 << 20;
-	if (o->max_output)
-		return o->max_output;
-	if (!o->core || stat(o->core, &st) != 0 || st.st_size < 0)
-		return 0; /* the model's default */
-	uint64_t size = (uint64_t)st.st_size;
-	return size > (SIZE_MAX - floor) / 4 ? SIZE_MAX
-					     : floor + 4 * (size_t)size;
-}
-
 /* Native frames unwound per thread at most. */
 #define NATIVE_MAX_FRAMES 1024
 
 static void usage(FILE *out)
 {
 	fputs("usage: corestack [options] CORE [EXECUTABLE]\n"
+	      "       corestack [options] DIRECTORY   (every core in it)\n"
 	      "       corestack [options] --pid PID\n"
 	      "       corestack record --help   (sampling profiler)\n"
 	      "       corestack top --help      (live view of hot methods)\n"
@@ -93,6 +81,9 @@ static void usage(FILE *out)
 	      "  --nonblocking      with --pid: read without pausing (stacks\n"
 	      "                     may change while they are read)\n"
 	      "  --json             JSON output (schema: docs/json-schema.md)\n"
+	      "  --format FORMAT    text, json, markdown (crash groups for a\n"
+	      "                     CI job summary) or junit (JUnit XML, a\n"
+	      "                     failing test case per crash group)\n"
 	      "  --max-frames N     frames per stack at most (default 100000)\n"
 	      "  --max-output BYTES memory for all frames and their text, the\n"
 	      "                     bound on work too (default: 64 MiB plus\n"
@@ -121,7 +112,9 @@ static void usage(FILE *out)
 	      "  -h, --help         this help\n"
 	      "  --version          print the version\n"
 	      "\n"
-	      "Exit status: 0 complete, 1 partial, 2 unusable input, 64 usage.\n",
+	      "Exit status: 0 complete, 1 partial, 2 unusable input, 64 usage.\n"
+	      "A DIRECTORY (or markdown, junit): 3 when a core crashed, else\n"
+	      "2 when a core could not be read, 1 partial, 0 (docs/usage.md).\n",
 	      out);
 }
 
@@ -129,6 +122,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 {
 	static const struct option longopts[] = {
 		{"json", no_argument, NULL, 'j'},
+		{"format", required_argument, NULL, 'f'},
 		{"max-frames", required_argument, NULL, 'm'},
 		{"max-output", required_argument, NULL, 'M'},
 		{"debug-dir", required_argument, NULL, 'd'},
@@ -155,7 +149,31 @@ static int parse_args(int argc, char **argv, struct options *o)
 		switch (c) {
 		case 'j':
 			o->renderer = cs_renderer_find("json");
+			o->format = CS_FORMAT_JSON;
 			break;
+		case 'f': {
+			static const char *const names[] = {
+				[CS_FORMAT_TEXT] = "text",
+				[CS_FORMAT_JSON] = "json",
+				[CS_FORMAT_MARKDOWN] = "markdown",
+				[CS_FORMAT_JUNIT] = "junit",
+			};
+			size_t k = 0;
+			while (k < 4 && strcmp(optarg, names[k]) != 0)
+				k++;
+			if (k == 4) {
+				fprintf(stderr,
+					"corestack: --format takes text, json, "
+					"markdown or junit, not '%s'\n",
+					optarg);
+				return EXIT_USAGE;
+			}
+			o->format = (enum cs_format)k;
+			o->renderer = k == CS_FORMAT_JSON
+					      ? cs_renderer_find("json")
+					      : NULL;
+			break;
+		}
 		case 'm':
 		case 'M': {
 			uint64_t n;
@@ -253,6 +271,12 @@ static int parse_args(int argc, char **argv, struct options *o)
 		      stderr);
 		return EXIT_USAGE;
 	}
+	if (o->pid && o->format >= CS_FORMAT_MARKDOWN) {
+		fputs("corestack: --format markdown and junit summarize "
+		      "cores, not a --pid\n",
+		      stderr);
+		return EXIT_USAGE;
+	}
 	if ((o->layout || o->pid) && rest == 0)
 		return 0;
 	if (o->pid) {
@@ -336,6 +360,16 @@ int main(int argc, char **argv)
 		return rc;
 	if (o.layout)
 		return print_layout(o.layout, &o);
+	struct stat st;
+	bool directory = o.core && stat(o.core, &st) == 0 &&
+			 S_ISDIR(st.st_mode);
+	if (directory && o.executable) {
+		fprintf(stderr,
+			"corestack: %s is a directory: each core's executable "
+			"is found from the core, name none\n",
+			o.core);
+		return EXIT_USAGE;
+	}
 
 	struct cs_engine_request req = {
 		.target = {.core = o.core,
@@ -348,15 +382,12 @@ int main(int argc, char **argv)
 		.debug_dir_advice = DEBUG_DIR_ADVICE,
 		.cache_dir = o.cache_dir,
 		.model = {.max_frames = o.max_frames,
-			  .max_output_bytes = output_budget(&o),
+			  .max_output_bytes = cs_output_budget(
+				  o.max_output, o.pid ? NULL : o.core),
 			  .frame_flags = o.native,
 			  .fibers_by_scan = o.fibers_by_scan,
 			  .max_scan_bytes = o.max_scan},
 	};
-	struct cs_engine *engine;
-	struct cs_error *err = cs_engine_open(&req, &engine);
-	if (err)
-		return unusable(&o, err);
 	struct cs_snapshot_options sopts = {
 		.fibers = !o.no_fibers,
 		.locals = o.locals,
@@ -367,6 +398,17 @@ int main(int argc, char **argv)
 		.glibc_tids = true,
 		.pid_hint = -1,
 	};
+	if (directory || o.format >= CS_FORMAT_MARKDOWN) {
+		struct cs_core_run run = {.req = req,
+					  .snap = sopts,
+					  .max_output = o.max_output,
+					  .format = o.format};
+		return cs_core_dir_run(o.core, directory, &run);
+	}
+	struct cs_engine *engine;
+	struct cs_error *err = cs_engine_open(&req, &engine);
+	if (err)
+		return unusable(&o, err);
 	struct cs_snapshot snap;
 	if ((err = cs_engine_snapshot(engine, &sopts, &snap))) {
 		rc = unusable(&o, err);

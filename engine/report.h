@@ -35,8 +35,11 @@
  * "abort_message" ("fault" null when unknown), each native frame's
  * "not_code", found_by "return_address"; 21: each thread's "holds",
  * "locks_error", "deadlock", "stuck_behind", waiting_on's "waits_for",
- * "queue" and "retakes", and "deadlocks". */
-#define CS_JSON_SCHEMA_MINOR 23
+ * "queue" and "retakes", and "deadlocks"; 22: waiting_on's "monitor";
+ * 23: crash's "sender_pid" also from the core's own signal; 24: the
+ * document of many cores (a directory, --format), its "cores", "groups",
+ * "no_crash", "broken", "skipped" and "exit_code". */
+#define CS_JSON_SCHEMA_MINOR 24
 
 struct cs_report {
 	const char *core_path; /* NULL for a live process */

@@ -3,6 +3,11 @@
  * cs_target_kind, and one line here. */
 #include "open.h"
 
+#include <elf.h>
+#include <string.h>
+
+#include "decompress.h"
+
 extern const struct cs_target_kind cs_live_target_kind;
 extern const struct cs_target_kind cs_core_target_kind;
 
@@ -19,4 +24,16 @@ struct cs_error *cs_target_open(const struct cs_target_request *req,
 		if (kinds[i]->wanted(req))
 			return kinds[i]->open(req, ret);
 	return cs_error_create(CS_ERR_USAGE, "no core file or process named");
+}
+
+bool cs_looks_like_core(const uint8_t *head, size_t size)
+{
+	if (size >= 18 && memcmp(head, ELFMAG, SELFMAG) == 0) {
+		/* e_type, in the file's byte order */
+		unsigned type = head[EI_DATA] == ELFDATA2MSB
+					? (unsigned)head[16] << 8 | head[17]
+					: (unsigned)head[17] << 8 | head[16];
+		return type == ET_CORE;
+	}
+	return cs_compression_of(head, size) != NULL;
 }

@@ -50,6 +50,12 @@ void cs_render_text(FILE *out, const struct cs_report *r,
 		    const struct cs_render_options *o); /* render_text.c */
 void cs_render_json(FILE *out, const struct cs_report *r,
 		    const struct cs_render_options *o); /* render_json.c */
+struct json;
+/* The JSON report as an object under key (NULL in an array) of a
+ * document being written (a directory's per-core reports). */
+void cs_render_json_report(struct json *j, const char *key,
+			   const struct cs_report *r,
+			   const struct cs_render_options *o);
 
 /* With --json, input unusable as a whole (exit 2) still gives a document
  * on stdout, since tools parse stdout: the error's code and message and the

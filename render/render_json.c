@@ -284,48 +284,55 @@ static void thread(struct json *j, const struct cs_report *r, size_t i)
 void cs_render_json(FILE *out, const struct cs_report *r,
 		    const struct cs_render_options *o)
 {
-	const bool *shown = o ? o->shown : NULL;
 	struct json j = {.out = out};
-	json_begin_object(&j, NULL);
-	json_int(&j, "corestack_schema", CS_JSON_SCHEMA);
-	json_int(&j, "corestack_schema_minor", CS_JSON_SCHEMA_MINOR);
-	process(&j, r);
-	cs_render_gc_json(&j, r);
-	cs_render_crash_json(&j, r, shown);
-	json_begin_array(&j, "threads");
+	cs_render_json_report(&j, NULL, r, o);
+}
+
+void cs_render_json_report(struct json *j, const char *key,
+			   const struct cs_report *r,
+			   const struct cs_render_options *o)
+{
+	const bool *shown = o ? o->shown : NULL;
+	json_begin_object(j, key);
+	json_int(j, "corestack_schema", CS_JSON_SCHEMA);
+	json_int(j, "corestack_schema_minor", CS_JSON_SCHEMA_MINOR);
+	process(j, r);
+	cs_render_gc_json(j, r);
+	cs_render_crash_json(j, r, shown);
+	json_begin_array(j, "threads");
 	for (size_t i = 0; i < r->ruby->nthreads; i++)
 		if (!shown || shown[i])
-			thread(&j, r, i);
-	json_end_array(&j);
-	cs_render_deadlocks_json(&j, r->ruby);
-	fiber_list(&j, "orphan_fibers", r->ruby, r->ruby->orphan_fibers,
+			thread(j, r, i);
+	json_end_array(j);
+	cs_render_deadlocks_json(j, r->ruby);
+	fiber_list(j, "orphan_fibers", r->ruby, r->ruby->orphan_fibers,
 		   r->ruby->norphan_fibers);
 	if (r->ruby->fibers_read) {
 		static const char *const found_by[] = {
 			[RV_FIBERS_HEAP_WALK] = "heap-walk",
 			[RV_FIBERS_MEMORY_SCAN] = "memory-scan",
 		};
-		json_begin_object(&j, "heap");
-		json_string(&j, "found_by", found_by[r->ruby->fibers_found_by]);
-		json_int(&j, "pages", (int64_t)r->ruby->heap_pages);
-		json_int(&j, "bytes", (int64_t)r->ruby->heap_bytes);
-		json_string(&j, "note", r->ruby->fibers_note);
-		json_end_object(&j);
+		json_begin_object(j, "heap");
+		json_string(j, "found_by", found_by[r->ruby->fibers_found_by]);
+		json_int(j, "pages", (int64_t)r->ruby->heap_pages);
+		json_int(j, "bytes", (int64_t)r->ruby->heap_bytes);
+		json_string(j, "note", r->ruby->fibers_note);
+		json_end_object(j);
 	} else {
-		json_null(&j, "heap");
+		json_null(j, "heap");
 	}
 	if (r->native_all)
-		native_only(&j, r);
-	json_bool(&j, "complete", r->complete);
-	json_begin_array(&j, "errors");
+		native_only(j, r);
+	json_bool(j, "complete", r->complete);
+	json_begin_array(j, "errors");
 	if (r->ruby->error)
-		json_string(&j, NULL, r->ruby->error);
+		json_string(j, NULL, r->ruby->error);
 	if (r->ruby->fibers_error)
-		json_string(&j, NULL, r->ruby->fibers_error);
-	json_end_array(&j);
-	json_begin_array(&j, "warnings");
+		json_string(j, NULL, r->ruby->fibers_error);
+	json_end_array(j);
+	json_begin_array(j, "warnings");
 	for (size_t i = 0; i < r->nwarnings; i++)
-		json_string(&j, NULL, r->warnings[i]);
-	json_end_array(&j);
-	json_end_object(&j);
+		json_string(j, NULL, r->warnings[i]);
+	json_end_array(j);
+	json_end_object(j);
 }

@@ -69,7 +69,11 @@ run_on(ctx, ruby, cap) instead. The groups:
                              viewers.py: a recording loaded in speedscope's web app, or
                              a flame graph SVG, by headless Chromium
     RUBY/crash/MODE/CHECK    crash.py: kernel cores of a C extension that crashes five
-                             ways, against Ruby's own crash report
+                             ways, against Ruby's own crash report;
+                             RUBY/crash/dir/CHECK: a directory of those cores
+                             grouped by crash signature (core_dir.py)
+    core-dir/hostile, core-dir/empty
+                             core_dir.py: a directory of what is not a core
     gdbext/..., lldb/...     gdbext.py: ruby-bt, ruby-frame/up/down, ruby-list and
                              ruby-sample inside gdb and lldb
                              (--gdbext DIR, default build/gdbext; make test:
@@ -92,7 +96,7 @@ import time
 
 sys.dont_write_bytecode = True   # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (bad_input, cli, corrupt, crash, debuginfod, frame_reuse,  # noqa: E402
+from harness import (bad_input, cli, core_dir, corrupt, crash, debuginfod, frame_reuse,  # noqa: E402
                      gdbext, hostile, jit_frames, jit_native, layout, mutations, native,
                      native_cut, nontfile, permissions, procs, record, record_exits, remote,
                      scenarios, stale_pc, thread_notes, top, unit, variants, viewers)
@@ -123,6 +127,7 @@ GROUPS = (
     native,
     jit_native,
     crash,
+    core_dir,
     gdbext,
 )
 

@@ -4,9 +4,11 @@
                           64, one stderr line that names the option (and for a
                           value, the range it takes)
     cli/core-arg/NAME     a core argument that is no core file (a FIFO with no
-                          writer, a character device, a directory, a file of
-                          /proc): exit 2 at once, one line naming the file and
-                          saying what it is; never a hang
+                          writer, a character device, a file of /proc): exit 2
+                          at once, one line naming the file and saying what it
+                          is; never a hang; a directory (read as a directory of
+                          cores) with an EXECUTABLE after it: exit 64, one line
+                          naming it
     cli/record-out/NAME   record -o to a path that cannot be written: refused
                           before anything is recorded (no target is even started)
     cli/record-binary-terminal
@@ -178,17 +180,17 @@ def run_tests(ctx):
         os.mkfifo(fifo)
         cases = [
             # a FIFO with no writer: open() would block forever
-            ("fifo", fifo, r"not a regular file"),
-            ("char-device", "/dev/null", r"not a regular file"),
-            ("directory", tmp, r"directory"),
-            ("proc-mem", "/proc/self/mem", r"/proc.*not a core dump.*--pid"),
+            ("fifo", fifo, r"not a regular file", (), 2),
+            ("char-device", "/dev/null", r"not a regular file", (), 2),
+            ("directory", tmp, r"is a directory: .*name none", ("/bin/true",), 64),
+            ("proc-mem", "/proc/self/mem", r"/proc.*not a core dump.*--pid", (), 2),
         ]
-        for name, path, pattern in cases:
+        for name, path, pattern, more, code in cases:
             test = "cli/core-arg/" + name
             if selected(test):
                 # a hang shows as run_tool's timeout; a short one is plenty
-                run = run_tool([corestack, path], min(timeout, 20))
-                why = sanitizer_report(run[2]) or _one_line(run, 2, pattern)
+                run = run_tool([corestack, path] + list(more), min(timeout, 20))
+                why = sanitizer_report(run[2]) or _one_line(run, code, pattern)
                 if not why and path not in run[2]:
                     why = "stderr does not name %s: %r" % (path, run[2])
                 rep.result(test, why)

@@ -60,6 +60,8 @@ abort message) and what the program did.
                              signal number in the handler's siginfo made invalid,
                              the kind is unknown (JSON fault null), never "no
                              fault"
+    RUBY/crash/dir/CHECK     core_dir.py: a directory of those cores grouped by
+                             crash signature (JSON, Markdown, JUnit)
 """
 
 import json
@@ -69,8 +71,9 @@ import re
 import shutil
 import struct
 import subprocess
+import sys
 
-from . import compare, corrupt, native, procs, variants
+from . import compare, core_dir, corrupt, native, procs, variants
 
 CRASH_DIR = os.path.join(procs.ROOT, "fixtures", "crash")
 MODES = ("segv", "raw_segv", "gc_mark", "bug", "abort", "null_call", "raw_null_call",
@@ -161,7 +164,7 @@ def handler_name(cr):
 
 def test_names(ruby):
     return ["%s/crash/%s/%s" % (ruby, m, c) for m in MODES
-            for c in CHECKS + MODE_CHECKS.get(m, ())]
+            for c in CHECKS + MODE_CHECKS.get(m, ())] + core_dir.test_names(ruby)
 
 
 def build_extension(outdir, ruby_exe):
@@ -781,6 +784,12 @@ def rubies(ctx):
     return {r for r in ctx.rubies if ctx.any_selected(test_names(r))}
 
 
+def cores(ctx):
+    """The threads scenario's gcore, the running Ruby of a directory of
+    cores."""
+    return {(r, "threads") for r in ctx.rubies if ctx.any_selected(core_dir.test_names(r))}
+
+
 def run_tests(ctx):
     rep, selected, args, prefixes, workdir = ctx.rep, ctx.selected, ctx.args, ctx.prefixes, ctx.workdir
     cs, timeout = args.corestack, args.timeout
@@ -800,9 +809,11 @@ def run_tests(ctx):
             for n in names:
                 rep.result(n, "setup: %s" % exc)
             continue
+        dir_names = [n for n in names if "/crash/dir/" in n]
+        kept = {}   # mode -> CrashRun whose core the directory checks read
         for mode in MODES:
             mine = [n for n in names if n.split("/")[-2] == mode]
-            if not mine:
+            if not mine and not (dir_names and mode in core_dir.DIR_MODES):
                 continue
             try:
                 cr = run_crash(ruby, os.path.join(prefix, "bin", "ruby"), mode, ext, os.path.join(base, mode), timeout)
@@ -839,5 +850,16 @@ def run_tests(ctx):
                 else:
                     reason = check_native(cr, run("--json", "--native"))
                 rep.result(n, reason)
+            if dir_names and mode in core_dir.DIR_MODES:
+                kept[mode] = cr
+            elif not args.keep:
+                os.unlink(cr.core)
+        if dir_names:
+            cap = ctx.captures.get((ruby, "threads"))
+            live = cap.core if cap is not None and not isinstance(cap, procs.Failure) \
+                and not cap.signal_number else None
+            core_dir.run_dir_checks(sys.modules[__name__], rep, dir_names, cs, timeout,
+                                    os.path.join(base, "dir"), kept, live)
+        for cr in kept.values():
             if not args.keep:
                 os.unlink(cr.core)
