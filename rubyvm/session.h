@@ -175,6 +175,10 @@ struct cs_error *rv_attached_object(struct rv_session *s, uint64_t klass,
  * method of a class or module X). me: the method entry, 0 if unknown. */
 struct cs_error *rv_stable_owner_name(struct rv_session *s, uint64_t owner,
 				      uint64_t me, char **ret, bool *dot);
+/* A class or module as stable names name it ("Foo::Bar", "#<anonymous
+ * subclass of Foo>", "#<singleton of Foo>"). */
+struct cs_error *rv_stable_class_name(struct rv_session *s, uint64_t klass,
+				      char **ret);
 struct cs_error *rv_names_init(struct rv_session *s);
 void rv_names_destroy(struct rv_session *s);
 
@@ -290,7 +294,7 @@ struct rv_heap_scan {
 	/* pages that could not be read or were implausible (or past a
 	 * bound), and the slots of those whose count was known */
 	uint64_t skipped_pages, skipped_slots;
-	char *error;           /* NULL, or why objects may be missing */
+	char *error; /* NULL, or why objects may be missing */
 	/* Nothing was read: the walk (or the memory scan) could not begin
 	 * (error says why). unwalkable: because the layout of the GC's heap
 	 * is not known, where a memory scan may still find the objects. */
