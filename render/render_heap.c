@@ -80,8 +80,8 @@ void cs_render_heap_text(FILE *out, const struct rv_census *c,
 			c->nclasses - shown);
 	fputs("\nbytes: the objects' slots", out);
 	if (external)
-		fputs("; * with the buffers they own outside the heap, as "
-		      "ObjectSpace.memsize_of counts them",
+		fputs("; * with the buffers they own outside the heap,\n"
+		      "as ObjectSpace.memsize_of counts them",
 		      out);
 	fputs(" (docs/heap.md)\n", out);
 	skips_text(out, c);

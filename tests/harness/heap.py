@@ -27,6 +27,11 @@ process title (the fixture's comment says how). Then:
                             unmapped memory: exit 1, skipped.pages 1 and
                             skipped.slots that page's slots, TOTAL that many
                             less, the text naming the page
+    RUBY-gcdefault/heap/gc-nodebug  (a Ruby run with RUBY_GC_LIBRARY=default
+                            only) the core read with --sysroot where the GC
+                            library is a copy without debug info: exit 2, one
+                            line on stderr naming the library, and no count
+                            ("walked": false)
 
 The fixture runs once per Ruby (a core of a few MB); the corrupt tests patch
 that core in place and restore it.
@@ -39,6 +44,7 @@ import time
 
 from . import procs, variants
 from .corrupt import CoreFile, layout_of
+from .fibers import nodebug_sysroot
 
 FIXTURE_DIR = os.path.join(procs.ROOT, "fixtures", "heap")
 FIXTURE = os.path.join(FIXTURE_DIR, "heap.rb")
@@ -56,7 +62,9 @@ BAD_TYPE = 0x17   # no enumerator of ruby_value_type has it (2.7 to 4.1)
 
 
 def test_names(ruby):
-    return ["%s/heap/%s" % (ruby, t) for t in TESTS]
+    gc = variants.variant_of(ruby)
+    nodebug = ("gc-nodebug",) if gc and gc.suffix == variants.GC_VARIANT else ()
+    return ["%s/heap/%s" % (ruby, t) for t in TESTS + nodebug]
 
 
 def names(ctx):
@@ -256,6 +264,38 @@ def check_page(res, baseline, want, total):
     return check_skip(res, baseline, {"pages": 1, "slots": total}, expect, "0x10")
 
 
+def gc_library(pid):
+    """The GC library the process mapped, or None."""
+    with open("/proc/%d/maps" % pid) as f:
+        for line in f:
+            path = line.split(None, 5)[5].strip() if len(line.split(None, 5)) == 6 else ""
+            if os.path.basename(path).startswith("librubygc."):
+                return path
+    return None
+
+
+def check_nodebug(corestack, core, exe, library, root, timeout):
+    if not library:
+        return "the process mapped no GC library (RUBY_GC_LIBRARY=default did not load one)"
+    why = nodebug_sysroot(root, library)
+    if why:
+        return "setup: %s" % why
+    rc, doc, out, err, reason = census(corestack, ["--no-cache", "--sysroot", root, core, exe],
+                                       timeout)
+    if reason:
+        return reason
+    lines = err.strip().splitlines()
+    if rc != 2 or len(lines) != 1:
+        return "exit %d with %d lines on stderr (want 2 and one line): %s" % (
+            rc, len(lines), err.strip()[:300])
+    if os.path.basename(library) not in lines[0]:
+        return "the line does not name the GC library %s: %s" % (library, lines[0])
+    if doc.get("walked") is not False or doc.get("live"):
+        return "counted a heap it cannot walk: walked %r, live %r" % (doc.get("walked"),
+                                                                   doc.get("live"))
+    return None
+
+
 def baseline_module(corestack, core, exe, timeout):
     """The module holding the VM: what corestack --json says of the core."""
     rc, out, err, reason = procs.run_tool([corestack, "--json", "--no-fibers", core, exe], timeout)
@@ -285,6 +325,7 @@ def run_tests(ctx):
                 left = procs.stopped_threads(run.pid)
                 rep.result(name + "live", check_census(res, record, live=True) or (
                     "threads left stopped: %s" % ", ".join(left) if left else None))
+            library = gc_library(run.pid)
             core = procs.gcore(run.pid, os.path.join(base, "core"), timeout)
         except (procs.Failure, OSError, ValueError) as exc:
             for n in names_here:
@@ -299,5 +340,9 @@ def run_tests(ctx):
             rep.result(name + "core", check_census(res, record) or
                        check_text(corestack, [core, exe], record, timeout))
         corrupt_tests(ctx, ruby, core, exe, record, res[1])
+        if ctx.selected(name + "gc-nodebug"):
+            rep.result(name + "gc-nodebug", check_nodebug(corestack, core, exe, library,
+                                                          os.path.join(base, "nodebug-root"),
+                                                          timeout))
         if not ctx.args.keep:
             os.unlink(core)
