@@ -1,4 +1,5 @@
 /* The heap census in text and JSON. Formatting only. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -24,6 +25,63 @@ static size_t types_by_bytes(const struct rv_census *c, unsigned *order)
 			order[k - 1] = tmp;
 		}
 	return n;
+}
+
+/* The lengths bucket k holds: [min, max]. */
+static void bucket_range(unsigned k, uint64_t *min, uint64_t *max)
+{
+	*min = k ? (uint64_t)1 << (k - 1) : 0;
+	*max = k ? (k == 64 ? UINT64_MAX : ((uint64_t)1 << k) - 1) : 0;
+}
+
+static void buckets_text(FILE *out, const char *what,
+			 const struct rv_census_bucket *b, bool known)
+{
+	if (!known)
+		return;
+	fprintf(out, "\n%-40s %12s %14s\n", what, "count", "bytes");
+	for (unsigned k = 0; k < RV_CENSUS_BUCKETS; k++) {
+		if (!b[k].count)
+			continue;
+		uint64_t min, max;
+		char range[48];
+		bucket_range(k, &min, &max);
+		if (min == max)
+			snprintf(range, sizeof(range), "%llu",
+				 (unsigned long long)min);
+		else
+			snprintf(range, sizeof(range), "%llu-%llu",
+				 (unsigned long long)min,
+				 (unsigned long long)max);
+		fprintf(out, "  %-38s %12llu %14llu\n", range,
+			(unsigned long long)b[k].count,
+			(unsigned long long)b[k].bytes);
+	}
+}
+
+static void buckets_json(struct json *j, const char *key,
+			 const struct rv_census_bucket *b, bool known)
+{
+	if (!known) {
+		json_null(j, key);
+		return;
+	}
+	json_begin_array(j, key);
+	for (unsigned k = 0; k < RV_CENSUS_BUCKETS; k++) {
+		if (!b[k].count)
+			continue;
+		uint64_t min, max;
+		bucket_range(k, &min, &max);
+		json_begin_object(j, NULL);
+		json_int(j, "bits", k);
+		json_int(j, "min", (int64_t)min);
+		json_int(j, "max",
+			 (int64_t)(max > INT64_MAX ? INT64_MAX : max));
+		json_int(j, "count", (int64_t)b[k].count);
+		json_int(j, "bytes", (int64_t)b[k].bytes);
+		json_end_object(j);
+	}
+	json_end_array(j);
 }
 
 static void skips_text(FILE *out, const struct rv_census *c)
@@ -78,6 +136,10 @@ void cs_render_heap_text(FILE *out, const struct rv_census *c,
 	if (shown < c->nclasses)
 		fprintf(out, "  (%zu more classes; --top N shows more)\n",
 			c->nclasses - shown);
+	buckets_text(out, "Strings by length (bytes)", c->strings,
+		     c->strings_known);
+	buckets_text(out, "Arrays by length (elements)", c->arrays,
+		     c->arrays_known);
 	fputs("\nbytes: the objects' slots", out);
 	if (external)
 		fputs("; * with the buffers they own outside the heap,\n"
@@ -146,6 +208,8 @@ void cs_render_heap_json(FILE *out, const struct rv_census *c,
 		json_end_object(&j);
 	}
 	json_end_array(&j);
+	buckets_json(&j, "strings_by_length", c->strings, c->strings_known);
+	buckets_json(&j, "arrays_by_length", c->arrays, c->arrays_known);
 	json_begin_object(&j, "skipped");
 	json_int(&j, "pages", (int64_t)c->skipped_pages);
 	json_int(&j, "slots", (int64_t)c->skipped_slots);

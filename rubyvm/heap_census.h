@@ -33,6 +33,13 @@ struct rv_census_class {
 	uint64_t count, bytes;
 };
 
+/* Strings (bytes) or Arrays (elements) of one length class: bucket k
+ * holds the lengths of k bits, [2^(k-1), 2^k - 1]; bucket 0 length 0. */
+#define RV_CENSUS_BUCKETS 65
+struct rv_census_bucket {
+	uint64_t count, bytes;
+};
+
 struct rv_census {
 	struct rv_census_type types[RV_CENSUS_MAX_TYPES]; /* by value */
 	unsigned ntypes;                                  /* T_MASK + 1 */
@@ -41,6 +48,11 @@ struct rv_census {
 	uint64_t live, live_bytes;
 	struct rv_census_class *classes; /* by bytes, most first */
 	size_t nclasses;
+	/* The Strings and Arrays with a class (those ObjectSpace.each_object
+	 * yields: not hidden) by their length; *_known: the layout has it. */
+	struct rv_census_bucket strings[RV_CENSUS_BUCKETS];
+	struct rv_census_bucket arrays[RV_CENSUS_BUCKETS];
+	bool strings_known, arrays_known;
 	uint64_t pages, empty_pages, heap_bytes; /* read */
 	uint64_t slot_size_min, slot_size_max;
 	/* Skipped, each counted: pages unreadable or implausible (and the

@@ -14,7 +14,10 @@ process title (the fixture's comment says how). Then:
                             exact (docs/heap.md: Strings and Arrays without
                             instance variables, objects with no ivars or
                             embedded ones); the text output exit 0 with the
-                            same rows
+                            same rows; the Strings and Arrays with a class
+                            by length (bits of bytesize, of size) counted
+                            as each_object(String), each_object(Array) count
+                            them
     RUBY/heap/live          corestack heap --json --pid: the same, and no
                             thread of the fixture left stopped
     RUBY/heap/corrupt-type  one sample object's flags given a type no
@@ -143,6 +146,13 @@ def compare(doc, record):
         if name in EXACT_BYTES and row["bytes"] != want_row["memsize"]:
             return "%s: bytes %d, the memsize_of sum %d" % (name, row["bytes"],
                                                            want_row["memsize"])
+    for kind in ("strings_by_length", "arrays_by_length"):
+        got = {str(b["bits"]): b["count"] for b in doc.get(kind) or []}
+        if got != record[kind]:
+            diff = sorted("%s bits: corestack %s, Ruby %s" % (k, got.get(k), record[kind].get(k))
+                          for k in set(got) | set(record[kind])
+                          if got.get(k) != record[kind].get(k))
+            return "%s differ: %s" % (kind, "; ".join(diff))
     for kind in ("pages", "slots", "bad_types", "bad_classes"):
         if doc["skipped"][kind]:
             return "skipped.%s is %d on an intact heap" % (kind, doc["skipped"][kind])
@@ -340,7 +350,7 @@ def run_tests(ctx):
             rep.result(name + "core", check_census(res, record) or
                        check_text(corestack, [core, exe], record, timeout))
         corrupt_tests(ctx, ruby, core, exe, record, res[1])
-        if ctx.selected(name + "gc-nodebug"):
+        if name + "gc-nodebug" in names_here:
             rep.result(name + "gc-nodebug", check_nodebug(corestack, core, exe, library,
                                                           os.path.join(base, "nodebug-root"),
                                                           timeout))
