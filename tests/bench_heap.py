@@ -10,8 +10,10 @@ on the Ruby under PREFIX (default: the 3.4 fixture Ruby) until its heap is
 settled, is dumped with gcore, and `corestack heap --json CORE EXE` reads
 the core (layout from the warm cache), median of RUNS: wall and CPU
 (user+sys) time, and the peak RSS of corestack against the size of the GC
-heap it read (JSON pages.bytes). The goal is under 1 s and under twice the
-heap's size.
+heap it read (JSON pages.bytes); and the same of `corestack heap --json
+--pid PID` on the process itself before the core is taken (it is stopped
+for the whole walk). The goal is under 1 s and under twice the heap's
+size.
 """
 import argparse
 import json
@@ -64,6 +66,8 @@ def main():
             print("fixture: %d live objects (count_objects), settled in %.1f s" % (
                 record["count_objects"]["TOTAL"] - record["count_objects"]["FREE"],
                 time.monotonic() - started))
+            live = [run([args.corestack, "heap", "--json", "--pid", str(fixture.pid)])
+                    for _ in range(args.runs)]
             core = procs.gcore(fixture.pid, os.path.join(work, "core"), 600)
         finally:
             if fixture:
@@ -82,6 +86,10 @@ def main():
         print("time: %.3f s wall, %.3f s CPU (median of %d)" % (wall, cpu, args.runs))
         print("peak RSS: %.1f MB (%.2f x the heap)" % (rss / 1e6, rss / heap))
         print("command: %s" % " ".join(argv))
+        print("live (--pid, the process stopped throughout): %.3f s wall, %.3f s CPU, "
+              "peak RSS %.1f MB" % (statistics.median(r[0] for r in live),
+                                    statistics.median(r[1] for r in live),
+                                    max(r[2] for r in live) / 1e6))
 
 
 if __name__ == "__main__":
