@@ -32,7 +32,7 @@ PY_CFLAGS  := $(shell pkg-config --cflags python3 2>/dev/null)
 
 .PHONY: all test unit demo deps fixtures clean bench gdbext gdbext-san install uninstall bench-gdbext \
         bench-sampling bench-contention mutate bench-pause lint format \
-        bench-profile-write bench-startup
+        bench-profile-write bench-startup bench-heap
 all: $(BUILD)/corestack gdbext
 
 # One object tree and library per way of compiling: build/VARIANT/... and
@@ -237,6 +237,11 @@ bench: deps $(BUILD)/corestack $(BUILD)/bench-inflate fixtures
 	python3 tests/bench_startup.py --corestack $(BUILD)/corestack
 	python3 tests/bench.py --corestack $(BUILD)/corestack
 	python3 tests/bench_sampling.py --corestack $(BUILD)/corestack
+	python3 tests/bench_heap.py --corestack $(BUILD)/corestack
+
+# corestack heap on a core of about a million live objects: time and RSS.
+bench-heap: deps $(BUILD)/corestack fixtures
+	python3 tests/bench_heap.py --corestack $(BUILD)/corestack
 
 # Start-up: corestack --version and a missing file beside /bin/true and
 # eu-stack --help (BASELINE=path: another build beside them).

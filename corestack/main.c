@@ -25,6 +25,7 @@
 
 int cs_record_main(int argc, char **argv); /* record.c */
 int cs_top_main(int argc, char **argv);    /* top.c */
+int cs_heap_main(int argc, char **argv);   /* heap.c */
 
 enum {
 	EXIT_COMPLETE = CS_EXIT_COMPLETE,
@@ -71,6 +72,7 @@ static void usage(FILE *out)
 	      "       corestack [options] --pid PID\n"
 	      "       corestack record --help   (sampling profiler)\n"
 	      "       corestack top --help      (live view of hot methods)\n"
+	      "       corestack heap --help     (what fills the GC heap)\n"
 	      "\n"
 	      "Print the Ruby stack of every thread of the Ruby process that\n"
 	      "wrote CORE, or of the running process PID. EXECUTABLE defaults\n"
@@ -354,6 +356,8 @@ int main(int argc, char **argv)
 		return cs_record_main(argc - 1, argv + 1);
 	if (argc > 1 && strcmp(argv[1], "top") == 0)
 		return cs_top_main(argc - 1, argv + 1);
+	if (argc > 1 && strcmp(argv[1], "heap") == 0)
+		return cs_heap_main(argc - 1, argv + 1);
 	struct options o = {0};
 	int rc = parse_args(argc, argv, &o);
 	if (rc)

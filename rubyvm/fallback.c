@@ -34,6 +34,8 @@ static const struct {
 	{"BIGNUM_EMBED_FLAG", 0x4000, 0},
 	{"BIGNUM_EMBED_LEN_MASK", 0x38000, 0},
 	{"BIGNUM_EMBED_LEN_SHIFT", 15, 0},
+	/* string.c: FL_USER18, a String whose buffer is not its own */
+	{"STR_NOFREE", 0x40000000, 0},
 	/* internal/range.h: FL_USER19, read only for a Range of 2 fields */
 	{"RANGE_FL_EXCL", 0x80000000, 0},
 	/* Frame-type enumerators: an unnamed enum before 3.2 that a compiler

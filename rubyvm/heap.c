@@ -81,8 +81,9 @@ bool rv_typed_data_match(const struct rv_typed_data_check *c,
 	return true;
 }
 
-/* The slots of one page, read in one go. False only when out of memory. */
-static bool scan_page(struct rv_session *s, const struct rv_typed_data_check *r,
+/* The slots of one page, read in one go and handed to w->visit. False
+ * only when out of memory (or the visitor says stop). */
+static bool walk_page(struct rv_session *s, const struct rv_heap_walk *w,
 		      uint64_t page, uint8_t **buf, size_t *bufsize,
 		      struct rv_heap_scan *scan)
 {
@@ -91,6 +92,7 @@ static bool scan_page(struct rv_session *s, const struct rv_typed_data_check *r,
 	    !rv_try_member(s, page, RVL_page_start, &start)) {
 		rv_heap_note(scan, "heap page 0x%llx unreadable",
 			     (unsigned long long)page);
+		scan->skipped_pages++;
 		return true;
 	}
 	if (!RV_HAS(s, page_slot_size))
@@ -104,23 +106,24 @@ static bool scan_page(struct rv_session *s, const struct rv_typed_data_check *r,
 		scan->empty_pages++;
 		return true;
 	}
-	/* A page of slots too small for the object (the smallest size pools)
-	 * cannot hold one; a slot too small for an RBasic, or whose size is
-	 * no multiple of a VALUE, is corrupt. */
-	if (RV_HAS(s, page_slot_size) && stride >= r->min_slot &&
-	    stride < r->need && stride % 8 == 0) {
+	/* A page of slots too small for what the visitor reads (the
+	 * smallest size pools) cannot hold it; a slot too small for an
+	 * RBasic, or whose size is no multiple of a VALUE, is corrupt. */
+	if (RV_HAS(s, page_slot_size) && stride >= w->min_slot &&
+	    stride < w->need && stride % 8 == 0) {
 		scan->small_pages++;
 		return true;
 	}
 	/* total_slots and slot_size are shorts: a "negative" one is corrupt. */
 	uint64_t sign = (uint64_t)1
 			<< (RV_ITEM(s, page_total_slots)->size * 8 - 1);
-	if (total >= sign || total > MAX_PAGE_BYTES || stride < r->need ||
+	if (total >= sign || total > MAX_PAGE_BYTES || stride < w->need ||
 	    stride > MAX_SLOT_SIZE || total * stride > MAX_PAGE_BYTES ||
 	    !start) {
 		rv_heap_note(scan, "heap page 0x%llx implausible (%llu slots)",
 			     (unsigned long long)page,
 			     (unsigned long long)total);
+		scan->skipped_pages++;
 		return true;
 	}
 	size_t bytes = (size_t)(total * stride);
@@ -136,14 +139,30 @@ static bool scan_page(struct rv_session *s, const struct rv_typed_data_check *r,
 			     "heap page at 0x%llx (%llu bytes) unreadable",
 			     (unsigned long long)start,
 			     (unsigned long long)bytes);
+		scan->skipped_pages++;
+		scan->skipped_slots += total;
 		return true;
 	}
 	scan->pages++;
 	scan->bytes += bytes;
-	for (uint64_t i = 0; i < total; i++) {
+	scan->slots += total;
+	const struct rv_heap_page p = {start, stride, total, *buf};
+	return w->visit(w->ctx, &p);
+}
+
+struct typed_data_search {
+	const struct rv_typed_data_check *check;
+	struct rv_heap_scan *scan;
+};
+
+static bool typed_data_page(void *ctx, const struct rv_heap_page *p)
+{
+	const struct typed_data_search *t = ctx;
+	for (uint64_t i = 0; i < p->total; i++) {
 		uint64_t data;
-		if (rv_typed_data_match(r, *buf + i * stride, &data) &&
-		    !rv_heap_add_found(scan, start + i * stride, data))
+		if (rv_typed_data_match(t->check, p->slots + i * p->stride,
+					&data) &&
+		    !rv_heap_add_found(t->scan, p->start + i * p->stride, data))
 			return false;
 	}
 	return true;
@@ -317,14 +336,10 @@ static bool heap_layout_known(struct rv_session *s, struct rv_heap_scan *scan)
 	return true;
 }
 
-struct cs_error *rv_heap_find_typed_data(struct rv_session *s, uint64_t vm,
-					 uint64_t type,
-					 struct rv_heap_scan *scan)
+struct cs_error *rv_heap_walk(struct rv_session *s, uint64_t vm,
+			      const struct rv_heap_walk *w,
+			      struct rv_heap_scan *scan)
 {
-	memset(scan, 0, sizeof(*scan));
-	struct rv_typed_data_check r;
-	if (!rv_typed_data_check_init(s, type, &r, scan, "GC heap not walked"))
-		return NULL;
 	if (!heap_layout_known(s, scan)) {
 		scan->not_begun = scan->unwalkable = true;
 		return NULL;
@@ -337,8 +352,8 @@ struct cs_error *rv_heap_find_typed_data(struct rv_session *s, uint64_t vm,
 		return NULL;
 	}
 	if (!objspace || !page_array(s, objspace, &sorted, &npages)) {
-		scan->error = strdup("GC heap not walked: the object space or "
-				     "its page list unreadable");
+		rv_heap_note(scan, "GC heap not walked: the object space or "
+				   "its page list unreadable");
 		return NULL;
 	}
 	if (npages > MAX_HEAP_PAGES) {
@@ -346,6 +361,7 @@ struct cs_error *rv_heap_find_typed_data(struct rv_session *s, uint64_t vm,
 			     "GC heap claims %llu pages; walked the first %llu",
 			     (unsigned long long)npages,
 			     (unsigned long long)MAX_HEAP_PAGES);
+		scan->skipped_pages += npages - MAX_HEAP_PAGES;
 		npages = MAX_HEAP_PAGES;
 	}
 	uint64_t pages[PAGE_POINTER_CHUNK];
@@ -362,16 +378,33 @@ struct cs_error *rv_heap_find_typed_data(struct rv_session *s, uint64_t vm,
 				"of %llu; walk stopped there",
 				(unsigned long long)i,
 				(unsigned long long)npages);
+			scan->skipped_pages += npages - i;
 			break;
 		}
 		for (uint64_t j = 0; j < n; j++)
-			if (!scan_page(s, &r, pages[j], &buf, &bufsize, scan)) {
+			if (!walk_page(s, w, pages[j], &buf, &bufsize, scan)) {
 				free(buf);
 				return &cs_error_nomem;
 			}
 	}
 	free(buf);
 	return NULL;
+}
+
+struct cs_error *rv_heap_find_typed_data(struct rv_session *s, uint64_t vm,
+					 uint64_t type,
+					 struct rv_heap_scan *scan)
+{
+	memset(scan, 0, sizeof(*scan));
+	struct rv_typed_data_check r;
+	if (!rv_typed_data_check_init(s, type, &r, scan, "GC heap not walked"))
+		return NULL;
+	struct typed_data_search t = {&r, scan};
+	const struct rv_heap_walk w = {.need = r.need,
+				       .min_slot = r.min_slot,
+				       .visit = typed_data_page,
+				       .ctx = &t};
+	return rv_heap_walk(s, vm, &w, scan);
 }
 
 void rv_heap_scan_free(struct rv_heap_scan *scan)

@@ -175,6 +175,10 @@ struct cs_error *rv_attached_object(struct rv_session *s, uint64_t klass,
  * method of a class or module X). me: the method entry, 0 if unknown. */
 struct cs_error *rv_stable_owner_name(struct rv_session *s, uint64_t owner,
 				      uint64_t me, char **ret, bool *dot);
+/* A class or module as stable names name it ("Foo::Bar", "#<anonymous
+ * subclass of Foo>", "#<singleton of Foo>"). */
+struct cs_error *rv_stable_class_name(struct rv_session *s, uint64_t klass,
+				      char **ret);
 struct cs_error *rv_names_init(struct rv_session *s);
 void rv_names_destroy(struct rv_session *s);
 
@@ -286,7 +290,11 @@ struct rv_heap_scan {
 	uint64_t pages, bytes; /* read and scanned */
 	uint64_t empty_pages;  /* in the pool of empty pages: no slots */
 	uint64_t small_pages;  /* slots too small for the object sought */
-	char *error;           /* NULL, or why objects may be missing */
+	uint64_t slots;        /* in the pages read */
+	/* pages that could not be read or were implausible (or past a
+	 * bound), and the slots of those whose count was known */
+	uint64_t skipped_pages, skipped_slots;
+	char *error; /* NULL, or why objects may be missing */
 	/* Nothing was read: the walk (or the memory scan) could not begin
 	 * (error says why). unwalkable: because the layout of the GC's heap
 	 * is not known, where a memory scan may still find the objects. */
@@ -298,6 +306,29 @@ struct rv_heap_scan {
 struct cs_error *rv_heap_find_typed_data(struct rv_session *s, uint64_t vm,
 					 uint64_t type,
 					 struct rv_heap_scan *scan);
+/* One heap page read: total slots of stride bytes from start, their bytes
+ * in slots. */
+struct rv_heap_page {
+	uint64_t start, stride, total;
+	const uint8_t *slots;
+};
+/* A walk of every page of the GC heap: visit is called for each page read
+ * (false: out of memory, the walk ends with that error). A page whose
+ * slots are a multiple of a VALUE, at least min_slot bytes but fewer than
+ * need, is counted in small_pages and not visited; need is what a slot
+ * must hold for the visitor to read it. */
+struct rv_heap_walk {
+	uint64_t need, min_slot;
+	bool (*visit)(void *ctx, const struct rv_heap_page *page);
+	void *ctx;
+};
+/* Walk the heap of the VM at vm, counting in scan (zeroed by the caller)
+ * what was read and skipped; scan->error says why pages are missing, and
+ * not_begun/unwalkable when none could be. Fails only when out of
+ * memory. */
+struct cs_error *rv_heap_walk(struct rv_session *s, uint64_t vm,
+			      const struct rv_heap_walk *w,
+			      struct rv_heap_scan *scan);
 bool rv_heap_add_found(struct rv_heap_scan *scan, uint64_t object,
 		       uint64_t data);
 /* Set scan->error unless set: the first problem explains the rest. */

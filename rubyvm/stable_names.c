@@ -223,3 +223,9 @@ struct cs_error *rv_stable_owner_name(struct rv_session *s, uint64_t owner,
 	}
 	return module_name(s, owner, me, 0, ret);
 }
+
+struct cs_error *rv_stable_class_name(struct rv_session *s, uint64_t klass,
+				      char **ret)
+{
+	return module_name(s, klass, 0, 0, ret);
+}

@@ -60,6 +60,8 @@ run_on(ctx, ruby, cap) instead. The groups:
                              (subprocesses.py)
     RUBY/top, RUBY/top-...   top.py: corestack top in tmux
     remote/...               remote.py
+    RUBY/heap/...            heap.py: corestack heap, live and from a core, against
+                             ObjectSpace.count_objects and memsize_of; damaged heaps
     debuginfo/debuginfod...  debuginfod.py
     RUBY/native/...          native.py
     RUBY/jit-native/...      jit_native.py: --native past JIT code (RUBY ending in
@@ -97,7 +99,7 @@ import time
 sys.dont_write_bytecode = True   # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import (bad_input, cli, core_dir, corrupt, crash, debuginfod, frame_reuse,  # noqa: E402
-                     gdbext, hostile, jit_frames, jit_native, layout, mutations, native,
+                     gdbext, heap, hostile, jit_frames, jit_native, layout, mutations, native,
                      native_cut, nontfile, permissions, procs, record, record_exits, remote,
                      scenarios, stale_pc, thread_notes, top, unit, variants, viewers)
 from harness.group import Context, EachRuby, hook  # noqa: E402
@@ -123,6 +125,7 @@ GROUPS = (
     top,
     remote,
     nontfile,
+    heap,
     debuginfod,
     native,
     jit_native,

@@ -1,8 +1,9 @@
-/* libFuzzer harness for the Ruby model (rubyvm/): rv_session_create and
- * rv_snapshot over a layout and target memory both taken from the input,
- * in the format of tests/fuzz/model_seed.h. Seeds come from
- * tests/fuzz/make_model_seed.c (a real core's layout plus every region the
- * walker read), so mutations land on exactly the bytes the walker reads.
+/* libFuzzer harness for the Ruby model (rubyvm/): rv_session_create,
+ * rv_snapshot and the heap census over a layout and target memory both
+ * taken from the input, in the format of tests/fuzz/model_seed.h. Seeds
+ * come from tests/fuzz/make_model_seed.c (a real core's layout plus every
+ * region the walker read), so mutations land on exactly the bytes the
+ * walker reads.
  *
  * By default the layout is fuzzed too (it comes from DWARF or the on-disk
  * layout cache, so it is input as well). With FUZZ_MODEL_LAYOUT=SEEDFILE
@@ -10,6 +11,7 @@
  * that seed's, so only target memory varies: for campaigns on the walker's
  * handling of corrupt memory, which layout bugs would otherwise drown.
  * Build: see tests/fuzz/Makefile.inc (make fuzz-build). */
+#include "rubyvm/heap_census.h"
 #include "rubyvm/layout.h"
 #include "rubyvm/model.h"
 #include "process/memory.h"
@@ -223,6 +225,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				abort(); /* the bound did not hold */
 			rv_process_destroy(proc);
 		}
+		struct rv_census census; /* the heap census's walk too */
+		cs_error_destroy(rv_heap_census(s, &census));
+		rv_census_free(&census);
 		rv_session_destroy(s);
 	}
 	cs_error_destroy(err);

@@ -1,0 +1,204 @@
+/* corestack heap: the census of a Ruby process's GC heap, from a core or
+ * a live process (stopped while its heap is read, then resumed).
+ *
+ *   corestack heap [--json] [--top N] CORE [EXECUTABLE]
+ *   corestack heap [--json] [--top N] --pid PID
+ *
+ * Exit codes (docs/usage.md): 0 complete, 1 partial (pages or objects
+ * skipped, each counted in the output), 2 unusable input or a heap that
+ * cannot be walked (one line on stderr says why), 64 usage. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../util/cli_args.h"
+#include "../engine/engine.h"
+#include "../render/render.h"
+#include "../render/render_heap.h"
+#include "../rubyvm/heap_census.h"
+
+enum { EXIT_OK = 0, EXIT_PARTIAL = 1, EXIT_UNUSABLE = 2, EXIT_USAGE = 64 };
+
+#define PROG "corestack heap"
+#define MAX_DEBUG_DIRS 16
+#define DEFAULT_TOP 30
+
+struct heap_options {
+	const char *core, *executable;
+	int pid;
+	int json;
+	uint64_t top;
+	const char *cache_dir, *sysroot, *lib_search_path;
+	const char *debug_dirs[MAX_DEBUG_DIRS + 2];
+	size_t ndebug_dirs;
+};
+
+static void heap_usage(FILE *out)
+{
+	fputs("usage: corestack heap [options] CORE [EXECUTABLE]\n"
+	      "       corestack heap [options] --pid PID\n"
+	      "\n"
+	      "Count the objects of the Ruby process's GC heap by type and by\n"
+	      "class, with the bytes they hold (docs/heap.md). A live process\n"
+	      "is stopped while its heap is read.\n"
+	      "\n"
+	      "  --pid PID          a live process instead of a core\n"
+	      "  --top N            class rows shown (default 30)\n"
+	      "  --json             JSON output (docs/json-schema.md)\n"
+	      "  --debug-dir DIR    look for debug files under DIR too\n"
+	      "  --sysroot DIR      find the files the core names under DIR\n"
+	      "  --lib-search-path DIRS  directories to find the core's\n"
+	      "                     executable and libraries in\n"
+	      "  --cache-dir DIR    layout cache; --no-cache to bypass it\n"
+	      "  -h, --help         this help\n"
+	      "\n"
+	      "Exit status: 0 complete, 1 partial (skips counted in the\n"
+	      "output), 2 unusable input or a heap that cannot be walked,\n"
+	      "64 usage.\n",
+	      out);
+}
+
+static int parse(int argc, char **argv, struct heap_options *o)
+{
+	static const struct option longopts[] = {
+		{"pid", required_argument, NULL, 'p'},
+		{"top", required_argument, NULL, 't'},
+		{"json", no_argument, NULL, 'j'},
+		{"debug-dir", required_argument, NULL, 'd'},
+		{"sysroot", required_argument, NULL, 'S'},
+		{"lib-search-path", required_argument, NULL, 'L'},
+		{"cache-dir", required_argument, NULL, 'c'},
+		{"no-cache", no_argument, NULL, 'n'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	int c;
+	uint64_t n;
+	o->top = DEFAULT_TOP;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			if (!cli_integer(PROG, "--pid", optarg, 1, CLI_PID_MAX,
+					 &n))
+				return EXIT_USAGE;
+			o->pid = (int)n;
+			break;
+		case 't':
+			if (!cli_integer(PROG, "--top", optarg, 1, 1000000000,
+					 &o->top))
+				return EXIT_USAGE;
+			break;
+		case 'j':
+			o->json = 1;
+			break;
+		case 'd':
+			if (o->ndebug_dirs == MAX_DEBUG_DIRS) {
+				fputs(PROG ": too many --debug-dir\n", stderr);
+				return EXIT_USAGE;
+			}
+			o->debug_dirs[o->ndebug_dirs++] = optarg;
+			break;
+		case 'S':
+			o->sysroot = optarg;
+			break;
+		case 'L':
+			o->lib_search_path = optarg;
+			break;
+		case 'c':
+			o->cache_dir = optarg;
+			break;
+		case 'n':
+			o->cache_dir = "";
+			break;
+		case 'h':
+			heap_usage(stdout);
+			exit(EXIT_OK);
+		default:
+			cli_unknown_option(PROG, c, argv);
+			return EXIT_USAGE;
+		}
+	}
+	o->debug_dirs[o->ndebug_dirs++] = "/usr/lib/debug";
+	o->debug_dirs[o->ndebug_dirs] = NULL;
+	int rest = argc - optind;
+	if (o->pid) {
+		if (rest) {
+			fputs(PROG ": --pid takes no CORE argument\n", stderr);
+			return EXIT_USAGE;
+		}
+		if (o->sysroot || o->lib_search_path) {
+			fputs(PROG ": --sysroot and --lib-search-path go "
+				   "with a core\n",
+			      stderr);
+			return EXIT_USAGE;
+		}
+		return 0;
+	}
+	if (rest < 1 || rest > 2) {
+		fputs(PROG ": name one CORE (and its EXECUTABLE if the core "
+			   "cannot), or --pid PID (see " PROG " --help)\n",
+		      stderr);
+		return EXIT_USAGE;
+	}
+	o->core = argv[optind];
+	o->executable = rest == 2 ? argv[optind + 1] : NULL;
+	return 0;
+}
+
+static int unusable(const struct heap_options *o, struct cs_error *err)
+{
+	fprintf(stderr, "corestack: %s\n", err->message);
+	if (o->json)
+		cs_render_error_json(stdout, err, o->core, o->pid);
+	cs_error_destroy(err);
+	return EXIT_UNUSABLE;
+}
+
+int cs_heap_main(int argc, char **argv)
+{
+	struct heap_options o = {0};
+	int rc = parse(argc, argv, &o);
+	if (rc)
+		return rc;
+	struct cs_engine_request req = {
+		.target = {.core = o.core,
+			   .pid = o.pid,
+			   .pause = true,
+			   .sysroot = o.sysroot,
+			   .lib_search_path = o.lib_search_path,
+			   .executable = o.executable},
+		.page_cache = o.pid != 0,
+		.debug_dirs = o.debug_dirs,
+		.debug_dir_advice = "pass --debug-dir",
+		.cache_dir = o.cache_dir,
+	};
+	struct cs_engine *engine;
+	struct cs_error *err = cs_engine_open(&req, &engine);
+	if (err)
+		return unusable(&o, err);
+	struct rv_census census;
+	err = rv_heap_census(engine->ruby.session, &census);
+	cs_engine_close(engine); /* a live process runs again */
+	if (err) {
+		rv_census_free(&census);
+		return unusable(&o, err);
+	}
+	const struct cs_heap_source src = {o.core, o.pid, (size_t)o.top};
+	if (census.not_walked) {
+		fprintf(stderr, "corestack: %s: %s\n",
+			o.core ? o.core : "the process", census.error);
+		if (o.json)
+			cs_render_heap_json(stdout, &census, &src);
+		rv_census_free(&census);
+		return EXIT_UNUSABLE;
+	}
+	if (o.json)
+		cs_render_heap_json(stdout, &census, &src);
+	else
+		cs_render_heap_text(stdout, &census, &src);
+	rc = rv_census_partial(&census) ? EXIT_PARTIAL : EXIT_OK;
+	rv_census_free(&census);
+	return rc;
+}

@@ -1,0 +1,28 @@
+/* The heap census (corestack heap) as text or JSON (render_heap.c; the
+ * JSON is documented in docs/json-schema.md, "The heap census"). */
+#ifndef CS_RENDER_HEAP_H
+#define CS_RENDER_HEAP_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "../rubyvm/heap_census.h"
+
+/* Bump on incompatible changes of the heap document; the minor on
+ * compatible additions. */
+#define CS_HEAP_SCHEMA 1
+#define CS_HEAP_SCHEMA_MINOR 0
+
+/* Where the census was taken: a core (core set) or a live process. */
+struct cs_heap_source {
+	const char *core;
+	int pid;    /* <= 0: unknown */
+	size_t top; /* class rows shown at most */
+};
+
+void cs_render_heap_text(FILE *out, const struct rv_census *c,
+			 const struct cs_heap_source *src);
+void cs_render_heap_json(FILE *out, const struct rv_census *c,
+			 const struct cs_heap_source *src);
+
+#endif

@@ -1,0 +1,375 @@
+"""corestack heap: the census of the GC heap against Ruby's own numbers.
+
+fixtures/heap/heap.rb allocates known populations, disables the GC after a
+full one and records ObjectSpace.count_objects and, for a few classes, the
+count of their direct instances and the sum of their memsize_of; it proves
+that the heap is still what it recorded before it says "heap exact" in its
+process title (the fixture's comment says how). Then:
+
+    RUBY/heap/core          gcore, then corestack heap --json CORE EXE: exit 0,
+                            count_objects (TOTAL, FREE and every T_*) equal to
+                            Ruby's exactly, each recorded class's row with
+                            its count exactly, and its bytes equal to the
+                            memsize_of sum for the classes whose bytes are
+                            exact (docs/heap.md: Strings and Arrays without
+                            instance variables, objects with no ivars or
+                            embedded ones); the text output exit 0 with the
+                            same rows; the Strings and Arrays with a class
+                            by length (bits of bytesize, of size) counted
+                            as each_object(String), each_object(Array) count
+                            them
+    RUBY/heap/live          corestack heap --json --pid: the same, and no
+                            thread of the fixture left stopped
+    RUBY/heap/corrupt-type  one sample object's flags given a type no
+                            enumerator has: exit 1, that slot counted in
+                            skipped.bad_types, T_OBJECT one less, nothing else
+                            changed; the text output exit 1 with a Partial:
+                            line counting it
+    RUBY/heap/corrupt-class another's class pointer pointed at no object: exit
+                            1, skipped.bad_classes 1, its class row one less
+    RUBY/heap/corrupt-page  the third's heap page's start pointer pointed at
+                            unmapped memory: exit 1, skipped.pages 1 and
+                            skipped.slots that page's slots, TOTAL that many
+                            less, the text naming the page
+    RUBY-gcdefault/heap/gc-nodebug  (a Ruby run with RUBY_GC_LIBRARY=default
+                            only) the core read with --sysroot where the GC
+                            library is a copy without debug info: exit 2, one
+                            line on stderr naming the library, and no count
+                            ("walked": false)
+
+The fixture runs once per Ruby (a core of a few MB); the corrupt tests patch
+that core in place and restore it.
+"""
+
+import json
+import os
+import struct
+import time
+
+from . import procs, variants
+from .corrupt import CoreFile, layout_of
+from .fibers import nodebug_sysroot
+
+FIXTURE_DIR = os.path.join(procs.ROOT, "fixtures", "heap")
+FIXTURE = os.path.join(FIXTURE_DIR, "heap.rb")
+TESTS = ("core", "live", "corrupt-type", "corrupt-class", "corrupt-page")
+READY_TIMEOUT = 120
+# Classes whose memsize_of is their slot plus what the census counts: the
+# fixture's String and Array subclasses (their buffers counted), and
+# objects whose ivars are embedded (none, or three). Not String and Array
+# themselves: Ruby gives a few of its own Strings instance variables, whose
+# table (generic ivars) memsize_of counts and the census does not.
+EXACT_BYTES = {"HeapFixture::Plain", "Outer::Inner", "HeapFixture::Widget",
+               "#<anonymous subclass of HeapFixture::Plain>", "HeapFixture::Str",
+               "HeapFixture::Ary"}
+BAD_TYPE = 0x17   # no enumerator of ruby_value_type has it (2.7 to 4.1)
+
+
+def test_names(ruby):
+    gc = variants.variant_of(ruby)
+    nodebug = ("gc-nodebug",) if gc and gc.suffix == variants.GC_VARIANT else ()
+    return ["%s/heap/%s" % (ruby, t) for t in TESTS + nodebug]
+
+
+def names(ctx):
+    return [n for r in ctx.rubies for n in test_names(r)]
+
+
+def rubies(ctx):
+    return {r for r in ctx.rubies if ctx.any_selected(test_names(r))}
+
+
+def title(pid):
+    with open("/proc/%d/cmdline" % pid, "rb") as f:
+        return f.read().split(b"\0")[0].decode("utf-8", "replace")
+
+
+def start_fixture(exe, ruby, workdir, timeout, args=()):
+    """The fixture parked with its heap exact -> (Scenario, record)."""
+    so = procs.build_extension(os.path.join(FIXTURE_DIR, "heapsize.c"),
+                               os.path.join(workdir, "ext"), ruby_exe=exe)
+    run = procs.Scenario(exe, FIXTURE, os.path.join(workdir, "run"), False,
+                         variants.scenario_env(ruby), [so] + list(args))
+    try:
+        run.wait_oracle(timeout)
+        deadline = time.monotonic() + timeout
+        while True:
+            said = title(run.pid)
+            if said in ("heap exact", "heap moved"):
+                break
+            if run.poll() or time.monotonic() > deadline:
+                raise procs.Failure("heap.rb never said its heap was exact (%s); stderr: %s" % (
+                    run.describe_exit(), procs.tail(run.stderr_path)))
+            time.sleep(0.02)
+        if said != "heap moved" and not os.path.exists(run.oracle_path):
+            raise procs.Failure("heap.rb wrote no record")
+        if said == "heap moved":
+            raise procs.Failure("heap.rb: the heap changed after its record was written")
+        with open(run.oracle_path) as f:
+            record = json.load(f)
+    except BaseException:
+        run.kill()
+        raise
+    return run, record
+
+
+def census(corestack, argv, timeout):
+    """-> (exit status, document or None, stdout, stderr, reason)."""
+    rc, out, err, reason = procs.run_tool([corestack, "heap", "--json", "--top", "1000000"] + argv,
+                                          timeout)
+    if reason:
+        return rc, None, out, err, reason
+    san = procs.sanitizer_report(err)
+    if san:
+        return rc, None, out, err, san
+    try:
+        return rc, json.loads(out), out, err, None
+    except ValueError as exc:
+        return rc, None, out, err, "stdout is not JSON (%s): %s" % (exc, out[:200])
+
+
+def compare(doc, record):
+    """None when the census is Ruby's numbers, else the first difference."""
+    want = record["count_objects"]
+    got = doc.get("count_objects", {})
+    if got != want:
+        diff = sorted("%s: corestack %s, Ruby %s" % (k, got.get(k), want.get(k))
+                      for k in set(got) | set(want) if got.get(k) != want.get(k))
+        return "count_objects differ: %s" % "; ".join(diff)
+    rows = {c["name"]: c for c in doc.get("classes", [])}
+    for want_row in record["classes"]:
+        name = want_row["name"]
+        row = rows.get(name)
+        if row is None:
+            return "no class row %r (rows: %s)" % (name, sorted(rows)[:20])
+        if row["count"] != want_row["count"]:
+            return "%s: count %d, Ruby counts %d" % (name, row["count"], want_row["count"])
+        if name in EXACT_BYTES and row["bytes"] != want_row["memsize"]:
+            return "%s: bytes %d, the memsize_of sum %d" % (name, row["bytes"],
+                                                           want_row["memsize"])
+    for kind in ("strings_by_length", "arrays_by_length"):
+        got = {str(b["bits"]): b["count"] for b in doc.get(kind) or []}
+        if got != record[kind]:
+            diff = sorted("%s bits: corestack %s, Ruby %s" % (k, got.get(k), record[kind].get(k))
+                          for k in set(got) | set(record[kind])
+                          if got.get(k) != record[kind].get(k))
+            return "%s differ: %s" % (kind, "; ".join(diff))
+    for kind in ("pages", "slots", "bad_types", "bad_classes"):
+        if doc["skipped"][kind]:
+            return "skipped.%s is %d on an intact heap" % (kind, doc["skipped"][kind])
+    return None
+
+
+def check_census(res, record, live=False):
+    rc, doc, out, err, reason = res
+    if reason:
+        return reason
+    if rc != 0:
+        return "exit %d (want 0): %s" % (rc, err.strip()[:300])
+    if doc.get("kind") != "heap_census" or doc.get("source") != ("live" if live else "core"):
+        return "not a heap census of a %s: %s" % ("live process" if live else "core", out[:200])
+    return compare(doc, record)
+
+
+def check_text(corestack, argv, record, timeout):
+    rc, out, err, reason = procs.run_tool([corestack, "heap", "--top", "1000000"] + argv, timeout)
+    if reason:
+        return reason
+    if rc != 0:
+        return "text: exit %d: %s" % (rc, err.strip()[:300])
+    for row in record["classes"]:
+        line = next((l for l in out.splitlines()
+                     if l.strip().startswith(row["name"] + " ")), None)
+        if line is None or int(line.split()[-2]) != row["count"]:
+            return "text: no row %r with count %d: %r" % (row["name"], row["count"], line)
+    return None
+
+
+def check_partial_text(corestack, core, exe, timeout):
+    """The text output of a damaged core: exit 1 and its Partial: line."""
+    rc, out, err, reason = procs.run_tool([corestack, "heap", core, exe], timeout)
+    if reason:
+        return reason
+    line = next((l for l in out.splitlines() if l.startswith("Partial:")), None)
+    if rc != 1 or not line or "1 slots of no known type" not in line:
+        return "text: exit %d, Partial line %r (want exit 1 and the slot counted)" % (rc, line)
+    return None
+
+
+def patched(corestack, core, exe, cf, timeout):
+    try:
+        return census(corestack, [core, exe], timeout)
+    finally:
+        cf.restore()
+
+
+def check_skip(res, baseline, kind, expect_counts, text_needle=None):
+    """exit 1, skipped.kind as expected, count_objects as expect_counts."""
+    rc, doc, out, err, reason = res
+    if reason:
+        return reason
+    if rc != 1:
+        return "exit %d (want 1, partial): %s" % (rc, err.strip()[:200])
+    if doc.get("complete") is not False or not doc.get("error"):
+        return "complete %r, error %r: the skip not reported" % (doc.get("complete"),
+                                                                 doc.get("error"))
+    for k, v in kind.items():
+        if doc["skipped"][k] != v:
+            return "skipped.%s is %d, want %d" % (k, doc["skipped"][k], v)
+    if doc["count_objects"] != expect_counts:
+        return "count_objects %s, want %s" % (doc["count_objects"], expect_counts)
+    if text_needle and text_needle not in doc["error"]:
+        return "error %r does not name %s" % (doc["error"], text_needle)
+    return None
+
+
+def corrupt_tests(ctx, ruby, cap_core, exe, record, baseline):
+    rep, corestack, timeout = ctx.rep, ctx.corestack, ctx.timeout
+    name = "%s/heap/" % ruby
+    samples = [int(a, 16) for a in record["samples"]]
+    want = dict(record["count_objects"])
+    todo = [t for t in ("corrupt-type", "corrupt-class", "corrupt-page")
+            if ctx.selected(name + t)]
+    if not todo:
+        return
+    try:
+        layout = layout_of(corestack, baseline_module(corestack, cap_core, exe, timeout), timeout)
+        flags_off = layout["basic_flags"][0]
+        klass_off = layout["basic_klass"][0]
+    except (RuntimeError, KeyError, OSError) as exc:
+        for t in todo:
+            rep.result(name + t, "setup: %s" % exc)
+        return
+    cf = CoreFile(cap_core)
+    if "corrupt-type" in todo:
+        flags = cf.u64(samples[0] + flags_off)
+        cf.write(samples[0] + flags_off, struct.pack("<Q", (flags & ~0x1f) | BAD_TYPE))
+        expect = dict(want, T_OBJECT=want["T_OBJECT"] - 1)
+        try:
+            reason = check_skip(census(corestack, [cap_core, exe], timeout), baseline,
+                                {"bad_types": 1}, expect) or check_partial_text(
+                                    corestack, cap_core, exe, timeout)
+        finally:
+            cf.restore()
+        rep.result(name + "corrupt-type", reason)
+    if "corrupt-class" in todo:
+        cf.write(samples[1] + klass_off, struct.pack("<Q", 0x10))
+        rep.result(name + "corrupt-class", check_skip(
+            patched(corestack, cap_core, exe, cf, timeout), baseline, {"bad_classes": 1}, want,
+            "0x10"))
+    if "corrupt-page" in todo:
+        try:
+            mask = layout["heap_page_align_mask"][0]
+            page = cf.u64((samples[2] & ~mask) + layout["page_body_page"][0])
+            total = cf.uint(page + layout["page_total_slots"][0],
+                            layout["page_total_slots"][1] or 8)
+            cf.write(page + layout["page_start"][0], struct.pack("<Q", 0x10))
+        except (KeyError, LookupError) as exc:
+            rep.result(name + "corrupt-page", "setup: %s" % exc)
+            return
+        rep.result(name + "corrupt-page", check_page(
+            patched(corestack, cap_core, exe, cf, timeout), baseline, want, total))
+
+
+def check_page(res, baseline, want, total):
+    """The page's slots gone from TOTAL, and from FREE and the types
+    together: as many as it had."""
+    expect = dict(want, TOTAL=want["TOTAL"] - total)
+    doc = res[1]
+    if doc:
+        got = doc["count_objects"]
+        lost = 0
+        for k, v in want.items():
+            if k == "TOTAL":
+                continue
+            if got.get(k, 0) > v:
+                return "%s is %d, more than the %d of the intact heap" % (k, got[k], v)
+            lost += v - got.get(k, 0)
+        if lost != total:
+            return "the types and FREE lost %d slots, the page had %d" % (lost, total)
+        expect = dict(got, TOTAL=expect["TOTAL"])
+    return check_skip(res, baseline, {"pages": 1, "slots": total}, expect, "0x10")
+
+
+def gc_library(pid):
+    """The GC library the process mapped, or None."""
+    with open("/proc/%d/maps" % pid) as f:
+        for line in f:
+            path = line.split(None, 5)[5].strip() if len(line.split(None, 5)) == 6 else ""
+            if os.path.basename(path).startswith("librubygc."):
+                return path
+    return None
+
+
+def check_nodebug(corestack, core, exe, library, root, timeout):
+    if not library:
+        return "the process mapped no GC library (RUBY_GC_LIBRARY=default did not load one)"
+    why = nodebug_sysroot(root, library)
+    if why:
+        return "setup: %s" % why
+    rc, doc, out, err, reason = census(corestack, ["--no-cache", "--sysroot", root, core, exe],
+                                       timeout)
+    if reason:
+        return reason
+    lines = err.strip().splitlines()
+    if rc != 2 or len(lines) != 1:
+        return "exit %d with %d lines on stderr (want 2 and one line): %s" % (
+            rc, len(lines), err.strip()[:300])
+    if os.path.basename(library) not in lines[0]:
+        return "the line does not name the GC library %s: %s" % (library, lines[0])
+    if doc.get("walked") is not False or doc.get("live"):
+        return "counted a heap it cannot walk: walked %r, live %r" % (doc.get("walked"),
+                                                                   doc.get("live"))
+    return None
+
+
+def baseline_module(corestack, core, exe, timeout):
+    """The module holding the VM: what corestack --json says of the core."""
+    rc, out, err, reason = procs.run_tool([corestack, "--json", "--no-fibers", core, exe], timeout)
+    if reason or rc not in (0, 1):
+        raise RuntimeError("corestack --json %s: %s" % (core, reason or err.strip()[:200]))
+    return json.loads(out)["process"]["ruby_module"]
+
+
+def run_tests(ctx):
+    rep, corestack, timeout = ctx.rep, ctx.corestack, ctx.timeout
+    for ruby in ctx.rubies:
+        names_here = [n for n in test_names(ruby) if ctx.selected(n)]
+        if not names_here:
+            continue
+        exe = ctx.exe(ruby)
+        if not exe:
+            for n in names_here:
+                rep.skip(n, "needs the %s fixture Ruby (not built)" % ruby)
+            continue
+        base = os.path.join(ctx.workdir, "heap", ruby)
+        name = "%s/heap/" % ruby
+        run = None
+        try:
+            run, record = start_fixture(exe, ruby, base, READY_TIMEOUT)
+            if ctx.selected(name + "live"):
+                res = census(corestack, ["--pid", str(run.pid)], timeout)
+                left = procs.stopped_threads(run.pid)
+                rep.result(name + "live", check_census(res, record, live=True) or (
+                    "threads left stopped: %s" % ", ".join(left) if left else None))
+            library = gc_library(run.pid)
+            core = procs.gcore(run.pid, os.path.join(base, "core"), timeout)
+        except (procs.Failure, OSError, ValueError) as exc:
+            for n in names_here:
+                if not n.endswith("/live") or run is None:
+                    rep.result(n, "setup: %s" % exc)
+            continue
+        finally:
+            if run:
+                run.kill()
+        res = census(corestack, [core, exe], timeout)
+        if ctx.selected(name + "core"):
+            rep.result(name + "core", check_census(res, record) or
+                       check_text(corestack, [core, exe], record, timeout))
+        corrupt_tests(ctx, ruby, core, exe, record, res[1])
+        if name + "gc-nodebug" in names_here:
+            rep.result(name + "gc-nodebug", check_nodebug(corestack, core, exe, library,
+                                                          os.path.join(base, "nodebug-root"),
+                                                          timeout))
+        if not ctx.args.keep:
+            os.unlink(core)
