@@ -32,6 +32,37 @@ static struct cs_error *open_ruby(struct cs_engine *e)
 	return cs_ruby_open(e->target, &opts, &e->ruby);
 }
 
+/* The Ruby's own directories, where a module whose file is gone is
+ * looked for: its $LOAD_PATH and its features' (rv_load_dirs). */
+static void ruby_dirs(void *ctx, char ***dirs, size_t *n)
+{
+	const struct cs_engine *e = ctx;
+	struct cs_error *err = rv_load_dirs(e->ruby.session, dirs, n);
+	cs_error_destroy(err);
+}
+
+static char *host_of(void *ctx, const char *path)
+{
+	const struct cs_engine *e = ctx;
+	return cs_target_host_path(e->target, path);
+}
+
+/* The target looks for a module whose file cannot be used in the
+ * directories the request names (--lib-search-path, the debug
+ * directories), and with ruby (the Ruby open), in the Ruby's own too. */
+static struct cs_error *search_modules(struct cs_engine *e, bool ruby)
+{
+	const struct cs_engine_request *r = &e->request;
+	if (!e->search && !(e->search = cs_module_search_new(
+				    r->target.lib_search_path, r->debug_dirs)))
+		return &cs_error_nomem;
+	if (ruby)
+		cs_module_search_set_target_dirs(e->search, ruby_dirs, e,
+						 host_of, e);
+	cs_target_use_module_search(e->target, e->search);
+	return NULL;
+}
+
 /* The handle with the request's target open; *ret NULL on failure. */
 static struct cs_error *open_target(const struct cs_engine_request *r,
 				    struct cs_engine **ret)
@@ -59,10 +90,14 @@ struct cs_error *cs_engine_open(const struct cs_engine_request *r,
 {
 	struct cs_engine *e;
 	struct cs_error *err = open_target(r, &e);
+	if (!err)
+		err = search_modules(e, false);
 	if (!err && r->page_cache)
 		err = cache_pages(e);
 	if (!err)
 		err = open_ruby(e);
+	if (!err)
+		err = search_modules(e, true);
 	if (err) {
 		cs_engine_close(e);
 		e = NULL;
@@ -120,6 +155,9 @@ void cs_engine_close(struct cs_engine *e)
 	if (!e)
 		return;
 	cs_live_close(e->kept);
+	if (e->target && e->search) /* a borrowed target outlives e */
+		cs_target_use_module_search(e->target, NULL);
+	cs_module_search_free(e->search);
 	cs_ruby_close(&e->ruby);
 	if (e->cached)
 		cs_page_cache_free(&e->cache);

@@ -42,6 +42,10 @@ struct cs_engine {
 	struct cs_page_cache cache;
 	struct cs_memory memory; /* the cache's, read by the session */
 	bool cached;
+	/* where a module whose file cannot be used is looked for by its
+	 * build-id: the request's directories and the Ruby's own; the
+	 * target reads with it (cs_target_use_module_search) */
+	struct cs_module_search *search;
 	/* sampling (cs_engine_open_sampling) */
 	struct cs_live *kept; /* one attachment for every sample */
 	char *ruby_version;   /* as the first look read it; NULL: unknown */

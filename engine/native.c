@@ -178,45 +178,33 @@ static const char *base_name(const char *path)
 	return slash ? slash + 1 : path;
 }
 
-/* The module mapped at m, whose file cannot be used, found by the
- * build-id in memory (module_find.h); kept in found. */
-static void report_found(Dwfl *dwfl, const struct cs_target *img,
-			 const struct cs_mapping *m,
-			 struct cs_module_search *search,
-			 struct cs_native_stacks *out)
+/* Keep a copy of found in out->found. */
+static void keep_found(struct cs_native_stacks *out,
+		       const struct cs_module_found *found)
 {
-	uint8_t id[DW_BUILD_ID_MAX];
-	size_t len = 0;
-	struct cs_error *err =
-		cs_target_module_build_id(img, m->start, id, sizeof(id), &len);
-	if (err) { /* not an ELF module, or its build-id is not known */
-		cs_error_destroy(err);
+	void *p =
+		reallocarray(out->found, out->nfound + 1, sizeof(*out->found));
+	if (!p)
+		return;
+	out->found = p;
+	struct cs_module_found *f = &out->found[out->nfound];
+	*f = (struct cs_module_found){.mapped = strdup(found->mapped),
+				      .file = strdup(found->file),
+				      .dir = found->dir ? strdup(found->dir)
+							: NULL};
+	memcpy(f->build_id, found->build_id, sizeof(f->build_id));
+	if (f->mapped && f->file && (f->dir || !found->dir)) {
+		out->nfound++;
 		return;
 	}
-	char *dir = NULL;
-	char *file = cs_module_find(img, search, m->path, id, len, &dir);
-	char *mapped = file ? strdup(m->path) : NULL;
-	if (mapped && report_file(dwfl, img, m, file, base_name(file), true) ==
-			      REPORTED) {
-		void *p = reallocarray(out->found, out->nfound + 1,
-				       sizeof(*out->found));
-		if (p) {
-			out->found = p;
-			struct cs_module_found *f = &out->found[out->nfound++];
-			*f = (struct cs_module_found){
-				.mapped = mapped, .file = file, .dir = dir};
-			cs_hex(id, len, f->build_id);
-			mapped = file = dir = NULL;
-		}
-	}
-	free(mapped);
-	free(file);
-	free(dir);
+	free(f->mapped);
+	free(f->file);
+	free(f->dir);
 }
 
 /* Report one file mapped at offset 0, if it is an ELF module loaded
- * there and not reported yet: its file where the target says, else one
- * found by its build-id. */
+ * there and not reported yet: its file where the target says, or the
+ * one found by its build-id when that cannot be used (module_search.h). */
 static void report_module(Dwfl *dwfl, const struct cs_target *img,
 			  const struct cs_mapping *m,
 			  struct cs_module_search *search,
@@ -224,14 +212,17 @@ static void report_module(Dwfl *dwfl, const struct cs_target *img,
 {
 	if (dwfl_addrmodule(dwfl, m->start))
 		return; /* already reported (one module, several mappings) */
-	char *host = cs_target_host_path(img, m->path);
+	const struct cs_module_found *found =
+		cs_target_module_found(img, search, m);
+	char *host = found ? strdup(found->file)
+			   : cs_target_host_path(img, m->path);
 	if (!host)
 		return;
-	enum offered what =
-		report_file(dwfl, img, m, host, base_name(m->path), false);
+	if (report_file(dwfl, img, m, host, base_name(found ? host : m->path),
+			found != NULL) == REPORTED &&
+	    found)
+		keep_found(out, found);
 	free(host);
-	if (what == UNUSABLE && search)
-		report_found(dwfl, img, m, search, out);
 }
 
 /* ---- symbols ---- */
@@ -502,40 +493,6 @@ static bool is_code(struct unwind *u, uint64_t addr)
 	       cs_target_region_of(u->img, addr, &r) && r.exec;
 }
 
-/* Code bytes at addr: from memory, else from the file of the module
- * mapped there. A core leaves a module's code out and is read from the
- * file it names, but a module whose file was gone and was found by its
- * build-id (report_found) is known only to libdwfl. */
-static struct cs_error *read_code(void *arg, uint64_t addr, void *buf,
-				  size_t len)
-{
-	const struct unwind *u = arg;
-	struct cs_error *err = cs_memory_read(u->mem, addr, buf, len);
-	Dwfl_Module *mod = err ? dwfl_addrmodule(u->dwfl, addr) : NULL;
-	GElf_Addr bias;
-	Elf *elf = mod ? dwfl_module_getelf(mod, &bias) : NULL;
-	size_t n;
-	if (!elf || elf_getphdrnum(elf, &n) != 0)
-		return err;
-	uint64_t at = addr - bias;
-	for (size_t i = 0; i < n; i++) {
-		GElf_Phdr ph;
-		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD ||
-		    at < ph.p_vaddr || at - ph.p_vaddr > ph.p_filesz ||
-		    len > ph.p_filesz - (at - ph.p_vaddr))
-			continue;
-		Elf_Data *d = elf_getdata_rawchunk(
-			elf, (int64_t)(ph.p_offset + (at - ph.p_vaddr)), len,
-			ELF_T_BYTE);
-		if (!d || d->d_size < len)
-			continue;
-		memcpy(buf, d->d_buf, len);
-		cs_error_destroy(err);
-		return NULL;
-	}
-	return err;
-}
-
 /* A frame the unwinder reached is believed only if it is code on the
  * stack its callee ran on: its return address in a module or an
  * executable region,
@@ -729,13 +686,12 @@ static int go_past_not_code(struct unwind *u, pid_t tid, char *why, size_t len)
 	uint64_t sp = u->stop_regs[DWARF_X86_64_RSP], ret = 0;
 	const char *problem = NULL;
 	struct cs_error *err = NULL;
-	const struct cs_memory code = {.read = read_code, .priv = u};
 	if (!u->stop_known[DWARF_X86_64_RSP])
 		problem = "its stack pointer is not known";
 	else if ((err = cs_memory_read(u->mem, sp, &ret, sizeof(ret))))
 		problem = "the word at its stack pointer is unreadable";
 	else if (!is_code(u, ret - 1) ||
-		 !cs_past_jit_after_call(&code, ret, true))
+		 !cs_past_jit_after_call(u->mem, ret, true))
 		problem = "the word at its stack pointer is no return address";
 	cs_error_destroy(err);
 	if (problem) {

@@ -17,7 +17,7 @@
 #include "../process/memory.h"
 #include "../process/core.h"
 #include "../process/target.h"
-#include "module_find.h"
+#include "../process/module_search.h"
 
 /* Code a JIT generated (jit_regions.h): it has no CFI and no symbols. */
 struct cs_jit_region {
@@ -86,7 +86,7 @@ struct cs_native_stacks {
 	struct cs_native_thread *threads; /* in the order given */
 	size_t nthreads;
 	/* Modules whose file the target names could not be used, found by
-	 * their build-id (module_find.h); their frames' module is the
+	 * their build-id (module_search.h); their frames' module is the
 	 * basename of the file found. */
 	struct cs_module_found *found;
 	size_t nfound;

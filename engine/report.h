@@ -65,7 +65,7 @@ struct cs_report {
 	/* the crash summary of a core dumped on a fatal signal, or NULL */
 	const struct cs_crash *crash;
 	/* modules of the native stacks whose file the target names could
-	 * not be used, found by their build-id (module_find.h) */
+	 * not be used, found by their build-id (module_search.h) */
 	const struct cs_module_found *modules_found;
 	size_t nmodules_found;
 };

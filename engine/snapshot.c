@@ -53,20 +53,13 @@ static int64_t *glibc_tids_of(const struct cs_snapshot_options *o,
 	return tids;
 }
 
-/* The Ruby's own directories, where a module whose file is gone is
- * looked for (module_find.h). */
-static void ruby_dirs(void *ctx, char ***dirs, size_t *n)
-{
-	struct cs_error *err = rv_load_dirs(ctx, dirs, n);
-	cs_error_destroy(err);
-}
-
 /* Every thread's native stack (crash_tid >= 0: that thread's alone); on
  * failure a warning (the caller owns it) and the Ruby stacks go on alone. */
 static char *unwind_native(const struct cs_snapshot_options *o,
 			   const struct cs_engine_request *req,
 			   const struct cs_target *t,
 			   struct rv_session *session,
+			   struct cs_module_search *search,
 			   const struct rv_process *proc, int64_t crash_tid,
 			   struct cs_native_stacks **ret)
 {
@@ -94,15 +87,8 @@ static char *unwind_native(const struct cs_snapshot_options *o,
 	/* a front end that shows no native frames may set no limit */
 	size_t max = o->max_native_frames ? o->max_native_frames
 					  : CS_SNAPSHOT_CRASH_FRAMES;
-	struct cs_module_search search = {
-		.lib_search_path = req->target.lib_search_path,
-		.debug_dirs = req->debug_dirs,
-		.ruby_dirs = ruby_dirs,
-		.ctx = session,
-	};
 	err = cs_native_unwind(t, mem, threads, n, req->debug_dirs, max, jits,
-			       njits, &search, ret);
-	cs_module_search_free(&search);
+			       njits, search, ret);
 	free(threads);
 	free(jits);
 	char *msg = NULL;
@@ -269,11 +255,11 @@ struct cs_error *cs_engine_snapshot(struct cs_engine *e,
 	const struct cs_siginfo *si = cs_crash_signal(cs_target_siginfo(t));
 	int64_t crash_tid = si ? cs_target_crash_tid(t) : -1;
 	if (o->native) /* before a live process runs again */
-		s->native_warning = unwind_native(o, req, t, session, s->proc,
-						  -1, &s->native);
+		s->native_warning = unwind_native(o, req, t, session, e->search,
+						  s->proc, -1, &s->native);
 	else if (crash_tid >= 0 && t->dump) /* for the crash summary */
-		free(unwind_native(o, req, t, session, s->proc, crash_tid,
-				   &s->crash_native));
+		free(unwind_native(o, req, t, session, e->search, s->proc,
+				   crash_tid, &s->crash_native));
 	/* The snapshot is taken: let a live process run again before the
 	 * report is written. */
 	cs_target_release(t);

@@ -71,9 +71,22 @@ struct cs_error *cs_core_set_lib_search_path(struct cs_core *core,
 struct cs_error *cs_core_set_executable(struct cs_core *core, const char *path);
 /* Where the file the target knew as path is on this machine: the file
  * cs_core_set_executable gave for the executable, else under the
- * sysroot, else by basename in the lib search path, else path itself.
- * malloc'd (NULL on ENOMEM); it may not exist. */
-char *cs_core_host_path(const struct cs_core *core, const char *path);
+ * sysroot, else by basename in the lib search path, else path itself;
+ * but a file of a mapping that is not the one the process mapped (gone,
+ * another build) is the file with its build-id, where one was found
+ * (cs_core_use_module_search). malloc'd (NULL on ENOMEM); it may not
+ * exist. */
+char *cs_core_host_path(struct cs_core *core, const char *path);
+/* Look for a file NT_FILE names that cannot be used (gone, another
+ * build) with s (module_search.h), and read the bytes the core left out
+ * from the file found; NULL: with the lib search path alone. Closes
+ * files already open and forgets failed opens. */
+void cs_core_use_module_search(struct cs_core *core,
+			       struct cs_module_search *s);
+/* The file found so for the module mapped at m (a mapping of the
+ * core's tables), or NULL. */
+const struct cs_module_found *cs_core_module_found(struct cs_core *core,
+						   const struct cs_mapping *m);
 
 /* Open every file NT_FILE names now rather than on first read, so that
  * each found file whose build-id differs from the one dumped in the core

@@ -26,6 +26,8 @@ struct cs_error *cs_core_set_lib_search_path(struct cs_core *core,
 	cs_core_close_files(core);
 	if (!dirs || !*dirs)
 		return NULL;
+	if (!(core->own_search = cs_module_search_new(dirs, NULL)))
+		return &cs_error_nomem;
 	size_t n = 1;
 	for (const char *p = dirs; *p; p++)
 		n += *p == ':';
@@ -132,7 +134,10 @@ static char **cs_core_candidates(const struct cs_core *core, const char *path)
 	return out;
 }
 
-char *cs_core_host_path(const struct cs_core *core, const char *path)
+/* The usual place of the file the target knew as path: the executable
+ * given, else the first regular file of the candidates, else the first
+ * candidate. malloc'd, NULL on ENOMEM. */
+static char *usual_host(const struct cs_core *core, const char *path)
 {
 	if (core->exe_host && core->exe_target &&
 	    strcmp(path, core->exe_target) == 0)
@@ -140,14 +145,7 @@ char *cs_core_host_path(const struct cs_core *core, const char *path)
 	char **cands = cs_core_candidates(core, path);
 	if (!cands)
 		return NULL;
-	/* A module rebuilt without NT_FILE: the file with its build-id. */
-	struct cs_link_map_module *mod =
-		cs_link_map_module_of(&core->recovered, path);
-	const char *match = mod ? cs_link_map_host(&core->recovered, mod,
-						   (const char *const *)cands,
-						   core->lib_dirs)
-				: NULL;
-	const char *pick = match;
+	const char *pick = NULL;
 	for (size_t i = 0; !pick && cands[i]; i++)
 		if (cs_core_is_regular(cands[i]))
 			pick = cands[i];
@@ -158,6 +156,40 @@ char *cs_core_host_path(const struct cs_core *core, const char *path)
 		free(cands[i]);
 	free(cands);
 	return out;
+}
+
+static struct cs_core_file *file_named(struct cs_core *core, const char *path)
+{
+	for (size_t i = 0; i < core->nfiles; i++)
+		if (strcmp(core->files[i].path, path) == 0)
+			return &core->files[i];
+	return NULL;
+}
+
+static int cs_core_file_fd(struct cs_core *core, struct cs_core_file *f);
+
+char *cs_core_host_path(struct cs_core *core, const char *path)
+{
+	struct cs_core_file *f = file_named(core, path);
+	if (f && cs_core_file_fd(core, f) >= 0 && f->found)
+		return strdup(f->found->file);
+	return usual_host(core, path);
+}
+
+void cs_core_use_module_search(struct cs_core *core, struct cs_module_search *s)
+{
+	core->search = s;
+	cs_core_close_files(core); /* what failed may be found now */
+}
+
+const struct cs_module_found *cs_core_module_found(struct cs_core *core,
+						   const struct cs_mapping *m)
+{
+	size_t i = (size_t)(m - core->tables.maps);
+	if (i >= core->tables.nmaps)
+		return NULL;
+	struct cs_core_file *f = &core->files[core->map_file[i]];
+	return cs_core_file_fd(core, f) >= 0 ? f->found : NULL;
 }
 
 size_t cs_core_warning_count(const struct cs_core *core)
@@ -186,18 +218,19 @@ struct cs_error *cs_core_fault(const struct cs_core *core, uint64_t addr,
 			      core->path, len, addr, at, why);
 }
 
-/* Does the file host (open as fd), found for the core's file f, differ
- * from what the process mapped? Compared by build-id: the core's from the
+/* Does the file open as fd, found for the core's file f, differ from
+ * what the process mapped? Compared by build-id: the core's from the
  * module's ELF header dumped at each offset-0 mapping of f (one match
  * will do: Ruby's crash reporter maps libruby whole a second time), the
- * file's from its notes. A module whose header the core left out, or
- * without build-id, cannot be checked and passes. A mismatch adds a
- * warning naming the file and both build-ids. */
+ * file's from its notes (fd -1: no file). A module whose header the core
+ * left out, or without build-id, cannot be checked and passes. On a
+ * mismatch, want[0, *want_len) is the core's build-id, have[0,
+ * *have_len) the file's. */
 static int cs_core_file_mismatch(struct cs_core *core, struct cs_core_file *f,
-				 int fd, const char *host)
+				 int fd, uint8_t *want, size_t *want_len,
+				 uint8_t *have, size_t *have_len)
 {
-	uint8_t have[64], want[64];
-	size_t have_len = 0, want_len = 0;
+	*want_len = *have_len = 0;
 	int file_read = 0;
 	for (size_t i = 0; i < core->tables.nmaps; i++) {
 		const struct cs_mapping *m = &core->tables.maps[i];
@@ -212,16 +245,22 @@ static int cs_core_file_mismatch(struct cs_core *core, struct cs_core_file *f,
 			continue;
 		}
 		memcpy(want, id, len);
-		want_len = len;
-		if (!file_read) {
-			have_len = cs_build_id_of_fd(fd, have, sizeof(have));
-			file_read = 1;
-		}
-		if (cs_build_id_same(have, have_len, want, want_len))
+		*want_len = len;
+		if (!file_read && fd >= 0)
+			*have_len = cs_build_id_of_fd(fd, have, 64);
+		file_read = 1;
+		if (cs_build_id_same(have, *have_len, want, *want_len))
 			return 0;
 	}
-	if (!want_len)
-		return 0;
+	return *want_len != 0;
+}
+
+/* The warning for a file host whose build-id differs from the one the
+ * process mapped for f. */
+static void warn_mismatch(struct cs_core *core, const struct cs_core_file *f,
+			  const char *host, const uint8_t *want,
+			  size_t want_len, const uint8_t *have, size_t have_len)
+{
 	char have_hex[2 * 64 + 1] = "none", want_hex[2 * 64 + 1];
 	if (have_len)
 		cs_hex(have, have_len, have_hex);
@@ -233,7 +272,39 @@ static int cs_core_file_mismatch(struct cs_core *core, struct cs_core_file *f,
 		     "--sysroot or --lib-search-path)",
 		     host, have_hex, f->path, want_hex) >= 0)
 		core->nwarnings++;
-	return 1;
+}
+
+/* The directory of host, to read whole for a module a core without
+ * NT_FILE names by the loader's name (a soname link a copied tree may
+ * lack, not the file); NULL for others. malloc'd. */
+static char *near_dir(const struct cs_core *core, const struct cs_core_file *f,
+		      const char *host)
+{
+	if (!cs_link_map_module_of(&core->recovered, f->path))
+		return NULL;
+	const char *slash = strrchr(host, '/');
+	if (!slash)
+		return NULL;
+	return slash == host ? strdup("/")
+			     : strndup(host, (size_t)(slash - host));
+}
+
+/* f's file found by the build-id the core holds for it, open; -1 when
+ * none is found. */
+static int found_fd(struct cs_core *core, struct cs_core_file *f,
+		    const char *host, const uint8_t *id, size_t len)
+{
+	struct cs_module_search *s = core->search ? core->search
+						  : core->own_search;
+	char *near = s && len ? near_dir(core, f, host) : NULL;
+	const struct cs_module_found *found =
+		s && len ? cs_module_search_find(s, f->path, id, len, near)
+			 : NULL;
+	free(near);
+	int fd = found ? cs_open_regular(found->file) : -1;
+	if (fd >= 0)
+		f->found = found;
+	return fd;
 }
 
 static int cs_core_file_fd(struct cs_core *core, struct cs_core_file *f)
@@ -258,7 +329,15 @@ static int cs_core_file_fd(struct cs_core *core, struct cs_core_file *f)
 	}
 	if (f->mismatched)
 		return -1;
-	char *host = cs_core_host_path(core, f->path);
+	if (f->found) { /* found before, closed since */
+		int fd = cs_open_regular(f->found->file);
+		if (fd < 0)
+			f->open_errno = errno;
+		else
+			core->nopen++;
+		return f->fd = fd;
+	}
+	char *host = usual_host(core, f->path);
 	if (!host) {
 		f->open_errno = ENOMEM;
 		return -1;
@@ -267,16 +346,29 @@ static int cs_core_file_fd(struct cs_core *core, struct cs_core_file *f)
 	 * opening those can block or have side effects, so only regular
 	 * files, checked before opening and again after. */
 	int fd = cs_open_regular(host);
-	if (fd < 0) /* not a regular file: as a device, ENODEV */
-		f->open_errno = errno == EISDIR ? ENODEV : errno;
-	if (fd >= 0 && !f->checked) {
+	int open_errno = errno == EISDIR ? ENODEV : errno;
+	if (!f->checked) {
 		f->checked = 1;
-		if (cs_core_file_mismatch(core, f, fd, host)) {
+		uint8_t want[64], have[64];
+		size_t want_len, have_len;
+		int bad = cs_core_file_mismatch(core, f, fd, want, &want_len,
+						have, &have_len);
+		/* not the file mapped, or none: one with its build-id */
+		int other = bad ? found_fd(core, f, host, want, want_len) : -1;
+		if (other >= 0) {
+			if (fd >= 0)
+				close(fd);
+			fd = other;
+		} else if (bad && fd >= 0) {
 			f->mismatched = 1;
+			warn_mismatch(core, f, host, want, want_len, have,
+				      have_len);
 			close(fd);
 			fd = -1;
 		}
 	}
+	if (fd < 0 && !f->mismatched) /* not a regular file: ENODEV */
+		f->open_errno = open_errno;
 	free(host);
 	if (fd < 0)
 		return -1;

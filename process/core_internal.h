@@ -48,12 +48,15 @@ struct cs_core_segment {
 	bool write;            /* PF_W: the process could write it */
 };
 
-struct cs_core_file {      /* a file named by NT_FILE, opened lazily */
-	const char *path;  /* target path, points into the note */
-	int fd;            /* -1 while not open */
-	int open_errno;    /* opening failed: don't retry every read */
-	int checked;       /* build-id compared with the core's */
-	int mismatched;    /* ... and it differs: never read from it */
+struct cs_core_file {     /* a file named by NT_FILE, opened lazily */
+	const char *path; /* target path, points into the note */
+	int fd;           /* -1 while not open */
+	int open_errno;   /* opening failed: don't retry every read */
+	int checked;      /* build-id compared with the core's */
+	int mismatched;   /* ... and it differs: never read from it */
+	/* the file with its build-id, found in place of one that cannot be
+	 * used (module_search.h), or NULL */
+	const struct cs_module_found *found;
 	uint64_t last_use; /* LRU stamp from cs_core.clock */
 };
 
@@ -77,7 +80,11 @@ struct cs_core {
 	size_t nfiles, nopen;
 	uint64_t clock;
 	char *sysroot;
-	char **lib_dirs;         /* --lib-search-path, NULL-terminated */
+	char **lib_dirs; /* --lib-search-path, NULL-terminated */
+	/* where a file that cannot be used is looked for by its build-id:
+	 * the search the engine gave (cs_core_use_module_search), else one
+	 * of lib_dirs */
+	struct cs_module_search *search, *own_search;
 	const char *compression; /* "zstd"... when inflated from that */
 	char *warnings[CS_CORE_MAX_WARNINGS];
 	size_t nwarnings;

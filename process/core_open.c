@@ -388,9 +388,9 @@ void cs_core_close_files(struct cs_core *core)
 		core->files[i].open_errno = 0;
 		core->files[i].checked = 0;
 		core->files[i].mismatched = 0;
+		core->files[i].found = NULL;
 	}
 	core->nopen = 0;
-	cs_link_map_forget_files(&core->recovered);
 	for (size_t i = 0; i < core->nwarnings; i++)
 		free(core->warnings[i]);
 	core->nwarnings = 0;
@@ -402,6 +402,8 @@ void cs_core_free_lib_dirs(struct cs_core *core)
 		free(core->lib_dirs[i]);
 	free(core->lib_dirs);
 	core->lib_dirs = NULL;
+	cs_module_search_free(core->own_search);
+	core->own_search = NULL;
 }
 
 void cs_core_close(struct cs_core *core)

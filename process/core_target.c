@@ -21,9 +21,20 @@ static struct cs_error *core_build_id(void *p, uint64_t start, uint8_t *buf,
 	return cs_core_module_build_id(p, start, buf, bufsize, len);
 }
 
-static char *core_host_path(const void *p, const char *path)
+static char *core_host_path(void *p, const char *path)
 {
 	return cs_core_host_path(p, path);
+}
+
+static void core_use_module_search(void *p, struct cs_module_search *s)
+{
+	cs_core_use_module_search(p, s);
+}
+
+static const struct cs_module_found *
+core_module_found(void *p, const struct cs_mapping *m)
+{
+	return cs_core_module_found(p, m);
 }
 
 static const char *core_mapping_gap(const void *p)
@@ -62,7 +73,9 @@ static void core_close(void *p)
 	.module_build_id = core_build_id, .host_path = core_host_path,      \
 	.mapping_gap = core_mapping_gap, .check_files = core_check_files,   \
 	.warning_count = core_warning_count, .warning_at = core_warning_at, \
-	.truncation = core_truncation
+	.truncation = core_truncation,                                      \
+	.use_module_search = core_use_module_search,                        \
+	.module_found = core_module_found
 
 static const struct cs_target_ops core_view_ops = {CORE_OPS};
 static const struct cs_target_ops core_owned_ops = {CORE_OPS,

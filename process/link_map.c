@@ -1,7 +1,6 @@
 /* The file mappings of a core without NT_FILE. See link_map.h. */
 #include "link_map.h"
 
-#include <dirent.h>
 #include <elf.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -20,20 +19,6 @@
 #define MAX_DYN 4096        /* entries of the executable's dynamic section */
 #define MAX_AUX_PHNUM 1024  /* AT_PHNUM */
 #define PAGE 0x1000ull      /* the loader maps whole pages */
-#define MAX_SCAN 65536      /* files of the search path read for build-ids */
-
-struct cs_link_map_file {
-	char *path;
-	uint8_t build_id[CS_LINK_MAP_ID_MAX];
-	size_t build_id_len;
-};
-
-struct cs_link_map_scan {
-	struct cs_link_map_file *files;
-	size_t nfiles, cap, seen;
-	char **dirs; /* the directories read */
-	size_t ndirs;
-};
 
 struct recover {
 	struct cs_core *core;
@@ -392,10 +377,6 @@ struct cs_error *cs_link_map_read(struct cs_core *core, struct cs_link_map *lm)
 		return &cs_error_nomem;
 	}
 	sort_maps(lm);
-	if (lm->nmodules && !(lm->scan = calloc(1, sizeof(*lm->scan)))) {
-		cs_link_map_free(lm);
-		return &cs_error_nomem;
-	}
 	return NULL;
 }
 
@@ -407,117 +388,12 @@ struct cs_link_map_module *cs_link_map_module_of(const struct cs_link_map *lm,
 	return found ? &lm->modules[(uintptr_t)v - 1] : NULL;
 }
 
-/* The build-id of every regular file of dir, once per directory; a
- * bounded number of files in all. Out of memory leaves a partial list:
- * modules are then found by name only. */
-static void scan_dir(struct cs_link_map_scan *scan, const char *dir)
-{
-	for (size_t i = 0; i < scan->ndirs; i++)
-		if (strcmp(scan->dirs[i], dir) == 0)
-			return;
-	char **dirs = reallocarray(scan->dirs, scan->ndirs + 1, sizeof(*dirs));
-	if (!dirs)
-		return;
-	scan->dirs = dirs;
-	if (!(dirs[scan->ndirs] = strdup(dir)))
-		return;
-	scan->ndirs++;
-	DIR *d = *dir ? opendir(dir) : NULL;
-	struct dirent *e;
-	while (d && scan->seen < MAX_SCAN && (e = readdir(d))) {
-		if (e->d_type != DT_REG && e->d_type != DT_LNK &&
-		    e->d_type != DT_UNKNOWN)
-			continue;
-		scan->seen++;
-		struct cs_link_map_file f = {0};
-		if (asprintf(&f.path, "%s/%s", dir, e->d_name) < 0)
-			break;
-		f.build_id_len = cs_build_id_of_path(f.path, f.build_id,
-						     sizeof(f.build_id));
-		if (!f.build_id_len) {
-			free(f.path);
-			continue;
-		}
-		if (scan->nfiles == scan->cap) {
-			size_t cap = scan->cap ? 2 * scan->cap : 64;
-			void *p = reallocarray(scan->files, cap, sizeof(f));
-			if (!p) {
-				free(f.path);
-				break;
-			}
-			scan->files = p;
-			scan->cap = cap;
-		}
-		scan->files[scan->nfiles++] = f;
-	}
-	if (d)
-		closedir(d);
-}
-
-static int same_id(const struct cs_link_map_module *mod, const uint8_t *id,
-		   size_t len)
-{
-	return cs_build_id_same(id, len, mod->build_id, mod->build_id_len);
-}
-
-const char *cs_link_map_host(const struct cs_link_map *lm,
-			     struct cs_link_map_module *mod,
-			     const char *const *cands, char *const *dirs)
-{
-	if (mod->looked_up || !mod->build_id_len)
-		return mod->host;
-	mod->looked_up = 1;
-	uint8_t id[CS_LINK_MAP_ID_MAX];
-	for (size_t i = 0; cands[i] && !mod->host; i++)
-		if (same_id(mod, id,
-			    cs_build_id_of_path(cands[i], id, sizeof(id))))
-			mod->host = strdup(cands[i]);
-	/* The directory its name is in (a soname link may be missing
-	 * there, not the file), then the search path. */
-	struct cs_link_map_scan *scan = lm->scan;
-	char *dir = mod->host || !scan || !cands[0] ? NULL : strdup(cands[0]);
-	char *slash = dir ? strrchr(dir, '/') : NULL;
-	if (slash) {
-		*slash = '\0';
-		scan_dir(scan, slash == dir ? "/" : dir);
-	}
-	free(dir);
-	for (size_t i = 0; !mod->host && scan && dirs && dirs[i]; i++)
-		scan_dir(scan, dirs[i]);
-	for (size_t i = 0; !mod->host && scan && i < scan->nfiles; i++)
-		if (same_id(mod, scan->files[i].build_id,
-			    scan->files[i].build_id_len))
-			mod->host = strdup(scan->files[i].path);
-	return mod->host;
-}
-
-void cs_link_map_forget_files(const struct cs_link_map *lm)
-{
-	for (size_t i = 0; i < lm->nmodules; i++) {
-		free(lm->modules[i].host);
-		lm->modules[i].host = NULL;
-		lm->modules[i].looked_up = 0;
-	}
-	struct cs_link_map_scan *scan = lm->scan;
-	if (!scan)
-		return;
-	for (size_t i = 0; i < scan->nfiles; i++)
-		free(scan->files[i].path);
-	for (size_t i = 0; i < scan->ndirs; i++)
-		free(scan->dirs[i]);
-	free(scan->files);
-	free(scan->dirs);
-	memset(scan, 0, sizeof(*scan));
-}
-
 void cs_link_map_free(struct cs_link_map *lm)
 {
-	cs_link_map_forget_files(lm);
 	for (size_t i = 0; i < lm->nmodules; i++)
 		free(lm->modules[i].name);
 	free(lm->modules);
 	u64map_free(&lm->by_name, NULL);
-	free(lm->scan);
 	free(lm->maps);
 	free(lm->incomplete);
 	memset(lm, 0, sizeof(*lm));

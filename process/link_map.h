@@ -24,12 +24,7 @@ struct cs_link_map_module {
 	char *name; /* the loader's name for it: the maps' path */
 	uint8_t build_id[CS_LINK_MAP_ID_MAX];
 	size_t build_id_len; /* 0 when the core lacks it */
-	/* cs_link_map_host's answer, kept until cs_link_map_forget_files */
-	int looked_up;
-	char *host;
 };
-
-struct cs_link_map_scan;
 
 struct cs_link_map {
 	struct cs_mapping *maps; /* sorted by start, disjoint */
@@ -38,7 +33,6 @@ struct cs_link_map {
 	size_t nmodules;
 	struct u64map by_name; /* name pointer -> module index + 1 */
 	char *incomplete; /* NULL, or why a module may be missing (one line) */
-	struct cs_link_map_scan *scan; /* the search path's files, read once */
 };
 
 /* Reads only the core's own bytes (there are no mappings yet). Only
@@ -51,18 +45,4 @@ void cs_link_map_free(struct cs_link_map *lm);
 /* The module whose maps' path is path (the same pointer), or NULL. */
 struct cs_link_map_module *cs_link_map_module_of(const struct cs_link_map *lm,
 						 const char *path);
-/* Which file on this machine is mod: of the usual places for its name
- * (cands, NULL-terminated: under the sysroot, by basename in the search
- * path), the first whose build-id is the one in the core; else any file
- * of the directories dirs (NULL-terminated, may be NULL) that has it: a
- * name the loader gave may be a link a copied tree lacks. NULL when none
- * matches or the core lacks the build-id: the caller falls back to the
- * usual place, which is then checked and refused as usual. The answer is
- * kept in mod. */
-const char *cs_link_map_host(const struct cs_link_map *lm,
-			     struct cs_link_map_module *mod,
-			     const char *const *cands, char *const *dirs);
-/* Forget the files found (the sysroot or search path changed). */
-void cs_link_map_forget_files(const struct cs_link_map *lm);
-
 #endif

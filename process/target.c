@@ -1,6 +1,7 @@
 /* The target interface: the lookups in the tables, the same for every
  * kind, and the defaults of the operations a kind leaves out. */
 #include "target.h"
+#include "build_id.h"
 
 #include <elf.h>
 #include <stddef.h>
@@ -189,6 +190,36 @@ char *cs_target_host_path(const struct cs_target *t, const char *path)
 {
 	return t->ops->host_path ? t->ops->host_path(t->priv, path)
 				 : strdup(path);
+}
+
+void cs_target_use_module_search(const struct cs_target *t,
+				 struct cs_module_search *s)
+{
+	if (t->ops->use_module_search)
+		t->ops->use_module_search(t->priv, s);
+}
+
+const struct cs_module_found *cs_target_module_found(const struct cs_target *t,
+						     struct cs_module_search *s,
+						     const struct cs_mapping *m)
+{
+	if (t->ops->module_found)
+		return t->ops->module_found(t->priv, m);
+	uint8_t want[64], have[64];
+	size_t want_len = 0;
+	struct cs_error *err = cs_target_module_build_id(
+		t, m->start, want, sizeof(want), &want_len);
+	if (err || !s) { /* not an ELF module, or its build-id unknown */
+		cs_error_destroy(err);
+		return NULL;
+	}
+	char *host = cs_target_host_path(t, m->path);
+	size_t have_len = host ? cs_build_id_of_path(host, have, sizeof(have))
+			       : 0;
+	free(host);
+	if (cs_build_id_same(have, have_len, want, want_len))
+		return NULL; /* its own file will do */
+	return cs_module_search_find(s, m->path, want, want_len, NULL);
 }
 
 const char *cs_target_mapping_gap(const struct cs_target *t)

@@ -22,6 +22,7 @@
 
 #include "../util/error.h"
 #include "memory.h"
+#include "module_search.h"
 
 /* Most threads a target is read with: a live process with more is
  * refused, as a snapshot reads no more. */
@@ -142,9 +143,19 @@ struct cs_target_ops {
 	struct cs_error *(*module_build_id)(void *priv, uint64_t start,
 					    uint8_t *buf, size_t bufsize,
 					    size_t *len);
-	/* Where a file the target mapped is on this machine; malloc'd,
-	 * NULL on ENOMEM. May be NULL: at its path. */
-	char *(*host_path)(const void *priv, const char *path);
+	/* Where a file the target mapped is on this machine (a module's
+	 * file found by its build-id, if it was); malloc'd, NULL on
+	 * ENOMEM. May be NULL: at its path. */
+	char *(*host_path)(void *priv, const char *path);
+	/* Look for a module's file with s (module_search.h) when the one
+	 * the target names cannot be used, and read the bytes the target
+	 * lacks of it from the file found; NULL: stop (s is about to be
+	 * freed). May be NULL: the kind reads no file. */
+	void (*use_module_search)(void *priv, struct cs_module_search *s);
+	/* The module mapped at m found so, or NULL. May be NULL: the
+	 * default, which looks with the search the caller gives. */
+	const struct cs_module_found *(*module_found)(
+		void *priv, const struct cs_mapping *m);
 	/* One line on why the mappings may lack a module. May be NULL:
 	 * they are complete. */
 	const char *(*mapping_gap)(const void *priv);
@@ -233,6 +244,20 @@ struct cs_error *cs_target_module_build_id(const struct cs_target *t,
 					   size_t bufsize, size_t *len);
 
 char *cs_target_host_path(const struct cs_target *t, const char *path);
+/* Where a module whose file cannot be used is looked for by its
+ * build-id (module_search.h), for every reader of the target: a core
+ * reads the pages it left out of such a module from the file found. s
+ * stays the caller's; cs_target_use_module_search(t, NULL) before it is
+ * freed. */
+void cs_target_use_module_search(const struct cs_target *t,
+				 struct cs_module_search *s);
+/* The file of the module mapped at m (file offset 0), when the one the
+ * target names cannot be used (missing, another build) and one with the
+ * module's build-id was found; NULL otherwise. s: the search a target
+ * that reads no file looks with (may be NULL). */
+const struct cs_module_found *
+cs_target_module_found(const struct cs_target *t, struct cs_module_search *s,
+		       const struct cs_mapping *m);
 const char *cs_target_mapping_gap(const struct cs_target *t);
 /* Whether the target knows its memory's regions: when not, the native
  * unwinder checks no address against them. */

@@ -85,6 +85,45 @@ static bool clause_iseq(struct rv_session *s, const struct rv_iseq_info *info)
 		info->type == RV_VAL(s, iseq_type_ensure));
 }
 
+struct cs_error *rv_scope_slots(struct rv_session *s, uint64_t iseq,
+				const struct rv_iseq_info *info, uint64_t ep,
+				uint64_t **ids, uint64_t *n)
+{
+	*ids = NULL;
+	struct cs_error *err;
+	uint64_t table, count = 0;
+	*n = 0;
+	if ((err = rv_read_member(s, info->body, RVL_body_local_table_size,
+				  &count)) ||
+	    (err = rv_read_member(s, info->body, RVL_body_local_table, &table)))
+		return err;
+	if (count == 0)
+		return NULL;
+	if (count > MAX_LOCALS)
+		return cs_error_create(CS_ERR_CORRUPT,
+				       "iseq 0x%llx claims %llu locals",
+				       (unsigned long long)iseq,
+				       (unsigned long long)count);
+	int64_t vs = RV_VAL(s, value_size);
+	if (vs != (int64_t)sizeof(**ids))
+		return cs_error_create(CS_ERR_CORRUPT, "VALUE of %lld bytes",
+				       (long long)vs);
+	uint64_t *both = calloc(2 * count, sizeof(*both));
+	if (!both)
+		return &cs_error_nomem;
+	uint64_t first = ep + (uint64_t)((RV_VAL(s, env_index_last_lvar) -
+					  (int64_t)(count - 1)) *
+					 vs);
+	if ((err = rv_read(s, table, both, count * sizeof(*both))) ||
+	    (err = rv_read(s, first, both + count, count * sizeof(*both)))) {
+		free(both);
+		return err;
+	}
+	*ids = both;
+	*n = count;
+	return NULL;
+}
+
 /* The locals of one scope: iseq's local table, values from the env at ep,
  * whose flags are env_flags. *parent is the iseq of the scope around it
  * (0 if none); *clause: iseq is a rescue or ensure clause's. */
@@ -99,36 +138,16 @@ static struct cs_error *scope_locals(struct rv_session *s, uint64_t iseq,
 		return err;
 	*parent = info->parent_iseq;
 	*clause = clause_iseq(s, info);
-	uint64_t n, table, params = 0;
-	if ((err = rv_read_member(s, info->body, RVL_body_local_table_size,
-				  &n)) ||
-	    (err = rv_read_member(s, info->body, RVL_body_local_table, &table)))
-		return err;
+	uint64_t params = 0;
 	if (RV_HAS(s, body_param_size))
 		rv_try_member(s, info->body, RVL_body_param_size, &params);
 	uint64_t block_param = 0;
 	bool unread =
 		rv_block_param_unread(s, iseq, info, env_flags, &block_param);
-	if (n == 0)
-		return NULL;
-	if (n > MAX_LOCALS)
-		return cs_error_create(CS_ERR_CORRUPT,
-				       "iseq 0x%llx claims %llu locals",
-				       (unsigned long long)iseq,
-				       (unsigned long long)n);
-	int64_t vs = RV_VAL(s, value_size);
-	uint64_t *ids = calloc(2 * n, sizeof(*ids));
-	if (!ids)
-		return &cs_error_nomem;
-	uint64_t *vals = ids + n;
-	uint64_t first = ep + (uint64_t)((RV_VAL(s, env_index_last_lvar) -
-					  (int64_t)(n - 1)) *
-					 vs);
-	if (vs != (int64_t)sizeof(*ids))
-		err = cs_error_create(CS_ERR_CORRUPT, "VALUE of %lld bytes",
-				      (long long)vs);
-	else if (!(err = rv_read(s, table, ids, n * sizeof(*ids))))
-		err = rv_read(s, first, vals, n * sizeof(*vals));
+	uint64_t *ids, n;
+	if ((err = rv_scope_slots(s, iseq, info, ep, &ids, &n)) || !ids)
+		return err;
+	const uint64_t *vals = ids + n;
 	for (uint64_t i = 0; !err && i < n; i++) {
 		char *name = NULL;
 		if (!is_local_id(s, ids[i]) ||
@@ -149,8 +168,9 @@ static struct cs_error *scope_locals(struct rv_session *s, uint64_t iseq,
 }
 
 /* The frame's self (cfp->self, what self is in a block too), shown as a
- * local's value is. */
-static struct cs_error *frame_self(struct rv_session *s, struct rv_frame *f)
+ * local's value is, in f->self_value and f->self_class. */
+static struct cs_error *show_frame_self(struct rv_session *s,
+					struct rv_frame *f)
 {
 	uint64_t self = 0;
 	struct cs_error *err = rv_read_member(s, f->cfp, RVL_cfp_self, &self);
@@ -171,7 +191,7 @@ static struct cs_error *frame_locals(struct rv_session *s, struct rv_frame *f)
 	struct local_list l = {0};
 	uint64_t ep = 0, iseq = f->iseq, flags, prev;
 	int outer = 0; /* scopes out from the frame's own */
-	struct cs_error *err = frame_self(s, f);
+	struct cs_error *err = show_frame_self(s, f);
 	if (!err)
 		err = rv_read_member(s, f->cfp, RVL_cfp_ep, &ep);
 	for (int scope = 0; !err && iseq && scope < MAX_SCOPES; scope++) {

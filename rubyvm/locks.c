@@ -55,9 +55,9 @@ static uint64_t mutex_data(struct rv_session *s, uint64_t obj)
 	return typed_data_of(s, obj, RVL_mutex_data_type);
 }
 
-/* The self of frame i of t, 0 when unreadable. */
-static uint64_t frame_self(struct rv_session *s, const struct rv_thread *t,
-			   size_t i)
+/* The self (cfp->self) of frame i of t, 0 when unreadable. */
+static uint64_t self_of_frame(struct rv_session *s, const struct rv_thread *t,
+			      size_t i)
 {
 	uint64_t self;
 	return i < t->nframes && t->frames[i].cfp &&
@@ -127,7 +127,7 @@ static void read_held(struct rv_session *s, uint64_t th, struct rv_thread *t)
 static void read_queue(struct rv_session *s, const struct rv_thread *t,
 		       struct rv_wait *w)
 {
-	uint64_t self = frame_self(s, t, w->frame - 1), q, v, que, ptr;
+	uint64_t self = self_of_frame(s, t, w->frame - 1), q, v, que, ptr;
 	uint64_t data = typed_data_of(s, self, RVL_szqueue_data_type);
 	bool sized = data && RV_HAS(s, szqueue_q);
 	if (!sized)
@@ -155,32 +155,37 @@ static void read_queue(struct rv_session *s, const struct rv_thread *t,
 	w->queue = self;
 }
 
-/* The first local of a Ruby frame that is a Mutex, 0 if none: the
- * parameter of a ConditionVariable#wait written in Ruby (4.0+). */
+/* The Mutex a Ruby frame's method has as its parameter named "mutex"
+ * (ConditionVariable#wait(mutex, timeout = nil) written in Ruby, 4.0+),
+ * else its first local that is a Mutex; 0 if none. */
 static uint64_t mutex_local(struct rv_session *s, const struct rv_frame *f)
 {
-	struct rv_iseq_info info;
-	uint64_t n = 0, ep, v, found = 0;
+	const struct rv_iseq_info *info;
+	uint64_t ep, *ids = NULL, n = 0, first = 0, named = 0;
 	if (f->kind != RV_FRAME_RUBY || !f->iseq || !f->cfp ||
 	    !rv_try_member(s, f->cfp, RVL_cfp_ep, &ep) ||
-	    rv_failed(rv_iseq_info(s, f->iseq, &info)))
+	    rv_failed(rv_iseq_lookup(s, f->iseq, &info)) ||
+	    rv_failed(rv_scope_slots(s, f->iseq, info, ep, &ids, &n)))
 		return 0;
-	rv_try_member(s, info.body, RVL_body_local_table_size, &n);
-	rv_iseq_info_free(&info);
-	int64_t vs = RV_VAL(s, value_size);
-	for (uint64_t k = 0; !found && k < n && n <= 64; k++) {
-		int64_t slot = RV_VAL(s, env_index_last_lvar) -
-			       (int64_t)(n - 1) + (int64_t)k;
-		if (rv_try_read(s, ep + (uint64_t)(slot * vs), &v, sizeof(v)) &&
-		    mutex_data(s, v))
-			found = v;
+	for (uint64_t k = 0; !named && k < n; k++) {
+		uint64_t v = ids[n + k];
+		char *name = NULL;
+		if (!mutex_data(s, v))
+			continue;
+		if (!first)
+			first = v;
+		if (!rv_failed(rv_id_name(s, ids[k], &name)) &&
+		    strcmp(name, "mutex") == 0)
+			named = v;
+		free(name);
 	}
-	return found;
+	free(ids);
+	return named ? named : first;
 }
 
 /* The Mutex a ConditionVariable#wait takes back: the self of the
  * Mutex#sleep it sleeps in, or where it sleeps without calling that
- * method (4.0+, written in Ruby), its mutex parameter. */
+ * method (4.0+, written in Ruby), its mutex parameter (mutex_local). */
 static void read_retake(struct rv_session *s, const struct rv_thread *t,
 			struct rv_wait *w)
 {
@@ -188,7 +193,7 @@ static void read_retake(struct rv_session *s, const struct rv_thread *t,
 	for (size_t i = 0; !mutex && i < t->nframes && i < w->frame; i++) {
 		const char *q = t->frames[i].qualified;
 		if (q && !strcmp(q, "Thread::Mutex#sleep"))
-			mutex = frame_self(s, t, i);
+			mutex = self_of_frame(s, t, i);
 	}
 	if (!mutex)
 		mutex = mutex_local(s, &t->frames[w->frame - 1]);
@@ -211,7 +216,7 @@ static void read_monitor(struct rv_session *s, const struct rv_thread *t,
 		const char *m = q && !strncmp(q, "Thread::", 8) ? q + 8 : q;
 		if (m && (!strcmp(m, "Monitor#enter") ||
 			  !strcmp(m, "Monitor#synchronize")))
-			self = frame_self(s, t, i);
+			self = self_of_frame(s, t, i);
 	}
 	if (self)
 		data = typed_data_of(s, self, RVL_monitor_data_type);

@@ -220,6 +220,13 @@ bool rv_block_param_unread(struct rv_session *s, uint64_t iseq,
 struct cs_error *rv_block_param_show(struct rv_session *s, uint64_t handler,
 				     char **text, char **class_name);
 
+/* locals.c: the local table of one scope, iseq (info), and the values
+ * of its env at ep: *n IDs in *ids (malloc'd), local i's value at
+ * (*ids)[*n + i]; *ids NULL when *n is 0 or on failure. */
+struct cs_error *rv_scope_slots(struct rv_session *s, uint64_t iseq,
+				const struct rv_iseq_info *info, uint64_t ep,
+				uint64_t **ids, uint64_t *n);
+
 /* iseq_cache.c: the same, decoded once per iseq (and per pc) and kept. The
  * info belongs to the cache: copy what outlives the next lookup. */
 struct cs_error *rv_iseq_lookup(struct rv_session *s, uint64_t iseq,

@@ -22,7 +22,10 @@ abort message) and what the program did.
                              (raise(SIGSEGV) without the handler: sent, no fault),
                              fiber_segv (segv called in a Fiber), segv_copy (segv, the
                              extension loaded from a copy deleted before the crash,
-                             as Ruby::Box loads one). CHECK:
+                             as Ruby::Box loads one), null_call_copy (null_call so:
+                             the code before the return address it left is read
+                             from the file found by the build-id, since the core
+                             holds no text of the deleted copy). CHECK:
                              capture: Ruby's own crash report and the program's
                              stderr say what the program did; stacks: the crashed
                              thread's Ruby frames are the report's; fault: the JSON
@@ -78,7 +81,8 @@ from . import compare, core_dir, corrupt, native, procs, variants
 CRASH_DIR = os.path.join(procs.ROOT, "fixtures", "crash")
 MODES = ("segv", "raw_segv", "gc_mark", "bug", "abort", "null_call", "raw_null_call",
          "jump_data", "raw_jump_data", "assert", "heap_corruption", "stack_overflow",
-         "raw_raise_segv", "fiber_segv", "segv_copy", "killed", "raw_killed")
+         "raw_raise_segv", "fiber_segv", "segv_copy", "null_call_copy", "killed",
+         "raw_killed")
 CHECKS = ("capture", "stacks", "fault", "summary-text", "native", "gc", "exception")
 COPY = "_copy"  # a mode loading the extension from a deleted copy
 # Checks of some modes only: the core with its signal frame damaged.
@@ -139,6 +143,7 @@ EXPECT = {
                    "fiber": True},
 }
 EXPECT["segv_copy"] = EXPECT["segv"]
+EXPECT["null_call_copy"] = EXPECT["null_call"]
 
 
 def method_of(mode):

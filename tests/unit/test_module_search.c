@@ -1,7 +1,7 @@
 /* The names a module whose file is gone is looked for by
- * (engine/module_find.c): its basename without the kernel's
+ * (process/module_search.c): its basename without the kernel's
  * " (deleted)", then the tails after each '_' or '+', '+' read as '/'. */
-#include "engine/module_find.h"
+#include "process/module_search.h"
 #include "tests/unit/check.h"
 
 #include <stdlib.h>
@@ -72,5 +72,5 @@ int main(void)
 	      "bounded: %zu", k);
 	for (size_t i = 0; i < k; i++)
 		free(few[i]);
-	return check_summary("test_module_find");
+	return check_summary("test_module_search");
 }
