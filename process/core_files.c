@@ -132,8 +132,17 @@ static char **cs_core_candidates(const struct cs_core *core, const char *path)
 	return out;
 }
 
+void cs_core_set_file_map(struct cs_core *core, const char *const *pairs)
+{
+	core->file_map = pairs;
+	cs_core_close_files(core);
+}
+
 char *cs_core_host_path(const struct cs_core *core, const char *path)
 {
+	for (size_t i = 0; core->file_map && core->file_map[i]; i += 2)
+		if (strcmp(path, core->file_map[i]) == 0)
+			return strdup(core->file_map[i + 1]);
 	if (core->exe_host && core->exe_target &&
 	    strcmp(path, core->exe_target) == 0)
 		return strdup(core->exe_host);
