@@ -18,6 +18,7 @@
 #include "../render/render.h"
 #include "../engine/report.h"
 #include "../engine/engine.h"
+#include "bundle.h"
 
 #define CS_VERSION "0.1.0"
 
@@ -61,13 +62,13 @@ struct options {
 /* What the model may build for one snapshot: tied to the input's size, so
  * that no core, however corrupt, makes corestack allocate or work more
  * than a bounded multiple of it (rv_options.max_output_bytes). */
-static size_t output_budget(const struct options *o)
+static size_t output_budget(const struct options *o, const char *core)
 {
 	struct stat st;
 	const size_t floor = (size_t)64 << 20;
 	if (o->max_output)
 		return o->max_output;
-	if (!o->core || stat(o->core, &st) != 0 || st.st_size < 0)
+	if (!core || stat(core, &st) != 0 || st.st_size < 0)
 		return 0; /* the model's default */
 	uint64_t size = (uint64_t)st.st_size;
 	return size > (SIZE_MAX - floor) / 4 ? SIZE_MAX
@@ -83,6 +84,7 @@ static void usage(FILE *out)
 	      "       corestack [options] --pid PID\n"
 	      "       corestack record --help   (sampling profiler)\n"
 	      "       corestack top --help      (live view of hot methods)\n"
+	      "       corestack bundle --help   (a core and its files in one)\n"
 	      "\n"
 	      "Print the Ruby stack of every thread of the Ruby process that\n"
 	      "wrote CORE, or of the running process PID. EXECUTABLE defaults\n"
@@ -330,6 +332,8 @@ int main(int argc, char **argv)
 		return cs_record_main(argc - 1, argv + 1);
 	if (argc > 1 && strcmp(argv[1], "top") == 0)
 		return cs_top_main(argc - 1, argv + 1);
+	if (argc > 1 && strcmp(argv[1], "bundle") == 0)
+		return cs_bundle_main(argc - 1, argv + 1);
 	struct options o = {0};
 	int rc = parse_args(argc, argv, &o);
 	if (rc)
@@ -348,15 +352,25 @@ int main(int argc, char **argv)
 		.debug_dir_advice = DEBUG_DIR_ADVICE,
 		.cache_dir = o.cache_dir,
 		.model = {.max_frames = o.max_frames,
-			  .max_output_bytes = output_budget(&o),
 			  .frame_flags = o.native,
 			  .fibers_by_scan = o.fibers_by_scan,
 			  .max_scan_bytes = o.max_scan},
 	};
-	struct cs_engine *engine;
-	struct cs_error *err = cs_engine_open(&req, &engine);
+	struct cs_bundle_input bundle;
+	bool is_bundle = false;
+	struct cs_error *err =
+		o.core ? cs_bundle_input_open(o.core, &req, &bundle, &is_bundle)
+		       : NULL;
 	if (err)
 		return unusable(&o, err);
+	req.model.max_output_bytes = output_budget(&o, req.target.core);
+	struct cs_engine *engine;
+	if ((err = cs_engine_open(&req, &engine))) {
+		rc = unusable(&o, err);
+		if (is_bundle)
+			cs_bundle_input_close(&bundle);
+		return rc;
+	}
 	struct cs_snapshot_options sopts = {
 		.fibers = !o.no_fibers,
 		.locals = o.locals,
@@ -381,5 +395,7 @@ int main(int argc, char **argv)
 	}
 	cs_snapshot_free(&snap);
 	cs_engine_close(engine);
+	if (is_bundle)
+		cs_bundle_input_close(&bundle);
 	return rc;
 }

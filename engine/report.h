@@ -14,6 +14,7 @@
 #include <stdio.h>
 
 #include "../rubyvm/model.h"
+#include "../process/bundle.h"
 #include "../process/core.h"
 #include "crash.h"
 #include "merge.h"
@@ -35,11 +36,15 @@
  * "abort_message" ("fault" null when unknown), each native frame's
  * "not_code", found_by "return_address"; 21: each thread's "holds",
  * "locks_error", "deadlock", "stuck_behind", waiting_on's "waits_for",
- * "queue" and "retakes", and "deadlocks". */
-#define CS_JSON_SCHEMA_MINOR 22
+ * "queue" and "retakes", and "deadlocks"; 22: waiting_on's "monitor";
+ * 23: the process's "bundle". */
+#define CS_JSON_SCHEMA_MINOR 23
 
 struct cs_report {
 	const char *core_path; /* NULL for a live process */
+	/* the bundle the core was read from, or NULL (core_path is then the
+	 * core's path when it was bundled) */
+	const struct cs_bundle *bundle;
 	const char *executable;
 	const char *vm_module; /* libruby.so, or the executable if static */
 	int pid;               /* -1 when unknown */

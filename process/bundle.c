@@ -165,7 +165,7 @@ static struct cs_error *write_entry(int fd, const char *out,
 }
 
 struct cs_error *cs_bundle_write(const char *out, bool force,
-				 const struct cs_bundle_entry *entries,
+				 struct cs_bundle_entry *entries,
 				 size_t n)
 {
 	if (n == 0 || n > CS_BUNDLE_MAX_ENTRIES)
@@ -221,6 +221,8 @@ struct cs_error *cs_bundle_write(const char *out, bool force,
 				      strerror(errno));
 	if (err)
 		unlink(out);
+	for (size_t i = 0; !err && i < n; i++)
+		entries[i].size = e[i].size;
 	free(index);
 	free(off);
 	free(len);
@@ -477,6 +479,8 @@ struct cs_error *cs_bundle_unpack(const char *path, const char *dir,
 {
 	memset(b, 0, sizeof(*b));
 	b->dir = dir;
+	if (!(b->source = strdup(path)))
+		return &cs_error_nomem;
 	int fd = cs_open_regular(path);
 	if (fd < 0)
 		return cs_error_create(CS_ERR_OS, "%s: cannot open: %s", path,
@@ -522,8 +526,25 @@ void cs_bundle_free(struct cs_bundle *b)
 	}
 	for (size_t i = 0; b->made && i < b->nmade; i++)
 		free(b->made[i]);
+	free(b->source);
 	free(b->entries);
 	free(b->file_map);
 	free(b->made);
 	memset(b, 0, sizeof(*b));
+}
+
+const struct cs_bundle_entry *cs_bundle_core(const struct cs_bundle *b)
+{
+	for (size_t i = 0; i < b->n; i++)
+		if (b->entries[i].kind == CS_BUNDLE_CORE)
+			return &b->entries[i];
+	return NULL;
+}
+
+const char *cs_bundle_path_of(const struct cs_bundle *b, const char *file)
+{
+	for (size_t i = 0; file && i < b->n; i++)
+		if (b->entries[i].file && strcmp(b->entries[i].file, file) == 0)
+			return b->entries[i].path;
+	return file;
 }

@@ -69,15 +69,16 @@ struct cs_bundle_entry {
 /* Does the file at path start as a bundle does? */
 bool cs_bundle_is(const char *path);
 
-/* Write a bundle of the n entries (each's kind, path, file, build-id) to
- * out, which must not exist unless force. On failure (a file that cannot
+/* Write a bundle of the n entries (each's kind, path, file, build-id; its
+ * size is set) to out, which must not exist unless force. On failure (a file that cannot
  * be read, a write error such as ENOSPC) the partial file is removed. */
 struct cs_error *cs_bundle_write(const char *out, bool force,
-				 const struct cs_bundle_entry *entries,
+				 struct cs_bundle_entry *entries,
 				 size_t n);
 
 /* A bundle unpacked into a directory. */
 struct cs_bundle {
+	char *source;    /* the bundle file */
 	const char *dir; /* the directory (made by the caller) */
 	struct cs_bundle_entry *entries;
 	size_t n;
@@ -107,5 +108,12 @@ struct cs_error *cs_bundle_unpack(const char *path, const char *dir,
 void cs_bundle_remove_files(const struct cs_bundle *b);
 
 void cs_bundle_free(struct cs_bundle *b);
+
+/* The path file (an unpacked file) had when it was bundled; file itself
+ * when it is none of b's. */
+const char *cs_bundle_path_of(const struct cs_bundle *b, const char *file);
+
+/* The entry of the core (there is one in an unpacked bundle). */
+const struct cs_bundle_entry *cs_bundle_core(const struct cs_bundle *b);
 
 #endif
