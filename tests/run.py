@@ -60,6 +60,7 @@ run_on(ctx, ruby, cap) instead. The groups:
                              (subprocesses.py)
     RUBY/top, RUBY/top-...   top.py: corestack top in tmux
     remote/...               remote.py
+    RUBY/bundle, bundle/...  bundle.py: a core and its files in one bundle
     debuginfo/debuginfod...  debuginfod.py
     RUBY/native/...          native.py
     RUBY/jit-native/...      jit_native.py: --native past JIT code (RUBY ending in
@@ -92,7 +93,7 @@ import time
 
 sys.dont_write_bytecode = True   # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (bad_input, cli, corrupt, crash, debuginfod, frame_reuse,  # noqa: E402
+from harness import (bad_input, bundle, cli, corrupt, crash, debuginfod, frame_reuse,  # noqa: E402
                      gdbext, hostile, jit_frames, jit_native, layout, mutations, native,
                      native_cut, nontfile, permissions, procs, record, record_exits, remote,
                      scenarios, stale_pc, thread_notes, top, unit, variants, viewers)
@@ -118,6 +119,7 @@ GROUPS = (
     viewers,
     top,
     remote,
+    bundle,
     nontfile,
     debuginfod,
     native,
