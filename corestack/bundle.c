@@ -96,8 +96,9 @@ static int parse(int argc, char **argv, struct bundle_options *o)
 	o->debug_dirs[o->ndebug_dirs++] = "/usr/lib/debug";
 	int rest = argc - optind;
 	if (!o->out || rest < 1 || rest > 2) {
-		fputs(PROG ": name the bundle with -o FILE, one CORE and at "
-			   "most one EXECUTABLE (see corestack bundle --help)\n",
+		fputs(PROG
+		      ": name the bundle with -o FILE, one CORE and at "
+		      "most one EXECUTABLE (see corestack bundle --help)\n",
 		      stderr);
 		return EXIT_USAGE;
 	}
@@ -113,7 +114,8 @@ int cs_bundle_main(int argc, char **argv)
 	if (rc)
 		return rc;
 	if (!o.force && access(o.out, F_OK) == 0) {
-		fprintf(stderr, PROG ": %s: exists; pass --force to overwrite it\n",
+		fprintf(stderr,
+			PROG ": %s: exists; pass --force to overwrite it\n",
 			o.out);
 		return EXIT_UNUSABLE;
 	}

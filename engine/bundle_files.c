@@ -42,8 +42,8 @@ static void missing(struct cs_bundle_files *f, const char *fmt,
 		    const char *path, const char *id)
 {
 	char *line;
-	void *p = reallocarray(f->missing, f->nmissing + 1,
-			       sizeof(*f->missing));
+	void *p =
+		reallocarray(f->missing, f->nmissing + 1, sizeof(*f->missing));
 	if (!p)
 		return;
 	f->missing = p;
@@ -65,11 +65,11 @@ static struct cs_error *add_debug(struct cs_bundle_files *f, const char *file,
 	bool separate = mod->debug_path && mod->build_id_len >= 2 &&
 			strcmp(mod->debug_path, mod->path) != 0;
 	for (size_t i = 0; separate && i < f->n; i++)
-		separate = !(f->entries[i].kind == CS_BUNDLE_DEBUG &&
-			     cs_build_id_same(f->entries[i].build_id,
-					      f->entries[i].build_id_len,
-					      mod->build_id,
-					      mod->build_id_len));
+		separate =
+			!(f->entries[i].kind == CS_BUNDLE_DEBUG &&
+			  cs_build_id_same(f->entries[i].build_id,
+					   f->entries[i].build_id_len,
+					   mod->build_id, mod->build_id_len));
 	if (separate)
 		err = add(f, CS_BUNDLE_DEBUG, mod->debug_path, mod->debug_path,
 			  mod->build_id, mod->build_id_len);
@@ -169,8 +169,8 @@ struct cs_error *cs_bundle_files_find(const struct cs_target_request *req,
 		const char *path = cs_target_mapping_at(t, i)->path;
 		bool seen = false;
 		for (size_t k = 0; k < i && !seen; k++)
-			seen = strcmp(cs_target_mapping_at(t, k)->path,
-				      path) == 0;
+			seen = strcmp(cs_target_mapping_at(t, k)->path, path) ==
+			       0;
 		if (!seen)
 			err = add_module(ret, t, i, &search, debug_dirs);
 	}

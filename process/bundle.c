@@ -26,8 +26,7 @@
 
 const char *cs_bundle_kind_name(int kind)
 {
-	static const char *const names[] = {"?", "core", "exe", "lib",
-					    "debug"};
+	static const char *const names[] = {"?", "core", "exe", "lib", "debug"};
 	return kind >= CS_BUNDLE_CORE && kind <= CS_BUNDLE_DEBUG ? names[kind]
 								 : names[0];
 }
@@ -69,10 +68,9 @@ static struct cs_error *write_all(int fd, const char *out, const void *buf,
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0)
-			return cs_error_create(CS_ERR_OS, "%s: cannot write: %s",
-					       out,
-					       w < 0 ? strerror(errno)
-						     : "nothing written");
+			return cs_error_create(
+				CS_ERR_OS, "%s: cannot write: %s", out,
+				w < 0 ? strerror(errno) : "nothing written");
 		p += w;
 		n -= (size_t)w;
 	}
@@ -91,7 +89,8 @@ static uint8_t *index_bytes(const struct cs_bundle_entry *e, size_t n,
 	uint8_t *buf = calloc(1, total);
 	if (!buf)
 		return NULL;
-	memcpy(buf, CS_BUNDLE_MAGIC, 8);
+	static const char magic[8] = CS_BUNDLE_MAGIC;
+	memcpy(buf, magic, sizeof(magic));
 	put_le(buf + 8, CS_BUNDLE_VERSION, 4);
 	put_le(buf + 12, n, 4);
 	uint8_t *p = buf + HEADER_SIZE;
@@ -165,8 +164,7 @@ static struct cs_error *write_entry(int fd, const char *out,
 }
 
 struct cs_error *cs_bundle_write(const char *out, bool force,
-				 struct cs_bundle_entry *entries,
-				 size_t n)
+				 struct cs_bundle_entry *entries, size_t n)
 {
 	if (n == 0 || n > CS_BUNDLE_MAX_ENTRIES)
 		return cs_error_create(CS_ERR_LIMIT,
@@ -174,7 +172,8 @@ struct cs_error *cs_bundle_write(const char *out, bool force,
 				       "not %zu",
 				       out, CS_BUNDLE_MAX_ENTRIES, n);
 	int fd = open(out,
-		      O_WRONLY | O_CREAT | O_CLOEXEC | (force ? O_TRUNC : O_EXCL),
+		      O_WRONLY | O_CREAT | O_CLOEXEC |
+			      (force ? O_TRUNC : O_EXCL),
 		      0644);
 	if (fd < 0) {
 		if (errno == EEXIST)
@@ -275,8 +274,7 @@ static char *child(const char *dir, const char *name)
 /* Where entry i is unpacked: a name made from its kind, index or
  * build-id; directories it needs are made (and recorded). */
 static struct cs_error *entry_file(struct cs_bundle *b, size_t i,
-				   const struct cs_bundle_entry *e,
-				   char **ret)
+				   const struct cs_bundle_entry *e, char **ret)
 {
 	char name[64 + 2 * CS_BUNDLE_MAX_BUILD_ID];
 	if (e->kind == CS_BUNDLE_DEBUG) {
@@ -304,24 +302,29 @@ static struct cs_error *entry_file(struct cs_bundle *b, size_t i,
 	} else if (e->kind == CS_BUNDLE_LIB) {
 		snprintf(name, sizeof(name), "lib-%zu", i);
 	} else {
-		snprintf(name, sizeof(name), "%s", cs_bundle_kind_name(e->kind));
+		snprintf(name, sizeof(name), "%s",
+			 cs_bundle_kind_name(e->kind));
 	}
-	return (*ret = child(b->dir, name)) ? NULL : &cs_error_nomem;
+	*ret = child(b->dir, name);
+	if (!*ret)
+		return &cs_error_nomem;
+	return NULL;
 }
 
 /* The index read and checked: kinds, lengths, where the data lies, no
  * entry twice, sizes within the bounds. */
-static struct cs_error *read_index(int fd, const char *path,
-				   uint64_t file_size, struct cs_bundle *b,
-				   uint64_t **off, uint64_t **len)
+static struct cs_error *read_index(int fd, const char *path, uint64_t file_size,
+				   struct cs_bundle *b, uint64_t **off,
+				   uint64_t **len)
 {
 	uint8_t head[HEADER_SIZE];
 	if (file_size < HEADER_SIZE)
-		return bad(path, "cut off: %" PRIu64 " bytes, shorter than "
-				 "a bundle's header",
+		return bad(path,
+			   "cut off: %" PRIu64 " bytes, shorter than "
+			   "a bundle's header",
 			   file_size);
-	struct cs_error *err = read_at(fd, path, 0, head, sizeof(head),
-				       file_size);
+	struct cs_error *err =
+		read_at(fd, path, 0, head, sizeof(head), file_size);
 	if (err)
 		return err;
 	if (memcmp(head, CS_BUNDLE_MAGIC, 8) != 0)
@@ -347,7 +350,7 @@ static struct cs_error *read_index(int fd, const char *path,
 	uint64_t at = HEADER_SIZE, total = 0;
 	size_t cores = 0, exes = 0;
 	for (size_t i = 0; i < n; i++) {
-		uint8_t rec[RECORD_SIZE];
+		uint8_t rec[RECORD_SIZE] = {0};
 		if ((err = read_at(fd, path, at, rec, sizeof(rec), file_size)))
 			return err;
 		struct cs_bundle_entry *e = &b->entries[i];
@@ -405,8 +408,9 @@ static struct cs_error *read_index(int fd, const char *path,
 		}
 	}
 	if (cores != 1 || exes > 1)
-		return bad(path, "%zu cores and %zu executables, not one core "
-				 "and at most one executable",
+		return bad(path,
+			   "%zu cores and %zu executables, not one core "
+			   "and at most one executable",
 			   cores, exes);
 	for (size_t i = 0; i < n; i++)
 		if ((*off)[i] < at || (*off)[i] > file_size ||
@@ -441,8 +445,8 @@ static struct cs_error *unpack_entry(int fd, const char *path,
 {
 	struct cs_bundle_entry *e = &b->entries[i];
 	struct cs_error *err = entry_file(b, i, e, &e->file);
-	if (err)
-		return err;
+	if (err || !e->file)
+		return err ? err : &cs_error_nomem;
 	int out = open(e->file,
 		       O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
 		       0600);
@@ -493,6 +497,8 @@ struct cs_error *cs_bundle_unpack(const char *path, const char *dir,
 				      strerror(errno));
 	else
 		err = read_index(fd, path, (uint64_t)st.st_size, b, &off, &len);
+	if (!err && (!off || !len))
+		err = &cs_error_nomem;
 	for (size_t i = 0; !err && i < b->n; i++)
 		err = unpack_entry(fd, path, b, i, off[i], len[i]);
 	size_t k = 0;

@@ -73,8 +73,7 @@ bool cs_bundle_is(const char *path);
  * size is set) to out, which must not exist unless force. On failure (a file that cannot
  * be read, a write error such as ENOSPC) the partial file is removed. */
 struct cs_error *cs_bundle_write(const char *out, bool force,
-				 struct cs_bundle_entry *entries,
-				 size_t n);
+				 struct cs_bundle_entry *entries, size_t n);
 
 /* A bundle unpacked into a directory. */
 struct cs_bundle {

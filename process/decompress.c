@@ -332,9 +332,8 @@ struct cs_error *cs_decompress_core(int fd, const char *path, const char *kind,
 	return NULL;
 }
 
-struct cs_error *cs_decompress_range(int fd, const char *path,
-				     const char *kind, uint64_t off,
-				     uint64_t len, int out_fd,
+struct cs_error *cs_decompress_range(int fd, const char *path, const char *kind,
+				     uint64_t off, uint64_t len, int out_fd,
 				     uint64_t max_bytes, uint64_t *written)
 {
 	struct cs_inflate z = {

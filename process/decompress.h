@@ -30,9 +30,8 @@ struct cs_error *cs_decompress_core(int fd, const char *path, const char *kind,
  * holes, its size then the inflated size, *written. More than max_bytes
  * is CS_ERR_LIMIT, a corrupt stream CS_ERR_FORMAT; one cut off ends
  * early (the caller compares *written with what it expects). */
-struct cs_error *cs_decompress_range(int fd, const char *path,
-				     const char *kind, uint64_t off,
-				     uint64_t len, int out_fd,
+struct cs_error *cs_decompress_range(int fd, const char *path, const char *kind,
+				     uint64_t off, uint64_t len, int out_fd,
 				     uint64_t max_bytes, uint64_t *written);
 
 #endif
