@@ -172,7 +172,7 @@ struct cs_error *cs_bundle_write(const char *out, bool force,
 				       "not %zu",
 				       out, CS_BUNDLE_MAX_ENTRIES, n);
 	int fd = open(out,
-		      O_WRONLY | O_CREAT | O_CLOEXEC |
+		      O_WRONLY | O_CREAT | O_CLOEXEC | O_NONBLOCK |
 			      (force ? O_TRUNC : O_EXCL),
 		      0644);
 	if (fd < 0) {
@@ -183,6 +183,15 @@ struct cs_error *cs_bundle_write(const char *out, bool force,
 					       out);
 		return cs_error_create(CS_ERR_OS, "%s: cannot create: %s", out,
 				       strerror(errno));
+	}
+	struct stat st;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		/* --force on a device or a FIFO: not written, nor removed */
+		close(fd);
+		return cs_error_create(CS_ERR_USAGE,
+				       "%s: not a regular file; name a file to "
+				       "write the bundle to",
+				       out);
 	}
 	uint64_t *off = calloc(n, sizeof(*off)), *len = calloc(n, sizeof(*len));
 	struct cs_bundle_entry *e = calloc(n, sizeof(*e));
