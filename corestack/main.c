@@ -361,6 +361,11 @@ int main(int argc, char **argv)
 	struct cs_error *err =
 		o.core ? cs_bundle_input_open(o.core, &req, &bundle, &is_bundle)
 		       : NULL;
+	if (err && err->code == CS_ERR_USAGE) {
+		fprintf(stderr, "corestack: %s\n", err->message);
+		cs_error_destroy(err);
+		return EXIT_USAGE;
+	}
 	if (err)
 		return unusable(&o, err);
 	req.model.max_output_bytes = output_budget(&o, req.target.core);

@@ -475,8 +475,14 @@ static struct cs_error *unpack_entry(int fd, const char *path,
 	if (close(out) != 0 && !err)
 		err = cs_error_create(CS_ERR_OS, "%s: cannot write: %s",
 				      e->file, strerror(errno));
-	if (err && err->code == CS_ERR_OS)
-		return err;
+	if (err && err->code == CS_ERR_OS) {
+		/* this machine's fault (a full disk), not the bundle's */
+		struct cs_error *why = cs_error_create(
+			CS_ERR_OS, "%s: cannot unpack entry %zu into %s (%s)",
+			path, i, b->dir, err->message);
+		cs_error_destroy(err);
+		return why;
+	}
 	if (err || written != e->size) {
 		cs_error_destroy(err);
 		return bad(path,

@@ -16,6 +16,8 @@ file, and corestack reads that file where none of those files exist.
     bundle/output-exists     -o naming a file that exists: exit 2 naming it and
                              --force, the file untouched; with --force it is written
                              (exit 1: by then the Ruby is gone)
+    bundle/with-executable   a bundle and an EXECUTABLE: exit 64, one line naming the
+                             bundle, nothing left in TMPDIR
     bundle/bad-magic, bundle/bad-version, bundle/truncated-index,
     bundle/truncated-data, bundle/oversize, bundle/too-many-entries,
     bundle/corrupt-data, bundle/duplicate, bundle/wrong-size
@@ -39,7 +41,8 @@ from .native import extra_env
 from .scenarios import capture_all
 
 SCENARIO = "crash"
-SHARED = ("bundle/other-files-here", "bundle/missing-file", "bundle/output-exists")
+SHARED = ("bundle/other-files-here", "bundle/missing-file", "bundle/output-exists",
+          "bundle/with-executable")
 DAMAGE = ("bad-magic", "bad-version", "truncated-index", "truncated-data", "oversize",
           "too-many-entries", "corrupt-data", "duplicate", "wrong-size")
 BAD_TESTS = tuple("bundle/" + d for d in DAMAGE)
@@ -270,6 +273,12 @@ def run_ruby(ctx, ruby, prefix, base, wanted, shared, cs, timeout):
                     res[0], head, first_line(res[2]))
         os.unlink(there)
         rep.result("bundle/output-exists", reason)
+
+    if "bundle/with-executable" in wanted:
+        res = procs.run_tool(env + [cs, bundle, "/bin/true"], timeout)
+        rep.result("bundle/with-executable", check_unusable(
+            res, [bundle], (64,), r"holds its executable", "'holds its executable'")
+            or leftovers(tmp))
 
     bad = [d for d in DAMAGE if "bundle/" + d in wanted]
     if bad:
