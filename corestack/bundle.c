@@ -216,18 +216,18 @@ struct cs_error *cs_bundle_input_open(const char *path,
 		in->dir = NULL;
 		return &cs_error_nomem;
 	}
+	/* the handlers first: a signal from here on leaves nothing */
+	in->bundle.dir = in->dir;
+	guard(in);
 	if (!mkdtemp(in->dir)) {
 		struct cs_error *err = cs_error_create(
 			CS_ERR_OS,
 			"%s: cannot make a directory to unpack it in (%s): %s; "
 			"set TMPDIR to a writable directory",
 			path, in->dir, strerror(errno));
-		free(in->dir);
-		in->dir = NULL;
+		cs_bundle_input_close(in);
 		return err;
 	}
-	in->bundle.dir = in->dir;
-	guard(in);
 	struct cs_error *err = cs_bundle_unpack(path, in->dir, &in->bundle);
 	if (err) {
 		cs_bundle_input_close(in);
@@ -248,6 +248,14 @@ struct cs_error *cs_bundle_input_open(const char *path,
 		cs_bundle_input_close(in);
 		return &cs_error_nomem;
 	}
+	if (!req->target.sysroot) {
+		if (asprintf(&in->sysroot, "%s/none", in->dir) < 0) {
+			in->sysroot = NULL;
+			cs_bundle_input_close(in);
+			return &cs_error_nomem;
+		}
+		req->target.sysroot = in->sysroot;
+	}
 	req->target.core = in->core;
 	req->target.lib_search_path = in->lib_path;
 	req->target.file_map = in->bundle.file_map;
@@ -266,5 +274,6 @@ void cs_bundle_input_close(struct cs_bundle_input *in)
 	free(in->dir);
 	free(in->core);
 	free(in->lib_path);
+	free(in->sysroot);
 	memset(in, 0, sizeof(*in));
 }

@@ -16,13 +16,15 @@ struct cs_bundle_input {
 	char *dir;      /* the private directory under $TMPDIR */
 	char *core;     /* the unpacked core */
 	char *lib_path; /* dir, then the user's --lib-search-path */
+	char *sysroot;  /* an empty place in dir, unless the user gave one */
 	const char *debug_dirs[CS_BUNDLE_MAX_DEBUG_DIRS + 2];
 };
 
 /* When the file at path is a bundle, unpack it and point req at what it
  * holds (the core, its files by the paths the core names, dir as a
- * library and debug directory before the user's); *is says whether it
- * was one. On failure nothing is left on disk. The directory is removed
+ * library and debug directory before the user's, and, unless the user
+ * gave a sysroot, a sysroot where nothing is, so that no other file the
+ * core names is read from this machine); *is says whether it was one. On failure nothing is left on disk. The directory is removed
  * by cs_bundle_input_close, at exit, or on a signal that ends the
  * program. */
 struct cs_error *cs_bundle_input_open(const char *path,

@@ -496,8 +496,7 @@ static struct cs_error *unpack_entry(int fd, const char *path,
 struct cs_error *cs_bundle_unpack(const char *path, const char *dir,
 				  struct cs_bundle *b)
 {
-	memset(b, 0, sizeof(*b));
-	b->dir = dir;
+	*b = (struct cs_bundle){.dir = dir};
 	if (!(b->source = strdup(path)))
 		return &cs_error_nomem;
 	int fd = cs_open_regular(path);

@@ -18,6 +18,9 @@ file, and corestack reads that file where none of those files exist.
                              (exit 1: by then the Ruby is gone)
     bundle/with-executable   a bundle and an EXECUTABLE: exit 64, one line naming the
                              bundle, nothing left in TMPDIR
+    bundle/signal            corestack on the bundle ended by SIGTERM at 0.1, 0.3 and
+                             0.6 s (unpacking or reading): it dies of the signal or has
+                             finished, and nothing is left in TMPDIR
     bundle/bad-magic, bundle/bad-version, bundle/truncated-index,
     bundle/truncated-data, bundle/oversize, bundle/too-many-entries,
     bundle/corrupt-data, bundle/duplicate, bundle/wrong-size
@@ -32,8 +35,10 @@ deleted once read.
 
 import os
 import shutil
+import signal
 import struct
 import subprocess
+import time
 
 from . import compare, procs
 from .checks import check_oracle, check_unusable, first_line
@@ -42,7 +47,7 @@ from .scenarios import capture_all
 
 SCENARIO = "crash"
 SHARED = ("bundle/other-files-here", "bundle/missing-file", "bundle/output-exists",
-          "bundle/with-executable")
+          "bundle/with-executable", "bundle/signal")
 DAMAGE = ("bad-magic", "bad-version", "truncated-index", "truncated-data", "oversize",
           "too-many-entries", "corrupt-data", "duplicate", "wrong-size")
 BAD_TESTS = tuple("bundle/" + d for d in DAMAGE)
@@ -279,6 +284,21 @@ def run_ruby(ctx, ruby, prefix, base, wanted, shared, cs, timeout):
         rep.result("bundle/with-executable", check_unusable(
             res, [bundle], (64,), r"holds its executable", "'holds its executable'")
             or leftovers(tmp))
+
+    if "bundle/signal" in wanted:
+        reason = None
+        for delay in (0.1, 0.3, 0.6):
+            proc = subprocess.Popen(env + [cs, bundle], stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL)
+            time.sleep(delay)
+            proc.send_signal(signal.SIGTERM)
+            rc = proc.wait(timeout)
+            if rc not in (0, -signal.SIGTERM):
+                reason = "killed at %.1f s: exit %s" % (delay, rc)
+            reason = reason or leftovers(tmp)
+            if reason:
+                break
+        rep.result("bundle/signal", reason)
 
     bad = [d for d in DAMAGE if "bundle/" + d in wanted]
     if bad:
