@@ -18,6 +18,10 @@ file, and corestack reads that file where none of those files exist.
                              (exit 1: by then the Ruby is gone)
     bundle/with-executable   a bundle and an EXECUTABLE: exit 64, one line naming the
                              bundle, nothing left in TMPDIR
+    bundle/write-error       corestack bundle whose writes fail past 1 MiB (a file size
+                             limit, SIGXFSZ ignored: EFBIG, as a full disk's ENOSPC):
+                             exit 2, one line naming the file and the error, the
+                             partial file removed
     bundle/signal            corestack on the bundle ended by SIGTERM at 0.1, 0.3 and
                              0.6 s (unpacking or reading): it dies of the signal or has
                              finished, and nothing is left in TMPDIR
@@ -47,7 +51,7 @@ from .scenarios import capture_all
 
 SCENARIO = "crash"
 SHARED = ("bundle/other-files-here", "bundle/missing-file", "bundle/output-exists",
-          "bundle/with-executable", "bundle/signal")
+          "bundle/with-executable", "bundle/signal", "bundle/write-error")
 DAMAGE = ("bad-magic", "bad-version", "truncated-index", "truncated-data", "oversize",
           "too-many-entries", "corrupt-data", "duplicate", "wrong-size")
 BAD_TESTS = tuple("bundle/" + d for d in DAMAGE)
@@ -229,6 +233,16 @@ def run_ruby(ctx, ruby, prefix, base, wanted, shared, cs, timeout):
         if partial and os.path.exists(partial):
             os.unlink(partial)
         rep.result("bundle/missing-file", reason)
+
+    if "bundle/write-error" in wanted:
+        out = os.path.join(base, "too-large.bundle")
+        res = procs.run_tool(["sh", "-c", "trap '' XFSZ; ulimit -f 1024; exec \"$@\"", "sh",
+                              cs, "bundle", "-o", out, cap.core], timeout)
+        reason = check_unusable(res, [out], (2,), r"cannot write: File too large",
+                                "'cannot write: File too large'")
+        if not reason and os.path.exists(out):
+            reason = "the partial bundle was left"
+        rep.result("bundle/write-error", reason)
 
     shutil.rmtree(copy)   # the Ruby is gone: only the bundle has its files
     if cap.core.startswith(copy):
