@@ -22,6 +22,9 @@ file, and corestack reads that file where none of those files exist.
                              limit, SIGXFSZ ignored: EFBIG, as a full disk's ENOSPC):
                              exit 2, one line naming the file and the error, the
                              partial file removed
+    bundle/core-unreadable   corestack bundle of a core that does not exist, and of a
+                             file that is no core: exit 2, one line naming it, no
+                             bundle written
     bundle/signal            corestack on the bundle ended by SIGTERM at 0.1, 0.3 and
                              0.6 s (unpacking or reading): it dies of the signal or has
                              finished, and nothing is left in TMPDIR
@@ -51,7 +54,8 @@ from .scenarios import capture_all
 
 SCENARIO = "crash"
 SHARED = ("bundle/other-files-here", "bundle/missing-file", "bundle/output-exists",
-          "bundle/with-executable", "bundle/signal", "bundle/write-error")
+          "bundle/with-executable", "bundle/signal", "bundle/write-error",
+          "bundle/core-unreadable")
 DAMAGE = ("bad-magic", "bad-version", "truncated-index", "truncated-data", "oversize",
           "too-many-entries", "corrupt-data", "duplicate", "wrong-size")
 BAD_TESTS = tuple("bundle/" + d for d in DAMAGE)
@@ -298,6 +302,22 @@ def run_ruby(ctx, ruby, prefix, base, wanted, shared, cs, timeout):
         rep.result("bundle/with-executable", check_unusable(
             res, [bundle], (64,), r"holds its executable", "'holds its executable'")
             or leftovers(tmp))
+
+    if "bundle/core-unreadable" in wanted:
+        reason = None
+        out = os.path.join(base, "never.bundle")
+        not_core = os.path.join(base, "not-a-core")
+        with open(not_core, "w") as f:
+            f.write("not a core\n")
+        for core, says in ((os.path.join(base, "no-such-core"), r"No such file"),
+                           (not_core, r"not an ELF file")):
+            res = procs.run_tool([cs, "bundle", "-o", out, core], timeout)
+            reason = check_unusable(res, [core], (2,), says, compare.show(says))
+            if not reason and os.path.exists(out):
+                reason = "a bundle was written"
+            if reason:
+                break
+        rep.result("bundle/core-unreadable", reason)
 
     if "bundle/signal" in wanted:
         reason = None
