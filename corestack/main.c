@@ -19,6 +19,7 @@
 #include "../render/render.h"
 #include "../engine/report.h"
 #include "../engine/engine.h"
+#include "bundle.h"
 #include "core_dir.h"
 
 #define CS_VERSION "0.1.0"
@@ -73,6 +74,7 @@ static void usage(FILE *out)
 	      "       corestack record --help   (sampling profiler)\n"
 	      "       corestack top --help      (live view of hot methods)\n"
 	      "       corestack heap --help     (what fills the GC heap)\n"
+	      "       corestack bundle --help   (a core and its files in one)\n"
 	      "\n"
 	      "Print the Ruby stack of every thread of the Ruby process that\n"
 	      "wrote CORE, or of the running process PID. EXECUTABLE defaults\n"
@@ -358,6 +360,8 @@ int main(int argc, char **argv)
 		return cs_top_main(argc - 1, argv + 1);
 	if (argc > 1 && strcmp(argv[1], "heap") == 0)
 		return cs_heap_main(argc - 1, argv + 1);
+	if (argc > 1 && strcmp(argv[1], "bundle") == 0)
+		return cs_bundle_main(argc - 1, argv + 1);
 	struct options o = {0};
 	int rc = parse_args(argc, argv, &o);
 	if (rc)
@@ -392,6 +396,22 @@ int main(int argc, char **argv)
 			  .fibers_by_scan = o.fibers_by_scan,
 			  .max_scan_bytes = o.max_scan},
 	};
+	struct cs_bundle_input bundle;
+	bool is_bundle = false;
+	struct cs_error *err =
+		o.core && !directory
+			? cs_bundle_input_open(o.core, &req, &bundle, &is_bundle)
+			: NULL;
+	if (err && err->code == CS_ERR_USAGE) {
+		fprintf(stderr, "corestack: %s\n", err->message);
+		cs_error_destroy(err);
+		return EXIT_USAGE;
+	}
+	if (err)
+		return unusable(&o, err);
+	if (is_bundle) /* the budget of the core inside */
+		req.model.max_output_bytes =
+			cs_output_budget(o.max_output, req.target.core);
 	struct cs_snapshot_options sopts = {
 		.fibers = !o.no_fibers,
 		.locals = o.locals,
@@ -407,12 +427,19 @@ int main(int argc, char **argv)
 					  .snap = sopts,
 					  .max_output = o.max_output,
 					  .format = o.format};
-		return cs_core_dir_run(o.core, directory, &run);
+		rc = cs_core_dir_run(directory ? o.core : req.target.core,
+				     directory, &run);
+		if (is_bundle)
+			cs_bundle_input_close(&bundle);
+		return rc;
 	}
 	struct cs_engine *engine;
-	struct cs_error *err = cs_engine_open(&req, &engine);
-	if (err)
-		return unusable(&o, err);
+	if ((err = cs_engine_open(&req, &engine))) {
+		rc = unusable(&o, err);
+		if (is_bundle)
+			cs_bundle_input_close(&bundle);
+		return rc;
+	}
 	struct cs_snapshot snap;
 	if ((err = cs_engine_snapshot(engine, &sopts, &snap))) {
 		rc = unusable(&o, err);
@@ -427,5 +454,7 @@ int main(int argc, char **argv)
 	}
 	cs_snapshot_free(&snap);
 	cs_engine_close(engine);
+	if (is_bundle)
+		cs_bundle_input_close(&bundle);
 	return rc;
 }

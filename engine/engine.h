@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 
+#include "../process/bundle.h"
 #include "../process/live.h"
 #include "../process/open.h"
 #include "../process/page_cache.h"
@@ -28,6 +29,9 @@ struct cs_engine_request {
 	const char *debug_dir_advice;
 	const char *cache_dir; /* layouts: NULL default, "" none */
 	struct rv_options model;
+	/* The bundle target.core was unpacked from, or NULL: the report
+	 * names it, and the core by the path it had. */
+	const struct cs_bundle *bundle;
 };
 
 /* It owns the target (unless borrowed), the page cache in front of it,

@@ -14,6 +14,7 @@
 #include <stdio.h>
 
 #include "../rubyvm/model.h"
+#include "../process/bundle.h"
 #include "../process/core.h"
 #include "crash.h"
 #include "merge.h"
@@ -38,11 +39,15 @@
  * "queue" and "retakes", and "deadlocks"; 22: waiting_on's "monitor";
  * 23: crash's "sender_pid" also from the core's own signal; 24: the
  * document of many cores (a directory, --format), its "cores", "groups",
- * "no_crash", "broken", "skipped" and "exit_code". */
-#define CS_JSON_SCHEMA_MINOR 24
+ * "no_crash", "broken", "skipped" and "exit_code"; 25: the process's
+ * "bundle". */
+#define CS_JSON_SCHEMA_MINOR 25
 
 struct cs_report {
 	const char *core_path; /* NULL for a live process */
+	/* the bundle the core was read from, or NULL (core_path is then the
+	 * core's path when it was bundled) */
+	const struct cs_bundle *bundle;
 	const char *executable;
 	const char *vm_module; /* libruby.so, or the executable if static */
 	int pid;               /* -1 when unknown */

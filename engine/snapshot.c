@@ -284,6 +284,14 @@ struct cs_error *cs_engine_snapshot(struct cs_engine *e,
 	rep->core_path = t->dump ? t->name : NULL;
 	rep->executable = vm->exe->path;
 	rep->vm_module = vm->vm->path;
+	rep->bundle = req->bundle;
+	if (req->bundle && cs_bundle_core(req->bundle)) {
+		/* the files by the paths the core names, as without a bundle */
+		rep->core_path = cs_bundle_core(req->bundle)->path;
+		rep->executable =
+			cs_bundle_path_of(req->bundle, rep->executable);
+		rep->vm_module = cs_bundle_path_of(req->bundle, rep->vm_module);
+	}
 	rep->pid = pid;
 	rep->command = command_line(t, session, s);
 	rep->cwd = cs_target_cwd(t);

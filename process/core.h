@@ -69,7 +69,14 @@ struct cs_error *cs_core_set_lib_search_path(struct cs_core *core,
  * argument), taken as it is, in place of the path the core names for it
  * (the tables' executable, see cs_core_tables). NULL for none. Closes open files. */
 struct cs_error *cs_core_set_executable(struct cs_core *core, const char *path);
+/* Files given for paths the core names, taken before any other place
+ * (a bundle's files, process/bundle.h): pairs of the path in the target
+ * and the file on this machine, ended by a NULL; the array and its
+ * strings are the caller's and must outlive the core. NULL for none.
+ * Closes open files. */
+void cs_core_set_file_map(struct cs_core *core, const char *const *pairs);
 /* Where the file the target knew as path is on this machine: the file
+ * the file map gives for it, the file
  * cs_core_set_executable gave for the executable, else under the
  * sysroot, else by basename in the lib search path, else path itself;
  * but a file of a mapping that is not the one the process mapped (gone,

@@ -134,11 +134,21 @@ static char **cs_core_candidates(const struct cs_core *core, const char *path)
 	return out;
 }
 
-/* The usual place of the file the target knew as path: the executable
- * given, else the first regular file of the candidates, else the first
- * candidate. malloc'd, NULL on ENOMEM. */
+void cs_core_set_file_map(struct cs_core *core, const char *const *pairs)
+{
+	core->file_map = pairs;
+	cs_core_close_files(core);
+}
+
+/* The usual place of the file the target knew as path: a file the caller
+ * mapped it to (a bundle's), the executable given, else the first
+ * regular file of the candidates, else the first candidate. malloc'd,
+ * NULL on ENOMEM. */
 static char *usual_host(const struct cs_core *core, const char *path)
 {
+	for (size_t i = 0; core->file_map && core->file_map[i]; i += 2)
+		if (strcmp(path, core->file_map[i]) == 0)
+			return strdup(core->file_map[i + 1]);
 	if (core->exe_host && core->exe_target &&
 	    strcmp(path, core->exe_target) == 0)
 		return strdup(core->exe_host);

@@ -96,6 +96,9 @@ struct cs_core {
 	struct cs_link_map recovered; /* the mappings, when NT_FILE is absent */
 	const char *exe_target; /* cs_core_set_executable: the executable's */
 	char *exe_host;         /* path in the target, and the file given */
+	/* cs_core_set_file_map: pairs (path in the target, file here),
+	 * NULL-terminated, the caller's; NULL for none */
+	const char *const *file_map;
 
 	uint64_t described;     /* where the last thing the headers name ends */
 	uint64_t load_bytes;    /* PT_LOAD bytes the headers promise */

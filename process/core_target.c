@@ -120,6 +120,7 @@ static struct cs_error *open_target(const struct cs_target_request *req,
 		cs_core_close(core);
 		return err;
 	}
+	cs_core_set_file_map(core, req->file_map);
 	if (!(*ret = malloc(sizeof(**ret)))) {
 		cs_core_close(core);
 		return &cs_error_nomem;

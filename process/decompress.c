@@ -53,6 +53,7 @@ struct cs_inflate {
 	int in_fd, out_fd;
 	const char *path, *kind;
 	uint64_t written, max_bytes;
+	uint64_t left; /* compressed bytes still to read */
 	uint8_t *in, *out;
 	int eof;
 };
@@ -61,13 +62,17 @@ struct cs_inflate {
 static struct cs_error *cs_inflate_read(struct cs_inflate *z, size_t *n)
 {
 	for (;;) {
-		ssize_t r = read(z->in_fd, z->in, CS_DECOMPRESS_IN_CHUNK);
+		size_t want = CS_DECOMPRESS_IN_CHUNK;
+		if (want > z->left)
+			want = (size_t)z->left;
+		ssize_t r = want ? read(z->in_fd, z->in, want) : 0;
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0)
 			return cs_error_create(CS_ERR_OS, "%s: cannot read: %s",
 					       z->path, strerror(errno));
 		*n = (size_t)r;
+		z->left -= (uint64_t)r;
 		z->eof = r == 0;
 		return NULL;
 	}
@@ -264,6 +269,34 @@ static uint64_t cs_default_bound(void)
 	return (uint64_t)pages * (uint64_t)size / 2;
 }
 
+/* Inflate z's input into z->out_fd by kind; the file's size is then what
+ * was inflated (trailing holes included). */
+static struct cs_error *cs_inflate_run(struct cs_inflate *z)
+{
+	z->in = malloc(CS_DECOMPRESS_IN_CHUNK);
+	z->out = malloc(CS_DECOMPRESS_OUT_CHUNK);
+	struct cs_error *err = NULL;
+	if (!z->in || !z->out)
+		err = &cs_error_nomem;
+	else if (strcmp(z->kind, "zstd") == 0)
+		err = cs_inflate_zstd(z);
+	else if (strcmp(z->kind, "gzip") == 0)
+		err = cs_inflate_gzip(z);
+	else if (strcmp(z->kind, "xz") == 0)
+		err = cs_inflate_xz(z);
+	else
+		err = cs_error_create(CS_ERR_FORMAT,
+				      "%s: %s-compressed cores are not read "
+				      "directly; decompress it first",
+				      z->path, z->kind);
+	free(z->in);
+	free(z->out);
+	if (!err && ftruncate(z->out_fd, (off_t)z->written) != 0)
+		err = cs_error_create(CS_ERR_OS, "%s: cannot write: %s",
+				      z->path, strerror(errno));
+	return err;
+}
+
 struct cs_error *cs_decompress_core(int fd, const char *path, const char *kind,
 				    uint64_t max_bytes, int *ret_fd)
 {
@@ -273,6 +306,7 @@ struct cs_error *cs_decompress_core(int fd, const char *path, const char *kind,
 		.path = path,
 		.kind = kind,
 		.max_bytes = max_bytes ? max_bytes : cs_default_bound(),
+		.left = UINT64_MAX,
 	};
 	if (lseek(fd, 0, SEEK_SET) != 0)
 		return cs_error_create(CS_ERR_OS, "%s: cannot seek: %s", path,
@@ -283,40 +317,39 @@ struct cs_error *cs_decompress_core(int fd, const char *path, const char *kind,
 				       "%s: cannot create an in-memory file "
 				       "for the inflated core: %s",
 				       path, strerror(errno));
-	z.in = malloc(CS_DECOMPRESS_IN_CHUNK);
-	z.out = malloc(CS_DECOMPRESS_OUT_CHUNK);
-	struct cs_error *err = NULL;
-	if (!z.in || !z.out)
-		err = &cs_error_nomem;
-	else if (strcmp(kind, "zstd") == 0)
-		err = cs_inflate_zstd(&z);
-	else if (strcmp(kind, "gzip") == 0)
-		err = cs_inflate_gzip(&z);
-	else if (strcmp(kind, "xz") == 0)
-		err = cs_inflate_xz(&z);
-	else
-		err = cs_error_create(CS_ERR_FORMAT,
-				      "%s: %s-compressed cores are not read "
-				      "directly; decompress it first",
-				      path, kind);
-	free(z.in);
-	free(z.out);
+	struct cs_error *err = cs_inflate_run(&z);
 	if (!err && z.written == 0)
 		err = cs_error_create(CS_ERR_FORMAT,
 				      "%s: %s-compressed, but the stream "
 				      "holds no data (cut off, or not a "
 				      "compressed core?)",
 				      path, kind);
-	/* Trailing holes: the file's size is what was inflated. */
-	if (!err && ftruncate(z.out_fd, (off_t)z.written) != 0)
-		err = cs_error_create(CS_ERR_OS,
-				      "%s: cannot hold the inflated core in "
-				      "memory: %s",
-				      path, strerror(errno));
 	if (err) {
 		close(z.out_fd);
 		return err;
 	}
 	*ret_fd = z.out_fd;
 	return NULL;
+}
+
+struct cs_error *cs_decompress_range(int fd, const char *path, const char *kind,
+				     uint64_t off, uint64_t len, int out_fd,
+				     uint64_t max_bytes, uint64_t *written)
+{
+	struct cs_inflate z = {
+		.in_fd = fd,
+		.out_fd = out_fd,
+		.path = path,
+		.kind = kind,
+		.max_bytes = max_bytes,
+		.left = len,
+	};
+	*written = 0;
+	if (off > (uint64_t)INT64_MAX ||
+	    lseek(fd, (off_t)off, SEEK_SET) != (off_t)off)
+		return cs_error_create(CS_ERR_OS, "%s: cannot seek: %s", path,
+				       strerror(errno));
+	struct cs_error *err = cs_inflate_run(&z);
+	*written = z.written;
+	return err;
 }

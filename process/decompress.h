@@ -25,4 +25,13 @@ int cs_compression_supported(const char *kind);
 struct cs_error *cs_decompress_core(int fd, const char *path, const char *kind,
 				    uint64_t max_bytes, int *ret_fd);
 
+/* Inflate the len compressed bytes of fd at off (a stream of kind)
+ * into out_fd, written from its offset 0 with runs of zeros left as
+ * holes, its size then the inflated size, *written. More than max_bytes
+ * is CS_ERR_LIMIT, a corrupt stream CS_ERR_FORMAT; one cut off ends
+ * early (the caller compares *written with what it expects). */
+struct cs_error *cs_decompress_range(int fd, const char *path, const char *kind,
+				     uint64_t off, uint64_t len, int out_fd,
+				     uint64_t max_bytes, uint64_t *written);
+
 #endif

@@ -16,6 +16,10 @@ struct cs_target_request {
 	const char *sysroot;         /* core: where its files are (NULL: /) */
 	const char *lib_search_path; /* core: directories to look in by name */
 	const char *executable;      /* core: the executable given, or NULL */
+	/* core: files given for the paths it names, taken first (pairs of
+	 * path in the target and file here, NULL-terminated: a bundle's,
+	 * cs_core_set_file_map), or NULL */
+	const char *const *file_map;
 };
 
 /* A kind of target the CLI opens (process/open.c lists them): whether a

@@ -22,6 +22,14 @@ static void process(struct json *j, const struct cs_report *r)
 	json_string(j, "ruby_version", r->ruby->ruby_version);
 	json_string(j, "core", r->core_path);
 	json_string(j, "source", r->core_path ? "core" : "live");
+	if (r->bundle) {
+		json_begin_object(j, "bundle");
+		json_string(j, "file", r->bundle->source);
+		json_int(j, "files", (int64_t)r->bundle->n - 1);
+		json_end_object(j);
+	} else {
+		json_null(j, "bundle");
+	}
 	const struct cs_siginfo *si = r->siginfo;
 	if (si && si->present && si->signo)
 		cs_render_signal_json(j, "signal", si);

@@ -30,6 +30,11 @@ static void header(FILE *out, const struct cs_report *r)
 		r->ruby->ruby_version ? r->ruby->ruby_version
 				      : "version unknown",
 		r->vm_module);
+	if (r->bundle)
+		fprintf(out,
+			"Bundle %s: core %s and %zu files it needs, read from "
+			"the bundle\n",
+			r->bundle->source, r->core_path, r->bundle->n - 1);
 	for (size_t i = 0; i < r->nmodules_found; i++)
 		module_found(out, &r->modules_found[i]);
 	const struct cs_siginfo *si = r->siginfo;

@@ -62,6 +62,7 @@ run_on(ctx, ruby, cap) instead. The groups:
     remote/...               remote.py
     RUBY/heap/...            heap.py: corestack heap, live and from a core, against
                              ObjectSpace.count_objects and memsize_of; damaged heaps
+    RUBY/bundle, bundle/...  bundle.py: a core and its files in one bundle
     debuginfo/debuginfod...  debuginfod.py
     RUBY/native/...          native.py
     RUBY/jit-native/...      jit_native.py: --native past JIT code (RUBY ending in
@@ -98,8 +99,9 @@ import time
 
 sys.dont_write_bytecode = True   # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (bad_input, cli, core_dir, corrupt, crash, debuginfod, frame_reuse,  # noqa: E402
-                     gdbext, heap, hostile, jit_frames, jit_native, layout, mutations, native,
+from harness import (bad_input, bundle, cli, core_dir, corrupt, crash, debuginfod,  # noqa: E402
+                     frame_reuse, gdbext, heap, hostile, jit_frames, jit_native, layout,
+                     mutations, native,
                      native_cut, nontfile, permissions, procs, record, record_exits, remote,
                      scenarios, stale_pc, thread_notes, top, unit, variants, viewers)
 from harness.group import Context, EachRuby, hook  # noqa: E402
@@ -124,6 +126,7 @@ GROUPS = (
     viewers,
     top,
     remote,
+    bundle,
     nontfile,
     heap,
     debuginfod,

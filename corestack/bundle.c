@@ -1,0 +1,279 @@
+/* corestack bundle: one file holding a core and every file its analysis
+ * reads (process/bundle.h, docs/bundle.md), and the other way, a bundle
+ * given in place of a core, unpacked for the analysis. */
+#include "bundle.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../engine/bundle_files.h"
+#include "../util/cli_args.h"
+
+#define PROG "corestack bundle"
+
+enum { EXIT_OK = 0, EXIT_PARTIAL = 1, EXIT_UNUSABLE = 2, EXIT_USAGE = 64 };
+
+static void usage(FILE *out)
+{
+	fputs("usage: corestack bundle [options] -o FILE CORE [EXECUTABLE]\n"
+	      "\n"
+	      "Write one compressed file holding CORE and every file its\n"
+	      "analysis reads (the executable, libruby and the other\n"
+	      "libraries the core maps, their debug files), matched by\n"
+	      "build-id. `corestack FILE` then reads it on any machine.\n"
+	      "\n"
+	      "  -o, --output FILE  the bundle to write\n"
+	      "  --force            overwrite FILE if it exists\n"
+	      "  --sysroot DIR      find the files the core names under DIR\n"
+	      "  --lib-search-path DIRS  colon-separated directories to find\n"
+	      "                     the core's files in, by file name\n"
+	      "  --debug-dir DIR    look for debug files under DIR too\n"
+	      "                     (repeatable)\n"
+	      "  -h, --help         this help\n"
+	      "\n"
+	      "Exit status: 0 written, 1 written without some file (each\n"
+	      "named on stderr), 2 not written (the core cannot be read, or\n"
+	      "FILE cannot be written), 64 usage.\n",
+	      out);
+}
+
+struct bundle_options {
+	const char *out;
+	int force;
+	struct cs_target_request target;
+	const char *debug_dirs[CS_BUNDLE_MAX_DEBUG_DIRS + 2];
+	size_t ndebug_dirs;
+};
+
+static int parse(int argc, char **argv, struct bundle_options *o)
+{
+	static const struct option longopts[] = {
+		{"output", required_argument, NULL, 'o'},
+		{"force", no_argument, NULL, 'f'},
+		{"sysroot", required_argument, NULL, 'S'},
+		{"lib-search-path", required_argument, NULL, 'L'},
+		{"debug-dir", required_argument, NULL, 'd'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	int c;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":ho:", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			o->out = optarg;
+			break;
+		case 'f':
+			o->force = 1;
+			break;
+		case 'S':
+			o->target.sysroot = optarg;
+			break;
+		case 'L':
+			o->target.lib_search_path = optarg;
+			break;
+		case 'd':
+			if (o->ndebug_dirs == CS_BUNDLE_MAX_DEBUG_DIRS - 2) {
+				fputs(PROG ": too many --debug-dir\n", stderr);
+				return EXIT_USAGE;
+			}
+			o->debug_dirs[o->ndebug_dirs++] = optarg;
+			break;
+		case 'h':
+			usage(stdout);
+			exit(EXIT_OK);
+		default:
+			cli_unknown_option(PROG, c, argv);
+			return EXIT_USAGE;
+		}
+	}
+	o->debug_dirs[o->ndebug_dirs++] = "/usr/lib/debug";
+	int rest = argc - optind;
+	if (!o->out || rest < 1 || rest > 2) {
+		fputs(PROG
+		      ": name the bundle with -o FILE, one CORE and at "
+		      "most one EXECUTABLE (see corestack bundle --help)\n",
+		      stderr);
+		return EXIT_USAGE;
+	}
+	o->target.core = argv[optind];
+	o->target.executable = rest == 2 ? argv[optind + 1] : NULL;
+	return 0;
+}
+
+int cs_bundle_main(int argc, char **argv)
+{
+	struct bundle_options o = {0};
+	int rc = parse(argc, argv, &o);
+	if (rc)
+		return rc;
+	if (!o.force && access(o.out, F_OK) == 0) {
+		fprintf(stderr,
+			PROG ": %s: exists; pass --force to overwrite it\n",
+			o.out);
+		return EXIT_UNUSABLE;
+	}
+	if (cs_bundle_is(o.target.core)) {
+		fprintf(stderr, PROG ": %s: is a bundle already\n",
+			o.target.core);
+		return EXIT_UNUSABLE;
+	}
+	struct cs_bundle_files files;
+	struct cs_error *err =
+		cs_bundle_files_find(&o.target, o.debug_dirs, &files);
+	if (err) {
+		fprintf(stderr, PROG ": %s\n", err->message);
+		cs_error_destroy(err);
+		return EXIT_UNUSABLE;
+	}
+	for (size_t i = 0; i < files.nmissing; i++)
+		fprintf(stderr, PROG ": warning: not bundled: %s\n",
+			files.missing[i]);
+	err = cs_bundle_write(o.out, o.force, files.entries, files.n);
+	if (err) {
+		fprintf(stderr, PROG ": %s\n", err->message);
+		cs_error_destroy(err);
+		cs_bundle_files_free(&files);
+		return EXIT_UNUSABLE;
+	}
+	size_t count[CS_BUNDLE_DEBUG + 1] = {0};
+	uint64_t bytes = 0;
+	for (size_t i = 0; i < files.n; i++) {
+		count[files.entries[i].kind]++;
+		bytes += files.entries[i].size;
+	}
+	struct stat st;
+	uint64_t written = stat(o.out, &st) == 0 ? (uint64_t)st.st_size : 0;
+	fprintf(stderr,
+		PROG ": wrote %s: the core, %zu executable, %zu libraries, "
+		     "%zu debug files (%llu MiB, %llu MiB compressed)%s\n",
+		o.out, count[CS_BUNDLE_EXE], count[CS_BUNDLE_LIB],
+		count[CS_BUNDLE_DEBUG], (unsigned long long)(bytes >> 20),
+		(unsigned long long)(written >> 20),
+		files.nmissing ? "; some files are missing (above)" : "");
+	rc = files.nmissing ? EXIT_PARTIAL : EXIT_OK;
+	cs_bundle_files_free(&files);
+	return rc;
+}
+
+/* The bundle unpacked now, removed at exit or on a fatal signal. */
+static struct cs_bundle_input *live_input;
+
+static void remove_live(void)
+{
+	if (live_input && live_input->dir)
+		cs_bundle_remove_files(&live_input->bundle);
+}
+
+static void on_fatal_signal(int sig)
+{
+	remove_live();
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static void guard(struct cs_bundle_input *in)
+{
+	static bool registered;
+	live_input = in;
+	if (!registered) {
+		registered = true;
+		(void)atexit(remove_live);
+		static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT,
+					   SIGPIPE};
+		for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+			struct sigaction sa = {.sa_handler = on_fatal_signal};
+			struct sigaction old;
+			if (sigaction(sigs[i], NULL, &old) == 0 &&
+			    old.sa_handler == SIG_DFL)
+				sigaction(sigs[i], &sa, NULL);
+		}
+	}
+}
+
+struct cs_error *cs_bundle_input_open(const char *path,
+				      struct cs_engine_request *req,
+				      struct cs_bundle_input *in, bool *is)
+{
+	memset(in, 0, sizeof(*in));
+	*is = cs_bundle_is(path);
+	if (!*is)
+		return NULL;
+	if (req->target.executable)
+		return cs_error_create(CS_ERR_USAGE,
+				       "%s: a bundle holds its executable: "
+				       "name no EXECUTABLE with it",
+				       path);
+	const char *tmp = getenv("TMPDIR");
+	if (asprintf(&in->dir, "%s/corestack-bundle-XXXXXX",
+		     tmp && *tmp ? tmp : "/tmp") < 0) {
+		in->dir = NULL;
+		return &cs_error_nomem;
+	}
+	/* the handlers first: a signal from here on leaves nothing */
+	in->bundle.dir = in->dir;
+	guard(in);
+	if (!mkdtemp(in->dir)) {
+		struct cs_error *err = cs_error_create(
+			CS_ERR_OS,
+			"%s: cannot make a directory to unpack it in (%s): %s; "
+			"set TMPDIR to a writable directory",
+			path, in->dir, strerror(errno));
+		cs_bundle_input_close(in);
+		return err;
+	}
+	struct cs_error *err = cs_bundle_unpack(path, in->dir, &in->bundle);
+	if (err) {
+		cs_bundle_input_close(in);
+		return err;
+	}
+	const char *user = req->target.lib_search_path;
+	size_t k = 0;
+	in->debug_dirs[k++] = in->dir;
+	for (size_t i = 0; req->debug_dirs && req->debug_dirs[i] &&
+			   k < CS_BUNDLE_MAX_DEBUG_DIRS;
+	     i++)
+		in->debug_dirs[k++] = req->debug_dirs[i];
+	in->debug_dirs[k] = NULL;
+	if (asprintf(&in->core, "%s/core", in->dir) < 0 ||
+	    asprintf(&in->lib_path, "%s%s%s", in->dir, user ? ":" : "",
+		     user ? user : "") < 0) {
+		in->core = in->lib_path = NULL;
+		cs_bundle_input_close(in);
+		return &cs_error_nomem;
+	}
+	if (!req->target.sysroot) {
+		if (asprintf(&in->sysroot, "%s/none", in->dir) < 0) {
+			in->sysroot = NULL;
+			cs_bundle_input_close(in);
+			return &cs_error_nomem;
+		}
+		req->target.sysroot = in->sysroot;
+	}
+	req->target.core = in->core;
+	req->target.lib_search_path = in->lib_path;
+	req->target.file_map = in->bundle.file_map;
+	req->debug_dirs = in->debug_dirs;
+	req->bundle = &in->bundle;
+	return NULL;
+}
+
+void cs_bundle_input_close(struct cs_bundle_input *in)
+{
+	if (in->dir)
+		cs_bundle_remove_files(&in->bundle);
+	if (live_input == in)
+		live_input = NULL;
+	cs_bundle_free(&in->bundle);
+	free(in->dir);
+	free(in->core);
+	free(in->lib_path);
+	free(in->sysroot);
+	memset(in, 0, sizeof(*in));
+}

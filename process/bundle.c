@@ -1,0 +1,570 @@
+/* Bundles written and unpacked: see bundle.h for the format. A bundle is
+ * untrusted input like a core: every count, length and size is bounded
+ * before it is used, a stored path is only compared, never opened, and
+ * the unpacked files get names made here. */
+#include "bundle.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "decompress.h"
+#include "../util/hex.h"
+#include "../util/open_regular.h"
+
+#define HEADER_SIZE 16
+#define RECORD_SIZE 32
+#define CHUNK (256 * 1024)
+
+const char *cs_bundle_kind_name(int kind)
+{
+	static const char *const names[] = {"?", "core", "exe", "lib", "debug"};
+	return kind >= CS_BUNDLE_CORE && kind <= CS_BUNDLE_DEBUG ? names[kind]
+								 : names[0];
+}
+
+static void put_le(uint8_t *p, uint64_t v, int n)
+{
+	for (int i = 0; i < n; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint64_t get_le(const uint8_t *p, int n)
+{
+	uint64_t v = 0;
+	for (int i = n - 1; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+bool cs_bundle_is(const char *path)
+{
+	int fd = cs_open_regular(path);
+	if (fd < 0)
+		return false;
+	char head[8];
+	bool is = pread(fd, head, sizeof(head), 0) == (ssize_t)sizeof(head) &&
+		  memcmp(head, CS_BUNDLE_MAGIC, sizeof(head)) == 0;
+	close(fd);
+	return is;
+}
+
+/* ---- writing ---- */
+
+static struct cs_error *write_all(int fd, const char *out, const void *buf,
+				  size_t n)
+{
+	const uint8_t *p = buf;
+	while (n > 0) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return cs_error_create(
+				CS_ERR_OS, "%s: cannot write: %s", out,
+				w < 0 ? strerror(errno) : "nothing written");
+		p += w;
+		n -= (size_t)w;
+	}
+	return NULL;
+}
+
+/* The index: header and records, with each entry's size, offset and
+ * length as known so far. */
+static uint8_t *index_bytes(const struct cs_bundle_entry *e, size_t n,
+			    const uint64_t *off, const uint64_t *len,
+			    size_t *size)
+{
+	size_t total = HEADER_SIZE;
+	for (size_t i = 0; i < n; i++)
+		total += RECORD_SIZE + e[i].build_id_len + strlen(e[i].path);
+	uint8_t *buf = calloc(1, total);
+	if (!buf)
+		return NULL;
+	static const char magic[8] = CS_BUNDLE_MAGIC;
+	memcpy(buf, magic, sizeof(magic));
+	put_le(buf + 8, CS_BUNDLE_VERSION, 4);
+	put_le(buf + 12, n, 4);
+	uint8_t *p = buf + HEADER_SIZE;
+	for (size_t i = 0; i < n; i++) {
+		size_t plen = strlen(e[i].path);
+		p[0] = (uint8_t)e[i].kind;
+		p[1] = (uint8_t)e[i].build_id_len;
+		put_le(p + 2, plen, 2);
+		put_le(p + 8, e[i].size, 8);
+		put_le(p + 16, off[i], 8);
+		put_le(p + 24, len[i], 8);
+		memcpy(p + RECORD_SIZE, e[i].build_id, e[i].build_id_len);
+		memcpy(p + RECORD_SIZE + e[i].build_id_len, e[i].path, plen);
+		p += RECORD_SIZE + e[i].build_id_len + plen;
+	}
+	*size = total;
+	return buf;
+}
+
+/* Compress the file e->file onto fd as one gzip stream; *size its bytes
+ * read, *len the stream's. */
+static struct cs_error *write_entry(int fd, const char *out,
+				    const struct cs_bundle_entry *e,
+				    uint64_t *size, uint64_t *len)
+{
+	int in = cs_open_regular(e->file);
+	if (in < 0)
+		return cs_error_create(CS_ERR_OS, "%s: cannot read: %s",
+				       e->file, strerror(errno));
+	uint8_t *ibuf = malloc(CHUNK), *obuf = malloc(CHUNK);
+	z_stream s;
+	memset(&s, 0, sizeof(s));
+	struct cs_error *err = NULL;
+	if (!ibuf || !obuf ||
+	    deflateInit2(&s, 1, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) !=
+		    Z_OK) {
+		free(ibuf);
+		free(obuf);
+		close(in);
+		return &cs_error_nomem;
+	}
+	*size = *len = 0;
+	int flush = Z_NO_FLUSH;
+	while (!err && flush != Z_FINISH) {
+		ssize_t r = read(in, ibuf, CHUNK);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			err = cs_error_create(CS_ERR_OS, "%s: cannot read: %s",
+					      e->file, strerror(errno));
+			break;
+		}
+		*size += (uint64_t)r;
+		flush = r == 0 ? Z_FINISH : Z_NO_FLUSH;
+		s.next_in = ibuf;
+		s.avail_in = (uInt)r;
+		do {
+			s.next_out = obuf;
+			s.avail_out = CHUNK;
+			(void)deflate(&s, flush);
+			size_t have = CHUNK - s.avail_out;
+			err = write_all(fd, out, obuf, have);
+			*len += have;
+		} while (!err && s.avail_out == 0);
+	}
+	deflateEnd(&s);
+	free(ibuf);
+	free(obuf);
+	close(in);
+	return err;
+}
+
+struct cs_error *cs_bundle_write(const char *out, bool force,
+				 struct cs_bundle_entry *entries, size_t n)
+{
+	if (n == 0 || n > CS_BUNDLE_MAX_ENTRIES)
+		return cs_error_create(CS_ERR_LIMIT,
+				       "%s: a bundle holds 1 to %d files, "
+				       "not %zu",
+				       out, CS_BUNDLE_MAX_ENTRIES, n);
+	int fd = open(out,
+		      O_WRONLY | O_CREAT | O_CLOEXEC | O_NONBLOCK |
+			      (force ? O_TRUNC : O_EXCL),
+		      0644);
+	if (fd < 0) {
+		if (errno == EEXIST)
+			return cs_error_create(CS_ERR_USAGE,
+					       "%s: exists; pass --force to "
+					       "overwrite it",
+					       out);
+		return cs_error_create(CS_ERR_OS, "%s: cannot create: %s", out,
+				       strerror(errno));
+	}
+	struct stat st;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		/* --force on a device or a FIFO: not written, nor removed */
+		close(fd);
+		return cs_error_create(CS_ERR_USAGE,
+				       "%s: not a regular file; name a file to "
+				       "write the bundle to",
+				       out);
+	}
+	uint64_t *off = calloc(n, sizeof(*off)), *len = calloc(n, sizeof(*len));
+	struct cs_bundle_entry *e = calloc(n, sizeof(*e));
+	uint8_t *index = NULL;
+	size_t isize = 0;
+	struct cs_error *err = NULL;
+	if (off && len && e) {
+		memcpy(e, entries, n * sizeof(*e));
+		index = index_bytes(e, n, off, len, &isize);
+	}
+	if (!index)
+		err = &cs_error_nomem;
+	else
+		err = write_all(fd, out, index, isize);
+	uint64_t at = isize;
+	for (size_t i = 0; !err && i < n; i++) {
+		off[i] = at;
+		err = write_entry(fd, out, &e[i], &e[i].size, &len[i]);
+		at += len[i];
+	}
+	if (!err) {
+		/* the index again, with every size, offset and length */
+		free(index);
+		index = index_bytes(e, n, off, len, &isize);
+		if (!index)
+			err = &cs_error_nomem;
+		else if (lseek(fd, 0, SEEK_SET) != 0)
+			err = cs_error_create(CS_ERR_OS, "%s: cannot seek: %s",
+					      out, strerror(errno));
+		else
+			err = write_all(fd, out, index, isize);
+	}
+	if (close(fd) != 0 && !err)
+		err = cs_error_create(CS_ERR_OS, "%s: cannot write: %s", out,
+				      strerror(errno));
+	if (err)
+		unlink(out);
+	for (size_t i = 0; !err && i < n; i++)
+		entries[i].size = e[i].size;
+	free(index);
+	free(off);
+	free(len);
+	free(e);
+	return err;
+}
+
+/* ---- reading ---- */
+
+static struct cs_error *bad(const char *path, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static struct cs_error *bad(const char *path, const char *fmt, ...)
+{
+	char why[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	return cs_error_create(CS_ERR_FORMAT, "%s: not a usable bundle: %s",
+			       path, why);
+}
+
+static struct cs_error *read_at(int fd, const char *path, uint64_t off,
+				void *buf, size_t n, uint64_t file_size)
+{
+	if (off > file_size || n > file_size - off)
+		return bad(path,
+			   "cut off: its index runs past the end of the file "
+			   "(%" PRIu64 " bytes)",
+			   file_size);
+	if (pread(fd, buf, n, (off_t)off) != (ssize_t)n)
+		return cs_error_create(CS_ERR_OS, "%s: cannot read: %s", path,
+				       strerror(errno));
+	return NULL;
+}
+
+/* Record path as made in dir (room was made for it). */
+static void made(struct cs_bundle *b, char *path)
+{
+	b->made[b->nmade++] = path;
+}
+
+static char *child(const char *dir, const char *name)
+{
+	char *p;
+	return asprintf(&p, "%s/%s", dir, name) < 0 ? NULL : p;
+}
+
+/* Where entry i is unpacked: a name made from its kind, index or
+ * build-id; directories it needs are made (and recorded). */
+static struct cs_error *entry_file(struct cs_bundle *b, size_t i,
+				   const struct cs_bundle_entry *e, char **ret)
+{
+	char name[64 + 2 * CS_BUNDLE_MAX_BUILD_ID];
+	if (e->kind == CS_BUNDLE_DEBUG) {
+		char hex[2 * CS_BUNDLE_MAX_BUILD_ID + 1];
+		cs_hex(e->build_id, e->build_id_len, hex);
+		char sub[16];
+		snprintf(sub, sizeof(sub), ".build-id/%.2s", hex);
+		for (int level = 0; level < 2; level++) {
+			char *d = child(b->dir, level ? sub : ".build-id");
+			if (!d)
+				return &cs_error_nomem;
+			if (mkdir(d, 0700) == 0) {
+				made(b, d);
+			} else if (errno != EEXIST) {
+				struct cs_error *err = cs_error_create(
+					CS_ERR_OS, "%s: cannot create: %s", d,
+					strerror(errno));
+				free(d);
+				return err;
+			} else {
+				free(d);
+			}
+		}
+		snprintf(name, sizeof(name), "%s/%s.debug", sub, hex + 2);
+	} else if (e->kind == CS_BUNDLE_LIB) {
+		snprintf(name, sizeof(name), "lib-%zu", i);
+	} else {
+		snprintf(name, sizeof(name), "%s",
+			 cs_bundle_kind_name(e->kind));
+	}
+	*ret = child(b->dir, name);
+	if (!*ret)
+		return &cs_error_nomem;
+	return NULL;
+}
+
+/* The index read and checked: kinds, lengths, where the data lies, no
+ * entry twice, sizes within the bounds. */
+static struct cs_error *read_index(int fd, const char *path, uint64_t file_size,
+				   struct cs_bundle *b, uint64_t **off,
+				   uint64_t **len)
+{
+	uint8_t head[HEADER_SIZE];
+	if (file_size < HEADER_SIZE)
+		return bad(path,
+			   "cut off: %" PRIu64 " bytes, shorter than "
+			   "a bundle's header",
+			   file_size);
+	struct cs_error *err =
+		read_at(fd, path, 0, head, sizeof(head), file_size);
+	if (err)
+		return err;
+	if (memcmp(head, CS_BUNDLE_MAGIC, 8) != 0)
+		return bad(path, "it does not start with \"%s\"",
+			   CS_BUNDLE_MAGIC);
+	uint64_t version = get_le(head + 8, 4), n = get_le(head + 12, 4);
+	if (version != CS_BUNDLE_VERSION)
+		return bad(path,
+			   "version %" PRIu64 ", this corestack reads "
+			   "version %d",
+			   version, CS_BUNDLE_VERSION);
+	if (n == 0 || n > CS_BUNDLE_MAX_ENTRIES)
+		return bad(path, "%" PRIu64 " entries, not 1 to %d", n,
+			   CS_BUNDLE_MAX_ENTRIES);
+	b->entries = calloc(n, sizeof(*b->entries));
+	*off = calloc(n, sizeof(**off));
+	*len = calloc(n, sizeof(**len));
+	b->file_map = calloc(2 * n + 1, sizeof(*b->file_map));
+	b->made = calloc(2 * n + 3, sizeof(*b->made));
+	if (!b->entries || !*off || !*len || !b->file_map || !b->made)
+		return &cs_error_nomem;
+	b->n = (size_t)n; /* what cs_bundle_free frees, also on failure */
+	uint64_t at = HEADER_SIZE, total = 0;
+	size_t cores = 0, exes = 0;
+	for (size_t i = 0; i < n; i++) {
+		uint8_t rec[RECORD_SIZE] = {0};
+		if ((err = read_at(fd, path, at, rec, sizeof(rec), file_size)))
+			return err;
+		struct cs_bundle_entry *e = &b->entries[i];
+		e->kind = rec[0];
+		e->build_id_len = rec[1];
+		size_t plen = (size_t)get_le(rec + 2, 2);
+		e->size = get_le(rec + 8, 8);
+		(*off)[i] = get_le(rec + 16, 8);
+		(*len)[i] = get_le(rec + 24, 8);
+		if (e->kind < CS_BUNDLE_CORE || e->kind > CS_BUNDLE_DEBUG)
+			return bad(path, "entry %zu has kind %d, unknown", i,
+				   e->kind);
+		if (e->build_id_len > CS_BUNDLE_MAX_BUILD_ID ||
+		    (e->kind == CS_BUNDLE_DEBUG && e->build_id_len < 2))
+			return bad(path,
+				   "entry %zu has a build-id of %zu bytes", i,
+				   e->build_id_len);
+		if (plen == 0 || plen > CS_BUNDLE_MAX_PATH || rec[4] ||
+		    rec[5] || rec[6] || rec[7])
+			return bad(path, "entry %zu's record is malformed", i);
+		at += RECORD_SIZE;
+		if ((err = read_at(fd, path, at, e->build_id, e->build_id_len,
+				   file_size)))
+			return err;
+		at += e->build_id_len;
+		if (!(e->path = calloc(1, plen + 1)))
+			return &cs_error_nomem;
+		if ((err = read_at(fd, path, at, e->path, plen, file_size)))
+			return err;
+		at += plen;
+		if (strlen(e->path) != plen)
+			return bad(path, "entry %zu's path holds a NUL", i);
+		cores += e->kind == CS_BUNDLE_CORE;
+		exes += e->kind == CS_BUNDLE_EXE;
+		if (total + e->size < total)
+			total = UINT64_MAX;
+		else
+			total += e->size;
+		for (size_t k = 0; k < i; k++) {
+			const struct cs_bundle_entry *o = &b->entries[k];
+			bool same_file = o->kind == e->kind &&
+					 e->kind != CS_BUNDLE_DEBUG &&
+					 strcmp(o->path, e->path) == 0;
+			bool same_debug = o->kind == CS_BUNDLE_DEBUG &&
+					  e->kind == CS_BUNDLE_DEBUG &&
+					  o->build_id_len == e->build_id_len &&
+					  memcmp(o->build_id, e->build_id,
+						 e->build_id_len) == 0;
+			if (same_file || same_debug)
+				return bad(path,
+					   "entries %zu and %zu are the same "
+					   "%s (%s)",
+					   k, i, cs_bundle_kind_name(e->kind),
+					   e->path);
+		}
+	}
+	if (cores != 1 || exes > 1)
+		return bad(path,
+			   "%zu cores and %zu executables, not one core "
+			   "and at most one executable",
+			   cores, exes);
+	for (size_t i = 0; i < n; i++)
+		if ((*off)[i] < at || (*off)[i] > file_size ||
+		    (*len)[i] > file_size - (*off)[i])
+			return bad(path,
+				   "cut off: entry %zu (%s) lies past the end "
+				   "of the file (%" PRIu64 " bytes)",
+				   i, b->entries[i].path, file_size);
+	if (total > CS_BUNDLE_MAX_TOTAL)
+		return cs_error_create(CS_ERR_LIMIT,
+				       "%s: its files would take %" PRIu64
+				       " MiB unpacked, more than the bound of "
+				       "%" PRIu64 " MiB",
+				       path, total >> 20,
+				       CS_BUNDLE_MAX_TOTAL >> 20);
+	struct statvfs vfs;
+	if (statvfs(b->dir, &vfs) == 0 &&
+	    total / vfs.f_frsize > (uint64_t)vfs.f_bavail)
+		return cs_error_create(
+			CS_ERR_LIMIT,
+			"%s: its files take %" PRIu64 " MiB unpacked, more "
+			"than the %" PRIu64 " MiB free in %s; set TMPDIR to "
+			"a directory with room",
+			path, total >> 20,
+			(uint64_t)vfs.f_bavail * vfs.f_frsize >> 20, b->dir);
+	return NULL;
+}
+
+static struct cs_error *unpack_entry(int fd, const char *path,
+				     struct cs_bundle *b, size_t i,
+				     uint64_t off, uint64_t len)
+{
+	struct cs_bundle_entry *e = &b->entries[i];
+	struct cs_error *err = entry_file(b, i, e, &e->file);
+	if (err || !e->file)
+		return err ? err : &cs_error_nomem;
+	int out = open(e->file,
+		       O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+		       0600);
+	if (out < 0)
+		return cs_error_create(CS_ERR_OS, "%s: cannot create: %s",
+				       e->file, strerror(errno));
+	char *copy = strdup(e->file);
+	if (!copy) {
+		close(out);
+		unlink(e->file);
+		return &cs_error_nomem;
+	}
+	made(b, copy);
+	uint64_t written = 0;
+	err = cs_decompress_range(fd, path, "gzip", off, len, out, e->size,
+				  &written);
+	if (close(out) != 0 && !err)
+		err = cs_error_create(CS_ERR_OS, "%s: cannot write: %s",
+				      e->file, strerror(errno));
+	if (err && err->code == CS_ERR_OS) {
+		/* this machine's fault (a full disk), not the bundle's */
+		struct cs_error *why = cs_error_create(
+			CS_ERR_OS, "%s: cannot unpack entry %zu into %s (%s)",
+			path, i, b->dir, err->message);
+		cs_error_destroy(err);
+		return why;
+	}
+	if (err || written != e->size) {
+		cs_error_destroy(err);
+		return bad(path,
+			   "entry %zu (%s %s) is corrupt: its data does not "
+			   "inflate to its %" PRIu64 " bytes",
+			   i, cs_bundle_kind_name(e->kind), e->path, e->size);
+	}
+	return NULL;
+}
+
+struct cs_error *cs_bundle_unpack(const char *path, const char *dir,
+				  struct cs_bundle *b)
+{
+	*b = (struct cs_bundle){.dir = dir};
+	if (!(b->source = strdup(path)))
+		return &cs_error_nomem;
+	int fd = cs_open_regular(path);
+	if (fd < 0)
+		return cs_error_create(CS_ERR_OS, "%s: cannot open: %s", path,
+				       strerror(errno));
+	struct stat st;
+	uint64_t *off = NULL, *len = NULL;
+	struct cs_error *err = NULL;
+	if (fstat(fd, &st) != 0)
+		err = cs_error_create(CS_ERR_OS, "%s: cannot stat: %s", path,
+				      strerror(errno));
+	else
+		err = read_index(fd, path, (uint64_t)st.st_size, b, &off, &len);
+	if (!err && (!off || !len))
+		err = &cs_error_nomem;
+	for (size_t i = 0; !err && i < b->n; i++)
+		err = unpack_entry(fd, path, b, i, off[i], len[i]);
+	size_t k = 0;
+	for (size_t i = 0; !err && i < b->n; i++) {
+		const struct cs_bundle_entry *e = &b->entries[i];
+		if (e->kind == CS_BUNDLE_EXE || e->kind == CS_BUNDLE_LIB) {
+			b->file_map[k++] = e->path;
+			b->file_map[k++] = e->file;
+		}
+	}
+	free(off);
+	free(len);
+	close(fd);
+	return err;
+}
+
+void cs_bundle_remove_files(const struct cs_bundle *b)
+{
+	for (size_t i = b->made ? b->nmade : 0; i-- > 0;)
+		if (unlink(b->made[i]) != 0)
+			(void)rmdir(b->made[i]);
+	if (b->dir)
+		(void)rmdir(b->dir);
+}
+
+void cs_bundle_free(struct cs_bundle *b)
+{
+	for (size_t i = 0; b->entries && i < b->n; i++) {
+		free(b->entries[i].path);
+		free(b->entries[i].file);
+	}
+	for (size_t i = 0; b->made && i < b->nmade; i++)
+		free(b->made[i]);
+	free(b->source);
+	free(b->entries);
+	free(b->file_map);
+	free(b->made);
+	memset(b, 0, sizeof(*b));
+}
+
+const struct cs_bundle_entry *cs_bundle_core(const struct cs_bundle *b)
+{
+	for (size_t i = 0; i < b->n; i++)
+		if (b->entries[i].kind == CS_BUNDLE_CORE)
+			return &b->entries[i];
+	return NULL;
+}
+
+const char *cs_bundle_path_of(const struct cs_bundle *b, const char *file)
+{
+	for (size_t i = 0; file && i < b->n; i++)
+		if (b->entries[i].file && strcmp(b->entries[i].file, file) == 0)
+			return b->entries[i].path;
+	return file;
+}

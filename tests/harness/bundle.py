@@ -1,0 +1,354 @@
+"""Bundles: corestack bundle writes a core and the files it needs into one
+file, and corestack reads that file where none of those files exist.
+
+    RUBY/bundle              the fixture Ruby's prefix copied, the crash scenario
+                             run from the copy (its libruby the one mapped) and its
+                             kernel core bundled (exit 0); the copy deleted, then
+                             corestack --json BUNDLE gives the oracle's stacks, exit 0,
+                             process.bundle naming the bundle and the core by its path;
+                             nothing is left in TMPDIR; on the first Ruby, the text
+                             report says "Bundle BUNDLE" in one line
+    bundle/other-files-here  another program at the executable's path and another
+                             library at libruby's: the bundle's files are read, the
+                             oracle's stacks, exit 0
+    bundle/missing-file      the core bundled with its Ruby gone: exit 1, one warning
+                             per missing file naming it, the bundle still written
+    bundle/output-exists     -o naming a file that exists: exit 2 naming it and
+                             --force, the file untouched; with --force it is written
+                             (exit 1: by then the Ruby is gone)
+    bundle/with-executable   a bundle and an EXECUTABLE: exit 64, one line naming the
+                             bundle, nothing left in TMPDIR
+    bundle/write-error       corestack bundle whose writes fail past 1 MiB (a file size
+                             limit, SIGXFSZ ignored: EFBIG, as a full disk's ENOSPC):
+                             exit 2, one line naming the file and the error, the
+                             partial file removed
+    bundle/core-unreadable   corestack bundle of a core that does not exist, and of a
+                             file that is no core: exit 2, one line naming it, no
+                             bundle written
+    bundle/signal            corestack on the bundle ended by SIGTERM at 0.1, 0.3 and
+                             0.6 s (unpacking or reading): it dies of the signal or has
+                             finished, and nothing is left in TMPDIR
+    bundle/bad-magic, bundle/bad-version, bundle/truncated-index,
+    bundle/truncated-data, bundle/oversize, bundle/too-many-entries,
+    bundle/corrupt-data, bundle/duplicate, bundle/wrong-size
+                             the bundle damaged that way: exit 2, one line naming the
+                             bundle and what is wrong, no crash, nothing left in
+                             TMPDIR
+
+The damaged bundles are made from the first Ruby's bundle by rewriting its
+header and index as process/bundle.h lays them out. Bundles and cores are
+deleted once read.
+"""
+
+import os
+import shutil
+import signal
+import struct
+import subprocess
+import time
+
+from . import compare, procs
+from .checks import check_oracle, check_unusable, first_line
+from .native import extra_env
+from .scenarios import capture_all
+
+SCENARIO = "crash"
+SHARED = ("bundle/other-files-here", "bundle/missing-file", "bundle/output-exists",
+          "bundle/with-executable", "bundle/signal", "bundle/write-error",
+          "bundle/core-unreadable")
+DAMAGE = ("bad-magic", "bad-version", "truncated-index", "truncated-data", "oversize",
+          "too-many-entries", "corrupt-data", "duplicate", "wrong-size")
+BAD_TESTS = tuple("bundle/" + d for d in DAMAGE)
+
+
+def names(ctx):
+    return ["%s/bundle" % r for r in ctx.rubies] + list(SHARED) + list(BAD_TESTS)
+
+
+def rubies(ctx):
+    if ctx.any_selected(SHARED + BAD_TESTS):
+        return set(ctx.rubies[:1]) | {r for r in ctx.rubies if ctx.selected("%s/bundle" % r)}
+    return {r for r in ctx.rubies if ctx.selected("%s/bundle" % r)}
+
+
+def index_records(data):
+    """(offset of each index record, its kind, path) of a bundle."""
+    n = struct.unpack_from("<I", data, 12)[0]
+    at, out = 16, []
+    for _ in range(n):
+        kind, idlen, plen = struct.unpack_from("<BBH", data, at)
+        path = bytes(data[at + 32 + idlen:at + 32 + idlen + plen]).decode(errors="replace")
+        out.append((at, kind, path))
+        at += 32 + idlen + plen
+    return out
+
+
+def with_path(d, recs, at, path):
+    """The bundle d with the path of the record at at replaced: the index
+    rewritten, the data moved after it and every offset with it."""
+    n = len(recs)
+    rows, pos = [], 16
+    for i in range(n):
+        kind, idlen, plen, zero, size, off, clen = struct.unpack_from("<BBHIQQQ", d, pos)
+        bid = bytes(d[pos + 32:pos + 32 + idlen])
+        name = path if pos == at else bytes(d[pos + 32 + idlen:pos + 32 + idlen + plen])
+        rows.append([kind, bid, name, size, off, clen])
+        pos += 32 + idlen + plen
+    end = 16 + sum(32 + len(r[1]) + len(r[2]) for r in rows)
+    out = bytearray(d[:16])
+    for kind, bid, name, size, off, clen in rows:
+        out += struct.pack("<BBHIQQQ", kind, len(bid), len(name), 0, size,
+                           off - pos + end, clen) + bid + name
+    return out + d[pos:]
+
+
+def damaged(data, how):
+    """The bundle's bytes damaged as DAMAGE names -> (bytes, what the one
+    stderr line must say)."""
+    d = bytearray(data)
+    recs = index_records(d)
+    lib = next(r for r in recs if r[1] == 3)
+    if how == "bad-magic":
+        # still close to a bundle, but not one: read as a core, refused
+        d[0:8] = b"CSBUNDLX"
+        return d, r"not an ELF file"
+    if how == "bad-version":
+        struct.pack_into("<I", d, 8, 99)
+        return d, r"version 99, this corestack reads version 1"
+    if how == "truncated-index":
+        return d[:recs[-1][0] + 8], r"cut off: its index runs past the end"
+    if how == "truncated-data":
+        return d[:len(d) - 1000], r"cut off: entry \d+ .* past the end of the file"
+    if how == "oversize":
+        struct.pack_into("<Q", d, recs[0][0] + 8, 1 << 60)
+        return d, r"MiB unpacked, more than the bound"
+    if how == "too-many-entries":
+        struct.pack_into("<I", d, 12, 1 << 20)
+        return d, r"1048576 entries, not 1 to 4096"
+    if how == "corrupt-data":
+        off = struct.unpack_from("<Q", d, lib[0] + 16)[0]
+        for i in range(off + 20, off + 200):
+            d[i] ^= 0x5a
+        return d, r"entry \d+ \(lib .*\) is corrupt"
+    if how == "duplicate":
+        # a second library of the first library's path
+        other = next(r for r in recs if r[1] == 3 and r[0] != lib[0])
+        return with_path(d, recs, other[0], lib[2].encode()), \
+            r"entries \d+ and \d+ are the same lib"
+    if how == "wrong-size":
+        size = struct.unpack_from("<Q", d, lib[0] + 8)[0]
+        struct.pack_into("<Q", d, lib[0] + 8, size + 4096)
+        return d, r"is corrupt: its data does not inflate to its %d bytes" % (size + 4096)
+    raise ValueError(how)
+
+
+def leftovers(tmp):
+    """None, or what corestack left in its TMPDIR."""
+    left = os.listdir(tmp)
+    return "left in TMPDIR: %s" % ", ".join(left) if left else None
+
+
+def take_core(ruby, prefix, base, args):
+    """The scenario run from a copy of the prefix -> (Capture, the copy)."""
+    copy = os.path.join(base, "prefix")
+    shutil.copytree(prefix, copy, symlinks=True)
+    with extra_env({"LD_LIBRARY_PATH": os.path.join(copy, "lib")}):
+        results = capture_all(ruby, os.path.join(copy, "bin", "ruby"), [SCENARIO],
+                              os.path.join(base, "run"), True, None, args.timeout)
+    cap = results[SCENARIO]
+    if isinstance(cap, procs.Failure):
+        raise cap
+    return cap, copy
+
+
+def check_bundled(res, cap, bundle):
+    reason = check_oracle(res, cap)
+    if reason:
+        return reason
+    report, _ = compare.parse_report(res[1])
+    proc = report.get("process", {})
+    b = proc.get("bundle")
+    if not isinstance(b, dict) or b.get("file") != bundle:
+        return "process.bundle is %s, expected the bundle %s" % (compare.show(b), bundle)
+    if proc.get("core") != cap.core:
+        return "process.core is %s, expected the core's path %s" % (
+            compare.show(proc.get("core")), cap.core)
+    return None
+
+
+def run_tests(ctx):
+    rep, args, workdir = ctx.rep, ctx.args, ctx.workdir
+    cs, timeout = args.corestack, args.timeout
+    first = True
+    for ruby in ctx.rubies:
+        mine = "%s/bundle" % ruby
+        shared = first and ctx.any_selected(SHARED + BAD_TESTS)
+        if not ctx.selected(mine) and not shared:
+            continue
+        prefix = ctx.prefixes.get(ruby)
+        wanted = [mine] + (list(SHARED + BAD_TESTS) if shared else [])
+        wanted = [n for n in wanted if ctx.selected(n)]
+        if not isinstance(prefix, str):
+            for n in wanted:
+                rep.skip(n, "needs the %s fixture Ruby" % ruby)
+            continue
+        first = False
+        base = os.path.join(workdir, "bundle", ruby)
+        try:
+            shutil.rmtree(base, ignore_errors=True)
+            os.makedirs(base)
+            run_ruby(ctx, ruby, prefix, base, wanted, shared, cs, timeout)
+        except (procs.Failure, OSError, subprocess.SubprocessError, ValueError) as exc:
+            for n in wanted:
+                rep.result(n, "setup: %s" % exc)
+        finally:
+            shutil.rmtree(base, ignore_errors=True)
+
+
+def run_ruby(ctx, ruby, prefix, base, wanted, shared, cs, timeout):
+    rep = ctx.rep
+    cap, copy = take_core(ruby, prefix, base, ctx.args)
+    bundle = os.path.join(base, "core.bundle")
+    tmp = os.path.join(base, "tmp")
+    os.makedirs(tmp)
+    made = procs.run_tool([cs, "bundle", "-o", bundle, cap.core], timeout)
+    if made[0] != 0:
+        raise procs.Failure("corestack bundle exit %s: %s" % (made[0], first_line(made[2])))
+    exe = os.path.join(copy, "bin", "ruby")
+    libruby = [os.path.join(copy, "lib", f) for f in os.listdir(os.path.join(copy, "lib"))
+               if f.startswith("libruby.so.") and not os.path.islink(os.path.join(copy, "lib", f))]
+
+    if "bundle/missing-file" in wanted:
+        # moved away, not deleted: the test after it puts other files there
+        shutil.move(copy, copy + ".away")
+        partial = os.path.join(base, "partial.bundle")
+        res = procs.run_tool([cs, "bundle", "-o", partial, cap.core], timeout)
+        shutil.move(copy + ".away", copy)
+        reason = None
+        if res[0] != 1:
+            reason = "exit %s, expected 1; stderr: %s" % (res[0], first_line(res[2]))
+        elif not os.path.exists(partial):
+            reason = "no bundle written"
+        else:
+            for path in [exe] + libruby:
+                if not any("not bundled: " + path in line for line in res[2].splitlines()):
+                    reason = "no warning naming %s: %s" % (path, compare.show(res[2][:400]))
+                    break
+        if partial and os.path.exists(partial):
+            os.unlink(partial)
+        rep.result("bundle/missing-file", reason)
+
+    if "bundle/write-error" in wanted:
+        out = os.path.join(base, "too-large.bundle")
+        res = procs.run_tool(["sh", "-c", "trap '' XFSZ; ulimit -f 1024; exec \"$@\"", "sh",
+                              cs, "bundle", "-o", out, cap.core], timeout)
+        reason = check_unusable(res, [out], (2,), r"cannot write: File too large",
+                                "'cannot write: File too large'")
+        if not reason and os.path.exists(out):
+            reason = "the partial bundle was left"
+        rep.result("bundle/write-error", reason)
+
+    shutil.rmtree(copy)   # the Ruby is gone: only the bundle has its files
+    if cap.core.startswith(copy):
+        raise procs.Failure("the core was written inside the prefix")
+    env = ["env", "TMPDIR=" + tmp]
+    if "%s/bundle" % ruby in wanted:
+        res = procs.run_tool(env + [cs, "--json", bundle], timeout)
+        reason = check_bundled(res, cap, bundle) or leftovers(tmp)
+        if not reason and shared:
+            text = procs.run_tool(env + [cs, bundle], timeout)
+            lines = [ln for ln in text[1].splitlines() if ln.startswith("Bundle ")]
+            if text[0] != 0 or len(lines) != 1 or bundle not in lines[0]:
+                reason = "text report: exit %s, Bundle lines %s" % (text[0], compare.show(lines))
+            reason = reason or leftovers(tmp)
+        rep.result("%s/bundle" % ruby, reason)
+
+    if "bundle/other-files-here" in wanted:
+        # Files at the paths the core names, not the ones it mapped.
+        os.makedirs(os.path.dirname(exe))
+        os.makedirs(os.path.join(copy, "lib"))
+        shutil.copy("/bin/true", exe)
+        for lib in libruby:
+            shutil.copy(next(p for p in ("/lib/x86_64-linux-gnu/libz.so.1",
+                                         "/usr/lib/x86_64-linux-gnu/libz.so.1", "/bin/true")
+                             if os.path.exists(p)), lib)
+        res = procs.run_tool(env + [cs, "--json", bundle], timeout)
+        shutil.rmtree(copy)
+        rep.result("bundle/other-files-here", check_bundled(res, cap, bundle) or leftovers(tmp))
+
+    if "bundle/output-exists" in wanted:
+        there = os.path.join(base, "exists")
+        with open(there, "w") as f:
+            f.write("keep me\n")
+        res = procs.run_tool([cs, "bundle", "-o", there, cap.core], timeout)
+        with open(there) as f:
+            kept = f.read() == "keep me\n"
+        reason = check_unusable(res, [there], (2,), r"exists; pass --force", "'--force'")
+        if not reason and not kept:
+            reason = "the existing file was changed"
+        if not reason:
+            res = procs.run_tool([cs, "bundle", "--force", "-o", there, cap.core], timeout)
+            with open(there, "rb") as f:
+                head = f.read(8)
+            # exit 1: the Ruby's own files are gone by now, said and left out
+            if res[0] not in (0, 1) or head != b"CSBUNDLE":
+                reason = "with --force: exit %s, file starts %r; %s" % (
+                    res[0], head, first_line(res[2]))
+        os.unlink(there)
+        rep.result("bundle/output-exists", reason)
+
+    if "bundle/with-executable" in wanted:
+        res = procs.run_tool(env + [cs, bundle, "/bin/true"], timeout)
+        rep.result("bundle/with-executable", check_unusable(
+            res, [bundle], (64,), r"holds its executable", "'holds its executable'")
+            or leftovers(tmp))
+
+    if "bundle/core-unreadable" in wanted:
+        reason = None
+        out = os.path.join(base, "never.bundle")
+        not_core = os.path.join(base, "not-a-core")
+        with open(not_core, "w") as f:
+            f.write("not a core\n")
+        for core, says in ((os.path.join(base, "no-such-core"), r"No such file"),
+                           (not_core, r"not an ELF file")):
+            res = procs.run_tool([cs, "bundle", "-o", out, core], timeout)
+            reason = check_unusable(res, [core], (2,), says, compare.show(says))
+            if not reason and os.path.exists(out):
+                reason = "a bundle was written"
+            if reason:
+                break
+        rep.result("bundle/core-unreadable", reason)
+
+    if "bundle/signal" in wanted:
+        reason = None
+        for delay in (0.1, 0.3, 0.6):
+            proc = subprocess.Popen(env + [cs, bundle], stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL)
+            time.sleep(delay)
+            proc.send_signal(signal.SIGTERM)
+            rc = proc.wait(timeout)
+            if rc not in (0, -signal.SIGTERM):
+                reason = "killed at %.1f s: exit %s" % (delay, rc)
+            reason = reason or leftovers(tmp)
+            if reason:
+                break
+        rep.result("bundle/signal", reason)
+
+    bad = [d for d in DAMAGE if "bundle/" + d in wanted]
+    if bad:
+        with open(bundle, "rb") as f:
+            data = f.read()
+        for how in bad:
+            name = "bundle/" + how
+            d, pattern = damaged(data, how)
+            if d is None:
+                rep.result(name, pattern)
+                continue
+            path = os.path.join(base, how + ".bundle")
+            with open(path, "wb") as f:
+                f.write(d)
+            res = procs.run_tool(env + [cs, "--json", path], timeout)
+            os.unlink(path)
+            rep.result(name, check_unusable(res, [path], (2,), pattern, compare.show(pattern),
+                                            json_file=path) or leftovers(tmp))
+    os.unlink(bundle)
