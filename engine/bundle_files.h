@@ -1,7 +1,7 @@
 /* The files a bundle of a core holds (process/bundle.h): the core, and
  * for every ELF module the core maps, its file (the executable, the
  * libraries) and the separate debug file its DWARF comes from, found as
- * an analysis finds them (the target's host paths, module_find.c by
+ * an analysis finds them (the target's host paths, module_search.c by
  * build-id, dwarf/module.c's debug file search). */
 #ifndef CS_ENGINE_BUNDLE_FILES_H
 #define CS_ENGINE_BUNDLE_FILES_H
