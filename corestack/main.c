@@ -399,9 +399,9 @@ int main(int argc, char **argv)
 	struct cs_bundle_input bundle;
 	bool is_bundle = false;
 	struct cs_error *err =
-		o.core && !directory
-			? cs_bundle_input_open(o.core, &req, &bundle, &is_bundle)
-			: NULL;
+		o.core && !directory ? cs_bundle_input_open(o.core, &req,
+							    &bundle, &is_bundle)
+				     : NULL;
 	if (err && err->code == CS_ERR_USAGE) {
 		fprintf(stderr, "corestack: %s\n", err->message);
 		cs_error_destroy(err);

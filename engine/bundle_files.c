@@ -119,9 +119,9 @@ static struct cs_error *add_module(struct cs_bundle_files *f,
 					 id, len)
 		      : is_elf(file);
 	const struct cs_module_found *found =
-		!ok && len ? cs_module_search_find(search, m->path, id, len,
-						   NULL)
-			   : NULL;
+		!ok && len
+			? cs_module_search_find(search, m->path, id, len, NULL)
+			: NULL;
 	if (found) {
 		char *copy = strdup(found->file);
 		if (!copy) {
