@@ -46,9 +46,8 @@ static void usage(FILE *out)
 struct bundle_options {
 	const char *out;
 	int force;
-	struct cs_target_request target;
-	const char *debug_dirs[CS_BUNDLE_MAX_DEBUG_DIRS + 2];
-	size_t ndebug_dirs;
+	const char *core, *executable;
+	struct input_args in; /* the target's files */
 };
 
 static int parse(int argc, char **argv, struct bundle_options *o)
@@ -56,34 +55,24 @@ static int parse(int argc, char **argv, struct bundle_options *o)
 	static const struct option longopts[] = {
 		{"output", required_argument, NULL, 'o'},
 		{"force", no_argument, NULL, 'f'},
-		{"sysroot", required_argument, NULL, 'S'},
-		{"lib-search-path", required_argument, NULL, 'L'},
-		{"debug-dir", required_argument, NULL, 'd'},
+		INPUT_ARGS_FILE_OPTIONS,
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	int c;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":ho:", longopts, NULL)) != -1) {
+		enum input_arg taken = input_args_take(&o->in, PROG, c, optarg);
+		if (taken == INPUT_ARG_BAD)
+			return EXIT_USAGE;
+		if (taken == INPUT_ARG_TAKEN)
+			continue;
 		switch (c) {
 		case 'o':
 			o->out = optarg;
 			break;
 		case 'f':
 			o->force = 1;
-			break;
-		case 'S':
-			o->target.sysroot = optarg;
-			break;
-		case 'L':
-			o->target.lib_search_path = optarg;
-			break;
-		case 'd':
-			if (o->ndebug_dirs == CS_BUNDLE_MAX_DEBUG_DIRS - 2) {
-				fputs(PROG ": too many --debug-dir\n", stderr);
-				return EXIT_USAGE;
-			}
-			o->debug_dirs[o->ndebug_dirs++] = optarg;
 			break;
 		case 'h':
 			usage(stdout);
@@ -93,7 +82,7 @@ static int parse(int argc, char **argv, struct bundle_options *o)
 			return EXIT_USAGE;
 		}
 	}
-	o->debug_dirs[o->ndebug_dirs++] = "/usr/lib/debug";
+	input_args_finish(&o->in);
 	int rest = argc - optind;
 	if (!o->out || rest < 1 || rest > 2) {
 		fputs(PROG
@@ -102,8 +91,8 @@ static int parse(int argc, char **argv, struct bundle_options *o)
 		      stderr);
 		return EXIT_USAGE;
 	}
-	o->target.core = argv[optind];
-	o->target.executable = rest == 2 ? argv[optind + 1] : NULL;
+	o->core = argv[optind];
+	o->executable = rest == 2 ? argv[optind + 1] : NULL;
 	return 0;
 }
 
@@ -119,14 +108,19 @@ int cs_bundle_main(int argc, char **argv)
 			o.out);
 		return EXIT_UNUSABLE;
 	}
-	if (cs_bundle_is(o.target.core)) {
-		fprintf(stderr, PROG ": %s: is a bundle already\n",
-			o.target.core);
+	if (cs_bundle_is(o.core)) {
+		fprintf(stderr, PROG ": %s: is a bundle already\n", o.core);
 		return EXIT_UNUSABLE;
 	}
+	struct cs_target_request target = {
+		.core = o.core,
+		.executable = o.executable,
+		.sysroot = o.in.sysroot,
+		.lib_search_path = o.in.lib_search_path,
+	};
 	struct cs_bundle_files files;
 	struct cs_error *err =
-		cs_bundle_files_find(&o.target, o.debug_dirs, &files);
+		cs_bundle_files_find(&target, o.in.debug_dirs, &files);
 	if (err) {
 		fprintf(stderr, PROG ": %s\n", err->message);
 		cs_error_destroy(err);

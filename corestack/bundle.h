@@ -4,8 +4,10 @@
 #define CS_CLI_BUNDLE_H
 
 #include "../engine/engine.h"
+#include "input_args.h"
 
-#define CS_BUNDLE_MAX_DEBUG_DIRS 18
+/* The bundle's own directory, the user's, the default one. */
+#define CS_BUNDLE_MAX_DEBUG_DIRS (1 + INPUT_ARGS_MAX_DEBUG_DIRS + 1)
 
 /* corestack bundle ...: argv[0] is "bundle". Exit code as main's. */
 int cs_bundle_main(int argc, char **argv);

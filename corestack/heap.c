@@ -17,11 +17,11 @@
 #include "../render/render.h"
 #include "../render/render_heap.h"
 #include "../rubyvm/heap_census.h"
+#include "input_args.h"
 
 enum { EXIT_OK = 0, EXIT_PARTIAL = 1, EXIT_UNUSABLE = 2, EXIT_USAGE = 64 };
 
 #define PROG "corestack heap"
-#define MAX_DEBUG_DIRS 16
 #define DEFAULT_TOP 30
 
 struct heap_options {
@@ -29,9 +29,7 @@ struct heap_options {
 	int pid;
 	int json;
 	uint64_t top;
-	const char *cache_dir, *sysroot, *lib_search_path;
-	const char *debug_dirs[MAX_DEBUG_DIRS + 2];
-	size_t ndebug_dirs;
+	struct input_args in;
 };
 
 static void heap_usage(FILE *out)
@@ -65,11 +63,8 @@ static int parse(int argc, char **argv, struct heap_options *o)
 		{"pid", required_argument, NULL, 'p'},
 		{"top", required_argument, NULL, 't'},
 		{"json", no_argument, NULL, 'j'},
-		{"debug-dir", required_argument, NULL, 'd'},
-		{"sysroot", required_argument, NULL, 'S'},
-		{"lib-search-path", required_argument, NULL, 'L'},
-		{"cache-dir", required_argument, NULL, 'c'},
-		{"no-cache", no_argument, NULL, 'n'},
+		INPUT_ARGS_FILE_OPTIONS,
+		INPUT_ARGS_CACHE_OPTIONS,
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -78,6 +73,11 @@ static int parse(int argc, char **argv, struct heap_options *o)
 	o->top = DEFAULT_TOP;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+		enum input_arg taken = input_args_take(&o->in, PROG, c, optarg);
+		if (taken == INPUT_ARG_BAD)
+			return EXIT_USAGE;
+		if (taken == INPUT_ARG_TAKEN)
+			continue;
 		switch (c) {
 		case 'p':
 			if (!cli_integer(PROG, "--pid", optarg, 1, CLI_PID_MAX,
@@ -93,25 +93,6 @@ static int parse(int argc, char **argv, struct heap_options *o)
 		case 'j':
 			o->json = 1;
 			break;
-		case 'd':
-			if (o->ndebug_dirs == MAX_DEBUG_DIRS) {
-				fputs(PROG ": too many --debug-dir\n", stderr);
-				return EXIT_USAGE;
-			}
-			o->debug_dirs[o->ndebug_dirs++] = optarg;
-			break;
-		case 'S':
-			o->sysroot = optarg;
-			break;
-		case 'L':
-			o->lib_search_path = optarg;
-			break;
-		case 'c':
-			o->cache_dir = optarg;
-			break;
-		case 'n':
-			o->cache_dir = "";
-			break;
 		case 'h':
 			heap_usage(stdout);
 			exit(EXIT_OK);
@@ -120,20 +101,15 @@ static int parse(int argc, char **argv, struct heap_options *o)
 			return EXIT_USAGE;
 		}
 	}
-	o->debug_dirs[o->ndebug_dirs++] = "/usr/lib/debug";
-	o->debug_dirs[o->ndebug_dirs] = NULL;
+	input_args_finish(&o->in);
 	int rest = argc - optind;
 	if (o->pid) {
 		if (rest) {
 			fputs(PROG ": --pid takes no CORE argument\n", stderr);
 			return EXIT_USAGE;
 		}
-		if (o->sysroot || o->lib_search_path) {
-			fputs(PROG ": --sysroot and --lib-search-path go "
-				   "with a core\n",
-			      stderr);
+		if (!input_args_fit_pid(&o->in, PROG))
 			return EXIT_USAGE;
-		}
 		return 0;
 	}
 	if (rest < 1 || rest > 2) {
@@ -166,13 +142,13 @@ int cs_heap_main(int argc, char **argv)
 		.target = {.core = o.core,
 			   .pid = o.pid,
 			   .pause = true,
-			   .sysroot = o.sysroot,
-			   .lib_search_path = o.lib_search_path,
+			   .sysroot = o.in.sysroot,
+			   .lib_search_path = o.in.lib_search_path,
 			   .executable = o.executable},
 		.page_cache = o.pid != 0,
-		.debug_dirs = o.debug_dirs,
+		.debug_dirs = o.in.debug_dirs,
 		.debug_dir_advice = "pass --debug-dir",
-		.cache_dir = o.cache_dir,
+		.cache_dir = o.in.cache_dir,
 	};
 	struct cs_engine *engine;
 	struct cs_error *err = cs_engine_open(&req, &engine);

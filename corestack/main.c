@@ -21,6 +21,7 @@
 #include "../engine/engine.h"
 #include "bundle.h"
 #include "core_dir.h"
+#include "input_args.h"
 
 #define CS_VERSION "0.1.0"
 
@@ -35,7 +36,6 @@ enum {
 	EXIT_USAGE = CS_EXIT_USAGE
 };
 
-#define MAX_DEBUG_DIRS 16
 /* How a user of the CLI names a debug directory. */
 #define DEBUG_DIR_ADVICE "pass --debug-dir"
 
@@ -45,19 +45,15 @@ struct options {
 	int nonblocking; /* --nonblocking: read it without pausing it */
 	const struct cs_renderer *renderer; /* NULL: text; --json: json */
 	enum cs_format format;              /* --format (--json: json) */
-	int no_fibers;         /* --no-fibers: skip the GC heap walk */
-	const char *layout;    /* --layout MODULE: print the resolved layout */
-	const char *cache_dir; /* NULL: default; "": no layout cache */
+	int no_fibers;      /* --no-fibers: skip the GC heap walk */
+	const char *layout; /* --layout MODULE: print the resolved layout */
 	size_t max_frames;
-	size_t max_output; /* --max-output; 0: tied to the core's size */
-	const char *debug_dirs[MAX_DEBUG_DIRS + 2];
-	size_t ndebug_dirs;
-	const char *sysroot;         /* --sysroot: the core's files under DIR */
-	const char *lib_search_path; /* --lib-search-path DIRS, colon-separated */
-	int native;        /* --native: native frames merged with Ruby's */
-	int native_all;    /* --native-all: and threads that run no Ruby */
-	int locals;        /* --locals: each Ruby frame's local variables */
-	uint64_t max_scan; /* --max-scan; 0: the model's default */
+	size_t max_output;    /* --max-output; 0: tied to the core's size */
+	struct input_args in; /* the target's files, the layout cache */
+	int native;           /* --native: native frames merged with Ruby's */
+	int native_all;       /* --native-all: and threads that run no Ruby */
+	int locals;           /* --locals: each Ruby frame's local variables */
+	uint64_t max_scan;    /* --max-scan; 0: the model's default */
 	/* --fibers-by-scan (a diagnostic, not in --help): the memory scan
 	 * in place of the heap walk */
 	int fibers_by_scan;
@@ -129,20 +125,17 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{"format", required_argument, NULL, 'f'},
 		{"max-frames", required_argument, NULL, 'm'},
 		{"max-output", required_argument, NULL, 'M'},
-		{"debug-dir", required_argument, NULL, 'd'},
 		{"layout", required_argument, NULL, 'l'},
 		{"pid", required_argument, NULL, 'p'},
 		{"nonblocking", no_argument, NULL, 'b'},
-		{"cache-dir", required_argument, NULL, 'c'},
-		{"no-cache", no_argument, NULL, 'n'},
-		{"sysroot", required_argument, NULL, 'S'},
 		{"native", no_argument, NULL, 'N'},
 		{"native-all", no_argument, NULL, 'A'},
-		{"lib-search-path", required_argument, NULL, 'L'},
 		{"no-fibers", no_argument, NULL, 'F'},
 		{"locals", no_argument, NULL, 'o'},
 		{"max-scan", required_argument, NULL, 'X'},
 		{"fibers-by-scan", no_argument, NULL, 'Y'},
+		INPUT_ARGS_FILE_OPTIONS,
+		INPUT_ARGS_CACHE_OPTIONS,
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0},
@@ -150,6 +143,12 @@ static int parse_args(int argc, char **argv, struct options *o)
 	int c;
 	opterr = 0; /* our own one-line messages (unknown_option) */
 	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+		enum input_arg taken =
+			input_args_take(&o->in, "corestack", c, optarg);
+		if (taken == INPUT_ARG_BAD)
+			return EXIT_USAGE;
+		if (taken == INPUT_ARG_TAKEN)
+			continue;
 		switch (c) {
 		case 'j':
 			o->renderer = cs_renderer_find("json");
@@ -194,14 +193,6 @@ static int parse_args(int argc, char **argv, struct options *o)
 			*(frames ? &o->max_frames : &o->max_output) = (size_t)n;
 			break;
 		}
-		case 'd':
-			if (o->ndebug_dirs == MAX_DEBUG_DIRS) {
-				fputs("corestack: too many --debug-dir\n",
-				      stderr);
-				return EXIT_USAGE;
-			}
-			o->debug_dirs[o->ndebug_dirs++] = optarg;
-			break;
 		case 'l':
 			o->layout = optarg;
 			break;
@@ -216,23 +207,11 @@ static int parse_args(int argc, char **argv, struct options *o)
 		case 'b':
 			o->nonblocking = 1;
 			break;
-		case 'c':
-			o->cache_dir = optarg;
-			break;
-		case 'n':
-			o->cache_dir = "";
-			break;
-		case 'S':
-			o->sysroot = optarg;
-			break;
 		case 'A':
 			o->native_all = 1;
 			/* fall through */
 		case 'N':
 			o->native = 1;
-			break;
-		case 'L':
-			o->lib_search_path = optarg;
 			break;
 		case 'F':
 			o->no_fibers = 1;
@@ -261,20 +240,15 @@ static int parse_args(int argc, char **argv, struct options *o)
 		}
 	}
 	int rest = argc - optind;
-	o->debug_dirs[o->ndebug_dirs++] = "/usr/lib/debug";
-	o->debug_dirs[o->ndebug_dirs] = NULL;
+	input_args_finish(&o->in);
 	if (o->pid && o->nonblocking && o->native) {
 		fputs("corestack: --native needs the threads paused: not with "
 		      "--nonblocking\n",
 		      stderr);
 		return EXIT_USAGE;
 	}
-	if (o->pid && (o->sysroot || o->lib_search_path)) {
-		fputs("corestack: --sysroot and --lib-search-path go with a "
-		      "core\n",
-		      stderr);
+	if (o->pid && !input_args_fit_pid(&o->in, "corestack"))
 		return EXIT_USAGE;
-	}
 	if (o->pid && o->format >= CS_FORMAT_MARKDOWN) {
 		fputs("corestack: --format markdown and junit summarize "
 		      "cores, not a --pid\n",
@@ -324,9 +298,9 @@ static int print_layout(const char *path, const struct options *o)
 {
 	struct rv_layout layout;
 	int cached;
-	struct cs_ruby_options ropts = {.debug_dirs = o->debug_dirs,
+	struct cs_ruby_options ropts = {.debug_dirs = o->in.debug_dirs,
 					.debug_dir_advice = DEBUG_DIR_ADVICE,
-					.cache_dir = o->cache_dir};
+					.cache_dir = o->in.cache_dir};
 	struct cs_error *err =
 		cs_ruby_layout_of(path, &ropts, &layout, &cached);
 	if (err)
@@ -383,12 +357,12 @@ int main(int argc, char **argv)
 		.target = {.core = o.core,
 			   .pid = o.pid,
 			   .pause = !o.nonblocking,
-			   .sysroot = o.sysroot,
-			   .lib_search_path = o.lib_search_path,
+			   .sysroot = o.in.sysroot,
+			   .lib_search_path = o.in.lib_search_path,
 			   .executable = o.executable},
-		.debug_dirs = o.debug_dirs,
+		.debug_dirs = o.in.debug_dirs,
 		.debug_dir_advice = DEBUG_DIR_ADVICE,
-		.cache_dir = o.cache_dir,
+		.cache_dir = o.in.cache_dir,
 		.model = {.max_frames = o.max_frames,
 			  .max_output_bytes = cs_output_budget(
 				  o.max_output, o.pid ? NULL : o.core),
