@@ -160,11 +160,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const char *const no_dirs[] = {NULL};
 	struct cs_native_stacks *native = NULL;
 	/* a module whose file is missing is looked for, in no directory */
-	struct cs_module_search search = {0};
-	struct cs_error *err = cs_native_unwind(&img, &mem, threads, nt,
-						no_dirs, 48, NULL, 0, &search,
-						&native);
-	cs_module_search_free(&search);
+	struct cs_module_search *search = cs_module_search_new(NULL, NULL);
+	if (!search)
+		abort();
+	struct cs_error *err = cs_native_unwind(
+		&img, &mem, threads, nt, no_dirs, 48, NULL, 0, search, &native);
+	cs_module_search_free(search);
 	if (err) {
 		if (!err->message)
 			abort();
