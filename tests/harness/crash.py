@@ -82,7 +82,7 @@ CRASH_DIR = os.path.join(procs.ROOT, "fixtures", "crash")
 MODES = ("segv", "raw_segv", "gc_mark", "bug", "abort", "null_call", "raw_null_call",
          "jump_data", "raw_jump_data", "assert", "heap_corruption", "stack_overflow",
          "raw_raise_segv", "fiber_segv", "segv_copy", "null_call_copy", "killed",
-         "raw_killed")
+         "raw_killed", "raw_raise_off_thread")
 CHECKS = ("capture", "stacks", "fault", "summary-text", "native", "gc", "exception")
 COPY = "_copy"  # a mode loading the extension from a deleted copy
 # Checks of some modes only: the core with its signal frame damaged.
@@ -136,6 +136,11 @@ EXPECT = {
                "function": "killed_by_child", "handler": True, "sender": "child"},
     "raw_killed": {"fault": False, "kind": "sent", "signal": "SIGSEGV",
                    "function": "killed_by_child", "handler": False, "sender": "child"},
+    # rb_raise on a thread Ruby did not create: Ruby faults in libruby,
+    # on a thread that runs no Ruby (the program told its tid); a NULL
+    # execution context's field, so an address in the first page
+    "raw_raise_off_thread": {"fault": True, "kind": "memory_access", "handler": False,
+                             "off_thread": True, "code": "SEGV_MAPERR"},
     # ct_segv called from a Fiber: the crashed thread's Ruby frames are
     # the fiber's, as Ruby's report gives them
     "fiber_segv": {"fault": True, "kind": "memory_access", "address": 0x1008,
@@ -189,6 +194,8 @@ class RubyReport:
         # thread's stack
         m = re.search(r"^crashtest: jump to 0x([0-9a-f]+)$", text, re.M)
         self.jump = int(m.group(1), 16) if m else None
+        m = re.search(r"^crashtest: off-thread tid (\d+)$", text, re.M)
+        self.off_tid = int(m.group(1)) if m else None
         m = re.search(r"^crashtest: sender (\d+)$", text, re.M)
         self.sender = int(m.group(1)) if m else None
         m = re.search(r"^crashtest: stack 0x([0-9a-f]+)-0x([0-9a-f]+)$", text, re.M)
@@ -328,6 +335,8 @@ def check_capture(cr):
         return "the program did not tell where it jumps"
     if exp.get("address") == "stack" and r.stack is None:
         return "the program did not tell its stack"
+    if exp.get("off_thread") and r.off_tid is None:
+        return "the program did not tell the tid of its thread Ruby does not know"
     if exp.get("sender") and r.sender is None:
         return "the program did not tell which child sends the signal"
     if exp["fault"] and exp["handler"]:
@@ -781,6 +790,94 @@ def check_exception(cr, res, res_text):
     return None
 
 
+def check_off_thread_stacks(cr, run):
+    """A crash on a thread Ruby does not know: no Ruby thread is marked
+    crashed, and the thread that started it (waiting in pthread_join
+    inside the C method) has the frames the program recorded."""
+    report, reason = native.run_json(run("--json"))
+    if reason:
+        return reason
+    threads = report.get("threads", [])
+    if any(t.get("crashed") for t in threads):
+        return "a Ruby thread is marked crashed: %s" % [
+            t.get("tid") for t in threads if t.get("crashed")]
+    named = [t for t in threads if t.get("name") == cr.oracle["thread_name"]]
+    if len(named) != 1:
+        return "%d threads named %r" % (len(named), cr.oracle["thread_name"])
+    got = plain_frames([[f.get("label"), f.get("path"), f.get("lineno")]
+                        for f in named[0]["frames"]])
+    want = plain_frames(expected_frames(cr))
+    if got != want:
+        return "its frames %s, recorded %s" % (compare.show(got), compare.show(want))
+    return None
+
+
+def check_off_thread_fault(cr, run):
+    """The summary names the thread the program told, no Ruby thread or
+    frame, a memory access in the first page (a field of the execution
+    context Ruby did not find) in the Ruby VM's module, from the core's own
+    signal (no handler ran), with no sender."""
+    report, reason = native.run_json(run("--json"))
+    if reason:
+        return reason
+    c = report.get("crash") or {}
+    if c.get("error"):
+        return "crash summary incomplete: %s" % c["error"]
+    want = {"tid": cr.report.off_tid, "thread_index": None, "thread_name": None,
+            "fault": True, "kind": "memory_access", "from_signal_frame": False,
+            "sender_pid": None, "ruby_frame": None, "fiber": None}
+    got = {k: c.get(k) for k in want}
+    if got != want:
+        return "summary %s, expected %s" % (compare.show(got), compare.show(want))
+    sig = c.get("signal") or {}
+    address = int(sig.get("fault_address") or "-1", 16)
+    if sig.get("name") != "SIGSEGV" or sig.get("code_name") != "SEGV_MAPERR" or \
+            not 0 <= address < 4096:
+        return "signal %s, expected SIGSEGV (SEGV_MAPERR) in the first page" % compare.show(sig)
+    at = c.get("at") or {}
+    mod = at.get("module") or ""
+    if not (mod.startswith("libruby") or mod == "ruby") or not at.get("function"):
+        return "faulted in %s, expected a function of the Ruby VM's module" % compare.show(at)
+    return None
+
+
+def check_off_thread_text(cr, run):
+    rc, out, err, reason = run()
+    if reason or rc != 0:
+        return reason or "exit %d: %s" % (rc, err.strip()[:200])
+    lines = out.split("\nThread ")[0].splitlines()
+    want = re.compile(r"Crash: tid %d, which runs no Ruby, SIGSEGV \(SEGV_MAPERR\) at "
+                      r"address 0x[0-9a-f]{1,3}$" % cr.report.off_tid)
+    if not any(want.match(l) for l in lines):
+        return "no line matching %r: %s" % (want.pattern, compare.show(lines))
+    if any(l.strip().startswith("called from Ruby") for l in lines):
+        return "the summary names a Ruby caller on a thread that runs no Ruby"
+    return None
+
+
+def check_off_thread_native(cr, run):
+    """--native-all: the crashed thread's native frames, as eu-stack would
+    give them, run from the fault through rb_raise to the extension's
+    thread function and the thread's start."""
+    report, reason = native.run_json(run("--json", "--native-all"))
+    if reason:
+        return reason
+    mine = [t for t in report.get("native_threads", []) if t.get("tid") == cr.report.off_tid]
+    if len(mine) != 1:
+        return "the thread told (tid %s) is not among native_threads once" % cr.report.off_tid
+    names = [native.plain_name(f.get("function") or "") for f in mine[0].get("native", [])]
+    order = [names.index(n) if n in names else -1
+             for n in ("rb_raise", "raise_off_thread", "start_thread")]
+    if -1 in order or order != sorted(order):
+        return "native frames %s, expected rb_raise, raise_off_thread, start_thread in order" % (
+            names)
+    return None
+
+
+OFF_THREAD_CHECKS = {"stacks": check_off_thread_stacks, "fault": check_off_thread_fault,
+                     "summary-text": check_off_thread_text, "native": check_off_thread_native}
+
+
 def names(ctx):
     return [n for r in ctx.rubies for n in test_names(r)]
 
@@ -824,7 +921,14 @@ def run_tests(ctx):
                 cr = run_crash(ruby, os.path.join(prefix, "bin", "ruby"), mode, ext, os.path.join(base, mode), timeout)
             except (procs.Failure, OSError, ValueError, subprocess.SubprocessError) as exc:
                 for n in mine:
-                    rep.result(n, "setup: %s" % exc)
+                    if EXPECT[mode].get("off_thread") and "SystemStackError" in str(exc) \
+                            and "instead of dying of a signal" in str(exc):
+                        # a Ruby whose execution context is one global
+                        # (2.7) raises in the thread that holds the GVL
+                        rep.skip(n, "this Ruby takes rb_raise on a thread it does not know "
+                                 "without a crash (SystemStackError): no core to read")
+                    else:
+                        rep.result(n, "setup: %s" % exc)
                 continue
             runs = {}
 
@@ -834,7 +938,9 @@ def run_tests(ctx):
                 return runs[argv]
             for n in mine:
                 check = n.rsplit("/", 1)[1]
-                if check == "capture":
+                if EXPECT[mode].get("off_thread") and check in OFF_THREAD_CHECKS:
+                    reason = OFF_THREAD_CHECKS[check](cr, run)
+                elif check == "capture":
                     reason = check_capture(cr)
                 elif check == "stacks":
                     reason = check_stacks(cr, run("--json"))
