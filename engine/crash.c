@@ -45,6 +45,23 @@ static void sender_of(const struct cs_native_thread *nt, size_t from, size_t to,
 		}
 }
 
+/* c->entered_from, from the frames of nt past the faulting function. */
+static void entered_from(struct cs_crash *c, const struct cs_native_thread *nt)
+{
+	if (c->thread >= 0 || c->called_from || !c->at || !c->at->module ||
+	    !c->at_function)
+		return;
+	for (size_t i = (size_t)(c->at_function - nt->frames) + 1;
+	     i < nt->nframes && nt->frames[i].module; i++) {
+		const struct cs_native_frame *f = &nt->frames[i];
+		if (strcmp(f->module, c->at->module) != 0 && !in_libc(f)) {
+			group_of(nt, i, &c->entered_from,
+				 &c->entered_from_function);
+			return;
+		}
+	}
+}
+
 static bool is_sent(const struct cs_siginfo *si)
 {
 	return si->code <= 0; /* SI_USER, SI_QUEUE, SI_TKILL...: a process */
@@ -227,6 +244,7 @@ struct cs_error *cs_crash_find(const struct cs_siginfo *si, int64_t crash_tid,
 			sender_of(nt, 0, (size_t)(c->at - nt->frames),
 				  &c->resent_by, &function);
 		classify(c, nt, img, false);
+		entered_from(c, nt);
 		return NULL;
 	}
 	bool not_believed = c->error != NULL;
@@ -250,6 +268,7 @@ struct cs_error *cs_crash_find(const struct cs_siginfo *si, int64_t crash_tid,
 	else
 		group_of(nt, 0, &c->at, &c->at_function);
 	classify(c, nt, img, not_believed);
+	entered_from(c, nt);
 	return NULL;
 }
 

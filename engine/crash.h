@@ -54,6 +54,11 @@ struct cs_crash {
 	 * (the innermost inlined call at it, and the function holding
 	 * them); NULL: unknown. */
 	const struct cs_native_frame *called_from, *called_from_function;
+	/* On a thread that runs no Ruby, a fault inside one module (libruby,
+	 * for a C API call Ruby cannot serve on a thread it does not know):
+	 * the first frame outward in another module but the C library's,
+	 * the caller into it; NULL otherwise. */
+	const struct cs_native_frame *entered_from, *entered_from_function;
 	/* CS_CRASH_STACK_OVERFLOW: the stack the thread ran on, the
 	 * writable region just above the fault address. */
 	uint64_t stack_start, stack_end;

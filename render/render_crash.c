@@ -107,6 +107,12 @@ void cs_render_crash_text(FILE *out, const struct cs_report *r)
 			fprintf(out, ", pc 0x%llx",
 				(unsigned long long)c->fault.regs[CS_REG_RIP]);
 		fputc('\n', out);
+		if (c->entered_from) {
+			fprintf(out, "    called into %s from ", c->at->module);
+			where_text(out, c->entered_from,
+				   c->entered_from_function);
+			fputc('\n', out);
+		}
 	}
 	if (c->abort_message)
 		fprintf(out, "    abort message: %s\n", c->abort_message);
@@ -247,6 +253,8 @@ void cs_render_crash_json(struct json *j, const struct cs_report *r,
 		json_null(j, "sender_pid");
 	where_json(j, "at", c->at, c->at_function);
 	where_json(j, "called_from", c->called_from, c->called_from_function);
+	where_json(j, "entered_from", c->entered_from,
+		   c->entered_from_function);
 	if (c->kind == CS_CRASH_STACK_OVERFLOW) {
 		json_begin_object(j, "stack");
 		json_hex_string(j, "start", c->stack_start);

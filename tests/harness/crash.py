@@ -838,6 +838,12 @@ def check_off_thread_fault(cr, run):
     mod = at.get("module") or ""
     if not (mod.startswith("libruby") or mod == "ruby") or not at.get("function"):
         return "faulted in %s, expected a function of the Ruby VM's module" % compare.show(at)
+    # who called into it: the extension's thread function, at its call
+    ef = c.get("entered_from") or {}
+    want = {"function": "raise_off_thread", "module": "crashtest.so",
+            "line": c_call_line("raise_off_thread")}
+    if {k: ef.get(k) for k in want} != want:
+        return "entered from %s, expected %s" % (compare.show(ef), want)
     return None
 
 
@@ -848,6 +854,10 @@ def check_off_thread_text(cr, run):
     lines = out.split("\nThread ")[0].splitlines()
     want = re.compile(r"Crash: tid %d, which runs no Ruby, SIGSEGV \(SEGV_MAPERR\) at "
                       r"address 0x[0-9a-f]{1,3}$" % cr.report.off_tid)
+    if not any(want.match(l) for l in lines):
+        return "no line matching %r: %s" % (want.pattern, compare.show(lines))
+    want = re.compile(r"    called into (libruby\S*|ruby) from crashtest\.so: raise_off_thread "
+                      r"at \S*crashtest\.c:%d$" % c_call_line("raise_off_thread"))
     if not any(want.match(l) for l in lines):
         return "no line matching %r: %s" % (want.pattern, compare.show(lines))
     if any(l.strip().startswith("called from Ruby") for l in lines):
