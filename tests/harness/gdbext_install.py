@@ -182,7 +182,8 @@ def check_man_page(prefix):
             text = f.read().replace("\\-", "-")
     except OSError as exc:
         return "no man page: %s" % exc
-    named = re.findall(r"(\S*docs/[a-z-]+\.md)", text)
+    # a path as the page writes it, also in parentheses or quotes
+    named = re.findall(r"([^\s(\"'`]*docs/[a-z-]+\.md)", text)
     if not named:
         return "the man page names no document"
     # a path in the source tree is no help once installed
