@@ -61,13 +61,7 @@ struct census_walk {
 	uint64_t t_string, t_array, str_capa_off, ary_capa_off;
 	uint64_t str_noembed, str_own_mask, ary_own_mask;
 	bool strings, arrays;
-	/* lengths: where they are (an item's offset and size; size 0: not
-	 * in the layout) */
-	struct field {
-		uint64_t off, size;
-	} str_len, str_heap_len, str_embed_len, ary_heap_len;
-	uint64_t str_len_mask, str_len_shift, ary_embed, ary_len_mask,
-		ary_len_shift;
+	uint64_t value_size;
 	struct u64map by_klass; /* class pointer -> struct group */
 	struct group by_type[2][RV_CENSUS_MAX_TYPES]; /* internal, hidden */
 	struct group *last; /* the class pointer seen last */
@@ -92,42 +86,38 @@ static uint64_t external_bytes(const struct census_walk *w, uint64_t type,
 		return word(slot, w->str_capa_off) + 1;
 	if (type == w->t_array && w->arrays && w->ary_capa_off + 8 <= stride &&
 	    !(flags & w->ary_own_mask))
-		return word(slot, w->ary_capa_off) * 8;
+		return word(slot, w->ary_capa_off) * w->value_size;
 	return 0;
 }
 
-/* The value of field f of the slot; false when it has none or it lies past
- * the slot. */
-static bool field_of(const uint8_t *slot, uint64_t stride, struct field f,
-		     uint64_t *v)
+/* The value of the layout item id in the slot; false when the layout
+ * lacks it or it lies past the slot. */
+static bool field_of(struct rv_session *s, const uint8_t *slot, uint64_t stride,
+		     enum rv_item_id id, uint64_t *v)
 {
-	if (!f.size || f.size > 8 || f.off + f.size > stride)
+	const struct rv_item *it = &s->layout.items[id];
+	uint64_t size = it->size ? (uint64_t)it->size : 8;
+	if (it->source == RV_MISSING || it->value < 0 || size > 8 ||
+	    (uint64_t)it->value + size > stride)
 		return false;
 	*v = 0;
-	memcpy(v, slot + f.off, f.size); /* little-endian */
+	memcpy(v, slot + it->value, size); /* little-endian */
 	return true;
 }
 
-/* A String's length in bytes, or an Array's in elements, from its slot:
- * as value.c reads them from memory (string_place, rv_array_span). */
-static bool length_of(const struct census_walk *w, bool string, uint64_t flags,
+/* A String's length in bytes, or an Array's in elements, from its slot,
+ * where value.c says it is for a String or Array read from memory. */
+static bool length_of(struct rv_session *s, bool string, uint64_t flags,
 		      const uint8_t *slot, uint64_t stride, uint64_t *len)
 {
-	if (!string) {
-		if (flags & w->ary_embed) {
-			*len = (flags & w->ary_len_mask) >> w->ary_len_shift;
-			return w->ary_len_mask != 0;
-		}
-		return field_of(slot, stride, w->ary_heap_len, len);
-	}
-	if (w->str_len.size)
-		return field_of(slot, stride, w->str_len, len);
-	if (flags & w->str_noembed)
-		return field_of(slot, stride, w->str_heap_len, len);
-	if (w->str_embed_len.size)
-		return field_of(slot, stride, w->str_embed_len, len);
-	*len = (flags & w->str_len_mask) >> w->str_len_shift;
-	return w->str_len_mask != 0;
+	if (!string)
+		return rv_array_flags_len(s, flags, len) ||
+		       field_of(s, slot, stride, RVL_rarray_heap_len, len);
+	enum rv_item_id at = rv_string_len_item(s, flags);
+	if (at != RVL_rstring_embed_len_mask)
+		return field_of(s, slot, stride, at, len);
+	*len = rv_string_flags_len(s, flags);
+	return true;
 }
 
 static void count_length(struct census_walk *w, uint64_t type, uint64_t flags,
@@ -137,7 +127,7 @@ static void count_length(struct census_walk *w, uint64_t type, uint64_t flags,
 	bool string = type == w->t_string && c->strings_known;
 	uint64_t len;
 	if ((!string && (type != w->t_array || !c->arrays_known)) ||
-	    !length_of(w, string, flags, slot, stride, &len))
+	    !length_of(w->s, string, flags, slot, stride, &len))
 		return;
 	unsigned k = len ? 64 - (unsigned)__builtin_clzll(len) : 0;
 	struct rv_census_bucket *b = string ? &c->strings[k] : &c->arrays[k];
@@ -339,43 +329,22 @@ static struct cs_error *name_classes(struct census_walk *w,
 	return NULL;
 }
 
-static struct field field(struct rv_session *s, enum rv_item_id id)
+/* Whether Strings' and Arrays' lengths can be read (value.c reads the
+ * same): the items rv_string_len_item and rv_array_flags_len name. */
+static void lengths_layout(struct rv_session *s, struct rv_census *c)
 {
-	const struct rv_item *it = &s->layout.items[id];
-	if (it->source == RV_MISSING || it->value < 0 || it->value > 256)
-		return (struct field){0, 0};
-	return (struct field){(uint64_t)it->value, it->size ? it->size : 8};
-}
-
-/* Where Strings' and Arrays' lengths are (value.c reads the same). */
-static void lengths_layout(struct rv_session *s, struct census_walk *w)
-{
-	struct rv_census *c = w->c;
-	w->str_len = field(s, RVL_rstring_len);
-	w->str_heap_len = field(s, RVL_rstring_heap_len);
-	w->str_embed_len = field(s, RVL_rstring_embed_len);
-	if (RV_HAS(s, rstring_embed_len_mask) &&
-	    RV_HAS(s, rstring_embed_len_shift)) {
-		w->str_len_mask = (uint64_t)RV_VAL(s, rstring_embed_len_mask);
-		w->str_len_shift = (uint64_t)RV_VAL(s, rstring_embed_len_shift);
-	}
 	c->strings_known = RV_HAS(s, t_string) && RV_HAS(s, rstring_noembed) &&
-			   w->str_len_shift < 64 &&
-			   (w->str_len.size ||
-			    (w->str_heap_len.size &&
-			     (w->str_embed_len.size || w->str_len_mask)));
-	w->str_noembed = RV_HAS(s, rstring_noembed)
-				 ? (uint64_t)RV_VAL(s, rstring_noembed)
-				 : 0;
-	w->ary_heap_len = field(s, RVL_rarray_heap_len);
-	if (RV_HAS(s, rarray_embed_flag) && RV_HAS(s, rarray_embed_len_mask) &&
-	    RV_HAS(s, rarray_embed_len_shift)) {
-		w->ary_embed = (uint64_t)RV_VAL(s, rarray_embed_flag);
-		w->ary_len_mask = (uint64_t)RV_VAL(s, rarray_embed_len_mask);
-		w->ary_len_shift = (uint64_t)RV_VAL(s, rarray_embed_len_shift);
-	}
-	c->arrays_known = RV_HAS(s, t_array) && w->ary_heap_len.size &&
-			  w->ary_len_mask && w->ary_len_shift < 64;
+			   (RV_HAS(s, rstring_len) ||
+			    (RV_HAS(s, rstring_heap_len) &&
+			     (RV_HAS(s, rstring_embed_len) ||
+			      (RV_HAS(s, rstring_embed_len_mask) &&
+			       RV_HAS(s, rstring_embed_len_shift) &&
+			       RV_VAL(s, rstring_embed_len_shift) < 64))));
+	c->arrays_known = RV_HAS(s, t_array) && RV_HAS(s, rarray_heap_len) &&
+			  RV_HAS(s, rarray_embed_flag) &&
+			  RV_HAS(s, rarray_embed_len_mask) &&
+			  RV_HAS(s, rarray_embed_len_shift) &&
+			  RV_VAL(s, rarray_embed_len_shift) < 64;
 }
 
 /* The layout the census reads; false with c->error when it lacks an
@@ -436,14 +405,16 @@ static bool census_layout(struct rv_session *s, struct census_walk *w)
 		c->types[w->t_string].external = c->types[w->t_string].name;
 	}
 	w->arrays = shared && RV_HAS(s, rarray_embed_flag) &&
-		    RV_HAS(s, rarray_heap_capa) && RV_HAS(s, t_array);
+		    RV_HAS(s, rarray_heap_capa) && RV_HAS(s, t_array) &&
+		    RV_HAS(s, value_size);
 	if (w->arrays) {
 		w->ary_own_mask = (uint64_t)RV_VAL(s, rarray_embed_flag) |
 				  (uint64_t)RV_VAL(s, elts_shared);
 		w->ary_capa_off = (uint64_t)RV_VAL(s, rarray_heap_capa);
+		w->value_size = (uint64_t)RV_VAL(s, value_size);
 		c->types[w->t_array].external = c->types[w->t_array].name;
 	}
-	lengths_layout(s, w);
+	lengths_layout(s, c);
 	return true;
 }
 

@@ -97,6 +97,16 @@ struct cs_error *rv_string(struct rv_session *s, uint64_t v, char **ret);
  * NUL-terminated), *got of them; *len is what the String claims. */
 struct cs_error *rv_string_bytes(struct rv_session *s, uint64_t v, size_t max,
 				 char **ret, size_t *got, uint64_t *len);
+/* Where a String of these flags keeps its length: the item of the field
+ * that holds it (3.3+ one for both kinds; a heap String's; a
+ * variable-width embedded one's), or RVL_rstring_embed_len_mask when the
+ * flags hold it (rv_string_flags_len). The one place the kinds are told
+ * apart, for a String read from memory and for a slot the heap walk read. */
+enum rv_item_id rv_string_len_item(struct rv_session *s, uint64_t flags);
+uint64_t rv_string_flags_len(struct rv_session *s, uint64_t flags);
+/* An Array's length when its flags hold it (embedded): false when it is
+ * in its as.heap.len. */
+bool rv_array_flags_len(struct rv_session *s, uint64_t flags, uint64_t *len);
 /* Where an Array's elements are and how many it claims. */
 struct cs_error *rv_array_span(struct rv_session *s, uint64_t ary,
 			       uint64_t *ptr, uint64_t *len);

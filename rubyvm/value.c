@@ -55,6 +55,32 @@ struct cs_error *rv_imemo_type(struct rv_session *s, uint64_t v, int64_t *ret)
 }
 
 /* Where a String's bytes are and how many it has. */
+enum rv_item_id rv_string_len_item(struct rv_session *s, uint64_t flags)
+{
+	if (RV_HAS(s, rstring_len)) /* 3.3+: one length for both kinds */
+		return RVL_rstring_len;
+	if (flags & (uint64_t)RV_VAL(s, rstring_noembed))
+		return RVL_rstring_heap_len;
+	if (RV_HAS(s, rstring_embed_len)) /* variable-width slots */
+		return RVL_rstring_embed_len;
+	return RVL_rstring_embed_len_mask; /* packed in the flags */
+}
+
+uint64_t rv_string_flags_len(struct rv_session *s, uint64_t flags)
+{
+	return (flags & (uint64_t)RV_VAL(s, rstring_embed_len_mask)) >>
+	       RV_VAL(s, rstring_embed_len_shift);
+}
+
+bool rv_array_flags_len(struct rv_session *s, uint64_t flags, uint64_t *len)
+{
+	if (!(flags & (uint64_t)RV_VAL(s, rarray_embed_flag)))
+		return false;
+	*len = (flags & (uint64_t)RV_VAL(s, rarray_embed_len_mask)) >>
+	       RV_VAL(s, rarray_embed_len_shift);
+	return true;
+}
+
 static struct cs_error *string_place(struct rv_session *s, uint64_t v,
 				     uint64_t *ptr, uint64_t *len)
 {
@@ -68,19 +94,11 @@ static struct cs_error *string_place(struct rv_session *s, uint64_t v,
 				       (unsigned long long)v,
 				       (unsigned long long)type);
 	bool embedded = !(flags & (uint64_t)RV_VAL(s, rstring_noembed));
-	if (RV_HAS(s, rstring_len)) { /* 3.3+: one length for both kinds */
-		if ((err = rv_read_member(s, v, RVL_rstring_len, len)))
-			return err;
-	} else if (!embedded) {
-		if ((err = rv_read_member(s, v, RVL_rstring_heap_len, len)))
-			return err;
-	} else if (RV_HAS(s, rstring_embed_len)) { /* variable-width slots */
-		if ((err = rv_read_member(s, v, RVL_rstring_embed_len, len)))
-			return err;
-	} else { /* length packed in the flags */
-		*len = (flags & (uint64_t)RV_VAL(s, rstring_embed_len_mask)) >>
-		       RV_VAL(s, rstring_embed_len_shift);
-	}
+	enum rv_item_id at = rv_string_len_item(s, flags);
+	if (at == RVL_rstring_embed_len_mask)
+		*len = rv_string_flags_len(s, flags);
+	else if ((err = rv_read_member(s, v, at, len)))
+		return err;
 	if (!embedded)
 		return rv_read_member(s, v, RVL_rstring_heap_ptr, ptr);
 	if (!RV_HAS(s, rstring_embed_ary) && !RV_HAS(s, rstring_ary))
@@ -154,9 +172,7 @@ struct cs_error *rv_array_span(struct rv_session *s, uint64_t ary,
 	if (type != (uint64_t)RV_VAL(s, t_array))
 		return cs_error_create(CS_ERR_CORRUPT, "0x%llx is not an Array",
 				       (unsigned long long)ary);
-	if (flags & (uint64_t)RV_VAL(s, rarray_embed_flag)) {
-		*len = (flags & (uint64_t)RV_VAL(s, rarray_embed_len_mask)) >>
-		       RV_VAL(s, rarray_embed_len_shift);
+	if (rv_array_flags_len(s, flags, len)) {
 		if (!RV_HAS(s, rarray_ary))
 			return rv_missing(RVL_rarray_ary);
 		*ptr = ary + (uint64_t)RV_VAL(s, rarray_ary);
