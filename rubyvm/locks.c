@@ -234,11 +234,7 @@ static void read_monitor(struct rv_session *s, const struct rv_thread *t,
 void rv_thread_locks_read(struct rv_session *s, uint64_t th,
 			  struct rv_thread *t)
 {
-	uint64_t ec;
 	t->wait.monitor_owner = -1;
-	if (RV_HAS(s, ec_serial) && rv_try_member(s, th, RVL_th_ec, &ec) &&
-	    ec && !rv_try_member(s, ec, RVL_ec_serial, &t->ec_serial))
-		t->ec_serial = 0;
 	t->wait.waits_for = -1;
 	t->wait.retake_holder = -1;
 	t->stuck_behind = -1;
@@ -416,6 +412,18 @@ static struct cs_error *find_cycles(struct rv_process *p)
 	return err;
 }
 
+/* The serial of the execution context thread th runs, 0 when unknown:
+ * what a Monitor names its owner by. */
+static uint64_t ec_serial(struct rv_session *s, uint64_t th)
+{
+	uint64_t ec, serial;
+	return RV_HAS(s, ec_serial) && rv_try_member(s, th, RVL_th_ec, &ec) &&
+			       ec &&
+			       rv_try_member(s, ec, RVL_ec_serial, &serial)
+		       ? serial
+		       : 0;
+}
+
 struct cs_error *rv_locks_resolve(struct rv_session *s, struct rv_process *p)
 {
 	struct index ix;
@@ -440,7 +448,8 @@ struct cs_error *rv_locks_resolve(struct rv_session *s, struct rv_process *p)
 			&ix, w->owner_thread ? w->owner_thread : w->joined);
 		for (size_t j = 0;
 		     w->monitor && w->monitor_serial && j < p->nthreads; j++)
-			if (p->threads[j].ec_serial == w->monitor_serial) {
+			if (ec_serial(s, p->threads[j].addr) ==
+			    w->monitor_serial) {
 				w->monitor_owner = (long)j;
 				w->monitor_owner_thread = p->threads[j].addr;
 			}

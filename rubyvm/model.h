@@ -233,7 +233,6 @@ struct rv_thread {
 	 * for ever: that thread's index (stuck behind it), else -1 */
 	size_t deadlock;
 	long stuck_behind;
-	uint64_t ec_serial; /* its running ec's serial, 0: unknown (locks.c) */
 	struct rv_ractor ractor; /* ractors.c */
 	/* The exception it is raising or handling (ec->errinfo, $!): the
 	 * object and its class's path; 0 / NULL when none (exception.c). */
