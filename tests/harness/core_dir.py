@@ -254,35 +254,49 @@ def check_markdown(crash, res, runs, files, cut):
     return None
 
 
-def check_junit(res, json_res, files, shown=None):
-    """shown: per group, the cores as named (default: the JSON group's)."""
+def signature_matches(crash, cr, name):
+    """Is name the signature of crash run cr's group: its kind, function
+    and the stable names of the labels of its three innermost Ruby frames,
+    as Ruby's report or the program's record gives them?"""
+    kind, function, labels = expected_group(crash, cr)
+    head = "%s in %s" % (kind, function)
+    frames = name[len(head):].split(" <- ")[1:] if name.startswith(head + " <- ") else []
+    return len(frames) == len(labels) and all(
+        stable_matches(f, l) for f, l in zip(frames, labels))
+
+
+def check_junit(crash, res, runs, files, shown):
+    """files: (mode, core name) per group, in the order of their
+    signatures; shown: per group, the cores as the run names them."""
     why = exited(res, 3)
     if why:
         return why
     try:
         root = ET.fromstring(res[1])
-        groups = json.loads(json_res[1])["groups"][:len(files)]
-    except (ET.ParseError, ValueError, KeyError) as exc:
-        return "XML (or the JSON run) does not parse: %s" % exc
+    except ET.ParseError as exc:
+        return "XML does not parse: %s" % exc
     suites = root.findall("testsuite")
     if root.tag != "testsuites" or len(suites) != 1:
         return "root %s with %d testsuites" % (root.tag, len(suites))
     suite = suites[0]
     cases = suite.findall("testcase")
-    if (suite.get("tests"), suite.get("failures")) != (str(len(files)), str(len(files))):
-        return "testsuite tests=%s failures=%s, expected %d" % (
-            suite.get("tests"), suite.get("failures"), len(files))
-    if [c.get("name") for c in cases] != [g["signature"] for g in groups] or len(cases) != len(files):
-        return "test cases %s, expected the groups %s" % (
-            [c.get("name") for c in cases], [g["signature"] for g in groups])
-    for i, (case, g) in enumerate(zip(cases, groups)):
+    if (suite.get("tests"), suite.get("failures")) != (str(len(files)), str(len(files))) \
+            or len(cases) != len(files):
+        return "testsuite tests=%s failures=%s with %d test cases, expected %d" % (
+            suite.get("tests"), suite.get("failures"), len(cases), len(files))
+    for case, (mode, _), cores in zip(cases, files, shown):
+        cr = runs[mode]
+        if not signature_matches(crash, cr, case.get("name") or ""):
+            return "test case %r, expected the signature of %s: %s" % (
+                case.get("name"), mode, expected_group(crash, cr))
         failure = case.find("failure")
-        cores = shown[i] if shown else g["cores"]
-        if failure is None or failure.get("type") != g["kind"] or \
-                not (failure.text or "").startswith("cores: %s\n" % " ".join(cores)) or \
-                g["stack"] not in failure.text:
-            return "test case %r: failure %r, expected its cores and stack" % (
-                case.get("name"), failure is not None and (failure.text or "")[:200])
+        label, path, line = crash.expected_frames(cr)[0]
+        text = failure.text or "" if failure is not None else ""
+        if failure is None or failure.get("type") != crash.EXPECT[mode]["kind"] or \
+                not text.startswith("cores: %s\n" % " ".join(cores)) or \
+                "\nCrash: " not in text or "%s:%d:in " % (path, line) not in text:
+            return "test case %r: failure %r, expected its cores, the crash summary " \
+                "and %s:%d" % (case.get("name"), text[:200], path, line)
     return None
 
 
@@ -310,14 +324,15 @@ def run_dir_checks(crash, rep, names, cs, timeout, base, runs, live):
             reason = check_markdown(crash, procs.run_tool([cs, "--format", "markdown", small], timeout),
                                     runs, files, small_cut)
         else:
-            json_res = procs.run_tool([cs, "--json", small], timeout)
-            reason = check_junit(procs.run_tool([cs, "--format", "junit", small], timeout),
-                                 json_res, files)
-            # one core alone: its group alone (the segv group sorts first)
+            # one test case per core, ordered by signature: memory_access
+            # (segv) before sent (abort)
+            reason = check_junit(crash, procs.run_tool([cs, "--format", "junit", small], timeout),
+                                 runs, files, [[name] for _, name in files])
+            # one core alone: its group alone
             one = os.path.join(small, files[0][1])
             reason = reason or check_junit(
-                procs.run_tool([cs, "--format", "junit", one], timeout), json_res, files[:1],
-                [[one]])
+                crash, procs.run_tool([cs, "--format", "junit", one], timeout), runs,
+                files[:1], [[one]])
         rep.result(n, reason)
     shutil.rmtree(d, ignore_errors=True)
     shutil.rmtree(small, ignore_errors=True)
