@@ -161,8 +161,11 @@ static struct cs_bundle_input *live_input;
 
 static void remove_live(void)
 {
-	if (live_input && live_input->dir)
+	if (live_input && live_input->dir) {
 		cs_bundle_remove_files(&live_input->bundle);
+		/* also while the unpacking has not yet set bundle.dir */
+		(void)rmdir(live_input->dir);
+	}
 }
 
 static void on_fatal_signal(int sig)

@@ -268,10 +268,24 @@ static struct cs_error *read_at(int fd, const char *path, uint64_t off,
 	return NULL;
 }
 
-/* Record path as made in dir (room was made for it). */
-static void made(struct cs_bundle *b, char *path)
+/* Record path as made in dir (room was made for it) before it is
+ * made: a signal is delivered as the creating system call returns, and
+ * its handler removes what is recorded. The fences keep the compiler
+ * from storing the count before the path. */
+static void will_make(struct cs_bundle *b, char *path)
 {
-	b->made[b->nmade++] = path;
+	b->made[b->nmade] = path;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	b->nmade++;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+}
+
+/* Forget the path will_make recorded last: it was not made here. */
+static char *not_made(struct cs_bundle *b)
+{
+	b->nmade--;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	return b->made[b->nmade];
 }
 
 static char *child(const char *dir, const char *name)
@@ -295,16 +309,17 @@ static struct cs_error *entry_file(struct cs_bundle *b, size_t i,
 			char *d = child(b->dir, level ? sub : ".build-id");
 			if (!d)
 				return &cs_error_nomem;
-			if (mkdir(d, 0700) == 0) {
-				made(b, d);
-			} else if (errno != EEXIST) {
-				struct cs_error *err = cs_error_create(
-					CS_ERR_OS, "%s: cannot create: %s", d,
-					strerror(errno));
-				free(d);
-				return err;
-			} else {
-				free(d);
+			will_make(b, d);
+			if (mkdir(d, 0700) != 0) {
+				int why = errno;
+				free(not_made(b));
+				if (why != EEXIST)
+					return cs_error_create(
+						CS_ERR_OS,
+						"%s/%s: cannot create: %s",
+						b->dir,
+						level ? sub : ".build-id",
+						strerror(why));
 			}
 		}
 		snprintf(name, sizeof(name), "%s/%s.debug", sub, hex + 2);
@@ -456,19 +471,19 @@ static struct cs_error *unpack_entry(int fd, const char *path,
 	struct cs_error *err = entry_file(b, i, e, &e->file);
 	if (err || !e->file)
 		return err ? err : &cs_error_nomem;
+	char *copy = strdup(e->file);
+	if (!copy)
+		return &cs_error_nomem;
+	will_make(b, copy);
 	int out = open(e->file,
 		       O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
 		       0600);
-	if (out < 0)
+	if (out < 0) {
+		int why = errno;
+		free(not_made(b));
 		return cs_error_create(CS_ERR_OS, "%s: cannot create: %s",
-				       e->file, strerror(errno));
-	char *copy = strdup(e->file);
-	if (!copy) {
-		close(out);
-		unlink(e->file);
-		return &cs_error_nomem;
+				       e->file, strerror(why));
 	}
-	made(b, copy);
 	uint64_t written = 0;
 	err = cs_decompress_range(fd, path, "gzip", off, len, out, e->size,
 				  &written);

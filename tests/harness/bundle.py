@@ -25,9 +25,11 @@ file, and corestack reads that file where none of those files exist.
     bundle/core-unreadable   corestack bundle of a core that does not exist, and of a
                              file that is no core: exit 2, one line naming it, no
                              bundle written
-    bundle/signal            corestack on the bundle ended by SIGTERM at 0.1, 0.3 and
-                             0.6 s (unpacking or reading): it dies of the signal or has
-                             finished, and nothing is left in TMPDIR
+    bundle/signal            corestack on the bundle ended by SIGTERM at 0.05, 0.1,
+                             0.2, 0.3, 0.45 and 0.6 s (unpacking or reading): it dies
+                             of the signal or has finished, and nothing is left in
+                             TMPDIR (a signal is delivered as a system call returns:
+                             one that created a file before it was recorded left it)
     bundle/bad-magic, bundle/bad-version, bundle/truncated-index,
     bundle/truncated-data, bundle/oversize, bundle/too-many-entries,
     bundle/corrupt-data, bundle/duplicate, bundle/wrong-size
@@ -321,7 +323,7 @@ def run_ruby(ctx, ruby, prefix, base, wanted, shared, cs, timeout):
 
     if "bundle/signal" in wanted:
         reason = None
-        for delay in (0.1, 0.3, 0.6):
+        for delay in (0.05, 0.1, 0.2, 0.3, 0.45, 0.6):
             proc = subprocess.Popen(env + [cs, bundle], stdout=subprocess.DEVNULL,
                                     stderr=subprocess.DEVNULL)
             time.sleep(delay)
