@@ -4,7 +4,10 @@
 #include "live_target.h"
 #include "open.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 static struct cs_error *live_read(void *p, uint64_t addr, void *buf, size_t len)
 {
@@ -22,6 +25,49 @@ static bool live_update_regions(void *p)
 	return cs_live_update_regions(p);
 }
 
+/* /proc/PID/fd/FD's link: what the kernel says the descriptor is. */
+static char *live_describe_fd(void *p, int fd)
+{
+	char path[64], buf[4096];
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", cs_live_pid(p), fd);
+	ssize_t n = readlink(path, buf, sizeof(buf) - 1);
+	if (n <= 0)
+		return NULL;
+	buf[n] = '\0';
+	return strdup(buf);
+}
+
+/* /proc/PID/task/TID/syscall: "NR ARG1 ... ARG6 SP PC" in hex while the
+ * thread sleeps in a call, "-1 SP PC" outside one, "running" when it
+ * runs. */
+static bool live_thread_syscall(void *p, int tid, uint64_t nr_args[7],
+				uint64_t *pc)
+{
+	char path[64], buf[256];
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", cs_live_pid(p),
+		 tid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return false;
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	long long nr;
+	unsigned long long a[8];
+	if (sscanf(buf,
+		   "%lld 0x%llx 0x%llx 0x%llx 0x%llx 0x%llx 0x%llx "
+		   "0x%llx 0x%llx",
+		   &nr, &a[0], &a[1], &a[2], &a[3], &a[4], &a[5], &a[6],
+		   &a[7]) != 9 ||
+	    nr < 0)
+		return false;
+	nr_args[0] = (uint64_t)nr;
+	for (int k = 0; k < 6; k++)
+		nr_args[k + 1] = a[k];
+	*pc = a[7];
+	return true;
+}
+
 static void live_release(void *p)
 {
 	cs_live_detach(p);
@@ -35,7 +81,9 @@ static void live_close(void *p)
 /* Every operation but close: a view leaves the attachment open. */
 #define LIVE_OPS                                             \
 	.read = live_read, .module_build_id = live_build_id, \
-	.update_regions = live_update_regions, .release = live_release
+	.update_regions = live_update_regions,               \
+	.thread_syscall = live_thread_syscall,               \
+	.describe_fd = live_describe_fd, .release = live_release
 
 static const struct cs_target_ops live_view_ops = {LIVE_OPS};
 static const struct cs_target_ops live_owned_ops = {LIVE_OPS,

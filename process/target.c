@@ -306,6 +306,18 @@ struct cs_error *cs_target_truncation(const struct cs_target *t)
 	return t->ops->truncation ? t->ops->truncation(t->priv) : NULL;
 }
 
+bool cs_target_thread_syscall(const struct cs_target *t, int tid,
+			      uint64_t nr_args[7], uint64_t *pc)
+{
+	return t->ops->thread_syscall &&
+	       t->ops->thread_syscall(t->priv, tid, nr_args, pc);
+}
+
+char *cs_target_describe_fd(const struct cs_target *t, int fd)
+{
+	return t->ops->describe_fd ? t->ops->describe_fd(t->priv, fd) : NULL;
+}
+
 void cs_target_release(const struct cs_target *t)
 {
 	if (t->ops->release)

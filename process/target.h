@@ -159,6 +159,16 @@ struct cs_target_ops {
 	/* One line on why the mappings may lack a module. May be NULL:
 	 * they are complete. */
 	const char *(*mapping_gap)(const void *priv);
+	/* The system call kernel thread tid is blocked in, as the kernel
+	 * tells without the thread's registers (/proc/PID/task/TID/syscall):
+	 * its number in nr_args[0], its six arguments after it, and its pc;
+	 * false when it runs, is in none, or cannot be told. May be NULL. */
+	bool (*thread_syscall)(void *priv, int tid, uint64_t nr_args[7],
+			       uint64_t *pc);
+	/* What file descriptor fd of the process is, as /proc names it
+	 * ("pipe:[1234]", "socket:[5678]", a path); malloc'd, NULL when
+	 * unknown. May be NULL: the kind cannot tell (a core). */
+	char *(*describe_fd)(void *priv, int fd);
 	/* Bring the region table up to date before a lookup; false when
 	 * it cannot be read (no region is then known). May be NULL: the
 	 * table is always current. */
@@ -244,6 +254,12 @@ struct cs_error *cs_target_module_build_id(const struct cs_target *t,
 					   size_t bufsize, size_t *len);
 
 char *cs_target_host_path(const struct cs_target *t, const char *path);
+/* The system call thread tid is blocked in (thread_syscall); false when
+ * unknown. */
+bool cs_target_thread_syscall(const struct cs_target *t, int tid,
+			      uint64_t nr_args[7], uint64_t *pc);
+/* What descriptor fd is (describe_fd); NULL when unknown. */
+char *cs_target_describe_fd(const struct cs_target *t, int fd);
 /* Where a module whose file cannot be used is looked for by its
  * build-id (module_search.h), for every reader of the target: a core
  * reads the pages it left out of such a module from the file found. s

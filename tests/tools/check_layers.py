@@ -35,7 +35,7 @@ ALLOWED = {
 BELOW_ENGINE = {"util", "dwarf", "process", "rubyvm", "engine"}
 PROCESS_PUBLIC = {"target.h", "open.h", "live.h", "memory.h", "page_cache.h",
                   "module_search.h",
-                  "crash_signal.h", "build_id.h"}
+                  "crash_signal.h", "build_id.h", "blocked_call.h"}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
