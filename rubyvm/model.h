@@ -177,6 +177,19 @@ struct rv_wait {
 	uint64_t monitor, monitor_serial, monitor_owner_thread;
 	int64_t monitor_count;
 	long monitor_owner;
+	/* An I/O wait's IO (the self of the method that told, when it is a
+	 * T_FILE) and, when its rb_io_t is readable, its descriptor
+	 * (has_io_fd) and path (IO#path: NULL for nil) (wait_targets.c) */
+	uint64_t io;
+	bool has_io_fd;
+	int64_t io_fd;
+	char *io_path;
+	/* A process wait's child as Ruby records it, where it does (the
+	 * waitpid_state a Process.wait sleeping for SIGCHLD put on the VM's
+	 * waiting_pids or waiting_grps), as wait4 takes it: a pid, -1 any
+	 * child, 0 or -PGID a group's (wait_targets.c) */
+	bool has_child;
+	int64_t child;
 };
 
 /* A mutex a thread holds (th->keeping_mutexes): its rb_mutex_t, and the

@@ -431,6 +431,11 @@ void rv_thread_locks_read(struct rv_session *s, uint64_t th,
 struct cs_error *rv_locks_resolve(struct rv_session *s, struct rv_process *p);
 void rv_deadlocks_free(struct rv_process *p);
 
+/* wait_targets.c: the IO of an I/O wait and the child of a process wait,
+ * where Ruby's structures say (after rv_thread_state_read). */
+void rv_thread_wait_targets_read(struct rv_session *s, uint64_t th,
+				 struct rv_thread *t);
+
 /* ractors.c: the ractor a thread belongs to (3.x). */
 void rv_thread_ractor_read(struct rv_session *s, uint64_t th,
 			   struct rv_thread *t);

@@ -183,6 +183,7 @@ static void read_thread(struct rv_session *s, uint64_t th, uint64_t main_th,
 	if (ec)
 		rv_thread_exception_read(s, ec, t);
 	rv_thread_state_read(s, th, t);
+	rv_thread_wait_targets_read(s, th, t);
 	rv_thread_locks_read(s, th, t);
 }
 
@@ -296,6 +297,7 @@ void rv_process_destroy(struct rv_process *p)
 		free(t->exception_class);
 		free(t->exception_message);
 		free(t->exception_message_error);
+		free(t->wait.io_path);
 		free(t->held);
 		free(t->locks_error);
 	}
