@@ -41,7 +41,7 @@
  * document of many cores (a directory, --format), its "cores", "groups",
  * "no_crash", "broken", "skipped" and "exit_code"; 25: the process's
  * "bundle"; 26: crash's "entered_from". */
-#define CS_JSON_SCHEMA_MINOR 26
+#define CS_JSON_SCHEMA_MINOR 27
 
 struct cs_report {
 	const char *core_path; /* NULL for a live process */
@@ -73,6 +73,12 @@ struct cs_report {
 	 * not be used, found by their build-id (module_search.h) */
 	const struct cs_module_found *modules_found;
 	size_t nmodules_found;
+	/* per Ruby thread: the system call its kernel thread is blocked in
+	 * (process/blocked_call.h), or NULL; NULL: none is known */
+	const struct cs_blocked_call *const *blocked;
+	/* per Ruby thread: what the descriptor of its I/O wait's IO is, as
+	 * the target tells ("pipe:[12]"), or NULL; NULL: none is known */
+	const char *const *io_what;
 };
 
 /* Is tid the kernel thread of one of the Ruby threads? */
@@ -109,6 +115,15 @@ void cs_render_waits_for_json(struct json *j, const struct rv_wait *w);
  * ConditionVariable#wait takes back, and its holder) */
 void cs_render_wait_objects_json(struct json *j, const struct rv_wait *w);
 void cs_render_deadlocks_json(struct json *j, const struct rv_process *p);
+/* render_waits.c: an I/O wait's descriptor and a process wait's child
+ * (" on fd 5 (pipe:[12])", " for child 4242"), or for a sleeping thread
+ * no Ruby method explains, the system call it is blocked in; in JSON a
+ * wait's "child" and "io", and a thread's "system_call". */
+void cs_render_wait_target_text(FILE *out, const struct cs_report *r, size_t i);
+void cs_render_wait_target_json(struct json *j, const struct cs_report *r,
+				size_t i);
+void cs_render_system_call_json(struct json *j, const struct cs_report *r,
+				size_t i);
 /* {"number", "name", "code", "code_name", "fault_address"} */
 void cs_render_signal_json(struct json *j, const char *key,
 			   const struct cs_siginfo *si);

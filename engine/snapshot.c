@@ -175,6 +175,68 @@ static struct cs_error *merge_native(struct cs_snapshot *s, bool *ok)
 	return NULL;
 }
 
+/* Does the Ruby thread of kernel thread tid sleep or block? */
+static bool waits(const struct rv_process *p, int64_t tid)
+{
+	for (size_t i = 0; i < p->nthreads; i++)
+		if (p->threads[i].tid == tid)
+			return p->threads[i].state == RV_STATE_SLEEPING ||
+			       p->threads[i].state ==
+				       RV_STATE_SLEEPING_FOREVER ||
+			       p->threads[i].wait.blocking_region;
+	return false;
+}
+
+/* The system call each of the target's kernel threads is blocked in,
+ * from the registers it gives or, without them, from what /proc says of
+ * a waiting one, before a live process runs again: a poll's array is in
+ * its memory, its descriptors in /proc. */
+static struct cs_error *read_blocked_calls(const struct cs_target *t,
+					   struct cs_snapshot *s)
+{
+	const struct rv_process *p = s->proc;
+	if (!(s->io_what = calloc(p->nthreads + 1, sizeof(*s->io_what))))
+		return &cs_error_nomem;
+	for (size_t i = 0; i < p->nthreads; i++)
+		if (p->threads[i].wait.has_io_fd &&
+		    p->threads[i].wait.io_fd >= 0)
+			s->io_what[i] = cs_target_describe_fd(
+				t, (int)p->threads[i].wait.io_fd);
+	bool regs = cs_target_has_registers(t);
+	size_t n = cs_target_thread_count(t);
+	s->calls = calloc(n + 1, sizeof(*s->calls));
+	s->call_tids = calloc(n + 1, sizeof(*s->call_tids));
+	if (!s->calls || !s->call_tids)
+		return &cs_error_nomem;
+	for (size_t i = 0; i < n; i++) {
+		const struct cs_thread *th = cs_target_thread_at(t, i);
+		s->call_tids[i] = th->tid;
+		/* without registers each call is a read of /proc: only for
+		 * the threads whose Ruby thread waits */
+		if (regs || waits(p, th->tid))
+			cs_blocked_call_of(t, th, &s->calls[i]);
+	}
+	s->ncalls = n;
+	return NULL;
+}
+
+/* Each Ruby thread's blocked call, by its believed tid. */
+static struct cs_error *match_blocked_calls(struct cs_snapshot *s)
+{
+	if (!s->ncalls)
+		return NULL;
+	const struct rv_process *p = s->proc;
+	if (!(s->blocked = calloc(p->nthreads + 1, sizeof(*s->blocked))))
+		return &cs_error_nomem;
+	for (size_t i = 0; i < p->nthreads; i++)
+		for (size_t k = 0; k < s->ncalls; k++)
+			if (s->tids.tids[i] >= 0 && !s->tids.errors[i] &&
+			    s->call_tids[k] == s->tids.tids[i] &&
+			    s->calls[k].known)
+				s->blocked[i] = &s->calls[k];
+	return NULL;
+}
+
 /* The crash summary; it never makes the report partial: what it cannot
  * tell, it says. */
 static struct cs_error *find_crash(const struct cs_engine_request *req,
@@ -260,9 +322,12 @@ struct cs_error *cs_engine_snapshot(struct cs_engine *e,
 	else if (crash_tid >= 0 && t->dump) /* for the crash summary */
 		free(unwind_native(o, req, t, session, e->search, s->proc,
 				   crash_tid, &s->crash_native));
+	struct cs_error *calls_err = read_blocked_calls(t, s);
 	/* The snapshot is taken: let a live process run again before the
 	 * report is written. */
 	cs_target_release(t);
+	if (calls_err)
+		return calls_err;
 
 	bool files_ok, merged_ok;
 	int pid = cs_target_pid(t);
@@ -277,6 +342,7 @@ struct cs_error *cs_engine_snapshot(struct cs_engine *e,
 				  glibc_tids, crash_tid, &s->tids);
 	free(glibc_tids);
 	if (err || (err = merge_native(s, &merged_ok)) ||
+	    (err = match_blocked_calls(s)) ||
 	    (si && (err = find_crash(req, t, mem, si, crash_tid, s))))
 		return err;
 	const struct cs_vm_module *vm = &r->vm;
@@ -311,6 +377,8 @@ struct cs_error *cs_engine_snapshot(struct cs_engine *e,
 	rep->merged = s->merged;
 	rep->native_all = o->native_all;
 	rep->crash = s->crash;
+	rep->blocked = s->blocked;
+	rep->io_what = (const char *const *)s->io_what;
 	return NULL;
 }
 
@@ -323,6 +391,14 @@ void cs_snapshot_free(struct cs_snapshot *s)
 	cs_native_destroy(s->native);
 	cs_native_destroy(s->crash_native);
 	cs_crash_free(s->crash);
+	for (size_t i = 0; i < s->ncalls; i++)
+		cs_blocked_call_free(&s->calls[i]);
+	free(s->calls);
+	free(s->call_tids);
+	free(s->blocked);
+	for (size_t i = 0; s->io_what && i < n; i++)
+		free(s->io_what[i]);
+	free(s->io_what);
 	free(s->native_warning);
 	cs_error_destroy(s->truncation);
 	free(s->command);

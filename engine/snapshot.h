@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "../process/blocked_call.h"
 #include "../process/target.h"
 #include "crash.h"
 #include "report.h"
@@ -71,6 +72,16 @@ struct cs_snapshot {
 	 * native stack, for the crash summary alone */
 	struct cs_native_stacks *crash_native;
 	struct cs_crash *crash; /* owned: report.crash */
+	/* owned: the system call each kernel thread of the target is
+	 * blocked in, read before a live process runs again, and their tids;
+	 * report.blocked points into it per Ruby thread */
+	struct cs_blocked_call *calls;
+	int64_t *call_tids;
+	size_t ncalls;
+	const struct cs_blocked_call **blocked; /* owned array */
+	/* owned: per Ruby thread, what the descriptor of the IO its I/O wait
+	 * is on is (cs_target_describe_fd), or NULL; report.io_what */
+	char **io_what;
 };
 
 /* Taken by cs_engine_snapshot (engine.h); *ret is always safe to free. */

@@ -52,14 +52,6 @@ static void process(struct json *j, const struct cs_report *r)
 
 /* A target address as "0x..." (JSON numbers lose 64-bit precision), or
  * null when there is none. */
-static void address(struct json *j, const char *key, uint64_t value)
-{
-	if (value)
-		json_hex_string(j, key, value);
-	else
-		json_null(j, key);
-}
-
 static void frame(struct json *j, const struct rv_frame *f)
 {
 	json_begin_object(j, NULL);
@@ -71,10 +63,10 @@ static void frame(struct json *j, const struct rv_frame *f)
 	json_string(j, "qualified", f->qualified);
 	json_string(j, "stable", f->stable);
 	json_string(j, "error", f->error);
-	address(j, "cfp", f->cfp);
-	address(j, "iseq", f->iseq);
-	address(j, "pc", f->pc);
-	address(j, "cfunc", f->cfunc);
+	json_address(j, "cfp", f->cfp);
+	json_address(j, "iseq", f->iseq);
+	json_address(j, "pc", f->pc);
+	json_address(j, "cfunc", f->cfunc);
 	json_bool(j, "pc_stale", f->pc_stale);
 	json_bool(j, "jit_frame", f->jit_record);
 	json_bool(j, "as_c_method", f->c_like != RV_NOT_C_LIKE);
@@ -104,8 +96,9 @@ static void frame(struct json *j, const struct rv_frame *f)
 	json_end_object(j);
 }
 
-static void waiting_on(struct json *j, const struct rv_wait *w)
+static void waiting_on(struct json *j, const struct cs_report *r, size_t i)
 {
+	const struct rv_wait *w = &r->ruby->threads[i].wait;
 	if (w->kind == RV_WAIT_NONE) {
 		json_null(j, "waiting_on");
 		return;
@@ -113,9 +106,10 @@ static void waiting_on(struct json *j, const struct rv_wait *w)
 	json_begin_object(j, "waiting_on");
 	json_string(j, "kind", rv_wait_kind_name(w->kind));
 	json_string(j, "method", w->method);
-	address(j, "object", w->object);
+	json_address(j, "object", w->object);
 	cs_render_waits_for_json(j, w);
 	cs_render_wait_objects_json(j, w);
+	cs_render_wait_target_json(j, r, i);
 	json_end_object(j);
 }
 
@@ -160,8 +154,8 @@ static void fiber_list(struct json *j, const char *key,
 	for (size_t i = 0; i < n; i++) {
 		const struct rv_fiber *f = &fibers[i];
 		json_begin_object(j, NULL);
-		address(j, "object", f->object);
-		address(j, "fiber", f->addr);
+		json_address(j, "object", f->object);
+		json_address(j, "fiber", f->addr);
 		json_string(j, "status", rv_fiber_status_name(f->status));
 		if (f->blocking < 0)
 			json_null(j, "blocking");
@@ -270,14 +264,15 @@ static void thread(struct json *j, const struct cs_report *r, size_t i)
 	else
 		json_null(j, "tid");
 	json_string(j, "tid_error", r->tid_errors ? r->tid_errors[i] : NULL);
-	address(j, "thread", t->addr);
+	json_address(j, "thread", t->addr);
 	json_string(j, "name", t->name);
 	json_bool(j, "main", t->is_main);
 	json_bool(j, "gvl", t->holds_gvl);
 	json_string(j, "status", rv_thread_status_name(t->status));
 	json_string(j, "state", rv_thread_state_name(t->state));
-	waiting_on(j, &t->wait);
+	waiting_on(j, r, i);
 	json_bool(j, "blocking_region", t->wait.blocking_region);
+	cs_render_system_call_json(j, r, i);
 	ractor_of(j, &t->ractor);
 	cs_render_locks_json(j, r->ruby, i);
 	cs_render_exception_json(j, t);

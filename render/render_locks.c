@@ -188,14 +188,6 @@ void cs_render_deadlocks_text(FILE *out, const struct rv_process *p)
 	}
 }
 
-static void address(struct json *j, const char *key, uint64_t value)
-{
-	if (value)
-		json_hex_string(j, key, value);
-	else
-		json_null(j, key);
-}
-
 static void int_or_null(struct json *j, const char *key, int64_t v)
 {
 	if (v >= 0)
@@ -208,7 +200,7 @@ void cs_render_wait_objects_json(struct json *j, const struct rv_wait *w)
 {
 	if (w->queue) {
 		json_begin_object(j, "queue");
-		address(j, "object", w->queue);
+		json_address(j, "object", w->queue);
 		json_int(j, "items", w->queue_items);
 		int_or_null(j, "max", w->queue_max);
 		int_or_null(j, "waiting_to_pop", w->queue_poppers);
@@ -219,17 +211,17 @@ void cs_render_wait_objects_json(struct json *j, const struct rv_wait *w)
 	}
 	if (w->retake) {
 		json_begin_object(j, "retakes");
-		address(j, "mutex", w->retake);
-		address(j, "held_by", w->retake_owner);
+		json_address(j, "mutex", w->retake);
+		json_address(j, "held_by", w->retake_owner);
 		json_end_object(j);
 	} else {
 		json_null(j, "retakes");
 	}
 	if (w->monitor) {
 		json_begin_object(j, "monitor");
-		address(j, "object", w->monitor);
+		json_address(j, "object", w->monitor);
 		json_int(j, "count", w->monitor_count);
-		address(j, "owner", w->monitor_owner_thread);
+		json_address(j, "owner", w->monitor_owner_thread);
 		json_end_object(j);
 	} else {
 		json_null(j, "monitor");
@@ -244,8 +236,8 @@ void cs_render_waits_for_json(struct json *j, const struct rv_wait *w)
 	}
 	json_begin_object(j, "waits_for");
 	json_string(j, "by", w->owner_thread ? "mutex_owner" : "join");
-	address(j, "thread", w->owner_thread ? w->owner_thread : w->joined);
-	address(j, "fiber", w->owner_fiber);
+	json_address(j, "thread", w->owner_thread ? w->owner_thread : w->joined);
+	json_address(j, "fiber", w->owner_fiber);
 	json_end_object(j);
 }
 
@@ -255,8 +247,8 @@ static void held_json(struct json *j, const struct rv_thread *t)
 	for (size_t k = 0; k < t->nheld; k++) {
 		json_begin_object(j, NULL);
 		json_string(j, "kind", "mutex");
-		address(j, "object", t->held[k].object);
-		address(j, "data", t->held[k].data);
+		json_address(j, "object", t->held[k].object);
+		json_address(j, "data", t->held[k].data);
 		json_end_object(j);
 	}
 	json_end_array(j);
@@ -271,7 +263,7 @@ void cs_render_locks_json(struct json *j, const struct rv_process *p, size_t i)
 		json_int(j, "deadlock", (int64_t)t->deadlock);
 	else
 		json_null(j, "deadlock");
-	address(j, "stuck_behind",
+	json_address(j, "stuck_behind",
 		t->stuck_behind >= 0 ? p->threads[t->stuck_behind].addr : 0);
 }
 
@@ -287,11 +279,11 @@ void cs_render_deadlocks_json(struct json *j, const struct rv_process *p)
 			const struct rv_thread *t = &p->threads[dl->threads[k]];
 			json_begin_object(j, NULL);
 			json_int(j, "number", (int64_t)dl->threads[k] + 1);
-			address(j, "thread", t->addr);
+			json_address(j, "thread", t->addr);
 			json_string(j, "name", t->name);
 			json_string(j, "waiting_on",
 				    rv_wait_kind_name(t->wait.kind));
-			address(j, "object", t->wait.object);
+			json_address(j, "object", t->wait.object);
 			cs_render_waits_for_json(j, &t->wait);
 			held_json(j, t);
 			json_end_object(j);

@@ -357,8 +357,9 @@ static void words(FILE *out, const char *id)
 }
 
 /* "; ractor 2 "name"; sleeping forever, waiting on queue (Thread::Queue#pop)" */
-static void thread_detail(FILE *out, const struct rv_process *p, size_t i)
+static void thread_detail(FILE *out, const struct cs_report *r, size_t i)
 {
+	const struct rv_process *p = r->ruby;
 	const struct rv_thread *t = &p->threads[i];
 	if (t->ractor.present && t->ractor.id != 1) {
 		fprintf(out, "; ractor %u", t->ractor.id);
@@ -380,6 +381,7 @@ static void thread_detail(FILE *out, const struct rv_process *p, size_t i)
 			fprintf(out, " 0x%llx",
 				(unsigned long long)t->wait.object);
 	}
+	cs_render_wait_target_text(out, r, i);
 	cs_render_locks_text(out, p, i);
 }
 
@@ -403,7 +405,7 @@ static void thread_line(FILE *out, const struct cs_report *r,
 		fputs(", holds the GVL", out);
 	if (r->crash_tid >= 0 && r->tids[i] == r->crash_tid)
 		fputs(", received the signal", out);
-	thread_detail(out, r->ruby, i);
+	thread_detail(out, r, i);
 	if (t->exception) {
 		fputs("; exception ", out);
 		cs_render_exception_text(out, t);

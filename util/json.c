@@ -160,6 +160,14 @@ void json_string(struct json *j, const char *key, const char *value)
 		put(j, "null", 4);
 }
 
+void json_address(struct json *j, const char *key, uint64_t value)
+{
+	if (value)
+		json_hex_string(j, key, value);
+	else
+		json_null(j, key);
+}
+
 void json_hex_string(struct json *j, const char *key, uint64_t value)
 {
 	static const char hex[] = "0123456789abcdef";

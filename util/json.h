@@ -32,6 +32,8 @@ void json_string(struct json *j, const char *key, const char *value);
 /* value as a string "0x..." in lower-case hex (64-bit addresses do not fit
  * JSON numbers). */
 void json_hex_string(struct json *j, const char *key, uint64_t value);
+/* An address: json_hex_string, or null for 0 (none). */
+void json_address(struct json *j, const char *key, uint64_t value);
 void json_int(struct json *j, const char *key, int64_t value);
 /* value / 10^places (at most 19) as a decimal number: json_decimal(j, k,
  * 1500, 3) writes 1.500. */

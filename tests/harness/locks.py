@@ -108,7 +108,7 @@ class Expected:
                       if n not in self.in_cycle and forever(w)}
 
 
-def check_report(oracle, report):
+def check_report(oracle, report, live=False):
     exp = Expected(oracle)
     if not exp.threads:
         return "the oracle has no thread that recorded its locks"
@@ -154,7 +154,9 @@ def check_report(oracle, report):
             return "%s waits for nobody, corestack %s" % (title, compare.show(waiting))
         reason = check_queue(title, t["locks"].get("queue"), waiting.get("queue")) or \
             check_retake(title, t["locks"].get("retake"), waiting.get("retakes"), exp, addr) or \
-            check_monitor(title, t["locks"], waiting.get("monitor"), exp, addr)
+            check_monitor(title, t["locks"], waiting.get("monitor"), exp, addr) or \
+            check_io(title, t["locks"].get("io"), waiting, live) or \
+            check_child(title, t["locks"].get("child"), waiting)
         if reason:
             return reason
         in_deadlock = mine.get("deadlock") is not None
@@ -196,6 +198,38 @@ def check_queue(title, want, got):
         return "%s: queue %s (size %d, max %s, num_waiting %d), corestack %s" % (
             title, want["object"], want["size"], want["max"], want["num_waiting"],
             compare.show(got))
+    return None
+
+
+def check_io(title, want, waiting, live):
+    """The IO a thread reads from: the IO object, its descriptor and path
+    as the program gave them, and from a live process what /proc said the
+    descriptor is, as the program read it from /proc/self/fd."""
+    got = waiting.get("io")
+    if not want:
+        return "%s reads no IO, corestack %s" % (title, compare.show(got)) if got else None
+    if waiting.get("kind") != "io" or not isinstance(got, dict):
+        return "%s: waiting_on %s, expected an io wait on fd %s" % (
+            title, compare.show(waiting), want["fd"])
+    if (address(got.get("object")) != address(want["object"]) or got.get("fd") != want["fd"]
+            or got.get("path") != want["path"] or (live and got.get("what") != want["what"])
+            or (not live and got.get("what") is not None)):
+        return "%s: io %s (fd %s, path %s, %s), corestack %s" % (
+            title, want["object"], want["fd"], compare.show(want["path"]),
+            compare.show(want["what"]) if live else "nothing from /proc in a core",
+            compare.show(got))
+    return None
+
+
+def check_child(title, want, waiting):
+    """The child a thread waits for: the pid the program spawned, or -1
+    for Process.wait with none."""
+    got = waiting.get("child")
+    if want is None:
+        return "%s waits for no child, corestack %s" % (title, compare.show(got)) if got else None
+    if waiting.get("kind") != "process_wait" or not isinstance(got, dict) \
+            or got.get("pid") != want:
+        return "%s: waits for child %s, corestack %s" % (title, want, compare.show(waiting))
     return None
 
 
@@ -244,7 +278,9 @@ def check_retake(title, want, got, exp, addr):
 THREAD_LINE = re.compile(r'^Thread (\d+)(?: "([^"]*)")?')
 
 
-def check_text(oracle, out):
+def check_text(oracle, out, children=True):
+    """children: the report was read with the kernel threads' registers,
+    or from a Ruby that records the child of a Process.wait itself."""
     exp = Expected(oracle)
     lines = out.splitlines()
     first_thread = next((i for i, l in enumerate(lines) if THREAD_LINE.match(l)), len(lines))
@@ -287,6 +323,15 @@ def check_text(oracle, out):
             if ref not in line:
                 return "%s: no %s in %s" % (compare.show(name), compare.show(ref),
                                             compare.show(line))
+        io = exp.threads[name]["locks"].get("io")
+        if io and " on fd %d" % io["fd"] not in line:
+            return "%s: no \" on fd %d\" in %s" % (compare.show(name), io["fd"], compare.show(line))
+        child = exp.threads[name]["locks"].get("child")
+        if child is not None and children:
+            ref = "for child %d" % child if child > 0 else "for any child"
+            if ref not in line:
+                return "%s: no %s in %s" % (compare.show(name), compare.show(ref),
+                                            compare.show(line))
         cycle = [n for n, c in blocks.items() if name in c]
         if cycle and "; deadlock %d" % cycle[0] not in line:
             return "%s: no \"; deadlock %d\" in %s" % (compare.show(name), cycle[0], compare.show(line))
@@ -325,4 +370,4 @@ def report(rep, selected, ruby, scenario, cap, runs, json_report):
                 rep.result(name, problem)
                 continue
             got, why = json_report(run)
-            rep.result(name, why or check_report(oracle, got) or problem)
+            rep.result(name, why or check_report(oracle, got, live=True) or problem)
