@@ -118,6 +118,42 @@ struct cs_error *gx_parse_locks_args(const char *line, struct gx_bt_args *ret)
 	return cs_error_create(CS_ERR_USAGE, "%s", GX_LOCKS_USAGE);
 }
 
+struct cs_error *gx_parse_heap_args(const char *line, struct gx_bt_args *ret,
+				    long *top)
+{
+	char words[MAX_WORDS][MAX_WORD];
+	int n;
+	memset(ret, 0, sizeof(*ret));
+	*top = GX_HEAP_DEFAULT_TOP;
+	if (!split(line, words, &n))
+		goto bad;
+	for (int i = 0; i < n; i++) {
+		const char *w = words[i];
+		if (strcmp(w, "--json") == 0) {
+			ret->json = 1;
+		} else if (strcmp(w, "--via-debugger") == 0) {
+			ret->via_debugger = 1;
+		} else if (strcmp(w, "--out") == 0 && i + 1 < n) {
+			free(ret->out);
+			if (!(ret->out = strdup(words[++i])))
+				return &cs_error_nomem;
+		} else if (strcmp(w, "--top") == 0 && i + 1 < n) {
+			char *end;
+			const char *v = words[++i];
+			long k = strtol(v, &end, 10);
+			if (!*v || *end || k <= 0 || k > 1000000000)
+				goto bad;
+			*top = k;
+		} else {
+			goto bad;
+		}
+	}
+	return NULL;
+bad:
+	gx_bt_args_free(ret);
+	return cs_error_create(CS_ERR_USAGE, "%s", GX_HEAP_USAGE);
+}
+
 struct cs_error *gx_parse_locals_args(const char *line, long *frame)
 {
 	char words[MAX_WORDS][MAX_WORD];

@@ -10,6 +10,9 @@
 	"[all | N]"
 #define GX_LOCKS_USAGE "usage: ruby-locks [--out FILE] [--via-debugger]"
 #define GX_LOCALS_USAGE "usage: ruby-locals [N]"
+#define GX_HEAP_USAGE \
+	"usage: ruby-heap [--json] [--top N] [--out FILE] [--via-debugger]"
+#define GX_HEAP_DEFAULT_TOP 30
 #define GX_SAMPLE_USAGE                                            \
 	"usage: ruby-sample [SECONDS] [--rate HZ] [--state LIST] " \
 	"[--out FILE [--format F]]"
@@ -44,6 +47,11 @@ struct cs_error *gx_parse_bt_args(const char *line, struct gx_bt_args *ret);
 /* ruby-locks [--out FILE] [--via-debugger]: ruby-bt's words, but for the
  * thread, --json and full, which it does not take. */
 struct cs_error *gx_parse_locks_args(const char *line, struct gx_bt_args *ret);
+/* ruby-heap [--json] [--top N] [--out FILE] [--via-debugger]: ruby-bt's
+ * words but a thread and full, and --top's class rows (*top, default
+ * GX_HEAP_DEFAULT_TOP). */
+struct cs_error *gx_parse_heap_args(const char *line, struct gx_bt_args *ret,
+				    long *top);
 /* ruby-locals [N]: *frame N, or -1 when not given. */
 struct cs_error *gx_parse_locals_args(const char *line, long *frame);
 struct cs_error *gx_parse_sample_args(const char *line,

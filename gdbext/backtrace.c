@@ -6,6 +6,8 @@
 
 #include "../engine/report.h"
 #include "../render/render.h"
+#include "../render/render_heap.h"
+#include "../rubyvm/heap_census.h"
 #include "../engine/engine.h"
 
 /* The engine over the inferior the source names: a core file, a live
@@ -340,12 +342,63 @@ static struct cs_error *render_snapshot(void *ctx, struct cs_snapshot *s)
 	return render_frame(s, r->req, r->out);
 }
 
+/* ruby-heap: the census as corestack heap renders it; complete when no
+ * page or object was skipped. A heap that cannot be walked is an error. */
+static struct cs_error *render_heap(const struct gx_source *src,
+				    const struct gx_backtrace_request *req,
+				    struct cs_engine *engine, char **out,
+				    int *complete)
+{
+	struct rv_census census;
+	struct cs_error *err = rv_heap_census(engine->ruby.session, &census);
+	if (!err && census.not_walked)
+		err = cs_error_create(CS_ERR_LOOKUP, "%s", census.error);
+	size_t len;
+	FILE *f = err ? NULL : open_memstream(out, &len);
+	if (!err && !f)
+		err = &cs_error_nomem;
+	if (!err) {
+		/* through the debugger, its inferior says whether it runs */
+		const struct cs_target *t = engine->target;
+		const struct cs_heap_source hs = {
+			src->kind == GX_SOURCE_CORE ? src->core_path
+			: t->dump                   ? t->name
+						    : NULL,
+			src->kind == GX_SOURCE_LIVE ? src->pid
+						    : cs_target_pid(t),
+			req->heap_top};
+		if (!strcmp(req->format, "json"))
+			cs_render_heap_json(f, &census, &hs);
+		else
+			cs_render_heap_text(f, &census, &hs);
+		if (fclose(f) != 0 || !*out) {
+			free(*out);
+			*out = NULL;
+			err = &cs_error_nomem;
+		}
+		*complete = !err && !rv_census_partial(&census);
+	}
+	rv_census_free(&census);
+	return err;
+}
+
 struct cs_error *gx_backtrace(const struct gx_source *src,
 			      const struct gx_backtrace_request *req,
 			      char **out, int *complete)
 {
 	*out = NULL;
 	*complete = 0;
+	if (req->heap) {
+		struct cs_target debugger;
+		struct cs_engine *engine;
+		struct cs_error *err =
+			open_engine(src, req, &debugger, &engine);
+		if (err)
+			return err;
+		err = render_heap(src, req, engine, out, complete);
+		cs_engine_close(engine);
+		return err;
+	}
 	if (req->show_value) {
 		struct cs_target debugger;
 		struct cs_engine *engine;

@@ -80,9 +80,14 @@ struct gx_backtrace_request {
 	/* ruby-print: only this VALUE, shown safely with its class */
 	int show_value;
 	uint64_t value;
+	/* ruby-heap: the census of the GC heap instead (rendered as format
+	 * says, "text" or "json"), heap_top class rows */
+	bool heap;
+	size_t heap_top;
 };
 
-/* Render the report into *out (malloc'd, NUL-terminated). An error only
+/* Render the report (or, with req->heap, the heap census) into *out
+ * (malloc'd, NUL-terminated). An error only
  * when nothing could be shown: no Ruby, no debug info, unreadable VM, or a
  * requested thread that runs no Ruby thread (CS_ERR_NO_THREAD). *complete
  * tells whether every thread and frame was decoded. */

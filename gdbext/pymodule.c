@@ -473,12 +473,13 @@ static struct cs_error *backtrace_work(const struct gx_source *src,
 }
 
 /* backtrace(json=False, tids=None, thread_name=None, locals=False,
- * frame=None, value=None, thread_names=None, locks=False, **facts) -> (text,
- * complete). thread_name: the debugger's name of the one thread in tids
+ * frame=None, value=None, thread_names=None, locks=False, heap=False,
+ * top=30, **facts) -> (text, complete). thread_name: the debugger's name of the one thread in tids
  * ("gdb thread 3"), which the text then shows alone; thread_names:
  * [(tid, name)], the debugger's name of each thread, which the text
  * shows next to each Ruby thread's tid; locals: every Ruby frame's locals (ruby-bt full);
  * locks: who holds what alone, no stacks (ruby-locks);
+ * heap: the heap census instead, top class rows (ruby-heap);
  * frame: only that frame of the thread (-1: the innermost Ruby one) with
  * its locals (ruby-locals); value: only that VALUE (ruby-print). */
 static PyObject *py_backtrace(PyObject *self, PyObject *args, PyObject *kw)
@@ -486,8 +487,9 @@ static PyObject *py_backtrace(PyObject *self, PyObject *args, PyObject *kw)
 	(void)self;
 	static const char *const own[] = {
 		"json",        "tids",         "locals", "frame", "value",
-		"thread_name", "thread_names", "locks",  NULL};
-	PyObject *taken[8];
+		"thread_name", "thread_names", "locks",  "heap",  "top",
+		NULL};
+	PyObject *taken[10];
 	if (PyTuple_Size(args) != 0) {
 		PyErr_SetString(PyExc_TypeError, "backtrace: keywords only");
 		return NULL;
@@ -497,13 +499,28 @@ static PyObject *py_backtrace(PyObject *self, PyObject *args, PyObject *kw)
 	int json = taken[0] ? PyObject_IsTrue(taken[0]) : 0;
 	int locals = taken[2] ? PyObject_IsTrue(taken[2]) : 0;
 	int locks = taken[7] ? PyObject_IsTrue(taken[7]) : 0;
+	int heap = taken[8] ? PyObject_IsTrue(taken[8]) : 0;
 	struct gx_backtrace_request req = {.format = json > 0 ? "json" : "text",
 					   .locals = locals > 0,
 					   .locks_only = locks > 0,
+					   .heap = heap > 0,
+					   .heap_top = GX_HEAP_DEFAULT_TOP,
 					   .frame = GX_FRAME_NONE};
 	if (ok && taken[3] && taken[3] != Py_None &&
 	    (req.frame = PyLong_AsLong(taken[3])) == -1 && PyErr_Occurred())
 		ok = 0;
+	long top;
+	if (ok && taken[9] && taken[9] != Py_None) {
+		if ((top = PyLong_AsLong(taken[9])) <= 0) {
+			if (!PyErr_Occurred())
+				PyErr_SetString(
+					PyExc_ValueError,
+					"backtrace: top must be above 0");
+			ok = 0;
+		} else {
+			req.heap_top = (size_t)top;
+		}
+	}
 	if (ok && taken[4] && taken[4] != Py_None) {
 		req.show_value = 1;
 		/* a VALUE as the debugger gives it, masked to 64 bits */
@@ -517,7 +534,7 @@ static PyObject *py_backtrace(PyObject *self, PyObject *args, PyObject *kw)
 	int64_t *only = NULL, *name_tids = NULL;
 	const char **names = NULL;
 	struct backtrace_work w = {0};
-	if (ok && json >= 0 && locals >= 0 && locks >= 0 &&
+	if (ok && json >= 0 && locals >= 0 && locks >= 0 && heap >= 0 &&
 	    tid_list(taken[1] ? taken[1] : Py_None, &only, &req.nonly) &&
 	    tid_names(taken[6], &name_tids, &names, &req.nnames)) {
 		req.only_tids = only;
@@ -784,6 +801,26 @@ static PyObject *py_locks_args(PyObject *self, PyObject *args)
 	return res;
 }
 
+/* heap_args(line) -> (via_debugger, out, json, top) with out None or
+ * --out's path */
+static PyObject *py_heap_args(PyObject *self, PyObject *args)
+{
+	(void)self;
+	const char *line;
+	if (!PyArg_ParseTuple(args, "s", &line))
+		return NULL;
+	struct gx_bt_args a;
+	long top;
+	struct cs_error *err = gx_parse_heap_args(line, &a, &top);
+	if (err)
+		return raise(err);
+	PyObject *res = Py_BuildValue("(OzOl)",
+				      a.via_debugger ? Py_True : Py_False,
+				      a.out, a.json ? Py_True : Py_False, top);
+	gx_bt_args_free(&a);
+	return res;
+}
+
 /* locals_args(line) -> the frame number, -1 when none is given */
 static PyObject *py_locals_args(PyObject *self, PyObject *args)
 {
@@ -868,6 +905,8 @@ static PyMethodDef methods[] = {
 	 "bt_args(line) -> (json, via_debugger, which, out, full)"},
 	{"locks_args", py_locks_args, METH_VARARGS,
 	 "locks_args(line) -> (via_debugger, out)"},
+	{"heap_args", py_heap_args, METH_VARARGS,
+	 "heap_args(line) -> (via_debugger, out, json, top)"},
 	{"locals_args", py_locals_args, METH_VARARGS,
 	 "locals_args(line) -> frame number, -1 for the innermost Ruby frame"},
 	{"sample_args", py_sample_args, METH_VARARGS,

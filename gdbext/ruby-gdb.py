@@ -1,10 +1,11 @@
-"""corestack's gdb commands: ruby-bt, ruby-locks, ruby-frame, ruby-up,
-ruby-down, ruby-list, ruby-locals, ruby-print and ruby-sample (see
+"""corestack's gdb commands: ruby-bt, ruby-locks, ruby-heap, ruby-frame,
+ruby-up, ruby-down, ruby-list, ruby-locals, ruby-print and ruby-sample (see
 gdbext/README.md).
 
     (gdb) source /usr/local/lib/corestack/ruby-gdb.py   # or auto-loaded
     (gdb) ruby-bt [--json] [full] [all | N]
     (gdb) ruby-locks
+    (gdb) ruby-heap [--json] [--top N]
     (gdb) ruby-frame [N] | ruby-up [N] | ruby-down [N]
     (gdb) ruby-list [LINE]
     (gdb) ruby-locals [N]
@@ -294,6 +295,39 @@ ruby-locks [--out FILE] [--via-debugger]
                 sink.close()
             raise gdb.GdbError("ruby-locks: %s" % exc)
         _emit("ruby-locks", sink, out, text)
+
+
+class RubyHeap(gdb.Command):
+    """The census of the Ruby GC heap, as corestack heap prints it.
+
+ruby-heap [--json] [--top N] [--out FILE] [--via-debugger]
+  The live objects by type and by class (class-qualified names): count and
+  bytes, sorted by bytes; Strings and Arrays by length. docs/heap.md says
+  what is counted and how.
+  --json          the JSON document of corestack heap --json
+  --top N         class rows shown (default 30)
+  --out FILE      write to FILE instead of gdb's console
+  --via-debugger  read memory through gdb (what a remote target always uses)"""
+
+    def __init__(self):
+        super().__init__("ruby-heap", gdb.COMMAND_DATA)
+
+    def complete(self, text, word):
+        return _complete(text, word, ("--json", "--top", "--out", "--via-debugger"), False)
+
+    def invoke(self, arg, from_tty):
+        sink = None
+        try:
+            via_debugger, out, json_out, top = _corestack.heap_args(arg)
+            sink = _output_file("ruby-heap", out)
+            inf = _inferior("ruby-heap")
+            text, _ = _corestack.backtrace(heap=True, json=json_out, top=top,
+                                           **_facts(inf, via_debugger))
+        except _corestack.Error as exc:
+            if sink:
+                sink.close()
+            raise gdb.GdbError("ruby-heap: %s" % exc)
+        _emit("ruby-heap", sink, out, text)
 
 
 def _complete(text, word, options, threads, values=None):
@@ -694,6 +728,7 @@ ruby-print EXPR   (alias: rp)
 
 RubyBt()
 RubyLocks()
+RubyHeap()
 RubySample()
 RubyFrame()
 RubyUp()

@@ -1,4 +1,4 @@
-"""corestack's lldb commands: ruby-bt, ruby-locks, ruby-frame, ruby-up,
+"""corestack's lldb commands: ruby-bt, ruby-locks, ruby-heap, ruby-frame, ruby-up,
 ruby-down, ruby-list, ruby-locals, ruby-print and ruby-sample (see
 gdbext/README.md).
 
@@ -190,6 +190,19 @@ The deadlocks (threads that wait for each other for ever), then the line of
 each Ruby thread that waits on something or holds a mutex: what it waits
 on, who holds it, what it holds, its deadlock or the thread it is stuck
 behind; each line names lldb's thread of it ("tid 4242, lldb thread 3").
+  --out FILE      write to FILE instead of lldb's console
+  --via-debugger  read memory through lldb (what a remote target always uses)
+"""
+
+HEAP_HELP = """The census of the Ruby GC heap, as corestack heap prints it.
+
+Syntax: ruby-heap [--json] [--top N] [--out FILE] [--via-debugger]
+
+The live objects by type and by class (class-qualified names): count and
+bytes, sorted by bytes; Strings and Arrays by length. docs/heap.md says what
+is counted and how.
+  --json          the JSON document of corestack heap --json
+  --top N         class rows shown (default 30)
   --out FILE      write to FILE instead of lldb's console
   --via-debugger  read memory through lldb (what a remote target always uses)
 """
@@ -470,6 +483,26 @@ class RubyLocks(_Command):
     func, short, long = ruby_locks, LOCKS_HELP.splitlines()[0], LOCKS_HELP
 
 
+def ruby_heap(debugger, command, result, internal_dict):
+    """ruby-heap: see HEAP_HELP."""
+    sink = None
+    try:
+        via_debugger, out, json_out, top = _corestack.heap_args(command)
+        sink = _output_file("ruby-heap", out)
+        target, process = _process(debugger)
+        text, _ = _corestack.backtrace(heap=True, json=json_out, top=top,
+                                       **_facts(debugger, target, process, via_debugger))
+        _emit(result, "ruby-heap", sink, out, text)
+    except (_corestack.Error, CommandError) as exc:
+        if sink:
+            sink.close()
+        result.SetError("ruby-heap: %s" % exc)
+
+
+class RubyHeap(_Command):
+    func, short, long = ruby_heap, HEAP_HELP.splitlines()[0], HEAP_HELP
+
+
 class RubySample(_Command):
     func, short, long = ruby_sample, SAMPLE_HELP.splitlines()[0], SAMPLE_HELP
 
@@ -522,7 +555,7 @@ def ruby_print(debugger, command, result, internal_dict):
 
 def __lldb_init_module(debugger, internal_dict):
     for name, cls in (("ruby-bt", "RubyBt"), ("ruby-locks", "RubyLocks"),
-                      ("ruby-sample", "RubySample")):
+                      ("ruby-heap", "RubyHeap"), ("ruby-sample", "RubySample")):
         debugger.HandleCommand("command script add -c %s.%s %s" % (__name__, cls, name))
     for name, func in (("ruby-frame", "ruby_frame"), ("ruby-up", "ruby_up"),
                        ("ruby-down", "ruby_down"), ("ruby-list", "ruby_list"),

@@ -264,6 +264,10 @@ def bad_tests(rep, selected, args, workdir, some_ruby):
             if not reason:
                 run = run_gdb(g, [], twice("ruby-sample -3"), workdir, "bad6")
                 reason = one_error(run, r"usage: ruby-sample")
+            for i, bad in enumerate(("--top 0", "--top", "all")):
+                if not reason:
+                    run = run_gdb(g, [], twice("ruby-heap " + bad), workdir, "bad-heap%d" % i)
+                    reason = one_error(run, r"usage: ruby-heap")
             rep.result("gdbext/bad/usage", reason)
     except procs.Failure as exc:
         fail_all(rep, selected, BAD_TESTS, str(exc))

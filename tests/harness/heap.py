@@ -20,6 +20,13 @@ process title (the fixture's comment says how). Then:
                             them
     RUBY/heap/live          corestack heap --json --pid: the same, and no
                             thread of the fixture left stopped
+    RUBY/heap/gdb           gdb on the core: ruby-heap --json (read directly and
+                            --via-debugger) the same census as RUBY/heap/core's,
+                            against Ruby's numbers; ruby-heap's text the same rows
+    RUBY/heap/gdb-live      gdb -p on the fixture: ruby-heap --json as
+                            RUBY/heap/live, and no thread left stopped once gdb
+                            has gone
+    RUBY/heap/lldb          lldb on the core: ruby-heap --json the same census
     RUBY/heap/corrupt-type  one sample object's flags given a type no
                             enumerator has: exit 1, that slot counted in
                             skipped.bad_types, T_OBJECT one less, nothing else
@@ -46,13 +53,15 @@ import os
 import struct
 import time
 
-from . import procs, variants
+from . import gdbext_gdb, gdbext_lldb, procs, variants
 from .corrupt import CoreFile, layout_of
 from .fibers import nodebug_sysroot
 
 FIXTURE_DIR = os.path.join(procs.ROOT, "fixtures", "heap")
 FIXTURE = os.path.join(FIXTURE_DIR, "heap.rb")
-TESTS = ("core", "live", "corrupt-type", "corrupt-class", "corrupt-page")
+TESTS = ("core", "live", "gdb", "gdb-live", "lldb", "corrupt-type", "corrupt-class",
+         "corrupt-page")
+DEBUGGER_TESTS = ("gdb", "gdb-live", "lldb")
 READY_TIMEOUT = 120
 # Classes whose memsize_of is their slot plus what the census counts: the
 # fixture's String and Array subclasses (their buffers counted), and
@@ -177,12 +186,75 @@ def check_text(corestack, argv, record, timeout):
         return reason
     if rc != 0:
         return "text: exit %d: %s" % (rc, err.strip()[:300])
+    return check_text_rows(out, record)
+
+
+def check_text_rows(out, record):
+    """Each class the fixture recorded has its row, with Ruby's count."""
     for row in record["classes"]:
         line = next((l for l in out.splitlines()
                      if l.strip().startswith(row["name"] + " ")), None)
         if line is None or int(line.split()[-2]) != row["count"]:
             return "text: no row %r with count %d: %r" % (row["name"], row["count"], line)
     return None
+
+
+def debugger_census(path, record, live=False):
+    """The census a debugger's ruby-heap --json --out wrote at path."""
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+    except (OSError, ValueError) as exc:
+        return "no census written: %s" % exc
+    if doc.get("kind") != "heap_census" or doc.get("source") != ("live" if live else "core"):
+        return "not a heap census of a %s: %s" % ("live process" if live else "core",
+                                                  json.dumps(doc)[:200])
+    if not doc.get("complete"):
+        return "the census says it is partial on an intact heap"
+    return compare(doc, record)
+
+
+def gdb_heap(ctx, target_args, base, tag, record, live):
+    """gdb: ruby-heap --json, read directly (and through gdb on a core),
+    and on a core its text."""
+    outs = [os.path.join(base, "%s-%d.out" % (tag, i)) for i in range(3)]
+    commands = ["ruby-heap --json --top 1000000 --out " + outs[0]]
+    if not live:
+        commands += ["ruby-heap --json --top 1000000 --via-debugger --out " + outs[1],
+                     "ruby-heap --top 1000000 --out " + outs[2]]
+    rc, stdout, stderr, _, reason = gdbext_gdb.run_gdb(ctx.args.gdbext, target_args, commands,
+                                                       base, tag)
+    if reason:
+        return reason
+    if "ruby-heap:" in stderr:
+        return "gdb: %s" % compare_show(stderr)
+    reason = debugger_census(outs[0], record, live)
+    if not reason and not live:
+        reason = debugger_census(outs[1], record) and "--via-debugger: %s" % \
+            debugger_census(outs[1], record)
+        if not reason:
+            try:
+                with open(outs[2]) as f:
+                    reason = check_text_rows(f.read(), record)
+            except OSError as exc:
+                reason = "no text written: %s" % exc
+    return reason
+
+
+def compare_show(text):
+    return " | ".join(l for l in text.strip().splitlines() if "ruby-heap" in l)[:300]
+
+
+def lldb_heap(ctx, target_args, base, record):
+    """lldb: ruby-heap --json on the core."""
+    out = os.path.join(base, "lldb-heap.census")
+    results, output, reason = gdbext_lldb.run_lldb_commands(
+        ctx.args, target_args, ["ruby-heap --json --top 1000000 --out " + out], base, "lldb-heap")
+    if reason:
+        return reason
+    if not results or not results[0]["ok"]:
+        return "ruby-heap failed: %s" % (results[0]["error"] if results else output[-300:])
+    return debugger_census(out, record)
 
 
 def check_partial_text(corestack, core, exe, timeout):
@@ -344,6 +416,13 @@ def run_tests(ctx):
             continue
         base = os.path.join(ctx.workdir, "heap", ruby)
         name = "%s/heap/" % ruby
+        if not ctx.args.gdbext:
+            for t in DEBUGGER_TESTS:
+                if name + t in names_here:
+                    rep.skip(name + t, "needs the debugger module (--gdbext; make test gives it)")
+            names_here = [n for n in names_here if n.rsplit("/", 1)[1] not in DEBUGGER_TESTS]
+            if not names_here:
+                continue
         run = None
         try:
             run, record = start_fixture(exe, ruby, base, READY_TIMEOUT)
@@ -352,11 +431,16 @@ def run_tests(ctx):
                 left = procs.stopped_threads(run.pid)
                 rep.result(name + "live", check_census(res, record, live=True) or (
                     "threads left stopped: %s" % ", ".join(left) if left else None))
+            if name + "gdb-live" in names_here:
+                reason = gdb_heap(ctx, ["-p", str(run.pid)], base, "gdb-live", record, True)
+                left = procs.stopped_threads(run.pid)
+                rep.result(name + "gdb-live", reason or (
+                    "threads left stopped: %s" % ", ".join(left) if left else None))
             library = gc_library(run.pid)
             core = procs.gcore(run.pid, os.path.join(base, "core"), timeout)
         except (procs.Failure, OSError, ValueError) as exc:
             for n in names_here:
-                if not n.endswith("/live") or run is None:
+                if not n.endswith(("/live", "/gdb-live")) or run is None:
                     rep.result(n, "setup: %s" % exc)
             continue
         finally:
@@ -366,6 +450,10 @@ def run_tests(ctx):
         if ctx.selected(name + "core"):
             rep.result(name + "core", check_census(res, record) or
                        check_text(corestack, [core, exe], record, timeout))
+        if name + "gdb" in names_here:
+            rep.result(name + "gdb", gdb_heap(ctx, [exe, "-c", core], base, "gdb", record, False))
+        if name + "lldb" in names_here:
+            rep.result(name + "lldb", lldb_heap(ctx, [exe, "-c", core], base, record))
         corrupt_tests(ctx, ruby, core, exe, record, res[1])
         if name + "gc-nodebug" in names_here:
             rep.result(name + "gc-nodebug", check_nodebug(corestack, core, exe, library,
