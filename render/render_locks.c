@@ -236,7 +236,8 @@ void cs_render_waits_for_json(struct json *j, const struct rv_wait *w)
 	}
 	json_begin_object(j, "waits_for");
 	json_string(j, "by", w->owner_thread ? "mutex_owner" : "join");
-	json_address(j, "thread", w->owner_thread ? w->owner_thread : w->joined);
+	json_address(j, "thread",
+		     w->owner_thread ? w->owner_thread : w->joined);
 	json_address(j, "fiber", w->owner_fiber);
 	json_end_object(j);
 }
@@ -264,7 +265,8 @@ void cs_render_locks_json(struct json *j, const struct rv_process *p, size_t i)
 	else
 		json_null(j, "deadlock");
 	json_address(j, "stuck_behind",
-		t->stuck_behind >= 0 ? p->threads[t->stuck_behind].addr : 0);
+		     t->stuck_behind >= 0 ? p->threads[t->stuck_behind].addr
+					  : 0);
 }
 
 void cs_render_deadlocks_json(struct json *j, const struct rv_process *p)
