@@ -3,6 +3,7 @@
  * paths (the default host_path). */
 #include "live_target.h"
 #include "open.h"
+#include "socket_names.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,7 +26,8 @@ static bool live_update_regions(void *p)
 	return cs_live_update_regions(p);
 }
 
-/* /proc/PID/fd/FD's link: what the kernel says the descriptor is. */
+/* /proc/PID/fd/FD's link: what the kernel says the descriptor is; for a
+ * socket, also its protocol, addresses and state (socket_names.h). */
 static char *live_describe_fd(void *p, int fd)
 {
 	char path[64], buf[4096];
@@ -34,6 +36,16 @@ static char *live_describe_fd(void *p, int fd)
 	if (n <= 0)
 		return NULL;
 	buf[n] = '\0';
+	unsigned long inode;
+	char end;
+	char *name, *s;
+	if (sscanf(buf, "socket:[%lu%c", &inode, &end) == 2 && end == ']' &&
+	    (name = cs_socket_name(cs_live_pid(p), inode))) {
+		/* what /proc says, then what the socket is */
+		int k = asprintf(&s, "%s %s", buf, name);
+		free(name);
+		return k < 0 ? NULL : s;
+	}
 	return strdup(buf);
 }
 

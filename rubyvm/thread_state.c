@@ -110,6 +110,15 @@ static const struct {
 	{"Kernel#select", RV_WAIT_IO},
 	{"Kernel#gets", RV_WAIT_IO},
 	{"Kernel#readline", RV_WAIT_IO},
+	/* the socket extension's own */
+	{"TCPServer#accept", RV_WAIT_IO},
+	{"UNIXServer#accept", RV_WAIT_IO},
+	{"Socket#accept", RV_WAIT_IO},
+	{"Socket#connect", RV_WAIT_IO},
+	{"Socket#recvfrom", RV_WAIT_IO},
+	{"BasicSocket#recv", RV_WAIT_IO},
+	{"BasicSocket#recvmsg", RV_WAIT_IO},
+	{"UDPSocket#recvfrom", RV_WAIT_IO},
 };
 
 static const char *INTERNAL_PATH = "<internal:";
