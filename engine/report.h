@@ -124,6 +124,11 @@ void cs_render_wait_target_json(struct json *j, const struct cs_report *r,
 				size_t i);
 void cs_render_system_call_json(struct json *j, const struct cs_report *r,
 				size_t i);
+/* A fiber blocked through its thread's fiber scheduler: after its title,
+ * what it waits on and the scheduler's hook; in JSON the fiber's
+ * "waiting_on" ({"kind", "method", "object", "io", "scheduler"}). */
+void cs_render_fiber_wait_text(FILE *out, const struct rv_fiber *f);
+void cs_render_fiber_wait_json(struct json *j, const struct rv_fiber *f);
 /* {"number", "name", "code", "code_name", "fault_address"} */
 void cs_render_signal_json(struct json *j, const char *key,
 			   const struct cs_siginfo *si);

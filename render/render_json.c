@@ -163,6 +163,7 @@ static void fiber_list(struct json *j, const char *key,
 			json_bool(j, "blocking", f->blocking);
 		json_bool(j, "root", f->is_root);
 		json_bool(j, "current", f->is_current);
+		cs_render_fiber_wait_json(j, f);
 		stack(j, f->truncated, f->frames_cut, f->frames, f->nframes,
 		      f->error);
 		json_end_object(j);

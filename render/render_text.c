@@ -343,6 +343,7 @@ static void fibers(FILE *out, const struct rv_process *p,
 			fputs(", non-blocking", out);
 		if (f->is_current)
 			fputs(", current: the thread's stack above", out);
+		cs_render_fiber_wait_text(out, f);
 		fputc('\n', out);
 		stack(out, p, f->error, f->frames, f->nframes, f->truncated,
 		      f->frames_cut, 6, false);

@@ -191,3 +191,58 @@ void cs_render_system_call_json(struct json *j, const struct cs_report *r,
 		json_null(j, "child");
 	json_end_object(j);
 }
+
+/* ", waiting on io (IO#read) on fd 5 through the scheduler
+ * (Sched#io_wait)": a fiber blocked through its thread's fiber scheduler */
+void cs_render_fiber_wait_text(FILE *out, const struct rv_fiber *f)
+{
+	const struct rv_wait *w = &f->wait;
+	if (w->kind == RV_WAIT_NONE)
+		return;
+	fputs(", waiting on ", out);
+	for (const char *c = rv_wait_kind_name(w->kind); *c; c++)
+		fputc(*c == '_' ? ' ' : *c, out);
+	if (w->method)
+		fprintf(out, " (%s)", w->method);
+	if (w->object)
+		fprintf(out, " 0x%llx", (unsigned long long)w->object);
+	if (w->has_io_fd && w->io_fd >= 0) {
+		fprintf(out, " on fd %lld", (long long)w->io_fd);
+		if (w->io_path)
+			fprintf(out, " (%s)", w->io_path);
+	}
+	const struct rv_frame *hook =
+		f->scheduler_frame ? &f->frames[f->scheduler_frame - 1] : NULL;
+	if (hook && hook->qualified)
+		fprintf(out, " through the scheduler (%s)", hook->qualified);
+}
+
+void cs_render_fiber_wait_json(struct json *j, const struct rv_fiber *f)
+{
+	const struct rv_wait *w = &f->wait;
+	if (w->kind == RV_WAIT_NONE) {
+		json_null(j, "waiting_on");
+		return;
+	}
+	json_begin_object(j, "waiting_on");
+	json_string(j, "kind", rv_wait_kind_name(w->kind));
+	json_string(j, "method", w->method);
+	json_address(j, "object", w->object);
+	if (w->kind == RV_WAIT_IO) {
+		json_begin_object(j, "io");
+		json_address(j, "object", w->io);
+		if (w->has_io_fd && w->io_fd >= 0)
+			json_int(j, "fd", w->io_fd);
+		else
+			json_null(j, "fd");
+		json_null(j, "what");
+		json_string(j, "path", w->io_path);
+		json_end_object(j);
+	} else {
+		json_null(j, "io");
+	}
+	const struct rv_frame *hook =
+		f->scheduler_frame ? &f->frames[f->scheduler_frame - 1] : NULL;
+	json_string(j, "scheduler", hook ? hook->qualified : NULL);
+	json_end_object(j);
+}

@@ -124,6 +124,7 @@ static void read_fiber(struct rv_session *s, const struct candidate *c,
 	if (err)
 		set_error(f, cs_error_wrap(err, "fiber 0x%llx",
 					   (unsigned long long)c->fiber));
+	rv_fiber_wait_read(s, f);
 }
 
 static bool add_candidate(struct candidate **list, size_t *n, size_t *cap,
@@ -440,6 +441,7 @@ void rv_fibers_free(struct rv_fiber *fibers, size_t n)
 			rv_frame_free(&fibers[i].frames[j]);
 		free(fibers[i].frames);
 		free(fibers[i].error);
+		free(fibers[i].wait.io_path);
 	}
 	free(fibers);
 }

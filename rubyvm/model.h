@@ -100,34 +100,6 @@ enum rv_fiber_status {
 	RV_FIBER_TERMINATED,
 };
 
-struct rv_fiber {
-	uint64_t addr;   /* rb_fiber_t * */
-	uint64_t object; /* the Fiber VALUE; 0 for a root fiber never asked for */
-	enum rv_fiber_status status;
-	int blocking;    /* 1 blocking, 0 non-blocking, -1 unknown (2.7) */
-	bool is_root;    /* the thread's first fiber */
-	bool is_current; /* running on its thread: its stack is the thread's */
-	/* Resumed and suspended fibers that are not current, innermost first;
-	 * empty for the current one (the thread's frames are its stack). */
-	struct rv_frame *frames;
-	size_t nframes;
-	bool truncated;
-	size_t frames_cut; /* past max_frames, as rv_thread's */
-	char *error;
-};
-
-/* Thread#status with the distinction Ruby keeps internally but prints as
- * "sleep" either way: sleeping with a deadline or wakeup expected
- * (THREAD_STOPPED) and sleeping forever (THREAD_STOPPED_FOREVER). */
-enum rv_thread_state {
-	RV_STATE_UNKNOWN,
-	RV_STATE_RUNNABLE,
-	RV_STATE_SLEEPING,
-	RV_STATE_SLEEPING_FOREVER,
-	RV_STATE_ABORTING,
-	RV_STATE_DEAD,
-};
-
 /* What a blocked thread waits on, from its stack and its own fields. */
 enum rv_wait_kind {
 	RV_WAIT_NONE,
@@ -190,6 +162,41 @@ struct rv_wait {
 	 * child, 0 or -PGID a group's (wait_targets.c) */
 	bool has_child;
 	int64_t child;
+};
+
+struct rv_fiber {
+	uint64_t addr;   /* rb_fiber_t * */
+	uint64_t object; /* the Fiber VALUE; 0 for a root fiber never asked for */
+	enum rv_fiber_status status;
+	int blocking;    /* 1 blocking, 0 non-blocking, -1 unknown (2.7) */
+	bool is_root;    /* the thread's first fiber */
+	bool is_current; /* running on its thread: its stack is the thread's */
+	/* Resumed and suspended fibers that are not current, innermost first;
+	 * empty for the current one (the thread's frames are its stack). */
+	struct rv_frame *frames;
+	size_t nframes;
+	bool truncated;
+	size_t frames_cut; /* past max_frames, as rv_thread's */
+	char *error;
+	/* A suspended non-blocking fiber blocked through its thread's fiber
+	 * scheduler: what it waits on (kind, method, frame; an I/O wait's IO,
+	 * a Mutex's or Queue's object), and 1 + the index of the scheduler's
+	 * hook frame (io_wait, kernel_sleep, block, ...), 0 when none
+	 * (thread_state.c) */
+	struct rv_wait wait;
+	size_t scheduler_frame;
+};
+
+/* Thread#status with the distinction Ruby keeps internally but prints as
+ * "sleep" either way: sleeping with a deadline or wakeup expected
+ * (THREAD_STOPPED) and sleeping forever (THREAD_STOPPED_FOREVER). */
+enum rv_thread_state {
+	RV_STATE_UNKNOWN,
+	RV_STATE_RUNNABLE,
+	RV_STATE_SLEEPING,
+	RV_STATE_SLEEPING_FOREVER,
+	RV_STATE_ABORTING,
+	RV_STATE_DEAD,
 };
 
 /* A mutex a thread holds (th->keeping_mutexes): its rb_mutex_t, and the

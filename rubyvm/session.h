@@ -435,6 +435,12 @@ void rv_deadlocks_free(struct rv_process *p);
  * where Ruby's structures say (after rv_thread_state_read). */
 void rv_thread_wait_targets_read(struct rv_session *s, uint64_t th,
 				 struct rv_thread *t);
+/* The IO of the I/O wait w whose method is frame w->frame of frames. */
+void rv_wait_io_read(struct rv_session *s, const struct rv_frame *frames,
+		     size_t nframes, struct rv_wait *w);
+/* thread_state.c: what a suspended non-blocking fiber waits on through
+ * its thread's fiber scheduler, once its frames are read. */
+void rv_fiber_wait_read(struct rv_session *s, struct rv_fiber *f);
 
 /* ractors.c: the ractor a thread belongs to (3.x). */
 void rv_thread_ractor_read(struct rv_session *s, uint64_t th,

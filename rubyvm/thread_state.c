@@ -10,7 +10,12 @@
  * something wins), and from rb_thread_t.locking_mutex, which Mutex#lock
  * sets while it waits for the mutex. A thread in a blocking region (I/O,
  * waitpid, a C extension's call without the GVL) is flagged as such: Ruby's
- * own sleeps (Queue, Mutex, sleep, join) do not release the GVL that way. */
+ * own sleeps (Queue, Mutex, sleep, join) do not release the GVL that way.
+ *
+ * A non-blocking fiber under a fiber scheduler (3.0+) does not sleep: the
+ * blocking method calls the scheduler's hook (io_wait, kernel_sleep,
+ * block, ...), written in Ruby, which switches to another fiber. Such a
+ * suspended fiber waits on what the method that called the hook waits on. */
 #include <string.h>
 
 #include "session.h"
@@ -169,6 +174,70 @@ static enum rv_thread_state thread_state(struct rv_session *s, uint64_t th,
 	default:
 		return RV_STATE_UNKNOWN;
 	}
+}
+
+/* The hooks of Fiber::Scheduler a blocking method calls (scheduler.c). */
+static const char *const scheduler_hooks[] = {
+	"io_wait",         "io_read",       "io_write",
+	"io_pread",        "io_pwrite",     "io_select",
+	"kernel_sleep",    "block",         "process_wait",
+	"address_resolve", "timeout_after", "blocking_operation_wait",
+};
+
+/* Is f a Ruby method named as a scheduler hook ("Sched#io_wait")? */
+static bool is_hook(const struct rv_frame *f)
+{
+	if (f->kind != RV_FRAME_RUBY || !f->qualified)
+		return false;
+	const char *name = strrchr(f->qualified, '#');
+	if (!name)
+		return false;
+	for (size_t k = 0;
+	     k < sizeof(scheduler_hooks) / sizeof(*scheduler_hooks); k++)
+		if (!strcmp(name + 1, scheduler_hooks[k]))
+			return true;
+	return false;
+}
+
+/* The entry of blocking_methods whose name q is, or -1. */
+static long blocking_method(const char *q)
+{
+	for (size_t k = 0;
+	     q && k < sizeof(blocking_methods) / sizeof(*blocking_methods); k++)
+		if (!strcmp(q, blocking_methods[k].method))
+			return (long)k;
+	return -1;
+}
+
+void rv_fiber_wait_read(struct rv_session *s, struct rv_fiber *f)
+{
+	memset(&f->wait, 0, sizeof(f->wait));
+	f->scheduler_frame = 0;
+	if (f->status != RV_FIBER_SUSPENDED || f->blocking == 1)
+		return; /* a blocking fiber never calls the scheduler */
+	for (size_t i = 0; i + 1 < f->nframes; i++) {
+		const struct rv_frame *caller = &f->frames[i + 1];
+		long k = is_hook(&f->frames[i]) && is_library_frame(caller)
+				 ? blocking_method(caller->qualified)
+				 : -1;
+		if (k < 0)
+			continue;
+		f->wait.kind = blocking_methods[k].kind;
+		f->wait.method = blocking_methods[k].method;
+		f->wait.frame = i + 2;
+		f->scheduler_frame = i + 1;
+		break;
+	}
+	uint64_t self;
+	if (f->wait.kind == RV_WAIT_IO)
+		rv_wait_io_read(s, f->frames, f->nframes, &f->wait);
+	else if (f->wait.kind != RV_WAIT_NONE &&
+		 f->wait.kind != RV_WAIT_SLEEP &&
+		 f->frames[f->wait.frame - 1].cfp &&
+		 rv_try_member(s, f->frames[f->wait.frame - 1].cfp,
+			       RVL_cfp_self, &self) &&
+		 !rv_special_const(s, self))
+		f->wait.object = self; /* the Mutex, Queue, ... it blocks on */
 }
 
 void rv_thread_state_read(struct rv_session *s, uint64_t th,

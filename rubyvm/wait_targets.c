@@ -34,15 +34,13 @@ static int64_t as_int(struct rv_session *s, enum rv_item_id id, uint64_t v)
 	}
 }
 
-static void io_of_frame(struct rv_session *s, struct rv_thread *t)
+void rv_wait_io_read(struct rv_session *s, const struct rv_frame *frames,
+		     size_t nframes, struct rv_wait *w)
 {
-	struct rv_wait *w = &t->wait;
 	uint64_t self, type, fptr, fd, pathv;
-	if (!w->frame || w->frame > t->nframes ||
-	    !t->frames[w->frame - 1].cfp || !RV_HAS(s, t_file) ||
-	    !RV_HAS(s, rfile_fptr) ||
-	    !rv_try_member(s, t->frames[w->frame - 1].cfp, RVL_cfp_self,
-			   &self) ||
+	if (!w->frame || w->frame > nframes || !frames[w->frame - 1].cfp ||
+	    !RV_HAS(s, t_file) || !RV_HAS(s, rfile_fptr) ||
+	    !rv_try_member(s, frames[w->frame - 1].cfp, RVL_cfp_self, &self) ||
 	    rv_failed(rv_builtin_type(s, self, &type, NULL)) ||
 	    type != (uint64_t)RV_VAL(s, t_file))
 		return;
@@ -105,7 +103,7 @@ void rv_thread_wait_targets_read(struct rv_session *s, uint64_t th,
 				 struct rv_thread *t)
 {
 	if (t->wait.kind == RV_WAIT_IO)
-		io_of_frame(s, t);
+		rv_wait_io_read(s, t->frames, t->nframes, &t->wait);
 	else if (t->wait.kind == RV_WAIT_PROCESS)
 		child_of_thread(s, th, &t->wait);
 }

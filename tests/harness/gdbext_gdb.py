@@ -289,7 +289,7 @@ def check_locks_text(run, oracle, debugger, threads=None, bare=True):
             return "ruby-locks printed a line of neither a deadlock nor a thread: %s" % (
                 compare.show(line))
     text, reason = debugger_named(out, debugger, threads)
-    return reason or locks.check_text(oracle, text)
+    return reason or locks.check_text(oracle, text, fibers=not bare)
 
 
 def check_locks(data, oracle, debugger):

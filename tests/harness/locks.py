@@ -168,6 +168,9 @@ def check_report(oracle, report, live=False):
             return "%s: stuck_behind %s, expected %s (%s)" % (
                 title, compare.show(mine.get("stuck_behind")), want_stuck,
                 exp.stuck.get(name))
+    reason = check_fiber_waits(oracle, report)
+    if reason:
+        return reason
     by_addr = {address(t.get("thread")): n for n, t in got.items()}
     listed = []
     for d in report.get("deadlocks") or []:
@@ -198,6 +201,27 @@ def check_queue(title, want, got):
         return "%s: queue %s (size %d, max %s, num_waiting %d), corestack %s" % (
             title, want["object"], want["size"], want["max"], want["num_waiting"],
             compare.show(got))
+    return None
+
+
+def check_fiber_waits(oracle, report):
+    """Each fiber the program blocked through its fiber scheduler: what it
+    waits on and the hook it is suspended in, as it recorded them."""
+    fibers = {address(f.get("object")): f for t in report.get("threads") or []
+              for f in t.get("fibers") or []}
+    for want in oracle.get("fiber_waits") or []:
+        f = fibers.get(address(want["fiber"]))
+        if f is None:
+            return "fiber %s: not in corestack's report" % want["fiber"]
+        got = f.get("waiting_on") or {}
+        io = got.get("io") or {}
+        if (got.get("kind") != want["kind"] or got.get("method") != want["method"]
+                or got.get("scheduler") != want["hook"]
+                or (want["object"] and address(got.get("object")) != address(want["object"]))
+                or (want["fd"] is not None and io.get("fd") != want["fd"])):
+            return "fiber %s waits on %s %s (%s, object %s, fd %s), corestack %s" % (
+                want["fiber"], want["kind"], want["method"], want["hook"], want["object"],
+                want["fd"], compare.show(got))
     return None
 
 
@@ -278,11 +302,20 @@ def check_retake(title, want, got, exp, addr):
 THREAD_LINE = re.compile(r'^Thread (\d+)(?: "([^"]*)")?')
 
 
-def check_text(oracle, out, children=True):
+def check_text(oracle, out, children=True, fibers=True):
     """children: the report was read with the kernel threads' registers,
-    or from a Ruby that records the child of a Process.wait itself."""
+    or from a Ruby that records the child of a Process.wait itself;
+    fibers: the text shows fibers (ruby-locks does not)."""
     exp = Expected(oracle)
     lines = out.splitlines()
+    for want in oracle.get("fiber_waits") or [] if fibers else []:
+        title = "  Fiber 0x%x " % address(want["fiber"])
+        line = next((l for l in lines if l.startswith(title)), None)
+        ref = "waiting on %s (%s)" % (want["kind"].replace("_", " "), want["method"])
+        hook = "through the scheduler (%s)" % want["hook"]
+        if line is None or ref not in line or hook not in line:
+            return "fiber %s: no %s ... %s in %s" % (want["fiber"], compare.show(ref),
+                                                   compare.show(hook), compare.show(line))
     first_thread = next((i for i, l in enumerate(lines) if THREAD_LINE.match(l)), len(lines))
     blocks, number = {}, None
     for l in lines[:first_thread]:
