@@ -16,6 +16,7 @@
 #include "../process/open.h"
 #include "../render/crash_groups.h"
 #include "../render/render.h"
+#include "bundle.h"
 
 size_t cs_output_budget(size_t max_output, const char *core)
 {
@@ -31,7 +32,7 @@ size_t cs_output_budget(size_t max_output, const char *core)
 }
 
 /* What a directory entry is, by what it holds. */
-enum entry_kind { ENTRY_CORE, ENTRY_SKIPPED, ENTRY_UNREADABLE };
+enum entry_kind { ENTRY_CORE, ENTRY_BUNDLE, ENTRY_SKIPPED, ENTRY_UNREADABLE };
 
 /* Regular files only (a FIFO would block, a device be read forever),
  * symlinks followed (a loop is no file); then the first bytes say
@@ -55,6 +56,9 @@ static enum entry_kind entry_kind(int dir, const char *name, const char **why)
 		*why = strerror(saved);
 		return ENTRY_UNREADABLE;
 	}
+	if (got >= (ssize_t)strlen(CS_BUNDLE_MAGIC) &&
+	    !memcmp(head, CS_BUNDLE_MAGIC, strlen(CS_BUNDLE_MAGIC)))
+		return ENTRY_BUNDLE; /* corestack bundle's output */
 	return cs_looks_like_core(head, (size_t)got) ? ENTRY_CORE
 						     : ENTRY_SKIPPED;
 }
@@ -124,17 +128,25 @@ static void broken(struct out *o, const char *name, const char *reason)
 	cs_core_set_add_broken(&o->set, name, reason);
 }
 
-/* One core, read by its own engine and released before the next. */
-static void read_core(struct out *o, const char *path, const char *name)
+/* One core (or a bundle: the core inside, with its files), read by its
+ * own engine and released, the bundle's files removed, before the next. */
+static void read_core(struct out *o, const char *path, const char *name,
+		      bool bundled)
 {
 	struct cs_engine_request req = o->run->req;
 	req.target.core = path;
-	req.model.max_output_bytes = cs_output_budget(o->run->max_output, path);
 	if (o->run->format == CS_FORMAT_TEXT)
 		printf("== %s\n", name);
+	struct cs_bundle_input in = {0};
+	bool is = false;
+	struct cs_error *err =
+		bundled ? cs_bundle_input_open(path, &req, &in, &is) : NULL;
+	req.model.max_output_bytes =
+		cs_output_budget(o->run->max_output, req.target.core);
 	struct cs_engine *engine = NULL;
 	struct cs_snapshot snap = {0};
-	struct cs_error *err = cs_engine_open(&req, &engine);
+	if (!err)
+		err = cs_engine_open(&req, &engine);
 	if (!err)
 		err = cs_engine_snapshot(engine, &o->run->snap, &snap);
 	if (err) {
@@ -158,6 +170,8 @@ static void read_core(struct out *o, const char *path, const char *name)
 	}
 	cs_snapshot_free(&snap);
 	cs_engine_close(engine);
+	if (is)
+		cs_bundle_input_close(&in);
 }
 
 /* Every core of the directory; false (errno set) when it cannot be read. */
@@ -179,7 +193,8 @@ static bool read_dir(struct out *o, const char *path)
 	for (size_t i = 0; i < n; i++) {
 		const char *why = NULL;
 		char *full = NULL;
-		switch (entry_kind(dirfd(d), names[i], &why)) {
+		enum entry_kind kind = entry_kind(dirfd(d), names[i], &why);
+		switch (kind) {
 		case ENTRY_SKIPPED:
 			o->set.skipped++;
 			break;
@@ -197,12 +212,13 @@ static bool read_dir(struct out *o, const char *path)
 			break;
 		}
 		case ENTRY_CORE:
+		case ENTRY_BUNDLE:
 			if (asprintf(&full, "%s%s%s", path, slash ? "" : "/",
 				     names[i]) < 0) {
 				broken(o, names[i], "out of memory");
 				break;
 			}
-			read_core(o, full, names[i]);
+			read_core(o, full, names[i], kind == ENTRY_BUNDLE);
 			free(full);
 			break;
 		}
@@ -243,7 +259,8 @@ int cs_core_dir_run(const char *path, bool directory,
 	}
 	int rc = -1;
 	if (!directory) {
-		read_core(o, path, path);
+		read_core(o, path, path,
+			  false); /* a bundle: unpacked by main */
 	} else if (!read_dir(o, path)) {
 		fprintf(stderr,
 			"corestack: %s: cannot read the directory (%s): check "

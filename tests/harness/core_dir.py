@@ -3,7 +3,9 @@ in a directory with what CI finds next to them, grouped by crash signature
 and summarized as JSON, Markdown and JUnit XML.
 
     RUBY/crash/dir/CHECK     the cores of crash modes segv and segv_copy
-                             (the same crash site, two processes), abort, a
+                             (the same crash site, two processes), abort (as
+                             a bundle, corestack bundle's output, read as
+                             the core it holds, nothing left in TMPDIR), a
                              zstd copy of the abort core under
                              systemd-coredump's name, the segv core cut to
                              4096 bytes, a text file and (when the threads
@@ -109,7 +111,7 @@ def stable_matches(stable, label):
             re.fullmatch(r"[\w:]+[.#]" + re.escape(method), stable[len(prefix):]) is not None)
 
 
-def make_dir(base, runs, live):
+def make_dir(base, runs, live, cs, timeout):
     """The mixed directory -> (path, expected groups, cut name, text name,
     live name or None)."""
     d = os.path.join(base, "cores")
@@ -118,6 +120,14 @@ def make_dir(base, runs, live):
     names = {}
     for mode in DIR_MODES:
         names[mode] = "core.%s.%d" % (mode, os.getpid())
+        if mode == "abort":
+            names[mode] += ".bundle"
+            made = procs.run_tool([cs, "bundle", "-o", os.path.join(d, names[mode]),
+                                   runs[mode].core], timeout)
+            if made[3] or made[0] != 0:
+                raise procs.Failure("corestack bundle: exit %s: %s" % (
+                    made[0], made[3] or made[2].strip()[-200:]))
+            continue
         link(runs[mode].core, os.path.join(d, names[mode]))
     zst = SYSTEMD_NAME % os.getpid()
     res = subprocess.run(["zstd", "-q", "-1", "-o", os.path.join(d, zst), runs["abort"].core],
@@ -309,7 +319,10 @@ def run_dir_checks(crash, rep, names, cs, timeout, base, runs, live):
             rep.result(n, "setup: no core of crash mode %s" % ", ".join(missing))
         return
     try:
-        d, groups, cut, text, live_name = make_dir(base, runs, live)
+        d, groups, cut, text, live_name = make_dir(base, runs, live, cs, timeout)
+        tmp = os.path.join(base, "tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        os.makedirs(tmp)
         small, files, small_cut = make_small_dir(base, runs)
     except (procs.Failure, OSError) as exc:
         for n in names:
@@ -318,8 +331,11 @@ def run_dir_checks(crash, rep, names, cs, timeout, base, runs, live):
     for n in names:
         check = n.rsplit("/", 1)[1]
         if check == "groups":
-            reason = check_groups(crash, procs.run_tool([cs, "--json", d], timeout),
+            reason = check_groups(crash, procs.run_tool(["env", "TMPDIR=" + tmp, cs, "--json", d],
+                                                        timeout),
                                   runs, groups, cut, text, live_name)
+            left = os.listdir(tmp)
+            reason = reason or ("the bundle left %s in TMPDIR" % left if left else None)
         elif check == "markdown":
             reason = check_markdown(crash, procs.run_tool([cs, "--format", "markdown", small], timeout),
                                     runs, files, small_cut)
