@@ -2,6 +2,7 @@
  * (crash_groups.h). */
 #include "crash_groups.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,6 +39,26 @@ static void signature_of(const struct cs_report *r,
 	memset(sig, 0, sizeof(*sig));
 	sig->kind = cs_crash_kind_name(c->kind);
 	sig->function = dup_or_null(function_of(c), oom);
+	const struct cs_native_frame *in = c->entered_from;
+	const struct cs_native_frame *fn =
+		c->entered_from_function ? c->entered_from_function : in;
+	if (c->thread < 0 && in && in->function) {
+		/* no Ruby frame: the caller into the faulting module tells
+		 * one crash site from another ("crashtest.so: run"), by the
+		 * module's file name alone: the same on every machine */
+		const char *module = fn->module ? strrchr(fn->module, '/')
+						: NULL;
+		module = module ? module + 1 : fn->module;
+		char *name = NULL;
+		if (asprintf(&name, "%s: %s", module ? module : "?",
+			     in->function) < 0) {
+			name = NULL;
+			*oom = true;
+		}
+		if (name)
+			sig->frames[sig->nframes++] = name;
+		return;
+	}
 	if (c->thread < 0 || !r->ruby)
 		return;
 	const struct rv_thread *t = &r->ruby->threads[c->thread];

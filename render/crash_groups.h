@@ -28,7 +28,9 @@
 struct cs_crash_signature {
 	const char *kind; /* cs_crash_kind_name: a static string */
 	char *function;   /* NULL: unknown */
-	char *frames[CS_SIGNATURE_FRAMES]; /* stable names, innermost first */
+	/* stable names, innermost first; on a thread that runs no Ruby, the
+	 * caller into the faulting module ("crashtest.so: run"), if known */
+	char *frames[CS_SIGNATURE_FRAMES];
 	size_t nframes;
 };
 

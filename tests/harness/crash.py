@@ -75,6 +75,7 @@ import shutil
 import struct
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 
 from . import compare, core_dir, corrupt, native, procs, variants
 
@@ -848,6 +849,9 @@ def check_off_thread_fault(cr, run):
 
 
 def check_off_thread_text(cr, run):
+    """The summary's lines for a crash on a thread Ruby did not create, and
+    its crash group (--format junit): the caller into libruby in place of
+    the Ruby frames it has none of."""
     rc, out, err, reason = run()
     if reason or rc != 0:
         return reason or "exit %d: %s" % (rc, err.strip()[:200])
@@ -862,6 +866,18 @@ def check_off_thread_text(cr, run):
         return "no line matching %r: %s" % (want.pattern, compare.show(lines))
     if any(l.strip().startswith("called from Ruby") for l in lines):
         return "the summary names a Ruby caller on a thread that runs no Ruby"
+    # its crash group: no Ruby frame, the caller into libruby instead
+    rc, out, err, reason = run("--format", "junit")
+    if reason or rc != 3:
+        return reason or "--format junit: exit %s, expected 3: %s" % (rc, err.strip()[:200])
+    try:
+        names = [t.get("name") for t in ET.fromstring(out).iter("testcase")]
+    except ET.ParseError as exc:
+        return "--format junit: not XML (%s)" % exc
+    if len(names) != 1 or not re.match(r"memory_access in \S+ <- crashtest\.so: "
+                                       r"raise_off_thread$", names[0]):
+        return "crash group %s, expected memory_access in a libruby function " \
+               "<- crashtest.so: raise_off_thread" % compare.show(names)
     return None
 
 
