@@ -326,6 +326,24 @@ static int print_layout(const char *path, const struct options *o)
 	return EXIT_COMPLETE;
 }
 
+/* CORESTACK_READ_STATS (tests/bench.py): what the snapshot read of the
+ * target, on stderr: the floor a snapshot's cost is measured against. */
+static void read_stats(const struct cs_engine *e, const struct cs_report *r)
+{
+	struct cs_read_counts c = cs_engine_read_counts(e);
+	size_t frames = 0;
+	for (size_t i = 0; i < r->ruby->nthreads; i++) {
+		frames += r->ruby->threads[i].nframes;
+		for (size_t k = 0; k < r->ruby->threads[i].nfibers; k++)
+			frames += r->ruby->threads[i].fibers[k].nframes;
+	}
+	fprintf(stderr,
+		"corestack: read stats: %llu reads, %llu bytes, %llu reads of "
+		"8 bytes or less; %zu threads, %zu Ruby frames\n",
+		(unsigned long long)c.reads, (unsigned long long)c.bytes,
+		(unsigned long long)c.small, r->ruby->nthreads, frames);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1 && strcmp(argv[1], "record") == 0)
@@ -363,6 +381,8 @@ int main(int argc, char **argv)
 		.debug_dirs = o.in.debug_dirs,
 		.debug_dir_advice = DEBUG_DIR_ADVICE,
 		.cache_dir = o.in.cache_dir,
+		/* for the benchmarks only: no option, no effect on output */
+		.count_reads = getenv("CORESTACK_READ_STATS") != NULL,
 		.model = {.max_frames = o.max_frames,
 			  .max_output_bytes = cs_output_budget(
 				  o.max_output, o.pid ? NULL : o.core),
@@ -425,6 +445,8 @@ int main(int argc, char **argv)
 		(o.renderer ? o.renderer : &cs_renderers[0])
 			->render(stdout, &snap.report, NULL);
 		rc = snap.report.complete ? EXIT_COMPLETE : EXIT_PARTIAL;
+		if (req.count_reads)
+			read_stats(engine, &snap.report);
 	}
 	cs_snapshot_free(&snap);
 	cs_engine_close(engine);

@@ -18,6 +18,28 @@ static struct cs_error *cache_pages(struct cs_engine *e)
 	return NULL;
 }
 
+static struct cs_error *counted_read(void *priv, uint64_t addr, void *buf,
+				     size_t len)
+{
+	struct cs_engine *e = priv;
+	e->counts.reads++;
+	e->counts.bytes += len;
+	e->counts.small += len <= 8;
+	return cs_memory_read(&e->counted_inner, addr, buf, len);
+}
+
+/* Count every read of the session (request.count_reads). */
+static void count_reads(struct cs_engine *e)
+{
+	e->counted_inner = e->cached ? e->memory : cs_target_memory(e->target);
+	e->memory = (struct cs_memory){.read = counted_read, .priv = e};
+}
+
+struct cs_read_counts cs_engine_read_counts(const struct cs_engine *e)
+{
+	return e->counts;
+}
+
 static struct cs_error *open_ruby(struct cs_engine *e)
 {
 	const struct cs_engine_request *r = &e->request;
@@ -27,7 +49,8 @@ static struct cs_error *open_ruby(struct cs_engine *e)
 		.debug_dir_advice = r->debug_dir_advice,
 		.cache_dir = r->cache_dir,
 		.model = r->model,
-		.memory = e->cached ? &e->memory : NULL,
+		.memory = e->cached || e->request.count_reads ? &e->memory
+							      : NULL,
 	};
 	return cs_ruby_open(e->target, &opts, &e->ruby);
 }
@@ -94,6 +117,8 @@ struct cs_error *cs_engine_open(const struct cs_engine_request *r,
 		err = search_modules(e, false);
 	if (!err && r->page_cache)
 		err = cache_pages(e);
+	if (!err && r->count_reads)
+		count_reads(e);
 	if (!err)
 		err = open_ruby(e);
 	if (!err)

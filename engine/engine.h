@@ -32,6 +32,17 @@ struct cs_engine_request {
 	/* The bundle target.core was unpacked from, or NULL: the report
 	 * names it, and the core by the path it had. */
 	const struct cs_bundle *bundle;
+	/* count the reads of the target's memory (cs_engine_read_counts):
+	 * what a snapshot costs, for the benchmarks */
+	bool count_reads;
+};
+
+/* The reads of the target's memory the Ruby model and the native
+ * unwinder made through the engine, since it was opened. */
+struct cs_read_counts {
+	uint64_t reads; /* calls */
+	uint64_t bytes; /* bytes asked for */
+	uint64_t small; /* calls of 8 bytes or less: one value each */
 };
 
 /* It owns the target (unless borrowed), the page cache in front of it,
@@ -46,6 +57,10 @@ struct cs_engine {
 	struct cs_page_cache cache;
 	struct cs_memory memory; /* the cache's, read by the session */
 	bool cached;
+	/* request.count_reads: memory counts every read, then reads
+	 * counted_inner (the cache's or the target's) */
+	struct cs_memory counted_inner;
+	struct cs_read_counts counts;
 	/* where a module whose file cannot be used is looked for by its
 	 * build-id: the request's directories and the Ruby's own; the
 	 * target reads with it (cs_target_use_module_search) */
@@ -54,6 +69,9 @@ struct cs_engine {
 	struct cs_live *kept; /* one attachment for every sample */
 	char *ruby_version;   /* as the first look read it; NULL: unknown */
 };
+
+/* The reads counted so far (request.count_reads; zeros otherwise). */
+struct cs_read_counts cs_engine_read_counts(const struct cs_engine *e);
 
 /* Open the target the request names (or take the borrowed one) and the
  * Ruby on it. On failure nothing is left open or stopped, and the error

@@ -8,11 +8,16 @@
    and resolved) and warm (on-disk layout cache), against the time needed
    just to inflate the compressed debug sections libdw reads.
 3. Peak memory (max RSS) of a corestack run.
+4. A core of 300 parked threads (fixtures/many_threads.rb, Ruby 3.4): the
+   time of a snapshot with and without the fiber search, and what it read
+   of the target (CORESTACK_READ_STATS=1): reads, bytes, reads of one
+   value, per Ruby frame.
 
 Sampling (`corestack record`) has its own: tests/bench_sampling.py.
 """
 import argparse
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -114,6 +119,35 @@ def main():
         if inflate is not None:
             print("inflating the debug sections libdw reads %s  (cold/inflate %.2fx)"
                   % (fmt_ms(inflate), cold / inflate))
+
+        # 4. Many threads: the time and the reads of one snapshot.
+        prefix34 = procs.build_ruby("3.4", "yjit", 3600)
+        ruby34 = os.path.join(prefix34, "bin", "ruby")
+        sc = procs.Scenario(ruby34, os.path.join(ROOT, "fixtures", "many_threads.rb"),
+                            os.path.join(tmp, "many"), False, args=["300"])
+        try:
+            sc.wait_oracle(120)
+            core = procs.gcore(sc.pid, os.path.join(tmp, "many", "core"), 300)
+        finally:
+            sc.kill()
+        print()
+        print("== 300 parked threads, Ruby 3.4 core (median of %d, warm layout cache)"
+              % args.runs)
+        for label, extra in (("with the fiber search", []), ("--no-fibers", ["--no-fibers"])):
+            argv = [corestack] + extra + [core, ruby34]
+            subprocess.run(argv, stdout=subprocess.DEVNULL)  # fill the cache
+            wall, _ = median_of(argv, args.runs)
+            res = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                 text=True, env=dict(os.environ, CORESTACK_READ_STATS="1"))
+            stats = [l for l in res.stderr.splitlines() if "read stats" in l]
+            nums = [int(x) for x in re.findall(r"\d+", stats[0])] if stats else []
+            print("%-22s %s" % (label, fmt_ms(wall)))
+            if len(nums) == 5:
+                reads, nbytes, small, threads, frames = nums
+                print("  %d reads, %d bytes (%d of 8 bytes or less); %d threads, %d frames:"
+                      % (reads, nbytes, small, threads, frames))
+                print("  %.1f reads and %.0f bytes per frame"
+                      % (reads / max(frames, 1), nbytes / max(frames, 1)))
 
 
 if __name__ == "__main__":
