@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "../rubyvm/jit.h"
+#include "../util/u64map.h"
 #include "../process/crash_signal.h"
 #include "abort_msg.h"
 #include "engine.h"
@@ -175,16 +176,23 @@ static struct cs_error *merge_native(struct cs_snapshot *s, bool *ok)
 	return NULL;
 }
 
-/* Does the Ruby thread of kernel thread tid sleep or block? */
-static bool waits(const struct rv_process *p, int64_t tid)
+/* Does Ruby thread t sleep or block (is its system call worth a read)? */
+static bool waits(const struct rv_thread *t)
 {
-	for (size_t i = 0; i < p->nthreads; i++)
-		if (p->threads[i].tid == tid)
-			return p->threads[i].state == RV_STATE_SLEEPING ||
-			       p->threads[i].state ==
-				       RV_STATE_SLEEPING_FOREVER ||
-			       p->threads[i].wait.blocking_region;
-	return false;
+	return t->state == RV_STATE_SLEEPING ||
+	       t->state == RV_STATE_SLEEPING_FOREVER || t->wait.blocking_region;
+}
+
+/* Kernel threads by tid, as 1 + their index in s->calls (tids are > 0:
+ * key 0 is the map's). */
+static bool index_tids(const struct cs_snapshot *s, struct u64map *m)
+{
+	for (size_t k = 0; k < s->ncalls; k++)
+		if (s->call_tids[k] > 0 &&
+		    !u64map_put(m, (uint64_t)s->call_tids[k],
+				(void *)(uintptr_t)(k + 1)))
+			return false;
+	return true;
 }
 
 /* The system call each of the target's kernel threads is blocked in,
@@ -208,15 +216,35 @@ static struct cs_error *read_blocked_calls(const struct cs_target *t,
 	s->call_tids = calloc(n + 1, sizeof(*s->call_tids));
 	if (!s->calls || !s->call_tids)
 		return &cs_error_nomem;
-	for (size_t i = 0; i < n; i++) {
-		const struct cs_thread *th = cs_target_thread_at(t, i);
-		s->call_tids[i] = th->tid;
-		/* without registers each call is a read of /proc: only for
-		 * the threads whose Ruby thread waits */
-		if (regs || waits(p, th->tid))
-			cs_blocked_call_of(t, th, &s->calls[i]);
-	}
+	for (size_t i = 0; i < n; i++)
+		s->call_tids[i] = cs_target_thread_at(t, i)->tid;
 	s->ncalls = n;
+	if (regs) {
+		for (size_t i = 0; i < n; i++)
+			cs_blocked_call_of(t, cs_target_thread_at(t, i),
+					   &s->calls[i]);
+		return NULL;
+	}
+	/* without registers each call is a read of /proc: only for the
+	 * threads whose Ruby thread waits */
+	struct u64map by_tid = {0};
+	if (!index_tids(s, &by_tid)) {
+		u64map_free(&by_tid, NULL);
+		return &cs_error_nomem;
+	}
+	for (size_t i = 0; i < p->nthreads; i++) {
+		int found = 0;
+		uintptr_t k = p->threads[i].tid > 0 && waits(&p->threads[i])
+				      ? (uintptr_t)u64map_get(
+						&by_tid,
+						(uint64_t)p->threads[i].tid,
+						&found)
+				      : 0;
+		if (k)
+			cs_blocked_call_of(t, cs_target_thread_at(t, k - 1),
+					   &s->calls[k - 1]);
+	}
+	u64map_free(&by_tid, NULL);
 	return NULL;
 }
 
@@ -226,14 +254,24 @@ static struct cs_error *match_blocked_calls(struct cs_snapshot *s)
 	if (!s->ncalls)
 		return NULL;
 	const struct rv_process *p = s->proc;
-	if (!(s->blocked = calloc(p->nthreads + 1, sizeof(*s->blocked))))
+	struct u64map by_tid = {0};
+	if (!(s->blocked = calloc(p->nthreads + 1, sizeof(*s->blocked))) ||
+	    !index_tids(s, &by_tid)) {
+		u64map_free(&by_tid, NULL);
 		return &cs_error_nomem;
-	for (size_t i = 0; i < p->nthreads; i++)
-		for (size_t k = 0; k < s->ncalls; k++)
-			if (s->tids.tids[i] >= 0 && !s->tids.errors[i] &&
-			    s->call_tids[k] == s->tids.tids[i] &&
-			    s->calls[k].known)
-				s->blocked[i] = &s->calls[k];
+	}
+	for (size_t i = 0; i < p->nthreads; i++) {
+		int found = 0;
+		uintptr_t k = s->tids.tids[i] > 0 && !s->tids.errors[i]
+				      ? (uintptr_t)u64map_get(
+						&by_tid,
+						(uint64_t)s->tids.tids[i],
+						&found)
+				      : 0;
+		if (k && s->calls[k - 1].known)
+			s->blocked[i] = &s->calls[k - 1];
+	}
+	u64map_free(&by_tid, NULL);
 	return NULL;
 }
 
