@@ -11,6 +11,7 @@
 #include "../process/build_id.h"
 #include "../process/module_search.h"
 #include "../util/hex.h"
+#include "engine.h"
 
 static struct cs_error *add(struct cs_bundle_files *f, int kind,
 			    const char *path, const char *file,
@@ -159,13 +160,24 @@ struct cs_error *cs_bundle_files_find(const struct cs_target_request *req,
 				      struct cs_bundle_files *ret)
 {
 	memset(ret, 0, sizeof(*ret));
-	struct cs_target *t;
-	struct cs_error *err = cs_target_open(req, &t);
-	if (err)
+	/* With the Ruby open, its module search also looks in the Ruby's
+	 * own directories ($LOAD_PATH), as an analysis does: where an
+	 * extension loaded from a deleted copy (Ruby::Box) is found. A core
+	 * whose Ruby cannot be read is bundled with the request's alone. */
+	const struct cs_engine_request er = {.target = *req,
+					     .debug_dirs = debug_dirs};
+	struct cs_engine *engine = NULL;
+	struct cs_error *err = cs_engine_open(&er, &engine);
+	cs_error_destroy(err);
+	err = NULL;
+	struct cs_target *own = NULL;
+	if (!engine && (err = cs_target_open(req, &own)))
 		return err;
+	const struct cs_target *t = engine ? engine->target : own;
 	err = add(ret, CS_BUNDLE_CORE, req->core, req->core, NULL, 0);
 	struct cs_module_search *search =
-		cs_module_search_new(req->lib_search_path, debug_dirs);
+		engine ? engine->search
+		       : cs_module_search_new(req->lib_search_path, debug_dirs);
 	if (!search && !err)
 		err = &cs_error_nomem;
 	size_t n = cs_target_mapping_count(t);
@@ -178,8 +190,10 @@ struct cs_error *cs_bundle_files_find(const struct cs_target_request *req,
 		if (!seen)
 			err = add_module(ret, t, i, search, debug_dirs);
 	}
-	cs_module_search_free(search);
-	cs_target_close(t);
+	if (!engine)
+		cs_module_search_free(search);
+	cs_engine_close(engine);
+	cs_target_close(own);
 	if (err)
 		cs_bundle_files_free(ret);
 	return err;

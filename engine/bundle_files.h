@@ -2,7 +2,8 @@
  * for every ELF module the core maps, its file (the executable, the
  * libraries) and the separate debug file its DWARF comes from, found as
  * an analysis finds them (the target's host paths, module_search.c by
- * build-id, dwarf/module.c's debug file search). */
+ * build-id, in the Ruby's own directories too when its Ruby can be read,
+ * dwarf/module.c's debug file search). */
 #ifndef CS_ENGINE_BUNDLE_FILES_H
 #define CS_ENGINE_BUNDLE_FILES_H
 
