@@ -124,6 +124,11 @@ void cs_render_wait_target_json(struct json *j, const struct cs_report *r,
 				size_t i);
 void cs_render_system_call_json(struct json *j, const struct cs_report *r,
 				size_t i);
+/* What a thread or a fiber waits on: ", waiting on queue
+ * (Thread::Queue#pop) 0x..." (nothing for none); in JSON its "kind",
+ * "method" and "object". */
+void cs_render_wait_head_text(FILE *out, const struct rv_wait *w);
+void cs_render_wait_head_json(struct json *j, const struct rv_wait *w);
 /* A fiber blocked through its thread's fiber scheduler: after its title,
  * what it waits on and the scheduler's hook; in JSON the fiber's
  * "waiting_on" ({"kind", "method", "object", "io", "scheduler"}). */

@@ -388,26 +388,20 @@ struct cs_error *gx_backtrace(const struct gx_source *src,
 {
 	*out = NULL;
 	*complete = 0;
-	if (req->heap) {
+	if (req->heap || req->show_value) {
+		/* no snapshot: the engine's Ruby alone */
 		struct cs_target debugger;
 		struct cs_engine *engine;
 		struct cs_error *err =
 			open_engine(src, req, &debugger, &engine);
 		if (err)
 			return err;
-		err = render_heap(src, req, engine, out, complete);
-		cs_engine_close(engine);
-		return err;
-	}
-	if (req->show_value) {
-		struct cs_target debugger;
-		struct cs_engine *engine;
-		struct cs_error *err =
-			open_engine(src, req, &debugger, &engine);
-		if (err)
-			return err;
-		err = render_value(&engine->ruby, req->value, out);
-		*complete = !err;
+		if (req->heap) {
+			err = render_heap(src, req, engine, out, complete);
+		} else {
+			err = render_value(&engine->ruby, req->value, out);
+			*complete = !err;
+		}
 		cs_engine_close(engine);
 		return err;
 	}

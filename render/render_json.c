@@ -104,9 +104,7 @@ static void waiting_on(struct json *j, const struct cs_report *r, size_t i)
 		return;
 	}
 	json_begin_object(j, "waiting_on");
-	json_string(j, "kind", rv_wait_kind_name(w->kind));
-	json_string(j, "method", w->method);
-	json_address(j, "object", w->object);
+	cs_render_wait_head_json(j, w);
 	cs_render_waits_for_json(j, w);
 	cs_render_wait_objects_json(j, w);
 	cs_render_wait_target_json(j, r, i);

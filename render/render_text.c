@@ -373,15 +373,7 @@ static void thread_detail(FILE *out, const struct cs_report *r, size_t i)
 	words(out, rv_thread_state_name(t->state));
 	if (t->wait.blocking_region)
 		fputs(" in a blocking call (GVL released)", out);
-	if (t->wait.kind != RV_WAIT_NONE) {
-		fputs(", waiting on ", out);
-		words(out, rv_wait_kind_name(t->wait.kind));
-		if (t->wait.method)
-			fprintf(out, " (%s)", t->wait.method);
-		if (t->wait.object)
-			fprintf(out, " 0x%llx",
-				(unsigned long long)t->wait.object);
-	}
+	cs_render_wait_head_text(out, &t->wait);
 	cs_render_wait_target_text(out, r, i);
 	cs_render_locks_text(out, p, i);
 }

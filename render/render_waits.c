@@ -194,9 +194,8 @@ void cs_render_system_call_json(struct json *j, const struct cs_report *r,
 
 /* ", waiting on io (IO#read) on fd 5 through the scheduler
  * (Sched#io_wait)": a fiber blocked through its thread's fiber scheduler */
-void cs_render_fiber_wait_text(FILE *out, const struct rv_fiber *f)
+void cs_render_wait_head_text(FILE *out, const struct rv_wait *w)
 {
-	const struct rv_wait *w = &f->wait;
 	if (w->kind == RV_WAIT_NONE)
 		return;
 	fputs(", waiting on ", out);
@@ -206,6 +205,21 @@ void cs_render_fiber_wait_text(FILE *out, const struct rv_fiber *f)
 		fprintf(out, " (%s)", w->method);
 	if (w->object)
 		fprintf(out, " 0x%llx", (unsigned long long)w->object);
+}
+
+void cs_render_wait_head_json(struct json *j, const struct rv_wait *w)
+{
+	json_string(j, "kind", rv_wait_kind_name(w->kind));
+	json_string(j, "method", w->method);
+	json_address(j, "object", w->object);
+}
+
+void cs_render_fiber_wait_text(FILE *out, const struct rv_fiber *f)
+{
+	const struct rv_wait *w = &f->wait;
+	if (w->kind == RV_WAIT_NONE)
+		return;
+	cs_render_wait_head_text(out, w);
 	if (w->has_io_fd && w->io_fd >= 0) {
 		fprintf(out, " on fd %lld", (long long)w->io_fd);
 		if (w->io_path)
@@ -225,9 +239,7 @@ void cs_render_fiber_wait_json(struct json *j, const struct rv_fiber *f)
 		return;
 	}
 	json_begin_object(j, "waiting_on");
-	json_string(j, "kind", rv_wait_kind_name(w->kind));
-	json_string(j, "method", w->method);
-	json_address(j, "object", w->object);
+	cs_render_wait_head_json(j, w);
 	if (w->kind == RV_WAIT_IO) {
 		json_begin_object(j, "io");
 		json_address(j, "object", w->io);
