@@ -56,12 +56,8 @@ struct census_walk {
 	struct rv_census *c;
 	uint64_t flags_off, klass_off, t_mask;
 	bool internal[RV_CENSUS_MAX_TYPES];
-	/* external bytes: offsets of the capacities (0: not counted) and
-	 * the flags that decide */
-	uint64_t t_string, t_array, str_capa_off, ary_capa_off;
-	uint64_t str_noembed, str_own_mask, ary_own_mask;
-	bool strings, arrays;
-	uint64_t value_size;
+	struct rv_object_sizer sizer;
+	uint64_t t_string, t_array;
 	struct u64map by_klass; /* class pointer -> struct group */
 	struct group by_type[2][RV_CENSUS_MAX_TYPES]; /* internal, hidden */
 	struct group *last; /* the class pointer seen last */
@@ -73,21 +69,6 @@ static uint64_t word(const uint8_t *slot, uint64_t off)
 	uint64_t v;
 	memcpy(&v, slot + off, 8);
 	return v;
-}
-
-/* What the object owns outside its slot, as memsize_of counts it. */
-static uint64_t external_bytes(const struct census_walk *w, uint64_t type,
-			       uint64_t flags, const uint8_t *slot,
-			       uint64_t stride)
-{
-	if (type == w->t_string && w->strings &&
-	    w->str_capa_off + 8 <= stride &&
-	    (flags & w->str_own_mask) == w->str_noembed)
-		return word(slot, w->str_capa_off) + 1;
-	if (type == w->t_array && w->arrays && w->ary_capa_off + 8 <= stride &&
-	    !(flags & w->ary_own_mask))
-		return word(slot, w->ary_capa_off) * w->value_size;
-	return 0;
 }
 
 /* The value of the layout item id in the slot; false when the layout
@@ -175,8 +156,8 @@ static bool census_page(void *ctx, const struct rv_heap_page *p)
 			c->bad_types++;
 			continue;
 		}
-		uint64_t bytes = p->stride + external_bytes(w, type, flags,
-							    slot, p->stride);
+		uint64_t bytes = rv_object_bytes(&w->sizer, type, flags, slot,
+						 p->stride);
 		t->count++;
 		t->bytes += bytes;
 		c->live++;
@@ -392,28 +373,11 @@ static bool census_layout(struct rv_session *s, struct census_walk *w)
 	}
 	w->t_string = (uint64_t)RV_VAL(s, t_string);
 	w->t_array = (uint64_t)RV_VAL(s, t_array);
-	bool shared = RV_HAS(s, elts_shared);
-	w->strings = shared && RV_HAS(s, rstring_noembed) &&
-		     RV_HAS(s, str_nofree) && RV_HAS(s, rstring_heap_capa) &&
-		     RV_HAS(s, t_string);
-	if (w->strings) {
-		w->str_noembed = (uint64_t)RV_VAL(s, rstring_noembed);
-		w->str_own_mask = w->str_noembed |
-				  (uint64_t)RV_VAL(s, elts_shared) |
-				  (uint64_t)RV_VAL(s, str_nofree);
-		w->str_capa_off = (uint64_t)RV_VAL(s, rstring_heap_capa);
+	rv_object_sizer_init(s, &w->sizer);
+	if (w->sizer.strings)
 		c->types[w->t_string].external = c->types[w->t_string].name;
-	}
-	w->arrays = shared && RV_HAS(s, rarray_embed_flag) &&
-		    RV_HAS(s, rarray_heap_capa) && RV_HAS(s, t_array) &&
-		    RV_HAS(s, value_size);
-	if (w->arrays) {
-		w->ary_own_mask = (uint64_t)RV_VAL(s, rarray_embed_flag) |
-				  (uint64_t)RV_VAL(s, elts_shared);
-		w->ary_capa_off = (uint64_t)RV_VAL(s, rarray_heap_capa);
-		w->value_size = (uint64_t)RV_VAL(s, value_size);
+	if (w->sizer.arrays)
 		c->types[w->t_array].external = c->types[w->t_array].name;
-	}
 	lengths_layout(s, c);
 	return true;
 }
@@ -477,4 +441,44 @@ void rv_census_free(struct rv_census *c)
 	free(c->classes);
 	free(c->error);
 	memset(c, 0, sizeof(*c));
+}
+
+void rv_object_sizer_init(struct rv_session *s, struct rv_object_sizer *z)
+{
+	memset(z, 0, sizeof(*z));
+	bool shared = RV_HAS(s, elts_shared);
+	z->t_string = (uint64_t)RV_VAL(s, t_string);
+	z->t_array = (uint64_t)RV_VAL(s, t_array);
+	z->strings = shared && RV_HAS(s, rstring_noembed) &&
+		     RV_HAS(s, str_nofree) && RV_HAS(s, rstring_heap_capa) &&
+		     RV_HAS(s, t_string);
+	if (z->strings) {
+		z->str_noembed = (uint64_t)RV_VAL(s, rstring_noembed);
+		z->str_own_mask = z->str_noembed |
+				  (uint64_t)RV_VAL(s, elts_shared) |
+				  (uint64_t)RV_VAL(s, str_nofree);
+		z->str_capa_off = (uint64_t)RV_VAL(s, rstring_heap_capa);
+	}
+	z->arrays = shared && RV_HAS(s, rarray_embed_flag) &&
+		    RV_HAS(s, rarray_heap_capa) && RV_HAS(s, t_array) &&
+		    RV_HAS(s, value_size);
+	if (z->arrays) {
+		z->ary_own_mask = (uint64_t)RV_VAL(s, rarray_embed_flag) |
+				  (uint64_t)RV_VAL(s, elts_shared);
+		z->ary_capa_off = (uint64_t)RV_VAL(s, rarray_heap_capa);
+		z->value_size = (uint64_t)RV_VAL(s, value_size);
+	}
+}
+
+uint64_t rv_object_bytes(const struct rv_object_sizer *z, uint64_t type,
+			 uint64_t flags, const uint8_t *slot, uint64_t stride)
+{
+	if (type == z->t_string && z->strings &&
+	    z->str_capa_off + 8 <= stride &&
+	    (flags & z->str_own_mask) == z->str_noembed)
+		return stride + word(slot, z->str_capa_off) + 1;
+	if (type == z->t_array && z->arrays && z->ary_capa_off + 8 <= stride &&
+	    !(flags & z->ary_own_mask))
+		return stride + word(slot, z->ary_capa_off) * z->value_size;
+	return stride;
 }

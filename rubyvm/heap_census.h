@@ -67,6 +67,20 @@ struct rv_census {
 	bool not_walked, unwalkable;
 };
 
+/* An object's bytes as the census counts them: its slot, and for a
+ * String or an Array the buffer it owns outside the heap (strings,
+ * arrays: the layout tells it). */
+struct rv_object_sizer {
+	uint64_t t_string, t_array, str_capa_off, ary_capa_off;
+	uint64_t str_noembed, str_own_mask, ary_own_mask, value_size;
+	bool strings, arrays;
+};
+void rv_object_sizer_init(struct rv_session *s, struct rv_object_sizer *z);
+/* The bytes of the object of this type and flags whose slot (stride
+ * bytes) was read into slot. */
+uint64_t rv_object_bytes(const struct rv_object_sizer *z, uint64_t type,
+			 uint64_t flags, const uint8_t *slot, uint64_t stride);
+
 /* Take the census of the heap of the process s reads. Fails only when out
  * of memory; a heap that cannot be walked (completely) says why in
  * c->error. c is always safe to free with rv_census_free. */

@@ -557,3 +557,79 @@ struct cs_error *rv_object_ivars(struct rv_session *s, uint64_t obj,
 	free(x.ids);
 	return err;
 }
+
+/* Up to 3.1: a class's ivars are its iv_tbl's entries. */
+struct table_ivars {
+	uint64_t *ids, *vals;
+	size_t max, *n;
+	uint64_t *total;
+};
+
+static struct cs_error *table_ivar(struct rv_session *s, uint64_t id,
+				   uint64_t val, void *ctx)
+{
+	(void)s;
+	struct table_ivars *t = ctx;
+	if (*t->n < t->max) {
+		t->ids[*t->n] = id;
+		t->vals[(*t->n)++] = val;
+	}
+	(*t->total)++;
+	return NULL;
+}
+
+struct cs_error *rv_class_ivars(struct rv_session *s, uint64_t klass,
+				uint64_t *ids, uint64_t *vals, size_t max,
+				size_t *n, uint64_t *total)
+{
+	uint64_t ext = 0, tbl = 0, flags = 0, ptr = 0, type = 0;
+	struct index_ids x = {0};
+	struct cs_error *err;
+	*n = 0;
+	*total = 0;
+	if ((err = rv_classext(s, klass, &ext)))
+		return err;
+	if (RV_HAS(s, classext_fields_obj)) {
+		uint64_t fields = 0;
+		if ((err = rv_read_member(s, ext, RVL_classext_fields_obj,
+					  &fields)) ||
+		    !fields)
+			return err;
+		if ((err = rv_builtin_type(s, fields, &type, &flags)))
+			return err;
+		return rv_object_ivars(s, fields, flags, ids, vals, max, n,
+				       total);
+	}
+	if (RV_HAS(s, classext_iv_tbl)) {
+		if ((err = rv_read_member(s, ext, RVL_classext_iv_tbl, &tbl)) ||
+		    !tbl)
+			return err;
+		struct table_ivars t = {ids, vals, max, n, total};
+		return rv_st_each(s, tbl, table_ivar, &t);
+	}
+	if (!RV_HAS(s, shape_type) || !RV_HAS(s, classext_iv_ptr))
+		return rv_missing(RVL_classext_iv_ptr);
+	if ((err = rv_read_member(s, klass, RVL_basic_flags, &flags)) ||
+	    (err = shape_ids(s, klass, flags, &x)))
+		return err;
+	if (x.count &&
+	    !(err = rv_read_member(s, ext, RVL_classext_iv_ptr, &ptr)) && !ptr)
+		err = cs_error_create(CS_ERR_CORRUPT,
+				      "class 0x%llx has ivars but no iv_ptr",
+				      (unsigned long long)klass);
+	for (uint64_t i = 0; !err && x.ids && i < x.count; i++) {
+		uint64_t v = 0;
+		bool found = false;
+		if (!x.ids[i] ||
+		    (err = slot_value(s, klass, ptr, i, x.count, &v, &found)) ||
+		    !found)
+			continue;
+		if (*n < max) {
+			ids[*n] = x.ids[i];
+			vals[(*n)++] = v;
+		}
+		(*total)++;
+	}
+	free(x.ids);
+	return err;
+}

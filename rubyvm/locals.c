@@ -37,8 +37,10 @@ static struct cs_error *add_local(struct rv_session *s, struct local_list *l,
 				  char *name, uint64_t v, bool argument,
 				  int outer, bool handler)
 {
-	struct rv_local loc = {
-		.name = name, .argument = argument, .outer = outer};
+	struct rv_local loc = {.name = name,
+			       .object = handler ? 0 : v,
+			       .argument = argument,
+			       .outer = outer};
 	struct cs_error *err =
 		handler ? rv_block_param_show(s, v, &loc.value, &loc.class_name)
 			: rv_value_show(s, v, &loc.value, &loc.class_name);
@@ -178,6 +180,7 @@ static struct cs_error *show_frame_self(struct rv_session *s,
 		return err;
 	if ((err = rv_value_show(s, self, &f->self_value, &f->self_class)))
 		return err;
+	f->self = self;
 	if (!rv_charge(s, strlen(f->self_value) +
 				  (f->self_class ? strlen(f->self_class) : 0)))
 		return cs_error_create(CS_ERR_LIMIT,

@@ -22,6 +22,7 @@ struct rv_local {
 	char *name;
 	char *value;      /* shown as rv_value_show shows it */
 	char *class_name; /* NULL when it cannot be told */
+	uint64_t object;  /* the VALUE itself; 0 for a block handler */
 	bool argument;    /* one of the method's or block's parameters */
 	/* a local of an enclosing scope that a block sees: how many
 	 * scopes out (0: the frame's own) */
@@ -81,6 +82,7 @@ struct rv_frame {
 	/* the frame's self, shown as a local's value is; NULL when its
 	 * control frame has none to read */
 	char *self_value, *self_class;
+	uint64_t self; /* the VALUE itself, when self_value is set */
 };
 
 enum rv_thread_status {

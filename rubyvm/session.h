@@ -112,6 +112,18 @@ struct cs_error *rv_array_span(struct rv_session *s, uint64_t ary,
 			       uint64_t *ptr, uint64_t *len);
 struct cs_error *rv_array_entry(struct rv_session *s, uint64_t ary, uint64_t i,
 				uint64_t *ret);
+/* Whether the layout tells how a Hash keeps its entries. */
+bool rv_hash_layout_known(struct rv_session *s);
+/* Up to max live entries of a Hash whose flags are flags, in its order,
+ * looking at no more than 4 * max entry slots (a deleted entry keeps
+ * Qundef as its key); *size is how many it claims. */
+struct cs_error *rv_hash_entries(struct rv_session *s, uint64_t v,
+				 uint64_t flags, uint64_t *keys, uint64_t *vals,
+				 size_t max, size_t *n, uint64_t *size);
+/* A T_STRUCT's fields: in the object when its flags count them, else
+ * behind as.heap. */
+struct cs_error *rv_struct_fields(struct rv_session *s, uint64_t v,
+				  uint64_t flags, uint64_t *ptr, uint64_t *len);
 /* The data pointer of a T_DATA object: where an embedded one keeps its
  * data (in the object), else what its data member holds. */
 struct cs_error *rv_typed_data_ptr(struct rv_session *s, uint64_t obj,
@@ -139,6 +151,11 @@ struct cs_error *rv_object_ivar(struct rv_session *s, uint64_t obj,
 struct cs_error *rv_object_ivars(struct rv_session *s, uint64_t obj,
 				 uint64_t flags, uint64_t *ids, uint64_t *vals,
 				 size_t max, size_t *n, uint64_t *total);
+/* The ivars of klass, a class or module, as rv_object_ivars gives an
+ * object's (up to 3.1 in its table's order). */
+struct cs_error *rv_class_ivars(struct rv_session *s, uint64_t klass,
+				uint64_t *ids, uint64_t *vals, size_t max,
+				size_t *n, uint64_t *total);
 /* The instance variable id of klass, a class or module, in *ret; *found
  * false (and *ret 0) when it has none. */
 struct cs_error *rv_class_ivar(struct rv_session *s, uint64_t klass,

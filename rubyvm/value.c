@@ -224,3 +224,88 @@ struct cs_error *rv_array_entry(struct rv_session *s, uint64_t ary, uint64_t i,
 				       (unsigned long long)len);
 	return rv_read_u64(s, ptr + i * (uint64_t)RV_VAL(s, value_size), ret);
 }
+
+bool rv_hash_layout_known(struct rv_session *s)
+{
+	return RV_HAS(s, rhash_st_table_flag) && RV_HAS(s, ar_pairs) &&
+	       RV_HAS(s, st_num_entries) && RV_HAS(s, st_entry_size);
+}
+
+/* Where a Hash's table is: behind as.st, or in place after the RHash. */
+static struct cs_error *hash_table(struct rv_session *s, uint64_t v,
+				   uint64_t *ret)
+{
+	if (RV_HAS(s, rhash_st))
+		return rv_read_member(s, v, RVL_rhash_st, ret);
+	if (!RV_HAS(s, rhash_size))
+		return rv_missing(RVL_rhash_size);
+	*ret = v + (uint64_t)RV_VAL(s, rhash_size);
+	return NULL;
+}
+
+struct cs_error *rv_hash_entries(struct rv_session *s, uint64_t v,
+				 uint64_t flags, uint64_t *keys, uint64_t *vals,
+				 size_t max, size_t *n, uint64_t *size)
+{
+	uint64_t tbl, undef = (uint64_t)RV_VAL(s, qundef);
+	struct cs_error *err = hash_table(s, v, &tbl);
+	*n = 0;
+	if (err)
+		return err;
+	uint64_t first, bound, step, key_at, val_at, base;
+	if (flags & (uint64_t)RV_VAL(s, rhash_st_table_flag)) {
+		if ((err = rv_read_member(s, tbl, RVL_st_num_entries, size)) ||
+		    (err = rv_read_member(s, tbl, RVL_st_entries, &base)) ||
+		    (err = rv_read_member(s, tbl, RVL_st_entries_start,
+					  &first)) ||
+		    (err = rv_read_member(s, tbl, RVL_st_entries_bound,
+					  &bound)))
+			return err;
+		step = (uint64_t)RV_VAL(s, st_entry_size);
+		key_at = (uint64_t)RV_VAL(s, st_entry_key);
+		val_at = (uint64_t)RV_VAL(s, st_entry_record);
+	} else {
+		*size = (flags & (uint64_t)RV_VAL(s, rhash_ar_size_mask)) >>
+			RV_VAL(s, rhash_ar_size_shift);
+		bound = (flags & (uint64_t)RV_VAL(s, rhash_ar_bound_mask)) >>
+			RV_VAL(s, rhash_ar_bound_shift);
+		first = 0;
+		base = tbl + (uint64_t)RV_VAL(s, ar_pairs);
+		step = (uint64_t)RV_VAL(s, ar_pair_size);
+		key_at = (uint64_t)RV_VAL(s, ar_pair_key);
+		val_at = (uint64_t)RV_VAL(s, ar_pair_val);
+	}
+	/* Deleted entries keep Qundef as their key; look at a few past the
+	 * ones shown, no more. */
+	for (uint64_t i = first; i < bound && i < first + 4 * max && *n < max;
+	     i++) {
+		uint64_t k, val;
+		if ((err = rv_read_u64(s, base + i * step + key_at, &k)) ||
+		    (err = rv_read_u64(s, base + i * step + val_at, &val)))
+			return err;
+		if (RV_HAS(s, qundef) && k == undef)
+			continue;
+		keys[*n] = k;
+		vals[(*n)++] = val;
+	}
+	return NULL;
+}
+
+struct cs_error *rv_struct_fields(struct rv_session *s, uint64_t v,
+				  uint64_t flags, uint64_t *ptr, uint64_t *len)
+{
+	if (!RV_HAS(s, rstruct_embed_len_mask) ||
+	    !RV_HAS(s, rstruct_embed_len_shift) || !RV_HAS(s, rstruct_ary))
+		return rv_missing(RVL_rstruct_ary);
+	uint64_t mask = (uint64_t)RV_VAL(s, rstruct_embed_len_mask);
+	if (flags & mask) {
+		*len = (flags & mask) >> RV_VAL(s, rstruct_embed_len_shift);
+		*ptr = v + (uint64_t)RV_VAL(s, rstruct_ary);
+		return NULL;
+	}
+	struct cs_error *err;
+	if ((err = rv_read_member(s, v, RVL_rstruct_heap_len, len)) ||
+	    (err = rv_read_member(s, v, RVL_rstruct_heap_ptr, ptr)))
+		return err;
+	return NULL;
+}
