@@ -3,6 +3,7 @@
  *
  *   corestack heap [--json] [--top N] CORE [EXECUTABLE]
  *   corestack heap [--json] [--top N] --pid PID
+ *   corestack heap --retainers ADDRESS|CLASS [--top N] [--json] ...
  *
  * Exit codes (docs/usage.md): 0 complete, 1 partial (pages or objects
  * skipped, each counted in the output), 2 unusable input or a heap that
@@ -17,18 +18,24 @@
 #include "../render/render.h"
 #include "../render/render_heap.h"
 #include "../rubyvm/heap_census.h"
+#include "../engine/retainers.h"
 #include "input_args.h"
 
 enum { EXIT_OK = 0, EXIT_PARTIAL = 1, EXIT_UNUSABLE = 2, EXIT_USAGE = 64 };
 
 #define PROG "corestack heap"
 #define DEFAULT_TOP 30
+#define DEFAULT_RETAINER_TOP 3
 
 struct heap_options {
 	const char *core, *executable;
 	int pid;
 	int json;
 	uint64_t top;
+	bool top_given;
+	/* --retainers: an object's address, or a class's name */
+	const char *retainers;
+	uint64_t address;
 	struct input_args in;
 };
 
@@ -42,7 +49,12 @@ static void heap_usage(FILE *out)
 	      "is stopped while its heap is read.\n"
 	      "\n"
 	      "  --pid PID          a live process instead of a core\n"
-	      "  --top N            class rows shown (default 30)\n"
+	      "  --top N            class rows shown (default 30); with\n"
+	      "                     --retainers CLASS, instances (default 3)\n"
+	      "  --retainers ADDRESS|CLASS\n"
+	      "                     what keeps the object at ADDRESS (0x...)\n"
+	      "                     alive, or the largest instances of CLASS:\n"
+	      "                     the shortest path from a root to each\n"
 	      "  --json             JSON output (docs/json-schema.md)\n"
 	      "  --debug-dir DIR    look for debug files under DIR too\n"
 	      "  --sysroot DIR      find the files the core names under DIR\n"
@@ -62,6 +74,7 @@ static int parse(int argc, char **argv, struct heap_options *o)
 	static const struct option longopts[] = {
 		{"pid", required_argument, NULL, 'p'},
 		{"top", required_argument, NULL, 't'},
+		{"retainers", required_argument, NULL, 'r'},
 		{"json", no_argument, NULL, 'j'},
 		INPUT_ARGS_FILE_OPTIONS,
 		INPUT_ARGS_CACHE_OPTIONS,
@@ -89,6 +102,25 @@ static int parse(int argc, char **argv, struct heap_options *o)
 			if (!cli_integer(PROG, "--top", optarg, 1, 1000000000,
 					 &o->top))
 				return EXIT_USAGE;
+			o->top_given = true;
+			break;
+		case 'r':
+			o->retainers = optarg;
+			if (!strncmp(optarg, "0x", 2) &&
+			    !cli_hex_address(optarg, &o->address)) {
+				fprintf(stderr,
+					PROG ": --retainers takes an address "
+					     "in hex (0x7f0012345678) or a "
+					     "class name, not '%s'\n",
+					optarg);
+				return EXIT_USAGE;
+			}
+			if (!optarg[0]) {
+				fputs(PROG ": --retainers takes an address "
+					   "(0x...) or a class name\n",
+				      stderr);
+				return EXIT_USAGE;
+			}
 			break;
 		case 'j':
 			o->json = 1;
@@ -102,6 +134,8 @@ static int parse(int argc, char **argv, struct heap_options *o)
 		}
 	}
 	input_args_finish(&o->in);
+	if (o->retainers && !o->top_given)
+		o->top = DEFAULT_RETAINER_TOP;
 	int rest = argc - optind;
 	if (o->pid) {
 		if (rest) {
@@ -132,6 +166,39 @@ static int unusable(const struct heap_options *o, struct cs_error *err)
 	return EXIT_UNUSABLE;
 }
 
+/* The paths, the engine closed (a live process runs again) before the
+ * output. */
+static int retainers(const struct heap_options *o, struct cs_engine *engine)
+{
+	struct rv_retention r;
+	const struct rv_retention_request req = {
+		.address = o->address,
+		.class_name = o->address ? NULL : o->retainers,
+		.top = (size_t)o->top,
+	};
+	struct cs_error *err = cs_engine_retainers(engine, &req, &r);
+	cs_engine_close(engine);
+	if (err) {
+		rv_retention_free(&r);
+		return unusable(o, err);
+	}
+	if (r.bad_input) {
+		struct cs_error *bad = cs_error_create(
+			CS_ERR_USAGE, "%s: %s",
+			o->core ? o->core : "the process", r.bad_input);
+		rv_retention_free(&r);
+		return unusable(o, bad);
+	}
+	const struct cs_heap_source src = {o->core, o->pid, (size_t)o->top};
+	if (o->json)
+		cs_render_retainers_json(stdout, &r, &src);
+	else
+		cs_render_retainers_text(stdout, &r, &src);
+	int rc = rv_retention_partial(&r) ? EXIT_PARTIAL : EXIT_OK;
+	rv_retention_free(&r);
+	return rc;
+}
+
 int cs_heap_main(int argc, char **argv)
 {
 	struct heap_options o = {0};
@@ -154,6 +221,8 @@ int cs_heap_main(int argc, char **argv)
 	struct cs_error *err = cs_engine_open(&req, &engine);
 	if (err)
 		return unusable(&o, err);
+	if (o.retainers)
+		return retainers(&o, engine);
 	struct rv_census census;
 	err = rv_heap_census(engine->ruby.session, &census);
 	cs_engine_close(engine); /* a live process runs again */

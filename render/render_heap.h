@@ -1,4 +1,5 @@
-/* The heap census (corestack heap) as text or JSON (render_heap.c; the
+/* The heap census (corestack heap) and what keeps objects alive
+ * (--retainers) as text or JSON (render_heap.c, render_retainers.c; the
  * JSON is documented in docs/json-schema.md, "The heap census"). */
 #ifndef CS_RENDER_HEAP_H
 #define CS_RENDER_HEAP_H
@@ -7,11 +8,12 @@
 #include <stdio.h>
 
 #include "../rubyvm/heap_census.h"
+#include "../rubyvm/heap_retainers.h"
 
 /* Bump on incompatible changes of the heap document; the minor on
  * compatible additions. */
 #define CS_HEAP_SCHEMA 1
-#define CS_HEAP_SCHEMA_MINOR 0
+#define CS_HEAP_SCHEMA_MINOR 1
 
 /* Where the census was taken: a core (core set) or a live process. */
 struct cs_heap_source {
@@ -24,5 +26,10 @@ void cs_render_heap_text(FILE *out, const struct rv_census *c,
 			 const struct cs_heap_source *src);
 void cs_render_heap_json(FILE *out, const struct rv_census *c,
 			 const struct cs_heap_source *src);
+
+void cs_render_retainers_text(FILE *out, const struct rv_retention *r,
+			      const struct cs_heap_source *src);
+void cs_render_retainers_json(FILE *out, const struct rv_retention *r,
+			      const struct cs_heap_source *src);
 
 #endif

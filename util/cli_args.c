@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <getopt.h>
 
 bool cli_integer(const char *prog, const char *option, const char *text,
@@ -24,6 +25,19 @@ bool cli_integer(const char *prog, const char *option, const char *text,
 			prog, option, min, max, text);
 		return false;
 	}
+	*ret = n;
+	return true;
+}
+
+bool cli_hex_address(const char *text, uint64_t *ret)
+{
+	if (strncmp(text, "0x", 2) || !isxdigit((unsigned char)text[2]))
+		return false;
+	char *end;
+	errno = 0;
+	unsigned long long n = strtoull(text + 2, &end, 16);
+	if (*end || errno == ERANGE || !n)
+		return false;
 	*ret = n;
 	return true;
 }

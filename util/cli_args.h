@@ -19,6 +19,10 @@ bool cli_integer(const char *prog, const char *option, const char *text,
 bool cli_real(const char *prog, const char *option, const char *text,
 	      double min, double max, const char *what, double *ret);
 
+/* An address as "0x" and hex digits, not 0, nothing after them; false
+ * (nothing printed) for anything else. */
+bool cli_hex_address(const char *text, uint64_t *ret);
+
 /* The largest process id Linux hands out (PID_MAX_LIMIT on 64-bit). */
 #define CLI_PID_MAX 4194304
 

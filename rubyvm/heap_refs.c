@@ -1,0 +1,346 @@
+/* What one heap object refers to, as gc_mark_children marks it, for the
+ * types the model can decode: a T_OBJECT's ivars, a class's or module's
+ * constants and ivars, an Array's elements (a shared Array's as the
+ * Array shows them, not its hidden root), a Hash's keys, values and
+ * default, a Struct's members. What else an object marks (its class,
+ * a class's method table and superclass, a T_DATA's C mark function, an
+ * imemo's fields) is not followed: a path found is real, and one
+ * through an object of another type is not looked for. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "heap_refs.h"
+#include "session.h"
+
+/* The most ivars, elements, entries or members taken from one object. */
+#define MAX_REFS_PER_OBJECT 1048576
+
+static bool add(struct rv_session *s, struct rv_refs *out, uint64_t v,
+		enum rv_ref_kind kind, uint64_t index)
+{
+	if (!v || rv_special_const(s, v))
+		return true;
+	if (out->n == out->cap) {
+		size_t cap = out->cap ? out->cap * 2 : 64;
+		struct rv_ref *m = realloc(out->items, cap * sizeof(*m));
+		if (!m)
+			return false;
+		out->items = m;
+		out->cap = cap;
+	}
+	out->items[out->n++] = (struct rv_ref){v, kind, index};
+	return true;
+}
+
+/* count VALUEs at ptr, in one read. */
+static struct cs_error *add_values(struct rv_session *s, struct rv_refs *out,
+				   uint64_t ptr, uint64_t count,
+				   enum rv_ref_kind kind)
+{
+	if (!count)
+		return NULL;
+	if (count > MAX_REFS_PER_OBJECT)
+		return cs_error_create(CS_ERR_CORRUPT,
+				       "%llu elements at 0x%llx",
+				       (unsigned long long)count,
+				       (unsigned long long)ptr);
+	uint64_t *vals = malloc(count * sizeof(*vals));
+	if (!vals)
+		return &cs_error_nomem;
+	struct cs_error *err = rv_read(s, ptr, vals, count * sizeof(*vals));
+	for (uint64_t i = 0; !err && i < count; i++)
+		if (!add(s, out, vals[i], kind, i))
+			err = &cs_error_nomem;
+	free(vals);
+	return err;
+}
+
+/* An object's (or a class's) ivars: the first call counts them, the
+ * second takes them all. */
+static struct cs_error *add_ivars(struct rv_session *s, struct rv_refs *out,
+				  uint64_t obj, uint64_t flags, bool klass)
+{
+	uint64_t ids[32], vals[32], total = 0;
+	size_t n = 0;
+	struct cs_error *err =
+		klass ? rv_class_ivars(s, obj, ids, vals, 32, &n, &total)
+		      : rv_object_ivars(s, obj, flags, ids, vals, 32, &n,
+					&total);
+	uint64_t *v = vals, *heap = NULL, *heap_ids = NULL;
+	if (!err && total > n) {
+		heap = malloc(total * sizeof(*heap));
+		heap_ids = malloc(total * sizeof(*heap_ids));
+		if (!heap || !heap_ids)
+			err = &cs_error_nomem;
+		else if (klass)
+			err = rv_class_ivars(s, obj, heap_ids, heap, total, &n,
+					     &total);
+		else
+			err = rv_object_ivars(s, obj, flags, heap_ids, heap,
+					      total, &n, &total);
+		v = heap;
+	}
+	for (size_t i = 0; !err && i < n; i++)
+		if (!add(s, out, v[i], RV_REF_IVAR, i))
+			err = &cs_error_nomem;
+	free(heap);
+	free(heap_ids);
+	return err;
+}
+
+static struct cs_error *add_constant(struct rv_session *s, uint64_t serial,
+				     uint64_t entry, void *ctx)
+{
+	uint64_t value = 0;
+	struct cs_error *err =
+		rv_read_member(s, entry, RVL_const_entry_value, &value);
+	if (err)
+		return err;
+	return add(s, ctx, value, RV_REF_CONSTANT, serial) ? NULL
+							   : &cs_error_nomem;
+}
+
+static struct cs_error *class_refs(struct rv_session *s, uint64_t klass,
+				   struct rv_refs *out)
+{
+	uint64_t ext = 0, tbl = 0;
+	struct cs_error *err = rv_classext(s, klass, &ext);
+	if (!err && !RV_HAS(s, classext_const_tbl))
+		err = rv_missing(RVL_classext_const_tbl);
+	if (!err)
+		err = rv_read_member(s, ext, RVL_classext_const_tbl, &tbl);
+	if (!err && tbl)
+		err = rv_id_table_each(s, tbl, add_constant, out);
+	if (!err)
+		err = add_ivars(s, out, klass, 0, true);
+	return err;
+}
+
+/* A Hash's entries: keys, then values, each by the entry's index. */
+static struct cs_error *hash_refs(struct rv_session *s, uint64_t h,
+				  uint64_t flags, struct rv_refs *out)
+{
+	if (!rv_hash_layout_known(s))
+		return rv_missing(RVL_rhash_st_table_flag);
+	uint64_t size = 0, ifnone = 0;
+	size_t n = 0;
+	struct cs_error *err =
+		rv_hash_entries(s, h, flags, NULL, NULL, 0, &n, &size);
+	if (err)
+		return err;
+	if (size > RV_MAX_ST_ENTRIES)
+		return cs_error_create(CS_ERR_CORRUPT,
+				       "Hash 0x%llx has %llu entries",
+				       (unsigned long long)h,
+				       (unsigned long long)size);
+	uint64_t *keys = malloc((size + 1) * sizeof(*keys));
+	uint64_t *vals = malloc((size + 1) * sizeof(*vals));
+	if (!keys || !vals)
+		err = &cs_error_nomem;
+	else
+		err = rv_hash_entries(s, h, flags, keys, vals, size, &n, &size);
+	for (size_t i = 0; !err && i < n; i++)
+		if (!add(s, out, keys[i], RV_REF_HASH_KEY, i) ||
+		    !add(s, out, vals[i], RV_REF_HASH_VALUE, i))
+			err = &cs_error_nomem;
+	free(keys);
+	free(vals);
+	if (!err && RV_HAS(s, rhash_ifnone) &&
+	    !(err = rv_read_member(s, h, RVL_rhash_ifnone, &ifnone)) &&
+	    !add(s, out, ifnone, RV_REF_IFNONE, 0))
+		err = &cs_error_nomem;
+	return err;
+}
+
+struct cs_error *rv_object_refs(struct rv_session *s, uint64_t obj,
+				uint64_t flags, struct rv_refs *out,
+				bool *decoded)
+{
+	uint64_t type = flags & (uint64_t)RV_VAL(s, t_mask), ptr = 0, len = 0;
+	struct cs_error *err = NULL;
+	*decoded = true;
+	if (type == (uint64_t)RV_VAL(s, t_object))
+		err = add_ivars(s, out, obj, flags, false);
+	else if (type == (uint64_t)RV_VAL(s, t_class) ||
+		 type == (uint64_t)RV_VAL(s, t_module))
+		err = class_refs(s, obj, out);
+	else if (type == (uint64_t)RV_VAL(s, t_array)) {
+		if (!(err = rv_array_span(s, obj, &ptr, &len)))
+			err = add_values(s, out, ptr, len, RV_REF_ELEMENT);
+	} else if (type == (uint64_t)RV_VAL(s, t_hash))
+		err = hash_refs(s, obj, flags, out);
+	else if (RV_HAS(s, t_struct) && type == (uint64_t)RV_VAL(s, t_struct)) {
+		if (!(err = rv_struct_fields(s, obj, flags, &ptr, &len)))
+			err = add_values(s, out, ptr, len, RV_REF_MEMBER);
+	} else
+		*decoded = false;
+	return err;
+}
+
+void rv_refs_free(struct rv_refs *r)
+{
+	free(r->items);
+	memset(r, 0, sizeof(*r));
+}
+
+/* The name of the ivar at index of obj (a class's when klass). */
+static struct cs_error *ivar_name(struct rv_session *s, uint64_t obj,
+				  uint64_t flags, bool klass, uint64_t index,
+				  char **ret)
+{
+	uint64_t total = 0;
+	size_t n = 0;
+	if (index >= MAX_REFS_PER_OBJECT)
+		return cs_error_create(CS_ERR_CORRUPT, "ivar %llu",
+				       (unsigned long long)index);
+	uint64_t *ids = malloc((index + 1) * sizeof(*ids));
+	uint64_t *vals = malloc((index + 1) * sizeof(*vals));
+	struct cs_error *err = NULL;
+	if (!ids || !vals)
+		err = &cs_error_nomem;
+	else if (klass)
+		err = rv_class_ivars(s, obj, ids, vals, index + 1, &n, &total);
+	else
+		err = rv_object_ivars(s, obj, flags, ids, vals, index + 1, &n,
+				      &total);
+	if (!err && n <= index)
+		err = cs_error_create(CS_ERR_CORRUPT,
+				      "ivar %llu of 0x%llx is gone",
+				      (unsigned long long)index,
+				      (unsigned long long)obj);
+	if (!err)
+		err = rv_id_name(s, ids[index], ret);
+	free(ids);
+	free(vals);
+	return err;
+}
+
+/* The key of a Hash's entry index, shown. */
+static struct cs_error *entry_key(struct rv_session *s, uint64_t h,
+				  uint64_t flags, uint64_t index, char **ret)
+{
+	uint64_t size = 0;
+	size_t n = 0;
+	if (index >= RV_MAX_ST_ENTRIES)
+		return cs_error_create(CS_ERR_CORRUPT, "entry %llu",
+				       (unsigned long long)index);
+	uint64_t *keys = malloc((index + 1) * sizeof(*keys));
+	uint64_t *vals = malloc((index + 1) * sizeof(*vals));
+	struct cs_error *err = NULL;
+	if (!keys || !vals)
+		err = &cs_error_nomem;
+	else
+		err = rv_hash_entries(s, h, flags, keys, vals, index + 1, &n,
+				      &size);
+	if (!err && n <= index)
+		err = cs_error_create(CS_ERR_CORRUPT,
+				      "entry %llu of Hash 0x%llx is gone",
+				      (unsigned long long)index,
+				      (unsigned long long)h);
+	char *class_name = NULL;
+	if (!err)
+		err = rv_value_show(s, keys[index], ret, &class_name);
+	free(class_name);
+	free(keys);
+	free(vals);
+	return err;
+}
+
+const char *rv_ref_kind_name(enum rv_ref_kind kind)
+{
+	static const char *const kinds[] = {
+		[RV_REF_IVAR] = "ivar",         [RV_REF_ELEMENT] = "element",
+		[RV_REF_HASH_KEY] = "key",      [RV_REF_HASH_VALUE] = "value",
+		[RV_REF_IFNONE] = "default",    [RV_REF_MEMBER] = "member",
+		[RV_REF_CONSTANT] = "constant",
+	};
+	return kinds[kind];
+}
+
+struct cs_error *rv_ref_describe(struct rv_session *s, uint64_t obj,
+				 uint64_t flags, const struct rv_ref *r,
+				 struct rv_ref_label *ret)
+{
+	uint64_t type = flags & (uint64_t)RV_VAL(s, t_mask);
+	memset(ret, 0, sizeof(*ret));
+	ret->kind = rv_ref_kind_name(r->kind);
+	ret->index = -1;
+	switch (r->kind) {
+	case RV_REF_IVAR:
+		return ivar_name(s, obj, flags,
+				 type != (uint64_t)RV_VAL(s, t_object),
+				 r->index, &ret->name);
+	case RV_REF_CONSTANT:
+		return rv_id_serial_name(s, r->index, &ret->name);
+	case RV_REF_HASH_VALUE:
+		return entry_key(s, obj, flags, r->index, &ret->key);
+	case RV_REF_ELEMENT:
+	case RV_REF_MEMBER:
+	case RV_REF_HASH_KEY:
+		ret->index = (int64_t)r->index;
+		return NULL;
+	case RV_REF_IFNONE:
+		return NULL;
+	}
+	return NULL;
+}
+
+void rv_ref_label_free(struct rv_ref_label *l)
+{
+	free(l->name);
+	free(l->key);
+	memset(l, 0, sizeof(*l));
+}
+
+struct cs_error *rv_id_table_each(struct rv_session *s, uint64_t tbl,
+				  rv_id_table_fn *fn, void *ctx)
+{
+	uint64_t capa = 0, items = 0;
+	struct cs_error *err;
+	if (!RV_HAS(s, id_table_capa) || !RV_HAS(s, id_table_items) ||
+	    !RV_HAS(s, id_item_size) || !RV_HAS(s, id_item_key) ||
+	    !RV_HAS(s, id_item_val))
+		return rv_missing(RVL_id_table_items);
+	if ((err = rv_read_member(s, tbl, RVL_id_table_capa, &capa)) ||
+	    (err = rv_read_member(s, tbl, RVL_id_table_items, &items)))
+		return err;
+	uint64_t step = (uint64_t)RV_VAL(s, id_item_size);
+	if (capa > RV_MAX_ST_ENTRIES || !step || step > 64)
+		return cs_error_create(CS_ERR_CORRUPT,
+				       "id table at 0x%llx has room for %llu",
+				       (unsigned long long)tbl,
+				       (unsigned long long)capa & 0xffffffff);
+	if (!capa || !items)
+		return NULL;
+	uint8_t *buf = malloc(capa * step);
+	if (!buf)
+		return &cs_error_nomem;
+	err = rv_read(s, items, buf, capa * step);
+	uint64_t key_at = (uint64_t)RV_VAL(s, id_item_key);
+	uint64_t val_at = (uint64_t)RV_VAL(s, id_item_val);
+	unsigned key_size = RV_ITEM(s, id_item_key)->size;
+	if (!err && (key_size < 1 || key_size > 8 || key_at + key_size > step ||
+		     val_at + 8 > step))
+		err = cs_error_create(CS_ERR_CORRUPT, "rb_id_item layout");
+	for (uint64_t i = 0; !err && i < capa; i++) {
+		uint64_t key = 0, val;
+		memcpy(&key, buf + i * step + key_at, key_size);
+		memcpy(&val, buf + i * step + val_at, 8);
+		if (key)
+			err = fn(s, key, val, ctx);
+	}
+	free(buf);
+	return err;
+}
+
+struct cs_error *rv_id_serial_name(struct rv_session *s, uint64_t serial,
+				   char **ret)
+{
+	/* rv_id_name takes the serial back from an ID above the operators'
+	 * (ID_SCOPE_SHIFT bits of scope below it); no ID a table keys by
+	 * serial is an operator's */
+	if (!RV_HAS(s, id_scope_shift))
+		return rv_missing(RVL_id_scope_shift);
+	return rv_id_name(s, serial << RV_VAL(s, id_scope_shift), ret);
+}

@@ -1,0 +1,75 @@
+/* What one heap object refers to, as the GC marks it, for the types whose
+ * references the model decodes, and how each is held: an ivar, an
+ * element, a Hash's key or value, a Struct member, a constant
+ * (rubyvm/heap_refs.c; docs/heap.md "What keeps an object alive"). */
+#ifndef CS_RUBYVM_HEAP_REFS_H
+#define CS_RUBYVM_HEAP_REFS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../util/error.h"
+
+struct rv_session;
+
+enum rv_ref_kind {
+	RV_REF_IVAR,       /* index: of the ivar, in rb_ivar_foreach order */
+	RV_REF_ELEMENT,    /* an Array's, index its index */
+	RV_REF_HASH_KEY,   /* a Hash's entry index (in its order) */
+	RV_REF_HASH_VALUE, /* the value of entry index */
+	RV_REF_IFNONE,     /* a Hash's default value or proc */
+	RV_REF_MEMBER,     /* a Struct's, index its index */
+	RV_REF_CONSTANT,   /* a class's or module's; index the ID's serial */
+};
+
+struct rv_ref {
+	uint64_t value; /* a VALUE that is no special constant */
+	enum rv_ref_kind kind;
+	uint64_t index;
+};
+
+struct rv_refs {
+	struct rv_ref *items;
+	size_t n, cap;
+};
+
+/* The references of obj, a live object whose flags are flags, appended
+ * to out: of a T_OBJECT its ivars, of a class or module its constants
+ * and ivars, of an Array its elements, of a Hash its keys, values and
+ * default, of a Struct its members; special constants left out. *decoded
+ * false: obj's type is none of these (its references are not followed).
+ * An error when they cannot be read (out keeps what was). */
+struct cs_error *rv_object_refs(struct rv_session *s, uint64_t obj,
+				uint64_t flags, struct rv_refs *out,
+				bool *decoded);
+void rv_refs_free(struct rv_refs *r);
+
+/* How obj holds r, for people and JSON: kind "ivar" (name "@items"),
+ * "element" (index), "key" or "value" (key: the entry's key shown as
+ * inspect would, for a value), "default", "member" (index, name when the
+ * Struct's class names its members), "constant" (name). */
+struct rv_ref_label {
+	const char *kind;
+	char *name;    /* NULL when none or unknown */
+	char *key;     /* a Hash value's key, shown; NULL otherwise */
+	int64_t index; /* -1 when none */
+};
+struct cs_error *rv_ref_describe(struct rv_session *s, uint64_t obj,
+				 uint64_t flags, const struct rv_ref *r,
+				 struct rv_ref_label *ret);
+void rv_ref_label_free(struct rv_ref_label *l);
+/* The label kind of a reference kind ("ivar", "element", ...). */
+const char *rv_ref_kind_name(enum rv_ref_kind kind);
+
+/* fn on each entry of the rb_id_table at tbl: the ID's serial and the
+ * value; at most RV_MAX_ST_ENTRIES of them. */
+typedef struct cs_error *rv_id_table_fn(struct rv_session *s, uint64_t serial,
+					uint64_t value, void *ctx);
+struct cs_error *rv_id_table_each(struct rv_session *s, uint64_t tbl,
+				  rv_id_table_fn *fn, void *ctx);
+/* The name of the ID whose serial is serial. */
+struct cs_error *rv_id_serial_name(struct rv_session *s, uint64_t serial,
+				   char **ret);
+
+#endif
