@@ -1,6 +1,7 @@
 #include "args.h"
 
 #include <stdio.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -119,12 +120,14 @@ struct cs_error *gx_parse_locks_args(const char *line, struct gx_bt_args *ret)
 }
 
 struct cs_error *gx_parse_heap_args(const char *line, struct gx_bt_args *ret,
-				    long *top)
+				    long *top, char **retainers)
 {
 	char words[MAX_WORDS][MAX_WORD];
 	int n;
+	bool top_given = false;
 	memset(ret, 0, sizeof(*ret));
 	*top = GX_HEAP_DEFAULT_TOP;
+	*retainers = NULL;
 	if (!split(line, words, &n))
 		goto bad;
 	for (int i = 0; i < n; i++) {
@@ -135,8 +138,11 @@ struct cs_error *gx_parse_heap_args(const char *line, struct gx_bt_args *ret,
 			ret->via_debugger = 1;
 		} else if (strcmp(w, "--out") == 0 && i + 1 < n) {
 			free(ret->out);
-			if (!(ret->out = strdup(words[++i])))
+			if (!(ret->out = strdup(words[++i]))) {
+				free(*retainers);
+				*retainers = NULL;
 				return &cs_error_nomem;
+			}
 		} else if (strcmp(w, "--top") == 0 && i + 1 < n) {
 			char *end;
 			const char *v = words[++i];
@@ -144,13 +150,24 @@ struct cs_error *gx_parse_heap_args(const char *line, struct gx_bt_args *ret,
 			if (!*v || *end || k <= 0 || k > 1000000000)
 				goto bad;
 			*top = k;
+			top_given = true;
+		} else if (strcmp(w, "--retainers") == 0 && i + 1 < n) {
+			free(*retainers);
+			if (!(*retainers = strdup(words[++i]))) {
+				gx_bt_args_free(ret);
+				return &cs_error_nomem;
+			}
 		} else {
 			goto bad;
 		}
 	}
+	if (*retainers && !top_given)
+		*top = GX_RETAINERS_DEFAULT_TOP;
 	return NULL;
 bad:
 	gx_bt_args_free(ret);
+	free(*retainers);
+	*retainers = NULL;
 	return cs_error_create(CS_ERR_USAGE, "%s", GX_HEAP_USAGE);
 }
 

@@ -10,9 +10,11 @@
 	"[all | N]"
 #define GX_LOCKS_USAGE "usage: ruby-locks [--out FILE] [--via-debugger]"
 #define GX_LOCALS_USAGE "usage: ruby-locals [N]"
-#define GX_HEAP_USAGE \
-	"usage: ruby-heap [--json] [--top N] [--out FILE] [--via-debugger]"
+#define GX_HEAP_USAGE                                                      \
+	"usage: ruby-heap [--json] [--top N] [--retainers ADDRESS|CLASS] " \
+	"[--out FILE] [--via-debugger]"
 #define GX_HEAP_DEFAULT_TOP 30
+#define GX_RETAINERS_DEFAULT_TOP 3
 #define GX_SAMPLE_USAGE                                            \
 	"usage: ruby-sample [SECONDS] [--rate HZ] [--state LIST] " \
 	"[--out FILE [--format F]]"
@@ -47,11 +49,13 @@ struct cs_error *gx_parse_bt_args(const char *line, struct gx_bt_args *ret);
 /* ruby-locks [--out FILE] [--via-debugger]: ruby-bt's words, but for the
  * thread, --json and full, which it does not take. */
 struct cs_error *gx_parse_locks_args(const char *line, struct gx_bt_args *ret);
-/* ruby-heap [--json] [--top N] [--out FILE] [--via-debugger]: ruby-bt's
- * words but a thread and full, and --top's class rows (*top, default
- * GX_HEAP_DEFAULT_TOP). */
+/* ruby-heap [--json] [--top N] [--retainers ADDRESS|CLASS] [--out FILE]
+ * [--via-debugger]: ruby-bt's words but a thread and full, --top's class
+ * rows or instances (*top, default GX_HEAP_DEFAULT_TOP, or
+ * GX_RETAINERS_DEFAULT_TOP with --retainers), and what --retainers names
+ * (*retainers, malloc'd, NULL when not given). */
 struct cs_error *gx_parse_heap_args(const char *line, struct gx_bt_args *ret,
-				    long *top);
+				    long *top, char **retainers);
 /* ruby-locals [N]: *frame N, or -1 when not given. */
 struct cs_error *gx_parse_locals_args(const char *line, long *frame);
 struct cs_error *gx_parse_sample_args(const char *line,

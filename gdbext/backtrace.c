@@ -7,7 +7,9 @@
 #include "../engine/report.h"
 #include "../render/render.h"
 #include "../render/render_heap.h"
+#include "../engine/retainers.h"
 #include "../rubyvm/heap_census.h"
+#include "../util/cli_args.h"
 #include "../engine/engine.h"
 
 /* The engine over the inferior the source names: a core file, a live
@@ -342,43 +344,99 @@ static struct cs_error *render_snapshot(void *ctx, struct cs_snapshot *s)
 	return render_frame(s, r->req, r->out);
 }
 
+/* Where the heap was read, as corestack heap names it. */
+static struct cs_heap_source heap_source(const struct gx_source *src,
+					 const struct gx_backtrace_request *req,
+					 const struct cs_engine *engine)
+{
+	/* through the debugger, its inferior says whether it runs */
+	const struct cs_target *t = engine->target;
+	return (struct cs_heap_source){
+		src->kind == GX_SOURCE_CORE ? src->core_path
+		: t->dump                   ? t->name
+					    : NULL,
+		src->kind == GX_SOURCE_LIVE ? src->pid : cs_target_pid(t),
+		req->heap_top};
+}
+
+/* ruby-heap --retainers: the paths as corestack heap --retainers renders
+ * them; a request that names no object or class is an error. */
+static struct cs_error *render_retainers(const struct gx_source *src,
+					 const struct gx_backtrace_request *req,
+					 struct cs_engine *engine, FILE *f,
+					 int *complete)
+{
+	struct rv_retention_request rr = {.top = req->heap_top};
+	if (!strncmp(req->heap_retainers, "0x", 2) &&
+	    !cli_hex_address(req->heap_retainers, &rr.address))
+		return cs_error_create(CS_ERR_USAGE,
+				       "--retainers takes an address in hex "
+				       "(0x7f0012345678) or a class name, not "
+				       "'%s'",
+				       req->heap_retainers);
+	if (!rr.address)
+		rr.class_name = req->heap_retainers;
+	struct rv_retention r;
+	struct cs_error *err = cs_engine_retainers(engine, &rr, &r);
+	if (!err && r.bad_input)
+		err = cs_error_create(CS_ERR_USAGE, "%s", r.bad_input);
+	if (!err) {
+		const struct cs_heap_source hs = heap_source(src, req, engine);
+		if (!strcmp(req->format, "json"))
+			cs_render_retainers_json(f, &r, &hs);
+		else
+			cs_render_retainers_text(f, &r, &hs);
+		*complete = !rv_retention_partial(&r);
+	}
+	rv_retention_free(&r);
+	return err;
+}
+
 /* ruby-heap: the census as corestack heap renders it; complete when no
  * page or object was skipped. A heap that cannot be walked is an error. */
-static struct cs_error *render_heap(const struct gx_source *src,
-				    const struct gx_backtrace_request *req,
-				    struct cs_engine *engine, char **out,
-				    int *complete)
+static struct cs_error *render_census(const struct gx_source *src,
+				      const struct gx_backtrace_request *req,
+				      struct cs_engine *engine, FILE *f,
+				      int *complete)
 {
 	struct rv_census census;
 	struct cs_error *err = rv_heap_census(engine->ruby.session, &census);
 	if (!err && census.not_walked)
 		err = cs_error_create(CS_ERR_LOOKUP, "%s", census.error);
-	size_t len;
-	FILE *f = err ? NULL : open_memstream(out, &len);
-	if (!err && !f)
-		err = &cs_error_nomem;
 	if (!err) {
-		/* through the debugger, its inferior says whether it runs */
-		const struct cs_target *t = engine->target;
-		const struct cs_heap_source hs = {
-			src->kind == GX_SOURCE_CORE ? src->core_path
-			: t->dump                   ? t->name
-						    : NULL,
-			src->kind == GX_SOURCE_LIVE ? src->pid
-						    : cs_target_pid(t),
-			req->heap_top};
+		const struct cs_heap_source hs = heap_source(src, req, engine);
 		if (!strcmp(req->format, "json"))
 			cs_render_heap_json(f, &census, &hs);
 		else
 			cs_render_heap_text(f, &census, &hs);
-		if (fclose(f) != 0 || !*out) {
-			free(*out);
-			*out = NULL;
-			err = &cs_error_nomem;
-		}
-		*complete = !err && !rv_census_partial(&census);
+		*complete = !rv_census_partial(&census);
 	}
 	rv_census_free(&census);
+	return err;
+}
+
+static struct cs_error *render_heap(const struct gx_source *src,
+				    const struct gx_backtrace_request *req,
+				    struct cs_engine *engine, char **out,
+				    int *complete)
+{
+	size_t len;
+	FILE *f = open_memstream(out, &len);
+	if (!f)
+		return &cs_error_nomem;
+	struct cs_error *err =
+		req->heap_retainers
+			? render_retainers(src, req, engine, f, complete)
+			: render_census(src, req, engine, f, complete);
+	if (fclose(f) != 0 || !*out) {
+		cs_error_destroy(err);
+		err = &cs_error_nomem;
+	}
+	if (err) {
+		free(*out);
+		*out = NULL;
+		*complete = 0;
+	}
 	return err;
 }
 

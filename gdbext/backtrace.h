@@ -81,9 +81,12 @@ struct gx_backtrace_request {
 	int show_value;
 	uint64_t value;
 	/* ruby-heap: the census of the GC heap instead (rendered as format
-	 * says, "text" or "json"), heap_top class rows */
+	 * says, "text" or "json"), heap_top class rows; or with
+	 * heap_retainers ("0x..." or a class name) what keeps that object, or
+	 * the heap_top largest instances of that class, alive */
 	bool heap;
 	size_t heap_top;
+	const char *heap_retainers;
 };
 
 /* Render the report (or, with req->heap, the heap census) into *out

@@ -474,22 +474,24 @@ static struct cs_error *backtrace_work(const struct gx_source *src,
 
 /* backtrace(json=False, tids=None, thread_name=None, locals=False,
  * frame=None, value=None, thread_names=None, locks=False, heap=False,
- * top=30, **facts) -> (text, complete). thread_name: the debugger's name of the one thread in tids
+ * top=30, retainers=None, **facts) -> (text, complete). thread_name: the debugger's name of the one thread in tids
  * ("gdb thread 3"), which the text then shows alone; thread_names:
  * [(tid, name)], the debugger's name of each thread, which the text
  * shows next to each Ruby thread's tid; locals: every Ruby frame's locals (ruby-bt full);
  * locks: who holds what alone, no stacks (ruby-locks);
- * heap: the heap census instead, top class rows (ruby-heap);
+ * heap: the heap census instead, top class rows (ruby-heap), or with
+ * retainers (an address "0x..." or a class name) what keeps that object,
+ * or the top largest instances of that class, alive;
  * frame: only that frame of the thread (-1: the innermost Ruby one) with
  * its locals (ruby-locals); value: only that VALUE (ruby-print). */
 static PyObject *py_backtrace(PyObject *self, PyObject *args, PyObject *kw)
 {
 	(void)self;
 	static const char *const own[] = {
-		"json",        "tids",         "locals", "frame", "value",
-		"thread_name", "thread_names", "locks",  "heap",  "top",
-		NULL};
-	PyObject *taken[10];
+		"json",  "tids",        "locals",       "frame",
+		"value", "thread_name", "thread_names", "locks",
+		"heap",  "top",         "retainers",    NULL};
+	PyObject *taken[11];
 	if (PyTuple_Size(args) != 0) {
 		PyErr_SetString(PyExc_TypeError, "backtrace: keywords only");
 		return NULL;
@@ -530,6 +532,9 @@ static PyObject *py_backtrace(PyObject *self, PyObject *args, PyObject *kw)
 	}
 	if (ok && taken[5] && taken[5] != Py_None &&
 	    !PyArg_Parse(taken[5], "s", &req.thread_name))
+		ok = 0;
+	if (ok && taken[10] && taken[10] != Py_None &&
+	    !PyArg_Parse(taken[10], "s", &req.heap_retainers))
 		ok = 0;
 	int64_t *only = NULL, *name_tids = NULL;
 	const char **names = NULL;
@@ -801,8 +806,8 @@ static PyObject *py_locks_args(PyObject *self, PyObject *args)
 	return res;
 }
 
-/* heap_args(line) -> (via_debugger, out, json, top) with out None or
- * --out's path */
+/* heap_args(line) -> (via_debugger, out, json, top, retainers) with out
+ * None or --out's path, retainers None or what --retainers names */
 static PyObject *py_heap_args(PyObject *self, PyObject *args)
 {
 	(void)self;
@@ -811,13 +816,16 @@ static PyObject *py_heap_args(PyObject *self, PyObject *args)
 		return NULL;
 	struct gx_bt_args a;
 	long top;
-	struct cs_error *err = gx_parse_heap_args(line, &a, &top);
+	char *retainers;
+	struct cs_error *err = gx_parse_heap_args(line, &a, &top, &retainers);
 	if (err)
 		return raise(err);
-	PyObject *res = Py_BuildValue("(OzOl)",
+	PyObject *res = Py_BuildValue("(OzOlz)",
 				      a.via_debugger ? Py_True : Py_False,
-				      a.out, a.json ? Py_True : Py_False, top);
+				      a.out, a.json ? Py_True : Py_False, top,
+				      retainers);
 	gx_bt_args_free(&a);
+	free(retainers);
 	return res;
 }
 
@@ -906,7 +914,7 @@ static PyMethodDef methods[] = {
 	{"locks_args", py_locks_args, METH_VARARGS,
 	 "locks_args(line) -> (via_debugger, out)"},
 	{"heap_args", py_heap_args, METH_VARARGS,
-	 "heap_args(line) -> (via_debugger, out, json, top)"},
+	 "heap_args(line) -> (via_debugger, out, json, top, retainers)"},
 	{"locals_args", py_locals_args, METH_VARARGS,
 	 "locals_args(line) -> frame number, -1 for the innermost Ruby frame"},
 	{"sample_args", py_sample_args, METH_VARARGS,

@@ -5,7 +5,7 @@ gdbext/README.md).
     (gdb) source /usr/local/lib/corestack/ruby-gdb.py   # or auto-loaded
     (gdb) ruby-bt [--json] [full] [all | N]
     (gdb) ruby-locks
-    (gdb) ruby-heap [--json] [--top N]
+    (gdb) ruby-heap [--json] [--top N] [--retainers ADDRESS|CLASS]
     (gdb) ruby-frame [N] | ruby-up [N] | ruby-down [N]
     (gdb) ruby-list [LINE]
     (gdb) ruby-locals [N]
@@ -300,12 +300,17 @@ ruby-locks [--out FILE] [--via-debugger]
 class RubyHeap(gdb.Command):
     """The census of the Ruby GC heap, as corestack heap prints it.
 
-ruby-heap [--json] [--top N] [--out FILE] [--via-debugger]
+ruby-heap [--json] [--top N] [--retainers ADDRESS|CLASS] [--out FILE]
+          [--via-debugger]
   The live objects by type and by class (class-qualified names): count and
   bytes, sorted by bytes; Strings and Arrays by length. docs/heap.md says
   what is counted and how.
   --json          the JSON document of corestack heap --json
-  --top N         class rows shown (default 30)
+  --top N         class rows shown (default 30); with --retainers CLASS,
+                  instances (default 3)
+  --retainers ADDRESS|CLASS
+                  what keeps the object at ADDRESS (0x...), or the largest
+                  instances of CLASS, alive: the shortest path from a root
   --out FILE      write to FILE instead of gdb's console
   --via-debugger  read memory through gdb (what a remote target always uses)"""
 
@@ -313,15 +318,17 @@ ruby-heap [--json] [--top N] [--out FILE] [--via-debugger]
         super().__init__("ruby-heap", gdb.COMMAND_DATA)
 
     def complete(self, text, word):
-        return _complete(text, word, ("--json", "--top", "--out", "--via-debugger"), False)
+        return _complete(text, word, ("--json", "--top", "--retainers", "--out",
+                                      "--via-debugger"), False)
 
     def invoke(self, arg, from_tty):
         sink = None
         try:
-            via_debugger, out, json_out, top = _corestack.heap_args(arg)
+            via_debugger, out, json_out, top, retainers = _corestack.heap_args(arg)
             sink = _output_file("ruby-heap", out)
             inf = _inferior("ruby-heap")
             text, _ = _corestack.backtrace(heap=True, json=json_out, top=top,
+                                           retainers=retainers,
                                            **_facts(inf, via_debugger))
         except _corestack.Error as exc:
             if sink:
