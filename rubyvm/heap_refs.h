@@ -62,14 +62,4 @@ void rv_ref_label_free(struct rv_ref_label *l);
 /* The label kind of a reference kind ("ivar", "element", ...). */
 const char *rv_ref_kind_name(enum rv_ref_kind kind);
 
-/* fn on each entry of the rb_id_table at tbl: the ID's serial and the
- * value; at most RV_MAX_ST_ENTRIES of them. */
-typedef struct cs_error *rv_id_table_fn(struct rv_session *s, uint64_t serial,
-					uint64_t value, void *ctx);
-struct cs_error *rv_id_table_each(struct rv_session *s, uint64_t tbl,
-				  rv_id_table_fn *fn, void *ctx);
-/* The name of the ID whose serial is serial. */
-struct cs_error *rv_id_serial_name(struct rv_session *s, uint64_t serial,
-				   char **ret);
-
 #endif

@@ -1,19 +1,9 @@
-/* What keeps an object alive: a breadth-first search from the roots over
- * the references heap_refs.c decodes, so the first path to reach an
- * object is a shortest one.
- *
- * The roots, in the order they are searched (the first of equally short
- * paths wins): the global variables (rb_global_tbl: a variable's data is
- * the value itself, or for one C code defined, where the value is), the
- * top-level constants (Object's), then of every thread, and of every
- * fiber not running, the locals of each Ruby frame (its own scope's and
- * those around a block), each frame's self, and the other words of its VM
- * stack up to the innermost frame's sp, as the GC marks them. Not yet
- * roots: machine stacks and registers, the VM's own tables
- * (rb_gc_register_address, mark_object_ary), finalizers; and references
- * of types heap_refs.c does not decode are not followed: an object held
- * only through those is reported not found, with how many objects were
- * not followed. */
+/* What keeps an object alive: a breadth-first search from the roots
+ * heap_roots.c reads, in its order (the first of equally short paths
+ * wins), over the references heap_refs.c decodes, so the first path to
+ * reach an object is a shortest one. References of types heap_refs.c does
+ * not decode are not followed: an object held only through those is
+ * reported not found, with how many objects were not followed. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,40 +78,39 @@ static bool reach(struct search *w, uint64_t v, int64_t parent,
 	return push(w, v, parent, parent < 0 ? w->nroots - 1 : 0, ref);
 }
 
-static bool add_root(struct search *w, enum rv_root_kind kind, char *name,
-		     const char *frame, uint64_t thread, uint64_t fiber,
-		     size_t thread_index, uint64_t v)
+/* A root: kept (with copies of its strings) when v is a live object no
+ * root before reached. */
+static bool add_root(void *ctx, const struct rv_root *root, uint64_t v)
 {
+	struct search *w = ctx;
 	int found = 0;
-	if (!v || rv_special_const(w->s, v) ||
-	    u64map_get(&w->seen, v, &found)) {
-		free(name);
+	if (u64map_get(&w->seen, v, &found))
 		return true;
-	}
 	if (w->nroots == w->roots_cap) {
 		size_t cap = w->roots_cap ? w->roots_cap * 2 : 256;
 		struct rv_root *m = realloc(w->roots, cap * sizeof(*m));
-		if (!m) {
-			free(name);
+		if (!m)
 			return false;
-		}
 		w->roots = m;
 		w->roots_cap = cap;
 	}
-	char *f = frame ? strdup(frame) : NULL;
-	if (frame && !f) {
-		free(name);
+	struct rv_root *r = &w->roots[w->nroots];
+	*r = *root;
+	r->name = root->name ? strdup(root->name) : NULL;
+	r->frame = root->frame ? strdup(root->frame) : NULL;
+	if ((root->name && !r->name) || (root->frame && !r->frame)) {
+		free(r->name);
+		free(r->frame);
 		return false;
 	}
-	w->roots[w->nroots++] =
-		(struct rv_root){kind, name, f, thread, fiber, thread_index};
+	w->nroots++;
 	size_t before = w->nrecords;
 	if (!reach(w, v, -1, NULL))
 		return false;
 	if (w->nrecords == before) { /* no live object: not a root */
 		w->nroots--;
-		free(w->roots[w->nroots].name);
-		free(w->roots[w->nroots].frame);
+		free(r->name);
+		free(r->frame);
 	}
 	return true;
 }
@@ -135,193 +124,6 @@ static void note(struct search *w, struct cs_error *err, const char *what)
 			snprintf(w->r->error, n, "%s: %s", what, err->message);
 	}
 	cs_error_destroy(err);
-}
-
-struct gvar_ctx {
-	struct search *w;
-	bool nomem;
-};
-
-/* A global variable: its data is the value (a variable Ruby code set),
- * or where C code keeps it. A live object's slot is never where a C
- * global is, so the two are told apart by what data points to. */
-static struct cs_error *global_root(struct rv_session *s, uint64_t serial,
-				    uint64_t entry, void *ctx)
-{
-	struct gvar_ctx *g = ctx;
-	uint64_t var = 0, data = 0, size, v = 0;
-	char why[128];
-	struct cs_error *err =
-		rv_read_member(s, entry, RVL_global_entry_var, &var);
-	if (!err)
-		err = rv_read_member(s, var, RVL_global_variable_data, &data);
-	if (err)
-		return err;
-	if (!data || rv_special_const(s, data))
-		return NULL;
-	if (rv_heap_slot(s, data, &size, why, sizeof(why)) == RV_SLOT_LIVE)
-		v = data;
-	else if (!rv_try_read(s, data, &v, sizeof(v)))
-		return NULL;
-	char *name = NULL;
-	if (rv_failed(rv_id_serial_name(s, serial, &name)))
-		name = NULL;
-	if (!add_root(g->w, RV_ROOT_GLOBAL, name, NULL, 0, 0, 0, v))
-		g->nomem = true;
-	return NULL;
-}
-
-static struct cs_error *constant_root(struct rv_session *s, uint64_t serial,
-				      uint64_t entry, void *ctx)
-{
-	struct gvar_ctx *g = ctx;
-	uint64_t v = 0;
-	char *name = NULL;
-	struct cs_error *err =
-		rv_read_member(s, entry, RVL_const_entry_value, &v);
-	if (err)
-		return err;
-	if (rv_failed(rv_id_serial_name(s, serial, &name)))
-		name = NULL;
-	if (!add_root(g->w, RV_ROOT_CONSTANT, name, NULL, 0, 0, 0, v))
-		g->nomem = true;
-	return NULL;
-}
-
-static bool global_roots(struct search *w)
-{
-	struct rv_session *s = w->s;
-	struct gvar_ctx g = {w, false};
-	uint64_t tbl = 0, object = 0, ext = 0, consts = 0;
-	struct cs_error *err = NULL;
-	if (!RV_HAS(s, var_global_tbl) || !RV_HAS(s, global_entry_var) ||
-	    !RV_HAS(s, global_variable_data))
-		err = rv_missing(RVL_var_global_tbl);
-	else if (!rv_try_var(s, RVL_var_global_tbl, 8, &tbl) || !tbl)
-		err = cs_error_create(CS_ERR_CORRUPT,
-				      "rb_global_tbl unreadable");
-	else
-		err = rv_id_table_each(s, tbl, global_root, &g);
-	note(w, err, "global variables not read");
-	err = NULL;
-	if (!RV_HAS(s, var_cobject) || !RV_HAS(s, classext_const_tbl) ||
-	    !RV_HAS(s, const_entry_value))
-		err = rv_missing(RVL_classext_const_tbl);
-	else if (!rv_try_var(s, RVL_var_cobject, 8, &object) || !object)
-		err = cs_error_create(CS_ERR_CORRUPT, "rb_cObject unreadable");
-	else if (!(err = rv_classext(s, object, &ext)) &&
-		 !(err = rv_read_member(s, ext, RVL_classext_const_tbl,
-					&consts)) &&
-		 consts)
-		err = rv_id_table_each(s, consts, constant_root, &g);
-	note(w, err, "top-level constants not read");
-	return !g.nomem;
-}
-
-/* The locals and selves of a stack's frames. */
-static bool frame_roots(struct search *w, const struct rv_frame *frames,
-			size_t n, uint64_t thread, uint64_t fiber, size_t ti)
-{
-	for (size_t i = 0; i < n; i++) {
-		const struct rv_frame *f = &frames[i];
-		const char *label = f->qualified ? f->qualified : f->label;
-		for (size_t j = 0; j < f->nlocals; j++) {
-			const struct rv_local *l = &f->locals[j];
-			char *name = l->name ? strdup(l->name) : NULL;
-			if ((l->name && !name) ||
-			    !add_root(w, RV_ROOT_LOCAL, name, label, thread,
-				      fiber, ti, l->object))
-				return false;
-		}
-		if (f->self_value && !add_root(w, RV_ROOT_SELF, NULL, label,
-					       thread, fiber, ti, f->self))
-			return false;
-	}
-	return true;
-}
-
-/* The words of the VM stack of the ec at ec, up to its innermost frame's
- * sp: temporaries and what no local names. */
-static bool stack_roots(struct search *w, uint64_t ec, uint64_t thread,
-			uint64_t fiber, size_t ti)
-{
-	struct rv_session *s = w->s;
-	uint64_t stack = 0, size = 0, cfp = 0, sp = 0;
-	if (!RV_HAS(s, cfp_sp) ||
-	    !rv_try_member(s, ec, RVL_ec_vm_stack, &stack) ||
-	    !rv_try_member(s, ec, RVL_ec_vm_stack_size, &size) ||
-	    !rv_try_member(s, ec, RVL_ec_cfp, &cfp) ||
-	    !rv_try_member(s, cfp, RVL_cfp_sp, &sp)) {
-		note(w,
-		     cs_error_create(CS_ERR_CORRUPT,
-				     "the VM stack of ec 0x%" PRIx64
-				     " is unreadable",
-				     ec),
-		     "VM stack not read");
-		return true;
-	}
-	uint64_t vsize = (uint64_t)RV_VAL(s, value_size);
-	if (sp < stack || (sp - stack) / vsize > size || size > (1 << 26)) {
-		note(w,
-		     cs_error_create(CS_ERR_CORRUPT,
-				     "sp 0x%" PRIx64 " outside the VM stack "
-				     "at 0x%" PRIx64,
-				     sp, stack),
-		     "VM stack not read");
-		return true;
-	}
-	uint64_t n = (sp - stack) / vsize;
-	uint64_t *words = malloc((n ? n : 1) * sizeof(*words));
-	if (!words)
-		return false;
-	bool ok = true;
-	if (!rv_try_read(s, stack, words, n * sizeof(*words)))
-		note(w,
-		     cs_error_create(CS_ERR_CORRUPT,
-				     "the VM stack at 0x%" PRIx64
-				     " is unreadable",
-				     stack),
-		     "VM stack not read");
-	else
-		for (uint64_t i = 0; ok && i < n; i++)
-			ok = add_root(w, RV_ROOT_VM_STACK, NULL, NULL, thread,
-				      fiber, ti, words[i]);
-	free(words);
-	return ok;
-}
-
-static bool thread_roots(struct search *w, const struct rv_process *p)
-{
-	struct rv_session *s = w->s;
-	for (size_t i = 0; i < p->nthreads; i++) {
-		const struct rv_thread *t = &p->threads[i];
-		if (!frame_roots(w, t->frames, t->nframes, t->addr, 0, i))
-			return false;
-		for (size_t j = 0; j < t->nfibers; j++) {
-			const struct rv_fiber *f = &t->fibers[j];
-			if (!f->is_current &&
-			    !frame_roots(w, f->frames, f->nframes, t->addr,
-					 f->addr, i))
-				return false;
-		}
-	}
-	for (size_t i = 0; i < p->nthreads; i++) {
-		const struct rv_thread *t = &p->threads[i];
-		uint64_t ec = 0;
-		if (rv_try_member(s, t->addr, RVL_th_ec, &ec) && ec &&
-		    !stack_roots(w, ec, t->addr, 0, i))
-			return false;
-		for (size_t j = 0; j < t->nfibers; j++) {
-			const struct rv_fiber *f = &t->fibers[j];
-			if (!f->is_current && RV_HAS(s, fiber_saved_ec) &&
-			    !stack_roots(w,
-					 f->addr + (uint64_t)RV_VAL(
-							   s, fiber_saved_ec),
-					 t->addr, f->addr, i))
-				return false;
-		}
-	}
-	return true;
 }
 
 /* Breadth first from the roots until every target is reached. */
@@ -630,9 +432,8 @@ struct cs_error *rv_heap_retainers(struct rv_session *s,
 				(void *)(uintptr_t)(i + 1)))
 			err = &cs_error_nomem;
 	}
-	if (!err && (!global_roots(&w) ||
-		     (req->process && !thread_roots(&w, req->process))))
-		err = &cs_error_nomem;
+	if (!err)
+		err = rv_heap_roots(s, req->process, add_root, &w, &r->error);
 	r->roots = w.nroots;
 	if (!err)
 		err = search(&w);

@@ -10,28 +10,10 @@
 
 #include "../util/error.h"
 #include "heap_refs.h"
+#include "heap_roots.h"
 
 struct rv_session;
 struct rv_process;
-
-enum rv_root_kind {
-	RV_ROOT_GLOBAL,   /* a global variable: name "$x" */
-	RV_ROOT_CONSTANT, /* a top-level constant (Object's): name */
-	RV_ROOT_LOCAL,    /* a frame's local variable: name, frame */
-	RV_ROOT_SELF,     /* a frame's self: frame */
-	RV_ROOT_VM_STACK, /* a word of a VM stack no local names */
-};
-
-struct rv_root {
-	enum rv_root_kind kind;
-	char *name;  /* NULL for self and stack words */
-	char *frame; /* a local's or self's frame, qualified; else NULL */
-	/* a stack root's thread (rb_thread_t) and its index in the
-	 * snapshot's threads, and the fiber (rb_fiber_t) whose stack it is
-	 * when that is not the thread's running one (else 0) */
-	uint64_t thread, fiber;
-	size_t thread_index;
-};
 
 /* One object on a path: how the object before it holds it (via.kind
  * NULL for the first, which the root holds), and its class. */

@@ -140,6 +140,16 @@ typedef struct cs_error *rv_st_each_fn(struct rv_session *s, uint64_t key,
 struct cs_error *rv_st_each(struct rv_session *s, uint64_t tbl,
 			    rv_st_each_fn *fn, void *ctx);
 
+/* id_table.c: fn on each entry of the rb_id_table at tbl: the ID's serial and the
+ * value; at most RV_MAX_ST_ENTRIES of them. */
+typedef struct cs_error *rv_id_table_fn(struct rv_session *s, uint64_t serial,
+					uint64_t value, void *ctx);
+struct cs_error *rv_id_table_each(struct rv_session *s, uint64_t tbl,
+				  rv_id_table_fn *fn, void *ctx);
+/* The name of the ID whose serial is serial. */
+struct cs_error *rv_id_serial_name(struct rv_session *s, uint64_t serial,
+				   char **ret);
+
 /* ivars.c: the instance variable id of obj, a T_OBJECT whose flags are
  * flags, in *ret; *found false when it has none. */
 struct cs_error *rv_object_ivar(struct rv_session *s, uint64_t obj,

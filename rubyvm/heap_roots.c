@@ -1,0 +1,230 @@
+/* The roots of the GC heap the model can read, in a fixed order: the
+ * global variables (rb_global_tbl: a variable's data is the value itself,
+ * or for one C code defined, where the value is), the top-level constants
+ * (Object's), then of every thread, and of every fiber not running, the
+ * locals of each Ruby frame (its own scope's and those around a block),
+ * each frame's self, and the words of its VM stack up to the innermost
+ * frame's sp, as the GC marks them. Not read: machine stacks and
+ * registers (which the GC scans conservatively), the VM's own tables
+ * (rb_gc_register_address, mark_object_ary), finalizers. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "heap_roots.h"
+#include "session.h"
+
+struct roots_walk {
+	struct rv_session *s;
+	rv_root_fn *fn;
+	void *ctx;
+	char **error;
+	bool nomem;
+};
+
+static void emit(struct roots_walk *w, enum rv_root_kind kind, const char *name,
+		 const char *frame, uint64_t thread, uint64_t fiber,
+		 size_t thread_index, uint64_t v)
+{
+	if (w->nomem || !v || rv_special_const(w->s, v))
+		return;
+	const struct rv_root r = {kind,   (char *)name, (char *)frame,
+				  thread, fiber,        thread_index};
+	if (!w->fn(w->ctx, &r, v))
+		w->nomem = true;
+}
+
+/* The first problem, in *w->error, as "what: why". */
+static void note(struct roots_walk *w, struct cs_error *err, const char *what)
+{
+	if (!*w->error && err) {
+		size_t n = strlen(what) + strlen(err->message) + 3;
+		*w->error = malloc(n);
+		if (*w->error)
+			snprintf(*w->error, n, "%s: %s", what, err->message);
+	}
+	cs_error_destroy(err);
+}
+
+/* A global variable: its data is the value (a variable Ruby code set),
+ * or where C code keeps it. A live object's slot is never where a C
+ * global is, so the two are told apart by what data points to. */
+static struct cs_error *global_root(struct rv_session *s, uint64_t serial,
+				    uint64_t entry, void *ctx)
+{
+	struct roots_walk *w = ctx;
+	uint64_t var = 0, data = 0, size, v = 0;
+	char why[128];
+	struct cs_error *err =
+		rv_read_member(s, entry, RVL_global_entry_var, &var);
+	if (!err)
+		err = rv_read_member(s, var, RVL_global_variable_data, &data);
+	if (err)
+		return err;
+	if (!data || rv_special_const(s, data))
+		return NULL;
+	if (rv_heap_slot(s, data, &size, why, sizeof(why)) == RV_SLOT_LIVE)
+		v = data;
+	else if (!rv_try_read(s, data, &v, sizeof(v)))
+		return NULL;
+	char *name = NULL;
+	if (rv_failed(rv_id_serial_name(s, serial, &name)))
+		name = NULL;
+	emit(w, RV_ROOT_GLOBAL, name, NULL, 0, 0, 0, v);
+	free(name);
+	return NULL;
+}
+
+static struct cs_error *constant_root(struct rv_session *s, uint64_t serial,
+				      uint64_t entry, void *ctx)
+{
+	struct roots_walk *w = ctx;
+	uint64_t v = 0;
+	char *name = NULL;
+	struct cs_error *err =
+		rv_read_member(s, entry, RVL_const_entry_value, &v);
+	if (err)
+		return err;
+	if (rv_failed(rv_id_serial_name(s, serial, &name)))
+		name = NULL;
+	emit(w, RV_ROOT_CONSTANT, name, NULL, 0, 0, 0, v);
+	free(name);
+	return NULL;
+}
+
+static void global_roots(struct roots_walk *w)
+{
+	struct rv_session *s = w->s;
+	uint64_t tbl = 0, object = 0, ext = 0, consts = 0;
+	struct cs_error *err = NULL;
+	if (!RV_HAS(s, var_global_tbl) || !RV_HAS(s, global_entry_var) ||
+	    !RV_HAS(s, global_variable_data))
+		err = rv_missing(RVL_var_global_tbl);
+	else if (!rv_try_var(s, RVL_var_global_tbl, 8, &tbl) || !tbl)
+		err = cs_error_create(CS_ERR_CORRUPT,
+				      "rb_global_tbl unreadable");
+	else
+		err = rv_id_table_each(s, tbl, global_root, w);
+	note(w, err, "global variables not read");
+	err = NULL;
+	if (!RV_HAS(s, var_cobject) || !RV_HAS(s, classext_const_tbl) ||
+	    !RV_HAS(s, const_entry_value))
+		err = rv_missing(RVL_classext_const_tbl);
+	else if (!rv_try_var(s, RVL_var_cobject, 8, &object) || !object)
+		err = cs_error_create(CS_ERR_CORRUPT, "rb_cObject unreadable");
+	else if (!(err = rv_classext(s, object, &ext)) &&
+		 !(err = rv_read_member(s, ext, RVL_classext_const_tbl,
+					&consts)) &&
+		 consts)
+		err = rv_id_table_each(s, consts, constant_root, w);
+	note(w, err, "top-level constants not read");
+}
+
+/* The locals and selves of a stack's frames. */
+static void frame_roots(struct roots_walk *w, const struct rv_frame *frames,
+			size_t n, uint64_t thread, uint64_t fiber, size_t ti)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct rv_frame *f = &frames[i];
+		const char *label = f->qualified ? f->qualified : f->label;
+		for (size_t j = 0; j < f->nlocals; j++) {
+			const struct rv_local *l = &f->locals[j];
+			emit(w, RV_ROOT_LOCAL, l->name, label, thread, fiber,
+			     ti, l->object);
+		}
+		if (f->self_value)
+			emit(w, RV_ROOT_SELF, NULL, label, thread, fiber, ti,
+			     f->self);
+	}
+}
+
+/* The words of the VM stack of the ec at ec, up to its innermost frame's
+ * sp: temporaries and what no local names. */
+static void stack_roots(struct roots_walk *w, uint64_t ec, uint64_t thread,
+			uint64_t fiber, size_t ti)
+{
+	struct rv_session *s = w->s;
+	uint64_t stack = 0, size = 0, cfp = 0, sp = 0;
+	if (!RV_HAS(s, cfp_sp) ||
+	    !rv_try_member(s, ec, RVL_ec_vm_stack, &stack) ||
+	    !rv_try_member(s, ec, RVL_ec_vm_stack_size, &size) ||
+	    !rv_try_member(s, ec, RVL_ec_cfp, &cfp) ||
+	    !rv_try_member(s, cfp, RVL_cfp_sp, &sp)) {
+		note(w,
+		     cs_error_create(CS_ERR_CORRUPT,
+				     "the VM stack of ec 0x%" PRIx64
+				     " is unreadable",
+				     ec),
+		     "VM stack not read");
+		return;
+	}
+	uint64_t vsize = (uint64_t)RV_VAL(s, value_size);
+	if (sp < stack || (sp - stack) / vsize > size || size > (1 << 26)) {
+		note(w,
+		     cs_error_create(CS_ERR_CORRUPT,
+				     "sp 0x%" PRIx64 " outside the VM stack "
+				     "at 0x%" PRIx64,
+				     sp, stack),
+		     "VM stack not read");
+		return;
+	}
+	uint64_t n = (sp - stack) / vsize;
+	uint64_t *words = malloc((n ? n : 1) * sizeof(*words));
+	if (!words) {
+		w->nomem = true;
+		return;
+	}
+	if (!rv_try_read(s, stack, words, n * sizeof(*words)))
+		note(w,
+		     cs_error_create(CS_ERR_CORRUPT,
+				     "the VM stack at 0x%" PRIx64
+				     " is unreadable",
+				     stack),
+		     "VM stack not read");
+	else
+		for (uint64_t i = 0; i < n; i++)
+			emit(w, RV_ROOT_VM_STACK, NULL, NULL, thread, fiber, ti,
+			     words[i]);
+	free(words);
+}
+
+static void thread_roots(struct roots_walk *w, const struct rv_process *p)
+{
+	struct rv_session *s = w->s;
+	for (size_t i = 0; i < p->nthreads && !w->nomem; i++) {
+		const struct rv_thread *t = &p->threads[i];
+		frame_roots(w, t->frames, t->nframes, t->addr, 0, i);
+		for (size_t j = 0; j < t->nfibers; j++) {
+			const struct rv_fiber *f = &t->fibers[j];
+			if (!f->is_current)
+				frame_roots(w, f->frames, f->nframes, t->addr,
+					    f->addr, i);
+		}
+	}
+	for (size_t i = 0; i < p->nthreads && !w->nomem; i++) {
+		const struct rv_thread *t = &p->threads[i];
+		uint64_t ec = 0;
+		if (rv_try_member(s, t->addr, RVL_th_ec, &ec) && ec)
+			stack_roots(w, ec, t->addr, 0, i);
+		for (size_t j = 0; j < t->nfibers; j++) {
+			const struct rv_fiber *f = &t->fibers[j];
+			if (!f->is_current && RV_HAS(s, fiber_saved_ec))
+				stack_roots(w,
+					    f->addr +
+						    (uint64_t)RV_VAL(
+							    s, fiber_saved_ec),
+					    t->addr, f->addr, i);
+		}
+	}
+}
+
+struct cs_error *rv_heap_roots(struct rv_session *s, const struct rv_process *p,
+			       rv_root_fn *fn, void *ctx, char **error)
+{
+	struct roots_walk w = {s, fn, ctx, error, false};
+	global_roots(&w);
+	if (p && !w.nomem)
+		thread_roots(&w, p);
+	return w.nomem ? &cs_error_nomem : NULL;
+}

@@ -1,0 +1,46 @@
+/* The roots of the GC heap the model reads: where a search for what keeps
+ * objects alive starts (rubyvm/heap_roots.c). */
+#ifndef CS_RUBYVM_HEAP_ROOTS_H
+#define CS_RUBYVM_HEAP_ROOTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../util/error.h"
+
+struct rv_session;
+struct rv_process;
+
+enum rv_root_kind {
+	RV_ROOT_GLOBAL,   /* a global variable: name "$x" */
+	RV_ROOT_CONSTANT, /* a top-level constant (Object's): name */
+	RV_ROOT_LOCAL,    /* a frame's local variable: name, frame */
+	RV_ROOT_SELF,     /* a frame's self: frame */
+	RV_ROOT_VM_STACK, /* a word of a VM stack */
+};
+
+struct rv_root {
+	enum rv_root_kind kind;
+	char *name;  /* NULL for self and stack words, or when unreadable */
+	char *frame; /* a local's or self's frame, qualified; else NULL */
+	/* a stack root's thread (rb_thread_t) and its index in the
+	 * snapshot's threads, and the fiber (rb_fiber_t) whose stack it is
+	 * when that is not the thread's running one (else 0) */
+	uint64_t thread, fiber;
+	size_t thread_index;
+};
+
+/* Called for each root value v (no special constant; not always a live
+ * object) in the order above; r and its strings are lent for the call.
+ * false: out of memory, the walk stops. */
+typedef bool rv_root_fn(void *ctx, const struct rv_root *r, uint64_t v);
+
+/* Every root, the stacks' of p's threads and fibers (read with
+ * rv_snapshot_fibers and rv_snapshot_locals; NULL: none). What could not
+ * be read is skipped and the first such problem put in *error (malloc'd,
+ * when NULL before). Fails only when out of memory. */
+struct cs_error *rv_heap_roots(struct rv_session *s, const struct rv_process *p,
+			       rv_root_fn *fn, void *ctx, char **error);
+
+#endif
