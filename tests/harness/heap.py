@@ -22,11 +22,32 @@ process title (the fixture's comment says how). Then:
                             thread of the fixture left stopped
     RUBY/heap/gdb           gdb on the core: ruby-heap --json (read directly and
                             --via-debugger) the same census as RUBY/heap/core's,
-                            against Ruby's numbers; ruby-heap's text the same rows
+                            against Ruby's numbers; ruby-heap's text the same rows;
+                            ruby-heap --retainers of the global's path (directly)
+                            and the fiber's (--via-debugger) as recorded
     RUBY/heap/gdb-live      gdb -p on the fixture: ruby-heap --json as
                             RUBY/heap/live, and no thread left stopped once gdb
                             has gone
-    RUBY/heap/lldb          lldb on the core: ruby-heap --json the same census
+    RUBY/heap/lldb          lldb on the core: ruby-heap --json the same census, and
+                            ruby-heap --retainers of the same two paths
+    RUBY/heap/retainers     corestack heap --retainers ADDRESS --json on the core,
+                            for every object the fixture keeps by a known path
+                            (a global variable, a top-level constant through a
+                            nested constant, a Struct member and a class's ivar,
+                            a parked thread's locals, a suspended fiber's local):
+                            exit 0, found, the root's kind, name and frame (a
+                            thread's, or a fiber's), and every object on the
+                            path with how the one before holds it (ivar name,
+                            element or member index, a Hash value's key), as
+                            the fixture recorded them with the objects'
+                            addresses; --retainers CLASS --top 2: Ruby's count
+                            of its instances and the two largest, with their
+                            memsize_of and their paths; the text output naming
+                            the root and each hop; an address that is no live
+                            object: exit 2 and one line on stderr
+    RUBY/heap/retainers-live  the same of the live fixture (--pid), for the
+                            global and the thread-local paths, and no thread
+                            left stopped
     RUBY/heap/corrupt-type  one sample object's flags given a type no
                             enumerator has: exit 1, that slot counted in
                             skipped.bad_types, T_OBJECT one less, nothing else
@@ -59,8 +80,8 @@ from .fibers import nodebug_sysroot
 
 FIXTURE_DIR = os.path.join(procs.ROOT, "fixtures", "heap")
 FIXTURE = os.path.join(FIXTURE_DIR, "heap.rb")
-TESTS = ("core", "live", "gdb", "gdb-live", "lldb", "corrupt-type", "corrupt-class",
-         "corrupt-page")
+TESTS = ("core", "live", "gdb", "gdb-live", "lldb", "retainers", "retainers-live",
+         "corrupt-type", "corrupt-class", "corrupt-page")
 DEBUGGER_TESTS = ("gdb", "gdb-live", "lldb")
 READY_TIMEOUT = 120
 # Classes whose memsize_of is their slot plus what the census counts: the
@@ -217,11 +238,16 @@ def debugger_census(path, record, live=False):
 def gdb_heap(ctx, target_args, base, tag, record, live):
     """gdb: ruby-heap --json, read directly (and through gdb on a core),
     and on a core its text."""
-    outs = [os.path.join(base, "%s-%d.out" % (tag, i)) for i in range(3)]
+    outs = [os.path.join(base, "%s-%d.out" % (tag, i)) for i in range(5)]
     commands = ["ruby-heap --json --top 1000000 --out " + outs[0]]
     if not live:
         commands += ["ruby-heap --json --top 1000000 --via-debugger --out " + outs[1],
                      "ruby-heap --top 1000000 --out " + outs[2]]
+        paths = retainer_samples(record)
+        commands += ["ruby-heap --json --retainers %s --out %s" % (
+            paths[0]["path"][-1]["object"], outs[3]),
+                     "ruby-heap --json --via-debugger --retainers %s --out %s" % (
+            paths[1]["path"][-1]["object"], outs[4])]
     rc, stdout, stderr, _, reason = gdbext_gdb.run_gdb(ctx.args.gdbext, target_args, commands,
                                                        base, tag)
     if reason:
@@ -238,7 +264,30 @@ def gdb_heap(ctx, target_args, base, tag, record, live):
                     reason = check_text_rows(f.read(), record)
             except OSError as exc:
                 reason = "no text written: %s" % exc
+        for out, want in zip(outs[3:], retainer_samples(record)):
+            reason = reason or debugger_retainers(out, want)
     return reason
+
+
+def retainer_samples(record):
+    """The paths the debuggers are asked about: a global's and a fiber's."""
+    return [record["retention"][0],
+            next(p for p in record["retention"] if "block in" in p["root"].get("frame", ""))]
+
+
+def debugger_retainers(path, want):
+    """The --retainers document a debugger's ruby-heap wrote at path."""
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+    except (OSError, ValueError) as exc:
+        return "no retainers written: %s" % exc
+    targets = doc.get("targets") or []
+    if doc.get("kind") != "heap_retainers" or not doc.get("complete") or len(targets) != 1:
+        return "ruby-heap --retainers: kind %r, complete %r, %d targets" % (
+            doc.get("kind"), doc.get("complete"), len(targets))
+    reason = check_path(targets[0], want)
+    return reason and "ruby-heap --retainers %s: %s" % (want["path"][-1]["object"], reason)
 
 
 def compare_show(text):
@@ -248,13 +297,143 @@ def compare_show(text):
 def lldb_heap(ctx, target_args, base, record):
     """lldb: ruby-heap --json on the core."""
     out = os.path.join(base, "lldb-heap.census")
+    paths = retainer_samples(record)
+    outs = [os.path.join(base, "lldb-heap-%d.retainers" % i) for i in range(len(paths))]
     results, output, reason = gdbext_lldb.run_lldb_commands(
-        ctx.args, target_args, ["ruby-heap --json --top 1000000 --out " + out], base, "lldb-heap")
+        ctx.args, target_args, ["ruby-heap --json --top 1000000 --out " + out] +
+        ["ruby-heap --json --retainers %s --out %s" % (p["path"][-1]["object"], o)
+         for p, o in zip(paths, outs)], base, "lldb-heap")
     if reason:
         return reason
-    if not results or not results[0]["ok"]:
-        return "ruby-heap failed: %s" % (results[0]["error"] if results else output[-300:])
-    return debugger_census(out, record)
+    if len(results) != 1 + len(paths) or not all(r["ok"] for r in results):
+        bad = next((r for r in results if not r["ok"]), None)
+        return "ruby-heap failed: %s" % (bad["error"] if bad else output[-300:])
+    return debugger_census(out, record) or next(
+        (r for r in (debugger_retainers(o, p) for o, p in zip(outs, paths)) if r), None)
+
+
+def retainers(corestack, argv, timeout):
+    """corestack heap --retainers ... --json -> (exit, document, stderr, reason)."""
+    rc, out, err, reason = procs.run_tool([corestack, "heap", "--json", "--retainers"] + argv,
+                                          timeout)
+    reason = reason or procs.sanitizer_report(err)
+    if reason:
+        return rc, None, err, reason
+    try:
+        return rc, json.loads(out), err, None
+    except ValueError as exc:
+        return rc, None, err, "stdout is not JSON (%s): %s" % (exc, out[:200])
+
+
+def check_path(target, want):
+    """None when the target's root and path are the recorded ones."""
+    if not target.get("found"):
+        return "no path found"
+    root, want_root = target.get("root") or {}, want["root"]
+    for k, v in want_root.items():
+        if root.get(k) != v:
+            return "root %s is %r, want %r (root %s)" % (k, root.get(k), v, root)
+    if want_root["kind"] == "local":
+        if not root.get("thread"):
+            return "a local's root names no thread: %s" % root
+        if (root.get("fiber") is None) != ("block in" not in want_root["frame"]):
+            return "the root's fiber is %r: %s" % (root.get("fiber"), root)
+    path = target.get("path") or []
+    hops = ["%s %s" % (h.get("object"), h.get("via")) for h in path]
+    if len(path) != len(want["path"]):
+        return "%d objects on the path, want %d: %s" % (len(path), len(want["path"]), hops)
+    for i, (got, exp) in enumerate(zip(path, want["path"])):
+        if int(got.get("object") or "0", 16) != int(exp["object"], 16):
+            return "object %d of the path is %s, want %s: %s" % (i, got.get("object"),
+                                                                exp["object"], hops)
+        via, exp_via = got.get("via"), exp["via"]
+        if exp_via is None:
+            if via is not None:
+                return "the path's first object is held by %r, not the root" % via
+            continue
+        for k, v in exp_via.items():
+            if (via or {}).get(k) != v:
+                return "hop %d: via %s, want %s" % (i, via, exp_via)
+    return None
+
+
+def check_retainers(corestack, target_args, record, timeout, which=None):
+    """Each recorded path (those of which, if given) from --retainers."""
+    for want in record["retention"]:
+        if which and want["root"]["kind"] not in which:
+            continue
+        addr = want["path"][-1]["object"]
+        rc, doc, err, reason = retainers(corestack, [addr] + target_args, timeout)
+        if reason:
+            return "%s: %s" % (addr, reason)
+        if rc != 0 or doc.get("kind") != "heap_retainers" or not doc.get("complete"):
+            return "%s: exit %d, kind %r, complete %r: %s" % (
+                addr, rc, doc.get("kind"), doc.get("complete"), err.strip()[:200])
+        targets = doc.get("targets") or []
+        if len(targets) != 1 or int(targets[0]["object"], 16) != int(addr, 16):
+            return "%s: targets %s" % (addr, [t.get("object") for t in targets])
+        reason = check_path(targets[0], want)
+        if reason:
+            return "%s (%s %s): %s" % (addr, want["root"]["kind"], want["root"]["name"], reason)
+    return None
+
+
+def check_retained_class(corestack, target_args, record, timeout):
+    want = record["retained_class"]
+    rc, doc, err, reason = retainers(corestack, [want["class"], "--top", "2"] + target_args,
+                                     timeout)
+    if reason:
+        return "%s: %s" % (want["class"], reason)
+    if rc != 0:
+        return "%s: exit %d: %s" % (want["class"], rc, err.strip()[:200])
+    if doc.get("instances") != want["instances"]:
+        return "%s: %r instances, Ruby has %d" % (want["class"], doc.get("instances"),
+                                                  want["instances"])
+    targets = doc.get("targets") or []
+    if len(targets) != len(want["largest"]):
+        return "%s: %d targets, want the %d largest" % (want["class"], len(targets),
+                                                        len(want["largest"]))
+    for got, exp in zip(targets, want["largest"]):
+        if got.get("bytes") != exp["bytes"]:
+            return "%s %s: %r bytes, memsize_of says %d" % (want["class"], got.get("object"),
+                                                            got.get("bytes"), exp["bytes"])
+        reason = check_path(got, exp)
+        if reason:
+            return "%s %s: %s" % (want["class"], got.get("object"), reason)
+    return None
+
+
+def check_retainers_text(corestack, target_args, record, timeout):
+    """The text of the first path: the root named, then one line a hop."""
+    want = record["retention"][0]
+    addr = want["path"][-1]["object"]
+    rc, out, err, reason = procs.run_tool(
+        [corestack, "heap", "--retainers", addr] + target_args, timeout)
+    if reason or rc != 0:
+        return "text: %s" % (reason or "exit %d: %s" % (rc, err.strip()[:200]))
+    lines = out.splitlines()
+    head = "is kept alive by global variable %s:" % want["root"]["name"]
+    if not lines or head not in lines[0]:
+        return "text: first line %r lacks %r" % (lines[:1], head)
+    hops = [l for l in lines[1:] if l.startswith("  ")]
+    if len(hops) != len(want["path"]) or "@items ->" not in hops[1] or \
+            'value of key "k" ->' not in hops[-1]:
+        return "text: hops %r" % hops
+    for line, exp in zip(hops, want["path"]):
+        if "0x%x" % int(exp["object"], 16) not in line:
+            return "text: %r does not end at %s" % (line, exp["object"])
+    return None
+
+
+def check_not_object(corestack, target_args, timeout):
+    """An address inside no object: exit 2, one line naming it."""
+    rc, out, err, reason = procs.run_tool(
+        [corestack, "heap", "--retainers", "0x10"] + target_args, timeout)
+    lines = err.strip().splitlines()
+    if reason or rc != 2 or len(lines) != 1 or "0x10" not in lines[0]:
+        return "--retainers 0x10: exit %d, stderr %r (want 2 and one line naming it)" % (
+            rc, err.strip()[:300])
+    return None
 
 
 def check_partial_text(corestack, core, exe, timeout):
@@ -431,6 +610,13 @@ def run_tests(ctx):
                 left = procs.stopped_threads(run.pid)
                 rep.result(name + "live", check_census(res, record, live=True) or (
                     "threads left stopped: %s" % ", ".join(left) if left else None))
+            if ctx.selected(name + "retainers-live"):
+                pid_args = ["--pid", str(run.pid)]
+                reason = check_retainers(corestack, pid_args, record, timeout,
+                                         ("global", "local"))
+                left = procs.stopped_threads(run.pid)
+                rep.result(name + "retainers-live", reason or (
+                    "threads left stopped: %s" % ", ".join(left) if left else None))
             if name + "gdb-live" in names_here:
                 reason = gdb_heap(ctx, ["-p", str(run.pid)], base, "gdb-live", record, True)
                 left = procs.stopped_threads(run.pid)
@@ -450,6 +636,12 @@ def run_tests(ctx):
         if ctx.selected(name + "core"):
             rep.result(name + "core", check_census(res, record) or
                        check_text(corestack, [core, exe], record, timeout))
+        if ctx.selected(name + "retainers"):
+            rep.result(name + "retainers",
+                       check_retainers(corestack, [core, exe], record, timeout) or
+                       check_retained_class(corestack, [core, exe], record, timeout) or
+                       check_retainers_text(corestack, [core, exe], record, timeout) or
+                       check_not_object(corestack, [core, exe], timeout))
         if name + "gdb" in names_here:
             rep.result(name + "gdb", gdb_heap(ctx, [exe, "-c", core], base, "gdb", record, False))
         if name + "lldb" in names_here:
