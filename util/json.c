@@ -44,6 +44,8 @@ static void indent(struct json *j)
 	static const char spaces[] = "\n                                "
 				     "                                ";
 	size_t want = 2 * (size_t)(j->depth > 0 ? j->depth : 0);
+	if (j->lines)
+		return;
 	put(j, spaces, 1);
 	while (want) {
 		size_t n = want < sizeof(spaces) - 2 ? want
@@ -105,7 +107,7 @@ static void key_prefix(struct json *j, const char *key)
 		indent(j);
 	if (key) {
 		write_escaped(j, key);
-		put(j, ": ", 2);
+		put(j, ": ", j->lines ? 1 : 2);
 	}
 	j->need_comma = true;
 }
@@ -132,7 +134,10 @@ void json_end_object(struct json *j)
 	close_value(j, '}');
 	if (j->depth == 0) {
 		put_char(j, '\n');
-		flush(j);
+		if (j->lines)
+			j->need_comma = false;
+		else
+			flush(j);
 	}
 }
 
@@ -231,4 +236,9 @@ void json_null(struct json *j, const char *key)
 {
 	key_prefix(j, key);
 	put(j, "null", 4);
+}
+
+void json_finish(struct json *j)
+{
+	flush(j);
 }

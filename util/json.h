@@ -17,6 +17,9 @@
 
 struct json {
 	FILE *out;
+	/* JSON lines: each top-level value on one line, without spaces; the
+	 * buffer goes to out when full and at json_finish */
+	bool lines;
 	int depth;
 	bool need_comma;
 	size_t used; /* bytes of buf not yet written to out */
@@ -41,5 +44,7 @@ void json_decimal(struct json *j, const char *key, int64_t value,
 		  unsigned places);
 void json_bool(struct json *j, const char *key, bool value);
 void json_null(struct json *j, const char *key);
+/* What is left in the buffer, to out (a JSON lines writer's end). */
+void json_finish(struct json *j);
 
 #endif
