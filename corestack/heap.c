@@ -4,10 +4,12 @@
  *   corestack heap [--json] [--top N] CORE [EXECUTABLE]
  *   corestack heap [--json] [--top N] --pid PID
  *   corestack heap --retainers ADDRESS|CLASS [--top N] [--json] ...
+ *   corestack heap --dump FILE [--json] ...
  *
  * Exit codes (docs/usage.md): 0 complete, 1 partial (pages or objects
  * skipped, each counted in the output), 2 unusable input or a heap that
  * cannot be walked (one line on stderr says why), 64 usage. */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,7 +20,7 @@
 #include "../render/render.h"
 #include "../render/render_heap.h"
 #include "../rubyvm/heap_census.h"
-#include "../engine/retainers.h"
+#include "../engine/heap_graph.h"
 #include "input_args.h"
 
 enum { EXIT_OK = 0, EXIT_PARTIAL = 1, EXIT_UNUSABLE = 2, EXIT_USAGE = 64 };
@@ -36,6 +38,7 @@ struct heap_options {
 	/* --retainers: an object's address, or a class's name */
 	const char *retainers;
 	uint64_t address;
+	const char *dump; /* --dump: the file ("-": stdout) */
 	struct input_args in;
 };
 
@@ -55,6 +58,8 @@ static void heap_usage(FILE *out)
 	      "                     what keeps the object at ADDRESS (0x...)\n"
 	      "                     alive, or the largest instances of CLASS:\n"
 	      "                     the shortest path from a root to each\n"
+	      "  --dump FILE        every object, in ObjectSpace.dump_all's\n"
+	      "                     JSON lines, to FILE (- for stdout)\n"
 	      "  --json             JSON output (docs/json-schema.md)\n"
 	      "  --debug-dir DIR    look for debug files under DIR too\n"
 	      "  --sysroot DIR      find the files the core names under DIR\n"
@@ -75,6 +80,7 @@ static int parse(int argc, char **argv, struct heap_options *o)
 		{"pid", required_argument, NULL, 'p'},
 		{"top", required_argument, NULL, 't'},
 		{"retainers", required_argument, NULL, 'r'},
+		{"dump", required_argument, NULL, 'u'},
 		{"json", no_argument, NULL, 'j'},
 		INPUT_ARGS_FILE_OPTIONS,
 		INPUT_ARGS_CACHE_OPTIONS,
@@ -125,6 +131,9 @@ static int parse(int argc, char **argv, struct heap_options *o)
 		case 'j':
 			o->json = 1;
 			break;
+		case 'u':
+			o->dump = optarg;
+			break;
 		case 'h':
 			heap_usage(stdout);
 			exit(EXIT_OK);
@@ -134,6 +143,10 @@ static int parse(int argc, char **argv, struct heap_options *o)
 		}
 	}
 	input_args_finish(&o->in);
+	if (o->retainers && o->dump) {
+		fputs(PROG ": --dump and --retainers are two runs\n", stderr);
+		return EXIT_USAGE;
+	}
 	if (o->retainers && !o->top_given)
 		o->top = DEFAULT_RETAINER_TOP;
 	int rest = argc - optind;
@@ -199,6 +212,78 @@ static int retainers(const struct heap_options *o, struct cs_engine *engine)
 	return rc;
 }
 
+struct dump_out {
+	struct json j;
+	const char *path;
+};
+
+static bool dump_roots(void *ctx, const char *category, const uint64_t *refs,
+		       size_t n)
+{
+	struct dump_out *d = ctx;
+	return cs_render_dump_roots(&d->j, category, refs, n);
+}
+
+static bool dump_object(void *ctx, const struct rv_dump_object *o)
+{
+	struct dump_out *d = ctx;
+	return cs_render_dump_object(&d->j, o);
+}
+
+/* The dump into o->dump, then what was written: on stdout as text or
+ * JSON, unless the dump went there. */
+static int dump(const struct heap_options *o, struct cs_engine *engine)
+{
+	bool to_stdout = !strcmp(o->dump, "-");
+	FILE *f = to_stdout ? stdout : fopen(o->dump, "w");
+	if (!f) {
+		int e = errno;
+		cs_engine_close(engine);
+		return unusable(
+			o, cs_error_create(CS_ERR_OS,
+					   "cannot write the dump to %s: %s",
+					   o->dump, strerror(e)));
+	}
+	struct dump_out *d = calloc(1, sizeof(*d));
+	struct rv_dump_stats st = {0};
+	struct cs_error *err = d ? NULL : &cs_error_nomem;
+	if (d) {
+		d->j.out = f;
+		d->j.lines = true;
+		const struct rv_dump_callbacks cb = {dump_roots, dump_object,
+						     d};
+		err = cs_engine_dump(engine, &cb, &st);
+		json_finish(&d->j);
+	}
+	cs_engine_close(engine);
+	free(d);
+	bool failed = fflush(f) != 0 || ferror(f);
+	if (!to_stdout && fclose(f) != 0)
+		failed = true;
+	if (!err && (failed || st.stopped))
+		err = cs_error_create(CS_ERR_OS,
+				      "writing the dump to %s failed", o->dump);
+	if (!err && st.not_walked)
+		err = cs_error_create(CS_ERR_LOOKUP, "%s: %s",
+				      o->core ? o->core : "the process",
+				      st.error);
+	if (err) {
+		rv_dump_stats_free(&st);
+		return unusable(o, err);
+	}
+	const struct cs_heap_source src = {o->core, o->pid, 0};
+	if (!to_stdout && o->json)
+		cs_render_dump_summary_json(stdout, &st, &src, o->dump);
+	else if (!to_stdout)
+		cs_render_dump_summary_text(stdout, &st, o->dump);
+	int rc = rv_dump_partial(&st) ? EXIT_PARTIAL : EXIT_OK;
+	if (to_stdout && rc == EXIT_PARTIAL)
+		fprintf(stderr, "corestack: partial dump: %s\n",
+			st.error ? st.error : "objects not read");
+	rv_dump_stats_free(&st);
+	return rc;
+}
+
 int cs_heap_main(int argc, char **argv)
 {
 	struct heap_options o = {0};
@@ -223,6 +308,8 @@ int cs_heap_main(int argc, char **argv)
 		return unusable(&o, err);
 	if (o.retainers)
 		return retainers(&o, engine);
+	if (o.dump)
+		return dump(&o, engine);
 	struct rv_census census;
 	err = rv_heap_census(engine->ruby.session, &census);
 	cs_engine_close(engine); /* a live process runs again */

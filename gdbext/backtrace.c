@@ -7,7 +7,7 @@
 #include "../engine/report.h"
 #include "../render/render.h"
 #include "../render/render_heap.h"
-#include "../engine/retainers.h"
+#include "../engine/heap_graph.h"
 #include "../rubyvm/heap_census.h"
 #include "../util/cli_args.h"
 #include "../engine/engine.h"

@@ -5,9 +5,13 @@
 #define CS_RENDER_HEAP_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdio.h>
 
+#include "../util/json.h"
+
 #include "../rubyvm/heap_census.h"
+#include "../rubyvm/heap_dump.h"
 #include "../rubyvm/heap_retainers.h"
 
 /* Bump on incompatible changes of the heap document; the minor on
@@ -31,5 +35,18 @@ void cs_render_retainers_text(FILE *out, const struct rv_retention *r,
 			      const struct cs_heap_source *src);
 void cs_render_retainers_json(FILE *out, const struct rv_retention *r,
 			      const struct cs_heap_source *src);
+
+/* The heap dump (render_heap_dump.c), through a JSON lines writer
+ * (j->lines) the caller finishes: one ROOT line of a category's roots,
+ * one line of an object. false when writing failed. */
+bool cs_render_dump_roots(struct json *j, const char *category,
+			  const uint64_t *refs, size_t n);
+bool cs_render_dump_object(struct json *j, const struct rv_dump_object *o);
+/* What a dump wrote to path, for the console (text or JSON). */
+void cs_render_dump_summary_text(FILE *out, const struct rv_dump_stats *st,
+				 const char *path);
+void cs_render_dump_summary_json(FILE *out, const struct rv_dump_stats *st,
+				 const struct cs_heap_source *src,
+				 const char *path);
 
 #endif

@@ -355,15 +355,10 @@ static bool census_layout(struct rv_session *s, struct census_walk *w)
 		return false;
 	}
 	c->ntypes = (unsigned)w->t_mask + 1;
-	for (size_t i = 0; i < sizeof(type_items) / sizeof(*type_items); i++) {
-		const struct rv_item *it = &s->layout.items[type_items[i]];
-		if (it->source == RV_MISSING || it->value < 0 ||
-		    (uint64_t)it->value > w->t_mask)
-			continue;
-		const char *name = rv_layout_item_subject(type_items[i]);
-		c->types[it->value].name = strncmp(name, "RUBY_", 5) ? name
-								     : name + 5;
-	}
+	const char *names[RV_CENSUS_MAX_TYPES];
+	rv_heap_type_names(s, names);
+	for (unsigned t = 0; t < c->ntypes; t++)
+		c->types[t].name = names[t];
 	for (size_t i = 0; i < sizeof(internal_items) / sizeof(*internal_items);
 	     i++) {
 		const struct rv_item *it = &s->layout.items[internal_items[i]];
@@ -441,6 +436,22 @@ void rv_census_free(struct rv_census *c)
 	free(c->classes);
 	free(c->error);
 	memset(c, 0, sizeof(*c));
+}
+
+void rv_heap_type_names(struct rv_session *s,
+			const char *names[RV_CENSUS_MAX_TYPES])
+{
+	memset(names, 0, RV_CENSUS_MAX_TYPES * sizeof(*names));
+	uint64_t mask = RV_HAS(s, t_mask) ? (uint64_t)RV_VAL(s, t_mask) : 0;
+	for (size_t i = 0; i < sizeof(type_items) / sizeof(*type_items); i++) {
+		const struct rv_item *it = &s->layout.items[type_items[i]];
+		if (it->source == RV_MISSING || it->value < 0 ||
+		    (uint64_t)it->value > mask ||
+		    it->value >= RV_CENSUS_MAX_TYPES)
+			continue;
+		const char *name = rv_layout_item_subject(type_items[i]);
+		names[it->value] = strncmp(name, "RUBY_", 5) ? name : name + 5;
+	}
 }
 
 void rv_object_sizer_init(struct rv_session *s, struct rv_object_sizer *z)

@@ -67,6 +67,11 @@ struct rv_census {
 	bool not_walked, unwalkable;
 };
 
+/* The enumerator of enum ruby_value_type naming each type value
+ * ("T_STRING"), NULL for a value none has. */
+void rv_heap_type_names(struct rv_session *s,
+			const char *names[RV_CENSUS_MAX_TYPES]);
+
 /* An object's bytes as the census counts them: its slot, and for a
  * String or an Array the buffer it owns outside the heap (strings,
  * arrays: the layout tells it). */

@@ -1,0 +1,123 @@
+/* The heap dump as ObjectSpace.dump_all writes it: JSON lines, the roots
+ * first ({"type":"ROOT", "root":"vm", "references":[...]}), then one line
+ * an object with dump_all's keys in its order. Formatting only. */
+#include <stdio.h>
+#include <string.h>
+
+#include "render_heap.h"
+
+static void refs_json(struct json *j, const char *key, const uint64_t *refs,
+		      size_t n)
+{
+	json_begin_array(j, key);
+	for (size_t i = 0; i < n; i++)
+		json_hex_string(j, NULL, refs[i]);
+	json_end_array(j);
+}
+
+/* What dump_all calls the length of an object of this type. */
+static const char *length_key(const char *type)
+{
+	if (!strcmp(type, "STRING"))
+		return "bytesize";
+	if (!strcmp(type, "ARRAY"))
+		return "length";
+	if (!strcmp(type, "HASH"))
+		return "size";
+	return "ivars"; /* a T_OBJECT's */
+}
+
+bool cs_render_dump_roots(struct json *j, const char *category,
+			  const uint64_t *refs, size_t n)
+{
+	json_begin_object(j, NULL);
+	json_string(j, "type", "ROOT");
+	json_string(j, "root", category);
+	refs_json(j, "references", refs, n);
+	json_end_object(j);
+	return !ferror(j->out);
+}
+
+bool cs_render_dump_object(struct json *j, const struct rv_dump_object *o)
+{
+	json_begin_object(j, NULL);
+	json_hex_string(j, "address", o->address);
+	json_string(j, "type", o->type);
+	json_int(j, "slot_size", (int64_t)o->slot_size);
+	if (o->klass)
+		json_hex_string(j, "class", o->klass);
+	if (o->frozen)
+		json_bool(j, "frozen", true);
+	bool array = !strcmp(o->type, "ARRAY");
+	if (o->embedded == 1 && !array) /* an Array's comes after its length */
+		json_bool(j, "embedded", true);
+	if (o->shared && !array)
+		json_bool(j, "shared", true);
+	if (o->length >= 0)
+		json_int(j, length_key(o->type), o->length);
+	if (o->value)
+		json_string(j, "value", o->value);
+	if (array && o->shared)
+		json_bool(j, "shared", true);
+	if (array && o->embedded == 1)
+		json_bool(j, "embedded", true);
+	if (o->name)
+		json_string(j, strcmp(o->type, "DATA") ? "name" : "struct",
+			    o->name);
+	if (o->fd >= 0)
+		json_int(j, "fd", o->fd);
+	if (o->nrefs)
+		refs_json(j, "references", o->refs, o->nrefs);
+	json_int(j, "memsize", (int64_t)o->memsize);
+	json_end_object(j);
+	return !ferror(j->out);
+}
+
+void cs_render_dump_summary_text(FILE *out, const struct rv_dump_stats *st,
+				 const char *path)
+{
+	fprintf(out,
+		"%llu objects dumped to %s (%llu pages); references of %llu "
+		"not decoded (docs/heap.md)\n",
+		(unsigned long long)st->objects, path,
+		(unsigned long long)st->pages,
+		(unsigned long long)st->refs_not_decoded);
+	if (rv_dump_partial(st))
+		fprintf(out,
+			"Partial: %s (%llu objects unreadable, %llu pages "
+			"skipped, %llu slots of no known type)\n",
+			st->error ? st->error : "objects not read",
+			(unsigned long long)st->unreadable,
+			(unsigned long long)st->skipped_pages,
+			(unsigned long long)st->bad_types);
+}
+
+void cs_render_dump_summary_json(FILE *out, const struct rv_dump_stats *st,
+				 const struct cs_heap_source *src,
+				 const char *path)
+{
+	struct json j = {.out = out};
+	json_begin_object(&j, NULL);
+	json_int(&j, "corestack_heap_schema", CS_HEAP_SCHEMA);
+	json_int(&j, "corestack_heap_schema_minor", CS_HEAP_SCHEMA_MINOR);
+	json_string(&j, "kind", "heap_dump");
+	json_bool(&j, "complete", !rv_dump_partial(st));
+	json_string(&j, "source", src->core ? "core" : "live");
+	json_string(&j, "core", src->core);
+	if (src->pid > 0)
+		json_int(&j, "pid", src->pid);
+	else
+		json_null(&j, "pid");
+	json_string(&j, "file", path);
+	json_int(&j, "objects", (int64_t)st->objects);
+	json_int(&j, "pages", (int64_t)st->pages);
+	json_int(&j, "references_not_decoded", (int64_t)st->refs_not_decoded);
+	json_begin_object(&j, "skipped");
+	json_int(&j, "unreadable", (int64_t)st->unreadable);
+	json_int(&j, "pages", (int64_t)st->skipped_pages);
+	json_int(&j, "slots", (int64_t)st->skipped_slots);
+	json_int(&j, "bad_types", (int64_t)st->bad_types);
+	json_end_object(&j);
+	json_string(&j, "error", st->error);
+	json_end_object(&j);
+}

@@ -1,0 +1,410 @@
+/* Every object of the GC heap as ObjectSpace.dump_all describes it, over
+ * the page walk of heap.c, and the roots of heap_roots.c in dump_all's
+ * categories: the global variables' values under "global_tbl"; under
+ * "vm" the class Object (through which the constants are reached) and
+ * the live objects on the threads' and fibers' VM stacks, each once.
+ *
+ * One object per used slot (flags not 0), as dump_all without full:
+ * its type, slot size, class (none for imemos, nodes and hidden
+ * objects), frozen, bytes as the census counts them (memsize), and by
+ * type what dump_all adds that the model reads: a String's bytesize and
+ * embedded or shared, its value when read whole and ASCII; an Array's
+ * length, embedded, shared; a Hash's size; a T_OBJECT's ivar count; a
+ * class's or module's path; a typed T_DATA's type name; a T_FILE's
+ * descriptor. References are heap_refs.c's, for the types it decodes. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "heap_census.h"
+#include "heap_dump.h"
+#include "heap_refs.h"
+#include "heap_roots.h"
+#include "session.h"
+
+/* A String's bytes shown at most (dump_all shows them all). */
+#define MAX_VALUE_BYTES ((size_t)1 << 20)
+
+struct dump_walk {
+	struct rv_session *s;
+	const struct rv_dump_callbacks *cb;
+	struct rv_dump_stats *st;
+	const char *names[RV_CENSUS_MAX_TYPES];
+	struct rv_object_sizer sizer;
+	uint64_t flags_off, klass_off, t_mask, freeze;
+	uint64_t t_string, t_array, t_hash, t_object, t_class, t_module, t_data,
+		t_file, t_imemo, t_node;
+	struct rv_refs refs;
+	uint64_t *values; /* the references' values, for the callback */
+	size_t values_cap;
+	bool nomem;
+};
+
+/* The values of one root category, each once. */
+struct root_list {
+	struct rv_session *s;
+	uint64_t *refs;
+	size_t n, cap;
+	struct u64map seen;
+};
+
+static bool list_add(struct root_list *l, uint64_t v)
+{
+	uint64_t size;
+	char why[96];
+	int found = 0;
+	if (u64map_get(&l->seen, v, &found) ||
+	    rv_heap_slot(l->s, v, &size, why, sizeof(why)) != RV_SLOT_LIVE)
+		return true;
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 256;
+		uint64_t *m = realloc(l->refs, cap * sizeof(*m));
+		if (!m)
+			return false;
+		l->refs = m;
+		l->cap = cap;
+	}
+	l->refs[l->n++] = v;
+	return u64map_put(&l->seen, v, (void *)1);
+}
+
+struct root_lists {
+	struct root_list globals, vm;
+};
+
+static bool root_value(void *ctx, const struct rv_root *r, uint64_t v)
+{
+	struct root_lists *x = ctx;
+	if (r->kind == RV_ROOT_CONSTANT) /* reached through Object */
+		return true;
+	return list_add(r->kind == RV_ROOT_GLOBAL ? &x->globals : &x->vm, v);
+}
+
+static void list_free(struct root_list *l)
+{
+	free(l->refs);
+	u64map_free(&l->seen, NULL);
+}
+
+static struct cs_error *dump_roots(struct dump_walk *w,
+				   const struct rv_process *p)
+{
+	struct rv_session *s = w->s;
+	struct root_lists x = {{.s = s}, {.s = s}};
+	uint64_t object = 0;
+	struct cs_error *err = NULL;
+	if (rv_try_var(s, RVL_var_cobject, 8, &object) &&
+	    !list_add(&x.vm, object))
+		err = &cs_error_nomem;
+	if (!err)
+		err = rv_heap_roots(s, p, root_value, &x, &w->st->error);
+	if (!err && x.vm.n &&
+	    !w->cb->roots(w->cb->ctx, "vm", x.vm.refs, x.vm.n))
+		w->st->stopped = true;
+	if (!err && !w->st->stopped && x.globals.n &&
+	    !w->cb->roots(w->cb->ctx, "global_tbl", x.globals.refs,
+			  x.globals.n))
+		w->st->stopped = true;
+	list_free(&x.globals);
+	list_free(&x.vm);
+	return err;
+}
+
+static void note(struct dump_walk *w, struct cs_error *err, uint64_t obj)
+{
+	if (err == &cs_error_nomem) {
+		w->nomem = true;
+		return;
+	}
+	w->st->unreadable++;
+	if (!w->st->error) {
+		char buf[512];
+		snprintf(buf, sizeof(buf), "object 0x%llx: %s",
+			 (unsigned long long)obj, err->message);
+		w->st->error = strdup(buf);
+	}
+	cs_error_destroy(err);
+}
+
+/* 7-bit ASCII, as dump_all shows a String's value; without NULs, which
+ * end a C string. */
+static bool ascii(const char *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!b[i] || (unsigned char)b[i] >= 0x80)
+			return false;
+	return true;
+}
+
+/* A String's length, and its bytes when they are few and ASCII. */
+static void string_details(struct dump_walk *w, struct rv_dump_object *o,
+			   uint64_t flags, char **bytes)
+{
+	struct rv_session *s = w->s;
+	o->embedded = !(flags & (uint64_t)RV_VAL(s, rstring_noembed));
+	o->shared = !o->embedded && RV_HAS(s, elts_shared) &&
+		    (flags & (uint64_t)RV_VAL(s, elts_shared));
+	if (o->shared) /* dump_all tells nothing of its content */
+		return;
+	size_t got = 0;
+	uint64_t len = 0;
+	struct cs_error *err = rv_string_bytes(s, o->address, MAX_VALUE_BYTES,
+					       bytes, &got, &len);
+	if (err) {
+		note(w, err, o->address);
+		return;
+	}
+	o->length = (int64_t)len;
+	if (got == len && ascii(*bytes, got)) {
+		o->value = *bytes;
+		o->value_len = got;
+	}
+}
+
+/* A typed T_DATA's type's wrap_struct_name. Where RTypedData has a
+ * typed_flag it is 1 (or 1 with the embedded bit) for a typed object;
+ * in an untyped RData the same word is dfree, a function or -1. */
+static void data_details(struct dump_walk *w, struct rv_dump_object *o,
+			 uint64_t flags, const uint8_t *slot, char *name,
+			 size_t n)
+{
+	struct rv_session *s = w->s;
+	uint64_t type = 0, typed = 1, str = 0;
+	if (!RV_HAS(s, typeddata_type) || !RV_HAS(s, data_type_name) ||
+	    (uint64_t)RV_VAL(s, typeddata_type) + 8 > o->slot_size)
+		return;
+	if (RV_HAS(s, typed_fl_is_typed_data) &&
+	    !(flags & (uint64_t)RV_VAL(s, typed_fl_is_typed_data)))
+		return;
+	if (RV_HAS(s, typeddata_typed_flag)) {
+		uint64_t off = (uint64_t)RV_VAL(s, typeddata_typed_flag);
+		if (off + 8 > o->slot_size)
+			return;
+		memcpy(&typed, slot + off, 8);
+		if (!(typed & 1) || (typed & ~(uint64_t)3))
+			return;
+	}
+	memcpy(&type, slot + RV_VAL(s, typeddata_type), 8);
+	type &= ~(uint64_t)7; /* the embedded bit (4.0) */
+	if (!type || !rv_try_member(s, type, RVL_data_type_name, &str) ||
+	    !str || !rv_try_read(s, str, name, n - 1))
+		return;
+	name[n - 1] = 0;
+	if (strlen(name) && ascii(name, strlen(name)))
+		o->name = name;
+}
+
+static void file_details(struct dump_walk *w, struct rv_dump_object *o)
+{
+	uint64_t fptr = 0, fd = 0;
+	if (RV_HAS(w->s, rfile_fptr) && RV_HAS(w->s, io_fd) &&
+	    rv_try_member(w->s, o->address, RVL_rfile_fptr, &fptr) && fptr &&
+	    rv_try_member(w->s, fptr, RVL_io_fd, &fd))
+		o->fd = (int32_t)fd;
+}
+
+static void dump_one(struct dump_walk *w, uint64_t addr, uint64_t flags,
+		     const uint8_t *slot, uint64_t stride)
+{
+	struct rv_session *s = w->s;
+	uint64_t type = flags & w->t_mask, klass = 0, n = 0, size = 0, ptr = 0;
+	size_t got = 0;
+	if (!w->names[type]) {
+		w->st->bad_types++;
+		return;
+	}
+	memcpy(&klass, slot + w->klass_off, 8);
+	struct rv_dump_object o = {
+		.address = addr,
+		.type = w->names[type] + 2, /* "T_" */
+		.slot_size = stride,
+		.klass = type == w->t_imemo || type == w->t_node ? 0 : klass,
+		.memsize =
+			rv_object_bytes(&w->sizer, type, flags, slot, stride),
+		.frozen = w->freeze && (flags & w->freeze),
+		.embedded = -1,
+		.length = -1,
+		.fd = -1,
+	};
+	char *bytes = NULL, *path = NULL, data_name[128];
+	struct cs_error *err = NULL;
+	if (type == w->t_string) {
+		string_details(w, &o, flags, &bytes);
+	} else if (type == w->t_array) {
+		o.embedded = (flags & (uint64_t)RV_VAL(s, rarray_embed_flag)) !=
+			     0;
+		if ((err = rv_array_span(s, addr, &ptr, &n)))
+			note(w, err, addr);
+		else
+			o.length = (int64_t)n;
+		o.shared = !o.embedded && o.length > 0 &&
+			   RV_HAS(s, elts_shared) &&
+			   (flags & (uint64_t)RV_VAL(s, elts_shared));
+	} else if (type == w->t_hash && rv_hash_layout_known(s)) {
+		if ((err = rv_hash_entries(s, addr, flags, NULL, NULL, 0, &got,
+					   &size)))
+			note(w, err, addr);
+		else
+			o.length = (int64_t)size;
+	} else if (type == w->t_object) {
+		if ((err = rv_object_ivars(s, addr, flags, NULL, NULL, 0, &got,
+					   &size)))
+			note(w, err, addr);
+		else
+			o.length = (int64_t)size;
+	} else if (type == w->t_class || type == w->t_module) {
+		if (!rv_failed(rv_class_path(s, addr, &path)) && path &&
+		    strncmp(path, "#<", 2))
+			o.name = path;
+	} else if (type == w->t_data) {
+		data_details(w, &o, flags, slot, data_name, sizeof(data_name));
+	} else if (type == w->t_file) {
+		file_details(w, &o);
+	}
+	w->refs.n = 0;
+	bool decoded = false;
+	if ((err = rv_object_refs(s, addr, flags, &w->refs, &decoded)))
+		note(w, err, addr);
+	else if (!decoded)
+		w->st->refs_not_decoded++;
+	o.refs_decoded = decoded && !err;
+	if (w->refs.n > w->values_cap) {
+		uint64_t *m = realloc(w->values, w->refs.n * sizeof(*m));
+		if (m) {
+			w->values = m;
+			w->values_cap = w->refs.n;
+		} else {
+			w->nomem = true;
+		}
+	}
+	for (size_t i = 0; !w->nomem && i < w->refs.n; i++)
+		w->values[i] = w->refs.items[i].value;
+	o.nrefs = w->nomem ? 0 : w->refs.n;
+	o.refs = w->values;
+	w->st->objects++;
+	if (!w->nomem && !w->cb->object(w->cb->ctx, &o))
+		w->st->stopped = true;
+	free(bytes);
+	free(path);
+}
+
+static bool dump_page(void *ctx, const struct rv_heap_page *p)
+{
+	struct dump_walk *w = ctx;
+	for (uint64_t i = 0; i < p->total && !w->st->stopped && !w->nomem;
+	     i++) {
+		const uint8_t *slot = p->slots + i * p->stride;
+		uint64_t flags;
+		memcpy(&flags, slot + w->flags_off, 8);
+		if (flags)
+			dump_one(w, p->start + i * p->stride, flags, slot,
+				 p->stride);
+	}
+	return !w->nomem && !w->st->stopped;
+}
+
+/* The layout the dump reads; false with st->error when it lacks what it
+ * cannot do without. */
+static bool dump_layout(struct dump_walk *w)
+{
+	struct rv_session *s = w->s;
+	const enum rv_item_id needed[] = {RVL_basic_flags, RVL_basic_klass,
+					  RVL_t_mask,      RVL_t_string,
+					  RVL_t_array,     RVL_t_hash,
+					  RVL_t_object,    RVL_vm_ptr};
+	for (size_t i = 0; i < sizeof(needed) / sizeof(*needed); i++)
+		if (s->layout.items[needed[i]].source == RV_MISSING) {
+			char buf[160];
+			snprintf(buf, sizeof(buf),
+				 "GC heap not dumped: the debug info lacks "
+				 "'%s'",
+				 rv_layout_item_name(needed[i]));
+			w->st->error = strdup(buf);
+			return false;
+		}
+	w->flags_off = (uint64_t)RV_VAL(s, basic_flags);
+	w->klass_off = (uint64_t)RV_VAL(s, basic_klass);
+	w->t_mask = (uint64_t)RV_VAL(s, t_mask);
+	if (w->t_mask >= RV_CENSUS_MAX_TYPES || w->flags_off > 256 ||
+	    w->klass_off > 256) {
+		w->st->error = strdup("GC heap not dumped: implausible RBasic "
+				      "layout");
+		return false;
+	}
+	rv_heap_type_names(s, w->names);
+	rv_object_sizer_init(s, &w->sizer);
+	w->freeze = RV_HAS(s, fl_freeze) ? (uint64_t)RV_VAL(s, fl_freeze) : 0;
+	/* a type this Ruby lacks: a value past T_MASK, never matched */
+	uint64_t none = w->t_mask + 1;
+#define TYPE_OR_NONE(id) (RV_HAS(s, id) ? (uint64_t)RV_VAL(s, id) : none)
+	w->t_string = TYPE_OR_NONE(t_string);
+	w->t_array = TYPE_OR_NONE(t_array);
+	w->t_hash = TYPE_OR_NONE(t_hash);
+	w->t_object = TYPE_OR_NONE(t_object);
+	w->t_class = TYPE_OR_NONE(t_class);
+	w->t_module = TYPE_OR_NONE(t_module);
+	w->t_data = TYPE_OR_NONE(t_data);
+	w->t_file = TYPE_OR_NONE(t_file);
+	w->t_imemo = TYPE_OR_NONE(t_imemo);
+	w->t_node = TYPE_OR_NONE(t_node);
+#undef TYPE_OR_NONE
+	return true;
+}
+
+struct cs_error *rv_heap_dump(struct rv_session *s, const struct rv_process *p,
+			      const struct rv_dump_callbacks *cb,
+			      struct rv_dump_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	struct dump_walk w = {.s = s, .cb = cb, .st = st};
+	uint64_t vm = 0;
+	if (!dump_layout(&w)) {
+		st->not_walked = true;
+		return st->error ? NULL : &cs_error_nomem;
+	}
+	if (rv_failed(rv_read_u64(s, s->load_bias + (uint64_t)RV_VAL(s, vm_ptr),
+				  &vm)) ||
+	    !vm) {
+		st->not_walked = true;
+		st->error = strdup("GC heap not dumped: ruby_current_vm_ptr "
+				   "unreadable");
+		return st->error ? NULL : &cs_error_nomem;
+	}
+	struct cs_error *err = dump_roots(&w, p);
+	uint64_t need =
+		(w.flags_off > w.klass_off ? w.flags_off : w.klass_off) + 8;
+	const struct rv_heap_walk walk = {
+		.need = need, .min_slot = need, .visit = dump_page, .ctx = &w};
+	struct rv_heap_scan scan = {0};
+	if (!err && !st->stopped)
+		err = rv_heap_walk(s, vm, &walk, &scan);
+	if (w.nomem)
+		err = &cs_error_nomem;
+	rv_refs_free(&w.refs);
+	free(w.values);
+	st->pages = scan.pages;
+	st->skipped_pages = scan.skipped_pages;
+	st->skipped_slots = scan.skipped_slots;
+	if (scan.not_begun || (!scan.pages && scan.error)) {
+		st->not_walked = true;
+		free(st->error);
+		st->error = scan.error;
+	} else if (scan.error && !st->error) {
+		st->error = scan.error;
+	} else {
+		free(scan.error);
+	}
+	return err;
+}
+
+bool rv_dump_partial(const struct rv_dump_stats *st)
+{
+	return st->error || st->unreadable || st->skipped_pages ||
+	       st->skipped_slots || st->bad_types || st->not_walked;
+}
+
+void rv_dump_stats_free(struct rv_dump_stats *st)
+{
+	free(st->error);
+	memset(st, 0, sizeof(*st));
+}

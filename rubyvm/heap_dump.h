@@ -1,0 +1,71 @@
+/* Every object of the GC heap, one at a time, with what
+ * ObjectSpace.dump_all says of it that the model can read, and the roots
+ * (rubyvm/heap_dump.c; render/render_heap_dump.c writes them as
+ * dump_all's JSON lines; docs/heap.md "The heap dump"). */
+#ifndef CS_RUBYVM_HEAP_DUMP_H
+#define CS_RUBYVM_HEAP_DUMP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../util/error.h"
+
+struct rv_session;
+struct rv_process;
+
+/* One object. Strings are lent for the call. */
+struct rv_dump_object {
+	uint64_t address;
+	const char *type; /* "STRING": the enumerator without "T_" */
+	uint64_t slot_size;
+	uint64_t klass;   /* 0: none shown (imemo, node, hidden) */
+	uint64_t memsize; /* as the census counts bytes */
+	bool frozen;
+	int embedded; /* 1, 0, -1: not told */
+	bool shared;  /* a String's or an Array's buffer is another's */
+	/* a String's bytes, an Array's elements, a Hash's entries, a
+	 * T_OBJECT's ivars; -1 when not told */
+	int64_t length;
+	/* a String's bytes when it is read whole and all ASCII, else NULL */
+	const char *value;
+	size_t value_len;
+	/* a class's or module's path (NULL when anonymous), a typed T_DATA's
+	 * data type's name */
+	const char *name;
+	int64_t fd; /* a T_FILE's descriptor, -1 when none or not read */
+	/* what it references (heap_refs.c), when refs_decoded */
+	const uint64_t *refs;
+	size_t nrefs;
+	bool refs_decoded;
+};
+
+struct rv_dump_callbacks {
+	/* the roots of one category ("vm", "global_tbl"), as dump_all's
+	 * ROOT lines; false stops the dump (the writer failed) */
+	bool (*roots)(void *ctx, const char *category, const uint64_t *refs,
+		      size_t n);
+	bool (*object)(void *ctx, const struct rv_dump_object *o);
+	void *ctx;
+};
+
+struct rv_dump_stats {
+	uint64_t objects;
+	uint64_t refs_not_decoded; /* objects of a type heap_refs.c skips */
+	uint64_t unreadable;       /* objects whose details were not read */
+	uint64_t pages, skipped_pages, skipped_slots, bad_types;
+	char *error;     /* the first problem, NULL if none */
+	bool not_walked; /* nothing dumped: error says why */
+	bool stopped;    /* a callback said stop */
+};
+
+/* Dump the roots (p's stacks among them: rv_heap_roots) and then every
+ * object. Fails only when out of memory. */
+struct cs_error *rv_heap_dump(struct rv_session *s, const struct rv_process *p,
+			      const struct rv_dump_callbacks *cb,
+			      struct rv_dump_stats *st);
+/* Whether something was not read (counted in st). */
+bool rv_dump_partial(const struct rv_dump_stats *st);
+void rv_dump_stats_free(struct rv_dump_stats *st);
+
+#endif
