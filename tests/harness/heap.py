@@ -48,6 +48,19 @@ process title (the fixture's comment says how). Then:
     RUBY/heap/retainers-live  the same of the live fixture (--pid), for the
                             global and the thread-local paths, and no thread
                             left stopped
+    RUBY/heap/dump          corestack heap --dump FILE --json on the core: exit 0,
+                            a complete summary of as many objects as Ruby's
+                            TOTAL - FREE; FILE's JSON lines: the ROOT lines
+                            first ("vm" holding Object, "global_tbl" the
+                            global's Holder), then one line an object, each
+                            address once, as many of each type as
+                            count_objects says; for the objects on the
+                            recorded paths their class and exactly the
+                            references Ruby's own GC marks from them but their
+                            class (rb_objspace_reachable_objects_from); the
+                            frozen probe String's value, bytesize and frozen
+    RUBY/heap/dump-live     the same of the live fixture (--pid; the counts and
+                            the samples), and no thread left stopped
     RUBY/heap/corrupt-type  one sample object's flags given a type no
                             enumerator has: exit 1, that slot counted in
                             skipped.bad_types, T_OBJECT one less, nothing else
@@ -81,7 +94,7 @@ from .fibers import nodebug_sysroot
 FIXTURE_DIR = os.path.join(procs.ROOT, "fixtures", "heap")
 FIXTURE = os.path.join(FIXTURE_DIR, "heap.rb")
 TESTS = ("core", "live", "gdb", "gdb-live", "lldb", "retainers", "retainers-live",
-         "corrupt-type", "corrupt-class", "corrupt-page")
+         "dump", "dump-live", "corrupt-type", "corrupt-class", "corrupt-page")
 DEBUGGER_TESTS = ("gdb", "gdb-live", "lldb")
 READY_TIMEOUT = 120
 # Classes whose memsize_of is their slot plus what the census counts: the
@@ -436,6 +449,82 @@ def check_not_object(corestack, target_args, timeout):
     return None
 
 
+def check_dump(corestack, target_args, record, path, timeout, live=False):
+    """corestack heap --dump path --json, the summary and the lines."""
+    rc, out, err, reason = procs.run_tool(
+        [corestack, "heap", "--json", "--dump", path] + target_args, timeout)
+    reason = reason or procs.sanitizer_report(err)
+    if reason:
+        return reason
+    try:
+        summary = json.loads(out)
+    except ValueError as exc:
+        return "stdout is not JSON (%s): %s" % (exc, out[:200])
+    counts = record["count_objects"]
+    want = counts["TOTAL"] - counts["FREE"]
+    if rc != 0 or summary.get("kind") != "heap_dump" or not summary.get("complete"):
+        return "exit %d, kind %r, complete %r: %s" % (rc, summary.get("kind"),
+                                                     summary.get("complete"), err.strip()[:200])
+    if summary.get("objects") != want or summary.get("source") != ("live" if live else "core"):
+        return "summary: %r objects of a %r, Ruby has %d live" % (
+            summary.get("objects"), summary.get("source"), want)
+    try:
+        with open(path) as f:
+            lines = [json.loads(l) for l in f]
+    except (OSError, ValueError) as exc:
+        return "the dump is not JSON lines: %s" % exc
+    finally:
+        if os.path.exists(path):
+            os.unlink(path)
+    return check_dump_lines(lines, record)
+
+
+def check_dump_lines(lines, record):
+    roots = {}
+    objects = {}
+    types = {}
+    for i, line in enumerate(lines):
+        if line.get("type") == "ROOT":
+            if objects:
+                return "a ROOT line after the objects: %s" % json.dumps(line)[:200]
+            roots[line["root"]] = {int(a, 16) for a in line.get("references", [])}
+            continue
+        addr = int(line["address"], 16)
+        if addr in objects:
+            return "0x%x dumped twice" % addr
+        objects[addr] = line
+        types["T_" + line["type"]] = types.get("T_" + line["type"], 0) + 1
+    want = {k: v for k, v in record["count_objects"].items() if k not in ("TOTAL", "FREE")}
+    if types != want:
+        diff = sorted("%s: dump %s, Ruby %s" % (k, types.get(k), want.get(k))
+                      for k in set(types) | set(want) if types.get(k) != want.get(k))
+        return "objects by type differ: %s" % "; ".join(diff)
+    if int(record["object_class"], 16) not in roots.get("vm", ()):
+        return "the vm ROOT line lacks Object (%s): %s" % (record["object_class"],
+                                                           sorted(roots))
+    holder = int(record["retention"][0]["path"][0]["object"], 16)
+    if holder not in roots.get("global_tbl", ()):
+        return "the global_tbl ROOT line lacks $corestack_retained's 0x%x" % holder
+    for sample in record["dump_samples"]:
+        line = objects.get(int(sample["object"], 16))
+        if line is None:
+            return "no line for %s" % sample["object"]
+        if "value" in sample:
+            if line.get("value") != sample["value"] or \
+                    line.get("bytesize") != len(sample["value"]) or not line.get("frozen"):
+                return "the probe String's line: %s" % json.dumps(line)
+            continue
+        if int(line.get("class", "0"), 16) != int(sample["class"], 16):
+            return "%s: class %s, want %s" % (sample["object"], line.get("class"),
+                                             sample["class"])
+        got = sorted({int(a, 16) for a in line.get("references", [])})
+        exp = sorted(int(a, 16) for a in sample["references"])
+        if got != exp:
+            return "%s (%s): references %s, Ruby's GC marks %s" % (
+                sample["object"], line["type"], [hex(a) for a in got], [hex(a) for a in exp])
+    return None
+
+
 def check_partial_text(corestack, core, exe, timeout):
     """The text output of a damaged core: exit 1 and its Partial: line."""
     rc, out, err, reason = procs.run_tool([corestack, "heap", core, exe], timeout)
@@ -617,6 +706,12 @@ def run_tests(ctx):
                 left = procs.stopped_threads(run.pid)
                 rep.result(name + "retainers-live", reason or (
                     "threads left stopped: %s" % ", ".join(left) if left else None))
+            if ctx.selected(name + "dump-live"):
+                reason = check_dump(corestack, ["--pid", str(run.pid)], record,
+                                    os.path.join(base, "live.dump"), timeout, live=True)
+                left = procs.stopped_threads(run.pid)
+                rep.result(name + "dump-live", reason or (
+                    "threads left stopped: %s" % ", ".join(left) if left else None))
             if name + "gdb-live" in names_here:
                 reason = gdb_heap(ctx, ["-p", str(run.pid)], base, "gdb-live", record, True)
                 left = procs.stopped_threads(run.pid)
@@ -642,6 +737,9 @@ def run_tests(ctx):
                        check_retained_class(corestack, [core, exe], record, timeout) or
                        check_retainers_text(corestack, [core, exe], record, timeout) or
                        check_not_object(corestack, [core, exe], timeout))
+        if ctx.selected(name + "dump"):
+            rep.result(name + "dump", check_dump(corestack, [core, exe], record,
+                                                 os.path.join(base, "core.dump"), timeout))
         if name + "gdb" in names_here:
             rep.result(name + "gdb", gdb_heap(ctx, [exe, "-c", core], base, "gdb", record, False))
         if name + "lldb" in names_here:
