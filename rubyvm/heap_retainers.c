@@ -355,7 +355,8 @@ static struct cs_error *find_instances(struct rv_session *s,
 		free(x.found);
 		return err;
 	}
-	qsort(x.found, x.n, sizeof(*x.found), by_bytes);
+	if (x.n)
+		qsort(x.found, x.n, sizeof(*x.found), by_bytes);
 	r->paths = x.found;
 	r->npaths = x.n < x.top ? x.n : x.top;
 	r->instances = x.count;

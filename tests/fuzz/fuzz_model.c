@@ -1,5 +1,6 @@
 /* libFuzzer harness for the Ruby model (rubyvm/): rv_session_create,
- * rv_snapshot and the heap census over a layout and target memory both
+ * rv_snapshot with fibers and locals, the heap census, dump and
+ * retention search over a layout and target memory both
  * taken from the input, in the format of tests/fuzz/model_seed.h. Seeds
  * come from tests/fuzz/make_model_seed.c (a real core's layout plus every
  * region the walker read), so mutations land on exactly the bytes the
@@ -12,6 +13,8 @@
  * handling of corrupt memory, which layout bugs would otherwise drown.
  * Build: see tests/fuzz/Makefile.inc (make fuzz-build). */
 #include "rubyvm/heap_census.h"
+#include "rubyvm/heap_dump.h"
+#include "rubyvm/heap_retainers.h"
 #include "rubyvm/layout.h"
 #include "rubyvm/model.h"
 #include "process/memory.h"
@@ -161,6 +164,27 @@ static void load_fixed_layout(void)
 	fixed_state = 2;
 }
 
+/* The dump's lines, looked at as a writer would: every reference read. */
+static bool dump_roots(void *ctx, const char *category, const uint64_t *refs,
+		       size_t n)
+{
+	(void)ctx;
+	uint64_t sum = strlen(category);
+	for (size_t i = 0; i < n; i++)
+		sum += refs[i];
+	return sum != 1; /* never stops: the sum only keeps the reads */
+}
+
+static bool dump_object(void *ctx, const struct rv_dump_object *o)
+{
+	(void)ctx;
+	uint64_t sum = strlen(o->type) + (o->name ? strlen(o->name) : 0) +
+		       (o->value ? strnlen(o->value, o->value_len) : 0);
+	for (size_t i = 0; i < o->nrefs; i++)
+		sum += o->refs[i];
+	return sum != 1;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const uint8_t *p0 = data;
@@ -212,6 +236,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		err = rv_snapshot(s, &proc);
 		if (!err) /* the GC heap walk and every fiber's stack too */
 			err = rv_snapshot_fibers(s, proc);
+		if (!err) /* the locals: roots of the heap searches below */
+			err = rv_snapshot_locals(s, proc);
 		if (!err) {
 			(void)rv_process_complete(proc);
 			size_t built = 0;
@@ -223,11 +249,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			}
 			if (built > budget)
 				abort(); /* the bound did not hold */
-			rv_process_destroy(proc);
 		}
 		struct rv_census census; /* the heap census's walk too */
 		cs_error_destroy(rv_heap_census(s, &census));
 		rv_census_free(&census);
+		/* every object and its references, and the search from the
+		 * roots for a class's instances */
+		const struct rv_dump_callbacks cb = {dump_roots, dump_object,
+						     NULL};
+		struct rv_dump_stats st;
+		cs_error_destroy(rv_heap_dump(s, err ? NULL : proc, &cb, &st));
+		rv_dump_stats_free(&st);
+		const struct rv_retention_request req = {.class_name = "Object",
+							 .top = 3,
+							 .process = err ? NULL
+									: proc};
+		struct rv_retention r;
+		cs_error_destroy(rv_heap_retainers(s, &req, &r));
+		rv_retention_free(&r);
+		rv_process_destroy(proc);
 		rv_session_destroy(s);
 	}
 	cs_error_destroy(err);
