@@ -212,24 +212,6 @@ static int retainers(const struct heap_options *o, struct cs_engine *engine)
 	return rc;
 }
 
-struct dump_out {
-	struct json j;
-	const char *path;
-};
-
-static bool dump_roots(void *ctx, const char *category, const uint64_t *refs,
-		       size_t n)
-{
-	struct dump_out *d = ctx;
-	return cs_render_dump_roots(&d->j, category, refs, n);
-}
-
-static bool dump_object(void *ctx, const struct rv_dump_object *o)
-{
-	struct dump_out *d = ctx;
-	return cs_render_dump_object(&d->j, o);
-}
-
 /* The dump into o->dump, then what was written: on stdout as text or
  * JSON, unless the dump went there. */
 static int dump(const struct heap_options *o, struct cs_engine *engine)
@@ -244,20 +226,17 @@ static int dump(const struct heap_options *o, struct cs_engine *engine)
 					   "cannot write the dump to %s: %s",
 					   o->dump, strerror(e)));
 	}
-	struct dump_out *d = calloc(1, sizeof(*d));
+	struct cs_dump_writer *w = malloc(sizeof(*w));
 	struct rv_dump_stats st = {0};
-	struct cs_error *err = d ? NULL : &cs_error_nomem;
-	if (d) {
-		d->j.out = f;
-		d->j.lines = true;
-		const struct rv_dump_callbacks cb = {dump_roots, dump_object,
-						     d};
+	struct cs_error *err = w ? NULL : &cs_error_nomem;
+	bool failed = false;
+	if (w) {
+		const struct rv_dump_callbacks cb = cs_dump_writer_start(w, f);
 		err = cs_engine_dump(engine, &cb, &st);
-		json_finish(&d->j);
+		failed = !cs_dump_writer_finish(w);
 	}
 	cs_engine_close(engine);
-	free(d);
-	bool failed = fflush(f) != 0 || ferror(f);
+	free(w);
 	if (!to_stdout && fclose(f) != 0)
 		failed = true;
 	if (!err && (failed || st.stopped))

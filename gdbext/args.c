@@ -119,55 +119,69 @@ struct cs_error *gx_parse_locks_args(const char *line, struct gx_bt_args *ret)
 	return cs_error_create(CS_ERR_USAGE, "%s", GX_LOCKS_USAGE);
 }
 
+/* A word's copy in *slot, replacing what was there. */
+static bool take_word(char **slot, const char *word)
+{
+	free(*slot);
+	*slot = strdup(word);
+	return *slot != NULL;
+}
+
+void gx_heap_args_free(struct gx_heap_args *a)
+{
+	free(a->retainers);
+	free(a->dump);
+	memset(a, 0, sizeof(*a));
+}
+
 struct cs_error *gx_parse_heap_args(const char *line, struct gx_bt_args *ret,
-				    long *top, char **retainers)
+				    struct gx_heap_args *heap)
 {
 	char words[MAX_WORDS][MAX_WORD];
 	int n;
-	bool top_given = false;
+	bool top_given = false, nomem = false;
 	memset(ret, 0, sizeof(*ret));
-	*top = GX_HEAP_DEFAULT_TOP;
-	*retainers = NULL;
+	memset(heap, 0, sizeof(*heap));
+	heap->top = GX_HEAP_DEFAULT_TOP;
 	if (!split(line, words, &n))
 		goto bad;
-	for (int i = 0; i < n; i++) {
+	for (int i = 0; i < n && !nomem; i++) {
 		const char *w = words[i];
 		if (strcmp(w, "--json") == 0) {
 			ret->json = 1;
 		} else if (strcmp(w, "--via-debugger") == 0) {
 			ret->via_debugger = 1;
 		} else if (strcmp(w, "--out") == 0 && i + 1 < n) {
-			free(ret->out);
-			if (!(ret->out = strdup(words[++i]))) {
-				free(*retainers);
-				*retainers = NULL;
-				return &cs_error_nomem;
-			}
+			nomem = !take_word(&ret->out, words[++i]);
+		} else if (strcmp(w, "--retainers") == 0 && i + 1 < n) {
+			nomem = !take_word(&heap->retainers, words[++i]);
+		} else if (strcmp(w, "--dump") == 0 && i + 1 < n) {
+			nomem = !take_word(&heap->dump, words[++i]);
 		} else if (strcmp(w, "--top") == 0 && i + 1 < n) {
 			char *end;
 			const char *v = words[++i];
 			long k = strtol(v, &end, 10);
 			if (!*v || *end || k <= 0 || k > 1000000000)
 				goto bad;
-			*top = k;
+			heap->top = k;
 			top_given = true;
-		} else if (strcmp(w, "--retainers") == 0 && i + 1 < n) {
-			free(*retainers);
-			if (!(*retainers = strdup(words[++i]))) {
-				gx_bt_args_free(ret);
-				return &cs_error_nomem;
-			}
 		} else {
 			goto bad;
 		}
 	}
-	if (*retainers && !top_given)
-		*top = GX_RETAINERS_DEFAULT_TOP;
+	if (nomem) {
+		gx_bt_args_free(ret);
+		gx_heap_args_free(heap);
+		return &cs_error_nomem;
+	}
+	if (heap->retainers && heap->dump)
+		goto bad;
+	if (heap->retainers && !top_given)
+		heap->top = GX_RETAINERS_DEFAULT_TOP;
 	return NULL;
 bad:
 	gx_bt_args_free(ret);
-	free(*retainers);
-	*retainers = NULL;
+	gx_heap_args_free(heap);
 	return cs_error_create(CS_ERR_USAGE, "%s", GX_HEAP_USAGE);
 }
 

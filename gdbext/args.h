@@ -12,7 +12,7 @@
 #define GX_LOCALS_USAGE "usage: ruby-locals [N]"
 #define GX_HEAP_USAGE                                                      \
 	"usage: ruby-heap [--json] [--top N] [--retainers ADDRESS|CLASS] " \
-	"[--out FILE] [--via-debugger]"
+	"[--dump FILE] [--out FILE] [--via-debugger]"
 #define GX_HEAP_DEFAULT_TOP 30
 #define GX_RETAINERS_DEFAULT_TOP 3
 #define GX_SAMPLE_USAGE                                            \
@@ -49,13 +49,20 @@ struct cs_error *gx_parse_bt_args(const char *line, struct gx_bt_args *ret);
 /* ruby-locks [--out FILE] [--via-debugger]: ruby-bt's words, but for the
  * thread, --json and full, which it does not take. */
 struct cs_error *gx_parse_locks_args(const char *line, struct gx_bt_args *ret);
-/* ruby-heap [--json] [--top N] [--retainers ADDRESS|CLASS] [--out FILE]
- * [--via-debugger]: ruby-bt's words but a thread and full, --top's class
- * rows or instances (*top, default GX_HEAP_DEFAULT_TOP, or
- * GX_RETAINERS_DEFAULT_TOP with --retainers), and what --retainers names
- * (*retainers, malloc'd, NULL when not given). */
+/* What ruby-heap takes besides ruby-bt's --json, --out and
+ * --via-debugger. */
+struct gx_heap_args {
+	long top;        /* class rows, or instances with retainers */
+	char *retainers; /* --retainers: malloc'd, NULL when not given */
+	char *dump;      /* --dump FILE: malloc'd, NULL when not given */
+};
+/* ruby-heap [--json] [--top N] [--retainers ADDRESS|CLASS] [--dump FILE]
+ * [--out FILE] [--via-debugger]: ruby-bt's words but a thread and full;
+ * --top defaults to GX_HEAP_DEFAULT_TOP, or GX_RETAINERS_DEFAULT_TOP with
+ * --retainers; --retainers and --dump exclude each other. */
 struct cs_error *gx_parse_heap_args(const char *line, struct gx_bt_args *ret,
-				    long *top, char **retainers);
+				    struct gx_heap_args *heap);
+void gx_heap_args_free(struct gx_heap_args *a);
 /* ruby-locals [N]: *frame N, or -1 when not given. */
 struct cs_error *gx_parse_locals_args(const char *line, long *frame);
 struct cs_error *gx_parse_sample_args(const char *line,

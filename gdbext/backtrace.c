@@ -1,5 +1,6 @@
 #include "backtrace.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -392,6 +393,49 @@ static struct cs_error *render_retainers(const struct gx_source *src,
 	return err;
 }
 
+/* ruby-heap --dump: every object into the file, what was written (as
+ * corestack heap --dump says it) the output; a file that cannot be
+ * written, or a heap that cannot be walked, is an error. */
+static struct cs_error *render_dump(const struct gx_source *src,
+				    const struct gx_backtrace_request *req,
+				    struct cs_engine *engine, FILE *f,
+				    int *complete)
+{
+	FILE *file = fopen(req->heap_dump, "w");
+	if (!file)
+		return cs_error_create(CS_ERR_OS, "cannot write %s: %s",
+				       req->heap_dump, strerror(errno));
+	struct cs_dump_writer *w = malloc(sizeof(*w));
+	struct rv_dump_stats st = {0};
+	struct cs_error *err = w ? NULL : &cs_error_nomem;
+	bool written = false;
+	if (w) {
+		const struct rv_dump_callbacks cb =
+			cs_dump_writer_start(w, file);
+		err = cs_engine_dump(engine, &cb, &st);
+		written = cs_dump_writer_finish(w);
+	}
+	free(w);
+	if (fclose(file) != 0)
+		written = false;
+	if (!err && (!written || st.stopped))
+		err = cs_error_create(CS_ERR_OS, "writing %s failed",
+				      req->heap_dump);
+	if (!err && st.not_walked)
+		err = cs_error_create(CS_ERR_LOOKUP, "%s", st.error);
+	if (!err) {
+		const struct cs_heap_source hs = heap_source(src, req, engine);
+		if (!strcmp(req->format, "json"))
+			cs_render_dump_summary_json(f, &st, &hs,
+						    req->heap_dump);
+		else
+			cs_render_dump_summary_text(f, &st, req->heap_dump);
+		*complete = !rv_dump_partial(&st);
+	}
+	rv_dump_stats_free(&st);
+	return err;
+}
+
 /* ruby-heap: the census as corestack heap renders it; complete when no
  * page or object was skipped. A heap that cannot be walked is an error. */
 static struct cs_error *render_census(const struct gx_source *src,
@@ -427,7 +471,8 @@ static struct cs_error *render_heap(const struct gx_source *src,
 	struct cs_error *err =
 		req->heap_retainers
 			? render_retainers(src, req, engine, f, complete)
-			: render_census(src, req, engine, f, complete);
+		: req->heap_dump ? render_dump(src, req, engine, f, complete)
+				 : render_census(src, req, engine, f, complete);
 	if (fclose(f) != 0 || !*out) {
 		cs_error_destroy(err);
 		err = &cs_error_nomem;

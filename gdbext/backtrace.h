@@ -87,6 +87,9 @@ struct gx_backtrace_request {
 	bool heap;
 	size_t heap_top;
 	const char *heap_retainers;
+	/* ruby-heap --dump: every object into this file, what was written
+	 * the output */
+	const char *heap_dump;
 };
 
 /* Render the report (or, with req->heap, the heap census) into *out

@@ -474,24 +474,26 @@ static struct cs_error *backtrace_work(const struct gx_source *src,
 
 /* backtrace(json=False, tids=None, thread_name=None, locals=False,
  * frame=None, value=None, thread_names=None, locks=False, heap=False,
- * top=30, retainers=None, **facts) -> (text, complete). thread_name: the debugger's name of the one thread in tids
+ * top=30, retainers=None, dump=None, **facts) -> (text, complete). thread_name: the debugger's name of the one thread in tids
  * ("gdb thread 3"), which the text then shows alone; thread_names:
  * [(tid, name)], the debugger's name of each thread, which the text
  * shows next to each Ruby thread's tid; locals: every Ruby frame's locals (ruby-bt full);
  * locks: who holds what alone, no stacks (ruby-locks);
  * heap: the heap census instead, top class rows (ruby-heap), or with
  * retainers (an address "0x..." or a class name) what keeps that object,
- * or the top largest instances of that class, alive;
+ * or the top largest instances of that class, alive; with dump (a path)
+ * every object into that file as ObjectSpace.dump_all writes it, and
+ * what was written as the text;
  * frame: only that frame of the thread (-1: the innermost Ruby one) with
  * its locals (ruby-locals); value: only that VALUE (ruby-print). */
 static PyObject *py_backtrace(PyObject *self, PyObject *args, PyObject *kw)
 {
 	(void)self;
 	static const char *const own[] = {
-		"json",  "tids",        "locals",       "frame",
-		"value", "thread_name", "thread_names", "locks",
-		"heap",  "top",         "retainers",    NULL};
-	PyObject *taken[11];
+		"json",        "tids",         "locals", "frame", "value",
+		"thread_name", "thread_names", "locks",  "heap",  "top",
+		"retainers",   "dump",         NULL};
+	PyObject *taken[12];
 	if (PyTuple_Size(args) != 0) {
 		PyErr_SetString(PyExc_TypeError, "backtrace: keywords only");
 		return NULL;
@@ -535,6 +537,9 @@ static PyObject *py_backtrace(PyObject *self, PyObject *args, PyObject *kw)
 		ok = 0;
 	if (ok && taken[10] && taken[10] != Py_None &&
 	    !PyArg_Parse(taken[10], "s", &req.heap_retainers))
+		ok = 0;
+	if (ok && taken[11] && taken[11] != Py_None &&
+	    !PyArg_Parse(taken[11], "s", &req.heap_dump))
 		ok = 0;
 	int64_t *only = NULL, *name_tids = NULL;
 	const char **names = NULL;
@@ -806,8 +811,9 @@ static PyObject *py_locks_args(PyObject *self, PyObject *args)
 	return res;
 }
 
-/* heap_args(line) -> (via_debugger, out, json, top, retainers) with out
- * None or --out's path, retainers None or what --retainers names */
+/* heap_args(line) -> (via_debugger, out, json, top, retainers, dump) with
+ * out None or --out's path, retainers None or what --retainers names, dump
+ * None or --dump's path */
 static PyObject *py_heap_args(PyObject *self, PyObject *args)
 {
 	(void)self;
@@ -815,17 +821,16 @@ static PyObject *py_heap_args(PyObject *self, PyObject *args)
 	if (!PyArg_ParseTuple(args, "s", &line))
 		return NULL;
 	struct gx_bt_args a;
-	long top;
-	char *retainers;
-	struct cs_error *err = gx_parse_heap_args(line, &a, &top, &retainers);
+	struct gx_heap_args h;
+	struct cs_error *err = gx_parse_heap_args(line, &a, &h);
 	if (err)
 		return raise(err);
-	PyObject *res = Py_BuildValue("(OzOlz)",
+	PyObject *res = Py_BuildValue("(OzOlzz)",
 				      a.via_debugger ? Py_True : Py_False,
-				      a.out, a.json ? Py_True : Py_False, top,
-				      retainers);
+				      a.out, a.json ? Py_True : Py_False, h.top,
+				      h.retainers, h.dump);
 	gx_bt_args_free(&a);
-	free(retainers);
+	gx_heap_args_free(&h);
 	return res;
 }
 
@@ -914,7 +919,7 @@ static PyMethodDef methods[] = {
 	{"locks_args", py_locks_args, METH_VARARGS,
 	 "locks_args(line) -> (via_debugger, out)"},
 	{"heap_args", py_heap_args, METH_VARARGS,
-	 "heap_args(line) -> (via_debugger, out, json, top, retainers)"},
+	 "heap_args(line) -> (via_debugger, out, json, top, retainers, dump)"},
 	{"locals_args", py_locals_args, METH_VARARGS,
 	 "locals_args(line) -> frame number, -1 for the innermost Ruby frame"},
 	{"sample_args", py_sample_args, METH_VARARGS,

@@ -300,8 +300,8 @@ ruby-locks [--out FILE] [--via-debugger]
 class RubyHeap(gdb.Command):
     """The census of the Ruby GC heap, as corestack heap prints it.
 
-ruby-heap [--json] [--top N] [--retainers ADDRESS|CLASS] [--out FILE]
-          [--via-debugger]
+ruby-heap [--json] [--top N] [--retainers ADDRESS|CLASS] [--dump FILE]
+          [--out FILE] [--via-debugger]
   The live objects by type and by class (class-qualified names): count and
   bytes, sorted by bytes; Strings and Arrays by length. docs/heap.md says
   what is counted and how.
@@ -311,6 +311,7 @@ ruby-heap [--json] [--top N] [--retainers ADDRESS|CLASS] [--out FILE]
   --retainers ADDRESS|CLASS
                   what keeps the object at ADDRESS (0x...), or the largest
                   instances of CLASS, alive: the shortest path from a root
+  --dump FILE     every object into FILE, as ObjectSpace.dump_all writes it
   --out FILE      write to FILE instead of gdb's console
   --via-debugger  read memory through gdb (what a remote target always uses)"""
 
@@ -318,17 +319,17 @@ ruby-heap [--json] [--top N] [--retainers ADDRESS|CLASS] [--out FILE]
         super().__init__("ruby-heap", gdb.COMMAND_DATA)
 
     def complete(self, text, word):
-        return _complete(text, word, ("--json", "--top", "--retainers", "--out",
+        return _complete(text, word, ("--json", "--top", "--retainers", "--dump", "--out",
                                       "--via-debugger"), False)
 
     def invoke(self, arg, from_tty):
         sink = None
         try:
-            via_debugger, out, json_out, top, retainers = _corestack.heap_args(arg)
+            via_debugger, out, json_out, top, retainers, dump = _corestack.heap_args(arg)
             sink = _output_file("ruby-heap", out)
             inf = _inferior("ruby-heap")
             text, _ = _corestack.backtrace(heap=True, json=json_out, top=top,
-                                           retainers=retainers,
+                                           retainers=retainers, dump=dump,
                                            **_facts(inf, via_debugger))
         except _corestack.Error as exc:
             if sink:

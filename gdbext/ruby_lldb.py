@@ -196,8 +196,8 @@ behind; each line names lldb's thread of it ("tid 4242, lldb thread 3").
 
 HEAP_HELP = """The census of the Ruby GC heap, as corestack heap prints it.
 
-Syntax: ruby-heap [--json] [--top N] [--retainers ADDRESS|CLASS] [--out FILE]
-                 [--via-debugger]
+Syntax: ruby-heap [--json] [--top N] [--retainers ADDRESS|CLASS] [--dump FILE]
+                 [--out FILE] [--via-debugger]
 
 The live objects by type and by class (class-qualified names): count and
 bytes, sorted by bytes; Strings and Arrays by length. docs/heap.md says what
@@ -208,6 +208,7 @@ is counted and how.
   --retainers ADDRESS|CLASS
                   what keeps the object at ADDRESS (0x...), or the largest
                   instances of CLASS, alive: the shortest path from a root
+  --dump FILE     every object into FILE, as ObjectSpace.dump_all writes it
   --out FILE      write to FILE instead of lldb's console
   --via-debugger  read memory through lldb (what a remote target always uses)
 """
@@ -492,10 +493,11 @@ def ruby_heap(debugger, command, result, internal_dict):
     """ruby-heap: see HEAP_HELP."""
     sink = None
     try:
-        via_debugger, out, json_out, top, retainers = _corestack.heap_args(command)
+        via_debugger, out, json_out, top, retainers, dump = _corestack.heap_args(command)
         sink = _output_file("ruby-heap", out)
         target, process = _process(debugger)
         text, _ = _corestack.backtrace(heap=True, json=json_out, top=top, retainers=retainers,
+                                       dump=dump,
                                        **_facts(debugger, target, process, via_debugger))
         _emit(result, "ruby-heap", sink, out, text)
     except (_corestack.Error, CommandError) as exc:

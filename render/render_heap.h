@@ -42,6 +42,15 @@ void cs_render_retainers_json(FILE *out, const struct rv_retention *r,
 bool cs_render_dump_roots(struct json *j, const char *category,
 			  const uint64_t *refs, size_t n);
 bool cs_render_dump_object(struct json *j, const struct rv_dump_object *o);
+/* Writes the dump's lines to a stream as rv_heap_dump hands them over
+ * (malloc it: it holds the JSON writer's buffer). finish: the last lines
+ * out and flushed; false when writing failed. */
+struct cs_dump_writer {
+	struct json j;
+};
+struct rv_dump_callbacks cs_dump_writer_start(struct cs_dump_writer *w,
+					      FILE *out);
+bool cs_dump_writer_finish(struct cs_dump_writer *w);
 /* What a dump wrote to path, for the console (text or JSON). */
 void cs_render_dump_summary_text(FILE *out, const struct rv_dump_stats *st,
 				 const char *path);

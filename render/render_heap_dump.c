@@ -73,6 +73,34 @@ bool cs_render_dump_object(struct json *j, const struct rv_dump_object *o)
 	return !ferror(j->out);
 }
 
+static bool writer_roots(void *ctx, const char *category, const uint64_t *refs,
+			 size_t n)
+{
+	struct cs_dump_writer *w = ctx;
+	return cs_render_dump_roots(&w->j, category, refs, n);
+}
+
+static bool writer_object(void *ctx, const struct rv_dump_object *o)
+{
+	struct cs_dump_writer *w = ctx;
+	return cs_render_dump_object(&w->j, o);
+}
+
+struct rv_dump_callbacks cs_dump_writer_start(struct cs_dump_writer *w,
+					      FILE *out)
+{
+	memset(&w->j, 0, sizeof(w->j));
+	w->j.out = out;
+	w->j.lines = true;
+	return (struct rv_dump_callbacks){writer_roots, writer_object, w};
+}
+
+bool cs_dump_writer_finish(struct cs_dump_writer *w)
+{
+	json_finish(&w->j);
+	return fflush(w->j.out) == 0 && !ferror(w->j.out);
+}
+
 void cs_render_dump_summary_text(FILE *out, const struct rv_dump_stats *st,
 				 const char *path)
 {

@@ -264,7 +264,8 @@ def bad_tests(rep, selected, args, workdir, some_ruby):
             if not reason:
                 run = run_gdb(g, [], twice("ruby-sample -3"), workdir, "bad6")
                 reason = one_error(run, r"usage: ruby-sample")
-            for i, bad in enumerate(("--top 0", "--top", "all")):
+            for i, bad in enumerate(("--top 0", "--top", "all", "--retainers",
+                                     "--dump x --retainers 0x10")):
                 if not reason:
                     run = run_gdb(g, [], twice("ruby-heap " + bad), workdir, "bad-heap%d" % i)
                     reason = one_error(run, r"usage: ruby-heap")

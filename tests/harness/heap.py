@@ -24,12 +24,14 @@ process title (the fixture's comment says how). Then:
                             --via-debugger) the same census as RUBY/heap/core's,
                             against Ruby's numbers; ruby-heap's text the same rows;
                             ruby-heap --retainers of the global's path (directly)
-                            and the fiber's (--via-debugger) as recorded
+                            and the fiber's (--via-debugger) as recorded;
+                            ruby-heap --dump as RUBY/heap/dump checks the dump
     RUBY/heap/gdb-live      gdb -p on the fixture: ruby-heap --json as
                             RUBY/heap/live, and no thread left stopped once gdb
                             has gone
-    RUBY/heap/lldb          lldb on the core: ruby-heap --json the same census, and
-                            ruby-heap --retainers of the same two paths
+    RUBY/heap/lldb          lldb on the core: ruby-heap --json the same census,
+                            ruby-heap --retainers of the same two paths and
+                            ruby-heap --dump
     RUBY/heap/retainers     corestack heap --retainers ADDRESS --json on the core,
                             for every object the fixture keeps by a known path
                             (a global variable, a top-level constant through a
@@ -65,7 +67,8 @@ process title (the fixture's comment says how). Then:
                             enumerator has: exit 1, that slot counted in
                             skipped.bad_types, T_OBJECT one less, nothing else
                             changed; the text output exit 1 with a Partial:
-                            line counting it
+                            line counting it; --dump exit 1, that slot counted
+                            in skipped.bad_types and dumped in no line
     RUBY/heap/corrupt-class another's class pointer pointed at no object: exit
                             1, skipped.bad_classes 1, its class row one less
     RUBY/heap/corrupt-page  the third's heap page's start pointer pointed at
@@ -251,7 +254,7 @@ def debugger_census(path, record, live=False):
 def gdb_heap(ctx, target_args, base, tag, record, live):
     """gdb: ruby-heap --json, read directly (and through gdb on a core),
     and on a core its text."""
-    outs = [os.path.join(base, "%s-%d.out" % (tag, i)) for i in range(5)]
+    outs = [os.path.join(base, "%s-%d.out" % (tag, i)) for i in range(6)]
     commands = ["ruby-heap --json --top 1000000 --out " + outs[0]]
     if not live:
         commands += ["ruby-heap --json --top 1000000 --via-debugger --out " + outs[1],
@@ -260,7 +263,8 @@ def gdb_heap(ctx, target_args, base, tag, record, live):
         commands += ["ruby-heap --json --retainers %s --out %s" % (
             paths[0]["path"][-1]["object"], outs[3]),
                      "ruby-heap --json --via-debugger --retainers %s --out %s" % (
-            paths[1]["path"][-1]["object"], outs[4])]
+            paths[1]["path"][-1]["object"], outs[4]),
+                     "ruby-heap --json --dump %s.dump --out %s" % (outs[5], outs[5])]
     rc, stdout, stderr, _, reason = gdbext_gdb.run_gdb(ctx.args.gdbext, target_args, commands,
                                                        base, tag)
     if reason:
@@ -279,7 +283,26 @@ def gdb_heap(ctx, target_args, base, tag, record, live):
                 reason = "no text written: %s" % exc
         for out, want in zip(outs[3:], retainer_samples(record)):
             reason = reason or debugger_retainers(out, want)
+        reason = reason or debugger_dump(outs[5], record)
     return reason
+
+
+def debugger_dump(summary, record):
+    """What a debugger's ruby-heap --dump wrote: its summary at summary,
+    the dump beside it."""
+    try:
+        with open(summary) as f:
+            doc = json.load(f)
+        with open(summary + ".dump") as f:
+            lines = [json.loads(l) for l in f]
+    except (OSError, ValueError) as exc:
+        return "ruby-heap --dump: %s" % exc
+    counts = record["count_objects"]
+    if doc.get("kind") != "heap_dump" or not doc.get("complete") or \
+            doc.get("objects") != counts["TOTAL"] - counts["FREE"]:
+        return "ruby-heap --dump: summary %s" % json.dumps(doc)[:300]
+    reason = check_dump_lines(lines, record)
+    return reason and "ruby-heap --dump: %s" % reason
 
 
 def retainer_samples(record):
@@ -312,17 +335,20 @@ def lldb_heap(ctx, target_args, base, record):
     out = os.path.join(base, "lldb-heap.census")
     paths = retainer_samples(record)
     outs = [os.path.join(base, "lldb-heap-%d.retainers" % i) for i in range(len(paths))]
+    dump = os.path.join(base, "lldb-heap.summary")
     results, output, reason = gdbext_lldb.run_lldb_commands(
         ctx.args, target_args, ["ruby-heap --json --top 1000000 --out " + out] +
         ["ruby-heap --json --retainers %s --out %s" % (p["path"][-1]["object"], o)
-         for p, o in zip(paths, outs)], base, "lldb-heap")
+         for p, o in zip(paths, outs)] +
+        ["ruby-heap --json --dump %s.dump --out %s" % (dump, dump)], base, "lldb-heap")
     if reason:
         return reason
-    if len(results) != 1 + len(paths) or not all(r["ok"] for r in results):
+    if len(results) != 2 + len(paths) or not all(r["ok"] for r in results):
         bad = next((r for r in results if not r["ok"]), None)
         return "ruby-heap failed: %s" % (bad["error"] if bad else output[-300:])
     return debugger_census(out, record) or next(
-        (r for r in (debugger_retainers(o, p) for o, p in zip(outs, paths)) if r), None)
+        (r for r in (debugger_retainers(o, p) for o, p in zip(outs, paths)) if r), None) or \
+        debugger_dump(dump, record)
 
 
 def retainers(corestack, argv, timeout):
@@ -525,6 +551,29 @@ def check_dump_lines(lines, record):
     return None
 
 
+def check_dump_skip(corestack, core, exe, record, timeout):
+    """--dump of a core with one slot of no known type: exit 1, that slot
+    counted in skipped.bad_types and in no line."""
+    path = core + ".dump"
+    rc, out, err, reason = procs.run_tool(
+        [corestack, "heap", "--json", "--dump", path, core, exe], timeout)
+    if os.path.exists(path):
+        os.unlink(path)
+    if reason:
+        return "--dump: %s" % reason
+    try:
+        doc = json.loads(out)
+    except ValueError:
+        return "--dump: stdout is not JSON: %s" % out[:200]
+    counts = record["count_objects"]
+    if rc != 1 or doc.get("complete") is not False or \
+            doc.get("skipped", {}).get("bad_types") != 1 or \
+            doc.get("objects") != counts["TOTAL"] - counts["FREE"] - 1:
+        return "--dump: exit %d, %s (want 1, the slot skipped and counted)" % (
+            rc, json.dumps(doc)[:300])
+    return None
+
+
 def check_partial_text(corestack, core, exe, timeout):
     """The text output of a damaged core: exit 1 and its Partial: line."""
     rc, out, err, reason = procs.run_tool([corestack, "heap", core, exe], timeout)
@@ -588,7 +637,8 @@ def corrupt_tests(ctx, ruby, cap_core, exe, record, baseline):
         try:
             reason = check_skip(census(corestack, [cap_core, exe], timeout), baseline,
                                 {"bad_types": 1}, expect) or check_partial_text(
-                                    corestack, cap_core, exe, timeout)
+                                    corestack, cap_core, exe, timeout) or check_dump_skip(
+                                        corestack, cap_core, exe, record, timeout)
         finally:
             cf.restore()
         rep.result(name + "corrupt-type", reason)
