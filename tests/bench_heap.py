@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Heap census benchmark for docs/performance.md. Not a test: it prints
-figures.
+"""Heap census, dump and retention benchmark for docs/performance.md. Not
+a test: it prints figures.
 
     python3 tests/bench_heap.py [--corestack build/corestack] [--ruby PREFIX]
                                 [--scale 110] [--runs 5]
@@ -13,7 +13,11 @@ the core (layout from the warm cache), median of RUNS: wall and CPU
 heap it read (JSON pages.bytes); and the same of `corestack heap --json
 --pid PID` on the process itself before the core is taken (it is stopped
 for the whole walk). The goal is under 1 s and under twice the heap's
-size.
+size. Then, on the core, the same figures for `corestack heap --dump FILE`
+(every object in dump_all's JSON lines; FILE's size printed) and for
+`corestack heap --retainers HeapFixture::Plain --top 3` (the largest three
+instances of a class counted in a heap walk, then a breadth-first search
+from the roots until all three are reached).
 """
 import argparse
 import json
@@ -86,6 +90,17 @@ def main():
         print("time: %.3f s wall, %.3f s CPU (median of %d)" % (wall, cpu, args.runs))
         print("peak RSS: %.1f MB (%.2f x the heap)" % (rss / 1e6, rss / heap))
         print("command: %s" % " ".join(argv))
+        dump = os.path.join(work, "heap.dump")
+        for what, extra in (("dump", ["--dump", dump]),
+                            ("retainers", ["--retainers", "HeapFixture::Plain", "--top", "3"])):
+            argv = [args.corestack, "heap", "--json"] + extra + [core, exe]
+            runs = [run(argv) for _ in range(args.runs)]
+            print("%s: %.3f s wall, %.3f s CPU (median of %d), peak RSS %.1f MB%s" % (
+                what, statistics.median(r[0] for r in runs),
+                statistics.median(r[1] for r in runs), args.runs,
+                max(r[2] for r in runs) / 1e6,
+                ", %.1f MB written" % (os.path.getsize(dump) / 1e6) if what == "dump" else ""))
+            print("command: %s" % " ".join(argv))
         print("live (--pid, the process stopped throughout): %.3f s wall, %.3f s CPU, "
               "peak RSS %.1f MB" % (statistics.median(r[0] for r in live),
                                     statistics.median(r[1] for r in live),

@@ -15,9 +15,9 @@
                           record --format pprof (gzip) without -o, stdout a
                           terminal: exit 64 with one line saying so, before any
                           target is started, nothing written to the terminal
-    cli/man-page          every option corestack --help, corestack record --help and
-                          corestack top --help name is in docs/corestack.1, which man
-                          renders without a warning
+    cli/man-page          every option corestack --help, corestack record --help,
+                          corestack top --help and corestack heap --help name is in
+                          docs/corestack.1, which man renders without a warning
 """
 
 import os
@@ -41,7 +41,7 @@ def man_page_test(rep, selected, corestack, run_tool, timeout):
         page = f.read().replace("\\-", "-")
     missing = []
     for argv in ([corestack, "--help"], [corestack, "record", "--help"],
-                 [corestack, "top", "--help"]):
+                 [corestack, "top", "--help"], [corestack, "heap", "--help"]):
         rc, out, err, reason = run_tool(argv, timeout)
         if reason or rc != 0:
             rep.result(name, "%s: %s" % (" ".join(argv[1:]), reason or "exit %d" % rc))
@@ -96,6 +96,10 @@ USAGE = [
     ("top-state-on-cpu", ["top", "--state", "gc", "--on-cpu", "--pid", "1"],
      r"--on-cpu is --state running: not both"),
     ("top-nothing", ["top"], r"--pid PID"),
+    ("heap-retainers-address", ["heap", "--retainers", "0x12zz", "core"],
+     r"--retainers takes an address in hex .* not '0x12zz'"),
+    ("heap-dump-retainers", ["heap", "--dump", "x", "--retainers", "Foo", "core"],
+     r"--dump and --retainers"),
     ("top-rate-zero", ["top", "--rate", "0", "--pid", "1"], r"--rate .*from 0.01"),
     # checked before attaching: pid 1 is no Ruby, which would be exit 2
     ("top-not-a-terminal", ["top", "--pid", "1"], r"standard output is not a terminal"),
