@@ -22,6 +22,10 @@ static const char *root_kind(enum rv_root_kind k)
 		return "self";
 	case RV_ROOT_VM_STACK:
 		return "vm_stack";
+	case RV_ROOT_REGISTER:
+		return "register";
+	case RV_ROOT_MACHINE_STACK:
+		return "machine_stack";
 	}
 	return "unknown";
 }
@@ -45,6 +49,13 @@ static void root_text(FILE *out, const struct rv_root *r)
 		break;
 	case RV_ROOT_VM_STACK:
 		fputs("the VM stack", out);
+		break;
+	case RV_ROOT_REGISTER:
+		fprintf(out, "register %s (conservatively)",
+			r->name ? r->name : "?");
+		break;
+	case RV_ROOT_MACHINE_STACK:
+		fputs("the machine stack (conservatively)", out);
 		break;
 	}
 	fprintf(out, " of thread %zu (0x%" PRIx64 ")", r->thread_index + 1,
@@ -158,6 +169,8 @@ void cs_render_retainers_json(FILE *out, const struct rv_retention *r,
 	json_int(&j, "reached", (int64_t)r->reached);
 	json_int(&j, "not_decoded", (int64_t)r->not_decoded);
 	json_int(&j, "unreadable", (int64_t)r->unreadable);
+	/* threads whose machine stack could not be read (no registers) */
+	json_int(&j, "machine_stacks_unread", (int64_t)r->machine_unread);
 	json_begin_array(&j, "targets");
 	for (size_t i = 0; i < r->npaths; i++) {
 		const struct rv_retainer_path *p = &r->paths[i];

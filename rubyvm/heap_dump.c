@@ -2,7 +2,9 @@
  * the page walk of heap.c, and the roots of heap_roots.c in dump_all's
  * categories: the global variables' values under "global_tbl"; under
  * "vm" the class Object (through which the constants are reached) and
- * the live objects on the threads' and fibers' VM stacks, each once.
+ * the live objects on the threads' and fibers' VM stacks; under
+ * "machine_context" those in registers and on machine stacks; each once
+ * a category.
  *
  * One object per used slot (flags not 0), as dump_all without full:
  * its type, slot size, class (none for imemos, nodes and hidden
@@ -69,15 +71,23 @@ static bool list_add(struct root_list *l, uint64_t v)
 }
 
 struct root_lists {
-	struct root_list globals, vm;
+	struct root_list globals, vm, machine;
 };
 
 static bool root_value(void *ctx, const struct rv_root *r, uint64_t v)
 {
 	struct root_lists *x = ctx;
-	if (r->kind == RV_ROOT_CONSTANT) /* reached through Object */
+	switch (r->kind) {
+	case RV_ROOT_CONSTANT: /* reached through Object */
 		return true;
-	return list_add(r->kind == RV_ROOT_GLOBAL ? &x->globals : &x->vm, v);
+	case RV_ROOT_GLOBAL:
+		return list_add(&x->globals, v);
+	case RV_ROOT_REGISTER:
+	case RV_ROOT_MACHINE_STACK:
+		return list_add(&x->machine, v);
+	default:
+		return list_add(&x->vm, v);
+	}
 }
 
 static void list_free(struct root_list *l)
@@ -86,27 +96,35 @@ static void list_free(struct root_list *l)
 	u64map_free(&l->seen, NULL);
 }
 
+/* One ROOT line, when the category has roots. */
+static void roots_line(struct dump_walk *w, const char *category,
+		       const struct root_list *l)
+{
+	if (l->n && !w->st->stopped &&
+	    !w->cb->roots(w->cb->ctx, category, l->refs, l->n))
+		w->st->stopped = true;
+}
+
 static struct cs_error *dump_roots(struct dump_walk *w,
-				   const struct rv_process *p)
+				   const struct rv_root_stacks *stacks)
 {
 	struct rv_session *s = w->s;
-	struct root_lists x = {{.s = s}, {.s = s}};
+	struct root_lists x = {{.s = s}, {.s = s}, {.s = s}};
 	uint64_t object = 0;
 	struct cs_error *err = NULL;
 	if (rv_try_var(s, RVL_var_cobject, 8, &object) &&
 	    !list_add(&x.vm, object))
 		err = &cs_error_nomem;
 	if (!err)
-		err = rv_heap_roots(s, p, root_value, &x, &w->st->error);
-	if (!err && x.vm.n &&
-	    !w->cb->roots(w->cb->ctx, "vm", x.vm.refs, x.vm.n))
-		w->st->stopped = true;
-	if (!err && !w->st->stopped && x.globals.n &&
-	    !w->cb->roots(w->cb->ctx, "global_tbl", x.globals.refs,
-			  x.globals.n))
-		w->st->stopped = true;
+		err = rv_heap_roots(s, stacks, root_value, &x, &w->st->error);
+	if (!err) {
+		roots_line(w, "vm", &x.vm);
+		roots_line(w, "machine_context", &x.machine);
+		roots_line(w, "global_tbl", &x.globals);
+	}
 	list_free(&x.globals);
 	list_free(&x.vm);
+	list_free(&x.machine);
 	return err;
 }
 
@@ -351,7 +369,8 @@ static bool dump_layout(struct dump_walk *w)
 	return true;
 }
 
-struct cs_error *rv_heap_dump(struct rv_session *s, const struct rv_process *p,
+struct cs_error *rv_heap_dump(struct rv_session *s,
+			      const struct rv_root_stacks *stacks,
 			      const struct rv_dump_callbacks *cb,
 			      struct rv_dump_stats *st)
 {
@@ -370,7 +389,7 @@ struct cs_error *rv_heap_dump(struct rv_session *s, const struct rv_process *p,
 				   "unreadable");
 		return st->error ? NULL : &cs_error_nomem;
 	}
-	struct cs_error *err = dump_roots(&w, p);
+	struct cs_error *err = dump_roots(&w, stacks);
 	uint64_t need =
 		(w.flags_off > w.klass_off ? w.flags_off : w.klass_off) + 8;
 	const struct rv_heap_walk walk = {

@@ -41,7 +41,8 @@ struct rv_dump_object {
 };
 
 struct rv_dump_callbacks {
-	/* the roots of one category ("vm", "global_tbl"), as dump_all's
+	/* the roots of one category ("vm", "machine_context",
+	 * "global_tbl"), as dump_all's
 	 * ROOT lines; false stops the dump (the writer failed) */
 	bool (*roots)(void *ctx, const char *category, const uint64_t *refs,
 		      size_t n);
@@ -59,9 +60,12 @@ struct rv_dump_stats {
 	bool stopped;    /* a callback said stop */
 };
 
-/* Dump the roots (p's stacks among them: rv_heap_roots) and then every
- * object. Fails only when out of memory. */
-struct cs_error *rv_heap_dump(struct rv_session *s, const struct rv_process *p,
+struct rv_root_stacks;
+
+/* Dump the roots (rv_heap_roots, from stacks) and then every object.
+ * Fails only when out of memory. */
+struct cs_error *rv_heap_dump(struct rv_session *s,
+			      const struct rv_root_stacks *stacks,
 			      const struct rv_dump_callbacks *cb,
 			      struct rv_dump_stats *st);
 /* Whether something was not read (counted in st). */

@@ -434,7 +434,8 @@ struct cs_error *rv_heap_retainers(struct rv_session *s,
 			err = &cs_error_nomem;
 	}
 	if (!err)
-		err = rv_heap_roots(s, req->process, add_root, &w, &r->error);
+		err = rv_heap_roots(s, &req->stacks, add_root, &w, &r->error);
+	r->machine_unread = req->machine_unread;
 	r->roots = w.nroots;
 	if (!err)
 		err = search(&w);
@@ -453,7 +454,9 @@ bool rv_retention_partial(const struct rv_retention *r)
 	if (r->unreadable || r->error)
 		return true;
 	for (size_t i = 0; i < r->npaths; i++)
-		if (r->paths[i].error || (!r->paths[i].found && r->not_decoded))
+		if (r->paths[i].error ||
+		    (!r->paths[i].found &&
+		     (r->not_decoded || r->machine_unread)))
 			return true;
 	return false;
 }

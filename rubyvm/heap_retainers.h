@@ -41,9 +41,12 @@ struct rv_retention_request {
 	uint64_t address;
 	const char *class_name;
 	size_t top;
-	/* The threads, their fibers and their frames' locals (rv_snapshot,
-	 * rv_snapshot_fibers, rv_snapshot_locals) */
-	const struct rv_process *process;
+	/* The stacks the roots come from (heap_roots.h) */
+	struct rv_root_stacks stacks;
+	/* Ruby threads with a native thread whose machine stack is not
+	 * among stacks.machine (no registers): where a target has no path
+	 * found, an unread root may hold it */
+	size_t machine_unread;
 };
 
 struct rv_retention {
@@ -55,8 +58,9 @@ struct rv_retention {
 	 * heap_refs.c does not decode, or unreadable (counted, the first
 	 * reason in error) */
 	uint64_t not_decoded, unreadable;
-	char *error;     /* the first problem, NULL if none */
-	char *bad_input; /* the request cannot be answered (not an object,
+	size_t machine_unread; /* as the request said */
+	char *error;           /* the first problem, NULL if none */
+	char *bad_input;       /* the request cannot be answered (not an object,
 			  * no such class): why; nothing else is set */
 };
 

@@ -4,9 +4,13 @@
  * (Object's), then of every thread, and of every fiber not running, the
  * locals of each Ruby frame (its own scope's and those around a block),
  * each frame's self, and the words of its VM stack up to the innermost
- * frame's sp, as the GC marks them. Not read: machine stacks and
- * registers (which the GC scans conservatively), the VM's own tables
- * (rb_gc_register_address, mark_object_ary), finalizers. */
+ * frame's sp, as the GC marks them; last, as the GC scans them
+ * conservatively, each thread's registers and the words of its machine
+ * stack from its stack pointer up to where Ruby records the stack's
+ * start (any word that is a live object's address: a C local of an
+ * extension, a stale copy). Not read: a suspended fiber's machine stack,
+ * the VM's own tables (rb_gc_register_address, mark_object_ary),
+ * finalizers. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -219,12 +223,67 @@ static void thread_roots(struct roots_walk *w, const struct rv_process *p)
 	}
 }
 
-struct cs_error *rv_heap_roots(struct rv_session *s, const struct rv_process *p,
+/* The most of a machine stack read, and the piece read at a time. */
+#define MAX_MACHINE_STACK ((uint64_t)64 << 20)
+#define STACK_CHUNK 8192 /* words */
+
+static void machine_roots(struct roots_walk *w, const struct rv_process *p,
+			  const struct rv_native_stack *m)
+{
+	if (m->thread_index >= p->nthreads)
+		return;
+	const struct rv_thread *t = &p->threads[m->thread_index];
+	for (size_t i = 0; i < m->nregs; i++)
+		emit(w, RV_ROOT_REGISTER, m->regs[i].name, NULL, t->addr, 0,
+		     m->thread_index, m->regs[i].value);
+	uint64_t lo = m->sp & ~(uint64_t)7, hi = t->machine_stack_start;
+	if (!hi || lo >= hi || hi - lo > MAX_MACHINE_STACK ||
+	    (t->machine_stack_size && hi - lo > t->machine_stack_size)) {
+		note(w,
+		     cs_error_create(CS_ERR_CORRUPT,
+				     "thread 0x%" PRIx64 ": its stack pointer "
+				     "0x%" PRIx64 " is not in its stack "
+				     "(start 0x%" PRIx64 ")",
+				     t->addr, m->sp, hi),
+		     "machine stack not read");
+		return;
+	}
+	uint64_t *words = malloc(STACK_CHUNK * sizeof(*words));
+	if (!words) {
+		w->nomem = true;
+		return;
+	}
+	for (uint64_t at = lo; at + 8 <= hi && !w->nomem;) {
+		uint64_t n = (hi - at) / 8 < STACK_CHUNK ? (hi - at) / 8
+							 : STACK_CHUNK;
+		if (!rv_try_read(w->s, at, words, n * 8)) {
+			note(w,
+			     cs_error_create(
+				     CS_ERR_CORRUPT,
+				     "thread 0x%" PRIx64 ": its machine "
+				     "stack at 0x%" PRIx64 " is unreadable",
+				     t->addr, at),
+			     "machine stack not read");
+			break;
+		}
+		for (uint64_t i = 0; i < n; i++)
+			emit(w, RV_ROOT_MACHINE_STACK, NULL, NULL, t->addr, 0,
+			     m->thread_index, words[i]);
+		at += n * 8;
+	}
+	free(words);
+}
+
+struct cs_error *rv_heap_roots(struct rv_session *s,
+			       const struct rv_root_stacks *stacks,
 			       rv_root_fn *fn, void *ctx, char **error)
 {
 	struct roots_walk w = {s, fn, ctx, error, false};
+	const struct rv_process *p = stacks ? stacks->process : NULL;
 	global_roots(&w);
 	if (p && !w.nomem)
 		thread_roots(&w, p);
+	for (size_t i = 0; p && i < stacks->nmachine && !w.nomem; i++)
+		machine_roots(&w, p, &stacks->machine[i]);
 	return w.nomem ? &cs_error_nomem : NULL;
 }

@@ -258,12 +258,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		const struct rv_dump_callbacks cb = {dump_roots, dump_object,
 						     NULL};
 		struct rv_dump_stats st;
-		cs_error_destroy(rv_heap_dump(s, err ? NULL : proc, &cb, &st));
+		const struct rv_root_stacks stacks = {.process = err ? NULL
+								     : proc};
+		cs_error_destroy(rv_heap_dump(s, &stacks, &cb, &st));
 		rv_dump_stats_free(&st);
-		const struct rv_retention_request req = {.class_name = "Object",
-							 .top = 3,
-							 .process = err ? NULL
-									: proc};
+		const struct rv_retention_request req = {
+			.class_name = "Object", .top = 3, .stacks = stacks};
 		struct rv_retention r;
 		cs_error_destroy(rv_heap_retainers(s, &req, &r));
 		rv_retention_free(&r);

@@ -36,7 +36,9 @@ process title (the fixture's comment says how). Then:
                             for every object the fixture keeps by a known path
                             (a global variable, a top-level constant through a
                             nested constant, a Struct member and a class's ivar,
-                            a parked thread's locals, a suspended fiber's local):
+                            a parked thread's locals, a suspended fiber's local,
+                            a C function's local, on its machine stack or in a
+                            register):
                             exit 0, found, the root's kind, name and frame (a
                             thread's, or a fiber's), and every object on the
                             path with how the one before holds it (ivar name,
@@ -48,13 +50,14 @@ process title (the fixture's comment says how). Then:
                             the root and each hop; an address that is no live
                             object: exit 2 and one line on stderr
     RUBY/heap/retainers-live  the same of the live fixture (--pid), for the
-                            global and the thread-local paths, and no thread
-                            left stopped
+                            global's, the threads' and fiber's locals' and the C
+                            local's paths, and no thread left stopped
     RUBY/heap/dump          corestack heap --dump FILE --json on the core: exit 0,
                             a complete summary of as many objects as Ruby's
                             TOTAL - FREE; FILE's JSON lines: the ROOT lines
                             first ("vm" holding Object, "global_tbl" the
-                            global's Holder), then one line an object, each
+                            global's Holder, "machine_context" the C local),
+                            then one line an object, each
                             address once, as many of each type as
                             count_objects says; for the objects on the
                             recorded paths their class and exactly the
@@ -370,8 +373,14 @@ def check_path(target, want):
         return "no path found"
     root, want_root = target.get("root") or {}, want["root"]
     for k, v in want_root.items():
+        if want_root["kind"] == "machine_stack" and k == "name":
+            continue   # a register's name, or none for a stack word
+        if k == "kind" and v == "machine_stack" and root.get(k) in ("machine_stack", "register"):
+            continue   # the C local was on the stack or in a register
         if root.get(k) != v:
             return "root %s is %r, want %r (root %s)" % (k, root.get(k), v, root)
+    if want_root["kind"] == "machine_stack" and (not root.get("thread") or root.get("fiber")):
+        return "a machine stack root without its thread: %s" % root
     if want_root["kind"] == "local":
         if not root.get("thread"):
             return "a local's root names no thread: %s" % root
@@ -531,6 +540,10 @@ def check_dump_lines(lines, record):
     holder = int(record["retention"][0]["path"][0]["object"], 16)
     if holder not in roots.get("global_tbl", ()):
         return "the global_tbl ROOT line lacks $corestack_retained's 0x%x" % holder
+    for want in record["retention"]:
+        held = int(want["path"][0]["object"], 16)
+        if want["root"]["kind"] == "machine_stack" and held not in roots.get("machine_context", ()):
+            return "the machine_context ROOT line lacks the C local's 0x%x" % held
     for sample in record["dump_samples"]:
         line = objects.get(int(sample["object"], 16))
         if line is None:
@@ -752,7 +765,7 @@ def run_tests(ctx):
             if ctx.selected(name + "retainers-live"):
                 pid_args = ["--pid", str(run.pid)]
                 reason = check_retainers(corestack, pid_args, record, timeout,
-                                         ("global", "local"))
+                                         ("global", "local", "machine_stack"))
                 left = procs.stopped_threads(run.pid)
                 rep.result(name + "retainers-live", reason or (
                     "threads left stopped: %s" % ", ".join(left) if left else None))
