@@ -70,6 +70,12 @@ static void via_text(FILE *out, const struct rv_ref_label *v)
 	const char *kind = v->kind ? v->kind : "?";
 	if (!strcmp(kind, "constant"))
 		fprintf(out, "::%s", v->name ? v->name : "?");
+	else if (!strcmp(kind, "local"))
+		fprintf(out, "local %s", v->name ? v->name : "?");
+	else if (!strcmp(kind, "env"))
+		fputs("captured env", out);
+	else if (!strcmp(kind, "outer"))
+		fputs("outer env", out);
 	else if (v->name) /* an ivar */
 		fputs(v->name, out);
 	else if (!strcmp(kind, "value"))
@@ -109,8 +115,9 @@ void cs_render_retainers_text(FILE *out, const struct rv_retention *r,
 				via_text(out, &h->via);
 			else
 				fputs("(root)", out);
-			fprintf(out, " -> %s 0x%" PRIx64 "\n", h->class_name,
-				h->object);
+			fprintf(out, " -> %s%s%s 0x%" PRIx64 "\n",
+				h->class_name, h->name ? " " : "",
+				h->name ? h->name : "", h->object);
 		}
 		if (p->error)
 			fprintf(out, "  (a hop not described: %s)\n", p->error);
@@ -132,6 +139,8 @@ static void hop_json(struct json *j, const struct rv_retain_hop *h)
 	json_begin_object(j, NULL);
 	json_address(j, "object", h->object);
 	json_string(j, "class", h->class_name);
+	if (h->name)
+		json_string(j, "name", h->name);
 	if (h->via.kind) {
 		json_begin_object(j, "via");
 		json_string(j, "kind", h->via.kind);

@@ -21,6 +21,7 @@ static const struct {
 	{"VM_ENV_DATA_INDEX_SPECVAL", -1, 0}, /* vm_core.h: ep[-1] */
 	{"VM_ENV_DATA_INDEX_FLAGS", 0, 0},    /* vm_core.h: ep[0] */
 	{"VM_ENV_INDEX_LAST_LVAR", -3, 0},    /* vm_core.h: -VM_ENV_DATA_SIZE */
+	{"VM_ENV_DATA_INDEX_ENV", 1, 0},      /* vm_core.h: ep[1], escaped */
 	{"IMEMO_MASK", 0x0f, 0},              /* internal/imemo.h */
 	{"IMMEDIATE_TABLE_SIZE", 54, 0},      /* iseq.c succinct index table */
 	{"PATHOBJ_PATH", 0, 0}, /* vm_core.h: pathobj [path, realpath] */

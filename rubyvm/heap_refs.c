@@ -153,6 +153,100 @@ static struct cs_error *hash_refs(struct rv_session *s, uint64_t h,
 	return err;
 }
 
+/* The address of the Proc's rb_data_type_t, 0 when this Ruby has none. */
+static uint64_t proc_type(struct rv_session *s)
+{
+	if (RV_HAS(s, ruby_proc_data_type))
+		return s->load_bias + (uint64_t)RV_VAL(s, ruby_proc_data_type);
+	if (RV_HAS(s, proc_data_type))
+		return s->load_bias + (uint64_t)RV_VAL(s, proc_data_type);
+	return 0;
+}
+
+static bool proc_layout(struct rv_session *s)
+{
+	return proc_type(s) && RV_HAS(s, typeddata_type) &&
+	       RV_HAS(s, proc_block_self) && RV_HAS(s, proc_block_ep) &&
+	       RV_HAS(s, proc_block_type) && RV_HAS(s, block_type_iseq) &&
+	       RV_HAS(s, env_index_env);
+}
+
+/* ep[index], a slot of the frame data beside an environment's ep. */
+static struct cs_error *ep_slot(struct rv_session *s, uint64_t ep,
+				int64_t index, uint64_t *ret)
+{
+	return rv_read_u64(s, ep + (uint64_t)(index * 8), ret);
+}
+
+/* A Proc of a Ruby block: its self and its environment, the escaped env
+ * of its ep (what rb_vm_block_mark marks). *decoded false for another
+ * T_DATA, or a Proc of a C block, a Symbol or a method. */
+static struct cs_error *proc_refs(struct rv_session *s, uint64_t obj,
+				  struct rv_refs *out, bool *decoded)
+{
+	uint64_t type = 0, data = 0, kind = 0, self = 0, ep = 0, env = 0;
+	*decoded = false;
+	if (!proc_layout(s) ||
+	    !rv_try_member(s, obj, RVL_typeddata_type, &type) ||
+	    (type & ~(uint64_t)7) != proc_type(s))
+		return NULL;
+	struct cs_error *err = rv_typed_data_ptr(s, obj, &data);
+	if (!err)
+		err = rv_read_member(s, data, RVL_proc_block_type, &kind);
+	if (err || kind != (uint64_t)RV_VAL(s, block_type_iseq))
+		return err;
+	if ((err = rv_read_member(s, data, RVL_proc_block_self, &self)) ||
+	    (err = rv_read_member(s, data, RVL_proc_block_ep, &ep)) ||
+	    (err = ep_slot(s, ep, RV_VAL(s, env_index_env), &env)))
+		return err;
+	*decoded = true;
+	if (!add(s, out, self, RV_REF_SELF, 0) ||
+	    !add(s, out, env, RV_REF_ENV, 0))
+		return &cs_error_nomem;
+	return NULL;
+}
+
+/* An environment's iseq and ep, when obj is an imemo_env. */
+static bool env_of(struct rv_session *s, uint64_t obj, uint64_t *iseq,
+		   uint64_t *ep)
+{
+	int64_t imemo = -1;
+	return RV_HAS(s, imemo_env) && RV_HAS(s, env_iseq) &&
+	       RV_HAS(s, env_ep) && RV_HAS(s, env_index_env) &&
+	       !rv_failed(rv_imemo_type(s, obj, &imemo)) &&
+	       imemo == RV_VAL(s, imemo_env) &&
+	       rv_try_member(s, obj, RVL_env_iseq, iseq) &&
+	       rv_try_member(s, obj, RVL_env_ep, ep) && *iseq && *ep;
+}
+
+/* An environment's locals, by its iseq's local table, and the one around
+ * it (the env of its specval's ep, unless it is a method's). */
+static struct cs_error *env_refs(struct rv_session *s, uint64_t iseq,
+				 uint64_t ep, struct rv_refs *out)
+{
+	const struct rv_iseq_info *info;
+	uint64_t *ids = NULL, n = 0, flags = 0, prev = 0, outer = 0;
+	struct cs_error *err = rv_iseq_lookup(s, iseq, &info);
+	if (!err)
+		err = rv_scope_slots(s, iseq, info, ep, &ids, &n);
+	for (uint64_t i = 0; !err && ids && i < n; i++)
+		if (!add(s, out, ids[n + i], RV_REF_LOCAL, i))
+			err = &cs_error_nomem;
+	free(ids);
+	if (!err)
+		err = ep_slot(s, ep, RV_VAL(s, env_index_flags), &flags);
+	if (err || (flags & (uint64_t)RV_VAL(s, env_flag_local)))
+		return err;
+	if ((err = ep_slot(s, ep, RV_VAL(s, env_index_specval), &prev)))
+		return err;
+	prev &= (uint64_t)RV_VAL(s, guarded_ptr_mask);
+	if (prev &&
+	    !(err = ep_slot(s, prev, RV_VAL(s, env_index_env), &outer)) &&
+	    !add(s, out, outer, RV_REF_OUTER, 0))
+		err = &cs_error_nomem;
+	return err;
+}
+
 struct cs_error *rv_object_refs(struct rv_session *s, uint64_t obj,
 				uint64_t flags, struct rv_refs *out,
 				bool *decoded)
@@ -173,6 +267,14 @@ struct cs_error *rv_object_refs(struct rv_session *s, uint64_t obj,
 	else if (RV_HAS(s, t_struct) && type == (uint64_t)RV_VAL(s, t_struct)) {
 		if (!(err = rv_struct_fields(s, obj, flags, &ptr, &len)))
 			err = add_values(s, out, ptr, len, RV_REF_MEMBER);
+	} else if (RV_HAS(s, t_data) && type == (uint64_t)RV_VAL(s, t_data)) {
+		err = proc_refs(s, obj, out, decoded);
+	} else if (RV_HAS(s, t_imemo) && type == (uint64_t)RV_VAL(s, t_imemo)) {
+		uint64_t iseq = 0, ep = 0;
+		if (env_of(s, obj, &iseq, &ep))
+			err = env_refs(s, iseq, ep, out);
+		else
+			*decoded = false;
 	} else
 		*decoded = false;
 	return err;
@@ -216,6 +318,30 @@ static struct cs_error *ivar_name(struct rv_session *s, uint64_t obj,
 	return err;
 }
 
+/* The name of an environment's local at index. */
+static struct cs_error *local_name(struct rv_session *s, uint64_t env,
+				   uint64_t index, char **ret)
+{
+	uint64_t iseq = 0, ep = 0, *ids = NULL, n = 0;
+	const struct rv_iseq_info *info;
+	if (!env_of(s, env, &iseq, &ep))
+		return cs_error_create(CS_ERR_CORRUPT,
+				       "0x%llx is no environment",
+				       (unsigned long long)env);
+	struct cs_error *err = rv_iseq_lookup(s, iseq, &info);
+	if (!err)
+		err = rv_scope_slots(s, iseq, info, ep, &ids, &n);
+	if (!err && (!ids || index >= n))
+		err = cs_error_create(
+			CS_ERR_CORRUPT,
+			"local %llu of environment 0x%llx is gone",
+			(unsigned long long)index, (unsigned long long)env);
+	if (!err)
+		err = rv_id_name(s, ids[index], ret);
+	free(ids);
+	return err;
+}
+
 /* The key of a Hash's entry index, shown. */
 static struct cs_error *entry_key(struct rv_session *s, uint64_t h,
 				  uint64_t flags, uint64_t index, char **ret)
@@ -249,13 +375,31 @@ static struct cs_error *entry_key(struct rv_session *s, uint64_t h,
 
 const char *rv_ref_kind_name(enum rv_ref_kind kind)
 {
-	static const char *const kinds[] = {
-		[RV_REF_IVAR] = "ivar",         [RV_REF_ELEMENT] = "element",
-		[RV_REF_HASH_KEY] = "key",      [RV_REF_HASH_VALUE] = "value",
-		[RV_REF_IFNONE] = "default",    [RV_REF_MEMBER] = "member",
-		[RV_REF_CONSTANT] = "constant",
-	};
-	return kinds[kind];
+	switch (kind) {
+	case RV_REF_IVAR:
+		return "ivar";
+	case RV_REF_ELEMENT:
+		return "element";
+	case RV_REF_HASH_KEY:
+		return "key";
+	case RV_REF_HASH_VALUE:
+		return "value";
+	case RV_REF_IFNONE:
+		return "default";
+	case RV_REF_MEMBER:
+		return "member";
+	case RV_REF_CONSTANT:
+		return "constant";
+	case RV_REF_SELF:
+		return "self";
+	case RV_REF_ENV:
+		return "env";
+	case RV_REF_LOCAL:
+		return "local";
+	case RV_REF_OUTER:
+		return "outer";
+	}
+	return "?";
 }
 
 struct cs_error *rv_ref_describe(struct rv_session *s, uint64_t obj,
@@ -280,7 +424,12 @@ struct cs_error *rv_ref_describe(struct rv_session *s, uint64_t obj,
 	case RV_REF_HASH_KEY:
 		ret->index = (int64_t)r->index;
 		return NULL;
+	case RV_REF_LOCAL:
+		return local_name(s, obj, r->index, &ret->name);
 	case RV_REF_IFNONE:
+	case RV_REF_SELF:
+	case RV_REF_ENV:
+	case RV_REF_OUTER:
 		return NULL;
 	}
 	return NULL;

@@ -21,6 +21,11 @@ enum rv_ref_kind {
 	RV_REF_IFNONE,     /* a Hash's default value or proc */
 	RV_REF_MEMBER,     /* a Struct's, index its index */
 	RV_REF_CONSTANT,   /* a class's or module's; index the ID's serial */
+	RV_REF_SELF,       /* a Proc's block's self */
+	RV_REF_ENV,        /* a Proc's captured environment (an imemo_env) */
+	RV_REF_LOCAL,      /* an environment's local, index in its iseq's
+			    * local table */
+	RV_REF_OUTER,      /* an environment's outer one */
 };
 
 struct rv_ref {
@@ -37,7 +42,9 @@ struct rv_refs {
 /* The references of obj, a live object whose flags are flags, appended
  * to out: of a T_OBJECT its ivars, of a class or module its constants
  * and ivars, of an Array its elements, of a Hash its keys, values and
- * default, of a Struct its members; special constants left out. *decoded
+ * default, of a Struct its members, of a Proc of a Ruby block its self
+ * and environment, of an environment its locals and the environment
+ * around it; special constants left out. *decoded
  * false: obj's type is none of these (its references are not followed).
  * An error when they cannot be read (out keeps what was). */
 struct cs_error *rv_object_refs(struct rv_session *s, uint64_t obj,
@@ -47,8 +54,8 @@ void rv_refs_free(struct rv_refs *r);
 
 /* How obj holds r, for people and JSON: kind "ivar" (name "@items"),
  * "element" (index), "key" or "value" (key: the entry's key shown as
- * inspect would, for a value), "default", "member" (index, name when the
- * Struct's class names its members), "constant" (name). */
+ * inspect would, for a value), "default", "member" (index), "constant"
+ * (name), "self", "env", "local" (name), "outer". */
 struct rv_ref_label {
 	const char *kind;
 	char *name;    /* NULL when none or unknown */

@@ -169,16 +169,32 @@ static char *class_of(struct rv_session *s, uint64_t obj)
 {
 	uint64_t klass = 0, real = 0, type = 0, flags = 0;
 	char *name = NULL;
+	if (!rv_failed(rv_read_member(s, obj, RVL_basic_klass, &klass)) &&
+	    klass && !rv_failed(rv_real_class(s, klass, true, &real)) && real &&
+	    !rv_failed(rv_stable_class_name(s, real, &name)))
+		return name;
+	const char *names[RV_CENSUS_MAX_TYPES];
+	rv_heap_type_names(s, names);
+	if (rv_failed(rv_builtin_type(s, obj, &type, &flags)) ||
+	    type >= RV_CENSUS_MAX_TYPES || !names[type])
+		return strdup("(unknown)");
+	size_t n = strlen(names[type]) + 3;
+	if ((name = malloc(n)))
+		snprintf(name, n, "(%s)", names[type]);
+	return name;
+}
+
+/* A class's or module's own name, NULL for other objects. */
+static char *module_name(struct rv_session *s, uint64_t obj)
+{
+	uint64_t type = 0, flags = 0;
+	char *name = NULL;
 	if (!rv_failed(rv_builtin_type(s, obj, &type, &flags)) &&
 	    (type == (uint64_t)RV_VAL(s, t_class) ||
 	     type == (uint64_t)RV_VAL(s, t_module)) &&
 	    !rv_failed(rv_stable_class_name(s, obj, &name)))
 		return name;
-	if (!rv_failed(rv_read_member(s, obj, RVL_basic_klass, &klass)) &&
-	    klass && !rv_failed(rv_real_class(s, klass, true, &real)) && real &&
-	    !rv_failed(rv_stable_class_name(s, real, &name)))
-		return name;
-	return strdup("(no class)");
+	return NULL;
 }
 
 /* The path of p, from its record back to its root. */
@@ -199,6 +215,7 @@ static struct cs_error *describe(struct search *w, struct rv_retainer_path *p)
 		const struct record *rec = &w->records[i];
 		struct rv_retain_hop *h = &p->hops[--k];
 		h->object = rec->object;
+		h->name = module_name(s, rec->object);
 		if (!(h->class_name = class_of(s, rec->object)))
 			return &cs_error_nomem;
 		if (rec->parent < 0) {
@@ -471,6 +488,7 @@ void rv_retention_free(struct rv_retention *r)
 		free(p->root.frame);
 		for (size_t k = 0; k < p->nhops; k++) {
 			free(p->hops[k].class_name);
+			free(p->hops[k].name);
 			rv_ref_label_free(&p->hops[k].via);
 		}
 		free(p->hops);

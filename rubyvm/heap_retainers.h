@@ -20,6 +20,7 @@ struct rv_process;
 struct rv_retain_hop {
 	uint64_t object;
 	char *class_name; /* stable name; "(T_IMEMO)" and such for others */
+	char *name;       /* a class's or module's own stable name, or NULL */
 	struct rv_ref_label via;
 };
 

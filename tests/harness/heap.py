@@ -38,7 +38,8 @@ process title (the fixture's comment says how). Then:
                             nested constant, a Struct member and a class's ivar,
                             a parked thread's locals, a suspended fiber's local,
                             a C function's local, on its machine stack or in a
-                            register):
+                            register, a Proc's captured local through its
+                            environment):
                             exit 0, found, the root's kind, name and frame (a
                             thread's, or a fiber's), and every object on the
                             path with how the one before holds it (ivar name,
@@ -391,7 +392,10 @@ def check_path(target, want):
     if len(path) != len(want["path"]):
         return "%d objects on the path, want %d: %s" % (len(path), len(want["path"]), hops)
     for i, (got, exp) in enumerate(zip(path, want["path"])):
-        if int(got.get("object") or "0", 16) != int(exp["object"], 16):
+        if exp["object"] is None:   # an object Ruby cannot name (an env)
+            if not got.get("object"):
+                return "object %d of the path has no address: %s" % (i, hops)
+        elif int(got.get("object") or "0", 16) != int(exp["object"], 16):
             return "object %d of the path is %s, want %s: %s" % (i, got.get("object"),
                                                                 exp["object"], hops)
         via, exp_via = got.get("via"), exp["via"]
