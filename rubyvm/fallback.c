@@ -28,6 +28,7 @@ static const struct {
 	{"PATHOBJ_REALPATH", 1, 0},
 	{"GC_GUARDED_PTR_REF(-1)", ~(int64_t)3, 0}, /* vm_core.h: tag bits */
 	{"ID_ENTRY_UNIT", 512, 0}, /* symbol.c: static const int */
+	{"MAX_POWER2_FOR_TABLES_WITHOUT_BINS", 4, 0}, /* st.c */
 	/* include/ruby/internal/core/rtypeddata.h: the type word's low bit */
 	{"TYPED_DATA_EMBEDDED", 1, 0},
 	/* internal/bignum.h: FL_USER1, FL_USER2, FL_USER3..5, FL_USHIFT+3 */

@@ -7,12 +7,9 @@
  * by its enumerator of enum ruby_value_type in the Ruby's DWARF; a value no
  * enumerator has is a corrupt slot, skipped and counted.
  *
- * An object's bytes are its slot's size and, for a String or an Array,
- * the buffer it owns outside the heap as rb_str_memsize and rb_ary_memsize
- * count it: the capacity of a buffer neither embedded nor shared (nor, for
- * a String, static: STR_NOFREE), plus a String's terminator, counted as
- * one byte (the wide encodings' terminators, 2 or 4, are not told apart).
- * Other types count their slot only (docs/heap.md).
+ * An object's bytes are its slot's size and, for a String, an Array or a
+ * Hash, what it owns outside the heap as memsize_of counts it
+ * (object_bytes.c). Other types count their slot only (docs/heap.md).
  *
  * By class: each object's class pointer is gathered first (one map entry
  * per class pointer), then each checked once: it must be the start of a
@@ -156,8 +153,9 @@ static bool census_page(void *ctx, const struct rv_heap_page *p)
 			c->bad_types++;
 			continue;
 		}
-		uint64_t bytes = rv_object_bytes(&w->sizer, type, flags, slot,
-						 p->stride);
+		uint64_t bytes = rv_object_bytes(&w->sizer,
+						 p->start + i * p->stride, type,
+						 flags, slot, p->stride);
 		t->count++;
 		t->bytes += bytes;
 		c->live++;
@@ -373,6 +371,9 @@ static bool census_layout(struct rv_session *s, struct census_walk *w)
 		c->types[w->t_string].external = c->types[w->t_string].name;
 	if (w->sizer.arrays)
 		c->types[w->t_array].external = c->types[w->t_array].name;
+	if (w->sizer.hashes)
+		c->types[w->sizer.t_hash].external =
+			c->types[w->sizer.t_hash].name;
 	lengths_layout(s, c);
 	return true;
 }
@@ -452,44 +453,4 @@ void rv_heap_type_names(struct rv_session *s,
 		const char *name = rv_layout_item_subject(type_items[i]);
 		names[it->value] = strncmp(name, "RUBY_", 5) ? name : name + 5;
 	}
-}
-
-void rv_object_sizer_init(struct rv_session *s, struct rv_object_sizer *z)
-{
-	memset(z, 0, sizeof(*z));
-	bool shared = RV_HAS(s, elts_shared);
-	z->t_string = (uint64_t)RV_VAL(s, t_string);
-	z->t_array = (uint64_t)RV_VAL(s, t_array);
-	z->strings = shared && RV_HAS(s, rstring_noembed) &&
-		     RV_HAS(s, str_nofree) && RV_HAS(s, rstring_heap_capa) &&
-		     RV_HAS(s, t_string);
-	if (z->strings) {
-		z->str_noembed = (uint64_t)RV_VAL(s, rstring_noembed);
-		z->str_own_mask = z->str_noembed |
-				  (uint64_t)RV_VAL(s, elts_shared) |
-				  (uint64_t)RV_VAL(s, str_nofree);
-		z->str_capa_off = (uint64_t)RV_VAL(s, rstring_heap_capa);
-	}
-	z->arrays = shared && RV_HAS(s, rarray_embed_flag) &&
-		    RV_HAS(s, rarray_heap_capa) && RV_HAS(s, t_array) &&
-		    RV_HAS(s, value_size);
-	if (z->arrays) {
-		z->ary_own_mask = (uint64_t)RV_VAL(s, rarray_embed_flag) |
-				  (uint64_t)RV_VAL(s, elts_shared);
-		z->ary_capa_off = (uint64_t)RV_VAL(s, rarray_heap_capa);
-		z->value_size = (uint64_t)RV_VAL(s, value_size);
-	}
-}
-
-uint64_t rv_object_bytes(const struct rv_object_sizer *z, uint64_t type,
-			 uint64_t flags, const uint8_t *slot, uint64_t stride)
-{
-	if (type == z->t_string && z->strings &&
-	    z->str_capa_off + 8 <= stride &&
-	    (flags & z->str_own_mask) == z->str_noembed)
-		return stride + word(slot, z->str_capa_off) + 1;
-	if (type == z->t_array && z->arrays && z->ary_capa_off + 8 <= stride &&
-	    !(flags & z->ary_own_mask))
-		return stride + word(slot, z->ary_capa_off) * z->value_size;
-	return stride;
 }

@@ -72,19 +72,24 @@ struct rv_census {
 void rv_heap_type_names(struct rv_session *s,
 			const char *names[RV_CENSUS_MAX_TYPES]);
 
-/* An object's bytes as the census counts them: its slot, and for a
- * String or an Array the buffer it owns outside the heap (strings,
- * arrays: the layout tells it). */
+/* An object's bytes as the census counts them (object_bytes.c): its slot,
+ * and what it owns outside the heap as memsize_of counts it, where the
+ * layout tells: a String's or an Array's buffer, a Hash's table. */
 struct rv_object_sizer {
-	uint64_t t_string, t_array, str_capa_off, ary_capa_off;
+	struct rv_session *s;
+	uint64_t t_string, t_array, t_hash, str_capa_off, ary_capa_off;
 	uint64_t str_noembed, str_own_mask, ary_own_mask, value_size;
-	bool strings, arrays;
+	bool strings, arrays, hashes;
+	/* st_features.bins_words by entry_power, read when first needed
+	 * (0: not yet, UINT64_MAX: unreadable) */
+	uint64_t bins_words[64];
 };
 void rv_object_sizer_init(struct rv_session *s, struct rv_object_sizer *z);
-/* The bytes of the object of this type and flags whose slot (stride
- * bytes) was read into slot. */
-uint64_t rv_object_bytes(const struct rv_object_sizer *z, uint64_t type,
-			 uint64_t flags, const uint8_t *slot, uint64_t stride);
+/* The bytes of the object at addr of this type and flags, whose slot
+ * (stride bytes) was read into slot. */
+uint64_t rv_object_bytes(struct rv_object_sizer *z, uint64_t addr,
+			 uint64_t type, uint64_t flags, const uint8_t *slot,
+			 uint64_t stride);
 
 /* Take the census of the heap of the process s reads. Fails only when out
  * of memory; a heap that cannot be walked (completely) says why in

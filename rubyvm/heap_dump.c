@@ -237,8 +237,8 @@ static void dump_one(struct dump_walk *w, uint64_t addr, uint64_t flags,
 		.type = w->names[type] + 2, /* "T_" */
 		.slot_size = stride,
 		.klass = type == w->t_imemo || type == w->t_node ? 0 : klass,
-		.memsize =
-			rv_object_bytes(&w->sizer, type, flags, slot, stride),
+		.memsize = rv_object_bytes(&w->sizer, addr, type, flags, slot,
+					   stride),
 		.frozen = w->freeze && (flags & w->freeze),
 		.embedded = -1,
 		.length = -1,

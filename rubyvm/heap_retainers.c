@@ -310,8 +310,9 @@ static bool instances_page(void *ctx, const struct rv_heap_page *p)
 		    !class_matches(x, klass))
 			continue;
 		x->count++;
-		uint64_t bytes = rv_object_bytes(&x->sizer, type, flags, slot,
-						 p->stride);
+		uint64_t bytes = rv_object_bytes(&x->sizer,
+						 p->start + i * p->stride, type,
+						 flags, slot, p->stride);
 		struct rv_retainer_path cand = {
 			.target = p->start + i * p->stride, .bytes = bytes};
 		/* keep the top largest: a sorted array, cut back when full */
@@ -413,12 +414,13 @@ static struct cs_error *one_object(struct rv_session *s, uint64_t addr,
 	rv_object_sizer_init(s, &z);
 	if (!rv_failed(rv_builtin_type(s, addr, &type, &flags)) &&
 	    size <= sizeof(buf) && rv_try_read(s, addr, buf, size))
-		r->paths[0].bytes = rv_object_bytes(&z, type, flags, buf, size);
+		r->paths[0].bytes =
+			rv_object_bytes(&z, addr, type, flags, buf, size);
 	else if (size > sizeof(buf)) {
 		uint8_t *big = malloc(size);
 		if (big && rv_try_read(s, addr, big, size))
-			r->paths[0].bytes =
-				rv_object_bytes(&z, type, flags, big, size);
+			r->paths[0].bytes = rv_object_bytes(&z, addr, type,
+							    flags, big, size);
 		free(big);
 	}
 	return NULL;

@@ -11,9 +11,9 @@ process title (the fixture's comment says how). Then:
                             Ruby's exactly, each recorded class's row with
                             its count exactly, and its bytes equal to the
                             memsize_of sum for the classes whose bytes are
-                            exact (docs/heap.md: Strings and Arrays without
-                            instance variables, objects with no ivars or
-                            embedded ones); the text output exit 0 with the
+                            exact (docs/heap.md: Strings, Arrays and Hashes
+                            without instance variables, objects with no ivars
+                            or embedded ones); the text output exit 0 with the
                             same rows; the Strings and Arrays with a class
                             by length (bits of bytesize, of size) counted
                             as each_object(String), each_object(Array) count
@@ -105,13 +105,13 @@ TESTS = ("core", "live", "gdb", "gdb-live", "lldb", "retainers", "retainers-live
 DEBUGGER_TESTS = ("gdb", "gdb-live", "lldb")
 READY_TIMEOUT = 120
 # Classes whose memsize_of is their slot plus what the census counts: the
-# fixture's String and Array subclasses (their buffers counted), and
-# objects whose ivars are embedded (none, or three). Not String and Array
-# themselves: Ruby gives a few of its own Strings instance variables, whose
+# fixture's String, Array and Hash subclasses (their buffers and tables
+# counted), Hash itself, and objects whose ivars are embedded (none, or
+# three). Not String and Array themselves: Ruby gives a few of its own Strings instance variables, whose
 # table (generic ivars) memsize_of counts and the census does not.
 EXACT_BYTES = {"HeapFixture::Plain", "Outer::Inner", "HeapFixture::Widget",
                "#<anonymous subclass of HeapFixture::Plain>", "HeapFixture::Str",
-               "HeapFixture::Ary"}
+               "HeapFixture::Ary", "HeapFixture::Hsh", "Hash"}
 BAD_TYPE = 0x17   # no enumerator of ruby_value_type has it (2.7 to 4.1)
 
 
