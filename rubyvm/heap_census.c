@@ -374,6 +374,12 @@ static bool census_layout(struct rv_session *s, struct census_walk *w)
 	if (w->sizer.hashes)
 		c->types[w->sizer.t_hash].external =
 			c->types[w->sizer.t_hash].name;
+	if (w->sizer.structs)
+		c->types[w->sizer.t_struct].external =
+			c->types[w->sizer.t_struct].name;
+	if (w->sizer.bignums)
+		c->types[w->sizer.t_bignum].external =
+			c->types[w->sizer.t_bignum].name;
 	lengths_layout(s, c);
 	return true;
 }

@@ -74,12 +74,18 @@ void rv_heap_type_names(struct rv_session *s,
 
 /* An object's bytes as the census counts them (object_bytes.c): its slot,
  * and what it owns outside the heap as memsize_of counts it, where the
- * layout tells: a String's or an Array's buffer, a Hash's table. */
+ * layout tells: a String's or an Array's buffer, a Hash's table, a
+ * Struct's members or a Bignum's digits off the slot. */
 struct rv_object_sizer {
 	struct rv_session *s;
-	uint64_t t_string, t_array, t_hash, str_capa_off, ary_capa_off;
-	uint64_t str_noembed, str_own_mask, ary_own_mask, value_size;
-	bool strings, arrays, hashes;
+	uint64_t t_string, t_array, t_hash, t_struct, t_bignum;
+	uint64_t str_capa_off, ary_capa_off, str_noembed, str_own_mask;
+	uint64_t ary_own_mask, value_size;
+	/* a Struct's members and a Bignum's digits off the slot */
+	uint64_t struct_embed_mask, struct_len_off, struct_ptr_off;
+	uint64_t bignum_embed_flag, bignum_len_off, bignum_digits_off,
+		bignum_digit_size;
+	bool strings, arrays, hashes, structs, bignums;
 	/* st_features.bins_words by entry_power, read when first needed
 	 * (0: not yet, UINT64_MAX: unreadable) */
 	uint64_t bins_words[64];

@@ -13,7 +13,9 @@
  *   table, read from the process's memory) and 1 << entry_power entries;
  *   where the table lives in the Hash's slot (no as.st pointer) less the
  *   table itself. A small Hash's ar_table counts sizeof(ar_table) where
- *   the Hash points to it (as.ar), nothing where it is in the slot. */
+ *   the Hash points to it (as.ar), nothing where it is in the slot;
+ * - a Struct's members off the slot (no embedded length): len VALUEs;
+ * - a Bignum's digits off the slot (BIGNUM_EMBED_FLAG clear): len digits. */
 #include <string.h>
 
 #include "heap_census.h"
@@ -67,6 +69,28 @@ void rv_object_sizer_init(struct rv_session *s, struct rv_object_sizer *z)
 		z->value_size = (uint64_t)RV_VAL(s, value_size);
 	}
 	z->hashes = hash_layout(s);
+	z->t_struct = (uint64_t)RV_VAL(s, t_struct);
+	z->structs = RV_HAS(s, t_struct) && RV_HAS(s, rstruct_embed_len_mask) &&
+		     RV_HAS(s, rstruct_heap_len) &&
+		     RV_HAS(s, rstruct_heap_ptr) && RV_HAS(s, value_size);
+	if (z->structs) {
+		z->struct_embed_mask =
+			(uint64_t)RV_VAL(s, rstruct_embed_len_mask);
+		z->struct_len_off = (uint64_t)RV_VAL(s, rstruct_heap_len);
+		z->struct_ptr_off = (uint64_t)RV_VAL(s, rstruct_heap_ptr);
+		z->value_size = (uint64_t)RV_VAL(s, value_size);
+	}
+	z->t_bignum = (uint64_t)RV_VAL(s, t_bignum);
+	z->bignums = RV_HAS(s, t_bignum) && RV_HAS(s, bignum_embed_flag) &&
+		     RV_HAS(s, rbignum_len) && RV_HAS(s, rbignum_digits) &&
+		     RV_HAS(s, rbignum_digit) &&
+		     RV_ITEM(s, rbignum_digit)->size > 0;
+	if (z->bignums) {
+		z->bignum_embed_flag = (uint64_t)RV_VAL(s, bignum_embed_flag);
+		z->bignum_len_off = (uint64_t)RV_VAL(s, rbignum_len);
+		z->bignum_digits_off = (uint64_t)RV_VAL(s, rbignum_digits);
+		z->bignum_digit_size = RV_ITEM(s, rbignum_digit)->size;
+	}
 }
 
 /* The words of the bins of a table of 2^power entries (features[power]). */
@@ -134,5 +158,17 @@ uint64_t rv_object_bytes(struct rv_object_sizer *z, uint64_t addr,
 		return stride + word(slot, z->ary_capa_off) * z->value_size;
 	if (type == z->t_hash && z->hashes)
 		return stride + hash_bytes(z, addr, flags);
+	if (type == z->t_struct && z->structs &&
+	    !(flags & z->struct_embed_mask) &&
+	    z->struct_len_off + 8 <= stride &&
+	    z->struct_ptr_off + 8 <= stride && word(slot, z->struct_ptr_off))
+		return stride + word(slot, z->struct_len_off) * z->value_size;
+	if (type == z->t_bignum && z->bignums &&
+	    !(flags & z->bignum_embed_flag) &&
+	    z->bignum_len_off + 8 <= stride &&
+	    z->bignum_digits_off + 8 <= stride &&
+	    word(slot, z->bignum_digits_off))
+		return stride +
+		       word(slot, z->bignum_len_off) * z->bignum_digit_size;
 	return stride;
 }

@@ -106,12 +106,14 @@ DEBUGGER_TESTS = ("gdb", "gdb-live", "lldb")
 READY_TIMEOUT = 120
 # Classes whose memsize_of is their slot plus what the census counts: the
 # fixture's String, Array and Hash subclasses (their buffers and tables
-# counted), Hash itself, and objects whose ivars are embedded (none, or
-# three). Not String and Array themselves: Ruby gives a few of its own Strings instance variables, whose
+# counted), Hash itself, Structs in and off their slots, Bignums (Integer:
+# each_object(Integer) yields Bignums only), and objects whose ivars are
+# embedded (none, or three). Not String and Array themselves: Ruby gives a few of its own Strings instance variables, whose
 # table (generic ivars) memsize_of counts and the census does not.
 EXACT_BYTES = {"HeapFixture::Plain", "Outer::Inner", "HeapFixture::Widget",
                "#<anonymous subclass of HeapFixture::Plain>", "HeapFixture::Str",
-               "HeapFixture::Ary", "HeapFixture::Hsh", "Hash"}
+               "HeapFixture::Ary", "HeapFixture::Hsh", "Hash", "HeapFixture::Narrow",
+               "HeapFixture::Wide", "Integer"}
 BAD_TYPE = 0x17   # no enumerator of ruby_value_type has it (2.7 to 4.1)
 
 
