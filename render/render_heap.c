@@ -149,21 +149,28 @@ void cs_render_heap_text(FILE *out, const struct rv_census *c,
 	skips_text(out, c);
 }
 
+void cs_render_heap_head(struct json *j, const char *kind, bool complete,
+			 const struct cs_heap_source *src)
+{
+	json_begin_object(j, NULL);
+	json_int(j, "corestack_heap_schema", CS_HEAP_SCHEMA);
+	json_int(j, "corestack_heap_schema_minor", CS_HEAP_SCHEMA_MINOR);
+	json_string(j, "kind", kind);
+	json_bool(j, "complete", complete);
+	json_string(j, "source", src->core ? "core" : "live");
+	json_string(j, "core", src->core);
+	if (src->pid > 0)
+		json_int(j, "pid", src->pid);
+	else
+		json_null(j, "pid");
+}
+
 void cs_render_heap_json(FILE *out, const struct rv_census *c,
 			 const struct cs_heap_source *src)
 {
 	struct json j = {.out = out};
-	json_begin_object(&j, NULL);
-	json_int(&j, "corestack_heap_schema", CS_HEAP_SCHEMA);
-	json_int(&j, "corestack_heap_schema_minor", CS_HEAP_SCHEMA_MINOR);
-	json_string(&j, "kind", "heap_census");
-	json_bool(&j, "complete", !rv_census_partial(c) && !c->not_walked);
-	json_string(&j, "source", src->core ? "core" : "live");
-	json_string(&j, "core", src->core);
-	if (src->pid > 0)
-		json_int(&j, "pid", src->pid);
-	else
-		json_null(&j, "pid");
+	cs_render_heap_head(&j, "heap_census",
+			    !rv_census_partial(c) && !c->not_walked, src);
 	json_bool(&j, "walked", !c->not_walked);
 	json_int(&j, "live", (int64_t)c->live);
 	json_int(&j, "live_bytes", (int64_t)c->live_bytes);

@@ -26,6 +26,10 @@ struct cs_heap_source {
 	size_t top; /* class rows shown at most */
 };
 
+/* The head every heap document starts with: its schema numbers, kind,
+ * completeness and source; the caller closes the object. */
+void cs_render_heap_head(struct json *j, const char *kind, bool complete,
+			 const struct cs_heap_source *src);
 void cs_render_heap_text(FILE *out, const struct rv_census *c,
 			 const struct cs_heap_source *src);
 void cs_render_heap_json(FILE *out, const struct rv_census *c,

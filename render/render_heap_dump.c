@@ -125,17 +125,7 @@ void cs_render_dump_summary_json(FILE *out, const struct rv_dump_stats *st,
 				 const char *path)
 {
 	struct json j = {.out = out};
-	json_begin_object(&j, NULL);
-	json_int(&j, "corestack_heap_schema", CS_HEAP_SCHEMA);
-	json_int(&j, "corestack_heap_schema_minor", CS_HEAP_SCHEMA_MINOR);
-	json_string(&j, "kind", "heap_dump");
-	json_bool(&j, "complete", !rv_dump_partial(st));
-	json_string(&j, "source", src->core ? "core" : "live");
-	json_string(&j, "core", src->core);
-	if (src->pid > 0)
-		json_int(&j, "pid", src->pid);
-	else
-		json_null(&j, "pid");
+	cs_render_heap_head(&j, "heap_dump", !rv_dump_partial(st), src);
 	json_string(&j, "file", path);
 	json_int(&j, "objects", (int64_t)st->objects);
 	json_int(&j, "pages", (int64_t)st->pages);

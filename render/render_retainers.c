@@ -161,17 +161,8 @@ void cs_render_retainers_json(FILE *out, const struct rv_retention *r,
 			      const struct cs_heap_source *src)
 {
 	struct json j = {.out = out};
-	json_begin_object(&j, NULL);
-	json_int(&j, "corestack_heap_schema", CS_HEAP_SCHEMA);
-	json_int(&j, "corestack_heap_schema_minor", CS_HEAP_SCHEMA_MINOR);
-	json_string(&j, "kind", "heap_retainers");
-	json_bool(&j, "complete", !rv_retention_partial(r));
-	json_string(&j, "source", src->core ? "core" : "live");
-	json_string(&j, "core", src->core);
-	if (src->pid > 0)
-		json_int(&j, "pid", src->pid);
-	else
-		json_null(&j, "pid");
+	cs_render_heap_head(&j, "heap_retainers", !rv_retention_partial(r),
+			    src);
 	if (r->instances)
 		json_int(&j, "instances", (int64_t)r->instances);
 	json_int(&j, "roots", (int64_t)r->roots);
