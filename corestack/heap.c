@@ -214,18 +214,9 @@ static int retainers(const struct heap_options *o, struct cs_engine *engine)
 
 /* The dump into o->dump, then what was written: on stdout as text or
  * JSON, unless the dump went there. */
-static int dump(const struct heap_options *o, struct cs_engine *engine)
+static int dump(const struct heap_options *o, struct cs_engine *engine, FILE *f)
 {
-	bool to_stdout = !strcmp(o->dump, "-");
-	FILE *f = to_stdout ? stdout : fopen(o->dump, "w");
-	if (!f) {
-		int e = errno;
-		cs_engine_close(engine);
-		return unusable(
-			o, cs_error_create(CS_ERR_OS,
-					   "cannot write the dump to %s: %s",
-					   o->dump, strerror(e)));
-	}
+	bool to_stdout = f == stdout;
 	struct cs_dump_writer *w = malloc(sizeof(*w));
 	struct rv_dump_stats st = {0};
 	struct cs_error *err = w ? NULL : &cs_error_nomem;
@@ -281,14 +272,27 @@ int cs_heap_main(int argc, char **argv)
 		.debug_dir_advice = "pass --debug-dir",
 		.cache_dir = o.in.cache_dir,
 	};
+	/* the dump's file first: one that cannot be written is said before
+	 * a live process is stopped */
+	FILE *f = !o.dump               ? NULL
+		  : strcmp(o.dump, "-") ? fopen(o.dump, "w")
+					: stdout;
+	if (o.dump && !f)
+		return unusable(
+			&o, cs_error_create(CS_ERR_OS,
+					    "cannot write the dump to %s: %s",
+					    o.dump, strerror(errno)));
 	struct cs_engine *engine;
 	struct cs_error *err = cs_engine_open(&req, &engine);
-	if (err)
+	if (err) {
+		if (f && f != stdout)
+			fclose(f);
 		return unusable(&o, err);
+	}
 	if (o.retainers)
 		return retainers(&o, engine);
 	if (o.dump)
-		return dump(&o, engine);
+		return dump(&o, engine, f);
 	struct rv_census census;
 	err = rv_heap_census(engine->ruby.session, &census);
 	cs_engine_close(engine); /* a live process runs again */

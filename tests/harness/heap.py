@@ -64,7 +64,8 @@ process title (the fixture's comment says how). Then:
                             recorded paths their class and exactly the
                             references Ruby's own GC marks from them but their
                             class (rb_objspace_reachable_objects_from); the
-                            frozen probe String's value, bytesize and frozen
+                            frozen probe String's value, bytesize and frozen; a
+                            FILE that cannot be written: exit 2, one line
     RUBY/heap/dump-live     the same of the live fixture (--pid; the counts and
                             the samples), and no thread left stopped
     RUBY/heap/corrupt-type  one sample object's flags given a type no
@@ -520,6 +521,18 @@ def check_dump(corestack, target_args, record, path, timeout, live=False):
     return check_dump_lines(lines, record)
 
 
+def check_dump_unwritable(corestack, target_args, timeout):
+    """A dump FILE that cannot be written: exit 2, one line naming it."""
+    path = "/nonexistent-corestack-dir/heap.dump"
+    rc, out, err, reason = procs.run_tool([corestack, "heap", "--dump", path] + target_args,
+                                          timeout)
+    lines = err.strip().splitlines()
+    if reason or rc != 2 or len(lines) != 1 or path not in lines[0]:
+        return "--dump %s: exit %d, stderr %r (want 2 and one line naming it)" % (
+            path, rc, err.strip()[:300])
+    return None
+
+
 def check_dump_lines(lines, record):
     roots = {}
     objects = {}
@@ -808,7 +821,8 @@ def run_tests(ctx):
                        check_not_object(corestack, [core, exe], timeout))
         if ctx.selected(name + "dump"):
             rep.result(name + "dump", check_dump(corestack, [core, exe], record,
-                                                 os.path.join(base, "core.dump"), timeout))
+                                                 os.path.join(base, "core.dump"), timeout)
+                       or check_dump_unwritable(corestack, [core, exe], timeout))
         if name + "gdb" in names_here:
             rep.result(name + "gdb", gdb_heap(ctx, [exe, "-c", core], base, "gdb", record, False))
         if name + "lldb" in names_here:
