@@ -143,15 +143,21 @@ static int variable_value(Dwarf_Die *die, int64_t *value, int *is_const)
 	return 1;
 }
 
+/* The macros of the units read so far, kept for the next constant. */
+#define MACRO_UNITS 16
 struct macro_units {
-	const char *name[8];
-	struct dw_macros *macros[8];
+	const char *name[MACRO_UNITS];
+	struct dw_macros *macros[MACRO_UNITS];
 	size_t count;
 };
 
+/* The macros of unit; *owned: not kept (the cache is full), the caller
+ * destroys them. */
 static struct cs_error *macros_for(struct dw_index *idx, struct macro_units *mu,
-				   const char *unit, struct dw_macros **ret)
+				   const char *unit, struct dw_macros **ret,
+				   bool *owned)
 {
+	*owned = false;
 	for (size_t i = 0; i < mu->count; i++)
 		if (strcmp(mu->name[i], unit) == 0) {
 			*ret = mu->macros[i];
@@ -160,9 +166,11 @@ static struct cs_error *macros_for(struct dw_index *idx, struct macro_units *mu,
 	struct cs_error *err = dw_macros_load(idx, unit, ret);
 	if (err)
 		return err;
-	if (mu->count < 8) {
+	if (mu->count < MACRO_UNITS) {
 		mu->name[mu->count] = unit;
 		mu->macros[mu->count++] = *ret;
+	} else {
+		*owned = true;
 	}
 	return NULL;
 }
@@ -195,25 +203,33 @@ static struct cs_error *resolve_const(struct dw_index *idx,
 	if (const_from_dwarf(idx, s, 0, it))
 		return NULL;
 	struct dw_macros *m = NULL;
-	struct cs_error *err = s->unit ? macros_for(idx, mu, s->unit, &m)
-				       : NULL;
+	bool owned = false;
+	struct cs_error *err =
+		s->unit ? macros_for(idx, mu, s->unit, &m, &owned) : NULL;
 	if (err)
 		return err;
+	bool from_macro = false, had_macros = m != NULL;
 	if (m) {
 		l->has_macros = 1;
 		/* "NAME(args)" applies a function-like macro. */
 		err = strchr(s->type, '(')
 			      ? dw_macro_eval_text(m, s->type, &it->value)
 			      : dw_macros_eval(m, s->type, NULL, 0, &it->value);
-		if (!err) {
-			it->source = RV_FROM_MACRO;
-			return NULL;
+		if (!err)
+			from_macro = true;
+		else if (err->code == CS_ERR_LOOKUP ||
+			 err->code == CS_ERR_FORMAT) {
+			cs_error_destroy(err);
+			err = NULL;
 		}
-		if (err->code != CS_ERR_LOOKUP && err->code != CS_ERR_FORMAT)
-			return err;
-		cs_error_destroy(err);
 	}
-	if (rv_fallback_constant(s->type, m != NULL, &it->value))
+	if (owned)
+		dw_macros_destroy(m);
+	if (err)
+		return err;
+	if (from_macro)
+		it->source = RV_FROM_MACRO;
+	else if (rv_fallback_constant(s->type, had_macros, &it->value))
 		it->source = RV_FROM_FALLBACK;
 	else if (scan)
 		const_from_dwarf(idx, s, 1, it);
