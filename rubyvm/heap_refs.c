@@ -104,13 +104,21 @@ static struct cs_error *add_constant(struct rv_session *s, uint64_t serial,
 static struct cs_error *class_refs(struct rv_session *s, uint64_t klass,
 				   struct rv_refs *out)
 {
-	uint64_t ext = 0, tbl = 0;
+	uint64_t ext = 0, tbl = 0, main = rv_main_box_classext(s, klass);
+	uint64_t main_tbl = 0;
 	struct cs_error *err = rv_classext(s, klass, &ext);
 	if (!err && !RV_HAS(s, classext_const_tbl))
 		err = rv_missing(RVL_classext_const_tbl);
+	/* the main box's constants first (a program's own), then the
+	 * class's prime ones */
+	if (!err && main &&
+	    !(err = rv_read_member(s, main, RVL_classext_const_tbl,
+				   &main_tbl)) &&
+	    main_tbl)
+		err = rv_id_table_each(s, main_tbl, add_constant, out);
 	if (!err)
 		err = rv_read_member(s, ext, RVL_classext_const_tbl, &tbl);
-	if (!err && tbl)
+	if (!err && tbl && tbl != main_tbl)
 		err = rv_id_table_each(s, tbl, add_constant, out);
 	if (!err)
 		err = add_ivars(s, out, klass, 0, true);

@@ -1,6 +1,7 @@
 /* The roots of the GC heap the model can read, in a fixed order: the
- * global variables (rb_global_tbl: a variable's data is the value itself,
- * or for one C code defined, where the value is), the top-level constants
+ * global variables (those a box set, in its gvar_tbl, where the VM has
+ * boxes; then rb_global_tbl: a variable's data is the value itself, or
+ * for one C code defined, where the value is), the top-level constants
  * (Object's), then of every thread, and of every fiber not running, the
  * locals of each Ruby frame (its own scope's and those around a block),
  * each frame's self, and the words of its VM stack up to the innermost
@@ -97,11 +98,67 @@ static struct cs_error *constant_root(struct rv_session *s, uint64_t serial,
 	return NULL;
 }
 
+/* Where the VM has boxes (Ruby::Box), the global variables a box set:
+ * the main box's, then the root box's gvar_tbl, each a Hash of the
+ * variable's Symbol to its value. */
+static void box_global_roots(struct roots_walk *w)
+{
+	struct rv_session *s = w->s;
+	enum rv_item_id boxes[] = {RVL_vm_main_box, RVL_vm_root_box};
+	uint64_t vm = 0;
+	if (!RV_HAS(s, box_gvar_tbl) || !rv_hash_layout_known(s) ||
+	    !rv_try_var(s, RVL_vm_ptr, 8, &vm) || !vm)
+		return;
+	for (size_t b = 0; b < sizeof(boxes) / sizeof(*boxes); b++) {
+		uint64_t box = 0, hash = 0, type = 0, flags = 0, size = 0;
+		size_t n = 0;
+		if (!rv_try_member(s, vm, boxes[b], &box) || !box ||
+		    !rv_try_member(s, box, RVL_box_gvar_tbl, &hash) || !hash ||
+		    rv_failed(rv_builtin_type(s, hash, &type, &flags)) ||
+		    type != (uint64_t)RV_VAL(s, t_hash))
+			continue;
+		struct cs_error *err = rv_hash_entries(s, hash, flags, NULL,
+						       NULL, 0, &n, &size);
+		uint64_t *keys = NULL, *vals = NULL;
+		if (!err && size > RV_MAX_ST_ENTRIES)
+			err = cs_error_create(
+				CS_ERR_CORRUPT,
+				"a box's gvar_tbl of %llu entries",
+				(unsigned long long)size);
+		if (!err && size) {
+			keys = malloc(size * sizeof(*keys));
+			vals = malloc(size * sizeof(*vals));
+			err = keys && vals
+				      ? rv_hash_entries(s, hash, flags, keys,
+							vals, size, &n, &size)
+				      : &cs_error_nomem;
+		}
+		for (size_t i = 0; !err && i < n; i++) {
+			char *name = NULL, *cls = NULL;
+			/* the key is the Symbol :$name */
+			if (rv_failed(rv_value_show(s, keys[i], &name, &cls)))
+				name = NULL;
+			emit(w, RV_ROOT_GLOBAL,
+			     name && name[0] == ':' ? name + 1 : name, NULL, 0,
+			     0, 0, vals[i]);
+			free(name);
+			free(cls);
+		}
+		free(keys);
+		free(vals);
+		if (err == &cs_error_nomem)
+			w->nomem = true;
+		else
+			note(w, err, "a box's global variables not read");
+	}
+}
+
 static void global_roots(struct roots_walk *w)
 {
 	struct rv_session *s = w->s;
 	uint64_t tbl = 0, object = 0, ext = 0, consts = 0;
 	struct cs_error *err = NULL;
+	box_global_roots(w);
 	if (!RV_HAS(s, var_global_tbl) || !RV_HAS(s, global_entry_var) ||
 	    !RV_HAS(s, global_variable_data))
 		err = rv_missing(RVL_var_global_tbl);
@@ -117,11 +174,20 @@ static void global_roots(struct roots_walk *w)
 		err = rv_missing(RVL_classext_const_tbl);
 	else if (!rv_try_var(s, RVL_var_cobject, 8, &object) || !object)
 		err = cs_error_create(CS_ERR_CORRUPT, "rb_cObject unreadable");
-	else if (!(err = rv_classext(s, object, &ext)) &&
-		 !(err = rv_read_member(s, ext, RVL_classext_const_tbl,
-					&consts)) &&
-		 consts)
-		err = rv_id_table_each(s, consts, constant_root, w);
+	else {
+		/* the main box's first: where a program's own constants are */
+		uint64_t main = rv_main_box_classext(s, object), tbl = 0;
+		if (main &&
+		    !(err = rv_read_member(s, main, RVL_classext_const_tbl,
+					   &tbl)) &&
+		    tbl)
+			err = rv_id_table_each(s, tbl, constant_root, w);
+		if (!err && !(err = rv_classext(s, object, &ext)) &&
+		    !(err = rv_read_member(s, ext, RVL_classext_const_tbl,
+					   &consts)) &&
+		    consts && consts != tbl)
+			err = rv_id_table_each(s, consts, constant_root, w);
+	}
 	note(w, err, "top-level constants not read");
 }
 

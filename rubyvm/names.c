@@ -176,6 +176,26 @@ struct cs_error *rv_classext(struct rv_session *s, uint64_t klass,
 	return NULL;
 }
 
+uint64_t rv_main_box_classext(struct rv_session *s, uint64_t klass)
+{
+	uint64_t vm = 0, main = 0, root = 0, box = 0, tbl = 0, ext = 0;
+	uint64_t flags = 0;
+	bool found = false;
+	if (!RV_HAS(s, box_object) || !RV_HAS(s, rclass_box_classext_tbl) ||
+	    !RV_HAS(s, rclass_boxable) ||
+	    !rv_try_member(s, klass, RVL_basic_flags, &flags) ||
+	    !(flags & (uint64_t)RV_VAL(s, rclass_boxable)) ||
+	    !rv_try_var(s, RVL_vm_ptr, 8, &vm) || !vm ||
+	    !rv_try_member(s, vm, RVL_vm_main_box, &main) || !main ||
+	    (rv_try_member(s, vm, RVL_vm_root_box, &root) && root == main) ||
+	    !rv_try_member(s, main, RVL_box_object, &box) || !box ||
+	    !rv_try_member(s, klass, RVL_rclass_box_classext_tbl, &tbl) ||
+	    !tbl || rv_failed(rv_st_lookup(s, tbl, box, &ext, &found)) ||
+	    !found)
+		return 0;
+	return ext;
+}
+
 static struct cs_error *path_value(struct rv_session *s, uint64_t klass,
 				   uint64_t *ret)
 {

@@ -176,6 +176,11 @@ struct cs_error *rv_class_ivar(struct rv_session *s, uint64_t klass,
  * RClass_and_rb_classext_t) or behind RClass.ptr. */
 struct cs_error *rv_classext(struct rv_session *s, uint64_t klass,
 			     uint64_t *ret);
+/* Where the VM has boxes (Ruby::Box), the classext a builtin class has in
+ * the main box (its box_classext_tbl's entry for the main box's
+ * box_object), which holds what the program set on it (Object's: the
+ * top-level constants); 0 when it has none there, or no boxes. */
+uint64_t rv_main_box_classext(struct rv_session *s, uint64_t klass);
 struct cs_error *rv_id_name(struct rv_session *s, uint64_t id, char **ret);
 struct cs_error *rv_class_path(struct rv_session *s, uint64_t klass,
 			       char **ret);
