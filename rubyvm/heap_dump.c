@@ -272,7 +272,7 @@ static void dump_one(struct dump_walk *w, uint64_t addr, uint64_t flags,
 			o.length = (int64_t)size;
 	} else if (type == w->t_class || type == w->t_module) {
 		if (!rv_failed(rv_class_path(s, addr, &path)) && path &&
-		    strncmp(path, "#<", 2))
+		    strncmp(path, "#<", 2) != 0)
 			o.name = path;
 	} else if (type == w->t_data) {
 		data_details(w, &o, flags, slot, data_name, sizeof(data_name));

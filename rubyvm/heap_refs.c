@@ -339,13 +339,13 @@ static struct cs_error *local_name(struct rv_session *s, uint64_t env,
 	struct cs_error *err = rv_iseq_lookup(s, iseq, &info);
 	if (!err)
 		err = rv_scope_slots(s, iseq, info, ep, &ids, &n);
-	if (!err && (!ids || index >= n))
+	if (!err && ids && index < n)
+		err = rv_id_name(s, ids[index], ret);
+	else if (!err)
 		err = cs_error_create(
 			CS_ERR_CORRUPT,
 			"local %llu of environment 0x%llx is gone",
 			(unsigned long long)index, (unsigned long long)env);
-	if (!err)
-		err = rv_id_name(s, ids[index], ret);
 	free(ids);
 	return err;
 }

@@ -133,7 +133,7 @@ static void box_global_roots(struct roots_walk *w)
 							vals, size, &n, &size)
 				      : &cs_error_nomem;
 		}
-		for (size_t i = 0; !err && i < n; i++) {
+		for (size_t i = 0; !err && keys && vals && i < n; i++) {
 			char *name = NULL, *cls = NULL;
 			/* the key is the Symbol :$name */
 			if (rv_failed(rv_value_show(s, keys[i], &name, &cls)))

@@ -610,8 +610,10 @@ struct cs_error *rv_class_ivars(struct rv_session *s, uint64_t klass,
 	if (!RV_HAS(s, shape_type) || !RV_HAS(s, classext_iv_ptr))
 		return rv_missing(RVL_classext_iv_ptr);
 	if ((err = rv_read_member(s, klass, RVL_basic_flags, &flags)) ||
-	    (err = shape_ids(s, klass, flags, &x)))
+	    (err = shape_ids(s, klass, flags, &x))) {
+		free(x.ids);
 		return err;
+	}
 	if (x.count &&
 	    !(err = rv_read_member(s, ext, RVL_classext_iv_ptr, &ptr)) && !ptr)
 		err = cs_error_create(CS_ERR_CORRUPT,

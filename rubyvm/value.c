@@ -247,12 +247,12 @@ struct cs_error *rv_hash_entries(struct rv_session *s, uint64_t v,
 				 uint64_t flags, uint64_t *keys, uint64_t *vals,
 				 size_t max, size_t *n, uint64_t *size)
 {
-	uint64_t tbl, undef = (uint64_t)RV_VAL(s, qundef);
+	uint64_t tbl = 0, undef = (uint64_t)RV_VAL(s, qundef);
 	struct cs_error *err = hash_table(s, v, &tbl);
 	*n = 0;
 	if (err)
 		return err;
-	uint64_t first, bound, step, key_at, val_at, base;
+	uint64_t first = 0, bound = 0, step, key_at, val_at, base = 0;
 	if (flags & (uint64_t)RV_VAL(s, rhash_st_table_flag)) {
 		if ((err = rv_read_member(s, tbl, RVL_st_num_entries, size)) ||
 		    (err = rv_read_member(s, tbl, RVL_st_entries, &base)) ||

@@ -31,7 +31,7 @@ bool cli_integer(const char *prog, const char *option, const char *text,
 
 bool cli_hex_address(const char *text, uint64_t *ret)
 {
-	if (strncmp(text, "0x", 2) || !isxdigit((unsigned char)text[2]))
+	if (strncmp(text, "0x", 2) != 0 || !isxdigit((unsigned char)text[2]))
 		return false;
 	char *end;
 	errno = 0;
