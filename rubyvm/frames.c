@@ -741,6 +741,17 @@ struct cs_error *rv_walk_ec(struct rv_session *s, uint64_t ec,
 			continue;
 		}
 		f->progname_path = !caller && f->kind == RV_FRAME_CFUNC;
+		if (!caller && f->c_like && th->truncated) {
+			/* its caller was cut off: Ruby shows the caller's
+			 * location, which was not read, never the frame's
+			 * own (an <internal:...> line) */
+			if (!f->borrowed) {
+				free(f->path);
+				free(f->realpath);
+			}
+			f->path = f->realpath = NULL;
+			f->lineno = 0;
+		}
 		if (!caller)
 			continue;
 		/* beyond dies with this walk: nothing may borrow from it */

@@ -32,7 +32,6 @@ struct search {
 	struct u64map seen;    /* object -> 1 + its record */
 	struct u64map targets; /* object -> 1 + its path */
 	size_t left;           /* targets not reached yet */
-	uint64_t t_mask;
 };
 
 static bool push(struct search *w, uint64_t obj, int64_t parent, size_t root,
