@@ -203,7 +203,9 @@ static void data_details(struct dump_walk *w, struct rv_dump_object *o,
 			return;
 	}
 	memcpy(&type, slot + RV_VAL(s, typeddata_type), 8);
-	type &= ~(uint64_t)7; /* the embedded bit (4.0) */
+	/* the low bits, free in an aligned address, may flag "embedded"
+	 * (4.0), as the heap walk masks them */
+	type &= ~((uint64_t)RV_VAL(s, value_size) - 1);
 	if (!type || !rv_try_member(s, type, RVL_data_type_name, &str) ||
 	    !str || !rv_try_read(s, str, name, n - 1))
 		return;

@@ -179,13 +179,6 @@ static bool proc_layout(struct rv_session *s)
 	       RV_HAS(s, env_index_env);
 }
 
-/* ep[index], a slot of the frame data beside an environment's ep. */
-static struct cs_error *ep_slot(struct rv_session *s, uint64_t ep,
-				int64_t index, uint64_t *ret)
-{
-	return rv_read_u64(s, ep + (uint64_t)(index * 8), ret);
-}
-
 /* A Proc of a Ruby block: its self and its environment, the escaped env
  * of its ep (what rb_vm_block_mark marks). *decoded false for another
  * T_DATA, or a Proc of a C block, a Symbol or a method. */
@@ -196,7 +189,9 @@ static struct cs_error *proc_refs(struct rv_session *s, uint64_t obj,
 	*decoded = false;
 	if (!proc_layout(s) ||
 	    !rv_try_member(s, obj, RVL_typeddata_type, &type) ||
-	    (type & ~(uint64_t)7) != proc_type(s))
+	    /* the low bits, free in an aligned address, may flag
+	     * "embedded" (4.0) */
+	    (type & ~((uint64_t)RV_VAL(s, value_size) - 1)) != proc_type(s))
 		return NULL;
 	struct cs_error *err = rv_typed_data_ptr(s, obj, &data);
 	if (!err)
@@ -205,7 +200,7 @@ static struct cs_error *proc_refs(struct rv_session *s, uint64_t obj,
 		return err;
 	if ((err = rv_read_member(s, data, RVL_proc_block_self, &self)) ||
 	    (err = rv_read_member(s, data, RVL_proc_block_ep, &ep)) ||
-	    (err = ep_slot(s, ep, RV_VAL(s, env_index_env), &env)))
+	    (err = rv_ep_slot(s, ep, RV_VAL(s, env_index_env), &env)))
 		return err;
 	*decoded = true;
 	if (!add(s, out, self, RV_REF_SELF, 0) ||
@@ -242,14 +237,14 @@ static struct cs_error *env_refs(struct rv_session *s, uint64_t iseq,
 			err = &cs_error_nomem;
 	free(ids);
 	if (!err)
-		err = ep_slot(s, ep, RV_VAL(s, env_index_flags), &flags);
+		err = rv_ep_slot(s, ep, RV_VAL(s, env_index_flags), &flags);
 	if (err || (flags & (uint64_t)RV_VAL(s, env_flag_local)))
 		return err;
-	if ((err = ep_slot(s, ep, RV_VAL(s, env_index_specval), &prev)))
+	if ((err = rv_ep_slot(s, ep, RV_VAL(s, env_index_specval), &prev)))
 		return err;
 	prev &= (uint64_t)RV_VAL(s, guarded_ptr_mask);
 	if (prev &&
-	    !(err = ep_slot(s, prev, RV_VAL(s, env_index_env), &outer)) &&
+	    !(err = rv_ep_slot(s, prev, RV_VAL(s, env_index_env), &outer)) &&
 	    !add(s, out, outer, RV_REF_OUTER, 0))
 		err = &cs_error_nomem;
 	return err;

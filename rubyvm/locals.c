@@ -70,8 +70,8 @@ static struct cs_error *add_local(struct rv_session *s, struct local_list *l,
 	return NULL;
 }
 
-static struct cs_error *ep_slot(struct rv_session *s, uint64_t ep,
-				int64_t index, uint64_t *ret)
+struct cs_error *rv_ep_slot(struct rv_session *s, uint64_t ep, int64_t index,
+			    uint64_t *ret)
 {
 	return rv_read_u64(s, ep + (uint64_t)(index * RV_VAL(s, value_size)),
 			   ret);
@@ -159,7 +159,7 @@ static struct cs_error *scope_locals(struct rv_session *s, uint64_t iseq,
 		uint64_t v = vals[i];
 		bool handler = unread && i == block_param;
 		if (handler &&
-		    (err = ep_slot(s, ep, RV_VAL(s, env_index_specval), &v)))
+		    (err = rv_ep_slot(s, ep, RV_VAL(s, env_index_specval), &v)))
 			free(name);
 		else
 			err = add_local(s, l, name, v, i < params, outer,
@@ -200,8 +200,8 @@ static struct cs_error *frame_locals(struct rv_session *s, struct rv_frame *f)
 	for (int scope = 0; !err && iseq && scope < MAX_SCOPES; scope++) {
 		uint64_t parent = 0;
 		bool clause = false;
-		if ((err = ep_slot(s, ep, RV_VAL(s, env_index_flags),
-				   &flags)) ||
+		if ((err = rv_ep_slot(s, ep, RV_VAL(s, env_index_flags),
+				      &flags)) ||
 		    (err = scope_locals(s, iseq, ep, flags, outer, &l, &parent,
 					&clause)))
 			break;
@@ -210,7 +210,8 @@ static struct cs_error *frame_locals(struct rv_session *s, struct rv_frame *f)
 		/* the method's (or top's) env ends the chain */
 		if (flags & (uint64_t)RV_VAL(s, env_flag_local) || !parent)
 			break;
-		if ((err = ep_slot(s, ep, RV_VAL(s, env_index_specval), &prev)))
+		if ((err = rv_ep_slot(s, ep, RV_VAL(s, env_index_specval),
+				      &prev)))
 			break;
 		ep = prev & (uint64_t)RV_VAL(s, guarded_ptr_mask);
 		iseq = parent;

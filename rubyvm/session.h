@@ -262,7 +262,11 @@ bool rv_block_param_unread(struct rv_session *s, uint64_t iseq,
 struct cs_error *rv_block_param_show(struct rv_session *s, uint64_t handler,
 				     char **text, char **class_name);
 
-/* locals.c: the local table of one scope, iseq (info), and the values
+/* locals.c: ep[index], a slot of the frame data beside an env's ep
+ * (VM_ENV_DATA_INDEX_*). */
+struct cs_error *rv_ep_slot(struct rv_session *s, uint64_t ep, int64_t index,
+			    uint64_t *ret);
+/* The local table of one scope, iseq (info), and the values
  * of its env at ep: *n IDs in *ids (malloc'd), local i's value at
  * (*ids)[*n + i]; *ids NULL when *n is 0 or on failure. */
 struct cs_error *rv_scope_slots(struct rv_session *s, uint64_t iseq,
