@@ -3,6 +3,7 @@
 import contextlib
 import glob
 import os
+import re
 import resource
 import shutil
 import signal
@@ -375,8 +376,14 @@ def run_tool(argv, timeout):
 
 
 def sanitizer_report(stderr):
+    """The sanitizer's first line naming what went wrong and, for a report
+    with a stack, its first frames: a CI log shows only this line."""
     for mark in SANITIZER_MARKS:
         if mark in stderr:
-            line = next((l for l in stderr.splitlines() if mark in l), mark)
-            return line.strip()
+            lines = stderr.splitlines()
+            # "AddressSanitizer:DEADLYSIGNAL" comes before the ERROR line
+            line = next((l for l in lines if mark in l and "ERROR" in l),
+                        next((l for l in lines if mark in l), mark))
+            frames = [l.strip() for l in lines if re.match(r"\s+#\d+ ", l)][:8]
+            return " | ".join([line.strip()] + frames)
     return None
