@@ -95,6 +95,10 @@ void cs_render_wait_target_text(FILE *out, const struct cs_report *r, size_t i)
 	const char *from, *what;
 	if (t->wait.kind == RV_WAIT_PROCESS && wait_child(r, i, &n, &from)) {
 		child_text(out, n);
+	} else if (t->wait.kind == RV_WAIT_RACTOR && t->wait.ractor.present) {
+		fprintf(out, " #%u", (unsigned)t->wait.ractor.id);
+		if (t->wait.ractor.name)
+			fprintf(out, " \"%s\"", t->wait.ractor.name);
 	} else if (t->wait.kind == RV_WAIT_IO && c && c->nfds) {
 		fputs(" on ", out);
 		fds_text(out, c, t->wait.io_path);
@@ -146,6 +150,15 @@ void cs_render_wait_target_json(struct json *j, const struct cs_report *r,
 		json_end_object(j);
 	} else {
 		json_null(j, "child");
+	}
+	if (w->kind == RV_WAIT_RACTOR && w->ractor.present) {
+		json_begin_object(j, "ractor");
+		json_address(j, "address", w->ractor.addr);
+		json_int(j, "id", w->ractor.id);
+		json_string(j, "name", w->ractor.name);
+		json_end_object(j);
+	} else {
+		json_null(j, "ractor");
 	}
 	if (w->kind != RV_WAIT_IO || (!w->io && !wait_fd(r, i, &n, &what))) {
 		json_null(j, "io");

@@ -442,6 +442,7 @@ void rv_fibers_free(struct rv_fiber *fibers, size_t n)
 		free(fibers[i].frames);
 		free(fibers[i].error);
 		free(fibers[i].wait.io_path);
+		free(fibers[i].wait.ractor.name);
 	}
 	free(fibers);
 }

@@ -34,25 +34,9 @@ static void set_locks_error(struct rv_thread *t, const char *what,
 		t->locks_error = NULL;
 }
 
-/* The data of obj when it is a T_DATA of the data type the VAR item id
- * names, else 0. */
-static uint64_t typed_data_of(struct rv_session *s, uint64_t obj,
-			      enum rv_item_id id)
-{
-	uint64_t word, data;
-	const struct rv_item *type = &s->layout.items[id];
-	if (type->source == RV_MISSING || !RV_HAS(s, typeddata_type) ||
-	    rv_special_const(s, obj) ||
-	    rv_failed(rv_typed_data_ptr(s, obj, &data)) ||
-	    !rv_try_member(s, obj, RVL_typeddata_type, &word))
-		return 0;
-	uint64_t mask = ~((uint64_t)RV_VAL(s, value_size) - 1);
-	return (word & mask) == s->load_bias + (uint64_t)type->value ? data : 0;
-}
-
 static uint64_t mutex_data(struct rv_session *s, uint64_t obj)
 {
-	return typed_data_of(s, obj, RVL_mutex_data_type);
+	return rv_typed_data_of(s, obj, RVL_mutex_data_type);
 }
 
 /* The self (cfp->self) of frame i of t, 0 when unreadable. */
@@ -128,10 +112,10 @@ static void read_queue(struct rv_session *s, const struct rv_thread *t,
 		       struct rv_wait *w)
 {
 	uint64_t self = self_of_frame(s, t, w->frame - 1), q, v, que, ptr;
-	uint64_t data = typed_data_of(s, self, RVL_szqueue_data_type);
+	uint64_t data = rv_typed_data_of(s, self, RVL_szqueue_data_type);
 	bool sized = data && RV_HAS(s, szqueue_q);
 	if (!sized)
-		data = typed_data_of(s, self, RVL_queue_data_type);
+		data = rv_typed_data_of(s, self, RVL_queue_data_type);
 	if (!data)
 		return;
 	q = sized ? data + (uint64_t)RV_VAL(s, szqueue_q) : data;
@@ -219,7 +203,7 @@ static void read_monitor(struct rv_session *s, const struct rv_thread *t,
 			self = self_of_frame(s, t, i);
 	}
 	if (self)
-		data = typed_data_of(s, self, RVL_monitor_data_type);
+		data = rv_typed_data_of(s, self, RVL_monitor_data_type);
 	if (!data || !RV_HAS(s, monitor_mutex) ||
 	    !rv_try_member(s, data, RVL_monitor_mutex, &mutex) ||
 	    mutex != w->object ||

@@ -114,6 +114,14 @@ enum rv_wait_kind {
 	RV_WAIT_THREAD_STOP,
 	RV_WAIT_IO,
 	RV_WAIT_PROCESS,
+	RV_WAIT_RACTOR,
+};
+
+struct rv_ractor {
+	bool present;  /* 3.x: the ractor was read */
+	uint64_t addr; /* rb_ractor_t * */
+	uint32_t id;   /* Ractor#inspect's number: 1 for the main ractor */
+	char *name;    /* Ractor#name, NULL when nil */
 };
 
 struct rv_wait {
@@ -164,6 +172,11 @@ struct rv_wait {
 	 * child, 0 or -PGID a group's (wait_targets.c) */
 	bool has_child;
 	int64_t child;
+	/* A Ractor wait's ractor (wait_targets.c): the one taken from or
+	 * joined (Ractor#take, #join, #value: the self), the one whose
+	 * messages it receives (Ractor.receive: its own; Ractor::Port#receive:
+	 * the port's), or its own for Ractor.yield (a taker of it). */
+	struct rv_ractor ractor;
 };
 
 struct rv_fiber {
@@ -212,12 +225,6 @@ struct rv_held_mutex {
 struct rv_deadlock {
 	size_t *threads; /* indexes in rv_process.threads, in wait order */
 	size_t n;
-};
-
-struct rv_ractor {
-	bool present; /* 3.x: the thread's ractor was read */
-	uint32_t id;  /* Ractor#inspect's number: 1 for the main ractor */
-	char *name;   /* Ractor#name, NULL when nil */
 };
 
 struct rv_thread {

@@ -8,23 +8,31 @@
 
 #include "session.h"
 
-void rv_thread_ractor_read(struct rv_session *s, uint64_t th,
-			   struct rv_thread *t)
+bool rv_ractor_read(struct rv_session *s, uint64_t r, struct rv_ractor *out)
 {
-	uint64_t r, id, name;
+	uint64_t id, name;
 	enum rv_item_id id_item = RV_HAS(s, ractor_pub_id) ? RVL_ractor_pub_id
 							   : RVL_ractor_id;
-	memset(&t->ractor, 0, sizeof(t->ractor));
-	if (!RV_HAS(s, th_ractor) ||
-	    s->layout.items[id_item].source == RV_MISSING ||
-	    !rv_try_member(s, th, RVL_th_ractor, &r) || !r ||
+	memset(out, 0, sizeof(*out));
+	if (!r || s->layout.items[id_item].source == RV_MISSING ||
 	    !rv_try_member(s, r, id_item, &id))
-		return;
-	t->ractor.present = true;
-	t->ractor.id = (uint32_t)id;
+		return false;
+	out->present = true;
+	out->addr = r;
+	out->id = (uint32_t)id;
 	if (RV_HAS(s, ractor_name) &&
 	    rv_try_member(s, r, RVL_ractor_name, &name) &&
 	    !rv_special_const(s, name) &&
-	    rv_failed(rv_string(s, name, &t->ractor.name)))
-		t->ractor.name = NULL;
+	    rv_failed(rv_string(s, name, &out->name)))
+		out->name = NULL;
+	return true;
+}
+
+void rv_thread_ractor_read(struct rv_session *s, uint64_t th,
+			   struct rv_thread *t)
+{
+	uint64_t r;
+	memset(&t->ractor, 0, sizeof(t->ractor));
+	if (RV_HAS(s, th_ractor) && rv_try_member(s, th, RVL_th_ractor, &r))
+		rv_ractor_read(s, r, &t->ractor);
 }

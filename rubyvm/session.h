@@ -128,6 +128,10 @@ struct cs_error *rv_struct_fields(struct rv_session *s, uint64_t v,
  * data (in the object), else what its data member holds. */
 struct cs_error *rv_typed_data_ptr(struct rv_session *s, uint64_t obj,
 				   uint64_t *ret);
+/* The data of obj when it is a T_DATA of the data type the VAR item
+ * type_var names (mutex_data_type, ...), else 0. */
+uint64_t rv_typed_data_of(struct rv_session *s, uint64_t obj,
+			  enum rv_item_id type_var);
 
 /* st_table.c: the record of key in the st_table at tbl; *found false
  * when it has none. */
@@ -478,7 +482,10 @@ void rv_wait_io_read(struct rv_session *s, const struct rv_frame *frames,
  * its thread's fiber scheduler, once its frames are read. */
 void rv_fiber_wait_read(struct rv_session *s, struct rv_fiber *f);
 
-/* ractors.c: the ractor a thread belongs to (3.x). */
+/* ractors.c: the ractor at r (an rb_ractor_t): its id and name; false
+ * when r is NULL or its id unreadable (out zeroed). */
+bool rv_ractor_read(struct rv_session *s, uint64_t r, struct rv_ractor *out);
+/* The ractor a thread belongs to (3.x). */
 void rv_thread_ractor_read(struct rv_session *s, uint64_t th,
 			   struct rv_thread *t);
 

@@ -59,13 +59,15 @@ const char *rv_wait_kind_name(enum rv_wait_kind k)
 		return "io";
 	case RV_WAIT_PROCESS:
 		return "process_wait";
+	case RV_WAIT_RACTOR:
+		return "ractor";
 	default:
 		return NULL;
 	}
 }
 
 /* Methods that block, by their qualified name (the owner that defines
- * them, the same on 2.7 to 3.4). */
+ * them, the same on 2.7 to 3.4; Ractor's from 3.0). */
 static const struct {
 	const char *method;
 	enum rv_wait_kind kind;
@@ -124,6 +126,18 @@ static const struct {
 	{"BasicSocket#recv", RV_WAIT_IO},
 	{"BasicSocket#recvmsg", RV_WAIT_IO},
 	{"UDPSocket#recvfrom", RV_WAIT_IO},
+	/* <internal:ractor>: 3.x exchanges values by take and yield; 4.0
+	 * by ports, where join and value wait in a port of their own */
+	{"Ractor.receive", RV_WAIT_RACTOR},
+	{"Ractor#receive", RV_WAIT_RACTOR},
+	{"Ractor.receive_if", RV_WAIT_RACTOR},
+	{"Ractor#receive_if", RV_WAIT_RACTOR},
+	{"Ractor.yield", RV_WAIT_RACTOR},
+	{"Ractor.select", RV_WAIT_RACTOR},
+	{"Ractor#take", RV_WAIT_RACTOR},
+	{"Ractor#join", RV_WAIT_RACTOR},
+	{"Ractor#value", RV_WAIT_RACTOR},
+	{"Ractor::Port#receive", RV_WAIT_RACTOR},
 };
 
 static const char *INTERNAL_PATH = "<internal:";

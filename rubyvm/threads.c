@@ -298,6 +298,7 @@ void rv_process_destroy(struct rv_process *p)
 		free(t->exception_message);
 		free(t->exception_message_error);
 		free(t->wait.io_path);
+		free(t->wait.ractor.name);
 		free(t->held);
 		free(t->locks_error);
 	}

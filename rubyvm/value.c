@@ -210,6 +210,22 @@ struct cs_error *rv_typed_data_ptr(struct rv_session *s, uint64_t obj,
 	return rv_read_member(s, obj, RVL_typeddata_data, ret);
 }
 
+uint64_t rv_typed_data_of(struct rv_session *s, uint64_t obj,
+			  enum rv_item_id type_var)
+{
+	uint64_t word = 0, data = 0;
+	const struct rv_item *type = &s->layout.items[type_var];
+	if (type->source == RV_MISSING || !RV_HAS(s, typeddata_type) ||
+	    rv_special_const(s, obj) ||
+	    rv_failed(rv_typed_data_ptr(s, obj, &data)) ||
+	    !rv_try_member(s, obj, RVL_typeddata_type, &word))
+		return 0;
+	/* the low bits, free in an aligned address, may flag "embedded"
+	 * (4.0) */
+	uint64_t mask = ~((uint64_t)RV_VAL(s, value_size) - 1);
+	return (word & mask) == s->load_bias + (uint64_t)type->value ? data : 0;
+}
+
 struct cs_error *rv_array_entry(struct rv_session *s, uint64_t ary, uint64_t i,
 				uint64_t *ret)
 {

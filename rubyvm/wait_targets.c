@@ -11,7 +11,13 @@
  * (a pid) or waiting_grps (any child, a group), naming its execution
  * context: the thread's ec finds it. Where the VM has no such list, the
  * thread waits in wait4(2) itself, and the system call it is blocked in
- * names the child (process/blocked_call.h). Every list is bounded. */
+ * names the child (process/blocked_call.h). Every list is bounded.
+ *
+ * A Ractor wait's method tells which ractor: the self of Ractor#take,
+ * #join and #value is the Ractor waited for; Ractor.receive and
+ * Ractor.yield wait on the thread's own ractor (for a message, for a
+ * taker); Ractor::Port#receive on the ractor the port belongs to.
+ * Ractor.select waits on several: none is named. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -99,6 +105,31 @@ static void child_of_thread(struct rv_session *s, uint64_t th,
 				ec, &w->child);
 }
 
+/* The ractor of a Ractor wait whose method frame is f, on a thread of
+ * the ractor own. */
+static void ractor_of_wait(struct rv_session *s, const struct rv_frame *f,
+			   const struct rv_ractor *own, struct rv_wait *w)
+{
+	uint64_t self = 0, r = 0, port;
+	const char *m = w->method;
+	if (!strcmp(m, "Ractor#take") || !strcmp(m, "Ractor#join") ||
+	    !strcmp(m, "Ractor#value")) {
+		if (f->cfp && rv_try_member(s, f->cfp, RVL_cfp_self, &self))
+			r = rv_typed_data_of(s, self, RVL_ractor_data_type);
+	} else if (!strcmp(m, "Ractor::Port#receive")) {
+		if (f->cfp && RV_HAS(s, ractor_port_r) &&
+		    rv_try_member(s, f->cfp, RVL_cfp_self, &self) &&
+		    (port = rv_typed_data_of(s, self,
+					     RVL_ractor_port_data_type)) &&
+		    !rv_try_member(s, port, RVL_ractor_port_r, &r))
+			r = 0;
+	} else if (strcmp(m, "Ractor.select") != 0 && own->present) {
+		r = own->addr;
+	}
+	if (r)
+		rv_ractor_read(s, r, &w->ractor);
+}
+
 void rv_thread_wait_targets_read(struct rv_session *s, uint64_t th,
 				 struct rv_thread *t)
 {
@@ -106,4 +137,8 @@ void rv_thread_wait_targets_read(struct rv_session *s, uint64_t th,
 		rv_wait_io_read(s, t->frames, t->nframes, &t->wait);
 	else if (t->wait.kind == RV_WAIT_PROCESS)
 		child_of_thread(s, th, &t->wait);
+	else if (t->wait.kind == RV_WAIT_RACTOR && t->wait.method &&
+		 t->wait.frame && t->wait.frame <= t->nframes)
+		ractor_of_wait(s, &t->frames[t->wait.frame - 1], &t->ractor,
+			       &t->wait);
 }

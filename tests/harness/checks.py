@@ -5,6 +5,7 @@ None when it passes, or one line saying what is wrong.
 """
 
 import json
+import os
 import re
 
 from . import compare, procs
@@ -106,3 +107,43 @@ def check_unusable(run, paths, allowed=(2,), pattern=None, what="", json_file=No
         if report.get("complete") is not False:
             return "exit status 1 (partial) but complete is %s" % compare.show(report.get("complete"))
     return None
+
+
+def scenario_tests(ruby, scenario, call, tests):
+    """RUBY/SCENARIO/TEST for each of tests when the scenario's program
+    calls call ("CorestackOracle.locks"), else none."""
+    path = os.path.join(procs.SCENARIOS, scenario + ".rb")
+    try:
+        with open(path, encoding="utf-8") as f:
+            if call not in f.read():
+                return []
+    except OSError:
+        return []
+    return ["%s/%s/%s" % (ruby, scenario, t) for t in tests]
+
+
+def report_json_text_live(rep, selected, names, cap, runs, json_report, checks):
+    """The three tests of a scenario's oracle-recorded facts: names ends in
+    the core's JSON test, the text test and the live JSON test (in that
+    order); checks is (check of the JSON with the oracle, check of the
+    text, check of the live JSON). runs: the core's JSON and text runs;
+    cap.live["live"] the live JSON run."""
+    oracle = getattr(cap, "oracle", None)
+    for k, (name, check) in enumerate(zip(names, checks)):
+        if not selected(name):
+            continue
+        if oracle is None:
+            rep.result(name, "no core: capture failed")
+            continue
+        if k == 1:
+            rc, out, err, reason = runs[1]
+            rep.result(name, reason or ("exit status %d: %s" % (rc, err.strip()[:200]) if rc
+                                        else check(oracle, out)))
+            continue
+        run, problem = (runs[0], None) if k == 0 else \
+            cap.live.get("live", (None, "corestack --pid did not run"))
+        if run is None:
+            rep.result(name, problem)
+            continue
+        got, why = json_report(run)
+        rep.result(name, why or check(oracle, got) or problem)

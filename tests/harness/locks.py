@@ -37,27 +37,19 @@ matched by name (main by "main").
     RUBY/SCENARIO/locks-live   as RUBY/SCENARIO/locks, from corestack --pid
 """
 
-import os
 import re
 
-from . import compare, procs
+from . import checks, compare
 
 TESTS = ("locks", "locks-text", "locks-live")
 
 
-def uses_locks(scenario):
-    path = os.path.join(procs.SCENARIOS, scenario + ".rb")
-    try:
-        with open(path, encoding="utf-8") as f:
-            return "CorestackOracle.locks" in f.read()
-    except OSError:
-        return False
-
-
 def test_names(ruby, scenario):
-    if not uses_locks(scenario):
-        return []
-    return ["%s/%s/%s" % (ruby, scenario, t) for t in TESTS]
+    return checks.scenario_tests(ruby, scenario, "CorestackOracle.locks", TESTS)
+
+
+def uses_locks(scenario):
+    return bool(test_names("", scenario))
 
 
 def key(thread):
@@ -381,26 +373,7 @@ def check_text(oracle, out, children=True, fibers=True):
 
 def report(rep, selected, ruby, scenario, cap, runs, json_report):
     names = test_names(ruby, scenario)
-    if not names or not any(selected(n) for n in names):
-        return
-    oracle = getattr(cap, "oracle", None)
-    for name in names:
-        if not selected(name):
-            continue
-        test = name.rsplit("/", 1)[1]
-        if oracle is None:
-            rep.result(name, "no core: capture failed")
-        elif test == "locks":
-            got, why = json_report(runs[0])
-            rep.result(name, why or check_report(oracle, got))
-        elif test == "locks-text":
-            rc, out, err, reason = runs[1]
-            rep.result(name, reason or ("exit status %d: %s" % (rc, err.strip()[:200]) if rc
-                                        else check_text(oracle, out)))
-        else:
-            run, problem = cap.live.get("live", (None, "corestack --pid did not run"))
-            if run is None:
-                rep.result(name, problem)
-                continue
-            got, why = json_report(run)
-            rep.result(name, why or check_report(oracle, got, live=True) or problem)
+    if names and any(selected(n) for n in names):
+        checks.report_json_text_live(
+            rep, selected, names, cap, runs, json_report,
+            (check_report, check_text, lambda oracle, got: check_report(oracle, got, live=True)))

@@ -31,8 +31,8 @@ import re
 import subprocess
 import time
 
-from . import (compare, fibers, frame_locals, locks, procs, requires, stable_names, threadstate,
-               variants)
+from . import (compare, fibers, frame_locals, locks, procs, ractor_waits, requires, stable_names,
+               threadstate, variants)
 from .checks import broken_run, check_oracle, first_line, json_report
 from .group import ruby_spec
 
@@ -78,7 +78,8 @@ def scenario_tests(ruby, scenario):
             + variants.test_names(ruby, scenario)
             + stable_names.test_names(ruby, scenario)
             + frame_locals.test_names(ruby, scenario)
-            + locks.test_names(ruby, scenario))
+            + locks.test_names(ruby, scenario)
+            + ractor_waits.test_names(ruby, scenario))
 
 
 def is_crash(scenario):
@@ -214,6 +215,7 @@ def report_scenario(rep, selected, ruby, scen, cap, runs):
                        runs[0] if runs else None, json_report)
     variants.report(rep, selected, ruby, scen, cap)
     locks.report(rep, selected, ruby, scen, cap, runs, json_report)
+    ractor_waits.report(rep, selected, ruby, scen, cap, runs, json_report)
     names = dict((n.rsplit("/", 1)[1], n) for n in scenario_tests(ruby, scen))
     want = lambda key: key in names and selected(names[key])
     if isinstance(cap, procs.Failure):

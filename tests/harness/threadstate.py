@@ -31,7 +31,7 @@ STATES = ("runnable", "sleeping", "sleeping_forever", "aborting", "dead")
 DETAIL_OF = {"runnable": "run", "sleeping": "sleep", "sleeping_forever": "sleep_forever",
              "aborting": "aborting", "dead": "dead"}
 WAITS = ("mutex", "queue", "sized_queue", "condition_variable", "sleep",
-         "thread_join", "thread_stop", "io", "process_wait")
+         "thread_join", "thread_stop", "io", "process_wait", "ractor")
 # Whether a thread waiting so is in a blocking region (GVL released), from
 # CRuby's thread.c and io.c (2.7 to 3.3): Ruby's own sleeps go through
 # native_sleep, never BLOCKING_REGION; waiting for an fd does (read(2), or
