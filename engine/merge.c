@@ -10,7 +10,12 @@
  * just outside it. A group's C-method frames (a C method called from Ruby
  * or JIT code, or from it by rb_funcall) must appear, in order, as the
  * native frames of their C functions between that vm_exec() frame and the
- * next one. */
+ * next one.
+ *
+ * A native stack cut at the frame limit holds the innermost frames only:
+ * the groups whose vm_exec() frames it holds are merged as above, and the
+ * Ruby frames of the groups outside them follow, unmatched (a deep C
+ * recursion: every Ruby frame is outside the cut). */
 #include "merge.h"
 
 #include <stdarg.h>
@@ -177,9 +182,32 @@ struct cs_error *cs_merge_stacks(const struct rv_thread *rt,
 	for (size_t j = nr; j-- > 0;)
 		if (j == nr - 1 || rt->frames[j].vm_finish)
 			groups[ngroups++] = j;
-	if (rt->truncated || nt->truncated) {
+	if (rt->truncated) {
 		err = fail(out, "a stack was cut at the frame limit");
 		goto done;
+	}
+	/* Cut native stack: only the innermost groups have their vm_exec()
+	 * (else interpreter-loop) frames in it; the outer ones are left out
+	 * of the match and their frames follow it. */
+	size_t outside = 0; /* Ruby frames of the groups left out */
+	if (nt->truncated) {
+		size_t held = exec_frames(nt, anchors);
+		if (!held)
+			held = loop_frames(nt, anchors);
+		if (held > ngroups) {
+			err = fail(out,
+				   "%zu vm_exec() frames in the native frames "
+				   "shown, %zu vm_exec() entries on the Ruby "
+				   "stack",
+				   held, ngroups);
+			goto done;
+		}
+		size_t left = ngroups - held;
+		if (left) {
+			outside = left < ngroups ? nr - 1 - groups[left] : nr;
+			memmove(groups, groups + left, held * sizeof(*groups));
+		}
+		ngroups = held;
 	}
 	size_t nexec = exec_frames(nt, anchors), nloops = 0;
 	if (nexec == ngroups) {
@@ -261,6 +289,12 @@ struct cs_error *cs_merge_stacks(const struct rv_thread *rt,
 		struct cs_merged_frame t = out->frames[a];
 		out->frames[a] = out->frames[b - 1];
 		out->frames[b - 1] = t;
+	}
+	if (nt->truncated) {
+		out->cut = true;
+		out->cut_at = n;
+		for (size_t j = nr - outside; j < nr; j++)
+			out->frames[n++].ruby = &rt->frames[j];
 	}
 	out->nframes = n;
 done:

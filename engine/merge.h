@@ -26,6 +26,12 @@ struct cs_merged_stack {
 	/* an M:N thread parked on no native thread: no native stack to
 	 * merge, which is no error (rv_thread.off_native) */
 	bool off_native;
+	/* The native stack was cut at the frame limit (truncated): frames
+	 * [0, cut_at) are merged; the frames from cut_at on are the Ruby
+	 * frames outside the native frames shown, where no native frame of
+	 * theirs is known. */
+	bool cut;
+	size_t cut_at;
 };
 
 /* nt may be NULL (no native stack for the thread). Only allocation

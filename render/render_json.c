@@ -232,6 +232,10 @@ static void native_stack(struct json *j, const struct cs_report *r, size_t i)
 	}
 	json_end_array(j);
 	json_string(j, "merge_error", m->error);
+	if (m->cut)
+		json_int(j, "merge_cut", (long long)m->cut_at);
+	else
+		json_null(j, "merge_cut");
 	json_bool(j, "off_native", m->off_native);
 }
 

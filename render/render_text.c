@@ -304,11 +304,18 @@ static void native_stack(FILE *out, const struct cs_report *r, size_t i)
 	}
 	for (size_t j = 0; j < m->nframes; j++) {
 		const struct cs_merged_frame *f = &m->frames[j];
+		if (m->cut && j == m->cut_at)
+			fputs("    <more native frames not shown: the frame "
+			      "limit; the Ruby frames outside them follow>\n",
+			      out);
 		if (f->native && (!f->ruby || f->native->inlined))
 			native_frame(out, f->native);
 		if (f->ruby)
 			frame(out, r->ruby, f->ruby, f->native, 4, 8);
 	}
+	if (m->cut && m->cut_at == m->nframes)
+		fputs("    <more native frames not shown: the frame limit>\n",
+		      out);
 }
 
 static void native_only(FILE *out, const struct cs_report *r)

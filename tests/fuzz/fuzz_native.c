@@ -193,10 +193,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		/* As main.c does: by tid (a mutated core may repeat one). */
 		const struct cs_native_thread *by_tid =
 			cs_native_thread_of(native, t->tid);
-		if (cs_merge_stacks(&rts[i], by_tid, &merged[i]))
+		/* bit 6: as if the unwind had stopped at the frame limit */
+		struct cs_native_thread cut = *by_tid;
+		cut.truncated |= (mutate & 64) != 0;
+		if (cs_merge_stacks(&rts[i], &cut, &merged[i]))
 			abort(); /* only allocation failure is an error */
 		if (!merged[i].error &&
 		    merged[i].nframes > by_tid->nframes + rts[i].nframes)
+			abort();
+		if (merged[i].cut && merged[i].cut_at > merged[i].nframes)
 			abort();
 	}
 	/* The last thread runs no Ruby when bit 5 says so (--native-all). */

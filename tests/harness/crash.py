@@ -44,7 +44,8 @@ abort message) and what the program did.
                              faulting function at Ruby's RIP (for a call to no
                              code: a frame that is not code, then its caller found
                              by the return address, merged as the C method; for a
-                             stack overflow: the recursion to the frame limit);
+                             stack overflow: the recursion to the frame limit, then
+                             every Ruby frame, unmatched, and exit 0);
                              gc: in GC and marking only for the dmark fault,
                              GC.count at least what the program saw (one more unless a
                              GC was marking then); exception: the
@@ -629,10 +630,13 @@ def check_native(cr, res):
 def check_overflow_native(cr, res):
     """A stack overflow: the recursion fills the native frames, unwound
     from the guard (their stack pointers below the stack, then in it) to
-    the frame limit, which the merge refuses (exit 1, says so)."""
+    the frame limit. Nothing shown is undecoded (exit 0): the merged stack
+    is those native frames, then, from merge_cut, every Ruby frame in
+    order (all are outside the cut: the recursion is C's)."""
     rc, out, err, reason = res
-    if reason or rc != 1:
-        return reason or "exit %d, expected 1 (native frames cut at the limit)" % rc
+    if reason or rc != 0:
+        return reason or "exit %d, expected 0 (native frames cut at the limit, then " \
+            "the Ruby frames): %s" % (rc, err.strip()[:200])
     report, reason = compare.parse_report(out)
     if reason:
         return reason
@@ -645,8 +649,21 @@ def check_overflow_native(cr, res):
     if len(frames) < 2 or names != {EXPECT[cr.mode]["function"]} or t.get("native_error"):
         return "native frames %s (error %s), expected only %s to the limit" % (
             compare.show(sorted(names)), t.get("native_error"), EXPECT[cr.mode]["function"])
-    if t.get("merge_error") != "a stack was cut at the frame limit":
-        return "merge_error %s, expected the frame limit" % compare.show(t.get("merge_error"))
+    if t.get("merge_error") is not None:
+        return "merge_error %s, expected none" % compare.show(t.get("merge_error"))
+    merged, cut = t.get("merged") or [], t.get("merge_cut")
+    if cut != len(frames):
+        return "merge_cut %s, expected %d (after the native frames)" % (
+            compare.show(cut), len(frames))
+    inside, outside = merged[:cut], merged[cut:]
+    if any(m.get("kind") != "native" for m in inside):
+        return "Ruby frames merged into the recursion: %s" % compare.show(
+            [m for m in inside if m.get("kind") != "native"][:2])
+    want = list(range(len(t.get("frames") or [])))
+    got = [m.get("frame") for m in outside]
+    if got != want or any(m.get("function") for m in outside):
+        return "after merge_cut: frames %s, expected %s without native fields" % (
+            compare.show(got), want)
     return None
 
 

@@ -12,6 +12,12 @@
                              rb-bug: on the crash scenario's core (Ruby's handler, rb_bug,
                              abort) the crashed thread's native frames show sigsegv and
                              rb_bug_for_fatal_signal
+    RUBY/native/deep-merged  deep (200 blocks each yielded to by a C method, then
+                             pause): more native frames than the limit (1024); exit 0,
+                             the Ruby frames the oracle's, those whose vm_exec() frames
+                             are in the native frames shown merged (C methods on their
+                             C functions), from merge_cut on the outer ones, in order,
+                             with no native fields
 
 remote.py and debuginfod.py use this module's helpers.
 """
@@ -57,7 +63,7 @@ def copy_into_root(path, root):
 
 NATIVE_DIR = os.path.join(procs.ROOT, "fixtures", "native")
 NATIVE_CHECKS = ("pause-merged", "pause-eu-stack", "pause-live", "native-all",
-                 "segv-merged", "segv-crash-context", "segv-eu-stack", "rb-bug")
+                 "segv-merged", "segv-crash-context", "segv-eu-stack", "rb-bug", "deep-merged")
 
 
 def native_test_names(ruby):
@@ -167,6 +173,38 @@ def check_merged(res, oracle, c_label, c_function, innermost_cfunc):
         return "the crashing C method is not the innermost frame: %s" % compare.show(merged[0])
     if not innermost_cfunc and (i_c == 0 or "frame" in merged[0]):
         return "no native frame inside the C method %r" % c_label
+    return None
+
+
+def check_deep(res, oracle):
+    """Native frames cut at the limit: the innermost Ruby frames merged as
+    always, the outer ones after merge_cut, every one in order."""
+    report, reason = run_json(res)
+    if reason:
+        return reason
+    t = the_thread(report, "pause")
+    if not t:
+        return "no thread with the C method 'pause'"
+    got = [[f.get("label"), f.get("path"), f.get("lineno")] for f in t["frames"]]
+    if got != oracle:
+        return "Ruby frames %s, oracle %s" % (compare.show(got[:4]), compare.show(oracle[:4]))
+    if t.get("merge_error"):
+        return "not merged: %s" % t["merge_error"]
+    merged, cut = t.get("merged") or [], t.get("merge_cut")
+    if not isinstance(cut, int) or not 0 < cut < len(merged):
+        return "merge_cut %s of %d merged entries: expected the native frames cut inside " \
+            "the Ruby stack" % (compare.show(cut), len(merged))
+    order = [e["frame"] for e in merged if "frame" in e]
+    if order != list(range(len(t["frames"]))):
+        return "Ruby frames in merged in order %s" % compare.show(order[:20])
+    inside = [e for e in merged[:cut] if e.get("kind") == "cfunc"]
+    if not inside or any(e.get("function") not in ("nt_pause", "nt_call_block") for e in inside):
+        return "C methods merged inside the cut sit on %s" % compare.show(
+            sorted({e.get("function") for e in inside}))
+    outside = merged[cut:]
+    if any(e.get("kind") == "native" or e.get("function") for e in outside):
+        return "native fields after merge_cut: %s" % compare.show(
+            [e for e in outside if e.get("kind") == "native" or e.get("function")][:2])
     return None
 
 
@@ -304,7 +342,7 @@ def run_tests(ctx):
         try:
             shutil.rmtree(base, ignore_errors=True)
             ext = build_extension(exe, os.path.join(base, "ext"))
-            for mode in ("pause", "segv"):
+            for mode in ("pause", "segv", "deep"):
                 if not any(n.startswith("%s/native/%s" % (ruby, mode)) or
                            (mode == "pause" and n.endswith("native-all")) for n in names):
                     continue
@@ -318,7 +356,7 @@ def run_tests(ctx):
             continue
         for n in names:
             check = n.rsplit("/", 1)[1]
-            mode = "segv" if check.startswith("segv") else "pause"
+            mode = check.split("-")[0] if check.startswith(("segv", "deep")) else "pause"
             if mode not in results:
                 rep.result(n, "setup: no %s core" % mode)
                 continue
@@ -327,6 +365,8 @@ def run_tests(ctx):
                 reason = check_merged(live, oracle, "pause", "nt_pause", False)
             elif check == "pause-merged":
                 reason = check_merged(res, oracle, "pause", "nt_pause", False)
+            elif check == "deep-merged":
+                reason = check_deep(res, oracle)
             elif check == "segv-merged":
                 reason = check_merged(res, oracle, "segv", "nt_segv", True)
             elif check.endswith("eu-stack"):
