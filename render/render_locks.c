@@ -31,7 +31,7 @@ static uint64_t side_fiber(const struct rv_process *p, const struct rv_wait *w)
 	return 0;
 }
 
-/* " held by thread 3 "a"", " of thread 5" */
+/* " held by thread 3 "a"", " of thread 5", ", whose main thread is thread 7" */
 static void whom(FILE *out, const struct rv_process *p, const struct rv_wait *w)
 {
 	if (w->kind == RV_WAIT_MUTEX && w->mutex && !w->owner_thread &&
@@ -39,10 +39,15 @@ static void whom(FILE *out, const struct rv_process *p, const struct rv_wait *w)
 		fputs(" (unlocked)", out);
 		return;
 	}
-	uint64_t th = w->owner_thread ? w->owner_thread : w->joined;
+	uint64_t th = w->owner_thread ? w->owner_thread
+		      : w->joined     ? w->joined
+				      : w->ractor_main;
 	if (!th)
 		return;
-	fputs(w->owner_thread ? " held by " : " of ", out);
+	fputs(w->owner_thread ? " held by "
+	      : w->joined     ? " of "
+			      : ", whose main thread is ",
+	      out);
 	uint64_t fiber = side_fiber(p, w);
 	if (fiber)
 		fprintf(out, "fiber 0x%llx of ", (unsigned long long)fiber);
@@ -179,6 +184,13 @@ void cs_render_deadlocks_text(FILE *out, const struct rv_process *p)
 				fprintf(out, " waits on mutex 0x%llx",
 					(unsigned long long)t->wait.object);
 				whom(out, p, &t->wait);
+			} else if (t->wait.ractor_main && !t->wait.joined) {
+				fprintf(out, " joins ractor #%u",
+					(unsigned)t->wait.ractor.id);
+				if (t->wait.ractor.name)
+					fprintf(out, " \"%s\"",
+						t->wait.ractor.name);
+				whom(out, p, &t->wait);
 			} else {
 				fputs(" joins ", out);
 				thread_ref(out, p, t->wait.waits_for);
@@ -230,14 +242,19 @@ void cs_render_wait_objects_json(struct json *j, const struct rv_wait *w)
 
 void cs_render_waits_for_json(struct json *j, const struct rv_wait *w)
 {
-	if (!w->owner_thread && !w->joined) {
+	if (!w->owner_thread && !w->joined && !w->ractor_main) {
 		json_null(j, "waits_for");
 		return;
 	}
 	json_begin_object(j, "waits_for");
-	json_string(j, "by", w->owner_thread ? "mutex_owner" : "join");
+	json_string(j, "by",
+		    w->owner_thread ? "mutex_owner"
+		    : w->joined     ? "join"
+				    : "ractor_main_thread");
 	json_address(j, "thread",
-		     w->owner_thread ? w->owner_thread : w->joined);
+		     w->owner_thread ? w->owner_thread
+		     : w->joined     ? w->joined
+				     : w->ractor_main);
 	json_address(j, "fiber", w->owner_fiber);
 	json_end_object(j);
 }

@@ -11,7 +11,8 @@
  * MAX_LIST stops the walk with a reason, never a guess.
  *
  * A deadlock is a cycle of edges "sleeps for ever (THREAD_STOPPED_FOREVER)
- * on a mutex that thread holds, or on joining that thread": a thread that
+ * on a mutex that thread holds, on joining that thread, or on joining the
+ * ractor whose main thread it is (Ractor#join, #value)": a thread that
  * sleeps with a deadline, polls or runs has no edge, so it is in no cycle.
  * Each thread waits on one thing at a time, so the edges form a functional
  * graph and each cycle is found once. */
@@ -428,8 +429,10 @@ struct cs_error *rv_locks_resolve(struct rv_session *s, struct rv_process *p)
 	for (size_t i = 0; i < p->nthreads; i++) {
 		struct rv_wait *w = &p->threads[i].wait;
 		w->retake_holder = thread_index(&ix, w->retake_owner);
-		w->waits_for = thread_index(
-			&ix, w->owner_thread ? w->owner_thread : w->joined);
+		w->waits_for = thread_index(&ix, w->owner_thread
+							 ? w->owner_thread
+						 : w->joined ? w->joined
+							     : w->ractor_main);
 		for (size_t j = 0;
 		     w->monitor && w->monitor_serial && j < p->nthreads; j++)
 			if (ec_serial(s, p->threads[j].addr) ==

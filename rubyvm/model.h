@@ -138,6 +138,7 @@ struct rv_wait {
 	uint64_t owner_thread; /* rb_thread_t holding the mutex */
 	uint64_t owner_fiber;  /* rb_fiber_t holding it (3.0 to 3.4) */
 	uint64_t joined;       /* rb_thread_t it joins (Thread#join, #value) */
+	/* and ractor_main below, for a Ractor#join or #value */
 	long waits_for;
 	/* 1 + the index in the thread's frames of the method that told the
 	 * kind, 0 when a field told */
@@ -177,6 +178,9 @@ struct rv_wait {
 	 * messages it receives (Ractor.receive: its own; Ractor::Port#receive:
 	 * the port's), or its own for Ractor.yield (a taker of it). */
 	struct rv_ractor ractor;
+	/* A Ractor#join or #value: the joined ractor's main thread, whose end
+	 * ends the ractor (rb_thread_t; 0 when not known) */
+	uint64_t ractor_main;
 };
 
 struct rv_fiber {

@@ -128,6 +128,12 @@ static void ractor_of_wait(struct rv_session *s, const struct rv_frame *f,
 	}
 	if (r)
 		rv_ractor_read(s, r, &w->ractor);
+	/* a join or value waits for the ractor's end: its main thread's (a
+	 * take may be answered by any of its threads: no one thread) */
+	if (r && (!strcmp(m, "Ractor#join") || !strcmp(m, "Ractor#value")) &&
+	    RV_HAS(s, ractor_threads_main) &&
+	    !rv_try_member(s, r, RVL_ractor_threads_main, &w->ractor_main))
+		w->ractor_main = 0;
 }
 
 void rv_thread_wait_targets_read(struct rv_session *s, uint64_t th,
