@@ -39,9 +39,7 @@ static void whom(FILE *out, const struct rv_process *p, const struct rv_wait *w)
 		fputs(" (unlocked)", out);
 		return;
 	}
-	uint64_t th = w->owner_thread ? w->owner_thread
-		      : w->joined     ? w->joined
-				      : w->ractor_main;
+	uint64_t th = rv_wait_thread(w);
 	if (!th)
 		return;
 	fputs(w->owner_thread ? " held by "
@@ -242,7 +240,7 @@ void cs_render_wait_objects_json(struct json *j, const struct rv_wait *w)
 
 void cs_render_waits_for_json(struct json *j, const struct rv_wait *w)
 {
-	if (!w->owner_thread && !w->joined && !w->ractor_main) {
+	if (!rv_wait_thread(w)) {
 		json_null(j, "waits_for");
 		return;
 	}
@@ -251,10 +249,7 @@ void cs_render_waits_for_json(struct json *j, const struct rv_wait *w)
 		    w->owner_thread ? "mutex_owner"
 		    : w->joined     ? "join"
 				    : "ractor_main_thread");
-	json_address(j, "thread",
-		     w->owner_thread ? w->owner_thread
-		     : w->joined     ? w->joined
-				     : w->ractor_main);
+	json_address(j, "thread", rv_wait_thread(w));
 	json_address(j, "fiber", w->owner_fiber);
 	json_end_object(j);
 }

@@ -429,10 +429,7 @@ struct cs_error *rv_locks_resolve(struct rv_session *s, struct rv_process *p)
 	for (size_t i = 0; i < p->nthreads; i++) {
 		struct rv_wait *w = &p->threads[i].wait;
 		w->retake_holder = thread_index(&ix, w->retake_owner);
-		w->waits_for = thread_index(&ix, w->owner_thread
-							 ? w->owner_thread
-						 : w->joined ? w->joined
-							     : w->ractor_main);
+		w->waits_for = thread_index(&ix, rv_wait_thread(w));
 		for (size_t j = 0;
 		     w->monitor && w->monitor_serial && j < p->nthreads; j++)
 			if (ec_serial(s, p->threads[j].addr) ==

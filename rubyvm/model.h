@@ -458,8 +458,12 @@ const char *rv_gc_phase_name(enum rv_gc_phase phase);
 /* "runnable", "sleeping", "sleeping_forever", "aborting", "dead", "unknown" */
 const char *rv_thread_state_name(enum rv_thread_state st);
 /* "mutex", "queue", "sized_queue", "condition_variable", "sleep",
- * "thread_join", "thread_stop", "io", "process_wait"; NULL for none */
+ * "thread_join", "thread_stop", "io", "process_wait", "ractor"; NULL for
+ * none */
 const char *rv_wait_kind_name(enum rv_wait_kind k);
+/* The rb_thread_t w waits for: a mutex's holder, the thread joined, or
+ * the main thread of the ractor joined; 0 for none. */
+uint64_t rv_wait_thread(const struct rv_wait *w);
 bool rv_process_complete(const struct rv_process *p);
 
 #endif

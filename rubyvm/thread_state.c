@@ -66,6 +66,13 @@ const char *rv_wait_kind_name(enum rv_wait_kind k)
 	}
 }
 
+uint64_t rv_wait_thread(const struct rv_wait *w)
+{
+	return w->owner_thread ? w->owner_thread
+	       : w->joined     ? w->joined
+			       : w->ractor_main;
+}
+
 /* Methods that block, by their qualified name (the owner that defines
  * them, the same on 2.7 to 3.4; Ractor's from 3.0). */
 static const struct {
