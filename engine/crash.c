@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../process/crash_signal.h"
+
 /* The frames of frames[i]'s pc: from the first frame with that pc (the
  * innermost inlined call) to the function holding them. */
 static void group_of(const struct cs_native_thread *nt, size_t i,
@@ -67,16 +69,39 @@ static bool is_sent(const struct cs_siginfo *si)
 	return si->code <= 0; /* SI_USER, SI_QUEUE, SI_TKILL...: a process */
 }
 
+/* The frame the outermost signal interrupted (the one before it is the
+ * trampoline), or nt->nframes: none. */
+static size_t outer_interrupted(const struct cs_native_thread *nt)
+{
+	size_t k = nt->nframes;
+	for (size_t i = 1; i < nt->nframes; i++)
+		if (nt->frames[i].interrupted && !nt->frames[i - 1].interrupted)
+			k = i;
+	return k;
+}
+
+bool cs_crash_in_handler(const struct cs_native_thread *nt,
+			 const struct cs_memory *mem)
+{
+	size_t k = nt ? outer_interrupted(nt) : 0;
+	if (!nt || k == nt->nframes || !nt->frames[k - 1].sp)
+		return false;
+	struct cs_signal_frame f;
+	struct cs_error *err =
+		cs_signal_frame_read(mem, nt->frames[k - 1].sp, &f);
+	bool yes = !err && f.regs[CS_REG_RIP] == nt->frames[k].pc &&
+		   cs_crash_handler_signal(f.si.signo);
+	cs_error_destroy(err);
+	return yes;
+}
+
 /* The original fault from the outermost signal frame on nt's stack:
  * false when there is none, or (c->error says why) it is not believed. */
 static bool from_signal_frame(struct cs_crash *c,
 			      const struct cs_native_thread *nt,
 			      const struct cs_memory *mem)
 {
-	size_t k = nt->nframes;
-	for (size_t i = 1; i < nt->nframes; i++)
-		if (nt->frames[i].interrupted && !nt->frames[i - 1].interrupted)
-			k = i;
+	size_t k = outer_interrupted(nt);
 	if (k == nt->nframes)
 		return false;
 	c->from_signal_frame = true;
@@ -236,11 +261,13 @@ struct cs_error *cs_crash_find(const struct cs_siginfo *si, int64_t crash_tid,
 			c->fiber = f;
 	}
 	if (nt && nt->nframes && from_signal_frame(c, nt, mem)) {
+		/* no signal of its own: a live process still in the handler */
+		c->handler_running = !si;
 		/* the handler signalled again: what the core was written on,
 		 * sent from inside the handler */
 		c->core_signal = si;
 		const struct cs_native_frame *function;
-		if (is_sent(si) && c->at)
+		if (si && is_sent(si) && c->at)
 			sender_of(nt, 0, (size_t)(c->at - nt->frames),
 				  &c->resent_by, &function);
 		classify(c, nt, img, false);
@@ -248,6 +275,11 @@ struct cs_error *cs_crash_find(const struct cs_siginfo *si, int64_t crash_tid,
 		return NULL;
 	}
 	bool not_believed = c->error != NULL;
+	if (!si) { /* only a believed signal frame tells a live crash */
+		cs_crash_free(c);
+		*ret = NULL;
+		return NULL;
+	}
 	c->fault.si = *si;
 	c->sent = is_sent(si);
 	if (kt) {

@@ -74,6 +74,9 @@ struct cs_crash {
 	 * signalled again (Ruby's handler re-raises or aborts): who sent
 	 * it, as above; NULL otherwise. */
 	const struct cs_siginfo *core_signal;
+	/* A live process still running the handler of the fault (no signal
+	 * of its own, no core): it has not ended yet. */
+	bool handler_running;
 	const struct cs_native_frame *resent_by;
 	/* The innermost Ruby frame of the thread, or NULL. */
 	const struct rv_frame *ruby;
@@ -88,7 +91,9 @@ struct cs_crash {
  * native stack (NULL: unknown), the target img (its regions; NULL:
  * unknown), memory and p's thread tids[] (-1 unknown; tid_errors[i],
  * when set, means Ruby thread i is not believed to be it). Pointers
- * borrow from their arguments. */
+ * borrow from their arguments. si NULL: a live process whose thread
+ * crash_tid runs the handler of a fault (cs_crash_in_handler); *ret is
+ * NULL when its signal frame is not believed after all. */
 struct cs_error *cs_crash_find(const struct cs_siginfo *si, int64_t crash_tid,
 			       const struct cs_thread *kt,
 			       const struct cs_native_thread *nt,
@@ -97,5 +102,11 @@ struct cs_error *cs_crash_find(const struct cs_siginfo *si, int64_t crash_tid,
 			       const struct rv_process *p, const int64_t *tids,
 			       char *const *tid_errors, struct cs_crash **ret);
 void cs_crash_free(struct cs_crash *c);
+
+/* Whether nt (a live thread's native stack) runs the handler of a signal
+ * that crashes the process (cs_crash_handler_signal): its outermost
+ * signal frame is believed and holds such a signal. */
+bool cs_crash_in_handler(const struct cs_native_thread *nt,
+			 const struct cs_memory *mem);
 
 #endif

@@ -54,15 +54,43 @@ static int64_t *glibc_tids_of(const struct cs_snapshot_options *o,
 	return tids;
 }
 
-/* Every thread's native stack (crash_tid >= 0: that thread's alone); on
- * failure a warning (the caller owns it) and the Ruby stacks go on alone. */
-static char *unwind_native(const struct cs_snapshot_options *o,
-			   const struct cs_engine_request *req,
-			   const struct cs_target *t,
-			   struct rv_session *session,
-			   struct cs_module_search *search,
-			   const struct rv_process *proc, int64_t crash_tid,
-			   struct cs_native_stacks **ret)
+/* Which threads' native stacks a snapshot unwinds. */
+enum unwind_which {
+	UNWIND_ALL,
+	UNWIND_CRASHED, /* the thread that took the core's signal */
+	/* a live thread that may run a fault's handler: the process may
+	 * be crashing (cs_thread_may_handle_crash) */
+	UNWIND_MAY_HANDLE_CRASH,
+};
+
+static bool unwound(const struct cs_thread *kt, enum unwind_which which,
+		    int64_t crash_tid)
+{
+	return which == UNWIND_ALL ||
+	       (which == UNWIND_CRASHED ? kt->tid == crash_tid
+					: cs_thread_may_handle_crash(kt));
+}
+
+/* Whether some live thread may run a fault's handler. */
+static bool may_handle_crash(const struct cs_target *t)
+{
+	const struct cs_thread **threads = cs_target_threads(t);
+	bool any = false;
+	for (size_t i = 0; threads && i < cs_target_thread_count(t); i++)
+		any |= cs_thread_may_handle_crash(threads[i]);
+	free(threads);
+	return any;
+}
+
+/* The native stacks of the threads which names (crash_tid: the crashed
+ * thread); on failure a warning (the caller owns it) and the Ruby stacks
+ * go on alone. */
+static char *
+unwind_native(const struct cs_snapshot_options *o,
+	      const struct cs_engine_request *req, const struct cs_target *t,
+	      struct rv_session *session, struct cs_module_search *search,
+	      const struct rv_process *proc, enum unwind_which which,
+	      int64_t crash_tid, struct cs_native_stacks **ret)
 {
 	const struct cs_memory *mem = rv_session_memory(session);
 	/* where JIT code lies: it has no CFI (native.h) */
@@ -77,14 +105,10 @@ static char *unwind_native(const struct cs_snapshot_options *o,
 		free(jits);
 		return strdup("native stacks: out of memory");
 	}
-	size_t n = cs_target_thread_count(t);
-	for (size_t i = 0; crash_tid >= 0 && i < n; i++)
-		if (threads[i]->tid == crash_tid) {
-			threads[0] = threads[i];
-			n = 1;
-		}
-	if (crash_tid >= 0 && n != 1)
-		n = 0;
+	size_t n = 0;
+	for (size_t i = 0; i < cs_target_thread_count(t); i++)
+		if (unwound(threads[i], which, crash_tid))
+			threads[n++] = threads[i];
 	/* a front end that shows no native frames may set no limit */
 	size_t max = o->max_native_frames ? o->max_native_frames
 					  : CS_SNAPSHOT_CRASH_FRAMES;
@@ -356,14 +380,32 @@ struct cs_error *cs_engine_snapshot(struct cs_engine *e,
 	int64_t crash_tid = si ? cs_target_crash_tid(t) : -1;
 	if (o->native) /* before a live process runs again */
 		s->native_warning = unwind_native(o, req, t, session, e->search,
-						  s->proc, -1, &s->native);
+						  s->proc, UNWIND_ALL, -1,
+						  &s->native);
 	else if (crash_tid >= 0 && t->dump) /* for the crash summary */
 		free(unwind_native(o, req, t, session, e->search, s->proc,
-				   crash_tid, &s->crash_native));
+				   UNWIND_CRASHED, crash_tid,
+				   &s->crash_native));
+	else if (!si && may_handle_crash(t))
+		free(unwind_native(o, req, t, session, e->search, s->proc,
+				   UNWIND_MAY_HANDLE_CRASH, -1,
+				   &s->crash_native));
+	/* A live process crashing: a thread runs a fault's handler (Ruby's
+	 * writes its crash report there, and may hang in it). It stays
+	 * stopped until the summary has read the handler's signal frame. */
+	bool crashing = false;
+	const struct cs_native_stacks *ns = s->native ? s->native
+						      : s->crash_native;
+	for (size_t i = 0; !si && ns && i < ns->nthreads && !crashing; i++)
+		if (cs_crash_in_handler(&ns->threads[i], mem)) {
+			crashing = true;
+			crash_tid = ns->threads[i].tid;
+		}
 	struct cs_error *calls_err = read_blocked_calls(t, s);
 	/* The snapshot is taken: let a live process run again before the
 	 * report is written. */
-	cs_target_release(t);
+	if (!crashing)
+		cs_target_release(t);
 	if (calls_err)
 		return calls_err;
 
@@ -381,8 +423,14 @@ struct cs_error *cs_engine_snapshot(struct cs_engine *e,
 	free(glibc_tids);
 	if (err || (err = merge_native(s, &merged_ok)) ||
 	    (err = match_blocked_calls(s)) ||
-	    (si && (err = find_crash(req, t, mem, si, crash_tid, s))))
+	    ((si || crashing) &&
+	     (err = find_crash(req, t, mem, si, crash_tid, s))))
 		return err;
+	if (crashing) {
+		cs_target_release(t);
+		if (!s->crash) /* its signal frame not believed after all */
+			crash_tid = -1;
+	}
 	const struct cs_vm_module *vm = &r->vm;
 	struct cs_report *rep = &s->report;
 	rep->core_path = t->dump ? t->name : NULL;
@@ -408,8 +456,7 @@ struct cs_error *cs_engine_snapshot(struct cs_engine *e,
 			s->tids.ok;
 	rep->crash_tid = crash_tid;
 	rep->native = s->native;
-	const struct cs_native_stacks *ns = s->native ? s->native
-						      : s->crash_native;
+	ns = s->native ? s->native : s->crash ? s->crash_native : NULL;
 	rep->modules_found = ns ? ns->found : NULL;
 	rep->nmodules_found = ns ? ns->nfound : 0;
 	rep->merged = s->merged;

@@ -43,6 +43,21 @@ int64_t cs_tables_crash_tid(const struct cs_target_tables *tt)
 	return tt->nthreads ? tt->threads[0].tid : -1;
 }
 
+bool cs_crash_handler_signal(int signo)
+{
+	return signo == SIGSEGV || signo == SIGBUS || signo == SIGILL ||
+	       signo == SIGFPE || signo == SIGABRT || signo == SIGSYS;
+}
+
+bool cs_thread_may_handle_crash(const struct cs_thread *kt)
+{
+	for (int signo = 1; kt->blocked_known && signo <= 64; signo++)
+		if ((kt->blocked >> (signo - 1) & 1) &&
+		    cs_crash_handler_signal(signo))
+			return true;
+	return false;
+}
+
 /* t[code] of a table of n names, NULL outside it or for no name. */
 static const char *pick(const char *const *t, size_t n, int code)
 {

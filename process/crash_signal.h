@@ -2,6 +2,7 @@
 #ifndef CS_CORESTACK_CRASH_SIGNAL_H
 #define CS_CORESTACK_CRASH_SIGNAL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "target.h"
@@ -24,6 +25,17 @@ const struct cs_siginfo *cs_crash_signal(const struct cs_siginfo *si);
  * cursig (a core's NT_PRSTATUS) carries it, else the first (the kernel
  * lists the dumping thread first). -1 without a fatal signal. */
 int64_t cs_tables_crash_tid(const struct cs_target_tables *tt);
+/* Whether a handler of signo running means the process is crashing: a
+ * fault the CPU raised (SIGSEGV, SIGBUS, SIGILL, SIGFPE), an abort or a
+ * bad system call. Ruby's SIGSEGV handler writes its crash report there,
+ * and a process can hang in it. */
+bool cs_crash_handler_signal(int signo);
+
+/* Whether the live thread kt may be running such a handler: its mask
+ * blocks one of those signals (a handler runs with its own signal
+ * blocked). Only a hint: a thread may block every signal. */
+bool cs_thread_may_handle_crash(const struct cs_thread *kt);
+
 /* The name of a signal code (si_code), as <signal.h> spells it; NULL for
  * one it does not name. */
 const char *cs_signal_code_name(int signo, int code);

@@ -430,6 +430,11 @@ struct cs_error *cs_live_take_threads(struct cs_live *live)
 					       strerror(errno));
 		}
 		memcpy(t->pub.regs, &regs, sizeof(regs));
+		/* the crash summary of a process inside its fault handler */
+		uint64_t mask = 0;
+		t->pub.blocked_known = ptrace(PTRACE_GETSIGMASK, t->pub.tid,
+					      (void *)sizeof(mask), &mask) == 0;
+		t->pub.blocked = t->pub.blocked_known ? mask : 0;
 		t->pub.rip = regs.rip;
 		t->pub.rsp = regs.rsp;
 		t->pub.rbp = regs.rbp;

@@ -33,6 +33,11 @@
 struct cs_thread {
 	int tid;
 	int cursig; /* signal it stopped with / took, or 0 */
+	/* The signals it blocks (bit signo - 1), where the target knows
+	 * them (a stopped live thread): a handler runs with its own signal
+	 * blocked. */
+	uint64_t blocked;
+	bool blocked_known;
 	uint64_t rip, rsp, rbp, fs_base;
 	uint64_t regs[27]; /* x86-64 user_regs_struct order */
 };

@@ -151,6 +151,10 @@ void cs_render_crash_text(FILE *out, const struct cs_report *r)
 		}
 		fputc('\n', out);
 	}
+	if (c->handler_running)
+		fputs("    the handler is still running: the process has not "
+		      "ended\n",
+		      out);
 	if (c->error)
 		fprintf(out, "    <crash summary incomplete: %s>\n", c->error);
 }
@@ -287,6 +291,7 @@ void cs_render_crash_json(struct json *j, const struct cs_report *r,
 	else
 		json_null(j, "core_signal");
 	where_json(j, "core_signal_sent_from", c->resent_by, c->resent_by);
+	json_bool(j, "handler_running", c->handler_running);
 	json_string(j, "error", c->error);
 	json_end_object(j);
 }

@@ -75,6 +75,8 @@ run_on(ctx, ruby, cap) instead. The groups:
                              ways, against Ruby's own crash report;
                              RUBY/crash/dir/CHECK: a directory of those cores
                              grouped by crash signature (core_dir.py)
+    RUBY/crash/MODE/live     crash_live.py: corestack --pid on a Ruby hanging in
+                             its crash handler
     core-dir/hostile, core-dir/empty
                              core_dir.py: a directory of what is not a core
     gdbext/..., lldb/...     gdbext.py: ruby-bt, ruby-frame/up/down, ruby-list and
@@ -99,7 +101,8 @@ import time
 
 sys.dont_write_bytecode = True   # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (bad_input, bundle, cli, core_dir, corrupt, crash, debuginfod,  # noqa: E402
+from harness import (bad_input, bundle, cli, core_dir, corrupt, crash, crash_live,  # noqa: E402
+                     debuginfod,
                      frame_reuse, gdbext, heap, hostile, jit_frames, jit_native, layout,
                      mutations, native,
                      native_cut, nontfile, permissions, procs, record, record_exits, remote,
@@ -133,6 +136,7 @@ GROUPS = (
     native,
     jit_native,
     crash,
+    crash_live,
     core_dir,
     gdbext,
 )

@@ -235,9 +235,13 @@ class RubyReport:
 
 
 class CrashRun:
-    def __init__(self, mode, core, status, oracle, report):
+    """A crash: its core (None: read live, while the process hung in
+    Ruby's crash handler, crash_live.py), the signal it died of, the
+    program's oracle and Ruby's report."""
+
+    def __init__(self, mode, core, status, oracle, report, live=False):
         self.mode, self.core, self.status = mode, core, status
-        self.oracle, self.report = oracle, report
+        self.oracle, self.report, self.live = oracle, report, live
 
 
 def run_crash(ruby, exe, mode, extdir, workdir, timeout):
@@ -437,9 +441,17 @@ def check_fault(cr, res):
     if bool(c.get("from_signal_frame")) != ruby_handled(cr):
         return "from_signal_frame %s with%s Ruby's handler" % (
             c.get("from_signal_frame"), "" if ruby_handled(cr) else "out")
-    if ruby_handled(cr) and (c.get("core_signal") or {}).get("code_name") != "SI_TKILL":
+    if cr.live:
+        # still in the handler: no signal of its own yet
+        if c.get("core_signal") is not None or c.get("handler_running") is not True:
+            return "core_signal %s, handler_running %s; expected none and true: the " \
+                "process hangs in Ruby's handler" % (compare.show(c.get("core_signal")),
+                                                     c.get("handler_running"))
+    elif ruby_handled(cr) and (c.get("core_signal") or {}).get("code_name") != "SI_TKILL":
         return "core_signal %s: Ruby's handler sent the core's signal" % (
             compare.show(c.get("core_signal")))
+    elif c.get("handler_running") is not False:
+        return "handler_running %s in a core, expected false" % c.get("handler_running")
     if "function" in exp and at.get("function") != exp["function"]:
         return "function %s, expected %s" % (at.get("function"), exp["function"])
     if "abort_message" in exp:
@@ -514,6 +526,11 @@ def check_summary_text(cr, res):
             exp.get("signal", "SIGABRT"), sender))]
     if exp.get("abort_message"):
         wants += [r"\n    abort message: %s\n" % exp["abort_message"].pattern]
+    running = "\n    the handler is still running: the process has not ended\n"
+    if cr.live:
+        wants += [re.escape(running)]
+    elif running in head + "\n":
+        return "a core's summary says the handler is still running: %s" % compare.show(head)
     for want in wants:
         if not re.search(want, head + "\n"):
             return "the summary lacks %r: %s" % (want, compare.show(head))

@@ -1,0 +1,198 @@
+"""A live process crashing: corestack --pid on a Ruby that hangs inside
+its crash handler. fixtures/crash/crash.rb with CRASH_HANG makes its stderr
+a FIFO nobody reads and fills it right before the crash, so Ruby's SIGSEGV
+handler blocks on the first line of its report, as a process whose report
+cannot be written does; the FIFO is read afterwards, and the report it
+gets is the oracle, as for a core (crash.py).
+
+    RUBY/crash/MODE/live     MODE: segv, null_call, fiber_segv. While the
+                             process hangs in the handler, corestack --json
+                             --pid: the crashed thread's Ruby frames are
+                             Ruby's report's, the crash summary names the
+                             thread, fault kind, address, RIP, function and
+                             Ruby method as crash.py requires of the core,
+                             with no core signal and handler_running true;
+                             the text summary the same, and says the handler
+                             is still running
+    RUBY/crash/live-no-crash a thread parked inside a SIGUSR1 handler that
+                             blocks every signal (SIGSEGV too, as a fault's
+                             handler does): "crash" null, no thread marked
+                             crashed, exit 0
+"""
+
+import json
+import os
+import select
+import time
+
+from . import crash, native, procs, variants
+
+MODES = ("segv", "null_call", "fiber_segv")
+
+
+def test_names(ruby):
+    return ["%s/crash/%s/live" % (ruby, m) for m in MODES] + ["%s/crash/live-no-crash" % ruby]
+
+
+def names(ctx):
+    return [n for r in ctx.rubies for n in test_names(r)]
+
+
+def rubies(ctx):
+    return {r for r in ctx.rubies if ctx.any_selected(test_names(r))}
+
+
+def writing_to_pipe(pid):
+    """Is a thread of pid asleep writing to a full pipe?"""
+    try:
+        tids = os.listdir("/proc/%d/task" % pid)
+    except OSError:
+        return False
+    for tid in tids:
+        try:
+            with open("/proc/%d/task/%s/wchan" % (pid, tid)) as f:
+                if "pipe_write" in f.read():
+                    return True
+        except OSError:
+            pass
+    return False
+
+
+def wait_until(ready, run, what, timeout):
+    deadline = time.monotonic() + timeout
+    while not ready():
+        if run.poll():
+            raise procs.Failure("crash.rb %s before %s; stderr: %s" % (
+                run.describe_exit(), what, procs.tail(run.stderr_path)))
+        if time.monotonic() > deadline:
+            raise procs.Failure("crash.rb not %s within %d s; stderr: %s" % (
+                what, timeout, procs.tail(run.stderr_path)))
+        time.sleep(0.02)
+
+
+def drain(fifo, run, timeout):
+    """Everything written to fifo until the process is gone (every writer
+    closed), NULs (the filling) left out."""
+    fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    chunks = []
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            if time.monotonic() > deadline:
+                raise procs.Failure("Ruby's crash report did not end within %d s" % timeout)
+            if not select.select([fd], [], [], 0.1)[0]:
+                continue
+            try:
+                chunk = os.read(fd, 1 << 16)
+            except BlockingIOError:
+                continue
+            if not chunk:
+                break
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    run.wait_exit(timeout)
+    return b"".join(chunks).replace(b"\0", b"").decode("utf-8", "replace")
+
+
+def start(ruby, exe, mode, ext, workdir, fifo):
+    env = {"CRASH_MODE": mode, "CRASH_EXT": ext}
+    if fifo:
+        env["CRASH_HANG"] = fifo
+    with native.extra_env(env):
+        return procs.Scenario(exe, os.path.join(crash.CRASH_DIR, "crash.rb"), workdir, False,
+                              variants.scenario_env(ruby))
+
+
+def run_live(cs, ruby, exe, mode, ext, workdir, timeout):
+    """(CrashRun, the JSON run, the text run) of mode read live while the
+    process hung in Ruby's handler."""
+    fifo = workdir + ".fifo"
+    if os.path.lexists(fifo):
+        os.unlink(fifo)
+    os.mkfifo(fifo, 0o600)
+    run = start(ruby, exe, mode, ext, workdir, fifo)
+    try:
+        run.wait_oracle(timeout)
+        wait_until(lambda: writing_to_pipe(run.pid), run, "hanging in its crash report",
+                   timeout)
+        res_json = procs.run_tool([cs, "--json", "--pid", str(run.pid)], timeout)
+        res_text = procs.run_tool([cs, "--pid", str(run.pid)], timeout)
+        report = drain(fifo, run, timeout)
+        with open(run.oracle_path) as f:
+            oracle = json.load(f)
+        with open(run.stderr_path, errors="replace") as f:
+            told = f.read()
+    finally:
+        run.kill()
+        os.unlink(fifo)
+    cr = crash.CrashRun(mode, None, run.status, oracle, crash.RubyReport(told + report),
+                        live=True)
+    return cr, res_json, res_text
+
+
+def check_live(cr, res_json, res_text):
+    return (crash.check_capture(cr) or crash.check_stacks(cr, res_json)
+            or crash.check_fault(cr, res_json) or crash.check_summary_text(cr, res_text))
+
+
+def check_no_crash(cs, ruby, exe, ext, workdir, timeout):
+    run = start(ruby, exe, "usr1_wait", ext, workdir, None)
+    try:
+        run.wait_oracle(timeout)
+
+        def parked():
+            with open(run.stderr_path, errors="replace") as f:
+                return "crashtest: in the SIGUSR1 handler" in f.read()
+        wait_until(parked, run, "in its SIGUSR1 handler", timeout)
+        report, reason = native.run_json(
+            procs.run_tool([cs, "--json", "--pid", str(run.pid)], timeout))
+    finally:
+        run.kill()
+    if reason:
+        return reason
+    if report.get("crash") is not None:
+        return "crash %s, but the process only runs a SIGUSR1 handler" % (
+            json.dumps(report["crash"])[:300])
+    marked = [t.get("tid") for t in report.get("threads", []) if t.get("crashed")]
+    if marked:
+        return "threads %s marked crashed" % marked
+    return None
+
+
+def run_tests(ctx):
+    rep, cs, timeout = ctx.rep, ctx.args.corestack, ctx.args.timeout
+    for ruby in ctx.rubies:
+        names_here = [n for n in test_names(ruby) if ctx.selected(n)]
+        if not names_here:
+            continue
+        prefix = procs.built_prefix(rep, ctx.prefixes, ruby, names_here)
+        if not prefix:
+            continue
+        exe = os.path.join(prefix, "bin", "ruby")
+        base = os.path.join(ctx.workdir, ruby, "crash-live")
+        try:
+            ext = crash.build_extension(os.path.join(base, "ext"), exe)
+        except (procs.Failure, OSError) as exc:
+            for n in names_here:
+                rep.result(n, "setup: %s" % exc)
+            continue
+        for mode in MODES:
+            n = "%s/crash/%s/live" % (ruby, mode)
+            if n not in names_here:
+                continue
+            try:
+                cr, res_json, res_text = run_live(cs, ruby, exe, mode, ext,
+                                                  os.path.join(base, mode), timeout)
+            except (procs.Failure, OSError, ValueError) as exc:
+                rep.result(n, "setup: %s" % exc)
+                continue
+            rep.result(n, check_live(cr, res_json, res_text))
+        n = "%s/crash/live-no-crash" % ruby
+        if n in names_here:
+            try:
+                reason = check_no_crash(cs, ruby, exe, ext, os.path.join(base, "no-crash"),
+                                        timeout)
+            except (procs.Failure, OSError, ValueError) as exc:
+                reason = "setup: %s" % exc
+            rep.result(n, reason)
