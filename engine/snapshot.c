@@ -307,8 +307,15 @@ static struct cs_error *find_crash(const struct cs_engine_request *req,
 				   const struct cs_siginfo *si,
 				   int64_t crash_tid, struct cs_snapshot *s)
 {
+	/* its registers: the target's own thread (a front end's list of
+	 * kernel threads may carry no registers), else the list's */
 	const struct cs_thread *kt = NULL;
-	for (size_t i = 0; i < s->nthreads; i++)
+	const struct cs_thread **own = cs_target_threads(t);
+	for (size_t i = 0; own && i < cs_target_thread_count(t); i++)
+		if (own[i]->tid == crash_tid)
+			kt = own[i];
+	free(own);
+	for (size_t i = 0; !kt && i < s->nthreads; i++)
 		if (s->threads[i]->tid == crash_tid)
 			kt = s->threads[i];
 	const struct cs_native_stacks *ns = s->native ? s->native
@@ -382,7 +389,7 @@ struct cs_error *cs_engine_snapshot(struct cs_engine *e,
 		s->native_warning = unwind_native(o, req, t, session, e->search,
 						  s->proc, UNWIND_ALL, -1,
 						  &s->native);
-	else if (crash_tid >= 0 && t->dump) /* for the crash summary */
+	else if (crash_tid >= 0) /* for the crash summary */
 		free(unwind_native(o, req, t, session, e->search, s->proc,
 				   UNWIND_CRASHED, crash_tid,
 				   &s->crash_native));

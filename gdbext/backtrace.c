@@ -40,6 +40,8 @@ static struct cs_error *open_engine(const struct gx_source *src,
 		 * system call, and the process stands still while the
 		 * debugger holds it: cache pages for this command. */
 		r.target.pid = src->pid;
+		r.target.stopped = src->stopped;
+		r.target.stop_signal = src->stop_signal;
 		r.page_cache = true;
 		break;
 	case GX_SOURCE_DEBUGGER:

@@ -26,6 +26,11 @@ struct gx_source {
 	 * names (struct cs_target_request); NULL: there */
 	const char *sysroot, *lib_search_path;
 	int pid;                /* GX_SOURCE_LIVE */
+	/* GX_SOURCE_LIVE: the thread the debugger holds stopped at a fatal
+	 * signal (its registers the debugger's), and that signal; NULL:
+	 * none */
+	const struct cs_thread *stopped;
+	const struct cs_siginfo *stop_signal;
 	const char *executable; /* the debugger's; NULL: as the target names it */
 	struct gx_inferior *debugger; /* GX_SOURCE_DEBUGGER */
 	/* Where to look for debug files (the debugger's own setting);

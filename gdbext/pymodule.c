@@ -209,6 +209,9 @@ struct py_source {
 	struct gx_source src;
 	struct gx_inferior dbg;
 	struct py_reader reader;
+	/* GX_SOURCE_LIVE: the thread stopped at a fatal signal, and it */
+	struct cs_thread stopped;
+	struct cs_siginfo stop_signal;
 };
 
 static void source_free(struct py_source *ps)
@@ -220,7 +223,7 @@ static void source_free(struct py_source *ps)
 struct py_facts {
 	struct gx_facts f;
 	const char *executable, *name, *advice, *sysroot, *search;
-	PyObject *read, *maps, *auxv, *sig, *hints;
+	PyObject *read, *maps, *auxv, *sig, *hints, *stop;
 	char **debug_dirs;
 };
 
@@ -230,27 +233,21 @@ struct py_facts {
  * the debugger is the way read; hints; debug_dirs (the debugger's, "a:b"),
  * debug_dir_advice (how its user adds one, for the no-debug message),
  * sysroot and lib_search_path ("a:b": where a core's files are when not
- * at the paths it names, the debugger's settings). 0 with a Python error
- * set; pf is always safe to free. */
+ * at the paths it names, the debugger's settings); stop (a live process:
+ * the thread the debugger holds stopped at a fatal signal, or a function
+ * giving it, called only when the process is read directly). 0 with a
+ * Python error set; pf is always safe to free. */
 static int facts_from(PyObject *kw, struct py_facts *pf)
 {
-	static char *names[] = {"is_core",
-				"core",
-				"pid",
-				"local",
-				"via_debugger",
-				"executable",
-				"name",
-				"read",
-				"mappings",
-				"auxv",
-				"signal",
-				"hints",
-				"debug_dirs",
-				"debug_dir_advice",
-				"sysroot",
-				"lib_search_path",
-				NULL};
+	static char *names[] = {"is_core",      "core",
+				"pid",          "local",
+				"via_debugger", "executable",
+				"name",         "read",
+				"mappings",     "auxv",
+				"signal",       "hints",
+				"debug_dirs",   "debug_dir_advice",
+				"sysroot",      "lib_search_path",
+				"stop",         NULL};
 	const char *dirs = NULL;
 	int is_core = 0, local = 0, via = 0;
 	PyObject *empty = PyTuple_New(0);
@@ -258,13 +255,14 @@ static int facts_from(PyObject *kw, struct py_facts *pf)
 	pf->f.pid = -1;
 	pf->name = "the debugger's inferior";
 	pf->read = pf->maps = pf->auxv = pf->sig = pf->hints = Py_None;
+	pf->stop = Py_None;
 	int ok = empty &&
 		 PyArg_ParseTupleAndKeywords(
-			 empty, kw, "|pzippzzOOOOOzzzz", names, &is_core,
+			 empty, kw, "|pzippzzOOOOOzzzzO", names, &is_core,
 			 &pf->f.core_path, &pf->f.pid, &local, &via,
 			 &pf->executable, &pf->name, &pf->read, &pf->maps,
 			 &pf->auxv, &pf->sig, &pf->hints, &dirs, &pf->advice,
-			 &pf->sysroot, &pf->search);
+			 &pf->sysroot, &pf->search, &pf->stop);
 	Py_XDECREF(empty);
 	pf->f.is_core = is_core;
 	pf->f.local = local;
@@ -329,6 +327,54 @@ out:
 	return ok;
 }
 
+/* The thread a live inferior is stopped at a fatal signal on, from
+ * stop: (signo, code, the first word of siginfo's union, tid, the 27
+ * registers in user_regs_struct order), or None. 0 with a Python error
+ * set. */
+static int live_stop(const struct py_facts *pf, struct py_source *ps)
+{
+	PyObject *stop = value_of(pf->stop), *regs = NULL;
+	int ok = 0;
+	if (!stop)
+		return 0;
+	if (stop == Py_None) {
+		Py_DECREF(stop);
+		return 1;
+	}
+	int signo = 0, code = 0, tid = 0;
+	unsigned long long union_word = 0;
+	struct cs_thread *t = &ps->stopped;
+	if (!PyArg_ParseTuple(stop, "iiKiO", &signo, &code, &union_word, &tid,
+			      &regs))
+		goto out;
+	if (!PyTuple_Check(regs) ||
+	    PyTuple_Size(regs) !=
+		    (Py_ssize_t)(sizeof(t->regs) / sizeof(*t->regs))) {
+		PyErr_SetString(PyExc_ValueError,
+				"stop: registers are not a tuple of 27");
+		goto out;
+	}
+	for (size_t i = 0; i < sizeof(t->regs) / sizeof(*t->regs); i++) {
+		t->regs[i] = PyLong_AsUnsignedLongLongMask(
+			PyTuple_GetItem(regs, (Py_ssize_t)i));
+		if (PyErr_Occurred())
+			goto out;
+	}
+	t->tid = tid;
+	t->cursig = signo;
+	t->rip = t->regs[CS_REG_RIP];
+	t->rsp = t->regs[CS_REG_RSP];
+	t->rbp = t->regs[CS_REG_RBP];
+	t->fs_base = t->regs[CS_REG_FS_BASE];
+	cs_siginfo_set(&ps->stop_signal, signo, 0, code, union_word);
+	ps->src.stopped = t;
+	ps->src.stop_signal = &ps->stop_signal;
+	ok = 1;
+out:
+	Py_DECREF(stop);
+	return ok;
+}
+
 /* The inferior read the way kind says. 0 with a Python error set; ps is
  * always safe to free. */
 static int source_for(const struct py_facts *pf, enum gx_source_kind kind,
@@ -349,6 +395,8 @@ static int source_for(const struct py_facts *pf, enum gx_source_kind kind,
 		ps->src.sysroot = pf->sysroot;
 		ps->src.lib_search_path = pf->search;
 	}
+	if (kind == GX_SOURCE_LIVE)
+		return live_stop(pf, ps);
 	return kind != GX_SOURCE_DEBUGGER || debugger_source(pf, ps);
 }
 

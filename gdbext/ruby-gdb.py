@@ -145,6 +145,57 @@ def _core_signal(inf):
             selected.switch()
 
 
+# Registers in struct user_regs_struct order, as gdb names them on x86-64.
+_USER_REGS = ("r15", "r14", "r13", "r12", "rbp", "rbx", "r11", "r10", "r9", "r8", "rax",
+              "rcx", "rdx", "rsi", "rdi", "orig_rax", "rip", "cs", "eflags", "rsp", "ss",
+              "fs_base", "gs_base", "ds", "es", "fs", "gs")
+
+# Signals that end a process with a core when not handled (the module's
+# crash signals) but SIGTRAP, which is how gdb stops at a breakpoint.
+_STOP_CRASH_SIGNALS = (signal.SIGQUIT, signal.SIGILL, signal.SIGABRT, signal.SIGBUS,
+                       signal.SIGFPE, signal.SIGSEGV, signal.SIGXCPU, signal.SIGXFSZ,
+                       signal.SIGSYS)
+
+
+def _stop_signal_of(thread):
+    """(signo, code, the first word of the siginfo's union) of the signal
+    thread last stopped with, or None."""
+    thread.switch()
+    si = gdb.parse_and_eval("$_siginfo")
+    word = 0
+    try:
+        word = int(si["_sifields"]["_sigfault"]["si_addr"])
+    except (gdb.error, ValueError):
+        pass
+    return int(si["si_signo"]), int(si["si_code"]), word & (2**64 - 1)
+
+
+def _live_stop(inf):
+    """A live process gdb holds stopped at a fatal signal (a fault, an
+    abort, before it is delivered): (signo, code, union word, tid, the
+    thread's registers), the selected thread first; None otherwise."""
+    selected = gdb.selected_thread()
+    frame = gdb.selected_frame() if selected is not None else None
+    threads = sorted(inf.threads(), key=lambda t: (t != selected, t.num))
+    try:
+        for t in threads:
+            try:
+                sig = _stop_signal_of(t)
+                if sig[0] not in _STOP_CRASH_SIGNALS:
+                    continue
+                top = gdb.newest_frame()
+                regs = tuple(int(top.read_register(r)) & (2**64 - 1) for r in _USER_REGS)
+            except (gdb.error, ValueError):
+                continue
+            return sig + (t.ptid[1], regs)
+        return None
+    finally:
+        if selected is not None:
+            selected.switch()
+        if frame is not None:
+            frame.select()
+
+
 def _local(path):
     """A path gdb names "target:/..." (the inferior's files, when gdb runs
     in another mount namespace, a container) as a local path."""
@@ -188,6 +239,7 @@ def _facts(inf, via_debugger):
                 executable=_local(gdb.current_progspace().filename),
                 name="gdb inferior %d" % inf.num, read=read, mappings=_mappings, auxv=_auxv,
                 signal=(lambda: _core_signal(inf)) if is_core else None,
+                stop=(lambda: _live_stop(inf)) if ctype == "native" else None,
                 hints=_thread_hints(inf), debug_dirs=gdb.parameter("debug-file-directory"),
                 debug_dir_advice=DEBUG_DIR_ADVICE, sysroot=sysroot, lib_search_path=search)
 

@@ -43,6 +43,14 @@ struct cs_live;
  * permission or CAP_SYS_PTRACE, threads that do not stop in time. On error
  * nothing is left stopped and *ret is NULL. */
 struct cs_error *cs_live_attach(int pid, int pause, struct cs_live **ret);
+
+/* Attached without pause, to a process a debugger holds: kt, the thread
+ * it holds stopped at the fatal signal si, with the debugger's registers
+ * (an unpaused read has none of its own), becomes a thread with
+ * registers that took si, as a core's. A tid not the process's is left
+ * out. */
+void cs_live_set_stopped(struct cs_live *live, const struct cs_thread *kt,
+			 const struct cs_siginfo *si);
 /* Resume (PTRACE_DETACH) every thread we stopped, re-delivering a signal a
  * thread was stopped with; reaps threads that died meanwhile. Safe on NULL,
  * safe twice, and after the target died. The cs_live stays usable for

@@ -378,3 +378,17 @@ struct cs_error *cs_live_pause(struct cs_live *live)
 	}
 	return NULL;
 }
+
+void cs_live_set_stopped(struct cs_live *live, const struct cs_thread *kt,
+			 const struct cs_siginfo *si)
+{
+	for (size_t i = 0; i < live->tables.nthreads; i++) {
+		struct cs_thread *t = &live->tables.threads[i];
+		if (t->tid != kt->tid)
+			continue;
+		*t = *kt;
+		live->stop_signal = *si;
+		live->tables.siginfo = &live->stop_signal;
+		live->tables.crash_tid = kt->tid;
+	}
+}

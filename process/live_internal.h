@@ -98,6 +98,7 @@ struct cs_live {
 	 * are read again when asked for once the threads ran (JIT code,
 	 * thread stacks and heap come and go), the mappings never. */
 	struct cs_target_tables tables;
+	struct cs_siginfo stop_signal; /* tables.siginfo */
 	int regions_fresh;
 	uint64_t *auxv;        /* pairs: tables.auxv */
 	char *exe, *cmd, *cwd; /* tables.executable, command, cwd */

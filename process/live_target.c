@@ -133,6 +133,8 @@ static struct cs_error *open_target(const struct cs_target_request *req,
 	struct cs_error *err = cs_live_attach(req->pid, req->pause, &live);
 	if (err)
 		return err;
+	if (!req->pause && req->stopped && req->stop_signal)
+		cs_live_set_stopped(live, req->stopped, req->stop_signal);
 	if (!(*ret = malloc(sizeof(**ret)))) {
 		cs_live_close(live);
 		return &cs_error_nomem;

@@ -20,6 +20,11 @@ struct cs_target_request {
 	 * path in the target and file here, NULL-terminated: a bundle's,
 	 * cs_core_set_file_map), or NULL */
 	const char *const *file_map;
+	/* live, not paused: a thread a debugger holds stopped at a fatal
+	 * signal, with its registers (the debugger's), and that signal:
+	 * the crash summary of a process stopped at its fault; NULL: none */
+	const struct cs_thread *stopped;
+	const struct cs_siginfo *stop_signal;
 };
 
 /* A kind of target the CLI opens (process/open.c lists them): whether a

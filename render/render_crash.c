@@ -140,14 +140,17 @@ void cs_render_crash_text(FILE *out, const struct cs_report *r)
 			: g->phase == RV_GC_COMPACTING ? "during GC, compacting"
 						       : "during GC");
 	if (c->core_signal) {
+		/* a live process a debugger holds at the signal: no core */
+		const char *whose = r->core_path
+					    ? "the core's signal"
+					    : "the signal it is stopped at";
 		fputs("    then ", out);
 		signal_text(out, c->core_signal);
 		if (c->resent_by) {
-			fputs(", the core's signal, sent by the handler from ",
-			      out);
+			fprintf(out, ", %s, sent by the handler from ", whose);
 			where_text(out, c->resent_by, c->resent_by);
 		} else {
-			fputs(", the core's signal", out);
+			fprintf(out, ", %s", whose);
 		}
 		fputc('\n', out);
 	}

@@ -40,7 +40,8 @@ static void header(FILE *out, const struct cs_report *r)
 	const struct cs_siginfo *si = r->siginfo;
 	if (si && si->present && si->signo) {
 		const char *abbrev = sigabbrev_np(si->signo);
-		fprintf(out, "Core written on signal SIG%s (%d), code %d",
+		fprintf(out, "%s on signal SIG%s (%d), code %d",
+			r->core_path ? "Core written" : "Stopped",
 			abbrev ? abbrev : "?", si->signo, si->code);
 		const char *code = cs_signal_code_name(si->signo, si->code);
 		if (code)

@@ -239,9 +239,12 @@ class CrashRun:
     Ruby's crash handler, crash_live.py), the signal it died of, the
     program's oracle and Ruby's report."""
 
-    def __init__(self, mode, core, status, oracle, report, live=False):
+    def __init__(self, mode, core, status, oracle, report, live=False, at_fault=False):
         self.mode, self.core, self.status = mode, core, status
         self.oracle, self.report, self.live = oracle, report, live
+        # read live while a debugger holds it stopped at the fault, before
+        # any handler ran
+        self.at_fault = at_fault
 
 
 def run_crash(ruby, exe, mode, extdir, workdir, timeout):
@@ -438,16 +441,19 @@ def check_fault(cr, res):
         if not exp["fault"] else None
     if c.get("sender_pid") != want:
         return "sender_pid %s, expected %s" % (c.get("sender_pid"), want)
-    if bool(c.get("from_signal_frame")) != ruby_handled(cr):
+    handled = ruby_handled(cr) and not cr.at_fault
+    if bool(c.get("from_signal_frame")) != handled:
         return "from_signal_frame %s with%s Ruby's handler" % (
-            c.get("from_signal_frame"), "" if ruby_handled(cr) else "out")
+            c.get("from_signal_frame"), "" if handled else "out")
+    if cr.at_fault and c.get("core_signal") is not None:
+        return "core_signal %s at the fault itself" % compare.show(c.get("core_signal"))
     if cr.live:
         # still in the handler: no signal of its own yet
         if c.get("core_signal") is not None or c.get("handler_running") is not True:
             return "core_signal %s, handler_running %s; expected none and true: the " \
                 "process hangs in Ruby's handler" % (compare.show(c.get("core_signal")),
                                                      c.get("handler_running"))
-    elif ruby_handled(cr) and (c.get("core_signal") or {}).get("code_name") != "SI_TKILL":
+    elif handled and (c.get("core_signal") or {}).get("code_name") != "SI_TKILL":
         return "core_signal %s: Ruby's handler sent the core's signal" % (
             compare.show(c.get("core_signal")))
     elif c.get("handler_running") is not False:

@@ -14,6 +14,18 @@ gets is the oracle, as for a core (crash.py).
                              with no core signal and handler_running true;
                              the text summary the same, and says the handler
                              is still running
+    gdbext/RUBY/crash/MODE/live-gdb
+                             MODE: segv, null_call. The program run under gdb
+                             with the module loaded: at the stop on the fault
+                             (before Ruby's handler runs), ruby-bt --json's
+                             crash summary is the fault's as a core without the
+                             handler gives it (no signal frame, no core signal,
+                             the registers gdb shows); continued to the stop on
+                             the signal Ruby's handler sends, the summary is a
+                             handled core's (the fault from the signal frame,
+                             the signal it stopped at as the core signal); both
+                             held to crash.py's checks against Ruby's report,
+                             which the handler printed
     RUBY/crash/live-no-crash a thread parked inside a SIGUSR1 handler that
                              blocks every signal (SIGSEGV too, as a fault's
                              handler does): "crash" null, no thread marked
@@ -23,15 +35,20 @@ gets is the oracle, as for a core (crash.py).
 import json
 import os
 import select
+import subprocess
 import time
 
 from . import crash, native, procs, variants
 
 MODES = ("segv", "null_call", "fiber_segv")
+GDB_MODES = ("segv", "null_call")
+GDB_TIMEOUT = 120
 
 
 def test_names(ruby):
-    return ["%s/crash/%s/live" % (ruby, m) for m in MODES] + ["%s/crash/live-no-crash" % ruby]
+    return ["%s/crash/%s/live" % (ruby, m) for m in MODES] + \
+        ["gdbext/%s/crash/%s/live-gdb" % (ruby, m) for m in GDB_MODES] + \
+        ["%s/crash/live-no-crash" % ruby]
 
 
 def names(ctx):
@@ -136,6 +153,55 @@ def check_live(cr, res_json, res_text):
             or crash.check_fault(cr, res_json) or crash.check_summary_text(cr, res_text))
 
 
+def run_gdb(gdbext, ruby, exe, mode, ext, workdir):
+    """crash.rb under gdb, ruby-bt --json at the stop on the fault and at
+    the next stop -> (CrashRun at the fault, the first JSON run, CrashRun
+    at the handler's signal, the second JSON run)."""
+    gdbext = os.path.abspath(gdbext)
+    os.makedirs(workdir, exist_ok=True)
+    oracle_path = os.path.join(workdir, "oracle.json")
+    outs = [os.path.join(workdir, "stop%d.json" % i) for i in (1, 2)]
+    for path in outs + [oracle_path]:
+        if os.path.exists(path):
+            os.unlink(path)
+    env = procs.quiet_env(dict(variants.scenario_env(ruby), CRASH_MODE=mode, CRASH_EXT=ext,
+                               CORESTACK_ORACLE=oracle_path,
+                               CORESTACK_GDBEXT_DIR=gdbext))
+    argv = ["gdb", "-nx", "-q", "-batch", "-ex", "source " + os.path.join(gdbext, "ruby-gdb.py"),
+            "-ex", "run", "-ex", "ruby-bt --json --out " + outs[0], "-ex", "continue",
+            "-ex", "ruby-bt --json --out " + outs[1], "-ex", "kill", "--args", exe,
+            os.path.join(crash.CRASH_DIR, "crash.rb")]
+    res = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, errors="replace", env=env,
+                         timeout=GDB_TIMEOUT, cwd=workdir)
+    san = procs.sanitizer_report(res.stderr)
+    if san:
+        raise procs.Failure("sanitizer report: %s" % san)
+    with open(oracle_path) as f:
+        oracle = json.load(f)
+    report = crash.RubyReport(res.stdout + "\n" + res.stderr)
+    runs = []
+    for path in outs:
+        if not os.path.exists(path):
+            raise procs.Failure("ruby-bt wrote no %s; gdb said: %s" % (
+                os.path.basename(path), res.stderr[:400]))
+        with open(path) as f:
+            runs.append((0, f.read(), "", None))
+    at_fault = crash.CrashRun(mode, None, None, oracle, report, at_fault=True)
+    at_signal = crash.CrashRun(mode, None, None, oracle, report)
+    return at_fault, runs[0], at_signal, runs[1]
+
+
+def check_gdb(gdbext, ruby, exe, mode, ext, workdir):
+    at_fault, first, at_signal, second = run_gdb(gdbext, ruby, exe, mode, ext, workdir)
+    reason = crash.check_capture(at_fault) or crash.check_stacks(at_fault, first) or \
+        crash.check_fault(at_fault, first)
+    if reason:
+        return "at the fault: %s" % reason
+    reason = crash.check_stacks(at_signal, second) or crash.check_fault(at_signal, second)
+    return reason and "at the handler's signal: %s" % reason
+
+
 def check_no_crash(cs, ruby, exe, ext, workdir, timeout):
     run = start(ruby, exe, "usr1_wait", ext, workdir, None)
     try:
@@ -188,6 +254,19 @@ def run_tests(ctx):
                 rep.result(n, "setup: %s" % exc)
                 continue
             rep.result(n, check_live(cr, res_json, res_text))
+        for mode in GDB_MODES:
+            n = "gdbext/%s/crash/%s/live-gdb" % (ruby, mode)
+            if n not in names_here:
+                continue
+            if not os.path.exists(os.path.join(ctx.args.gdbext, "_corestack.abi3.so")):
+                rep.result(n, "no gdbext module in %s (make gdbext)" % ctx.args.gdbext)
+                continue
+            try:
+                reason = check_gdb(ctx.args.gdbext, ruby, exe, mode, ext,
+                                   os.path.join(base, mode + "-gdb"))
+            except (procs.Failure, OSError, ValueError, subprocess.SubprocessError) as exc:
+                reason = "setup: %s" % exc
+            rep.result(n, reason)
         n = "%s/crash/live-no-crash" % ruby
         if n in names_here:
             try:
