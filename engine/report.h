@@ -40,8 +40,9 @@
  * 23: crash's "sender_pid" also from the core's own signal; 24: the
  * document of many cores (a directory, --format), its "cores", "groups",
  * "no_crash", "broken", "skipped" and "exit_code"; 25: the process's
- * "bundle"; 26: crash's "entered_from". */
-#define CS_JSON_SCHEMA_MINOR 28
+ * "bundle"; 26: crash's "entered_from"; 29: crash's
+ * "abort_message_error". */
+#define CS_JSON_SCHEMA_MINOR 29
 
 struct cs_report {
 	const char *core_path; /* NULL for a live process */
