@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,12 +67,23 @@ static char *lldb_word(const char *s)
 	return w;
 }
 
-/* One argument of a command line: flag ("-ex", "-O") and a debugger's
- * command, quoted for the shell. */
-static void put_arg(FILE *out, const char *flag, const char *command)
+/* One argument of a command line: flag ("-iex", "-O") and a debugger's
+ * command made from fmt, quoted for the shell. */
+static void put_arg(FILE *out, const char *flag, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void put_arg(FILE *out, const char *flag, const char *fmt, ...)
 {
+	char *command;
+	va_list ap;
+	va_start(ap, fmt);
+	int r = vasprintf(&command, fmt, ap);
+	va_end(ap);
+	if (r < 0)
+		return;
 	fprintf(out, " %s ", flag);
 	put_shell(out, command);
+	free(command);
 }
 
 /* Where corestack's gdb and lldb module is: $CORESTACK_GDBEXT_DIR (as
@@ -165,7 +177,6 @@ static void print_commands(FILE *out, const struct cs_bundle *b,
 		snprintf(self, sizeof(self), "corestack");
 	if (asprintf(&debug, "%s/%s", dir, CS_BUNDLE_DEBUG_DIR) < 0)
 		return;
-	char *cmd = NULL;
 
 	fprintf(out, "# %s laid out as on the machine that wrote it:\n",
 		b->source);
@@ -186,21 +197,14 @@ static void print_commands(FILE *out, const struct cs_bundle *b,
 		      out);
 
 	fputs("\n# gdb, with ruby-bt and the other commands:\ngdb", out);
-	if (asprintf(&cmd, "set sysroot %s", dir) >= 0)
-		put_arg(out, "-iex", cmd);
-	free(cmd);
-	if (asprintf(&cmd, "set debug-file-directory %s", debug) >= 0)
-		put_arg(out, "-iex", cmd);
-	free(cmd);
+	put_arg(out, "-iex", "set sysroot %s", dir);
+	put_arg(out, "-iex", "set debug-file-directory %s", debug);
 	char *solib = lib_dirs(b, ":", NULL);
-	if (solib && *solib &&
-	    asprintf(&cmd, "set solib-search-path %s", solib) >= 0)
-		put_arg(out, "-iex", cmd);
-	free(cmd);
+	if (solib && *solib)
+		put_arg(out, "-iex", "set solib-search-path %s", solib);
 	free(solib);
-	if (gdbext && asprintf(&cmd, "source %s/ruby-gdb.py", gdbext) >= 0)
-		put_arg(out, "-iex", cmd);
-	free(cmd);
+	if (gdbext)
+		put_arg(out, "-iex", "source %s/ruby-gdb.py", gdbext);
 	fputc(' ', out);
 	if (exe) {
 		put_shell(out, exe->file);
@@ -213,24 +217,19 @@ static void print_commands(FILE *out, const struct cs_bundle *b,
 	char *w_dir = lldb_word(dir), *w_debug = lldb_word(debug),
 	     *w_libs = lib_dirs(b, " ", lldb_word);
 	fputs("\n\n# lldb, with ruby-bt and the other commands:\nlldb", out);
-	if (w_dir && asprintf(&cmd, "platform select --sysroot %s remote-linux",
-			      w_dir) >= 0)
-		put_arg(out, "-O", cmd);
-	free(cmd);
-	if (w_libs && *w_libs &&
-	    asprintf(&cmd, "settings set target.exec-search-paths %s",
-		     w_libs) >= 0)
-		put_arg(out, "-O", cmd);
-	free(cmd);
-	if (w_debug &&
-	    asprintf(&cmd, "settings set target.debug-file-search-paths %s",
-		     w_debug) >= 0)
-		put_arg(out, "-O", cmd);
-	free(cmd);
-	if (gdbext && asprintf(&cmd, "command script import %s/ruby_lldb.py",
-			       gdbext) >= 0)
-		put_arg(out, "-O", cmd);
-	free(cmd);
+	if (w_dir)
+		put_arg(out, "-O", "platform select --sysroot %s remote-linux",
+			w_dir);
+	if (w_libs && *w_libs)
+		put_arg(out, "-O", "settings set target.exec-search-paths %s",
+			w_libs);
+	if (w_debug)
+		put_arg(out, "-O",
+			"settings set target.debug-file-search-paths %s",
+			w_debug);
+	if (gdbext)
+		put_arg(out, "-O", "command script import %s/ruby_lldb.py",
+			gdbext);
 	fputs(" --core ", out);
 	put_shell(out, core->file);
 	if (exe) {

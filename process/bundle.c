@@ -298,7 +298,7 @@ static char *not_made(struct cs_bundle *b)
 /* The length of a stored path without the kernel's DELETED. */
 static size_t path_len(const char *p)
 {
-	size_t n = strlen(p), d = strlen(DELETED);
+	size_t n = p ? strlen(p) : 0, d = strlen(DELETED);
 	return n > d + 1 && strcmp(p + n - d, DELETED) == 0 ? n - d : n;
 }
 
@@ -354,6 +354,8 @@ static char *rel_path(const struct cs_bundle *b, size_t i,
 		r = asprintf(&rel, "core");
 	} else if (b->sysroot) {
 		size_t n = path_len(e->path);
+		if (n == 0)
+			return NULL;
 		r = asprintf(&rel, "%.*s", (int)(n - 1), e->path + 1);
 	} else if (e->kind == CS_BUNDLE_LIB) {
 		r = asprintf(&rel, "lib-%zu", i);
