@@ -22,13 +22,22 @@ enum { EXIT_OK = 0, EXIT_PARTIAL = 1, EXIT_UNUSABLE = 2, EXIT_USAGE = 64 };
 static void usage(FILE *out)
 {
 	fputs("usage: corestack bundle [options] -o FILE CORE [EXECUTABLE]\n"
+	      "       corestack bundle --extract -o DIR FILE\n"
 	      "\n"
 	      "Write one compressed file holding CORE and every file its\n"
 	      "analysis reads (the executable, libruby and the other\n"
 	      "libraries the core maps, their debug files), matched by\n"
 	      "build-id. `corestack FILE` then reads it on any machine.\n"
 	      "\n"
-	      "  -o, --output FILE  the bundle to write\n"
+	      "With --extract, lay the bundle FILE out in DIR (new, or\n"
+	      "empty) as on the machine that wrote it: DIR/core, each\n"
+	      "executable and library at its path under DIR, the debug\n"
+	      "files under DIR/" CS_BUNDLE_DEBUG_DIR
+	      "/.build-id; then print the\n"
+	      "gdb, lldb and corestack command lines that open it.\n"
+	      "\n"
+	      "  -o, --output FILE  the bundle to write (with --extract: DIR)\n"
+	      "  --extract          extract the bundle FILE into DIR\n"
 	      "  --force            overwrite FILE if it exists\n"
 	      "  --sysroot DIR      find the files the core names under DIR\n"
 	      "  --lib-search-path DIRS  colon-separated directories to find\n"
@@ -39,13 +48,16 @@ static void usage(FILE *out)
 	      "\n"
 	      "Exit status: 0 written, 1 written without some file (each\n"
 	      "named on stderr), 2 not written (the core cannot be read, or\n"
-	      "FILE cannot be written), 64 usage.\n",
+	      "FILE cannot be written), 64 usage. With --extract: 0\n"
+	      "extracted, 2 not (the bundle is unusable, DIR is not empty or\n"
+	      "cannot be written; nothing is left in it), 64 usage.\n",
 	      out);
 }
 
 struct bundle_options {
 	const char *out;
 	int force;
+	int extract; /* --extract: out is a directory, core the bundle */
 	const char *core, *executable;
 	struct input_args in; /* the target's files */
 };
@@ -55,6 +67,7 @@ static int parse(int argc, char **argv, struct bundle_options *o)
 	static const struct option longopts[] = {
 		{"output", required_argument, NULL, 'o'},
 		{"force", no_argument, NULL, 'f'},
+		{"extract", no_argument, NULL, 'x'},
 		INPUT_ARGS_FILE_OPTIONS,
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -74,6 +87,9 @@ static int parse(int argc, char **argv, struct bundle_options *o)
 		case 'f':
 			o->force = 1;
 			break;
+		case 'x':
+			o->extract = 1;
+			break;
 		case 'h':
 			usage(stdout);
 			exit(EXIT_OK);
@@ -82,8 +98,26 @@ static int parse(int argc, char **argv, struct bundle_options *o)
 			return EXIT_USAGE;
 		}
 	}
-	input_args_finish(&o->in);
 	int rest = argc - optind;
+	if (o->extract) {
+		if (o->force || o->in.sysroot || o->in.lib_search_path ||
+		    o->in.ndebug_dirs) {
+			fputs(PROG ": --extract takes no --force, --sysroot, "
+				   "--lib-search-path or --debug-dir: they "
+				   "go with writing a bundle\n",
+			      stderr);
+			return EXIT_USAGE;
+		}
+		if (!o->out || rest != 1) {
+			fputs(PROG ": --extract takes one bundle FILE and "
+				   "-o DIR (see corestack bundle --help)\n",
+			      stderr);
+			return EXIT_USAGE;
+		}
+		o->core = argv[optind];
+		return 0;
+	}
+	input_args_finish(&o->in);
 	if (!o->out || rest < 1 || rest > 2) {
 		fputs(PROG
 		      ": name the bundle with -o FILE, one CORE and at "
@@ -102,6 +136,8 @@ int cs_bundle_main(int argc, char **argv)
 	int rc = parse(argc, argv, &o);
 	if (rc)
 		return rc;
+	if (o.extract)
+		return cs_bundle_extract_main(o.core, o.out);
 	if (!o.force && access(o.out, F_OK) == 0) {
 		fprintf(stderr,
 			PROG ": %s: exists; pass --force to overwrite it\n",
@@ -156,8 +192,10 @@ int cs_bundle_main(int argc, char **argv)
 	return rc;
 }
 
-/* The bundle unpacked now, removed at exit or on a fatal signal. */
+/* The bundle unpacked now, removed at exit or on a fatal signal; the one
+ * being extracted, removed if the extraction does not finish. */
 static struct cs_bundle_input *live_input;
+static const struct cs_bundle *live_extract;
 
 static void remove_live(void)
 {
@@ -166,6 +204,8 @@ static void remove_live(void)
 		/* also while the unpacking has not yet set bundle.dir */
 		(void)rmdir(live_input->dir);
 	}
+	if (live_extract)
+		cs_bundle_remove_files(live_extract);
 }
 
 static void on_fatal_signal(int sig)
@@ -175,10 +215,9 @@ static void on_fatal_signal(int sig)
 	raise(sig);
 }
 
-static void guard(struct cs_bundle_input *in)
+static void register_guard(void)
 {
 	static bool registered;
-	live_input = in;
 	if (!registered) {
 		registered = true;
 		(void)atexit(remove_live);
@@ -192,6 +231,19 @@ static void guard(struct cs_bundle_input *in)
 				sigaction(sigs[i], &sa, NULL);
 		}
 	}
+}
+
+static void guard(struct cs_bundle_input *in)
+{
+	live_input = in;
+	register_guard();
+}
+
+void cs_bundle_guard_extract(const struct cs_bundle *b)
+{
+	live_extract = b;
+	if (b)
+		register_guard();
 }
 
 struct cs_error *cs_bundle_input_open(const char *path,

@@ -34,4 +34,13 @@ struct cs_error *cs_bundle_input_open(const char *path,
 				      struct cs_bundle_input *in, bool *is);
 void cs_bundle_input_close(struct cs_bundle_input *in);
 
+/* corestack bundle --extract FILE -o DIR (bundle_extract.c): lay the
+ * bundle out in DIR for a debugger and print the commands that open it.
+ * Exit code as cs_bundle_main's. */
+int cs_bundle_extract_main(const char *bundle, const char *dir);
+
+/* Remove what b made (cs_bundle_remove_files) at exit or on a signal
+ * that ends the program, until called again with NULL. */
+void cs_bundle_guard_extract(const struct cs_bundle *b);
+
 #endif

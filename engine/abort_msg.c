@@ -2,9 +2,25 @@
  * the text (member "msg"), in a mapping of its own; __abort_msg, a
  * variable of libc (an ELF symbol of every glibc since 2.15), points to
  * it, NULL until a message is kept. Where "msg" lies comes from libc's
- * DWARF, as every layout this project reads. */
+ * DWARF, as every layout this project reads.
+ *
+ * Without libc's DWARF (no libc6-dbg: the common case) the text is found
+ * in the record's own bytes, and believed only when they are what glibc
+ * writes there: glibc maps the record fresh (zeroed pages, at a page
+ * boundary), stores its size in bytes, the text and its NUL, and nothing
+ * else. So the record must start at a page; the text is the run of
+ * non-NUL bytes before the first NUL after the size word, which is the
+ * bytes before it up to their first zero byte read back to back; the
+ * word's value, read little-endian, must be a whole number of pages that
+ * holds the word, the text and its NUL with less than a page to spare
+ * (glibc rounds the text's length up to a page), and every byte after
+ * the NUL to the end of the record must be zero. No offset or size is
+ * assumed: the text's place is where the bytes put it, and any record
+ * that does not fit is not read. */
 #include "abort_msg.h"
 
+#include <elf.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +59,98 @@ static long msg_offset(struct dw_module *mod, char **why)
 	cs_error_destroy(err);
 	dw_index_destroy(idx);
 	return off;
+}
+
+/* The most of a record read without DWARF: a few pages. */
+#define RECORD_MAX (64 * 1024)
+
+/* The text of the record at addr read from its own bytes, as the comment
+ * at the top says, or NULL and *why (malloc'd) what does not fit. */
+static char *record_text(const struct cs_target *img,
+			 const struct cs_memory *mem, uint64_t addr, char **why)
+{
+	uint64_t page = cs_target_auxv(img, AT_PAGESZ);
+	const char *wrong = NULL;
+	char *text = NULL;
+	uint8_t *buf = NULL;
+	size_t have = 0; /* bytes read from addr */
+	size_t start = 0, len = 0;
+	if (!page || page & (page - 1) || page > RECORD_MAX)
+		wrong = "the page size is unknown";
+	else if (addr & (page - 1))
+		wrong = "it does not start at a page";
+	else if (!(buf = calloc(1, RECORD_MAX)))
+		return NULL;
+	/* the size word, then the text: read a page at a time until a NUL
+	 * ends the text */
+	bool ended = false;
+	while (!wrong && !ended && have < RECORD_MAX) {
+		struct cs_error *err =
+			cs_memory_read(mem, addr + have, buf + have, page);
+		if (err) {
+			cs_error_destroy(err);
+			wrong = "its memory is not in the core";
+			break;
+		}
+		have += page;
+		/* the word runs to its first zero byte after a non-zero one
+		 * (a size below 2^24 has one), then the text to its NUL */
+		size_t i = 0;
+		while (i < have && !buf[i])
+			i++;
+		while (i < have && buf[i])
+			i++;
+		while (i < have && !buf[i])
+			i++;
+		start = i;
+		while (i < have && buf[i])
+			i++;
+		ended = i < have && start < have;
+		len = i - start;
+	}
+	uint64_t size = 0;
+	if (!wrong && !ended)
+		wrong = "it holds no text ended by a NUL";
+	if (!wrong && (start == 0 || start > sizeof(size) || len == 0))
+		wrong = "no size word and text";
+	for (size_t i = start; !wrong && i-- > 0;)
+		size = size << 8 | buf[i];
+	if (!wrong &&
+	    (size % page || size > RECORD_MAX || size < start + len + 1 ||
+	     size - page >= start + len + 1))
+		wrong = "its size word is not the size glibc gives the text";
+	while (!wrong && have < size) {
+		struct cs_error *err =
+			cs_memory_read(mem, addr + have, buf + have, page);
+		cs_error_destroy(err);
+		if (err)
+			wrong = "its memory is not in the core";
+		else
+			have += page;
+	}
+	for (size_t i = start + len; !wrong && i < size; i++)
+		if (buf[i])
+			wrong = "bytes follow the text";
+	if (!wrong && (text = malloc(len + 1))) {
+		memcpy(text, buf + start, len);
+		text[len] = 0;
+	}
+	if (wrong && asprintf(why, "%s", wrong) < 0)
+		*why = NULL;
+	free(buf);
+	return text;
+}
+
+/* text as shown: at most ABORT_MSG_MAX bytes, without its final
+ * newlines, scrubbed. */
+static char *tidy(char *text)
+{
+	size_t len = strnlen(text, ABORT_MSG_MAX);
+	text[len] = 0;
+	while (len && text[len - 1] == '\n')
+		text[--len] = 0;
+	utf8_scrub(text);
+	return text;
 }
 
 /* libc's module, loaded where the target maps it and the same build.
@@ -91,11 +199,29 @@ char *cs_abort_message(const struct cs_target *img, const struct cs_memory *mem,
 		    : cs_error_create(CS_ERR_LOOKUP, "no libc");
 	if (mod && !err)
 		err = cs_memory_read(mem, sym + bias, &record, sizeof(record));
-	long off = !err && record ? msg_offset(mod, why) : -1;
+	char *no_layout = NULL;
+	long off = !err && record ? msg_offset(mod, &no_layout) : -1;
 	cs_error_destroy(err);
 	dw_module_close(mod);
-	if (off < 0)
-		return NULL; /* no glibc, no message kept, or no layout */
+	if (off < 0 && !no_layout)
+		return NULL; /* no glibc, or no message kept */
+	if (off < 0) {
+		char *wrong = NULL;
+		char *text = record_text(img, mem, record, &wrong);
+		if (!text &&
+		    asprintf(why,
+			     "glibc kept one at 0x%llx, but libc's debug "
+			     "info is not found (%s) and the record does not "
+			     "read as glibc's without it (%s); install libc's "
+			     "debug info (Debian, Ubuntu: libc6-dbg; Fedora: "
+			     "dnf debuginfo-install glibc)",
+			     (unsigned long long)record, no_layout,
+			     wrong ? wrong : "out of memory") < 0)
+			*why = NULL;
+		free(no_layout);
+		free(wrong);
+		return text ? tidy(text) : NULL;
+	}
 	char *text = calloc(1, ABORT_MSG_MAX + 1);
 	if (!text)
 		return NULL;
@@ -123,9 +249,5 @@ char *cs_abort_message(const struct cs_target *img, const struct cs_memory *mem,
 		n += chunk;
 	}
 	text[n] = 0;
-	size_t len = strlen(text);
-	while (len && text[len - 1] == '\n')
-		text[--len] = 0;
-	utf8_scrub(text);
-	return text;
+	return tidy(text);
 }

@@ -310,5 +310,6 @@ void cs_crash_free(struct cs_crash *c)
 		return;
 	free(c->error);
 	free(c->abort_message);
+	free(c->abort_message_error);
 	free(c);
 }

@@ -66,6 +66,9 @@ struct cs_crash {
 	 * assert, heap corruption: glibc's __abort_msg), without its final
 	 * newline; NULL: none or unknown. */
 	char *abort_message;
+	/* When the process kept a message that cannot be read: why, and
+	 * what to install (one line); NULL otherwise. */
+	char *abort_message_error;
 	/* The frame of the faulting pc (or, for a sent signal, of the
 	 * call that sent it) with the inlined calls at it: first is the
 	 * innermost, function the one that holds them. NULL: unknown. */

@@ -40,7 +40,9 @@
  * 23: crash's "sender_pid" also from the core's own signal; 24: the
  * document of many cores (a directory, --format), its "cores", "groups",
  * "no_crash", "broken", "skipped" and "exit_code"; 25: the process's
- * "bundle"; 26: crash's "entered_from". */
+ * "bundle"; 26: crash's "entered_from"; 29: crash's
+ * "abort_message_error", "handler_running", the crash of a live
+ * process. */
 #define CS_JSON_SCHEMA_MINOR 29
 
 struct cs_report {

@@ -330,12 +330,8 @@ static struct cs_error *find_crash(const struct cs_engine_request *req,
 	     !(c->core_signal && c->core_signal->signo == SIGABRT)))
 		return err;
 	/* an abort: what the C library said before it (assert, malloc) */
-	char *why = NULL;
-	c->abort_message = cs_abort_message(t, mem, req->debug_dirs, &why);
-	if (why && !c->error &&
-	    asprintf(&c->error, "the abort message: %s", why) < 0)
-		c->error = NULL;
-	free(why);
+	c->abort_message = cs_abort_message(t, mem, req->debug_dirs,
+					    &c->abort_message_error);
 	return NULL;
 }
 

@@ -6,7 +6,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <gelf.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +21,7 @@
 #include "decompress.h"
 #include "../util/hex.h"
 #include "../util/open_regular.h"
+#include "../util/utf8.h"
 
 #define HEADER_SIZE 16
 #define RECORD_SIZE 32
@@ -288,50 +291,268 @@ static char *not_made(struct cs_bundle *b)
 	return b->made[b->nmade];
 }
 
-static char *child(const char *dir, const char *name)
+/* What the kernel adds to the path of a file deleted since it was
+ * mapped; the dynamic linker, and so a debugger, names it without. */
+#define DELETED " (deleted)"
+
+/* The length of a stored path without the kernel's DELETED. */
+static size_t path_len(const char *p)
 {
-	char *p;
-	return asprintf(&p, "%s/%s", dir, name) < 0 ? NULL : p;
+	size_t n = p ? strlen(p) : 0, d = strlen(DELETED);
+	return n > d + 1 && strcmp(p + n - d, DELETED) == 0 ? n - d : n;
 }
 
-/* Where entry i is unpacked: a name made from its kind, index or
- * build-id; directories it needs are made (and recorded). */
-static struct cs_error *entry_file(struct cs_bundle *b, size_t i,
-				   const struct cs_bundle_entry *e, char **ret)
+static bool has_control(const char *p, size_t n)
 {
-	char name[64 + 2 * CS_BUNDLE_MAX_BUILD_ID];
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)p[i] < 0x20 || p[i] == 0x7f)
+			return true;
+	return false;
+}
+
+/* NULL when the first n bytes of p are a path cs_bundle_extract lays out
+ * under its directory: absolute, no empty, "." or ".." component, none
+ * longer than NAME_MAX, no control character; else what is wrong. */
+static const char *unplain(const char *p, size_t n)
+{
+	if (n == 0 || p[0] != '/')
+		return "is not absolute";
+	if (has_control(p, n))
+		return "holds a control character";
+	for (size_t at = 1;;) {
+		const char *slash = memchr(p + at, '/', n - at);
+		size_t end = slash ? (size_t)(slash - p) : n, len = end - at;
+		if (len == 0)
+			return "has an empty component";
+		if (len == 1 && p[at] == '.')
+			return "has a \".\" component";
+		if (len == 2 && p[at] == '.' && p[at + 1] == '.')
+			return "has a \"..\" component";
+		if (len > NAME_MAX)
+			return "has a component longer than NAME_MAX";
+		if (end == n)
+			return NULL;
+		at = end + 1;
+	}
+}
+
+/* Where entry i is unpacked, relative to the directory: a name made from
+ * its kind, index or build-id; extracted (b->sysroot), the executable
+ * and the libraries at the path they were bundled by. Malloc'd. */
+static char *rel_path(const struct cs_bundle *b, size_t i,
+		      const struct cs_bundle_entry *e)
+{
+	char *rel = NULL;
+	int r = -1;
 	if (e->kind == CS_BUNDLE_DEBUG) {
 		char hex[2 * CS_BUNDLE_MAX_BUILD_ID + 1];
 		cs_hex(e->build_id, e->build_id_len, hex);
-		char sub[16];
-		snprintf(sub, sizeof(sub), ".build-id/%.2s", hex);
-		for (int level = 0; level < 2; level++) {
-			char *d = child(b->dir, level ? sub : ".build-id");
-			if (!d)
-				return &cs_error_nomem;
-			will_make(b, d);
-			if (mkdir(d, 0700) != 0) {
-				int why = errno;
-				free(not_made(b));
-				if (why != EEXIST)
-					return cs_error_create(
-						CS_ERR_OS,
-						"%s/%s: cannot create: %s",
-						b->dir,
-						level ? sub : ".build-id",
-						strerror(why));
+		r = asprintf(&rel, "%s%s.build-id/%.2s/%s.debug",
+			     b->sysroot ? CS_BUNDLE_DEBUG_DIR : "",
+			     b->sysroot ? "/" : "", hex, hex + 2);
+	} else if (e->kind == CS_BUNDLE_CORE) {
+		r = asprintf(&rel, "core");
+	} else if (b->sysroot) {
+		size_t n = path_len(e->path);
+		if (n == 0)
+			return NULL;
+		r = asprintf(&rel, "%.*s", (int)(n - 1), e->path + 1);
+	} else if (e->kind == CS_BUNDLE_LIB) {
+		r = asprintf(&rel, "lib-%zu", i);
+	} else {
+		r = asprintf(&rel, "%s", cs_bundle_kind_name(e->kind));
+	}
+	return r < 0 ? NULL : rel;
+}
+
+/* How many files and directories unpacking entry e may make at most. */
+static size_t components(const struct cs_bundle *b,
+			 const struct cs_bundle_entry *e)
+{
+	if (e->kind == CS_BUNDLE_CORE)
+		return 1;
+	if (!b->sysroot)
+		return e->kind == CS_BUNDLE_DEBUG ? 3 : 1;
+	/* a library's soname link too */
+	size_t n = e->kind == CS_BUNDLE_DEBUG ? 3 : e->kind == CS_BUNDLE_LIB;
+	const char *p = e->kind == CS_BUNDLE_DEBUG ? CS_BUNDLE_DEBUG_DIR
+						   : e->path;
+	for (; *p; p++)
+		n += *p == '/';
+	return n + 1;
+}
+
+/* The directory of the file rel (plain components) under b->dir, open
+ * (*dfd): each directory before it made when create (recorded before it
+ * is made; one there already is taken), every step relative to the one
+ * before and following no symbolic link (O_NOFOLLOW), so that nothing
+ * outside b->dir is reached. *last is rel's last component. On failure
+ * *dfd is -1, *why the errno and *where (malloc'd) the path it failed
+ * at; only running out of memory is an error. */
+static struct cs_error *walk_dirs(struct cs_bundle *b, const char *rel,
+				  bool create, mode_t dir_mode, int *dfd,
+				  const char **last, int *why, char **where)
+{
+	*why = 0;
+	*where = NULL;
+	*dfd = open(b->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (*dfd < 0) {
+		*why = errno;
+		*where = strdup(b->dir);
+		return NULL;
+	}
+	const char *c = rel, *slash;
+	while ((slash = strchr(c, '/'))) {
+		size_t upto = (size_t)(slash - rel);
+		char *full;
+		if (asprintf(&full, "%s/%.*s", b->dir, (int)upto, rel) < 0) {
+			close(*dfd);
+			*dfd = -1;
+			return &cs_error_nomem;
+		}
+		char name[NAME_MAX + 1];
+		snprintf(name, sizeof(name), "%.*s", (int)(slash - c), c);
+		int err = 0;
+		if (create) {
+			will_make(b, full);
+			if (mkdirat(*dfd, name, dir_mode) != 0) {
+				err = errno;
+				full = not_made(b);
+				if (err == EEXIST)
+					err = 0;
+			} else {
+				full = NULL; /* recorded */
 			}
 		}
-		snprintf(name, sizeof(name), "%s/%s.debug", sub, hex + 2);
-	} else if (e->kind == CS_BUNDLE_LIB) {
-		snprintf(name, sizeof(name), "lib-%zu", i);
-	} else {
-		snprintf(name, sizeof(name), "%s",
-			 cs_bundle_kind_name(e->kind));
+		int next = err ? -1
+			       : openat(*dfd, name,
+					O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+						O_CLOEXEC);
+		if (next < 0 && !err)
+			err = errno;
+		close(*dfd);
+		*dfd = next;
+		if (next < 0) {
+			*why = err;
+			*where = full ? full : strdup(b->dir);
+			return NULL;
+		}
+		free(full);
+		c = slash + 1;
 	}
-	*ret = child(b->dir, name);
-	if (!*ret)
+	*last = c;
+	return NULL;
+}
+
+/* Make the file rel (plain components) under b->dir and the directories
+ * before it (walk_dirs), recorded before it is made; an existing file is
+ * never opened (O_EXCL, O_NOFOLLOW). *fd the file, open for writing; on
+ * failure -1, *why and *where as walk_dirs says. */
+static struct cs_error *make_file(struct cs_bundle *b, const char *rel,
+				  mode_t dir_mode, mode_t mode, int *fd,
+				  int *why, char **where)
+{
+	*fd = -1;
+	int dfd;
+	const char *last;
+	struct cs_error *err =
+		walk_dirs(b, rel, true, dir_mode, &dfd, &last, why, where);
+	if (err || dfd < 0)
+		return err;
+	char *full;
+	if (asprintf(&full, "%s/%s", b->dir, rel) < 0) {
+		close(dfd);
 		return &cs_error_nomem;
+	}
+	will_make(b, full);
+	*fd = openat(dfd, last,
+		     O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+		     mode);
+	if (*fd < 0) {
+		*why = errno;
+		*where = not_made(b);
+	}
+	close(dfd);
+	return NULL;
+}
+
+/* The DT_SONAME of the ELF file name in the directory dfd (a library the
+ * bundle holds: untrusted), when it is a plain file name other than
+ * name; malloc'd, else NULL. */
+static char *soname_of(int dfd, const char *name)
+{
+	int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	elf_version(EV_CURRENT);
+	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	char *soname = NULL;
+	Elf_Scn *scn = NULL;
+	while (elf && !soname && (scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNAMIC ||
+		    !sh.sh_entsize || !(d = elf_getdata(scn, NULL)))
+			continue;
+		for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
+			GElf_Dyn dyn;
+			if (!gelf_getdyn(d, (int)i, &dyn) ||
+			    dyn.d_tag == DT_NULL)
+				break;
+			const char *s = dyn.d_tag == DT_SONAME
+						? elf_strptr(elf, sh.sh_link,
+							     dyn.d_un.d_val)
+						: NULL;
+			if (s && *s && strlen(s) <= NAME_MAX &&
+			    !strchr(s, '/') && strcmp(s, ".") != 0 &&
+			    strcmp(s, "..") != 0 && strcmp(s, name) != 0 &&
+			    !has_control(s, strlen(s))) {
+				soname = strdup(s);
+				break;
+			}
+		}
+	}
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return soname;
+}
+
+/* Extracted: each library also by its soname in its directory (a hard
+ * link), where nothing has that name: the name the dynamic linker opened
+ * it by (libruby.so.3.4 for libruby.so.3.4.5), which a debugger looks
+ * for. */
+static struct cs_error *link_sonames(struct cs_bundle *b)
+{
+	for (size_t i = 0; i < b->n; i++) {
+		const struct cs_bundle_entry *e = &b->entries[i];
+		if (e->kind != CS_BUNDLE_LIB)
+			continue;
+		const char *rel = e->file + strlen(b->dir) + 1, *last;
+		int dfd, why;
+		char *where;
+		struct cs_error *err =
+			walk_dirs(b, rel, false, 0, &dfd, &last, &why, &where);
+		free(where);
+		if (err || dfd < 0) {
+			if (err)
+				return err;
+			continue;
+		}
+		char *soname = soname_of(dfd, last), *full = NULL;
+		if (soname && asprintf(&full, "%.*s%s", (int)(last - e->file),
+				       e->file, soname) >= 0) {
+			will_make(b, full);
+			if (linkat(dfd, last, dfd, soname, 0) != 0)
+				free(not_made(b));
+		} else if (soname) {
+			err = &cs_error_nomem;
+		}
+		free(soname);
+		close(dfd);
+		if (err)
+			return err;
+	}
 	return NULL;
 }
 
@@ -367,8 +588,7 @@ static struct cs_error *read_index(int fd, const char *path, uint64_t file_size,
 	*off = calloc(n, sizeof(**off));
 	*len = calloc(n, sizeof(**len));
 	b->file_map = calloc(2 * n + 1, sizeof(*b->file_map));
-	b->made = calloc(2 * n + 3, sizeof(*b->made));
-	if (!b->entries || !*off || !*len || !b->file_map || !b->made)
+	if (!b->entries || !*off || !*len || !b->file_map)
 		return &cs_error_nomem;
 	b->n = (size_t)n; /* what cs_bundle_free frees, also on failure */
 	uint64_t at = HEADER_SIZE, total = 0;
@@ -407,6 +627,24 @@ static struct cs_error *read_index(int fd, const char *path, uint64_t file_size,
 		at += plen;
 		if (strlen(e->path) != plen)
 			return bad(path, "entry %zu's path holds a NUL", i);
+		const char *unsafe =
+			b->sysroot && (e->kind == CS_BUNDLE_EXE ||
+				       e->kind == CS_BUNDLE_LIB)
+				? unplain(e->path, path_len(e->path))
+				: NULL;
+		if (unsafe) {
+			char *shown = strdup(e->path);
+			if (!shown)
+				return &cs_error_nomem;
+			utf8_scrub(shown);
+			err = bad(path,
+				  "entry %zu (%s) has the path \"%s\", which "
+				  "%s: refused, it could lead outside %s",
+				  i, cs_bundle_kind_name(e->kind), shown,
+				  unsafe, b->dir);
+			free(shown);
+			return err;
+		}
 		cores += e->kind == CS_BUNDLE_CORE;
 		exes += e->kind == CS_BUNDLE_EXE;
 		if (total + e->size < total)
@@ -431,6 +669,12 @@ static struct cs_error *read_index(int fd, const char *path, uint64_t file_size,
 					   e->path);
 		}
 	}
+	/* room to record every file and directory before it is made */
+	size_t slots = 1;
+	for (size_t i = 0; i < n; i++)
+		slots += components(b, &b->entries[i]);
+	if (!(b->made = calloc(slots, sizeof(*b->made))))
+		return &cs_error_nomem;
 	if (cores != 1 || exes > 1)
 		return bad(path,
 			   "%zu cores and %zu executables, not one core "
@@ -456,10 +700,11 @@ static struct cs_error *read_index(int fd, const char *path, uint64_t file_size,
 		return cs_error_create(
 			CS_ERR_LIMIT,
 			"%s: its files take %" PRIu64 " MiB unpacked, more "
-			"than the %" PRIu64 " MiB free in %s; set TMPDIR to "
-			"a directory with room",
+			"than the %" PRIu64 " MiB free in %s; %s",
 			path, total >> 20,
-			(uint64_t)vfs.f_bavail * vfs.f_frsize >> 20, b->dir);
+			(uint64_t)vfs.f_bavail * vfs.f_frsize >> 20, b->dir,
+			b->sysroot ? "extract it where there is room"
+				   : "set TMPDIR to a directory with room");
 	return NULL;
 }
 
@@ -468,21 +713,37 @@ static struct cs_error *unpack_entry(int fd, const char *path,
 				     uint64_t off, uint64_t len)
 {
 	struct cs_bundle_entry *e = &b->entries[i];
-	struct cs_error *err = entry_file(b, i, e, &e->file);
-	if (err || !e->file)
-		return err ? err : &cs_error_nomem;
-	char *copy = strdup(e->file);
-	if (!copy)
+	char *rel = rel_path(b, i, e);
+	if (!rel || asprintf(&e->file, "%s/%s", b->dir, rel) < 0) {
+		e->file = NULL;
+		free(rel);
 		return &cs_error_nomem;
-	will_make(b, copy);
-	int out = open(e->file,
-		       O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-		       0600);
+	}
+	/* extracted for a debugger: what the user's umask lets others read,
+	 * but the core, which holds the process's memory */
+	mode_t mode = !b->sysroot || e->kind == CS_BUNDLE_CORE ? 0600 : 0666;
+	int out, why;
+	char *where;
+	struct cs_error *err = make_file(b, rel, b->sysroot ? 0777 : 0700, mode,
+					 &out, &why, &where);
+	free(rel);
+	if (err)
+		return err;
 	if (out < 0) {
-		int why = errno;
-		free(not_made(b));
-		return cs_error_create(CS_ERR_OS, "%s: cannot create: %s",
-				       e->file, strerror(why));
+		if (b->sysroot &&
+		    (why == EEXIST || why == ENOTDIR || why == ELOOP))
+			err = bad(path,
+				  "entry %zu (%s %s) lands on a file or "
+				  "directory extracted before it, %s",
+				  i, cs_bundle_kind_name(e->kind), e->path,
+				  where ? where : e->file);
+		else
+			err = cs_error_create(CS_ERR_OS,
+					      "%s: cannot create: %s",
+					      where ? where : e->file,
+					      strerror(why));
+		free(where);
+		return err;
 	}
 	uint64_t written = 0;
 	err = cs_decompress_range(fd, path, "gzip", off, len, out, e->size,
@@ -508,10 +769,11 @@ static struct cs_error *unpack_entry(int fd, const char *path,
 	return NULL;
 }
 
-struct cs_error *cs_bundle_unpack(const char *path, const char *dir,
-				  struct cs_bundle *b)
+static struct cs_error *unpack(const char *path, const char *dir, bool sysroot,
+			       bool keep_dir, struct cs_bundle *b)
 {
-	*b = (struct cs_bundle){.dir = dir};
+	*b = (struct cs_bundle){
+		.dir = dir, .sysroot = sysroot, .keep_dir = keep_dir};
 	if (!(b->source = strdup(path)))
 		return &cs_error_nomem;
 	int fd = cs_open_regular(path);
@@ -530,6 +792,8 @@ struct cs_error *cs_bundle_unpack(const char *path, const char *dir,
 		err = &cs_error_nomem;
 	for (size_t i = 0; !err && i < b->n; i++)
 		err = unpack_entry(fd, path, b, i, off[i], len[i]);
+	if (!err && sysroot)
+		err = link_sonames(b);
 	size_t k = 0;
 	for (size_t i = 0; !err && i < b->n; i++) {
 		const struct cs_bundle_entry *e = &b->entries[i];
@@ -544,12 +808,24 @@ struct cs_error *cs_bundle_unpack(const char *path, const char *dir,
 	return err;
 }
 
+struct cs_error *cs_bundle_unpack(const char *path, const char *dir,
+				  struct cs_bundle *b)
+{
+	return unpack(path, dir, false, false, b);
+}
+
+struct cs_error *cs_bundle_extract(const char *path, const char *dir,
+				   bool keep_dir, struct cs_bundle *b)
+{
+	return unpack(path, dir, true, keep_dir, b);
+}
+
 void cs_bundle_remove_files(const struct cs_bundle *b)
 {
 	for (size_t i = b->made ? b->nmade : 0; i-- > 0;)
 		if (unlink(b->made[i]) != 0)
 			(void)rmdir(b->made[i]);
-	if (b->dir)
+	if (b->dir && !b->keep_dir)
 		(void)rmdir(b->dir);
 }
 

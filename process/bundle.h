@@ -22,8 +22,11 @@
  * The path is where the file was on the machine that wrote the bundle:
  * for the core, the core given; for the others, the path the core names
  * (the executable's, a library's), or for a debug file where it was
- * found. It is only ever compared with the paths the core names, never
- * used as a path here: unpacked files get names the reader makes.
+ * found. Unpacked for an analysis, it is only ever compared with the
+ * paths the core names, never used as a path: the files get names the
+ * reader makes. Extracted for a debugger, the executable and the
+ * libraries are laid out under a directory at the paths they were
+ * bundled by, once each path is checked to be plain and absolute.
  *
  * Exactly one core entry; at most one executable; no two entries of one
  * kind with the same path, nor two debug files with one build-id. */
@@ -44,6 +47,9 @@
 /* The most all entries may inflate to together (also bounded by the free
  * space where they are unpacked). */
 #define CS_BUNDLE_MAX_TOTAL ((uint64_t)256 << 30)
+/* Where cs_bundle_extract puts the debug files, under its directory: the
+ * debug directory a Linux system has by default (.build-id/ under it). */
+#define CS_BUNDLE_DEBUG_DIR "usr/lib/debug"
 
 enum cs_bundle_kind {
 	CS_BUNDLE_CORE = 1,
@@ -89,6 +95,8 @@ struct cs_bundle {
 	 * removes, with system calls only, so a signal handler may too. */
 	char **made;
 	size_t nmade;
+	bool sysroot;  /* laid out by cs_bundle_extract */
+	bool keep_dir; /* cs_bundle_remove_files leaves dir itself */
 };
 
 /* Check the bundle at path and unpack every entry into dir, an empty
@@ -102,8 +110,28 @@ struct cs_bundle {
 struct cs_error *cs_bundle_unpack(const char *path, const char *dir,
 				  struct cs_bundle *ret);
 
-/* Remove what cs_bundle_unpack made in b->dir, newest first, then the
- * directory itself; async-signal-safe. Also after a failed unpack. */
+/* Check the bundle at path as cs_bundle_unpack does and lay its files
+ * out under dir as on the machine that wrote it, for a debugger to read
+ * with dir as its sysroot: the core as "core", the executable and each
+ * library at the path the core names it by (without the " (deleted)" the
+ * kernel adds to a file deleted since it was mapped: the dynamic
+ * linker's name of it) under dir, a debug file under
+ * CS_BUNDLE_DEBUG_DIR "/.build-id/xx/yyyy.debug". dir must exist and be
+ * empty. A stored path that is not absolute or has an empty, "." or ".."
+ * component or a control character is refused (CS_ERR_FORMAT) before
+ * anything is made, as is one that lands on a file extracted before it.
+ * Every file and directory is made relative to one made here, follows no
+ * symbolic link and opens nothing that exists (O_EXCL, O_NOFOLLOW), so
+ * nothing is made or written outside dir. Files are mode 0666 and
+ * directories 0777 less the umask, the core 0600. On failure, as for
+ * cs_bundle_unpack: cs_bundle_remove_files removes what was made (dir
+ * too unless keep_dir), then cs_bundle_free. */
+struct cs_error *cs_bundle_extract(const char *path, const char *dir,
+				   bool keep_dir, struct cs_bundle *ret);
+
+/* Remove what cs_bundle_unpack (or cs_bundle_extract) made in b->dir,
+ * newest first, then the directory itself unless b->keep_dir;
+ * async-signal-safe. Also after a failed unpack. */
 void cs_bundle_remove_files(const struct cs_bundle *b);
 
 void cs_bundle_free(struct cs_bundle *b);

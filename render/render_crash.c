@@ -116,6 +116,9 @@ void cs_render_crash_text(FILE *out, const struct cs_report *r)
 	}
 	if (c->abort_message)
 		fprintf(out, "    abort message: %s\n", c->abort_message);
+	else if (c->abort_message_error)
+		fprintf(out, "    abort message not read: %s\n",
+			c->abort_message_error);
 	if (c->ruby) {
 		const struct rv_frame *f = c->ruby;
 		const char *q = r->ruby->backtick_quotes ? "`" : "'";
@@ -271,6 +274,7 @@ void cs_render_crash_json(struct json *j, const struct cs_report *r,
 		json_null(j, "stack");
 	}
 	json_string(j, "abort_message", c->abort_message);
+	json_string(j, "abort_message_error", c->abort_message_error);
 	registers_json(j, c);
 	if (c->ruby) {
 		json_begin_object(j, "ruby_frame");

@@ -2,14 +2,19 @@
  *
  * Each input is written to a memfd and unpacked through /proc/self/fd/N
  * into a fresh private directory, as the CLI unpacks a bundle given in
- * place of a core; then what it made is removed. A refused input must
- * carry a message; an accepted one must hold one core and name an
- * unpacked file for each entry; in both cases the directory must be gone
- * afterwards (nothing of a bundle is left on disk).
+ * place of a core, then extracted for a debugger (cs_bundle_extract,
+ * each file at its stored path) into another; each time what it made is
+ * then removed. A refused input must carry a message; an accepted one
+ * must hold one core and name an unpacked file for each entry; in both
+ * cases the directory must be gone afterwards and nothing else made
+ * beside it (nothing of a bundle is left on disk, nothing is written
+ * outside the directory).
  *
  * Build: see tests/fuzz/Makefile.inc (make fuzz-build). */
 #include "process/bundle.h"
 
+#include <dirent.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,19 +41,29 @@ static void setup(void)
 	atexit(cleanup);
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+/* Whether base holds nothing (dir is made in it and removed). */
+static bool base_clean(void)
 {
-	if (memfd < 0)
-		setup();
-	if (ftruncate(memfd, 0) != 0 || ftruncate(memfd, (off_t)size) != 0 ||
-	    (size && pwrite(memfd, data, size, 0) != (ssize_t)size))
-		abort();
+	DIR *d = opendir(base);
+	bool clean = d != NULL;
+	struct dirent *ent;
+	while (clean && (ent = readdir(d)))
+		clean = strcmp(ent->d_name, ".") == 0 ||
+			strcmp(ent->d_name, "..") == 0;
+	if (d)
+		closedir(d);
+	return clean;
+}
+
+static void one(bool extract)
+{
 	char dir[96];
 	snprintf(dir, sizeof(dir), "%s/u", base);
 	if (mkdir(dir, 0700) != 0)
 		abort();
 	struct cs_bundle b;
-	struct cs_error *err = cs_bundle_unpack(path, dir, &b);
+	struct cs_error *err = extract ? cs_bundle_extract(path, dir, false, &b)
+				       : cs_bundle_unpack(path, dir, &b);
 	if (err) {
 		if (!err->message)
 			abort();
@@ -59,7 +74,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		for (size_t i = 0; i < b.n; i++) {
 			struct stat st;
 			if (!b.entries[i].file ||
-			    stat(b.entries[i].file, &st) != 0 ||
+			    strncmp(b.entries[i].file, dir, strlen(dir)) != 0 ||
+			    lstat(b.entries[i].file, &st) != 0 ||
 			    (uint64_t)st.st_size != b.entries[i].size)
 				abort();
 			(void)cs_bundle_path_of(&b, b.entries[i].file);
@@ -67,8 +83,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	cs_bundle_remove_files(&b);
 	cs_bundle_free(&b);
-	struct stat st;
-	if (stat(dir, &st) == 0) /* something was left behind */
+	/* something was left behind, or made beside dir */
+	if (!base_clean())
 		abort();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	if (memfd < 0)
+		setup();
+	if (ftruncate(memfd, 0) != 0 || ftruncate(memfd, (off_t)size) != 0 ||
+	    (size && pwrite(memfd, data, size, 0) != (ssize_t)size))
+		abort();
+	for (int extract = 0; extract < 2; extract++)
+		one(extract);
 	return 0;
 }

@@ -30,6 +30,29 @@ file, and corestack reads that file where none of those files exist.
                              of the signal or has finished, and nothing is left in
                              TMPDIR (a signal is delivered as a system call returns:
                              one that created a file before it was recorded left it)
+    RUBY/bundle/extract-gdb  with the Ruby's copy deleted, corestack bundle --extract
+                             lays the bundle out in a new directory (exit 0, one line on
+                             stderr) and prints the commands that open it; the gdb
+                             command line as printed (the module loaded from --gdbext
+                             by CORESTACK_GDBEXT_DIR), run in batch mode, reads every
+                             library from the directory with its symbols, and its
+                             ruby-bt --json all gives the oracle's stacks
+    RUBY/bundle/extract-lldb the lldb command line as printed, the same: every module
+                             lldb loads is in the directory, ruby-bt --json all the
+                             oracle's stacks
+    RUBY/bundle/extract-corestack
+                             the corestack command line as printed, with --json: the
+                             oracle's stacks, exit 0
+    bundle/extract-dotdot, bundle/extract-relative
+                             a bundle whose library path has a ".." component, or is
+                             relative: exit 2, one line naming the bundle and what is
+                             wrong; the directory, which did not exist, is not left,
+                             and nothing is made where the path leads
+    bundle/extract-not-empty --extract into a directory that holds a file: exit 2, one
+                             line naming the directory, the file untouched and nothing
+                             made beside it
+    bundle/extract-truncated --extract of a bundle cut short: exit 2, one line naming
+                             it, the directory not left
     bundle/bad-magic, bundle/bad-version, bundle/truncated-index,
     bundle/truncated-data, bundle/oversize, bundle/too-many-entries,
     bundle/corrupt-data, bundle/duplicate, bundle/wrong-size
@@ -43,6 +66,8 @@ deleted once read.
 """
 
 import os
+import re
+import shlex
 import shutil
 import signal
 import struct
@@ -51,6 +76,8 @@ import time
 
 from . import compare, procs
 from .checks import check_oracle, check_unusable, first_line
+from .gdbext_gdb import GDB_TIMEOUT, gdb_env
+from .gdbext_lldb import lldb_env
 from .native import extra_env
 from .scenarios import capture_all
 
@@ -61,16 +88,27 @@ SHARED = ("bundle/other-files-here", "bundle/missing-file", "bundle/output-exist
 DAMAGE = ("bad-magic", "bad-version", "truncated-index", "truncated-data", "oversize",
           "too-many-entries", "corrupt-data", "duplicate", "wrong-size")
 BAD_TESTS = tuple("bundle/" + d for d in DAMAGE)
+# corestack bundle --extract: per Ruby, the printed command lines run
+EXTRACT = ("extract-gdb", "extract-lldb", "extract-corestack")
+# ... and refused on the first Ruby's bundle
+EXTRACT_BAD = ("bundle/extract-dotdot", "bundle/extract-relative",
+               "bundle/extract-not-empty", "bundle/extract-truncated")
+SHARED += EXTRACT_BAD
+
+
+def ruby_names(ruby):
+    return ["%s/bundle" % ruby] + ["%s/bundle/%s" % (ruby, t) for t in EXTRACT]
 
 
 def names(ctx):
-    return ["%s/bundle" % r for r in ctx.rubies] + list(SHARED) + list(BAD_TESTS)
+    return [n for r in ctx.rubies for n in ruby_names(r)] + list(SHARED) + list(BAD_TESTS)
 
 
 def rubies(ctx):
+    mine = {r for r in ctx.rubies if ctx.any_selected(ruby_names(r))}
     if ctx.any_selected(SHARED + BAD_TESTS):
-        return set(ctx.rubies[:1]) | {r for r in ctx.rubies if ctx.selected("%s/bundle" % r)}
-    return {r for r in ctx.rubies if ctx.selected("%s/bundle" % r)}
+        return set(ctx.rubies[:1]) | mine
+    return mine
 
 
 def index_records(data):
@@ -183,12 +221,11 @@ def run_tests(ctx):
     cs, timeout = args.corestack, args.timeout
     first = True
     for ruby in ctx.rubies:
-        mine = "%s/bundle" % ruby
         shared = first and ctx.any_selected(SHARED + BAD_TESTS)
-        if not ctx.selected(mine) and not shared:
+        if not ctx.any_selected(ruby_names(ruby)) and not shared:
             continue
         prefix = ctx.prefixes.get(ruby)
-        wanted = [mine] + (list(SHARED + BAD_TESTS) if shared else [])
+        wanted = ruby_names(ruby) + (list(SHARED + BAD_TESTS) if shared else [])
         wanted = [n for n in wanted if ctx.selected(n)]
         if not isinstance(prefix, str):
             for n in wanted:
@@ -264,6 +301,8 @@ def run_ruby(ctx, ruby, prefix, base, wanted, shared, cs, timeout):
                 reason = "text report: exit %s, Bundle lines %s" % (text[0], compare.show(lines))
             reason = reason or leftovers(tmp)
         rep.result("%s/bundle" % ruby, reason)
+
+    extract_tests(ctx, ruby, cap, bundle, base, wanted, cs, timeout)
 
     if "bundle/other-files-here" in wanted:
         # Files at the paths the core names, not the ones it mapped.
@@ -354,3 +393,189 @@ def run_ruby(ctx, ruby, prefix, base, wanted, shared, cs, timeout):
             rep.result(name, check_unusable(res, [path], (2,), pattern, compare.show(pattern),
                                             json_file=path) or leftovers(tmp))
     os.unlink(bundle)
+
+
+# --- corestack bundle --extract ---------------------------------------------------
+
+def printed_commands(out):
+    """The command lines corestack bundle --extract printed: {"gdb": argv,
+    "lldb": argv, "corestack": argv}, each the line after its comment."""
+    cmds, lines = {}, out.splitlines()
+    for i, line in enumerate(lines):
+        for name in ("gdb", "lldb", "corestack"):
+            if line.startswith("# %s" % name) and i + 1 < len(lines):
+                cmds[name] = shlex.split(lines[i + 1])
+    return cmds
+
+
+def loaded_outside(paths, root):
+    """The first of paths that does not lie under root, or None."""
+    for p in paths:
+        if not p.startswith(root + "/"):
+            return p
+    return None
+
+
+def check_stacks_json(path, cap, said):
+    try:
+        with open(path) as f:
+            text = f.read()
+    except OSError as exc:
+        return "ruby-bt wrote no JSON (%s): %s" % (exc, compare.show(said[-300:]))
+    report, reason = compare.parse_report(text)
+    if reason:
+        return reason
+    return (compare.check_shape(report)
+            or compare.check_process(report, cap.oracle, cap.signal_number)
+            or compare.compare_threads(report, cap.oracle))
+
+
+def run_printed_gdb(argv, root, gdbext, workdir, cap):
+    if not argv or argv[0] != "gdb":
+        return "no gdb command line printed"
+    loader = "source %s/ruby-gdb.py" % os.path.realpath(gdbext)
+    if loader not in argv:
+        return "the gdb command line does not load the module (%r): %s" % (
+            loader, compare.show(argv))
+    if not shutil.which("gdb"):
+        return "gdb is not installed"
+    out = os.path.join(workdir, "gdb-stacks.json")
+    full = ["gdb", "-nx", "-q", "-batch", "-ex", "info sharedlibrary",
+            "-ex", "ruby-bt --json --out %s all" % out] + argv[1:]
+    try:
+        res = subprocess.run(full, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, timeout=GDB_TIMEOUT,
+                             env=gdb_env(gdbext))
+    except subprocess.TimeoutExpired:
+        return "gdb timed out"
+    if procs.sanitizer_report(res.stderr):
+        return "sanitizer report: %s" % procs.sanitizer_report(res.stderr)
+    # info sharedlibrary: a row per library, "No" when gdb did not find
+    # its file ("Yes (*)": found, without debug info)
+    rows = re.findall(r"^(?:0x[0-9a-f]+\s+0x[0-9a-f]+)?\s+(Yes|No)(?: \(\*\))?\s+(/.*)$",
+                      res.stdout, re.M)
+    if not rows:
+        return "gdb listed no shared library: %s" % compare.show(res.stdout[-300:])
+    missing = [p for found, p in rows if found == "No"]
+    if missing:
+        return "gdb did not find %s" % missing[0]
+    outside = loaded_outside([p for _, p in rows], root)
+    if outside:
+        return "gdb read %s, outside the extracted directory" % outside
+    return check_stacks_json(out, cap, res.stdout + res.stderr)
+
+
+def run_printed_lldb(argv, root, gdbext, workdir, cap):
+    if not argv or argv[0] != "lldb":
+        return "no lldb command line printed"
+    loader = "command script import %s/ruby_lldb.py" % os.path.realpath(gdbext)
+    if loader not in argv:
+        return "the lldb command line does not load the module (%r): %s" % (
+            loader, compare.show(argv))
+    lldb = shutil.which("lldb-14") or shutil.which("lldb")
+    if not lldb:
+        return "lldb-14 is not installed (.ci/install-deps)"
+    out = os.path.join(workdir, "lldb-stacks.json")
+    full = [lldb, "-b", "-o", "image list -f", "-o", "ruby-bt --json --out %s all" % out] + argv[1:]
+    try:
+        res = subprocess.run(full, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, timeout=GDB_TIMEOUT,
+                             env=lldb_env(gdbext))
+    except subprocess.TimeoutExpired:
+        return "lldb timed out"
+    if procs.sanitizer_report(res.stderr):
+        return "sanitizer report: %s" % procs.sanitizer_report(res.stderr)
+    # image list -f: "[  3] /path" per module
+    paths = re.findall(r"^\[\s*\d+\] (/\S+)", res.stdout, re.M)
+    if len(paths) < 2:
+        return "lldb listed %d modules: %s" % (len(paths), compare.show(res.stdout[-300:]))
+    outside = loaded_outside(paths, root)
+    if outside:
+        return "lldb loaded %s, outside the extracted directory" % outside
+    return check_stacks_json(out, cap, res.stdout + res.stderr)
+
+
+def extract_refused(cs, timeout, bundle, target, pattern, names):
+    """--extract of bundle into target: exit 2, one line naming one of
+    names and matching pattern."""
+    res = procs.run_tool([cs, "bundle", "--extract", "-o", target, bundle], timeout)
+    return check_unusable(res, names, (2,), pattern, compare.show(pattern))
+
+
+def extract_tests(ctx, ruby, cap, bundle, base, wanted, cs, timeout):
+    rep, gdbext = ctx.rep, ctx.args.gdbext
+    mine = ["%s/bundle/%s" % (ruby, t) for t in EXTRACT]
+    if any(n in wanted for n in mine):
+        target = os.path.join(base, "extracted")
+        res = procs.run_tool(["env", "CORESTACK_GDBEXT_DIR=" + gdbext, cs, "bundle",
+                              "--extract", "-o", target, bundle], timeout)
+        root = os.path.realpath(target)
+        reason = None
+        if res[0] != 0:
+            reason = "corestack bundle --extract: exit %s: %s" % (res[0], first_line(res[2]))
+        elif len(res[2].strip().splitlines()) != 1 or "extracted" not in res[2]:
+            reason = "stderr is not one line saying what was extracted: %s" % compare.show(res[2])
+        elif not os.path.isfile(os.path.join(root, "core")):
+            reason = "no core at %s/core" % root
+        cmds = printed_commands(res[1]) if not reason else {}
+        for t, name in zip(EXTRACT, mine):
+            if name not in wanted:
+                continue
+            if reason:
+                rep.result(name, reason)
+            elif t == "extract-gdb":
+                rep.result(name, run_printed_gdb(cmds.get("gdb"), root, gdbext, base, cap))
+            elif t == "extract-lldb":
+                rep.result(name, run_printed_lldb(cmds.get("lldb"), root, gdbext, base, cap))
+            else:
+                argv = cmds.get("corestack")
+                if not argv:
+                    rep.result(name, "no corestack command line printed")
+                    continue
+                run = procs.run_tool(argv[:1] + ["--json"] + argv[1:], timeout)
+                rep.result(name, check_oracle(run, cap))
+        shutil.rmtree(target, ignore_errors=True)
+
+    damage = [n for n in EXTRACT_BAD if n in wanted]
+    if not damage:
+        return
+    with open(bundle, "rb") as f:
+        data = bytearray(f.read())
+    recs = index_records(data)
+    lib = next(r for r in recs if r[1] == 3)
+    target = os.path.join(base, "extract-here")
+    for name in damage:
+        path = os.path.join(base, name.split("/")[-1] + ".bundle")
+        escape = os.path.join(base, "escaped.so")
+        pattern, names = None, [path]
+        if name == "bundle/extract-dotdot":
+            # from the directory one level up: base/escaped.so
+            d = with_path(data, recs, lib[0], b"/../escaped.so")
+            pattern = r'has a "\.\." component'
+        elif name == "bundle/extract-relative":
+            d = with_path(data, recs, lib[0], b"../escaped.so")
+            pattern = r"is not absolute"
+        elif name == "bundle/extract-truncated":
+            d = data[:len(data) - 1000]
+            pattern = r"cut off"
+        else:
+            d = data
+            os.makedirs(target)
+            with open(os.path.join(target, "keep"), "w") as f:
+                f.write("keep me\n")
+            pattern, names = r"exists and is not empty", [target]
+        with open(path, "wb") as f:
+            f.write(d)
+        reason = extract_refused(cs, timeout, path, target, pattern, names)
+        os.unlink(path)
+        if not reason and os.path.exists(escape):
+            reason = "%s was made, outside the directory" % escape
+        if not reason and name == "bundle/extract-not-empty":
+            with open(os.path.join(target, "keep")) as f:
+                kept = f.read() == "keep me\n"
+            if not kept or os.listdir(target) != ["keep"]:
+                reason = "the directory changed: %s" % compare.show(os.listdir(target))
+        elif not reason and os.path.exists(target):
+            reason = "the directory was left: %s" % compare.show(os.listdir(target))
+        shutil.rmtree(target, ignore_errors=True)
+        rep.result(name, reason)

@@ -63,7 +63,18 @@ abort message) and what the program did.
                              damaged-signal-frame (null_call, jump_data): with the
                              signal number in the handler's siginfo made invalid,
                              the kind is unknown (JSON fault null), never "no
-                             fault"
+                             fault";
+                             no-libc-debug (abort, assert, heap_corruption): read
+                             with libc's debug info out of reach (/usr/lib/debug
+                             hidden in a mount namespace of its own, no debuginfod):
+                             the abort message is still the line glibc printed on
+                             stderr (none for abort), in JSON and in the summary's
+                             text, with no abort_message_error;
+                             no-libc-debug-damaged (assert): the same, with the size
+                             word of glibc's record in the core made no size glibc
+                             gives: no message, and abort_message_error and the
+                             text's one "abort message not read" line say why and
+                             name libc6-dbg
     RUBY/crash/dir/CHECK     core_dir.py: a directory of those cores grouped by
                              crash signature (JSON, Markdown, JUnit)
 """
@@ -79,6 +90,7 @@ import sys
 import xml.etree.ElementTree as ET
 
 from . import compare, core_dir, corrupt, native, procs, variants
+from .checks import first_line
 
 CRASH_DIR = os.path.join(procs.ROOT, "fixtures", "crash")
 MODES = ("segv", "raw_segv", "gc_mark", "bug", "abort", "null_call", "raw_null_call",
@@ -89,7 +101,9 @@ CHECKS = ("capture", "stacks", "fault", "summary-text", "native", "gc", "excepti
 COPY = "_copy"  # a mode loading the extension from a deleted copy
 # Checks of some modes only: the core with its signal frame damaged.
 MODE_CHECKS = {"null_call": ("damaged-signal-frame",), "jump_data": ("damaged-signal-frame",),
-               "segv_copy": ("found", "found-lib-dir")}
+               "segv_copy": ("found", "found-lib-dir"), "abort": ("no-libc-debug",),
+               "assert": ("no-libc-debug", "no-libc-debug-damaged"),
+               "heap_corruption": ("no-libc-debug",)}
 
 # What each C method of crashtest.c does: the crash kind the summary must
 # say, the fault's address ("jump": the heap buffer the program told on
@@ -765,6 +779,120 @@ def check_damaged_signal_frame(cr, cs, timeout):
     return None
 
 
+def without_libc_debug(argv, empty):
+    """argv run with libc's debug info out of reach: /usr/lib/debug, where
+    libc6-dbg puts it (by build-id and debug link), covered by the empty
+    directory empty in a mount namespace of its own, and no debuginfod ->
+    (argv, None), or (None, why it cannot be)."""
+    argv = ["env", "-u", "DEBUGINFOD_URLS"] + argv
+    if not os.path.isdir("/usr/lib/debug"):
+        return argv, None
+    unshare = shutil.which("unshare")
+    if not unshare:
+        return None, "hiding /usr/lib/debug needs unshare (util-linux)"
+    flags = ["--mount"] if os.geteuid() == 0 else ["--mount", "--map-root-user"]
+    script = 'mount --bind "$0" /usr/lib/debug && [ ! -e /usr/lib/debug/.build-id ] && exec "$@"'
+    return [unshare] + flags + ["sh", "-c", script, empty] + argv, None
+
+
+def hidden_run(cs, core, empty, timeout, *opts):
+    """corestack [opts] core without libc's debug info -> (run, None), or
+    (None, why it cannot run so here)."""
+    argv, why = without_libc_debug([cs] + list(opts) + [core], empty)
+    if why:
+        return None, why
+    res = procs.run_tool(argv, timeout)
+    if res[0] not in (0, 1) and ("unshare" in res[2] or "mount" in res[2]):
+        return None, "cannot hide /usr/lib/debug here: %s" % first_line(res[2])
+    return res, None
+
+
+def abort_message_summary(cr, res, res_text, want):
+    """The crash summary's abort message, JSON and text, is want (None:
+    no message) with no abort_message_error."""
+    report, _, reason = crashed_thread(res)
+    if reason:
+        return reason
+    c = report.get("crash") or {}
+    got, err = c.get("abort_message"), c.get("abort_message_error")
+    if got != want or err is not None:
+        return "abort message %s (error %s), glibc printed %s" % (
+            compare.show(got), compare.show(err), compare.show(want))
+    rc, out, _, reason = res_text
+    if reason or rc not in (0, 1):
+        return reason or "text run exit %d" % rc
+    head = out.split("\nThread ")[0]
+    lines = [l for l in head.splitlines() if l.startswith("    abort message")]
+    if lines != (["    abort message: %s" % want] if want else []):
+        return "the summary's text says %s" % compare.show(lines)
+    return None
+
+
+def glibc_line(cr):
+    """The line glibc printed on stderr before it aborted, or None."""
+    pattern = EXPECT[cr.mode]["abort_message"]
+    lines = [l for l in cr.report.lines if pattern and pattern.fullmatch(l)]
+    return lines[0] if lines else None
+
+
+def check_no_libc_debug(cr, cs, empty, timeout):
+    res, why = hidden_run(cs, cr.core, empty, timeout, "--json")
+    if why:
+        return None, why
+    res_text, why = hidden_run(cs, cr.core, empty, timeout)
+    if why:
+        return None, why
+    want = glibc_line(cr)
+    if EXPECT[cr.mode]["abort_message"] and want is None:
+        return "glibc printed no abort message on stderr", None
+    return abort_message_summary(cr, res, res_text, want), None
+
+
+def check_no_libc_debug_damaged(cr, cs, empty, timeout):
+    """glibc's record (a page of its own: the size word, the text, a NUL)
+    found in the core by its text, its size word made one glibc never
+    writes."""
+    want = glibc_line(cr)
+    if want is None:
+        return "glibc printed no abort message on stderr", None
+    text = (want + "\n").encode() + b"\0"
+    core = corrupt.CoreFile(cr.core)
+    at = None
+    with open(cr.core, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        i = data.find(text)
+        while i >= 0 and at is None:
+            size = struct.unpack("<I", data[i - 4:i])[0] if i >= 4 else 0
+            if i % 4096 == 4 and size and size % 4096 == 0:
+                at, word = i - 4, size
+            i = data.find(text, i + 1)
+    if at is None:
+        return "no page in the core starts with glibc's record of %r" % want, None
+    core.write_at(at, struct.pack("<I", word + 8))
+    try:
+        res, why = hidden_run(cs, cr.core, empty, timeout, "--json")
+        res_text, why2 = hidden_run(cs, cr.core, empty, timeout)
+    finally:
+        core.restore()
+    if why or why2:
+        return None, why or why2
+    report, _, reason = crashed_thread(res)
+    if reason:
+        return reason, None
+    c = report.get("crash") or {}
+    err = c.get("abort_message_error") or ""
+    if c.get("abort_message") is not None or "libc6-dbg" not in err or "\n" in err:
+        return "abort message %s, error %s; expected none and one line naming libc6-dbg" % (
+            compare.show(c.get("abort_message")), compare.show(err)), None
+    rc, out, _, reason = res_text
+    if reason:
+        return reason, None
+    head = out.split("\nThread ")[0]
+    lines = [l for l in head.splitlines() if l.startswith("    abort message")]
+    if lines != ["    abort message not read: %s" % err]:
+        return "the summary's text says %s" % compare.show(lines), None
+    return None, None
+
+
 def check_gc(cr, res_json, res_text):
     """In GC, marking, only for the dmark fault; GC.count at least what
     the program saw before the crash (one more for the GC it started,
@@ -1024,6 +1152,14 @@ def run_tests(ctx):
                     reason = check_found_lib_dir(ext, os.path.join(base, mode), run)
                 elif check == "damaged-signal-frame":
                     reason = check_damaged_signal_frame(cr, cs, timeout)
+                elif check.startswith("no-libc-debug"):
+                    empty = os.path.join(base, "empty-debug-dir")
+                    os.makedirs(empty, exist_ok=True)
+                    reason, why = (check_no_libc_debug if check == "no-libc-debug"
+                                   else check_no_libc_debug_damaged)(cr, cs, empty, timeout)
+                    if why:
+                        rep.skip(n, why)
+                        continue
                 else:
                     reason = check_native(cr, run("--json", "--native"))
                 rep.result(n, reason)

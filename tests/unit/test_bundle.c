@@ -112,6 +112,60 @@ int main(void)
 	struct stat st;
 	CHECK(stat(unpack, &st) != 0, "nothing left of the unpacked bundle");
 
+	/* extracted for a debugger: each file at its path under the
+	 * directory, the debug file under usr/lib/debug by build-id */
+	char *ext = in_dir("x");
+	CHECK(mkdir(ext, 0700) == 0, "mkdir");
+	err = cs_bundle_extract(out, ext, true, &b);
+	CHECK(!err, "extract: %s", err ? err->message : "");
+	char *at_core = in_dir("x/core"), *at_lib = in_dir("x/usr/lib/libx.so"),
+	     *at_dbg = in_dir("x/usr/lib/debug/.build-id/01/020304.debug");
+	CHECK(same_bytes(at_core, core), "core at DIR/core");
+	CHECK(same_bytes(at_lib, lib), "lib at DIR/usr/lib/libx.so");
+	CHECK(same_bytes(at_dbg, dbg), "debug file by build-id");
+	CHECK(b.n == 3 && b.entries[1].file &&
+		      strcmp(b.entries[1].file, at_lib) == 0,
+	      "the entry names its file: %s",
+	      b.n == 3 ? b.entries[1].file : "");
+	cs_bundle_remove_files(&b);
+	cs_bundle_free(&b);
+	CHECK(stat(ext, &st) == 0 && rmdir(ext) == 0,
+	      "removed but the directory kept (keep_dir)");
+
+	/* a stored path that could lead outside: refused, nothing made */
+	static const char *const unsafe[] = {
+		"usr/lib/libx.so", "/usr/../../libx.so", "/usr//libx.so",
+		"/usr/./libx.so",  "/usr/lib/",          "/usr/lib\nx.so"};
+	static const char *const says[] = {
+		"is not absolute",        "has a \"..\" component",
+		"has an empty component", "has a \".\" component",
+		"has an empty component", "holds a control character"};
+	for (size_t i = 0; i < sizeof(unsafe) / sizeof(*unsafe); i++) {
+		struct cs_bundle_entry bad_e[2] = {e[0], e[1]};
+		bad_e[1].path = (char *)unsafe[i];
+		CHECK(!(err = cs_bundle_write(out, true, bad_e, 2)), "write");
+		cs_error_destroy(err);
+		CHECK(mkdir(ext, 0700) == 0, "mkdir");
+		err = cs_bundle_extract(out, ext, false, &b);
+		CHECK(err && err->code == CS_ERR_FORMAT &&
+			      strstr(err->message, says[i]) &&
+			      strstr(err->message, out),
+		      "%s: %s", unsafe[i], err ? err->message : "accepted");
+		cs_error_destroy(err);
+		cs_bundle_remove_files(&b);
+		cs_bundle_free(&b);
+		CHECK(stat(ext, &st) != 0,
+		      "%s: nothing left, the directory "
+		      "removed",
+		      unsafe[i]);
+	}
+	free(ext);
+	free(at_core);
+	free(at_lib);
+	free(at_dbg);
+	CHECK(!(err = cs_bundle_write(out, true, e, 3)), "rewrite");
+	cs_error_destroy(err);
+
 	/* the same library twice: written, but refused when read */
 	struct cs_bundle_entry twice[3] = {e[0], e[1], e[1]};
 	CHECK(!(err = cs_bundle_write(out, true, twice, 3)), "forced write");
