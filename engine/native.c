@@ -769,6 +769,30 @@ static bool interrupted_not_code(struct unwind *u)
 }
 
 /* Did the unwind reach a thread's first function (_start, clone3)? */
+/* Whether the CFI at pc at of mod marks the outermost frame: the return
+ * address "undefined", as glibc marks _start and clone3. It needs no
+ * symbol: a libc without its debug info names neither. */
+static bool cfi_outermost(Dwfl_Module *mod, uint64_t at)
+{
+	Dwarf_Addr bias;
+	Dwarf_Frame *frame = NULL;
+	Dwarf_CFI *cfi = dwfl_module_eh_cfi(mod, &bias);
+	if (!cfi || dwarf_cfi_addrframe(cfi, at - bias, &frame) != 0) {
+		cfi = dwfl_module_dwarf_cfi(mod, &bias);
+		if (!cfi || dwarf_cfi_addrframe(cfi, at - bias, &frame) != 0)
+			return false;
+	}
+	int ra = dwarf_frame_info(frame, NULL, NULL, NULL);
+	Dwarf_Op mem[3], *ops = NULL;
+	size_t nops = 1;
+	bool undefined = ra >= 0 &&
+			 dwarf_frame_register(frame, ra, mem, &ops, &nops) ==
+				 0 &&
+			 nops == 0 && ops == mem;
+	free(frame);
+	return undefined;
+}
+
 static int ends_naturally(struct unwind *u, Dwfl_Thread *thread)
 {
 	if (u->nraw == 0)
@@ -781,10 +805,11 @@ static int ends_naturally(struct unwind *u, Dwfl_Thread *thread)
 	const char *name = mod ? dwfl_module_addrinfo(mod, at, &off, &sym, NULL,
 						      NULL, NULL)
 			       : NULL;
-	return name && (strcmp(name, "_start") == 0 ||
-			strncmp(name, "__clone", 7) == 0 ||
-			strcmp(name, "clone") == 0 ||
-			strcmp(name, "start_thread") == 0);
+	return (name && (strcmp(name, "_start") == 0 ||
+			 strncmp(name, "__clone", 7) == 0 ||
+			 strcmp(name, "clone") == 0 ||
+			 strcmp(name, "start_thread") == 0)) ||
+	       (mod && cfi_outermost(mod, at));
 }
 
 static bool interrupted(const struct unwind *u, size_t i)

@@ -69,7 +69,9 @@ abort message) and what the program did.
                              hidden in a mount namespace of its own, no debuginfod):
                              the abort message is still the line glibc printed on
                              stderr (none for abort), in JSON and in the summary's
-                             text, with no abort_message_error;
+                             text, with no abort_message_error, and the summary is
+                             the fault check's (no fault, sent from the function
+                             that aborted, as with the debug info);
                              no-libc-debug-damaged (assert): the same, with the size
                              word of glibc's record in the core made no size glibc
                              gives: no message, and abort_message_error and the
@@ -845,7 +847,9 @@ def check_no_libc_debug(cr, cs, empty, timeout):
     want = glibc_line(cr)
     if EXPECT[cr.mode]["abort_message"] and want is None:
         return "glibc printed no abort message on stderr", None
-    return abort_message_summary(cr, res, res_text, want), None
+    # the whole summary as with libc's debug info: the libc frames are
+    # unwound by its CFI, the thread's end told by it too
+    return abort_message_summary(cr, res, res_text, want) or check_fault(cr, res), None
 
 
 def check_no_libc_debug_damaged(cr, cs, empty, timeout):
