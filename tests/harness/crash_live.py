@@ -15,17 +15,20 @@ gets is the oracle, as for a core (crash.py).
                              the text summary the same, and says the handler
                              is still running
     gdbext/RUBY/crash/MODE/live-gdb
-                             MODE: segv, null_call. The program run under gdb
-                             with the module loaded: at the stop on the fault
-                             (before Ruby's handler runs), ruby-bt --json's
-                             crash summary is the fault's as a core without the
-                             handler gives it (no signal frame, no core signal,
-                             the registers gdb shows); continued to the stop on
-                             the signal Ruby's handler sends, the summary is a
-                             handled core's (the fault from the signal frame,
-                             the signal it stopped at as the core signal); both
-                             held to crash.py's checks against Ruby's report,
-                             which the handler printed
+                             MODE: segv, null_call, raw_jump_data, abort,
+                             stack_overflow, killed (a memory access, a call to
+                             no code with and without Ruby's handler, an abort, a
+                             guard page, a signal another process sent). The
+                             program run under gdb with the module loaded: at the
+                             stop on the fatal signal (before any handler runs),
+                             ruby-bt --json's crash summary is the one a core
+                             without the handler gives (no signal frame, no core
+                             signal, the registers gdb shows); where Ruby's
+                             handler runs, continued to the stop on the signal it
+                             sends, the summary is a handled core's (the fault
+                             from the signal frame, the signal it stopped at as
+                             the core signal); both held to crash.py's checks
+                             against Ruby's report and what the program told
     RUBY/crash/live-no-crash a thread parked inside a SIGUSR1 handler that
                              blocks every signal (SIGSEGV too, as a fault's
                              handler does): "crash" null, no thread marked
@@ -41,7 +44,8 @@ import time
 from . import crash, native, procs, variants
 
 MODES = ("segv", "null_call", "fiber_segv")
-GDB_MODES = ("segv", "null_call")
+# one mode of each kind of crash, with Ruby's handler and without
+GDB_MODES = ("segv", "null_call", "raw_jump_data", "abort", "stack_overflow", "killed")
 GDB_TIMEOUT = 120
 
 
@@ -181,12 +185,15 @@ def run_gdb(gdbext, ruby, exe, mode, ext, workdir):
         oracle = json.load(f)
     report = crash.RubyReport(res.stdout + "\n" + res.stderr)
     runs = []
-    for path in outs:
-        if not os.path.exists(path):
-            raise procs.Failure("ruby-bt wrote no %s; gdb said: %s" % (
-                os.path.basename(path), res.stderr[:400]))
-        with open(path) as f:
-            runs.append((0, f.read(), "", None))
+    for path in outs:   # no second stop when no handler runs: the process ends
+        text = ""
+        if os.path.exists(path):
+            with open(path) as f:
+                text = f.read()
+        runs.append((0, text, "", None) if text.strip() else None)
+    if runs[0] is None:
+        raise procs.Failure("ruby-bt wrote no %s; gdb said: %s" % (
+            os.path.basename(outs[0]), res.stderr[:400]))
     at_fault = crash.CrashRun(mode, None, None, oracle, report, at_fault=True)
     at_signal = crash.CrashRun(mode, None, None, oracle, report)
     return at_fault, runs[0], at_signal, runs[1]
@@ -198,6 +205,11 @@ def check_gdb(gdbext, ruby, exe, mode, ext, workdir):
         crash.check_fault(at_fault, first)
     if reason:
         return "at the fault: %s" % reason
+    if not crash.ruby_handled(at_signal):
+        return None if second is None else \
+            "a second stop after a signal no handler took: %s" % second[1][:200]
+    if second is None:
+        return "no stop on the signal Ruby's handler sends"
     reason = crash.check_stacks(at_signal, second) or crash.check_fault(at_signal, second)
     return reason and "at the handler's signal: %s" % reason
 
