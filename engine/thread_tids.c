@@ -155,7 +155,7 @@ static void check_ruby_tid(struct cs_thread_tids *r, size_t i,
 static void tid_by_glibc(struct cs_thread_tids *r, size_t i,
 			 const struct rv_thread *t,
 			 const struct cs_thread *const *natives, size_t n,
-			 int64_t glibc_tid)
+			 int64_t glibc_tid, int64_t crash_tid)
 {
 	const struct cs_thread *nt = NULL;
 	uint64_t top = t->machine_stack_start, size = t->machine_stack_size;
@@ -179,7 +179,7 @@ static void tid_by_glibc(struct cs_thread_tids *r, size_t i,
 	if (!nt->rsp)
 		return;
 	r->tids[i] = glibc_tid;
-	check_stack(r, i, t, nt, -1);
+	check_stack(r, i, t, nt, crash_tid);
 }
 
 /* No registers to check against (a nonblocking look at a live process),
@@ -263,7 +263,8 @@ struct cs_error *cs_thread_tids_find(const struct rv_process *p,
 		ret->tids[i] = t->tid;
 		if (!registers && stack_pointers && t->tid < 0 &&
 		    t->pthread_id && glibc_tids)
-			tid_by_glibc(ret, i, t, natives, n, glibc_tids[i]);
+			tid_by_glibc(ret, i, t, natives, n, glibc_tids[i],
+				     crash_tid);
 		if (!registers) {
 			stale_without_registers(ret, i, t, natives, n,
 						glibc_tids ? glibc_tids[i]

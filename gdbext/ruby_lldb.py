@@ -18,6 +18,7 @@ commands; the module decides how to read the process, as for gdb.
 """
 
 import os
+import signal
 import sys
 import time
 
@@ -114,6 +115,48 @@ def _hints(process):
     return hints
 
 
+# Registers in struct user_regs_struct order, as lldb names them on
+# x86-64 (0 for one it does not show: fs_base on a live process).
+_USER_REGS = ("r15", "r14", "r13", "r12", "rbp", "rbx", "r11", "r10", "r9", "r8", "rax",
+              "rcx", "rdx", "rsi", "rdi", "orig_rax", "rip", "cs", "eflags", "rsp", "ss",
+              "fs_base", "gs_base", "ds", "es", "fs", "gs")
+
+# Signals that end a process with a core when not handled (the module's
+# crash signals) but SIGTRAP, which is how lldb stops at a breakpoint.
+_STOP_CRASH_SIGNALS = (signal.SIGQUIT, signal.SIGILL, signal.SIGABRT, signal.SIGBUS,
+                       signal.SIGFPE, signal.SIGSEGV, signal.SIGXCPU, signal.SIGXFSZ,
+                       signal.SIGSYS)
+
+
+def _live_stop(process):
+    """A live process lldb holds stopped at a fatal signal (a fault, an
+    abort, before it is delivered): (signo, code, the first word of the
+    siginfo's union, tid, the thread's registers), the selected thread
+    first; None otherwise."""
+    selected = process.GetSelectedThread().GetIndexID()
+    for thread in sorted(process, key=lambda t: (t.GetIndexID() != selected, t.GetIndexID())):
+        # a fault lldb cannot name (a SIGSEGV another process sent) is an
+        # "exception" stop
+        if thread.GetStopReason() not in (lldb.eStopReasonSignal, lldb.eStopReasonException):
+            continue
+        si = thread.GetSiginfo()
+        if not si.IsValid():
+            continue
+        signo = si.GetChildMemberWithName("si_signo").GetValueAsSigned()
+        if signo not in _STOP_CRASH_SIGNALS:
+            continue
+        code = si.GetChildMemberWithName("si_code").GetValueAsSigned()
+        word = si.GetValueForExpressionPath("._sifields._sigfault.si_addr")
+        frame = thread.GetFrameAtIndex(0)
+        regs = []
+        for name in _USER_REGS:
+            reg = frame.FindRegister(name) if frame.IsValid() else None
+            regs.append(reg.GetValueAsUnsigned() if reg is not None and reg.IsValid() else 0)
+        return (signo, code, word.GetValueAsUnsigned() if word.IsValid() else 0,
+                thread.GetThreadID(), tuple(regs))
+    return None
+
+
 def _debug_dirs(debugger):
     """lldb's target.debug-file-search-paths, then /usr/lib/debug, as "a:b"."""
     value = debugger.GetInternalVariableValue("target.debug-file-search-paths",
@@ -146,6 +189,7 @@ def _facts(debugger, target, process, via_debugger):
                 executable=target.GetExecutable().fullpath,
                 name="lldb process %d" % process.GetProcessID(), read=read,
                 mappings=lambda: _mappings(target), hints=_hints(process),
+                stop=(lambda: _live_stop(process)) if not is_core else None,
                 debug_dirs=_debug_dirs(debugger), debug_dir_advice=DEBUG_DIR_ADVICE,
                 sysroot=_sysroot(debugger))
 

@@ -14,7 +14,7 @@ gets is the oracle, as for a core (crash.py).
                              with no core signal and handler_running true;
                              the text summary the same, and says the handler
                              is still running
-    gdbext/RUBY/crash/MODE/live-gdb
+    gdbext/RUBY/crash/MODE/live-gdb, lldb/RUBY/crash/MODE/live-lldb (but killed)
                              MODE: segv, null_call, raw_jump_data, abort,
                              stack_overflow, killed (a memory access, a call to
                              no code with and without Ruby's handler, an abort, a
@@ -38,20 +38,25 @@ gets is the oracle, as for a core (crash.py).
 import json
 import os
 import select
+import shutil
 import subprocess
 import time
 
-from . import crash, native, procs, variants
+from . import crash, gdbext_lldb, native, procs, variants
 
 MODES = ("segv", "null_call", "fiber_segv")
 # one mode of each kind of crash, with Ruby's handler and without
 GDB_MODES = ("segv", "null_call", "raw_jump_data", "abort", "stack_overflow", "killed")
+# lldb -b ends its commands at a stop it calls a crash ("unknown crash
+# reason": the SIGSEGV another process sends)
+LLDB_MODES = tuple(m for m in GDB_MODES if m != "killed")
 GDB_TIMEOUT = 120
 
 
 def test_names(ruby):
     return ["%s/crash/%s/live" % (ruby, m) for m in MODES] + \
         ["gdbext/%s/crash/%s/live-gdb" % (ruby, m) for m in GDB_MODES] + \
+        ["lldb/%s/crash/%s/live-lldb" % (ruby, m) for m in LLDB_MODES] + \
         ["%s/crash/live-no-crash" % ruby]
 
 
@@ -157,10 +162,30 @@ def check_live(cr, res_json, res_text):
             or crash.check_fault(cr, res_json) or crash.check_summary_text(cr, res_text))
 
 
-def run_gdb(gdbext, ruby, exe, mode, ext, workdir):
-    """crash.rb under gdb, ruby-bt --json at the stop on the fault and at
-    the next stop -> (CrashRun at the fault, the first JSON run, CrashRun
-    at the handler's signal, the second JSON run)."""
+def debugger_argv(debugger, gdbext, exe, outs):
+    """(the command line that runs crash.rb under the debugger, with
+    ruby-bt --json into outs[0] at its first stop and outs[1] at the next,
+    what it needs in its environment)."""
+    script = os.path.join(crash.CRASH_DIR, "crash.rb")
+    if debugger == "gdb":
+        return ["gdb", "-nx", "-q", "-batch", "-ex",
+                "source " + os.path.join(gdbext, "ruby-gdb.py"), "-ex", "run",
+                "-ex", "ruby-bt --json --out " + outs[0], "-ex", "continue",
+                "-ex", "ruby-bt --json --out " + outs[1], "-ex", "kill", "--args", exe,
+                script], {}
+    lldb = shutil.which("lldb-14") or shutil.which("lldb")
+    if not lldb:
+        raise procs.Failure("lldb-14 is not installed (.ci/install-deps)")
+    return [lldb, "-b", "-o", "command script import " + os.path.join(gdbext, "ruby_lldb.py"),
+            "-o", "process launch", "-o", "ruby-bt --json --out " + outs[0],
+            "-o", "process continue", "-o", "ruby-bt --json --out " + outs[1],
+            "-o", "process kill", "--", exe, script], {}
+
+
+def run_gdb(gdbext, ruby, exe, mode, ext, workdir, debugger="gdb"):
+    """crash.rb under gdb (or lldb), ruby-bt --json at the stop on the
+    fault and at the next stop -> (CrashRun at the fault, the first JSON
+    run, CrashRun at the handler's signal, the second JSON run or None)."""
     gdbext = os.path.abspath(gdbext)
     os.makedirs(workdir, exist_ok=True)
     oracle_path = os.path.join(workdir, "oracle.json")
@@ -168,16 +193,15 @@ def run_gdb(gdbext, ruby, exe, mode, ext, workdir):
     for path in outs + [oracle_path]:
         if os.path.exists(path):
             os.unlink(path)
-    env = procs.quiet_env(dict(variants.scenario_env(ruby), CRASH_MODE=mode, CRASH_EXT=ext,
-                               CORESTACK_ORACLE=oracle_path,
-                               CORESTACK_GDBEXT_DIR=gdbext))
-    argv = ["gdb", "-nx", "-q", "-batch", "-ex", "source " + os.path.join(gdbext, "ruby-gdb.py"),
-            "-ex", "run", "-ex", "ruby-bt --json --out " + outs[0], "-ex", "continue",
-            "-ex", "ruby-bt --json --out " + outs[1], "-ex", "kill", "--args", exe,
-            os.path.join(crash.CRASH_DIR, "crash.rb")]
-    res = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, errors="replace", env=env,
-                         timeout=GDB_TIMEOUT, cwd=workdir)
+    env = gdbext_lldb.lldb_env(gdbext) if debugger == "lldb" else \
+        procs.quiet_env(dict(CORESTACK_GDBEXT_DIR=gdbext))
+    env.update(variants.scenario_env(ruby), CRASH_MODE=mode, CRASH_EXT=ext,
+               CORESTACK_ORACLE=oracle_path)
+    argv, extra = debugger_argv(debugger, gdbext, exe, outs)
+    env.update(extra)
+    res = subprocess.run(argv, stdin=subprocess.DEVNULL,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         errors="replace", env=env, timeout=GDB_TIMEOUT, cwd=workdir)
     san = procs.sanitizer_report(res.stderr)
     if san:
         raise procs.Failure("sanitizer report: %s" % san)
@@ -192,15 +216,16 @@ def run_gdb(gdbext, ruby, exe, mode, ext, workdir):
                 text = f.read()
         runs.append((0, text, "", None) if text.strip() else None)
     if runs[0] is None:
-        raise procs.Failure("ruby-bt wrote no %s; gdb said: %s" % (
-            os.path.basename(outs[0]), res.stderr[:400]))
+        raise procs.Failure("ruby-bt wrote no %s; %s said: %s" % (
+            os.path.basename(outs[0]), debugger, (res.stdout + res.stderr)[-600:]))
     at_fault = crash.CrashRun(mode, None, None, oracle, report, at_fault=True)
     at_signal = crash.CrashRun(mode, None, None, oracle, report)
     return at_fault, runs[0], at_signal, runs[1]
 
 
-def check_gdb(gdbext, ruby, exe, mode, ext, workdir):
-    at_fault, first, at_signal, second = run_gdb(gdbext, ruby, exe, mode, ext, workdir)
+def check_gdb(gdbext, ruby, exe, mode, ext, workdir, debugger="gdb"):
+    at_fault, first, at_signal, second = run_gdb(gdbext, ruby, exe, mode, ext, workdir,
+                                                 debugger)
     reason = crash.check_capture(at_fault) or crash.check_stacks(at_fault, first) or \
         crash.check_fault(at_fault, first)
     if reason:
@@ -266,19 +291,20 @@ def run_tests(ctx):
                 rep.result(n, "setup: %s" % exc)
                 continue
             rep.result(n, check_live(cr, res_json, res_text))
-        for mode in GDB_MODES:
-            n = "gdbext/%s/crash/%s/live-gdb" % (ruby, mode)
-            if n not in names_here:
-                continue
-            if not os.path.exists(os.path.join(ctx.args.gdbext, "_corestack.abi3.so")):
-                rep.result(n, "no gdbext module in %s (make gdbext)" % ctx.args.gdbext)
-                continue
-            try:
-                reason = check_gdb(ctx.args.gdbext, ruby, exe, mode, ext,
-                                   os.path.join(base, mode + "-gdb"))
-            except (procs.Failure, OSError, ValueError, subprocess.SubprocessError) as exc:
-                reason = "setup: %s" % exc
-            rep.result(n, reason)
+        for debugger, prefix in (("gdb", "gdbext"), ("lldb", "lldb")):
+            for mode in GDB_MODES if debugger == "gdb" else LLDB_MODES:
+                n = "%s/%s/crash/%s/live-%s" % (prefix, ruby, mode, debugger)
+                if n not in names_here:
+                    continue
+                if not os.path.exists(os.path.join(ctx.args.gdbext, "_corestack.abi3.so")):
+                    rep.result(n, "no gdbext module in %s (make gdbext)" % ctx.args.gdbext)
+                    continue
+                try:
+                    reason = check_gdb(ctx.args.gdbext, ruby, exe, mode, ext,
+                                       os.path.join(base, "%s-%s" % (mode, debugger)), debugger)
+                except (procs.Failure, OSError, ValueError, subprocess.SubprocessError) as exc:
+                    reason = "setup: %s" % exc
+                rep.result(n, reason)
         n = "%s/crash/live-no-crash" % ruby
         if n in names_here:
             try:
