@@ -76,6 +76,28 @@ struct cs_error *rv_read_member(struct rv_session *s, uint64_t base,
 bool rv_try_member(struct rv_session *s, uint64_t base, enum rv_item_id id,
 		   uint64_t *ret);
 bool rv_try_read(struct rv_session *s, uint64_t addr, void *buf, size_t len);
+/* A struct of the target whose members a reader takes several of: the
+ * span of those members is read once (rv_view_read), and each member is
+ * then taken from it as rv_read_member would read it. A member the span
+ * does not hold (the span could not be read whole, it is wider than
+ * RV_VIEW_MAX, the member was not named) is read on its own, so a struct
+ * straddling into memory that cannot be read yields what it can and fails
+ * where the member reads fail. */
+#define RV_VIEW_MAX 1024
+struct rv_view {
+	uint64_t base;   /* the struct's address */
+	uint64_t lo, hi; /* bytes[0, hi - lo) are those at base + lo */
+	uint8_t bytes[RV_VIEW_MAX];
+};
+/* Read the span of the n MEMBER items ids of the struct at base (missing
+ * items and those outside RV_VIEW_MAX are left to their own reads). */
+void rv_view_read(struct rv_session *s, uint64_t base,
+		  const enum rv_item_id *ids, size_t n, struct rv_view *v);
+/* rv_read_member and rv_try_member on the struct v holds. */
+struct cs_error *rv_view_member(struct rv_session *s, const struct rv_view *v,
+				enum rv_item_id id, uint64_t *ret);
+bool rv_view_try(struct rv_session *s, const struct rv_view *v,
+		 enum rv_item_id id, uint64_t *ret);
 /* The value of a VAR item, size bytes (1 to 8) at the variable's address in
  * the target, zero-extended; false (*ret untouched) when the Ruby has no
  * such variable or it cannot be read. */
