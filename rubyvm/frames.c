@@ -620,14 +620,31 @@ static char unreliable_caller[] = "location from an unreliable caller frame";
  * deep stack need not be copied whole. */
 #define CFP_CHUNK 1024
 
-struct cs_error *rv_walk_ec(struct rv_session *s, uint64_t ec,
+/* The members of an execution context a thread's or fiber's snapshot
+ * takes: its VM stack, its machine stack and the exception it raises. */
+static const enum rv_item_id ec_members[] = {
+	RVL_ec_vm_stack,
+	RVL_ec_vm_stack_size,
+	RVL_ec_cfp,
+	RVL_ec_machine_stack_start,
+	RVL_ec_machine_stack_maxsize,
+	RVL_ec_errinfo,
+};
+
+void rv_ec_view_read(struct rv_session *s, uint64_t ec, struct rv_view *v)
+{
+	rv_view_read(s, ec, ec_members,
+		     sizeof(ec_members) / sizeof(*ec_members), v);
+}
+
+struct cs_error *rv_walk_ec(struct rv_session *s, const struct rv_view *ec,
 			    struct rv_thread *th)
 {
 	uint64_t stack, stack_size, cfp;
 	struct cs_error *err;
-	if ((err = rv_read_member(s, ec, RVL_ec_vm_stack, &stack)) ||
-	    (err = rv_read_member(s, ec, RVL_ec_vm_stack_size, &stack_size)) ||
-	    (err = rv_read_member(s, ec, RVL_ec_cfp, &cfp)))
+	if ((err = rv_view_member(s, ec, RVL_ec_vm_stack, &stack)) ||
+	    (err = rv_view_member(s, ec, RVL_ec_vm_stack_size, &stack_size)) ||
+	    (err = rv_view_member(s, ec, RVL_ec_cfp, &cfp)))
 		return err;
 	if (!stack)
 		return NULL; /* no VM stack yet: no frames, as in Ruby */
@@ -661,8 +678,8 @@ struct cs_error *rv_walk_ec(struct rv_session *s, uint64_t ec,
 	struct rv_machine_stack ms = {0};
 	if (rv_jit_frames_apply(s) && RV_HAS(s, ec_machine_stack_start) &&
 	    RV_HAS(s, ec_machine_stack_maxsize) &&
-	    !(rv_try_member(s, ec, RVL_ec_machine_stack_start, &ms.top) &&
-	      rv_try_member(s, ec, RVL_ec_machine_stack_maxsize, &ms.size)))
+	    !(rv_view_try(s, ec, RVL_ec_machine_stack_start, &ms.top) &&
+	      rv_view_try(s, ec, RVL_ec_machine_stack_maxsize, &ms.size)))
 		ms.top = ms.size = 0;
 	struct rv_ep_bounds bounds = {.stack = stack, .inner_ep = UINT64_MAX};
 	struct cs_error *spent = NULL; /* the budget ran out */
