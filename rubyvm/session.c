@@ -69,8 +69,8 @@ struct cs_error *rv_read_member(struct rv_session *s, uint64_t base,
 				enum rv_item_id id, uint64_t *ret)
 {
 	const struct rv_item *it = &s->layout.items[id];
-	uint64_t first;
-	size_t nbytes;
+	uint64_t first = 0;
+	size_t nbytes = 0;
 	uint8_t bytes[8];
 	struct cs_error *err = member_place(it, id, &first, &nbytes);
 	if (err || (err = rv_read(s, base + first, bytes, nbytes)))
@@ -87,8 +87,8 @@ void rv_view_read(struct rv_session *s, uint64_t base,
 	v->lo = v->hi = 0;
 	for (size_t i = 0; i < n; i++) {
 		const struct rv_item *it = &s->layout.items[ids[i]];
-		uint64_t first;
-		size_t nbytes;
+		uint64_t first = 0;
+		size_t nbytes = 0;
 		if (it->source == RV_MISSING ||
 		    rv_failed(member_place(it, ids[i], &first, &nbytes)) ||
 		    first > RV_VIEW_MAX - nbytes)
@@ -109,8 +109,8 @@ struct cs_error *rv_view_member(struct rv_session *s, const struct rv_view *v,
 				enum rv_item_id id, uint64_t *ret)
 {
 	const struct rv_item *it = &s->layout.items[id];
-	uint64_t first;
-	size_t nbytes;
+	uint64_t first = 0;
+	size_t nbytes = 0;
 	struct cs_error *err = member_place(it, id, &first, &nbytes);
 	if (err)
 		return err;
