@@ -94,15 +94,14 @@ static struct cs_error *message_read(struct rv_session *s, uint64_t exc,
 	return NULL;
 }
 
-void rv_thread_exception_read(struct rv_session *s, uint64_t ec,
+void rv_thread_exception_read(struct rv_session *s, const struct rv_view *ec,
 			      struct rv_thread *t)
 {
 	uint64_t v, klass;
 	if (!RV_HAS(s, basic_klass) || !RV_HAS(s, t_object))
 		return;
 	if (!(v = clause_errinfo(s, t)) &&
-	    !(RV_HAS(s, ec_errinfo) &&
-	      rv_try_member(s, ec, RVL_ec_errinfo, &v)))
+	    !(RV_HAS(s, ec_errinfo) && rv_view_try(s, ec, RVL_ec_errinfo, &v)))
 		return;
 	if (!object_of(s, v, &klass))
 		return;

@@ -116,7 +116,9 @@ static void read_fiber(struct rv_session *s, const struct candidate *c,
 		return;
 	/* The frame walker fills a thread; borrow one for the fiber. */
 	struct rv_thread stack = {0};
-	err = rv_walk_ec(s, ec, &stack);
+	struct rv_view ecv;
+	rv_ec_view_read(s, ec, &ecv);
+	err = rv_walk_ec(s, &ecv, &stack);
 	f->frames = stack.frames;
 	f->nframes = stack.nframes;
 	f->truncated = stack.truncated;

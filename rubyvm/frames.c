@@ -45,6 +45,56 @@ static struct cs_error *read_ep(struct rv_session *s, uint64_t ep,
 			   ret);
 }
 
+/* The slots of the frame data beside an env's ep that the frame walk
+ * reads (its flags, method entry or cref, specval), read in one span; a
+ * slot the span does not hold (it could not be read whole) is read on its
+ * own, so what fails is what the slot reads fail on. */
+#define ENV_SPAN 33 /* the indexes lie in [-16, 16] (check_layout) */
+struct env_data {
+	uint64_t ep;
+	int64_t lo; /* the index of slots[0] */
+	int64_t n;  /* slots read; 0: none */
+	uint64_t slots[ENV_SPAN];
+};
+
+static void env_read(struct rv_session *s, uint64_t ep, struct env_data *e)
+{
+	const int64_t idx[] = {RV_VAL(s, env_index_flags),
+			       RV_VAL(s, env_index_me_cref),
+			       RV_VAL(s, env_index_specval)};
+	int64_t lo = idx[0], hi = idx[0];
+	for (size_t i = 1; i < sizeof(idx) / sizeof(*idx); i++) {
+		lo = idx[i] < lo ? idx[i] : lo;
+		hi = idx[i] > hi ? idx[i] : hi;
+	}
+	e->ep = ep;
+	e->lo = lo;
+	e->n = 0;
+	if (hi - lo < ENV_SPAN &&
+	    rv_try_read(s, ep + (uint64_t)(lo * RV_VAL(s, value_size)),
+			e->slots, (size_t)(hi - lo + 1) * sizeof(*e->slots)))
+		e->n = hi - lo + 1;
+}
+
+static struct cs_error *env_slot(struct rv_session *s, const struct env_data *e,
+				 int64_t index, uint64_t *ret)
+{
+	if (index < e->lo || index - e->lo >= e->n)
+		return read_ep(s, e->ep, index, ret);
+	*ret = e->slots[index - e->lo];
+	return NULL;
+}
+
+/* What decoding a control frame reads through its env, each read once:
+ * the env's slots, the method entry rb_vm_frame_method_entry finds from
+ * it, and that method's owner (a failed read is not kept: each asking
+ * reads again, and fails as it did). */
+struct frame_env {
+	struct env_data env;
+	bool me_known, owner_known;
+	uint64_t me, owner;
+};
+
 /* A method entry if v is one (imemo_ment), following vm_svar at the local
  * env; 0 for none. */
 static struct cs_error *check_me(struct rv_session *s, uint64_t v, bool local,
@@ -70,25 +120,28 @@ static struct cs_error *check_me(struct rv_session *s, uint64_t v, bool local,
 }
 
 /* rb_vm_frame_method_entry: climb the env chain to the local env. */
-static struct cs_error *frame_method_entry(struct rv_session *s, uint64_t ep,
+static struct cs_error *climb_method_entry(struct rv_session *s,
+					   const struct env_data *first,
 					   uint64_t *ret)
 {
 	uint64_t local = (uint64_t)RV_VAL(s, env_flag_local);
+	struct env_data outer;
+	const struct env_data *e = first;
 	for (int depth = 0; depth < MAX_EP_DEPTH; depth++) {
-		uint64_t flags, me_cref, specval;
+		uint64_t flags, me_cref, specval, ep;
 		struct cs_error *err;
-		if ((err = read_ep(s, ep, RV_VAL(s, env_index_flags),
-				   &flags)) ||
-		    (err = read_ep(s, ep, RV_VAL(s, env_index_me_cref),
-				   &me_cref)))
+		if ((err = env_slot(s, e, RV_VAL(s, env_index_flags),
+				    &flags)) ||
+		    (err = env_slot(s, e, RV_VAL(s, env_index_me_cref),
+				    &me_cref)))
 			return err;
 		bool is_local = flags & local;
 		if ((err = check_me(s, me_cref, is_local, ret)))
 			return err;
 		if (*ret || is_local)
 			return NULL;
-		if ((err = read_ep(s, ep, RV_VAL(s, env_index_specval),
-				   &specval)))
+		if ((err = env_slot(s, e, RV_VAL(s, env_index_specval),
+				    &specval)))
 			return err;
 		ep = specval & (uint64_t)RV_VAL(s, guarded_ptr_mask);
 		/* a non-local env always names the env it is nested in */
@@ -96,8 +149,41 @@ static struct cs_error *frame_method_entry(struct rv_session *s, uint64_t ep,
 			return cs_error_create(CS_ERR_CORRUPT,
 					       "environment chain ends before "
 					       "its local env");
+		env_read(s, ep, &outer);
+		e = &outer;
 	}
 	return cs_error_create(CS_ERR_LIMIT, "environment chain too long");
+}
+
+static struct cs_error *frame_method_entry(struct rv_session *s,
+					   struct frame_env *fe, uint64_t *ret)
+{
+	if (fe->me_known) {
+		*ret = fe->me;
+		return NULL;
+	}
+	struct cs_error *err = climb_method_entry(s, &fe->env, ret);
+	if (!err) {
+		fe->me_known = true;
+		fe->me = *ret;
+	}
+	return err;
+}
+
+/* The owner of the frame's method entry me (frame_method_entry's). */
+static struct cs_error *frame_owner(struct rv_session *s, struct frame_env *fe,
+				    uint64_t me, uint64_t *ret)
+{
+	if (fe->owner_known) {
+		*ret = fe->owner;
+		return NULL;
+	}
+	struct cs_error *err = rv_read_member(s, me, RVL_me_owner, ret);
+	if (!err) {
+		fe->owner_known = true;
+		fe->owner = *ret;
+	}
+	return err;
 }
 
 /* a[0..alen) b c in a new string: a frame's names are built thousands of
@@ -118,7 +204,8 @@ char *rv_join3(const char *a, size_t alen, const char *b, const char *c)
 
 /* "Owner#name" or "Owner.name" for the method entry me, the owner named
  * in style (qualified or stable). */
-static struct cs_error *method_qualified(struct rv_session *s, uint64_t me,
+static struct cs_error *method_qualified(struct rv_session *s,
+					 struct frame_env *fe, uint64_t me,
 					 const char *name,
 					 enum rv_name_style style, char **ret)
 {
@@ -126,7 +213,7 @@ static struct cs_error *method_qualified(struct rv_session *s, uint64_t me,
 	char *owner_name = NULL;
 	bool dot = false;
 	struct cs_error *err;
-	if ((err = rv_read_member(s, me, RVL_me_owner, &owner)) ||
+	if ((err = frame_owner(s, fe, me, &owner)) ||
 	    (err = style == RV_NAME_STABLE
 			   ? rv_stable_owner_name(s, owner, me, &owner_name,
 						  &dot)
@@ -144,8 +231,8 @@ static struct cs_error *method_qualified(struct rv_session *s, uint64_t me,
  * not a method (<main>, class bodies, define_method bodies) keep the
  * label. */
 static char *ruby_qualified(struct rv_session *s,
-			    const struct rv_iseq_info *info, uint64_t ep,
-			    enum rv_name_style style)
+			    const struct rv_iseq_info *info,
+			    struct frame_env *fe, enum rv_name_style style)
 {
 	uint64_t me = 0;
 	char *method = NULL, *out = NULL;
@@ -153,9 +240,9 @@ static char *ruby_qualified(struct rv_session *s,
 	if (info->local_type != RV_VAL(s, iseq_type_method) || !base)
 		return strdup(label);
 	size_t ll = strlen(label), bl = strlen(base);
-	struct cs_error *err = frame_method_entry(s, ep, &me);
+	struct cs_error *err = frame_method_entry(s, fe, &me);
 	if (err || !me || bl > ll || strcmp(label + ll - bl, base) != 0 ||
-	    (err = method_qualified(s, me, base, style, &method))) {
+	    (err = method_qualified(s, fe, me, base, style, &method))) {
 		cs_error_destroy(err);
 		return strdup(label);
 	}
@@ -238,8 +325,8 @@ static void check_line(struct rv_frame *f, const struct rv_iseq_info *info)
  * the iseq's label field, or (3.4+) calculate_iseq_label's with the
  * method's owner; a frame shown as a C method is named by its method. */
 static struct cs_error *ruby_label(struct rv_session *s, uint64_t iseq,
-				   const struct rv_iseq_info *info, uint64_t ep,
-				   struct rv_frame *f)
+				   const struct rv_iseq_info *info,
+				   struct frame_env *fe, struct rv_frame *f)
 {
 	uint64_t me = 0, owner = 0, def, id;
 	struct cs_error *err;
@@ -247,8 +334,8 @@ static struct cs_error *ruby_label(struct rv_session *s, uint64_t iseq,
 		f->label = strdup(info->label);
 		return f->label ? NULL : &cs_error_nomem;
 	}
-	if ((err = frame_method_entry(s, ep, &me)) ||
-	    (me && (err = rv_read_member(s, me, RVL_me_owner, &owner))))
+	if ((err = frame_method_entry(s, fe, &me)) ||
+	    (me && (err = frame_owner(s, fe, me, &owner))))
 		return err;
 	if (f->c_like) {
 		char *name = NULL;
@@ -289,17 +376,18 @@ static struct cs_error *ruby_label(struct rv_session *s, uint64_t iseq,
 
 /* 4.0 shows a dummy frame that has an iseq at its iseq's first line, as a
  * frame without a pc (rb_ec_partial_backtrace_object). */
-static bool dummy_frame(struct rv_session *s, uint64_t ep)
+static bool dummy_frame(struct rv_session *s, const struct frame_env *fe)
 {
 	uint64_t flags;
 	return s->rules.internal_as_c && RV_HAS(s, frame_magic_dummy) &&
-	       !rv_failed(read_ep(s, ep, RV_VAL(s, env_index_flags), &flags)) &&
+	       !rv_failed(env_slot(s, &fe->env, RV_VAL(s, env_index_flags),
+				   &flags)) &&
 	       (flags & (uint64_t)RV_VAL(s, frame_magic_mask)) ==
 		       (uint64_t)RV_VAL(s, frame_magic_dummy);
 }
 
 static void ruby_frame(struct rv_session *s, uint64_t iseq, uint64_t pc,
-		       uint64_t ep, bool innermost, bool jit_record,
+		       struct frame_env *fe, bool innermost, bool jit_record,
 		       struct rv_frame *f)
 {
 	const struct rv_iseq_info *info;
@@ -313,14 +401,14 @@ static void ruby_frame(struct rv_session *s, uint64_t iseq, uint64_t pc,
 		return;
 	}
 	f->pc_stale = stale_pc(s, info, pc, innermost, jit_record);
-	bool no_pc = f->pc_stale || dummy_frame(s, ep);
+	bool no_pc = f->pc_stale || dummy_frame(s, fe);
 	if ((err = rv_line_lookup(s, iseq, info, no_pc ? 0 : pc, &f->lineno)))
 		set_error(f, err);
 	f->c_like = rv_bt_c_like(s, info);
 	f->rescue_or_ensure = rv_bt_rescue_or_ensure(s, info);
-	f->qualified = ruby_qualified(s, info, ep, RV_NAME_QUALIFIED);
-	f->stable = ruby_qualified(s, info, ep, RV_NAME_STABLE);
-	if ((err = ruby_label(s, iseq, info, ep, f))) {
+	f->qualified = ruby_qualified(s, info, fe, RV_NAME_QUALIFIED);
+	f->stable = ruby_qualified(s, info, fe, RV_NAME_STABLE);
+	if ((err = ruby_label(s, iseq, info, fe, f))) {
 		set_error(f, err);
 		if (!f->label)
 			f->label = strdup(info->label);
@@ -337,11 +425,12 @@ static void ruby_frame(struct rv_session *s, uint64_t iseq, uint64_t pc,
 	check_text(f, "stable name", f->stable);
 }
 
-static void cfunc_frame(struct rv_session *s, uint64_t ep, struct rv_frame *f)
+static void cfunc_frame(struct rv_session *s, struct frame_env *fe,
+			struct rv_frame *f)
 {
 	uint64_t me = 0, def, id;
 	f->kind = RV_FRAME_CFUNC;
-	struct cs_error *err = frame_method_entry(s, ep, &me);
+	struct cs_error *err = frame_method_entry(s, fe, &me);
 	if (!err && !me)
 		err = cs_error_create(CS_ERR_CORRUPT,
 				      "C frame without a method entry");
@@ -357,15 +446,15 @@ static void cfunc_frame(struct rv_session *s, uint64_t ep, struct rv_frame *f)
 	if (RV_HAS(s, def_cfunc_func))
 		rv_try_member(s, def, RVL_def_cfunc_func, &f->cfunc);
 	/* The label is the method's name: only the owner is left to read. */
-	if ((err = method_qualified(s, me, f->label, RV_NAME_QUALIFIED,
+	if ((err = method_qualified(s, fe, me, f->label, RV_NAME_QUALIFIED,
 				    &f->qualified)) ||
-	    (err = method_qualified(s, me, f->label, RV_NAME_STABLE,
+	    (err = method_qualified(s, fe, me, f->label, RV_NAME_STABLE,
 				    &f->stable)))
 		set_error(f, err);
 	uint64_t owner;
 	char *label;
 	if (s->rules.owner_labels) {
-		if ((err = rv_read_member(s, me, RVL_me_owner, &owner)) ||
+		if ((err = frame_owner(s, fe, me, &owner)) ||
 		    (err = rv_bt_method_name(s, owner, f->label, &label))) {
 			set_error(f, err);
 		} else {
@@ -382,12 +471,12 @@ static void cfunc_frame(struct rv_session *s, uint64_t ep, struct rv_frame *f)
  * itself or in an svar: without one, the frame's env is damaged, and its
  * owner, which 3.4+ labels show, cannot be told. */
 static struct cs_error *method_frame_check(struct rv_session *s, uint64_t flags,
-					   uint64_t ep)
+					   struct frame_env *fe)
 {
 	uint64_t me = 0;
 	if (!rv_frame_is_method(s, flags))
 		return NULL;
-	struct cs_error *err = frame_method_entry(s, ep, &me);
+	struct cs_error *err = frame_method_entry(s, fe, &me);
 	if (!err && !me)
 		err = cs_error_create(CS_ERR_CORRUPT,
 				      "method frame without a method entry");
@@ -398,23 +487,24 @@ static struct cs_error *method_frame_check(struct rv_session *s, uint64_t flags,
  * skip (ifunc, dummy, an iseq frame without a pc). A frame whose type does
  * not fit what it holds is kept, marked (frame_checks.c). */
 static bool decode_uncached(struct rv_session *s, const struct rv_frame_key *k,
-			    struct rv_frame *f)
+			    const struct env_data *env, struct rv_frame *f)
 {
-	uint64_t pc = k->pc, iseq = k->iseq, ep = k->ep;
+	uint64_t pc = k->pc, iseq = k->iseq;
+	struct frame_env fe = {.env = *env};
 	f->jit_record = k->jit_record;
 	uint64_t flags;
 	struct cs_error *err =
-		read_ep(s, ep, RV_VAL(s, env_index_flags), &flags);
+		env_slot(s, &fe.env, RV_VAL(s, env_index_flags), &flags);
 	if (iseq && pc) {
-		ruby_frame(s, iseq, pc, ep, k->innermost, k->jit_record, f);
+		ruby_frame(s, iseq, pc, &fe, k->innermost, k->jit_record, f);
 		if (err || (err = rv_frame_type_check(s, flags, true)) ||
-		    (err = method_frame_check(s, flags, ep)))
+		    (err = method_frame_check(s, flags, &fe)))
 			set_error(f, err);
 		return true;
 	}
 	bool cfunc = !err && rv_frame_is_cfunc(s, flags);
 	if (cfunc && !iseq) {
-		cfunc_frame(s, ep, f);
+		cfunc_frame(s, &fe, f);
 		return true;
 	}
 	/* An ifunc frame, a dummy, a frame not running yet: Ruby shows none.
@@ -522,15 +612,17 @@ static bool decode_frame(struct rv_session *s, const uint8_t *c, uint64_t addr,
 	}
 	memcpy(&key.ep, c + RV_VAL(s, cfp_ep), 8);
 	memset(f, 0, sizeof(*f));
+	struct env_data env;
+	env_read(s, key.ep, &env);
 	bool have_flags =
 		(s->opts.reuse_frames || s->opts.frame_flags) &&
-		!rv_failed(read_ep(s, key.ep, RV_VAL(s, env_index_flags),
-				   &key.flags));
+		!rv_failed(env_slot(s, &env, RV_VAL(s, env_index_flags),
+				    &key.flags));
 	bool keyed = s->opts.reuse_frames && have_flags &&
-		     !rv_failed(read_ep(s, key.ep, RV_VAL(s, env_index_me_cref),
-					&key.me_cref)) &&
-		     !rv_failed(read_ep(s, key.ep, RV_VAL(s, env_index_specval),
-					&key.specval));
+		     !rv_failed(env_slot(s, &env, RV_VAL(s, env_index_me_cref),
+					 &key.me_cref)) &&
+		     !rv_failed(env_slot(s, &env, RV_VAL(s, env_index_specval),
+					 &key.specval));
 	key.innermost = innermost;
 	bool shown;
 	if (!keyed ||
@@ -538,7 +630,7 @@ static bool decode_frame(struct rv_session *s, const uint8_t *c, uint64_t addr,
 		if (keyed && moved_frame(s, addr, &key, f, text_bytes)) {
 			shown = true;
 		} else {
-			shown = decode_uncached(s, &key, f);
+			shown = decode_uncached(s, &key, &env, f);
 			*text_bytes = shown ? frame_text_size(f) : 0;
 			if (keyed)
 				f->names_id = rv_frame_cache_put(
@@ -620,14 +712,31 @@ static char unreliable_caller[] = "location from an unreliable caller frame";
  * deep stack need not be copied whole. */
 #define CFP_CHUNK 1024
 
-struct cs_error *rv_walk_ec(struct rv_session *s, uint64_t ec,
+/* The members of an execution context a thread's or fiber's snapshot
+ * takes: its VM stack, its machine stack and the exception it raises. */
+static const enum rv_item_id ec_members[] = {
+	RVL_ec_vm_stack,
+	RVL_ec_vm_stack_size,
+	RVL_ec_cfp,
+	RVL_ec_machine_stack_start,
+	RVL_ec_machine_stack_maxsize,
+	RVL_ec_errinfo,
+};
+
+void rv_ec_view_read(struct rv_session *s, uint64_t ec, struct rv_view *v)
+{
+	rv_view_read(s, ec, ec_members,
+		     sizeof(ec_members) / sizeof(*ec_members), v);
+}
+
+struct cs_error *rv_walk_ec(struct rv_session *s, const struct rv_view *ec,
 			    struct rv_thread *th)
 {
 	uint64_t stack, stack_size, cfp;
 	struct cs_error *err;
-	if ((err = rv_read_member(s, ec, RVL_ec_vm_stack, &stack)) ||
-	    (err = rv_read_member(s, ec, RVL_ec_vm_stack_size, &stack_size)) ||
-	    (err = rv_read_member(s, ec, RVL_ec_cfp, &cfp)))
+	if ((err = rv_view_member(s, ec, RVL_ec_vm_stack, &stack)) ||
+	    (err = rv_view_member(s, ec, RVL_ec_vm_stack_size, &stack_size)) ||
+	    (err = rv_view_member(s, ec, RVL_ec_cfp, &cfp)))
 		return err;
 	if (!stack)
 		return NULL; /* no VM stack yet: no frames, as in Ruby */
@@ -661,8 +770,8 @@ struct cs_error *rv_walk_ec(struct rv_session *s, uint64_t ec,
 	struct rv_machine_stack ms = {0};
 	if (rv_jit_frames_apply(s) && RV_HAS(s, ec_machine_stack_start) &&
 	    RV_HAS(s, ec_machine_stack_maxsize) &&
-	    !(rv_try_member(s, ec, RVL_ec_machine_stack_start, &ms.top) &&
-	      rv_try_member(s, ec, RVL_ec_machine_stack_maxsize, &ms.size)))
+	    !(rv_view_try(s, ec, RVL_ec_machine_stack_start, &ms.top) &&
+	      rv_view_try(s, ec, RVL_ec_machine_stack_maxsize, &ms.size)))
 		ms.top = ms.size = 0;
 	struct rv_ep_bounds bounds = {.stack = stack, .inner_ep = UINT64_MAX};
 	struct cs_error *spent = NULL; /* the budget ran out */

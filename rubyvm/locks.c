@@ -70,11 +70,12 @@ static bool mutex_owner(struct rv_session *s, uint64_t data, uint64_t *th,
 			     RVL_ec_thread_ptr, th);
 }
 
-static void read_held(struct rv_session *s, uint64_t th, struct rv_thread *t)
+static void read_held(struct rv_session *s, const struct rv_view *th,
+		      struct rv_thread *t)
 {
 	uint64_t m;
 	if (!RV_HAS(s, th_keeping_mutexes) || !RV_HAS(s, mutex_next) ||
-	    !rv_try_member(s, th, RVL_th_keeping_mutexes, &m))
+	    !rv_view_try(s, th, RVL_th_keeping_mutexes, &m))
 		return;
 	size_t cap = 0;
 	while (m) {
@@ -216,7 +217,7 @@ static void read_monitor(struct rv_session *s, const struct rv_thread *t,
 	w->monitor_serial = serial;
 }
 
-void rv_thread_locks_read(struct rv_session *s, uint64_t th,
+void rv_thread_locks_read(struct rv_session *s, const struct rv_view *th,
 			  struct rv_thread *t)
 {
 	t->wait.monitor_owner = -1;

@@ -28,11 +28,11 @@ bool rv_ractor_read(struct rv_session *s, uint64_t r, struct rv_ractor *out)
 	return true;
 }
 
-void rv_thread_ractor_read(struct rv_session *s, uint64_t th,
+void rv_thread_ractor_read(struct rv_session *s, const struct rv_view *th,
 			   struct rv_thread *t)
 {
 	uint64_t r;
 	memset(&t->ractor, 0, sizeof(t->ractor));
-	if (RV_HAS(s, th_ractor) && rv_try_member(s, th, RVL_th_ractor, &r))
+	if (RV_HAS(s, th_ractor) && rv_view_try(s, th, RVL_th_ractor, &r))
 		rv_ractor_read(s, r, &t->ractor);
 }

@@ -24,45 +24,106 @@ struct cs_error *rv_missing(enum rv_item_id id)
 			       rv_layout_item_name(id));
 }
 
+/* Where a MEMBER item's bytes are in its struct: nbytes from offset
+ * first (a bitfield's from the byte holding its first bit). */
+static struct cs_error *member_place(const struct rv_item *it,
+				     enum rv_item_id id, uint64_t *first,
+				     size_t *nbytes)
+{
+	if (it->source == RV_MISSING)
+		return rv_missing(id);
+	if (it->bit_size) {
+		*first = it->bit_pos / 8;
+		*nbytes = (size_t)((it->bit_pos % 8 + it->bit_size + 7) / 8);
+		if (*nbytes > 8)
+			return cs_error_create(CS_ERR_CORRUPT,
+					       "bitfield %s too wide",
+					       rv_layout_item_name(id));
+		return NULL;
+	}
+	*first = (uint64_t)it->value;
+	*nbytes = it->size;
+	if (*nbytes == 0 || *nbytes > 8)
+		return cs_error_create(CS_ERR_CORRUPT,
+				       "member %s is not a scalar (%zu bytes)",
+				       rv_layout_item_name(id), *nbytes);
+	return NULL;
+}
+
+/* The value of a member from its bytes (member_place's), zero-extended:
+ * the target is little-endian. */
+static uint64_t member_value(const struct rv_item *it, const uint8_t *bytes,
+			     size_t nbytes)
+{
+	uint64_t v = 0;
+	memcpy(&v, bytes, nbytes);
+	if (!it->bit_size)
+		return v;
+	v >>= it->bit_pos % 8;
+	if (it->bit_size < 64)
+		v &= ((uint64_t)1 << it->bit_size) - 1;
+	return v;
+}
+
 struct cs_error *rv_read_member(struct rv_session *s, uint64_t base,
 				enum rv_item_id id, uint64_t *ret)
 {
 	const struct rv_item *it = &s->layout.items[id];
-	if (it->source == RV_MISSING)
-		return rv_missing(id);
-	if (it->bit_size) {
-		uint64_t first = it->bit_pos / 8, shift = it->bit_pos % 8;
-		size_t nbytes = (size_t)((shift + it->bit_size + 7) / 8);
-		uint8_t bytes[9] = {0};
-		if (nbytes > 8)
-			return cs_error_create(CS_ERR_CORRUPT,
-					       "bitfield %s too wide",
-					       rv_layout_item_name(id));
-		struct cs_error *err = rv_read(s, base + first, bytes, nbytes);
-		if (err)
-			return err;
-		uint64_t v = 0;
-		memcpy(&v, bytes, 8);
-		v >>= shift;
-		if (it->bit_size < 64)
-			v &= ((uint64_t)1 << it->bit_size) - 1;
-		*ret = v;
-		return NULL;
+	uint64_t first = 0;
+	size_t nbytes = 0;
+	uint8_t bytes[8];
+	struct cs_error *err = member_place(it, id, &first, &nbytes);
+	if (err || (err = rv_read(s, base + first, bytes, nbytes)))
+		return err;
+	*ret = member_value(it, bytes, nbytes);
+	return NULL;
+}
+
+void rv_view_read(struct rv_session *s, uint64_t base,
+		  const enum rv_item_id *ids, size_t n, struct rv_view *v)
+{
+	uint64_t lo = UINT64_MAX, hi = 0;
+	v->base = base;
+	v->lo = v->hi = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct rv_item *it = &s->layout.items[ids[i]];
+		uint64_t first = 0;
+		size_t nbytes = 0;
+		if (it->source == RV_MISSING ||
+		    rv_failed(member_place(it, ids[i], &first, &nbytes)) ||
+		    first > RV_VIEW_MAX - nbytes)
+			continue;
+		lo = first < lo ? first : lo;
+		hi = first + nbytes > hi ? first + nbytes : hi;
 	}
-	uint8_t buf[8] = {0};
-	size_t size = it->size;
-	if (size == 0 || size > 8)
-		return cs_error_create(CS_ERR_CORRUPT,
-				       "member %s is not a scalar (%zu bytes)",
-				       rv_layout_item_name(id), size);
-	struct cs_error *err =
-		rv_read(s, base + (uint64_t)it->value, buf, size);
+	/* One read from the first member's first byte to the last one's
+	 * last: a span that cannot be read is read member by member. */
+	if (lo >= hi || hi - lo > RV_VIEW_MAX || base > UINT64_MAX - hi ||
+	    !rv_try_read(s, base + lo, v->bytes, hi - lo))
+		return;
+	v->lo = lo;
+	v->hi = hi;
+}
+
+struct cs_error *rv_view_member(struct rv_session *s, const struct rv_view *v,
+				enum rv_item_id id, uint64_t *ret)
+{
+	const struct rv_item *it = &s->layout.items[id];
+	uint64_t first = 0;
+	size_t nbytes = 0;
+	struct cs_error *err = member_place(it, id, &first, &nbytes);
 	if (err)
 		return err;
-	uint64_t v = 0;
-	memcpy(&v, buf, 8); /* little-endian: zero-extended */
-	*ret = v;
+	if (first < v->lo || first >= v->hi || nbytes > v->hi - first)
+		return rv_read_member(s, v->base, id, ret);
+	*ret = member_value(it, v->bytes + (first - v->lo), nbytes);
 	return NULL;
+}
+
+bool rv_view_try(struct rv_session *s, const struct rv_view *v,
+		 enum rv_item_id id, uint64_t *ret)
+{
+	return !rv_failed(rv_view_member(s, v, id, ret));
 }
 
 bool rv_failed(struct cs_error *err)

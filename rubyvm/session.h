@@ -76,6 +76,28 @@ struct cs_error *rv_read_member(struct rv_session *s, uint64_t base,
 bool rv_try_member(struct rv_session *s, uint64_t base, enum rv_item_id id,
 		   uint64_t *ret);
 bool rv_try_read(struct rv_session *s, uint64_t addr, void *buf, size_t len);
+/* A struct of the target whose members a reader takes several of: the
+ * span of those members is read once (rv_view_read), and each member is
+ * then taken from it as rv_read_member would read it. A member the span
+ * does not hold (the span could not be read whole, it is wider than
+ * RV_VIEW_MAX, the member was not named) is read on its own, so a struct
+ * straddling into memory that cannot be read yields what it can and fails
+ * where the member reads fail. */
+#define RV_VIEW_MAX 1024
+struct rv_view {
+	uint64_t base;   /* the struct's address */
+	uint64_t lo, hi; /* bytes[0, hi - lo) are those at base + lo */
+	uint8_t bytes[RV_VIEW_MAX];
+};
+/* Read the span of the n MEMBER items ids of the struct at base (missing
+ * items and those outside RV_VIEW_MAX are left to their own reads). */
+void rv_view_read(struct rv_session *s, uint64_t base,
+		  const enum rv_item_id *ids, size_t n, struct rv_view *v);
+/* rv_read_member and rv_try_member on the struct v holds. */
+struct cs_error *rv_view_member(struct rv_session *s, const struct rv_view *v,
+				enum rv_item_id id, uint64_t *ret);
+bool rv_view_try(struct rv_session *s, const struct rv_view *v,
+		 enum rv_item_id id, uint64_t *ret);
 /* The value of a VAR item, size bytes (1 to 8) at the variable's address in
  * the target, zero-extended; false (*ret untouched) when the Ruby has no
  * such variable or it cannot be read. */
@@ -455,25 +477,25 @@ void rv_fibers_free(struct rv_fiber *fibers, size_t n);
 bool rv_fibers_complete(const struct rv_fiber *fibers, size_t n);
 /* thread_state.c: state and wait reason of a thread whose status and
  * frames are read. */
-void rv_thread_state_read(struct rv_session *s, uint64_t th,
+void rv_thread_state_read(struct rv_session *s, const struct rv_view *th,
 			  struct rv_thread *t);
 
 /* exception.c: the exception the thread of ec raises or handles, once
  * its frames are read. */
-void rv_thread_exception_read(struct rv_session *s, uint64_t ec,
+void rv_thread_exception_read(struct rv_session *s, const struct rv_view *ec,
 			      struct rv_thread *t);
 
 /* locks.c: the mutexes a thread holds and the holder of the one it waits
  * on (after rv_thread_state_read); then, once every thread is read, whom
  * each waits for and the deadlocks. */
-void rv_thread_locks_read(struct rv_session *s, uint64_t th,
+void rv_thread_locks_read(struct rv_session *s, const struct rv_view *th,
 			  struct rv_thread *t);
 struct cs_error *rv_locks_resolve(struct rv_session *s, struct rv_process *p);
 void rv_deadlocks_free(struct rv_process *p);
 
 /* wait_targets.c: the IO of an I/O wait and the child of a process wait,
  * where Ruby's structures say (after rv_thread_state_read). */
-void rv_thread_wait_targets_read(struct rv_session *s, uint64_t th,
+void rv_thread_wait_targets_read(struct rv_session *s, const struct rv_view *th,
 				 struct rv_thread *t);
 /* The IO of the I/O wait w whose method is frame w->frame of frames. */
 void rv_wait_io_read(struct rv_session *s, const struct rv_frame *frames,
@@ -486,7 +508,7 @@ void rv_fiber_wait_read(struct rv_session *s, struct rv_fiber *f);
  * when r is NULL or its id unreadable (out zeroed). */
 bool rv_ractor_read(struct rv_session *s, uint64_t r, struct rv_ractor *out);
 /* The ractor a thread belongs to (3.x). */
-void rv_thread_ractor_read(struct rv_session *s, uint64_t th,
+void rv_thread_ractor_read(struct rv_session *s, const struct rv_view *th,
 			   struct rv_thread *t);
 
 /* backtrace_rules.c */
@@ -564,7 +586,10 @@ struct cs_error *rv_jit_frame(struct rv_session *s,
 char *rv_join3(const char *a, size_t alen, const char *b, const char *c);
 /* Take bytes from the snapshot's output budget; false when it is spent. */
 bool rv_charge(struct rv_session *s, size_t bytes);
-struct cs_error *rv_walk_ec(struct rv_session *s, uint64_t ec,
+/* The members of the execution context at ec that rv_walk_ec, a thread's
+ * machine stack and its exception take. */
+void rv_ec_view_read(struct rv_session *s, uint64_t ec, struct rv_view *v);
+struct cs_error *rv_walk_ec(struct rv_session *s, const struct rv_view *ec,
 			    struct rv_thread *th);
 void rv_frame_free(struct rv_frame *f);
 

@@ -176,7 +176,8 @@ static void wait_from_frames(const struct rv_thread *t, struct rv_wait *w)
 	}
 }
 
-static enum rv_thread_state thread_state(struct rv_session *s, uint64_t th,
+static enum rv_thread_state thread_state(struct rv_session *s,
+					 const struct rv_view *th,
 					 enum rv_thread_status status)
 {
 	uint64_t st;
@@ -188,7 +189,7 @@ static enum rv_thread_state thread_state(struct rv_session *s, uint64_t th,
 	case RV_STATUS_DEAD:
 		return RV_STATE_DEAD;
 	case RV_STATUS_SLEEP:
-		if (rv_try_member(s, th, RVL_th_status, &st) &&
+		if (rv_view_try(s, th, RVL_th_status, &st) &&
 		    st == (uint64_t)RV_VAL(s, thread_stopped_forever))
 			return RV_STATE_SLEEPING_FOREVER;
 		return RV_STATE_SLEEPING;
@@ -261,7 +262,7 @@ void rv_fiber_wait_read(struct rv_session *s, struct rv_fiber *f)
 		f->wait.object = self; /* the Mutex, Queue, ... it blocks on */
 }
 
-void rv_thread_state_read(struct rv_session *s, uint64_t th,
+void rv_thread_state_read(struct rv_session *s, const struct rv_view *th,
 			  struct rv_thread *t)
 {
 	t->state = thread_state(s, th, t->status);
@@ -273,9 +274,9 @@ void rv_thread_state_read(struct rv_session *s, uint64_t th,
 	uint64_t mutex, region;
 	t->wait.blocking_region =
 		RV_HAS(s, th_blocking_region) &&
-		rv_try_member(s, th, RVL_th_blocking_region, &region) && region;
+		rv_view_try(s, th, RVL_th_blocking_region, &region) && region;
 	if (RV_HAS(s, th_locking_mutex) &&
-	    rv_try_member(s, th, RVL_th_locking_mutex, &mutex) &&
+	    rv_view_try(s, th, RVL_th_locking_mutex, &mutex) &&
 	    !rv_special_const(s, mutex)) {
 		/* Mutex#lock, or Mutex#sleep taking its mutex back. */
 		if (t->wait.kind != RV_WAIT_MUTEX) {

@@ -96,16 +96,17 @@ static struct cs_error *thread_list(struct rv_session *s, uint64_t vm,
 	return err;
 }
 
-static enum rv_thread_status thread_status(struct rv_session *s, uint64_t th)
+static enum rv_thread_status thread_status(struct rv_session *s,
+					   const struct rv_view *th)
 {
 	uint64_t st, to_kill = 0;
-	if (!rv_try_member(s, th, RVL_th_status, &st))
+	if (!rv_view_try(s, th, RVL_th_status, &st))
 		return RV_STATUS_UNKNOWN;
 	/* As thread_status_name in thread.c: "aborting" is a runnable thread
 	 * being killed (running its ensure clauses); a killed one is dead. */
 	if (st == (uint64_t)RV_VAL(s, thread_runnable)) {
 		if (RV_HAS(s, th_to_kill))
-			rv_try_member(s, th, RVL_th_to_kill, &to_kill);
+			rv_view_try(s, th, RVL_th_to_kill, &to_kill);
 		return to_kill ? RV_STATUS_ABORTING : RV_STATUS_RUN;
 	}
 	if (st == (uint64_t)RV_VAL(s, thread_stopped) ||
@@ -116,18 +117,18 @@ static enum rv_thread_status thread_status(struct rv_session *s, uint64_t th)
 	return RV_STATUS_UNKNOWN;
 }
 
-static void thread_ids(struct rv_session *s, uint64_t th, struct rv_thread *t)
+static void thread_ids(struct rv_session *s, const struct rv_view *th,
+		       struct rv_thread *t)
 {
 	uint64_t v, nt;
 	t->tid = -1;
-	if (RV_HAS(s, th_tid) && rv_try_member(s, th, RVL_th_tid, &v) && v)
+	if (RV_HAS(s, th_tid) && rv_view_try(s, th, RVL_th_tid, &v) && v)
 		t->tid = (int64_t)v;
-	if (RV_HAS(s, th_thread_id) &&
-	    rv_try_member(s, th, RVL_th_thread_id, &v))
+	if (RV_HAS(s, th_thread_id) && rv_view_try(s, th, RVL_th_thread_id, &v))
 		t->pthread_id = v;
-	if (RV_HAS(s, th_nt) && rv_try_member(s, th, RVL_th_nt, &nt) && !nt)
+	if (RV_HAS(s, th_nt) && rv_view_try(s, th, RVL_th_nt, &nt) && !nt)
 		t->off_native = true;
-	if (RV_HAS(s, th_nt) && rv_try_member(s, th, RVL_th_nt, &nt) && nt) {
+	if (RV_HAS(s, th_nt) && rv_view_try(s, th, RVL_th_nt, &nt) && nt) {
 		if (RV_HAS(s, nt_tid) && rv_try_member(s, nt, RVL_nt_tid, &v) &&
 		    v)
 			t->tid = (int64_t)v;
@@ -144,6 +145,21 @@ static void set_thread_error(struct rv_thread *t, struct cs_error *err)
 	cs_error_destroy(err);
 }
 
+/* The members of rb_thread_t a thread's snapshot takes, read at once. */
+static const enum rv_item_id thread_members[] = {
+	RVL_th_status,
+	RVL_th_to_kill,
+	RVL_th_tid,
+	RVL_th_thread_id,
+	RVL_th_nt,
+	RVL_th_name,
+	RVL_th_ec,
+	RVL_th_ractor,
+	RVL_th_blocking_region,
+	RVL_th_locking_mutex,
+	RVL_th_keeping_mutexes,
+};
+
 static void read_thread(struct rv_session *s, uint64_t th, uint64_t main_th,
 			const uint64_t *gvl_owners, size_t nowners,
 			struct rv_thread *t)
@@ -151,16 +167,19 @@ static void read_thread(struct rv_session *s, uint64_t th, uint64_t main_th,
 	memset(t, 0, sizeof(*t));
 	t->addr = th;
 	t->is_main = th == main_th;
-	t->status = thread_status(s, th);
-	thread_ids(s, th, t);
+	struct rv_view thv, ecv;
+	rv_view_read(s, th, thread_members,
+		     sizeof(thread_members) / sizeof(*thread_members), &thv);
+	t->status = thread_status(s, &thv);
+	thread_ids(s, &thv, t);
 	uint64_t name, ec;
-	if (RV_HAS(s, th_name) && rv_try_member(s, th, RVL_th_name, &name) &&
+	if (RV_HAS(s, th_name) && rv_view_try(s, &thv, RVL_th_name, &name) &&
 	    !rv_special_const(s, name)) {
 		struct cs_error *err = rv_string(s, name, &t->name);
 		if (err)
 			set_thread_error(t, err);
 	}
-	struct cs_error *err = rv_read_member(s, th, RVL_th_ec, &ec);
+	struct cs_error *err = rv_view_member(s, &thv, RVL_th_ec, &ec);
 	if (err) {
 		set_thread_error(t, err);
 		return;
@@ -168,23 +187,25 @@ static void read_thread(struct rv_session *s, uint64_t th, uint64_t main_th,
 	for (size_t i = 0; i < nowners; i++)
 		if (gvl_owners[i] == th)
 			t->holds_gvl = true;
-	rv_thread_ractor_read(s, th, t);
+	rv_thread_ractor_read(s, &thv, t);
+	if (ec)
+		rv_ec_view_read(s, ec, &ecv);
 	if (ec && RV_HAS(s, ec_machine_stack_start) &&
 	    RV_HAS(s, ec_machine_stack_maxsize) &&
-	    !(rv_try_member(s, ec, RVL_ec_machine_stack_start,
-			    &t->machine_stack_start) &&
-	      rv_try_member(s, ec, RVL_ec_machine_stack_maxsize,
-			    &t->machine_stack_size)))
+	    !(rv_view_try(s, &ecv, RVL_ec_machine_stack_start,
+			  &t->machine_stack_start) &&
+	      rv_view_try(s, &ecv, RVL_ec_machine_stack_maxsize,
+			  &t->machine_stack_size)))
 		t->machine_stack_start = t->machine_stack_size = 0;
 	/* a finished thread has no EC */
-	if (ec && (err = rv_walk_ec(s, ec, t)))
+	if (ec && (err = rv_walk_ec(s, &ecv, t)))
 		set_thread_error(t, cs_error_wrap(err, "thread 0x%llx",
 						  (unsigned long long)th));
 	if (ec)
-		rv_thread_exception_read(s, ec, t);
-	rv_thread_state_read(s, th, t);
-	rv_thread_wait_targets_read(s, th, t);
-	rv_thread_locks_read(s, th, t);
+		rv_thread_exception_read(s, &ecv, t);
+	rv_thread_state_read(s, &thv, t);
+	rv_thread_wait_targets_read(s, &thv, t);
+	rv_thread_locks_read(s, &thv, t);
 }
 
 char *rv_ruby_version(struct rv_session *s)

@@ -84,7 +84,7 @@ static bool waiter_on(struct rv_session *s, uint64_t head, uint64_t ec,
 	return found;
 }
 
-static void child_of_thread(struct rv_session *s, uint64_t th,
+static void child_of_thread(struct rv_session *s, const struct rv_view *th,
 			    struct rv_wait *w)
 {
 	uint64_t vm = 0, ec;
@@ -93,7 +93,7 @@ static void child_of_thread(struct rv_session *s, uint64_t th,
 	    !RV_HAS(s, vm_ptr) ||
 	    rv_failed(rv_read_u64(s, s->load_bias + (uint64_t)RV_VAL(s, vm_ptr),
 				  &vm)) ||
-	    !vm || !rv_try_member(s, th, RVL_th_ec, &ec) || !ec)
+	    !vm || !rv_view_try(s, th, RVL_th_ec, &ec) || !ec)
 		return;
 	const enum rv_item_id lists[] = {RVL_vm_waiting_pids,
 					 RVL_vm_waiting_grps};
@@ -136,7 +136,7 @@ static void ractor_of_wait(struct rv_session *s, const struct rv_frame *f,
 		w->ractor_main = 0;
 }
 
-void rv_thread_wait_targets_read(struct rv_session *s, uint64_t th,
+void rv_thread_wait_targets_read(struct rv_session *s, const struct rv_view *th,
 				 struct rv_thread *t)
 {
 	if (t->wait.kind == RV_WAIT_IO)
