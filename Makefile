@@ -7,11 +7,12 @@ CFLAGS  ?= -O2 -g
 # the build.
 WERROR  ?=
 WARN     = -std=c17 -D_GNU_SOURCE -Wall -Wextra $(WERROR)
-# libdebuginfod and libzstd are not linked: util/lazy_lib.c loads them
-# (dlopen) when a debuginfod server is to be asked (dwarf/debuginfod.c) or
-# a zstd core inflated (process/decompress.c), so start-up does not load
-# them, nor the thirty libraries libdebuginfod brings (libcurl, TLS,
-# Kerberos, LDAP). Only their headers are needed to build.
+# libdebuginfod, libzstd, liblz4 and libbz2 are not linked:
+# util/lazy_lib.c loads them (dlopen) when a debuginfod server is to be
+# asked (dwarf/debuginfod.c) or a zstd, lz4 or bzip2 core inflated
+# (process/decompress.c), so start-up does not load them, nor the thirty
+# libraries libdebuginfod brings (libcurl, TLS, Kerberos, LDAP). Only their
+# headers are needed to build.
 LIBS    := -ldw -lelf -llzma -lz
 BUILD   := build
 

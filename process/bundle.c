@@ -113,16 +113,46 @@ static uint8_t *index_bytes(const struct cs_bundle_entry *e, size_t n,
 	return buf;
 }
 
-/* Compress the file e->file onto fd as one gzip stream; *size its bytes
- * read, *len the stream's. */
+/* The file of e opened for reading. A compressed core (zstd, gzip, xz,
+ * lz4, bzip2: told by its magic bytes, as the core reader tells it) is
+ * inflated into memory, bounded as for an analysis, and that is what is
+ * bundled: the bundle holds the core itself, which gdb and lldb read once
+ * extracted, and is compressed its own way. */
+static struct cs_error *open_entry(const struct cs_bundle_entry *e, int *ret)
+{
+	int fd = cs_open_regular(e->file);
+	if (fd < 0)
+		return cs_error_create(CS_ERR_OS, "%s: cannot read: %s",
+				       e->file, strerror(errno));
+	uint8_t head[8];
+	ssize_t got = e->kind == CS_BUNDLE_CORE
+			      ? pread(fd, head, sizeof(head), 0)
+			      : 0;
+	const char *kind = got > 0 ? cs_compression_of(head, (size_t)got)
+				   : NULL;
+	if (cs_compression_supported(kind)) {
+		int inflated = -1;
+		struct cs_error *err =
+			cs_decompress_core(fd, e->file, kind, 0, &inflated);
+		close(fd);
+		if (err)
+			return err;
+		fd = inflated;
+	}
+	*ret = fd;
+	return NULL;
+}
+
+/* Compress the file e->file (a compressed core inflated) onto fd as one
+ * gzip stream; *size its bytes read, *len the stream's. */
 static struct cs_error *write_entry(int fd, const char *out,
 				    const struct cs_bundle_entry *e,
 				    uint64_t *size, uint64_t *len)
 {
-	int in = cs_open_regular(e->file);
-	if (in < 0)
-		return cs_error_create(CS_ERR_OS, "%s: cannot read: %s",
-				       e->file, strerror(errno));
+	int in = -1;
+	struct cs_error *open_err = open_entry(e, &in);
+	if (open_err)
+		return open_err;
 	uint8_t *ibuf = malloc(CHUNK), *obuf = malloc(CHUNK);
 	z_stream s;
 	memset(&s, 0, sizeof(s));

@@ -7,8 +7,10 @@
 #include "decompress.h"
 #include "../util/lazy_lib.h"
 
+#include <bzlib.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <lz4frame.h>
 #include <lzma.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,8 +46,13 @@ const char *cs_compression_of(const uint8_t *p, size_t size)
 
 int cs_compression_supported(const char *kind)
 {
-	return kind && (strcmp(kind, "zstd") == 0 ||
-			strcmp(kind, "gzip") == 0 || strcmp(kind, "xz") == 0);
+	static const char *const known[] = {"zstd", "gzip", "xz", "lz4",
+					    "bzip2"};
+	for (size_t i = 0; kind && i < sizeof(known) / sizeof(known[0]); i++) {
+		if (strcmp(kind, known[i]) == 0)
+			return 1;
+	}
+	return 0;
 }
 
 /* Shared state of one inflation: where bytes come from and go to. */
@@ -261,6 +268,170 @@ static struct cs_error *cs_inflate_xz(struct cs_inflate *z)
 	return err;
 }
 
+/* liblz4 is loaded for an lz4-compressed core only, as libzstd is. Its
+ * frame API reads what the lz4 tool and systemd-coredump write: one frame
+ * or several one after the other, each with or without its content size,
+ * block checksums, a content checksum and blocks linked to the ones before
+ * them; a checksum that does not match is an error, the stream corrupt. */
+enum {
+	L4_CREATE,
+	L4_DECOMPRESS,
+	L4_IS_ERROR,
+	L4_ERROR_NAME,
+	L4_FREE,
+	L4_NSYMS
+};
+static const char *const lz4_names[] = {
+	[L4_CREATE] = "LZ4F_createDecompressionContext",
+	[L4_DECOMPRESS] = "LZ4F_decompress",
+	[L4_IS_ERROR] = "LZ4F_isError",
+	[L4_ERROR_NAME] = "LZ4F_getErrorName",
+	[L4_FREE] = "LZ4F_freeDecompressionContext",
+	[L4_NSYMS] = NULL,
+};
+static void *lz4_syms[L4_NSYMS];
+static struct cs_lazy_lib lz4_lib =
+	CS_LAZY_LIB("liblz4.so.1", lz4_names, lz4_syms);
+
+static struct cs_error *cs_inflate_lz4(struct cs_inflate *z)
+{
+	const char *why = cs_lazy_lib_load(&lz4_lib);
+	if (why)
+		return cs_error_create(CS_ERR_OS,
+				       "%s: lz4-compressed, but %s; install "
+				       "liblz4, or decompress it first "
+				       "(lz4 -d)",
+				       z->path, why);
+	/* typed as lz4frame.h declares them */
+	__typeof__(LZ4F_createDecompressionContext) *create =
+		lz4_syms[L4_CREATE];
+	__typeof__(LZ4F_decompress) *decompress = lz4_syms[L4_DECOMPRESS];
+	__typeof__(LZ4F_isError) *is_error = lz4_syms[L4_IS_ERROR];
+	__typeof__(LZ4F_getErrorName) *error_name = lz4_syms[L4_ERROR_NAME];
+	__typeof__(LZ4F_freeDecompressionContext) *free_dctx =
+		lz4_syms[L4_FREE];
+	LZ4F_dctx *dctx = NULL;
+	if (is_error(create(&dctx, LZ4F_VERSION)) || !dctx)
+		return &cs_error_nomem;
+	struct cs_error *err = NULL;
+	size_t n = 0;
+	while (!err && !(err = cs_inflate_read(z, &n)) && n > 0) {
+		size_t pos = 0;
+		while (!err && pos < n) {
+			size_t dst = CS_DECOMPRESS_OUT_CHUNK, src = n - pos;
+			size_t r = decompress(dctx, z->out, &dst, z->in + pos,
+					      &src, NULL);
+			if (is_error(r)) {
+				err = cs_inflate_corrupt(z, error_name(r));
+				break;
+			}
+			if (src == 0 && dst == 0) {
+				/* never seen: the decoder takes all input
+				 * it is given, but a loop must not spin */
+				err = cs_inflate_corrupt(z, "no progress");
+				break;
+			}
+			pos += src;
+			err = cs_inflate_write(z, dst);
+		}
+	}
+	/* Output of a decoded block that did not fit yet; a frame cut off
+	 * keeps what was inflated. */
+	for (size_t dst = 1; !err && dst > 0;) {
+		size_t src = 0;
+		dst = CS_DECOMPRESS_OUT_CHUNK;
+		size_t r = decompress(dctx, z->out, &dst, z->in, &src, NULL);
+		if (is_error(r))
+			break;
+		err = cs_inflate_write(z, dst);
+	}
+	free_dctx(dctx);
+	return err;
+}
+
+/* libbz2 likewise, for a bzip2-compressed core. Each block carries a CRC of
+ * its data and the stream one of them all: a mismatch is BZ_DATA_ERROR. */
+enum { B2_INIT, B2_DECOMPRESS, B2_END, B2_NSYMS };
+static const char *const bz2_names[] = {
+	[B2_INIT] = "BZ2_bzDecompressInit",
+	[B2_DECOMPRESS] = "BZ2_bzDecompress",
+	[B2_END] = "BZ2_bzDecompressEnd",
+	[B2_NSYMS] = NULL,
+};
+static void *bz2_syms[B2_NSYMS];
+static struct cs_lazy_lib bz2_lib =
+	CS_LAZY_LIB("libbz2.so.1.0", bz2_names, bz2_syms);
+
+static const char *cs_bz2_why(int r)
+{
+	switch (r) {
+	case BZ_DATA_ERROR:
+		return "bad data or a CRC that does not match";
+	case BZ_DATA_ERROR_MAGIC:
+		return "no bzip2 magic where a stream should start";
+	default:
+		return "bzip2 decoder error";
+	}
+}
+
+static struct cs_error *cs_inflate_bzip2(struct cs_inflate *z)
+{
+	const char *why = cs_lazy_lib_load(&bz2_lib);
+	if (why)
+		return cs_error_create(CS_ERR_OS,
+				       "%s: bzip2-compressed, but %s; install "
+				       "libbz2, or decompress it first "
+				       "(bzip2 -d)",
+				       z->path, why);
+	/* typed as bzlib.h declares them */
+	__typeof__(BZ2_bzDecompressInit) *init = bz2_syms[B2_INIT];
+	__typeof__(BZ2_bzDecompress) *decompress = bz2_syms[B2_DECOMPRESS];
+	__typeof__(BZ2_bzDecompressEnd) *end = bz2_syms[B2_END];
+	bz_stream s;
+	memset(&s, 0, sizeof(s));
+	if (init(&s, 0, 0) != BZ_OK)
+		return &cs_error_nomem;
+	struct cs_error *err = NULL;
+	size_t n = 0;
+	while (!err && !(err = cs_inflate_read(z, &n)) && n > 0) {
+		s.next_in = (char *)z->in;
+		s.avail_in = (unsigned)n;
+		/* until the input is used and the block's output all out */
+		do {
+			s.next_out = (char *)z->out;
+			s.avail_out = CS_DECOMPRESS_OUT_CHUNK;
+			int r = decompress(&s);
+			if (r == BZ_MEM_ERROR) {
+				err = &cs_error_nomem;
+				break;
+			}
+			if (r != BZ_OK && r != BZ_STREAM_END) {
+				err = cs_inflate_corrupt(z, cs_bz2_why(r));
+				break;
+			}
+			err = cs_inflate_write(z, CS_DECOMPRESS_OUT_CHUNK -
+							  s.avail_out);
+			if (!err && r == BZ_STREAM_END) {
+				/* another stream may follow (what `cat a.bz2
+				 * b.bz2` and pbzip2 make) */
+				char *next = s.next_in;
+				unsigned left = s.avail_in;
+				end(&s);
+				memset(&s, 0, sizeof(s));
+				if (init(&s, 0, 0) != BZ_OK) {
+					err = &cs_error_nomem;
+					break;
+				}
+				s.next_in = next;
+				s.avail_in = left;
+			}
+		} while (!err && (s.avail_in > 0 || s.avail_out == 0));
+	}
+	/* a stream cut off keeps what was inflated */
+	end(&s);
+	return err;
+}
+
 static uint64_t cs_default_bound(void)
 {
 	long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
@@ -284,6 +455,10 @@ static struct cs_error *cs_inflate_run(struct cs_inflate *z)
 		err = cs_inflate_gzip(z);
 	else if (strcmp(z->kind, "xz") == 0)
 		err = cs_inflate_xz(z);
+	else if (strcmp(z->kind, "lz4") == 0)
+		err = cs_inflate_lz4(z);
+	else if (strcmp(z->kind, "bzip2") == 0)
+		err = cs_inflate_bzip2(z);
 	else
 		err = cs_error_create(CS_ERR_FORMAT,
 				      "%s: %s-compressed cores are not read "

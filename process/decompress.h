@@ -1,7 +1,7 @@
-/* Compressed cores (systemd-coredump's .zst, .gz, .xz) read directly: the
- * kind is told by the magic bytes, never by the file name, and the core is
- * inflated into an anonymous in-memory file, so that the core reader maps
- * it like any other core and nothing is written to disk. */
+/* Compressed cores (systemd-coredump's .zst and .lz4; .gz, .xz, .bz2) read
+ * directly: the kind is told by the magic bytes, never by the file name,
+ * and the core is inflated into an anonymous in-memory file, so that the
+ * core reader maps it like any other core and nothing is written to disk. */
 #ifndef CS_CORESTACK_DECOMPRESS_H
 #define CS_CORESTACK_DECOMPRESS_H
 

@@ -42,9 +42,8 @@ struct cs_error *cs_target_open(const struct cs_target_request *req,
 				struct cs_target **ret);
 
 /* Whether a file starting with head (size bytes) may be a core: an ELF
- * core, or a compressed file (what it holds is known only once inflated;
- * a kind the core reader cannot inflate, lz4 or bzip2, is refused by it
- * with the command that does). Tells by content, never by name. */
+ * core, or a compressed file (what it holds is known only once inflated).
+ * Tells by content, never by name. */
 bool cs_looks_like_core(const uint8_t *head, size_t size);
 
 #endif

@@ -1,6 +1,7 @@
 /* A shared library loaded the first time a feature needs it, never at
  * start-up: one that only some runs use (libdebuginfod, which brings
- * libcurl and TLS with it; libzstd, for zstd-compressed cores). */
+ * libcurl and TLS with it; libzstd, liblz4 and libbz2, for cores compressed
+ * with zstd, lz4 or bzip2). */
 #ifndef CS_UTIL_LAZY_LIB_H
 #define CS_UTIL_LAZY_LIB_H
 

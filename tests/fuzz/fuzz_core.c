@@ -1,7 +1,8 @@
 /* libFuzzer harness for the ELF core reader (process/core_*.c).
  *
  * Each input is written to a memfd (one per process, rewritten per input)
- * and opened with cs_core_open through /proc/self/fd/N. If it opens, every
+ * and opened with cs_core_open through /proc/self/fd/N (a compressed one,
+ * told by its magic, inflated first: process/decompress.c). If it opens, every
  * accessor is exercised, plus reads at each mapping start and at addresses
  * taken from the input's last bytes. NT_FILE paths are resolved under a
  * private sysroot (a temp dir holding one small file, /lib/x.so), so a

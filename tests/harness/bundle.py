@@ -16,6 +16,12 @@ file, and corestack reads that file where none of those files exist.
     bundle/output-exists     -o naming a file that exists: exit 2 naming it and
                              --force, the file untouched; with --force it is written
                              (exit 1: by then the Ruby is gone)
+    bundle/compressed-core   the core compressed with zstd and with lz4 (as
+                             systemd-coredump writes them), each bundled (exit 0); the
+                             Ruby's copy deleted, each bundle gives the oracle's stacks
+                             and the threads of the plain core's bundle, exit 0,
+                             process.core the compressed file's path; the bundle's core
+                             entry is the inflated core, of the plain core's size
     bundle/with-executable   a bundle and an EXECUTABLE: exit 64, one line naming the
                              bundle, nothing left in TMPDIR
     bundle/write-error       corestack bundle whose writes fail past 1 MiB (a file size
@@ -83,8 +89,10 @@ from .scenarios import capture_all
 
 SCENARIO = "crash"
 SHARED = ("bundle/other-files-here", "bundle/missing-file", "bundle/output-exists",
-          "bundle/with-executable", "bundle/signal", "bundle/write-error",
-          "bundle/core-unreadable")
+          "bundle/compressed-core", "bundle/with-executable", "bundle/signal",
+          "bundle/write-error", "bundle/core-unreadable")
+# bundle/compressed-core: (suffix, compressing command)
+COMPRESSED = (("zst", ["zstd", "-q", "-1", "-c"]), ("lz4", ["lz4", "-q", "-c"]))
 DAMAGE = ("bad-magic", "bad-version", "truncated-index", "truncated-data", "oversize",
           "too-many-entries", "corrupt-data", "duplicate", "wrong-size")
 BAD_TESTS = tuple("bundle/" + d for d in DAMAGE)
@@ -182,6 +190,58 @@ def damaged(data, how):
     raise ValueError(how)
 
 
+def core_size(path):
+    """The size a bundle's index gives its core entry."""
+    with open(path, "rb") as f:
+        data = f.read(1 << 20)
+    at = next(r[0] for r in index_records(data) if r[1] == 1)
+    return struct.unpack_from("<Q", data, at + 8)[0]
+
+
+def make_compressed(cs, timeout, core, base):
+    """core compressed each way of COMPRESSED and bundled -> [(compressed
+    core, bundle, why corestack bundle failed or None)]."""
+    out = []
+    for suffix, argv in COMPRESSED:
+        packed = os.path.join(base, "core." + suffix)
+        with open(core, "rb") as fin, open(packed, "wb") as fout:
+            res = subprocess.run(argv, stdin=fin, stdout=fout, stderr=subprocess.PIPE,
+                                 timeout=600)
+        if res.returncode != 0:
+            raise procs.Failure("%s failed: %s" % (argv[0], res.stderr[:200]))
+        bundle = os.path.join(base, "core-%s.bundle" % suffix)
+        made = procs.run_tool([cs, "bundle", "-o", bundle, packed], timeout)
+        why = None
+        if made[0] != 0:
+            why = "corestack bundle of the %s core: exit %s: %s" % (
+                suffix, made[0], made[3] or first_line(made[2]))
+        out.append((packed, bundle, why))
+    return out
+
+
+def check_compressed(cs, timeout, env, tmp, cap, bundle, compressed):
+    """The bundles of the compressed cores read as the plain core's bundle."""
+    plain, reason = compare.parse_report(procs.run_tool(env + [cs, "--json", bundle],
+                                                        timeout)[1])
+    if reason:
+        return "the plain core's bundle: " + reason
+    for packed, path, why in compressed:
+        if why:
+            return why
+        size = core_size(path)
+        if size != os.path.getsize(cap.core):
+            return "%s: its core entry is %d bytes, the plain core %d" % (
+                path, size, os.path.getsize(cap.core))
+        res = procs.run_tool(env + [cs, "--json", path], timeout)
+        reason = check_bundled(res, cap, path, packed) or leftovers(tmp)
+        if reason:
+            return "%s: %s" % (path, reason)
+        report, _ = compare.parse_report(res[1])
+        if report.get("threads") != plain.get("threads"):
+            return "%s: its threads differ from the plain core's bundle's" % path
+    return None
+
+
 def leftovers(tmp):
     """None, or what corestack left in its TMPDIR."""
     left = os.listdir(tmp)
@@ -201,7 +261,10 @@ def take_core(ruby, prefix, base, args):
     return cap, copy
 
 
-def check_bundled(res, cap, bundle):
+def check_bundled(res, cap, bundle, core=None):
+    """res read the bundle of cap's core (its path core when it was given
+    another): the oracle's stacks, the bundle and the core named."""
+    core = core or cap.core
     reason = check_oracle(res, cap)
     if reason:
         return reason
@@ -210,9 +273,9 @@ def check_bundled(res, cap, bundle):
     b = proc.get("bundle")
     if not isinstance(b, dict) or b.get("file") != bundle:
         return "process.bundle is %s, expected the bundle %s" % (compare.show(b), bundle)
-    if proc.get("core") != cap.core:
+    if proc.get("core") != core:
         return "process.core is %s, expected the core's path %s" % (
-            compare.show(proc.get("core")), cap.core)
+            compare.show(proc.get("core")), core)
     return None
 
 
@@ -287,6 +350,10 @@ def run_ruby(ctx, ruby, prefix, base, wanted, shared, cs, timeout):
             reason = "the partial bundle was left"
         rep.result("bundle/write-error", reason)
 
+    compressed = []
+    if "bundle/compressed-core" in wanted:
+        compressed = make_compressed(cs, timeout, cap.core, base)
+
     shutil.rmtree(copy)   # the Ruby is gone: only the bundle has its files
     if cap.core.startswith(copy):
         raise procs.Failure("the core was written inside the prefix")
@@ -337,6 +404,14 @@ def run_ruby(ctx, ruby, prefix, base, wanted, shared, cs, timeout):
                     res[0], head, first_line(res[2]))
         os.unlink(there)
         rep.result("bundle/output-exists", reason)
+
+    if "bundle/compressed-core" in wanted:
+        reason = check_compressed(cs, timeout, env, tmp, cap, bundle, compressed)
+        for packed, path, _ in compressed:
+            for f in (packed, path):
+                if os.path.exists(f):
+                    os.unlink(f)
+        rep.result("bundle/compressed-core", reason)
 
     if "bundle/with-executable" in wanted:
         res = procs.run_tool(env + [cs, bundle, "/bin/true"], timeout)

@@ -5,37 +5,41 @@ and summarized as JSON, Markdown and JUnit XML.
     RUBY/crash/dir/CHECK     the cores of crash modes segv and segv_copy
                              (the same crash site, two processes), abort (as
                              a bundle, corestack bundle's output, read as
-                             the core it holds, nothing left in TMPDIR), a
-                             zstd copy of the abort core under
-                             systemd-coredump's name, the segv core cut to
+                             the core it holds, nothing left in TMPDIR),
+                             copies of the abort core compressed with zstd
+                             and lz4 under systemd-coredump's names (.zst,
+                             .lz4) and with bzip2, the segv core cut to
                              4096 bytes, a text file and (when the threads
                              scenario's gcore was taken) that gcore of a
                              running Ruby. CHECK: groups: --json gives
-                             exactly two groups, of two cores each, in
-                             order (ties by signature): the segv cores,
-                             then the abort cores, each with the crash kind
-                             and function the mode makes and the stable
-                             names of the three innermost Ruby frames
-                             Ruby's own crash report (or the program's
-                             record) gives; the cut core is one broken line
-                             naming the truncation, the text file is
-                             skipped, the gcore is "no crash", and the exit
-                             code is 3 (crashes found); markdown: the
-                             groups table, one fenced stack per group with
-                             its innermost Ruby frame, the broken core
-                             listed, exit 3 (a smaller directory: the segv
-                             and abort cores and the cut one); junit: the
-                             same directory as XML that parses, one failing
-                             test case per group named by its signature,
-                             the failure naming its cores and stack; and
-                             the segv core alone: its one group
+                             exactly two groups, most frequent first: the
+                             four abort cores (the bundle and the three
+                             compressed copies), then the two segv cores,
+                             each with the crash kind and function the mode
+                             makes and the stable names of the three
+                             innermost Ruby frames Ruby's own crash report
+                             (or the program's record) gives; each
+                             compressed copy's report has the crash and the
+                             threads (stacks) of the plain abort core's;
+                             the cut core is one broken line naming the
+                             truncation, the text file is skipped, the
+                             gcore is "no crash", and the exit code is 3
+                             (crashes found); markdown: the groups table,
+                             one fenced stack per group with its innermost
+                             Ruby frame, the broken core listed, exit 3 (a
+                             smaller directory: the segv and abort cores
+                             and the cut one); junit: the same directory as
+                             XML that parses, one failing test case per
+                             group named by its signature, the failure
+                             naming its cores and stack; and the segv core
+                             alone: its one group
     core-dir/hostile         a directory of what is not a core: a symlink
                              loop, a dangling symlink, a FIFO, a
                              subdirectory, an empty file, an executable, a
                              file without read permission (skipped or
                              broken, as the user may read it), an ELF core
-                             header alone, a zstd stream of garbage and an
-                             lz4 file (broken, one line each), a name with a
+                             header alone, zstd, lz4 and bzip2 streams of
+                             garbage (broken, one line each), a name with a
                              control character; every format ends (no
                              hang) with exit 2, no group, the exact
                              skipped count, and JUnit XML that parses
@@ -57,7 +61,12 @@ DIR_CHECKS = ("groups", "markdown", "junit")
 # The crash modes whose cores the directory holds.
 DIR_MODES = ("segv", "segv_copy", "abort")
 CUT = 4096
-SYSTEMD_NAME = "core.ruby.1000.0f1e2d3c4b5a69788796a5b4c3d2e1f0.%d.1700000000000000.zst"
+# systemd-coredump's names of a zstd and an lz4 core (Compress=)
+SYSTEMD_NAME = "core.ruby.1000.0f1e2d3c4b5a69788796a5b4c3d2e1f0.%d.1700000000000000.%s"
+# the abort core's compressed copies: (file name, compressing command)
+COMPRESSED = ((SYSTEMD_NAME % (os.getpid(), "zst"), ["zstd", "-q", "-1", "-c"]),
+              (SYSTEMD_NAME % (os.getpid(), "lz4"), ["lz4", "-q", "-c"]),
+              ("core.abort.%d.bz2" % os.getpid(), ["bzip2", "-1", "-c"]))
 
 
 def test_names(ruby):
@@ -129,12 +138,12 @@ def make_dir(base, runs, live, cs, timeout):
                     made[0], made[3] or made[2].strip()[-200:]))
             continue
         link(runs[mode].core, os.path.join(d, names[mode]))
-    zst = SYSTEMD_NAME % os.getpid()
-    res = subprocess.run(["zstd", "-q", "-1", "-o", os.path.join(d, zst), runs["abort"].core],
-                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT, text=True)
-    if res.returncode != 0:
-        raise procs.Failure("zstd failed: %s" % res.stdout.strip())
+    for name, argv in COMPRESSED:
+        with open(runs["abort"].core, "rb") as fin, open(os.path.join(d, name), "wb") as fout:
+            res = subprocess.run(argv, stdin=fin, stdout=fout, stderr=subprocess.PIPE,
+                                 text=True)
+        if res.returncode != 0:
+            raise procs.Failure("%s failed: %s" % (argv[0], res.stderr.strip()))
     cut = "core.cut.%d" % os.getpid()
     with open(runs["segv"].core, "rb") as f, open(os.path.join(d, cut), "wb") as out:
         out.write(f.read(CUT))
@@ -145,7 +154,9 @@ def make_dir(base, runs, live, cs, timeout):
     if live:
         live_name = "core.live.%d" % os.getpid()
         os.symlink(live, os.path.join(d, live_name))
-    groups = [(names["segv"], names["segv_copy"]), (names["abort"], zst)]
+    # most frequent first
+    groups = [(names["abort"],) + tuple(name for name, _ in COMPRESSED),
+              (names["segv"], names["segv_copy"])]
     return d, groups, cut, text, live_name
 
 
@@ -170,7 +181,21 @@ def check_group(crash, g, runs, modes, files):
     return None
 
 
-def check_groups(crash, res, runs, groups, cut, text, live):
+def same_core(doc, plain):
+    """Why a compressed copy's report in the directory's JSON doc differs
+    from the plain core's report plain (its crash, its threads), or None."""
+    reports = {c.get("file"): c.get("report") for c in doc.get("cores", [])}
+    for name, _ in COMPRESSED:
+        report = reports.get(name) or {}
+        for key in ("crash", "threads"):
+            if report.get(key) != plain.get(key):
+                return "%s: its %s differ from the plain core's: %s vs %s" % (
+                    name, key, compare.show(report.get(key))[:300],
+                    compare.show(plain.get(key))[:300])
+    return None
+
+
+def check_groups(crash, res, runs, groups, cut, text, live, plain):
     rc, out, err, reason = res
     if reason:
         return reason
@@ -186,7 +211,7 @@ def check_groups(crash, res, runs, groups, cut, text, live):
     got = doc.get("groups", [])
     if len(got) != 2:
         return "%d groups, expected 2: %s" % (len(got), [g.get("signature") for g in got])
-    for g, modes, files in zip(got, (("segv", "segv_copy"), ("abort",)), groups):
+    for g, modes, files in zip(got, (("abort",), ("segv", "segv_copy")), groups):
         reason = check_group(crash, g, runs, modes, files)
         if reason:
             return reason
@@ -197,6 +222,9 @@ def check_groups(crash, res, runs, groups, cut, text, live):
         return "skipped %s, expected 1 (%s)" % (doc.get("skipped"), text)
     if doc.get("no_crash") != ([live] if live else []):
         return "no_crash %s, expected %s" % (doc.get("no_crash"), [live] if live else [])
+    reason = same_core(doc, plain)
+    if reason:
+        return reason
     status = {c.get("file"): c.get("status") for c in doc.get("cores", [])}
     want = {f: "crash" for fs in groups for f in fs}
     want[cut] = "broken"
@@ -331,9 +359,13 @@ def run_dir_checks(crash, rep, names, cs, timeout, base, runs, live):
     for n in names:
         check = n.rsplit("/", 1)[1]
         if check == "groups":
-            reason = check_groups(crash, procs.run_tool(["env", "TMPDIR=" + tmp, cs, "--json", d],
-                                                        timeout),
-                                  runs, groups, cut, text, live_name)
+            # the abort core read as it is, for its compressed copies
+            plain, reason = compare.parse_report(
+                procs.run_tool([cs, "--json", runs["abort"].core], timeout)[1])
+            reason = reason and "the plain abort core: " + reason
+            reason = reason or check_groups(
+                crash, procs.run_tool(["env", "TMPDIR=" + tmp, cs, "--json", d], timeout),
+                runs, groups, cut, text, live_name, plain)
             left = os.listdir(tmp)
             reason = reason or ("the bundle left %s in TMPDIR" % left if left else None)
         elif check == "markdown":
@@ -379,7 +411,10 @@ def make_hostile(d):
     with open(p("garbage.zst"), "wb") as f:
         f.write(b"\x28\xb5\x2f\xfd" + os.urandom(4096))
     with open(p("stream.lz4"), "wb") as f:
-        f.write(b"\x04\x22\x4d\x18" + os.urandom(64))
+        # a frame descriptor of version 0: no lz4 frame
+        f.write(b"\x04\x22\x4d\x18\x00" + os.urandom(64))
+    with open(p("garbage.bz2"), "wb") as f:
+        f.write(b"BZh9" + os.urandom(4096))
     with open(p("ctrl\x01name.core"), "wb") as f:
         f.write(elf_core_header())
     with open(p("secret"), "wb") as f:
@@ -387,7 +422,8 @@ def make_hostile(d):
     os.chmod(p("secret"), 0)
     readable = os.access(p("secret"), os.R_OK)   # root reads it anyway
     skipped = 7 + (1 if readable else 0)   # 2 loop links, dangling, fifo, subdir, empty, executable
-    broken = sorted(["ctrl\x01name.core", "garbage.zst", "header-only.core", "stream.lz4"]
+    broken = sorted(["ctrl\x01name.core", "garbage.bz2", "garbage.zst", "header-only.core",
+                     "stream.lz4"]
                     + ([] if readable else ["secret"]))
     return skipped, broken
 

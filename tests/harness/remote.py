@@ -5,14 +5,18 @@ cores, mismatched files.
                              tree: exit 2 naming --sysroot without it; --sysroot and
                              --lib-search-path give the oracle's stacks; a mismatched
                              library in the root is warned about (exit 1) and not used;
-                             the core compressed with zstd, gzip, xz read directly; a
-                             cut-off .zst core is a truncated core; --native --sysroot
-                             merges every thread and shows Ruby's crash handler
-    remote/core-zst-no-libzstd, remote/core-gz-no-libzstd
-                             with a libzstd.so.1 that cannot be loaded first on
-                             LD_LIBRARY_PATH: the .zst core is exit 2, one line naming
-                             the core, the library and why; the .gz core is read as
-                             ever (libzstd is loaded for a zstd core only)
+                             the core compressed with zstd, gzip, xz, lz4 (the frame
+                             format, as systemd-coredump writes it) and bzip2 read
+                             directly; a .zst, .lz4 or .bz2 core cut off at half is a
+                             truncated core, and one with 64 bytes flipped at half (its
+                             checksums then wrong) is exit 2, one line naming it as
+                             corrupt; --native --sysroot merges every thread and shows
+                             Ruby's crash handler
+    remote/core-zst-no-libzstd, remote/core-gz-no-libzstd, remote/core-lz4-no-liblz4
+                             with a libzstd.so.1 (liblz4.so.1) that cannot be loaded
+                             first on LD_LIBRARY_PATH: the .zst (.lz4) core is exit 2,
+                             one line naming the core, the library and why; the .gz core
+                             is read as ever (libzstd is loaded for a zstd core only)
 
 The "other machine" is simulated honestly: the 3.3 fixture Ruby is copied to
 W/machine/prefix, the crash scenario runs from that copy (LD_LIBRARY_PATH
@@ -35,8 +39,25 @@ from .scenarios import capture_all
 
 REMOTE_TESTS = ("remote/no-sysroot", "remote/sysroot", "remote/lib-search-path",
                 "remote/mismatched-library", "remote/core-zst", "remote/core-gz",
-                "remote/core-xz", "remote/core-zst-cut", "remote/sysroot-native",
-                "remote/core-zst-no-libzstd", "remote/core-gz-no-libzstd")
+                "remote/core-xz", "remote/core-lz4", "remote/core-bz2",
+                "remote/core-zst-cut", "remote/core-lz4-cut", "remote/core-bz2-cut",
+                "remote/core-zst-corrupt", "remote/core-lz4-corrupt",
+                "remote/core-bz2-corrupt",
+                "remote/sysroot-native", "remote/core-zst-no-libzstd",
+                "remote/core-gz-no-libzstd", "remote/core-lz4-no-liblz4")
+# Each compression: its name in the tests, how to compress, the library
+# loaded for it (the test without it), and what the message then says.
+# (libbz2 has no such test: libdw links it, so it is always loaded.)
+COMPRESSIONS = (
+    ("zst", ["zstd", "-q", "-c"], "libzstd.so.1", "no-libzstd",
+     r"libzstd\.so\.1 could not be loaded .*; install libzstd, or decompress it first"),
+    ("gz", ["gzip", "-c"], "libzstd.so.1", "no-libzstd", None),
+    ("xz", ["xz", "-0", "-T2", "-c"], None, None, None),
+    ("lz4", ["lz4", "-q", "-c"], "liblz4.so.1", "no-liblz4",
+     r"liblz4\.so\.1 could not be loaded .*; install liblz4, or decompress it first "
+     r"\(lz4 -d\)"),
+    ("bz2", ["bzip2", "-c"], None, None, None),
+)
 REMOTE_RUBY = "3.3"
 
 
@@ -145,13 +166,16 @@ def run_tests(ctx):
                 os.replace(saved, root + libm)
             reason = check_warned(res, cap, root + libm)
         rep.result("remote/mismatched-library", reason)
-    for kind, argv in (("zst", ["zstd", "-q", "-c"]), ("gz", ["gzip", "-c"]),
-                       ("xz", ["xz", "-0", "-T2", "-c"])):
+    for kind, argv, lib, without, says in COMPRESSIONS:
         name = "remote/core-" + kind
-        no_lib = name + "-no-libzstd"
+        no_lib = "%s-%s" % (name, without)
         no_lib = no_lib if no_lib in REMOTE_TESTS and selected(no_lib) else None
-        if not selected(name) and not no_lib and \
-                not (kind == "zst" and selected("remote/core-zst-cut")):
+        cut_test = name + "-cut"
+        cut_test = cut_test if cut_test in REMOTE_TESTS and selected(cut_test) else None
+        corrupt_test = name + "-corrupt"
+        corrupt_test = corrupt_test if corrupt_test in REMOTE_TESTS and \
+            selected(corrupt_test) else None
+        if not selected(name) and not no_lib and not cut_test and not corrupt_test:
             continue
         # No suffix: the kind is read from the magic bytes, not the name.
         packed = os.path.join(base, "packed-" + kind)
@@ -169,24 +193,34 @@ def run_tests(ctx):
             # the dynamic loader refuses it.
             bogus = os.path.join(base, "bogus-lib")
             os.makedirs(bogus, exist_ok=True)
-            with open(os.path.join(bogus, "libzstd.so.1"), "w") as f:
+            with open(os.path.join(bogus, lib), "w") as f:
                 f.write("not a library\n")
             res = procs.run_tool(["env", "LD_LIBRARY_PATH=" + bogus, cs, "--json",
                                   "--sysroot", root, packed], timeout)
-            if kind == "zst":
-                reason = check_unusable(res, [packed], (2,), r"libzstd\.so\.1 could not be "
-                                        r"loaded .*; install libzstd, or decompress it first",
-                                        "that libzstd could not be loaded")
+            if says:
+                reason = check_unusable(res, [packed], (2,), says,
+                                        "that %s could not be loaded" % lib)
             else:
                 reason = check_oracle(res, cap)
             rep.result(no_lib, reason)
-        if kind == "zst" and selected("remote/core-zst-cut"):
+        if cut_test:
             # A compressed core cut off at half: what inflated is read as a
             # truncated core (exit 1 or 2, one line), never a crash.
             cut = packed + "-cut"
             copy_prefix(packed, cut, os.path.getsize(packed) // 2)
             res = procs.run_tool([cs, "--json", "--sysroot", root, cut], timeout)
-            rep.result("remote/core-zst-cut", check_unusable(
+            rep.result(cut_test, check_unusable(
                 res, [cut], (1, 2), r"truncated", "'truncated'"))
+        if corrupt_test:
+            bad = packed + "-corrupt"
+            with open(packed, "rb") as f:
+                data = bytearray(f.read())
+            for i in range(len(data) // 2, len(data) // 2 + 64):
+                data[i] ^= 0x5a
+            with open(bad, "wb") as f:
+                f.write(data)
+            res = procs.run_tool([cs, "--json", "--sysroot", root, bad], timeout)
+            rep.result(corrupt_test, check_unusable(
+                res, [bad], (2,), r"-compressed, but the stream is corrupt", "'corrupt'"))
 
 

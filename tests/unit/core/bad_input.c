@@ -92,6 +92,18 @@ void test_bad_files(void)
 	write_file(p, "\x28\xb5\x2f\xfd\0\0\0\0", 8);
 	expect_format(p, "zstd-compressed", why, sizeof(why));
 	free(p);
+	/* an lz4 frame descriptor of version 0, a bzip2 stream whose first
+	 * block has no block magic */
+	p = tmp_path("core.lz4");
+	write_file(p, "\x04\x22\x4d\x18\0\0\0\0", 8);
+	expect_format(p, "lz4-compressed, but the stream is corrupt", why,
+		      sizeof(why));
+	free(p);
+	p = tmp_path("core.bz2");
+	write_file(p, "BZh9\0\0\0\0\0\0\0\0", 12);
+	expect_format(p, "bzip2-compressed, but the stream is corrupt", why,
+		      sizeof(why));
+	free(p);
 	p = tmp_path("core.dir");
 	mkdir(p, 0755);
 	expect_format(p, "directory", why, sizeof(why));
