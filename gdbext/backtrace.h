@@ -25,7 +25,7 @@ struct gx_source {
 	/* GX_SOURCE_CORE: where its files are when not at the paths the core
 	 * names (struct cs_target_request); NULL: there */
 	const char *sysroot, *lib_search_path;
-	int pid;                /* GX_SOURCE_LIVE */
+	int pid; /* GX_SOURCE_LIVE */
 	/* GX_SOURCE_LIVE: the thread the debugger holds stopped at a fatal
 	 * signal (its registers the debugger's), and that signal; NULL:
 	 * none */
