@@ -940,7 +940,29 @@ static PyObject *py_sample_choices(PyObject *self, PyObject *args)
 	return Py_BuildValue("(NN)", formats, states);
 }
 
+/* stops_on_crash(signo) -> cs_stop_signal_is_crash(signo) */
+static PyObject *py_stops_on_crash(PyObject *self, PyObject *args)
+{
+	(void)self;
+	int signo = 0;
+	if (!PyArg_ParseTuple(args, "i", &signo))
+		return NULL;
+	return PyBool_FromLong(cs_stop_signal_is_crash(signo));
+}
+
+/* The registers of struct user_regs_struct (cs_thread.regs), in its
+ * order, by the names gdb and lldb give them on x86-64: what
+ * backtrace(stop=...) takes. */
+static const char *const user_regs[] = {
+	"r15",     "r14",      "r13", "r12", "rbp",    "rbx", "r11",
+	"r10",     "r9",       "r8",  "rax", "rcx",    "rdx", "rsi",
+	"rdi",     "orig_rax", "rip", "cs",  "eflags", "rsp", "ss",
+	"fs_base", "gs_base",  "ds",  "es",  "fs",     "gs"};
+
 static PyMethodDef methods[] = {
+	{"stops_on_crash", py_stops_on_crash, METH_VARARGS,
+	 "stops_on_crash(signo) -> whether a stop on signo is on a fatal "
+	 "signal (not SIGTRAP)"},
 	{"backtrace", (PyCFunction)(void (*)(void))py_backtrace,
 	 METH_VARARGS | METH_KEYWORDS,
 	 "backtrace(kind, ...) -> (text, complete): the Ruby stacks"},
@@ -1019,6 +1041,24 @@ PyMODINIT_FUNC PyInit__corestack(void)
 		}
 		Py_INCREF(cls);
 		error_class[i] = cls;
+	}
+	_Static_assert(sizeof(user_regs) / sizeof(*user_regs) ==
+			       sizeof(((struct cs_thread *)0)->regs) /
+				       sizeof(uint64_t),
+		       "a name for each register of a thread");
+	PyObject *regs = PyTuple_New(sizeof(user_regs) / sizeof(*user_regs));
+	for (size_t i = 0; regs && i < sizeof(user_regs) / sizeof(*user_regs);
+	     i++) {
+		PyObject *name = PyUnicode_FromString(user_regs[i]);
+		if (!name || PyTuple_SetItem(regs, (Py_ssize_t)i, name) < 0) {
+			Py_CLEAR(regs);
+			break;
+		}
+	}
+	if (!regs || PyModule_AddObject(m, "USER_REGS", regs) < 0) {
+		Py_XDECREF(regs);
+		Py_DECREF(m);
+		return NULL;
 	}
 	return m;
 }

@@ -145,18 +145,6 @@ def _core_signal(inf):
             selected.switch()
 
 
-# Registers in struct user_regs_struct order, as gdb names them on x86-64.
-_USER_REGS = ("r15", "r14", "r13", "r12", "rbp", "rbx", "r11", "r10", "r9", "r8", "rax",
-              "rcx", "rdx", "rsi", "rdi", "orig_rax", "rip", "cs", "eflags", "rsp", "ss",
-              "fs_base", "gs_base", "ds", "es", "fs", "gs")
-
-# Signals that end a process with a core when not handled (the module's
-# crash signals) but SIGTRAP, which is how gdb stops at a breakpoint.
-_STOP_CRASH_SIGNALS = (signal.SIGQUIT, signal.SIGILL, signal.SIGABRT, signal.SIGBUS,
-                       signal.SIGFPE, signal.SIGSEGV, signal.SIGXCPU, signal.SIGXFSZ,
-                       signal.SIGSYS)
-
-
 def _stop_signal_of(thread):
     """(signo, code, the first word of the siginfo's union) of the signal
     thread last stopped with, or None."""
@@ -181,10 +169,11 @@ def _live_stop(inf):
         for t in threads:
             try:
                 sig = _stop_signal_of(t)
-                if sig[0] not in _STOP_CRASH_SIGNALS:
+                if not _corestack.stops_on_crash(sig[0]):
                     continue
                 top = gdb.newest_frame()
-                regs = tuple(int(top.read_register(r)) & (2**64 - 1) for r in _USER_REGS)
+                regs = tuple(int(top.read_register(r)) & (2**64 - 1)
+                             for r in _corestack.USER_REGS)
             except (gdb.error, ValueError):
                 continue
             return sig + (t.ptid[1], regs)

@@ -18,7 +18,6 @@ commands; the module decides how to read the process, as for gdb.
 """
 
 import os
-import signal
 import sys
 import time
 
@@ -115,19 +114,6 @@ def _hints(process):
     return hints
 
 
-# Registers in struct user_regs_struct order, as lldb names them on
-# x86-64 (0 for one it does not show: fs_base on a live process).
-_USER_REGS = ("r15", "r14", "r13", "r12", "rbp", "rbx", "r11", "r10", "r9", "r8", "rax",
-              "rcx", "rdx", "rsi", "rdi", "orig_rax", "rip", "cs", "eflags", "rsp", "ss",
-              "fs_base", "gs_base", "ds", "es", "fs", "gs")
-
-# Signals that end a process with a core when not handled (the module's
-# crash signals) but SIGTRAP, which is how lldb stops at a breakpoint.
-_STOP_CRASH_SIGNALS = (signal.SIGQUIT, signal.SIGILL, signal.SIGABRT, signal.SIGBUS,
-                       signal.SIGFPE, signal.SIGSEGV, signal.SIGXCPU, signal.SIGXFSZ,
-                       signal.SIGSYS)
-
-
 def _live_stop(process):
     """A live process lldb holds stopped at a fatal signal (a fault, an
     abort, before it is delivered): (signo, code, the first word of the
@@ -143,13 +129,13 @@ def _live_stop(process):
         if not si.IsValid():
             continue
         signo = si.GetChildMemberWithName("si_signo").GetValueAsSigned()
-        if signo not in _STOP_CRASH_SIGNALS:
+        if not _corestack.stops_on_crash(signo):
             continue
         code = si.GetChildMemberWithName("si_code").GetValueAsSigned()
         word = si.GetValueForExpressionPath("._sifields._sigfault.si_addr")
         frame = thread.GetFrameAtIndex(0)
         regs = []
-        for name in _USER_REGS:
+        for name in _corestack.USER_REGS:   # 0 for one lldb does not show
             reg = frame.FindRegister(name) if frame.IsValid() else None
             regs.append(reg.GetValueAsUnsigned() if reg is not None and reg.IsValid() else 0)
         return (signo, code, word.GetValueAsUnsigned() if word.IsValid() else 0,

@@ -43,6 +43,12 @@ int64_t cs_tables_crash_tid(const struct cs_target_tables *tt)
 	return tt->nthreads ? tt->threads[0].tid : -1;
 }
 
+bool cs_stop_signal_is_crash(int signo)
+{
+	struct cs_siginfo si = {.present = 1, .signo = signo};
+	return signo != SIGTRAP && cs_crash_signal(&si);
+}
+
 bool cs_crash_handler_signal(int signo)
 {
 	return signo == SIGSEGV || signo == SIGBUS || signo == SIGILL ||

@@ -25,6 +25,11 @@ const struct cs_siginfo *cs_crash_signal(const struct cs_siginfo *si);
  * cursig (a core's NT_PRSTATUS) carries it, else the first (the kernel
  * lists the dumping thread first). -1 without a fatal signal. */
 int64_t cs_tables_crash_tid(const struct cs_target_tables *tt);
+/* Whether a debugger's stop on signo is a stop on a fatal signal: one
+ * whose default action dumps core (cs_crash_signal), but SIGTRAP, how
+ * debuggers stop at breakpoints and steps. */
+bool cs_stop_signal_is_crash(int signo);
+
 /* Whether a handler of signo running means the process is crashing: a
  * fault the CPU raised (SIGSEGV, SIGBUS, SIGILL, SIGFPE), an abort or a
  * bad system call. Ruby's SIGSEGV handler writes its crash report there,
