@@ -59,16 +59,26 @@ enum unwind_which {
 	UNWIND_ALL,
 	UNWIND_CRASHED, /* the thread that took the core's signal */
 	/* a live thread that may run a fault's handler: the process may
-	 * be crashing (cs_thread_may_handle_crash) */
+	 * be crashing (thread_may_handle_crash) */
 	UNWIND_MAY_HANDLE_CRASH,
 };
 
-static bool unwound(const struct cs_thread *kt, enum unwind_which which,
-		    int64_t crash_tid)
+/* Whether the stopped live thread kt blocks a signal whose handler
+ * running means a crash (asked of the target: a core cannot tell). */
+static bool thread_may_handle_crash(const struct cs_target *t,
+				    const struct cs_thread *kt)
+{
+	uint64_t mask;
+	return cs_target_thread_blocked(t, kt->tid, &mask) &&
+	       cs_mask_blocks_crash_signal(mask);
+}
+
+static bool unwound(const struct cs_target *t, const struct cs_thread *kt,
+		    enum unwind_which which, int64_t crash_tid)
 {
 	return which == UNWIND_ALL ||
 	       (which == UNWIND_CRASHED ? kt->tid == crash_tid
-					: cs_thread_may_handle_crash(kt));
+					: thread_may_handle_crash(t, kt));
 }
 
 /* Whether some live thread may run a fault's handler. */
@@ -76,8 +86,9 @@ static bool may_handle_crash(const struct cs_target *t)
 {
 	const struct cs_thread **threads = cs_target_threads(t);
 	bool any = false;
-	for (size_t i = 0; threads && i < cs_target_thread_count(t); i++)
-		any |= cs_thread_may_handle_crash(threads[i]);
+	for (size_t i = 0; threads && i < cs_target_thread_count(t) && !any;
+	     i++)
+		any = thread_may_handle_crash(t, threads[i]);
 	free(threads);
 	return any;
 }
@@ -107,7 +118,7 @@ unwind_native(const struct cs_snapshot_options *o,
 	}
 	size_t n = 0;
 	for (size_t i = 0; i < cs_target_thread_count(t); i++)
-		if (unwound(threads[i], which, crash_tid))
+		if (unwound(t, threads[i], which, crash_tid))
 			threads[n++] = threads[i];
 	/* a front end that shows no native frames may set no limit */
 	size_t max = o->max_native_frames ? o->max_native_frames

@@ -55,11 +55,10 @@ bool cs_crash_handler_signal(int signo)
 	       signo == SIGFPE || signo == SIGABRT || signo == SIGSYS;
 }
 
-bool cs_thread_may_handle_crash(const struct cs_thread *kt)
+bool cs_mask_blocks_crash_signal(uint64_t mask)
 {
-	for (int signo = 1; kt->blocked_known && signo <= 64; signo++)
-		if ((kt->blocked >> (signo - 1) & 1) &&
-		    cs_crash_handler_signal(signo))
+	for (int signo = 1; signo <= 64; signo++)
+		if ((mask >> (signo - 1) & 1) && cs_crash_handler_signal(signo))
 			return true;
 	return false;
 }

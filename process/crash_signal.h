@@ -36,10 +36,10 @@ bool cs_stop_signal_is_crash(int signo);
  * and a process can hang in it. */
 bool cs_crash_handler_signal(int signo);
 
-/* Whether the live thread kt may be running such a handler: its mask
- * blocks one of those signals (a handler runs with its own signal
- * blocked). Only a hint: a thread may block every signal. */
-bool cs_thread_may_handle_crash(const struct cs_thread *kt);
+/* Whether a thread that blocks mask (bit signo - 1) may be running such a
+ * handler: a handler runs with its own signal blocked. Only a hint: a
+ * thread may block every signal. */
+bool cs_mask_blocks_crash_signal(uint64_t mask);
 
 /* The name of a signal code (si_code), as <signal.h> spells it; NULL for
  * one it does not name. */

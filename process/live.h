@@ -44,6 +44,10 @@ struct cs_live;
  * nothing is left stopped and *ret is NULL. */
 struct cs_error *cs_live_attach(int pid, int pause, struct cs_live **ret);
 
+/* The signals thread tid blocks (PTRACE_GETSIGMASK), while a pause holds
+ * it stopped; false otherwise. */
+bool cs_live_thread_blocked(struct cs_live *live, int tid, uint64_t *mask);
+
 /* Attached without pause, to a process a debugger holds: kt, the thread
  * it holds stopped at the fatal signal si, with the debugger's registers
  * (an unpaused read has none of its own), becomes a thread with

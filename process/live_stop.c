@@ -430,11 +430,6 @@ struct cs_error *cs_live_take_threads(struct cs_live *live)
 					       strerror(errno));
 		}
 		memcpy(t->pub.regs, &regs, sizeof(regs));
-		/* the crash summary of a process inside its fault handler */
-		uint64_t mask = 0;
-		t->pub.blocked_known = ptrace(PTRACE_GETSIGMASK, t->pub.tid,
-					      (void *)sizeof(mask), &mask) == 0;
-		t->pub.blocked = t->pub.blocked_known ? mask : 0;
 		t->pub.rip = regs.rip;
 		t->pub.rsp = regs.rsp;
 		t->pub.rbp = regs.rbp;
@@ -495,4 +490,14 @@ void cs_live_order_threads(struct cs_live *live)
 		live->tables.threads[0] = main_thread;
 		break;
 	}
+}
+
+bool cs_live_thread_blocked(struct cs_live *live, int tid, uint64_t *mask)
+{
+	for (size_t i = 0; live->pause && live->attached && i < live->nwork;
+	     i++)
+		if (live->work[i].pub.tid == tid && live->work[i].stopped)
+			return ptrace(PTRACE_GETSIGMASK, tid,
+				      (void *)sizeof(*mask), mask) == 0;
+	return false;
 }

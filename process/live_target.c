@@ -52,6 +52,11 @@ static char *live_describe_fd(void *p, int fd)
 /* /proc/PID/task/TID/syscall: "NR ARG1 ... ARG6 SP PC" in hex while the
  * thread sleeps in a call, "-1 SP PC" outside one, "running" when it
  * runs. */
+static bool live_thread_blocked(void *p, int tid, uint64_t *mask)
+{
+	return cs_live_thread_blocked(p, tid, mask);
+}
+
 static bool live_thread_syscall(void *p, int tid, uint64_t nr_args[7],
 				uint64_t *pc)
 {
@@ -95,6 +100,7 @@ static void live_close(void *p)
 	.read = live_read, .module_build_id = live_build_id, \
 	.update_regions = live_update_regions,               \
 	.thread_syscall = live_thread_syscall,               \
+	.thread_blocked = live_thread_blocked,               \
 	.describe_fd = live_describe_fd, .release = live_release
 
 static const struct cs_target_ops live_view_ops = {LIVE_OPS};

@@ -313,6 +313,13 @@ bool cs_target_thread_syscall(const struct cs_target *t, int tid,
 	       t->ops->thread_syscall(t->priv, tid, nr_args, pc);
 }
 
+bool cs_target_thread_blocked(const struct cs_target *t, int tid,
+			      uint64_t *mask)
+{
+	return t->ops->thread_blocked &&
+	       t->ops->thread_blocked(t->priv, tid, mask);
+}
+
 char *cs_target_describe_fd(const struct cs_target *t, int fd)
 {
 	return t->ops->describe_fd ? t->ops->describe_fd(t->priv, fd) : NULL;

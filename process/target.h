@@ -33,11 +33,6 @@
 struct cs_thread {
 	int tid;
 	int cursig; /* signal it stopped with / took, or 0 */
-	/* The signals it blocks (bit signo - 1), where the target knows
-	 * them (a stopped live thread): a handler runs with its own signal
-	 * blocked. */
-	uint64_t blocked;
-	bool blocked_known;
 	uint64_t rip, rsp, rbp, fs_base;
 	uint64_t regs[27]; /* x86-64 user_regs_struct order */
 };
@@ -174,6 +169,11 @@ struct cs_target_ops {
 	 * ("pipe:[1234]", "socket:[5678]", a path); malloc'd, NULL when
 	 * unknown. May be NULL: the kind cannot tell (a core). */
 	char *(*describe_fd)(void *priv, int fd);
+	/* The signals kernel thread tid blocks (bit signo - 1), asked
+	 * while it is stopped (a handler runs with its own signal blocked:
+	 * the crash summary of a live process); false when unknown. May be
+	 * NULL: the kind cannot tell. */
+	bool (*thread_blocked)(void *priv, int tid, uint64_t *mask);
 	/* Bring the region table up to date before a lookup; false when
 	 * it cannot be read (no region is then known). May be NULL: the
 	 * table is always current. */
@@ -257,6 +257,10 @@ const char *cs_target_executable(const struct cs_target *t);
 struct cs_error *cs_target_module_build_id(const struct cs_target *t,
 					   uint64_t start, uint8_t *buf,
 					   size_t bufsize, size_t *len);
+
+/* See cs_target_ops.thread_blocked; false when the kind cannot tell. */
+bool cs_target_thread_blocked(const struct cs_target *t, int tid,
+			      uint64_t *mask);
 
 char *cs_target_host_path(const struct cs_target *t, const char *path);
 /* The system call thread tid is blocked in (thread_syscall); false when
