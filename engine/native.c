@@ -844,8 +844,8 @@ static int on_thread(Dwfl_Thread *thread, void *arg)
 		else
 			break;
 	}
-	t->whole = rc == CB_STACK_END ||
-		   ((rc == 0 || rc == -1) && ends_naturally(u, thread));
+	bool natural = (rc == 0 || rc == -1) && ends_naturally(u, thread);
+	t->whole = rc == CB_STACK_END || natural;
 	if (rc == CB_FRAME_LIMIT)
 		t->truncated = 1;
 	else if (rc == CB_JIT_STUCK || rc == CB_NOT_CODE_STUCK) {
@@ -859,7 +859,7 @@ static int on_thread(Dwfl_Thread *thread, void *arg)
 	}
 	/* libdwfl also ends a complete unwind with an error (no return
 	 * address past _start or clone3); only an early end is reported. */
-	else if (rc == -1 && !ends_naturally(u, thread) &&
+	else if (rc == -1 && !natural &&
 		 asprintf(&t->error, "%s", dwfl_errmsg(-1)) < 0)
 		t->error = NULL;
 	struct frame_list l = {.max = u->max_frames};

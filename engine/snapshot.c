@@ -81,21 +81,10 @@ static bool unwound(const struct cs_target *t, const struct cs_thread *kt,
 					: thread_may_handle_crash(t, kt));
 }
 
-/* Whether some live thread may run a fault's handler. */
-static bool may_handle_crash(const struct cs_target *t)
-{
-	const struct cs_thread **threads = cs_target_threads(t);
-	bool any = false;
-	for (size_t i = 0; threads && i < cs_target_thread_count(t) && !any;
-	     i++)
-		any = thread_may_handle_crash(t, threads[i]);
-	free(threads);
-	return any;
-}
-
 /* The native stacks of the threads which names (crash_tid: the crashed
- * thread); on failure a warning (the caller owns it) and the Ruby stacks
- * go on alone. */
+ * thread; *ret left NULL when no thread may run a fault's handler); on
+ * failure a warning (the caller owns it) and the Ruby stacks go on
+ * alone. */
 static char *
 unwind_native(const struct cs_snapshot_options *o,
 	      const struct cs_engine_request *req, const struct cs_target *t,
@@ -104,22 +93,28 @@ unwind_native(const struct cs_snapshot_options *o,
 	      int64_t crash_tid, struct cs_native_stacks **ret)
 {
 	const struct cs_memory *mem = rv_session_memory(session);
+	const struct cs_thread **threads = cs_target_threads(t);
+	if (!threads)
+		return strdup("native stacks: out of memory");
+	size_t n = 0;
+	for (size_t i = 0; i < cs_target_thread_count(t); i++)
+		if (unwound(t, threads[i], which, crash_tid))
+			threads[n++] = threads[i];
+	if (n == 0 && which == UNWIND_MAY_HANDLE_CRASH) {
+		free(threads);
+		return NULL;
+	}
 	/* where JIT code lies: it has no CFI (native.h) */
 	struct rv_jit jit;
 	rv_snapshot_jit(session, proc, &jit);
 	struct cs_jit_region *jits = NULL;
 	size_t njits = 0;
 	struct cs_error *err = cs_jit_regions(t, &jit, &jits, &njits);
-	const struct cs_thread **threads = err ? NULL : cs_target_threads(t);
-	cs_error_destroy(err);
-	if (!threads) {
-		free(jits);
+	if (err) {
+		cs_error_destroy(err);
+		free(threads);
 		return strdup("native stacks: out of memory");
 	}
-	size_t n = 0;
-	for (size_t i = 0; i < cs_target_thread_count(t); i++)
-		if (unwound(t, threads[i], which, crash_tid))
-			threads[n++] = threads[i];
 	/* a front end that shows no native frames may set no limit */
 	size_t max = o->max_native_frames ? o->max_native_frames
 					  : CS_SNAPSHOT_CRASH_FRAMES;
@@ -400,7 +395,7 @@ struct cs_error *cs_engine_snapshot(struct cs_engine *e,
 		free(unwind_native(o, req, t, session, e->search, s->proc,
 				   UNWIND_CRASHED, crash_tid,
 				   &s->crash_native));
-	else if (!si && may_handle_crash(t))
+	else if (!si) /* a live process in a fault's handler */
 		free(unwind_native(o, req, t, session, e->search, s->proc,
 				   UNWIND_MAY_HANDLE_CRASH, -1,
 				   &s->crash_native));

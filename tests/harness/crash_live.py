@@ -86,18 +86,6 @@ def writing_to_pipe(pid):
     return False
 
 
-def wait_until(ready, run, what, timeout):
-    deadline = time.monotonic() + timeout
-    while not ready():
-        if run.poll():
-            raise procs.Failure("crash.rb %s before %s; stderr: %s" % (
-                run.describe_exit(), what, procs.tail(run.stderr_path)))
-        if time.monotonic() > deadline:
-            raise procs.Failure("crash.rb not %s within %d s; stderr: %s" % (
-                what, timeout, procs.tail(run.stderr_path)))
-        time.sleep(0.02)
-
-
 def drain(fifo, run, timeout):
     """Everything written to fifo until the process is gone (every writer
     closed), NULs (the filling) left out."""
@@ -142,8 +130,8 @@ def run_live(cs, ruby, exe, mode, ext, workdir, timeout):
     run = start(ruby, exe, mode, ext, workdir, fifo)
     try:
         run.wait_oracle(timeout)
-        wait_until(lambda: writing_to_pipe(run.pid), run, "hanging in its crash report",
-                   timeout)
+        run.wait_until(lambda: writing_to_pipe(run.pid), "hanging in its crash report",
+                       timeout)
         res_json = procs.run_tool([cs, "--json", "--pid", str(run.pid)], timeout)
         res_text = procs.run_tool([cs, "--pid", str(run.pid)], timeout)
         report = drain(fifo, run, timeout)
@@ -254,7 +242,7 @@ def check_no_crash(cs, ruby, exe, ext, workdir, timeout):
         def parked():
             with open(run.stderr_path, errors="replace") as f:
                 return "crashtest: in the SIGUSR1 handler" in f.read()
-        wait_until(parked, run, "in its SIGUSR1 handler", timeout)
+        run.wait_until(parked, "in its SIGUSR1 handler", timeout)
         report, reason = native.run_json(
             procs.run_tool([cs, "--json", "--pid", str(run.pid)], timeout))
     finally:

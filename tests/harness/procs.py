@@ -236,6 +236,20 @@ class Scenario:
                     os.path.basename(self.script), timeout, tail(self.stderr_path)))
             time.sleep(0.02)
 
+    def wait_until(self, ready, what, timeout):
+        """Poll ready() until it is true; a Failure naming what when the
+        program ends first or timeout passes."""
+        deadline = time.monotonic() + timeout
+        while not ready():
+            if self.poll():
+                raise Failure("%s %s before %s; stderr: %s" % (
+                    os.path.basename(self.script), self.describe_exit(), what,
+                    tail(self.stderr_path)))
+            if time.monotonic() > deadline:
+                raise Failure("%s not %s within %d s; stderr: %s" % (
+                    os.path.basename(self.script), what, timeout, tail(self.stderr_path)))
+            time.sleep(0.02)
+
     def wait_exit(self, timeout):
         deadline = time.monotonic() + timeout
         while not self.poll():
