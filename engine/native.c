@@ -230,6 +230,7 @@ static void report_module(Dwfl *dwfl, const struct cs_target *img,
 struct frame_list {
 	struct cs_native_frame *frames;
 	size_t n, cap, max;
+	bool cut; /* frames were left out at max */
 };
 
 static struct cs_native_frame *frame_push(struct frame_list *l)
@@ -392,7 +393,11 @@ static void symbolize(Dwfl *dwfl, struct u64map *cache, uint64_t pc,
 		symbolize_at(dwfl, pc, at, c);
 		kept = key && u64map_put(cache, key, c);
 	}
-	for (size_t i = 0; c && i < c->n && l->n < l->max; i++) {
+	for (size_t i = 0; c && i < c->n; i++) {
+		if (l->n == l->max) {
+			l->cut = true;
+			break;
+		}
 		struct cs_native_frame *f = frame_push(l);
 		if (!f)
 			break;
@@ -870,7 +875,11 @@ static int on_thread(Dwfl_Thread *thread, void *arg)
 	for (size_t i = 2; i < u->nraw; i++)
 		if (interrupted(u, i))
 			handler_end = i;
-	for (size_t i = 0; i < u->nraw && l.n < l.max; i++) {
+	for (size_t i = 0; i < u->nraw; i++) {
+		if (l.n == l.max) {
+			l.cut = true;
+			break;
+		}
 		size_t first = l.n;
 		const struct raw_frame *r = &u->raw[i];
 		if (r->jit >= 0) {
@@ -894,6 +903,10 @@ static int on_thread(Dwfl_Thread *thread, void *arg)
 	}
 	t->frames = l.frames;
 	t->nframes = l.n;
+	/* inlined frames count toward the limit: a stack whose raw frames
+	 * fit can still be cut when they are named */
+	if (l.cut)
+		t->truncated = 1;
 	return DWARF_CB_OK;
 }
 
