@@ -77,6 +77,34 @@ static struct cs_error *entry_in_darray(struct rv_session *s, uint64_t list,
 	return rv_read_member(s, entry, RVL_sym_id_entry_str, str);
 }
 
+/* Block i of the symbol table ids: an element of the Array ids (up to
+ * 4.0), or of the directory ids is the T_DATA of (4.1-dev). */
+static struct cs_error *id_block(struct rv_session *s, uint64_t ids, uint64_t i,
+				 uint64_t *ret)
+{
+	if (!RV_HAS(s, id_entry_dir_entries))
+		return rv_array_entry(s, ids, i, ret);
+	uint64_t dir = 0, capa = 0, entries = 0;
+	struct cs_error *err;
+	if ((err = rv_typed_data_ptr(s, ids, &dir)) ||
+	    (err = rv_read_member(s, dir, RVL_id_entry_dir_capa, &capa)) ||
+	    (err = rv_read_member(s, dir, RVL_id_entry_dir_entries, &entries)))
+		return err;
+	if (i >= capa)
+		return cs_error_create(CS_ERR_CORRUPT,
+				       "symbol block %llu past the %llu of "
+				       "the directory",
+				       (unsigned long long)i,
+				       (unsigned long long)capa);
+	if ((err = rv_read_u64(s, entries + i * 8, ret)))
+		return err;
+	if (!*ret)
+		return cs_error_create(CS_ERR_CORRUPT,
+				       "symbol block %llu not made",
+				       (unsigned long long)i);
+	return NULL;
+}
+
 static struct cs_error *id_name_uncached(struct rv_session *s, uint64_t id,
 					 char **ret)
 {
@@ -109,7 +137,7 @@ static struct cs_error *id_name_uncached(struct rv_session *s, uint64_t id,
 	if (!RV_HAS(s, id_entry_unit) || unit == 0)
 		return rv_missing(RVL_id_entry_unit);
 	if ((err = rv_read_member(s, symbols, RVL_symbols_ids, &ids)) ||
-	    (err = rv_array_entry(s, ids, serial / unit, &ary)))
+	    (err = id_block(s, ids, serial / unit, &ary)))
 		return err;
 	if (RV_HAS(s, sym_id_entry_str))
 		err = entry_in_darray(s, ary, serial % unit, &str);
