@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lists.h"
 #include "session.h"
 
 /* Bounds: far above any real heap (2^22 pages of 64 KiB is 256 GiB). */
@@ -196,21 +197,123 @@ static const char *library_why(struct rv_session *s)
 			   "read";
 }
 
+/* Objspaces are per ractor where the ractor has one and the VM none. */
+static bool per_ractor(struct rv_session *s)
+{
+	return !RV_HAS(s, vm_gc_objspace) && !RV_HAS(s, vm_objspace) &&
+	       RV_HAS(s, ractor_objspace) && RV_HAS(s, vm_main_ractor);
+}
+
 uint64_t rv_objspace(struct rv_session *s, uint64_t vm, const char **why)
 {
-	uint64_t objspace = 0;
+	uint64_t objspace = 0, main_ractor = 0;
 	*why = NULL;
 	if (!rv_gc_layout_known(s))
 		*why = library_why(s);
-	else if (!RV_HAS(s, vm_gc_objspace) && !RV_HAS(s, vm_objspace))
-		*why = "the debug info has neither vm->objspace nor "
-		       "vm->gc.objspace";
+	else if (per_ractor(s)) {
+		if (!rv_try_member(s, vm, RVL_vm_main_ractor, &main_ractor) ||
+		    !main_ractor ||
+		    !rv_try_member(s, main_ractor, RVL_ractor_objspace,
+				   &objspace))
+			objspace = 0;
+	} else if (!RV_HAS(s, vm_gc_objspace) && !RV_HAS(s, vm_objspace))
+		*why = "the debug info has neither vm->objspace, "
+		       "vm->gc.objspace nor a ractor's objspace";
 	else if (!rv_try_member(s, vm,
 				RV_HAS(s, vm_gc_objspace) ? RVL_vm_gc_objspace
 							  : RVL_vm_objspace,
 				&objspace))
 		objspace = 0;
 	return *why ? 0 : objspace;
+}
+
+/* Bounds of the per-ractor objspaces: far above any real process. */
+#define MAX_RACTORS 100000
+#define MAX_ZOMBIES 100000
+
+static bool add_objspace(struct rv_list *out, uint64_t objspace)
+{
+	if (!objspace)
+		return true;
+	for (size_t i = 0; i < out->count; i++)
+		if (out->items[i] == objspace)
+			return true; /* a new ractor shares main's at first */
+	if (out->count == out->cap) {
+		size_t cap = out->cap ? out->cap * 2 : 8;
+		uint64_t *n = realloc(out->items, cap * sizeof(*n));
+		if (!n)
+			return false;
+		out->items = n;
+		out->cap = cap;
+	}
+	out->items[out->count++] = objspace;
+	return true;
+}
+
+/* Every objspace whose pages hold objects: the VM's one, or with
+ * per-ractor objspaces the main ractor's, each living ractor's, and those
+ * of ractors that ended and were not yet merged. What cannot be read is
+ * noted in scan; the walk goes on with the others. */
+static struct cs_error *objspaces(struct rv_session *s, uint64_t vm,
+				  struct rv_list *out,
+				  struct rv_heap_scan *scan)
+{
+	const char *why = NULL;
+	uint64_t first = rv_objspace(s, vm, &why);
+	if (!add_objspace(out, first))
+		return &cs_error_nomem;
+	if (!per_ractor(s))
+		return NULL;
+	struct rv_list ractors = {0};
+	struct cs_error *err = NULL;
+	if (RV_HAS(s, vm_ractor_set) && RV_HAS(s, ractor_vmlr_node))
+		err = rv_list_walk(s, vm + (uint64_t)RV_VAL(s, vm_ractor_set),
+				   (uint64_t)RV_VAL(s, ractor_vmlr_node),
+				   MAX_RACTORS, &ractors);
+	if (err) {
+		rv_heap_note(scan,
+			     "GC heap: the ractor list is unreadable "
+			     "(%s); objects of ractors past it not walked",
+			     err->message);
+		cs_error_destroy(err);
+	}
+	for (size_t i = 0; i < ractors.count; i++) {
+		uint64_t objspace = 0;
+		if (rv_try_member(s, ractors.items[i], RVL_ractor_objspace,
+				  &objspace) &&
+		    !add_objspace(out, objspace)) {
+			rv_list_free(&ractors);
+			return &cs_error_nomem;
+		}
+	}
+	rv_list_free(&ractors);
+	uint64_t zombies = 0, count = 0;
+	if (!RV_HAS(s, vm_gc_zombies) || !RV_HAS(s, vm_gc_zombies_count) ||
+	    !RV_HAS(s, zombie_objspace) || !RV_HAS(s, zombie_size) ||
+	    !rv_try_member(s, vm, RVL_vm_gc_zombies, &zombies) ||
+	    !rv_try_member(s, vm, RVL_vm_gc_zombies_count, &count))
+		return NULL;
+	if (count > MAX_ZOMBIES) {
+		rv_heap_note(scan,
+			     "GC heap: %llu objspaces of ended ractors "
+			     "claimed; walked the first %d",
+			     (unsigned long long)count, MAX_ZOMBIES);
+		count = MAX_ZOMBIES;
+	}
+	for (uint64_t i = 0; i < count; i++) {
+		uint64_t objspace = 0,
+			 at = zombies + i * (uint64_t)RV_VAL(s, zombie_size);
+		if (!rv_try_member(s, at, RVL_zombie_objspace, &objspace)) {
+			rv_heap_note(scan,
+				     "GC heap: the objspaces of ended "
+				     "ractors are unreadable at %llu",
+				     (unsigned long long)i);
+			break;
+		}
+		if (!add_objspace(out, objspace))
+			return &cs_error_nomem;
+	}
+	return NULL;
 }
 
 /* The sorted page array: where its entries are and how many. */
@@ -336,22 +439,14 @@ static bool heap_layout_known(struct rv_session *s, struct rv_heap_scan *scan)
 	return true;
 }
 
-struct cs_error *rv_heap_walk(struct rv_session *s, uint64_t vm,
-			      const struct rv_heap_walk *w,
-			      struct rv_heap_scan *scan)
+/* Every page of one objspace. */
+static struct cs_error *walk_objspace(struct rv_session *s,
+				      const struct rv_heap_walk *w,
+				      uint64_t objspace,
+				      struct rv_heap_scan *scan)
 {
-	if (!heap_layout_known(s, scan)) {
-		scan->not_begun = scan->unwalkable = true;
-		return NULL;
-	}
-	const char *why = NULL;
-	uint64_t objspace = rv_objspace(s, vm, &why), sorted, npages;
-	if (why && !objspace) {
-		rv_heap_note(scan, "GC heap not walked: %s", why);
-		scan->not_begun = scan->unwalkable = true;
-		return NULL;
-	}
-	if (!objspace || !page_array(s, objspace, &sorted, &npages)) {
+	uint64_t sorted, npages;
+	if (!page_array(s, objspace, &sorted, &npages)) {
 		rv_heap_note(scan, "GC heap not walked: the object space or "
 				   "its page list unreadable");
 		return NULL;
@@ -389,6 +484,32 @@ struct cs_error *rv_heap_walk(struct rv_session *s, uint64_t vm,
 	}
 	free(buf);
 	return NULL;
+}
+
+struct cs_error *rv_heap_walk(struct rv_session *s, uint64_t vm,
+			      const struct rv_heap_walk *w,
+			      struct rv_heap_scan *scan)
+{
+	if (!heap_layout_known(s, scan)) {
+		scan->not_begun = scan->unwalkable = true;
+		return NULL;
+	}
+	const char *why = NULL;
+	uint64_t objspace = rv_objspace(s, vm, &why);
+	if (why && !objspace) {
+		rv_heap_note(scan, "GC heap not walked: %s", why);
+		scan->not_begun = scan->unwalkable = true;
+		return NULL;
+	}
+	struct rv_list all = {0};
+	struct cs_error *err = objspaces(s, vm, &all, scan);
+	if (!err && all.count == 0)
+		rv_heap_note(scan, "GC heap not walked: the object space or "
+				   "its page list unreadable");
+	for (size_t i = 0; !err && i < all.count; i++)
+		err = walk_objspace(s, w, all.items[i], scan);
+	rv_list_free(&all);
+	return err;
 }
 
 struct cs_error *rv_heap_find_typed_data(struct rv_session *s, uint64_t vm,

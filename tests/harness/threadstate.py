@@ -18,7 +18,11 @@ must be named by one line.
                                    the one Thread#inspect showed (sleep_forever)
     RUBY/NAME/threadstate          corestack --json gives each thread that state
                                    (and Thread#inspect's), wait reason, blocking
-                                   region flag (BLOCKING_REGION) and ractor
+                                   region flag (BLOCKING_REGION) and ractor;
+                                   and each fiber the oracle recorded (ractors.rb:
+                                   one suspended in a second ractor, whose object
+                                   space is its own where ractors have one) under
+                                   its thread with Ruby's status and stack
 """
 
 import fnmatch
@@ -156,6 +160,32 @@ def check_report(lines, oracle, report):
         if line.ractor is not None and ractor_text(got) != line.ractor:
             return "%s: ractor: expected %s, corestack %s" % (
                 title, line.ractor, compare.show(got.get("ractor")))
+    return check_fibers(oracle, theirs)
+
+
+def check_fibers(oracle, theirs):
+    """Each fiber the oracle recorded under corestack's thread of its owner
+    (the oracle's threads and corestack's scenario threads are in the same
+    order), with its status and, where Ruby gave them, its frames."""
+    for want in oracle.get("fibers") or []:
+        where = "fiber %s %s" % (compare.show(want["tag"]), want["object"])
+        ti = want["thread"]
+        if ti is None or ti >= len(theirs):
+            return "%s: its thread %s is not in corestack's report" % (where, ti)
+        got = [f for f in theirs[ti].get("fibers") or []
+               if f.get("object") and int(f["object"], 16) == int(want["object"], 16)]
+        if not got:
+            return "%s: not among %s's fibers" % (
+                where, compare.thread_title(ti, theirs[ti]))
+        if got[0].get("status") != want["status"]:
+            return "%s: status: Ruby %s, corestack %s" % (
+                where, compare.show(want["status"]), compare.show(got[0].get("status")))
+        if want.get("frames") is not None:
+            ours = [(f.get("label"), f.get("path"), f.get("lineno")) for f in got[0].get("frames") or []]
+            rubys = [(f.get("label"), f.get("path"), f.get("lineno")) for f in want["frames"]]
+            if ours != rubys:
+                return "%s: frames: Ruby %s, corestack %s" % (
+                    where, compare.show(rubys)[:300], compare.show(ours)[:300])
     return None
 
 
