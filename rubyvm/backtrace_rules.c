@@ -28,6 +28,9 @@ void rv_bt_rules_init(struct rv_session *s)
 			  RV_HAS(s, fn_gen_method_name) &&
 			  RV_HAS(s, body_parent_iseq) &&
 			  RV_HAS(s, body_local_iseq) && RV_HAS(s, body_type);
+	/* location_original_module: the definition records its module */
+	r->definition_module = r->owner_labels &&
+			       RV_HAS(s, def_original_module);
 	/* rb_ec_partial_backtrace_object: skip_next_frame */
 	r->rescue_as_method = RV_HAS(s, fn_is_rescue_or_ensure_frame) &&
 			      RV_HAS(s, iseq_type_rescue) &&
@@ -112,6 +115,36 @@ struct cs_error *rv_bt_method_name(struct rv_session *s, uint64_t owner,
 		return err;
 	}
 	return *ret ? NULL : &cs_error_nomem;
+}
+
+/* location_original_module: an alias or a define_method copy of a method
+ * shares its definition, which keeps the module that defined the body; the
+ * label names that module, not the class the copy was installed in. But
+ * module_function's copy, on the singleton class of the module that defined
+ * it, is named by its owner (M.f). A definition without the module (0)
+ * leaves the owner. */
+struct cs_error *rv_bt_label_owner(struct rv_session *s, uint64_t me,
+				   uint64_t owner, uint64_t *ret)
+{
+	uint64_t def, module, type, flags, attached;
+	struct cs_error *err;
+	*ret = owner;
+	if (!s->rules.definition_module || !me)
+		return NULL;
+	if ((err = rv_read_member(s, me, RVL_me_def, &def)) ||
+	    (err = rv_read_member(s, def, RVL_def_original_module, &module)))
+		return err;
+	if (!module || module == owner)
+		return NULL;
+	if (owner && !rv_special_const(s, owner) &&
+	    !rv_failed(rv_builtin_type(s, owner, &type, &flags)) &&
+	    type == (uint64_t)RV_VAL(s, t_class) &&
+	    rv_singleton_class_p(s, type, flags) &&
+	    !rv_failed(rv_attached_object(s, owner, &attached)) &&
+	    attached == module)
+		return NULL;
+	*ret = module;
+	return NULL;
 }
 
 /* calculate_iseq_label: the label of iseq, its method named by owner. */

@@ -351,11 +351,16 @@ static struct cs_error *ruby_label(struct rv_session *s, uint64_t iseq,
 			f->label = name;
 			return NULL;
 		}
-		err = rv_bt_method_name(s, owner, name, &f->label);
+		uint64_t label_owner;
+		if (!(err = rv_bt_label_owner(s, me, owner, &label_owner)))
+			err = rv_bt_method_name(s, label_owner, name,
+						&f->label);
 		free(name);
 		return err;
 	}
-	if ((err = rv_bt_iseq_label(s, me, owner, iseq, RV_NAME_RUBY,
+	uint64_t label_owner;
+	if ((err = rv_bt_label_owner(s, me, owner, &label_owner)) ||
+	    (err = rv_bt_iseq_label(s, me, label_owner, iseq, RV_NAME_RUBY,
 				    &f->label)))
 		return err;
 	/* the qualified and stable names follow the same iseqs (an eval's
@@ -455,6 +460,7 @@ static void cfunc_frame(struct rv_session *s, struct frame_env *fe,
 	char *label;
 	if (s->rules.owner_labels) {
 		if ((err = frame_owner(s, fe, me, &owner)) ||
+		    (err = rv_bt_label_owner(s, me, owner, &owner)) ||
 		    (err = rv_bt_method_name(s, owner, f->label, &label))) {
 			set_error(f, err);
 		} else {

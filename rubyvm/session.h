@@ -14,7 +14,8 @@ struct rv_id_cache;
 
 /* Which of the backtrace rules of backtrace_rules.c this Ruby follows. */
 struct rv_bt_rules {
-	bool owner_labels;     /* "Kernel#sleep", "block in Foo#bar" (3.4+) */
+	bool owner_labels;      /* "Kernel#sleep", "block in Foo#bar" (3.4+) */
+	bool definition_module; /* an alias is labelled by its body's module */
 	bool rescue_as_method; /* a rescue/ensure frame stands for its method */
 	bool c_trace;          /* :c_trace methods shown as C methods */
 	bool internal_as_c;    /* <internal:...> frames as C methods (4.0) */
@@ -527,6 +528,10 @@ enum rv_name_style {
 	RV_NAME_QUALIFIED,
 	RV_NAME_STABLE,
 };
+/* The owner a label names for the method entry me whose owner is owner:
+ * owner, or where the Ruby says so the module that defined its body. */
+struct cs_error *rv_bt_label_owner(struct rv_session *s, uint64_t me,
+				   uint64_t owner, uint64_t *ret);
 /* calculate_iseq_label: the name of a frame running iseq, whose method
  * entry is me and its owner owner (both 0 when the frame has none). */
 struct cs_error *rv_bt_iseq_label(struct rv_session *s, uint64_t me,
