@@ -256,7 +256,17 @@ static struct cs_error *read_blocked_calls(const struct cs_target *t,
 		return NULL;
 	}
 	/* without registers each call is a read of /proc: only for the
-	 * threads whose Ruby thread waits */
+	 * threads whose Ruby thread waits, or for every thread where Ruby
+	 * keeps no tid of a waiting one (2.7) */
+	bool all = false;
+	for (size_t i = 0; i < p->nthreads && !all; i++)
+		all = waits(&p->threads[i]) && p->threads[i].tid <= 0;
+	if (all) {
+		for (size_t k = 0; k < n; k++)
+			cs_blocked_call_of(t, cs_target_thread_at(t, k),
+					   &s->calls[k]);
+		return NULL;
+	}
 	struct u64map by_tid = {0};
 	if (!index_tids(s, &by_tid)) {
 		u64map_free(&by_tid, NULL);
