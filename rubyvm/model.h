@@ -405,6 +405,18 @@ struct cs_error *rv_session_set_gc_module(struct rv_session *s,
 					  const struct rv_layout *layout,
 					  const char *path, const char *why);
 
+/* Whether libruby's layout has none of the items of the C extension ext
+ * (EXT_* in layout.def: "monitor"): then only the extension's own module
+ * (EXT.so) describes them. */
+bool rv_session_lacks_ext(const struct rv_session *s, const char *ext);
+/* That module's layout (rv_layout_for_ext_module) and its load bias: its
+ * EXT_* items of ext take the place of libruby's missing ones, its
+ * variables at addresses biased by bias. Nothing when libruby has them. */
+struct cs_error *rv_session_set_ext_module(struct rv_session *s,
+					   const char *ext,
+					   const struct rv_layout *layout,
+					   uint64_t bias);
+
 /* Every thread of every ractor with its Ruby stack. Fails only when there
  * is no VM at all (CS_ERR_NOT_RUBY) or it cannot be read. */
 struct cs_error *rv_snapshot(struct rv_session *s, struct rv_process **ret);
