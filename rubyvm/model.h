@@ -153,10 +153,11 @@ struct rv_wait {
 	uint64_t retake, retake_mutex, retake_owner; /* object, rb_mutex_t */
 	long retake_holder; /* its index in rv_process.threads, -1 */
 	/* A Monitor being entered (the self of the Monitor#enter or
-	 * #synchronize it waits in, where libruby has struct rb_monitor):
-	 * its entries so far, the ec serial of its owner, that owner's
-	 * rb_thread_t and index in rv_process.threads (0 and -1: no listed
-	 * thread runs it). */
+	 * #synchronize it waits in, where libruby or monitor.so has struct
+	 * rb_monitor): its entries so far, the ec serial of its owner (0
+	 * where it names its owner by the Thread or Fiber object), that
+	 * owner's rb_thread_t and index in rv_process.threads (0: none
+	 * known, -1: no listed thread). */
 	uint64_t monitor, monitor_serial, monitor_owner_thread;
 	int64_t monitor_count;
 	long monitor_owner;

@@ -24,16 +24,17 @@ matched by name (main by "main").
                                as num_waiting; the mutex a ConditionVariable#wait
                                takes back, and its holder; the Monitor a
                                thread enters: its address, entries (as the
-                               program counted them) and owner, required
-                               where Monitor is Thread::Monitor (libruby's)
+                               program counted them) and owner, on every
+                               Ruby (libruby's Thread::Monitor, or the
+                               monitor extension's, read with monitor.so's
+                               DWARF)
     RUBY/SCENARIO/locks-text   the text report: the "Deadlock N:" blocks before
                                the threads name the expected cycles, each thread
                                line says "held by thread N "holder"" or
                                "of thread N "joined"", "; deadlock N" and
                                "stuck behind thread N "name"" as expected,
-                               and where Monitor is Thread::Monitor
-                               "entering monitor 0x... (entered N times by
-                               thread N "holder")"
+                               and "entering monitor 0x... (entered N times
+                               by thread N "holder")"
     RUBY/SCENARIO/locks-live   as RUBY/SCENARIO/locks, from corestack --pid
 """
 
@@ -262,14 +263,12 @@ def monitor_entries(exp, monitor):
 
 def check_monitor(title, locks, got, exp, addr):
     """The Monitor a thread enters: its address, its entries and the
-    thread that entered it, as the program says; shown where libruby
-    defines Monitor (Thread::Monitor, with struct rb_monitor), else
-    null or right."""
+    thread that entered it, as the program says, whether libruby defines
+    it (Thread::Monitor) or the monitor extension does (monitor.so, whose
+    own DWARF describes struct rb_monitor)."""
     want = locks.get("monitor")
     if not want:
         return "%s enters no monitor, corestack %s" % (title, compare.show(got)) if got else None
-    if got is None and locks.get("monitor_class") != "Thread::Monitor":
-        return None
     holder, count = monitor_entries(exp, want)
     if not isinstance(got, dict) or address(got.get("object")) != address(want) \
             or got.get("count") != count or address(got.get("owner")) != address(addr.get(holder)):
@@ -341,7 +340,7 @@ def check_text(oracle, out, children=True, fibers=True):
             if ref not in line:
                 return "%s: no %s in %s" % (compare.show(name), compare.show(ref), compare.show(line))
         monitor = exp.threads[name]["locks"].get("monitor")
-        if monitor and exp.threads[name]["locks"].get("monitor_class") == "Thread::Monitor":
+        if monitor:
             holder, count = monitor_entries(exp, monitor)
             ref = 'entering monitor 0x%x (entered %s times by thread %d "%s")' % (
                 address(monitor), count, numbers.get(holder, 0), holder)
