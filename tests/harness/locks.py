@@ -36,17 +36,29 @@ matched by name (main by "main").
                                and "entering monitor 0x... (entered N times
                                by thread N "holder")"
     RUBY/SCENARIO/locks-live   as RUBY/SCENARIO/locks, from corestack --pid
+    RUBY/SCENARIO/monitor-no-debug
+                               where the Monitor is the monitor extension's,
+                               the core read with --sysroot, every file the
+                               core names there as itself but monitor.so:
+                               once a copy without its debug info, once
+                               absent. Each time exit 0 (complete), the
+                               thread entering the Monitor still waiting on
+                               its holder's mutex, its monitor null, no
+                               locks_error
 """
 
+import os
 import re
+import subprocess
 
-from . import checks, compare
+from . import checks, compare, native, procs
 
 TESTS = ("locks", "locks-text", "locks-live")
+NO_DEBUG = "monitor-no-debug"
 
 
 def test_names(ruby, scenario):
-    return checks.scenario_tests(ruby, scenario, "CorestackOracle.locks", TESTS)
+    return checks.scenario_tests(ruby, scenario, "CorestackOracle.locks", TESTS + (NO_DEBUG,))
 
 
 def uses_locks(scenario):
@@ -371,8 +383,81 @@ def check_text(oracle, out, children=True, fibers=True):
 
 
 def report(rep, selected, ruby, scenario, cap, runs, json_report):
-    names = test_names(ruby, scenario)
+    names = test_names(ruby, scenario)[:len(TESTS)]
     if names and any(selected(n) for n in names):
         checks.report_json_text_live(
             rep, selected, names, cap, runs, json_report,
             (check_report, check_text, lambda oracle, got: check_report(oracle, got, live=True)))
+
+
+def sysroot_without_monitor_debug(core, root, strip):
+    """A sysroot holding every file the core names as a link to itself but
+    monitor.so: a copy without its debug info (strip), or none. -> how many
+    monitor.so the core names."""
+    found = 0
+    for path in sorted(set(native.nt_file_paths(core))):
+        if not os.path.isfile(path) or os.path.exists(root + path):
+            continue
+        os.makedirs(os.path.dirname(root + path), exist_ok=True)
+        if os.path.basename(path) != "monitor.so":
+            os.symlink(path, root + path)
+            continue
+        found += 1
+        if strip:
+            subprocess.run(["objcopy", "--strip-debug", path, root + path], check=True,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return found
+
+
+def check_no_debug(oracle, report):
+    """The monitor entered is not shown, the wait on its mutex is, and
+    nothing says the report is partial."""
+    if report.get("complete") is not True:
+        return "complete %s, expected true" % compare.show(report.get("complete"))
+    exp = Expected(oracle)
+    got = {key(t): t for t in report.get("threads") or []}
+    addr = {n: t.get("thread") for n, t in got.items()}
+    entering = [n for n, t in exp.threads.items() if t["locks"].get("monitor")]
+    if not entering:
+        return "no thread of the program enters a monitor"
+    for name in entering:
+        mine = got.get(name) or {}
+        waiting = mine.get("waiting_on") or {}
+        wf = waiting.get("waits_for") or {}
+        if waiting.get("monitor") is not None or mine.get("locks_error"):
+            return "%s: monitor %s, locks_error %s, expected neither" % (
+                compare.show(name), compare.show(waiting.get("monitor")),
+                compare.show(mine.get("locks_error")))
+        want = exp.waits_for.get(name)
+        if waiting.get("kind") != "mutex" or address(wf.get("thread")) != address(addr.get(want)):
+            return "%s: waiting_on %s, expected the mutex of %s (%s)" % (
+                compare.show(name), compare.show(waiting), compare.show(want), addr.get(want))
+    return None
+
+
+def report_no_debug(rep, selected, ruby, scenario, cap, corestack, timeout, workdir):
+    """RUBY/SCENARIO/monitor-no-debug (see the module's docstring)."""
+    names = test_names(ruby, scenario)[len(TESTS):]
+    if not names or not selected(names[0]):
+        return
+    if isinstance(cap, procs.Failure) or getattr(cap, "oracle", None) is None:
+        rep.result(names[0], "no core: capture failed")
+        return
+    reason = None
+    for mode, strip in (("stripped", True), ("absent", False)):
+        root = os.path.join(workdir, "monitor-no-debug", mode)
+        if sysroot_without_monitor_debug(cap.core, root, strip) == 0:
+            rep.skip(names[0], "the core names no monitor.so (libruby's Monitor): "
+                     "nothing to check")
+            return
+        rc, out, err, why = procs.run_tool(
+            [corestack, "--json", "--no-cache", "--sysroot", root, cap.core], timeout)
+        if why or rc != 0:
+            reason = "%s: %s" % (mode, why or "exit %d: %s" % (rc, err.strip()[:200]))
+            break
+        report, why = compare.parse_report(out)
+        reason = why or check_no_debug(cap.oracle, report)
+        if reason:
+            reason = "%s: %s" % (mode, reason)
+            break
+    rep.result(names[0], reason)
