@@ -74,8 +74,7 @@ static bool first_of_ext(int i)
 {
 	const char *ext = rv_layout_item_ext(i);
 	for (int j = 0; ext && j < i; j++)
-		if (rv_layout_item_ext(j) &&
-		    !strcmp(rv_layout_item_ext(j), ext))
+		if (rv_layout_item_of_ext(j, ext))
 			return false;
 	return ext != NULL;
 }

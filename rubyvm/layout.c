@@ -91,6 +91,12 @@ const char *rv_layout_item_ext(enum rv_item_id id)
 	return id < RVL_COUNT ? specs[id].ext : NULL;
 }
 
+int rv_layout_item_of_ext(enum rv_item_id id, const char *ext)
+{
+	return id < RVL_COUNT && specs[id].ext &&
+	       strcmp(specs[id].ext, ext) == 0;
+}
+
 /* Items without which no stack can be read at all. */
 const enum rv_item_id rv_layout_required[] = {
 	RVL_vm_ptr,
@@ -274,8 +280,8 @@ static struct cs_error *resolve(struct dw_index *idx, const struct only *only,
 	for (int i = 0; i < RVL_COUNT && !err; i++) {
 		struct spec own = specs[i];
 		const struct spec *s = &own;
-		if (only && (only->gc ? !own.gc
-				      : !own.ext || strcmp(own.ext, only->ext)))
+		if (only &&
+		    (only->gc ? !own.gc : !rv_layout_item_of_ext(i, only->ext)))
 			continue;
 		if (only)
 			own.unit = only->unit;
@@ -403,7 +409,7 @@ struct cs_error *rv_layout_resolve_ext(struct dw_index *idx, const char *ext,
 {
 	const char *unit = NULL;
 	for (int i = 0; !unit && i < RVL_COUNT; i++)
-		if (specs[i].ext && !strcmp(specs[i].ext, ext))
+		if (rv_layout_item_of_ext(i, ext))
 			unit = specs[i].ext_unit;
 	return resolve(idx, &(struct only){.ext = ext, .unit = unit}, l);
 }

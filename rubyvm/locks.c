@@ -222,7 +222,8 @@ static bool owner_thread(struct rv_session *s, uint64_t owner, uint64_t *th)
 static void read_monitor(struct rv_session *s, struct rv_thread *t,
 			 struct rv_wait *w)
 {
-	uint64_t self = 0, data = 0, mutex, count, serial = 0, owner, th = 0;
+	uint64_t self = 0, data = 0, mutex, count, serial = 0, owner = 0,
+		 th = 0;
 	for (size_t i = 0; !self && i < t->nframes; i++) {
 		const char *q = t->frames[i].qualified;
 		const char *m = q && !strncmp(q, "Thread::", 8) ? q + 8 : q;
@@ -237,16 +238,18 @@ static void read_monitor(struct rv_session *s, struct rv_thread *t,
 	    mutex != w->object)
 		return;
 	/* a Monitor whose struct says who owns it, one way or the other */
-	if (!RV_HAS(s, monitor_ec_serial) && !RV_HAS(s, monitor_owner))
+	bool by_serial = RV_HAS(s, monitor_ec_serial);
+	if (!by_serial && !RV_HAS(s, monitor_owner))
 		return;
 	if (!rv_try_member(s, data, RVL_monitor_count, &count) ||
-	    (RV_HAS(s, monitor_ec_serial)
-		     ? !rv_try_member(s, data, RVL_monitor_ec_serial, &serial)
-		     : !rv_try_member(s, data, RVL_monitor_owner, &owner))) {
+	    !rv_try_member(s, data,
+			   by_serial ? RVL_monitor_ec_serial
+				     : RVL_monitor_owner,
+			   by_serial ? &serial : &owner)) {
 		set_locks_error(t, "monitor unreadable", data);
 		return;
 	}
-	if (!RV_HAS(s, monitor_ec_serial) && !owner_thread(s, owner, &th) &&
+	if (!by_serial && !owner_thread(s, owner, &th) &&
 	    RV_HAS(s, thread_data_type))
 		set_locks_error(t, "monitor owner neither a Thread nor a Fiber",
 				owner);

@@ -146,9 +146,8 @@ bool rv_try_read(struct rv_session *s, uint64_t addr, void *buf, size_t len)
 uint64_t rv_var_address(const struct rv_session *s, enum rv_item_id id)
 {
 	uint64_t bias = s->load_bias;
-	const char *ext = rv_layout_item_ext(id);
-	for (size_t i = 0; ext && i < s->next_modules; i++)
-		if (!strcmp(s->ext_modules[i].name, ext))
+	for (size_t i = 0; i < s->next_modules; i++)
+		if (rv_layout_item_of_ext(id, s->ext_modules[i].name))
 			bias = s->ext_modules[i].bias;
 	return bias + (uint64_t)s->layout.items[id].value;
 }
@@ -332,12 +331,10 @@ struct cs_error *rv_session_set_gc_module(struct rv_session *s,
 
 bool rv_session_lacks_ext(const struct rv_session *s, const char *ext)
 {
-	for (int i = 0; i < RVL_COUNT; i++) {
-		const char *own = rv_layout_item_ext(i);
-		if (own && !strcmp(own, ext) &&
+	for (int i = 0; i < RVL_COUNT; i++)
+		if (rv_layout_item_of_ext(i, ext) &&
 		    s->layout.items[i].source != RV_MISSING)
 			return false;
-	}
 	return true;
 }
 
@@ -346,10 +343,9 @@ struct cs_error *rv_session_set_ext_module(struct rv_session *s,
 					   const struct rv_layout *layout,
 					   uint64_t bias)
 {
-	const char *name = NULL;
+	const char *name = NULL; /* layout.def's, which outlives s */
 	for (int i = 0; !name && i < RVL_COUNT; i++)
-		if (rv_layout_item_ext(i) &&
-		    !strcmp(rv_layout_item_ext(i), ext))
+		if (rv_layout_item_of_ext(i, ext))
 			name = rv_layout_item_ext(i);
 	if (!name || !rv_session_lacks_ext(s, ext))
 		return NULL;
@@ -361,7 +357,7 @@ struct cs_error *rv_session_set_ext_module(struct rv_session *s,
 	s->ext_modules[s->next_modules++] =
 		(struct rv_ext_module){.name = name, .bias = bias};
 	for (int i = 0; i < RVL_COUNT; i++)
-		if (rv_layout_item_ext(i) == name)
+		if (rv_layout_item_of_ext(i, ext))
 			s->layout.items[i] = layout->items[i];
 	return NULL;
 }
