@@ -36,15 +36,20 @@ matched by name (main by "main").
                                and "entering monitor 0x... (entered N times
                                by thread N "holder")"
     RUBY/SCENARIO/locks-live   as RUBY/SCENARIO/locks, from corestack --pid
-    RUBY/SCENARIO/monitor-no-debug
+    RUBY/SCENARIO/monitor-split-debug
                                where the Monitor is the monitor extension's,
                                the core read with --sysroot, every file the
-                               core names there as itself but monitor.so:
-                               once a copy without its debug info, once
-                               absent. Each time exit 0 (complete), the
-                               thread entering the Monitor still waiting on
-                               its holder's mutex, its monitor null, no
-                               locks_error
+                               core names there as itself but monitor.so, a
+                               copy without its debug info, whose debug file
+                               is under --debug-dir's .build-id tree: as
+                               RUBY/SCENARIO/locks, the Monitor's entries and
+                               owner among it
+    RUBY/SCENARIO/monitor-no-debug
+                               the same sysroot without that debug file, and
+                               one without monitor.so: each time exit 0
+                               (complete), the thread entering the Monitor
+                               still waiting on its holder's mutex, its
+                               monitor null, no locks_error
 """
 
 import os
@@ -54,11 +59,11 @@ import subprocess
 from . import checks, compare, native, procs
 
 TESTS = ("locks", "locks-text", "locks-live")
-NO_DEBUG = "monitor-no-debug"
+DEBUG_INFO = ("monitor-split-debug", "monitor-no-debug")
 
 
 def test_names(ruby, scenario):
-    return checks.scenario_tests(ruby, scenario, "CorestackOracle.locks", TESTS + (NO_DEBUG,))
+    return checks.scenario_tests(ruby, scenario, "CorestackOracle.locks", TESTS + DEBUG_INFO)
 
 
 def uses_locks(scenario):
@@ -390,10 +395,17 @@ def report(rep, selected, ruby, scenario, cap, runs, json_report):
             (check_report, check_text, lambda oracle, got: check_report(oracle, got, live=True)))
 
 
-def sysroot_without_monitor_debug(core, root, strip):
+def build_id(path):
+    out = subprocess.run(["readelf", "-n", path], stdout=subprocess.PIPE, text=True).stdout
+    m = re.search(r"Build ID: ([0-9a-f]+)", out)
+    return m.group(1) if m else None
+
+
+def monitor_sysroot(core, root, mode, debug_dir):
     """A sysroot holding every file the core names as a link to itself but
-    monitor.so: a copy without its debug info (strip), or none. -> how many
-    monitor.so the core names."""
+    monitor.so: a copy without its debug info ("stripped"), that copy and
+    its debug file in debug_dir's .build-id tree ("split"), or none
+    ("absent"). -> how many monitor.so the core names."""
     found = 0
     for path in sorted(set(native.nt_file_paths(core))):
         if not os.path.isfile(path) or os.path.exists(root + path):
@@ -403,9 +415,18 @@ def sysroot_without_monitor_debug(core, root, strip):
             os.symlink(path, root + path)
             continue
         found += 1
-        if strip:
-            subprocess.run(["objcopy", "--strip-debug", path, root + path], check=True,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        argv = []
+        if mode == "split":
+            bid = build_id(path)
+            if not bid:
+                raise procs.Failure("no build-id in %s" % path)
+            debug = os.path.join(debug_dir, ".build-id", bid[:2], bid[2:] + ".debug")
+            os.makedirs(os.path.dirname(debug), exist_ok=True)
+            argv.append(["objcopy", "--only-keep-debug", path, debug])
+        if mode != "absent":
+            argv.append(["objcopy", "--strip-debug", path, root + path])
+        for a in argv:
+            subprocess.run(a, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return found
 
 
@@ -435,29 +456,38 @@ def check_no_debug(oracle, report):
     return None
 
 
-def report_no_debug(rep, selected, ruby, scenario, cap, corestack, timeout, workdir):
-    """RUBY/SCENARIO/monitor-no-debug (see the module's docstring)."""
-    names = test_names(ruby, scenario)[len(TESTS):]
-    if not names or not selected(names[0]):
-        return
-    if isinstance(cap, procs.Failure) or getattr(cap, "oracle", None) is None:
-        rep.result(names[0], "no core: capture failed")
-        return
-    reason = None
-    for mode, strip in (("stripped", True), ("absent", False)):
-        root = os.path.join(workdir, "monitor-no-debug", mode)
-        if sysroot_without_monitor_debug(cap.core, root, strip) == 0:
-            rep.skip(names[0], "the core names no monitor.so (libruby's Monitor): "
-                     "nothing to check")
-            return
-        rc, out, err, why = procs.run_tool(
-            [corestack, "--json", "--no-cache", "--sysroot", root, cap.core], timeout)
-        if why or rc != 0:
-            reason = "%s: %s" % (mode, why or "exit %d: %s" % (rc, err.strip()[:200]))
-            break
-        report, why = compare.parse_report(out)
-        reason = why or check_no_debug(cap.oracle, report)
-        if reason:
-            reason = "%s: %s" % (mode, reason)
-            break
-    rep.result(names[0], reason)
+def report_debug_info(rep, selected, ruby, scenario, cap, corestack, timeout, workdir):
+    """RUBY/SCENARIO/monitor-split-debug and monitor-no-debug (see the
+    module's docstring)."""
+    names = dict(zip(DEBUG_INFO, test_names(ruby, scenario)[len(TESTS):]))
+    for test, modes, check in (("monitor-split-debug", ("split",), check_report),
+                               ("monitor-no-debug", ("stripped", "absent"), check_no_debug)):
+        name = names.get(test)
+        if not name or not selected(name):
+            continue
+        if isinstance(cap, procs.Failure) or getattr(cap, "oracle", None) is None:
+            rep.result(name, "no core: capture failed")
+            continue
+        reason, skipped = None, False
+        for mode in modes:
+            root = os.path.join(workdir, test, mode)
+            debug_dir = os.path.join(workdir, test, mode + "-debug")
+            os.makedirs(debug_dir, exist_ok=True)
+            if monitor_sysroot(cap.core, root, mode, debug_dir) == 0:
+                rep.skip(name, "the core names no monitor.so (libruby's Monitor): "
+                         "nothing to check")
+                skipped = True
+                break
+            rc, out, err, why = procs.run_tool(
+                [corestack, "--json", "--no-cache", "--sysroot", root, "--debug-dir", debug_dir,
+                 cap.core], timeout)
+            if why or rc != 0:
+                reason = "%s: %s" % (mode, why or "exit %d: %s" % (rc, err.strip()[:200]))
+                break
+            report, why = compare.parse_report(out)
+            reason = why or check(cap.oracle, report)
+            if reason:
+                reason = "%s: %s" % (mode, reason)
+                break
+        if not skipped:
+            rep.result(name, reason)
