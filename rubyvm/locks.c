@@ -249,8 +249,10 @@ static void read_monitor(struct rv_session *s, struct rv_thread *t,
 		set_locks_error(t, "monitor unreadable", data);
 		return;
 	}
+	/* an owner not told apart says so only where both types are known */
 	if (!by_serial && !owner_thread(s, owner, &th) &&
-	    RV_HAS(s, thread_data_type))
+	    RV_HAS(s, thread_data_type) &&
+	    (RV_HAS(s, fiber_data_type) || RV_HAS(s, rb_fiber_data_type)))
 		set_locks_error(t, "monitor owner neither a Thread nor a Fiber",
 				owner);
 	w->monitor = self;

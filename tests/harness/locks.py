@@ -50,20 +50,31 @@ matched by name (main by "main").
                                (complete), the thread entering the Monitor
                                still waiting on its holder's mutex, its
                                monitor null, no locks_error
+    RUBY/SCENARIO/monitor-owner-damaged
+                               where the Monitor is the monitor extension's,
+                               its rb_monitor's owner (the place from
+                               `corestack --layout` of libruby and of
+                               monitor.so) overwritten in the core with the
+                               Monitor itself: exit 1, complete false, the
+                               entering thread's locks_error says its owner
+                               is neither a Thread nor a Fiber, every stack
+                               as before
 """
 
 import os
 import re
 import subprocess
 
-from . import checks, compare, native, procs
+from . import checks, compare, corrupt, native, procs
 
 TESTS = ("locks", "locks-text", "locks-live")
 DEBUG_INFO = ("monitor-split-debug", "monitor-no-debug")
+DAMAGED = "monitor-owner-damaged"
 
 
 def test_names(ruby, scenario):
-    return checks.scenario_tests(ruby, scenario, "CorestackOracle.locks", TESTS + DEBUG_INFO)
+    return checks.scenario_tests(ruby, scenario, "CorestackOracle.locks",
+                                 TESTS + DEBUG_INFO + (DAMAGED,))
 
 
 def uses_locks(scenario):
@@ -459,7 +470,7 @@ def check_no_debug(oracle, report):
 def report_debug_info(rep, selected, ruby, scenario, cap, corestack, timeout, workdir):
     """RUBY/SCENARIO/monitor-split-debug and monitor-no-debug (see the
     module's docstring)."""
-    names = dict(zip(DEBUG_INFO, test_names(ruby, scenario)[len(TESTS):]))
+    names = dict(zip(DEBUG_INFO + (DAMAGED,), test_names(ruby, scenario)[len(TESTS):]))
     for test, modes, check in (("monitor-split-debug", ("split",), check_report),
                                ("monitor-no-debug", ("stripped", "absent"), check_no_debug)):
         name = names.get(test)
@@ -491,3 +502,55 @@ def report_debug_info(rep, selected, ruby, scenario, cap, corestack, timeout, wo
                 break
         if not skipped:
             rep.result(name, reason)
+    name = names.get(DAMAGED)
+    if name and selected(name):
+        if isinstance(cap, procs.Failure) or getattr(cap, "oracle", None) is None:
+            rep.result(name, "no core: capture failed")
+            return
+        try:
+            reason = owner_damaged(cap, corestack, timeout)
+        except (RuntimeError, LookupError, KeyError, OSError, subprocess.SubprocessError) as exc:
+            reason = "setup: %s" % exc
+        if reason == "libruby":
+            rep.skip(name, "the core names no monitor.so (libruby's Monitor): nothing to check")
+        else:
+            rep.result(name, reason)
+
+
+def owner_damaged(cap, corestack, timeout):
+    """RUBY/SCENARIO/monitor-owner-damaged; "libruby" when the core maps no
+    monitor.so."""
+    paths = set(native.nt_file_paths(cap.core))
+    ext = sorted(p for p in paths if os.path.basename(p) == "monitor.so")
+    if not ext:
+        return "libruby"
+    exp = Expected(cap.oracle)
+    name = next(n for n, t in exp.threads.items() if t["locks"].get("monitor"))
+    monitor = address(exp.threads[name]["locks"]["monitor"])
+    rc, baseline, _, err = corrupt.run_json(corestack, cap.core, cap.exe, timeout)
+    if rc != 0 or baseline is None:
+        raise RuntimeError("the unpatched core: exit %d: %s" % (rc, err.strip()[:200]))
+    vm = corrupt.layout_of(corestack, baseline["process"]["ruby_module"], timeout)
+    mon = corrupt.layout_of(corestack, ext[0], timeout)
+    cf = corrupt.CoreFile(cap.core)
+    try:
+        data = cf.u64(monitor + vm["typeddata_data"][0])
+        cf.write(data + mon["monitor_owner"][0], monitor.to_bytes(8, "little"))
+        rc, report, raw, err = corrupt.run_json(corestack, cap.core, cap.exe, timeout)
+    finally:
+        cf.restore()
+    if any("Sanitizer" in l or "runtime error" in l for l in err.splitlines()):
+        return "sanitizer report: %s" % err.strip()[:200]
+    if report is None:
+        return "stdout is not JSON: %s" % compare.show(raw[:200])
+    if rc != 1 or report.get("complete") is not False:
+        return "exit status %d, complete %s: expected 1 and false" % (rc, report.get("complete"))
+    got = next((t for t in report["threads"] if key(t) == name), {})
+    want = "monitor owner neither a Thread nor a Fiber at 0x%x" % monitor
+    if got.get("locks_error") != want:
+        return "%s: locks_error %s, expected %s" % (
+            compare.show(name), compare.show(got.get("locks_error")), compare.show(want))
+    labels = lambda r: [[f.get("label") for f in t["frames"]] for t in r["threads"]]
+    if labels(report) != labels(baseline):
+        return "the stacks changed"
+    return None
