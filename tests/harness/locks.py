@@ -534,7 +534,12 @@ def owner_damaged(cap, corestack, timeout):
     mon = corrupt.layout_of(corestack, ext[0], timeout)
     cf = corrupt.CoreFile(cap.core)
     try:
-        data = cf.u64(monitor + vm["typeddata_data"][0])
+        # its struct in the object where the type word says embedded (4.0+)
+        embedded = vm.get("typed_data_embedded", (0, None))[0]
+        in_place = cf.u64(monitor + vm["typeddata_type"][0]) & embedded
+        data = monitor + vm["typeddata_data"][0]
+        if not in_place:
+            data = cf.u64(data)
         cf.write(data + mon["monitor_owner"][0], monitor.to_bytes(8, "little"))
         rc, report, raw, err = corrupt.run_json(corestack, cap.core, cap.exe, timeout)
     finally:
