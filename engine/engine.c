@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ext_module.h"
+
 /* Put a page cache in front of the target's memory for the session. */
 static struct cs_error *cache_pages(struct cs_engine *e)
 {
@@ -123,6 +125,10 @@ struct cs_error *cs_engine_open(const struct cs_engine_request *r,
 		err = open_ruby(e);
 	if (!err)
 		err = search_modules(e, true);
+	if (!err && !r->model.no_locks) /* monitor.so: what locks.c reads */
+		err = cs_ext_modules_attach(e->target, e->search,
+					    e->ruby.session, r->debug_dirs,
+					    r->debug_dir_advice, r->cache_dir);
 	if (err) {
 		cs_engine_close(e);
 		e = NULL;

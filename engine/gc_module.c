@@ -31,20 +31,6 @@ static struct cs_error *without(struct rv_session *s, const char *path,
 	return err;
 }
 
-/* The build-id the target holds for the module at start, against the
- * file's: false only when both are known and differ. */
-static bool same_build(const struct cs_target *t, const struct dw_module *mod,
-		       uint64_t start)
-{
-	uint8_t id[DW_BUILD_ID_MAX];
-	size_t len;
-	struct cs_error *why;
-	int same = cs_image_build_id_match(t, mod->build_id, mod->build_id_len,
-					   start, id, &len, &why);
-	cs_error_destroy(why);
-	return same != 0;
-}
-
 struct cs_error *cs_gc_module_attach(const struct cs_target *t,
 				     struct rv_session *s,
 				     const char *const *debug_dirs,
@@ -60,27 +46,25 @@ struct cs_error *cs_gc_module_attach(const struct cs_target *t,
 		return without(s, NULL,
 			       "whose code is in no file the target maps",
 			       NULL);
-	char *host = cs_target_host_path(t, m->path);
-	if (!host)
-		return &cs_error_nomem;
 	struct dw_module *mod = NULL;
-	struct cs_error *err = dw_module_open(host, debug_dirs, &mod);
-	free(host);
+	uint64_t bias;
+	struct cs_error *err = cs_image_module_open(
+		t, m->path, NULL, debug_dirs, debug_dir_advice, &mod, &bias);
+	if (err && err->code == CS_ERR_NOMEM)
+		return err;
 	if (err) {
-		struct cs_error *out = without(
-			s, m->path, "which cannot be read: ", err->message);
+		struct cs_error *out =
+			err->code == CS_ERR_MISMATCH
+				? without(s, m->path,
+					  "whose file is not the one the "
+					  "process loaded",
+					  NULL)
+				: without(s, m->path, "which cannot be read: ",
+					  err->message);
 		cs_error_destroy(err);
 		return out;
 	}
-	mod->debug_dir_advice = debug_dir_advice;
-	uint64_t start = cs_image_module_start(t, mod->elf, m->path);
-	if (!start || !same_build(t, mod, start)) {
-		dw_module_close(mod);
-		return without(s, m->path,
-			       "whose file is not the one the process loaded",
-			       NULL);
-	}
-	uint64_t pc = entry - cs_image_module_bias(mod->elf, start);
+	uint64_t pc = entry - bias;
 	struct rv_layout layout;
 	int cached;
 	err = rv_layout_for_gc_module(mod, pc, cache_dir, &layout, &cached);

@@ -97,6 +97,42 @@ int cs_image_build_id_match(const struct cs_target *img, const uint8_t *file_id,
 	return cs_build_id_same(id, *len, file_id, file_len);
 }
 
+struct cs_error *cs_image_module_open(const struct cs_target *img,
+				      const char *path, const char *file,
+				      const char *const *debug_dirs,
+				      const char *advice,
+				      struct dw_module **ret, uint64_t *bias)
+{
+	*ret = NULL;
+	*bias = 0;
+	char *host = file ? strdup(file) : cs_target_host_path(img, path);
+	if (!host)
+		return &cs_error_nomem;
+	struct dw_module *mod = NULL;
+	struct cs_error *err = dw_module_open(host, debug_dirs, &mod);
+	free(host);
+	if (err)
+		return err;
+	mod->debug_dir_advice = advice;
+	uint8_t id[DW_BUILD_ID_MAX];
+	size_t len;
+	struct cs_error *why = NULL;
+	uint64_t start = cs_image_module_start(img, mod->elf, path);
+	if (!start ||
+	    cs_image_build_id_match(img, mod->build_id, mod->build_id_len,
+				    start, id, &len, &why) == 0) {
+		cs_error_destroy(why);
+		dw_module_close(mod);
+		return cs_error_create(CS_ERR_MISMATCH,
+				       "%s: not the file the process loaded",
+				       path);
+	}
+	cs_error_destroy(why);
+	*bias = cs_image_module_bias(mod->elf, start);
+	*ret = mod;
+	return NULL;
+}
+
 /* Refuse a file whose build-id differs from the one in the core. When the
  * core lacks those bytes, say so in a warning and go on. */
 static struct cs_error *check_build_id(const struct cs_target *img,

@@ -39,4 +39,17 @@ int cs_image_build_id_match(const struct cs_target *img, const uint8_t *file_id,
 			    uint8_t id[DW_BUILD_ID_MAX], size_t *len,
 			    struct cs_error **why);
 
+/* Open the module the target maps from path (the target's name for the
+ * file) as the one the process loaded: the file file (NULL: where
+ * cs_target_host_path says path is), its segments where the target maps
+ * them, and the build-id the target holds when it can tell
+ * (dw_module.debug_dir_advice set to advice). *bias: its load bias. Fails
+ * with dw_module_open's error, or CS_ERR_MISMATCH when the file is not
+ * the one the process loaded. */
+struct cs_error *cs_image_module_open(const struct cs_target *img,
+				      const char *path, const char *file,
+				      const char *const *debug_dirs,
+				      const char *advice,
+				      struct dw_module **ret, uint64_t *bias);
+
 #endif

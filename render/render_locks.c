@@ -126,6 +126,9 @@ static void monitor_text(FILE *out, const struct rv_process *p,
 	if (w->monitor_owner >= 0) {
 		fputs(" by ", out);
 		thread_ref(out, p, w->monitor_owner);
+	} else if (w->monitor_owner_thread) {
+		fprintf(out, " by thread 0x%llx (not listed)",
+			(unsigned long long)w->monitor_owner_thread);
 	} else if (w->monitor_count) {
 		fputs(" by no listed thread's running fiber", out);
 	}

@@ -25,22 +25,35 @@ struct spec {
 	const char *path; /* member path */
 	const char *unit;
 	int gc; /* a fact of the GC (GC_*): from the GC's module */
+	/* a fact of the C extension ext (EXT_*), whose own unit is ext_unit
+	 * ("monitor.c"); NULL for the others */
+	const char *ext, *ext_unit;
 };
 
 static const struct spec specs[RVL_COUNT] = {
-#define MEMBER(id, type, path, unit) {SPEC_MEMBER, #id, type, path, unit, 0},
-#define SIZE(id, type, unit) {SPEC_SIZE, #id, type, NULL, unit, 0},
-#define ENUM(id, name, unit) {SPEC_ENUM, #id, name, NULL, unit, 0},
-#define VAR(id, name, unit) {SPEC_VAR, #id, name, NULL, unit, 0},
+#define MEMBER(id, type, path, unit) \
+	{SPEC_MEMBER, #id, type, path, unit, 0, NULL, NULL},
+#define SIZE(id, type, unit) {SPEC_SIZE, #id, type, NULL, unit, 0, NULL, NULL},
+#define ENUM(id, name, unit) {SPEC_ENUM, #id, name, NULL, unit, 0, NULL, NULL},
+#define VAR(id, name, unit) {SPEC_VAR, #id, name, NULL, unit, 0, NULL, NULL},
 #define VAR_MEMBER(id, name, path, unit) \
-	{SPEC_VAR_MEMBER, #id, name, path, unit, 0},
-#define CONST(id, name, unit) {SPEC_CONST, #id, name, NULL, unit, 0},
-#define FUNC(id, name, unit) {SPEC_FUNC, #id, name, NULL, unit, 0},
-#define TEXT(id, text) {SPEC_TEXT, #id, text, NULL, NULL, 0},
-#define GC_MEMBER(id, type, path, unit) {SPEC_MEMBER, #id, type, path, unit, 1},
-#define GC_SIZE(id, type, unit) {SPEC_SIZE, #id, type, NULL, unit, 1},
-#define GC_ENUM(id, name, unit) {SPEC_ENUM, #id, name, NULL, unit, 1},
-#define GC_CONST(id, name, unit) {SPEC_CONST, #id, name, NULL, unit, 1},
+	{SPEC_VAR_MEMBER, #id, name, path, unit, 0, NULL, NULL},
+#define CONST(id, name, unit) \
+	{SPEC_CONST, #id, name, NULL, unit, 0, NULL, NULL},
+#define FUNC(id, name, unit) {SPEC_FUNC, #id, name, NULL, unit, 0, NULL, NULL},
+#define TEXT(id, text) {SPEC_TEXT, #id, text, NULL, NULL, 0, NULL, NULL},
+#define GC_MEMBER(id, type, path, unit) \
+	{SPEC_MEMBER, #id, type, path, unit, 1, NULL, NULL},
+#define GC_SIZE(id, type, unit) \
+	{SPEC_SIZE, #id, type, NULL, unit, 1, NULL, NULL},
+#define GC_ENUM(id, name, unit) \
+	{SPEC_ENUM, #id, name, NULL, unit, 1, NULL, NULL},
+#define GC_CONST(id, name, unit) \
+	{SPEC_CONST, #id, name, NULL, unit, 1, NULL, NULL},
+#define EXT_VAR(id, ext, name, unit) \
+	{SPEC_VAR, #id, name, NULL, unit, 0, ext, ext ".c"},
+#define EXT_MEMBER(id, ext, type, path, unit) \
+	{SPEC_MEMBER, #id, type, path, unit, 0, ext, ext ".c"},
 #include "layout.def"
 #undef MEMBER
 #undef SIZE
@@ -54,6 +67,8 @@ static const struct spec specs[RVL_COUNT] = {
 #undef GC_SIZE
 #undef GC_ENUM
 #undef GC_CONST
+#undef EXT_VAR
+#undef EXT_MEMBER
 };
 
 const char *rv_layout_item_name(enum rv_item_id id)
@@ -69,6 +84,17 @@ const char *rv_layout_item_subject(enum rv_item_id id)
 int rv_layout_item_is_gc(enum rv_item_id id)
 {
 	return id < RVL_COUNT && specs[id].gc;
+}
+
+const char *rv_layout_item_ext(enum rv_item_id id)
+{
+	return id < RVL_COUNT ? specs[id].ext : NULL;
+}
+
+int rv_layout_item_of_ext(enum rv_item_id id, const char *ext)
+{
+	return id < RVL_COUNT && specs[id].ext &&
+	       strcmp(specs[id].ext, ext) == 0;
 }
 
 /* Items without which no stack can be read at all. */
@@ -105,12 +131,11 @@ static int is_required(int id)
 	return 0;
 }
 
-static int find_type(struct dw_index *idx, const char *name, const char *unit,
-		     int scan_all, Dwarf_Die *ret)
+static int find_type(struct dw_index *idx, const char *name,
+		     const char *const *hints, int scan_all, Dwarf_Die *ret)
 {
-	/* Both kinds in the unit first: "VALUE" is a typedef, and looking
+	/* Both kinds in the units first: "VALUE" is a typedef, and looking
 	 * for a struct of that name everywhere would read every unit. */
-	const char *hints[] = {unit, NULL};
 	for (int scan = 0; scan <= scan_all; scan++)
 		if (dw_index_find(idx, DW_NAME_STRUCT, name, hints, scan, ret,
 				  NULL) ||
@@ -236,10 +261,18 @@ static struct cs_error *resolve_const(struct dw_index *idx,
 	return NULL;
 }
 
-/* Every item (gc_only 0), or the GC's alone from a GC library (1): each
- * then in gc_unit (NULL: no unit first) and else in every unit. */
-static struct cs_error *resolve(struct dw_index *idx, int gc_only,
-				const char *gc_unit, struct rv_layout *l)
+/* Which items a module's layout holds: every one (libruby's), or only
+ * the GC's of a GC library or one extension's of its module, each then
+ * looked for in the unit given (NULL: no unit first) and else in every
+ * unit. */
+struct only {
+	int gc;
+	const char *ext;
+	const char *unit;
+};
+
+static struct cs_error *resolve(struct dw_index *idx, const struct only *only,
+				struct rv_layout *l)
 {
 	memset(l, 0, sizeof(*l));
 	struct macro_units mu = {0};
@@ -247,18 +280,22 @@ static struct cs_error *resolve(struct dw_index *idx, int gc_only,
 	for (int i = 0; i < RVL_COUNT && !err; i++) {
 		struct spec own = specs[i];
 		const struct spec *s = &own;
-		if (gc_only && !own.gc)
+		if (only &&
+		    (only->gc ? !own.gc : !rv_layout_item_of_ext(i, only->ext)))
 			continue;
-		if (gc_only)
-			own.unit = gc_unit;
+		if (only)
+			own.unit = only->unit;
 		struct rv_item *it = &l->items[i];
-		const char *hints[] = {s->unit, NULL};
-		int scan = gc_only || is_required(i);
+		/* libruby's: an extension's item also in the unit of an
+		 * extension linked in */
+		const char *hints[] = {s->unit, only ? NULL : s->ext_unit,
+				       NULL};
+		int scan = only || is_required(i);
 		Dwarf_Die die;
 		switch (s->kind) {
 		case SPEC_MEMBER: {
 			struct dw_member m;
-			if (!find_type(idx, s->type, s->unit, scan, &die))
+			if (!find_type(idx, s->type, hints, scan, &die))
 				break;
 			struct cs_error *e = dw_type_member(&die, s->path, &m);
 			if (e) {
@@ -293,7 +330,7 @@ static struct cs_error *resolve(struct dw_index *idx, int gc_only,
 		}
 		case SPEC_SIZE: {
 			uint64_t size;
-			if (!find_type(idx, s->type, s->unit, scan, &die))
+			if (!find_type(idx, s->type, hints, scan, &die))
 				break;
 			struct cs_error *e = dw_type_size(&die, &size);
 			if (e) {
@@ -358,13 +395,23 @@ static struct cs_error *resolve(struct dw_index *idx, int gc_only,
 
 struct cs_error *rv_layout_resolve(struct dw_index *idx, struct rv_layout *l)
 {
-	return resolve(idx, 0, NULL, l);
+	return resolve(idx, NULL, l);
 }
 
 struct cs_error *rv_layout_resolve_gc(struct dw_index *idx, const char *unit,
 				      struct rv_layout *l)
 {
-	return resolve(idx, 1, unit, l);
+	return resolve(idx, &(struct only){.gc = 1, .unit = unit}, l);
+}
+
+struct cs_error *rv_layout_resolve_ext(struct dw_index *idx, const char *ext,
+				       struct rv_layout *l)
+{
+	const char *unit = NULL;
+	for (int i = 0; !unit && i < RVL_COUNT; i++)
+		if (rv_layout_item_of_ext(i, ext))
+			unit = specs[i].ext_unit;
+	return resolve(idx, &(struct only){.ext = ext, .unit = unit}, l);
 }
 
 /* Bump when the way items are resolved changes (not their list), so that
@@ -382,10 +429,11 @@ uint64_t rv_layout_spec_hash(void)
 	for (int i = 0; i < RVL_COUNT; i++) {
 		const char *parts[] = {specs[i].id, specs[i].type,
 				       specs[i].path ? specs[i].path : "",
-				       specs[i].unit ? specs[i].unit : ""};
+				       specs[i].unit ? specs[i].unit : "",
+				       specs[i].ext ? specs[i].ext : ""};
 		h = (h ^ (uint64_t)specs[i].kind) * 1099511628211ULL;
 		h = (h ^ (uint64_t)specs[i].gc) * 1099511628211ULL;
-		for (int p = 0; p < 4; p++) {
+		for (int p = 0; p < 5; p++) {
 			for (const char *c = parts[p]; *c; c++)
 				h = (h ^ (uint8_t)*c) * 1099511628211ULL;
 			h = (h ^ 0xff) * 1099511628211ULL;

@@ -24,6 +24,8 @@ enum rv_item_id {
 #define GC_SIZE SIZE
 #define GC_ENUM ENUM
 #define GC_CONST CONST
+#define EXT_VAR(id, ext, name, unit) RVL_##id,
+#define EXT_MEMBER(id, ext, type, path, unit) RVL_##id,
 #include "layout.def"
 #undef MEMBER
 #undef SIZE
@@ -37,6 +39,8 @@ enum rv_item_id {
 #undef GC_SIZE
 #undef GC_ENUM
 #undef GC_CONST
+#undef EXT_VAR
+#undef EXT_MEMBER
 	RVL_COUNT
 };
 
@@ -73,6 +77,16 @@ struct cs_error *rv_layout_resolve_gc(struct dw_index *idx, const char *unit,
 				      struct rv_layout *ret);
 /* Whether an item is a fact of the GC (GC_* in layout.def). */
 int rv_layout_item_is_gc(enum rv_item_id id);
+/* Resolve only the items of the C extension ext (EXT_* in layout.def),
+ * from that extension's own module (EXT.so): each in its unit (EXT.c) and
+ * then in every other; the rest are left RV_MISSING. */
+struct cs_error *rv_layout_resolve_ext(struct dw_index *idx, const char *ext,
+				       struct rv_layout *ret);
+/* The C extension an item is a fact of (EXT_* in layout.def: "monitor"),
+ * NULL for the others. */
+const char *rv_layout_item_ext(enum rv_item_id id);
+/* Whether an item is a fact of the C extension ext. */
+int rv_layout_item_of_ext(enum rv_item_id id, const char *ext);
 
 const char *rv_layout_item_name(enum rv_item_id id);
 /* What an item names in the Ruby's DWARF: the struct, enumerator,
@@ -109,6 +123,13 @@ struct cs_error *rv_layout_for_gc_module(struct dw_module *mod, uint64_t pc,
 					 const char *cache_dir,
 					 struct rv_layout *ret,
 					 int *from_cache);
+/* The same for a C extension's module: the items of ext
+ * (rv_layout_resolve_ext), cached as its own. */
+struct cs_error *rv_layout_for_ext_module(struct dw_module *mod,
+					  const char *ext,
+					  const char *cache_dir,
+					  struct rv_layout *ret,
+					  int *from_cache);
 
 /* Constants that exist only as C macros, used when .debug_macro is absent
  * (has_macros 0), and enumerators a compiler may drop. Returns 1 and the

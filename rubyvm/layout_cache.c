@@ -44,15 +44,20 @@ char *rv_cache_file(const char *dir, const char *name)
 	return n < 0 ? NULL : path;
 }
 
-/* suffix ".layout", or ".gc.layout" for a GC library's GC_* items (a
- * layout of other items than the same module's whole one) */
+/* BUILDID.layout, or for the items of a part of the layout (a layout of
+ * other items than the same module's whole one) BUILDID.PART.layout: "gc"
+ * for a GC library's GC_* items, an extension's name for its EXT_* ones */
 static char *cache_path(const char *dir, const struct dw_module *mod,
-			const char *suffix)
+			const char *part)
 {
-	char name[2 * DW_BUILD_ID_MAX + sizeof(".gc.layout")];
-	dw_module_build_id_hex(mod, name);
-	strcat(name, suffix);
-	return rv_cache_file(dir, name);
+	char hex[2 * DW_BUILD_ID_MAX + 1], *name = NULL;
+	dw_module_build_id_hex(mod, hex);
+	if (asprintf(&name, "%s%s%s.layout", hex, part ? "." : "",
+		     part ? part : "") < 0)
+		return NULL;
+	char *path = rv_cache_file(dir, name);
+	free(name);
+	return path;
 }
 
 static void header_for(const struct dw_module *mod, int has_macros,
@@ -129,16 +134,16 @@ static void save(const char *path, const struct dw_module *mod,
 	free(tmp);
 }
 
-/* gc: the GC_* items alone, from the unit holding pc first */
+/* gc: the GC_* items alone, from the unit holding pc first; ext: the
+ * EXT_* items of that extension alone */
 static struct cs_error *layout_of(struct dw_module *mod, const char *cache_dir,
-				  bool gc, uint64_t pc, struct rv_layout *l,
-				  int *from_cache)
+				  bool gc, uint64_t pc, const char *ext,
+				  struct rv_layout *l, int *from_cache)
 {
 	*from_cache = 0;
 	char *path = NULL;
 	if (mod->build_id_len && !(cache_dir && !*cache_dir))
-		path = cache_path(cache_dir, mod,
-				  gc ? ".gc.layout" : ".layout");
+		path = cache_path(cache_dir, mod, gc ? "gc" : ext);
 	if (path && load(path, mod, l)) {
 		*from_cache = 1;
 		free(path);
@@ -150,7 +155,8 @@ static struct cs_error *layout_of(struct dw_module *mod, const char *cache_dir,
 		err = gc ? rv_layout_resolve_gc(
 				   idx, pc ? dw_index_unit_at(idx, pc) : NULL,
 				   l)
-			 : rv_layout_resolve(idx, l);
+		      : ext ? rv_layout_resolve_ext(idx, ext, l)
+			    : rv_layout_resolve(idx, l);
 		dw_index_stats(idx, &l->units_read, &l->units_total);
 		dw_index_destroy(idx);
 	}
@@ -164,12 +170,20 @@ struct cs_error *rv_layout_for_module(struct dw_module *mod,
 				      const char *cache_dir,
 				      struct rv_layout *l, int *from_cache)
 {
-	return layout_of(mod, cache_dir, false, 0, l, from_cache);
+	return layout_of(mod, cache_dir, false, 0, NULL, l, from_cache);
 }
 
 struct cs_error *rv_layout_for_gc_module(struct dw_module *mod, uint64_t pc,
 					 const char *cache_dir,
 					 struct rv_layout *l, int *from_cache)
 {
-	return layout_of(mod, cache_dir, true, pc, l, from_cache);
+	return layout_of(mod, cache_dir, true, pc, NULL, l, from_cache);
+}
+
+struct cs_error *rv_layout_for_ext_module(struct dw_module *mod,
+					  const char *ext,
+					  const char *cache_dir,
+					  struct rv_layout *l, int *from_cache)
+{
+	return layout_of(mod, cache_dir, false, 0, ext, l, from_cache);
 }

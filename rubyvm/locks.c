@@ -52,6 +52,15 @@ static uint64_t self_of_frame(struct rv_session *s, const struct rv_thread *t,
 		       : 0;
 }
 
+/* The thread whose fiber (rb_fiber_t) fiber is: the thread of its saved
+ * execution context; false when unreadable. */
+static bool fiber_thread(struct rv_session *s, uint64_t fiber, uint64_t *th)
+{
+	return RV_HAS(s, fiber_saved_ec) && RV_HAS(s, ec_thread_ptr) &&
+	       rv_try_member(s, fiber + (uint64_t)RV_VAL(s, fiber_saved_ec),
+			     RVL_ec_thread_ptr, th);
+}
+
 /* The thread (and fiber) holding the mutex at data; false when unreadable.
  * An unlocked mutex gives true with both 0. */
 static bool mutex_owner(struct rv_session *s, uint64_t data, uint64_t *th,
@@ -63,11 +72,7 @@ static bool mutex_owner(struct rv_session *s, uint64_t data, uint64_t *th,
 	if (!RV_HAS(s, mutex_fiber) ||
 	    !rv_try_member(s, data, RVL_mutex_fiber, fiber))
 		return false;
-	if (!*fiber)
-		return true;
-	return RV_HAS(s, fiber_saved_ec) && RV_HAS(s, ec_thread_ptr) &&
-	       rv_try_member(s, *fiber + (uint64_t)RV_VAL(s, fiber_saved_ec),
-			     RVL_ec_thread_ptr, th);
+	return !*fiber || fiber_thread(s, *fiber, th);
 }
 
 static void read_held(struct rv_session *s, const struct rv_view *th,
@@ -190,13 +195,35 @@ static void read_retake(struct rv_session *s, const struct rv_thread *t,
 	}
 }
 
+/* The thread a Monitor's owner object is: a Thread (its rb_thread_t) or a
+ * Fiber (the thread of its execution context), as its data type says.
+ * False when it is neither, or unreadable; nil gives true and 0. */
+static bool owner_thread(struct rv_session *s, uint64_t owner, uint64_t *th)
+{
+	uint64_t fiber;
+	*th = 0;
+	if (rv_special_const(s, owner)) /* nil: none */
+		return true;
+	if ((*th = rv_typed_data_of(s, owner, RVL_thread_data_type)))
+		return true;
+	fiber = rv_typed_data_of(s, owner, RVL_fiber_data_type);
+	if (!fiber)
+		fiber = rv_typed_data_of(s, owner, RVL_rb_fiber_data_type);
+	return fiber && fiber_thread(s, fiber, th);
+}
+
 /* The Monitor t waits to enter: the self of the innermost Monitor#enter or
- * Monitor#synchronize (Thread::Monitor where libruby defines it), when its
- * rb_monitor locks the mutex t waits on. */
-static void read_monitor(struct rv_session *s, const struct rv_thread *t,
+ * Monitor#synchronize (Thread::Monitor where libruby defines it), when it
+ * is a T_DATA of monitor_data_type (libruby's or monitor.so's) whose
+ * rb_monitor locks the mutex t waits on: its entries, and its owner by
+ * the serial of the execution context that entered it (ec_serial, matched
+ * with the threads' in rv_locks_resolve) or by the Thread or Fiber object
+ * that did (owner). */
+static void read_monitor(struct rv_session *s, struct rv_thread *t,
 			 struct rv_wait *w)
 {
-	uint64_t self = 0, data = 0, mutex, count, serial;
+	uint64_t self = 0, data = 0, mutex, count, serial = 0, owner = 0,
+		 th = 0;
 	for (size_t i = 0; !self && i < t->nframes; i++) {
 		const char *q = t->frames[i].qualified;
 		const char *m = q && !strncmp(q, "Thread::", 8) ? q + 8 : q;
@@ -208,13 +235,30 @@ static void read_monitor(struct rv_session *s, const struct rv_thread *t,
 		data = rv_typed_data_of(s, self, RVL_monitor_data_type);
 	if (!data || !RV_HAS(s, monitor_mutex) ||
 	    !rv_try_member(s, data, RVL_monitor_mutex, &mutex) ||
-	    mutex != w->object ||
-	    !rv_try_member(s, data, RVL_monitor_count, &count) ||
-	    !rv_try_member(s, data, RVL_monitor_ec_serial, &serial))
+	    mutex != w->object)
 		return;
+	/* a Monitor whose struct says who owns it, one way or the other */
+	bool by_serial = RV_HAS(s, monitor_ec_serial);
+	if (!by_serial && !RV_HAS(s, monitor_owner))
+		return;
+	if (!rv_try_member(s, data, RVL_monitor_count, &count) ||
+	    !rv_try_member(s, data,
+			   by_serial ? RVL_monitor_ec_serial
+				     : RVL_monitor_owner,
+			   by_serial ? &serial : &owner)) {
+		set_locks_error(t, "monitor unreadable", data);
+		return;
+	}
+	/* an owner not told apart says so only where both types are known */
+	if (!by_serial && !owner_thread(s, owner, &th) &&
+	    RV_HAS(s, thread_data_type) &&
+	    (RV_HAS(s, fiber_data_type) || RV_HAS(s, rb_fiber_data_type)))
+		set_locks_error(t, "monitor owner neither a Thread nor a Fiber",
+				owner);
 	w->monitor = self;
 	w->monitor_count = (int64_t)count;
 	w->monitor_serial = serial;
+	w->monitor_owner_thread = th;
 }
 
 void rv_thread_locks_read(struct rv_session *s, const struct rv_view *th,
@@ -245,7 +289,7 @@ void rv_thread_locks_read(struct rv_session *s, const struct rv_view *th,
 	if (!mutex_owner(s, t->wait.mutex, &t->wait.owner_thread,
 			 &t->wait.owner_fiber))
 		set_locks_error(t, "mutex owner unreadable", t->wait.mutex);
-	if (RV_HAS(s, monitor_count))
+	if (RV_HAS(s, monitor_data_type))
 		read_monitor(s, t, &t->wait);
 }
 
@@ -431,6 +475,9 @@ struct cs_error *rv_locks_resolve(struct rv_session *s, struct rv_process *p)
 		struct rv_wait *w = &p->threads[i].wait;
 		w->retake_holder = thread_index(&ix, w->retake_owner);
 		w->waits_for = thread_index(&ix, rv_wait_thread(w));
+		/* a Monitor's owner: its thread (read_monitor), or the
+		 * thread running the execution context of its serial */
+		w->monitor_owner = thread_index(&ix, w->monitor_owner_thread);
 		for (size_t j = 0;
 		     w->monitor && w->monitor_serial && j < p->nthreads; j++)
 			if (ec_serial(s, p->threads[j].addr) ==

@@ -153,10 +153,11 @@ struct rv_wait {
 	uint64_t retake, retake_mutex, retake_owner; /* object, rb_mutex_t */
 	long retake_holder; /* its index in rv_process.threads, -1 */
 	/* A Monitor being entered (the self of the Monitor#enter or
-	 * #synchronize it waits in, where libruby has struct rb_monitor):
-	 * its entries so far, the ec serial of its owner, that owner's
-	 * rb_thread_t and index in rv_process.threads (0 and -1: no listed
-	 * thread runs it). */
+	 * #synchronize it waits in, where libruby or monitor.so has struct
+	 * rb_monitor): its entries so far, the ec serial of its owner (0
+	 * where it names its owner by the Thread or Fiber object), that
+	 * owner's rb_thread_t and index in rv_process.threads (0: none
+	 * known, -1: no listed thread). */
 	uint64_t monitor, monitor_serial, monitor_owner_thread;
 	int64_t monitor_count;
 	long monitor_owner;
@@ -404,6 +405,18 @@ bool rv_session_gc_library(struct rv_session *s, uint64_t *entry);
 struct cs_error *rv_session_set_gc_module(struct rv_session *s,
 					  const struct rv_layout *layout,
 					  const char *path, const char *why);
+
+/* Whether libruby's layout has none of the items of the C extension ext
+ * (EXT_* in layout.def: "monitor"): then only the extension's own module
+ * (EXT.so) describes them. */
+bool rv_session_lacks_ext(const struct rv_session *s, const char *ext);
+/* That module's layout (rv_layout_for_ext_module) and its load bias: its
+ * EXT_* items of ext take the place of libruby's missing ones, its
+ * variables at addresses biased by bias. Nothing when libruby has them. */
+struct cs_error *rv_session_set_ext_module(struct rv_session *s,
+					   const char *ext,
+					   const struct rv_layout *layout,
+					   uint64_t bias);
 
 /* Every thread of every ractor with its Ruby stack. Fails only when there
  * is no VM at all (CS_ERR_NOT_RUBY) or it cannot be read. */

@@ -143,13 +143,22 @@ bool rv_try_read(struct rv_session *s, uint64_t addr, void *buf, size_t len)
 	return !rv_failed(rv_read(s, addr, buf, len));
 }
 
+uint64_t rv_var_address(const struct rv_session *s, enum rv_item_id id)
+{
+	uint64_t bias = s->load_bias;
+	for (size_t i = 0; i < s->next_modules; i++)
+		if (rv_layout_item_of_ext(id, s->ext_modules[i].name))
+			bias = s->ext_modules[i].bias;
+	return bias + (uint64_t)s->layout.items[id].value;
+}
+
 bool rv_try_var(struct rv_session *s, enum rv_item_id id, size_t size,
 		uint64_t *ret)
 {
 	const struct rv_item *it = &s->layout.items[id];
 	uint64_t v = 0;
 	if (it->source == RV_MISSING || size > sizeof(v) ||
-	    !rv_try_read(s, s->load_bias + (uint64_t)it->value, &v, size))
+	    !rv_try_read(s, rv_var_address(s, id), &v, size))
 		return false;
 	*ret = v;
 	return true;
@@ -320,6 +329,39 @@ struct cs_error *rv_session_set_gc_module(struct rv_session *s,
 	return NULL;
 }
 
+bool rv_session_lacks_ext(const struct rv_session *s, const char *ext)
+{
+	for (int i = 0; i < RVL_COUNT; i++)
+		if (rv_layout_item_of_ext(i, ext) &&
+		    s->layout.items[i].source != RV_MISSING)
+			return false;
+	return true;
+}
+
+struct cs_error *rv_session_set_ext_module(struct rv_session *s,
+					   const char *ext,
+					   const struct rv_layout *layout,
+					   uint64_t bias)
+{
+	const char *name = NULL; /* layout.def's, which outlives s */
+	for (int i = 0; !name && i < RVL_COUNT; i++)
+		if (rv_layout_item_of_ext(i, ext))
+			name = rv_layout_item_ext(i);
+	if (!name || !rv_session_lacks_ext(s, ext))
+		return NULL;
+	void *grown = realloc(s->ext_modules,
+			      (s->next_modules + 1) * sizeof(*s->ext_modules));
+	if (!grown)
+		return &cs_error_nomem;
+	s->ext_modules = grown;
+	s->ext_modules[s->next_modules++] =
+		(struct rv_ext_module){.name = name, .bias = bias};
+	for (int i = 0; i < RVL_COUNT; i++)
+		if (rv_layout_item_of_ext(i, ext))
+			s->layout.items[i] = layout->items[i];
+	return NULL;
+}
+
 void rv_session_set_prefetcher(struct rv_session *s,
 			       const struct cs_prefetcher *p)
 {
@@ -343,5 +385,6 @@ void rv_session_destroy(struct rv_session *s)
 	free(s->cfp_chunk);
 	free(s->gc_library);
 	free(s->gc_why);
+	free(s->ext_modules);
 	free(s);
 }

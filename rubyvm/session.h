@@ -44,6 +44,14 @@ struct rv_session {
 	 * layout, else why not (NULL: not looked for). */
 	char *gc_library, *gc_why;
 	bool gc_layout;
+	/* The C extensions whose EXT_* items came from their own module
+	 * (rv_session_set_ext_module): each one's name (layout.def's) and
+	 * load bias, what its variables' addresses are relative to. */
+	struct rv_ext_module {
+		const char *name;
+		uint64_t bias;
+	} * ext_modules;
+	size_t next_modules;
 	/* Where the memory scan looks (memory_scan.c); .next NULL: unknown. */
 	struct cs_writable_regions regions;
 	/* rb_zjit_entry as this snapshot read it (zjit_entry_known: it
@@ -99,6 +107,10 @@ struct cs_error *rv_view_member(struct rv_session *s, const struct rv_view *v,
 				enum rv_item_id id, uint64_t *ret);
 bool rv_view_try(struct rv_session *s, const struct rv_view *v,
 		 enum rv_item_id id, uint64_t *ret);
+/* Where the variable a VAR item names is in the target: its link-time
+ * address plus the load bias of its module (libruby's, or for an EXT_VAR
+ * item the extension's module's, when its items came from there). */
+uint64_t rv_var_address(const struct rv_session *s, enum rv_item_id id);
 /* The value of a VAR item, size bytes (1 to 8) at the variable's address in
  * the target, zero-extended; false (*ret untouched) when the Ruby has no
  * such variable or it cannot be read. */

@@ -223,7 +223,7 @@ uint64_t rv_typed_data_of(struct rv_session *s, uint64_t obj,
 	/* the low bits, free in an aligned address, may flag "embedded"
 	 * (4.0) */
 	uint64_t mask = ~((uint64_t)RV_VAL(s, value_size) - 1);
-	return (word & mask) == s->load_bias + (uint64_t)type->value ? data : 0;
+	return (word & mask) == rv_var_address(s, type_var) ? data : 0;
 }
 
 struct cs_error *rv_array_entry(struct rv_session *s, uint64_t ary, uint64_t i,

@@ -29,7 +29,9 @@ run_on(ctx, ruby, cap) instead. The groups:
                              its core taken, corestack (--json, text, --pid) against
                              the oracle fixtures/oracle.rb wrote; on the same
                              captures threadstate.py (RUBY/SCENARIO/threadstate...),
-                             locks.py (RUBY/locks/locks, locks-text, locks-live),
+                             locks.py (RUBY/locks/locks, locks-text, locks-live,
+                             monitor-split-debug, monitor-no-debug,
+                             monitor-owner-damaged),
                              fibers.py (RUBY/fibers/...), variants.py
                              (RUBY/SCENARIO/yjit, .../zjit, .../box, ...),
                              stable_names.py (RUBY/rules/stable-across-processes),

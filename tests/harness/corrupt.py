@@ -403,7 +403,8 @@ HELD_PATCHES = (("held-mutexes-unmapped", patch_held_unmapped),
 
 
 def check_held(corestack, cap, baseline, index, reason_re, timeout):
-    """Exit 1, the thread's locks_error says why, every stack as before."""
+    """Exit 1, the locks_error of thread index says why (reason_re), every
+    stack as before (tests/harness/locks.py's damaged Monitor too)."""
     rc, report, raw, err = run_json(corestack, cap.core, cap.exe, timeout)
     if any("Sanitizer" in l or "runtime error" in l for l in err.splitlines()):
         return "sanitizer report: %s" % err.strip()[:200]

@@ -24,28 +24,57 @@ matched by name (main by "main").
                                as num_waiting; the mutex a ConditionVariable#wait
                                takes back, and its holder; the Monitor a
                                thread enters: its address, entries (as the
-                               program counted them) and owner, required
-                               where Monitor is Thread::Monitor (libruby's)
+                               program counted them) and owner, on every
+                               Ruby (libruby's Thread::Monitor, or the
+                               monitor extension's, read with monitor.so's
+                               DWARF)
     RUBY/SCENARIO/locks-text   the text report: the "Deadlock N:" blocks before
                                the threads name the expected cycles, each thread
                                line says "held by thread N "holder"" or
                                "of thread N "joined"", "; deadlock N" and
                                "stuck behind thread N "name"" as expected,
-                               and where Monitor is Thread::Monitor
-                               "entering monitor 0x... (entered N times by
-                               thread N "holder")"
+                               and "entering monitor 0x... (entered N times
+                               by thread N "holder")"
     RUBY/SCENARIO/locks-live   as RUBY/SCENARIO/locks, from corestack --pid
+    RUBY/SCENARIO/monitor-split-debug
+                               where the Monitor is the monitor extension's,
+                               the core read with --sysroot, every file the
+                               core names there as itself but monitor.so, a
+                               copy without its debug info, whose debug file
+                               is under --debug-dir's .build-id tree: as
+                               RUBY/SCENARIO/locks, the Monitor's entries and
+                               owner among it
+    RUBY/SCENARIO/monitor-no-debug
+                               the same sysroot without that debug file, and
+                               one without monitor.so: each time exit 0
+                               (complete), the thread entering the Monitor
+                               still waiting on its holder's mutex, its
+                               monitor null, no locks_error
+    RUBY/SCENARIO/monitor-owner-damaged
+                               where the Monitor is the monitor extension's,
+                               its rb_monitor's owner (the place from
+                               `corestack --layout` of libruby and of
+                               monitor.so) overwritten in the core with the
+                               Monitor itself: exit 1, complete false, the
+                               entering thread's locks_error says its owner
+                               is neither a Thread nor a Fiber, every stack
+                               as before
 """
 
+import os
 import re
+import subprocess
 
-from . import checks, compare
+from . import checks, compare, corrupt, native, procs
 
 TESTS = ("locks", "locks-text", "locks-live")
+DEBUG_INFO = ("monitor-split-debug", "monitor-no-debug")
+DAMAGED = "monitor-owner-damaged"
 
 
 def test_names(ruby, scenario):
-    return checks.scenario_tests(ruby, scenario, "CorestackOracle.locks", TESTS)
+    return checks.scenario_tests(ruby, scenario, "CorestackOracle.locks",
+                                 TESTS + DEBUG_INFO + (DAMAGED,))
 
 
 def uses_locks(scenario):
@@ -262,14 +291,12 @@ def monitor_entries(exp, monitor):
 
 def check_monitor(title, locks, got, exp, addr):
     """The Monitor a thread enters: its address, its entries and the
-    thread that entered it, as the program says; shown where libruby
-    defines Monitor (Thread::Monitor, with struct rb_monitor), else
-    null or right."""
+    thread that entered it, as the program says, whether libruby defines
+    it (Thread::Monitor) or the monitor extension does (monitor.so, whose
+    own DWARF describes struct rb_monitor)."""
     want = locks.get("monitor")
     if not want:
         return "%s enters no monitor, corestack %s" % (title, compare.show(got)) if got else None
-    if got is None and locks.get("monitor_class") != "Thread::Monitor":
-        return None
     holder, count = monitor_entries(exp, want)
     if not isinstance(got, dict) or address(got.get("object")) != address(want) \
             or got.get("count") != count or address(got.get("owner")) != address(addr.get(holder)):
@@ -341,7 +368,7 @@ def check_text(oracle, out, children=True, fibers=True):
             if ref not in line:
                 return "%s: no %s in %s" % (compare.show(name), compare.show(ref), compare.show(line))
         monitor = exp.threads[name]["locks"].get("monitor")
-        if monitor and exp.threads[name]["locks"].get("monitor_class") == "Thread::Monitor":
+        if monitor:
             holder, count = monitor_entries(exp, monitor)
             ref = 'entering monitor 0x%x (entered %s times by thread %d "%s")' % (
                 address(monitor), count, numbers.get(holder, 0), holder)
@@ -372,8 +399,151 @@ def check_text(oracle, out, children=True, fibers=True):
 
 
 def report(rep, selected, ruby, scenario, cap, runs, json_report):
-    names = test_names(ruby, scenario)
+    names = test_names(ruby, scenario)[:len(TESTS)]
     if names and any(selected(n) for n in names):
         checks.report_json_text_live(
             rep, selected, names, cap, runs, json_report,
             (check_report, check_text, lambda oracle, got: check_report(oracle, got, live=True)))
+
+
+def build_id(path):
+    out = subprocess.run(["readelf", "-n", path], stdout=subprocess.PIPE, text=True).stdout
+    m = re.search(r"Build ID: ([0-9a-f]+)", out)
+    return m.group(1) if m else None
+
+
+def monitor_sysroot(core, root, mode, debug_dir):
+    """A sysroot holding every file the core names as a link to itself but
+    monitor.so: a copy without its debug info ("stripped"), that copy and
+    its debug file in debug_dir's .build-id tree ("split"), or none
+    ("absent"). -> how many monitor.so the core names."""
+    found = 0
+    for path in sorted(set(native.nt_file_paths(core))):
+        if not os.path.isfile(path) or os.path.exists(root + path):
+            continue
+        os.makedirs(os.path.dirname(root + path), exist_ok=True)
+        if os.path.basename(path) != "monitor.so":
+            os.symlink(path, root + path)
+            continue
+        found += 1
+        argv = []
+        if mode == "split":
+            bid = build_id(path)
+            if not bid:
+                raise procs.Failure("no build-id in %s" % path)
+            debug = os.path.join(debug_dir, ".build-id", bid[:2], bid[2:] + ".debug")
+            os.makedirs(os.path.dirname(debug), exist_ok=True)
+            argv.append(["objcopy", "--only-keep-debug", path, debug])
+        if mode != "absent":
+            argv.append(["objcopy", "--strip-debug", path, root + path])
+        for a in argv:
+            subprocess.run(a, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return found
+
+
+def check_no_debug(oracle, report):
+    """The monitor entered is not shown, the wait on its mutex is, and
+    nothing says the report is partial."""
+    if report.get("complete") is not True:
+        return "complete %s, expected true" % compare.show(report.get("complete"))
+    exp = Expected(oracle)
+    got = {key(t): t for t in report.get("threads") or []}
+    addr = {n: t.get("thread") for n, t in got.items()}
+    entering = [n for n, t in exp.threads.items() if t["locks"].get("monitor")]
+    if not entering:
+        return "no thread of the program enters a monitor"
+    for name in entering:
+        mine = got.get(name) or {}
+        waiting = mine.get("waiting_on") or {}
+        wf = waiting.get("waits_for") or {}
+        if waiting.get("monitor") is not None or mine.get("locks_error"):
+            return "%s: monitor %s, locks_error %s, expected neither" % (
+                compare.show(name), compare.show(waiting.get("monitor")),
+                compare.show(mine.get("locks_error")))
+        want = exp.waits_for.get(name)
+        if waiting.get("kind") != "mutex" or address(wf.get("thread")) != address(addr.get(want)):
+            return "%s: waiting_on %s, expected the mutex of %s (%s)" % (
+                compare.show(name), compare.show(waiting), compare.show(want), addr.get(want))
+    return None
+
+
+def report_debug_info(rep, selected, ruby, scenario, cap, corestack, timeout, workdir):
+    """RUBY/SCENARIO/monitor-split-debug and monitor-no-debug (see the
+    module's docstring)."""
+    names = dict(zip(DEBUG_INFO + (DAMAGED,), test_names(ruby, scenario)[len(TESTS):]))
+    for test, modes, check in (("monitor-split-debug", ("split",), check_report),
+                               ("monitor-no-debug", ("stripped", "absent"), check_no_debug)):
+        name = names.get(test)
+        if not name or not selected(name):
+            continue
+        if isinstance(cap, procs.Failure) or getattr(cap, "oracle", None) is None:
+            rep.result(name, "no core: capture failed")
+            continue
+        reason, skipped = None, False
+        for mode in modes:
+            root = os.path.join(workdir, test, mode)
+            debug_dir = os.path.join(workdir, test, mode + "-debug")
+            os.makedirs(debug_dir, exist_ok=True)
+            if monitor_sysroot(cap.core, root, mode, debug_dir) == 0:
+                rep.skip(name, "the core names no monitor.so (libruby's Monitor): "
+                         "nothing to check")
+                skipped = True
+                break
+            rc, out, err, why = procs.run_tool(
+                [corestack, "--json", "--no-cache", "--sysroot", root, "--debug-dir", debug_dir,
+                 cap.core], timeout)
+            if why or rc != 0:
+                reason = "%s: %s" % (mode, why or "exit %d: %s" % (rc, err.strip()[:200]))
+                break
+            report, why = compare.parse_report(out)
+            reason = why or check(cap.oracle, report)
+            if reason:
+                reason = "%s: %s" % (mode, reason)
+                break
+        if not skipped:
+            rep.result(name, reason)
+    name = names.get(DAMAGED)
+    if name and selected(name):
+        if isinstance(cap, procs.Failure) or getattr(cap, "oracle", None) is None:
+            rep.result(name, "no core: capture failed")
+            return
+        try:
+            reason = owner_damaged(cap, corestack, timeout)
+        except (RuntimeError, LookupError, KeyError, OSError, subprocess.SubprocessError) as exc:
+            reason = "setup: %s" % exc
+        if reason == "libruby":
+            rep.skip(name, "the core names no monitor.so (libruby's Monitor): nothing to check")
+        else:
+            rep.result(name, reason)
+
+
+def owner_damaged(cap, corestack, timeout):
+    """RUBY/SCENARIO/monitor-owner-damaged; "libruby" when the core maps no
+    monitor.so."""
+    paths = set(native.nt_file_paths(cap.core))
+    ext = sorted(p for p in paths if os.path.basename(p) == "monitor.so")
+    if not ext:
+        return "libruby"
+    exp = Expected(cap.oracle)
+    name = next(n for n, t in exp.threads.items() if t["locks"].get("monitor"))
+    monitor = address(exp.threads[name]["locks"]["monitor"])
+    rc, baseline, _, err = corrupt.run_json(corestack, cap.core, cap.exe, timeout)
+    if rc != 0 or baseline is None:
+        raise RuntimeError("the unpatched core: exit %d: %s" % (rc, err.strip()[:200]))
+    vm = corrupt.layout_of(corestack, baseline["process"]["ruby_module"], timeout)
+    mon = corrupt.layout_of(corestack, ext[0], timeout)
+    cf = corrupt.CoreFile(cap.core)
+    try:
+        # its struct in the object where the type word says embedded (4.0+)
+        embedded = vm.get("typed_data_embedded", (0, None))[0]
+        in_place = cf.u64(monitor + vm["typeddata_type"][0]) & embedded
+        data = monitor + vm["typeddata_data"][0]
+        if not in_place:
+            data = cf.u64(data)
+        cf.write(data + mon["monitor_owner"][0], monitor.to_bytes(8, "little"))
+        index = next(i for i, t in enumerate(baseline["threads"]) if key(t) == name)
+        want = "monitor owner neither a Thread nor a Fiber at 0x%x" % monitor
+        return corrupt.check_held(corestack, cap, baseline, index, "^%s$" % re.escape(want),
+                                  timeout)
+    finally:
+        cf.restore()

@@ -319,6 +319,8 @@ def run_tests(ctx):
                     report_scenario(rep, selected, ruby, scen, results[scen], runs)
                     fibers.report(rep, selected, ruby, scen, results[scen], runs,
                                   args.corestack, args.timeout, json_report)
+                    locks.report_debug_info(rep, selected, ruby, scen, results[scen],
+                                            args.corestack, args.timeout, rwork)
                     stable_names.report(rep, selected, ruby, scen, results[scen], runs,
                                         args.corestack, args.timeout,
                                         variants.scenario_env(ruby), rwork)
