@@ -615,10 +615,11 @@ static uint64_t global_value(struct rv_session *s, enum rv_item_id id)
 }
 
 /* Whether v is a top self, the self of the program's top level: the VM's,
- * or the root or main box's where the VM has boxes. */
+ * or where the VM has boxes the root or main box's, or the main thread's
+ * (under Ruby::Box the program's, which neither box keeps). */
 static bool is_top_self(struct rv_session *s, uint64_t v)
 {
-	uint64_t vm = 0, self = 0, box = 0;
+	uint64_t vm = 0, self = 0, box = 0, th = 0;
 	if (!rv_try_var(s, RVL_vm_ptr, sizeof(vm), &vm) || !vm)
 		return false;
 	if (RV_HAS(s, vm_top_self))
@@ -631,7 +632,9 @@ static bool is_top_self(struct rv_session *s, uint64_t v)
 		if (rv_try_member(s, vm, boxes[i], &box) && box &&
 		    rv_try_member(s, box, RVL_box_top_self, &self) && self == v)
 			return true;
-	return false;
+	return RV_HAS(s, th_top_self) &&
+	       rv_try_member(s, vm, RVL_vm_ractor_main_thread, &th) && th &&
+	       rv_try_member(s, th, RVL_th_top_self, &self) && self == v;
 }
 
 #define MAX_SUPERCLASSES 64 /* classes walked up from a T_STRUCT's */
