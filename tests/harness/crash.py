@@ -3,7 +3,8 @@ faults through a bad pointer (with Ruby's SIGSEGV handler, and with it put
 aside), faults in a dmark function during GC, calls rb_bug, calls abort,
 calls through a NULL pointer or into a heap buffer (each with and without
 Ruby's handler), fails an assert, corrupts the heap, overflows its stack,
-sends itself SIGSEGV, faults inside a Fiber.
+sends itself SIGSEGV, faults inside a Fiber (with and without Ruby's
+handler).
 Each core is checked against what Ruby printed in its own crash report
 (the [BUG] line, the fault address, the RIP of its machine register
 context, the C-level and Ruby-level backtraces), what the program told on
@@ -20,7 +21,9 @@ abort message) and what the program did.
                              malloc never gave), stack_overflow (C recursion into the
                              guard page, without the handler), raw_raise_segv
                              (raise(SIGSEGV) without the handler: sent, no fault),
-                             fiber_segv (segv called in a Fiber), segv_copy (segv, the
+                             fiber_segv (segv called in a Fiber), raw_fiber_segv
+                             (raw_segv called in a Fiber: the fiber's Ruby frames
+                             are those the program recorded in it), segv_copy (segv, the
                              extension loaded from a copy deleted before the crash,
                              as Ruby::Box loads one), null_call_copy (null_call so:
                              the code before the return address it left is read
@@ -45,7 +48,10 @@ abort message) and what the program did.
                              code: a frame that is not code, then its caller found
                              by the return address, merged as the C method; for a
                              stack overflow: the recursion to the frame limit, then
-                             every Ruby frame, unmatched, and exit 0);
+                             every Ruby frame, unmatched, and exit 0; for a
+                             fault in a fiber without the handler: the faulting
+                             function first, unwound on the fiber's stack to
+                             rb_fiber_start, every Ruby frame merged in order);
                              gc: in GC and marking only for the dmark fault,
                              GC.count at least what the program saw (one more unless a
                              GC was marking then); exception: the
@@ -98,7 +104,7 @@ CRASH_DIR = os.path.join(procs.ROOT, "fixtures", "crash")
 MODES = ("segv", "raw_segv", "gc_mark", "bug", "abort", "null_call", "raw_null_call",
          "jump_data", "raw_jump_data", "assert", "heap_corruption", "stack_overflow",
          "raw_raise_segv", "fiber_segv", "segv_copy", "null_call_copy", "killed",
-         "raw_killed", "raw_raise_off_thread")
+         "raw_killed", "raw_raise_off_thread", "raw_fiber_segv")
 CHECKS = ("capture", "stacks", "fault", "summary-text", "native", "gc", "exception")
 COPY = "_copy"  # a mode loading the extension from a deleted copy
 # Checks of some modes only: the core with its signal frame damaged.
@@ -164,6 +170,11 @@ EXPECT = {
     "fiber_segv": {"fault": True, "kind": "memory_access", "address": 0x1008,
                    "code": "SEGV_MAPERR", "function": "ct_segv", "handler": True,
                    "fiber": True},
+    # ct_raw_segv called from a Fiber, without Ruby's handler: no report,
+    # the fiber's Ruby frames are those the program recorded in it
+    "raw_fiber_segv": {"fault": True, "kind": "memory_access", "address": 0x2010,
+                       "code": "SEGV_MAPERR", "function": "ct_raw_segv", "handler": False,
+                       "fiber": True, "method": "raw_segv", "call": "# in a fiber"},
 }
 EXPECT["segv_copy"] = EXPECT["segv"]
 EXPECT["null_call_copy"] = EXPECT["null_call"]
@@ -171,7 +182,8 @@ EXPECT["null_call_copy"] = EXPECT["null_call"]
 
 def method_of(mode):
     """The C method of CrashTest a mode calls."""
-    return mode[:-len(COPY)] if mode.endswith(COPY) else mode
+    mode = mode[:-len(COPY)] if mode.endswith(COPY) else mode
+    return EXPECT[mode].get("method", mode)
 
 # How far below its stack a stack overflow may fault (crash.c's reach).
 GUARD_REACH = 1 << 20
@@ -311,12 +323,17 @@ def c_call_line(function):
 
 
 def call_line(mode):
-    """The line of crash.rb that calls CrashTest.MODE."""
+    """The line of crash.rb where mode calls its C method: the first
+    ending in "CrashTest.METHOD", or in "CrashTest.METHOD # ..." as
+    EXPECT's "call" says (a method called in two places)."""
+    call = "CrashTest.%s" % method_of(mode)
+    if EXPECT[mode].get("call"):
+        call += " " + EXPECT[mode]["call"]
     with open(os.path.join(CRASH_DIR, "crash.rb")) as f:
         for number, line in enumerate(f, 1):
-            if line.rstrip().endswith("CrashTest.%s" % mode):
+            if line.rstrip().endswith(call):
                 return number
-    raise procs.Failure("crash.rb has no call of CrashTest.%s" % mode)
+    raise procs.Failure("crash.rb has no line ending in %r" % call)
 
 
 def expected_frames(cr):
@@ -326,7 +343,7 @@ def expected_frames(cr):
     if cr.report.ruby_frames:
         return cr.report.ruby_frames
     frames = cr.oracle["frames"]
-    line = call_line(method_of(cr.mode))
+    line = call_line(cr.mode)
     return [[cr.oracle["c_label"], frames[0][1], line],
             [frames[0][0], frames[0][1], line]] + frames[1:]
 
@@ -643,7 +660,9 @@ def check_native(cr, res):
     if not ruby_handled(cr):
         if handler:
             return "frames marked as a handler's: %s" % compare.show(handler[:3])
-        return check_past_not_code(cr, t, frames) if exp["kind"] == "execute" else None
+        if exp["kind"] == "execute":
+            return check_past_not_code(cr, t, frames)
+        return check_fiber_native(cr, t, frames) if exp.get("fiber") else None
     names = [native.plain_name(f.get("function") or "") for f in handler]
     if handler_name(cr) not in names:
         return "Ruby's handler (%s) not among the handler's frames: %s" % (
@@ -663,6 +682,31 @@ def check_native(cr, res):
             want if isinstance(want, tuple) else (want,)):
         return "the first frame outside the handler is %s, expected %s" % (
             compare.show(rest[:1]), want)
+    return None
+
+
+def check_fiber_native(cr, t, frames):
+    """A fault in a fiber without Ruby's handler: the native frames, from
+    the faulting function (merged as the C method), unwind on the fiber's
+    own stack to Ruby's fiber start, never the thread's start, with every
+    Ruby frame of the fiber merged in order."""
+    want = EXPECT[cr.mode]["function"]
+    names = [native.plain_name(f.get("function") or "") for f in frames]
+    if not names or names[0] != want or t.get("native_error") or t.get("merge_error"):
+        return "native frames %s (errors %s, %s), expected %s first" % (
+            compare.show(names[:3]), t.get("native_error"), t.get("merge_error"), want)
+    if "rb_fiber_start" not in names or "start_thread" in names:
+        return "native frames %s, expected them to end at the fiber's start " \
+            "(rb_fiber_start), not the thread's" % compare.show(names)
+    merged = t.get("merged") or []
+    cfunc = [m for m in merged if m.get("kind") == "cfunc"]
+    if not cfunc or native.plain_name(cfunc[0].get("function") or "") != want:
+        return "the merged C method's native function %s, expected %s" % (
+            compare.show(cfunc[:1]), want)
+    got = [m.get("frame") for m in merged if m.get("kind") != "native"]
+    if got != list(range(len(t.get("frames") or []))) or not got:
+        return "Ruby frames merged %s, expected each of the fiber's %d in order" % (
+            compare.show(got), len(t.get("frames") or []))
     return None
 
 

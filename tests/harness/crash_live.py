@@ -16,9 +16,12 @@ gets is the oracle, as for a core (crash.py).
                              is still running
     gdbext/RUBY/crash/MODE/live-gdb, lldb/RUBY/crash/MODE/live-lldb (but killed)
                              MODE: segv, null_call, raw_jump_data, abort,
-                             stack_overflow, killed (a memory access, a call to
-                             no code with and without Ruby's handler, an abort, a
-                             guard page, a signal another process sent). The
+                             stack_overflow, killed, raw_fiber_segv (a memory
+                             access, a call to no code with and without Ruby's
+                             handler, an abort, a guard page, a signal another
+                             process sent, a memory access in a Fiber without
+                             the handler: the fiber's frames are those the
+                             program recorded in it). The
                              program run under gdb with the module loaded: at the
                              stop on the fatal signal (before any handler runs),
                              ruby-bt --json's crash summary is the one a core
@@ -48,7 +51,8 @@ from . import crash, gdbext_lldb, native, procs, variants
 
 MODES = ("segv", "null_call", "fiber_segv")
 # one mode of each kind of crash, with Ruby's handler and without
-GDB_MODES = ("segv", "null_call", "raw_jump_data", "abort", "stack_overflow", "killed")
+GDB_MODES = ("segv", "null_call", "raw_jump_data", "abort", "stack_overflow", "killed",
+             "raw_fiber_segv")
 # lldb -b ends its commands at a stop it calls a crash ("unknown crash
 # reason": the SIGSEGV another process sends)
 LLDB_MODES = tuple(m for m in GDB_MODES if m != "killed")
