@@ -3,7 +3,8 @@ faults through a bad pointer (with Ruby's SIGSEGV handler, and with it put
 aside), faults in a dmark function during GC, calls rb_bug, calls abort,
 calls through a NULL pointer or into a heap buffer (each with and without
 Ruby's handler), fails an assert, corrupts the heap, overflows its stack,
-sends itself SIGSEGV, faults inside a Fiber.
+sends itself SIGSEGV, faults inside a Fiber (with and without Ruby's
+handler).
 Each core is checked against what Ruby printed in its own crash report
 (the [BUG] line, the fault address, the RIP of its machine register
 context, the C-level and Ruby-level backtraces), what the program told on
@@ -20,9 +21,18 @@ abort message) and what the program did.
                              malloc never gave), stack_overflow (C recursion into the
                              guard page, without the handler), raw_raise_segv
                              (raise(SIGSEGV) without the handler: sent, no fault),
-                             fiber_segv (segv called in a Fiber), segv_copy (segv, the
+                             fiber_segv (segv called in a Fiber), raw_fiber_segv
+                             (raw_segv called in a Fiber: the fiber's Ruby frames
+                             are those the program recorded in it), segv_copy (segv, the
                              extension loaded from a copy deleted before the crash,
-                             as Ruby::Box loads one), null_call_copy (null_call so:
+                             as Ruby::Box loads one), raw_raise_off_thread and
+                             raise_off_thread (rb_raise on a thread Ruby did not
+                             create, without and with the handler; where the
+                             process raises in the GVL holder instead of crashing
+                             (2.7), each check reads it live, parked after its
+                             rescue, against what it recorded: capture, stacks,
+                             fault (no crash), summary-text, exception, gc,
+                             native), null_call_copy (null_call so:
                              the code before the return address it left is read
                              from the file found by the build-id, since the core
                              holds no text of the deleted copy). CHECK:
@@ -45,7 +55,10 @@ abort message) and what the program did.
                              code: a frame that is not code, then its caller found
                              by the return address, merged as the C method; for a
                              stack overflow: the recursion to the frame limit, then
-                             every Ruby frame, unmatched, and exit 0);
+                             every Ruby frame, unmatched, and exit 0; for a
+                             fault in a fiber without the handler: the faulting
+                             function first, unwound on the fiber's stack to
+                             rb_fiber_start, every Ruby frame merged in order);
                              gc: in GC and marking only for the dmark fault,
                              GC.count at least what the program saw (one more unless a
                              GC was marking then); exception: the
@@ -89,6 +102,7 @@ import shutil
 import struct
 import subprocess
 import sys
+import time
 import xml.etree.ElementTree as ET
 
 from . import compare, core_dir, corrupt, native, procs, variants
@@ -98,7 +112,7 @@ CRASH_DIR = os.path.join(procs.ROOT, "fixtures", "crash")
 MODES = ("segv", "raw_segv", "gc_mark", "bug", "abort", "null_call", "raw_null_call",
          "jump_data", "raw_jump_data", "assert", "heap_corruption", "stack_overflow",
          "raw_raise_segv", "fiber_segv", "segv_copy", "null_call_copy", "killed",
-         "raw_killed", "raw_raise_off_thread")
+         "raw_killed", "raw_raise_off_thread", "raise_off_thread", "raw_fiber_segv")
 CHECKS = ("capture", "stacks", "fault", "summary-text", "native", "gc", "exception")
 COPY = "_copy"  # a mode loading the extension from a deleted copy
 # Checks of some modes only: the core with its signal frame damaged.
@@ -159,11 +173,20 @@ EXPECT = {
     # execution context's field, so an address in the first page
     "raw_raise_off_thread": {"fault": True, "kind": "memory_access", "handler": False,
                              "off_thread": True, "code": "SEGV_MAPERR"},
+    # the same with Ruby's SIGSEGV handler, which then runs on that
+    # thread
+    "raise_off_thread": {"fault": True, "kind": "memory_access", "handler": True,
+                         "off_thread": True, "code": "SEGV_MAPERR"},
     # ct_segv called from a Fiber: the crashed thread's Ruby frames are
     # the fiber's, as Ruby's report gives them
     "fiber_segv": {"fault": True, "kind": "memory_access", "address": 0x1008,
                    "code": "SEGV_MAPERR", "function": "ct_segv", "handler": True,
                    "fiber": True},
+    # ct_raw_segv called from a Fiber, without Ruby's handler: no report,
+    # the fiber's Ruby frames are those the program recorded in it
+    "raw_fiber_segv": {"fault": True, "kind": "memory_access", "address": 0x2010,
+                       "code": "SEGV_MAPERR", "function": "ct_raw_segv", "handler": False,
+                       "fiber": True, "method": "raw_segv", "call": "# in a fiber"},
 }
 EXPECT["segv_copy"] = EXPECT["segv"]
 EXPECT["null_call_copy"] = EXPECT["null_call"]
@@ -171,7 +194,8 @@ EXPECT["null_call_copy"] = EXPECT["null_call"]
 
 def method_of(mode):
     """The C method of CrashTest a mode calls."""
-    return mode[:-len(COPY)] if mode.endswith(COPY) else mode
+    mode = mode[:-len(COPY)] if mode.endswith(COPY) else mode
+    return EXPECT[mode].get("method", mode)
 
 # How far below its stack a stack overflow may fault (crash.c's reach).
 GUARD_REACH = 1 << 20
@@ -226,6 +250,10 @@ class RubyReport:
         self.aborted = re.search(r"\[BUG\] Aborted\b", text) is not None
         self.ruby_frames = []    # innermost first: [label, path, lineno]
         self.c_names = {}        # pc -> function name, where Ruby named it
+        self.c_pcs = []          # every pc of the C-level backtrace, in order
+        # the [BUG] line without a source position: Ruby found no
+        # execution context on the thread that crashed
+        self.bug_unplaced = re.search(r"^\[BUG\] ", text, re.M) is not None
         m = re.search(r"^\S*?:\d+: \[BUG\] (.*)$", text, re.M)
         if m:
             self.bug = m.group(1)
@@ -245,6 +273,9 @@ class RubyReport:
                 if m:
                     self.ruby_frames.insert(0, [m.group(3), m.group(1), int(m.group(2))])
             elif section and "C level backtrace" in section:
+                m = re.search(r"\[0x([0-9a-f]+)\]", line)
+                if m:
+                    self.c_pcs.append(int(m.group(1), 16))
                 m = re.search(r"\(([A-Za-z_][\w.]*)\+0x[0-9a-f]+\) \[0x([0-9a-f]+)\]", line)
                 if m:
                     self.c_names[int(m.group(2), 16)] = m.group(1)
@@ -258,17 +289,33 @@ class CrashRun:
     def __init__(self, mode, core, status, oracle, report, live=False, at_fault=False):
         self.mode, self.core, self.status = mode, core, status
         self.oracle, self.report, self.live = oracle, report, live
+        # no crash: what the program recorded of the exception it got
+        # instead (CORESTACK_ORACLE.raised), and corestack --pid's runs of
+        # it parked after (argv tuple -> run_tool's result)
+        self.raised, self.runs = None, {}
         # read live while a debugger holds it stopped at the fault, before
         # any handler ran
         self.at_fault = at_fault
 
 
-def run_crash(ruby, exe, mode, extdir, workdir, timeout):
+def run_crash(ruby, exe, mode, extdir, workdir, timeout, cs=None):
     with native.extra_env({"CRASH_MODE": mode, "CRASH_EXT": extdir}):
         run = procs.Scenario(exe, os.path.join(CRASH_DIR, "crash.rb"), workdir, True,
                              variants.scenario_env(ruby))
     try:
         run.wait_oracle(timeout)
+        raised = run.oracle_path + ".raised"
+        if EXPECT[mode].get("off_thread"):
+            # dead of the crash, or (2.7) raised in the GVL holder instead
+            # and parked: then read live
+            deadline = time.monotonic() + timeout
+            while not run.poll() and not os.path.exists(raised):
+                if time.monotonic() > deadline:
+                    raise procs.Failure("crash.rb %s neither died nor parked within %d s" % (
+                        mode, timeout))
+                time.sleep(0.02)
+            if not run.poll():
+                return parked_run(run, mode, raised, cs, timeout)
         run.wait_exit(timeout)
         if not os.WIFSIGNALED(run.status):
             raise procs.Failure("crash.rb %s %s instead of dying of a signal; stderr: %s" % (
@@ -276,11 +323,39 @@ def run_crash(ruby, exe, mode, extdir, workdir, timeout):
         core = procs.kernel_core(run)
         with open(run.oracle_path) as f:
             oracle = json.load(f)
-        with open(run.stderr_path, errors="replace") as f:
-            report = RubyReport(f.read())
+        report = RubyReport(told(run))
     finally:
         run.kill()
     return CrashRun(mode, core, os.WTERMSIG(run.status), oracle, report)
+
+
+def told(run):
+    """What a crash.rb run wrote on stderr (Ruby's report), then on
+    stdout (what crashtest.c tells there)."""
+    text = ""
+    for path in (run.stderr_path, run.stdout_path):
+        with open(path, errors="replace") as f:
+            text += f.read() + "\n"
+    return text
+
+
+def parked_run(run, mode, raised, cs, timeout):
+    """A CrashRun of a process that did not crash but parked after it
+    recorded what it raised instead: corestack --pid's runs of it, with
+    and without --json and --native."""
+    with open(run.oracle_path) as f:
+        oracle = json.load(f)
+    with open(raised) as f:
+        got = json.load(f)
+    cr = CrashRun(mode, None, None, oracle, None, live=True)
+    cr.raised = got
+    for argv in (("--json",), (), ("--json", "--native")):
+        cr.runs[argv] = procs.run_tool([cs] + list(argv) + ["--pid", str(run.pid)], timeout)
+    cr.report = RubyReport(told(run))
+    if run.poll():
+        raise procs.Failure("crash.rb %s %s while read, parked after it raised %s" % (
+            mode, run.describe_exit(), got.get("class")))
+    return cr
 
 
 def expected_address(cr):
@@ -311,12 +386,17 @@ def c_call_line(function):
 
 
 def call_line(mode):
-    """The line of crash.rb that calls CrashTest.MODE."""
+    """The line of crash.rb where mode calls its C method: the first
+    ending in "CrashTest.METHOD", or in "CrashTest.METHOD # ..." as
+    EXPECT's "call" says (a method called in two places)."""
+    call = "CrashTest.%s" % method_of(mode)
+    if EXPECT[mode].get("call"):
+        call += " " + EXPECT[mode]["call"]
     with open(os.path.join(CRASH_DIR, "crash.rb")) as f:
         for number, line in enumerate(f, 1):
-            if line.rstrip().endswith("CrashTest.%s" % mode):
+            if line.rstrip().endswith(call):
                 return number
-    raise procs.Failure("crash.rb has no call of CrashTest.%s" % mode)
+    raise procs.Failure("crash.rb has no line ending in %r" % call)
 
 
 def expected_frames(cr):
@@ -326,7 +406,7 @@ def expected_frames(cr):
     if cr.report.ruby_frames:
         return cr.report.ruby_frames
     frames = cr.oracle["frames"]
-    line = call_line(method_of(cr.mode))
+    line = call_line(cr.mode)
     return [[cr.oracle["c_label"], frames[0][1], line],
             [frames[0][0], frames[0][1], line]] + frames[1:]
 
@@ -354,6 +434,8 @@ def check_capture(cr):
     exp = EXPECT[cr.mode]
     r = cr.report
     handled = ruby_handled(cr) or cr.mode == "bug"
+    if exp.get("off_thread") and handled:
+        return check_off_thread_report(cr)
     if handled and not r.ruby_frames:
         return "Ruby printed no crash report with a Ruby-level backtrace"
     if exp.get("address") == "jump" and r.jump is None:
@@ -643,7 +725,9 @@ def check_native(cr, res):
     if not ruby_handled(cr):
         if handler:
             return "frames marked as a handler's: %s" % compare.show(handler[:3])
-        return check_past_not_code(cr, t, frames) if exp["kind"] == "execute" else None
+        if exp["kind"] == "execute":
+            return check_past_not_code(cr, t, frames)
+        return check_fiber_native(cr, t, frames) if exp.get("fiber") else None
     names = [native.plain_name(f.get("function") or "") for f in handler]
     if handler_name(cr) not in names:
         return "Ruby's handler (%s) not among the handler's frames: %s" % (
@@ -663,6 +747,31 @@ def check_native(cr, res):
             want if isinstance(want, tuple) else (want,)):
         return "the first frame outside the handler is %s, expected %s" % (
             compare.show(rest[:1]), want)
+    return None
+
+
+def check_fiber_native(cr, t, frames):
+    """A fault in a fiber without Ruby's handler: the native frames, from
+    the faulting function (merged as the C method), unwind on the fiber's
+    own stack to Ruby's fiber start, never the thread's start, with every
+    Ruby frame of the fiber merged in order."""
+    want = EXPECT[cr.mode]["function"]
+    names = [native.plain_name(f.get("function") or "") for f in frames]
+    if not names or names[0] != want or t.get("native_error") or t.get("merge_error"):
+        return "native frames %s (errors %s, %s), expected %s first" % (
+            compare.show(names[:3]), t.get("native_error"), t.get("merge_error"), want)
+    if "rb_fiber_start" not in names or "start_thread" in names:
+        return "native frames %s, expected them to end at the fiber's start " \
+            "(rb_fiber_start), not the thread's" % compare.show(names)
+    merged = t.get("merged") or []
+    cfunc = [m for m in merged if m.get("kind") == "cfunc"]
+    if not cfunc or native.plain_name(cfunc[0].get("function") or "") != want:
+        return "the merged C method's native function %s, expected %s" % (
+            compare.show(cfunc[:1]), want)
+    got = [m.get("frame") for m in merged if m.get("kind") != "native"]
+    if got != list(range(len(t.get("frames") or []))) or not got:
+        return "Ruby frames merged %s, expected each of the fiber's %d in order" % (
+            compare.show(got), len(t.get("frames") or []))
     return None
 
 
@@ -963,6 +1072,26 @@ def check_exception(cr, res, res_text):
     return None
 
 
+def check_off_thread_report(cr):
+    """What Ruby's handler reports on a thread it does not know: the
+    [BUG] line with no Ruby source position before it, the fault in the
+    first page, its RIP, a C-level backtrace through rb_raise and no
+    Ruby-level backtrace (no execution context to take one from)."""
+    r = cr.report
+    if r.off_tid is None:
+        return "the program did not tell the tid of its thread Ruby does not know"
+    if not r.bug_unplaced or r.bug is not None:
+        return "Ruby's [BUG] line has a source position (%r): it found an execution " \
+            "context" % r.bug
+    if r.address is None or not 0 <= r.address < 4096 or r.rip is None:
+        return "Ruby's report: fault address %s, RIP %s; expected one in the first page " \
+            "and a RIP" % (r.address, r.rip)
+    if r.ruby_frames or "rb_raise" not in r.c_names.values() or r.rip not in r.c_pcs:
+        return "Ruby's report: Ruby frames %s, C backtrace %s; expected none, and rb_raise " \
+            "and the RIP in C" % (compare.show(r.ruby_frames), compare.show(r.c_names))
+    return None
+
+
 def check_off_thread_stacks(cr, run):
     """A crash on a thread Ruby does not know: no Ruby thread is marked
     crashed, and the thread that started it (waiting in pthread_join
@@ -996,21 +1125,44 @@ def check_off_thread_fault(cr, run):
     c = report.get("crash") or {}
     if c.get("error"):
         return "crash summary incomplete: %s" % c["error"]
-    want = {"tid": cr.report.off_tid, "thread_index": None, "thread_name": None,
-            "fault": True, "kind": "memory_access", "from_signal_frame": False,
-            "sender_pid": None, "ruby_frame": None, "fiber": None}
+    handled, r = ruby_handled(cr), cr.report
+    want = {"tid": r.off_tid, "thread_index": None, "thread_name": None,
+            "fault": True, "kind": "memory_access", "from_signal_frame": handled,
+            "sender_pid": None, "ruby_frame": None, "fiber": None,
+            "handler_running": cr.live}
     got = {k: c.get(k) for k in want}
     if got != want:
         return "summary %s, expected %s" % (compare.show(got), compare.show(want))
     sig = c.get("signal") or {}
     address = int(sig.get("fault_address") or "-1", 16)
     if sig.get("name") != "SIGSEGV" or sig.get("code_name") != "SEGV_MAPERR" or \
-            not 0 <= address < 4096:
-        return "signal %s, expected SIGSEGV (SEGV_MAPERR) in the first page" % compare.show(sig)
+            not 0 <= address < 4096 or (handled and address != r.address):
+        return "signal %s, expected SIGSEGV (SEGV_MAPERR) in the first page%s" % (
+            compare.show(sig), ", at Ruby's 0x%x" % r.address if handled else "")
     at = c.get("at") or {}
     mod = at.get("module") or ""
     if not (mod.startswith("libruby") or mod == "ruby") or not at.get("function"):
         return "faulted in %s, expected a function of the Ruby VM's module" % compare.show(at)
+    if handled:
+        # Ruby's RIP, the function its C backtrace names there (dladdr's
+        # is the outer function of an inlined one), and the signal the
+        # process died of sent by the handler, on that thread
+        rip = (c.get("registers") or {}).get("rip")
+        if rip is None or int(rip, 16) != r.rip or int(at.get("pc", "0"), 16) != r.rip:
+            return "pc %s (rip %s), Ruby's RIP 0x%x" % (at.get("pc"), rip, r.rip)
+        named = r.c_names.get(r.rip)
+        if named and named not in (at.get("function"), at.get("outer_function")):
+            return "function %s (in %s), Ruby's C backtrace %s" % (
+                at.get("function"), at.get("outer_function"), named)
+        core = c.get("core_signal") or {}
+        if cr.live:
+            # still in the handler: no signal of its own yet
+            if c.get("core_signal") is not None:
+                return "core_signal %s in a process hanging in Ruby's handler" % (
+                    compare.show(core))
+        elif core.get("number") != cr.status or core.get("code_name") != "SI_TKILL":
+            return "core_signal %s, expected signal %d (SI_TKILL), which the process died " \
+                "of" % (compare.show(core), cr.status)
     # who called into it: the extension's thread function, at its call
     ef = c.get("entered_from") or {}
     want = {"function": "raise_off_thread", "module": "crashtest.so",
@@ -1023,13 +1175,18 @@ def check_off_thread_fault(cr, run):
 def check_off_thread_text(cr, run):
     """The summary's lines for a crash on a thread Ruby did not create, and
     its crash group (--format junit): the caller into libruby in place of
-    the Ruby frames it has none of."""
+    the Ruby frames it has none of. Read live, hanging in Ruby's handler:
+    the summary says the handler is still running, and no group."""
     rc, out, err, reason = run()
     if reason or rc != 0:
         return reason or "exit %d: %s" % (rc, err.strip()[:200])
     lines = out.split("\nThread ")[0].splitlines()
+    handled = ruby_handled(cr)
     want = re.compile(r"Crash: tid %d, which runs no Ruby, SIGSEGV \(SEGV_MAPERR\) at "
-                      r"address 0x[0-9a-f]{1,3}$" % cr.report.off_tid)
+                      r"address %s%s$" % (cr.report.off_tid, "0x%x" % cr.report.address
+                                          if handled else "0x[0-9a-f]{1,3}",
+                                          re.escape(" (from the signal frame on its stack)")
+                                          if handled else ""))
     if not any(want.match(l) for l in lines):
         return "no line matching %r: %s" % (want.pattern, compare.show(lines))
     want = re.compile(r"    called into (libruby\S*|ruby) from crashtest\.so: raise_off_thread "
@@ -1038,6 +1195,16 @@ def check_off_thread_text(cr, run):
         return "no line matching %r: %s" % (want.pattern, compare.show(lines))
     if any(l.strip().startswith("called from Ruby") for l in lines):
         return "the summary names a Ruby caller on a thread that runs no Ruby"
+    sent = re.compile(r"    then SIG[A-Z]+ \(SI_TKILL\), the core's signal, sent by the "
+                      r"handler from ")
+    if (handled and not cr.live) != any(sent.match(l) for l in lines):
+        return "the summary %s the signal Ruby's handler sent: %s" % (
+            "lacks" if handled and not cr.live else "names", compare.show(lines))
+    if cr.live != ("    the handler is still running: the process has not ended" in lines):
+        return "the summary %s the handler is still running: %s" % (
+            "does not say" if cr.live else "says", compare.show(lines))
+    if cr.live:
+        return None     # a live process: no crash group to check
     # its crash group: no Ruby frame, the caller into libruby instead
     rc, out, err, reason = run("--format", "junit")
     if reason or rc != 3:
@@ -1063,13 +1230,177 @@ def check_off_thread_native(cr, run):
     mine = [t for t in report.get("native_threads", []) if t.get("tid") == cr.report.off_tid]
     if len(mine) != 1:
         return "the thread told (tid %s) is not among native_threads once" % cr.report.off_tid
-    names = [native.plain_name(f.get("function") or "") for f in mine[0].get("native", [])]
+    frames = mine[0].get("native", [])
+    names = [native.plain_name(f.get("function") or "") for f in frames]
     order = [names.index(n) if n in names else -1
              for n in ("rb_raise", "raise_off_thread", "start_thread")]
     if -1 in order or order != sorted(order):
         return "native frames %s, expected rb_raise, raise_off_thread, start_thread in order" % (
             names)
+    handler = [f for f in frames if f.get("handler")]
+    if not ruby_handled(cr):
+        return "frames marked as a handler's: %s" % compare.show(handler[:3]) \
+            if handler else None
+    # with Ruby's handler: its frames first, then the frames it
+    # interrupted, whose pcs are those of Ruby's own C-level backtrace
+    # from its RIP on (an inlined function's frames share their pc)
+    if handler_name(cr) not in [native.plain_name(f.get("function") or "") for f in handler]:
+        return "Ruby's handler (sigsegv) not among the handler's frames: %s" % compare.show(
+            names[:len(handler)])
+    pcs = []
+    for f in frames[len(handler):]:
+        pc = int(f.get("pc") or "0", 16)
+        if not pcs or pcs[-1] != pc:
+            pcs.append(pc)
+    r = cr.report
+    ruby = r.c_pcs[r.c_pcs.index(r.rip):]
+    if pcs[:len(ruby)] != ruby:
+        return "the interrupted frames' pcs %s, Ruby's C backtrace %s" % (
+            [hex(p) for p in pcs], [hex(p) for p in ruby])
     return None
+
+
+def parked_line():
+    """The line of crash.rb where park_raised sleeps."""
+    with open(os.path.join(CRASH_DIR, "crash.rb")) as f:
+        for number, line in enumerate(f, 1):
+            if line.rstrip().endswith("sleep # parked"):
+                return number
+    raise procs.Failure("crash.rb has no line ending in 'sleep # parked'")
+
+
+def raised_thread(cr, argv=("--json",)):
+    """(report, the thread named as the crashing one, None) of a parked
+    process's corestack --pid run, or (None, None, why not)."""
+    report, reason = native.run_json(cr.runs[argv])
+    if reason:
+        return None, None, reason
+    named = [t for t in report.get("threads", []) if t.get("name") == cr.oracle["thread_name"]]
+    if len(named) != 1:
+        return None, None, "%d threads named %r" % (len(named), cr.oracle["thread_name"])
+    return report, named[0], None
+
+
+def check_raised_capture(cr):
+    """What the program recorded: the exception raised in the C method
+    at its call (the frames recorded before it), in the thread named,
+    its rescue run on the thread that called rb_raise (the tid that
+    thread told), not the one the Ruby thread started on."""
+    r = cr.raised
+    got = plain_frames(r["backtrace"])
+    want = plain_frames(expected_frames(cr))
+    if got != want:
+        return "%s raised at %s, expected at the call of the C method %s" % (
+            r["class"], compare.show(got), compare.show(want))
+    if r["thread_name"] != cr.oracle["thread_name"]:
+        return "raised in thread %r, expected %r" % (r["thread_name"], cr.oracle["thread_name"])
+    if cr.report.off_tid is None or r["tid"] != cr.report.off_tid or r["tid"] == cr.oracle["tid"]:
+        return "the rescue ran on tid %s; the thread that called rb_raise told %s, the Ruby " \
+            "thread started on %s" % (r["tid"], cr.report.off_tid, cr.oracle["tid"])
+    return None
+
+
+def check_raised_stacks(cr):
+    """The thread's frames: parked in the rescue as the program recorded
+    them; its tid the one Ruby started it on (Ruby's own record of it),
+    though its code now runs on another."""
+    _, t, reason = raised_thread(cr)
+    if reason:
+        return reason
+    line = parked_line()
+    frames = cr.raised["frames"]
+    want = plain_frames([["sleep", frames[0][1], line], [frames[0][0], frames[0][1], line]] +
+                        frames[1:])
+    got = plain_frames([[f.get("label"), f.get("path"), f.get("lineno")] for f in t["frames"]])
+    if got != want:
+        return "its frames %s, recorded %s" % (compare.show(got), compare.show(want))
+    if t.get("tid") != cr.oracle["tid"]:
+        return "its tid %s, the program's thread started on %s" % (t.get("tid"), cr.oracle["tid"])
+    return None
+
+
+def check_raised_fault(cr):
+    """No crash: no summary, no thread marked crashed, exit 0."""
+    report, reason = native.run_json(cr.runs[("--json",)])
+    if reason:
+        return reason
+    marked = [t.get("tid") for t in report.get("threads", []) if t.get("crashed")]
+    if report.get("crash") is not None or marked:
+        return "crash %s, threads %s marked crashed; the process did not crash" % (
+            compare.show(report.get("crash")), marked)
+    return None
+
+
+def check_raised_text(cr):
+    rc, out, err, reason = cr.runs[()]
+    if reason or rc != 0:
+        return reason or "exit %d: %s" % (rc, err.strip()[:200])
+    head = out.split("\nThread ")[0].splitlines()
+    if any(l.startswith("Crash") for l in head):
+        return "the header names a crash: %s" % compare.show(head)
+    return None
+
+
+def check_raised_exception(cr):
+    """The thread handles the exception the program rescued, with its
+    message; the other thread still its Job::Failed."""
+    _, t, reason = raised_thread(cr)
+    if reason:
+        return reason
+    exc, r = t.get("exception") or {}, cr.raised
+    if exc.get("class") != r["class"] or exc.get("message") != r["message"]:
+        return "its exception %s, the program rescued %s: %r" % (
+            compare.show(t.get("exception")), r["class"], r["message"])
+    return check_exception(cr, cr.runs[("--json",)], cr.runs[()])
+
+
+def check_raised_native(cr):
+    """--native: the main thread, whose stack is its own, merged; the
+    parked thread keeps every Ruby frame in order, whatever its stack
+    (its code runs on another thread's since the raise)."""
+    rc, out, err, reason = cr.runs[("--json", "--native")]
+    if reason or rc not in (0, 1):
+        return reason or "exit %d: %s" % (rc, err.strip()[:200])
+    report, reason = compare.parse_report(out)
+    if reason:
+        return reason
+    t = [t for t in report.get("threads", []) if t.get("name") == cr.oracle["thread_name"]]
+    if len(t) != 1:
+        return "%d threads named %r" % (len(t), cr.oracle["thread_name"])
+    t = t[0]
+    # exit 1 only for the stack it could not merge, which it says why
+    if rc == 1 and not (t.get("merge_error") or t.get("native_error")):
+        return "exit 1, but the parked thread says no merge or unwind error"
+    main = [m for m in report.get("threads", []) if m.get("main")]
+    if not main or main[0].get("merge_error") or not main[0].get("merged"):
+        return "the main thread not merged: %s" % compare.show(
+            main[0].get("merge_error") if main else "no main thread")
+    _, plain, reason = raised_thread(cr)
+    if reason:
+        return reason
+    if t.get("frames") != plain.get("frames"):
+        return "its frames with --native %s, without %s" % (
+            compare.show(t.get("frames")), compare.show(plain.get("frames")))
+    return None
+
+
+def check_raised_gc(cr):
+    """GC not running, its count at least what the program saw."""
+    report, reason = native.run_json(cr.runs[("--json",)])
+    if reason:
+        return reason
+    g = report.get("gc") or {}
+    if g.get("error") or g.get("in_gc") is not False or \
+            not isinstance(g.get("count"), int) or g["count"] < cr.oracle["gc_count"]:
+        return "gc %s, expected not in GC, count at least %d" % (
+            compare.show(g), cr.oracle["gc_count"])
+    return None
+
+
+RAISED_CHECKS = {"capture": check_raised_capture, "stacks": check_raised_stacks,
+                 "fault": check_raised_fault, "summary-text": check_raised_text,
+                 "exception": check_raised_exception, "native": check_raised_native,
+                 "gc": check_raised_gc}
 
 
 OFF_THREAD_CHECKS = {"stacks": check_off_thread_stacks, "fault": check_off_thread_fault,
@@ -1116,17 +1447,17 @@ def run_tests(ctx):
             if not mine and not (dir_names and mode in core_dir.DIR_MODES):
                 continue
             try:
-                cr = run_crash(ruby, os.path.join(prefix, "bin", "ruby"), mode, ext, os.path.join(base, mode), timeout)
+                cr = run_crash(ruby, os.path.join(prefix, "bin", "ruby"), mode, ext,
+                               os.path.join(base, mode), timeout, cs)
             except (procs.Failure, OSError, ValueError, subprocess.SubprocessError) as exc:
                 for n in mine:
-                    if EXPECT[mode].get("off_thread") and "SystemStackError" in str(exc) \
-                            and "instead of dying of a signal" in str(exc):
-                        # a Ruby whose execution context is one global
-                        # (2.7) raises in the thread that holds the GVL
-                        rep.skip(n, "this Ruby takes rb_raise on a thread it does not know "
-                                 "without a crash (SystemStackError): no core to read")
-                    else:
-                        rep.result(n, "setup: %s" % exc)
+                    rep.result(n, "setup: %s" % exc)
+                continue
+            if cr.raised is not None:
+                # no crash (2.7's rb_raise off Ruby's threads): what the
+                # process did instead, read live
+                for n in mine:
+                    rep.result(n, RAISED_CHECKS[n.rsplit("/", 1)[1]](cr))
                 continue
             runs = {}
 

@@ -5,7 +5,12 @@ handler blocks on the first line of its report, as a process whose report
 cannot be written does; the FIFO is read afterwards, and the report it
 gets is the oracle, as for a core (crash.py).
 
-    RUBY/crash/MODE/live     MODE: segv, null_call, fiber_segv. While the
+    RUBY/crash/MODE/live     MODE: segv, null_call, fiber_segv,
+                             raise_off_thread (rb_raise on a thread Ruby did not
+                             create: Ruby's handler hangs on that thread, which
+                             the summary names; where the Ruby raises in the GVL
+                             holder instead (2.7), the process parked after it
+                             is held to crash.py's checks of that case). While the
                              process hangs in the handler, corestack --json
                              --pid: the crashed thread's Ruby frames are
                              Ruby's report's, the crash summary names the
@@ -16,9 +21,12 @@ gets is the oracle, as for a core (crash.py).
                              is still running
     gdbext/RUBY/crash/MODE/live-gdb, lldb/RUBY/crash/MODE/live-lldb (but killed)
                              MODE: segv, null_call, raw_jump_data, abort,
-                             stack_overflow, killed (a memory access, a call to
-                             no code with and without Ruby's handler, an abort, a
-                             guard page, a signal another process sent). The
+                             stack_overflow, killed, raw_fiber_segv (a memory
+                             access, a call to no code with and without Ruby's
+                             handler, an abort, a guard page, a signal another
+                             process sent, a memory access in a Fiber without
+                             the handler: the fiber's frames are those the
+                             program recorded in it). The
                              program run under gdb with the module loaded: at the
                              stop on the fatal signal (before any handler runs),
                              ruby-bt --json's crash summary is the one a core
@@ -46,9 +54,10 @@ import time
 
 from . import crash, gdbext_lldb, native, procs, variants
 
-MODES = ("segv", "null_call", "fiber_segv")
+MODES = ("segv", "null_call", "fiber_segv", "raise_off_thread")
 # one mode of each kind of crash, with Ruby's handler and without
-GDB_MODES = ("segv", "null_call", "raw_jump_data", "abort", "stack_overflow", "killed")
+GDB_MODES = ("segv", "null_call", "raw_jump_data", "abort", "stack_overflow", "killed",
+             "raw_fiber_segv")
 # lldb -b ends its commands at a stop it calls a crash ("unknown crash
 # reason": the SIGSEGV another process sends)
 LLDB_MODES = tuple(m for m in GDB_MODES if m != "killed")
@@ -122,7 +131,9 @@ def start(ruby, exe, mode, ext, workdir, fifo):
 
 def run_live(cs, ruby, exe, mode, ext, workdir, timeout):
     """(CrashRun, the JSON run, the text run) of mode read live while the
-    process hung in Ruby's handler."""
+    process hung in Ruby's handler; or, where it did not crash but
+    parked after recording what it raised instead (rb_raise off Ruby's
+    threads on 2.7), (CrashRun with its runs, None, None)."""
     fifo = workdir + ".fifo"
     if os.path.lexists(fifo):
         os.unlink(fifo)
@@ -130,15 +141,17 @@ def run_live(cs, ruby, exe, mode, ext, workdir, timeout):
     run = start(ruby, exe, mode, ext, workdir, fifo)
     try:
         run.wait_oracle(timeout)
-        run.wait_until(lambda: writing_to_pipe(run.pid), "hanging in its crash report",
-                       timeout)
+        raised = run.oracle_path + ".raised"
+        run.wait_until(lambda: writing_to_pipe(run.pid) or os.path.exists(raised),
+                       "hanging in its crash report", timeout)
+        if os.path.exists(raised):
+            return crash.parked_run(run, mode, raised, cs, timeout), None, None
         res_json = procs.run_tool([cs, "--json", "--pid", str(run.pid)], timeout)
         res_text = procs.run_tool([cs, "--pid", str(run.pid)], timeout)
         report = drain(fifo, run, timeout)
         with open(run.oracle_path) as f:
             oracle = json.load(f)
-        with open(run.stderr_path, errors="replace") as f:
-            told = f.read()
+        told = crash.told(run)
     finally:
         run.kill()
         os.unlink(fifo)
@@ -148,6 +161,15 @@ def run_live(cs, ruby, exe, mode, ext, workdir, timeout):
 
 
 def check_live(cr, res_json, res_text):
+    if cr.raised is not None:
+        # no crash: what the process did instead, as the core test reads it
+        return next(filter(None, (crash.RAISED_CHECKS[c](cr) for c in (
+            "capture", "stacks", "fault", "summary-text", "exception"))), None)
+    if crash.EXPECT[cr.mode].get("off_thread"):
+        runs = {("--json",): res_json, (): res_text}
+        return next(filter(None, (check(cr, lambda *argv: runs[argv]) for check in (
+            lambda cr, run: crash.check_capture(cr), crash.check_off_thread_stacks,
+            crash.check_off_thread_fault, crash.check_off_thread_text))), None)
     return (crash.check_capture(cr) or crash.check_stacks(cr, res_json)
             or crash.check_fault(cr, res_json) or crash.check_summary_text(cr, res_text))
 
