@@ -43,6 +43,8 @@ bool cs_render_dump_object(struct json *j, const struct rv_dump_object *o)
 	json_begin_object(j, NULL);
 	json_hex_string(j, "address", o->address);
 	json_string(j, "type", o->type);
+	if (o->shape_id >= 0)
+		json_int(j, "shape_id", o->shape_id);
 	json_int(j, "slot_size", (int64_t)o->slot_size);
 	if (o->klass)
 		json_hex_string(j, "class", o->klass);
@@ -57,10 +59,18 @@ bool cs_render_dump_object(struct json *j, const struct rv_dump_object *o)
 		json_int(j, length_key(o->type), o->length);
 	if (o->value)
 		json_string(j, "value", o->value);
+	if (o->encoding)
+		json_string(j, "encoding", o->encoding);
+	if (o->coderange)
+		json_string(j, "coderange", o->coderange);
+	if (o->broken)
+		json_bool(j, "broken", true);
 	if (array && o->shared)
 		json_bool(j, "shared", true);
 	if (array && o->embedded == 1)
 		json_bool(j, "embedded", true);
+	if (o->superclass)
+		json_hex_string(j, "superclass", o->superclass);
 	if (o->name)
 		json_string(j, strcmp(o->type, "DATA") ? "name" : "struct",
 			    o->name);

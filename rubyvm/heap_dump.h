@@ -27,13 +27,24 @@ struct rv_dump_object {
 	/* a String's bytes, an Array's elements, a Hash's entries, a
 	 * T_OBJECT's ivars; -1 when not told */
 	int64_t length;
-	/* a String's bytes when it is read whole and all ASCII, else NULL */
+	/* a String's bytes when it is read whole and all ASCII, a Float's
+	 * value as dump_all prints it; else NULL */
 	const char *value;
 	size_t value_len;
 	/* a class's or module's path (NULL when anonymous), a typed T_DATA's
 	 * data type's name */
 	const char *name;
 	int64_t fd; /* a T_FILE's descriptor, -1 when none or not read */
+	/* its shape's id as dump_all prints it; -1 where it prints none */
+	int64_t shape_id;
+	/* a String's encoding's name (NULL: ASCII-8BIT, or not read) and
+	 * coderange ("7bit", ...; NULL where dump_all prints none), broken
+	 * where dump_all says so of a broken one */
+	const char *encoding;
+	const char *coderange;
+	bool broken;
+	/* a class's, module's or iclass's superclass, 0: none told */
+	uint64_t superclass;
 	/* what it references (heap_refs.c), when refs_decoded */
 	const uint64_t *refs;
 	size_t nrefs;

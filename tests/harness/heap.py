@@ -64,8 +64,15 @@ process title (the fixture's comment says how). Then:
                             recorded paths their class and exactly the
                             references Ruby's own GC marks from them but their
                             class (rb_objspace_reachable_objects_from); the
-                            frozen probe String's value, bytesize and frozen; a
-                            FILE that cannot be written: exit 2, one line
+                            frozen probe String's value, bytesize and frozen;
+                            for the fixture's FIELD_SAMPLES (Strings of several
+                            encodings and coderanges, heap Floats, classes with
+                            a superclass, a module, an object) shape_id,
+                            encoding, coderange, broken, superclass and a
+                            Float's value exactly as ObjectSpace.dump writes
+                            them where the Ruby has objspace, else as Ruby
+                            answers (docs/heap.md); a FILE that cannot be
+                            written: exit 2, one line
     RUBY/heap/dump-live     the same of the live fixture (--pid; the counts and
                             the samples), and no thread left stopped
     RUBY/heap/corrupt-type  one sample object's flags given a type no
@@ -595,6 +602,26 @@ def check_dump_lines(lines, record):
         if got != exp:
             return "%s (%s): references %s, Ruby's GC marks %s" % (
                 sample["object"], line["type"], [hex(a) for a in got], [hex(a) for a in exp])
+    return check_dump_fields(objects, record)
+
+
+def check_dump_fields(objects, record):
+    """The fields of the fixture's FIELD_SAMPLES as Ruby gave them
+    (ObjectSpace.dump's, or Ruby's own answers): each key present with
+    the same value, or absent where Ruby's is null."""
+    for sample in record["field_samples"]:
+        line = objects.get(int(sample["object"], 16))
+        if line is None:
+            return "no line for %s" % sample["object"]
+        for key, want in sorted(sample["expect"].items()):
+            got = line.get(key)
+            if key == "superclass" and got is not None and want is not None:
+                same = int(got, 16) == int(want, 16)
+            else:
+                same = got == want
+            if not same:
+                return "%s (%s): %s %s, Ruby's %s" % (
+                    sample["object"], line["type"], key, json.dumps(got), json.dumps(want))
     return None
 
 
