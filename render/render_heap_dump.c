@@ -27,6 +27,27 @@ static const char *length_key(const char *type)
 	return "ivars"; /* a T_OBJECT's */
 }
 
+/* dump_all's "flags": each set one true. */
+static void gc_flags_json(struct json *j, unsigned flags)
+{
+	static const struct {
+		unsigned bit;
+		const char *name;
+	} names[] = {
+		{RV_GCF_WB_PROTECTED, "wb_protected"},
+		{RV_GCF_OLD, "old"},
+		{RV_GCF_UNCOLLECTIBLE, "uncollectible"},
+		{RV_GCF_MARKING, "marking"},
+		{RV_GCF_MARKED, "marked"},
+		{RV_GCF_PINNED, "pinned"},
+	};
+	json_begin_object(j, "flags");
+	for (size_t i = 0; i < sizeof(names) / sizeof(*names); i++)
+		if (flags & names[i].bit)
+			json_bool(j, names[i].name, true);
+	json_end_object(j);
+}
+
 bool cs_render_dump_roots(struct json *j, const char *category,
 			  const uint64_t *refs, size_t n)
 {
@@ -79,6 +100,8 @@ bool cs_render_dump_object(struct json *j, const struct rv_dump_object *o)
 	if (o->nrefs)
 		refs_json(j, "references", o->refs, o->nrefs);
 	json_int(j, "memsize", (int64_t)o->memsize);
+	if (o->gc_flags_known && o->gc_flags)
+		gc_flags_json(j, o->gc_flags);
 	json_end_object(j);
 	return !ferror(j->out);
 }

@@ -48,6 +48,27 @@
  * below RUBY_ENCODING_INLINE_MAX), and the longest name read. */
 #define MAX_ENCODINGS 1024
 #define MAX_ENCODING_NAME 64
+/* The words of a page's GC bitmap read at most (a page of 64 KiB has a
+ * bit for each 40 bytes: 26 words). */
+#define MAX_BITMAP_WORDS 512
+
+/* The GC bitmaps of a heap page dump_all's flags come from. */
+enum {
+	BM_WB_UNPROTECTED,
+	BM_UNCOLLECTIBLE,
+	BM_MARKING,
+	BM_MARK,
+	BM_PINNED,
+	BM_COUNT
+};
+
+struct gc_bits {
+	bool known; /* flags written */
+	uint64_t promoted, base_slot, align_mask;
+	uint64_t off[BM_COUNT], words;
+	bool page_read; /* the current page's bitmaps were read */
+	uint64_t page[BM_COUNT][MAX_BITMAP_WORDS];
+};
 
 /* The encoding table: where its entries are, how many. */
 struct enc_names {
@@ -78,6 +99,7 @@ struct dump_walk {
 	const char *float_format;
 	uint64_t float_off; /* RFloat's value, 0: not read */
 	struct enc_names enc;
+	struct gc_bits *gc; /* NULL: no flags written */
 	struct rv_refs refs;
 	uint64_t *values; /* the references' values, for the callback */
 	size_t values_cap;
@@ -429,6 +451,51 @@ static void float_details(struct dump_walk *w, struct rv_dump_object *o,
 	o->value_len = strlen(buf);
 }
 
+/* The GC flags of the object at addr, from its flags and its page's
+ * bitmaps, as rb_obj_gc_flags gives them. */
+static void gc_flags_details(struct dump_walk *w, struct rv_dump_object *o,
+			     uint64_t flags)
+{
+	const struct gc_bits *g = w->gc;
+	if (!g || !g->page_read)
+		return;
+	uint64_t n = (o->address & g->align_mask) / g->base_slot, word = n / 64,
+		 bit = (uint64_t)1 << (n % 64);
+	if (word >= g->words) {
+		skip(w, o->address, "its bit is past its page's GC bitmaps");
+		return;
+	}
+	unsigned f = 0;
+	if (!(g->page[BM_WB_UNPROTECTED][word] & bit))
+		f |= RV_GCF_WB_PROTECTED;
+	if ((flags & g->promoted) == g->promoted)
+		f |= RV_GCF_OLD;
+	if (g->page[BM_UNCOLLECTIBLE][word] & bit)
+		f |= RV_GCF_UNCOLLECTIBLE;
+	if (g->page[BM_MARKING][word] & bit)
+		f |= RV_GCF_MARKING;
+	if (g->page[BM_MARK][word] & bit)
+		f |= RV_GCF_MARKED;
+	if (g->page[BM_PINNED][word] & bit)
+		f |= RV_GCF_PINNED;
+	o->gc_flags = f;
+	o->gc_flags_known = true;
+}
+
+/* The current page's GC bitmaps. */
+static void gc_page_bits(struct dump_walk *w, const struct rv_heap_page *p)
+{
+	struct gc_bits *g = w->gc;
+	if (!g)
+		return;
+	g->page_read = true;
+	for (int i = 0; i < BM_COUNT && g->page_read; i++)
+		g->page_read = rv_try_read(w->s, p->page + g->off[i],
+					   g->page[i], g->words * 8);
+	if (!g->page_read)
+		skip(w, p->page, "the GC bitmaps of this heap page unreadable");
+}
+
 /* A class's, module's or iclass's superclass (RCLASS_SUPER). */
 static void superclass_details(struct dump_walk *w, struct rv_dump_object *o)
 {
@@ -482,6 +549,7 @@ static void dump_one(struct dump_walk *w, uint64_t addr, uint64_t flags,
 	char *bytes = NULL, *path = NULL, data_name[128], float_text[64];
 	if (w->shapes)
 		shape_details(w, &o, type, flags);
+	gc_flags_details(w, &o, flags);
 	struct cs_error *err = NULL;
 	if (type == w->t_string) {
 		string_details(w, &o, flags, &bytes);
@@ -552,6 +620,7 @@ static void dump_one(struct dump_walk *w, uint64_t addr, uint64_t flags,
 static bool dump_page(void *ctx, const struct rv_heap_page *p)
 {
 	struct dump_walk *w = ctx;
+	gc_page_bits(w, p);
 	for (uint64_t i = 0; i < p->total && !w->st->stopped && !w->nomem;
 	     i++) {
 		const uint8_t *slot = p->slots + i * p->stride;
@@ -617,6 +686,63 @@ static void dump_versions(struct dump_walk *w)
 					       : RV_VAL(s, encindex_ascii));
 		e->known = e->shift < 64 && RV_VAL(s, enc_entry_size) > 0;
 	}
+}
+
+/* Where an object's GC flags are, where dump_all writes them as
+ * rb_obj_gc_flags gives them (no rb_gc_object_metadata); NULL when not. */
+static struct gc_bits *gc_bits_layout(struct rv_session *s, uint64_t vm)
+{
+	const enum rv_item_id maps[BM_COUNT] = {
+		[BM_WB_UNPROTECTED] = RVL_page_wb_unprotected_bits,
+		[BM_UNCOLLECTIBLE] = RVL_page_uncollectible_bits,
+		[BM_MARKING] = RVL_page_marking_bits,
+		[BM_MARK] = RVL_page_mark_bits,
+		[BM_PINNED] = RVL_page_pinned_bits,
+	};
+	if (RV_HAS(s, fn_gc_object_metadata) || !RV_HAS(s, fl_promoted) ||
+	    !RV_HAS(s, bits_size) || RV_VAL(s, bits_size) != 8 ||
+	    !RV_HAS(s, heap_page_align_mask) || !rv_gc_layout_known(s))
+		return NULL;
+	uint64_t words = 0, base = 0;
+	for (int i = 0; i < BM_COUNT; i++) {
+		const struct rv_item *it = &s->layout.items[maps[i]];
+		if (it->source == RV_MISSING || !it->size ||
+		    (words && it->size / 8 != words))
+			return NULL;
+		words = it->size / 8;
+	}
+	if (words > MAX_BITMAP_WORDS)
+		return NULL;
+	if (RV_HAS(s, rvalue_size)) {
+		base = (uint64_t)RV_VAL(s, rvalue_size);
+	} else {
+		/* the first heap's slot size */
+		const char *why = NULL;
+		uint64_t objspace = rv_objspace(s, vm, &why);
+		const struct rv_item *sz = &s->layout.items[RVL_heap_slot_size];
+		if (!objspace || !RV_HAS(s, objspace_heaps) ||
+		    sz->source == RV_MISSING || !sz->size ||
+		    sz->size > sizeof(base) ||
+		    !rv_try_read(s,
+				 objspace +
+					 (uint64_t)RV_VAL(s, objspace_heaps) +
+					 (uint64_t)sz->value,
+				 &base, sz->size))
+			return NULL;
+	}
+	if (base < 16 || base > 4096 || base % 8)
+		return NULL;
+	struct gc_bits *g = calloc(1, sizeof(*g));
+	if (!g)
+		return NULL;
+	g->promoted = (uint64_t)RV_VAL(s, fl_promoted);
+	g->base_slot = base;
+	g->align_mask = (uint64_t)RV_VAL(s, heap_page_align_mask);
+	g->words = words;
+	for (int i = 0; i < BM_COUNT; i++)
+		g->off[i] = (uint64_t)s->layout.items[maps[i]].value;
+	g->known = true;
+	return g;
 }
 
 /* The layout the dump reads; false with st->error when it lacks what it
@@ -690,6 +816,7 @@ struct cs_error *rv_heap_dump(struct rv_session *s,
 				   "unreadable");
 		return st->error ? NULL : &cs_error_nomem;
 	}
+	w.gc = gc_bits_layout(s, vm);
 	struct cs_error *err = dump_roots(&w, stacks);
 	uint64_t need =
 		(w.flags_off > w.klass_off ? w.flags_off : w.klass_off) + 8;
@@ -704,6 +831,7 @@ struct cs_error *rv_heap_dump(struct rv_session *s,
 	free(w.values);
 	for (size_t i = 0; i < MAX_ENCODINGS; i++)
 		free(w.enc.names[i]);
+	free(w.gc);
 	st->pages = scan.pages;
 	st->skipped_pages = scan.skipped_pages;
 	st->skipped_slots = scan.skipped_slots;

@@ -45,10 +45,23 @@ struct rv_dump_object {
 	bool broken;
 	/* a class's, module's or iclass's superclass, 0: none told */
 	uint64_t superclass;
+	/* its GC flags (RV_GCF_*), when gc_flags_known */
+	unsigned gc_flags;
+	bool gc_flags_known;
 	/* what it references (heap_refs.c), when refs_decoded */
 	const uint64_t *refs;
 	size_t nrefs;
 	bool refs_decoded;
+};
+
+/* An object's GC flags, in the order dump_all writes them. */
+enum {
+	RV_GCF_WB_PROTECTED = 1 << 0,
+	RV_GCF_OLD = 1 << 1,
+	RV_GCF_UNCOLLECTIBLE = 1 << 2,
+	RV_GCF_MARKING = 1 << 3,
+	RV_GCF_MARKED = 1 << 4,
+	RV_GCF_PINNED = 1 << 5,
 };
 
 struct rv_dump_callbacks {

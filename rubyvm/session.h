@@ -395,6 +395,7 @@ struct cs_error *rv_heap_find_typed_data(struct rv_session *s, uint64_t vm,
 struct rv_heap_page {
 	uint64_t start, stride, total;
 	const uint8_t *slots;
+	uint64_t page; /* its struct heap_page */
 };
 /* A walk of every page of the GC heap: visit is called for each page read
  * (false: out of memory, the walk ends with that error). A page whose

@@ -65,14 +65,14 @@ process title (the fixture's comment says how). Then:
                             references Ruby's own GC marks from them but their
                             class (rb_objspace_reachable_objects_from); the
                             frozen probe String's value, bytesize and frozen;
-                            for the fixture's FIELD_SAMPLES (Strings of several
-                            encodings and coderanges, heap Floats, classes with
-                            a superclass, a module, an object) shape_id,
-                            encoding, coderange, broken, superclass and a
-                            Float's value exactly as ObjectSpace.dump writes
-                            them where the Ruby has objspace, else as Ruby
-                            answers (docs/heap.md); a FILE that cannot be
-                            written: exit 2, one line
+                            for the fixture's FieldFixture objects (Strings of
+                            several encodings and coderanges, heap Floats,
+                            classes with a superclass, a module, an object)
+                            shape_id, encoding, coderange, broken, superclass,
+                            a Float's value and the GC flags exactly as
+                            ObjectSpace.dump writes them where the Ruby has
+                            objspace, else as Ruby answers (docs/heap.md); a
+                            FILE that cannot be written: exit 2, one line
     RUBY/heap/dump-live     the same of the live fixture (--pid; the counts and
                             the samples), and no thread left stopped
     RUBY/heap/corrupt-type  one sample object's flags given a type no
@@ -606,7 +606,7 @@ def check_dump_lines(lines, record):
 
 
 def check_dump_fields(objects, record):
-    """The fields of the fixture's FIELD_SAMPLES as Ruby gave them
+    """The fields of the fixture's FieldFixture samples as Ruby gave them
     (ObjectSpace.dump's, or Ruby's own answers): each key present with
     the same value, or absent where Ruby's is null."""
     for sample in record["field_samples"]:
