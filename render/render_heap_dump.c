@@ -28,7 +28,7 @@ static const char *length_key(const char *type)
 }
 
 /* dump_all's "flags": each set one true. */
-static void gc_flags_json(struct json *j, unsigned flags)
+static void gc_flags_json(struct json *j, unsigned flags, int age)
 {
 	static const struct {
 		unsigned bit;
@@ -40,11 +40,16 @@ static void gc_flags_json(struct json *j, unsigned flags)
 		{RV_GCF_MARKING, "marking"},
 		{RV_GCF_MARKED, "marked"},
 		{RV_GCF_PINNED, "pinned"},
+		{RV_GCF_REMEMBERED, "remembered"},
+		{RV_GCF_SHAREABLE, "shareable"},
 	};
 	json_begin_object(j, "flags");
-	for (size_t i = 0; i < sizeof(names) / sizeof(*names); i++)
+	for (size_t i = 0; i < sizeof(names) / sizeof(*names); i++) {
 		if (flags & names[i].bit)
 			json_bool(j, names[i].name, true);
+		if (names[i].bit == RV_GCF_WB_PROTECTED && age >= 0)
+			json_int(j, "age", age);
+	}
 	json_end_object(j);
 }
 
@@ -100,8 +105,8 @@ bool cs_render_dump_object(struct json *j, const struct rv_dump_object *o)
 	if (o->nrefs)
 		refs_json(j, "references", o->refs, o->nrefs);
 	json_int(j, "memsize", (int64_t)o->memsize);
-	if (o->gc_flags_known && o->gc_flags)
-		gc_flags_json(j, o->gc_flags);
+	if (o->gc_flags_known && (o->gc_flags || o->gc_age >= 0))
+		gc_flags_json(j, o->gc_flags, o->gc_age);
 	json_end_object(j);
 	return !ferror(j->out);
 }

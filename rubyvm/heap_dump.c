@@ -59,15 +59,19 @@ enum {
 	BM_MARKING,
 	BM_MARK,
 	BM_PINNED,
+	BM_REMEMBERED,
 	BM_COUNT
 };
 
 struct gc_bits {
-	bool known; /* flags written */
-	uint64_t promoted, base_slot, align_mask;
-	uint64_t off[BM_COUNT], words;
+	bool known;      /* flags written */
+	bool metadata;   /* rb_gc_object_metadata's: age, remembered, ... */
+	bool slot_index; /* an object's bit is its slot's index in the page */
+	uint64_t promoted, base_slot, align_mask, shareable, has_id;
+	uint64_t off[BM_COUNT], words, maps, off_age, age_words;
 	bool page_read; /* the current page's bitmaps were read */
 	uint64_t page[BM_COUNT][MAX_BITMAP_WORDS];
+	uint64_t age[2 * MAX_BITMAP_WORDS];
 };
 
 /* The encoding table: where its entries are, how many. */
@@ -451,19 +455,52 @@ static void float_details(struct dump_walk *w, struct rv_dump_object *o,
 	o->value_len = strlen(buf);
 }
 
-/* The GC flags of the object at addr, from its flags and its page's
- * bitmaps, as rb_obj_gc_flags gives them. */
+/* The age of the object whose bit is n: two bits, side by side in one
+ * word, or the low one's and the high one's words one after the other
+ * (where the bit is the slot's index); -1 past the bitmap. */
+static int gc_age(const struct gc_bits *g, uint64_t n)
+{
+	if (g->slot_index) {
+		uint64_t i = n / 64 * 2, shift = n % 64;
+		if (i + 1 >= g->age_words)
+			return -1;
+		return (int)(((g->age[i] >> shift) & 1) |
+			     (((g->age[i + 1] >> shift) & 1) << 1));
+	}
+	uint64_t i = n / 32, shift = n % 32 * 2;
+	return i < g->age_words ? (int)((g->age[i] >> shift) & 3) : -1;
+}
+
+/* The GC flags of the object at addr (the index-th slot of its page), from
+ * its flags and its page's bitmaps, as rb_obj_gc_flags or
+ * rb_gc_object_metadata give them; none of an object with an object id,
+ * whose metadata gives it. */
 static void gc_flags_details(struct dump_walk *w, struct rv_dump_object *o,
-			     uint64_t flags)
+			     uint64_t type, uint64_t flags, uint64_t index)
 {
 	const struct gc_bits *g = w->gc;
 	if (!g || !g->page_read)
 		return;
-	uint64_t n = (o->address & g->align_mask) / g->base_slot, word = n / 64,
-		 bit = (uint64_t)1 << (n % 64);
-	if (word >= g->words) {
+	uint64_t n = g->slot_index
+			     ? index
+			     : (o->address & g->align_mask) / g->base_slot,
+		 word = n / 64, bit = (uint64_t)1 << (n % 64);
+	int age = g->metadata ? gc_age(g, n) : -1;
+	if (word >= g->words || (g->metadata && age < 0)) {
 		skip(w, o->address, "its bit is past its page's GC bitmaps");
 		return;
+	}
+	if (g->metadata && type != w->t_imemo) {
+		uint64_t sid = 0;
+		unsigned bits;
+		struct cs_error *err =
+			rv_shape_id(w->s, o->address, flags, &sid, &bits);
+		if (err) {
+			note(w, err, o->address);
+			return;
+		}
+		if (sid & g->has_id)
+			return; /* its object id not read */
 	}
 	unsigned f = 0;
 	if (!(g->page[BM_WB_UNPROTECTED][word] & bit))
@@ -478,8 +515,13 @@ static void gc_flags_details(struct dump_walk *w, struct rv_dump_object *o,
 		f |= RV_GCF_MARKED;
 	if (g->page[BM_PINNED][word] & bit)
 		f |= RV_GCF_PINNED;
+	if (g->metadata && (g->page[BM_REMEMBERED][word] & bit))
+		f |= RV_GCF_REMEMBERED;
+	if (g->metadata && (flags & g->shareable))
+		f |= RV_GCF_SHAREABLE;
 	o->gc_flags = f;
 	o->gc_flags_known = true;
+	o->gc_age = age;
 }
 
 /* The current page's GC bitmaps. */
@@ -488,8 +530,9 @@ static void gc_page_bits(struct dump_walk *w, const struct rv_heap_page *p)
 	struct gc_bits *g = w->gc;
 	if (!g)
 		return;
-	g->page_read = true;
-	for (int i = 0; i < BM_COUNT && g->page_read; i++)
+	g->page_read = !g->metadata || rv_try_read(w->s, p->page + g->off_age,
+						   g->age, g->age_words * 8);
+	for (uint64_t i = 0; i < g->maps && g->page_read; i++)
 		g->page_read = rv_try_read(w->s, p->page + g->off[i],
 					   g->page[i], g->words * 8);
 	if (!g->page_read)
@@ -523,7 +566,7 @@ static void file_details(struct dump_walk *w, struct rv_dump_object *o)
 }
 
 static void dump_one(struct dump_walk *w, uint64_t addr, uint64_t flags,
-		     const uint8_t *slot, uint64_t stride)
+		     const uint8_t *slot, uint64_t stride, uint64_t index)
 {
 	struct rv_session *s = w->s;
 	uint64_t type = flags & w->t_mask, klass = 0, n = 0, size = 0, ptr = 0;
@@ -545,11 +588,12 @@ static void dump_one(struct dump_walk *w, uint64_t addr, uint64_t flags,
 		.length = -1,
 		.fd = -1,
 		.shape_id = -1,
+		.gc_age = -1,
 	};
 	char *bytes = NULL, *path = NULL, data_name[128], float_text[64];
 	if (w->shapes)
 		shape_details(w, &o, type, flags);
-	gc_flags_details(w, &o, flags);
+	gc_flags_details(w, &o, type, flags, index);
 	struct cs_error *err = NULL;
 	if (type == w->t_string) {
 		string_details(w, &o, flags, &bytes);
@@ -628,7 +672,7 @@ static bool dump_page(void *ctx, const struct rv_heap_page *p)
 		memcpy(&flags, slot + w->flags_off, 8);
 		if (flags)
 			dump_one(w, p->start + i * p->stride, flags, slot,
-				 p->stride);
+				 p->stride, i);
 	}
 	return !w->nomem && !w->st->stopped;
 }
@@ -698,22 +742,34 @@ static struct gc_bits *gc_bits_layout(struct rv_session *s, uint64_t vm)
 		[BM_MARKING] = RVL_page_marking_bits,
 		[BM_MARK] = RVL_page_mark_bits,
 		[BM_PINNED] = RVL_page_pinned_bits,
+		[BM_REMEMBERED] = RVL_page_remembered_bits,
 	};
-	if (RV_HAS(s, fn_gc_object_metadata) || !RV_HAS(s, fl_promoted) ||
-	    !RV_HAS(s, bits_size) || RV_VAL(s, bits_size) != 8 ||
-	    !RV_HAS(s, heap_page_align_mask) || !rv_gc_layout_known(s))
+	bool metadata = RV_HAS(s, fn_gc_object_metadata);
+	const struct rv_item *age = &s->layout.items[RVL_page_age_bits];
+	if (!RV_HAS(s, fl_promoted) || !RV_HAS(s, bits_size) ||
+	    RV_VAL(s, bits_size) != 8 || !RV_HAS(s, heap_page_align_mask) ||
+	    !rv_gc_layout_known(s) ||
+	    (metadata && (!RV_HAS(s, fl_shareable) ||
+			  !RV_HAS(s, shape_id_fl_has_object_id) ||
+			  age->source == RV_MISSING)))
 		return NULL;
-	uint64_t words = 0, base = 0;
-	for (int i = 0; i < BM_COUNT; i++) {
+	uint64_t words = 0, base = 0,
+		 nmaps = metadata ? BM_COUNT : BM_REMEMBERED;
+	/* where pages keep a slot_size_reciprocal, an object's bit is its
+	 * slot's index in its page */
+	bool slot_index = RV_HAS(s, page_slot_size_reciprocal);
+	for (uint64_t i = 0; i < nmaps; i++) {
 		const struct rv_item *it = &s->layout.items[maps[i]];
 		if (it->source == RV_MISSING || !it->size ||
 		    (words && it->size / 8 != words))
 			return NULL;
 		words = it->size / 8;
 	}
-	if (words > MAX_BITMAP_WORDS)
+	if (words > MAX_BITMAP_WORDS || (metadata && age->size != 16 * words))
 		return NULL;
-	if (RV_HAS(s, rvalue_size)) {
+	if (slot_index) {
+		base = 16; /* not used */
+	} else if (RV_HAS(s, rvalue_size)) {
 		base = (uint64_t)RV_VAL(s, rvalue_size);
 	} else {
 		/* the first heap's slot size */
@@ -739,8 +795,17 @@ static struct gc_bits *gc_bits_layout(struct rv_session *s, uint64_t vm)
 	g->base_slot = base;
 	g->align_mask = (uint64_t)RV_VAL(s, heap_page_align_mask);
 	g->words = words;
-	for (int i = 0; i < BM_COUNT; i++)
+	g->maps = nmaps;
+	for (uint64_t i = 0; i < nmaps; i++)
 		g->off[i] = (uint64_t)s->layout.items[maps[i]].value;
+	g->metadata = metadata;
+	g->slot_index = slot_index;
+	if (metadata) {
+		g->shareable = (uint64_t)RV_VAL(s, fl_shareable);
+		g->has_id = (uint64_t)RV_VAL(s, shape_id_fl_has_object_id);
+		g->off_age = (uint64_t)age->value;
+		g->age_words = 2 * words;
+	}
 	g->known = true;
 	return g;
 }

@@ -45,9 +45,11 @@ struct rv_dump_object {
 	bool broken;
 	/* a class's, module's or iclass's superclass, 0: none told */
 	uint64_t superclass;
-	/* its GC flags (RV_GCF_*), when gc_flags_known */
+	/* its GC flags (RV_GCF_*), when gc_flags_known; its age where
+	 * dump_all writes it (-1: not) */
 	unsigned gc_flags;
 	bool gc_flags_known;
+	int gc_age;
 	/* what it references (heap_refs.c), when refs_decoded */
 	const uint64_t *refs;
 	size_t nrefs;
@@ -62,6 +64,8 @@ enum {
 	RV_GCF_MARKING = 1 << 3,
 	RV_GCF_MARKED = 1 << 4,
 	RV_GCF_PINNED = 1 << 5,
+	RV_GCF_REMEMBERED = 1 << 6,
+	RV_GCF_SHAREABLE = 1 << 7,
 };
 
 struct rv_dump_callbacks {
