@@ -14,7 +14,8 @@
  * and coderange; a Float's value; an Array's length, embedded, shared; a
  * Hash's size; a T_OBJECT's ivar count; a class's or module's path and
  * superclass (an iclass's too); a typed T_DATA's type name; a T_FILE's
- * descriptor; and where the Ruby has shapes, every object's shape id.
+ * descriptor; where the Ruby has shapes, every object's shape id; and
+ * its GC flags, from its flags and its page's bitmaps (gc_bits_layout).
  * References are heap_refs.c's, for the types it decodes.
  *
  * What dump_all writes differs between Rubies; each difference is decided
@@ -31,7 +32,10 @@
  *   for broken, which the dump does not).
  * - a Float's value: "%#g" where heap pages carry a slot size (3.1+),
  *   "%g" before (2.7).
- * - superclass: where heap pages carry a slot size (3.1+). */
+ * - superclass: where heap pages carry a slot size (3.1+).
+ * - GC flags: rb_obj_gc_flags's, or where the GC has
+ *   rb_gc_object_metadata (4.0+) its age, remembered and shareable too,
+ *   and none for an object with an object id (not read). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
