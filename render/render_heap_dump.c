@@ -27,6 +27,32 @@ static const char *length_key(const char *type)
 	return "ivars"; /* a T_OBJECT's */
 }
 
+/* dump_all's "flags": each set one true. */
+static void gc_flags_json(struct json *j, unsigned flags, int age)
+{
+	static const struct {
+		unsigned bit;
+		const char *name;
+	} names[] = {
+		{RV_GCF_WB_PROTECTED, "wb_protected"},
+		{RV_GCF_OLD, "old"},
+		{RV_GCF_UNCOLLECTIBLE, "uncollectible"},
+		{RV_GCF_MARKING, "marking"},
+		{RV_GCF_MARKED, "marked"},
+		{RV_GCF_PINNED, "pinned"},
+		{RV_GCF_REMEMBERED, "remembered"},
+		{RV_GCF_SHAREABLE, "shareable"},
+	};
+	json_begin_object(j, "flags");
+	for (size_t i = 0; i < sizeof(names) / sizeof(*names); i++) {
+		if (flags & names[i].bit)
+			json_bool(j, names[i].name, true);
+		if (names[i].bit == RV_GCF_WB_PROTECTED && age >= 0)
+			json_int(j, "age", age);
+	}
+	json_end_object(j);
+}
+
 bool cs_render_dump_roots(struct json *j, const char *category,
 			  const uint64_t *refs, size_t n)
 {
@@ -43,6 +69,8 @@ bool cs_render_dump_object(struct json *j, const struct rv_dump_object *o)
 	json_begin_object(j, NULL);
 	json_hex_string(j, "address", o->address);
 	json_string(j, "type", o->type);
+	if (o->shape_id >= 0)
+		json_int(j, "shape_id", o->shape_id);
 	json_int(j, "slot_size", (int64_t)o->slot_size);
 	if (o->klass)
 		json_hex_string(j, "class", o->klass);
@@ -57,10 +85,18 @@ bool cs_render_dump_object(struct json *j, const struct rv_dump_object *o)
 		json_int(j, length_key(o->type), o->length);
 	if (o->value)
 		json_string(j, "value", o->value);
+	if (o->encoding)
+		json_string(j, "encoding", o->encoding);
+	if (o->coderange)
+		json_string(j, "coderange", o->coderange);
+	if (o->broken)
+		json_bool(j, "broken", true);
 	if (array && o->shared)
 		json_bool(j, "shared", true);
 	if (array && o->embedded == 1)
 		json_bool(j, "embedded", true);
+	if (o->superclass)
+		json_hex_string(j, "superclass", o->superclass);
 	if (o->name)
 		json_string(j, strcmp(o->type, "DATA") ? "name" : "struct",
 			    o->name);
@@ -69,6 +105,8 @@ bool cs_render_dump_object(struct json *j, const struct rv_dump_object *o)
 	if (o->nrefs)
 		refs_json(j, "references", o->refs, o->nrefs);
 	json_int(j, "memsize", (int64_t)o->memsize);
+	if (o->gc_flags_known && (o->gc_flags || o->gc_age >= 0))
+		gc_flags_json(j, o->gc_flags, o->gc_age);
 	json_end_object(j);
 	return !ferror(j->out);
 }

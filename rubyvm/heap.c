@@ -147,7 +147,7 @@ static bool walk_page(struct rv_session *s, const struct rv_heap_walk *w,
 	scan->pages++;
 	scan->bytes += bytes;
 	scan->slots += total;
-	const struct rv_heap_page p = {start, stride, total, *buf};
+	const struct rv_heap_page p = {start, stride, total, *buf, page};
 	return w->visit(w->ctx, &p);
 }
 

@@ -10,10 +10,32 @@
  * its type, slot size, class (none for imemos, nodes and hidden
  * objects), frozen, bytes as the census counts them (memsize), and by
  * type what dump_all adds that the model reads: a String's bytesize and
- * embedded or shared, its value when read whole and ASCII; an Array's
- * length, embedded, shared; a Hash's size; a T_OBJECT's ivar count; a
- * class's or module's path; a typed T_DATA's type name; a T_FILE's
- * descriptor. References are heap_refs.c's, for the types it decodes. */
+ * embedded or shared, its value when read whole and ASCII, its encoding
+ * and coderange; a Float's value; an Array's length, embedded, shared; a
+ * Hash's size; a T_OBJECT's ivar count; a class's or module's path and
+ * superclass (an iclass's too); a typed T_DATA's type name; a T_FILE's
+ * descriptor; where the Ruby has shapes, every object's shape id; and
+ * its GC flags, from its flags and its page's bitmaps (gc_bits_layout).
+ * References are heap_refs.c's, for the types it decodes.
+ *
+ * What dump_all writes differs between Rubies; each difference is decided
+ * by what the Ruby's binary has:
+ * - shape_id: where objects have shapes (3.2+), the shape id of the flags
+ *   (rb_shape_get_shape_id). Where shape ids carry flags above their
+ *   offset (4.0+: a SHAPE_ID_HEAP_INDEX_MASK or SHAPE_ID_CAPACITY_MASK
+ *   enumerator), only the offset bits (SHAPE_ID_OFFSET_MASK: the bits
+ *   below that mask's lowest), none for an imemo but imemo_fields, and a
+ *   class's or module's is its fields object's (0 without one:
+ *   rb_obj_shape_id).
+ * - coderange, and broken for a broken one: where objects have shapes
+ *   (written from 3.2, as shape_id; before, dump_all scanned the String
+ *   for broken, which the dump does not).
+ * - a Float's value: "%#g" where heap pages carry a slot size (3.1+),
+ *   "%g" before (2.7).
+ * - superclass: where heap pages carry a slot size (3.1+).
+ * - GC flags: rb_obj_gc_flags's, or where the GC has
+ *   rb_gc_object_metadata (4.0+) its age, remembered and shareable too,
+ *   and none for an object with an object id (not read). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +48,46 @@
 
 /* A String's bytes shown at most (dump_all shows them all). */
 #define MAX_VALUE_BYTES ((size_t)1 << 20)
+/* Encoding indexes named at most (far above any inlined index, which is
+ * below RUBY_ENCODING_INLINE_MAX), and the longest name read. */
+#define MAX_ENCODINGS 1024
+#define MAX_ENCODING_NAME 64
+/* The words of a page's GC bitmap read at most (a page of 64 KiB has a
+ * bit for each 40 bytes: 26 words). */
+#define MAX_BITMAP_WORDS 512
+
+/* The GC bitmaps of a heap page dump_all's flags come from. */
+enum {
+	BM_WB_UNPROTECTED,
+	BM_UNCOLLECTIBLE,
+	BM_MARKING,
+	BM_MARK,
+	BM_PINNED,
+	BM_REMEMBERED,
+	BM_COUNT
+};
+
+struct gc_bits {
+	bool known;      /* flags written */
+	bool metadata;   /* rb_gc_object_metadata's: age, remembered, ... */
+	bool slot_index; /* an object's bit is its slot's index in the page */
+	uint64_t promoted, base_slot, align_mask, shareable, has_id;
+	uint64_t off[BM_COUNT], words, maps, off_age, age_words;
+	bool page_read; /* the current page's bitmaps were read */
+	uint64_t page[BM_COUNT][MAX_BITMAP_WORDS];
+	uint64_t age[2 * MAX_BITMAP_WORDS];
+};
+
+/* The encoding table: where its entries are, how many. */
+struct enc_names {
+	bool known;  /* the layout has it */
+	bool read;   /* the table was read (once) */
+	bool failed; /* ... and could not be */
+	uint64_t list, count, entry_size;
+	char *names[MAX_ENCODINGS];
+	bool tried[MAX_ENCODINGS];
+	uint64_t mask, shift, binary, inline_max;
+};
 
 struct dump_walk {
 	struct rv_session *s;
@@ -35,7 +97,17 @@ struct dump_walk {
 	struct rv_object_sizer sizer;
 	uint64_t flags_off, klass_off, t_mask, freeze;
 	uint64_t t_string, t_array, t_hash, t_object, t_class, t_module, t_data,
-		t_file, t_imemo, t_node;
+		t_file, t_imemo, t_node, t_float, t_iclass;
+	bool shapes;       /* shape_id written */
+	bool shape_offset; /* ... its offset bits only (4.0+) */
+	uint64_t shape_offset_mask;
+	bool coderange; /* coderange written */
+	uint64_t cr_mask, cr[4];
+	bool superclass; /* superclass written */
+	const char *float_format;
+	uint64_t float_off; /* RFloat's value, 0: not read */
+	struct enc_names enc;
+	struct gc_bits *gc; /* NULL: no flags written */
 	struct rv_refs refs;
 	uint64_t *values; /* the references' values, for the callback */
 	size_t values_cap;
@@ -128,19 +200,25 @@ static struct cs_error *dump_roots(struct dump_walk *w,
 	return err;
 }
 
+/* An object whose details were not all read, and why. */
+static void skip(struct dump_walk *w, uint64_t obj, const char *why)
+{
+	w->st->unreadable++;
+	if (!w->st->error) {
+		char buf[512];
+		snprintf(buf, sizeof(buf), "object 0x%llx: %s",
+			 (unsigned long long)obj, why);
+		w->st->error = strdup(buf);
+	}
+}
+
 static void note(struct dump_walk *w, struct cs_error *err, uint64_t obj)
 {
 	if (err == &cs_error_nomem) {
 		w->nomem = true;
 		return;
 	}
-	w->st->unreadable++;
-	if (!w->st->error) {
-		char buf[512];
-		snprintf(buf, sizeof(buf), "object 0x%llx: %s",
-			 (unsigned long long)obj, err->message);
-		w->st->error = strdup(buf);
-	}
+	skip(w, obj, err->message);
 	cs_error_destroy(err);
 }
 
@@ -152,6 +230,107 @@ static bool ascii(const char *b, size_t n)
 		if (!b[i] || (unsigned char)b[i] >= 0x80)
 			return false;
 	return true;
+}
+
+/* The encoding table's entries and their count, read once. */
+static bool enc_table(struct dump_walk *w)
+{
+	struct rv_session *s = w->s;
+	struct enc_names *e = &w->enc;
+	if (e->read)
+		return !e->failed;
+	e->read = true;
+	e->failed = true;
+	bool global = RV_HAS(s, global_enc_table) &&
+		      RV_HAS(s, global_enc_table_list) &&
+		      RV_HAS(s, global_enc_table_count);
+	enum rv_item_id var = global ? RVL_global_enc_table : RVL_enc_table,
+			list = global ? RVL_global_enc_table_list
+				      : RVL_enc_table_list,
+			count = global ? RVL_global_enc_table_count
+				       : RVL_enc_table_count;
+	uint64_t at = s->load_bias + (uint64_t)s->layout.items[var].value,
+		 value_size = (uint64_t)RV_VAL(s, value_size), n = 0;
+	const struct rv_item *l = &s->layout.items[list];
+	e->entry_size = (uint64_t)RV_VAL(s, enc_entry_size);
+	/* the list points to the entries, or holds them (an array of more
+	 * than one entry, never a pointer's size) */
+	if (l->size == value_size) {
+		if (value_size > sizeof(e->list) ||
+		    !rv_try_read(s, at + (uint64_t)l->value, &e->list,
+				 value_size) ||
+		    !e->list)
+			return false;
+	} else {
+		e->list = at + (uint64_t)l->value;
+	}
+	/* an int: a negative one is corrupt, larger than any index */
+	const struct rv_item *c = &s->layout.items[count];
+	if (!c->size || c->size > sizeof(n) ||
+	    !rv_try_read(s, at + (uint64_t)c->value, &n, c->size))
+		return false;
+	e->count = n;
+	e->failed = false;
+	return true;
+}
+
+/* The name of the encoding of index i, NULL when it cannot be read. */
+static const char *encoding_name(struct dump_walk *w, uint64_t i)
+{
+	struct rv_session *s = w->s;
+	struct enc_names *e = &w->enc;
+	if (i >= MAX_ENCODINGS || !enc_table(w) || i >= e->count)
+		return NULL;
+	if (e->tried[i])
+		return e->names[i];
+	e->tried[i] = true;
+	uint64_t enc = 0, name = 0;
+	char buf[MAX_ENCODING_NAME];
+	if (!rv_try_member(s, e->list + i * e->entry_size, RVL_enc_entry_enc,
+			   &enc) ||
+	    !enc || !rv_try_member(s, enc, RVL_encoding_name, &name) || !name ||
+	    !rv_try_read(s, name, buf, sizeof(buf) - 1))
+		return NULL;
+	buf[sizeof(buf) - 1] = 0;
+	size_t n = strlen(buf);
+	if (!n || n == sizeof(buf) - 1)
+		return NULL;
+	for (size_t k = 0; k < n; k++)
+		if (buf[k] <= ' ' || (unsigned char)buf[k] >= 0x7f ||
+		    buf[k] == '"' || buf[k] == '\\')
+			return NULL; /* no name of an encoding */
+	e->names[i] = strdup(buf);
+	if (!e->names[i])
+		w->nomem = true;
+	return e->names[i];
+}
+
+/* A String's encoding and coderange, from its flags. */
+static void string_encoding(struct dump_walk *w, struct rv_dump_object *o,
+			    uint64_t flags)
+{
+	static const char *const ranges[4] = {"unknown", "7bit", "valid",
+					      "broken"};
+	struct enc_names *e = &w->enc;
+	if (w->coderange) {
+		uint64_t cr = flags & w->cr_mask;
+		for (int i = 0; i < 4; i++)
+			if (cr == w->cr[i])
+				o->coderange = ranges[i];
+		o->broken = cr == w->cr[3];
+	}
+	if (!e->known)
+		return;
+	uint64_t index = (flags & e->mask) >> e->shift;
+	if (index == e->binary || index == e->inline_max)
+		return; /* none written; one kept in an ivar not read */
+	if (!(o->encoding = encoding_name(w, index)) && !w->nomem) {
+		char why[96];
+		snprintf(why, sizeof(why),
+			 "the name of encoding %llu unreadable",
+			 (unsigned long long)index);
+		skip(w, o->address, why);
+	}
 }
 
 /* A String's length, and its bytes when they are few and ASCII. */
@@ -214,6 +393,173 @@ static void data_details(struct dump_walk *w, struct rv_dump_object *o,
 		o->name = name;
 }
 
+/* The shape id dump_all prints, in o->shape_id. */
+static void shape_details(struct dump_walk *w, struct rv_dump_object *o,
+			  uint64_t type, uint64_t flags)
+{
+	struct rv_session *s = w->s;
+	uint64_t obj = o->address, sid = 0, fields = 0, ext = 0;
+	unsigned bits;
+	int64_t imemo = 0;
+	struct cs_error *err = NULL;
+	if (w->shape_offset && type == w->t_imemo) {
+		if ((err = rv_imemo_type(s, obj, &imemo))) {
+			note(w, err, obj);
+			return;
+		}
+		if (!RV_HAS(s, imemo_fields) ||
+		    imemo != RV_VAL(s, imemo_fields))
+			return;
+	}
+	if (w->shape_offset && (type == w->t_class || type == w->t_module)) {
+		/* its fields object's, the root shape's (0) without one */
+		if (!RV_HAS(s, classext_fields_obj)) {
+			o->shape_id = 0;
+			return;
+		}
+		if ((err = rv_classext(s, obj, &ext)) ||
+		    (err = rv_read_member(s, ext, RVL_classext_fields_obj,
+					  &fields))) {
+			note(w, err, obj);
+			return;
+		}
+		if (!fields) {
+			o->shape_id = 0;
+			return;
+		}
+		if (rv_special_const(s, fields) ||
+		    (err = rv_read_member(s, fields, RVL_basic_flags,
+					  &flags))) {
+			if (err)
+				note(w, err, obj);
+			else
+				skip(w, obj, "its fields object is no object");
+			return;
+		}
+		obj = fields;
+	}
+	if ((err = rv_shape_id(s, obj, flags, &sid, &bits))) {
+		note(w, err, o->address);
+		return;
+	}
+	o->shape_id =
+		(int64_t)(w->shape_offset ? sid & w->shape_offset_mask : sid);
+}
+
+/* A heap Float's value, as dump_all formats it. */
+static void float_details(struct dump_walk *w, struct rv_dump_object *o,
+			  const uint8_t *slot, char *buf, size_t n)
+{
+	double d;
+	if (!w->float_off || w->float_off + sizeof(d) > o->slot_size)
+		return;
+	memcpy(&d, slot + w->float_off, sizeof(d));
+	snprintf(buf, n, w->float_format, d);
+	o->value = buf;
+	o->value_len = strlen(buf);
+}
+
+/* The age of the object whose bit is n: two bits, side by side in one
+ * word, or the low one's and the high one's words one after the other
+ * (where the bit is the slot's index); -1 past the bitmap. */
+static int gc_age(const struct gc_bits *g, uint64_t n)
+{
+	if (g->slot_index) {
+		uint64_t i = n / 64 * 2, shift = n % 64;
+		if (i + 1 >= g->age_words)
+			return -1;
+		return (int)(((g->age[i] >> shift) & 1) |
+			     (((g->age[i + 1] >> shift) & 1) << 1));
+	}
+	uint64_t i = n / 32, shift = n % 32 * 2;
+	return i < g->age_words ? (int)((g->age[i] >> shift) & 3) : -1;
+}
+
+/* The GC flags of the object at addr (the index-th slot of its page), from
+ * its flags and its page's bitmaps, as rb_obj_gc_flags or
+ * rb_gc_object_metadata give them; none of an object with an object id,
+ * whose metadata gives it. */
+static void gc_flags_details(struct dump_walk *w, struct rv_dump_object *o,
+			     uint64_t type, uint64_t flags, uint64_t index)
+{
+	const struct gc_bits *g = w->gc;
+	if (!g || !g->page_read)
+		return;
+	uint64_t n = g->slot_index
+			     ? index
+			     : (o->address & g->align_mask) / g->base_slot,
+		 word = n / 64, bit = (uint64_t)1 << (n % 64);
+	int age = g->metadata ? gc_age(g, n) : -1;
+	if (word >= g->words || (g->metadata && age < 0)) {
+		skip(w, o->address, "its bit is past its page's GC bitmaps");
+		return;
+	}
+	if (g->metadata && type != w->t_imemo) {
+		uint64_t sid = 0;
+		unsigned bits;
+		struct cs_error *err =
+			rv_shape_id(w->s, o->address, flags, &sid, &bits);
+		if (err) {
+			note(w, err, o->address);
+			return;
+		}
+		if (sid & g->has_id)
+			return; /* its object id not read */
+	}
+	unsigned f = 0;
+	if (!(g->page[BM_WB_UNPROTECTED][word] & bit))
+		f |= RV_GCF_WB_PROTECTED;
+	if ((flags & g->promoted) == g->promoted)
+		f |= RV_GCF_OLD;
+	if (g->page[BM_UNCOLLECTIBLE][word] & bit)
+		f |= RV_GCF_UNCOLLECTIBLE;
+	if (g->page[BM_MARKING][word] & bit)
+		f |= RV_GCF_MARKING;
+	if (g->page[BM_MARK][word] & bit)
+		f |= RV_GCF_MARKED;
+	if (g->page[BM_PINNED][word] & bit)
+		f |= RV_GCF_PINNED;
+	if (g->metadata && (g->page[BM_REMEMBERED][word] & bit))
+		f |= RV_GCF_REMEMBERED;
+	if (g->metadata && (flags & g->shareable))
+		f |= RV_GCF_SHAREABLE;
+	o->gc_flags = f;
+	o->gc_flags_known = true;
+	o->gc_age = age;
+}
+
+/* The current page's GC bitmaps. */
+static void gc_page_bits(struct dump_walk *w, const struct rv_heap_page *p)
+{
+	struct gc_bits *g = w->gc;
+	if (!g)
+		return;
+	g->page_read = !g->metadata || rv_try_read(w->s, p->page + g->off_age,
+						   g->age, g->age_words * 8);
+	for (uint64_t i = 0; i < g->maps && g->page_read; i++)
+		g->page_read = rv_try_read(w->s, p->page + g->off[i],
+					   g->page[i], g->words * 8);
+	if (!g->page_read)
+		skip(w, p->page, "the GC bitmaps of this heap page unreadable");
+}
+
+/* A class's, module's or iclass's superclass (RCLASS_SUPER). */
+static void superclass_details(struct dump_walk *w, struct rv_dump_object *o)
+{
+	struct rv_session *s = w->s;
+	uint64_t super = 0;
+	struct cs_error *err;
+	if (!w->superclass)
+		return;
+	if ((err = rv_superclass(s, o->address, &super)))
+		note(w, err, o->address);
+	else if (super && (rv_special_const(s, super) ||
+			   super % (uint64_t)RV_VAL(s, value_size)))
+		skip(w, o->address, "its superclass is no object");
+	else
+		o->superclass = super;
+}
+
 static void file_details(struct dump_walk *w, struct rv_dump_object *o)
 {
 	uint64_t fptr = 0, fd = 0;
@@ -224,7 +570,7 @@ static void file_details(struct dump_walk *w, struct rv_dump_object *o)
 }
 
 static void dump_one(struct dump_walk *w, uint64_t addr, uint64_t flags,
-		     const uint8_t *slot, uint64_t stride)
+		     const uint8_t *slot, uint64_t stride, uint64_t index)
 {
 	struct rv_session *s = w->s;
 	uint64_t type = flags & w->t_mask, klass = 0, n = 0, size = 0, ptr = 0;
@@ -245,11 +591,19 @@ static void dump_one(struct dump_walk *w, uint64_t addr, uint64_t flags,
 		.embedded = -1,
 		.length = -1,
 		.fd = -1,
+		.shape_id = -1,
+		.gc_age = -1,
 	};
-	char *bytes = NULL, *path = NULL, data_name[128];
+	char *bytes = NULL, *path = NULL, data_name[128], float_text[64];
+	if (w->shapes)
+		shape_details(w, &o, type, flags);
+	gc_flags_details(w, &o, type, flags, index);
 	struct cs_error *err = NULL;
 	if (type == w->t_string) {
 		string_details(w, &o, flags, &bytes);
+		string_encoding(w, &o, flags);
+	} else if (type == w->t_float) {
+		float_details(w, &o, slot, float_text, sizeof(float_text));
 	} else if (type == w->t_array) {
 		o.embedded = (flags & (uint64_t)RV_VAL(s, rarray_embed_flag)) !=
 			     0;
@@ -276,6 +630,9 @@ static void dump_one(struct dump_walk *w, uint64_t addr, uint64_t flags,
 		if (!rv_failed(rv_class_path(s, addr, &path)) && path &&
 		    strncmp(path, "#<", 2) != 0)
 			o.name = path;
+		superclass_details(w, &o);
+	} else if (type == w->t_iclass) {
+		superclass_details(w, &o);
 	} else if (type == w->t_data) {
 		data_details(w, &o, flags, slot, data_name, sizeof(data_name));
 	} else if (type == w->t_file) {
@@ -311,6 +668,7 @@ static void dump_one(struct dump_walk *w, uint64_t addr, uint64_t flags,
 static bool dump_page(void *ctx, const struct rv_heap_page *p)
 {
 	struct dump_walk *w = ctx;
+	gc_page_bits(w, p);
 	for (uint64_t i = 0; i < p->total && !w->st->stopped && !w->nomem;
 	     i++) {
 		const uint8_t *slot = p->slots + i * p->stride;
@@ -318,9 +676,142 @@ static bool dump_page(void *ctx, const struct rv_heap_page *p)
 		memcpy(&flags, slot + w->flags_off, 8);
 		if (flags)
 			dump_one(w, p->start + i * p->stride, flags, slot,
-				 p->stride);
+				 p->stride, i);
 	}
 	return !w->nomem && !w->st->stopped;
+}
+
+/* What this Ruby's dump_all writes (the file's head comment), and the
+ * layout of what it reads for it. A field whose layout is missing is
+ * left out. */
+static void dump_versions(struct dump_walk *w)
+{
+	struct rv_session *s = w->s;
+	/* pages with a slot size: 3.1+ */
+	bool sized = RV_HAS(s, page_slot_size);
+	w->shapes = RV_HAS(s, shape_parent_id) ||
+		    RV_HAS(s, shape_parent_offset);
+	uint64_t above = RV_HAS(s, shape_id_heap_index_mask)
+				 ? (uint64_t)RV_VAL(s, shape_id_heap_index_mask)
+			 : RV_HAS(s, shape_id_capacity_mask)
+				 ? (uint64_t)RV_VAL(s, shape_id_capacity_mask)
+				 : 0;
+	w->shape_offset = above != 0;
+	w->shape_offset_mask = (above & (~above + 1)) - 1;
+	w->coderange =
+		w->shapes && RV_HAS(s, coderange_mask) &&
+		RV_HAS(s, coderange_unknown) && RV_HAS(s, coderange_7bit) &&
+		RV_HAS(s, coderange_valid) && RV_HAS(s, coderange_broken);
+	if (w->coderange) {
+		w->cr_mask = (uint64_t)RV_VAL(s, coderange_mask);
+		w->cr[0] = (uint64_t)RV_VAL(s, coderange_unknown);
+		w->cr[1] = (uint64_t)RV_VAL(s, coderange_7bit);
+		w->cr[2] = (uint64_t)RV_VAL(s, coderange_valid);
+		w->cr[3] = (uint64_t)RV_VAL(s, coderange_broken);
+	}
+	w->superclass = sized;
+	w->float_format = sized ? "%#g" : "%g";
+	if (RV_HAS(s, rfloat_value) && RV_VAL(s, rfloat_value) > 0)
+		w->float_off = (uint64_t)RV_VAL(s, rfloat_value);
+	struct enc_names *e = &w->enc;
+	bool global = RV_HAS(s, global_enc_table) &&
+		      RV_HAS(s, global_enc_table_list) &&
+		      RV_HAS(s, global_enc_table_count);
+	e->known =
+		(global || (RV_HAS(s, enc_table) && RV_HAS(s, enc_table_list) &&
+			    RV_HAS(s, enc_table_count))) &&
+		RV_HAS(s, enc_entry_size) && RV_HAS(s, enc_entry_enc) &&
+		RV_HAS(s, encoding_name) && RV_HAS(s, encoding_mask) &&
+		RV_HAS(s, encoding_shift) && RV_HAS(s, encoding_inline_max) &&
+		(RV_HAS(s, encindex_ascii_8bit) || RV_HAS(s, encindex_ascii));
+	if (e->known) {
+		e->mask = (uint64_t)RV_VAL(s, encoding_mask);
+		e->shift = (uint64_t)RV_VAL(s, encoding_shift);
+		e->inline_max = (uint64_t)RV_VAL(s, encoding_inline_max);
+		/* 2.7 names index 0 RUBY_ENCINDEX_ASCII */
+		e->binary = (uint64_t)(RV_HAS(s, encindex_ascii_8bit)
+					       ? RV_VAL(s, encindex_ascii_8bit)
+					       : RV_VAL(s, encindex_ascii));
+		e->known = e->shift < 64 && RV_VAL(s, enc_entry_size) > 0;
+	}
+}
+
+/* Where an object's GC flags are, where dump_all writes them as
+ * rb_obj_gc_flags gives them (no rb_gc_object_metadata); NULL when not. */
+static struct gc_bits *gc_bits_layout(struct rv_session *s, uint64_t vm)
+{
+	const enum rv_item_id maps[BM_COUNT] = {
+		[BM_WB_UNPROTECTED] = RVL_page_wb_unprotected_bits,
+		[BM_UNCOLLECTIBLE] = RVL_page_uncollectible_bits,
+		[BM_MARKING] = RVL_page_marking_bits,
+		[BM_MARK] = RVL_page_mark_bits,
+		[BM_PINNED] = RVL_page_pinned_bits,
+		[BM_REMEMBERED] = RVL_page_remembered_bits,
+	};
+	bool metadata = RV_HAS(s, fn_gc_object_metadata);
+	const struct rv_item *age = &s->layout.items[RVL_page_age_bits];
+	if (!RV_HAS(s, fl_promoted) || !RV_HAS(s, bits_size) ||
+	    RV_VAL(s, bits_size) != 8 || !RV_HAS(s, heap_page_align_mask) ||
+	    !rv_gc_layout_known(s) ||
+	    (metadata && (!RV_HAS(s, fl_shareable) ||
+			  !RV_HAS(s, shape_id_fl_has_object_id) ||
+			  age->source == RV_MISSING)))
+		return NULL;
+	uint64_t words = 0, base = 0,
+		 nmaps = metadata ? BM_COUNT : BM_REMEMBERED;
+	/* where pages keep a slot_size_reciprocal, an object's bit is its
+	 * slot's index in its page */
+	bool slot_index = RV_HAS(s, page_slot_size_reciprocal);
+	for (uint64_t i = 0; i < nmaps; i++) {
+		const struct rv_item *it = &s->layout.items[maps[i]];
+		if (it->source == RV_MISSING || !it->size ||
+		    (words && it->size / 8 != words))
+			return NULL;
+		words = it->size / 8;
+	}
+	if (words > MAX_BITMAP_WORDS || (metadata && age->size != 16 * words))
+		return NULL;
+	if (slot_index) {
+		base = 16; /* not used */
+	} else if (RV_HAS(s, rvalue_size)) {
+		base = (uint64_t)RV_VAL(s, rvalue_size);
+	} else {
+		/* the first heap's slot size */
+		const char *why = NULL;
+		uint64_t objspace = rv_objspace(s, vm, &why);
+		const struct rv_item *sz = &s->layout.items[RVL_heap_slot_size];
+		if (!objspace || !RV_HAS(s, objspace_heaps) ||
+		    sz->source == RV_MISSING || !sz->size ||
+		    sz->size > sizeof(base) ||
+		    !rv_try_read(s,
+				 objspace +
+					 (uint64_t)RV_VAL(s, objspace_heaps) +
+					 (uint64_t)sz->value,
+				 &base, sz->size))
+			return NULL;
+	}
+	if (base < 16 || base > 4096 || base % 8)
+		return NULL;
+	struct gc_bits *g = calloc(1, sizeof(*g));
+	if (!g)
+		return NULL;
+	g->promoted = (uint64_t)RV_VAL(s, fl_promoted);
+	g->base_slot = base;
+	g->align_mask = (uint64_t)RV_VAL(s, heap_page_align_mask);
+	g->words = words;
+	g->maps = nmaps;
+	for (uint64_t i = 0; i < nmaps; i++)
+		g->off[i] = (uint64_t)s->layout.items[maps[i]].value;
+	g->metadata = metadata;
+	g->slot_index = slot_index;
+	if (metadata) {
+		g->shareable = (uint64_t)RV_VAL(s, fl_shareable);
+		g->has_id = (uint64_t)RV_VAL(s, shape_id_fl_has_object_id);
+		g->off_age = (uint64_t)age->value;
+		g->age_words = 2 * words;
+	}
+	g->known = true;
+	return g;
 }
 
 /* The layout the dump reads; false with st->error when it lacks what it
@@ -367,7 +858,10 @@ static bool dump_layout(struct dump_walk *w)
 	w->t_file = TYPE_OR_NONE(t_file);
 	w->t_imemo = TYPE_OR_NONE(t_imemo);
 	w->t_node = TYPE_OR_NONE(t_node);
+	w->t_float = TYPE_OR_NONE(t_float);
+	w->t_iclass = TYPE_OR_NONE(t_iclass);
 #undef TYPE_OR_NONE
+	dump_versions(w);
 	return true;
 }
 
@@ -391,6 +885,7 @@ struct cs_error *rv_heap_dump(struct rv_session *s,
 				   "unreadable");
 		return st->error ? NULL : &cs_error_nomem;
 	}
+	w.gc = gc_bits_layout(s, vm);
 	struct cs_error *err = dump_roots(&w, stacks);
 	uint64_t need =
 		(w.flags_off > w.klass_off ? w.flags_off : w.klass_off) + 8;
@@ -403,6 +898,9 @@ struct cs_error *rv_heap_dump(struct rv_session *s,
 		err = &cs_error_nomem;
 	rv_refs_free(&w.refs);
 	free(w.values);
+	for (size_t i = 0; i < MAX_ENCODINGS; i++)
+		free(w.enc.names[i]);
+	free(w.gc);
 	st->pages = scan.pages;
 	st->skipped_pages = scan.skipped_pages;
 	st->skipped_slots = scan.skipped_slots;

@@ -27,17 +27,45 @@ struct rv_dump_object {
 	/* a String's bytes, an Array's elements, a Hash's entries, a
 	 * T_OBJECT's ivars; -1 when not told */
 	int64_t length;
-	/* a String's bytes when it is read whole and all ASCII, else NULL */
+	/* a String's bytes when it is read whole and all ASCII, a Float's
+	 * value as dump_all prints it; else NULL */
 	const char *value;
 	size_t value_len;
 	/* a class's or module's path (NULL when anonymous), a typed T_DATA's
 	 * data type's name */
 	const char *name;
 	int64_t fd; /* a T_FILE's descriptor, -1 when none or not read */
+	/* its shape's id as dump_all prints it; -1 where it prints none */
+	int64_t shape_id;
+	/* a String's encoding's name (NULL: ASCII-8BIT, or not read) and
+	 * coderange ("7bit", ...; NULL where dump_all prints none), broken
+	 * where dump_all says so of a broken one */
+	const char *encoding;
+	const char *coderange;
+	bool broken;
+	/* a class's, module's or iclass's superclass, 0: none told */
+	uint64_t superclass;
+	/* its GC flags (RV_GCF_*), when gc_flags_known; its age where
+	 * dump_all writes it (-1: not) */
+	unsigned gc_flags;
+	bool gc_flags_known;
+	int gc_age;
 	/* what it references (heap_refs.c), when refs_decoded */
 	const uint64_t *refs;
 	size_t nrefs;
 	bool refs_decoded;
+};
+
+/* An object's GC flags, in the order dump_all writes them. */
+enum {
+	RV_GCF_WB_PROTECTED = 1 << 0,
+	RV_GCF_OLD = 1 << 1,
+	RV_GCF_UNCOLLECTIBLE = 1 << 2,
+	RV_GCF_MARKING = 1 << 3,
+	RV_GCF_MARKED = 1 << 4,
+	RV_GCF_PINNED = 1 << 5,
+	RV_GCF_REMEMBERED = 1 << 6,
+	RV_GCF_SHAREABLE = 1 << 7,
 };
 
 struct rv_dump_callbacks {

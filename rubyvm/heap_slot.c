@@ -54,7 +54,10 @@ static bool read_page(struct rv_session *s, uint64_t base, uint64_t page,
 	return true;
 }
 
-/* The page of the body at base, NULL when there is none. */
+/* The page of the body at base, NULL when there is none. A body whose
+ * header names no page is remembered too (its stride 0), so that the many
+ * words of a machine stack that point into one such block of memory cost
+ * one read of its header each, not a failed read of what it names. */
 static const struct page_geometry *page_of(struct rv_session *s, uint64_t base)
 {
 	uint64_t page;
@@ -63,10 +66,10 @@ static const struct page_geometry *page_of(struct rv_session *s, uint64_t base)
 	int found = 0;
 	struct page_geometry *g = u64map_get(&s->heap_pages, base, &found);
 	if (g && g->page == page)
-		return g;
-	struct page_geometry fresh;
-	if (!read_page(s, base, page, &fresh))
-		return NULL;
+		return g->stride ? g : NULL;
+	struct page_geometry fresh = {page, 0, 0, 0};
+	bool ok = page % (uint64_t)RV_VAL(s, value_size) == 0 &&
+		  read_page(s, base, page, &fresh);
 	if (!g) {
 		if (s->heap_pages.count >= MAX_CACHED_PAGES)
 			rv_heap_slots_destroy(s);
@@ -79,7 +82,7 @@ static const struct page_geometry *page_of(struct rv_session *s, uint64_t base)
 		}
 	}
 	*g = fresh;
-	return g;
+	return ok ? g : NULL;
 }
 
 enum rv_slot rv_heap_slot(struct rv_session *s, uint64_t v, uint64_t *slot_size,

@@ -19,11 +19,8 @@
 #define MAX_SHAPE_DEPTH 65536
 #define MAX_IVARS 65536
 
-/* The shape id of obj (3.2+) and its width in bits: RBasic.shape_id, or
- * the top bits of the flags. */
-static struct cs_error *shape_id_of(struct rv_session *s, uint64_t obj,
-				    uint64_t flags, uint64_t *sid,
-				    unsigned *bits)
+struct cs_error *rv_shape_id(struct rv_session *s, uint64_t obj, uint64_t flags,
+			     uint64_t *sid, unsigned *bits)
 {
 	enum rv_item_id parent = RV_HAS(s, shape_parent_offset)
 					 ? RVL_shape_parent_offset
@@ -55,7 +52,7 @@ static struct cs_error *layout_slots(struct rv_session *s, uint64_t obj,
 {
 	uint64_t sid = 0, fields = 0;
 	unsigned bits;
-	struct cs_error *err = shape_id_of(s, obj, flags, &sid, &bits);
+	struct cs_error *err = rv_shape_id(s, obj, flags, &sid, &bits);
 	if (err)
 		return err;
 	uint64_t layout = sid & (uint64_t)RV_VAL(s, shape_id_layout_mask);
@@ -255,7 +252,7 @@ static struct cs_error *shape_leaf(struct rv_session *s, uint64_t obj,
 	struct cs_error *err;
 	if (!RV_HAS(s, shape_size))
 		return rv_missing(RVL_shape_size);
-	if ((err = shape_id_of(s, obj, flags, &w->sid, &bits)))
+	if ((err = rv_shape_id(s, obj, flags, &w->sid, &bits)))
 		return err;
 	/* 4.0+: flags above the offset in the shape id, the lowest of them
 	 * the lowest bit of the first enumerator above it */

@@ -189,7 +189,11 @@ struct cs_error *rv_id_table_each(struct rv_session *s, uint64_t tbl,
 struct cs_error *rv_id_serial_name(struct rv_session *s, uint64_t serial,
 				   char **ret);
 
-/* ivars.c: the instance variable id of obj, a T_OBJECT whose flags are
+/* ivars.c: the shape id of obj (3.2+), whose flags are flags, and its
+ * width in bits: RBasic.shape_id, or the top bits of the flags. */
+struct cs_error *rv_shape_id(struct rv_session *s, uint64_t obj, uint64_t flags,
+			     uint64_t *sid, unsigned *bits);
+/* The instance variable id of obj, a T_OBJECT whose flags are
  * flags, in *ret; *found false when it has none. */
 struct cs_error *rv_object_ivar(struct rv_session *s, uint64_t obj,
 				uint64_t flags, uint64_t id, uint64_t *ret,
@@ -403,6 +407,7 @@ struct cs_error *rv_heap_find_typed_data(struct rv_session *s, uint64_t vm,
 struct rv_heap_page {
 	uint64_t start, stride, total;
 	const uint8_t *slots;
+	uint64_t page; /* its struct heap_page */
 };
 /* A walk of every page of the GC heap: visit is called for each page read
  * (false: out of memory, the walk ends with that error). A page whose

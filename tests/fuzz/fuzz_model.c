@@ -179,7 +179,10 @@ static bool dump_object(void *ctx, const struct rv_dump_object *o)
 {
 	(void)ctx;
 	uint64_t sum = strlen(o->type) + (o->name ? strlen(o->name) : 0) +
-		       (o->value ? strnlen(o->value, o->value_len) : 0);
+		       (o->value ? strnlen(o->value, o->value_len) : 0) +
+		       (o->encoding ? strlen(o->encoding) : 0) +
+		       (o->coderange ? strlen(o->coderange) : 0) +
+		       o->superclass + o->gc_flags + (uint64_t)o->shape_id;
 	for (size_t i = 0; i < o->nrefs; i++)
 		sum += o->refs[i];
 	return sum != 1;

@@ -64,7 +64,14 @@ process title (the fixture's comment says how). Then:
                             recorded paths their class and exactly the
                             references Ruby's own GC marks from them but their
                             class (rb_objspace_reachable_objects_from); the
-                            frozen probe String's value, bytesize and frozen; a
+                            frozen probe String's value, bytesize and frozen;
+                            for the fixture's FieldFixture objects (Strings of
+                            several encodings and coderanges, heap Floats,
+                            classes with a superclass, a module, an object)
+                            shape_id, encoding, coderange, broken, superclass,
+                            a Float's value and the GC flags exactly as
+                            ObjectSpace.dump writes them where the Ruby has
+                            objspace, else as Ruby answers (docs/heap.md); a
                             FILE that cannot be written: exit 2, one line
     RUBY/heap/dump-live     the same of the live fixture (--pid; the counts and
                             the samples), and no thread left stopped
@@ -80,6 +87,12 @@ process title (the fixture's comment says how). Then:
                             unmapped memory: exit 1, skipped.pages 1 and
                             skipped.slots that page's slots, TOTAL that many
                             less, the text naming the page
+    RUBY/heap/corrupt-dump  a String's encoding index pointed past the encoding
+                            table, and (where RClass has super) a class's
+                            superclass pointed at no object: --dump exit 1,
+                            each counted in skipped.unreadable, every object
+                            still dumped, those lines without encoding and
+                            superclass and the other fields as before
     RUBY-gcdefault/heap/gc-nodebug  (a Ruby run with RUBY_GC_LIBRARY=default
                             only) the core read with --sysroot where the GC
                             library is a copy without debug info: exit 2, one
@@ -102,7 +115,8 @@ from .fibers import nodebug_sysroot
 FIXTURE_DIR = os.path.join(procs.ROOT, "fixtures", "heap")
 FIXTURE = os.path.join(FIXTURE_DIR, "heap.rb")
 TESTS = ("core", "live", "gdb", "gdb-live", "lldb", "retainers", "retainers-live",
-         "dump", "dump-live", "corrupt-type", "corrupt-class", "corrupt-page")
+         "dump", "dump-live", "corrupt-type", "corrupt-class", "corrupt-page",
+         "corrupt-dump")
 DEBUGGER_TESTS = ("gdb", "gdb-live", "lldb")
 READY_TIMEOUT = 120
 # Classes whose memsize_of is their slot plus what the census counts: the
@@ -595,6 +609,26 @@ def check_dump_lines(lines, record):
         if got != exp:
             return "%s (%s): references %s, Ruby's GC marks %s" % (
                 sample["object"], line["type"], [hex(a) for a in got], [hex(a) for a in exp])
+    return check_dump_fields(objects, record)
+
+
+def check_dump_fields(objects, record):
+    """The fields of the fixture's FieldFixture samples as Ruby gave them
+    (ObjectSpace.dump's, or Ruby's own answers): each key present with
+    the same value, or absent where Ruby's is null."""
+    for sample in record["field_samples"]:
+        line = objects.get(int(sample["object"], 16))
+        if line is None:
+            return "no line for %s" % sample["object"]
+        for key, want in sorted(sample["expect"].items()):
+            got = line.get(key)
+            if key == "superclass" and got is not None and want is not None:
+                same = int(got, 16) == int(want, 16)
+            else:
+                same = got == want
+            if not same:
+                return "%s (%s): %s %s, Ruby's %s" % (
+                    sample["object"], line["type"], key, json.dumps(got), json.dumps(want))
     return None
 
 
@@ -664,7 +698,7 @@ def corrupt_tests(ctx, ruby, cap_core, exe, record, baseline):
     name = "%s/heap/" % ruby
     samples = [int(a, 16) for a in record["samples"]]
     want = dict(record["count_objects"])
-    todo = [t for t in ("corrupt-type", "corrupt-class", "corrupt-page")
+    todo = [t for t in ("corrupt-type", "corrupt-class", "corrupt-page", "corrupt-dump")
             if ctx.selected(name + t)]
     if not todo:
         return
@@ -706,6 +740,87 @@ def corrupt_tests(ctx, ruby, cap_core, exe, record, baseline):
             return
         rep.result(name + "corrupt-page", check_page(
             patched(corestack, cap_core, exe, cf, timeout), baseline, want, total))
+    if "corrupt-dump" in todo:
+        rep.result(name + "corrupt-dump", corrupt_dump(ctx, cap_core, exe, record, layout, cf))
+
+
+def corrupt_dump(ctx, core, exe, record, layout, cf):
+    """A String's encoding index past the table, a class's superclass no
+    object (where RClass has super): each a counted skip, its key left out."""
+    res = dump_lines(ctx.corestack, core, exe, ctx.timeout)
+    if isinstance(res, str):
+        return "the intact core: " + res
+    rc, _, intact = res
+    # the first UTF-8 String and the first class with a superclass
+    string = klass = None
+    for sample in record["field_samples"]:
+        addr = int(sample["object"], 16)
+        line = intact.get(addr, {})
+        if string is None and line.get("encoding") == "UTF-8":
+            string = addr
+        if klass is None and line.get("type") == "CLASS" and "superclass" in line:
+            klass = addr
+    if rc != 0 or string is None:
+        return "the intact core: exit %d, no UTF-8 field sample" % rc
+    try:
+        flags_off = layout["basic_flags"][0]
+        mask, shift = layout["encoding_mask"][0], layout["encoding_shift"][0]
+        index = layout["encoding_inline_max"][0] - 1  # past any loaded
+        flags = cf.u64(string + flags_off)
+        cf.write(string + flags_off, struct.pack("<Q", (flags & ~mask) | (index << shift)))
+        damaged = {string: "encoding"}
+        if klass is not None and "rclass_super" in layout:
+            cf.write(klass + layout["rclass_super"][0], struct.pack("<Q", 0x13))
+            damaged[klass] = "superclass"
+    except (KeyError, LookupError) as exc:
+        cf.restore()
+        return "setup: %s" % exc
+    return check_dump_damage(ctx.corestack, core, exe, cf, ctx.timeout, intact, damaged)
+
+
+def dump_lines(corestack, core, exe, timeout):
+    """--dump of core -> (exit status, summary, {address: line}), or a
+    reason."""
+    path = core + ".fields.dump"
+    try:
+        rc, out, err, reason = procs.run_tool(
+            [corestack, "heap", "--json", "--dump", path, core, exe], timeout)
+        if reason:
+            return reason
+        with open(path) as f:
+            lines = [json.loads(l) for l in f]
+        return rc, json.loads(out), {int(l["address"], 16): l for l in lines
+                                     if "address" in l}
+    except (OSError, ValueError) as exc:
+        return "--dump: %s" % exc
+    finally:
+        if os.path.exists(path):
+            os.unlink(path)
+
+
+def check_dump_damage(corestack, core, exe, cf, timeout, intact, damaged):
+    """The dump of the core with damaged (address -> key) patched in cf:
+    exit 1, each counted in skipped.unreadable, its key left out, every
+    object of the intact dump still there with its other keys."""
+    try:
+        res = dump_lines(corestack, core, exe, timeout)
+    finally:
+        cf.restore()
+    if isinstance(res, str):
+        return res
+    rc, doc, lines = res
+    if rc != 1 or doc.get("complete") is not False or \
+            doc["skipped"]["unreadable"] != len(damaged) or \
+            doc["objects"] != len(intact):
+        return "--dump: exit %d, %s (want 1, %d unreadable, %d objects)" % (
+            rc, json.dumps(doc)[:300], len(damaged), len(intact))
+    for addr, key in damaged.items():
+        line = lines.get(addr, {})
+        want = {k: v for k, v in intact[addr].items() if k != key}
+        if line != want:
+            return "0x%x: %s, want %s (no %s)" % (addr, json.dumps(line)[:300],
+                                                json.dumps(want)[:300], key)
+    return None
 
 
 def check_page(res, baseline, want, total):
