@@ -35,8 +35,8 @@ static struct cs_error *digits_place(struct rv_session *s, uint64_t v,
 		return cs_error_create(CS_ERR_CORRUPT,
 				       "implausible BDIGIT size %" PRIu64, bsz);
 	if (flags & (uint64_t)RV_VAL(s, bignum_embed_flag)) {
-		len = (flags & (uint64_t)RV_VAL(s, bignum_embed_len_mask)) >>
-		      RV_VAL(s, bignum_embed_len_shift);
+		len = rv_shr(flags & (uint64_t)RV_VAL(s, bignum_embed_len_mask),
+			     RV_VAL(s, bignum_embed_len_shift));
 		uint64_t room = slot_size > ary ? slot_size - ary
 						: RV_ITEM(s, rbignum_ary)->size;
 		if (len * bsz > room)

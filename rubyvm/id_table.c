@@ -56,5 +56,5 @@ struct cs_error *rv_id_serial_name(struct rv_session *s, uint64_t serial,
 	 * serial is an operator's */
 	if (!RV_HAS(s, id_scope_shift))
 		return rv_missing(RVL_id_scope_shift);
-	return rv_id_name(s, serial << RV_VAL(s, id_scope_shift), ret);
+	return rv_id_name(s, rv_shl(serial, RV_VAL(s, id_scope_shift)), ret);
 }

@@ -104,9 +104,8 @@ struct cs_error *rv_iseq_info(struct rv_session *s, uint64_t iseq,
 		/* A Fixnum VALUE before 3.2, a plain int after: the member's
 		 * size tells which. */
 		if (RV_ITEM(s, body_first_lineno)->size == 8)
-			info->first_lineno =
-				(int)((int64_t)first >>
-				      ffsll(RV_VAL(s, fixnum_flag)));
+			info->first_lineno = (int)rv_sar(
+				(int64_t)first, ffsll(RV_VAL(s, fixnum_flag)));
 		else
 			info->first_lineno = (int)(int32_t)first;
 	}

@@ -112,7 +112,7 @@ static struct cs_error *id_name_uncached(struct rv_session *s, uint64_t id,
 		return rv_missing(RVL_global_symbols);
 	uint64_t serial = id;
 	if (RV_HAS(s, tlast_op_id) && id > (uint64_t)RV_VAL(s, tlast_op_id))
-		serial = id >> RV_VAL(s, id_scope_shift);
+		serial = rv_shr(id, RV_VAL(s, id_scope_shift));
 	uint64_t symbols = s->load_bias + (uint64_t)RV_VAL(s, global_symbols);
 	uint64_t last = 0, ids = 0, ary = 0, str = 0;
 	struct cs_error *err;

@@ -67,6 +67,21 @@ struct rv_session {
 #define RV_VAL(s, id) ((s)->layout.items[RVL_##id].value)
 #define RV_ITEM(s, id) (&(s)->layout.items[RVL_##id])
 
+/* v shifted by a layout's shift count, which the debug info of a damaged
+ * or hostile module can make 64 or more: 0 then, never undefined. */
+static inline uint64_t rv_shr(uint64_t v, int64_t n)
+{
+	return n >= 0 && n < 64 ? v >> n : 0;
+}
+static inline uint64_t rv_shl(uint64_t v, int64_t n)
+{
+	return n >= 0 && n < 64 ? v << n : 0;
+}
+static inline int64_t rv_sar(int64_t v, int64_t n)
+{
+	return n >= 0 && n < 64 ? v >> n : v < 0 ? -1 : 0;
+}
+
 /* Longest string the model reads (labels, paths, names). */
 #define RV_MAX_STRING 4096
 

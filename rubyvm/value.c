@@ -49,7 +49,7 @@ struct cs_error *rv_imemo_type(struct rv_session *s, uint64_t v, int64_t *ret)
 				       "0x%llx is not an imemo (type 0x%llx)",
 				       (unsigned long long)v,
 				       (unsigned long long)type);
-	*ret = (int64_t)((flags >> RV_VAL(s, fl_ushift)) &
+	*ret = (int64_t)(rv_shr(flags, RV_VAL(s, fl_ushift)) &
 			 (uint64_t)RV_VAL(s, imemo_mask));
 	return NULL;
 }
@@ -68,16 +68,16 @@ enum rv_item_id rv_string_len_item(struct rv_session *s, uint64_t flags)
 
 uint64_t rv_string_flags_len(struct rv_session *s, uint64_t flags)
 {
-	return (flags & (uint64_t)RV_VAL(s, rstring_embed_len_mask)) >>
-	       RV_VAL(s, rstring_embed_len_shift);
+	return rv_shr(flags & (uint64_t)RV_VAL(s, rstring_embed_len_mask),
+		      RV_VAL(s, rstring_embed_len_shift));
 }
 
 bool rv_array_flags_len(struct rv_session *s, uint64_t flags, uint64_t *len)
 {
 	if (!(flags & (uint64_t)RV_VAL(s, rarray_embed_flag)))
 		return false;
-	*len = (flags & (uint64_t)RV_VAL(s, rarray_embed_len_mask)) >>
-	       RV_VAL(s, rarray_embed_len_shift);
+	*len = rv_shr(flags & (uint64_t)RV_VAL(s, rarray_embed_len_mask),
+		      RV_VAL(s, rarray_embed_len_shift));
 	return true;
 }
 
@@ -281,10 +281,10 @@ struct cs_error *rv_hash_entries(struct rv_session *s, uint64_t v,
 		key_at = (uint64_t)RV_VAL(s, st_entry_key);
 		val_at = (uint64_t)RV_VAL(s, st_entry_record);
 	} else {
-		*size = (flags & (uint64_t)RV_VAL(s, rhash_ar_size_mask)) >>
-			RV_VAL(s, rhash_ar_size_shift);
-		bound = (flags & (uint64_t)RV_VAL(s, rhash_ar_bound_mask)) >>
-			RV_VAL(s, rhash_ar_bound_shift);
+		*size = rv_shr(flags & (uint64_t)RV_VAL(s, rhash_ar_size_mask),
+			       RV_VAL(s, rhash_ar_size_shift));
+		bound = rv_shr(flags & (uint64_t)RV_VAL(s, rhash_ar_bound_mask),
+			       RV_VAL(s, rhash_ar_bound_shift));
 		first = 0;
 		base = tbl + (uint64_t)RV_VAL(s, ar_pairs);
 		step = (uint64_t)RV_VAL(s, ar_pair_size);
@@ -315,7 +315,7 @@ struct cs_error *rv_struct_fields(struct rv_session *s, uint64_t v,
 		return rv_missing(RVL_rstruct_ary);
 	uint64_t mask = (uint64_t)RV_VAL(s, rstruct_embed_len_mask);
 	if (flags & mask) {
-		*len = (flags & mask) >> RV_VAL(s, rstruct_embed_len_shift);
+		*len = rv_shr(flags & mask, RV_VAL(s, rstruct_embed_len_shift));
 		*ptr = v + (uint64_t)RV_VAL(s, rstruct_ary);
 		return NULL;
 	}

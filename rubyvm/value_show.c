@@ -229,8 +229,8 @@ static bool bytes_encoding(struct rv_session *s, uint64_t flags)
 {
 	if (!RV_HAS(s, encoding_mask) || !RV_HAS(s, encoding_shift))
 		return false;
-	uint64_t index = (flags & (uint64_t)RV_VAL(s, encoding_mask)) >>
-			 RV_VAL(s, encoding_shift);
+	uint64_t index = rv_shr(flags & (uint64_t)RV_VAL(s, encoding_mask),
+				RV_VAL(s, encoding_shift));
 	return (RV_HAS(s, encindex_ascii_8bit) &&
 		index == (uint64_t)RV_VAL(s, encindex_ascii_8bit)) ||
 	       (RV_HAS(s, encindex_ascii) &&
@@ -318,8 +318,8 @@ static struct cs_error *symbol_name(struct rv_session *s, uint64_t v,
 				    char **name, size_t *n)
 {
 	if (rv_special_const(s, v)) {
-		struct cs_error *err =
-			rv_id_name(s, v >> RV_VAL(s, special_shift), name);
+		struct cs_error *err = rv_id_name(
+			s, rv_shr(v, RV_VAL(s, special_shift)), name);
 		if (!err)
 			*n = strlen(*name);
 		return err;
@@ -475,7 +475,7 @@ static const char *immediate_class(struct rv_session *s, uint64_t v)
 		return "TrueClass";
 	if (v == (uint64_t)RV_VAL(s, qfalse))
 		return "FalseClass";
-	uint64_t low = ((uint64_t)1 << RV_VAL(s, special_shift)) - 1;
+	uint64_t low = rv_shl(1, RV_VAL(s, special_shift)) - 1;
 	if ((v & low) == (uint64_t)RV_VAL(s, symbol_flag))
 		return "Symbol";
 	return NULL;
@@ -490,7 +490,7 @@ static void show_immediate(struct show *sh, uint64_t v)
 		     v);
 	} else if (v & (uint64_t)RV_VAL(s, fixnum_flag)) {
 		putf(sh, "%" PRId64,
-		     (int64_t)v >> ffsll(RV_VAL(s, fixnum_flag)));
+		     rv_sar((int64_t)v, ffsll(RV_VAL(s, fixnum_flag))));
 	} else if (strcmp(klass, "Float") == 0) {
 		show_double(sh, flonum_value(v));
 	} else if (strcmp(klass, "Symbol") == 0) {
