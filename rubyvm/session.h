@@ -77,9 +77,14 @@ static inline uint64_t rv_shl(uint64_t v, int64_t n)
 {
 	return n >= 0 && n < 64 ? v << n : 0;
 }
+/* an arithmetic shift, done on the unsigned bits (a negative value's
+ * right shift is the implementation's) */
 static inline int64_t rv_sar(int64_t v, int64_t n)
 {
-	return n >= 0 && n < 64 ? v >> n : v < 0 ? -1 : 0;
+	uint64_t u = (uint64_t)v, neg = v < 0;
+	if (n < 0 || n >= 64)
+		return neg ? -1 : 0;
+	return (int64_t)(neg ? ~(~u >> n) : u >> n);
 }
 
 /* Longest string the model reads (labels, paths, names). */
