@@ -33,7 +33,9 @@ fixtures/jit/stacks.rb under that JIT at call threshold 2:
                            compiled method the interpreted driver calls again
                            and again), read live SPIN_SAMPLES times: exit 0,
                            merged, its Ruby frames leaf < drive < block as
-                           the fixture has them, and its innermost frame JIT
+                           the fixture has them (or drive < block, drive at
+                           its call of leaf: a sample between two calls),
+                           and its innermost frame JIT
                            code in at least one sample (the others may catch
                            it in the interpreter, after an interrupt made the
                            JIT code leave)
@@ -256,6 +258,11 @@ def check_spin_sample(res, jit, lines, pid):
     got = [(compare.plain_label(f.get("label")), os.path.basename(f.get("path") or ""),
             f.get("lineno")) for f in t["frames"]]
     want_labels = ["leaf", "drive", "block in <main>"]
+    # drive adds leaf's result and calls it again: a sample may fall in
+    # between, in drive itself at the line that calls leaf
+    if [g[0] for g in got] == want_labels[1:] and all(g[1] == "stacks.rb" for g in got) \
+            and got[0][2] == lines["drive"] and got[1][2] == lines["block in <main>"]:
+        return check_thread(t, maps_regions(pid), jit)[0], False
     if [g[0] for g in got] != want_labels or any(g[1] != "stacks.rb" for g in got):
         return "spin frames %s, expected %s in stacks.rb" % (got, want_labels), False
     if got[0][2] not in lines["leaf"] or got[1][2] != lines["drive"] or \
