@@ -238,16 +238,7 @@ static bool add_objspace(struct rv_list *out, uint64_t objspace)
 	for (size_t i = 0; i < out->count; i++)
 		if (out->items[i] == objspace)
 			return true; /* a new ractor shares main's at first */
-	if (out->count == out->cap) {
-		size_t cap = out->cap ? out->cap * 2 : 8;
-		uint64_t *n = realloc(out->items, cap * sizeof(*n));
-		if (!n)
-			return false;
-		out->items = n;
-		out->cap = cap;
-	}
-	out->items[out->count++] = objspace;
-	return true;
+	return rv_list_push(out, objspace);
 }
 
 /* Every objspace whose pages hold objects: the VM's one, or with

@@ -68,7 +68,6 @@ enum {
 };
 
 struct gc_bits {
-	bool known;      /* flags written */
 	bool metadata;   /* rb_gc_object_metadata's: age, remembered, ... */
 	bool slot_index; /* an object's bit is its slot's index in the page */
 	uint64_t promoted, base_slot, align_mask, shareable, has_id;
@@ -81,6 +80,7 @@ struct gc_bits {
 /* The encoding table: where its entries are, how many. */
 struct enc_names {
 	bool known;  /* the layout has it */
+	bool global; /* ... as global_enc_table */
 	bool read;   /* the table was read (once) */
 	bool failed; /* ... and could not be */
 	uint64_t list, count, entry_size;
@@ -241,9 +241,7 @@ static bool enc_table(struct dump_walk *w)
 		return !e->failed;
 	e->read = true;
 	e->failed = true;
-	bool global = RV_HAS(s, global_enc_table) &&
-		      RV_HAS(s, global_enc_table_list) &&
-		      RV_HAS(s, global_enc_table_count);
+	bool global = e->global;
 	enum rv_item_id var = global ? RVL_global_enc_table : RVL_enc_table,
 			list = global ? RVL_global_enc_table_list
 				      : RVL_enc_table_list,
@@ -714,12 +712,13 @@ static void dump_versions(struct dump_walk *w)
 	if (RV_HAS(s, rfloat_value) && RV_VAL(s, rfloat_value) > 0)
 		w->float_off = (uint64_t)RV_VAL(s, rfloat_value);
 	struct enc_names *e = &w->enc;
-	bool global = RV_HAS(s, global_enc_table) &&
-		      RV_HAS(s, global_enc_table_list) &&
-		      RV_HAS(s, global_enc_table_count);
+	e->global = RV_HAS(s, global_enc_table) &&
+		    RV_HAS(s, global_enc_table_list) &&
+		    RV_HAS(s, global_enc_table_count);
 	e->known =
-		(global || (RV_HAS(s, enc_table) && RV_HAS(s, enc_table_list) &&
-			    RV_HAS(s, enc_table_count))) &&
+		(e->global ||
+		 (RV_HAS(s, enc_table) && RV_HAS(s, enc_table_list) &&
+		  RV_HAS(s, enc_table_count))) &&
 		RV_HAS(s, enc_entry_size) && RV_HAS(s, enc_entry_enc) &&
 		RV_HAS(s, encoding_name) && RV_HAS(s, encoding_mask) &&
 		RV_HAS(s, encoding_shift) && RV_HAS(s, encoding_inline_max) &&
@@ -810,7 +809,6 @@ static struct gc_bits *gc_bits_layout(struct rv_session *s, uint64_t vm)
 		g->off_age = (uint64_t)age->value;
 		g->age_words = 2 * words;
 	}
-	g->known = true;
 	return g;
 }
 

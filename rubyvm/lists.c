@@ -23,7 +23,7 @@ void rv_list_free(struct rv_list *l)
 	*l = (struct rv_list){0};
 }
 
-static bool list_push(struct rv_list *l, uint64_t item)
+bool rv_list_push(struct rv_list *l, uint64_t item)
 {
 	if (l->count == l->cap) {
 		size_t cap = l->cap ? l->cap * 2 : 16;
@@ -125,7 +125,7 @@ struct cs_error *rv_list_walk(struct rv_session *s, uint64_t head,
 		if ((err = check_prev(s, prev_off, node, from, head)))
 			break;
 		if (!u64map_put(&seen, node, NULL) ||
-		    !list_push(out, node - node_offset)) {
+		    !rv_list_push(out, node - node_offset)) {
 			err = &cs_error_nomem;
 			break;
 		}

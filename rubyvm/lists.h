@@ -17,6 +17,8 @@ struct rv_list {
 };
 
 void rv_list_free(struct rv_list *l);
+/* Append item; false when out of memory. */
+bool rv_list_push(struct rv_list *l, uint64_t item);
 
 /* Append to out the containers of the list whose head is at head: each node
  * address minus node_offset. At most max nodes. On error out keeps what
