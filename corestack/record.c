@@ -385,12 +385,21 @@ int cs_record_main(int argc, char **argv)
 			fclose(out);
 	}
 	size_t tries = loop.taken + loop.lost;
+	/* a snapshot of a Ruby starting or ending can list no thread: taken,
+	 * yet no thread's sample (said, or the files' counts fall short) */
+	size_t threadless =
+		cs_profile_threadless(&prof, o.subprocesses ? pid : 0);
+	char none[64] = "";
+	if (threadless)
+		snprintf(none, sizeof(none), ", %zu with no Ruby thread",
+			 threadless);
 	fprintf(stderr,
 		"corestack record: %zu samples in %.1f s (%.0f Hz asked, %.1f "
-		"achieved), %zu lost, %.1f us per sample (%.1f us of CPU)\n",
+		"achieved), %zu lost%s, %.1f us per sample (%.1f us of CPU)\n",
 		loop.taken, loop.elapsed, o.rate,
 		loop.elapsed > 0 ? (double)tries / loop.elapsed : 0.0,
-		loop.lost, tries ? loop.reading / (double)tries * 1e6 : 0.0,
+		loop.lost, none,
+		tries ? loop.reading / (double)tries * 1e6 : 0.0,
 		tries ? loop.reading_cpu / (double)tries * 1e6 : 0.0);
 	if (o.subprocesses)
 		fprintf(stderr,

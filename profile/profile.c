@@ -640,8 +640,16 @@ static size_t process_of(struct cs_profile *p)
 	if (!n)
 		return SIZE_MAX;
 	p->procs = n;
-	n[p->nprocs] = (struct cs_profile_process){p->pid, 0};
+	n[p->nprocs] = (struct cs_profile_process){p->pid, 0, 0};
 	return p->nprocs++;
+}
+
+size_t cs_profile_threadless(const struct cs_profile *p, int64_t pid)
+{
+	for (size_t i = 0; i < p->nprocs; i++)
+		if (p->procs[i].pid == pid)
+			return p->procs[i].threadless;
+	return 0;
 }
 
 int cs_profile_add(struct cs_profile *p, const struct rv_process *proc,
@@ -683,6 +691,8 @@ int cs_profile_add(struct cs_profile *p, const struct rv_process *proc,
 	}
 	p->procs[own].snapshots++;
 	p->snapshots++;
+	if (!proc->nthreads)
+		p->procs[own].threadless++;
 	return 1;
 }
 

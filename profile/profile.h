@@ -149,6 +149,9 @@ struct cs_profile_title {
 struct cs_profile_process {
 	int64_t pid;
 	size_t snapshots;
+	/* of them, those that listed no Ruby thread (a Ruby that has not
+	 * yet listed its main thread, or no longer does): no sample */
+	size_t threadless;
 };
 
 struct cs_profile {
@@ -197,6 +200,9 @@ void cs_profile_init(struct cs_profile *p);
  * allocation failure. */
 int cs_profile_add(struct cs_profile *p, const struct rv_process *proc,
 		   unsigned states, uint64_t time_ns);
+/* Of process pid's snapshots added (0: the one process not named), how
+ * many listed no Ruby thread. */
+size_t cs_profile_threadless(const struct cs_profile *p, int64_t pid);
 /* Process pid's title from now on (NULL: it has none); 0 on allocation
  * failure. */
 int cs_profile_set_title(struct cs_profile *p, int64_t pid, const char *title);

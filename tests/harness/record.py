@@ -179,6 +179,14 @@ def wrong_lines(method, found):
     return None
 
 
+def thread_samples_reported(stderr):
+    """The samples record's summary line reports, less those it says
+    listed no Ruby thread (a Ruby starting or ending): what a file of
+    one thread's samples holds. None without the line."""
+    m = re.search(r"(\d+) samples in .*?lost(?:, (\d+) with no Ruby thread)?,", stderr)
+    return int(m.group(1)) - int(m.group(2) or 0) if m else None
+
+
 LOCATION = re.compile(r"^\s+(\d+): 0x[0-9a-f]+ M=\d+ (.*) (\S+):(\d+) s=\d+(?:\((.*)\))?$")
 SAMPLE = re.compile(r"^\s+(\d+)\s+(\d+): ([\d ]+)$")
 
@@ -190,7 +198,7 @@ def check_pprof(res, path):
         return "exit %d: %s" % (res.returncode, first_line(res.stderr))
     if procs.sanitizer_report(res.stderr):
         return "sanitizer report: %s" % procs.sanitizer_report(res.stderr)
-    reported = re.search(r"(\d+) samples in", res.stderr)
+    reported = thread_samples_reported(res.stderr)
     raw = subprocess.run(["go", "tool", "pprof", "-raw", path], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True, timeout=120)
     if raw.returncode != 0:
@@ -209,12 +217,12 @@ def check_pprof(res, path):
     if not samples or not locations:
         return "no samples or locations in go tool pprof -raw: %s" % raw.stdout[:300]
     total = sum(count for count, _, _ in samples)
-    # Every snapshot is one sample of the one thread, also those taken as
-    # the program starts or ends, when its thread runs no Ruby frame (a
-    # location of their own: pprof drops a sample without one).
-    if not reported or total != int(reported.group(1)):
-        return "pprof holds %d samples, record reported %s" % (
-            total, reported.group(1) if reported else "none")
+    # Every snapshot that lists the one thread is one sample, also those
+    # taken as the program starts or ends, when its thread runs no Ruby
+    # frame (a location of their own: pprof drops a sample without one).
+    if reported is None or total != reported:
+        return "pprof holds %d samples, record reported %s with a Ruby thread" % (
+            total, reported)
     if any(wall <= 0 for _, wall, _ in samples):
         return "a sample without wall time"
     states = re.findall(r"\bstate:\[([^\]]*)\]", raw.stdout)
@@ -308,7 +316,7 @@ def check_pprof_protoc(res, path):
     import gzip
     if res.returncode != 0:
         return "exit %d: %s" % (res.returncode, first_line(res.stderr))
-    reported = re.search(r"(\d+) samples in", res.stderr)
+    reported = thread_samples_reported(res.stderr)
     try:
         with gzip.open(path) as f:
             raw = f.read()
@@ -352,9 +360,9 @@ def check_pprof_protoc(res, path):
     except (ValueError, KeyError, IndexError, TypeError) as exc:
         return "protoc's decoding does not hold together: %s" % exc
     total = sum(count for count, _ in samples)
-    if not reported or total != int(reported.group(1)):
-        return "protoc decodes %d samples, record reported %s" % (
-            total, reported.group(1) if reported else "none")
+    if reported is None or total != reported:
+        return "protoc decodes %d samples, record reported %s with a Ruby thread" % (
+            total, reported)
     inclusive = {}
     for method in ("heavy", "light"):
         want = ("Object#%s" % method, "shares.rb", method_lines(method)[0])

@@ -604,6 +604,16 @@ int main(void)
 		      p.samples[1].weight == 2 && p.samples[1].snapshot == 0,
 	      "%zu samples, weights %llu", p.nsamples,
 	      (unsigned long long)p.samples[0].weight);
+	/* a snapshot that lists no thread (a Ruby starting): counted as
+	 * such, of its own process, and no sample */
+	struct rv_process threadless = {0};
+	p.pid = 200;
+	CHECK(add(&p, &threadless) && p.nsamples == 2 && p.snapshots == 5 &&
+		      cs_profile_threadless(&p, 200) == 1 &&
+		      cs_profile_threadless(&p, 100) == 0 &&
+		      cs_profile_threadless(&p, 300) == 0,
+	      "threadless: %zu samples, %zu in 200", p.nsamples,
+	      cs_profile_threadless(&p, 200));
 	cs_profile_free(&p);
 	states();
 	settling();
