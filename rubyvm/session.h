@@ -634,5 +634,15 @@ void rv_ec_view_read(struct rv_session *s, uint64_t ec, struct rv_view *v);
 struct cs_error *rv_walk_ec(struct rv_session *s, const struct rv_view *ec,
 			    struct rv_thread *th);
 void rv_frame_free(struct rv_frame *f);
+/* The method entry of the control frame at cfp; 0 for none. */
+struct cs_error *rv_frame_method_entry(struct rv_session *s, uint64_t cfp,
+				       uint64_t *ret);
+
+/* method_definition.c: "Module#name" of the method frame f runs, by its
+ * definition: the module that defined its body and the name it was
+ * defined with, whatever alias or subclass it was called through; NULL
+ * (and no error) for a frame without a method. */
+struct cs_error *rv_frame_definition_name(struct rv_session *s,
+					  const struct rv_frame *f, char **ret);
 
 #endif

@@ -16,6 +16,7 @@
  * blocking method calls the scheduler's hook (io_wait, kernel_sleep,
  * block, ...), written in Ruby, which switches to another fiber. Such a
  * suspended fiber waits on what the method that called the hook waits on. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "session.h"
@@ -74,7 +75,9 @@ uint64_t rv_wait_thread(const struct rv_wait *w)
 }
 
 /* Methods that block, by their qualified name (the owner that defines
- * them, the same on 2.7 to 3.4; Ractor's from 3.0). */
+ * them, the same on 2.7 to 3.4; Ractor's from 3.0). A frame matches by
+ * its own qualified name or by its method's definition's
+ * (method_definition.c): an alias still runs the method it copies. */
 static const struct {
 	const char *method;
 	enum rv_wait_kind kind;
@@ -158,21 +161,41 @@ static bool is_library_frame(const struct rv_frame *f)
 		!strncmp(f->path, INTERNAL_PATH, strlen(INTERNAL_PATH)));
 }
 
-static void wait_from_frames(const struct rv_thread *t, struct rv_wait *w)
+/* The entry of blocking_methods whose name q is, or -1. */
+static long blocking_method(const char *q)
+{
+	for (size_t k = 0;
+	     q && k < sizeof(blocking_methods) / sizeof(*blocking_methods); k++)
+		if (!strcmp(q, blocking_methods[k].method))
+			return (long)k;
+	return -1;
+}
+
+/* The entry of blocking_methods frame f runs, or -1: by its qualified
+ * name, else by its method's definition (an alias made in a subclass,
+ * "Napper#sleep", runs Thread::Mutex#sleep). */
+static long blocking_method_of(struct rv_session *s, const struct rv_frame *f)
+{
+	long k = blocking_method(f->qualified);
+	char *defined = NULL;
+	if (k >= 0 || rv_failed(rv_frame_definition_name(s, f, &defined)))
+		return k;
+	k = blocking_method(defined);
+	free(defined);
+	return k;
+}
+
+static void wait_from_frames(struct rv_session *s, const struct rv_thread *t,
+			     struct rv_wait *w)
 {
 	for (size_t i = 0; i < t->nframes && is_library_frame(&t->frames[i]);
 	     i++) {
-		const char *q = t->frames[i].qualified;
-		if (!q)
-			continue;
-		for (size_t k = 0;
-		     k < sizeof(blocking_methods) / sizeof(*blocking_methods);
-		     k++)
-			if (!strcmp(q, blocking_methods[k].method)) {
-				w->kind = blocking_methods[k].kind;
-				w->method = blocking_methods[k].method;
-				w->frame = i + 1;
-			}
+		long k = blocking_method_of(s, &t->frames[i]);
+		if (k >= 0) {
+			w->kind = blocking_methods[k].kind;
+			w->method = blocking_methods[k].method;
+			w->frame = i + 1;
+		}
 	}
 }
 
@@ -221,16 +244,6 @@ static bool is_hook(const struct rv_frame *f)
 	return false;
 }
 
-/* The entry of blocking_methods whose name q is, or -1. */
-static long blocking_method(const char *q)
-{
-	for (size_t k = 0;
-	     q && k < sizeof(blocking_methods) / sizeof(*blocking_methods); k++)
-		if (!strcmp(q, blocking_methods[k].method))
-			return (long)k;
-	return -1;
-}
-
 void rv_fiber_wait_read(struct rv_session *s, struct rv_fiber *f)
 {
 	memset(&f->wait, 0, sizeof(f->wait));
@@ -240,7 +253,7 @@ void rv_fiber_wait_read(struct rv_session *s, struct rv_fiber *f)
 	for (size_t i = 0; i + 1 < f->nframes; i++) {
 		const struct rv_frame *caller = &f->frames[i + 1];
 		long k = is_hook(&f->frames[i]) && is_library_frame(caller)
-				 ? blocking_method(caller->qualified)
+				 ? blocking_method_of(s, caller)
 				 : -1;
 		if (k < 0)
 			continue;
@@ -270,7 +283,7 @@ void rv_thread_state_read(struct rv_session *s, const struct rv_view *th,
 	if (t->state != RV_STATE_SLEEPING &&
 	    t->state != RV_STATE_SLEEPING_FOREVER)
 		return; /* a running thread waits on nothing */
-	wait_from_frames(t, &t->wait);
+	wait_from_frames(s, t, &t->wait);
 	uint64_t mutex, region;
 	t->wait.blocking_region =
 		RV_HAS(s, th_blocking_region) &&

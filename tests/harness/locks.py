@@ -27,14 +27,18 @@ matched by name (main by "main").
                                program counted them) and owner, on every
                                Ruby (libruby's Thread::Monitor, or the
                                monitor extension's, read with monitor.so's
-                               DWARF)
+                               DWARF); the kind and method of a wait the
+                               program names by the method's definition
+                               (an alias of a Mutex method made in a
+                               subclass)
     RUBY/SCENARIO/locks-text   the text report: the "Deadlock N:" blocks before
                                the threads name the expected cycles, each thread
                                line says "held by thread N "holder"" or
                                "of thread N "joined"", "; deadlock N" and
                                "stuck behind thread N "name"" as expected,
-                               and "entering monitor 0x... (entered N times
-                               by thread N "holder")"
+                               "entering monitor 0x... (entered N times
+                               by thread N "holder")", and "waiting on KIND
+                               (Defining#method)" where the program names it
     RUBY/SCENARIO/locks-live   as RUBY/SCENARIO/locks, from corestack --pid
     RUBY/SCENARIO/monitor-split-debug
                                where the Monitor is the monitor extension's,
@@ -173,7 +177,8 @@ def check_report(oracle, report, live=False):
                     title, compare.show(want), exp.by[name], addr.get(want), compare.show(wf))
         elif waiting.get("waits_for"):
             return "%s waits for nobody, corestack %s" % (title, compare.show(waiting))
-        reason = check_queue(title, t["locks"].get("queue"), waiting.get("queue")) or \
+        reason = check_calls(title, t["locks"].get("calls"), waiting) or \
+            check_queue(title, t["locks"].get("queue"), waiting.get("queue")) or \
             check_retake(title, t["locks"].get("retake"), waiting.get("retakes"), exp, addr) or \
             check_monitor(title, t["locks"], waiting.get("monitor"), exp, addr) or \
             check_io(title, t["locks"].get("io"), waiting, live) or \
@@ -205,6 +210,16 @@ def check_report(oracle, report, live=False):
     if set(listed) != set(exp.cycles):
         return "deadlocks %s, expected %s" % (
             sorted(sorted(c) for c in listed), sorted(sorted(c) for c in exp.cycles))
+    return None
+
+
+def check_calls(title, want, waiting):
+    """The method a thread blocks in, named by its definition as the
+    program's Method#inspect gives it (an alias made in a subclass runs
+    the method it copies), and the kind of wait that method is."""
+    if want and (waiting.get("kind") != want["kind"] or waiting.get("method") != want["method"]):
+        return "%s: waits in %s (%s), corestack %s" % (
+            title, want["method"], want["kind"], compare.show(waiting))
     return None
 
 
@@ -375,6 +390,10 @@ def check_text(oracle, out, children=True, fibers=True):
             if ref not in line:
                 return "%s: no %s in %s" % (compare.show(name), compare.show(ref),
                                             compare.show(line))
+        calls = exp.threads[name]["locks"].get("calls")
+        ref = calls and "waiting on %s (%s)" % (calls["kind"].replace("_", " "), calls["method"])
+        if ref and ref not in line:
+            return "%s: no %s in %s" % (compare.show(name), compare.show(ref), compare.show(line))
         io = exp.threads[name]["locks"].get("io")
         if io and " on fd %d" % io["fd"] not in line:
             return "%s: no \" on fd %d\" in %s" % (compare.show(name), io["fd"], compare.show(line))
