@@ -244,10 +244,45 @@ static bool is_hook(const struct rv_frame *f)
 	return false;
 }
 
+/* Was the scheduler's hook at frame h its block hook, called with no
+ * timeout? Fiber::Scheduler#block(blocker, timeout = nil) is called with
+ * both (rb_fiber_scheduler_block): the timeout is its second parameter,
+ * or where the hook takes its arguments as one rest parameter
+ * (def block(*args)), that Array's second element; nil is none. A hook
+ * whose parameters say neither is not known to wait for ever. */
+static bool block_without_timeout(struct rv_session *s,
+				  const struct rv_frame *h)
+{
+	const struct rv_iseq_info *info;
+	const char *name = h->qualified ? strrchr(h->qualified, '#') : NULL;
+	uint64_t ep, params = 0, *ids = NULL, n = 0, timeout = 0, len, ptr;
+	bool known = false;
+	if (!name || strcmp(name, "#block") != 0 || !h->iseq || !h->cfp ||
+	    !RV_HAS(s, body_param_size) ||
+	    !rv_try_member(s, h->cfp, RVL_cfp_ep, &ep) ||
+	    rv_failed(rv_iseq_lookup(s, h->iseq, &info)) ||
+	    !rv_try_member(s, info->body, RVL_body_param_size, &params) ||
+	    rv_failed(rv_scope_slots(s, h->iseq, info, ep, &ids, &n)))
+		return false;
+	if (params >= 2 && n >= 2) {
+		timeout = ids[n + 1];
+		known = true;
+	} else if (params == 1 && n >= 1 &&
+		   !rv_failed(rv_array_span(s, ids[n], &ptr, &len))) {
+		known = len < 2 ||
+			!rv_failed(rv_array_entry(s, ids[n], 1, &timeout));
+		if (len < 2)
+			timeout = 0;
+	}
+	free(ids);
+	return known && (!timeout || rv_is_nil(s, timeout));
+}
+
 void rv_fiber_wait_read(struct rv_session *s, struct rv_fiber *f)
 {
 	memset(&f->wait, 0, sizeof(f->wait));
 	f->scheduler_frame = 0;
+	f->forever = false;
 	if (f->status != RV_FIBER_SUSPENDED || f->blocking == 1)
 		return; /* a blocking fiber never calls the scheduler */
 	for (size_t i = 0; i + 1 < f->nframes; i++) {
@@ -273,6 +308,9 @@ void rv_fiber_wait_read(struct rv_session *s, struct rv_fiber *f)
 			       RVL_cfp_self, &self) &&
 		 !rv_special_const(s, self))
 		f->wait.object = self; /* the Mutex, Queue, ... it blocks on */
+	f->forever =
+		f->scheduler_frame &&
+		block_without_timeout(s, &f->frames[f->scheduler_frame - 1]);
 }
 
 void rv_thread_state_read(struct rv_session *s, const struct rv_view *th,
