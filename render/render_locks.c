@@ -216,7 +216,8 @@ void cs_render_fiber_locks_text(FILE *out, const struct rv_process *p,
 				const struct rv_thread *t,
 				const struct rv_fiber *f)
 {
-	if (t && f->addr && held_count(t, f->addr)) {
+	/* the current fiber's are on its thread's line */
+	if (t && f->addr && !f->is_current && held_count(t, f->addr)) {
 		fputs("; holds ", out);
 		held_list(out, t, f->addr);
 	}

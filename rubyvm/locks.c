@@ -324,9 +324,11 @@ void rv_fiber_locks_read(struct rv_session *s, struct rv_fiber *f)
 }
 
 /* Thread addresses to 1 + their index; the data of the Mutexes threads
- * wait on or will take back to their objects. */
+ * wait on or will take back to their objects; where mutexes name their
+ * holder fiber by its serial (4.0+), fibers' serials to their
+ * rb_fiber_t. */
 struct index {
-	struct u64map threads, mutexes;
+	struct u64map threads, mutexes, serials;
 };
 
 static long thread_index(const struct index *ix, uint64_t th)
@@ -441,27 +443,38 @@ static uint64_t fiber_serial(struct rv_session *s, uint64_t fiber)
 		       : 0;
 }
 
-/* The fiber of thread t whose execution context has serial, 0 if none:
- * the fiber a mutex names by its serial (4.0+). */
-static uint64_t fiber_of_serial(struct rv_session *s, const struct rv_thread *t,
-				uint64_t serial)
+/* Index every fiber's serial, where mutexes name fibers by one. */
+static bool index_serials(struct rv_session *s, const struct rv_process *p,
+			  struct index *ix)
 {
-	for (size_t k = 0; serial && k < t->nfibers; k++)
-		if (fiber_serial(s, t->fibers[k].addr) == serial)
-			return t->fibers[k].addr;
-	return 0;
+	for (size_t i = 0; RV_HAS(s, mutex_ec_serial) && i < p->nthreads; i++)
+		for (size_t k = 0; k < p->threads[i].nfibers; k++) {
+			uint64_t fiber = p->threads[i].fibers[k].addr,
+				 serial = fiber_serial(s, fiber);
+			if (serial && !u64map_put(&ix->serials, serial,
+						  (void *)(uintptr_t)fiber))
+				return false;
+		}
+	return true;
+}
+
+/* The fiber whose execution context has serial, 0 if none: the fiber a
+ * mutex names by its serial (4.0+). */
+static uint64_t fiber_of_serial(const struct index *ix, uint64_t serial)
+{
+	int found = 0;
+	void *v = serial ? u64map_get(&ix->serials, serial, &found) : NULL;
+	return found ? (uint64_t)(uintptr_t)v : 0;
 }
 
 /* Whom w waits for: its holder's (or joined thread's) index, and where
  * the mutex names its holder by a serial, the holder's fiber. */
-static void resolve_wait(struct rv_session *s, struct rv_process *p,
-			 const struct index *ix, struct rv_wait *w)
+static void resolve_wait(const struct index *ix, struct rv_wait *w)
 {
 	w->retake_holder = thread_index(ix, w->retake_owner);
 	w->waits_for = thread_index(ix, rv_wait_thread(w));
 	if (w->owner_serial && !w->owner_fiber && w->waits_for >= 0)
-		w->owner_fiber = fiber_of_serial(s, &p->threads[w->waits_for],
-						 w->owner_serial);
+		w->owner_fiber = fiber_of_serial(ix, w->owner_serial);
 }
 
 struct cs_error *rv_locks_resolve(struct rv_session *s, struct rv_process *p)
@@ -486,7 +499,7 @@ struct cs_error *rv_locks_resolve(struct rv_session *s, struct rv_process *p)
 	}
 	if (s->opts.no_locks)
 		return NULL;
-	if (!index_build(p, &ix)) {
+	if (!index_build(p, &ix) || !index_serials(s, p, &ix)) {
 		err = &cs_error_nomem;
 		goto out;
 	}
@@ -494,13 +507,13 @@ struct cs_error *rv_locks_resolve(struct rv_session *s, struct rv_process *p)
 	for (size_t i = 0; i < p->nthreads; i++) {
 		struct rv_thread *t = &p->threads[i];
 		struct rv_wait *w = &t->wait;
-		resolve_wait(s, p, &ix, w);
+		resolve_wait(&ix, w);
 		for (size_t k = 0; k < t->nfibers; k++)
-			resolve_wait(s, p, &ix, &t->fibers[k].wait);
+			resolve_wait(&ix, &t->fibers[k].wait);
 		for (size_t k = 0; k < t->nheld; k++)
 			if (!t->held[k].fiber)
-				t->held[k].fiber = fiber_of_serial(
-					s, t, t->held[k].serial);
+				t->held[k].fiber =
+					fiber_of_serial(&ix, t->held[k].serial);
 		/* a Monitor's owner: its thread (read_monitor), or the
 		 * thread running the execution context of its serial */
 		w->monitor_owner = thread_index(&ix, w->monitor_owner_thread);
@@ -517,5 +530,6 @@ struct cs_error *rv_locks_resolve(struct rv_session *s, struct rv_process *p)
 out:
 	u64map_free(&ix.threads, NULL);
 	u64map_free(&ix.mutexes, NULL);
+	u64map_free(&ix.serials, NULL);
 	return err;
 }

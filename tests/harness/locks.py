@@ -8,9 +8,12 @@ is about to enter (a Monitor counts as the Mutex it locks inside, which
 Ruby does not show: its address is not checked, its holder is). From that and Thread#inspect's status the
 expected wait-for graph is built here: an edge from a thread that sleeps
 for ever (sleep_forever) to the holder of the mutex it locks or to the
-thread it joins; a deadlock is a cycle of edges; a thread in none whose
-edge leads to a thread that sleeps for ever is stuck behind it. Threads are
-matched by name (main by "main").
+thread it joins, and from a fiber blocked through its scheduler on a mutex
+with no timeout (CorestackOracle.fiber_wait's forever) to the holder of
+that mutex, a thread or a fiber (by the mutexes each recorded it holds);
+a deadlock is a cycle of edges; a thread or fiber in none whose edge
+leads to one that waits for ever is stuck behind it. Threads are matched
+by name (main by "main"), fibers by their Fiber's address.
 
     RUBY/SCENARIO/locks        corestack --json on the core: each thread's
                                "holds" (as many as it holds; every object shown
@@ -30,7 +33,11 @@ matched by name (main by "main").
                                DWARF); the kind and method of a wait the
                                program names by the method's definition
                                (an alias of a Mutex method made in a
-                               subclass)
+                               subclass); each fiber blocked through its
+                               scheduler: "forever", "holds", waits_for (the
+                               holder's thread and fiber), "deadlock",
+                               "stuck_behind" and "stuck_behind_fiber", and
+                               the deadlocks' fiber members
     RUBY/SCENARIO/locks-text   the text report: the "Deadlock N:" blocks before
                                the threads name the expected cycles, each thread
                                line says "held by thread N "holder"" or
@@ -38,7 +45,11 @@ matched by name (main by "main").
                                "stuck behind thread N "name"" as expected,
                                "entering monitor 0x... (entered N times
                                by thread N "holder")", and "waiting on KIND
-                               (Defining#method)" where the program names it
+                               (Defining#method)" where the program names it;
+                               fibers in the "Deadlock N:" blocks ("  Fiber
+                               0x... of thread N"), and each fiber's line
+                               "held by fiber 0x... of thread N "name"",
+                               "; deadlock N", "stuck behind ..."
     RUBY/SCENARIO/locks-live   as RUBY/SCENARIO/locks, from corestack --pid
     RUBY/SCENARIO/monitor-split-debug
                                where the Monitor is the monitor extension's,
