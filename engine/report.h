@@ -42,8 +42,11 @@
  * "no_crash", "broken", "skipped" and "exit_code"; 25: the process's
  * "bundle"; 26: crash's "entered_from"; 29: crash's
  * "abort_message_error", "handler_running", the crash of a live
- * process. */
-#define CS_JSON_SCHEMA_MINOR 29
+ * process; 30: fibers in the wait-for graph (each fiber's "holds",
+ * "deadlock", "stuck_behind", "stuck_behind_fiber", waiting_on's
+ * "forever" and "waits_for"; a thread's "stuck_behind_fiber"; a held
+ * mutex's "fiber"; a deadlock member's "fiber" and "fiber_object"). */
+#define CS_JSON_SCHEMA_MINOR 30
 
 struct cs_report {
 	const char *core_path; /* NULL for a live process */
@@ -110,6 +113,10 @@ void cs_render_exception_json(struct json *j, const struct rv_thread *t);
  * thread's "holds", "locks_error", "deadlock", "stuck_behind", a wait's
  * "waits_for", and "deadlocks". */
 void cs_render_locks_text(FILE *out, const struct rv_process *p, size_t i);
+/* whom a wait waits for: " held by fiber 0x... of thread 3 "a"", " of
+ * thread 5", " (unlocked)" */
+void cs_render_waits_for_text(FILE *out, const struct rv_process *p,
+			      const struct rv_wait *w);
 void cs_render_deadlocks_text(FILE *out, const struct rv_process *p);
 void cs_render_locks_json(struct json *j, const struct rv_process *p, size_t i);
 void cs_render_waits_for_json(struct json *j, const struct rv_wait *w);
@@ -117,6 +124,16 @@ void cs_render_waits_for_json(struct json *j, const struct rv_wait *w);
  * ConditionVariable#wait takes back, and its holder) */
 void cs_render_wait_objects_json(struct json *j, const struct rv_wait *w);
 void cs_render_deadlocks_json(struct json *j, const struct rv_process *p);
+/* A fiber's: after its wait, whom it waits for, the mutexes it holds (of
+ * its thread t's: NULL for an orphan), its deadlock or what it is stuck
+ * behind; in JSON its "holds", "deadlock", "stuck_behind" and
+ * "stuck_behind_fiber". */
+void cs_render_fiber_locks_text(FILE *out, const struct rv_process *p,
+				const struct rv_thread *t,
+				const struct rv_fiber *f);
+void cs_render_fiber_locks_json(struct json *j, const struct rv_process *p,
+				const struct rv_thread *t,
+				const struct rv_fiber *f);
 /* render_waits.c: an I/O wait's descriptor and a process wait's child
  * (" on fd 5 (pipe:[12])", " for child 4242"), or for a sleeping thread
  * no Ruby method explains, the system call it is blocked in; in JSON a
@@ -132,9 +149,11 @@ void cs_render_system_call_json(struct json *j, const struct cs_report *r,
 void cs_render_wait_head_text(FILE *out, const struct rv_wait *w);
 void cs_render_wait_head_json(struct json *j, const struct rv_wait *w);
 /* A fiber blocked through its thread's fiber scheduler: after its title,
- * what it waits on and the scheduler's hook; in JSON the fiber's
- * "waiting_on" ({"kind", "method", "object", "io", "scheduler"}). */
-void cs_render_fiber_wait_text(FILE *out, const struct rv_fiber *f);
+ * what it waits on, whom (a mutex's holder) and the scheduler's hook; in
+ * JSON the fiber's "waiting_on" ({"kind", "method", "object", "io",
+ * "scheduler", "forever", "waits_for"}). */
+void cs_render_fiber_wait_text(FILE *out, const struct rv_process *p,
+			       const struct rv_fiber *f);
 void cs_render_fiber_wait_json(struct json *j, const struct rv_fiber *f);
 /* {"number", "name", "code", "code_name", "fault_address"} */
 void cs_render_signal_json(struct json *j, const char *key,

@@ -140,8 +140,9 @@ static void stack(struct json *j, bool truncated, size_t cut,
 	json_string(j, "error", error);
 }
 
+/* The fibers of thread t (NULL: orphans). */
 static void fiber_list(struct json *j, const char *key,
-		       const struct rv_process *p,
+		       const struct rv_process *p, const struct rv_thread *t,
 		       const struct rv_fiber *fibers, size_t n)
 {
 	if (!p->fibers_read) {
@@ -162,6 +163,7 @@ static void fiber_list(struct json *j, const char *key,
 		json_bool(j, "root", f->is_root);
 		json_bool(j, "current", f->is_current);
 		cs_render_fiber_wait_json(j, f);
+		cs_render_fiber_locks_json(j, p, t, f);
 		stack(j, f->truncated, f->frames_cut, f->frames, f->nframes,
 		      f->error);
 		json_end_object(j);
@@ -280,7 +282,7 @@ static void thread(struct json *j, const struct cs_report *r, size_t i)
 	cs_render_locks_json(j, r->ruby, i);
 	cs_render_exception_json(j, t);
 	stack(j, t->truncated, t->frames_cut, t->frames, t->nframes, t->error);
-	fiber_list(j, "fibers", r->ruby, t->fibers, t->nfibers);
+	fiber_list(j, "fibers", r->ruby, t, t->fibers, t->nfibers);
 	json_bool(j, "crashed", r->crash_tid >= 0 && tid == r->crash_tid);
 	if (r->native)
 		native_stack(j, r, i);
@@ -311,7 +313,7 @@ void cs_render_json_report(struct json *j, const char *key,
 			thread(j, r, i);
 	json_end_array(j);
 	cs_render_deadlocks_json(j, r->ruby);
-	fiber_list(j, "orphan_fibers", r->ruby, r->ruby->orphan_fibers,
+	fiber_list(j, "orphan_fibers", r->ruby, NULL, r->ruby->orphan_fibers,
 		   r->ruby->norphan_fibers);
 	if (r->ruby->fibers_read) {
 		static const char *const found_by[] = {

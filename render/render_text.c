@@ -337,9 +337,11 @@ static void native_only(FILE *out, const struct cs_report *r)
 	}
 }
 
-/* Fibers under their thread; the current one's stack is the thread's. */
+/* Fibers under their thread t (NULL: orphans); the current one's stack
+ * is the thread's. */
 static void fibers(FILE *out, const struct rv_process *p,
-		   const struct rv_fiber *list, size_t n)
+		   const struct rv_thread *t, const struct rv_fiber *list,
+		   size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		const struct rv_fiber *f = &list[i];
@@ -351,7 +353,8 @@ static void fibers(FILE *out, const struct rv_process *p,
 			fputs(", non-blocking", out);
 		if (f->is_current)
 			fputs(", current: the thread's stack above", out);
-		cs_render_fiber_wait_text(out, f);
+		cs_render_fiber_wait_text(out, p, f);
+		cs_render_fiber_locks_text(out, p, t, f);
 		fputc('\n', out);
 		stack(out, p, f->error, f->frames, f->nframes, f->truncated,
 		      f->frames_cut, 6, false);
@@ -484,11 +487,11 @@ void cs_render_text(FILE *out, const struct cs_report *r,
 		/* A lone running root fiber says nothing the thread did not. */
 		if (t->nfibers > 1 ||
 		    (t->nfibers == 1 && !t->fibers[0].is_current))
-			fibers(out, r->ruby, t->fibers, t->nfibers);
+			fibers(out, r->ruby, t, t->fibers, t->nfibers);
 	}
 	if (r->ruby->norphan_fibers) {
 		fputs("\nFibers of threads no longer listed\n", out);
-		fibers(out, r->ruby, r->ruby->orphan_fibers,
+		fibers(out, r->ruby, NULL, r->ruby->orphan_fibers,
 		       r->ruby->norphan_fibers);
 	}
 	if (r->native_all)

@@ -227,7 +227,8 @@ void cs_render_wait_head_json(struct json *j, const struct rv_wait *w)
 	json_address(j, "object", w->object);
 }
 
-void cs_render_fiber_wait_text(FILE *out, const struct rv_fiber *f)
+void cs_render_fiber_wait_text(FILE *out, const struct rv_process *p,
+			       const struct rv_fiber *f)
 {
 	const struct rv_wait *w = &f->wait;
 	if (w->kind == RV_WAIT_NONE)
@@ -238,6 +239,8 @@ void cs_render_fiber_wait_text(FILE *out, const struct rv_fiber *f)
 		if (w->io_path)
 			fprintf(out, " (%s)", w->io_path);
 	}
+	if (w->kind == RV_WAIT_MUTEX)
+		cs_render_waits_for_text(out, p, w);
 	const struct rv_frame *hook =
 		f->scheduler_frame ? &f->frames[f->scheduler_frame - 1] : NULL;
 	if (hook && hook->qualified)
@@ -269,5 +272,7 @@ void cs_render_fiber_wait_json(struct json *j, const struct rv_fiber *f)
 	const struct rv_frame *hook =
 		f->scheduler_frame ? &f->frames[f->scheduler_frame - 1] : NULL;
 	json_string(j, "scheduler", hook ? hook->qualified : NULL);
+	json_bool(j, "forever", f->forever);
+	cs_render_waits_for_json(j, w);
 	json_end_object(j);
 }

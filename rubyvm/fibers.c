@@ -93,6 +93,7 @@ static void read_fiber(struct rv_session *s, const struct candidate *c,
 	f->addr = c->fiber;
 	f->object = c->object;
 	f->blocking = -1;
+	f->stuck_behind = f->wait.waits_for = -1;
 	if (!f->object && RV_HAS(s, fiber_self) &&
 	    rv_try_member(s, c->fiber, RVL_fiber_self, &v))
 		f->object = v;
@@ -127,6 +128,7 @@ static void read_fiber(struct rv_session *s, const struct candidate *c,
 		set_error(f, cs_error_wrap(err, "fiber 0x%llx",
 					   (unsigned long long)c->fiber));
 	rv_fiber_wait_read(s, f);
+	rv_fiber_locks_read(s, f);
 }
 
 static bool add_candidate(struct candidate **list, size_t *n, size_t *cap,
@@ -430,6 +432,9 @@ struct cs_error *rv_snapshot_fibers(struct rv_session *s, struct rv_process *p)
 		prefetch_stacks(s, list, n);
 		err = distribute(s, p, list, n, tf);
 	}
+	/* whom fibers wait for, and mutexes their fibers hold */
+	if (!err)
+		err = rv_locks_resolve(s, p);
 	u64map_free(&thread_index, NULL);
 	free(list);
 	free(tf);

@@ -170,6 +170,20 @@ static struct cs_error *frame_method_entry(struct rv_session *s,
 	return err;
 }
 
+/* The method entry of the control frame at cfp, as frame decoding finds
+ * it (rb_vm_frame_method_entry); 0 for none. */
+struct cs_error *rv_frame_method_entry(struct rv_session *s, uint64_t cfp,
+				       uint64_t *ret)
+{
+	uint64_t ep;
+	struct env_data env;
+	struct cs_error *err = rv_read_member(s, cfp, RVL_cfp_ep, &ep);
+	if (err)
+		return err;
+	env_read(s, ep, &env);
+	return climb_method_entry(s, &env, ret);
+}
+
 /* The owner of the frame's method entry me (frame_method_entry's). */
 static struct cs_error *frame_owner(struct rv_session *s, struct frame_env *fe,
 				    uint64_t me, uint64_t *ret)

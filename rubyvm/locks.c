@@ -1,21 +1,16 @@
-/* Who holds what: the owner of the mutex a thread waits on, the mutexes
- * each thread holds, the thread a join waits for, and the cycles of threads
- * that wait for each other for ever (deadlocks).
+/* Who holds what: the owner of the mutex a thread or a fiber waits on,
+ * the mutexes each thread holds, the thread a join waits for; then the
+ * wait-for graph (wait_graph.c) finds the deadlocks.
  *
  * A Mutex is a T_DATA of mutex_data_type; its rb_mutex_t names the thread
  * holding it (2.7, 4.0+) or the fiber (3.0 to 3.4), whose saved execution
- * context names the thread. A thread keeps the mutexes it holds on
- * th->keeping_mutexes, linked by next_mutex, the last locked first. A
- * thread in Thread#join is on the joined thread's join_list until the
- * join returns. Every list is bounded: a cycle or a list longer than
- * MAX_LIST stops the walk with a reason, never a guess.
- *
- * A deadlock is a cycle of edges "sleeps for ever (THREAD_STOPPED_FOREVER)
- * on a mutex that thread holds, on joining that thread, or on joining the
- * ractor whose main thread it is (Ractor#join, #value)": a thread that
- * sleeps with a deadline, polls or runs has no edge, so it is in no cycle.
- * Each thread waits on one thing at a time, so the edges form a functional
- * graph and each cycle is found once. */
+ * context names the thread; 4.0+ names the fiber by its execution
+ * context's serial (ec_serial), matched with the fibers' once they are
+ * read. A thread keeps the mutexes it holds on th->keeping_mutexes,
+ * linked by next_mutex, the last locked first. A thread in Thread#join is
+ * on the joined thread's join_list until the join returns. Every list is
+ * bounded: a cycle or a list longer than MAX_LIST stops the walk with a
+ * reason, never a guess. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,14 +56,32 @@ static bool fiber_thread(struct rv_session *s, uint64_t fiber, uint64_t *th)
 			     RVL_ec_thread_ptr, th);
 }
 
-/* The thread (and fiber) holding the mutex at data; false when unreadable.
- * An unlocked mutex gives true with both 0. */
-static bool mutex_owner(struct rv_session *s, uint64_t data, uint64_t *th,
-			uint64_t *fiber)
+/* The fiber that locked the mutex at data, by the member the mutex has:
+ * the fiber itself (3.0 to 3.4) or its execution context's serial (4.0+,
+ * matched with the fibers' in rv_locks_resolve); 0 for none known. */
+static void mutex_fiber(struct rv_session *s, uint64_t data, uint64_t *fiber,
+			uint64_t *serial)
 {
-	*th = *fiber = 0;
-	if (RV_HAS(s, mutex_th))
-		return rv_try_member(s, data, RVL_mutex_th, th);
+	*fiber = *serial = 0;
+	if (RV_HAS(s, mutex_fiber))
+		rv_try_member(s, data, RVL_mutex_fiber, fiber);
+	else if (RV_HAS(s, mutex_ec_serial))
+		rv_try_member(s, data, RVL_mutex_ec_serial, serial);
+}
+
+/* The thread (and fiber, or its serial) holding the mutex at data; false
+ * when unreadable. An unlocked mutex gives true with all 0. */
+static bool mutex_owner(struct rv_session *s, uint64_t data, uint64_t *th,
+			uint64_t *fiber, uint64_t *serial)
+{
+	*th = *fiber = *serial = 0;
+	if (RV_HAS(s, mutex_th)) {
+		if (!rv_try_member(s, data, RVL_mutex_th, th))
+			return false;
+		if (*th)
+			mutex_fiber(s, data, fiber, serial);
+		return true;
+	}
 	if (!RV_HAS(s, mutex_fiber) ||
 	    !rv_try_member(s, data, RVL_mutex_fiber, fiber))
 		return false;
@@ -105,7 +118,9 @@ static void read_held(struct rv_session *s, const struct rv_view *th,
 			t->held = p;
 			cap = ncap;
 		}
-		t->held[t->nheld++] = (struct rv_held_mutex){.data = m};
+		struct rv_held_mutex *h = &t->held[t->nheld++];
+		*h = (struct rv_held_mutex){.data = m};
+		mutex_fiber(s, m, &h->fiber, &h->serial);
 		if (!rv_try_member(s, m, RVL_mutex_next, &m)) {
 			set_locks_error(t, "held mutexes: unreadable mutex",
 					t->held[t->nheld - 1].data);
@@ -180,7 +195,7 @@ static uint64_t mutex_local(struct rv_session *s, const struct rv_frame *f)
 static void read_retake(struct rv_session *s, const struct rv_thread *t,
 			struct rv_wait *w)
 {
-	uint64_t mutex = 0, fiber;
+	uint64_t mutex = 0, fiber, serial;
 	for (size_t i = 0; !mutex && i < t->nframes && i < w->frame; i++) {
 		const char *q = t->frames[i].qualified;
 		if (q && !strcmp(q, "Thread::Mutex#sleep"))
@@ -189,7 +204,7 @@ static void read_retake(struct rv_session *s, const struct rv_thread *t,
 	if (!mutex)
 		mutex = mutex_local(s, &t->frames[w->frame - 1]);
 	uint64_t data = mutex ? mutex_data(s, mutex) : 0;
-	if (data && mutex_owner(s, data, &w->retake_owner, &fiber)) {
+	if (data && mutex_owner(s, data, &w->retake_owner, &fiber, &serial)) {
 		w->retake = mutex;
 		w->retake_mutex = data;
 	}
@@ -287,16 +302,33 @@ void rv_thread_locks_read(struct rv_session *s, const struct rv_view *th,
 		return;
 	}
 	if (!mutex_owner(s, t->wait.mutex, &t->wait.owner_thread,
-			 &t->wait.owner_fiber))
+			 &t->wait.owner_fiber, &t->wait.owner_serial))
 		set_locks_error(t, "mutex owner unreadable", t->wait.mutex);
 	if (RV_HAS(s, monitor_data_type))
 		read_monitor(s, t, &t->wait);
 }
 
+void rv_fiber_locks_read(struct rv_session *s, struct rv_fiber *f)
+{
+	struct rv_wait *w = &f->wait;
+	w->waits_for = w->retake_holder = w->monitor_owner = -1;
+	f->deadlock = 0;
+	f->stuck_behind = -1;
+	f->stuck_behind_fiber = 0;
+	if (s->opts.no_locks || w->kind != RV_WAIT_MUTEX || !w->object)
+		return;
+	w->mutex = mutex_data(s, w->object);
+	if (w->mutex && !mutex_owner(s, w->mutex, &w->owner_thread,
+				     &w->owner_fiber, &w->owner_serial))
+		w->owner_thread = w->owner_fiber = w->owner_serial = 0;
+}
+
 /* Thread addresses to 1 + their index; the data of the Mutexes threads
- * wait on or will take back to their objects. */
+ * wait on or will take back to their objects; where mutexes name their
+ * holder fiber by its serial (4.0+), fibers' serials to their
+ * rb_fiber_t. */
 struct index {
-	struct u64map threads, mutexes;
+	struct u64map threads, mutexes, serials;
 };
 
 static long thread_index(const struct index *ix, uint64_t th)
@@ -306,6 +338,14 @@ static long thread_index(const struct index *ix, uint64_t th)
 	return found ? (long)(uintptr_t)v - 1 : -1;
 }
 
+static bool index_wait(struct index *ix, const struct rv_wait *w)
+{
+	return (!w->mutex || u64map_put(&ix->mutexes, w->mutex,
+					(void *)(uintptr_t)w->object)) &&
+	       (!w->retake_mutex || u64map_put(&ix->mutexes, w->retake_mutex,
+					       (void *)(uintptr_t)w->retake));
+}
+
 static bool index_build(const struct rv_process *p, struct index *ix)
 {
 	memset(ix, 0, sizeof(*ix));
@@ -313,13 +353,11 @@ static bool index_build(const struct rv_process *p, struct index *ix)
 		const struct rv_thread *t = &p->threads[i];
 		if ((t->addr && !u64map_put(&ix->threads, t->addr,
 					    (void *)(uintptr_t)(i + 1))) ||
-		    (t->wait.mutex &&
-		     !u64map_put(&ix->mutexes, t->wait.mutex,
-				 (void *)(uintptr_t)t->wait.object)) ||
-		    (t->wait.retake_mutex &&
-		     !u64map_put(&ix->mutexes, t->wait.retake_mutex,
-				 (void *)(uintptr_t)t->wait.retake)))
+		    !index_wait(ix, &t->wait))
 			return false;
+		for (size_t k = 0; k < t->nfibers; k++)
+			if (!index_wait(ix, &t->fibers[k].wait))
+				return false;
 	}
 	return true;
 }
@@ -379,69 +417,6 @@ static void name_held(struct rv_process *p, const struct index *ix)
 	}
 }
 
-/* The thread t sleeps for ever on, -1 for none. */
-static long edge(const struct rv_process *p, size_t i)
-{
-	const struct rv_thread *t = &p->threads[i];
-	if (t->state != RV_STATE_SLEEPING_FOREVER || t->wait.waits_for < 0 ||
-	    (size_t)t->wait.waits_for == i)
-		return -1;
-	return t->wait.waits_for;
-}
-
-static struct cs_error *add_cycle(struct rv_process *p, size_t start)
-{
-	size_t n = 1;
-	for (long j = edge(p, start); j >= 0 && (size_t)j != start;
-	     j = edge(p, (size_t)j))
-		n++;
-	/* begin at the lowest index, so that a cycle reads the same however
-	 * it was entered */
-	size_t first = start;
-	for (long j = edge(p, start); (size_t)j != start;
-	     j = edge(p, (size_t)j))
-		if ((size_t)j < first)
-			first = (size_t)j;
-	size_t *list = calloc(n, sizeof(*list));
-	void *grown = realloc(p->deadlocks,
-			      (p->ndeadlocks + 1) * sizeof(*p->deadlocks));
-	if (!list || !grown) {
-		free(list);
-		if (grown)
-			p->deadlocks = grown;
-		return &cs_error_nomem;
-	}
-	p->deadlocks = grown;
-	size_t k = 0;
-	for (size_t j = first; k < n; j = (size_t)edge(p, j)) {
-		list[k++] = j;
-		p->threads[j].deadlock = p->ndeadlocks + 1;
-	}
-	p->deadlocks[p->ndeadlocks++] = (struct rv_deadlock){list, n};
-	return NULL;
-}
-
-/* Every cycle once: a walk from each thread not yet seen marks what it
- * passes with its start; meeting its own mark again closes a cycle. */
-static struct cs_error *find_cycles(struct rv_process *p)
-{
-	size_t *mark = calloc(p->nthreads ? p->nthreads : 1, sizeof(*mark));
-	if (!mark)
-		return &cs_error_nomem;
-	struct cs_error *err = NULL;
-	for (size_t i = 0; !err && i < p->nthreads; i++) {
-		long j = (long)i;
-		while (j >= 0 && !mark[j]) {
-			mark[j] = i + 1;
-			j = edge(p, (size_t)j);
-		}
-		if (j >= 0 && mark[j] == i + 1)
-			err = add_cycle(p, (size_t)j);
-	}
-	free(mark);
-	return err;
-}
-
 /* The serial of the execution context thread th runs, 0 when unknown:
  * what a Monitor names its owner by. */
 static uint64_t ec_serial(struct rv_session *s, uint64_t th)
@@ -454,27 +429,91 @@ static uint64_t ec_serial(struct rv_session *s, uint64_t th)
 		       : 0;
 }
 
+/* The serial of the execution context of fiber (an rb_fiber_t), 0 when
+ * unknown. */
+static uint64_t fiber_serial(struct rv_session *s, uint64_t fiber)
+{
+	uint64_t serial;
+	return RV_HAS(s, ec_serial) && RV_HAS(s, fiber_saved_ec) &&
+			       rv_try_member(s,
+					     fiber + (uint64_t)RV_VAL(
+							     s, fiber_saved_ec),
+					     RVL_ec_serial, &serial)
+		       ? serial
+		       : 0;
+}
+
+/* Index every fiber's serial, where mutexes name fibers by one. */
+static bool index_serials(struct rv_session *s, const struct rv_process *p,
+			  struct index *ix)
+{
+	for (size_t i = 0; RV_HAS(s, mutex_ec_serial) && i < p->nthreads; i++)
+		for (size_t k = 0; k < p->threads[i].nfibers; k++) {
+			uint64_t fiber = p->threads[i].fibers[k].addr,
+				 serial = fiber_serial(s, fiber);
+			if (serial && !u64map_put(&ix->serials, serial,
+						  (void *)(uintptr_t)fiber))
+				return false;
+		}
+	return true;
+}
+
+/* The fiber whose execution context has serial, 0 if none: the fiber a
+ * mutex names by its serial (4.0+). */
+static uint64_t fiber_of_serial(const struct index *ix, uint64_t serial)
+{
+	int found = 0;
+	void *v = serial ? u64map_get(&ix->serials, serial, &found) : NULL;
+	return found ? (uint64_t)(uintptr_t)v : 0;
+}
+
+/* Whom w waits for: its holder's (or joined thread's) index, and where
+ * the mutex names its holder by a serial, the holder's fiber. */
+static void resolve_wait(const struct index *ix, struct rv_wait *w)
+{
+	w->retake_holder = thread_index(ix, w->retake_owner);
+	w->waits_for = thread_index(ix, rv_wait_thread(w));
+	if (w->owner_serial && !w->owner_fiber && w->waits_for >= 0)
+		w->owner_fiber = fiber_of_serial(ix, w->owner_serial);
+}
+
 struct cs_error *rv_locks_resolve(struct rv_session *s, struct rv_process *p)
 {
 	struct index ix;
 	struct cs_error *err = NULL;
+	rv_deadlocks_free(p);
 	for (size_t i = 0; i < p->nthreads; i++) {
-		p->threads[i].stuck_behind = -1;
-		p->threads[i].wait.waits_for = -1;
-		p->threads[i].wait.retake_holder = -1;
-		p->threads[i].wait.monitor_owner = -1;
+		struct rv_thread *t = &p->threads[i];
+		t->stuck_behind = -1;
+		t->stuck_behind_fiber = 0;
+		t->deadlock = 0;
+		t->wait.waits_for = -1;
+		t->wait.retake_holder = -1;
+		t->wait.monitor_owner = -1;
+		for (size_t k = 0; k < t->nfibers; k++) {
+			t->fibers[k].deadlock = 0;
+			t->fibers[k].stuck_behind = -1;
+			t->fibers[k].stuck_behind_fiber = 0;
+			t->fibers[k].wait.waits_for = -1;
+		}
 	}
 	if (s->opts.no_locks)
 		return NULL;
-	if (!index_build(p, &ix)) {
+	if (!index_build(p, &ix) || !index_serials(s, p, &ix)) {
 		err = &cs_error_nomem;
 		goto out;
 	}
 	read_joins(s, p, &ix);
 	for (size_t i = 0; i < p->nthreads; i++) {
-		struct rv_wait *w = &p->threads[i].wait;
-		w->retake_holder = thread_index(&ix, w->retake_owner);
-		w->waits_for = thread_index(&ix, rv_wait_thread(w));
+		struct rv_thread *t = &p->threads[i];
+		struct rv_wait *w = &t->wait;
+		resolve_wait(&ix, w);
+		for (size_t k = 0; k < t->nfibers; k++)
+			resolve_wait(&ix, &t->fibers[k].wait);
+		for (size_t k = 0; k < t->nheld; k++)
+			if (!t->held[k].fiber)
+				t->held[k].fiber =
+					fiber_of_serial(&ix, t->held[k].serial);
 		/* a Monitor's owner: its thread (read_monitor), or the
 		 * thread running the execution context of its serial */
 		w->monitor_owner = thread_index(&ix, w->monitor_owner_thread);
@@ -487,26 +526,10 @@ struct cs_error *rv_locks_resolve(struct rv_session *s, struct rv_process *p)
 			}
 	}
 	name_held(p, &ix);
-	if ((err = find_cycles(p)))
-		goto out;
-	for (size_t i = 0; i < p->nthreads; i++) {
-		struct rv_thread *t = &p->threads[i];
-		long j = edge(p, i);
-		if (!t->deadlock && j >= 0 &&
-		    p->threads[j].state == RV_STATE_SLEEPING_FOREVER)
-			t->stuck_behind = j;
-	}
+	err = rv_wait_graph_resolve(p);
 out:
 	u64map_free(&ix.threads, NULL);
 	u64map_free(&ix.mutexes, NULL);
+	u64map_free(&ix.serials, NULL);
 	return err;
-}
-
-void rv_deadlocks_free(struct rv_process *p)
-{
-	for (size_t i = 0; i < p->ndeadlocks; i++)
-		free(p->deadlocks[i].threads);
-	free(p->deadlocks);
-	p->deadlocks = NULL;
-	p->ndeadlocks = 0;
 }

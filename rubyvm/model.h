@@ -136,7 +136,9 @@ struct rv_wait {
 	 * in rv_process.threads, -1 when it is not listed. */
 	uint64_t mutex;        /* the rb_mutex_t of object */
 	uint64_t owner_thread; /* rb_thread_t holding the mutex */
-	uint64_t owner_fiber;  /* rb_fiber_t holding it (3.0 to 3.4) */
+	uint64_t owner_fiber;  /* rb_fiber_t holding it (3.0 to 3.4; 4.0+
+				* from owner_serial, once fibers are read) */
+	uint64_t owner_serial; /* its holder's ec serial (4.0+: ec_serial) */
 	uint64_t joined;       /* rb_thread_t it joins (Thread#join, #value) */
 	/* and ractor_main below, for a Ractor#join or #value */
 	long waits_for;
@@ -205,6 +207,17 @@ struct rv_fiber {
 	 * (thread_state.c) */
 	struct rv_wait wait;
 	size_t scheduler_frame;
+	/* Blocked without a deadline: the scheduler's block hook given no
+	 * timeout (thread_state.c); only such a fiber waits for the holder of
+	 * its mutex for ever, an edge of the wait-for graph (locks.c) */
+	bool forever;
+	/* As rv_thread's (locks.c): 1 + the index of its deadlock, else 0;
+	 * in none but waiting for ever on a thread or fiber that does: that
+	 * thread's index (-1: none) and 1 + the fiber's index in its fibers
+	 * (0: the thread itself) */
+	size_t deadlock;
+	long stuck_behind;
+	size_t stuck_behind_fiber;
 };
 
 /* Thread#status with the distinction Ruby keeps internally but prints as
@@ -220,15 +233,21 @@ enum rv_thread_state {
 };
 
 /* A mutex a thread holds (th->keeping_mutexes): its rb_mutex_t, and the
- * Mutex object when known (a thread waits on it), else 0. */
+ * Mutex object when known (a thread waits on it), else 0; the fiber of
+ * the thread that locked it (rb_fiber_t) when the mutex records one,
+ * and its ec serial (4.0+), else 0. */
 struct rv_held_mutex {
-	uint64_t data, object;
+	uint64_t data, object, fiber, serial;
 };
 
-/* Threads that wait for each other for ever: each sleeps for ever on a
+/* Threads and fibers that wait for each other for ever: each sleeps for
+ * ever (a fiber: blocked through its scheduler without a timeout) on a
  * mutex the next holds or on joining it, the last on the first. */
 struct rv_deadlock {
 	size_t *threads; /* indexes in rv_process.threads, in wait order */
+	/* per member: 1 + the index of the fiber in its thread's fibers, 0
+	 * when the member is the thread itself */
+	size_t *fibers;
 	size_t n;
 };
 
@@ -267,6 +286,9 @@ struct rv_thread {
 	 * for ever: that thread's index (stuck behind it), else -1 */
 	size_t deadlock;
 	long stuck_behind;
+	/* 1 + the index, in that thread's fibers, of the fiber it is stuck
+	 * behind; 0 when it is stuck behind the thread */
+	size_t stuck_behind_fiber;
 	struct rv_ractor ractor; /* ractors.c */
 	/* The exception it is raising or handling (ec->errinfo, $!): the
 	 * object and its class's path; 0 / NULL when none (exception.c). */

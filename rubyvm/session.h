@@ -529,6 +529,14 @@ void rv_thread_exception_read(struct rv_session *s, const struct rv_view *ec,
 void rv_thread_locks_read(struct rv_session *s, const struct rv_view *th,
 			  struct rv_thread *t);
 struct cs_error *rv_locks_resolve(struct rv_session *s, struct rv_process *p);
+/* The holder of the mutex a fiber waits on through its scheduler (after
+ * rv_fiber_wait_read); rv_locks_resolve, run again once the fibers are
+ * read, finds whom it waits for. */
+void rv_fiber_locks_read(struct rv_session *s, struct rv_fiber *f);
+
+/* wait_graph.c: the deadlocks among threads and fibers and who is stuck
+ * behind whom, once whom each waits for is known (rv_locks_resolve). */
+struct cs_error *rv_wait_graph_resolve(struct rv_process *p);
 void rv_deadlocks_free(struct rv_process *p);
 
 /* wait_targets.c: the IO of an I/O wait and the child of a process wait,
@@ -634,5 +642,15 @@ void rv_ec_view_read(struct rv_session *s, uint64_t ec, struct rv_view *v);
 struct cs_error *rv_walk_ec(struct rv_session *s, const struct rv_view *ec,
 			    struct rv_thread *th);
 void rv_frame_free(struct rv_frame *f);
+/* The method entry of the control frame at cfp; 0 for none. */
+struct cs_error *rv_frame_method_entry(struct rv_session *s, uint64_t cfp,
+				       uint64_t *ret);
+
+/* method_definition.c: "Module#name" of the method frame f runs, by its
+ * definition: the module that defined its body and the name it was
+ * defined with, whatever alias or subclass it was called through; NULL
+ * (and no error) for a frame without a method. */
+struct cs_error *rv_frame_definition_name(struct rv_session *s,
+					  const struct rv_frame *f, char **ret);
 
 #endif

@@ -16,6 +16,7 @@
  * blocking method calls the scheduler's hook (io_wait, kernel_sleep,
  * block, ...), written in Ruby, which switches to another fiber. Such a
  * suspended fiber waits on what the method that called the hook waits on. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "session.h"
@@ -74,7 +75,9 @@ uint64_t rv_wait_thread(const struct rv_wait *w)
 }
 
 /* Methods that block, by their qualified name (the owner that defines
- * them, the same on 2.7 to 3.4; Ractor's from 3.0). */
+ * them, the same on 2.7 to 3.4; Ractor's from 3.0). A frame matches by
+ * its own qualified name or by its method's definition's
+ * (method_definition.c): an alias still runs the method it copies. */
 static const struct {
 	const char *method;
 	enum rv_wait_kind kind;
@@ -158,21 +161,41 @@ static bool is_library_frame(const struct rv_frame *f)
 		!strncmp(f->path, INTERNAL_PATH, strlen(INTERNAL_PATH)));
 }
 
-static void wait_from_frames(const struct rv_thread *t, struct rv_wait *w)
+/* The entry of blocking_methods whose name q is, or -1. */
+static long blocking_method(const char *q)
+{
+	for (size_t k = 0;
+	     q && k < sizeof(blocking_methods) / sizeof(*blocking_methods); k++)
+		if (!strcmp(q, blocking_methods[k].method))
+			return (long)k;
+	return -1;
+}
+
+/* The entry of blocking_methods frame f runs, or -1: by its qualified
+ * name, else by its method's definition (an alias made in a subclass,
+ * "Napper#sleep", runs Thread::Mutex#sleep). */
+static long blocking_method_of(struct rv_session *s, const struct rv_frame *f)
+{
+	long k = blocking_method(f->qualified);
+	char *defined = NULL;
+	if (k >= 0 || rv_failed(rv_frame_definition_name(s, f, &defined)))
+		return k;
+	k = blocking_method(defined);
+	free(defined);
+	return k;
+}
+
+static void wait_from_frames(struct rv_session *s, const struct rv_thread *t,
+			     struct rv_wait *w)
 {
 	for (size_t i = 0; i < t->nframes && is_library_frame(&t->frames[i]);
 	     i++) {
-		const char *q = t->frames[i].qualified;
-		if (!q)
-			continue;
-		for (size_t k = 0;
-		     k < sizeof(blocking_methods) / sizeof(*blocking_methods);
-		     k++)
-			if (!strcmp(q, blocking_methods[k].method)) {
-				w->kind = blocking_methods[k].kind;
-				w->method = blocking_methods[k].method;
-				w->frame = i + 1;
-			}
+		long k = blocking_method_of(s, &t->frames[i]);
+		if (k >= 0) {
+			w->kind = blocking_methods[k].kind;
+			w->method = blocking_methods[k].method;
+			w->frame = i + 1;
+		}
 	}
 }
 
@@ -221,26 +244,51 @@ static bool is_hook(const struct rv_frame *f)
 	return false;
 }
 
-/* The entry of blocking_methods whose name q is, or -1. */
-static long blocking_method(const char *q)
+/* Was the scheduler's hook at frame h its block hook, called with no
+ * timeout? Fiber::Scheduler#block(blocker, timeout = nil) is called with
+ * both (rb_fiber_scheduler_block): the timeout is its second parameter,
+ * or where the hook takes its arguments as one rest parameter
+ * (def block(*args)), that Array's second element; nil is none. A hook
+ * whose parameters say neither is not known to wait for ever. */
+static bool block_without_timeout(struct rv_session *s,
+				  const struct rv_frame *h)
 {
-	for (size_t k = 0;
-	     q && k < sizeof(blocking_methods) / sizeof(*blocking_methods); k++)
-		if (!strcmp(q, blocking_methods[k].method))
-			return (long)k;
-	return -1;
+	const struct rv_iseq_info *info;
+	const char *name = h->qualified ? strrchr(h->qualified, '#') : NULL;
+	uint64_t ep, params = 0, *ids = NULL, n = 0, timeout = 0, len, ptr;
+	bool known = false;
+	if (!name || strcmp(name, "#block") != 0 || !h->iseq || !h->cfp ||
+	    !RV_HAS(s, body_param_size) ||
+	    !rv_try_member(s, h->cfp, RVL_cfp_ep, &ep) ||
+	    rv_failed(rv_iseq_lookup(s, h->iseq, &info)) ||
+	    !rv_try_member(s, info->body, RVL_body_param_size, &params) ||
+	    rv_failed(rv_scope_slots(s, h->iseq, info, ep, &ids, &n)))
+		return false;
+	if (params >= 2 && n >= 2) {
+		timeout = ids[n + 1];
+		known = true;
+	} else if (params == 1 && n >= 1 &&
+		   !rv_failed(rv_array_span(s, ids[n], &ptr, &len))) {
+		known = len < 2 ||
+			!rv_failed(rv_array_entry(s, ids[n], 1, &timeout));
+		if (len < 2)
+			timeout = 0;
+	}
+	free(ids);
+	return known && (!timeout || rv_is_nil(s, timeout));
 }
 
 void rv_fiber_wait_read(struct rv_session *s, struct rv_fiber *f)
 {
 	memset(&f->wait, 0, sizeof(f->wait));
 	f->scheduler_frame = 0;
+	f->forever = false;
 	if (f->status != RV_FIBER_SUSPENDED || f->blocking == 1)
 		return; /* a blocking fiber never calls the scheduler */
 	for (size_t i = 0; i + 1 < f->nframes; i++) {
 		const struct rv_frame *caller = &f->frames[i + 1];
 		long k = is_hook(&f->frames[i]) && is_library_frame(caller)
-				 ? blocking_method(caller->qualified)
+				 ? blocking_method_of(s, caller)
 				 : -1;
 		if (k < 0)
 			continue;
@@ -260,6 +308,9 @@ void rv_fiber_wait_read(struct rv_session *s, struct rv_fiber *f)
 			       RVL_cfp_self, &self) &&
 		 !rv_special_const(s, self))
 		f->wait.object = self; /* the Mutex, Queue, ... it blocks on */
+	f->forever =
+		f->scheduler_frame &&
+		block_without_timeout(s, &f->frames[f->scheduler_frame - 1]);
 }
 
 void rv_thread_state_read(struct rv_session *s, const struct rv_view *th,
@@ -270,7 +321,7 @@ void rv_thread_state_read(struct rv_session *s, const struct rv_view *th,
 	if (t->state != RV_STATE_SLEEPING &&
 	    t->state != RV_STATE_SLEEPING_FOREVER)
 		return; /* a running thread waits on nothing */
-	wait_from_frames(t, &t->wait);
+	wait_from_frames(s, t, &t->wait);
 	uint64_t mutex, region;
 	t->wait.blocking_region =
 		RV_HAS(s, th_blocking_region) &&

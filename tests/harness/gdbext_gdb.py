@@ -277,15 +277,16 @@ def check_text(run, cli, oracle, stdout, threads):
 def check_locks_text(run, oracle, debugger, threads=None, bare=True):
     """ruby-locks (ruby-bt all: bare False): who holds what as the program
     recorded it (locks.py's expected graph), each thread line naming the
-    debugger's thread of it; bare: no stack, the deadlocks, then one line
-    per thread."""
+    debugger's thread of it; bare: no stack, the deadlocks (their threads
+    and fibers), then one line per thread."""
     if "error" in run:
         return "the command failed: %s" % run["error"].strip()
     out = run["out"]
     if not out.strip():
         return "the command printed nothing"
     for line in out.splitlines() if bare else ():
-        if line and not re.match(r'(Deadlock \d+: |  Thread \d+|Thread \d+)', line):
+        if line and not re.match(r'(Deadlock \d+: |  Thread \d+|  Fiber 0x[0-9a-f]+ of thread \d+|'
+                                 r'Thread \d+)', line):
             return "ruby-locks printed a line of neither a deadlock nor a thread: %s" % (
                 compare.show(line))
     text, reason = debugger_named(out, debugger, threads)
