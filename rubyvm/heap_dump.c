@@ -40,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc_sites.h"
 #include "heap_census.h"
 #include "heap_dump.h"
 #include "heap_refs.h"
@@ -108,6 +109,8 @@ struct dump_walk {
 	uint64_t float_off; /* RFloat's value, 0: not read */
 	struct enc_names enc;
 	struct gc_bits *gc; /* NULL: no flags written */
+	struct rv_alloc_sites sites;
+	bool line_always; /* an allocation's line written even when 0 */
 	struct rv_refs refs;
 	uint64_t *values; /* the references' values, for the callback */
 	size_t values_cap;
@@ -567,6 +570,26 @@ static void file_details(struct dump_walk *w, struct rv_dump_object *o)
 		o->fd = (int32_t)fd;
 }
 
+/* Where trace_object_allocations recorded o's allocation, as dump_all
+ * writes it: the path when there is one, the line when not 0 (always
+ * where line_always), the method when there is one, the generation. */
+static void alloc_details(struct dump_walk *w, struct rv_dump_object *o)
+{
+	const struct rv_alloc_site *site =
+		rv_alloc_site_of(&w->sites, o->address);
+	if (!site)
+		return;
+	if (site->unreadable) {
+		skip(w, o->address, "its allocation record cannot be read");
+		return;
+	}
+	o->alloc_known = true;
+	o->alloc_path = site->path;
+	o->alloc_line = site->line || w->line_always ? (int64_t)site->line : -1;
+	o->alloc_method = site->method;
+	o->alloc_generation = site->generation;
+}
+
 static void dump_one(struct dump_walk *w, uint64_t addr, uint64_t flags,
 		     const uint8_t *slot, uint64_t stride, uint64_t index)
 {
@@ -636,6 +659,7 @@ static void dump_one(struct dump_walk *w, uint64_t addr, uint64_t flags,
 	} else if (type == w->t_file) {
 		file_details(w, &o);
 	}
+	alloc_details(w, &o);
 	w->refs.n = 0;
 	bool decoded = false;
 	if ((err = rv_object_refs(s, addr, flags, &w->refs, &decoded)))
@@ -708,6 +732,7 @@ static void dump_versions(struct dump_walk *w)
 		w->cr[3] = (uint64_t)RV_VAL(s, coderange_broken);
 	}
 	w->superclass = sized;
+	w->line_always = !sized;
 	w->float_format = sized ? "%#g" : "%g";
 	if (RV_HAS(s, rfloat_value) && RV_VAL(s, rfloat_value) > 0)
 		w->float_off = (uint64_t)RV_VAL(s, rfloat_value);
@@ -884,7 +909,24 @@ struct cs_error *rv_heap_dump(struct rv_session *s,
 		return st->error ? NULL : &cs_error_nomem;
 	}
 	w.gc = gc_bits_layout(s, vm);
-	struct cs_error *err = dump_roots(&w, stacks);
+	struct cs_error *err = rv_alloc_sites_read(s, &w.sites);
+	if (!err && w.sites.error) {
+		/* one skip: the keys of every object traced left out */
+		st->unreadable++;
+		st->error = w.sites.error;
+		w.sites.error = NULL;
+	} else if (!err && w.sites.undescribed) {
+		char buf[512];
+		snprintf(buf, sizeof(buf),
+			 "objspace.so is loaded but not described (%s): "
+			 "where ObjectSpace.trace_object_allocations "
+			 "recorded allocations, they are not written",
+			 w.sites.undescribed);
+		st->note = strdup(buf);
+		w.nomem = !st->note;
+	}
+	if (!err)
+		err = dump_roots(&w, stacks);
 	uint64_t need =
 		(w.flags_off > w.klass_off ? w.flags_off : w.klass_off) + 8;
 	const struct rv_heap_walk walk = {
@@ -895,6 +937,7 @@ struct cs_error *rv_heap_dump(struct rv_session *s,
 	if (w.nomem)
 		err = &cs_error_nomem;
 	rv_refs_free(&w.refs);
+	rv_alloc_sites_free(&w.sites);
 	free(w.values);
 	for (size_t i = 0; i < MAX_ENCODINGS; i++)
 		free(w.enc.names[i]);
@@ -923,5 +966,6 @@ bool rv_dump_partial(const struct rv_dump_stats *st)
 void rv_dump_stats_free(struct rv_dump_stats *st)
 {
 	free(st->error);
+	free(st->note);
 	memset(st, 0, sizeof(*st));
 }
