@@ -27,12 +27,17 @@
  *   below that mask's lowest), none for an imemo but imemo_fields, and a
  *   class's or module's is its fields object's (0 without one:
  *   rb_obj_shape_id).
- * - coderange, and broken for a broken one: where objects have shapes
- *   (written from 3.2, as shape_id; before, dump_all scanned the String
- *   for broken, which the dump does not).
+ * - coderange: where objects have shapes (written from 3.2, as
+ *   shape_id). broken, of a String whose coderange bits say broken, on
+ *   every Ruby (before 3.2 dump_all also scanned a String whose coderange
+ *   was unknown, which the dump does not).
  * - a Float's value: "%#g" where heap pages carry a slot size (3.1+),
  *   "%g" before (2.7).
  * - superclass: where heap pages carry a slot size (3.1+).
+ * - file, line, method, generation: where the objspace extension's
+ *   trace_object_allocations recorded the object's allocation
+ *   (alloc_sites.c); line even when 0 where pages have no slot size
+ *   (2.7's dump_all wrote it always).
  * - GC flags: rb_obj_gc_flags's, or where the GC has
  *   rb_gc_object_metadata (4.0+) its age, remembered and shareable too,
  *   and none for an object with an object id (not read). */
@@ -103,6 +108,7 @@ struct dump_walk {
 	bool shape_offset; /* ... its offset bits only (4.0+) */
 	uint64_t shape_offset_mask;
 	bool coderange; /* coderange written */
+	bool cr_known;  /* the coderange bits known: broken written */
 	uint64_t cr_mask, cr[4];
 	bool superclass; /* superclass written */
 	const char *float_format;
@@ -313,9 +319,9 @@ static void string_encoding(struct dump_walk *w, struct rv_dump_object *o,
 	static const char *const ranges[4] = {"unknown", "7bit", "valid",
 					      "broken"};
 	struct enc_names *e = &w->enc;
-	if (w->coderange) {
+	if (w->cr_known) {
 		uint64_t cr = flags & w->cr_mask;
-		for (int i = 0; i < 4; i++)
+		for (int i = 0; w->coderange && i < 4; i++)
 			if (cr == w->cr[i])
 				o->coderange = ranges[i];
 		o->broken = cr == w->cr[3];
@@ -720,11 +726,12 @@ static void dump_versions(struct dump_walk *w)
 				 : 0;
 	w->shape_offset = above != 0;
 	w->shape_offset_mask = (above & (~above + 1)) - 1;
-	w->coderange =
-		w->shapes && RV_HAS(s, coderange_mask) &&
-		RV_HAS(s, coderange_unknown) && RV_HAS(s, coderange_7bit) &&
-		RV_HAS(s, coderange_valid) && RV_HAS(s, coderange_broken);
-	if (w->coderange) {
+	w->cr_known = RV_HAS(s, coderange_mask) &&
+		      RV_HAS(s, coderange_unknown) &&
+		      RV_HAS(s, coderange_7bit) && RV_HAS(s, coderange_valid) &&
+		      RV_HAS(s, coderange_broken);
+	w->coderange = w->shapes && w->cr_known;
+	if (w->cr_known) {
 		w->cr_mask = (uint64_t)RV_VAL(s, coderange_mask);
 		w->cr[0] = (uint64_t)RV_VAL(s, coderange_unknown);
 		w->cr[1] = (uint64_t)RV_VAL(s, coderange_7bit);
