@@ -24,14 +24,33 @@
  * benchmarks trace, bounded so a corrupt count cannot run away. */
 #define MAX_SITES ((uint64_t)1 << 24)
 
+/* Whether cache holds key's text, in *text. */
+static bool cached(const struct u64map *cache, uint64_t key, char **text)
+{
+	int found;
+	*text = u64map_get(cache, key, &found);
+	return found;
+}
+
+/* text (malloc'd, or NULL) kept in cache as key's; NULL when it is
+ * NULL or cannot be kept. */
+static char *keep(struct u64map *cache, uint64_t key, char *text, bool *nomem)
+{
+	if (text && !u64map_put(cache, key, text)) {
+		free(text);
+		*nomem = true;
+		return NULL;
+	}
+	return text;
+}
+
 /* The text of the path at addr (a C string), read once; NULL when it
  * cannot be read whole. */
 static char *path_text(struct rv_session *s, struct rv_alloc_sites *a,
 		       uint64_t addr, bool *nomem)
 {
-	int found;
-	char *t = u64map_get(&a->paths, addr, &found);
-	if (found)
+	char *t;
+	if (cached(&a->paths, addr, &t))
 		return t;
 	char buf[RV_MAX_STRING];
 	size_t n = 0;
@@ -41,13 +60,9 @@ static char *path_text(struct rv_session *s, struct rv_alloc_sites *a,
 	    !whole)
 		return NULL;
 	buf[n] = '\0';
-	t = strdup(buf);
-	if (!t || !u64map_put(&a->paths, addr, t)) {
-		free(t);
+	if (!(t = strdup(buf)))
 		*nomem = true;
-		return NULL;
-	}
-	return t;
+	return keep(&a->paths, addr, t, nomem);
 }
 
 /* The name of the method's Symbol mid, read once; NULL when it cannot
@@ -55,9 +70,8 @@ static char *path_text(struct rv_session *s, struct rv_alloc_sites *a,
 static char *method_text(struct rv_session *s, struct rv_alloc_sites *a,
 			 uint64_t mid, bool *nomem)
 {
-	int found;
-	char *t = u64map_get(&a->methods, mid, &found);
-	if (found)
+	char *t;
+	if (cached(&a->methods, mid, &t))
 		return t;
 	size_t n = 0;
 	struct cs_error *err = rv_symbol_name(s, mid, &t, &n);
@@ -67,12 +81,7 @@ static char *method_text(struct rv_session *s, struct rv_alloc_sites *a,
 		free(t);
 		return NULL;
 	}
-	if (!u64map_put(&a->methods, mid, t)) {
-		free(t);
-		*nomem = true;
-		return NULL;
-	}
-	return t;
+	return keep(&a->methods, mid, t, nomem);
 }
 
 /* The allocation_info at info into site; false when any of it cannot be

@@ -775,16 +775,10 @@ def corrupt_tests(ctx, ruby, cap_core, exe, record, baseline):
         rep.result(name + "corrupt-alloc", corrupt_alloc(ctx, cap_core, exe, record, cf))
 
 
-def objspace_so(core):
-    """The objspace.so the core maps, or None."""
-    return next((p for p in sorted(set(native.nt_file_paths(core)))
-                 if os.path.basename(p) == "objspace.so"), None)
-
-
 def intact_traced(ctx, core, exe, record):
-    """The intact core's dump -> {address: line}, or a reason: exit 0, and
-    the traced samples' lines with their allocation's keys (else a dump
-    without them proves nothing)."""
+    """The intact core's dump and the objspace.so it maps -> ({address:
+    line}, path), or a reason: exit 0, and the traced samples' lines with
+    their allocation's keys (else a dump without them proves nothing)."""
     res = dump_lines(ctx.corestack, core, exe, ctx.timeout)
     if isinstance(res, str):
         return "the intact core: " + res
@@ -795,7 +789,9 @@ def intact_traced(ctx, core, exe, record):
             any("generation" not in intact.get(a, {}) for a in traced):
         return "the intact core: exit %d, %d traced samples, not all with a generation" % (
             rc, len(traced))
-    return intact
+    path = next((p for p in sorted(set(native.nt_file_paths(core)))
+                 if os.path.basename(p) == "objspace.so"), None)
+    return (intact, path) if path else "the core maps no objspace.so"
 
 
 def check_without_alloc(res, intact, rc_want, skipped, needle):
@@ -823,12 +819,10 @@ def check_without_alloc(res, intact, rc_want, skipped, needle):
 
 def corrupt_alloc(ctx, core, exe, record, cf):
     """tmp_trace_arg's object_table pointed at unmapped memory."""
-    intact = intact_traced(ctx, core, exe, record)
-    if isinstance(intact, str):
-        return intact
-    path = objspace_so(core)
-    if not path:
-        return "the core maps no objspace.so"
+    setup = intact_traced(ctx, core, exe, record)
+    if isinstance(setup, str):
+        return setup
+    intact, path = setup
     try:
         ext = layout_of(ctx.corestack, path, ctx.timeout)
         # a shared object's link-time addresses start at 0: its load
@@ -847,12 +841,10 @@ def corrupt_alloc(ctx, core, exe, record, cf):
 
 def check_alloc_nodebug(ctx, core, exe, record, root):
     """objspace.so without its debug info (--sysroot)."""
-    intact = intact_traced(ctx, core, exe, record)
-    if isinstance(intact, str):
-        return intact
-    path = objspace_so(core)
-    if not path:
-        return "the core maps no objspace.so"
+    setup = intact_traced(ctx, core, exe, record)
+    if isinstance(setup, str):
+        return setup
+    intact, path = setup
     why = nodebug_sysroot(root, path)
     if why:
         return "setup: %s" % why
