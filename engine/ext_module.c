@@ -65,8 +65,12 @@ try_module(const struct cs_target *t, struct cs_module_search *search,
 	}
 	if (err && err->code == CS_ERR_NOMEM)
 		return err;
+	/* loaded, not described: what its items show is not known */
+	struct cs_error *noted = rv_session_note_ext_unread(
+		s, ext,
+		err ? err->message : "its debug info has none of its items");
 	cs_error_destroy(err);
-	return NULL;
+	return noted;
 }
 
 /* Whether item i is the first of its extension's in layout.def. */

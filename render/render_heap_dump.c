@@ -104,6 +104,15 @@ bool cs_render_dump_object(struct json *j, const struct rv_dump_object *o)
 		json_int(j, "fd", o->fd);
 	if (o->nrefs)
 		refs_json(j, "references", o->refs, o->nrefs);
+	if (o->alloc_known) {
+		if (o->alloc_path)
+			json_string(j, "file", o->alloc_path);
+		if (o->alloc_line >= 0)
+			json_int(j, "line", o->alloc_line);
+		if (o->alloc_method)
+			json_string(j, "method", o->alloc_method);
+		json_int(j, "generation", (int64_t)o->alloc_generation);
+	}
 	json_int(j, "memsize", (int64_t)o->memsize);
 	if (o->gc_flags_known && (o->gc_flags || o->gc_age >= 0))
 		gc_flags_json(j, o->gc_flags, o->gc_age);
@@ -148,6 +157,8 @@ void cs_render_dump_summary_text(FILE *out, const struct rv_dump_stats *st,
 		(unsigned long long)st->objects, path,
 		(unsigned long long)st->pages,
 		(unsigned long long)st->refs_not_decoded);
+	if (st->note)
+		fprintf(out, "Note: %s\n", st->note);
 	if (rv_dump_partial(st))
 		fprintf(out,
 			"Partial: %s (%llu objects unreadable, %llu pages "
@@ -175,5 +186,7 @@ void cs_render_dump_summary_json(FILE *out, const struct rv_dump_stats *st,
 	json_int(&j, "bad_types", (int64_t)st->bad_types);
 	json_end_object(&j);
 	json_string(&j, "error", st->error);
+	if (st->note)
+		json_string(&j, "note", st->note);
 	json_end_object(&j);
 }

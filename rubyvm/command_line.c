@@ -13,38 +13,6 @@
 /* More than any real exec passes with its strings in 64 KiB. */
 #define MAX_ARGS 4096
 
-/* The NUL-terminated string at addr, at most max bytes of it into dst;
- * *n bytes copied, *whole when its NUL was met. Read page by page: a
- * string may end right before unreadable memory. */
-static struct cs_error *read_cstring(struct rv_session *s, uint64_t addr,
-				     char *dst, size_t max, size_t *n,
-				     bool *whole)
-{
-	*n = 0;
-	*whole = false;
-	while (*n < max) {
-		uint64_t at = addr + *n;
-		if (at < addr)
-			return cs_error_create(CS_ERR_CORRUPT,
-					       "string at 0x%llx wraps",
-					       (unsigned long long)addr);
-		size_t chunk = 4096 - (size_t)(at & 4095);
-		if (chunk > max - *n)
-			chunk = max - *n;
-		struct cs_error *err = rv_read(s, at, dst + *n, chunk);
-		if (err)
-			return err;
-		char *nul = memchr(dst + *n, 0, chunk);
-		if (nul) {
-			*n = (size_t)(nul - dst);
-			*whole = true;
-			return NULL;
-		}
-		*n += chunk;
-	}
-	return NULL;
-}
-
 static struct cs_error *join_args(struct rv_session *s, uint64_t argv,
 				  uint64_t argc, char *out, size_t *len)
 {
@@ -80,8 +48,8 @@ static struct cs_error *join_args(struct rv_session *s, uint64_t argv,
 			out[(*len)++] = ' ';
 		size_t n;
 		bool whole;
-		err = read_cstring(s, p, out + *len, RV_MAX_COMMAND - *len, &n,
-				   &whole);
+		err = rv_read_cstring(s, p, out + *len, RV_MAX_COMMAND - *len,
+				      &n, &whole);
 		if (err)
 			return cs_error_wrap(err, "Ruby's argv[%llu]",
 					     (unsigned long long)i);

@@ -27,12 +27,17 @@
  *   below that mask's lowest), none for an imemo but imemo_fields, and a
  *   class's or module's is its fields object's (0 without one:
  *   rb_obj_shape_id).
- * - coderange, and broken for a broken one: where objects have shapes
- *   (written from 3.2, as shape_id; before, dump_all scanned the String
- *   for broken, which the dump does not).
+ * - coderange: where objects have shapes (written from 3.2, as
+ *   shape_id). broken, of a String whose coderange bits say broken, on
+ *   every Ruby (before 3.2 dump_all also scanned a String whose coderange
+ *   was unknown, which the dump does not).
  * - a Float's value: "%#g" where heap pages carry a slot size (3.1+),
  *   "%g" before (2.7).
  * - superclass: where heap pages carry a slot size (3.1+).
+ * - file, line, method, generation: where the objspace extension's
+ *   trace_object_allocations recorded the object's allocation
+ *   (alloc_sites.c); line even when 0 where pages have no slot size
+ *   (2.7's dump_all wrote it always).
  * - GC flags: rb_obj_gc_flags's, or where the GC has
  *   rb_gc_object_metadata (4.0+) its age, remembered and shareable too,
  *   and none for an object with an object id (not read). */
@@ -40,6 +45,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc_sites.h"
 #include "heap_census.h"
 #include "heap_dump.h"
 #include "heap_refs.h"
@@ -102,12 +108,15 @@ struct dump_walk {
 	bool shape_offset; /* ... its offset bits only (4.0+) */
 	uint64_t shape_offset_mask;
 	bool coderange; /* coderange written */
+	bool cr_known;  /* the coderange bits known: broken written */
 	uint64_t cr_mask, cr[4];
 	bool superclass; /* superclass written */
 	const char *float_format;
 	uint64_t float_off; /* RFloat's value, 0: not read */
 	struct enc_names enc;
 	struct gc_bits *gc; /* NULL: no flags written */
+	struct rv_alloc_sites sites;
+	bool line_always; /* an allocation's line written even when 0 */
 	struct rv_refs refs;
 	uint64_t *values; /* the references' values, for the callback */
 	size_t values_cap;
@@ -310,9 +319,9 @@ static void string_encoding(struct dump_walk *w, struct rv_dump_object *o,
 	static const char *const ranges[4] = {"unknown", "7bit", "valid",
 					      "broken"};
 	struct enc_names *e = &w->enc;
-	if (w->coderange) {
+	if (w->cr_known) {
 		uint64_t cr = flags & w->cr_mask;
-		for (int i = 0; i < 4; i++)
+		for (int i = 0; w->coderange && i < 4; i++)
 			if (cr == w->cr[i])
 				o->coderange = ranges[i];
 		o->broken = cr == w->cr[3];
@@ -567,6 +576,26 @@ static void file_details(struct dump_walk *w, struct rv_dump_object *o)
 		o->fd = (int32_t)fd;
 }
 
+/* Where trace_object_allocations recorded o's allocation, as dump_all
+ * writes it: the path when there is one, the line when not 0 (always
+ * where line_always), the method when there is one, the generation. */
+static void alloc_details(struct dump_walk *w, struct rv_dump_object *o)
+{
+	const struct rv_alloc_site *site =
+		rv_alloc_site_of(&w->sites, o->address);
+	if (!site)
+		return;
+	if (site->unreadable) {
+		skip(w, o->address, "its allocation record cannot be read");
+		return;
+	}
+	o->alloc_known = true;
+	o->alloc_path = site->path;
+	o->alloc_line = site->line || w->line_always ? (int64_t)site->line : -1;
+	o->alloc_method = site->method;
+	o->alloc_generation = site->generation;
+}
+
 static void dump_one(struct dump_walk *w, uint64_t addr, uint64_t flags,
 		     const uint8_t *slot, uint64_t stride, uint64_t index)
 {
@@ -636,6 +665,7 @@ static void dump_one(struct dump_walk *w, uint64_t addr, uint64_t flags,
 	} else if (type == w->t_file) {
 		file_details(w, &o);
 	}
+	alloc_details(w, &o);
 	w->refs.n = 0;
 	bool decoded = false;
 	if ((err = rv_object_refs(s, addr, flags, &w->refs, &decoded)))
@@ -696,11 +726,12 @@ static void dump_versions(struct dump_walk *w)
 				 : 0;
 	w->shape_offset = above != 0;
 	w->shape_offset_mask = (above & (~above + 1)) - 1;
-	w->coderange =
-		w->shapes && RV_HAS(s, coderange_mask) &&
-		RV_HAS(s, coderange_unknown) && RV_HAS(s, coderange_7bit) &&
-		RV_HAS(s, coderange_valid) && RV_HAS(s, coderange_broken);
-	if (w->coderange) {
+	w->cr_known = RV_HAS(s, coderange_mask) &&
+		      RV_HAS(s, coderange_unknown) &&
+		      RV_HAS(s, coderange_7bit) && RV_HAS(s, coderange_valid) &&
+		      RV_HAS(s, coderange_broken);
+	w->coderange = w->shapes && w->cr_known;
+	if (w->cr_known) {
 		w->cr_mask = (uint64_t)RV_VAL(s, coderange_mask);
 		w->cr[0] = (uint64_t)RV_VAL(s, coderange_unknown);
 		w->cr[1] = (uint64_t)RV_VAL(s, coderange_7bit);
@@ -708,6 +739,7 @@ static void dump_versions(struct dump_walk *w)
 		w->cr[3] = (uint64_t)RV_VAL(s, coderange_broken);
 	}
 	w->superclass = sized;
+	w->line_always = !sized;
 	w->float_format = sized ? "%#g" : "%g";
 	if (RV_HAS(s, rfloat_value) && RV_VAL(s, rfloat_value) > 0)
 		w->float_off = (uint64_t)RV_VAL(s, rfloat_value);
@@ -884,7 +916,24 @@ struct cs_error *rv_heap_dump(struct rv_session *s,
 		return st->error ? NULL : &cs_error_nomem;
 	}
 	w.gc = gc_bits_layout(s, vm);
-	struct cs_error *err = dump_roots(&w, stacks);
+	struct cs_error *err = rv_alloc_sites_read(s, &w.sites);
+	if (!err && w.sites.error) {
+		/* one skip: the keys of every object traced left out */
+		st->unreadable++;
+		st->error = w.sites.error;
+		w.sites.error = NULL;
+	} else if (!err && w.sites.undescribed) {
+		char buf[512];
+		snprintf(buf, sizeof(buf),
+			 "objspace.so is loaded but not described (%s): "
+			 "where ObjectSpace.trace_object_allocations "
+			 "recorded allocations, they are not written",
+			 w.sites.undescribed);
+		st->note = strdup(buf);
+		w.nomem = !st->note;
+	}
+	if (!err)
+		err = dump_roots(&w, stacks);
 	uint64_t need =
 		(w.flags_off > w.klass_off ? w.flags_off : w.klass_off) + 8;
 	const struct rv_heap_walk walk = {
@@ -895,6 +944,7 @@ struct cs_error *rv_heap_dump(struct rv_session *s,
 	if (w.nomem)
 		err = &cs_error_nomem;
 	rv_refs_free(&w.refs);
+	rv_alloc_sites_free(&w.sites);
 	free(w.values);
 	for (size_t i = 0; i < MAX_ENCODINGS; i++)
 		free(w.enc.names[i]);
@@ -923,5 +973,6 @@ bool rv_dump_partial(const struct rv_dump_stats *st)
 void rv_dump_stats_free(struct rv_dump_stats *st)
 {
 	free(st->error);
+	free(st->note);
 	memset(st, 0, sizeof(*st));
 }

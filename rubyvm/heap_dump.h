@@ -50,6 +50,14 @@ struct rv_dump_object {
 	unsigned gc_flags;
 	bool gc_flags_known;
 	int gc_age;
+	/* where ObjectSpace.trace_object_allocations recorded its
+	 * allocation (alloc_sites.c), when alloc_known: the path (NULL:
+	 * none written), line (-1: none written), method (NULL: none) */
+	bool alloc_known;
+	const char *alloc_path;
+	int64_t alloc_line;
+	const char *alloc_method;
+	uint64_t alloc_generation;
 	/* what it references (heap_refs.c), when refs_decoded */
 	const uint64_t *refs;
 	size_t nrefs;
@@ -83,7 +91,11 @@ struct rv_dump_stats {
 	uint64_t refs_not_decoded; /* objects of a type heap_refs.c skips */
 	uint64_t unreadable;       /* objects whose details were not read */
 	uint64_t pages, skipped_pages, skipped_slots, bad_types;
-	char *error;     /* the first problem, NULL if none */
+	char *error; /* the first problem, NULL if none */
+	/* what may be missing though nothing read was wrong (the
+	 * allocation table of an objspace.so without debug info), NULL if
+	 * nothing; not a partial dump */
+	char *note;
 	bool not_walked; /* nothing dumped: error says why */
 	bool stopped;    /* a callback said stop */
 };

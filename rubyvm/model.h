@@ -440,6 +440,15 @@ struct cs_error *rv_session_set_ext_module(struct rv_session *s,
 					   const struct rv_layout *layout,
 					   uint64_t bias);
 
+/* The target loaded ext's module but it did not describe the
+ * extension's items (no debug info, its file unreadable): why, said of
+ * what they would have shown. */
+struct cs_error *rv_session_note_ext_unread(struct rv_session *s,
+					    const char *ext, const char *why);
+/* Why, when the target loaded ext's module and still no layout has its
+ * items; else NULL. */
+const char *rv_session_ext_unread(const struct rv_session *s, const char *ext);
+
 /* Every thread of every ractor with its Ruby stack. Fails only when there
  * is no VM at all (CS_ERR_NOT_RUBY) or it cannot be read. */
 struct cs_error *rv_snapshot(struct rv_session *s, struct rv_process **ret);

@@ -16,6 +16,34 @@ struct cs_error *rv_read_u64(struct rv_session *s, uint64_t addr, uint64_t *ret)
 	return rv_read(s, addr, ret, sizeof(*ret));
 }
 
+struct cs_error *rv_read_cstring(struct rv_session *s, uint64_t addr, char *dst,
+				 size_t max, size_t *n, bool *whole)
+{
+	*n = 0;
+	*whole = false;
+	while (*n < max) {
+		uint64_t at = addr + *n;
+		if (at < addr)
+			return cs_error_create(CS_ERR_CORRUPT,
+					       "string at 0x%llx wraps",
+					       (unsigned long long)addr);
+		size_t chunk = 4096 - (size_t)(at & 4095);
+		if (chunk > max - *n)
+			chunk = max - *n;
+		struct cs_error *err = rv_read(s, at, dst + *n, chunk);
+		if (err)
+			return err;
+		char *nul = memchr(dst + *n, 0, chunk);
+		if (nul) {
+			*n = (size_t)(nul - dst);
+			*whole = true;
+			return NULL;
+		}
+		*n += chunk;
+	}
+	return NULL;
+}
+
 struct cs_error *rv_missing(enum rv_item_id id)
 {
 	return cs_error_create(CS_ERR_LOOKUP,
@@ -362,6 +390,40 @@ struct cs_error *rv_session_set_ext_module(struct rv_session *s,
 	return NULL;
 }
 
+struct cs_error *rv_session_note_ext_unread(struct rv_session *s,
+					    const char *ext, const char *why)
+{
+	const char *name = NULL; /* layout.def's, which outlives s */
+	for (int i = 0; !name && i < RVL_COUNT; i++)
+		if (rv_layout_item_of_ext(i, ext))
+			name = rv_layout_item_ext(i);
+	if (!name || rv_session_ext_unread(s, ext))
+		return NULL;
+	char *copy = strdup(why);
+	void *grown =
+		copy ? realloc(s->ext_unread,
+			       (s->next_unread + 1) * sizeof(*s->ext_unread))
+		     : NULL;
+	if (!grown) {
+		free(copy);
+		return &cs_error_nomem;
+	}
+	s->ext_unread = grown;
+	s->ext_unread[s->next_unread++] =
+		(struct rv_ext_unread){.name = name, .why = copy};
+	return NULL;
+}
+
+const char *rv_session_ext_unread(const struct rv_session *s, const char *ext)
+{
+	if (!rv_session_lacks_ext(s, ext))
+		return NULL;
+	for (size_t i = 0; i < s->next_unread; i++)
+		if (!strcmp(s->ext_unread[i].name, ext))
+			return s->ext_unread[i].why;
+	return NULL;
+}
+
 void rv_session_set_prefetcher(struct rv_session *s,
 			       const struct cs_prefetcher *p)
 {
@@ -386,5 +448,8 @@ void rv_session_destroy(struct rv_session *s)
 	free(s->gc_library);
 	free(s->gc_why);
 	free(s->ext_modules);
+	for (size_t i = 0; i < s->next_unread; i++)
+		free(s->ext_unread[i].why);
+	free(s->ext_unread);
 	free(s);
 }

@@ -52,6 +52,14 @@ struct rv_session {
 		uint64_t bias;
 	} * ext_modules;
 	size_t next_modules;
+	/* The C extensions the target loaded whose own module gave none of
+	 * their items (rv_session_note_ext_unread): each one's name and
+	 * why. */
+	struct rv_ext_unread {
+		const char *name;
+		char *why;
+	} * ext_unread;
+	size_t next_unread;
 	/* Where the memory scan looks (memory_scan.c); .next NULL: unknown. */
 	struct cs_writable_regions regions;
 	/* rb_zjit_entry as this snapshot read it (zjit_entry_known: it
@@ -105,6 +113,11 @@ struct cs_error *rv_read_member(struct rv_session *s, uint64_t base,
 bool rv_try_member(struct rv_session *s, uint64_t base, enum rv_item_id id,
 		   uint64_t *ret);
 bool rv_try_read(struct rv_session *s, uint64_t addr, void *buf, size_t len);
+/* The NUL-terminated string at addr, at most max bytes of it into dst;
+ * *n bytes copied, *whole when its NUL was met. Read page by page: a
+ * string may end right before unreadable memory. */
+struct cs_error *rv_read_cstring(struct rv_session *s, uint64_t addr, char *dst,
+				 size_t max, size_t *n, bool *whole);
 /* A struct of the target whose members a reader takes several of: the
  * span of those members is read once (rv_view_read), and each member is
  * then taken from it as rv_read_member would read it. A member the span
@@ -152,6 +165,11 @@ struct cs_error *rv_string(struct rv_session *s, uint64_t v, char **ret);
  * NUL-terminated), *got of them; *len is what the String claims. */
 struct cs_error *rv_string_bytes(struct rv_session *s, uint64_t v, size_t max,
 				 char **ret, size_t *got, uint64_t *len);
+/* value_show.c: a Symbol's name, malloc'd: an ID's for a static Symbol,
+ * its String fstr (up to 200 bytes) for a T_SYMBOL; *n its length in
+ * bytes. */
+struct cs_error *rv_symbol_name(struct rv_session *s, uint64_t v, char **name,
+				size_t *n);
 /* Where a String of these flags keeps its length: the item of the field
  * that holds it (3.3+ one for both kinds; a heap String's; a
  * variable-width embedded one's), or RVL_rstring_embed_len_mask when the
@@ -198,6 +216,10 @@ typedef struct cs_error *rv_st_each_fn(struct rv_session *s, uint64_t key,
 				       uint64_t record, void *ctx);
 struct cs_error *rv_st_each(struct rv_session *s, uint64_t tbl,
 			    rv_st_each_fn *fn, void *ctx);
+/* The same of a table of up to max entries (RV_MAX_ST_ENTRIES bounds
+ * the tables of names and ivars; one keyed by object is larger). */
+struct cs_error *rv_st_each_max(struct rv_session *s, uint64_t tbl,
+				uint64_t max, rv_st_each_fn *fn, void *ctx);
 
 /* id_table.c: fn on each entry of the rb_id_table at tbl: the ID's serial and the
  * value; at most RV_MAX_ST_ENTRIES of them. */

@@ -312,10 +312,8 @@ static void show_symbol_name(struct show *sh, const char *name, size_t n)
 		quoted(sh, name, n, false);
 }
 
-/* A Symbol's name: an ID's for a static Symbol, the String fstr for a
- * T_SYMBOL. *n: its length in bytes. */
-static struct cs_error *symbol_name(struct rv_session *s, uint64_t v,
-				    char **name, size_t *n)
+struct cs_error *rv_symbol_name(struct rv_session *s, uint64_t v, char **name,
+				size_t *n)
 {
 	if (rv_special_const(s, v)) {
 		struct cs_error *err = rv_id_name(
@@ -333,7 +331,7 @@ static void show_symbol(struct show *sh, uint64_t v)
 {
 	char *name = NULL;
 	size_t n = 0;
-	struct cs_error *err = symbol_name(sh->s, v, &name, &n);
+	struct cs_error *err = rv_symbol_name(sh->s, v, &name, &n);
 	if (err) {
 		unreadable(sh, err);
 		return;
@@ -349,7 +347,7 @@ static void show_symbol_key(struct show *sh, uint64_t v)
 {
 	char *name = NULL;
 	size_t n = 0;
-	struct cs_error *err = symbol_name(sh->s, v, &name, &n);
+	struct cs_error *err = rv_symbol_name(sh->s, v, &name, &n);
 	if (err) {
 		unreadable(sh, err);
 		return;
@@ -715,7 +713,7 @@ static void show_members(struct show *sh, uint64_t klass, bool data,
 		puts_(sh, i ? ", " : " ");
 		struct cs_error *err = rv_array_entry(s, members, i, &sym);
 		if (!err)
-			err = symbol_name(s, sym, &name, &nlen);
+			err = rv_symbol_name(s, sym, &name, &nlen);
 		if (err)
 			unreadable(sh, err);
 		else if (identifier(name, nlen))

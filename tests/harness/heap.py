@@ -69,7 +69,12 @@ process title (the fixture's comment says how). Then:
                             several encodings and coderanges, heap Floats,
                             classes with a superclass, a module, an object)
                             shape_id, encoding, coderange, broken, superclass,
-                            a Float's value and the GC flags exactly as
+                            a Float's value, the GC flags and, for objects
+                            whose allocation trace_object_allocations
+                            recorded (in a method, at top level) or did
+                            not (made before it ran, or after it in a
+                            freed traced object's slot), file, line,
+                            method and generation exactly as
                             ObjectSpace.dump writes them where the Ruby has
                             objspace, else as Ruby answers (docs/heap.md); a
                             FILE that cannot be written: exit 2, one line
@@ -93,6 +98,17 @@ process title (the fixture's comment says how). Then:
                             each counted in skipped.unreadable, every object
                             still dumped, those lines without encoding and
                             superclass and the other fields as before
+    RUBY/heap/corrupt-alloc the objspace extension's allocation table
+                            (tmp_trace_arg's object_table) pointed at unmapped
+                            memory: --dump exit 1, one skip in
+                            skipped.unreadable, the error naming the table,
+                            every line as before without file, line, method
+                            and generation
+    RUBY/heap/alloc-nodebug the core read with --sysroot where objspace.so is
+                            a copy without debug info: --dump exit 0,
+                            complete, its note naming objspace.so, every line
+                            as before without file, line, method and
+                            generation
     RUBY-gcdefault/heap/gc-nodebug  (a Ruby run with RUBY_GC_LIBRARY=default
                             only) the core read with --sysroot where the GC
                             library is a copy without debug info: exit 2, one
@@ -108,15 +124,17 @@ import os
 import struct
 import time
 
-from . import gdbext_gdb, gdbext_lldb, procs, variants
-from .corrupt import CoreFile, layout_of
+from . import gdbext_gdb, gdbext_lldb, native, procs, variants
+from .corrupt import CoreFile, layout_of, module_base
 from .fibers import nodebug_sysroot
 
 FIXTURE_DIR = os.path.join(procs.ROOT, "fixtures", "heap")
 FIXTURE = os.path.join(FIXTURE_DIR, "heap.rb")
 TESTS = ("core", "live", "gdb", "gdb-live", "lldb", "retainers", "retainers-live",
          "dump", "dump-live", "corrupt-type", "corrupt-class", "corrupt-page",
-         "corrupt-dump")
+         "corrupt-dump", "corrupt-alloc", "alloc-nodebug")
+# The keys of an allocation trace_object_allocations recorded.
+ALLOC_KEYS = ("file", "line", "method", "generation")
 DEBUGGER_TESTS = ("gdb", "gdb-live", "lldb")
 READY_TIMEOUT = 120
 # Classes whose memsize_of is their slot plus what the census counts: the
@@ -615,8 +633,18 @@ def check_dump_lines(lines, record):
 def check_dump_fields(objects, record):
     """The fields of the fixture's FieldFixture samples as Ruby gave them
     (ObjectSpace.dump's, or Ruby's own answers): each key present with
-    the same value, or absent where Ruby's is null."""
-    for sample in record["field_samples"]:
+    the same value, or absent where Ruby's is null. Where the Ruby has
+    objspace, the samples include objects whose allocation
+    ObjectSpace.trace_object_allocations recorded, for which Ruby's dump
+    must have written the allocation's keys (else the fixture traced
+    nothing, and the keys' check proves nothing)."""
+    samples = record["field_samples"]
+    traced = sum(1 for s in samples if s["expect"].get("generation") is not None)
+    if traced != record.get("traced", 0) or \
+            (record.get("traced") and record.get("reused") != 1):
+        return "the fixture's record: %d samples with an allocation recorded, %r traced, " \
+            "%r reused" % (traced, record.get("traced"), record.get("reused"))
+    for sample in samples:
         line = objects.get(int(sample["object"], 16))
         if line is None:
             return "no line for %s" % sample["object"]
@@ -698,7 +726,8 @@ def corrupt_tests(ctx, ruby, cap_core, exe, record, baseline):
     name = "%s/heap/" % ruby
     samples = [int(a, 16) for a in record["samples"]]
     want = dict(record["count_objects"])
-    todo = [t for t in ("corrupt-type", "corrupt-class", "corrupt-page", "corrupt-dump")
+    todo = [t for t in ("corrupt-type", "corrupt-class", "corrupt-page", "corrupt-dump",
+                        "corrupt-alloc")
             if ctx.selected(name + t)]
     if not todo:
         return
@@ -742,6 +771,86 @@ def corrupt_tests(ctx, ruby, cap_core, exe, record, baseline):
             patched(corestack, cap_core, exe, cf, timeout), baseline, want, total))
     if "corrupt-dump" in todo:
         rep.result(name + "corrupt-dump", corrupt_dump(ctx, cap_core, exe, record, layout, cf))
+    if "corrupt-alloc" in todo:
+        rep.result(name + "corrupt-alloc", corrupt_alloc(ctx, cap_core, exe, record, cf))
+
+
+def intact_traced(ctx, core, exe, record):
+    """The intact core's dump and the objspace.so it maps -> ({address:
+    line}, path), or a reason: exit 0, and the traced samples' lines with
+    their allocation's keys (else a dump without them proves nothing)."""
+    res = dump_lines(ctx.corestack, core, exe, ctx.timeout)
+    if isinstance(res, str):
+        return "the intact core: " + res
+    rc, _, intact = res
+    traced = [int(s["object"], 16) for s in record["field_samples"]
+              if s["expect"].get("generation") is not None]
+    if rc != 0 or not traced or \
+            any("generation" not in intact.get(a, {}) for a in traced):
+        return "the intact core: exit %d, %d traced samples, not all with a generation" % (
+            rc, len(traced))
+    path = next((p for p in sorted(set(native.nt_file_paths(core)))
+                 if os.path.basename(p) == "objspace.so"), None)
+    return (intact, path) if path else "the core maps no objspace.so"
+
+
+def check_without_alloc(res, intact, rc_want, skipped, needle):
+    """A dump of the core whose allocation table was not read: exit
+    rc_want, skipped.unreadable skipped, needle in its error (exit 1) or
+    note (exit 0), and every line of the intact dump without the
+    allocation's keys."""
+    if isinstance(res, str):
+        return res
+    rc, doc, lines = res
+    said = doc.get("error") if rc_want else doc.get("note")
+    if rc != rc_want or doc.get("complete") is not (rc_want == 0) or \
+            doc["skipped"]["unreadable"] != skipped or needle not in (said or ""):
+        return "--dump: exit %d, %s (want %d, %d unreadable, %r said)" % (
+            rc, json.dumps(doc)[:400], rc_want, skipped, needle)
+    if set(lines) != set(intact):
+        return "--dump: %d objects, the intact core's %d" % (len(lines), len(intact))
+    for addr, line in intact.items():
+        want = {k: v for k, v in line.items() if k not in ALLOC_KEYS}
+        if lines[addr] != want:
+            return "0x%x: %s, want %s" % (addr, json.dumps(lines[addr])[:300],
+                                         json.dumps(want)[:300])
+    return None
+
+
+def corrupt_alloc(ctx, core, exe, record, cf):
+    """tmp_trace_arg's object_table pointed at unmapped memory."""
+    setup = intact_traced(ctx, core, exe, record)
+    if isinstance(setup, str):
+        return setup
+    intact, path = setup
+    try:
+        ext = layout_of(ctx.corestack, path, ctx.timeout)
+        # a shared object's link-time addresses start at 0: its load
+        # bias is where the core maps its start
+        arg = cf.u64(module_base(core, path) + ext["trace_arg"][0])
+        cf.write(arg + ext["trace_object_table"][0], struct.pack("<Q", 0x10))
+    except (RuntimeError, KeyError, LookupError, OSError) as exc:
+        cf.restore()
+        return "setup: %s" % exc
+    try:
+        res = dump_lines(ctx.corestack, core, exe, ctx.timeout)
+    finally:
+        cf.restore()
+    return check_without_alloc(res, intact, 1, 1, "trace_object_allocations")
+
+
+def check_alloc_nodebug(ctx, core, exe, record, root):
+    """objspace.so without its debug info (--sysroot)."""
+    setup = intact_traced(ctx, core, exe, record)
+    if isinstance(setup, str):
+        return setup
+    intact, path = setup
+    why = nodebug_sysroot(root, path)
+    if why:
+        return "setup: %s" % why
+    res = dump_lines(ctx.corestack, core, exe, ctx.timeout,
+                     ["--no-cache", "--sysroot", root])
+    return check_without_alloc(res, intact, 0, 0, "objspace.so")
 
 
 def corrupt_dump(ctx, core, exe, record, layout, cf):
@@ -778,13 +887,14 @@ def corrupt_dump(ctx, core, exe, record, layout, cf):
     return check_dump_damage(ctx.corestack, core, exe, cf, ctx.timeout, intact, damaged)
 
 
-def dump_lines(corestack, core, exe, timeout):
+def dump_lines(corestack, core, exe, timeout, options=()):
     """--dump of core -> (exit status, summary, {address: line}), or a
     reason."""
     path = core + ".fields.dump"
     try:
         rc, out, err, reason = procs.run_tool(
-            [corestack, "heap", "--json", "--dump", path, core, exe], timeout)
+            [corestack, "heap", "--json", "--dump", path] + list(options) + [core, exe],
+            timeout)
         if reason:
             return reason
         with open(path) as f:
@@ -960,6 +1070,10 @@ def run_tests(ctx):
         if name + "lldb" in names_here:
             rep.result(name + "lldb", lldb_heap(ctx, [exe, "-c", core], base, record))
         corrupt_tests(ctx, ruby, core, exe, record, res[1])
+        if ctx.selected(name + "alloc-nodebug"):
+            rep.result(name + "alloc-nodebug",
+                       check_alloc_nodebug(ctx, core, exe, record,
+                                           os.path.join(base, "alloc-nodebug-root")))
         if name + "gc-nodebug" in names_here:
             rep.result(name + "gc-nodebug", check_nodebug(corestack, core, exe, library,
                                                           os.path.join(base, "nodebug-root"),
