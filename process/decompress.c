@@ -10,6 +10,7 @@
 #include <bzlib.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <lz4.h>
 #include <lz4frame.h>
 #include <lzma.h>
 #include <stdlib.h>
@@ -33,6 +34,7 @@ const char *cs_compression_of(const uint8_t *p, size_t size)
 		{"zstd", {0x28, 0xb5, 0x2f, 0xfd}, 4},
 		{"xz", {0xfd, '7', 'z', 'X', 'Z', 0}, 6},
 		{"lz4", {0x04, 0x22, 0x4d, 0x18}, 4},
+		{"lz4", {0x02, 0x21, 0x4c, 0x18}, 4}, /* legacy (lz4 -l) */
 		{"gzip", {0x1f, 0x8b}, 2},
 		{"bzip2", {'B', 'Z', 'h'}, 3},
 	};
@@ -272,13 +274,15 @@ static struct cs_error *cs_inflate_xz(struct cs_inflate *z)
  * frame API reads what the lz4 tool and systemd-coredump write: one frame
  * or several one after the other, each with or without its content size,
  * block checksums, a content checksum and blocks linked to the ones before
- * them; a checksum that does not match is an error, the stream corrupt. */
+ * them; a checksum that does not match is an error, the stream corrupt.
+ * Its block API reads the legacy format of `lz4 -l` (below). */
 enum {
 	L4_CREATE,
 	L4_DECOMPRESS,
 	L4_IS_ERROR,
 	L4_ERROR_NAME,
 	L4_FREE,
+	L4_BLOCK,
 	L4_NSYMS
 };
 static const char *const lz4_names[] = {
@@ -287,11 +291,132 @@ static const char *const lz4_names[] = {
 	[L4_IS_ERROR] = "LZ4F_isError",
 	[L4_ERROR_NAME] = "LZ4F_getErrorName",
 	[L4_FREE] = "LZ4F_freeDecompressionContext",
+	[L4_BLOCK] = "LZ4_decompress_safe",
 	[L4_NSYMS] = NULL,
 };
 static void *lz4_syms[L4_NSYMS];
 static struct cs_lazy_lib lz4_lib =
 	CS_LAZY_LIB("liblz4.so.1", lz4_names, lz4_syms);
+
+/* The lz4 tool's legacy format (lz4 -l): after its magic, blocks each
+ * preceded by its compressed size (4 bytes, little-endian) and each
+ * inflating on its own to at most 8 MiB; the magic again where a size is
+ * due starts the next stream. It has no checksum: a damaged block that
+ * still decodes cannot be told from a sound one. */
+#define LZ4_LEGACY_MAGIC 0x184c2102u
+#define LZ4_LEGACY_BLOCK (8u << 20)
+/* LZ4_compressBound of a whole block: no block is larger compressed */
+#define LZ4_LEGACY_MAX_IN (LZ4_LEGACY_BLOCK + LZ4_LEGACY_BLOCK / 255 + 16)
+
+/* The input of z as bytes: the chunk read last and how much of it is
+ * used. */
+struct byte_reader {
+	struct cs_inflate *z;
+	size_t pos, n;
+};
+
+/* Up to len bytes of z's input into dst, in *got (fewer at its end). */
+static struct cs_error *take_bytes(struct byte_reader *r, uint8_t *dst,
+				   size_t len, size_t *got)
+{
+	struct cs_error *err;
+	*got = 0;
+	while (*got < len) {
+		if (r->pos == r->n) {
+			r->pos = 0;
+			if ((err = cs_inflate_read(r->z, &r->n)))
+				return err;
+			if (!r->n)
+				return NULL;
+		}
+		size_t k = r->n - r->pos;
+		if (k > len - *got)
+			k = len - *got;
+		memcpy(dst + *got, r->z->in + r->pos, k);
+		r->pos += k;
+		*got += k;
+	}
+	return NULL;
+}
+
+static uint32_t le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+	       (uint32_t)p[3] << 24;
+}
+
+/* A legacy stream (or several) after its first magic; a block cut off
+ * ends it, keeping the blocks before. */
+static struct cs_error *cs_inflate_lz4_legacy(struct cs_inflate *z,
+					      struct byte_reader *r)
+{
+	__typeof__(LZ4_decompress_safe) *block = lz4_syms[L4_BLOCK];
+	uint8_t *in = malloc(LZ4_LEGACY_MAX_IN),
+		*out = malloc(LZ4_LEGACY_BLOCK);
+	uint8_t *chunk_out = z->out;
+	struct cs_error *err = NULL;
+	if (!in || !out)
+		err = &cs_error_nomem;
+	for (;;) {
+		uint8_t head[4];
+		size_t got;
+		if (err || (err = take_bytes(r, head, 4, &got)) || got < 4)
+			break;
+		uint32_t size = le32(head);
+		if (size == LZ4_LEGACY_MAGIC)
+			continue; /* the next stream */
+		if (size > LZ4_LEGACY_MAX_IN) {
+			err = cs_inflate_corrupt(z, "a legacy block larger "
+						    "than lz4 makes");
+			break;
+		}
+		if ((err = take_bytes(r, in, size, &got)) || got < size)
+			break;
+		int n = block((const char *)in, (char *)out, (int)size,
+			      (int)LZ4_LEGACY_BLOCK);
+		if (n < 0) {
+			err = cs_inflate_corrupt(z, "a legacy block that does "
+						    "not decode");
+			break;
+		}
+		z->out = out; /* written from the block's own buffer */
+		err = cs_inflate_write(z, (size_t)n);
+		z->out = chunk_out;
+	}
+	free(in);
+	free(out);
+	return err;
+}
+
+/* The frame decoder and what it is called through. */
+struct lz4_frames {
+	LZ4F_dctx *dctx;
+	__typeof__(LZ4F_decompress) *decompress;
+	__typeof__(LZ4F_isError) *is_error;
+	__typeof__(LZ4F_getErrorName) *error_name;
+};
+
+/* in[0..n) through the frame decoder, what it inflates written. */
+static struct cs_error *lz4_feed(struct cs_inflate *z, struct lz4_frames *f,
+				 const uint8_t *in, size_t n)
+{
+	struct cs_error *err = NULL;
+	size_t pos = 0;
+	while (!err && pos < n) {
+		size_t dst = CS_DECOMPRESS_OUT_CHUNK, src = n - pos;
+		size_t r = f->decompress(f->dctx, z->out, &dst, in + pos, &src,
+					 NULL);
+		if (f->is_error(r))
+			return cs_inflate_corrupt(z, f->error_name(r));
+		if (src == 0 && dst == 0) /* never seen: the decoder takes all
+					   * input it is given, but a loop
+					   * must not spin */
+			return cs_inflate_corrupt(z, "no progress");
+		pos += src;
+		err = cs_inflate_write(z, dst);
+	}
+	return err;
+}
 
 static struct cs_error *cs_inflate_lz4(struct cs_inflate *z)
 {
@@ -302,50 +427,44 @@ static struct cs_error *cs_inflate_lz4(struct cs_inflate *z)
 				       "liblz4, or decompress it first "
 				       "(lz4 -d)",
 				       z->path, why);
+	struct byte_reader r = {.z = z};
+	uint8_t magic[4];
+	size_t got;
+	struct cs_error *err = take_bytes(&r, magic, 4, &got);
+	if (err || got < 4)
+		return err;
+	if (le32(magic) == LZ4_LEGACY_MAGIC)
+		return cs_inflate_lz4_legacy(z, &r);
 	/* typed as lz4frame.h declares them */
 	__typeof__(LZ4F_createDecompressionContext) *create =
 		lz4_syms[L4_CREATE];
-	__typeof__(LZ4F_decompress) *decompress = lz4_syms[L4_DECOMPRESS];
-	__typeof__(LZ4F_isError) *is_error = lz4_syms[L4_IS_ERROR];
-	__typeof__(LZ4F_getErrorName) *error_name = lz4_syms[L4_ERROR_NAME];
 	__typeof__(LZ4F_freeDecompressionContext) *free_dctx =
 		lz4_syms[L4_FREE];
-	LZ4F_dctx *dctx = NULL;
-	if (is_error(create(&dctx, LZ4F_VERSION)) || !dctx)
+	struct lz4_frames f = {
+		.decompress = lz4_syms[L4_DECOMPRESS],
+		.is_error = lz4_syms[L4_IS_ERROR],
+		.error_name = lz4_syms[L4_ERROR_NAME],
+	};
+	if (f.is_error(create(&f.dctx, LZ4F_VERSION)) || !f.dctx)
 		return &cs_error_nomem;
-	struct cs_error *err = NULL;
+	/* the magic, the rest of the chunk it was read from, the others */
 	size_t n = 0;
-	while (!err && !(err = cs_inflate_read(z, &n)) && n > 0) {
-		size_t pos = 0;
-		while (!err && pos < n) {
-			size_t dst = CS_DECOMPRESS_OUT_CHUNK, src = n - pos;
-			size_t r = decompress(dctx, z->out, &dst, z->in + pos,
-					      &src, NULL);
-			if (is_error(r)) {
-				err = cs_inflate_corrupt(z, error_name(r));
-				break;
-			}
-			if (src == 0 && dst == 0) {
-				/* never seen: the decoder takes all input
-				 * it is given, but a loop must not spin */
-				err = cs_inflate_corrupt(z, "no progress");
-				break;
-			}
-			pos += src;
-			err = cs_inflate_write(z, dst);
-		}
-	}
+	if (!(err = lz4_feed(z, &f, magic, sizeof(magic))))
+		err = lz4_feed(z, &f, z->in + r.pos, r.n - r.pos);
+	while (!err && !(err = cs_inflate_read(z, &n)) && n > 0)
+		err = lz4_feed(z, &f, z->in, n);
 	/* Output of a decoded block that did not fit yet; a frame cut off
 	 * keeps what was inflated. */
 	for (size_t dst = 1; !err && dst > 0;) {
 		size_t src = 0;
 		dst = CS_DECOMPRESS_OUT_CHUNK;
-		size_t r = decompress(dctx, z->out, &dst, z->in, &src, NULL);
-		if (is_error(r))
+		size_t ret =
+			f.decompress(f.dctx, z->out, &dst, z->in, &src, NULL);
+		if (f.is_error(ret))
 			break;
 		err = cs_inflate_write(z, dst);
 	}
-	free_dctx(dctx);
+	free_dctx(f.dctx);
 	return err;
 }
 

@@ -2,7 +2,7 @@
  * them: a payload shaped like a core (varied bytes, a long run of zeros,
  * repeated records) is compressed by zstd, gzip, xz, lz4 (the frame
  * format, with and without its content size, block checksums, linked
- * blocks and content checksum) and bzip2 (large and small blocks), then
+ * blocks and content checksum, and the legacy format of lz4 -l) and bzip2 (large and small blocks), then
  * read back. Each stream must inflate to the payload exactly, its zeros
  * left as holes; two streams one after the other to the payload twice;
  * one cut off to a part of the payload at most, never an error but "holds
@@ -43,6 +43,8 @@ static const struct variant variants[] = {
 	 "lz4 -q -c -B4 -BD -BX --content-size", 1},
 	{"lz4", "lz4 256K blocks, no checksum", "lz4 -q -c -B5 --no-frame-crc",
 	 0},
+	/* the legacy format: no checksum */
+	{"lz4", "lz4 legacy", "lz4 -q -c -l", 0},
 	{"bzip2", "bzip2", "bzip2 -c", 1},
 	{"bzip2", "bzip2 100k blocks", "bzip2 -1 -c", 1},
 };
