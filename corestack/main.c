@@ -328,7 +328,7 @@ static int print_layout(const char *path, const struct options *o)
 
 /* CORESTACK_READ_STATS (tests/bench.py): what the snapshot read of the
  * target, on stderr: the floor a snapshot's cost is measured against. */
-static void read_stats(const struct cs_engine *e, const struct cs_report *r)
+static void read_stats(struct cs_engine *e, const struct cs_report *r)
 {
 	struct cs_read_counts c = cs_engine_read_counts(e);
 	size_t frames = 0;
@@ -339,9 +339,12 @@ static void read_stats(const struct cs_engine *e, const struct cs_report *r)
 	}
 	fprintf(stderr,
 		"corestack: read stats: %llu reads, %llu bytes, %llu reads of "
-		"8 bytes or less; %zu threads, %zu Ruby frames\n",
+		"8 bytes or less; %zu threads, %zu Ruby frames; %llu "
+		"distinct bytes in %llu pages, copied once in %llu ns\n",
 		(unsigned long long)c.reads, (unsigned long long)c.bytes,
-		(unsigned long long)c.small, r->ruby->nthreads, frames);
+		(unsigned long long)c.small, r->ruby->nthreads, frames,
+		(unsigned long long)c.distinct, (unsigned long long)c.pages,
+		(unsigned long long)c.touch_ns);
 }
 
 int main(int argc, char **argv)

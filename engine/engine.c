@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "ext_module.h"
+#include "read_counts.h"
 
 /* Put a page cache in front of the target's memory for the session. */
 static struct cs_error *cache_pages(struct cs_engine *e)
@@ -18,28 +19,6 @@ static struct cs_error *cache_pages(struct cs_engine *e)
 	e->cached = true;
 	e->memory = cs_page_cache_target(&e->cache);
 	return NULL;
-}
-
-static struct cs_error *counted_read(void *priv, uint64_t addr, void *buf,
-				     size_t len)
-{
-	struct cs_engine *e = priv;
-	e->counts.reads++;
-	e->counts.bytes += len;
-	e->counts.small += len <= 8;
-	return cs_memory_read(&e->counted_inner, addr, buf, len);
-}
-
-/* Count every read of the session (request.count_reads). */
-static void count_reads(struct cs_engine *e)
-{
-	e->counted_inner = e->cached ? e->memory : cs_target_memory(e->target);
-	e->memory = (struct cs_memory){.read = counted_read, .priv = e};
-}
-
-struct cs_read_counts cs_engine_read_counts(const struct cs_engine *e)
-{
-	return e->counts;
 }
 
 static struct cs_error *open_ruby(struct cs_engine *e)
@@ -120,7 +99,7 @@ struct cs_error *cs_engine_open(const struct cs_engine_request *r,
 	if (!err && r->page_cache)
 		err = cache_pages(e);
 	if (!err && r->count_reads)
-		count_reads(e);
+		cs_engine_count_reads(e);
 	if (!err)
 		err = open_ruby(e);
 	if (!err)
@@ -193,6 +172,7 @@ void cs_engine_close(struct cs_engine *e)
 	if (e->cached)
 		cs_page_cache_free(&e->cache);
 	cs_target_close(e->owned);
+	free(e->read_log);
 	free(e->ruby_version);
 	free(e);
 }

@@ -43,6 +43,10 @@ struct cs_read_counts {
 	uint64_t reads; /* calls */
 	uint64_t bytes; /* bytes asked for */
 	uint64_t small; /* calls of 8 bytes or less: one value each */
+	/* cs_engine_read_floor's: the bytes in the union of the ranges
+	 * read (each byte once), the 4 KiB pages they touch, and the
+	 * nanoseconds taken to copy that union once from the target */
+	uint64_t distinct, pages, touch_ns;
 };
 
 /* It owns the target (unless borrowed), the page cache in front of it,
@@ -61,6 +65,11 @@ struct cs_engine {
 	 * counted_inner (the cache's or the target's) */
 	struct cs_memory counted_inner;
 	struct cs_read_counts counts;
+	struct cs_read_range {
+		uint64_t addr, len;
+	} * read_log; /* every counted read, for the floor */
+	size_t nread_log, read_log_cap;
+	bool read_log_full; /* out of memory: no floor */
 	/* where a module whose file cannot be used is looked for by its
 	 * build-id: the request's directories and the Ruby's own; the
 	 * target reads with it (cs_target_use_module_search) */
@@ -70,8 +79,11 @@ struct cs_engine {
 	char *ruby_version;   /* as the first look read it; NULL: unknown */
 };
 
-/* The reads counted so far (request.count_reads; zeros otherwise). */
-struct cs_read_counts cs_engine_read_counts(const struct cs_engine *e);
+/* The reads counted so far (request.count_reads; zeros otherwise), with
+ * the floor they are measured against: the distinct bytes and pages, and
+ * the time to copy each byte once from the target (the pages are mapped
+ * by then: what the reads themselves cost, not the disk). */
+struct cs_read_counts cs_engine_read_counts(struct cs_engine *e);
 
 /* Open the target the request names (or take the borrowed one) and the
  * Ruby on it. On failure nothing is left open or stopped, and the error

@@ -8,10 +8,14 @@
    and resolved) and warm (on-disk layout cache), against the time needed
    just to inflate the compressed debug sections libdw reads.
 3. Peak memory (max RSS) of a corestack run.
-4. A core of 300 parked threads (fixtures/many_threads.rb, Ruby 3.4): the
+4. A core of 300 parked threads, each about 44 Ruby frames deep
+   (fixtures/many_threads.rb 300 deep=40, Ruby 3.4: 13,000 frames): the
    time of a snapshot with and without the fiber search, and what it read
-   of the target (CORESTACK_READ_STATS=1): reads, bytes, reads of one
-   value, per Ruby frame.
+   of the target (CORESTACK_READ_STATS=1): reads, bytes asked for, the
+   distinct bytes and pages among them, and the floor: start-up
+   (`corestack --version`) plus the time to copy those distinct bytes once
+   from the core. With --baseline OLD, an older build is run beside it,
+   the two in turn.
 
 Sampling (`corestack record`) has its own: tests/bench_sampling.py.
 """
@@ -31,8 +35,8 @@ sys.path.insert(0, HERE)
 from harness import procs  # noqa: E402
 
 
-def run_timed(argv, env=None):
-    """Wall seconds and max RSS (KiB) of one run; output discarded."""
+def run_usage(argv, env=None):
+    """Wall seconds and resource usage of one run; output discarded."""
     start = time.perf_counter()
     p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL, env=env)
@@ -40,6 +44,12 @@ def run_timed(argv, env=None):
     wall = time.perf_counter() - start
     if os.waitstatus_to_exitcode(status) not in (0, 1):
         raise SystemExit("bench: %s failed (%s)" % (" ".join(argv), status))
+    return wall, usage
+
+
+def run_timed(argv, env=None):
+    """Wall seconds and max RSS (KiB) of one run; output discarded."""
+    wall, usage = run_usage(argv, env)
     return wall, usage.ru_maxrss
 
 
@@ -69,85 +79,133 @@ def fmt_ms(s):
     return "%.1f ms" % (s * 1000)
 
 
+def sections_1_to_3(corestack, cache, runs, tmp):
+    # 1. corestack vs gdb rb_ps on a 2.7.4 core.
+    prefix27 = procs.build_ruby("2.7", "shared", 3600)
+    core = take_core(prefix27, "threads.rb", tmp)
+    ruby = os.path.join(prefix27, "bin", "ruby")
+    gdbinit = os.path.join(cache, "src", "2.7", ".gdbinit")
+    cold_time, cold_rss = median_of([corestack, "--no-cache", core, ruby], runs)
+    subprocess.run([corestack, core, ruby], stdout=subprocess.DEVNULL)  # fill the cache
+    warm_time, warm_rss = median_of([corestack, core, ruby], runs)
+    gdb_argv = ["gdb", "-batch", "-nx", "-x", gdbinit, "-ex", "rb_ps", ruby, core]
+    gdb_time, _ = median_of(gdb_argv, max(3, runs // 2))
+    print("== end to end, threads scenario core of Ruby 2.7.4 (median of %d)" % runs)
+    print("corestack, layout from DWARF (--no-cache)  %s" % fmt_ms(cold_time))
+    print("corestack, layout from the cache           %s" % fmt_ms(warm_time))
+    print("gdb -batch + Ruby's .gdbinit rb_ps         %s" % fmt_ms(gdb_time))
+    print("speed-up, cold / warm                      %.0fx / %.0fx"
+          % (gdb_time / cold_time, gdb_time / warm_time))
+    print("corestack max RSS, cold / warm             %.1f / %.1f MiB"
+          % (cold_rss / 1024, warm_rss / 1024))
+
+    # 2. Layout resolution on libruby 3.3.8.
+    prefix33 = procs.build_ruby("3.3", "shared", 3600)
+    lib = [os.path.join(prefix33, "lib", f) for f in os.listdir(os.path.join(prefix33, "lib"))
+           if f.startswith("libruby.so.") and f.count(".") == 4][0]
+    layout_dir = os.path.join(tmp, "layouts")
+    cold, _ = median_of([corestack, "--layout", lib, "--no-cache"], runs)
+    subprocess.run([corestack, "--layout", lib, "--cache-dir", layout_dir],
+                   stdout=subprocess.DEVNULL, check=True)
+    warm, _ = median_of([corestack, "--layout", lib, "--cache-dir", layout_dir], runs)
+    base, _ = median_of([corestack, "--version"], runs)
+    inflate_tool = os.path.join(ROOT, "build", "bench-inflate")
+    inflate = None
+    if os.path.exists(inflate_tool):
+        inflate, _ = median_of([inflate_tool, lib], runs)
+    print()
+    print("== layout resolution, %s" % lib)
+    print("process start-up (corestack --version)  %s" % fmt_ms(base))
+    print("cold, from DWARF (--no-cache)            %s" % fmt_ms(cold))
+    print("warm, from the layout cache              %s" % fmt_ms(warm))
+    if inflate is not None:
+        print("inflating the debug sections libdw reads %s  (cold/inflate %.2fx)"
+              % (fmt_ms(inflate), cold / inflate))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--corestack", required=True)
     ap.add_argument("--runs", type=int, default=7)
+    ap.add_argument("--baseline", help="an older corestack build, run beside it (section 4)")
+    ap.add_argument("--only-threads", action="store_true",
+                    help="only section 4, the core of many deep threads")
     args = ap.parse_args()
     corestack = os.path.abspath(args.corestack)
+    baseline = os.path.abspath(args.baseline) if args.baseline else None
     cache = procs.fixture_cache()
 
     with tempfile.TemporaryDirectory() as tmp:
-        # 1. corestack vs gdb rb_ps on a 2.7.4 core.
-        prefix27 = procs.build_ruby("2.7", "shared", 3600)
-        core = take_core(prefix27, "threads.rb", tmp)
-        ruby = os.path.join(prefix27, "bin", "ruby")
-        gdbinit = os.path.join(cache, "src", "2.7", ".gdbinit")
-        cold_time, cold_rss = median_of([corestack, "--no-cache", core, ruby], args.runs)
-        subprocess.run([corestack, core, ruby], stdout=subprocess.DEVNULL)  # fill the cache
-        warm_time, warm_rss = median_of([corestack, core, ruby], args.runs)
-        gdb_argv = ["gdb", "-batch", "-nx", "-x", gdbinit, "-ex", "rb_ps", ruby, core]
-        gdb_time, _ = median_of(gdb_argv, max(3, args.runs // 2))
-        print("== end to end, threads scenario core of Ruby 2.7.4 (median of %d)" % args.runs)
-        print("corestack, layout from DWARF (--no-cache)  %s" % fmt_ms(cold_time))
-        print("corestack, layout from the cache           %s" % fmt_ms(warm_time))
-        print("gdb -batch + Ruby's .gdbinit rb_ps         %s" % fmt_ms(gdb_time))
-        print("speed-up, cold / warm                      %.0fx / %.0fx"
-              % (gdb_time / cold_time, gdb_time / warm_time))
-        print("corestack max RSS, cold / warm             %.1f / %.1f MiB"
-              % (cold_rss / 1024, warm_rss / 1024))
+        if not args.only_threads:
+            sections_1_to_3(corestack, cache, args.runs, tmp)
 
-        # 2. Layout resolution on libruby 3.3.8.
-        prefix33 = procs.build_ruby("3.3", "shared", 3600)
-        lib = [os.path.join(prefix33, "lib", f) for f in os.listdir(os.path.join(prefix33, "lib"))
-               if f.startswith("libruby.so.") and f.count(".") == 4][0]
-        layout_dir = os.path.join(tmp, "layouts")
-        cold, _ = median_of([corestack, "--layout", lib, "--no-cache"], args.runs)
-        subprocess.run([corestack, "--layout", lib, "--cache-dir", layout_dir],
-                       stdout=subprocess.DEVNULL, check=True)
-        warm, _ = median_of([corestack, "--layout", lib, "--cache-dir", layout_dir], args.runs)
-        base, _ = median_of([corestack, "--version"], args.runs)
-        inflate_tool = os.path.join(ROOT, "build", "bench-inflate")
-        inflate = None
-        if os.path.exists(inflate_tool):
-            inflate, _ = median_of([inflate_tool, lib], args.runs)
-        print()
-        print("== layout resolution, %s" % lib)
-        print("process start-up (corestack --version)  %s" % fmt_ms(base))
-        print("cold, from DWARF (--no-cache)            %s" % fmt_ms(cold))
-        print("warm, from the layout cache              %s" % fmt_ms(warm))
-        if inflate is not None:
-            print("inflating the debug sections libdw reads %s  (cold/inflate %.2fx)"
-                  % (fmt_ms(inflate), cold / inflate))
-
-        # 4. Many threads: the time and the reads of one snapshot.
+        # 4. Many threads, deep stacks: the time and the reads of one snapshot.
         prefix34 = procs.build_ruby("3.4", "yjit", 3600)
         ruby34 = os.path.join(prefix34, "bin", "ruby")
         sc = procs.Scenario(ruby34, os.path.join(ROOT, "fixtures", "many_threads.rb"),
-                            os.path.join(tmp, "many"), False, args=["300"])
+                            os.path.join(tmp, "many"), False, args=["300", "deep=40"])
         try:
             sc.wait_oracle(120)
             core = procs.gcore(sc.pid, os.path.join(tmp, "many", "core"), 300)
         finally:
             sc.kill()
         print()
-        print("== 300 parked threads, Ruby 3.4 core (median of %d, warm layout cache)"
-              % args.runs)
-        for label, extra in (("with the fiber search", []), ("--no-fibers", ["--no-fibers"])):
-            argv = [corestack] + extra + [core, ruby34]
-            subprocess.run(argv, stdout=subprocess.DEVNULL)  # fill the cache
-            wall, _ = median_of(argv, args.runs)
-            res = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                 text=True, env=dict(os.environ, CORESTACK_READ_STATS="1"))
-            stats = [l for l in res.stderr.splitlines() if "read stats" in l]
-            nums = [int(x) for x in re.findall(r"\d+", stats[0])] if stats else []
-            print("%-22s %s" % (label, fmt_ms(wall)))
-            if len(nums) == 5:
-                reads, nbytes, small, threads, frames = nums
-                print("  %d reads, %d bytes (%d of 8 bytes or less); %d threads, %d frames:"
-                      % (reads, nbytes, small, threads, frames))
-                print("  %.1f reads and %.0f bytes per frame"
-                      % (reads / max(frames, 1), nbytes / max(frames, 1)))
+        print("== 300 parked threads 40-44 calls deep, Ruby 3.4 core "
+              "(median of %d, warm layout cache)" % args.runs)
+        many_threads(corestack, baseline, core, ruby34, args.runs)
+
+
+def read_stats(argv):
+    """The numbers of CORESTACK_READ_STATS's line: reads, bytes, small,
+    threads, frames and, from builds that tell them, distinct bytes,
+    pages, ns to copy them once."""
+    res = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                         text=True, env=dict(os.environ, CORESTACK_READ_STATS="1"))
+    stats = [l for l in res.stderr.splitlines() if "read stats" in l]
+    if not stats:
+        return []
+    m = re.search(r"(\d+) reads, (\d+) bytes, (\d+) reads of 8 bytes or less; "
+                  r"(\d+) threads, (\d+) Ruby frames"
+                  r"(?:; (\d+) distinct bytes in (\d+) pages, copied once in (\d+) ns)?",
+                  stats[0])
+    return [int(x) for x in m.groups() if x is not None] if m else []
+
+
+def many_threads(corestack, baseline, core, ruby, runs):
+    builds = [("new", corestack)] + ([("old", baseline)] if baseline else [])
+    startup = {}
+    for name, exe in builds:
+        startup[name] = statistics.median(run_usage([exe, "--version"])[0]
+                                          for _ in range(max(runs, 15)))
+    for label, extra in (("with the fiber search", []), ("--no-fibers", ["--no-fibers"])):
+        walls = {name: [] for name, _ in builds}
+        cpus = {name: [] for name, _ in builds}
+        for name, exe in builds:
+            subprocess.run([exe] + extra + [core, ruby], stdout=subprocess.DEVNULL)  # cache
+        for _ in range(runs):  # the builds in turn
+            for name, exe in builds:
+                wall, usage = run_usage([exe] + extra + [core, ruby])
+                walls[name].append(wall)
+                cpus[name].append(usage.ru_utime + usage.ru_stime)
+        print("%s:" % label)
+        for name, exe in builds:
+            nums = read_stats([exe] + extra + [core, ruby])
+            print("  %s build: %s (CPU %s)" % (name, fmt_ms(statistics.median(walls[name])),
+                                              fmt_ms(statistics.median(cpus[name]))))
+            if len(nums) < 5:
+                continue
+            reads, nbytes, small, threads, frames = nums[:5]
+            print("    %d reads, %d bytes asked (%d reads of 8 bytes or less); "
+                  "%d threads, %d frames: %.1f reads, %.0f bytes per frame"
+                  % (reads, nbytes, small, threads, frames, reads / max(frames, 1),
+                     nbytes / max(frames, 1)))
+            if len(nums) == 8:
+                distinct, pages, touch_ns = nums[5:]
+                floor = startup[name] + touch_ns / 1e9
+                print("    %d distinct bytes (%.2f reads of each) in %d pages; "
+                      "copied once %.2f ms; floor (start-up %s + that) %s"
+                      % (distinct, nbytes / max(distinct, 1), pages, touch_ns / 1e6,
+                         fmt_ms(startup[name]), fmt_ms(floor)))
 
 
 if __name__ == "__main__":
