@@ -246,7 +246,8 @@ static struct cs_error *method_qualified(struct rv_session *s,
  * label. */
 static char *ruby_qualified(struct rv_session *s,
 			    const struct rv_iseq_info *info,
-			    struct frame_env *fe, enum rv_name_style style)
+			    struct frame_env *fe, enum rv_name_style style,
+			    bool *built)
 {
 	uint64_t me = 0;
 	char *method = NULL, *out = NULL;
@@ -257,6 +258,8 @@ static char *ruby_qualified(struct rv_session *s,
 	struct cs_error *err = frame_method_entry(s, fe, &me);
 	if (err || !me || bl > ll || strcmp(label + ll - bl, base) != 0 ||
 	    (err = method_qualified(s, fe, me, base, style, &method))) {
+		if (err)
+			*built = false; /* the label stands in for it */
 		cs_error_destroy(err);
 		return strdup(label);
 	}
@@ -425,13 +428,24 @@ static void ruby_frame(struct rv_session *s, uint64_t iseq, uint64_t pc,
 		set_error(f, err);
 	f->c_like = rv_bt_c_like(s, info);
 	f->rescue_or_ensure = rv_bt_rescue_or_ensure(s, info);
-	f->qualified = ruby_qualified(s, info, fe, RV_NAME_QUALIFIED);
-	f->stable = ruby_qualified(s, info, fe, RV_NAME_STABLE);
-	if ((err = ruby_label(s, iseq, info, fe, f))) {
+	uint64_t me = 0;
+	bool memo = !rv_failed(frame_method_entry(s, fe, &me));
+	bool named = memo && rv_frame_names_get(s, iseq, me, f);
+	if (!named && (err = ruby_label(s, iseq, info, fe, f))) {
+		memo = false;
 		set_error(f, err);
 		if (!f->label)
 			f->label = strdup(info->label);
 	}
+	/* 3.4+ labels built the qualified and stable names with the label */
+	if (!f->qualified)
+		f->qualified =
+			ruby_qualified(s, info, fe, RV_NAME_QUALIFIED, &memo);
+	if (!f->stable)
+		f->stable = ruby_qualified(s, info, fe, RV_NAME_STABLE, &memo);
+	/* kept before the checks below, which each frame makes of its own */
+	if (!named && memo && f->label && f->qualified && f->stable)
+		rv_frame_names_put(s, iseq, me, f);
 	f->path = strdup(info->path);
 	f->realpath = info->realpath ? strdup(info->realpath) : NULL;
 	check_line(f, line_bounds(s, info));
@@ -686,13 +700,14 @@ static struct cs_error *budget_exhausted(const struct rv_session *s)
 			       s->opts.max_output_bytes);
 }
 
-/* Frames grow as they are decoded, not by what the stack claims. The first
- * array is small: thousands of fibers are a few frames deep each. */
-#define FIRST_FRAMES 8
-
-static bool grow_frames(struct rv_thread *th, size_t *cap)
+/* The frames array is first sized for the control frames the stack holds
+ * (frames Ruby's backtraces skip leave a few slots unused), so that a
+ * stack is not copied each time the array doubles; but for no more than
+ * one chunk of them (CFP_CHUNK), which were read already, not for what a
+ * damaged stack may claim: past that it grows as frames are decoded. */
+static bool grow_frames(struct rv_thread *th, size_t *cap, size_t first)
 {
-	size_t n = *cap ? *cap * 2 : FIRST_FRAMES;
+	size_t n = *cap ? *cap * 2 : first;
 	struct rv_frame *f = realloc(th->frames, n * sizeof(*f));
 	if (!f)
 		return false;
@@ -775,6 +790,9 @@ struct cs_error *rv_walk_ec(struct rv_session *s, const struct rv_view *ec,
 	if (!count)
 		return NULL;
 	size_t max = s->opts.max_frames, cap = 0;
+	size_t first_frames = count < CFP_CHUNK ? (size_t)count : CFP_CHUNK;
+	if (first_frames > max)
+		first_frames = max;
 	/* Kept for the session: a sampler walks many times a second, and
 	 * allocating it each time made malloc consolidate its free lists. */
 	if (!s->cfp_chunk && !(s->cfp_chunk = malloc(CFP_CHUNK * cfp_size)))
@@ -817,7 +835,7 @@ struct cs_error *rv_walk_ec(struct rv_session *s, const struct rv_view *ec,
 			}
 			if (th->nframes < max) {
 				if (th->nframes == cap &&
-				    !grow_frames(th, &cap))
+				    !grow_frames(th, &cap, first_frames))
 					return &cs_error_nomem;
 				struct rv_frame *f = &th->frames[th->nframes];
 				size_t text;

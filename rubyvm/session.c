@@ -443,6 +443,7 @@ void rv_session_destroy(struct rv_session *s)
 	rv_names_destroy(s);
 	rv_iseq_cache_destroy(s);
 	rv_frame_cache_destroy(s);
+	rv_frame_names_clear(s);
 	rv_heap_slots_destroy(s);
 	free(s->cfp_chunk);
 	free(s->gc_library);

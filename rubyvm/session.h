@@ -35,6 +35,10 @@ struct rv_session {
 	struct u64map iseqs;  /* iseq -> struct rv_iseq_info (iseq_cache.c) */
 	struct u64map lines;  /* pc -> line */
 	struct u64map frames; /* cfp -> decoded frame (frame_cache.c) */
+	/* iseq -> a Ruby frame's names by method entry, this snapshot's
+	 * (frame_names.c), and how many */
+	struct u64map frame_names;
+	size_t nframe_names;
 	struct u64map heap_pages; /* page body -> its page (heap_slot.c) */
 	struct cached_frame *retired_frames; /* freed when a snapshot begins */
 	uint64_t last_names_id; /* the last rv_frame.names_id handed out */
@@ -406,6 +410,17 @@ void rv_frame_cache_begin_snapshot(struct rv_session *s);
  * (f is then emptied). */
 bool rv_frame_own_strings(struct rv_frame *f);
 void rv_frame_cache_destroy(struct rv_session *s);
+
+/* frame_names.c: a Ruby frame's label, qualified and stable names by its
+ * iseq and method entry, built once per snapshot. get copies them into f
+ * (false: not known, or out of memory); put keeps f's, which must have
+ * been built without an error; clear empties the memo
+ * (when a snapshot begins, and at the session's end). */
+bool rv_frame_names_get(struct rv_session *s, uint64_t iseq, uint64_t me,
+			struct rv_frame *f);
+void rv_frame_names_put(struct rv_session *s, uint64_t iseq, uint64_t me,
+			const struct rv_frame *f);
+void rv_frame_names_clear(struct rv_session *s);
 
 /* lineno.c: the succinct index table lookup, on memory already read. */
 struct rv_succ_geometry {

@@ -234,6 +234,7 @@ struct cs_error *rv_snapshot(struct rv_session *s, struct rv_process **ret)
 	if (!p)
 		return &cs_error_nomem;
 	rv_frame_cache_begin_snapshot(s);
+	rv_frame_names_clear(s);
 	rv_jit_frames_begin(s);
 	s->output_left = s->opts.max_output_bytes;
 	p->backtick_quotes = s->rules.backtick_quotes;
