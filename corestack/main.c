@@ -345,6 +345,19 @@ static void read_stats(struct cs_engine *e, const struct cs_report *r)
 		(unsigned long long)c.small, r->ruby->nthreads, frames,
 		(unsigned long long)c.distinct, (unsigned long long)c.pages,
 		(unsigned long long)c.touch_ns);
+	/* CORESTACK_READ_LOG=FILE: that union, "address length" a line, for
+	 * the cold floor (tests/bench_fibers.py reads those bytes from the
+	 * core after dropping it from the page cache) */
+	const char *log = getenv("CORESTACK_READ_LOG");
+	FILE *f = log ? fopen(log, "w") : NULL;
+	if (!f)
+		return;
+	size_t n;
+	const struct cs_read_range *range = cs_engine_read_ranges(e, &n);
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, "0x%llx %llu\n", (unsigned long long)range[i].addr,
+			(unsigned long long)range[i].len);
+	fclose(f);
 }
 
 int main(int argc, char **argv)

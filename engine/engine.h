@@ -84,6 +84,10 @@ struct cs_engine {
  * the time to copy each byte once from the target (the pages are mapped
  * by then: what the reads themselves cost, not the disk). */
 struct cs_read_counts cs_engine_read_counts(struct cs_engine *e);
+/* After cs_engine_read_counts: the union of the ranges read, by address
+ * (NULL when the log was not kept). */
+const struct cs_read_range *cs_engine_read_ranges(const struct cs_engine *e,
+						  size_t *n);
 
 /* Open the target the request names (or take the borrowed one) and the
  * Ruby on it. On failure nothing is left open or stopped, and the error

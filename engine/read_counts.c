@@ -118,3 +118,10 @@ struct cs_read_counts cs_engine_read_counts(struct cs_engine *e)
 	c.touch_ns = touch_once(e, e->read_log, n);
 	return c;
 }
+
+const struct cs_read_range *cs_engine_read_ranges(const struct cs_engine *e,
+						  size_t *n)
+{
+	*n = e->read_log_full ? 0 : e->nread_log;
+	return e->read_log_full ? NULL : e->read_log;
+}

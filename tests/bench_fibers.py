@@ -17,7 +17,16 @@ other programs' load. The heap-walk throughput is the GC heap scanned (JSON
 large heap, few fibers) minus the same run with --no-fibers, and that CPU
 time per ballast object (how the walk compares across heap layouts: size
 pools, slot sizes). --ruby NAME=PREFIX adds a Ruby installed under PREFIX
-(with its debug info), as tests/run.py does.
+(with its debug info), as tests/run.py does. --baseline OLD runs an older
+build beside the new one, in turn, warm and cold.
+
+The floor each figure is measured against (CORESTACK_READ_STATS and
+CORESTACK_READ_LOG of a --json run): warm, the start-up of `corestack
+--version` plus the time to copy each distinct byte the run read once
+from the core; cold, the time to read just the pages holding those bytes
+from the core file once it is dropped from the page cache (os.pread, by
+file offset, every run of pages asked for at once first: a reader that
+knew beforehand what to read).
 
 Each fiber's stack is two memory mappings (stack and guard page), so
 Linux's default vm.max_map_count (65530) stops Ruby near 32,000 fibers.
@@ -29,7 +38,9 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import signal
+import struct
 import statistics
 import subprocess
 import sys
@@ -132,6 +143,94 @@ def map_count_for(fibers):
             f.write(str(old))
 
 
+def load_segments(core):
+    """The core's PT_LOAD segments: (vaddr, file offset, file size)."""
+    with open(core, "rb") as f:
+        ehdr = f.read(64)
+        phoff, = struct.unpack_from("<Q", ehdr, 32)
+        phentsize, phnum = struct.unpack_from("<HH", ehdr, 54)
+        f.seek(phoff)
+        table = f.read(phentsize * phnum)
+    segs = []
+    for i in range(phnum):
+        p_type, _, p_offset, p_vaddr, _, p_filesz = struct.unpack_from(
+            "<IIQQQQ", table, i * phentsize)
+        if p_type == 1 and p_filesz:
+            segs.append((p_vaddr, p_offset, p_filesz))
+    segs.sort()
+    return segs
+
+
+def file_pages(core, log):
+    """The 4 KiB pages of the core file that hold the ranges of a read log."""
+    segs = load_segments(core)
+    pages = set()
+    with open(log) as f:
+        for line in f:
+            addr, length = line.split()
+            addr, length = int(addr, 16), int(length)
+            for vaddr, offset, size in segs:
+                lo, hi = max(addr, vaddr), min(addr + length, vaddr + size)
+                if lo < hi:
+                    first = (offset + lo - vaddr) >> 12
+                    last = (offset + hi - 1 - vaddr) >> 12
+                    pages.update(range(first, last + 1))
+    return sorted(pages)
+
+
+def page_runs(pages):
+    """Sorted page numbers as runs of adjacent pages: (first, count)."""
+    runs = []
+    for p in pages:
+        if runs and runs[-1][0] + runs[-1][1] == p:
+            runs[-1][1] += 1
+        else:
+            runs.append([p, 1])
+    return runs
+
+
+def cold_floor(core, pages):
+    """Seconds to read those pages of the core from disk, once: every run
+    of adjacent pages asked of the kernel at once (POSIX_FADV_WILLNEED, as
+    corestack's madvise does), then each read."""
+    evict(core)
+    fd = os.open(core, os.O_RDONLY)
+    try:
+        start = time.perf_counter()
+        runs = page_runs(pages)
+        for first, count in runs:
+            os.posix_fadvise(fd, first * 4096, count * 4096, os.POSIX_FADV_WILLNEED)
+        for first, count in runs:
+            os.pread(fd, count * 4096, first * 4096)
+        return time.perf_counter() - start
+    finally:
+        os.close(fd)
+
+
+def read_stats(argv, log):
+    """distinct bytes, pages, ns to copy them once, of a counted run."""
+    env = dict(os.environ, CORESTACK_READ_STATS="1", CORESTACK_READ_LOG=log)
+    res = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                         text=True, env=env)
+    m = re.search(r"(\d+) distinct bytes in (\d+) pages, copied once in (\d+) ns",
+                  res.stderr)
+    return tuple(int(x) for x in m.groups()) if m else None
+
+
+def floors(corestack, core, exe, tmp):
+    """The warm and cold floors (seconds) of a --json run, and its
+    distinct bytes; None where this build does not tell them."""
+    log = os.path.join(tmp, "read.log")
+    stats = read_stats([corestack, "--json", core, exe], log)
+    if not stats or not os.path.exists(log):
+        return None
+    distinct, _, touch_ns = stats
+    startup, _, _ = timed([corestack, "--version"], 15)
+    pages = file_pages(core, log)
+    cold = statistics.median(cold_floor(core, pages) for _ in range(3))
+    return startup + touch_ns / 1e9, cold, distinct, len(pages)
+
+
 def counted(report):
     fibers = sum(len(t["fibers"]) for t in report["threads"])
     return fibers, report["heap"]["pages"], report["heap"]["bytes"]
@@ -145,6 +244,9 @@ def main():
     ap.add_argument("--ballast", type=int, default=2000000,
                     help="objects for the heap-walk throughput run")
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--cold-runs", type=int, default=1,
+                    help="runs with the core dropped from the page cache first")
+    ap.add_argument("--baseline", help="an older corestack build, run beside it")
     ap.add_argument("--ruby", action="append", default=[], metavar="NAME=PREFIX",
                     help="also a Ruby installed under PREFIX (repeatable)")
     args = ap.parse_args()
@@ -175,37 +277,63 @@ def main():
                     print("  %6d fibers: scenario failed: %s" % (fibers, str(exc)[:300]),
                           flush=True)
                     continue
-                base = [args.corestack, "--json", core, exe]
-                timed(base, 1)   # warm the layout cache
-                evict(core)
-                cold, cpu_cold, _ = timed(base, 1)
+                builds = [("new", args.corestack)]
+                if args.baseline:
+                    builds.append(("old", args.baseline))
+                res = {}
+                for name, cs in builds:
+                    timed([cs, "--json", core, exe], 1)   # warm the layout cache
                 load_before = load()
-                with_f, cpu_f, out = timed(base, args.runs)
-                text, cpu_t, _ = timed(base[:1] + base[2:], args.runs)
-                without, cpu_n, _ = timed(base[:1] + ["--no-fibers"] + base[1:], args.runs)
+                for _ in range(args.cold_runs):   # the builds in turn, cold
+                    for name, cs in builds:
+                        evict(core)
+                        c, cc, _ = timed([cs, "--json", core, exe], 1)
+                        res.setdefault(name, {}).setdefault("cold", []).append((c, cc))
+                for name, cs in builds:
+                    base = [cs, "--json", core, exe]
+                    r = res[name]
+                    r["json"] = timed(base, args.runs)
+                    r["text"] = timed(base[:1] + base[2:], args.runs)
+                    r["none"] = timed(base[:1] + ["--no-fibers"] + base[1:], args.runs)
                 load_after = load()
+                floor = floors(args.corestack, core, exe, tmp)
+                out = res["new"]["json"][2]
                 nfib, pages, nbytes = counted(json.loads(out))
                 size = os.path.getsize(core) / 1e6
+                for name, _ in builds:
+                    r = res[name]
+                    with_f, cpu_f, _ = r["json"]
+                    text, cpu_t, _ = r["text"]
+                    without, cpu_n, _ = r["none"]
+                    cold = statistics.median(c for c, _ in r["cold"])
+                    cpu_cold = statistics.median(c for _, c in r["cold"])
+                    who = " (%s build)" % name if args.baseline else ""
+                    if ballast:
+                        walk = max(cpu_f - cpu_n, 1e-6)
+                        print("  heap walk%s: %.1f MB of heap in %d pages, %d fibers: "
+                              "%.1f ms (CPU %.1f) with fibers, %.1f ms (CPU %.1f) without "
+                              "-> %.0f MB/s of CPU, %.1f ns of CPU per ballast object "
+                              "(core %.0f MB)" % (
+                                  who, nbytes / 1e6, pages, nfib, with_f * 1e3, cpu_f * 1e3,
+                                  without * 1e3, cpu_n * 1e3, nbytes / 1e6 / walk,
+                                  walk * 1e9 / ballast, size), flush=True)
+                    else:
+                        print("  %6d fibers asked, %6d listed%s: all stacks --json %.1f ms "
+                              "(CPU %.1f), text %.1f ms (CPU %.1f), --no-fibers %.1f ms "
+                              "(CPU %.1f); --json with the core not in the page cache "
+                              "%.1f ms (CPU %.1f); heap %.1f MB in %d pages (core %.0f MB, "
+                              "set-up %.0f s); load %.2f -> %.2f" % (
+                                  fibers, nfib, who, with_f * 1e3, cpu_f * 1e3, text * 1e3,
+                                  cpu_t * 1e3, without * 1e3, cpu_n * 1e3, cold * 1e3,
+                                  cpu_cold * 1e3, nbytes / 1e6, pages, size, setup,
+                                  load_before, load_after), flush=True)
+                if floor:
+                    warm_floor, cold_fl, distinct, npages = floor
+                    print("  floor: %d distinct bytes read, in %d pages of the core file; "
+                          "warm %.1f ms (start-up and copying them once), cold %.1f ms "
+                          "(reading those pages from disk)" % (
+                              distinct, npages, warm_floor * 1e3, cold_fl * 1e3), flush=True)
                 os.unlink(core)
-                if ballast:
-                    walk = max(cpu_f - cpu_n, 1e-6)
-                    print("  heap walk: %.1f MB of heap in %d pages, %d fibers: "
-                          "%.1f ms (CPU %.1f) with fibers, %.1f ms (CPU %.1f) without "
-                          "-> %.0f MB/s of CPU, %.1f ns of CPU per ballast object "
-                          "(core %.0f MB)" % (
-                              nbytes / 1e6, pages, nfib, with_f * 1e3, cpu_f * 1e3,
-                              without * 1e3, cpu_n * 1e3, nbytes / 1e6 / walk,
-                              walk * 1e9 / ballast, size), flush=True)
-                else:
-                    print("  %6d fibers asked, %6d listed: all stacks --json %.1f ms (CPU %.1f), "
-                          "text %.1f ms (CPU %.1f), --no-fibers %.1f ms (CPU %.1f); "
-                          "--json with the core not in the page cache %.1f ms (CPU %.1f); "
-                          "heap %.1f MB in %d pages (core %.0f MB, set-up %.0f s); "
-                          "load %.2f -> %.2f" % (
-                              fibers, nfib, with_f * 1e3, cpu_f * 1e3, text * 1e3, cpu_t * 1e3,
-                              without * 1e3, cpu_n * 1e3, cold * 1e3, cpu_cold * 1e3,
-                              nbytes / 1e6, pages, size, setup, load_before, load_after),
-                          flush=True)
     return 0
 
 
