@@ -279,6 +279,22 @@ static int start_command(char **command)
 	return pid;
 }
 
+/* CORESTACK_READ_STATS (tests/bench_sampling.py): what the samples'
+ * reads of the process cost, the floor a sample is measured against. */
+static void read_stats(const struct cs_engine *e, size_t tries)
+{
+	const struct cs_target_reads *t = &e->target_reads;
+	double n = tries ? (double)tries : 1.0;
+	fprintf(stderr,
+		"corestack record: read stats: %llu system calls reading %llu "
+		"ranges, %llu bytes, in %.1f ms; a sample: %.1f calls, %.0f "
+		"bytes, %.1f us in them\n",
+		(unsigned long long)t->calls, (unsigned long long)t->ranges,
+		(unsigned long long)t->bytes, (double)t->ns / 1e6,
+		(double)t->calls / n, (double)t->bytes / n,
+		(double)t->ns / n / 1e3);
+}
+
 int cs_record_main(int argc, char **argv)
 {
 	struct record_options o = {0};
@@ -316,7 +332,9 @@ int cs_record_main(int argc, char **argv)
 	/* Resolve everything once; paused, one attachment for all samples,
 	 * taken now (cs_engine_open_sampling). */
 	struct cs_engine_request req = {
-		.target = {.pid = pid, .pause = !o.nonblocking}};
+		.target = {.pid = pid, .pause = !o.nonblocking},
+		/* for the benchmarks only: no option, no effect on output */
+		.time_target_reads = getenv("CORESTACK_READ_STATS") != NULL};
 	struct cs_engine *engine;
 	struct cs_error *err = cs_engine_open_sampling(&req, &engine);
 	if (err) {
@@ -401,6 +419,8 @@ int cs_record_main(int argc, char **argv)
 		loop.lost, none,
 		tries ? loop.reading / (double)tries * 1e6 : 0.0,
 		tries ? loop.reading_cpu / (double)tries * 1e6 : 0.0);
+	if (req.time_target_reads)
+		read_stats(engine, tries);
 	if (o.subprocesses)
 		fprintf(stderr,
 			PROG ": %zu processes followed besides the target, "

@@ -35,6 +35,9 @@ struct cs_engine_request {
 	/* count the reads of the target's memory (cs_engine_read_counts):
 	 * what a snapshot costs, for the benchmarks */
 	bool count_reads;
+	/* a sampler: time the reads that reach the process (its system
+	 * calls; cs_engine.target_reads), for the benchmarks */
+	bool time_target_reads;
 };
 
 /* The reads of the target's memory the Ruby model and the native
@@ -70,6 +73,16 @@ struct cs_engine {
 	} * read_log; /* every counted read, for the floor */
 	size_t nread_log, read_log_cap;
 	bool read_log_full; /* out of memory: no floor */
+	/* request.time_target_reads: the sampler's reads of the process,
+	 * each timed (sampling/read_timing.c) */
+	struct cs_target_reads {
+		uint64_t calls;  /* system calls: reads and batched reads */
+		uint64_t ranges; /* ranges those calls read */
+		uint64_t bytes;
+		uint64_t ns; /* spent in them */
+		struct cs_memory inner;
+		struct cs_live *live;
+	} target_reads;
 	/* where a module whose file cannot be used is looked for by its
 	 * build-id: the request's directories and the Ruby's own; the
 	 * target reads with it (cs_target_use_module_search) */

@@ -7,7 +7,9 @@ stack) and the 3.3 fixture Ruby, with `corestack record`.
 1. Cost of one sample: record --pid on the running program, paused and
    --nonblocking, at 100 and 1000 Hz; record itself reports the mean wall
    and CPU time per sample and the rate reached. Several runs each, run
-   alternately; the median and the range are printed.
+   alternately; the median and the range are printed. Beside them the
+   floor: the time a sample spent in the system calls that copied the
+   process's bytes (CORESTACK_READ_STATS), how many calls and bytes.
 2. Cost to the sampled program, measured in one run of it: the program
    prints when each round of its fixed work started and ended; a recorder
    is attached for a window, then none for a window, alternating nonblocking
@@ -43,21 +45,30 @@ from harness import procs  # noqa: E402
 
 SCRIPT = os.path.join(ROOT, "fixtures", "profile", "deep50.rb")
 RECORD_LINE = re.compile(r"(\d+) samples in [\d.]+ s \([\d.]+ Hz asked, ([\d.]+) achieved\), "
-                         r"(\d+) lost, ([\d.]+) us per sample \(([\d.]+) us of CPU\)")
+                         r"(\d+) lost(?:, \d+ with no Ruby thread)?, ([\d.]+) us per sample "
+                         r"\(([\d.]+) us of CPU\)")
+# CORESTACK_READ_STATS: the samples' reads of the process (the floor)
+READS_LINE = re.compile(r"a sample: ([\d.]+) calls, (\d+) bytes, ([\d.]+) us in them")
 SETTLE = 0.25   # seconds at the start of a window not counted
 FAST_STATE = 1.25
 
 
 def record(corestack, args):
-    """(samples, achieved Hz, lost, wall us, cpu us) from record's last line."""
+    """(samples, achieved Hz, lost, wall us, cpu us) from record's summary
+    line, and from a build that tells them (CORESTACK_READ_STATS) a
+    sample's system calls reading the process, bytes read and us in them
+    (else None for each)."""
     res = subprocess.run([corestack, "record", "-o", os.devnull] + args,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=dict(os.environ, CORESTACK_READ_STATS="1"))
     m = RECORD_LINE.search(res.stderr)
     if res.returncode != 0 or not m:
         raise SystemExit("bench: record %s: exit %d: %s" % (" ".join(args), res.returncode,
                                                            res.stderr.strip()[-300:]))
-    return int(m.group(1)), float(m.group(2)), int(m.group(3)), float(m.group(4)), \
-        float(m.group(5))
+    r = READS_LINE.search(res.stderr)
+    reads = (float(r.group(1)), int(r.group(2)), float(r.group(3))) if r else (None,) * 3
+    return (int(m.group(1)), float(m.group(2)), int(m.group(3)), float(m.group(4)),
+            float(m.group(5))) + reads
 
 
 def spread(values, fmt):
@@ -109,13 +120,19 @@ def sample_cost(corestack, ruby, runs, seconds, baseline=None):
         target.stop()
     print("== one sample of a 50-frame stack (deep50.rb, %d runs of %g s each, median (range))"
           % (runs, seconds))
-    print("%-12s %5s  %-24s %-24s %-18s %s" % ("mode", "rate", "wall us/sample",
-                                              "CPU us/sample", "rate reached", "lost"))
+    print("%-12s %5s  %-24s %-24s %-18s %-7s %s" % (
+        "mode", "rate", "wall us/sample", "CPU us/sample", "rate reached", "lost",
+        "floor: in the reads us/sample (calls, bytes)"))
     for (mode, rate), rs in sorted(results.items()):
         lost = sum(r[2] for r in rs) / max(1, sum(r[0] + r[2] for r in rs))
-        print("%-12s %5d  %-24s %-24s %-18s %.2f%%" % (
+        floor = ""
+        if all(r[7] is not None for r in rs):
+            floor = "%s (%.1f, %d)" % (spread([r[7] for r in rs], "%.1f"),
+                                       statistics.median(r[5] for r in rs),
+                                       statistics.median(r[6] for r in rs))
+        print("%-12s %5d  %-24s %-24s %-18s %-7s %s" % (
             mode, rate, spread([r[3] for r in rs], "%.1f"), spread([r[4] for r in rs], "%.1f"),
-            spread([r[1] for r in rs], "%.0f"), 100 * lost))
+            spread([r[1] for r in rs], "%.0f"), "%.2f%%" % (100 * lost), floor))
     if baseline:
         print("states' cost (median minus the baseline's median), wall / CPU us a sample:")
         for mode in ("nonblocking", "paused"):
@@ -142,7 +159,7 @@ def in_run_overhead(corestack, ruby, pairs, window):
             if mode == "nonblocking":
                 args.append("--nonblocking")
             start = time.monotonic()
-            samples, _, lost, _, _ = record(corestack, args)
+            samples, _, lost = record(corestack, args)[:3]
             windows.append((mode, start, time.monotonic(), lost / max(1, samples + lost)))
         start = time.monotonic()
         time.sleep(window)
