@@ -234,10 +234,16 @@ demo: deps $(BUILD)/corestack
 $(BUILD)/bench-inflate: tests/bench/inflate.c | $(BUILD)
 	$(CC) $(WARN) -O2 $< -lelf -o $@
 
+# BASELINE=path: an older build run beside this one, in turn, where a
+# benchmark compares builds (start-up, the deep-thread core, a sample,
+# 10,000 fibers).
+BENCH_BASELINE = $(if $(BASELINE),--baseline $(BASELINE))
 bench: deps $(BUILD)/corestack $(BUILD)/bench-inflate fixtures
-	python3 tests/bench_startup.py --corestack $(BUILD)/corestack
-	python3 tests/bench.py --corestack $(BUILD)/corestack
-	python3 tests/bench_sampling.py --corestack $(BUILD)/corestack
+	python3 tests/bench_startup.py --corestack $(BUILD)/corestack $(BENCH_BASELINE)
+	python3 tests/bench.py --corestack $(BUILD)/corestack $(BENCH_BASELINE)
+	python3 tests/bench_sampling.py --corestack $(BUILD)/corestack $(BENCH_BASELINE)
+	python3 tests/bench_fibers.py --corestack $(BUILD)/corestack --rubies 3.3 \
+		--fibers 10000 --ballast 1000000 --cold-runs 3 $(BENCH_BASELINE)
 	python3 tests/bench_heap.py --corestack $(BUILD)/corestack
 
 # corestack heap on a core of about a million live objects: time and RSS.
@@ -247,8 +253,7 @@ bench-heap: deps $(BUILD)/corestack fixtures
 # Start-up: corestack --version and a missing file beside /bin/true and
 # eu-stack --help (BASELINE=path: another build beside them).
 bench-startup: $(BUILD)/corestack
-	python3 tests/bench_startup.py --corestack $(BUILD)/corestack \
-		$(if $(BASELINE),--baseline $(BASELINE))
+	python3 tests/bench_startup.py --corestack $(BUILD)/corestack $(BENCH_BASELINE)
 
 # Each profile format writing a 100,000-sample recording (synthetic stacks).
 $(BUILD)/bench-profile-write: tests/bench/profile_write.c $(BUILD)/plain/libcorestack.a | $(BUILD)

@@ -24,9 +24,9 @@ stack) and the 3.3 fixture Ruby, with `corestack record`.
 3. The same cost over whole runs: fixed work timed by the program itself,
    alone and under record (`-- command`), runs alternating.
 
-With --baseline CORESTACK (a build without per-sample thread states, say
-of an older commit), part 1 runs every case with both, alternately, and
-prints what the states cost a sample: the difference of the medians.
+With --baseline CORESTACK (an older build), part 1 runs every case with
+both, alternately, and prints the difference of the medians: what the
+change between the two builds costs or saves a sample.
 """
 import argparse
 import os
@@ -134,7 +134,8 @@ def sample_cost(corestack, ruby, runs, seconds, baseline=None):
             mode, rate, spread([r[3] for r in rs], "%.1f"), spread([r[4] for r in rs], "%.1f"),
             spread([r[1] for r in rs], "%.0f"), "%.2f%%" % (100 * lost), floor))
     if baseline:
-        print("states' cost (median minus the baseline's median), wall / CPU us a sample:")
+        print("this build against the baseline (median minus the baseline's median), "
+              "wall / CPU us a sample:")
         for mode in ("nonblocking", "paused"):
             for rate in (100, 1000):
                 new, old = results[(mode, rate)], results[("baseline " + mode, rate)]
