@@ -875,6 +875,14 @@ struct cs_error *rv_walk_ec(struct rv_session *s, const struct rv_view *ec,
 				rv_frame_free(f);
 		}
 	}
+	/* The slots the stack's claim left unused go back: what every stack
+	 * keeps stays bounded by the frames it charged to the budget. */
+	if (cap > th->nframes && th->nframes > 0) {
+		struct rv_frame *fit =
+			realloc(th->frames, th->nframes * sizeof(*fit));
+		if (fit)
+			th->frames = fit;
+	}
 	th->frames_cut = spent || uncounted ? 0 : cut.n;
 	rv_bt_select_frames(s, th);
 	/* C frames, and the Ruby frames this Ruby shows as C methods, take
