@@ -8,12 +8,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A definition with its name's hash and length, kept so that probing and
+ * growing never measure or hash a name again. */
+struct def_slot {
+	const char *def; /* NULL: empty */
+	uint32_t hash;
+	uint32_t len;
+};
+
 /* One table per unit: macro name -> definition text ("NAME(p) body"). */
 struct dw_macros {
 	struct dw_index *idx;
-	const char **defs; /* open addressing; strings owned by libdw */
+	struct def_slot *defs; /* open addressing; strings owned by libdw */
 	size_t nslots, count;
 };
+
+/* A unit of Ruby's holds 5,000 to 7,500 macros: room for them at once. */
+#define FIRST_SLOTS 16384
 
 static size_t name_len(const char *def)
 {
@@ -31,19 +42,21 @@ static uint32_t hash_n(const char *s, size_t n)
 	return h;
 }
 
-static size_t slot_of(const struct dw_macros *m, const char *name, size_t n)
+static size_t slot_of(const struct dw_macros *m, const char *name, size_t n,
+		      uint32_t hash)
 {
-	size_t i = hash_n(name, n) & (m->nslots - 1);
-	while (m->defs[i] &&
-	       !(name_len(m->defs[i]) == n && memcmp(m->defs[i], name, n) == 0))
+	size_t i = hash & (m->nslots - 1);
+	while (m->defs[i].def &&
+	       !(m->defs[i].hash == hash && m->defs[i].len == n &&
+		 memcmp(m->defs[i].def, name, n) == 0))
 		i = (i + 1) & (m->nslots - 1);
 	return i;
 }
 
 static int grow(struct dw_macros *m)
 {
-	size_t nslots = m->nslots ? m->nslots * 2 : 4096;
-	const char **old = m->defs;
+	size_t nslots = m->nslots ? m->nslots * 2 : FIRST_SLOTS;
+	struct def_slot *old = m->defs;
 	size_t oldn = m->nslots;
 	m->defs = calloc(nslots, sizeof(*m->defs));
 	if (!m->defs) {
@@ -51,9 +64,14 @@ static int grow(struct dw_macros *m)
 		return 0;
 	}
 	m->nslots = nslots;
-	for (size_t i = 0; i < oldn; i++)
-		if (old[i])
-			m->defs[slot_of(m, old[i], name_len(old[i]))] = old[i];
+	for (size_t i = 0; i < oldn; i++) {
+		if (!old[i].def)
+			continue;
+		size_t j = old[i].hash & (nslots - 1);
+		while (m->defs[j].def)
+			j = (j + 1) & (nslots - 1);
+		m->defs[j] = old[i];
+	}
 	free(old);
 	return 1;
 }
@@ -100,17 +118,18 @@ static int collect_macro(Dwarf_Macro *macro, void *arg)
 	if (dwarf_macro_param2(macro, NULL, &str) != 0 || !str)
 		return DWARF_CB_OK;
 	size_t n = name_len(str);
-	if (!n)
+	if (!n || n > UINT32_MAX)
 		return DWARF_CB_OK;
 	struct dw_macros *m = c->m;
 	if ((m->count + 1) * 2 > m->nslots && !grow(m)) {
 		c->failed = 1;
 		return DWARF_CB_ABORT;
 	}
-	size_t i = slot_of(m, str, n);
-	if (!m->defs[i])
+	uint32_t hash = hash_n(str, n);
+	size_t i = slot_of(m, str, n, hash);
+	if (!m->defs[i].def)
 		m->count++;
-	m->defs[i] = str;
+	m->defs[i] = (struct def_slot){str, hash, (uint32_t)n};
 	return DWARF_CB_OK;
 }
 
@@ -229,7 +248,9 @@ static const char *lookup_def(const struct dw_macros *m, const char *name,
 {
 	if (!m)
 		return NULL;
-	const char *d = m->defs[slot_of(m, name, n)];
+	if (n > UINT32_MAX)
+		return NULL;
+	const char *d = m->defs[slot_of(m, name, n, hash_n(name, n))].def;
 	/* An undef entry holds just the name. */
 	return d && d[n] != '\0' ? d : NULL;
 }
