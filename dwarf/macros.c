@@ -80,6 +80,27 @@ static int grow(struct dw_macros *m)
  * their offsets are queued and read after the unit itself. */
 #define MAX_IMPORTS 4096
 
+/* What one macro entry means here: a definition or #undef (def, its
+ * text), an import (def NULL, the unit's offset), or nothing to keep. */
+struct macro_event {
+	const char *def;
+	Dwarf_Off import;
+};
+
+/* The events of one imported macro unit, in order, as libdw gave them.
+ * The units of a library import mostly the same headers' units: each is
+ * read from .debug_macro once and replayed for every unit importing it. */
+struct imported {
+	Dwarf_Off off;
+	struct macro_event *events;
+	size_t count, cap;
+};
+
+struct dw_macro_cache {
+	struct imported *units;
+	size_t count, cap;
+};
+
 struct collect {
 	struct dw_macros *m;
 	int failed;
@@ -87,50 +108,135 @@ struct collect {
 	size_t nimports;
 };
 
-/* Last definition wins; #undef removes by leaving a tombstone-free gap is
- * not possible with linear probing, so an undef stores the bare name, which
- * the evaluator treats as undefined (no body). */
-static int collect_macro(Dwarf_Macro *macro, void *arg)
+/* 1 with *ev set for an entry to keep, 0 for one to skip. */
+static int macro_event(Dwarf_Macro *macro, struct macro_event *ev)
 {
-	struct collect *c = arg;
 	unsigned int opcode;
 	const char *str;
 	if (dwarf_macro_opcode(macro, &opcode) != 0)
-		return DWARF_CB_OK;
+		return 0;
 	if (opcode == DW_MACRO_import || opcode == DW_MACRO_import_sup) {
 		Dwarf_Attribute attr;
 		Dwarf_Word off;
-		if (dwarf_macro_param(macro, 0, &attr) == 0 &&
-		    dwarf_formudata(&attr, &off) == 0) {
-			for (size_t i = 0; i < c->nimports; i++)
-				if (c->imports[i] == off)
-					return DWARF_CB_OK;
-			if (c->nimports < MAX_IMPORTS)
-				c->imports[c->nimports++] = off;
-		}
-		return DWARF_CB_OK;
+		if (dwarf_macro_param(macro, 0, &attr) != 0 ||
+		    dwarf_formudata(&attr, &off) != 0)
+			return 0;
+		*ev = (struct macro_event){NULL, off};
+		return 1;
 	}
 	if (opcode != DW_MACRO_define && opcode != DW_MACRO_define_strp &&
 	    opcode != DW_MACRO_define_strx && opcode != DW_MACRO_define_sup &&
 	    opcode != DW_MACRO_undef && opcode != DW_MACRO_undef_strp &&
 	    opcode != DW_MACRO_undef_strx && opcode != DW_MACRO_undef_sup)
-		return DWARF_CB_OK;
+		return 0;
 	if (dwarf_macro_param2(macro, NULL, &str) != 0 || !str)
-		return DWARF_CB_OK;
+		return 0;
+	*ev = (struct macro_event){str, 0};
+	return 1;
+}
+
+/* Last definition wins; #undef removes by leaving a tombstone-free gap is
+ * not possible with linear probing, so an undef stores the bare name, which
+ * the evaluator treats as undefined (no body). */
+static int apply_event(struct collect *c, const struct macro_event *ev)
+{
+	if (!ev->def) {
+		for (size_t i = 0; i < c->nimports; i++)
+			if (c->imports[i] == ev->import)
+				return 1;
+		if (c->nimports < MAX_IMPORTS)
+			c->imports[c->nimports++] = ev->import;
+		return 1;
+	}
+	const char *str = ev->def;
 	size_t n = name_len(str);
 	if (!n || n > UINT32_MAX)
-		return DWARF_CB_OK;
+		return 1;
 	struct dw_macros *m = c->m;
 	if ((m->count + 1) * 2 > m->nslots && !grow(m)) {
 		c->failed = 1;
-		return DWARF_CB_ABORT;
+		return 0;
 	}
 	uint32_t hash = hash_n(str, n);
 	size_t i = slot_of(m, str, n, hash);
 	if (!m->defs[i].def)
 		m->count++;
 	m->defs[i] = (struct def_slot){str, hash, (uint32_t)n};
+	return 1;
+}
+
+static int collect_macro(Dwarf_Macro *macro, void *arg)
+{
+	struct macro_event ev;
+	if (!macro_event(macro, &ev))
+		return DWARF_CB_OK;
+	return apply_event(arg, &ev) ? DWARF_CB_OK : DWARF_CB_ABORT;
+}
+
+/* Recording an imported unit: -1 in cap when out of memory. */
+static int record_macro(Dwarf_Macro *macro, void *arg)
+{
+	struct imported *u = arg;
+	struct macro_event ev;
+	if (!macro_event(macro, &ev))
+		return DWARF_CB_OK;
+	if (u->count == u->cap) {
+		size_t cap = u->cap ? u->cap * 2 : 256;
+		struct macro_event *e = realloc(u->events, cap * sizeof(*e));
+		if (!e) {
+			u->cap = (size_t)-1;
+			return DWARF_CB_ABORT;
+		}
+		u->events = e;
+		u->cap = cap;
+	}
+	u->events[u->count++] = ev;
 	return DWARF_CB_OK;
+}
+
+struct dw_macro_cache *dw_macro_cache_create(void)
+{
+	return calloc(1, sizeof(struct dw_macro_cache));
+}
+
+void dw_macro_cache_destroy(struct dw_macro_cache *cache)
+{
+	if (!cache)
+		return;
+	for (size_t i = 0; i < cache->count; i++)
+		free(cache->units[i].events);
+	free(cache->units);
+	free(cache);
+}
+
+/* The events of the imported unit at off, read on first use; NULL when
+ * out of memory. */
+static const struct imported *imported_unit(struct dw_macro_cache *cache,
+					    Dwarf *dwarf, Dwarf_Off off)
+{
+	for (size_t i = 0; i < cache->count; i++)
+		if (cache->units[i].off == off)
+			return &cache->units[i];
+	if (cache->count == cache->cap) {
+		size_t cap = cache->cap ? cache->cap * 2 : 512;
+		struct imported *u = realloc(cache->units, cap * sizeof(*u));
+		if (!u)
+			return NULL;
+		cache->units = u;
+		cache->cap = cap;
+	}
+	struct imported *u = &cache->units[cache->count];
+	*u = (struct imported){.off = off};
+	ptrdiff_t t = DWARF_GETMACROS_START;
+	do {
+		t = dwarf_getmacros_off(dwarf, off, record_macro, u, t);
+	} while (t > 0);
+	if (u->cap == (size_t)-1) {
+		free(u->events);
+		return NULL;
+	}
+	cache->count++;
+	return u;
 }
 
 /* The bytes of .debug_macro, or NULL. */
@@ -185,6 +291,18 @@ static bool unit_macro_offset(Dwarf_Die *cudie, Dwarf_Off *off)
 struct cs_error *dw_macros_load(struct dw_index *idx, const char *unit,
 				struct dw_macros **ret)
 {
+	struct dw_macro_cache *cache = dw_macro_cache_create();
+	if (!cache)
+		return &cs_error_nomem;
+	struct cs_error *err = dw_macros_load_cached(idx, cache, unit, ret);
+	dw_macro_cache_destroy(cache);
+	return err;
+}
+
+struct cs_error *dw_macros_load_cached(struct dw_index *idx,
+				       struct dw_macro_cache *cache,
+				       const char *unit, struct dw_macros **ret)
+{
 	*ret = NULL;
 	Dwarf_Die cudie;
 	if (!dw_index_unit(idx, unit, &cudie) ||
@@ -215,11 +333,14 @@ struct cs_error *dw_macros_load(struct dw_index *idx, const char *unit,
 	for (size_t i = 0; token == 0 && !c->failed && i < c->nimports; i++) {
 		if (!macro_unit_safe(dwarf, c->imports[i]))
 			continue;
-		ptrdiff_t t = DWARF_GETMACROS_START;
-		do {
-			t = dwarf_getmacros_off(dwarf, c->imports[i],
-						collect_macro, c, t);
-		} while (t > 0);
+		const struct imported *u =
+			imported_unit(cache, dwarf, c->imports[i]);
+		if (!u) {
+			c->failed = 1;
+			break;
+		}
+		for (size_t e = 0; e < u->count && !c->failed; e++)
+			apply_event(c, &u->events[e]);
 	}
 	int failed = c->failed;
 	free(c);
