@@ -85,6 +85,7 @@ static int grow(struct dw_macros *m)
 struct macro_event {
 	const char *def;
 	Dwarf_Off import;
+	uint32_t hash, len; /* of a definition's name */
 };
 
 /* The events of one imported macro unit, in order, as libdw gave them.
@@ -108,7 +109,8 @@ struct collect {
 	size_t nimports;
 };
 
-/* 1 with *ev set for an entry to keep, 0 for one to skip. */
+/* 1 with *ev set for an entry to keep, 0 for one to skip (also a
+ * definition without a name). */
 static int macro_event(Dwarf_Macro *macro, struct macro_event *ev)
 {
 	unsigned int opcode;
@@ -121,7 +123,7 @@ static int macro_event(Dwarf_Macro *macro, struct macro_event *ev)
 		if (dwarf_macro_param(macro, 0, &attr) != 0 ||
 		    dwarf_formudata(&attr, &off) != 0)
 			return 0;
-		*ev = (struct macro_event){NULL, off};
+		*ev = (struct macro_event){NULL, off, 0, 0};
 		return 1;
 	}
 	if (opcode != DW_MACRO_define && opcode != DW_MACRO_define_strp &&
@@ -131,7 +133,10 @@ static int macro_event(Dwarf_Macro *macro, struct macro_event *ev)
 		return 0;
 	if (dwarf_macro_param2(macro, NULL, &str) != 0 || !str)
 		return 0;
-	*ev = (struct macro_event){str, 0};
+	size_t n = name_len(str);
+	if (!n || n > UINT32_MAX)
+		return 0;
+	*ev = (struct macro_event){str, 0, hash_n(str, n), (uint32_t)n};
 	return 1;
 }
 
@@ -148,20 +153,15 @@ static int apply_event(struct collect *c, const struct macro_event *ev)
 			c->imports[c->nimports++] = ev->import;
 		return 1;
 	}
-	const char *str = ev->def;
-	size_t n = name_len(str);
-	if (!n || n > UINT32_MAX)
-		return 1;
 	struct dw_macros *m = c->m;
 	if ((m->count + 1) * 2 > m->nslots && !grow(m)) {
 		c->failed = 1;
 		return 0;
 	}
-	uint32_t hash = hash_n(str, n);
-	size_t i = slot_of(m, str, n, hash);
+	size_t i = slot_of(m, ev->def, ev->len, ev->hash);
 	if (!m->defs[i].def)
 		m->count++;
-	m->defs[i] = (struct def_slot){str, hash, (uint32_t)n};
+	m->defs[i] = (struct def_slot){ev->def, ev->hash, ev->len};
 	return 1;
 }
 
