@@ -16,15 +16,12 @@ struct def_slot {
 	uint32_t len;
 };
 
-/* One table per unit: macro name -> definition text ("NAME(p) body"). */
-struct dw_macros {
-	struct dw_index *idx;
-	struct def_slot *defs; /* open addressing; strings owned by libdw */
+/* Macro name -> definition text ("NAME(p) body") of one macro unit, the
+ * last definition winning; open addressing, strings owned by libdw. */
+struct def_table {
+	struct def_slot *defs;
 	size_t nslots, count;
 };
-
-/* A unit of Ruby's holds 5,000 to 7,500 macros: room for them at once. */
-#define FIRST_SLOTS 16384
 
 static size_t name_len(const char *def)
 {
@@ -42,155 +39,151 @@ static uint32_t hash_n(const char *s, size_t n)
 	return h;
 }
 
-static size_t slot_of(const struct dw_macros *m, const char *name, size_t n,
+static size_t slot_of(const struct def_table *t, const char *name, size_t n,
 		      uint32_t hash)
 {
-	size_t i = hash & (m->nslots - 1);
-	while (m->defs[i].def &&
-	       !(m->defs[i].hash == hash && m->defs[i].len == n &&
-		 memcmp(m->defs[i].def, name, n) == 0))
-		i = (i + 1) & (m->nslots - 1);
+	size_t i = hash & (t->nslots - 1);
+	while (t->defs[i].def &&
+	       !(t->defs[i].hash == hash && t->defs[i].len == n &&
+		 memcmp(t->defs[i].def, name, n) == 0))
+		i = (i + 1) & (t->nslots - 1);
 	return i;
 }
 
-static int grow(struct dw_macros *m)
+static int grow(struct def_table *t)
 {
-	size_t nslots = m->nslots ? m->nslots * 2 : FIRST_SLOTS;
-	struct def_slot *old = m->defs;
-	size_t oldn = m->nslots;
-	m->defs = calloc(nslots, sizeof(*m->defs));
-	if (!m->defs) {
-		m->defs = old;
+	size_t nslots = t->nslots ? t->nslots * 2 : 64;
+	struct def_slot *defs = calloc(nslots, sizeof(*defs));
+	if (!defs)
 		return 0;
-	}
-	m->nslots = nslots;
-	for (size_t i = 0; i < oldn; i++) {
-		if (!old[i].def)
+	for (size_t i = 0; i < t->nslots; i++) {
+		if (!t->defs[i].def)
 			continue;
-		size_t j = old[i].hash & (nslots - 1);
-		while (m->defs[j].def)
+		size_t j = t->defs[i].hash & (nslots - 1);
+		while (defs[j].def)
 			j = (j + 1) & (nslots - 1);
-		m->defs[j] = old[i];
+		defs[j] = t->defs[i];
 	}
-	free(old);
-	return 1;
-}
-
-/* Header macros sit in shared units the CU imports (DW_MACRO_import):
- * their offsets are queued and read after the unit itself. */
-#define MAX_IMPORTS 4096
-
-/* What one macro entry means here: a definition or #undef (def, its
- * text), an import (def NULL, the unit's offset), or nothing to keep. */
-struct macro_event {
-	const char *def;
-	Dwarf_Off import;
-	uint32_t hash, len; /* of a definition's name */
-};
-
-/* The events of one imported macro unit, in order, as libdw gave them.
- * The units of a library import mostly the same headers' units: each is
- * read from .debug_macro once and replayed for every unit importing it. */
-struct imported {
-	Dwarf_Off off;
-	struct macro_event *events;
-	size_t count, cap;
-};
-
-struct dw_macro_cache {
-	struct imported *units;
-	size_t count, cap;
-};
-
-struct collect {
-	struct dw_macros *m;
-	int failed;
-	Dwarf_Off imports[MAX_IMPORTS];
-	size_t nimports;
-};
-
-/* 1 with *ev set for an entry to keep, 0 for one to skip (also a
- * definition without a name). */
-static int macro_event(Dwarf_Macro *macro, struct macro_event *ev)
-{
-	unsigned int opcode;
-	const char *str;
-	if (dwarf_macro_opcode(macro, &opcode) != 0)
-		return 0;
-	if (opcode == DW_MACRO_import || opcode == DW_MACRO_import_sup) {
-		Dwarf_Attribute attr;
-		Dwarf_Word off;
-		if (dwarf_macro_param(macro, 0, &attr) != 0 ||
-		    dwarf_formudata(&attr, &off) != 0)
-			return 0;
-		*ev = (struct macro_event){NULL, off, 0, 0};
-		return 1;
-	}
-	if (opcode != DW_MACRO_define && opcode != DW_MACRO_define_strp &&
-	    opcode != DW_MACRO_define_strx && opcode != DW_MACRO_define_sup &&
-	    opcode != DW_MACRO_undef && opcode != DW_MACRO_undef_strp &&
-	    opcode != DW_MACRO_undef_strx && opcode != DW_MACRO_undef_sup)
-		return 0;
-	if (dwarf_macro_param2(macro, NULL, &str) != 0 || !str)
-		return 0;
-	size_t n = name_len(str);
-	if (!n || n > UINT32_MAX)
-		return 0;
-	*ev = (struct macro_event){str, 0, hash_n(str, n), (uint32_t)n};
+	free(t->defs);
+	t->defs = defs;
+	t->nslots = nslots;
 	return 1;
 }
 
 /* Last definition wins; #undef removes by leaving a tombstone-free gap is
  * not possible with linear probing, so an undef stores the bare name, which
  * the evaluator treats as undefined (no body). */
-static int apply_event(struct collect *c, const struct macro_event *ev)
+static int table_put(struct def_table *t, const char *def, uint32_t hash,
+		     uint32_t len)
 {
-	if (!ev->def) {
-		for (size_t i = 0; i < c->nimports; i++)
-			if (c->imports[i] == ev->import)
-				return 1;
-		if (c->nimports < MAX_IMPORTS)
-			c->imports[c->nimports++] = ev->import;
-		return 1;
-	}
-	struct dw_macros *m = c->m;
-	if ((m->count + 1) * 2 > m->nslots && !grow(m)) {
-		c->failed = 1;
+	if ((t->count + 1) * 2 > t->nslots && !grow(t))
 		return 0;
+	size_t i = slot_of(t, def, len, hash);
+	if (!t->defs[i].def)
+		t->count++;
+	t->defs[i] = (struct def_slot){def, hash, len};
+	return 1;
+}
+
+/* The definition (or undef) of name in t, or NULL when t has none. */
+static const char *table_get(const struct def_table *t, const char *name,
+			     size_t n, uint32_t hash)
+{
+	return t->count ? t->defs[slot_of(t, name, n, hash)].def : NULL;
+}
+
+/* Header macros sit in shared units the CU imports (DW_MACRO_import):
+ * their offsets are queued and read after the unit itself, the last
+ * definition of a name in that order winning. */
+#define MAX_IMPORTS 4096
+
+/* An imported macro unit, read once for all the units importing it (the
+ * units of a library import mostly the same headers' units): its own
+ * definitions and the units it imports in turn, in order. */
+struct imported {
+	Dwarf_Off off;
+	struct def_table table;
+	Dwarf_Off *imports;
+	size_t nimports;
+};
+
+struct dw_macro_cache {
+	struct imported **units;
+	size_t count, cap;
+};
+
+/* The macros of one unit: its own macro unit's definitions, then those of
+ * the units it imports (directly or not), in the order they are applied;
+ * a name's definition is the one in the last of them that has it. */
+struct dw_macros {
+	struct dw_index *idx;
+	struct def_table own;
+	const struct imported **sources;
+	size_t nsources;
+	size_t count; /* definitions (and undefs) in all of them */
+	struct dw_macro_cache *owned_cache; /* dw_macros_load's own */
+};
+
+/* Reading one macro unit: its table, and the units it imports in order
+ * (each once), up to MAX_IMPORTS. */
+struct collect {
+	struct def_table *table;
+	int failed;
+	Dwarf_Off *imports;
+	size_t nimports, cap;
+};
+
+static int queue_import(struct collect *c, Dwarf_Off off)
+{
+	for (size_t i = 0; i < c->nimports; i++)
+		if (c->imports[i] == off)
+			return 1;
+	if (c->nimports >= MAX_IMPORTS)
+		return 1;
+	if (c->nimports == c->cap) {
+		size_t cap = c->cap ? c->cap * 2 : 16;
+		Dwarf_Off *n = realloc(c->imports, cap * sizeof(*n));
+		if (!n)
+			return 0;
+		c->imports = n;
+		c->cap = cap;
 	}
-	size_t i = slot_of(m, ev->def, ev->len, ev->hash);
-	if (!m->defs[i].def)
-		m->count++;
-	m->defs[i] = (struct def_slot){ev->def, ev->hash, ev->len};
+	c->imports[c->nimports++] = off;
 	return 1;
 }
 
 static int collect_macro(Dwarf_Macro *macro, void *arg)
 {
-	struct macro_event ev;
-	if (!macro_event(macro, &ev))
+	struct collect *c = arg;
+	unsigned int opcode;
+	const char *str;
+	if (dwarf_macro_opcode(macro, &opcode) != 0)
 		return DWARF_CB_OK;
-	return apply_event(arg, &ev) ? DWARF_CB_OK : DWARF_CB_ABORT;
-}
-
-/* Recording an imported unit: -1 in cap when out of memory. */
-static int record_macro(Dwarf_Macro *macro, void *arg)
-{
-	struct imported *u = arg;
-	struct macro_event ev;
-	if (!macro_event(macro, &ev))
-		return DWARF_CB_OK;
-	if (u->count == u->cap) {
-		size_t cap = u->cap ? u->cap * 2 : 256;
-		struct macro_event *e = realloc(u->events, cap * sizeof(*e));
-		if (!e) {
-			u->cap = (size_t)-1;
+	if (opcode == DW_MACRO_import || opcode == DW_MACRO_import_sup) {
+		Dwarf_Attribute attr;
+		Dwarf_Word off;
+		if (dwarf_macro_param(macro, 0, &attr) == 0 &&
+		    dwarf_formudata(&attr, &off) == 0 &&
+		    !queue_import(c, off)) {
+			c->failed = 1;
 			return DWARF_CB_ABORT;
 		}
-		u->events = e;
-		u->cap = cap;
+		return DWARF_CB_OK;
 	}
-	u->events[u->count++] = ev;
+	if (opcode != DW_MACRO_define && opcode != DW_MACRO_define_strp &&
+	    opcode != DW_MACRO_define_strx && opcode != DW_MACRO_define_sup &&
+	    opcode != DW_MACRO_undef && opcode != DW_MACRO_undef_strp &&
+	    opcode != DW_MACRO_undef_strx && opcode != DW_MACRO_undef_sup)
+		return DWARF_CB_OK;
+	if (dwarf_macro_param2(macro, NULL, &str) != 0 || !str)
+		return DWARF_CB_OK;
+	size_t n = name_len(str);
+	if (!n || n > UINT32_MAX)
+		return DWARF_CB_OK;
+	if (!table_put(c->table, str, hash_n(str, n), (uint32_t)n)) {
+		c->failed = 1;
+		return DWARF_CB_ABORT;
+	}
 	return DWARF_CB_OK;
 }
 
@@ -199,43 +192,56 @@ struct dw_macro_cache *dw_macro_cache_create(void)
 	return calloc(1, sizeof(struct dw_macro_cache));
 }
 
+static void imported_free(struct imported *u)
+{
+	if (!u)
+		return;
+	free(u->table.defs);
+	free(u->imports);
+	free(u);
+}
+
 void dw_macro_cache_destroy(struct dw_macro_cache *cache)
 {
 	if (!cache)
 		return;
 	for (size_t i = 0; i < cache->count; i++)
-		free(cache->units[i].events);
+		imported_free(cache->units[i]);
 	free(cache->units);
 	free(cache);
 }
 
-/* The events of the imported unit at off, read on first use; NULL when
- * out of memory. */
+/* The imported unit at off, read on first use; NULL when out of memory. */
 static const struct imported *imported_unit(struct dw_macro_cache *cache,
 					    Dwarf *dwarf, Dwarf_Off off)
 {
 	for (size_t i = 0; i < cache->count; i++)
-		if (cache->units[i].off == off)
-			return &cache->units[i];
+		if (cache->units[i]->off == off)
+			return cache->units[i];
 	if (cache->count == cache->cap) {
 		size_t cap = cache->cap ? cache->cap * 2 : 512;
-		struct imported *u = realloc(cache->units, cap * sizeof(*u));
-		if (!u)
+		struct imported **n = realloc(cache->units, cap * sizeof(*n));
+		if (!n)
 			return NULL;
-		cache->units = u;
+		cache->units = n;
 		cache->cap = cap;
 	}
-	struct imported *u = &cache->units[cache->count];
-	*u = (struct imported){.off = off};
+	struct imported *u = calloc(1, sizeof(*u));
+	if (!u)
+		return NULL;
+	u->off = off;
+	struct collect c = {.table = &u->table};
 	ptrdiff_t t = DWARF_GETMACROS_START;
 	do {
-		t = dwarf_getmacros_off(dwarf, off, record_macro, u, t);
+		t = dwarf_getmacros_off(dwarf, off, collect_macro, &c, t);
 	} while (t > 0);
-	if (u->cap == (size_t)-1) {
-		free(u->events);
+	u->imports = c.imports;
+	u->nimports = c.nimports;
+	if (c.failed) {
+		imported_free(u);
 		return NULL;
 	}
-	cache->count++;
+	cache->units[cache->count++] = u;
 	return u;
 }
 
@@ -295,7 +301,10 @@ struct cs_error *dw_macros_load(struct dw_index *idx, const char *unit,
 	if (!cache)
 		return &cs_error_nomem;
 	struct cs_error *err = dw_macros_load_cached(idx, cache, unit, ret);
-	dw_macro_cache_destroy(cache);
+	if (*ret)
+		(*ret)->owned_cache = cache;
+	else
+		dw_macro_cache_destroy(cache);
 	return err;
 }
 
@@ -314,37 +323,46 @@ struct cs_error *dw_macros_load_cached(struct dw_index *idx,
 	if (!unit_macro_offset(&cudie, &own) || !macro_unit_safe(dwarf, own))
 		return NULL; /* as without macros: the fallback table applies */
 	struct dw_macros *m = calloc(1, sizeof(*m));
-	if (!m || !grow(m)) {
-		free(m);
+	if (!m)
 		return &cs_error_nomem;
-	}
 	m->idx = idx;
-	struct collect *c = calloc(1, sizeof(*c));
-	if (!c) {
-		dw_macros_destroy(m);
-		return &cs_error_nomem;
-	}
-	c->m = m;
+	struct collect c = {.table = &m->own};
 	/* START: accept GNU/DWARF 5 .debug_macro, not just .debug_macinfo. */
 	ptrdiff_t token = DWARF_GETMACROS_START;
 	do {
-		token = dwarf_getmacros(&cudie, collect_macro, c, token);
+		token = dwarf_getmacros(&cudie, collect_macro, &c, token);
 	} while (token > 0);
-	for (size_t i = 0; token == 0 && !c->failed && i < c->nimports; i++) {
-		if (!macro_unit_safe(dwarf, c->imports[i]))
+	m->count = m->own.count;
+	/* The queue grows as imported units import others (each once). */
+	for (size_t i = 0; token == 0 && !c.failed && i < c.nimports; i++) {
+		if (!macro_unit_safe(dwarf, c.imports[i]))
 			continue;
 		const struct imported *u =
-			imported_unit(cache, dwarf, c->imports[i]);
+			imported_unit(cache, dwarf, c.imports[i]);
 		if (!u) {
-			c->failed = 1;
+			c.failed = 1;
 			break;
 		}
-		for (size_t e = 0; e < u->count && !c->failed; e++)
-			apply_event(c, &u->events[e]);
+		for (size_t j = 0; j < u->nimports && !c.failed; j++)
+			if (!queue_import(&c, u->imports[j]))
+				c.failed = 1;
+		if (!u->table.count)
+			continue;
+		if (m->nsources % 64 == 0) {
+			const struct imported **n =
+				realloc(m->sources,
+					(m->nsources + 64) * sizeof(*n));
+			if (!n) {
+				c.failed = 1;
+				break;
+			}
+			m->sources = n;
+		}
+		m->sources[m->nsources++] = u;
+		m->count += u->table.count;
 	}
-	int failed = c->failed;
-	free(c);
-	if (failed) {
+	free(c.imports);
+	if (c.failed) {
 		dw_macros_destroy(m);
 		return &cs_error_nomem;
 	}
@@ -360,18 +378,23 @@ void dw_macros_destroy(struct dw_macros *m)
 {
 	if (!m)
 		return;
-	free(m->defs);
+	free(m->own.defs);
+	free(m->sources);
+	dw_macro_cache_destroy(m->owned_cache);
 	free(m);
 }
 
 static const char *lookup_def(const struct dw_macros *m, const char *name,
 			      size_t n)
 {
-	if (!m)
+	if (!m || n > UINT32_MAX)
 		return NULL;
-	if (n > UINT32_MAX)
-		return NULL;
-	const char *d = m->defs[slot_of(m, name, n, hash_n(name, n))].def;
+	uint32_t hash = hash_n(name, n);
+	const char *d = NULL;
+	for (size_t i = m->nsources; !d && i > 0; i--)
+		d = table_get(&m->sources[i - 1]->table, name, n, hash);
+	if (!d)
+		d = table_get(&m->own, name, n, hash);
 	/* An undef entry holds just the name. */
 	return d && d[n] != '\0' ? d : NULL;
 }
