@@ -232,7 +232,7 @@ demo: deps $(BUILD)/corestack
 	./fixtures/demo.sh $(BUILD)/corestack
 
 $(BUILD)/bench-inflate: tests/bench/inflate.c | $(BUILD)
-	$(CC) $(WARN) -O2 $< -lelf -o $@
+	$(CC) $(WARN) -O2 $< -lelf -lz -o $@
 
 bench: deps $(BUILD)/corestack $(BUILD)/bench-inflate fixtures
 	python3 tests/bench_startup.py --corestack $(BUILD)/corestack
