@@ -372,8 +372,8 @@ int dw_index_find(struct dw_index *idx, enum dw_name_kind kind,
 int dw_index_unit(struct dw_index *idx, const char *basename, Dwarf_Die *ret)
 {
 	uint32_t u = first_unit(idx, basename, basename_hash(basename));
-	return u && dwarf_offdie(idx->dwarf, idx->units[u - 1].die_off,
-				 ret) != NULL;
+	return u &&
+	       dwarf_offdie(idx->dwarf, idx->units[u - 1].die_off, ret) != NULL;
 }
 
 const char *dw_index_unit_at(struct dw_index *idx, uint64_t pc)

@@ -349,9 +349,8 @@ struct cs_error *dw_macros_load_cached(struct dw_index *idx,
 		if (!u->table.count)
 			continue;
 		if (m->nsources % 64 == 0) {
-			const struct imported **n =
-				realloc(m->sources,
-					(m->nsources + 64) * sizeof(*n));
+			const struct imported **n = realloc(
+				m->sources, (m->nsources + 64) * sizeof(*n));
 			if (!n) {
 				c.failed = 1;
 				break;

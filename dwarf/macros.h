@@ -29,7 +29,8 @@ struct dw_macro_cache *dw_macro_cache_create(void);
 void dw_macro_cache_destroy(struct dw_macro_cache *cache);
 struct cs_error *dw_macros_load_cached(struct dw_index *idx,
 				       struct dw_macro_cache *cache,
-				       const char *unit, struct dw_macros **ret);
+				       const char *unit,
+				       struct dw_macros **ret);
 
 /* Evaluate macro `name` (with nargs integer arguments for a function-like
  * macro). CS_ERR_LOOKUP when undefined, CS_ERR_FORMAT when the body is not

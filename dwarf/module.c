@@ -392,8 +392,7 @@ struct lean_part {
 
 /* A zlib section's stream and inflated size, from its ELF compression
  * header; 0 if it is not zlib or the sizes are out of bounds. */
-static int zlib_section(Elf_Scn *scn, const Elf_Data *raw,
-			struct lean_part *p)
+static int zlib_section(Elf_Scn *scn, const Elf_Data *raw, struct lean_part *p)
 {
 	GElf_Chdr ch;
 	if (raw->d_size <= sizeof(Elf64_Chdr) || !gelf_getchdr(scn, &ch) ||
@@ -474,7 +473,8 @@ static Elf *lean_elf(struct dw_module *mod)
 		struct lean_part *p = &part[n];
 		memset(p, 0, sizeof(*p));
 		p->name = name;
-		if (!(sh.sh_flags & SHF_COMPRESSED) || !zlib_section(scn, raw, p)) {
+		if (!(sh.sh_flags & SHF_COMPRESSED) ||
+		    !zlib_section(scn, raw, p)) {
 			/* as it is: uncompressed, or for libdw to inflate */
 			p->in = raw->d_buf;
 			p->in_size = p->size = raw->d_size;

@@ -39,7 +39,8 @@ int main(int argc, char **argv)
 	Elf *elf = fd < 0 ? NULL : elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	size_t shstrndx;
 	if (!elf || elf_getshdrstrndx(elf, &shstrndx) != 0) {
-		fprintf(stderr, "bench-inflate: cannot read %s\n", argv[1 + image]);
+		fprintf(stderr, "bench-inflate: cannot read %s\n",
+			argv[1 + image]);
 		return 2;
 	}
 	size_t total = 0, inflated = 0;
