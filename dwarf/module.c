@@ -388,6 +388,7 @@ struct lean_part {
 	size_t size; /* in the image */
 	uint64_t flags;
 	int inflate; /* zlib stream of size bytes, inflated into the image */
+	const Elf_Data *raw; /* the section as stored (compressed) */
 };
 
 /* A zlib section's stream and inflated size, from its ELF compression
@@ -446,8 +447,8 @@ static char *image_alloc(size_t size)
  * caller then hands libdw the whole file). Compressed (zlib) sections are
  * inflated straight into the image, so their bytes are neither copied
  * compressed nor inflated into a buffer of libelf's. A stream that does
- * not inflate to its stated size gives NULL too: libdw, handed the whole
- * file, then leaves that section out as it does any it cannot inflate. */
+ * not inflate to its stated size is handed to libdw as stored, which then
+ * fails on it as it does on any section it cannot inflate. */
 static Elf *lean_elf(struct dw_module *mod)
 {
 	Elf *src = mod->debug_elf;
@@ -480,9 +481,13 @@ static Elf *lean_elf(struct dw_module *mod)
 			p->in_size = p->size = raw->d_size;
 			p->flags = sh.sh_flags & SHF_COMPRESSED;
 		}
+		p->raw = raw;
 		if (data_size > MAX * MAX_INFLATED)
 			return NULL;
-		data_size += align8(p->size);
+		/* room for the section as stored too: a stream that does not
+		 * inflate is handed over compressed */
+		data_size +=
+			align8(p->size > raw->d_size ? p->size : raw->d_size);
 		names_size += strlen(name) + 1;
 		n++;
 	}
@@ -519,10 +524,12 @@ static Elf *lean_elf(struct dw_module *mod)
 		if (!p->inflate) {
 			memcpy(image + pos, p->in, p->size);
 		} else if (!inflate_exact(p, (uint8_t *)image + pos)) {
-			munmap(image, total);
-			return NULL;
+			memcpy(image + pos, p->raw->d_buf, p->raw->d_size);
+			out->sh_size = p->raw->d_size;
+			out->sh_flags = SHF_COMPRESSED;
 		}
-		pos += align8(p->size);
+		pos += align8(p->size > p->raw->d_size ? p->size
+						       : p->raw->d_size);
 		strcpy(names + name_pos, p->name);
 		name_pos += strlen(p->name) + 1;
 	}
