@@ -232,7 +232,7 @@ demo: deps $(BUILD)/corestack
 	./fixtures/demo.sh $(BUILD)/corestack
 
 $(BUILD)/bench-inflate: tests/bench/inflate.c | $(BUILD)
-	$(CC) $(WARN) -O2 $< -lelf -o $@
+	$(CC) $(WARN) -O2 $< -lelf -lz -o $@
 
 # BASELINE=path: an older build run beside this one, in turn, where a
 # benchmark compares builds (start-up, the deep-thread core, a sample,

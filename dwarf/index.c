@@ -23,6 +23,8 @@ struct table {
 struct unit {
 	Dwarf_Off die_off;
 	const char *basename;
+	uint32_t basename_hash;
+	uint32_t next_same; /* index+1 of the next unit of this basename */
 	int indexed;
 	struct table names;
 };
@@ -32,6 +34,11 @@ struct dw_index {
 	Dwarf *dwarf;
 	struct unit *units;
 	size_t nunits, nindexed;
+	/* basename -> index+1 of its first unit (0 = empty); open
+	 * addressing, so a unit named as a hint is found without comparing
+	 * the name of every unit (a libruby has some 900) */
+	uint32_t *by_name;
+	size_t nslots; /* power of two */
 };
 
 static uint32_t name_hash(const char *s, enum dw_name_kind kind)
@@ -112,6 +119,59 @@ static const char *base_name(const char *path)
 	return slash ? slash + 1 : path;
 }
 
+static uint32_t basename_hash(const char *s)
+{
+	uint32_t h = 2166136261u;
+	for (; *s; s++)
+		h = (h ^ (uint8_t)*s) * 16777619u;
+	return h;
+}
+
+/* Index+1 of the first unit named basename, 0 if none. */
+static uint32_t first_unit(const struct dw_index *idx, const char *basename,
+			   uint32_t hash)
+{
+	for (size_t i = hash & (idx->nslots - 1);;
+	     i = (i + 1) & (idx->nslots - 1)) {
+		uint32_t s = idx->by_name[i];
+		if (!s || (idx->units[s - 1].basename_hash == hash &&
+			   strcmp(idx->units[s - 1].basename, basename) == 0))
+			return s;
+	}
+}
+
+/* The units by basename, each chained to the next of its name in unit
+ * order. */
+static int index_basenames(struct dw_index *idx)
+{
+	size_t nslots = 64;
+	while (nslots < 2 * idx->nunits)
+		nslots *= 2;
+	if (idx->nunits >= UINT32_MAX ||
+	    !(idx->by_name = calloc(nslots, sizeof(*idx->by_name))))
+		return 0;
+	idx->nslots = nslots;
+	uint32_t *last = calloc(nslots, sizeof(*last)); /* chain tails */
+	if (!last)
+		return 0;
+	for (size_t u = 0; u < idx->nunits; u++) {
+		struct unit *unit = &idx->units[u];
+		unit->basename_hash = basename_hash(unit->basename);
+		size_t i = unit->basename_hash & (nslots - 1);
+		while (idx->by_name[i] &&
+		       strcmp(idx->units[idx->by_name[i] - 1].basename,
+			      unit->basename) != 0)
+			i = (i + 1) & (nslots - 1);
+		if (!idx->by_name[i])
+			idx->by_name[i] = (uint32_t)(u + 1);
+		else
+			idx->units[last[i] - 1].next_same = (uint32_t)(u + 1);
+		last[i] = (uint32_t)(u + 1);
+	}
+	free(last);
+	return 1;
+}
+
 struct cs_error *dw_index_create(struct dw_module *mod, struct dw_index **ret)
 {
 	Dwarf *dwarf;
@@ -152,6 +212,10 @@ struct cs_error *dw_index_create(struct dw_module *mod, struct dw_index **ret)
 				       "%s: DWARF has no compile units",
 				       mod->debug_path);
 	}
+	if (!index_basenames(idx)) {
+		dw_index_destroy(idx);
+		return &cs_error_nomem;
+	}
 	*ret = idx;
 	return NULL;
 }
@@ -163,6 +227,7 @@ void dw_index_destroy(struct dw_index *idx)
 	for (size_t i = 0; i < idx->nunits; i++)
 		table_free(&idx->units[i].names);
 	free(idx->units);
+	free(idx->by_name);
 	free(idx);
 }
 
@@ -287,10 +352,10 @@ int dw_index_find(struct dw_index *idx, enum dw_name_kind kind,
 {
 	uint32_t hash = name_hash(name, kind);
 	for (const char *const *h = cu_hints; h && *h; h++)
-		for (size_t i = 0; i < idx->nunits; i++)
-			if (strcmp(idx->units[i].basename, *h) == 0 &&
-			    find_in_unit(idx, &idx->units[i], kind, name, hash,
-					 die, value))
+		for (uint32_t u = first_unit(idx, *h, basename_hash(*h)); u;
+		     u = idx->units[u - 1].next_same)
+			if (find_in_unit(idx, &idx->units[u - 1], kind, name,
+					 hash, die, value))
 				return 1;
 	if (cu_hints && cu_hints[0] && !scan_all)
 		return 0;
@@ -306,11 +371,9 @@ int dw_index_find(struct dw_index *idx, enum dw_name_kind kind,
 
 int dw_index_unit(struct dw_index *idx, const char *basename, Dwarf_Die *ret)
 {
-	for (size_t i = 0; i < idx->nunits; i++)
-		if (strcmp(idx->units[i].basename, basename) == 0)
-			return dwarf_offdie(idx->dwarf, idx->units[i].die_off,
-					    ret) != NULL;
-	return 0;
+	uint32_t u = first_unit(idx, basename, basename_hash(basename));
+	return u &&
+	       dwarf_offdie(idx->dwarf, idx->units[u - 1].die_off, ret) != NULL;
 }
 
 const char *dw_index_unit_at(struct dw_index *idx, uint64_t pc)

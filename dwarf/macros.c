@@ -8,10 +8,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* One table per unit: macro name -> definition text ("NAME(p) body"). */
-struct dw_macros {
-	struct dw_index *idx;
-	const char **defs; /* open addressing; strings owned by libdw */
+/* A definition with its name's hash and length, kept so that probing and
+ * growing never measure or hash a name again. */
+struct def_slot {
+	const char *def; /* NULL: empty */
+	uint32_t hash;
+	uint32_t len;
+};
+
+/* Macro name -> definition text ("NAME(p) body") of one macro unit, the
+ * last definition winning; open addressing, strings owned by libdw. */
+struct def_table {
+	struct def_slot *defs;
 	size_t nslots, count;
 };
 
@@ -31,47 +39,119 @@ static uint32_t hash_n(const char *s, size_t n)
 	return h;
 }
 
-static size_t slot_of(const struct dw_macros *m, const char *name, size_t n)
+static size_t slot_of(const struct def_table *t, const char *name, size_t n,
+		      uint32_t hash)
 {
-	size_t i = hash_n(name, n) & (m->nslots - 1);
-	while (m->defs[i] &&
-	       !(name_len(m->defs[i]) == n && memcmp(m->defs[i], name, n) == 0))
-		i = (i + 1) & (m->nslots - 1);
+	size_t i = hash & (t->nslots - 1);
+	while (t->defs[i].def &&
+	       !(t->defs[i].hash == hash && t->defs[i].len == n &&
+		 memcmp(t->defs[i].def, name, n) == 0))
+		i = (i + 1) & (t->nslots - 1);
 	return i;
 }
 
-static int grow(struct dw_macros *m)
+static int grow(struct def_table *t)
 {
-	size_t nslots = m->nslots ? m->nslots * 2 : 4096;
-	const char **old = m->defs;
-	size_t oldn = m->nslots;
-	m->defs = calloc(nslots, sizeof(*m->defs));
-	if (!m->defs) {
-		m->defs = old;
+	size_t nslots = t->nslots ? t->nslots * 2 : 64;
+	struct def_slot *defs = calloc(nslots, sizeof(*defs));
+	if (!defs)
 		return 0;
+	for (size_t i = 0; i < t->nslots; i++) {
+		if (!t->defs[i].def)
+			continue;
+		size_t j = t->defs[i].hash & (nslots - 1);
+		while (defs[j].def)
+			j = (j + 1) & (nslots - 1);
+		defs[j] = t->defs[i];
 	}
-	m->nslots = nslots;
-	for (size_t i = 0; i < oldn; i++)
-		if (old[i])
-			m->defs[slot_of(m, old[i], name_len(old[i]))] = old[i];
-	free(old);
+	free(t->defs);
+	t->defs = defs;
+	t->nslots = nslots;
 	return 1;
 }
-
-/* Header macros sit in shared units the CU imports (DW_MACRO_import):
- * their offsets are queued and read after the unit itself. */
-#define MAX_IMPORTS 4096
-
-struct collect {
-	struct dw_macros *m;
-	int failed;
-	Dwarf_Off imports[MAX_IMPORTS];
-	size_t nimports;
-};
 
 /* Last definition wins; #undef removes by leaving a tombstone-free gap is
  * not possible with linear probing, so an undef stores the bare name, which
  * the evaluator treats as undefined (no body). */
+static int table_put(struct def_table *t, const char *def, uint32_t hash,
+		     uint32_t len)
+{
+	if ((t->count + 1) * 2 > t->nslots && !grow(t))
+		return 0;
+	size_t i = slot_of(t, def, len, hash);
+	if (!t->defs[i].def)
+		t->count++;
+	t->defs[i] = (struct def_slot){def, hash, len};
+	return 1;
+}
+
+/* The definition (or undef) of name in t, or NULL when t has none. */
+static const char *table_get(const struct def_table *t, const char *name,
+			     size_t n, uint32_t hash)
+{
+	return t->count ? t->defs[slot_of(t, name, n, hash)].def : NULL;
+}
+
+/* Header macros sit in shared units the CU imports (DW_MACRO_import):
+ * their offsets are queued and read after the unit itself, the last
+ * definition of a name in that order winning. */
+#define MAX_IMPORTS 4096
+
+/* An imported macro unit, read once for all the units importing it (the
+ * units of a library import mostly the same headers' units): its own
+ * definitions and the units it imports in turn, in order. */
+struct imported {
+	Dwarf_Off off;
+	struct def_table table;
+	Dwarf_Off *imports;
+	size_t nimports;
+};
+
+struct dw_macro_cache {
+	struct imported **units;
+	size_t count, cap;
+};
+
+/* The macros of one unit: its own macro unit's definitions, then those of
+ * the units it imports (directly or not), in the order they are applied;
+ * a name's definition is the one in the last of them that has it. */
+struct dw_macros {
+	struct dw_index *idx;
+	struct def_table own;
+	const struct imported **sources;
+	size_t nsources;
+	size_t count; /* definitions (and undefs) in all of them */
+	struct dw_macro_cache *owned_cache; /* dw_macros_load's own */
+};
+
+/* Reading one macro unit: its table, and the units it imports in order
+ * (each once), up to MAX_IMPORTS. */
+struct collect {
+	struct def_table *table;
+	int failed;
+	Dwarf_Off *imports;
+	size_t nimports, cap;
+};
+
+static int queue_import(struct collect *c, Dwarf_Off off)
+{
+	for (size_t i = 0; i < c->nimports; i++)
+		if (c->imports[i] == off)
+			return 1;
+	if (c->nimports >= MAX_IMPORTS)
+		return 1;
+	if (c->nimports == c->cap) {
+		size_t cap = c->cap ? c->cap * 2 : 16;
+		Dwarf_Off *n = realloc(c->imports, cap * sizeof(*n));
+		if (!n)
+			return 0;
+		c->imports = n;
+		c->cap = cap;
+	}
+	c->imports[c->nimports++] = off;
+	return 1;
+}
+
 static int collect_macro(Dwarf_Macro *macro, void *arg)
 {
 	struct collect *c = arg;
@@ -83,12 +163,10 @@ static int collect_macro(Dwarf_Macro *macro, void *arg)
 		Dwarf_Attribute attr;
 		Dwarf_Word off;
 		if (dwarf_macro_param(macro, 0, &attr) == 0 &&
-		    dwarf_formudata(&attr, &off) == 0) {
-			for (size_t i = 0; i < c->nimports; i++)
-				if (c->imports[i] == off)
-					return DWARF_CB_OK;
-			if (c->nimports < MAX_IMPORTS)
-				c->imports[c->nimports++] = off;
+		    dwarf_formudata(&attr, &off) == 0 &&
+		    !queue_import(c, off)) {
+			c->failed = 1;
+			return DWARF_CB_ABORT;
 		}
 		return DWARF_CB_OK;
 	}
@@ -100,18 +178,71 @@ static int collect_macro(Dwarf_Macro *macro, void *arg)
 	if (dwarf_macro_param2(macro, NULL, &str) != 0 || !str)
 		return DWARF_CB_OK;
 	size_t n = name_len(str);
-	if (!n)
+	if (!n || n > UINT32_MAX)
 		return DWARF_CB_OK;
-	struct dw_macros *m = c->m;
-	if ((m->count + 1) * 2 > m->nslots && !grow(m)) {
+	if (!table_put(c->table, str, hash_n(str, n), (uint32_t)n)) {
 		c->failed = 1;
 		return DWARF_CB_ABORT;
 	}
-	size_t i = slot_of(m, str, n);
-	if (!m->defs[i])
-		m->count++;
-	m->defs[i] = str;
 	return DWARF_CB_OK;
+}
+
+struct dw_macro_cache *dw_macro_cache_create(void)
+{
+	return calloc(1, sizeof(struct dw_macro_cache));
+}
+
+static void imported_free(struct imported *u)
+{
+	if (!u)
+		return;
+	free(u->table.defs);
+	free(u->imports);
+	free(u);
+}
+
+void dw_macro_cache_destroy(struct dw_macro_cache *cache)
+{
+	if (!cache)
+		return;
+	for (size_t i = 0; i < cache->count; i++)
+		imported_free(cache->units[i]);
+	free(cache->units);
+	free(cache);
+}
+
+/* The imported unit at off, read on first use; NULL when out of memory. */
+static const struct imported *imported_unit(struct dw_macro_cache *cache,
+					    Dwarf *dwarf, Dwarf_Off off)
+{
+	for (size_t i = 0; i < cache->count; i++)
+		if (cache->units[i]->off == off)
+			return cache->units[i];
+	if (cache->count == cache->cap) {
+		size_t cap = cache->cap ? cache->cap * 2 : 512;
+		struct imported **n = realloc(cache->units, cap * sizeof(*n));
+		if (!n)
+			return NULL;
+		cache->units = n;
+		cache->cap = cap;
+	}
+	struct imported *u = calloc(1, sizeof(*u));
+	if (!u)
+		return NULL;
+	u->off = off;
+	struct collect c = {.table = &u->table};
+	ptrdiff_t t = DWARF_GETMACROS_START;
+	do {
+		t = dwarf_getmacros_off(dwarf, off, collect_macro, &c, t);
+	} while (t > 0);
+	u->imports = c.imports;
+	u->nimports = c.nimports;
+	if (c.failed) {
+		imported_free(u);
+		return NULL;
+	}
+	cache->units[cache->count++] = u;
+	return u;
 }
 
 /* The bytes of .debug_macro, or NULL. */
@@ -166,6 +297,21 @@ static bool unit_macro_offset(Dwarf_Die *cudie, Dwarf_Off *off)
 struct cs_error *dw_macros_load(struct dw_index *idx, const char *unit,
 				struct dw_macros **ret)
 {
+	struct dw_macro_cache *cache = dw_macro_cache_create();
+	if (!cache)
+		return &cs_error_nomem;
+	struct cs_error *err = dw_macros_load_cached(idx, cache, unit, ret);
+	if (*ret)
+		(*ret)->owned_cache = cache;
+	else
+		dw_macro_cache_destroy(cache);
+	return err;
+}
+
+struct cs_error *dw_macros_load_cached(struct dw_index *idx,
+				       struct dw_macro_cache *cache,
+				       const char *unit, struct dw_macros **ret)
+{
 	*ret = NULL;
 	Dwarf_Die cudie;
 	if (!dw_index_unit(idx, unit, &cudie) ||
@@ -177,34 +323,45 @@ struct cs_error *dw_macros_load(struct dw_index *idx, const char *unit,
 	if (!unit_macro_offset(&cudie, &own) || !macro_unit_safe(dwarf, own))
 		return NULL; /* as without macros: the fallback table applies */
 	struct dw_macros *m = calloc(1, sizeof(*m));
-	if (!m || !grow(m)) {
-		free(m);
+	if (!m)
 		return &cs_error_nomem;
-	}
 	m->idx = idx;
-	struct collect *c = calloc(1, sizeof(*c));
-	if (!c) {
-		dw_macros_destroy(m);
-		return &cs_error_nomem;
-	}
-	c->m = m;
+	struct collect c = {.table = &m->own};
 	/* START: accept GNU/DWARF 5 .debug_macro, not just .debug_macinfo. */
 	ptrdiff_t token = DWARF_GETMACROS_START;
 	do {
-		token = dwarf_getmacros(&cudie, collect_macro, c, token);
+		token = dwarf_getmacros(&cudie, collect_macro, &c, token);
 	} while (token > 0);
-	for (size_t i = 0; token == 0 && !c->failed && i < c->nimports; i++) {
-		if (!macro_unit_safe(dwarf, c->imports[i]))
+	m->count = m->own.count;
+	/* The queue grows as imported units import others (each once). */
+	for (size_t i = 0; token == 0 && !c.failed && i < c.nimports; i++) {
+		if (!macro_unit_safe(dwarf, c.imports[i]))
 			continue;
-		ptrdiff_t t = DWARF_GETMACROS_START;
-		do {
-			t = dwarf_getmacros_off(dwarf, c->imports[i],
-						collect_macro, c, t);
-		} while (t > 0);
+		const struct imported *u =
+			imported_unit(cache, dwarf, c.imports[i]);
+		if (!u) {
+			c.failed = 1;
+			break;
+		}
+		for (size_t j = 0; j < u->nimports && !c.failed; j++)
+			if (!queue_import(&c, u->imports[j]))
+				c.failed = 1;
+		if (!u->table.count)
+			continue;
+		if (m->nsources % 64 == 0) {
+			const struct imported **n = realloc(
+				m->sources, (m->nsources + 64) * sizeof(*n));
+			if (!n) {
+				c.failed = 1;
+				break;
+			}
+			m->sources = n;
+		}
+		m->sources[m->nsources++] = u;
+		m->count += u->table.count;
 	}
-	int failed = c->failed;
-	free(c);
-	if (failed) {
+	free(c.imports);
+	if (c.failed) {
 		dw_macros_destroy(m);
 		return &cs_error_nomem;
 	}
@@ -220,16 +377,23 @@ void dw_macros_destroy(struct dw_macros *m)
 {
 	if (!m)
 		return;
-	free(m->defs);
+	free(m->own.defs);
+	free(m->sources);
+	dw_macro_cache_destroy(m->owned_cache);
 	free(m);
 }
 
 static const char *lookup_def(const struct dw_macros *m, const char *name,
 			      size_t n)
 {
-	if (!m)
+	if (!m || n > UINT32_MAX)
 		return NULL;
-	const char *d = m->defs[slot_of(m, name, n)];
+	uint32_t hash = hash_n(name, n);
+	const char *d = NULL;
+	for (size_t i = m->nsources; !d && i > 0; i--)
+		d = table_get(&m->sources[i - 1]->table, name, n, hash);
+	if (!d)
+		d = table_get(&m->own, name, n, hash);
 	/* An undef entry holds just the name. */
 	return d && d[n] != '\0' ? d : NULL;
 }

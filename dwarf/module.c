@@ -7,11 +7,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 static const char *const default_debug_dirs[] = {"/usr/lib/debug", NULL};
 
@@ -327,7 +330,8 @@ void dw_module_close(struct dw_module *mod)
 		dwarf_end(mod->dwarf);
 	if (mod->lean_elf)
 		elf_end(mod->lean_elf);
-	free(mod->lean_image);
+	if (mod->lean_image)
+		munmap(mod->lean_image, mod->lean_size);
 	if (mod->debug_elf && mod->debug_elf != mod->elf)
 		elf_end(mod->debug_elf);
 	if (mod->debug_fd >= 0)
@@ -372,8 +376,79 @@ static size_t align8(size_t n)
 	return (n + 7) & ~(size_t)7;
 }
 
+/* The largest section inflated here; beyond it (or past zlib's greatest
+ * ratio, 1032:1) the section is handed to libdw still compressed. */
+#define MAX_INFLATED ((size_t)1 << 30)
+
+/* What one kept section becomes in the lean image. */
+struct lean_part {
+	const char *name;
+	const uint8_t *in; /* compressed stream, or the bytes themselves */
+	size_t in_size;
+	size_t size; /* in the image */
+	uint64_t flags;
+	int inflate; /* zlib stream of size bytes, inflated into the image */
+	const Elf_Data *raw; /* the section as stored (compressed) */
+};
+
+/* A zlib section's stream and inflated size, from its ELF compression
+ * header; 0 if it is not zlib or the sizes are out of bounds. */
+static int zlib_section(Elf_Scn *scn, const Elf_Data *raw, struct lean_part *p)
+{
+	GElf_Chdr ch;
+	if (raw->d_size <= sizeof(Elf64_Chdr) || !gelf_getchdr(scn, &ch) ||
+	    ch.ch_type != ELFCOMPRESS_ZLIB || ch.ch_size == 0 ||
+	    ch.ch_size > MAX_INFLATED)
+		return 0;
+	p->in = (const uint8_t *)raw->d_buf + sizeof(Elf64_Chdr);
+	p->in_size = raw->d_size - sizeof(Elf64_Chdr);
+	if (p->in_size > UINT_MAX || ch.ch_size / 1032 > p->in_size)
+		return 0;
+	p->size = ch.ch_size;
+	p->inflate = 1;
+	return 1;
+}
+
+/* Inflate a whole zlib stream (its checksum checked) into exactly size
+ * bytes at out. */
+static int inflate_exact(const struct lean_part *p, uint8_t *out)
+{
+	z_stream s;
+	memset(&s, 0, sizeof(s));
+	if (inflateInit(&s) != Z_OK)
+		return 0;
+	s.next_in = (Bytef *)p->in;
+	s.avail_in = (uInt)p->in_size;
+	s.next_out = out;
+	s.avail_out = (uInt)p->size;
+	int r = inflate(&s, Z_FINISH);
+	int ok = r == Z_STREAM_END && s.avail_out == 0;
+	inflateEnd(&s);
+	return ok;
+}
+
+/* Memory for the lean image. It is written once, front to back, and is
+ * mostly inflated sections (megabytes): in transparent huge pages where
+ * the kernel gives them, one page fault per 2 MiB instead of one per
+ * 4 KiB. */
+static char *image_alloc(size_t size)
+{
+	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+#ifdef MADV_HUGEPAGE
+	madvise(p, size, MADV_HUGEPAGE);
+#endif
+	return p;
+}
+
 /* Build the lean image; NULL if the file's sections cannot be read (the
- * caller then hands libdw the whole file). */
+ * caller then hands libdw the whole file). Compressed (zlib) sections are
+ * inflated straight into the image, so their bytes are neither copied
+ * compressed nor inflated into a buffer of libelf's. A stream that does
+ * not inflate to its stated size is handed to libdw as stored, which then
+ * fails on it as it does on any section it cannot inflate. */
 static Elf *lean_elf(struct dw_module *mod)
 {
 	Elf *src = mod->debug_elf;
@@ -383,7 +458,7 @@ static Elf *lean_elf(struct dw_module *mod)
 	    elf_getshdrstrndx(src, &shstrndx) != 0)
 		return NULL;
 	enum { MAX = 16 };
-	Elf_Scn *keep[MAX];
+	struct lean_part part[MAX];
 	size_t n = 0, data_size = 0, names_size = 1 + sizeof(".shstrtab");
 	Elf_Scn *scn = NULL;
 	while ((scn = elf_nextscn(src, scn)) && n < MAX) {
@@ -396,16 +471,32 @@ static Elf *lean_elf(struct dw_module *mod)
 		Elf_Data *raw = elf_rawdata(scn, NULL);
 		if (!raw || !raw->d_buf)
 			return NULL;
-		keep[n++] = scn;
-		data_size += align8(raw->d_size);
+		struct lean_part *p = &part[n];
+		memset(p, 0, sizeof(*p));
+		p->name = name;
+		if (!(sh.sh_flags & SHF_COMPRESSED) ||
+		    !zlib_section(scn, raw, p)) {
+			/* as it is: uncompressed, or for libdw to inflate */
+			p->in = raw->d_buf;
+			p->in_size = p->size = raw->d_size;
+			p->flags = sh.sh_flags & SHF_COMPRESSED;
+		}
+		p->raw = raw;
+		if (data_size > MAX * MAX_INFLATED)
+			return NULL;
+		/* room for the section as stored too: a stream that does not
+		 * inflate is handed over compressed */
+		data_size +=
+			align8(p->size > raw->d_size ? p->size : raw->d_size);
 		names_size += strlen(name) + 1;
+		n++;
 	}
 	size_t shnum = n + 2; /* null section, kept sections, .shstrtab */
 	size_t names_off = sizeof(Elf64_Ehdr);
 	size_t data_off = align8(names_off + names_size);
 	size_t sh_off = data_off + data_size;
 	size_t total = sh_off + shnum * sizeof(Elf64_Shdr);
-	char *image = calloc(1, total);
+	char *image = image_alloc(total); /* zeroed */
 	if (!image)
 		return NULL;
 	Elf64_Ehdr *eh = (Elf64_Ehdr *)image;
@@ -422,21 +513,25 @@ static Elf *lean_elf(struct dw_module *mod)
 	char *names = image + names_off;
 	size_t name_pos = 1, pos = data_off;
 	for (size_t i = 0; i < n; i++) {
-		GElf_Shdr in;
-		gelf_getshdr(keep[i], &in);
-		Elf_Data *raw = elf_rawdata(keep[i], NULL);
-		const char *name = elf_strptr(src, shstrndx, in.sh_name);
+		const struct lean_part *p = &part[i];
 		Elf64_Shdr *out = &sh[i + 1];
 		out->sh_name = (Elf64_Word)name_pos;
 		out->sh_type = SHT_PROGBITS;
-		out->sh_flags = in.sh_flags & SHF_COMPRESSED;
+		out->sh_flags = p->flags;
 		out->sh_offset = pos;
-		out->sh_size = raw->d_size;
+		out->sh_size = p->size;
 		out->sh_addralign = 8;
-		memcpy(image + pos, raw->d_buf, raw->d_size);
-		pos += align8(raw->d_size);
-		strcpy(names + name_pos, name);
-		name_pos += strlen(name) + 1;
+		if (!p->inflate) {
+			memcpy(image + pos, p->in, p->size);
+		} else if (!inflate_exact(p, (uint8_t *)image + pos)) {
+			memcpy(image + pos, p->raw->d_buf, p->raw->d_size);
+			out->sh_size = p->raw->d_size;
+			out->sh_flags = SHF_COMPRESSED;
+		}
+		pos += align8(p->size > p->raw->d_size ? p->size
+						       : p->raw->d_size);
+		strcpy(names + name_pos, p->name);
+		name_pos += strlen(p->name) + 1;
 	}
 	Elf64_Shdr *str = &sh[shnum - 1];
 	str->sh_name = (Elf64_Word)name_pos;
@@ -447,10 +542,11 @@ static Elf *lean_elf(struct dw_module *mod)
 	str->sh_addralign = 1;
 	Elf *lean = elf_memory(image, total);
 	if (!lean) {
-		free(image);
+		munmap(image, total);
 		return NULL;
 	}
 	mod->lean_image = image;
+	mod->lean_size = total;
 	return lean;
 }
 

@@ -24,7 +24,8 @@ struct dw_module {
 	Elf *elf, *debug_elf; /* debug_elf == elf when embedded */
 	Dwarf *dwarf;         /* NULL until dw_module_dwarf() succeeds */
 	Elf *lean_elf;        /* in-memory image of the debug sections read */
-	char *lean_image;
+	char *lean_image;     /* mmap'ed, lean_size bytes */
+	size_t lean_size;
 	uint8_t build_id[DW_BUILD_ID_MAX];
 	size_t build_id_len;
 	uint64_t first_vaddr; /* p_vaddr of the first PT_LOAD (for load bias) */

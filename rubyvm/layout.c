@@ -174,6 +174,8 @@ struct macro_units {
 	const char *name[MACRO_UNITS];
 	struct dw_macros *macros[MACRO_UNITS];
 	size_t count;
+	/* the imported (header) macro units, read once for all units */
+	struct dw_macro_cache *cache;
 };
 
 /* The macros of unit; *owned: not kept (the cache is full), the caller
@@ -188,7 +190,9 @@ static struct cs_error *macros_for(struct dw_index *idx, struct macro_units *mu,
 			*ret = mu->macros[i];
 			return NULL;
 		}
-	struct cs_error *err = dw_macros_load(idx, unit, ret);
+	if (!mu->cache && !(mu->cache = dw_macro_cache_create()))
+		return &cs_error_nomem;
+	struct cs_error *err = dw_macros_load_cached(idx, mu->cache, unit, ret);
 	if (err)
 		return err;
 	if (mu->count < MACRO_UNITS) {
@@ -390,6 +394,7 @@ static struct cs_error *resolve(struct dw_index *idx, const struct only *only,
 	}
 	for (size_t i = 0; i < mu.count; i++)
 		dw_macros_destroy(mu.macros[i]);
+	dw_macro_cache_destroy(mu.cache);
 	return err;
 }
 

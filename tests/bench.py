@@ -6,7 +6,10 @@
    Ruby source tree), wall time, median of several runs.
 2. Layout resolution for libruby 3.3.8: cold (no layout cache: DWARF read
    and resolved) and warm (on-disk layout cache), against the time needed
-   just to inflate the compressed debug sections libdw reads.
+   just to inflate the compressed debug sections libdw reads. With
+   --baseline CORESTACK (another build, e.g. of an earlier commit) the cold
+   runs of both and the inflation are taken in turn, run after run, and
+   reported as medians of wall and CPU (user+sys) time side by side.
 3. Peak memory (max RSS) of a corestack run.
 4. A core of 300 parked threads, each about 44 Ruby frames deep
    (fixtures/many_threads.rb 300 deep=40, Ruby 3.4: 13,000 frames): the
@@ -33,6 +36,45 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
 from harness import procs  # noqa: E402
+
+
+def run_cpu(argv):
+    """Wall and CPU (user+sys) seconds of one run; output discarded."""
+    start = time.perf_counter()
+    p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(p.pid, 0)
+    wall = time.perf_counter() - start
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit("bench: %s failed (%s)" % (" ".join(argv), status))
+    return wall, usage.ru_utime + usage.ru_stime
+
+
+def layout_side_by_side(lib, builds, inflate_tool, runs):
+    """Cold layout resolution of each (label, corestack) build and the
+    inflation alone, alternating run by run so that the machine's load
+    falls on all alike; median wall and CPU time of each."""
+    argvs = [(label, [cs, "--layout", lib, "--no-cache"]) for label, cs in builds]
+    # The floors: the sections inflated by libelf (a buffer per section,
+    # as libdw would have them inflated), and inflated the resolver's way
+    # (zlib into one mapping advised for huge pages).
+    argvs.append(("inflate floor: libelf", [inflate_tool, lib]))
+    argvs.append(("inflate floor: one huge-page image", [inflate_tool, "--image", lib]))
+    times = {label: ([], []) for label, _ in argvs}
+    for _ in range(runs):
+        for label, argv in argvs:
+            wall, cpu = run_cpu(argv)
+            times[label][0].append(wall)
+            times[label][1].append(cpu)
+    floors = [statistics.median(times[label][1]) for label, _ in argvs[-2:]]
+    print("== layout resolution, %s (%d runs each, alternating)" % (lib, runs))
+    width = max(len(label) for label, _ in argvs)
+    print("%-*s %10s %10s %14s %14s" % (width, "", "wall", "CPU", "CPU / libelf", "CPU / image"))
+    for label, _ in argvs:
+        wall = statistics.median(times[label][0])
+        cpu = statistics.median(times[label][1])
+        print("%-*s %10s %10s %13.2fx %13.2fx" % (width, label, fmt_ms(wall), fmt_ms(cpu),
+                                                  cpu / floors[0], cpu / floors[1]))
 
 
 def run_usage(argv, env=None):
@@ -127,16 +169,32 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--corestack", required=True)
     ap.add_argument("--runs", type=int, default=7)
-    ap.add_argument("--baseline", help="an older corestack build, run beside it (section 4)")
-    ap.add_argument("--only-threads", action="store_true",
-                    help="only section 4, the core of many deep threads")
+    ap.add_argument("--baseline", metavar="CORESTACK",
+                    help="an older corestack build, run beside this one: its cold "
+                    "layout resolution (2) and its snapshot of the deep-thread core (4)")
+    ap.add_argument("--only", choices=["layout", "threads"],
+                    help="run only this benchmark (2's layout side by side, or 4)")
     args = ap.parse_args()
     corestack = os.path.abspath(args.corestack)
     baseline = os.path.abspath(args.baseline) if args.baseline else None
     cache = procs.fixture_cache()
 
+    if args.only == "layout" or (args.baseline and args.only is None):
+        prefix33 = procs.build_ruby("3.3", "shared", 3600)
+        lib = [os.path.join(prefix33, "lib", f) for f in os.listdir(os.path.join(prefix33, "lib"))
+               if f.startswith("libruby.so.") and f.count(".") == 4][0]
+        builds = [("cold, this build (%s)" % args.corestack, corestack)]
+        if args.baseline:
+            builds.insert(0, ("cold, baseline (%s)" % args.baseline,
+                              os.path.abspath(args.baseline)))
+        layout_side_by_side(lib, builds, os.path.join(ROOT, "build", "bench-inflate"),
+                            args.runs)
+        if args.only == "layout":
+            return
+        print()
+
     with tempfile.TemporaryDirectory() as tmp:
-        if not args.only_threads:
+        if args.only is None:
             sections_1_to_3(corestack, cache, args.runs, tmp)
 
         # 4. Many threads, deep stacks: the time and the reads of one snapshot.

@@ -198,6 +198,24 @@ int main(int argc, char **argv)
 		dw_macros_destroy(m);
 	}
 
+	/* Two loads through one cache of imported units: the second replays
+	 * the header units the first read, and sees the same macros. */
+	struct dw_macro_cache *cache = dw_macro_cache_create();
+	CHECK(cache != NULL, "no macro cache");
+	for (int load = 0; cache && load < 2; load++) {
+		m = NULL;
+		err = dw_macros_load_cached(idx, cache, "dwarf_sample.c", &m);
+		CHECK(!err && m, "no macros in dwarf_sample.c (load %d)",
+		      load + 1);
+		if (m) {
+			macro(m, "SAMPLE_DERIVED", NULL, 0, SAMPLE_DERIVED);
+			macro(m, "INT32_MAX", NULL, 0, INT32_MAX);
+		}
+		cs_error_destroy(err);
+		dw_macros_destroy(m);
+	}
+	dw_macro_cache_destroy(cache);
+
 	dw_index_destroy(idx);
 	dw_module_close(mod);
 	return check_summary("dwarf");
