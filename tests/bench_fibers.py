@@ -40,7 +40,6 @@ import json
 import os
 import re
 import signal
-import struct
 import statistics
 import subprocess
 import sys
@@ -51,7 +50,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
-from harness import procs  # noqa: E402
+from harness import elfcore, procs  # noqa: E402
 
 SCENARIO = os.path.join(ROOT, "fixtures", "scenarios", "fibers.rb")
 
@@ -144,21 +143,10 @@ def map_count_for(fibers):
 
 
 def load_segments(core):
-    """The core's PT_LOAD segments: (vaddr, file offset, file size)."""
-    with open(core, "rb") as f:
-        ehdr = f.read(64)
-        phoff, = struct.unpack_from("<Q", ehdr, 32)
-        phentsize, phnum = struct.unpack_from("<HH", ehdr, 54)
-        f.seek(phoff)
-        table = f.read(phentsize * phnum)
-    segs = []
-    for i in range(phnum):
-        p_type, _, p_offset, p_vaddr, _, p_filesz = struct.unpack_from(
-            "<IIQQQQ", table, i * phentsize)
-        if p_type == 1 and p_filesz:
-            segs.append((p_vaddr, p_offset, p_filesz))
-    segs.sort()
-    return segs
+    """The core's PT_LOAD segments with file bytes: (vaddr, offset, size)."""
+    return sorted((vaddr, offset, size)
+                  for p_type, offset, vaddr, size in elfcore.program_headers(core)
+                  if p_type == elfcore.PT_LOAD and size)
 
 
 def file_pages(core, log):
