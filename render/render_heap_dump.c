@@ -28,7 +28,8 @@ static const char *length_key(const char *type)
 }
 
 /* dump_all's "flags": each set one true. */
-static void gc_flags_json(struct json *j, unsigned flags, int age)
+static void gc_flags_json(struct json *j, unsigned flags, int age,
+			  int64_t object_id)
 {
 	static const struct {
 		unsigned bit;
@@ -49,6 +50,8 @@ static void gc_flags_json(struct json *j, unsigned flags, int age)
 			json_bool(j, names[i].name, true);
 		if (names[i].bit == RV_GCF_WB_PROTECTED && age >= 0)
 			json_int(j, "age", age);
+		if (names[i].bit == RV_GCF_REMEMBERED && object_id >= 0)
+			json_int(j, "object_id", object_id);
 	}
 	json_end_object(j);
 }
@@ -115,7 +118,7 @@ bool cs_render_dump_object(struct json *j, const struct rv_dump_object *o)
 	}
 	json_int(j, "memsize", (int64_t)o->memsize);
 	if (o->gc_flags_known && (o->gc_flags || o->gc_age >= 0))
-		gc_flags_json(j, o->gc_flags, o->gc_age);
+		gc_flags_json(j, o->gc_flags, o->gc_age, o->object_id);
 	json_end_object(j);
 	return !ferror(j->out);
 }

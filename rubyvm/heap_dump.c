@@ -39,11 +39,14 @@
  *   (alloc_sites.c); line even when 0 where pages have no slot size
  *   (2.7's dump_all wrote it always).
  * - GC flags: rb_obj_gc_flags's, or where the GC has
- *   rb_gc_object_metadata (4.0+) its age, remembered and shareable too,
- *   and none for an object with an object id (not read). */
+ *   rb_gc_object_metadata (4.0+) its age, remembered, object_id and
+ *   shareable too; the object id read from a T_OBJECT's fields (the
+ *   field its shape's SHAPE_OBJ_ID transition added), none written for
+ *   an object of another type with an object id (its fields not read). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "alloc_sites.h"
 #include "heap_census.h"
@@ -482,10 +485,34 @@ static int gc_age(const struct gc_bits *g, uint64_t n)
 	return i < g->age_words ? (int)((g->age[i] >> shift) & 3) : -1;
 }
 
+/* The object id an object whose shape has one keeps, which
+ * rb_gc_object_metadata gives among its flags: read from a T_OBJECT's
+ * fields; false (its flags left out) for other types, whose fields are
+ * kept apart and not read, or when it cannot be read (a skip). */
+static bool object_id_details(struct dump_walk *w, struct rv_dump_object *o,
+			      uint64_t type, uint64_t flags)
+{
+	struct rv_session *s = w->s;
+	uint64_t id = 0, fixnum = (uint64_t)RV_VAL(s, fixnum_flag);
+	if (type != w->t_object || !fixnum)
+		return false;
+	struct cs_error *err = rv_object_id_field(s, o->address, flags, &id);
+	if (err) {
+		note(w, err, o->address);
+		return false;
+	}
+	if (!(id & fixnum)) {
+		skip(w, o->address, "its object id is no Integer read");
+		return false;
+	}
+	o->object_id = rv_sar((int64_t)id, ffsll((long long)fixnum));
+	return true;
+}
+
 /* The GC flags of the object at addr (the index-th slot of its page), from
  * its flags and its page's bitmaps, as rb_obj_gc_flags or
- * rb_gc_object_metadata give them; none of an object with an object id,
- * whose metadata gives it. */
+ * rb_gc_object_metadata give them; with the object id the metadata gives
+ * (object_id_details). */
 static void gc_flags_details(struct dump_walk *w, struct rv_dump_object *o,
 			     uint64_t type, uint64_t flags, uint64_t index)
 {
@@ -510,8 +537,8 @@ static void gc_flags_details(struct dump_walk *w, struct rv_dump_object *o,
 			note(w, err, o->address);
 			return;
 		}
-		if (sid & g->has_id)
-			return; /* its object id not read */
+		if ((sid & g->has_id) && !object_id_details(w, o, type, flags))
+			return;
 	}
 	unsigned f = 0;
 	if (!(g->page[BM_WB_UNPROTECTED][word] & bit))
@@ -620,6 +647,7 @@ static void dump_one(struct dump_walk *w, uint64_t addr, uint64_t flags,
 		.fd = -1,
 		.shape_id = -1,
 		.gc_age = -1,
+		.object_id = -1,
 	};
 	char *bytes = NULL, *path = NULL, data_name[128], float_text[64];
 	if (w->shapes)

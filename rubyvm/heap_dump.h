@@ -50,6 +50,9 @@ struct rv_dump_object {
 	unsigned gc_flags;
 	bool gc_flags_known;
 	int gc_age;
+	/* the object id rb_gc_object_metadata writes among the flags (4.0+;
+	 * -1: none) */
+	int64_t object_id;
 	/* where ObjectSpace.trace_object_allocations recorded its
 	 * allocation (alloc_sites.c), when alloc_known: the path (NULL:
 	 * none written), line (-1: none written), method (NULL: none) */

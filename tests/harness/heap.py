@@ -644,6 +644,12 @@ def check_dump_fields(objects, record):
             (record.get("traced") and record.get("reused") != 1):
         return "the fixture's record: %d samples with an allocation recorded, %r traced, " \
             "%r reused" % (traced, record.get("traced"), record.get("reused"))
+    # where Ruby's flags come from rb_gc_object_metadata (an age), the
+    # fixture's T_OBJECTs given an object id have it among them
+    flags = [s["expect"].get("flags") or {} for s in samples]
+    if any("age" in f for f in flags) and \
+            sum(1 for f in flags if "object_id" in f) < 3:
+        return "the fixture's record: fewer than 3 samples with an object id"
     for sample in samples:
         line = objects.get(int(sample["object"], 16))
         if line is None:
