@@ -82,6 +82,8 @@ bool cs_render_dump_object(struct json *j, const struct rv_dump_object *o)
 	bool array = !strcmp(o->type, "ARRAY");
 	if (o->embedded == 1 && !array) /* an Array's comes after its length */
 		json_bool(j, "embedded", true);
+	if (o->fstring)
+		json_bool(j, "fstring", true);
 	if (o->shared && !array)
 		json_bool(j, "shared", true);
 	if (o->length >= 0)

@@ -9,8 +9,8 @@
  * One object per used slot (flags not 0), as dump_all without full:
  * its type, slot size, class (none for imemos, nodes and hidden
  * objects), frozen, bytes as the census counts them (memsize), and by
- * type what dump_all adds that the model reads: a String's bytesize and
- * embedded or shared, its value when read whole and ASCII, its encoding
+ * type what dump_all adds that the model reads: a String's bytesize,
+ * embedded or shared and fstring, its value when read whole and ASCII, its encoding
  * and coderange; a Float's value; an Array's length, embedded, shared; a
  * Hash's size; a T_OBJECT's ivar count; a class's or module's path and
  * superclass (an iclass's too); a typed T_DATA's type name; a T_FILE's
@@ -351,6 +351,8 @@ static void string_details(struct dump_walk *w, struct rv_dump_object *o,
 	o->embedded = !(flags & (uint64_t)RV_VAL(s, rstring_noembed));
 	o->shared = !o->embedded && RV_HAS(s, elts_shared) &&
 		    (flags & (uint64_t)RV_VAL(s, elts_shared));
+	o->fstring = RV_HAS(s, rstring_fstr) &&
+		     (flags & (uint64_t)RV_VAL(s, rstring_fstr));
 	if (o->shared) /* dump_all tells nothing of its content */
 		return;
 	size_t got = 0;

@@ -24,6 +24,7 @@ struct rv_dump_object {
 	bool frozen;
 	int embedded; /* 1, 0, -1: not told */
 	bool shared;  /* a String's or an Array's buffer is another's */
+	bool fstring; /* a String interned (RSTRING_FSTR) */
 	/* a String's bytes, an Array's elements, a Hash's entries, a
 	 * T_OBJECT's ivars; -1 when not told */
 	int64_t length;

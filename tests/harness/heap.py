@@ -650,6 +650,10 @@ def check_dump_fields(objects, record):
     if any("age" in f for f in flags) and \
             sum(1 for f in flags if "object_id" in f) < 3:
         return "the fixture's record: fewer than 3 samples with an object id"
+    # where Ruby's dump was recorded, the interned String says fstring
+    if any("fstring" in s["expect"] for s in samples) and \
+            not any(s["expect"].get("fstring") for s in samples):
+        return "the fixture's record: no sample with fstring"
     for sample in samples:
         line = objects.get(int(sample["object"], 16))
         if line is None:
