@@ -88,6 +88,8 @@ bool cs_render_dump_object(struct json *j, const struct rv_dump_object *o)
 		json_bool(j, "shared", true);
 	if (o->length >= 0)
 		json_int(j, length_key(o->type), o->length);
+	if (o->hash_default)
+		json_hex_string(j, "default", o->hash_default);
 	if (o->value)
 		json_string(j, "value", o->value);
 	if (o->encoding)

@@ -12,7 +12,7 @@
  * type what dump_all adds that the model reads: a String's bytesize,
  * embedded or shared and fstring, its value when read whole and ASCII, its encoding
  * and coderange; a Float's value; an Array's length, embedded, shared; a
- * Hash's size; a T_OBJECT's ivar count; a class's or module's path and
+ * Hash's size and default Proc; a T_OBJECT's ivar count; a class's or module's path and
  * superclass (an iclass's too); a typed T_DATA's type name; a T_FILE's
  * descriptor; where the Ruby has shapes, every object's shape id; and
  * its GC flags, from its flags and its page's bitmaps (gc_bits_layout).
@@ -596,6 +596,26 @@ static void superclass_details(struct dump_walk *w, struct rv_dump_object *o)
 		o->superclass = super;
 }
 
+/* A Hash's default, where it is a Proc (RHASH_PROC_DEFAULT in its flags):
+ * its ifnone, as dump_all writes it. */
+static void hash_default_details(struct dump_walk *w, struct rv_dump_object *o,
+				 uint64_t flags)
+{
+	struct rv_session *s = w->s;
+	uint64_t ifnone = 0;
+	struct cs_error *err;
+	if (!RV_HAS(s, rhash_proc_default) || !RV_HAS(s, rhash_ifnone) ||
+	    !(flags & (uint64_t)RV_VAL(s, rhash_proc_default)))
+		return;
+	if ((err = rv_read_member(s, o->address, RVL_rhash_ifnone, &ifnone)))
+		note(w, err, o->address);
+	else if (!ifnone || rv_special_const(s, ifnone) ||
+		 ifnone % (uint64_t)RV_VAL(s, value_size))
+		skip(w, o->address, "its default Proc is no object");
+	else
+		o->hash_default = ifnone;
+}
+
 static void file_details(struct dump_walk *w, struct rv_dump_object *o)
 {
 	uint64_t fptr = 0, fd = 0;
@@ -677,6 +697,7 @@ static void dump_one(struct dump_walk *w, uint64_t addr, uint64_t flags,
 			note(w, err, addr);
 		else
 			o.length = (int64_t)size;
+		hash_default_details(w, &o, flags);
 	} else if (type == w->t_object) {
 		if ((err = rv_object_ivars(s, addr, flags, NULL, NULL, 0, &got,
 					   &size)))

@@ -46,6 +46,8 @@ struct rv_dump_object {
 	bool broken;
 	/* a class's, module's or iclass's superclass, 0: none told */
 	uint64_t superclass;
+	/* a Hash's default Proc (RHASH_PROC_DEFAULT), 0: none told */
+	uint64_t hash_default;
 	/* its GC flags (RV_GCF_*), when gc_flags_known; its age where
 	 * dump_all writes it (-1: not) */
 	unsigned gc_flags;

@@ -654,13 +654,16 @@ def check_dump_fields(objects, record):
     if any("fstring" in s["expect"] for s in samples) and \
             not any(s["expect"].get("fstring") for s in samples):
         return "the fixture's record: no sample with fstring"
+    if any("default" in s["expect"] for s in samples) and \
+            not any(s["expect"].get("default") for s in samples):
+        return "the fixture's record: no Hash with a default Proc"
     for sample in samples:
         line = objects.get(int(sample["object"], 16))
         if line is None:
             return "no line for %s" % sample["object"]
         for key, want in sorted(sample["expect"].items()):
             got = line.get(key)
-            if key == "superclass" and got is not None and want is not None:
+            if key in ("superclass", "default") and got is not None and want is not None:
                 same = int(got, 16) == int(want, 16)
             else:
                 same = got == want
