@@ -102,11 +102,15 @@ bool cs_render_dump_object(struct json *j, const struct rv_dump_object *o)
 		json_bool(j, "shared", true);
 	if (array && o->embedded == 1)
 		json_bool(j, "embedded", true);
+	if (o->variation_count >= 0)
+		json_int(j, "variation_count", o->variation_count);
 	if (o->superclass)
 		json_hex_string(j, "superclass", o->superclass);
 	if (o->name)
 		json_string(j, strcmp(o->type, "DATA") ? "name" : "struct",
 			    o->name);
+	if (o->singleton)
+		json_bool(j, "singleton", true);
 	if (o->fd >= 0)
 		json_int(j, "fd", o->fd);
 	if (o->nrefs)

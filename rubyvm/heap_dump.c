@@ -10,10 +10,11 @@
  * its type, slot size, class (none for imemos, nodes and hidden
  * objects), frozen, bytes as the census counts them (memsize), and by
  * type what dump_all adds that the model reads: a String's bytesize,
- * embedded or shared and fstring, its value when read whole and ASCII, its encoding
- * and coderange; a Float's value; an Array's length, embedded, shared; a
- * Hash's size and default Proc; a T_OBJECT's ivar count; a class's or module's path and
- * superclass (an iclass's too); a typed T_DATA's type name; a T_FILE's
+ * embedded or shared and fstring, its value when read whole and ASCII,
+ * its encoding and coderange; a Float's value; an Array's length,
+ * embedded, shared; a Hash's size and default Proc; a T_OBJECT's ivar
+ * count; a class's or module's path and superclass (an iclass's too), a
+ * class's variation count and singleton; a typed T_DATA's type name; a T_FILE's
  * descriptor; where the Ruby has shapes, every object's shape id; and
  * its GC flags, from its flags and its page's bitmaps (gc_bits_layout).
  * References are heap_refs.c's, for the types it decodes.
@@ -33,7 +34,9 @@
  *   was unknown, which the dump does not).
  * - a Float's value: "%#g" where heap pages carry a slot size (3.1+),
  *   "%g" before (2.7).
- * - superclass: where heap pages carry a slot size (3.1+).
+ * - superclass, and a class's singleton: where heap pages carry a slot
+ *   size (3.1+).
+ * - variation_count: where the classext has one (3.2+).
  * - file, line, method, generation: where the objspace extension's
  *   trace_object_allocations recorded the object's allocation
  *   (alloc_sites.c); line even when 0 where pages have no slot size
@@ -596,6 +599,27 @@ static void superclass_details(struct dump_walk *w, struct rv_dump_object *o)
 		o->superclass = super;
 }
 
+/* A class's variation_count (where its classext has one: 3.2+), and
+ * singleton where dump_all writes it (3.1+, as superclass) of a class
+ * that is not hidden (RUBY_FL_SINGLETON in its flags). */
+static void class_details(struct dump_walk *w, struct rv_dump_object *o,
+			  uint64_t flags)
+{
+	struct rv_session *s = w->s;
+	uint64_t ext = 0, count = 0;
+	struct cs_error *err;
+	o->singleton = w->superclass && o->klass && RV_HAS(s, fl_singleton) &&
+		       (flags & (uint64_t)RV_VAL(s, fl_singleton));
+	if (!RV_HAS(s, classext_variation_count))
+		return;
+	if ((err = rv_classext(s, o->address, &ext)) ||
+	    (err = rv_read_member(s, ext, RVL_classext_variation_count,
+				  &count)))
+		note(w, err, o->address);
+	else
+		o->variation_count = (int64_t)count;
+}
+
 /* A Hash's default, where it is a Proc (RHASH_PROC_DEFAULT in its flags):
  * its ifnone, as dump_all writes it. */
 static void hash_default_details(struct dump_walk *w, struct rv_dump_object *o,
@@ -670,6 +694,7 @@ static void dump_one(struct dump_walk *w, uint64_t addr, uint64_t flags,
 		.shape_id = -1,
 		.gc_age = -1,
 		.object_id = -1,
+		.variation_count = -1,
 	};
 	char *bytes = NULL, *path = NULL, data_name[128], float_text[64];
 	if (w->shapes)
@@ -709,6 +734,8 @@ static void dump_one(struct dump_walk *w, uint64_t addr, uint64_t flags,
 		    strncmp(path, "#<", 2) != 0)
 			o.name = path;
 		superclass_details(w, &o);
+		if (type == w->t_class)
+			class_details(w, &o, flags);
 	} else if (type == w->t_iclass) {
 		superclass_details(w, &o);
 	} else if (type == w->t_data) {

@@ -46,6 +46,10 @@ struct rv_dump_object {
 	bool broken;
 	/* a class's, module's or iclass's superclass, 0: none told */
 	uint64_t superclass;
+	/* a class's variation_count (-1: none told), and whether it is a
+	 * singleton class */
+	int64_t variation_count;
+	bool singleton;
 	/* a Hash's default Proc (RHASH_PROC_DEFAULT), 0: none told */
 	uint64_t hash_default;
 	/* its GC flags (RV_GCF_*), when gc_flags_known; its age where

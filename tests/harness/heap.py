@@ -657,6 +657,10 @@ def check_dump_fields(objects, record):
     if any("default" in s["expect"] for s in samples) and \
             not any(s["expect"].get("default") for s in samples):
         return "the fixture's record: no Hash with a default Proc"
+    # (written with superclass, from 3.1)
+    if any(s["expect"].get("superclass") for s in samples) and \
+            not any(s["expect"].get("singleton") for s in samples):
+        return "the fixture's record: no singleton class"
     for sample in samples:
         line = objects.get(int(sample["object"], 16))
         if line is None:
