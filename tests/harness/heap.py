@@ -650,17 +650,16 @@ def check_dump_fields(objects, record):
     if any("age" in f for f in flags) and \
             sum(1 for f in flags if "object_id" in f) < 3:
         return "the fixture's record: fewer than 3 samples with an object id"
-    # where Ruby's dump was recorded, the interned String says fstring
-    if any("fstring" in s["expect"] for s in samples) and \
-            not any(s["expect"].get("fstring") for s in samples):
-        return "the fixture's record: no sample with fstring"
-    if any("default" in s["expect"] for s in samples) and \
-            not any(s["expect"].get("default") for s in samples):
-        return "the fixture's record: no Hash with a default Proc"
-    # (written with superclass, from 3.1)
-    if any(s["expect"].get("superclass") for s in samples) and \
-            not any(s["expect"].get("singleton") for s in samples):
-        return "the fixture's record: no singleton class"
+    # where Ruby's dump was recorded (the key present, null or not), a
+    # sample has each of these keys written; singleton where Ruby writes
+    # a superclass (both from 3.1)
+    recorded = any("fstring" in s["expect"] for s in samples)
+    superclass = any(s["expect"].get("superclass") for s in samples)
+    for key, when, what in (("fstring", recorded, "interned String"),
+                            ("default", recorded, "Hash with a default Proc"),
+                            ("singleton", superclass, "singleton class")):
+        if when and not any(s["expect"].get(key) for s in samples):
+            return "the fixture's record: no %s among its samples (%s)" % (what, key)
     for sample in samples:
         line = objects.get(int(sample["object"], 16))
         if line is None:
