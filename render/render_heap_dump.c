@@ -28,7 +28,8 @@ static const char *length_key(const char *type)
 }
 
 /* dump_all's "flags": each set one true. */
-static void gc_flags_json(struct json *j, unsigned flags, int age)
+static void gc_flags_json(struct json *j, unsigned flags, int age,
+			  int64_t object_id)
 {
 	static const struct {
 		unsigned bit;
@@ -49,6 +50,8 @@ static void gc_flags_json(struct json *j, unsigned flags, int age)
 			json_bool(j, names[i].name, true);
 		if (names[i].bit == RV_GCF_WB_PROTECTED && age >= 0)
 			json_int(j, "age", age);
+		if (names[i].bit == RV_GCF_REMEMBERED && object_id >= 0)
+			json_int(j, "object_id", object_id);
 	}
 	json_end_object(j);
 }
@@ -79,10 +82,14 @@ bool cs_render_dump_object(struct json *j, const struct rv_dump_object *o)
 	bool array = !strcmp(o->type, "ARRAY");
 	if (o->embedded == 1 && !array) /* an Array's comes after its length */
 		json_bool(j, "embedded", true);
+	if (o->fstring)
+		json_bool(j, "fstring", true);
 	if (o->shared && !array)
 		json_bool(j, "shared", true);
 	if (o->length >= 0)
 		json_int(j, length_key(o->type), o->length);
+	if (o->hash_default)
+		json_hex_string(j, "default", o->hash_default);
 	if (o->value)
 		json_string(j, "value", o->value);
 	if (o->encoding)
@@ -95,11 +102,15 @@ bool cs_render_dump_object(struct json *j, const struct rv_dump_object *o)
 		json_bool(j, "shared", true);
 	if (array && o->embedded == 1)
 		json_bool(j, "embedded", true);
+	if (o->variation_count >= 0)
+		json_int(j, "variation_count", o->variation_count);
 	if (o->superclass)
 		json_hex_string(j, "superclass", o->superclass);
 	if (o->name)
 		json_string(j, strcmp(o->type, "DATA") ? "name" : "struct",
 			    o->name);
+	if (o->singleton)
+		json_bool(j, "singleton", true);
 	if (o->fd >= 0)
 		json_int(j, "fd", o->fd);
 	if (o->nrefs)
@@ -115,7 +126,7 @@ bool cs_render_dump_object(struct json *j, const struct rv_dump_object *o)
 	}
 	json_int(j, "memsize", (int64_t)o->memsize);
 	if (o->gc_flags_known && (o->gc_flags || o->gc_age >= 0))
-		gc_flags_json(j, o->gc_flags, o->gc_age);
+		gc_flags_json(j, o->gc_flags, o->gc_age, o->object_id);
 	json_end_object(j);
 	return !ferror(j->out);
 }

@@ -9,11 +9,12 @@
  * One object per used slot (flags not 0), as dump_all without full:
  * its type, slot size, class (none for imemos, nodes and hidden
  * objects), frozen, bytes as the census counts them (memsize), and by
- * type what dump_all adds that the model reads: a String's bytesize and
- * embedded or shared, its value when read whole and ASCII, its encoding
- * and coderange; a Float's value; an Array's length, embedded, shared; a
- * Hash's size; a T_OBJECT's ivar count; a class's or module's path and
- * superclass (an iclass's too); a typed T_DATA's type name; a T_FILE's
+ * type what dump_all adds that the model reads: a String's bytesize,
+ * embedded or shared and fstring, its value when read whole and ASCII,
+ * its encoding and coderange; a Float's value; an Array's length,
+ * embedded, shared; a Hash's size and default Proc; a T_OBJECT's ivar
+ * count; a class's or module's path and superclass (an iclass's too), a
+ * class's variation count and singleton; a typed T_DATA's type name; a T_FILE's
  * descriptor; where the Ruby has shapes, every object's shape id; and
  * its GC flags, from its flags and its page's bitmaps (gc_bits_layout).
  * References are heap_refs.c's, for the types it decodes.
@@ -33,17 +34,22 @@
  *   was unknown, which the dump does not).
  * - a Float's value: "%#g" where heap pages carry a slot size (3.1+),
  *   "%g" before (2.7).
- * - superclass: where heap pages carry a slot size (3.1+).
+ * - superclass, and a class's singleton: where heap pages carry a slot
+ *   size (3.1+).
+ * - variation_count: where the classext has one (3.2+).
  * - file, line, method, generation: where the objspace extension's
  *   trace_object_allocations recorded the object's allocation
  *   (alloc_sites.c); line even when 0 where pages have no slot size
  *   (2.7's dump_all wrote it always).
  * - GC flags: rb_obj_gc_flags's, or where the GC has
- *   rb_gc_object_metadata (4.0+) its age, remembered and shareable too,
- *   and none for an object with an object id (not read). */
+ *   rb_gc_object_metadata (4.0+) its age, remembered, object_id and
+ *   shareable too; the object id read from a T_OBJECT's fields (the
+ *   field its shape's SHAPE_OBJ_ID transition added), none written for
+ *   an object of another type with an object id (its fields not read). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "alloc_sites.h"
 #include "heap_census.h"
@@ -348,6 +354,8 @@ static void string_details(struct dump_walk *w, struct rv_dump_object *o,
 	o->embedded = !(flags & (uint64_t)RV_VAL(s, rstring_noembed));
 	o->shared = !o->embedded && RV_HAS(s, elts_shared) &&
 		    (flags & (uint64_t)RV_VAL(s, elts_shared));
+	o->fstring = RV_HAS(s, rstring_fstr) &&
+		     (flags & (uint64_t)RV_VAL(s, rstring_fstr));
 	if (o->shared) /* dump_all tells nothing of its content */
 		return;
 	size_t got = 0;
@@ -482,10 +490,34 @@ static int gc_age(const struct gc_bits *g, uint64_t n)
 	return i < g->age_words ? (int)((g->age[i] >> shift) & 3) : -1;
 }
 
+/* The object id an object whose shape has one keeps, which
+ * rb_gc_object_metadata gives among its flags: read from a T_OBJECT's
+ * fields; false (its flags left out) for other types, whose fields are
+ * kept apart and not read, or when it cannot be read (a skip). */
+static bool object_id_details(struct dump_walk *w, struct rv_dump_object *o,
+			      uint64_t type, uint64_t flags)
+{
+	struct rv_session *s = w->s;
+	uint64_t id = 0, fixnum = (uint64_t)RV_VAL(s, fixnum_flag);
+	if (type != w->t_object || !fixnum)
+		return false;
+	struct cs_error *err = rv_object_id_field(s, o->address, flags, &id);
+	if (err) {
+		note(w, err, o->address);
+		return false;
+	}
+	if (!(id & fixnum)) {
+		skip(w, o->address, "its object id is no Integer read");
+		return false;
+	}
+	o->object_id = rv_sar((int64_t)id, ffsll((long long)fixnum));
+	return true;
+}
+
 /* The GC flags of the object at addr (the index-th slot of its page), from
  * its flags and its page's bitmaps, as rb_obj_gc_flags or
- * rb_gc_object_metadata give them; none of an object with an object id,
- * whose metadata gives it. */
+ * rb_gc_object_metadata give them; with the object id the metadata gives
+ * (object_id_details). */
 static void gc_flags_details(struct dump_walk *w, struct rv_dump_object *o,
 			     uint64_t type, uint64_t flags, uint64_t index)
 {
@@ -510,8 +542,8 @@ static void gc_flags_details(struct dump_walk *w, struct rv_dump_object *o,
 			note(w, err, o->address);
 			return;
 		}
-		if (sid & g->has_id)
-			return; /* its object id not read */
+		if ((sid & g->has_id) && !object_id_details(w, o, type, flags))
+			return;
 	}
 	unsigned f = 0;
 	if (!(g->page[BM_WB_UNPROTECTED][word] & bit))
@@ -567,6 +599,47 @@ static void superclass_details(struct dump_walk *w, struct rv_dump_object *o)
 		o->superclass = super;
 }
 
+/* A class's variation_count (where its classext has one: 3.2+), and
+ * singleton where dump_all writes it (3.1+, as superclass) of a class
+ * that is not hidden (RUBY_FL_SINGLETON in its flags). */
+static void class_details(struct dump_walk *w, struct rv_dump_object *o,
+			  uint64_t flags)
+{
+	struct rv_session *s = w->s;
+	uint64_t ext = 0, count = 0;
+	struct cs_error *err;
+	o->singleton = w->superclass && o->klass && RV_HAS(s, fl_singleton) &&
+		       (flags & (uint64_t)RV_VAL(s, fl_singleton));
+	if (!RV_HAS(s, classext_variation_count))
+		return;
+	if ((err = rv_classext(s, o->address, &ext)) ||
+	    (err = rv_read_member(s, ext, RVL_classext_variation_count,
+				  &count)))
+		note(w, err, o->address);
+	else
+		o->variation_count = (int64_t)count;
+}
+
+/* A Hash's default, where it is a Proc (RHASH_PROC_DEFAULT in its flags):
+ * its ifnone, as dump_all writes it. */
+static void hash_default_details(struct dump_walk *w, struct rv_dump_object *o,
+				 uint64_t flags)
+{
+	struct rv_session *s = w->s;
+	uint64_t ifnone = 0;
+	struct cs_error *err;
+	if (!RV_HAS(s, rhash_proc_default) || !RV_HAS(s, rhash_ifnone) ||
+	    !(flags & (uint64_t)RV_VAL(s, rhash_proc_default)))
+		return;
+	if ((err = rv_read_member(s, o->address, RVL_rhash_ifnone, &ifnone)))
+		note(w, err, o->address);
+	else if (!ifnone || rv_special_const(s, ifnone) ||
+		 ifnone % (uint64_t)RV_VAL(s, value_size))
+		skip(w, o->address, "its default Proc is no object");
+	else
+		o->hash_default = ifnone;
+}
+
 static void file_details(struct dump_walk *w, struct rv_dump_object *o)
 {
 	uint64_t fptr = 0, fd = 0;
@@ -620,6 +693,8 @@ static void dump_one(struct dump_walk *w, uint64_t addr, uint64_t flags,
 		.fd = -1,
 		.shape_id = -1,
 		.gc_age = -1,
+		.object_id = -1,
+		.variation_count = -1,
 	};
 	char *bytes = NULL, *path = NULL, data_name[128], float_text[64];
 	if (w->shapes)
@@ -647,6 +722,7 @@ static void dump_one(struct dump_walk *w, uint64_t addr, uint64_t flags,
 			note(w, err, addr);
 		else
 			o.length = (int64_t)size;
+		hash_default_details(w, &o, flags);
 	} else if (type == w->t_object) {
 		if ((err = rv_object_ivars(s, addr, flags, NULL, NULL, 0, &got,
 					   &size)))
@@ -658,6 +734,8 @@ static void dump_one(struct dump_walk *w, uint64_t addr, uint64_t flags,
 		    strncmp(path, "#<", 2) != 0)
 			o.name = path;
 		superclass_details(w, &o);
+		if (type == w->t_class)
+			class_details(w, &o, flags);
 	} else if (type == w->t_iclass) {
 		superclass_details(w, &o);
 	} else if (type == w->t_data) {

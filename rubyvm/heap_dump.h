@@ -24,6 +24,7 @@ struct rv_dump_object {
 	bool frozen;
 	int embedded; /* 1, 0, -1: not told */
 	bool shared;  /* a String's or an Array's buffer is another's */
+	bool fstring; /* a String interned (RSTRING_FSTR) */
 	/* a String's bytes, an Array's elements, a Hash's entries, a
 	 * T_OBJECT's ivars; -1 when not told */
 	int64_t length;
@@ -45,11 +46,20 @@ struct rv_dump_object {
 	bool broken;
 	/* a class's, module's or iclass's superclass, 0: none told */
 	uint64_t superclass;
+	/* a class's variation_count (-1: none told), and whether it is a
+	 * singleton class */
+	int64_t variation_count;
+	bool singleton;
+	/* a Hash's default Proc (RHASH_PROC_DEFAULT), 0: none told */
+	uint64_t hash_default;
 	/* its GC flags (RV_GCF_*), when gc_flags_known; its age where
 	 * dump_all writes it (-1: not) */
 	unsigned gc_flags;
 	bool gc_flags_known;
 	int gc_age;
+	/* the object id rb_gc_object_metadata writes among the flags (4.0+;
+	 * -1: none) */
+	int64_t object_id;
 	/* where ObjectSpace.trace_object_allocations recorded its
 	 * allocation (alloc_sites.c), when alloc_known: the path (NULL:
 	 * none written), line (-1: none written), method (NULL: none) */

@@ -381,6 +381,38 @@ struct cs_error *rv_object_ivar(struct rv_session *s, uint64_t obj,
 	return slot_value(s, obj, slots, index, count, ret, found);
 }
 
+struct cs_error *rv_object_id_field(struct rv_session *s, uint64_t obj,
+				    uint64_t flags, uint64_t *ret)
+{
+	uint64_t slots = 0;
+	bool embedded = false, done = false, found = false;
+	struct shape_walk w = {0};
+	struct cs_error *err;
+	if (!RV_HAS(s, shape_obj_id))
+		return rv_missing(RVL_shape_obj_id);
+	if ((err = ivar_slots(s, obj, flags, &slots, &embedded)) ||
+	    (err = shape_leaf(s, obj, flags, &w)))
+		return err;
+	uint64_t count = w.sh.next_index;
+	for (int depth = 0; !done; depth++) {
+		if (w.sh.type == (uint64_t)RV_VAL(s, shape_obj_id)) {
+			if (!w.sh.next_index)
+				break;
+			err = slot_value(s, obj, slots, w.sh.next_index - 1,
+					 count, ret, &found);
+			if (!err && !found)
+				break;
+			return err;
+		}
+		if ((err = shape_up(s, &w, depth, &done)))
+			return err;
+	}
+	return cs_error_create(CS_ERR_CORRUPT,
+			       "shape 0x%llx says it has an object id, which "
+			       "it does not hold",
+			       (unsigned long long)w.sid);
+}
+
 /* A class's ivars kept in its fields object (the classext's fields_obj),
  * which is read as a T_OBJECT is: its shape, its fields in itself or in
  * a buffer. */

@@ -244,6 +244,11 @@ struct cs_error *rv_shape_id(struct rv_session *s, uint64_t obj, uint64_t flags,
 struct cs_error *rv_object_ivar(struct rv_session *s, uint64_t obj,
 				uint64_t flags, uint64_t id, uint64_t *ret,
 				bool *found);
+/* The object id obj, a T_OBJECT whose flags are flags and whose shape
+ * has an object id (4.0+), keeps among its fields: the field its shape's
+ * SHAPE_OBJ_ID transition added. */
+struct cs_error *rv_object_id_field(struct rv_session *s, uint64_t obj,
+				    uint64_t flags, uint64_t *ret);
 /* The ivars of obj, a T_OBJECT whose flags are flags, in the order
  * rb_ivar_foreach gives them (their indexes): the first max in ids[] and
  * vals[], *n of them; *total how many it has. */

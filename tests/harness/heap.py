@@ -644,13 +644,29 @@ def check_dump_fields(objects, record):
             (record.get("traced") and record.get("reused") != 1):
         return "the fixture's record: %d samples with an allocation recorded, %r traced, " \
             "%r reused" % (traced, record.get("traced"), record.get("reused"))
+    # where Ruby's flags come from rb_gc_object_metadata (an age), the
+    # fixture's T_OBJECTs given an object id have it among them
+    flags = [s["expect"].get("flags") or {} for s in samples]
+    if any("age" in f for f in flags) and \
+            sum(1 for f in flags if "object_id" in f) < 3:
+        return "the fixture's record: fewer than 3 samples with an object id"
+    # where Ruby's dump was recorded (the key present, null or not), a
+    # sample has each of these keys written; singleton where Ruby writes
+    # a superclass (both from 3.1)
+    recorded = any("fstring" in s["expect"] for s in samples)
+    superclass = any(s["expect"].get("superclass") for s in samples)
+    for key, when, what in (("fstring", recorded, "interned String"),
+                            ("default", recorded, "Hash with a default Proc"),
+                            ("singleton", superclass, "singleton class")):
+        if when and not any(s["expect"].get(key) for s in samples):
+            return "the fixture's record: no %s among its samples (%s)" % (what, key)
     for sample in samples:
         line = objects.get(int(sample["object"], 16))
         if line is None:
             return "no line for %s" % sample["object"]
         for key, want in sorted(sample["expect"].items()):
             got = line.get(key)
-            if key == "superclass" and got is not None and want is not None:
+            if key in ("superclass", "default") and got is not None and want is not None:
                 same = int(got, 16) == int(want, 16)
             else:
                 same = got == want
