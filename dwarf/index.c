@@ -1,5 +1,7 @@
 #include "index.h"
 
+#include "../util/fnv.h"
+
 #include <dwarf.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,10 +45,7 @@ struct dw_index {
 
 static uint32_t name_hash(const char *s, enum dw_name_kind kind)
 {
-	uint32_t h = 2166136261u ^ (uint32_t)kind;
-	for (; *s; s++)
-		h = (h ^ (uint8_t)*s) * 16777619u;
-	return h;
+	return fnv1a32_string(FNV1A32_BASIS ^ (uint32_t)kind, s);
 }
 
 static const struct entry *table_get(const struct table *t,
@@ -121,10 +120,7 @@ static const char *base_name(const char *path)
 
 static uint32_t basename_hash(const char *s)
 {
-	uint32_t h = 2166136261u;
-	for (; *s; s++)
-		h = (h ^ (uint8_t)*s) * 16777619u;
-	return h;
+	return fnv1a32_string(FNV1A32_BASIS, s);
 }
 
 /* Index+1 of the first unit named basename, 0 if none. */

@@ -1,5 +1,7 @@
 #include "macros.h"
 
+#include "../util/fnv.h"
+
 #include <ctype.h>
 #include <stdio.h>
 #include <dwarf.h>
@@ -33,10 +35,7 @@ static size_t name_len(const char *def)
 
 static uint32_t hash_n(const char *s, size_t n)
 {
-	uint32_t h = 2166136261u;
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (uint8_t)s[i]) * 16777619u;
-	return h;
+	return fnv1a32_bytes(FNV1A32_BASIS, s, n);
 }
 
 static size_t slot_of(const struct def_table *t, const char *name, size_t n,
@@ -121,7 +120,6 @@ struct dw_macros {
 	const struct imported **sources;
 	size_t nsources;
 	size_t count; /* definitions (and undefs) in all of them */
-	struct dw_macro_cache *owned_cache; /* dw_macros_load's own */
 };
 
 /* Reading one macro unit: its table, and the units it imports in order
@@ -294,23 +292,9 @@ static bool unit_macro_offset(Dwarf_Die *cudie, Dwarf_Off *off)
 	return true;
 }
 
-struct cs_error *dw_macros_load(struct dw_index *idx, const char *unit,
+struct cs_error *dw_macros_load(struct dw_index *idx,
+				struct dw_macro_cache *cache, const char *unit,
 				struct dw_macros **ret)
-{
-	struct dw_macro_cache *cache = dw_macro_cache_create();
-	if (!cache)
-		return &cs_error_nomem;
-	struct cs_error *err = dw_macros_load_cached(idx, cache, unit, ret);
-	if (*ret)
-		(*ret)->owned_cache = cache;
-	else
-		dw_macro_cache_destroy(cache);
-	return err;
-}
-
-struct cs_error *dw_macros_load_cached(struct dw_index *idx,
-				       struct dw_macro_cache *cache,
-				       const char *unit, struct dw_macros **ret)
 {
 	*ret = NULL;
 	Dwarf_Die cudie;
@@ -379,7 +363,6 @@ void dw_macros_destroy(struct dw_macros *m)
 		return;
 	free(m->own.defs);
 	free(m->sources);
-	dw_macro_cache_destroy(m->owned_cache);
 	free(m);
 }
 

@@ -15,22 +15,21 @@
 
 struct dw_macros;
 
-/* Macros of one compile unit (by basename, e.g. "vm.c"). Returns NULL with
- * *ret NULL when that unit has no macro information. */
-struct cs_error *dw_macros_load(struct dw_index *idx, const char *unit,
-				struct dw_macros **ret);
-void dw_macros_destroy(struct dw_macros *m);
-
 /* The imported macro units (a header's macros) read so far, shared by the
  * loads of several units of one index: each is read from .debug_macro
- * once. Valid while that index is. */
+ * once. Valid while that index is, and it must outlive the macros loaded
+ * through it. */
 struct dw_macro_cache;
 struct dw_macro_cache *dw_macro_cache_create(void);
 void dw_macro_cache_destroy(struct dw_macro_cache *cache);
-struct cs_error *dw_macros_load_cached(struct dw_index *idx,
-				       struct dw_macro_cache *cache,
-				       const char *unit,
-				       struct dw_macros **ret);
+
+/* Macros of one compile unit (by basename, e.g. "vm.c"), the units it
+ * imports read through cache. Returns NULL with *ret NULL when that unit
+ * has no macro information. */
+struct cs_error *dw_macros_load(struct dw_index *idx,
+				struct dw_macro_cache *cache, const char *unit,
+				struct dw_macros **ret);
+void dw_macros_destroy(struct dw_macros *m);
 
 /* Evaluate macro `name` (with nargs integer arguments for a function-like
  * macro). CS_ERR_LOOKUP when undefined, CS_ERR_FORMAT when the body is not

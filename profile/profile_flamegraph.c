@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../util/fnv.h"
 #include "flamegraph_script.h"
 #include "profile_format.h"
 
@@ -96,9 +97,7 @@ static void draw(FILE *out, const struct node *n, double x, size_t depth,
 	/* green running, yellow waiting, blue blocked, purple gc */
 	static const uint32_t state_rgb[CS_PROFILE_NSTATES][3] = {
 		{80, 180, 80}, {230, 200, 60}, {110, 150, 210}, {170, 90, 200}};
-	uint32_t h = 2166136261u;
-	for (const char *c = n->name; *c; c++)
-		h = (h ^ (uint8_t)*c) * 16777619u;
+	uint32_t h = fnv1a32_string(FNV1A32_BASIS, n->name);
 	uint32_t rgb[3] = {205 + h % 50, 80 + (h >> 8) % 120,
 			   40 + (h >> 16) % 40};
 	if (n->state >= 0 && n->state < CS_PROFILE_NSTATES)

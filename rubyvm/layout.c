@@ -192,7 +192,7 @@ static struct cs_error *macros_for(struct dw_index *idx, struct macro_units *mu,
 		}
 	if (!mu->cache && !(mu->cache = dw_macro_cache_create()))
 		return &cs_error_nomem;
-	struct cs_error *err = dw_macros_load_cached(idx, mu->cache, unit, ret);
+	struct cs_error *err = dw_macros_load(idx, mu->cache, unit, ret);
 	if (err)
 		return err;
 	if (mu->count < MACRO_UNITS) {
