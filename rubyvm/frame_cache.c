@@ -56,7 +56,7 @@ void rv_frame_cache_begin_snapshot(struct rv_session *s)
 		u64map_free(&s->frames, free_entry);
 }
 
-static char *dup_or_null(const char *t, bool *failed)
+char *rv_dup_or_null(const char *t, bool *failed)
 {
 	if (!t)
 		return NULL;
@@ -71,12 +71,12 @@ static bool copy_frame(struct rv_frame *dst, const struct rv_frame *src)
 {
 	bool failed = false;
 	*dst = *src;
-	dst->label = dup_or_null(src->label, &failed);
-	dst->path = dup_or_null(src->path, &failed);
-	dst->realpath = dup_or_null(src->realpath, &failed);
-	dst->qualified = dup_or_null(src->qualified, &failed);
-	dst->stable = dup_or_null(src->stable, &failed);
-	dst->error = dup_or_null(src->error, &failed);
+	dst->label = rv_dup_or_null(src->label, &failed);
+	dst->path = rv_dup_or_null(src->path, &failed);
+	dst->realpath = rv_dup_or_null(src->realpath, &failed);
+	dst->qualified = rv_dup_or_null(src->qualified, &failed);
+	dst->stable = rv_dup_or_null(src->stable, &failed);
+	dst->error = rv_dup_or_null(src->error, &failed);
 	if (failed)
 		rv_frame_free(dst);
 	return !failed;

@@ -46,14 +46,6 @@ void rv_frame_names_clear(struct rv_session *s)
 	s->nframe_names = 0;
 }
 
-static char *dup_or_null(const char *t, bool *failed)
-{
-	char *d = t ? strdup(t) : NULL;
-	if (t && !d)
-		*failed = true;
-	return d;
-}
-
 bool rv_frame_names_get(struct rv_session *s, uint64_t iseq, uint64_t me,
 			struct rv_frame *f)
 {
@@ -64,9 +56,9 @@ bool rv_frame_names_get(struct rv_session *s, uint64_t iseq, uint64_t me,
 	if (!n)
 		return false;
 	bool failed = false;
-	char *label = dup_or_null(n->label, &failed);
-	char *qualified = dup_or_null(n->qualified, &failed);
-	char *stable = dup_or_null(n->stable, &failed);
+	char *label = rv_dup_or_null(n->label, &failed);
+	char *qualified = rv_dup_or_null(n->qualified, &failed);
+	char *stable = rv_dup_or_null(n->stable, &failed);
 	if (failed) { /* out of memory: build them, which may still work */
 		free(label);
 		free(qualified);
@@ -90,9 +82,9 @@ void rv_frame_names_put(struct rv_session *s, uint64_t iseq, uint64_t me,
 	bool failed = !n;
 	if (n) {
 		n->me = me;
-		n->label = dup_or_null(f->label, &failed);
-		n->qualified = dup_or_null(f->qualified, &failed);
-		n->stable = dup_or_null(f->stable, &failed);
+		n->label = rv_dup_or_null(f->label, &failed);
+		n->qualified = rv_dup_or_null(f->qualified, &failed);
+		n->stable = rv_dup_or_null(f->stable, &failed);
 		n->next = head;
 	}
 	if (failed || !u64map_put(&s->frame_names, iseq, n)) {

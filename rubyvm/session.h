@@ -411,6 +411,8 @@ void rv_frame_cache_move(struct cached_frame *c, const struct rv_frame_key *key,
 			 int lineno, bool pc_stale, struct rv_frame *f,
 			 size_t *text_bytes);
 void rv_frame_cache_begin_snapshot(struct rv_session *s);
+/* A copy of t, NULL for NULL; *failed set when out of memory. */
+char *rv_dup_or_null(const char *t, bool *failed);
 /* Make f own copies of the strings it borrows; false when out of memory
  * (f is then emptied). */
 bool rv_frame_own_strings(struct rv_frame *f);
