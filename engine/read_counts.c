@@ -12,8 +12,8 @@
 
 static void log_read(struct cs_engine *e, uint64_t addr, size_t len)
 {
-	if (e->read_log_full || len == 0 || len - 1 > UINT64_MAX - addr)
-		return; /* a read that wraps failed: it touched nothing */
+	if (e->read_log_full || len == 0)
+		return;
 	if (e->nread_log == e->read_log_cap) {
 		size_t cap = e->read_log_cap ? e->read_log_cap * 2 : 4096;
 		struct cs_read_range *log =
@@ -37,8 +37,11 @@ static struct cs_error *counted_read(void *priv, uint64_t addr, void *buf,
 	e->counts.reads++;
 	e->counts.bytes += len;
 	e->counts.small += len <= 8;
-	log_read(e, addr, len);
-	return cs_memory_read(&e->counted_inner, addr, buf, len);
+	struct cs_error *err =
+		cs_memory_read(&e->counted_inner, addr, buf, len);
+	if (!err) /* a read that failed touched nothing of the floor */
+		log_read(e, addr, len);
+	return err;
 }
 
 void cs_engine_count_reads(struct cs_engine *e)
