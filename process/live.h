@@ -146,6 +146,10 @@ int cs_live_paused(const struct cs_live *live);
  * address (and where it stopped, if past addr). */
 struct cs_error *cs_live_read(struct cs_live *live, uint64_t addr, void *buf,
 			      size_t len);
+/* The error cs_live_read gives for len bytes at addr when addr's page is
+ * not mapped or not readable, made without a system call (a page cache's
+ * cs_unreadable_fn: the process's memory is readable by whole pages). */
+struct cs_error *cs_live_unreadable(void *live, uint64_t addr, size_t len);
 /* Read the n ranges, lens[i] bytes at addrs[i] into bufs[i], in one system
  * call. Returns how many ranges, from the first, were read whole; a range
  * that cannot be read ends the batch (not an error: read it alone to learn

@@ -134,6 +134,12 @@ struct cs_error *cs_live_read(struct cs_live *live, uint64_t addr, void *buf,
 	return NULL;
 }
 
+struct cs_error *cs_live_unreadable(void *live, uint64_t addr, size_t len)
+{
+	return cs_live_fault(live, addr, len, addr,
+			     "not mapped or not readable");
+}
+
 static struct cs_error *cs_live_target_read(void *priv, uint64_t addr,
 					    void *buf, size_t len)
 {

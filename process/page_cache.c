@@ -62,6 +62,7 @@ void cs_page_cache_clear(struct cs_page_cache *c)
 	size_t lens[CS_PAGE_PREFETCH];
 	size_t n = 0, kept = 0;
 	c->clears++;
+	c->nunreadable = 0;
 	/* Every tag goes; a slot stays listed while its recent page is kept
 	 * for read-ahead. */
 	for (size_t k = 0; k < c->nactive; k++) {
@@ -151,6 +152,24 @@ static struct cs_error *fill(struct cs_page_cache *c, uint64_t page,
 	return NULL;
 }
 
+static bool known_unreadable(const struct cs_page_cache *c, uint64_t page)
+{
+	for (size_t i = 0; i < c->nunreadable; i++)
+		if (c->unreadable_pages[i] == page)
+			return true;
+	return false;
+}
+
+/* The first page of a read could not be read: with a whole-page target,
+ * the read fails there, and later reads in the page need not ask. */
+static struct cs_error *unreadable_at(struct cs_page_cache *c, uint64_t page,
+				      uint64_t addr, size_t len)
+{
+	if (!known_unreadable(c, page) && c->nunreadable < CS_PAGE_UNREADABLE)
+		c->unreadable_pages[c->nunreadable++] = page;
+	return c->unreadable(c->unreadable_priv, addr, len);
+}
+
 static void note_use(struct cs_page_cache *c, struct cs_page_slot *sl,
 		     uint64_t page, size_t off, size_t n)
 {
@@ -181,12 +200,23 @@ static struct cs_error *cached_read(void *priv, uint64_t addr, void *buf,
 		size_t slot = slot_of(page);
 		struct cs_page_slot *sl = &c->slots[slot];
 		if (!holds(sl, page, off, n)) {
+			/* the read's first page, known unreadable */
+			bool first = out == buf;
+			if (first && c->unreadable && known_unreadable(c, page))
+				return c->unreadable(c->unreadable_priv, addr,
+						     len);
 			sl->tag = 0; /* absent, or only partly there */
 			struct cs_error *err = fill(c, page, last);
 			if (err) {
+				bool fault = err->code == CS_ERR_FAULT &&
+					     err->has_address &&
+					     err->address == page;
+				cs_error_destroy(err);
+				if (first && fault && c->unreadable)
+					return unreadable_at(c, page, addr,
+							     len);
 				/* A page only partly readable: read exactly
 				 * what was asked, uncached. */
-				cs_error_destroy(err);
 				return cs_memory_read(&c->inner, addr, out,
 						      len);
 			}

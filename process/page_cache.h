@@ -20,6 +20,14 @@
  * a page left out one time would cost a system call of its own the next. */
 #define CS_PAGE_KEEP 8
 
+/* Pages found unreadable that a cache remembers until its next clear. */
+#define CS_PAGE_UNREADABLE 4
+
+/* The error a read of len bytes at addr gets from a target whose memory is
+ * readable or not by whole pages when addr's page cannot be read. */
+typedef struct cs_error *(*cs_unreadable_fn)(void *priv, uint64_t addr,
+					      size_t len);
+
 /* Reads n ranges, lens[i] bytes at addrs[i] into bufs[i], in one go
  * (cs_live_read_ranges); returns how many, from the first, were read
  * whole. */
@@ -65,6 +73,15 @@ struct cs_page_cache {
 	 * sample's cost. */
 	cs_read_ranges_fn read_ranges;
 	void *read_ranges_priv;
+	/* Optional, for a target readable or not by whole pages (a live
+	 * process): a page that could not be read is not asked for again
+	 * until the next clear, and a read that begins in it fails with
+	 * this error at once. A torn pointer of a running process leads
+	 * a sample into the same unmapped page several times. */
+	cs_unreadable_fn unreadable;
+	void *unreadable_priv;
+	uint64_t unreadable_pages[CS_PAGE_UNREADABLE];
+	size_t nunreadable;
 };
 
 /* 0 on allocation failure. */

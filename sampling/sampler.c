@@ -200,6 +200,8 @@ int cs_sample_once(struct cs_engine *e, unsigned states,
 		cache->inner = t;
 		cache->read_ranges = read_live_ranges;
 		cache->read_ranges_priv = *keep;
+		cache->unreadable = cs_live_unreadable;
+		cache->unreadable_priv = *keep;
 		if (e->request.time_target_reads)
 			cs_read_timing_install(e, *keep, t);
 		cs_page_cache_clear(cache); /* the process ran since */

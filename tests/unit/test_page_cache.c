@@ -9,6 +9,7 @@
 #include "tests/unit/check.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,6 +21,7 @@ struct fake {
 	int reads, batches;
 	size_t batch_bytes; /* read by batches */
 	uint64_t hole;      /* a page that cannot be read, 0 for none */
+	bool exited;        /* its reads fail without a fault address */
 };
 
 static int readable(const struct fake *f, uint64_t addr, size_t len)
@@ -36,8 +38,9 @@ static struct cs_error *fake_read(void *priv, uint64_t addr, void *buf,
 	struct fake *f = priv;
 	f->reads++;
 	if (!readable(f, addr, len))
-		return cs_error_create(CS_ERR_FAULT, "no memory at 0x%llx",
-				       (unsigned long long)addr);
+		return f->exited ? cs_error_create(CS_ERR_FAULT, "exited")
+				 : cs_error_fault(addr, "no memory at 0x%llx",
+						  (unsigned long long)addr);
 	memcpy(buf, f->mem + (addr - BASE), len);
 	return NULL;
 }
@@ -54,6 +57,35 @@ static size_t fake_read_ranges(void *priv, const uint64_t *addrs,
 		f->batch_bytes += lens[i];
 	}
 	return n;
+}
+
+/* A whole-page target's own error, made without a read. */
+static struct cs_error *fake_unreadable(void *priv, uint64_t addr, size_t len)
+{
+	(void)priv;
+	return cs_error_fault(addr, "unreadable: %zu bytes at 0x%llx", len,
+			      (unsigned long long)addr);
+}
+
+/* Reads len bytes at addr, which must fail: 1 when the message is
+ * want (made with addr and len as fake_unreadable makes it), or when want
+ * is NULL the fake's own for a read at addr. */
+static int read_fails(struct cs_memory *t, uint64_t addr, size_t len,
+		      const char *want)
+{
+	uint8_t buf[64];
+	char msg[128];
+	struct cs_error *err = cs_memory_read(t, addr, buf, len);
+	if (!err)
+		return 0;
+	if (want)
+		snprintf(msg, sizeof(msg), want, len, (unsigned long long)addr);
+	else
+		snprintf(msg, sizeof(msg), "no memory at 0x%llx",
+			 (unsigned long long)addr);
+	int same = strcmp(err->message, msg) == 0;
+	cs_error_destroy(err);
+	return same;
 }
 
 static int read_ok(struct cs_memory *t, const struct fake *f, uint64_t addr,
@@ -173,6 +205,52 @@ int main(void)
 		      "clear %d after the use read %zu bytes ahead", i,
 		      f.batch_bytes);
 	}
+
+	/* Without a whole-page target's error, a read in an unreadable
+	 * page tries the page, then exactly what was asked, each time. */
+	uint64_t hole = BASE + 5 * CS_PAGE_SIZE;
+	const char *own = "unreadable: %zu bytes at 0x%llx";
+	f.hole = hole;
+	cs_page_cache_clear(&c);
+	reads = f.reads;
+	CHECK(read_fails(&t, hole + 0x70, 24, NULL) &&
+		      read_fails(&t, hole + 0x80, 8, NULL) &&
+		      f.reads == reads + 4,
+	      "two reads in an unreadable page: %d calls", f.reads - reads);
+	/* With it, the page is tried once until the next clear, and a read
+	 * beginning in it fails with the target's error for that read. */
+	c.unreadable = fake_unreadable;
+	c.unreadable_priv = &f;
+	cs_page_cache_clear(&c);
+	reads = f.reads;
+	CHECK(read_fails(&t, hole + 0x70, 24, own) && f.reads == reads + 1,
+	      "the first read in the page: the page tried (%d calls)",
+	      f.reads - reads);
+	CHECK(read_fails(&t, hole + 0x80, 8, own) &&
+		      read_fails(&t, hole, 4096, own) && f.reads == reads + 1,
+	      "later reads beginning in it: no call (%d)", f.reads - reads);
+	uint8_t across[16];
+	struct cs_error *cut = cs_memory_read(&t, hole - 8, across, 16);
+	CHECK(cut && strstr(cut->message, "no memory") &&
+		      read_ok(&t, &f, hole - 8, 8),
+	      "a read beginning before it gets the target's own error");
+	cs_error_destroy(cut);
+	cs_page_cache_clear(&c);
+	reads = f.reads;
+	CHECK(read_fails(&t, hole + 0x80, 8, own) && f.reads == reads + 1,
+	      "a clear forgets it (%d calls)", f.reads - reads);
+	/* A failure that names no fault address there (the process ended,
+	 * say) is not taken for an unreadable page. */
+	f.exited = true;
+	cs_page_cache_clear(&c);
+	reads = f.reads;
+	struct cs_error *gone = cs_memory_read(&t, hole + 0x70, (uint8_t[8]){0}, 8);
+	CHECK(gone && strcmp(gone->message, "exited") == 0 &&
+		      f.reads == reads + 2,
+	      "no fault address: the read asked exactly, its error kept");
+	cs_error_destroy(gone);
+	f.exited = false;
+	f.hole = 0;
 	cs_page_cache_free(&c);
 	return check_summary("test_page_cache");
 }
