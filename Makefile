@@ -234,11 +234,14 @@ demo: deps $(BUILD)/corestack
 $(BUILD)/bench-inflate: tests/bench/inflate.c | $(BUILD)
 	$(CC) $(WARN) -O2 $< -lelf -lz -o $@
 
+$(BUILD)/bench-read-floor: tests/bench/read_floor.c | $(BUILD)
+	$(CC) $(WARN) -O2 $< -o $@
+
 # BASELINE=path: an older build run beside this one, in turn, where a
 # benchmark compares builds (start-up, the deep-thread core, a sample,
 # 10,000 fibers).
 BENCH_BASELINE = $(if $(BASELINE),--baseline $(BASELINE))
-bench: deps $(BUILD)/corestack $(BUILD)/bench-inflate fixtures
+bench: deps $(BUILD)/corestack $(BUILD)/bench-inflate $(BUILD)/bench-read-floor fixtures
 	python3 tests/bench_startup.py --corestack $(BUILD)/corestack $(BENCH_BASELINE)
 	python3 tests/bench.py --corestack $(BUILD)/corestack $(BENCH_BASELINE)
 	python3 tests/bench_sampling.py --corestack $(BUILD)/corestack $(BENCH_BASELINE)
@@ -262,7 +265,7 @@ $(BUILD)/bench-profile-write: tests/bench/profile_write.c $(BUILD)/plain/libcore
 bench-profile-write: $(BUILD)/bench-profile-write
 	$(BUILD)/bench-profile-write 100000
 
-bench-sampling: deps $(BUILD)/corestack fixtures
+bench-sampling: deps $(BUILD)/corestack $(BUILD)/bench-read-floor fixtures
 	python3 tests/bench_sampling.py --corestack $(BUILD)/corestack
 
 # What a recorder does to a program whose threads contend for the GVL.

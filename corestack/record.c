@@ -213,6 +213,9 @@ struct recording {
 	int interactive;
 	double shown;    /* when the progress line was last written */
 	int shown_width; /* its width */
+	/* CORESTACK_READ_STATS: the reads' counters after the first sample,
+	 * which reads and decodes what the later ones mostly find again */
+	uint64_t first_calls, first_bytes, first_ns;
 };
 
 /* Our own child lingers as a zombie: reap it to see it end. */
@@ -230,6 +233,12 @@ static int take(void *ctx)
 {
 	struct recording *r = ctx;
 	int taken = cs_sample_once(r->engine, r->o->states, r->prof);
+	const struct cs_target_reads *reads = &r->engine->target_reads;
+	if (!r->first_calls) {
+		r->first_calls = reads->calls;
+		r->first_bytes = reads->bytes;
+		r->first_ns = reads->ns;
+	}
 	/* An exited target that nobody reaped (our own child whose traced
 	 * threads we still hold, or another process's) fails every sample
 	 * until --duration. */
@@ -281,10 +290,14 @@ static int start_command(char **command)
 
 /* CORESTACK_READ_STATS (tests/bench_sampling.py): what the samples'
  * reads of the process cost, the floor a sample is measured against. */
-static void read_stats(const struct cs_engine *e, size_t tries)
+static void read_stats(const struct cs_engine *e,
+		       const struct cs_sampling_loop *l,
+		       const struct recording *r)
 {
 	const struct cs_target_reads *t = &e->target_reads;
+	size_t tries = l->taken + l->lost;
 	double n = tries ? (double)tries : 1.0;
+	double later = tries > 1 ? (double)(tries - 1) : 1.0;
 	fprintf(stderr,
 		"corestack record: read stats: %llu system calls reading %llu "
 		"ranges, %llu bytes, in %.1f ms; a sample: %.1f calls, %.0f "
@@ -293,6 +306,28 @@ static void read_stats(const struct cs_engine *e, size_t tries)
 		(unsigned long long)t->bytes, (double)t->ns / 1e6,
 		(double)t->calls / n, (double)t->bytes / n,
 		(double)t->ns / n / 1e3);
+	/* the first sample apart: it decodes every frame once */
+	fprintf(stderr,
+		"corestack record: read stats: the first sample %.1f us (%.1f "
+		"us of CPU); after it, a sample: %.1f us (%.1f us of CPU), "
+		"%.1f calls, %.0f bytes, %.1f us in them\n",
+		l->first * 1e6, l->first_cpu * 1e6,
+		(l->reading - l->first) / later * 1e6,
+		(l->reading_cpu - l->first_cpu) / later * 1e6,
+		(double)(t->calls - r->first_calls) / later,
+		(double)(t->bytes - r->first_bytes) / later,
+		(double)(t->ns - r->first_ns) / later / 1e3);
+	/* CORESTACK_READ_LOG=FILE: the ranges one whole sample read, the
+	 * one before the last, "address length" a line
+	 * (tests/bench/read_floor.c reads them again in one call) */
+	const char *log = getenv("CORESTACK_READ_LOG");
+	FILE *f = log && t->nlast && !t->last_cut ? fopen(log, "w") : NULL;
+	if (!f)
+		return;
+	for (size_t i = 0; i < t->nlast; i++)
+		fprintf(f, "0x%llx %llu\n", (unsigned long long)t->last[i].addr,
+			(unsigned long long)t->last[i].len);
+	fclose(f);
 }
 
 int cs_record_main(int argc, char **argv)
@@ -420,7 +455,7 @@ int cs_record_main(int argc, char **argv)
 		tries ? loop.reading / (double)tries * 1e6 : 0.0,
 		tries ? loop.reading_cpu / (double)tries * 1e6 : 0.0);
 	if (req.time_target_reads)
-		read_stats(engine, tries);
+		read_stats(engine, &loop, &rec);
 	if (o.subprocesses)
 		fprintf(stderr,
 			PROG ": %zu processes followed besides the target, "

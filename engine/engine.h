@@ -73,6 +73,7 @@ struct cs_engine {
 	} * read_log; /* every counted read, for the floor */
 	size_t nread_log, read_log_cap;
 	bool read_log_full; /* out of memory: no floor */
+#define CS_SAMPLE_RANGES 256
 	/* request.time_target_reads: the sampler's reads of the process,
 	 * each timed (sampling/read_timing.c) */
 	struct cs_target_reads {
@@ -82,6 +83,13 @@ struct cs_engine {
 		uint64_t ns; /* spent in them */
 		struct cs_memory inner;
 		struct cs_live *live;
+		/* the ranges read whole by the sample under way and by the
+		 * one before it, for a floor replayed elsewhere
+		 * (CORESTACK_READ_LOG); past CS_SAMPLE_RANGES, cut */
+		struct cs_read_range sample[CS_SAMPLE_RANGES],
+			last[CS_SAMPLE_RANGES];
+		size_t nsample, nlast;
+		bool sample_cut, last_cut;
 	} target_reads;
 	/* where a module whose file cannot be used is looked for by its
 	 * build-id: the request's directories and the Ruby's own; the

@@ -2,6 +2,7 @@
  * clock (a vDSO call, tens of nanoseconds): only when a benchmark asks. */
 #include "read_timing.h"
 
+#include <string.h>
 #include <time.h>
 
 static uint64_t now_ns(void)
@@ -9,6 +10,17 @@ static uint64_t now_ns(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void log_range(struct cs_target_reads *t, uint64_t addr, size_t len)
+{
+	if (t->nsample == CS_SAMPLE_RANGES) {
+		t->sample_cut = true;
+		return;
+	}
+	t->sample[t->nsample].addr = addr;
+	t->sample[t->nsample].len = len;
+	t->nsample++;
 }
 
 static struct cs_error *timed_read(void *priv, uint64_t addr, void *buf,
@@ -20,8 +32,10 @@ static struct cs_error *timed_read(void *priv, uint64_t addr, void *buf,
 	t->ns += now_ns() - start;
 	t->calls++;
 	t->ranges++;
-	if (!err)
+	if (!err) {
 		t->bytes += len;
+		log_range(t, addr, len);
+	}
 	return err;
 }
 
@@ -34,8 +48,10 @@ static size_t timed_read_ranges(void *priv, const uint64_t *addrs,
 	t->ns += now_ns() - start;
 	t->calls++;
 	t->ranges += got;
-	for (size_t i = 0; i < got && i < n; i++)
+	for (size_t i = 0; i < got && i < n; i++) {
 		t->bytes += lens[i];
+		log_range(t, addrs[i], lens[i]);
+	}
 	return got;
 }
 
@@ -43,6 +59,14 @@ void cs_read_timing_install(struct cs_engine *e, struct cs_live *live,
 			    struct cs_memory inner)
 {
 	struct cs_target_reads *t = &e->target_reads;
+	/* a sample (or a paused sample's try) begins */
+	if (t->nsample) {
+		memcpy(t->last, t->sample, t->nsample * sizeof(*t->sample));
+		t->nlast = t->nsample;
+		t->last_cut = t->sample_cut;
+	}
+	t->nsample = 0;
+	t->sample_cut = false;
 	t->inner = inner;
 	t->live = live;
 	e->cache.inner = (struct cs_memory){.read = timed_read, .priv = t};

@@ -48,9 +48,16 @@ void cs_sampling_run(struct cs_sampling_loop *l)
 			break;
 		double t0 = cs_sampling_now();
 		double c0 = clock_seconds(CLOCK_THREAD_CPUTIME_ID);
+		bool first = l->taken + l->lost == 0;
 		int r = l->take(l->ctx);
-		l->reading += cs_sampling_now() - t0;
-		l->reading_cpu += clock_seconds(CLOCK_THREAD_CPUTIME_ID) - c0;
+		double took = cs_sampling_now() - t0;
+		double took_cpu = clock_seconds(CLOCK_THREAD_CPUTIME_ID) - c0;
+		l->reading += took;
+		l->reading_cpu += took_cpu;
+		if (first) {
+			l->first = took;
+			l->first_cpu = took_cpu;
+		}
 		if (r < 0)
 			break;
 		if (r > 0)

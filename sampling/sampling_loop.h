@@ -31,6 +31,9 @@ struct cs_sampling_loop {
 	double reading;     /* seconds spent in take */
 	double reading_cpu; /* of which on this thread's CPU, the kernel's
 			     * time for the reads included */
+	/* of which the first take: it reads and decodes every frame, what
+	 * the later ones mostly find again */
+	double first, first_cpu;
 };
 
 /* Run l until its duration is up, its stop flag is set, before says no,

@@ -10,6 +10,11 @@ stack) and the 3.3 fixture Ruby, with `corestack record`.
    alternately; the median and the range are printed. Beside them the
    floor: the time a sample spent in the system calls that copied the
    process's bytes (CORESTACK_READ_STATS), how many calls and bytes.
+   Then the kernel's floor at each rate: the ranges one sample read
+   (CORESTACK_READ_LOG) read again from the same process in one
+   process_vm_readv a tick, nothing decoded (tests/bench/read_floor.c,
+   --read-floor), and a sample's decoding alone (its CPU time less its
+   reads).
 2. Cost to the sampled program, measured in one run of it: the program
    prints when each round of its fixed work started and ended; a recorder
    is attached for a window, then none for a window, alternating nonblocking
@@ -49,26 +54,35 @@ RECORD_LINE = re.compile(r"(\d+) samples in [\d.]+ s \([\d.]+ Hz asked, ([\d.]+)
                          r"\(([\d.]+) us of CPU\)")
 # CORESTACK_READ_STATS: the samples' reads of the process (the floor)
 READS_LINE = re.compile(r"a sample: ([\d.]+) calls, (\d+) bytes, ([\d.]+) us in them")
+# and the same after the first sample, which decodes every frame once
+LATER_LINE = re.compile(r"the first sample ([\d.]+) us \(([\d.]+) us of CPU\); after it, a sample: "
+                        r"([\d.]+) us \(([\d.]+) us of CPU\), ([\d.]+) calls, (\d+) bytes, "
+                        r"([\d.]+) us in them")
 SETTLE = 0.25   # seconds at the start of a window not counted
 FAST_STATE = 1.25
 
 
-def record(corestack, args):
+def record(corestack, args, read_log=None):
     """(samples, achieved Hz, lost, wall us, cpu us) from record's summary
     line, and from a build that tells them (CORESTACK_READ_STATS) a
     sample's system calls reading the process, bytes read and us in them
-    (else None for each)."""
+    (else None for each). With read_log, the ranges one sample read are
+    written there."""
+    env = dict(os.environ, CORESTACK_READ_STATS="1")
+    if read_log:
+        env["CORESTACK_READ_LOG"] = read_log
     res = subprocess.run([corestack, "record", "-o", os.devnull] + args,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         env=dict(os.environ, CORESTACK_READ_STATS="1"))
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     m = RECORD_LINE.search(res.stderr)
     if res.returncode != 0 or not m:
         raise SystemExit("bench: record %s: exit %d: %s" % (" ".join(args), res.returncode,
                                                            res.stderr.strip()[-300:]))
     r = READS_LINE.search(res.stderr)
     reads = (float(r.group(1)), int(r.group(2)), float(r.group(3))) if r else (None,) * 3
+    later = LATER_LINE.search(res.stderr)
+    later = tuple(float(g) for g in later.groups()) if later else (None,) * 7
     return (int(m.group(1)), float(m.group(2)), int(m.group(3)), float(m.group(4)),
-            float(m.group(5))) + reads
+            float(m.group(5))) + reads + later
 
 
 def spread(values, fmt):
@@ -100,7 +114,34 @@ class Target:
         self.proc.wait()
 
 
-def sample_cost(corestack, ruby, runs, seconds, baseline=None):
+FLOOR_LINE = re.compile(r"median ([\d.]+) us \(min ([\d.]+), max ([\d.]+)\)")
+
+
+def read_floor(tool, corestack, pid, rate, seconds, runs):
+    """The kernel's floor at rate: one call a tick reading what one
+    nonblocking sample read; [(median us, ranges, bytes, pages)] a run."""
+    out = []
+    log = os.path.join("/tmp", "corestack-read-floor-%d.txt" % os.getpid())
+    try:
+        for _ in range(runs):
+            record(corestack, ["--pid", str(pid), "--rate", str(rate), "--duration", "1",
+                               "--nonblocking"], read_log=log)
+            if not os.path.exists(log):
+                return []
+            res = subprocess.run([tool, str(pid), str(rate), str(seconds), log],
+                                 stdout=subprocess.PIPE, text=True)
+            m = FLOOR_LINE.search(res.stdout)
+            shape = re.search(r"of (\d+) ranges, (\d+) bytes in (\d+) pages", res.stdout)
+            if res.returncode != 0 or not m or not shape or " 0 failed" not in res.stdout:
+                raise SystemExit("bench: read floor: %s" % res.stdout.strip())
+            out.append((float(m.group(1)),) + tuple(int(g) for g in shape.groups()))
+    finally:
+        if os.path.exists(log):
+            os.unlink(log)
+    return out
+
+
+def sample_cost(corestack, ruby, runs, seconds, baseline=None, floor_tool=None):
     target = Target(ruby)
     builds = [("", corestack)] + ([("baseline ", baseline)] if baseline else [])
     try:
@@ -116,6 +157,11 @@ def sample_cost(corestack, ruby, runs, seconds, baseline=None):
                     for which, exe in builds:
                         results.setdefault((which + mode, rate), []).append(
                             record(exe, args))
+        floors = {}
+        if floor_tool:
+            for rate in (100, 1000):
+                floors[rate] = read_floor(floor_tool, corestack, target.proc.pid, rate,
+                                          seconds, runs)
     finally:
         target.stop()
     print("== one sample of a 50-frame stack (deep50.rb, %d runs of %g s each, median (range))"
@@ -133,6 +179,27 @@ def sample_cost(corestack, ruby, runs, seconds, baseline=None):
         print("%-12s %5d  %-24s %-24s %-18s %-7s %s" % (
             mode, rate, spread([r[3] for r in rs], "%.1f"), spread([r[4] for r in rs], "%.1f"),
             spread([r[1] for r in rs], "%.0f"), "%.2f%%" % (100 * lost), floor))
+    later = [(k, rs) for k, rs in sorted(results.items()) if all(r[8] is not None for r in rs)]
+    if later:
+        print("the same after each run's first sample (which decodes every frame once):")
+        print("%-12s %5s  %-24s %-24s %-24s %s" % (
+            "mode", "rate", "wall us/sample", "CPU us/sample", "in the reads us/sample",
+            "calls, bytes; the first sample's CPU us"))
+    for (mode, rate), rs in later:
+        print("%-12s %5d  %-24s %-24s %-24s %.1f, %d; %s" % (
+            mode, rate, spread([r[10] for r in rs], "%.1f"), spread([r[11] for r in rs], "%.1f"),
+            spread([r[14] for r in rs], "%.1f"), statistics.median(r[12] for r in rs),
+            statistics.median(r[13] for r in rs), spread([r[9] for r in rs], "%.0f")))
+    for rate, fl in sorted(floors.items()):
+        if not fl:
+            continue
+        rs = [r for r in results[("nonblocking", rate)] if r[8] is not None]
+        print("floor at %4d Hz: one call of what a sample read (%d ranges, %d bytes, "
+              "%d pages): %s us; a nonblocking sample's CPU less its reads, after the "
+              "first: %s us"
+              % (rate, statistics.median(f[1] for f in fl), statistics.median(f[2] for f in fl),
+                 statistics.median(f[3] for f in fl), spread([f[0] for f in fl], "%.1f"),
+                 spread([r[11] - r[14] for r in rs], "%.1f") if rs else "-"))
     if baseline:
         print("this build against the baseline (median minus the baseline's median), "
               "wall / CPU us a sample:")
@@ -239,12 +306,16 @@ def main():
     ap.add_argument("--whole-runs", type=int, default=11, help="whole runs per mode (0: none)")
     ap.add_argument("--baseline", help="a corestack to compare one sample's cost with")
     ap.add_argument("--sample-cost-only", action="store_true", help="part 1 only")
+    ap.add_argument("--read-floor", default=os.path.join(ROOT, "build", "bench-read-floor"),
+                    help="tests/bench/read_floor.c built (make build/bench-read-floor); "
+                    "no floor when it is missing")
     args = ap.parse_args()
     corestack = os.path.abspath(args.corestack)
     ruby = os.path.join(procs.build_ruby("3.3", "shared", 3600), "bin", "ruby")
     print("load average before: %s" % open("/proc/loadavg").read().split()[0])
     sample_cost(corestack, ruby, args.runs, 2,
-                os.path.abspath(args.baseline) if args.baseline else None)
+                os.path.abspath(args.baseline) if args.baseline else None,
+                args.read_floor if os.path.exists(args.read_floor) else None)
     if args.sample_cost_only:
         return
     in_run_overhead(corestack, ruby, args.pairs, args.window)
