@@ -113,6 +113,8 @@ bool cs_render_dump_object(struct json *j, const struct rv_dump_object *o)
 		json_bool(j, "singleton", true);
 	if (o->fd >= 0)
 		json_int(j, "fd", o->fd);
+	if (o->imemo_type)
+		json_string(j, "imemo_type", o->imemo_type);
 	if (o->nrefs)
 		refs_json(j, "references", o->refs, o->nrefs);
 	if (o->alloc_known) {

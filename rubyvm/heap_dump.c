@@ -126,8 +126,63 @@ struct dump_walk {
 	struct rv_refs refs;
 	uint64_t *values; /* the references' values, for the callback */
 	size_t values_cap;
+	/* the name dump_all gives each imemo type (its enumerator without
+	 * "imemo_"), NULL for a value none has; imemo_types known */
+	const char *imemo_names[64];
+	bool imemo_types;
 	bool nomem;
 };
+
+/* Every enumerator of enum imemo_type a Ruby may have. */
+static const enum rv_item_id imemo_items[] = {
+	RVL_imemo_env,        RVL_imemo_cref,           RVL_imemo_svar,
+	RVL_imemo_throw_data, RVL_imemo_ifunc,          RVL_imemo_memo,
+	RVL_imemo_ment,       RVL_imemo_iseq,           RVL_imemo_tmpbuf,
+	RVL_imemo_ast,        RVL_imemo_parser_strterm, RVL_imemo_callinfo,
+	RVL_imemo_callcache,  RVL_imemo_constcache,     RVL_imemo_cvar_entry,
+	RVL_imemo_fields,     RVL_imemo_subclasses,     RVL_imemo_cdhash,
+};
+
+static void imemo_names_init(struct dump_walk *w)
+{
+	struct rv_session *s = w->s;
+	if (!RV_HAS(s, imemo_mask) || !RV_HAS(s, fl_ushift) ||
+	    RV_VAL(s, imemo_mask) < 0 || RV_VAL(s, imemo_mask) >= 64)
+		return;
+	w->imemo_types = true;
+	for (size_t i = 0; i < sizeof(imemo_items) / sizeof(*imemo_items);
+	     i++) {
+		const struct rv_item *it = &s->layout.items[imemo_items[i]];
+		if (it->source == RV_MISSING || it->value < 0 ||
+		    it->value > RV_VAL(s, imemo_mask))
+			continue;
+		w->imemo_names[it->value] =
+			rv_layout_item_subject(imemo_items[i]) +
+			strlen("imemo_");
+	}
+}
+
+static void note(struct dump_walk *w, struct cs_error *err, uint64_t obj);
+
+/* An imemo's type, named as dump_all names it; one no enumerator this
+ * Ruby has names is a counted skip. */
+static void imemo_details(struct dump_walk *w, struct rv_dump_object *o,
+			  uint64_t flags)
+{
+	struct rv_session *s = w->s;
+	if (!w->imemo_types)
+		return;
+	uint64_t t = rv_shr(flags, RV_VAL(s, fl_ushift)) &
+		     (uint64_t)RV_VAL(s, imemo_mask);
+	o->imemo_type = w->imemo_names[t];
+	if (!o->imemo_type)
+		note(w,
+		     cs_error_create(CS_ERR_CORRUPT,
+				     "imemo type %llu, which no enumerator "
+				     "of imemo_type has",
+				     (unsigned long long)t),
+		     o->address);
+}
 
 /* The values of one root category, each once. */
 struct root_list {
@@ -748,6 +803,8 @@ static void dump_one(struct dump_walk *w, uint64_t addr, uint64_t flags,
 		data_details(w, &o, flags, slot, data_name, sizeof(data_name));
 	} else if (type == w->t_file) {
 		file_details(w, &o);
+	} else if (type == w->t_imemo) {
+		imemo_details(w, &o, flags);
 	}
 	alloc_details(w, &o);
 	w->refs.n = 0;
@@ -957,6 +1014,7 @@ static bool dump_layout(struct dump_walk *w)
 		return false;
 	}
 	rv_heap_type_names(s, w->names);
+	imemo_names_init(w);
 	rv_object_sizer_init(s, &w->sizer);
 	w->freeze = RV_HAS(s, fl_freeze) ? (uint64_t)RV_VAL(s, fl_freeze) : 0;
 	/* a type this Ruby lacks: a value past T_MASK, never matched */

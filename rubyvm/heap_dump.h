@@ -36,6 +36,8 @@ struct rv_dump_object {
 	 * data type's name */
 	const char *name;
 	int64_t fd; /* a T_FILE's descriptor, -1 when none or not read */
+	/* an imemo's type as dump_all names it ("env"); NULL when not read */
+	const char *imemo_type;
 	/* its shape's id as dump_all prints it; -1 where it prints none */
 	int64_t shape_id;
 	/* a String's encoding's name (NULL: ASCII-8BIT, or not read) and

@@ -693,7 +693,8 @@ def check_dump_fields(objects, record):
     # a superclass (both from 3.1)
     recorded = any("fstring" in s["expect"] for s in samples)
     superclass = any(s["expect"].get("superclass") for s in samples)
-    for key, when, what in (("fstring", recorded, "interned String"),
+    for key, when, what in (("imemo_type", recorded, "imemo"),
+                            ("fstring", recorded, "interned String"),
                             ("default", recorded, "Hash with a default Proc"),
                             ("singleton", superclass, "singleton class")):
         if when and not any(s["expect"].get(key) for s in samples):
