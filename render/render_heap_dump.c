@@ -84,6 +84,8 @@ bool cs_render_dump_object(struct json *j, const struct rv_dump_object *o)
 		json_bool(j, "embedded", true);
 	if (o->fstring)
 		json_bool(j, "fstring", true);
+	if (o->chilled)
+		json_bool(j, "chilled", true);
 	if (o->shared && !array)
 		json_bool(j, "shared", true);
 	if (o->length >= 0)

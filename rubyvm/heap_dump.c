@@ -417,6 +417,9 @@ static void string_details(struct dump_walk *w, struct rv_dump_object *o,
 		    (flags & (uint64_t)RV_VAL(s, elts_shared));
 	o->fstring = RV_HAS(s, rstring_fstr) &&
 		     (flags & (uint64_t)RV_VAL(s, rstring_fstr));
+	/* only where .debug_macro gives it: 3.4+, as dump_all */
+	o->chilled = RV_HAS(s, str_chilled) &&
+		     (flags & (uint64_t)RV_VAL(s, str_chilled));
 	if (o->shared) /* dump_all tells nothing of its content */
 		return;
 	size_t got = 0;

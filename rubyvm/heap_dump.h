@@ -25,6 +25,7 @@ struct rv_dump_object {
 	int embedded; /* 1, 0, -1: not told */
 	bool shared;  /* a String's or an Array's buffer is another's */
 	bool fstring; /* a String interned (RSTRING_FSTR) */
+	bool chilled; /* a chilled String literal (STR_CHILLED, 3.4+) */
 	/* a String's bytes, an Array's elements, a Hash's entries, a
 	 * T_OBJECT's ivars; -1 when not told */
 	int64_t length;
