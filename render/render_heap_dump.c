@@ -90,6 +90,8 @@ bool cs_render_dump_object(struct json *j, const struct rv_dump_object *o)
 		json_bool(j, "shared", true);
 	if (o->length >= 0)
 		json_int(j, length_key(o->type), o->length);
+	if (o->complex_key)
+		json_bool(j, o->complex_key, true);
 	if (o->hash_default)
 		json_hex_string(j, "default", o->hash_default);
 	if (o->value)

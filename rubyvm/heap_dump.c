@@ -130,6 +130,10 @@ struct dump_walk {
 	 * "imemo_"), NULL for a value none has; imemo_types known */
 	const char *imemo_names[64];
 	bool imemo_types;
+	/* a T_OBJECT's embedded written (where shapes have no
+	 * SHAPE_CAPACITY_CHANGE: 3.3+), and the key of a too complex one */
+	bool object_embedded;
+	const char *complex_key;
 	bool nomem;
 };
 
@@ -163,6 +167,53 @@ static void imemo_names_init(struct dump_walk *w)
 }
 
 static void note(struct dump_walk *w, struct cs_error *err, uint64_t obj);
+
+/* A T_OBJECT's ivars (a too complex one's: its table's size), whether
+ * its shape is too complex and, where dump_all writes it, whether it is
+ * embedded. */
+static void object_details(struct dump_walk *w, struct rv_dump_object *o,
+			   uint64_t flags)
+{
+	struct rv_session *s = w->s;
+	bool complex = false, embedded = false;
+	size_t got = 0;
+	uint64_t size = 0;
+	struct cs_error *err = NULL;
+	if (!w->shapes && RV_HAS(s, robject_numiv) &&
+	    RV_HAS(s, robject_embed_len_max)) {
+		/* before shapes dump_all writes ROBJECT_NUMIV: the room for
+		 * ivars, in the slot or in the buffer */
+		if (!(err = rv_object_embedded(s, o->address, flags,
+					       &embedded)) &&
+		    !embedded)
+			err = rv_read_member(s, o->address, RVL_robject_numiv,
+					     &size);
+		else if (!err)
+			size = (uint64_t)RV_VAL(s, robject_embed_len_max);
+		if (err)
+			note(w, err, o->address);
+		else
+			o->length = (int64_t)size;
+		return;
+	}
+	if (w->shapes)
+		err = rv_object_complex(s, o->address, flags, &complex, &size);
+	else
+		err = rv_object_ivars(s, o->address, flags, NULL, NULL, 0, &got,
+				      &size);
+	if (!err && complex)
+		o->complex_key = w->complex_key;
+	if (err)
+		note(w, err, o->address);
+	else
+		o->length = (int64_t)size;
+	if (!w->object_embedded)
+		return;
+	if ((err = rv_object_embedded(s, o->address, flags, &embedded)))
+		note(w, err, o->address);
+	else
+		o->embedded = embedded;
+}
 
 /* An imemo's type, named as dump_all names it; one no enumerator this
  * Ruby has names is a counted skip. */
@@ -788,11 +839,7 @@ static void dump_one(struct dump_walk *w, uint64_t addr, uint64_t flags,
 			o.length = (int64_t)size;
 		hash_default_details(w, &o, flags);
 	} else if (type == w->t_object) {
-		if ((err = rv_object_ivars(s, addr, flags, NULL, NULL, 0, &got,
-					   &size)))
-			note(w, err, addr);
-		else
-			o.length = (int64_t)size;
+		object_details(w, &o, flags);
 	} else if (type == w->t_class || type == w->t_module) {
 		if (!rv_failed(rv_class_path(s, addr, &path)) && path &&
 		    strncmp(path, "#<", 2) != 0)
@@ -863,6 +910,7 @@ static void dump_versions(struct dump_walk *w)
 	bool sized = RV_HAS(s, page_slot_size);
 	w->shapes = RV_HAS(s, shape_parent_id) ||
 		    RV_HAS(s, shape_parent_offset);
+	w->object_embedded = w->shapes && !RV_HAS(s, shape_capacity_change);
 	uint64_t above = RV_HAS(s, shape_id_heap_index_mask)
 				 ? (uint64_t)RV_VAL(s, shape_id_heap_index_mask)
 			 : RV_HAS(s, shape_id_capacity_mask)
@@ -1018,6 +1066,8 @@ static bool dump_layout(struct dump_walk *w)
 	}
 	rv_heap_type_names(s, w->names);
 	imemo_names_init(w);
+	w->complex_key = RV_HAS(s, shape_id_fl_complex) ? "complex_shape"
+							: "too_complex_shape";
 	rv_object_sizer_init(s, &w->sizer);
 	w->freeze = RV_HAS(s, fl_freeze) ? (uint64_t)RV_VAL(s, fl_freeze) : 0;
 	/* a type this Ruby lacks: a value past T_MASK, never matched */

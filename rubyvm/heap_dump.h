@@ -39,6 +39,9 @@ struct rv_dump_object {
 	int64_t fd; /* a T_FILE's descriptor, -1 when none or not read */
 	/* an imemo's type as dump_all names it ("env"); NULL when not read */
 	const char *imemo_type;
+	/* a T_OBJECT of too complex a shape: the key dump_all says it with
+	 * ("too_complex_shape", "complex_shape"), else NULL */
+	const char *complex_key;
 	/* its shape's id as dump_all prints it; -1 where it prints none */
 	int64_t shape_id;
 	/* a String's encoding's name (NULL: ASCII-8BIT, or not read) and

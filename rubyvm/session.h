@@ -252,6 +252,18 @@ struct cs_error *rv_object_id_field(struct rv_session *s, uint64_t obj,
 /* The ivars of obj, a T_OBJECT whose flags are flags, in the order
  * rb_ivar_foreach gives them (their indexes): the first max in ids[] and
  * vals[], *n of them; *total how many it has. */
+/* Whether a T_OBJECT's shape is too complex (its ivars in a hash table:
+ * 3.2+; false without shapes), and how many fields it has: the table's
+ * entries, else those its shape gives it (next_field_index: its ivars,
+ * and its object id where 4.0+ keeps it among them). */
+struct cs_error *rv_object_complex(struct rv_session *s, uint64_t obj,
+				   uint64_t flags, bool *complex,
+				   uint64_t *count);
+/* Whether a T_OBJECT keeps its fields in its slot, as its flags
+ * (ROBJECT_EMBED, ROBJECT_HEAP clear in 4.0) or its shape id's layout bits
+ * say. */
+struct cs_error *rv_object_embedded(struct rv_session *s, uint64_t obj,
+				    uint64_t flags, bool *embedded);
 struct cs_error *rv_object_ivars(struct rv_session *s, uint64_t obj,
 				 uint64_t flags, uint64_t *ids, uint64_t *vals,
 				 size_t max, size_t *n, uint64_t *total);
