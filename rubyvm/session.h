@@ -174,6 +174,9 @@ struct cs_error *rv_string_bytes(struct rv_session *s, uint64_t v, size_t max,
  * bytes. */
 struct cs_error *rv_symbol_name(struct rv_session *s, uint64_t v, char **name,
 				size_t *n);
+/* The same, the whole name (up to RV_MAX_STRING bytes), or an error. */
+struct cs_error *rv_symbol_name_whole(struct rv_session *s, uint64_t v,
+				      char **name, size_t *n);
 /* Where a String of these flags keeps its length: the item of the field
  * that holds it (3.3+ one for both kinds; a heap String's; a
  * variable-width embedded one's), or RVL_rstring_embed_len_mask when the
