@@ -112,6 +112,13 @@ process title (the fixture's comment says how). Then:
                             skipped.unreadable, the error naming the table,
                             every line as before without file, line, method
                             and generation
+    RUBY/heap/corrupt-roots the VM's mark objects (vm->mark_object_ary, or
+                            the main ractor's registered_marks) pointed at
+                            unmapped memory: --retainers of the object
+                            rb_gc_register_mark_object kept: exit 1, not
+                            found, the error naming the mark objects; of the
+                            object a registered C global keeps: exit 1, its
+                            path as recorded
     RUBY/heap/alloc-nodebug the core read with --sysroot where objspace.so is
                             a copy without debug info: --dump exit 0,
                             complete, its note naming objspace.so, every line
@@ -140,7 +147,7 @@ FIXTURE_DIR = os.path.join(procs.ROOT, "fixtures", "heap")
 FIXTURE = os.path.join(FIXTURE_DIR, "heap.rb")
 TESTS = ("core", "live", "gdb", "gdb-live", "lldb", "retainers", "retainers-live",
          "dump", "dump-live", "corrupt-type", "corrupt-class", "corrupt-page",
-         "corrupt-dump", "corrupt-alloc", "alloc-nodebug")
+         "corrupt-dump", "corrupt-alloc", "corrupt-roots", "alloc-nodebug")
 # The keys of an allocation trace_object_allocations recorded.
 ALLOC_KEYS = ("file", "line", "method", "generation")
 DEBUGGER_TESTS = ("gdb", "gdb-live", "lldb")
@@ -788,7 +795,7 @@ def corrupt_tests(ctx, ruby, cap_core, exe, record, baseline):
     samples = [int(a, 16) for a in record["samples"]]
     want = dict(record["count_objects"])
     todo = [t for t in ("corrupt-type", "corrupt-class", "corrupt-page", "corrupt-dump",
-                        "corrupt-alloc")
+                        "corrupt-alloc", "corrupt-roots")
             if ctx.selected(name + t)]
     if not todo:
         return
@@ -834,6 +841,48 @@ def corrupt_tests(ctx, ruby, cap_core, exe, record, baseline):
         rep.result(name + "corrupt-dump", corrupt_dump(ctx, cap_core, exe, record, layout, cf))
     if "corrupt-alloc" in todo:
         rep.result(name + "corrupt-alloc", corrupt_alloc(ctx, cap_core, exe, record, cf))
+    if "corrupt-roots" in todo:
+        rep.result(name + "corrupt-roots", corrupt_roots(ctx, cap_core, exe, record, layout, cf))
+
+
+def corrupt_roots(ctx, core, exe, record, layout, cf):
+    """The VM's mark objects pointed at unmapped memory: the object only
+    they keep has no path, the run partial and saying why; another root
+    kind's path is still found."""
+    lost = next(p for p in record["retention"] if p["root"]["kind"] == "mark_object")
+    kept = next(p for p in record["retention"] if p["root"]["kind"] == "registered_address")
+    try:
+        module = baseline_module(ctx.corestack, core, exe, ctx.timeout)
+        vm = cf.u64(module_base(core, module) + layout["vm_ptr"][0])
+        if "vm_mark_object_ary" in layout:
+            at = vm + layout["vm_mark_object_ary"][0]
+        else:
+            at = cf.u64(vm + layout["vm_main_ractor"][0]) + layout["ractor_registered_marks"][0]
+        cf.write(at, struct.pack("<Q", 0x10))
+    except (RuntimeError, KeyError, LookupError, OSError) as exc:
+        cf.restore()
+        return "setup: %s" % exc
+    try:
+        results = [retainers(ctx.corestack, [p["path"][-1]["object"], core, exe], ctx.timeout)
+                   for p in (lost, kept)]
+    finally:
+        cf.restore()
+    for (rc, doc, err, reason), want in zip(results, (lost, kept)):
+        addr = want["path"][-1]["object"]
+        if reason:
+            return "%s: %s" % (addr, reason)
+        targets = doc.get("targets") or []
+        if rc != 1 or doc.get("complete") is not False or len(targets) != 1 or \
+                "mark objects not read" not in (doc.get("error") or ""):
+            return "%s: exit %d, complete %r, error %r (want 1, partial, naming the " \
+                "mark objects)" % (addr, rc, doc.get("complete"), doc.get("error"))
+        if want is lost and targets[0].get("found"):
+            return "%s: found from %s, with its only root unread" % (addr, targets[0].get("root"))
+        if want is kept:
+            reason = check_path(targets[0], want)
+            if reason:
+                return "%s: %s" % (addr, reason)
+    return None
 
 
 def intact_traced(ctx, core, exe, record):
