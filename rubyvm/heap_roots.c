@@ -407,7 +407,7 @@ static void fiber_stack_roots(struct roots_walk *w, const struct rv_process *p)
 
 /* The most entries of a list or table of the VM's roots read: far above
  * any real process's. */
-#define MAX_VM_ROOTS ((uint64_t)1 << 24)
+#define MAX_VM_ROOTS ((uint64_t)1 << 20)
 
 /* What the C global at ptr holds, a root named by that address. */
 static void registered_root(struct roots_walk *w, uint64_t ptr)
