@@ -17,7 +17,7 @@
 /* Bump on incompatible changes of the heap document; the minor on
  * compatible additions. */
 #define CS_HEAP_SCHEMA 1
-#define CS_HEAP_SCHEMA_MINOR 2
+#define CS_HEAP_SCHEMA_MINOR 3
 
 /* Where the census was taken: a core (core set) or a live process. */
 struct cs_heap_source {

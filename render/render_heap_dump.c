@@ -84,10 +84,14 @@ bool cs_render_dump_object(struct json *j, const struct rv_dump_object *o)
 		json_bool(j, "embedded", true);
 	if (o->fstring)
 		json_bool(j, "fstring", true);
+	if (o->chilled)
+		json_bool(j, "chilled", true);
 	if (o->shared && !array)
 		json_bool(j, "shared", true);
 	if (o->length >= 0)
 		json_int(j, length_key(o->type), o->length);
+	if (o->complex_key)
+		json_bool(j, o->complex_key, true);
 	if (o->hash_default)
 		json_hex_string(j, "default", o->hash_default);
 	if (o->value)
@@ -113,6 +117,8 @@ bool cs_render_dump_object(struct json *j, const struct rv_dump_object *o)
 		json_bool(j, "singleton", true);
 	if (o->fd >= 0)
 		json_int(j, "fd", o->fd);
+	if (o->imemo_type)
+		json_string(j, "imemo_type", o->imemo_type);
 	if (o->nrefs)
 		refs_json(j, "references", o->refs, o->nrefs);
 	if (o->alloc_known) {

@@ -26,6 +26,14 @@ static const char *root_kind(enum rv_root_kind k)
 		return "register";
 	case RV_ROOT_MACHINE_STACK:
 		return "machine_stack";
+	case RV_ROOT_FIBER_STACK:
+		return "fiber_machine_stack";
+	case RV_ROOT_REGISTERED:
+		return "registered_address";
+	case RV_ROOT_MARK_OBJECT:
+		return "mark_object";
+	case RV_ROOT_FINALIZER:
+		return "finalizer";
 	}
 	return "unknown";
 }
@@ -57,6 +65,20 @@ static void root_text(FILE *out, const struct rv_root *r)
 	case RV_ROOT_MACHINE_STACK:
 		fputs("the machine stack (conservatively)", out);
 		break;
+	case RV_ROOT_FIBER_STACK:
+		fputs("the saved machine stack (conservatively)", out);
+		break;
+	case RV_ROOT_REGISTERED:
+		fprintf(out, "the C global at %s (rb_gc_register_address)",
+			r->name ? r->name : "?");
+		return;
+	case RV_ROOT_MARK_OBJECT:
+		fputs("the VM's mark objects (rb_gc_register_mark_object)",
+		      out);
+		return;
+	case RV_ROOT_FINALIZER:
+		fprintf(out, "the finalizers of %s", r->name ? r->name : "?");
+		return;
 	}
 	fprintf(out, " of thread %zu (0x%" PRIx64 ")", r->thread_index + 1,
 		r->thread);

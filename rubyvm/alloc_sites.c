@@ -74,7 +74,7 @@ static char *method_text(struct rv_session *s, struct rv_alloc_sites *a,
 	if (cached(&a->methods, mid, &t))
 		return t;
 	size_t n = 0;
-	struct cs_error *err = rv_symbol_name(s, mid, &t, &n);
+	struct cs_error *err = rv_symbol_name_whole(s, mid, &t, &n);
 	if (err == &cs_error_nomem)
 		*nomem = true;
 	if (rv_failed(err) || !t || strlen(t) != n) {

@@ -126,8 +126,114 @@ struct dump_walk {
 	struct rv_refs refs;
 	uint64_t *values; /* the references' values, for the callback */
 	size_t values_cap;
+	/* the name dump_all gives each imemo type (its enumerator without
+	 * "imemo_"), NULL for a value none has; imemo_types known */
+	const char *imemo_names[64];
+	bool imemo_types;
+	/* a T_OBJECT's embedded written (where shapes have no
+	 * SHAPE_CAPACITY_CHANGE: 3.3+), and the key of a too complex one */
+	bool object_embedded;
+	const char *complex_key;
 	bool nomem;
 };
+
+/* Every enumerator of enum imemo_type a Ruby may have. */
+static const enum rv_item_id imemo_items[] = {
+	RVL_imemo_env,        RVL_imemo_cref,           RVL_imemo_svar,
+	RVL_imemo_throw_data, RVL_imemo_ifunc,          RVL_imemo_memo,
+	RVL_imemo_ment,       RVL_imemo_iseq,           RVL_imemo_tmpbuf,
+	RVL_imemo_ast,        RVL_imemo_parser_strterm, RVL_imemo_callinfo,
+	RVL_imemo_callcache,  RVL_imemo_constcache,     RVL_imemo_cvar_entry,
+	RVL_imemo_fields,     RVL_imemo_subclasses,     RVL_imemo_cdhash,
+};
+
+static void imemo_names_init(struct dump_walk *w)
+{
+	struct rv_session *s = w->s;
+	if (!RV_HAS(s, imemo_mask) || !RV_HAS(s, fl_ushift) ||
+	    RV_VAL(s, imemo_mask) < 0 || RV_VAL(s, imemo_mask) >= 64)
+		return;
+	w->imemo_types = true;
+	for (size_t i = 0; i < sizeof(imemo_items) / sizeof(*imemo_items);
+	     i++) {
+		const struct rv_item *it = &s->layout.items[imemo_items[i]];
+		if (it->source == RV_MISSING || it->value < 0 ||
+		    it->value > RV_VAL(s, imemo_mask))
+			continue;
+		w->imemo_names[it->value] =
+			rv_layout_item_subject(imemo_items[i]) +
+			strlen("imemo_");
+	}
+}
+
+static void note(struct dump_walk *w, struct cs_error *err, uint64_t obj);
+
+/* A T_OBJECT's ivars (a too complex one's: its table's size), whether
+ * its shape is too complex and, where dump_all writes it, whether it is
+ * embedded. */
+static void object_details(struct dump_walk *w, struct rv_dump_object *o,
+			   uint64_t flags)
+{
+	struct rv_session *s = w->s;
+	bool complex = false, embedded = false;
+	size_t got = 0;
+	uint64_t size = 0;
+	struct cs_error *err = NULL;
+	if (!w->shapes && RV_HAS(s, robject_numiv) &&
+	    RV_HAS(s, robject_embed_len_max)) {
+		/* before shapes dump_all writes ROBJECT_NUMIV: the room for
+		 * ivars, in the slot or in the buffer */
+		if (!(err = rv_object_embedded(s, o->address, flags,
+					       &embedded)) &&
+		    !embedded)
+			err = rv_read_member(s, o->address, RVL_robject_numiv,
+					     &size);
+		else if (!err)
+			size = (uint64_t)RV_VAL(s, robject_embed_len_max);
+		if (err)
+			note(w, err, o->address);
+		else
+			o->length = (int64_t)size;
+		return;
+	}
+	if (w->shapes)
+		err = rv_object_complex(s, o->address, flags, &complex, &size);
+	else
+		err = rv_object_ivars(s, o->address, flags, NULL, NULL, 0, &got,
+				      &size);
+	if (!err && complex)
+		o->complex_key = w->complex_key;
+	if (err)
+		note(w, err, o->address);
+	else
+		o->length = (int64_t)size;
+	if (!w->object_embedded)
+		return;
+	if ((err = rv_object_embedded(s, o->address, flags, &embedded)))
+		note(w, err, o->address);
+	else
+		o->embedded = embedded;
+}
+
+/* An imemo's type, named as dump_all names it; one no enumerator this
+ * Ruby has names is a counted skip. */
+static void imemo_details(struct dump_walk *w, struct rv_dump_object *o,
+			  uint64_t flags)
+{
+	struct rv_session *s = w->s;
+	if (!w->imemo_types)
+		return;
+	uint64_t t = rv_shr(flags, RV_VAL(s, fl_ushift)) &
+		     (uint64_t)RV_VAL(s, imemo_mask);
+	o->imemo_type = w->imemo_names[t];
+	if (!o->imemo_type)
+		note(w,
+		     cs_error_create(CS_ERR_CORRUPT,
+				     "imemo type %llu, which no enumerator "
+				     "of imemo_type has",
+				     (unsigned long long)t),
+		     o->address);
+}
 
 /* The values of one root category, each once. */
 struct root_list {
@@ -166,6 +272,12 @@ static bool root_value(void *ctx, const struct rv_root *r, uint64_t v)
 	struct root_lists *x = ctx;
 	switch (r->kind) {
 	case RV_ROOT_CONSTANT: /* reached through Object */
+	/* not written yet: the categories dump_all gives them differ
+	 * between Rubies; a fiber's stack the GC reaches through the fiber */
+	case RV_ROOT_FIBER_STACK:
+	case RV_ROOT_REGISTERED:
+	case RV_ROOT_MARK_OBJECT:
+	case RV_ROOT_FINALIZER:
 		return true;
 	case RV_ROOT_GLOBAL:
 		return list_add(&x->globals, v);
@@ -356,6 +468,9 @@ static void string_details(struct dump_walk *w, struct rv_dump_object *o,
 		    (flags & (uint64_t)RV_VAL(s, elts_shared));
 	o->fstring = RV_HAS(s, rstring_fstr) &&
 		     (flags & (uint64_t)RV_VAL(s, rstring_fstr));
+	/* only where .debug_macro gives it: 3.4+, as dump_all */
+	o->chilled = RV_HAS(s, str_chilled) &&
+		     (flags & (uint64_t)RV_VAL(s, str_chilled));
 	if (o->shared) /* dump_all tells nothing of its content */
 		return;
 	size_t got = 0;
@@ -724,11 +839,7 @@ static void dump_one(struct dump_walk *w, uint64_t addr, uint64_t flags,
 			o.length = (int64_t)size;
 		hash_default_details(w, &o, flags);
 	} else if (type == w->t_object) {
-		if ((err = rv_object_ivars(s, addr, flags, NULL, NULL, 0, &got,
-					   &size)))
-			note(w, err, addr);
-		else
-			o.length = (int64_t)size;
+		object_details(w, &o, flags);
 	} else if (type == w->t_class || type == w->t_module) {
 		if (!rv_failed(rv_class_path(s, addr, &path)) && path &&
 		    strncmp(path, "#<", 2) != 0)
@@ -742,6 +853,8 @@ static void dump_one(struct dump_walk *w, uint64_t addr, uint64_t flags,
 		data_details(w, &o, flags, slot, data_name, sizeof(data_name));
 	} else if (type == w->t_file) {
 		file_details(w, &o);
+	} else if (type == w->t_imemo) {
+		imemo_details(w, &o, flags);
 	}
 	alloc_details(w, &o);
 	w->refs.n = 0;
@@ -797,6 +910,7 @@ static void dump_versions(struct dump_walk *w)
 	bool sized = RV_HAS(s, page_slot_size);
 	w->shapes = RV_HAS(s, shape_parent_id) ||
 		    RV_HAS(s, shape_parent_offset);
+	w->object_embedded = w->shapes && !RV_HAS(s, shape_capacity_change);
 	uint64_t above = RV_HAS(s, shape_id_heap_index_mask)
 				 ? (uint64_t)RV_VAL(s, shape_id_heap_index_mask)
 			 : RV_HAS(s, shape_id_capacity_mask)
@@ -951,6 +1065,9 @@ static bool dump_layout(struct dump_walk *w)
 		return false;
 	}
 	rv_heap_type_names(s, w->names);
+	imemo_names_init(w);
+	w->complex_key = RV_HAS(s, shape_id_fl_complex) ? "complex_shape"
+							: "too_complex_shape";
 	rv_object_sizer_init(s, &w->sizer);
 	w->freeze = RV_HAS(s, fl_freeze) ? (uint64_t)RV_VAL(s, fl_freeze) : 0;
 	/* a type this Ruby lacks: a value past T_MASK, never matched */

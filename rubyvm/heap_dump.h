@@ -25,6 +25,7 @@ struct rv_dump_object {
 	int embedded; /* 1, 0, -1: not told */
 	bool shared;  /* a String's or an Array's buffer is another's */
 	bool fstring; /* a String interned (RSTRING_FSTR) */
+	bool chilled; /* a chilled String literal (STR_CHILLED, 3.4+) */
 	/* a String's bytes, an Array's elements, a Hash's entries, a
 	 * T_OBJECT's ivars; -1 when not told */
 	int64_t length;
@@ -36,6 +37,11 @@ struct rv_dump_object {
 	 * data type's name */
 	const char *name;
 	int64_t fd; /* a T_FILE's descriptor, -1 when none or not read */
+	/* an imemo's type as dump_all names it ("env"); NULL when not read */
+	const char *imemo_type;
+	/* a T_OBJECT of too complex a shape: the key dump_all says it with
+	 * ("too_complex_shape", "complex_shape"), else NULL */
+	const char *complex_key;
 	/* its shape's id as dump_all prints it; -1 where it prints none */
 	int64_t shape_id;
 	/* a String's encoding's name (NULL: ASCII-8BIT, or not read) and

@@ -9,9 +9,11 @@
  * conservatively, each thread's registers and the words of its machine
  * stack from its stack pointer up to where Ruby records the stack's
  * start (any word that is a live object's address: a C local of an
- * extension, a stale copy). Not read: a suspended fiber's machine stack,
- * the VM's own tables (rb_gc_register_address, mark_object_ary),
- * finalizers. */
+ * extension, a stale copy); then the machine stack each suspended
+ * fiber left (cont.machine, scanned by the GC as long as the fiber is not
+ * terminated), the C globals rb_gc_register_address registered, the
+ * objects rb_gc_register_mark_object registered (vm->mark_object_ary),
+ * and the procs of every finalizer (the objspace's finalizer_table). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -340,6 +342,334 @@ static void machine_roots(struct roots_walk *w, const struct rv_process *p,
 	free(words);
 }
 
+/* A suspended fiber's machine stack, as it left it: stack_size words from
+ * cont.machine.stack, as cont_mark scans it for a fiber not terminated.
+ * The fiber running on its thread is the thread's stack (above). */
+static void fiber_stack_roots(struct roots_walk *w, const struct rv_process *p)
+{
+	struct rv_session *s = w->s;
+	if (!RV_HAS(s, fiber_machine_stack) ||
+	    !RV_HAS(s, fiber_machine_stack_size))
+		return;
+	uint64_t *words = NULL;
+	for (size_t i = 0; i < p->nthreads && !w->nomem; i++) {
+		const struct rv_thread *t = &p->threads[i];
+		for (size_t j = 0; j < t->nfibers && !w->nomem; j++) {
+			const struct rv_fiber *f = &t->fibers[j];
+			uint64_t at = 0, n = 0;
+			if (f->is_current || f->status == RV_FIBER_TERMINATED)
+				continue;
+			if (!rv_try_member(s, f->addr, RVL_fiber_machine_stack,
+					   &at) ||
+			    !rv_try_member(s, f->addr,
+					   RVL_fiber_machine_stack_size, &n) ||
+			    n > MAX_MACHINE_STACK / 8 || (at & 7)) {
+				note(w,
+				     cs_error_create(CS_ERR_CORRUPT,
+						     "fiber 0x%" PRIx64 ": its "
+						     "saved machine stack is "
+						     "unreadable or implausible",
+						     f->addr),
+				     "machine stack not read");
+				continue;
+			}
+			if (!at || !n)
+				continue; /* never switched away from */
+			if (!words &&
+			    !(words = malloc(STACK_CHUNK * sizeof(*words)))) {
+				w->nomem = true;
+				break;
+			}
+			for (uint64_t k = 0; k < n && !w->nomem;) {
+				uint64_t m = n - k < STACK_CHUNK ? n - k
+								 : STACK_CHUNK;
+				if (!rv_try_read(s, at + k * 8, words, m * 8)) {
+					note(w,
+					     cs_error_create(
+						     CS_ERR_CORRUPT,
+						     "fiber 0x%" PRIx64 ": its "
+						     "machine stack at "
+						     "0x%" PRIx64
+						     " is unreadable",
+						     f->addr, at + k * 8),
+					     "machine stack not read");
+					break;
+				}
+				for (uint64_t x = 0; x < m; x++)
+					emit(w, RV_ROOT_FIBER_STACK, NULL, NULL,
+					     t->addr, f->addr, i, words[x]);
+				k += m;
+			}
+		}
+	}
+	free(words);
+}
+
+/* The most entries of a list or table of the VM's roots read: far above
+ * any real process's. */
+#define MAX_VM_ROOTS ((uint64_t)1 << 20)
+
+/* What the C global at ptr holds, a root named by that address. */
+static void registered_root(struct roots_walk *w, uint64_t ptr)
+{
+	uint64_t v = 0;
+	char name[32];
+	if (rv_try_read(w->s, ptr, &v, sizeof(v))) {
+		snprintf(name, sizeof(name), "0x%" PRIx64, ptr);
+		emit(w, RV_ROOT_REGISTERED, name, NULL, 0, 0, 0, v);
+	} else {
+		note(w,
+		     cs_error_create(CS_ERR_CORRUPT,
+				     "the registered address 0x%" PRIx64
+				     " is unreadable",
+				     ptr),
+		     "registered addresses not all read");
+	}
+}
+
+/* The registered addresses kept in an array (4.1-dev):
+ * vm->gc.registered_globals.addrs[addrs_cnt]. */
+static void registered_array(struct roots_walk *w, uint64_t vm)
+{
+	uint64_t addrs = 0, n = 0, ptrs[512];
+	if (!rv_try_member(w->s, vm, RVL_vm_registered_addrs, &addrs) ||
+	    !rv_try_member(w->s, vm, RVL_vm_registered_addrs_cnt, &n) ||
+	    n > MAX_VM_ROOTS) {
+		note(w,
+		     cs_error_create(CS_ERR_CORRUPT,
+				     "the registered addresses are "
+				     "unreadable or implausible"),
+		     "registered addresses not read");
+		return;
+	}
+	for (uint64_t i = 0; i < n && !w->nomem;) {
+		uint64_t m = n - i < 512 ? n - i : 512;
+		if (!rv_try_read(w->s, addrs + i * 8, ptrs, m * 8)) {
+			note(w,
+			     cs_error_create(CS_ERR_CORRUPT,
+					     "the registered addresses at "
+					     "0x%" PRIx64 " are unreadable",
+					     addrs),
+			     "registered addresses not all read");
+			return;
+		}
+		for (uint64_t j = 0; j < m; j++)
+			registered_root(w, ptrs[j]);
+		i += m;
+	}
+}
+
+/* What each C global rb_gc_register_address registered holds (any word,
+ * as rb_gc_mark_maybe marks it): the VM's global_object_list (3.4+), or
+ * the objspace's global_list, each node {varptr, next}. */
+static void registered_roots(struct roots_walk *w, uint64_t vm,
+			     uint64_t objspace)
+{
+	struct rv_session *s = w->s;
+	enum rv_item_id varptr, next;
+	uint64_t node = 0;
+	bool head;
+	if (RV_HAS(s, vm_registered_addrs) &&
+	    RV_HAS(s, vm_registered_addrs_cnt)) {
+		registered_array(w, vm);
+		return;
+	}
+	if (RV_HAS(s, vm_global_object_list) &&
+	    RV_HAS(s, global_object_list_varptr) &&
+	    RV_HAS(s, global_object_list_next)) {
+		varptr = RVL_global_object_list_varptr;
+		next = RVL_global_object_list_next;
+		head = rv_try_member(s, vm, RVL_vm_global_object_list, &node);
+	} else if (RV_HAS(s, objspace_global_list) &&
+		   RV_HAS(s, gc_list_varptr) && RV_HAS(s, gc_list_next)) {
+		varptr = RVL_gc_list_varptr;
+		next = RVL_gc_list_next;
+		head = objspace &&
+		       rv_try_member(s, objspace, RVL_objspace_global_list,
+				     &node);
+	} else {
+		note(w, rv_missing(RVL_vm_global_object_list),
+		     "registered addresses not read");
+		return;
+	}
+	if (!head) {
+		note(w,
+		     cs_error_create(CS_ERR_CORRUPT,
+				     "the list of registered addresses is "
+				     "unreadable"),
+		     "registered addresses not read");
+		return;
+	}
+	for (uint64_t n = 0; node && !w->nomem; n++) {
+		uint64_t ptr = 0, after = 0;
+		if (n == MAX_VM_ROOTS ||
+		    !rv_try_member(s, node, varptr, &ptr) ||
+		    !rv_try_member(s, node, next, &after)) {
+			note(w,
+			     cs_error_create(CS_ERR_CORRUPT,
+					     "a node of the registered "
+					     "addresses at 0x%" PRIx64
+					     " is unreadable (or past %" PRIu64
+					     ")",
+					     node, MAX_VM_ROOTS),
+			     "registered addresses not all read");
+			return;
+		}
+		registered_root(w, ptr);
+		node = after;
+	}
+}
+
+/* n words from at, each a root of kind k; false when unreadable. */
+static bool word_roots(struct roots_walk *w, uint64_t at, uint64_t n,
+		       enum rv_root_kind k)
+{
+	uint64_t words[512];
+	for (uint64_t i = 0; i < n && !w->nomem;) {
+		uint64_t m = n - i < 512 ? n - i : 512;
+		if (!rv_try_read(w->s, at + i * 8, words, m * 8))
+			return false;
+		for (uint64_t j = 0; j < m; j++)
+			emit(w, k, NULL, NULL, 0, 0, 0, words[j]);
+		i += m;
+	}
+	return true;
+}
+
+/* The objects rb_gc_register_mark_object registered: vm->mark_object_ary,
+ * a chain of pin_array_lists (T_DATA, each {next, len, array}: 3.4+), or
+ * an Array of Arrays of them. */
+static struct cs_error *mark_object_roots(struct roots_walk *w, uint64_t vm)
+{
+	struct rv_session *s = w->s;
+	uint64_t list = 0, ptr = 0, len = 0;
+	struct cs_error *err;
+	if (RV_HAS(s, ractor_registered_marks) &&
+	    RV_HAS(s, ractor_registered_marks_cnt) &&
+	    RV_HAS(s, vm_main_ractor)) {
+		/* the main ractor's own array (4.1-dev) */
+		uint64_t main = 0;
+		if (!rv_try_member(s, vm, RVL_vm_main_ractor, &main) ||
+		    !rv_try_member(s, main, RVL_ractor_registered_marks,
+				   &ptr) ||
+		    !rv_try_member(s, main, RVL_ractor_registered_marks_cnt,
+				   &len) ||
+		    len > MAX_VM_ROOTS ||
+		    (len && !word_roots(w, ptr, len, RV_ROOT_MARK_OBJECT)))
+			return cs_error_create(CS_ERR_CORRUPT,
+					       "the main ractor's registered "
+					       "marks are unreadable");
+		return NULL;
+	}
+	if (!RV_HAS(s, vm_mark_object_ary))
+		return rv_missing(RVL_vm_mark_object_ary);
+	if (!rv_try_member(s, vm, RVL_vm_mark_object_ary, &list))
+		return cs_error_create(CS_ERR_CORRUPT,
+				       "vm->mark_object_ary is unreadable");
+	if (RV_HAS(s, pin_array_list_next) && RV_HAS(s, pin_array_list_len) &&
+	    RV_HAS(s, pin_array_list_array)) {
+		for (uint64_t n = 0;
+		     list && !rv_special_const(s, list) && !w->nomem; n++) {
+			uint64_t data = 0, array = 0;
+			if (n == MAX_VM_ROOTS)
+				return cs_error_create(CS_ERR_CORRUPT,
+						       "more than %" PRIu64
+						       " pin_array_lists",
+						       MAX_VM_ROOTS);
+			if ((err = rv_typed_data_ptr(s, list, &data)) ||
+			    (err = rv_read_member(
+				     s, data, RVL_pin_array_list_len, &len)) ||
+			    (err = rv_read_member(s, data,
+						  RVL_pin_array_list_array,
+						  &array)) ||
+			    (err = rv_read_member(
+				     s, data, RVL_pin_array_list_next, &list)))
+				return err;
+			if (len > MAX_VM_ROOTS ||
+			    (len &&
+			     !word_roots(w, array, len, RV_ROOT_MARK_OBJECT)))
+				return cs_error_create(
+					CS_ERR_CORRUPT,
+					"a pin_array_list of %" PRIu64
+					" objects at 0x%" PRIx64
+					" is unreadable",
+					len, array);
+		}
+		return NULL;
+	}
+	if ((err = rv_array_span(s, list, &ptr, &len)))
+		return err;
+	if (len > MAX_VM_ROOTS)
+		return cs_error_create(CS_ERR_CORRUPT,
+				       "mark_object_ary of %" PRIu64 " buckets",
+				       len);
+	for (uint64_t i = 0; i < len && !w->nomem; i++) {
+		uint64_t bucket = 0, bptr = 0, blen = 0;
+		if (!rv_try_read(s, ptr + i * 8, &bucket, sizeof(bucket)))
+			return cs_error_create(CS_ERR_CORRUPT,
+					       "mark_object_ary's elements at "
+					       "0x%" PRIx64 " are unreadable",
+					       ptr);
+		if ((err = rv_array_span(s, bucket, &bptr, &blen)))
+			return err;
+		if (blen > MAX_VM_ROOTS ||
+		    !word_roots(w, bptr, blen, RV_ROOT_MARK_OBJECT))
+			return cs_error_create(CS_ERR_CORRUPT,
+					       "a bucket of mark_object_ary "
+					       "at 0x%" PRIx64 " is unreadable",
+					       bucket);
+	}
+	return NULL;
+}
+
+static struct cs_error *finalizer_root(struct rv_session *s, uint64_t key,
+				       uint64_t record, void *ctx)
+{
+	struct roots_walk *w = ctx;
+	char name[32];
+	(void)s;
+	snprintf(name, sizeof(name), "0x%" PRIx64, key);
+	emit(w, RV_ROOT_FINALIZER, name, NULL, 0, 0, 0, record);
+	return w->nomem ? &cs_error_nomem : NULL;
+}
+
+/* The roots the VM keeps for C code, and the finalizers' procs. */
+static void vm_table_roots(struct roots_walk *w)
+{
+	struct rv_session *s = w->s;
+	uint64_t vm = 0, objspace = 0, tbl = 0;
+	const char *why = NULL;
+	if (!rv_try_var(s, RVL_vm_ptr, 8, &vm) || !vm) {
+		note(w,
+		     cs_error_create(CS_ERR_CORRUPT,
+				     "ruby_current_vm_ptr unreadable"),
+		     "the VM's roots not read");
+		return;
+	}
+	objspace = rv_objspace(s, vm, &why);
+	registered_roots(w, vm, objspace);
+	if (!w->nomem)
+		note(w, mark_object_roots(w, vm), "mark objects not read");
+	if (w->nomem)
+		return;
+	struct cs_error *err = NULL;
+	if (why)
+		err = cs_error_create(CS_ERR_NO_DEBUG, "%s", why);
+	else if (!RV_HAS(s, objspace_finalizer_table))
+		err = rv_missing(RVL_objspace_finalizer_table);
+	else if (!objspace ||
+		 !rv_try_member(s, objspace, RVL_objspace_finalizer_table,
+				&tbl))
+		err = cs_error_create(CS_ERR_CORRUPT,
+				      "the finalizer table is unreadable");
+	else if (tbl)
+		err = rv_st_each(s, tbl, finalizer_root, w);
+	if (err == &cs_error_nomem)
+		w->nomem = true;
+	else
+		note(w, err, "finalizers not read");
+}
+
 struct cs_error *rv_heap_roots(struct rv_session *s,
 			       const struct rv_root_stacks *stacks,
 			       rv_root_fn *fn, void *ctx, char **error)
@@ -351,5 +681,9 @@ struct cs_error *rv_heap_roots(struct rv_session *s,
 		thread_roots(&w, p);
 	for (size_t i = 0; p && i < stacks->nmachine && !w.nomem; i++)
 		machine_roots(&w, p, &stacks->machine[i]);
+	if (p && !w.nomem)
+		fiber_stack_roots(&w, p);
+	if (!w.nomem)
+		vm_table_roots(&w);
 	return w.nomem ? &cs_error_nomem : NULL;
 }

@@ -21,11 +21,20 @@ enum rv_root_kind {
 	RV_ROOT_REGISTER,      /* a thread's register, conservatively: name */
 	RV_ROOT_MACHINE_STACK, /* a word of a thread's machine stack, the
 				* same */
+	RV_ROOT_FIBER_STACK,   /* a word of a suspended fiber's machine
+				* stack, the same: thread, fiber */
+	RV_ROOT_REGISTERED,    /* what a C global rb_gc_register_address
+				* registered holds: name, its address */
+	RV_ROOT_MARK_OBJECT,   /* an object rb_gc_register_mark_object
+				* registered (vm->mark_object_ary) */
+	RV_ROOT_FINALIZER,     /* the procs of an object's finalizers:
+				* name, that object's address */
 };
 
 struct rv_root {
 	enum rv_root_kind kind;
-	char *name;  /* NULL for self and stack words, or when unreadable */
+	char *name;  /* NULL for self, stack words and mark objects, or when
+		      * unreadable */
 	char *frame; /* a local's or self's frame, qualified; else NULL */
 	/* a stack root's thread (rb_thread_t) and its index in the
 	 * snapshot's threads, and the fiber (rb_fiber_t) whose stack it is

@@ -243,10 +243,30 @@ struct shape_walk {
 	struct shape sh;
 };
 
+static struct cs_error *shape_leaf_of(struct rv_session *s, uint64_t obj,
+				      uint64_t flags, struct shape_walk *w,
+				      bool *complex);
+
 /* The shape of obj (a T_OBJECT, or a class or module: their shapes are
- * walked alike), where a walk starts. */
+ * walked alike), where a walk starts; one too complex, whose ivars are in
+ * a hash table, is not walked. */
 static struct cs_error *shape_leaf(struct rv_session *s, uint64_t obj,
 				   uint64_t flags, struct shape_walk *w)
+{
+	bool complex = false;
+	struct cs_error *err = shape_leaf_of(s, obj, flags, w, &complex);
+	if (!err && complex)
+		err = cs_error_create(CS_ERR_LOOKUP,
+				      "its ivars are in a hash table (too "
+				      "complex a shape), not read");
+	return err;
+}
+
+/* As shape_leaf; *complex when the shape is too complex (by a flag of
+ * its id, 4.0+, or its type, 3.2 to 3.4). */
+static struct cs_error *shape_leaf_of(struct rv_session *s, uint64_t obj,
+				      uint64_t flags, struct shape_walk *w,
+				      bool *complex_shape)
 {
 	unsigned bits = 0;
 	struct cs_error *err;
@@ -270,10 +290,11 @@ static struct cs_error *shape_leaf(struct rv_session *s, uint64_t obj,
 		: RV_HAS(s, shape_id_fl_complex)
 			? (uint64_t)RV_VAL(s, shape_id_fl_complex)
 			: 0;
-	if (w->sid & complex)
-		return cs_error_create(CS_ERR_LOOKUP,
-				       "its ivars are in a hash table (too "
-				       "complex a shape), not read");
+	*complex_shape = false;
+	if (w->sid & complex) {
+		*complex_shape = true;
+		return NULL;
+	}
 	if ((err = shape_list(s, &w->list, &w->nshapes)))
 		return err;
 	if (w->nshapes > w->offset_mask + 1)
@@ -281,11 +302,97 @@ static struct cs_error *shape_leaf(struct rv_session *s, uint64_t obj,
 	if ((err = shape_read(s, w->list, w->nshapes, w->sid & w->offset_mask,
 			      &w->sh)))
 		return err;
-	if (RV_HAS(s, shape_obj_too_complex) &&
-	    w->sh.type == (uint64_t)RV_VAL(s, shape_obj_too_complex))
-		return cs_error_create(CS_ERR_LOOKUP,
-				       "its ivars are in a hash table (too "
-				       "complex a shape), not read");
+	*complex_shape = RV_HAS(s, shape_obj_too_complex) &&
+			 w->sh.type ==
+				 (uint64_t)RV_VAL(s, shape_obj_too_complex);
+	return NULL;
+}
+
+/* Whether obj, a T_OBJECT, has too complex a shape, and then the
+ * st_table of its ivars (ID to value). */
+static struct cs_error *complex_table(struct rv_session *s, uint64_t obj,
+				      uint64_t flags, bool *complex,
+				      uint64_t *ret)
+{
+	struct shape_walk w = {0};
+	uint64_t tbl = 0, fields = 0;
+	*complex = false;
+	struct cs_error *err = shape_leaf_of(s, obj, flags, &w, complex);
+	if (err || !*complex) {
+		*ret = w.sh.next_index; /* the fields its shape gives it */
+		return err;
+	}
+	if (RV_HAS(s, shape_id_layout_mask)) {
+		/* in the fields object, an st_table in place */
+		if (!RV_HAS(s, robject_extended) ||
+		    !RV_HAS(s, fields_complex_table))
+			return rv_missing(RVL_fields_complex_table);
+		if ((err = rv_read_member(s, obj, RVL_robject_extended,
+					  &fields)))
+			return err;
+		if (!fields || rv_special_const(s, fields))
+			return cs_error_create(CS_ERR_CORRUPT,
+					       "object 0x%llx has no fields "
+					       "object",
+					       (unsigned long long)obj);
+		tbl = fields + (uint64_t)RV_VAL(s, fields_complex_table);
+	} else if ((err = rv_read_member(s, obj,
+					 RV_HAS(s, robject_fields)
+						 ? RVL_robject_fields
+						 : RVL_robject_ivptr,
+					 &tbl))) {
+		return err; /* as.heap.fields (4.0), else as.heap.ivptr */
+	}
+	if (!tbl)
+		return cs_error_create(CS_ERR_CORRUPT,
+				       "object 0x%llx has no ivar table",
+				       (unsigned long long)obj);
+	*ret = tbl;
+	return NULL;
+}
+
+struct cs_error *rv_object_complex(struct rv_session *s, uint64_t obj,
+				   uint64_t flags, bool *complex,
+				   uint64_t *count)
+{
+	uint64_t tbl = 0;
+	*count = 0;
+	struct cs_error *err = complex_table(s, obj, flags, complex, &tbl);
+	if (err)
+		return err;
+	if (!*complex) {
+		*count = tbl;
+		return NULL;
+	}
+	if ((err = rv_read_member(s, tbl, RVL_st_num_entries, count)))
+		return err;
+	if (*count > MAX_IVARS)
+		return cs_error_create(CS_ERR_CORRUPT,
+				       "an ivar table of %llu entries",
+				       (unsigned long long)*count);
+	return NULL;
+}
+
+struct cs_error *rv_object_embedded(struct rv_session *s, uint64_t obj,
+				    uint64_t flags, bool *embedded)
+{
+	if (RV_HAS(s, shape_id_layout_mask) &&
+	    RV_HAS(s, shape_id_layout_robject)) {
+		uint64_t sid = 0;
+		unsigned bits = 0;
+		struct cs_error *err = rv_shape_id(s, obj, flags, &sid, &bits);
+		*embedded =
+			!err &&
+			(sid & (uint64_t)RV_VAL(s, shape_id_layout_mask)) ==
+				(uint64_t)RV_VAL(s, shape_id_layout_robject);
+		return err;
+	}
+	if (RV_HAS(s, robject_heap))
+		*embedded = !(flags & (uint64_t)RV_VAL(s, robject_heap));
+	else if (RV_HAS(s, robject_embed))
+		*embedded = flags & (uint64_t)RV_VAL(s, robject_embed);
+	else
+		return rv_missing(RVL_robject_embed);
 	return NULL;
 }
 
@@ -553,15 +660,50 @@ static struct cs_error *table_ids(struct rv_session *s, uint64_t obj,
 	return rv_st_each(s, tbl, table_entry_id, x);
 }
 
+/* An st_table's entries as ivars: up to 3.1 a class's iv_tbl, and a
+ * T_OBJECT's of too complex a shape. */
+struct table_ivars {
+	uint64_t *ids, *vals;
+	size_t max, *n;
+	uint64_t *total;
+};
+
+static struct cs_error *table_ivar(struct rv_session *s, uint64_t id,
+				   uint64_t val, void *ctx)
+{
+	(void)s;
+	struct table_ivars *t = ctx;
+	if (*t->n < t->max) {
+		t->ids[*t->n] = id;
+		t->vals[(*t->n)++] = val;
+	}
+	(*t->total)++;
+	return NULL;
+}
+
 struct cs_error *rv_object_ivars(struct rv_session *s, uint64_t obj,
 				 uint64_t flags, uint64_t *ids, uint64_t *vals,
 				 size_t max, size_t *n, uint64_t *total)
 {
 	struct index_ids x = {0};
-	uint64_t slots = 0;
-	bool embedded = false;
+	uint64_t slots = 0, type = 0, tflags = 0, tbl = 0;
+	bool embedded = false, complex = false;
 	*n = 0;
 	*total = 0;
+	/* a T_OBJECT of too complex a shape: its table's entries */
+	if (RV_HAS(s, shape_size) &&
+	    !rv_failed(rv_builtin_type(s, obj, &type, &tflags)) &&
+	    type == (uint64_t)RV_VAL(s, t_object)) {
+		struct cs_error *err =
+			complex_table(s, obj, flags, &complex, &tbl);
+		if (err)
+			return err;
+		if (complex) {
+			struct table_ivars t = {ids, vals, max, n, total};
+			return rv_st_each_max(s, tbl, MAX_IVARS, table_ivar,
+					      &t);
+		}
+	}
 	struct cs_error *err = ivar_slots(s, obj, flags, &slots, &embedded);
 	if (!err && RV_HAS(s, shape_type))
 		err = shape_ids(s, obj, flags, &x);
@@ -585,26 +727,6 @@ struct cs_error *rv_object_ivars(struct rv_session *s, uint64_t obj,
 	}
 	free(x.ids);
 	return err;
-}
-
-/* Up to 3.1: a class's ivars are its iv_tbl's entries. */
-struct table_ivars {
-	uint64_t *ids, *vals;
-	size_t max, *n;
-	uint64_t *total;
-};
-
-static struct cs_error *table_ivar(struct rv_session *s, uint64_t id,
-				   uint64_t val, void *ctx)
-{
-	(void)s;
-	struct table_ivars *t = ctx;
-	if (*t->n < t->max) {
-		t->ids[*t->n] = id;
-		t->vals[(*t->n)++] = val;
-	}
-	(*t->total)++;
-	return NULL;
 }
 
 struct cs_error *rv_class_ivars(struct rv_session *s, uint64_t klass,

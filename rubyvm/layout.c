@@ -91,6 +91,11 @@ const char *rv_layout_item_ext(enum rv_item_id id)
 	return id < RVL_COUNT ? specs[id].ext : NULL;
 }
 
+int rv_layout_item_is_var(enum rv_item_id id)
+{
+	return id < RVL_COUNT && specs[id].kind == SPEC_VAR;
+}
+
 int rv_layout_item_of_ext(enum rv_item_id id, const char *ext)
 {
 	return id < RVL_COUNT && specs[id].ext &&

@@ -85,6 +85,9 @@ struct cs_error *rv_layout_resolve_ext(struct dw_index *idx, const char *ext,
 /* The C extension an item is a fact of (EXT_* in layout.def: "monitor"),
  * NULL for the others. */
 const char *rv_layout_item_ext(enum rv_item_id id);
+/* Whether an item is a variable's address (VAR, EXT_VAR), which a
+ * module's load bias moves. */
+int rv_layout_item_is_var(enum rv_item_id id);
 /* Whether an item is a fact of the C extension ext. */
 int rv_layout_item_of_ext(enum rv_item_id id, const char *ext);
 

@@ -174,6 +174,9 @@ struct cs_error *rv_string_bytes(struct rv_session *s, uint64_t v, size_t max,
  * bytes. */
 struct cs_error *rv_symbol_name(struct rv_session *s, uint64_t v, char **name,
 				size_t *n);
+/* The same, the whole name (up to RV_MAX_STRING bytes), or an error. */
+struct cs_error *rv_symbol_name_whole(struct rv_session *s, uint64_t v,
+				      char **name, size_t *n);
 /* Where a String of these flags keeps its length: the item of the field
  * that holds it (3.3+ one for both kinds; a heap String's; a
  * variable-width embedded one's), or RVL_rstring_embed_len_mask when the
@@ -252,6 +255,18 @@ struct cs_error *rv_object_id_field(struct rv_session *s, uint64_t obj,
 /* The ivars of obj, a T_OBJECT whose flags are flags, in the order
  * rb_ivar_foreach gives them (their indexes): the first max in ids[] and
  * vals[], *n of them; *total how many it has. */
+/* Whether a T_OBJECT's shape is too complex (its ivars in a hash table:
+ * 3.2+; false without shapes), and how many fields it has: the table's
+ * entries, else those its shape gives it (next_field_index: its ivars,
+ * and its object id where 4.0+ keeps it among them). */
+struct cs_error *rv_object_complex(struct rv_session *s, uint64_t obj,
+				   uint64_t flags, bool *complex,
+				   uint64_t *count);
+/* Whether a T_OBJECT keeps its fields in its slot, as its flags
+ * (ROBJECT_EMBED, ROBJECT_HEAP clear in 4.0) or its shape id's layout bits
+ * say. */
+struct cs_error *rv_object_embedded(struct rv_session *s, uint64_t obj,
+				    uint64_t flags, bool *embedded);
 struct cs_error *rv_object_ivars(struct rv_session *s, uint64_t obj,
 				 uint64_t flags, uint64_t *ids, uint64_t *vals,
 				 size_t max, size_t *n, uint64_t *total);

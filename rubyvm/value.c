@@ -203,6 +203,17 @@ struct cs_error *rv_typed_data_ptr(struct rv_session *s, uint64_t obj,
 	uint64_t embedded = RV_HAS(s, typed_data_embedded)
 				    ? (uint64_t)RV_VAL(s, typed_data_embedded)
 				    : 0;
+	/* the flag is in typed_flag where there is one (3.3, 3.4: its value
+	 * there only .debug_macro gives, the fallback's being the type
+	 * word's bit), else in the low bits of type (4.0+); the data in
+	 * place of data either way */
+	if (embedded && RV_HAS(s, typeddata_typed_flag)) {
+		if (RV_ITEM(s, typed_data_embedded)->source != RV_FROM_MACRO)
+			embedded = 0;
+		else if ((err = rv_read_member(s, obj, RVL_typeddata_typed_flag,
+					       &word)))
+			return err;
+	}
 	if (embedded && (word & embedded)) {
 		*ret = obj + (uint64_t)RV_VAL(s, typeddata_data);
 		return NULL;

@@ -312,19 +312,46 @@ static void show_symbol_name(struct show *sh, const char *name, size_t n)
 		quoted(sh, name, n, false);
 }
 
-struct cs_error *rv_symbol_name(struct rv_session *s, uint64_t v, char **name,
-				size_t *n)
+/* The name of the Symbol v, at most max bytes of a dynamic one's (*len
+ * the bytes it has). */
+static struct cs_error *symbol_bytes(struct rv_session *s, uint64_t v,
+				     size_t max, char **name, size_t *n,
+				     uint64_t *len)
 {
 	if (rv_special_const(s, v)) {
 		struct cs_error *err = rv_id_name(
 			s, rv_shr(v, RV_VAL(s, special_shift)), name);
 		if (!err)
-			*n = strlen(*name);
+			*len = *n = strlen(*name);
 		return err;
 	}
-	uint64_t fstr, len;
+	uint64_t fstr;
 	struct cs_error *err = rv_read_member(s, v, RVL_rsymbol_fstr, &fstr);
-	return err ? err : rv_string_bytes(s, fstr, 200, name, n, &len);
+	return err ? err : rv_string_bytes(s, fstr, max, name, n, len);
+}
+
+struct cs_error *rv_symbol_name(struct rv_session *s, uint64_t v, char **name,
+				size_t *n)
+{
+	uint64_t len;
+	return symbol_bytes(s, v, 200, name, n, &len);
+}
+
+struct cs_error *rv_symbol_name_whole(struct rv_session *s, uint64_t v,
+				      char **name, size_t *n)
+{
+	uint64_t len = 0;
+	struct cs_error *err = symbol_bytes(s, v, RV_MAX_STRING, name, n, &len);
+	if (!err && *n != len) {
+		free(*name);
+		*name = NULL;
+		err = cs_error_create(CS_ERR_LIMIT,
+				      "Symbol 0x%llx's name of %llu bytes "
+				      "not read whole",
+				      (unsigned long long)v,
+				      (unsigned long long)len);
+	}
+	return err;
 }
 
 static void show_symbol(struct show *sh, uint64_t v)

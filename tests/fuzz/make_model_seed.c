@@ -7,6 +7,14 @@
  * GRAIN (default 4096, a page) is the alignment regions are rounded out
  * to; a small one (64) gives a denser seed whose bytes are nearly all read.
  *
+ *   make_model_seed -a [-g GRAIN] CORE [EXECUTABLE] OUT
+ *
+ * also attaches the C extensions' modules (objspace.so) and records what
+ * reading ObjectSpace.trace_object_allocations' table reads (the heap
+ * dump's first step, rv_alloc_sites_read): a seed for the allocation
+ * sites. The seed format has one load bias, so an extension's variable is
+ * written at its address less the VM module's bias.
+ *
  * It opens the core, finds the VM module (cs_vm_module_open: libruby.so or a
  * static ruby, checked by build-id), resolves its layout (without the
  * on-disk cache), then runs rv_snapshot through a recording cs_memory that
@@ -16,7 +24,10 @@
  * counts. */
 #include "process/core.h"
 #include "process/core_target.h"
+#include "engine/ext_module.h"
 #include "engine/vm_module.h"
+#include "rubyvm/alloc_sites.h"
+#include "rubyvm/session.h"
 #include "rubyvm/layout.h"
 #include "rubyvm/model.h"
 #include "tests/fuzz/model_seed.h"
@@ -136,8 +147,44 @@ static void summary(const char *what, const struct rv_process *p)
 	       rv_process_complete(p) ? "" : " (incomplete)");
 }
 
+/* The allocation table read through s, after its extensions attached:
+ * the session's layout then has their items, kept in *ext with each
+ * extension variable moved to the VM module's bias. */
+static struct cs_error *alloc_sites(struct cs_target *img, struct rv_session *s,
+				    struct rv_layout *ext)
+{
+	struct cs_module_search *search = cs_module_search_new(NULL, NULL);
+	struct rv_alloc_sites a = {0};
+	struct cs_error *err =
+		search ? cs_ext_modules_attach(img, search, s, NULL, NULL, NULL)
+		       : &cs_error_nomem;
+	if (!err)
+		err = rv_alloc_sites_read(s, &a);
+	if (!err)
+		printf("allocation table: %zu objects%s%s\n",
+		       (size_t)a.by_object.count, a.error ? ", unread: " : "",
+		       a.error ? a.error : "");
+	for (int i = 0; !err && i < RVL_COUNT; i++) {
+		const struct rv_item *it = &s->layout.items[i];
+		if (!rv_layout_item_ext(i) || it->source == RV_MISSING)
+			continue;
+		ext->items[i] = *it;
+		if (rv_layout_item_is_var(i))
+			ext->items[i].value =
+				(int64_t)(rv_var_address(s, i) - s->load_bias);
+	}
+	rv_alloc_sites_free(&a);
+	cs_module_search_free(search);
+	return err;
+}
+
 int main(int argc, char **argv)
 {
+	bool alloc = argc >= 2 && strcmp(argv[1], "-a") == 0;
+	if (alloc) {
+		argv++;
+		argc--;
+	}
 	if (argc >= 3 && strcmp(argv[1], "-g") == 0) {
 		PAGE = strtoull(argv[2], NULL, 0);
 		if (!PAGE || (PAGE & (PAGE - 1))) {
@@ -177,6 +224,8 @@ int main(int argc, char **argv)
 	    (err = rv_snapshot(s, &proc)))
 		return fail(err, "snapshot");
 	summary("recorded", proc);
+	if (alloc && (err = alloc_sites(&img, s, layout)))
+		return fail(err, "the allocation table");
 	rv_process_destroy(proc);
 	rv_session_destroy(s);
 	size_t reads = rec.n;

@@ -23,14 +23,16 @@ process title (the fixture's comment says how). Then:
     RUBY/heap/gdb           gdb on the core: ruby-heap --json (read directly and
                             --via-debugger) the same census as RUBY/heap/core's,
                             against Ruby's numbers; ruby-heap's text the same rows;
-                            ruby-heap --retainers of the global's path (directly)
-                            and the fiber's (--via-debugger) as recorded;
+                            ruby-heap --retainers of the global's path, the
+                            fiber's local's, and of a registered C global, a
+                            mark object, a finalizer and a suspended fiber's C
+                            local (every other one --via-debugger) as recorded;
                             ruby-heap --dump as RUBY/heap/dump checks the dump
     RUBY/heap/gdb-live      gdb -p on the fixture: ruby-heap --json as
                             RUBY/heap/live, and no thread left stopped once gdb
                             has gone
     RUBY/heap/lldb          lldb on the core: ruby-heap --json the same census,
-                            ruby-heap --retainers of the same two paths and
+                            ruby-heap --retainers of the same paths and
                             ruby-heap --dump
     RUBY/heap/retainers     corestack heap --retainers ADDRESS --json on the core,
                             for every object the fixture keeps by a known path
@@ -38,7 +40,10 @@ process title (the fixture's comment says how). Then:
                             nested constant, a Struct member and a class's ivar,
                             a parked thread's locals, a suspended fiber's local,
                             a C function's local, on its machine stack or in a
-                            register, a Proc's captured local through its
+                            register, the same in a suspended fiber on the
+                            machine stack it left, a C global registered with
+                            rb_gc_register_address, rb_gc_register_mark_object,
+                            a finalizer, a Proc's captured local through its
                             environment):
                             exit 0, found, the root's kind, name and frame (a
                             thread's, or a fiber's), and every object on the
@@ -48,11 +53,14 @@ process title (the fixture's comment says how). Then:
                             addresses; --retainers CLASS --top 2: Ruby's count
                             of its instances and the two largest, with their
                             memsize_of and their paths; the text output naming
-                            the root and each hop; an address that is no live
+                            the root and each hop, and each root kind of the
+                            VM's and of a fiber's machine stack; an address
+                            that is no live
                             object: exit 2 and one line on stderr
     RUBY/heap/retainers-live  the same of the live fixture (--pid), for the
-                            global's, the threads' and fiber's locals' and the C
-                            local's paths, and no thread left stopped
+                            global's, the threads' and fiber's locals', the C
+                            locals' and the VM's roots' paths, and no thread
+                            left stopped
     RUBY/heap/dump          corestack heap --dump FILE --json on the core: exit 0,
                             a complete summary of as many objects as Ruby's
                             TOTAL - FREE; FILE's JSON lines: the ROOT lines
@@ -104,6 +112,13 @@ process title (the fixture's comment says how). Then:
                             skipped.unreadable, the error naming the table,
                             every line as before without file, line, method
                             and generation
+    RUBY/heap/corrupt-roots the VM's mark objects (vm->mark_object_ary, or
+                            the main ractor's registered_marks) pointed at
+                            unmapped memory: --retainers of the object
+                            rb_gc_register_mark_object kept: exit 1, not
+                            found, the error naming the mark objects; of the
+                            object a registered C global keeps: exit 1, its
+                            path as recorded
     RUBY/heap/alloc-nodebug the core read with --sysroot where objspace.so is
                             a copy without debug info: --dump exit 0,
                             complete, its note naming objspace.so, every line
@@ -132,7 +147,7 @@ FIXTURE_DIR = os.path.join(procs.ROOT, "fixtures", "heap")
 FIXTURE = os.path.join(FIXTURE_DIR, "heap.rb")
 TESTS = ("core", "live", "gdb", "gdb-live", "lldb", "retainers", "retainers-live",
          "dump", "dump-live", "corrupt-type", "corrupt-class", "corrupt-page",
-         "corrupt-dump", "corrupt-alloc", "alloc-nodebug")
+         "corrupt-dump", "corrupt-alloc", "corrupt-roots", "alloc-nodebug")
 # The keys of an allocation trace_object_allocations recorded.
 ALLOC_KEYS = ("file", "line", "method", "generation")
 DEBUGGER_TESTS = ("gdb", "gdb-live", "lldb")
@@ -293,17 +308,17 @@ def debugger_census(path, record, live=False):
 def gdb_heap(ctx, target_args, base, tag, record, live):
     """gdb: ruby-heap --json, read directly (and through gdb on a core),
     and on a core its text."""
-    outs = [os.path.join(base, "%s-%d.out" % (tag, i)) for i in range(6)]
+    paths = retainer_samples(record)
+    outs = [os.path.join(base, "%s-%d.out" % (tag, i)) for i in range(4 + len(paths))]
     commands = ["ruby-heap --json --top 1000000 --out " + outs[0]]
     if not live:
         commands += ["ruby-heap --json --top 1000000 --via-debugger --out " + outs[1],
-                     "ruby-heap --top 1000000 --out " + outs[2]]
-        paths = retainer_samples(record)
-        commands += ["ruby-heap --json --retainers %s --out %s" % (
-            paths[0]["path"][-1]["object"], outs[3]),
-                     "ruby-heap --json --via-debugger --retainers %s --out %s" % (
-            paths[1]["path"][-1]["object"], outs[4]),
-                     "ruby-heap --json --dump %s.dump --out %s" % (outs[5], outs[5])]
+                     "ruby-heap --top 1000000 --out " + outs[2],
+                     "ruby-heap --json --dump %s.dump --out %s" % (outs[3], outs[3])]
+        # every other path read through gdb
+        commands += ["ruby-heap --json %s--retainers %s --out %s" % (
+            "--via-debugger " if i % 2 else "", p["path"][-1]["object"], o)
+            for i, (p, o) in enumerate(zip(paths, outs[4:]))]
     rc, stdout, stderr, _, reason = gdbext_gdb.run_gdb(ctx.args.gdbext, target_args, commands,
                                                        base, tag)
     if reason:
@@ -320,9 +335,9 @@ def gdb_heap(ctx, target_args, base, tag, record, live):
                     reason = check_text_rows(f.read(), record)
             except OSError as exc:
                 reason = "no text written: %s" % exc
-        for out, want in zip(outs[3:], retainer_samples(record)):
+        for out, want in zip(outs[4:], paths):
             reason = reason or debugger_retainers(out, want)
-        reason = reason or debugger_dump(outs[5], record)
+        reason = reason or debugger_dump(outs[3], record)
     return reason
 
 
@@ -345,9 +360,12 @@ def debugger_dump(summary, record):
 
 
 def retainer_samples(record):
-    """The paths the debuggers are asked about: a global's and a fiber's."""
+    """The paths the debuggers are asked about: a global's, a fiber's
+    local's, and one from each root kind of the VM's and a suspended
+    fiber's machine stack."""
     return [record["retention"][0],
-            next(p for p in record["retention"] if "block in" in p["root"].get("frame", ""))]
+            next(p for p in record["retention"] if "block in" in p["root"].get("frame", ""))] + \
+        [next(p for p in record["retention"] if p["root"]["kind"] == k) for k in VM_ROOTS]
 
 
 def debugger_retainers(path, want):
@@ -407,6 +425,9 @@ def retainers(corestack, argv, timeout):
 # compiled method's locals in its native frame, not in the VM stack, until
 # it leaves the JIT code (the GC finds them there, conservatively).
 CONSERVATIVE = ("machine_stack", "register")
+# The root kinds of what the VM keeps for C code and of a suspended
+# fiber's machine stack (RetainRoots.vm_tables, HeapSize.hold in a fiber)
+VM_ROOTS = ("registered_address", "mark_object", "finalizer", "fiber_machine_stack")
 
 
 def check_path(target, want, jit_locals=False):
@@ -432,6 +453,9 @@ def check_path(target, want, jit_locals=False):
             return "root %s is %r, want %r (root %s)" % (k, root.get(k), v, root)
     if want_root["kind"] == "machine_stack" and (not root.get("thread") or root.get("fiber")):
         return "a machine stack root without its thread: %s" % root
+    if want_root["kind"] == "fiber_machine_stack" and (not root.get("thread") or
+                                                       not root.get("fiber")):
+        return "a fiber's machine stack root without its thread and fiber: %s" % root
     if want_root["kind"] == "local":
         if not root.get("thread"):
             return "a local's root names no thread: %s" % root
@@ -524,7 +548,26 @@ def check_retainers_text(corestack, target_args, record, timeout):
     for line, exp in zip(hops, want["path"]):
         if "0x%x" % int(exp["object"], 16) not in line:
             return "text: %r does not end at %s" % (line, exp["object"])
+    for kind, head in TEXT_ROOTS.items():
+        want = next(p for p in record["retention"] if p["root"]["kind"] == kind)
+        addr = want["path"][-1]["object"]
+        rc, out, err, reason = procs.run_tool(
+            [corestack, "heap", "--retainers", addr] + target_args, timeout)
+        if reason or rc != 0:
+            return "text of %s: %s" % (kind, reason or "exit %d: %s" % (rc, err.strip()[:200]))
+        head = head % want["root"]
+        if head not in out.splitlines()[0]:
+            return "text of %s: first line %r lacks %r" % (kind, out.splitlines()[:1], head)
     return None
+
+
+# How the text names the roots of the VM's and a fiber's machine stack
+TEXT_ROOTS = {
+    "registered_address": "kept alive by the C global at %(name)s (rb_gc_register_address):",
+    "mark_object": "kept alive by the VM's mark objects (rb_gc_register_mark_object):",
+    "finalizer": "kept alive by the finalizers of %(name)s:",
+    "fiber_machine_stack": "kept alive by the saved machine stack (conservatively) of thread ",
+}
 
 
 def check_not_object(corestack, target_args, timeout):
@@ -607,8 +650,10 @@ def check_dump_lines(lines, record):
     if holder not in roots.get("global_tbl", ()):
         return "the global_tbl ROOT line lacks $corestack_retained's 0x%x" % holder
     for want in record["retention"]:
+        if want["root"]["kind"] != "machine_stack":
+            continue
         held = int(want["path"][0]["object"], 16)
-        if want["root"]["kind"] == "machine_stack" and held not in roots.get("machine_context", ()):
+        if held not in roots.get("machine_context", ()):
             return "the machine_context ROOT line lacks the C local's 0x%x" % held
     for sample in record["dump_samples"]:
         line = objects.get(int(sample["object"], 16))
@@ -655,7 +700,14 @@ def check_dump_fields(objects, record):
     # a superclass (both from 3.1)
     recorded = any("fstring" in s["expect"] for s in samples)
     superclass = any(s["expect"].get("superclass") for s in samples)
-    for key, when, what in (("fstring", recorded, "interned String"),
+    # where Ruby's dump is recorded and has shapes, one T_OBJECT's shape
+    # is too complex
+    shapes = recorded and any(s["expect"].get("shape_id") is not None for s in samples)
+    if shapes and not any(s["expect"].get("too_complex_shape") or
+                          s["expect"].get("complex_shape") for s in samples):
+        return "the fixture's record: no T_OBJECT of too complex a shape"
+    for key, when, what in (("imemo_type", recorded, "imemo"),
+                            ("fstring", recorded, "interned String"),
                             ("default", recorded, "Hash with a default Proc"),
                             ("singleton", superclass, "singleton class")):
         if when and not any(s["expect"].get(key) for s in samples):
@@ -743,7 +795,7 @@ def corrupt_tests(ctx, ruby, cap_core, exe, record, baseline):
     samples = [int(a, 16) for a in record["samples"]]
     want = dict(record["count_objects"])
     todo = [t for t in ("corrupt-type", "corrupt-class", "corrupt-page", "corrupt-dump",
-                        "corrupt-alloc")
+                        "corrupt-alloc", "corrupt-roots")
             if ctx.selected(name + t)]
     if not todo:
         return
@@ -789,6 +841,48 @@ def corrupt_tests(ctx, ruby, cap_core, exe, record, baseline):
         rep.result(name + "corrupt-dump", corrupt_dump(ctx, cap_core, exe, record, layout, cf))
     if "corrupt-alloc" in todo:
         rep.result(name + "corrupt-alloc", corrupt_alloc(ctx, cap_core, exe, record, cf))
+    if "corrupt-roots" in todo:
+        rep.result(name + "corrupt-roots", corrupt_roots(ctx, cap_core, exe, record, layout, cf))
+
+
+def corrupt_roots(ctx, core, exe, record, layout, cf):
+    """The VM's mark objects pointed at unmapped memory: the object only
+    they keep has no path, the run partial and saying why; another root
+    kind's path is still found."""
+    lost = next(p for p in record["retention"] if p["root"]["kind"] == "mark_object")
+    kept = next(p for p in record["retention"] if p["root"]["kind"] == "registered_address")
+    try:
+        module = baseline_module(ctx.corestack, core, exe, ctx.timeout)
+        vm = cf.u64(module_base(core, module) + layout["vm_ptr"][0])
+        if "vm_mark_object_ary" in layout:
+            at = vm + layout["vm_mark_object_ary"][0]
+        else:
+            at = cf.u64(vm + layout["vm_main_ractor"][0]) + layout["ractor_registered_marks"][0]
+        cf.write(at, struct.pack("<Q", 0x10))
+    except (RuntimeError, KeyError, LookupError, OSError) as exc:
+        cf.restore()
+        return "setup: %s" % exc
+    try:
+        results = [retainers(ctx.corestack, [p["path"][-1]["object"], core, exe], ctx.timeout)
+                   for p in (lost, kept)]
+    finally:
+        cf.restore()
+    for (rc, doc, err, reason), want in zip(results, (lost, kept)):
+        addr = want["path"][-1]["object"]
+        if reason:
+            return "%s: %s" % (addr, reason)
+        targets = doc.get("targets") or []
+        if rc != 1 or doc.get("complete") is not False or len(targets) != 1 or \
+                "mark objects not read" not in (doc.get("error") or ""):
+            return "%s: exit %d, complete %r, error %r (want 1, partial, naming the " \
+                "mark objects)" % (addr, rc, doc.get("complete"), doc.get("error"))
+        if want is lost and targets[0].get("found"):
+            return "%s: found from %s, with its only root unread" % (addr, targets[0].get("root"))
+        if want is kept:
+            reason = check_path(targets[0], want)
+            if reason:
+                return "%s: %s" % (addr, reason)
+    return None
 
 
 def intact_traced(ctx, core, exe, record):
@@ -1041,7 +1135,8 @@ def run_tests(ctx):
             if ctx.selected(name + "retainers-live"):
                 pid_args = ["--pid", str(run.pid)]
                 reason = check_retainers(corestack, pid_args, record, timeout,
-                                         ("global", "local", "machine_stack"), zjit)
+                                         ("global", "local", "machine_stack") + VM_ROOTS,
+                                         zjit)
                 left = procs.stopped_threads(run.pid)
                 rep.result(name + "retainers-live", reason or (
                     "threads left stopped: %s" % ", ".join(left) if left else None))
