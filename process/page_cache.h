@@ -26,7 +26,7 @@
 /* The error a read of len bytes at addr gets from a target whose memory is
  * readable or not by whole pages when addr's page cannot be read. */
 typedef struct cs_error *(*cs_unreadable_fn)(void *priv, uint64_t addr,
-					      size_t len);
+					     size_t len);
 
 /* Reads n ranges, lens[i] bytes at addrs[i] into bufs[i], in one go
  * (cs_live_read_ranges); returns how many, from the first, were read

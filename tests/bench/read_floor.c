@@ -37,8 +37,8 @@ static size_t pages_of(const struct iovec *r, size_t n)
 	size_t np = 0, distinct = 0;
 	for (size_t i = 0; i < n; i++) {
 		uint64_t a = (uint64_t)(uintptr_t)r[i].iov_base;
-		for (uint64_t p = a >> 12; p <= (a + r[i].iov_len - 1) >> 12 &&
-					   np < MAX_RANGES * 2;
+		for (uint64_t p = a >> 12;
+		     p <= (a + r[i].iov_len - 1) >> 12 && np < MAX_RANGES * 2;
 		     p++)
 			page[np++] = p;
 	}

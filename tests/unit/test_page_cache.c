@@ -244,7 +244,8 @@ int main(void)
 	f.exited = true;
 	cs_page_cache_clear(&c);
 	reads = f.reads;
-	struct cs_error *gone = cs_memory_read(&t, hole + 0x70, (uint8_t[8]){0}, 8);
+	struct cs_error *gone =
+		cs_memory_read(&t, hole + 0x70, (uint8_t[8]){0}, 8);
 	CHECK(gone && strcmp(gone->message, "exited") == 0 &&
 		      f.reads == reads + 2,
 	      "no fault address: the read asked exactly, its error kept");
