@@ -19,7 +19,8 @@ gets is the oracle, as for a core (crash.py).
                              with no core signal and handler_running true;
                              the text summary the same, and says the handler
                              is still running
-    gdbext/RUBY/crash/MODE/live-gdb, lldb/RUBY/crash/MODE/live-lldb (but killed)
+    gdbext/RUBY/crash/MODE/live-gdb, lldb/RUBY/crash/MODE/live-lldb (but killed:
+                             see LLDB_MODES)
                              MODE: segv, null_call, raw_jump_data, abort,
                              stack_overflow, killed, raw_fiber_segv (a memory
                              access, a call to no code with and without Ruby's
@@ -58,9 +59,17 @@ MODES = ("segv", "null_call", "fiber_segv", "raise_off_thread")
 # one mode of each kind of crash, with Ruby's handler and without
 GDB_MODES = ("segv", "null_call", "raw_jump_data", "abort", "stack_overflow", "killed",
              "raw_fiber_segv")
-# lldb -b ends its commands at a stop it calls a crash ("unknown crash
-# reason": the SIGSEGV another process sends)
-LLDB_MODES = tuple(m for m in GDB_MODES if m != "killed")
+# lldb -b ends its -o commands at a stop it calls a crash ("unknown crash
+# reason": the SIGSEGV another process sends); debugger_argv gives the
+# killed mode the same commands through -k, and with it the killed checks
+# pass on every fixture Ruby, but not always: about one run in ten (seen
+# on 3.3-yjit and 3.4) lldb 14 shows the crasher thread stopped with "unknown
+# crash reason" yet does not take it for a crash (its -o commands go on)
+# and ruby-bt finds no thread at a fatal signal (crash null). Until
+# ruby_lldb.py's _live_stop is made to see that stop, killed stays out
+# (CORESTACK_TEST_LLDB_KILLED=1 puts it in, to reproduce that)
+LLDB_MODES = GDB_MODES if os.environ.get("CORESTACK_TEST_LLDB_KILLED") == "1" else \
+    tuple(m for m in GDB_MODES if m != "killed")
 GDB_TIMEOUT = 120
 
 
@@ -174,7 +183,7 @@ def check_live(cr, res_json, res_text):
             or crash.check_fault(cr, res_json) or crash.check_summary_text(cr, res_text))
 
 
-def debugger_argv(debugger, gdbext, exe, outs):
+def debugger_argv(debugger, gdbext, exe, outs, mode=None):
     """(the command line that runs crash.rb under the debugger, with
     ruby-bt --json into outs[0] at its first stop and outs[1] at the next,
     what it needs in its environment)."""
@@ -188,10 +197,22 @@ def debugger_argv(debugger, gdbext, exe, outs):
     lldb = shutil.which("lldb-14") or shutil.which("lldb")
     if not lldb:
         raise procs.Failure("lldb-14 is not installed (.ci/install-deps)")
-    return [lldb, "-b", "-o", "command script import " + os.path.join(gdbext, "ruby_lldb.py"),
-            "-o", "process launch", "-o", "ruby-bt --json --out " + outs[0],
-            "-o", "process continue", "-o", "ruby-bt --json --out " + outs[1],
-            "-o", "process kill", "--", exe, script], {}
+    after = ["ruby-bt --json --out " + outs[0], "process continue",
+             "ruby-bt --json --out " + outs[1], "process kill"]
+    argv = [lldb, "-b", "-o", "command script import " + os.path.join(gdbext, "ruby_lldb.py"),
+            "-o", "process launch"]
+    for cmd in after:
+        argv += ["-o", cmd]
+    if mode == "killed":
+        # lldb -b takes the stop on a SIGSEGV another process sent for a
+        # crash of its own ("unknown crash reason") and drops the rest of
+        # its -o commands there; -k (--one-line-on-crash) runs the same
+        # commands at that stop instead. Only for this mode: in the others
+        # the crash lldb sees, if any, is the handler's signal at the
+        # second stop, where -k would write the first stop's file again
+        for cmd in after:
+            argv += ["-k", cmd]
+    return argv + ["--", exe, script], {}
 
 
 def run_gdb(gdbext, ruby, exe, mode, ext, workdir, debugger="gdb"):
@@ -209,11 +230,13 @@ def run_gdb(gdbext, ruby, exe, mode, ext, workdir, debugger="gdb"):
         procs.quiet_env(dict(CORESTACK_GDBEXT_DIR=gdbext))
     env.update(variants.scenario_env(ruby), CRASH_MODE=mode, CRASH_EXT=ext,
                CORESTACK_ORACLE=oracle_path)
-    argv, extra = debugger_argv(debugger, gdbext, exe, outs)
+    argv, extra = debugger_argv(debugger, gdbext, exe, outs, mode)
     env.update(extra)
     res = subprocess.run(argv, stdin=subprocess.DEVNULL,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                          errors="replace", env=env, timeout=GDB_TIMEOUT, cwd=workdir)
+    with open(os.path.join(workdir, debugger + ".out"), "w") as f:
+        f.write(res.stdout + "\n" + res.stderr)
     san = procs.sanitizer_report(res.stderr)
     if san:
         raise procs.Failure("sanitizer report: %s" % san)
