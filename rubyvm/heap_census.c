@@ -326,6 +326,15 @@ static void lengths_layout(struct rv_session *s, struct rv_census *c)
 			  RV_VAL(s, rarray_embed_len_shift) < 64;
 }
 
+/* Objects of the type own bytes outside the heap that the census counts
+ * (sized), when the type is one the flags can hold: a damaged layout's
+ * enumerator may be any number. */
+static void external_bytes(struct rv_census *c, bool sized, uint64_t type)
+{
+	if (sized && type < c->ntypes)
+		c->types[type].external = c->types[type].name;
+}
+
 /* The layout the census reads; false with c->error when it lacks an
  * item it cannot do without. */
 static bool census_layout(struct rv_session *s, struct census_walk *w)
@@ -367,19 +376,11 @@ static bool census_layout(struct rv_session *s, struct census_walk *w)
 	w->t_string = (uint64_t)RV_VAL(s, t_string);
 	w->t_array = (uint64_t)RV_VAL(s, t_array);
 	rv_object_sizer_init(s, &w->sizer);
-	if (w->sizer.strings)
-		c->types[w->t_string].external = c->types[w->t_string].name;
-	if (w->sizer.arrays)
-		c->types[w->t_array].external = c->types[w->t_array].name;
-	if (w->sizer.hashes)
-		c->types[w->sizer.t_hash].external =
-			c->types[w->sizer.t_hash].name;
-	if (w->sizer.structs)
-		c->types[w->sizer.t_struct].external =
-			c->types[w->sizer.t_struct].name;
-	if (w->sizer.bignums)
-		c->types[w->sizer.t_bignum].external =
-			c->types[w->sizer.t_bignum].name;
+	external_bytes(c, w->sizer.strings, w->t_string);
+	external_bytes(c, w->sizer.arrays, w->t_array);
+	external_bytes(c, w->sizer.hashes, w->sizer.t_hash);
+	external_bytes(c, w->sizer.structs, w->sizer.t_struct);
+	external_bytes(c, w->sizer.bignums, w->sizer.t_bignum);
 	lengths_layout(s, c);
 	return true;
 }
