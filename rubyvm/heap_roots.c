@@ -295,6 +295,49 @@ static void thread_roots(struct roots_walk *w, const struct rv_process *p)
 #define MAX_MACHINE_STACK ((uint64_t)64 << 20)
 #define STACK_CHUNK 8192 /* words */
 
+/* Where the words root_words reads go: each a root of kind (of thread and
+ * fiber, thread_index), or handed to each when it is set. */
+struct word_sink {
+	enum rv_root_kind kind;
+	uint64_t thread, fiber;
+	size_t thread_index;
+	void (*each)(struct roots_walk *w, uint64_t word);
+};
+
+/* The n words from at, read a piece at a time, to k. False with *bad the
+ * address of the piece that could not be read (the words before it were
+ * handed on); out of memory sets w->nomem. */
+static bool root_words(struct roots_walk *w, uint64_t at, uint64_t n,
+		       const struct word_sink *k, uint64_t *bad)
+{
+	uint64_t *words =
+		n ? malloc((n < STACK_CHUNK ? n : STACK_CHUNK) * sizeof(*words))
+		  : NULL;
+	if (n && !words) {
+		w->nomem = true;
+		return true;
+	}
+	bool ok = true;
+	for (uint64_t i = 0; i < n && !w->nomem;) {
+		uint64_t m = n - i < STACK_CHUNK ? n - i : STACK_CHUNK;
+		if (!rv_try_read(w->s, at + i * 8, words, m * 8)) {
+			*bad = at + i * 8;
+			ok = false;
+			break;
+		}
+		for (uint64_t j = 0; j < m; j++) {
+			if (k->each)
+				k->each(w, words[j]);
+			else
+				emit(w, k->kind, NULL, NULL, k->thread,
+				     k->fiber, k->thread_index, words[j]);
+		}
+		i += m;
+	}
+	free(words);
+	return ok;
+}
+
 static void machine_roots(struct roots_walk *w, const struct rv_process *p,
 			  const struct rv_native_stack *m)
 {
@@ -316,30 +359,16 @@ static void machine_roots(struct roots_walk *w, const struct rv_process *p,
 		     "machine stack not read");
 		return;
 	}
-	uint64_t *words = malloc(STACK_CHUNK * sizeof(*words));
-	if (!words) {
-		w->nomem = true;
-		return;
-	}
-	for (uint64_t at = lo; at + 8 <= hi && !w->nomem;) {
-		uint64_t n = (hi - at) / 8 < STACK_CHUNK ? (hi - at) / 8
-							 : STACK_CHUNK;
-		if (!rv_try_read(w->s, at, words, n * 8)) {
-			note(w,
-			     cs_error_create(
-				     CS_ERR_CORRUPT,
+	struct word_sink k = {RV_ROOT_MACHINE_STACK, t->addr, 0,
+			      m->thread_index, NULL};
+	uint64_t bad = 0;
+	if (!root_words(w, lo, (hi - lo) / 8, &k, &bad))
+		note(w,
+		     cs_error_create(CS_ERR_CORRUPT,
 				     "thread 0x%" PRIx64 ": its machine "
 				     "stack at 0x%" PRIx64 " is unreadable",
-				     t->addr, at),
-			     "machine stack not read");
-			break;
-		}
-		for (uint64_t i = 0; i < n; i++)
-			emit(w, RV_ROOT_MACHINE_STACK, NULL, NULL, t->addr, 0,
-			     m->thread_index, words[i]);
-		at += n * 8;
-	}
-	free(words);
+				     t->addr, bad),
+		     "machine stack not read");
 }
 
 /* A suspended fiber's machine stack, as it left it: stack_size words from
@@ -351,7 +380,6 @@ static void fiber_stack_roots(struct roots_walk *w, const struct rv_process *p)
 	if (!RV_HAS(s, fiber_machine_stack) ||
 	    !RV_HAS(s, fiber_machine_stack_size))
 		return;
-	uint64_t *words = NULL;
 	for (size_t i = 0; i < p->nthreads && !w->nomem; i++) {
 		const struct rv_thread *t = &p->threads[i];
 		for (size_t j = 0; j < t->nfibers && !w->nomem; j++) {
@@ -375,34 +403,20 @@ static void fiber_stack_roots(struct roots_walk *w, const struct rv_process *p)
 			}
 			if (!at || !n)
 				continue; /* never switched away from */
-			if (!words &&
-			    !(words = malloc(STACK_CHUNK * sizeof(*words)))) {
-				w->nomem = true;
-				break;
-			}
-			for (uint64_t k = 0; k < n && !w->nomem;) {
-				uint64_t m = n - k < STACK_CHUNK ? n - k
-								 : STACK_CHUNK;
-				if (!rv_try_read(s, at + k * 8, words, m * 8)) {
-					note(w,
-					     cs_error_create(
-						     CS_ERR_CORRUPT,
+			struct word_sink k = {RV_ROOT_FIBER_STACK, t->addr,
+					      f->addr, i, NULL};
+			uint64_t bad = 0;
+			if (!root_words(w, at, n, &k, &bad))
+				note(w,
+				     cs_error_create(CS_ERR_CORRUPT,
 						     "fiber 0x%" PRIx64 ": its "
 						     "machine stack at "
 						     "0x%" PRIx64
 						     " is unreadable",
-						     f->addr, at + k * 8),
-					     "machine stack not read");
-					break;
-				}
-				for (uint64_t x = 0; x < m; x++)
-					emit(w, RV_ROOT_FIBER_STACK, NULL, NULL,
-					     t->addr, f->addr, i, words[x]);
-				k += m;
-			}
+						     f->addr, bad),
+				     "machine stack not read");
 		}
 	}
-	free(words);
 }
 
 /* The most entries of a list or table of the VM's roots read: far above
@@ -431,7 +445,7 @@ static void registered_root(struct roots_walk *w, uint64_t ptr)
  * vm->gc.registered_globals.addrs[addrs_cnt]. */
 static void registered_array(struct roots_walk *w, uint64_t vm)
 {
-	uint64_t addrs = 0, n = 0, ptrs[512];
+	uint64_t addrs = 0, n = 0, bad = 0;
 	if (!rv_try_member(w->s, vm, RVL_vm_registered_addrs, &addrs) ||
 	    !rv_try_member(w->s, vm, RVL_vm_registered_addrs_cnt, &n) ||
 	    n > MAX_VM_ROOTS) {
@@ -442,21 +456,14 @@ static void registered_array(struct roots_walk *w, uint64_t vm)
 		     "registered addresses not read");
 		return;
 	}
-	for (uint64_t i = 0; i < n && !w->nomem;) {
-		uint64_t m = n - i < 512 ? n - i : 512;
-		if (!rv_try_read(w->s, addrs + i * 8, ptrs, m * 8)) {
-			note(w,
-			     cs_error_create(CS_ERR_CORRUPT,
-					     "the registered addresses at "
-					     "0x%" PRIx64 " are unreadable",
-					     addrs),
-			     "registered addresses not all read");
-			return;
-		}
-		for (uint64_t j = 0; j < m; j++)
-			registered_root(w, ptrs[j]);
-		i += m;
-	}
+	struct word_sink k = {.each = registered_root};
+	if (!root_words(w, addrs, n, &k, &bad))
+		note(w,
+		     cs_error_create(CS_ERR_CORRUPT,
+				     "the registered addresses at "
+				     "0x%" PRIx64 " are unreadable",
+				     addrs),
+		     "registered addresses not all read");
 }
 
 /* What each C global rb_gc_register_address registered holds (any word,
@@ -520,20 +527,12 @@ static void registered_roots(struct roots_walk *w, uint64_t vm,
 	}
 }
 
-/* n words from at, each a root of kind k; false when unreadable. */
-static bool word_roots(struct roots_walk *w, uint64_t at, uint64_t n,
-		       enum rv_root_kind k)
+/* n words from at, each a mark object; false when unreadable. */
+static bool mark_objects(struct roots_walk *w, uint64_t at, uint64_t n)
 {
-	uint64_t words[512];
-	for (uint64_t i = 0; i < n && !w->nomem;) {
-		uint64_t m = n - i < 512 ? n - i : 512;
-		if (!rv_try_read(w->s, at + i * 8, words, m * 8))
-			return false;
-		for (uint64_t j = 0; j < m; j++)
-			emit(w, k, NULL, NULL, 0, 0, 0, words[j]);
-		i += m;
-	}
-	return true;
+	struct word_sink k = {.kind = RV_ROOT_MARK_OBJECT};
+	uint64_t bad = 0;
+	return root_words(w, at, n, &k, &bad);
 }
 
 /* The objects rb_gc_register_mark_object registered: vm->mark_object_ary,
@@ -554,8 +553,7 @@ static struct cs_error *mark_object_roots(struct roots_walk *w, uint64_t vm)
 				   &ptr) ||
 		    !rv_try_member(s, main, RVL_ractor_registered_marks_cnt,
 				   &len) ||
-		    len > MAX_VM_ROOTS ||
-		    (len && !word_roots(w, ptr, len, RV_ROOT_MARK_OBJECT)))
+		    len > MAX_VM_ROOTS || (len && !mark_objects(w, ptr, len)))
 			return cs_error_create(CS_ERR_CORRUPT,
 					       "the main ractor's registered "
 					       "marks are unreadable");
@@ -586,8 +584,7 @@ static struct cs_error *mark_object_roots(struct roots_walk *w, uint64_t vm)
 				     s, data, RVL_pin_array_list_next, &list)))
 				return err;
 			if (len > MAX_VM_ROOTS ||
-			    (len &&
-			     !word_roots(w, array, len, RV_ROOT_MARK_OBJECT)))
+			    (len && !mark_objects(w, array, len)))
 				return cs_error_create(
 					CS_ERR_CORRUPT,
 					"a pin_array_list of %" PRIu64
@@ -612,8 +609,7 @@ static struct cs_error *mark_object_roots(struct roots_walk *w, uint64_t vm)
 					       ptr);
 		if ((err = rv_array_span(s, bucket, &bptr, &blen)))
 			return err;
-		if (blen > MAX_VM_ROOTS ||
-		    !word_roots(w, bptr, blen, RV_ROOT_MARK_OBJECT))
+		if (blen > MAX_VM_ROOTS || !mark_objects(w, bptr, blen))
 			return cs_error_create(CS_ERR_CORRUPT,
 					       "a bucket of mark_object_ary "
 					       "at 0x%" PRIx64 " is unreadable",
