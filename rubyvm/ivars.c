@@ -686,14 +686,15 @@ struct cs_error *rv_object_ivars(struct rv_session *s, uint64_t obj,
 				 size_t max, size_t *n, uint64_t *total)
 {
 	struct index_ids x = {0};
-	uint64_t slots = 0, type = 0, tflags = 0, tbl = 0;
+	uint64_t slots = 0, tbl = 0;
 	bool embedded = false, complex = false;
 	*n = 0;
 	*total = 0;
-	/* a T_OBJECT of too complex a shape: its table's entries */
-	if (RV_HAS(s, shape_size) &&
-	    !rv_failed(rv_builtin_type(s, obj, &type, &tflags)) &&
-	    type == (uint64_t)RV_VAL(s, t_object)) {
+	/* a T_OBJECT (by the flags given, obj's own) of too complex a
+	 * shape: its table's entries */
+	if (RV_HAS(s, shape_size) && RV_HAS(s, t_mask) &&
+	    (flags & (uint64_t)RV_VAL(s, t_mask)) ==
+		    (uint64_t)RV_VAL(s, t_object)) {
 		struct cs_error *err =
 			complex_table(s, obj, flags, &complex, &tbl);
 		if (err)
