@@ -223,26 +223,23 @@ def run_gdb(gdbext, ruby, exe, mode, ext, workdir, debugger="gdb"):
     os.makedirs(workdir, exist_ok=True)
     oracle_path = os.path.join(workdir, "oracle.json")
     outs = [os.path.join(workdir, "stop%d.json" % i) for i in (1, 2)]
-    for path in outs + [oracle_path]:
-        if os.path.exists(path):
-            os.unlink(path)
     env = gdbext_lldb.lldb_env(gdbext) if debugger == "lldb" else \
         procs.quiet_env(dict(CORESTACK_GDBEXT_DIR=gdbext))
     env.update(variants.scenario_env(ruby), CRASH_MODE=mode, CRASH_EXT=ext,
                CORESTACK_ORACLE=oracle_path)
     argv, extra = debugger_argv(debugger, gdbext, exe, outs, mode)
     env.update(extra)
-    res = subprocess.run(argv, stdin=subprocess.DEVNULL,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         errors="replace", env=env, timeout=GDB_TIMEOUT, cwd=workdir)
-    with open(os.path.join(workdir, debugger + ".out"), "w") as f:
-        f.write(res.stdout + "\n" + res.stderr)
-    san = procs.sanitizer_report(res.stderr)
+    log_path = os.path.join(workdir, debugger + ".out")
+    stdout, stderr = procs.run_debugger(argv, env, workdir, GDB_TIMEOUT, log_path,
+                                        outs + [oracle_path])
+    with open(log_path, "w") as f:
+        f.write(stdout + "\n" + stderr)
+    san = procs.sanitizer_report(stderr)
     if san:
         raise procs.Failure("sanitizer report: %s" % san)
     with open(oracle_path) as f:
         oracle = json.load(f)
-    report = crash.RubyReport(res.stdout + "\n" + res.stderr)
+    report = crash.RubyReport(stdout + "\n" + stderr)
     runs = []
     for path in outs:   # no second stop when no handler runs: the process ends
         text = ""
@@ -252,7 +249,7 @@ def run_gdb(gdbext, ruby, exe, mode, ext, workdir, debugger="gdb"):
         runs.append((0, text, "", None) if text.strip() else None)
     if runs[0] is None:
         raise procs.Failure("ruby-bt wrote no %s; %s said: %s" % (
-            os.path.basename(outs[0]), debugger, (res.stdout + res.stderr)[-600:]))
+            os.path.basename(outs[0]), debugger, (stdout + stderr)[-600:]))
     at_fault = crash.CrashRun(mode, None, None, oracle, report, at_fault=True)
     at_signal = crash.CrashRun(mode, None, None, oracle, report)
     return at_fault, runs[0], at_signal, runs[1]

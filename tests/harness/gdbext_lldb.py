@@ -70,17 +70,15 @@ def run_lldb_script(args, target_args, script_text, workdir, tag, env=None):
     full_env.update(env or {})
     full_env.update(GDBEXT_RESULT=result)
     try:
-        res = subprocess.run([lldb, "-b", "-o", "command script import " +
-                              os.path.join(args.gdbext, "ruby_lldb.py"),
-                              "-o", "script exec(open(%r).read())" % script] + target_args,
-                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, timeout=GDB_TIMEOUT,
-                             env=full_env)
-    except subprocess.TimeoutExpired:
-        return None, "", "lldb hung"
-    output = res.stdout + res.stderr
-    if procs.sanitizer_report(res.stderr):
-        return None, output, "sanitizer report: %s" % procs.sanitizer_report(res.stderr)
+        stdout, stderr = procs.run_debugger(
+            [lldb, "-b", "-o", "command script import " + os.path.join(args.gdbext, "ruby_lldb.py"),
+             "-o", "script exec(open(%r).read())" % script] + target_args,
+            full_env, None, GDB_TIMEOUT, os.path.join(workdir, tag + ".out"), [result])
+    except procs.Failure as exc:
+        return None, "", str(exc)
+    output = stdout + stderr
+    if procs.sanitizer_report(stderr):
+        return None, output, "sanitizer report: %s" % procs.sanitizer_report(stderr)
     try:
         with open(result) as f:
             return json.load(f), output, None
@@ -198,18 +196,18 @@ def lldb_session(args, lldb, target, workdir, tag, sysroot, script_path):
             os.path.join(args.gdbext, "ruby_lldb.py"),
             "-o", "script exec(open(%r).read())" % script] + target
     try:
-        res = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, timeout=GDB_TIMEOUT, env=env)
-    except subprocess.TimeoutExpired:
-        return None, "lldb hung"
-    if procs.sanitizer_report(res.stderr):
-        return None, "sanitizer report: %s" % procs.sanitizer_report(res.stderr)
+        stdout, stderr = procs.run_debugger(argv, env, None, GDB_TIMEOUT,
+                                            os.path.join(workdir, tag + ".out"), [result])
+    except procs.Failure as exc:
+        return None, str(exc)
+    if procs.sanitizer_report(stderr):
+        return None, "sanitizer report: %s" % procs.sanitizer_report(stderr)
     try:
         with open(result) as f:
             return json.load(f), None
     except (OSError, ValueError) as exc:
         return None, "lldb wrote no result (%s): %s / %s" % (
-            exc, compare.show(res.stdout[-300:]), compare.show(res.stderr[-300:]))
+            exc, compare.show(stdout[-300:]), compare.show(stderr[-300:]))
 
 
 def lldb_test(rep, selected, args, ruby, exe, workdir):

@@ -389,6 +389,96 @@ def run_tool(argv, timeout):
     return res.returncode, out, err, None
 
 
+def descendants(pid):
+    """pid and every process below it, parents first."""
+    children = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % entry) as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(entry))
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop(0)
+        out.append(p)
+        todo.extend(sorted(children.get(p, [])))
+    return out
+
+
+def where_stuck(pid):
+    """What a hung process tree is doing, for the log: each process's
+    threads with their state and kernel wait channel, and the user stacks
+    of the top process (eu-stack; the others are traced by it)."""
+    lines = []
+    for p in descendants(pid):
+        try:
+            with open("/proc/%d/cmdline" % p, "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode("utf-8", "replace").strip()
+        except OSError:
+            continue
+        lines.append("process %d: %s" % (p, cmd[:200]))
+        for tid in sorted(os.listdir("/proc/%d/task" % p), key=int):
+            try:
+                with open("/proc/%d/task/%s/stat" % (p, tid)) as f:
+                    state = f.read().rsplit(")", 1)[1].split()[0]
+                with open("/proc/%d/task/%s/wchan" % (p, tid)) as f:
+                    wchan = f.read().strip()
+            except (OSError, IndexError):
+                continue
+            lines.append("  thread %s state %s wchan %s" % (tid, state, wchan or "-"))
+    if shutil.which("eu-stack"):
+        try:
+            res = subprocess.run(["eu-stack", "-p", str(pid)], stdin=subprocess.DEVNULL,
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                 text=True, errors="replace", timeout=30)
+            lines.append(res.stdout)
+        except subprocess.TimeoutExpired:
+            lines.append("eu-stack -p %d did not end within 30 s" % pid)
+    return "\n".join(lines)
+
+
+def run_debugger(argv, env, cwd, timeout, log_path, outputs=()):
+    """A debugger in batch mode on a program it starts, outputs (files the
+    run writes) removed before it -> (stdout, stderr).
+
+    gdb and lldb themselves now and then hang at a stop (about one run in
+    several thousand of lldb 14 on a busy machine, never reproduced alone):
+    what the tree was doing then goes to log_path.hang1, and the same run is
+    made once more. A second hang is a failure that names both logs."""
+    for attempt in (1, 2):
+        for path in outputs:
+            if os.path.exists(path):
+                os.unlink(path)
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, errors="replace",
+                                env=env, cwd=cwd, start_new_session=True)
+        try:
+            return proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            where = where_stuck(proc.pid)
+            for p in reversed(descendants(proc.pid)):
+                try:
+                    os.kill(p, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            out, err = proc.communicate()
+            hang_log = "%s.hang%d" % (log_path, attempt)
+            with open(hang_log, "w") as f:
+                f.write("%s\n--- stdout\n%s\n--- stderr\n%s\n--- where\n%s\n" % (
+                    " ".join(argv), out, err, where))
+            if attempt == 2:
+                raise Failure("%s hung twice for %d s (%s.hang1, %s): last said: %s" % (
+                    os.path.basename(argv[0]), timeout, log_path, hang_log,
+                    " | ".join((out + err).strip().splitlines()[-3:])))
+            progress("%s hung for %d s, running it once more (%s)" % (
+                os.path.basename(argv[0]), timeout, hang_log))
+    raise AssertionError("unreachable")
+
+
 def sanitizer_report(stderr):
     """The sanitizer's first line naming what went wrong and, for a report
     with a stack, its first frames: a CI log shows only this line."""
