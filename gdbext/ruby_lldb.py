@@ -114,19 +114,60 @@ def _hints(process):
     return hints
 
 
+def _server_thread(process, tid):
+    """Make tid lldb-server's current thread (the gdb-remote Hg packet);
+    False where the process is not a gdb-remote one or it refused.
+
+    lldb 14 reads a thread's siginfo (qXfer:siginfo:read) without first
+    naming the thread to the server: each thread then shows the siginfo of
+    whichever thread the server last took, when two stop on signals at
+    once (a SIGSEGV another process sent, and the SIGCHLD of that sender
+    exiting, on another thread)."""
+    result = lldb.SBCommandReturnObject()
+    interp = process.GetTarget().GetDebugger().GetCommandInterpreter()
+    # in this process's context: the debugger's selected target may be
+    # another one
+    interp.HandleCommand("process plugin packet send Hg%x" % tid, lldb.SBExecutionContext(process),
+                         result, False)
+    return result.Succeeded() and "response: OK" in (result.GetOutput() or "")
+
+
+def _siginfo_of(process, thread):
+    """The siginfo of the signal thread stopped with, or None where lldb
+    gives none, or one that is not that signal's."""
+    _server_thread(process, thread.GetThreadID())
+    si = thread.GetSiginfo()
+    if not si.IsValid():
+        return None
+    signo = si.GetChildMemberWithName("si_signo").GetValueAsSigned()
+    # a signal stop's own signal number
+    said = thread.GetStopReasonDataAtIndex(0) if \
+        thread.GetStopReason() == lldb.eStopReasonSignal else 0
+    return si if not said or said == signo else None
+
+
 def _live_stop(process):
     """A live process lldb holds stopped at a fatal signal (a fault, an
     abort, before it is delivered): (signo, code, the first word of the
     siginfo's union, tid, the thread's registers), the selected thread
     first; None otherwise."""
-    selected = process.GetSelectedThread().GetIndexID()
+    selected_thread = process.GetSelectedThread()
+    selected = selected_thread.GetIndexID()
+    try:
+        return _fatal_stop(process, selected)
+    finally:
+        if selected_thread.IsValid():   # the thread lldb itself last named
+            _server_thread(process, selected_thread.GetThreadID())
+
+
+def _fatal_stop(process, selected):
     for thread in sorted(process, key=lambda t: (t.GetIndexID() != selected, t.GetIndexID())):
         # a fault lldb cannot name (a SIGSEGV another process sent) is an
         # "exception" stop
         if thread.GetStopReason() not in (lldb.eStopReasonSignal, lldb.eStopReasonException):
             continue
-        si = thread.GetSiginfo()
-        if not si.IsValid():
+        si = _siginfo_of(process, thread)
+        if si is None:
             continue
         signo = si.GetChildMemberWithName("si_signo").GetValueAsSigned()
         if not _corestack.stops_on_crash(signo):

@@ -19,8 +19,7 @@ gets is the oracle, as for a core (crash.py).
                              with no core signal and handler_running true;
                              the text summary the same, and says the handler
                              is still running
-    gdbext/RUBY/crash/MODE/live-gdb, lldb/RUBY/crash/MODE/live-lldb (but killed:
-                             see LLDB_MODES)
+    gdbext/RUBY/crash/MODE/live-gdb, lldb/RUBY/crash/MODE/live-lldb
                              MODE: segv, null_call, raw_jump_data, abort,
                              stack_overflow, killed, raw_fiber_segv (a memory
                              access, a call to no code with and without Ruby's
@@ -61,15 +60,10 @@ GDB_MODES = ("segv", "null_call", "raw_jump_data", "abort", "stack_overflow", "k
              "raw_fiber_segv")
 # lldb -b ends its -o commands at a stop it calls a crash ("unknown crash
 # reason": the SIGSEGV another process sends); debugger_argv gives the
-# killed mode the same commands through -k, and with it the killed checks
-# pass on every fixture Ruby, but not always: about one run in ten (seen
-# on 3.3-yjit and 3.4) lldb 14 shows the crasher thread stopped with "unknown
-# crash reason" yet does not take it for a crash (its -o commands go on)
-# and ruby-bt finds no thread at a fatal signal (crash null). Until
-# ruby_lldb.py's _live_stop is made to see that stop, killed stays out
-# (CORESTACK_TEST_LLDB_KILLED=1 puts it in, to reproduce that)
-LLDB_MODES = GDB_MODES if os.environ.get("CORESTACK_TEST_LLDB_KILLED") == "1" else \
-    tuple(m for m in GDB_MODES if m != "killed")
+# killed mode the same commands through -k. When the sender's SIGCHLD
+# stops another thread at that stop, lldb 14 would show that SIGCHLD's
+# siginfo for every thread but for ruby_lldb.py's _siginfo_of
+LLDB_MODES = GDB_MODES
 GDB_TIMEOUT = 120
 
 

@@ -77,6 +77,13 @@ Ruby says about itself (fixtures/oracle.rb), on every fixture Ruby.
                                     "tid T, lldb thread N", or one line (not an error)
                                     saying it runs no Ruby thread; every Ruby thread
                                     with a tid reached
+    lldb/bad/two-signals            a SIGSEGV another process sent to one thread while
+                                    its SIGCHLD stops another (fixtures/native/
+                                    two_signals.c, launched until lldb mixed them up
+                                    twice, at most 40 times): at every
+                                    stop the module's stop is SIGSEGV, SI_USER, that
+                                    thread, though lldb 14 gives one thread's siginfo
+                                    for both; fails when lldb never did in any launch
     lldb/bad/not-ruby-core, lldb/bad/unreadable-vm  the same in lldb (ruby-bt all,
                                     expression 6*7, ruby-bt all)
     gdbext/3.3-static/no-debug-info the static Ruby stripped of DWARF: one line naming

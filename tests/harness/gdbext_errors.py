@@ -8,6 +8,7 @@ line, twice the same, and leaves the debugger usable.
 import os
 import re
 import shutil
+import signal
 import struct
 import subprocess
 import time
@@ -20,7 +21,7 @@ from .gdbext_lldb import lldb_one_error, run_lldb_commands, run_lldb_script
 BAD_TESTS = ("gdbext/bad/not-ruby-live", "gdbext/bad/not-ruby-core", "gdbext/bad/no-inferior",
              "gdbext/bad/sample-on-core", "gdbext/bad/unreadable-vm", "gdbext/bad/usage",
              "gdbext/bad/error-classes", "lldb/bad/not-ruby-core", "lldb/bad/unreadable-vm",
-             "lldb/bad/thread-numbers")
+             "lldb/bad/thread-numbers", "lldb/bad/two-signals")
 
 
 def vm_pointer_address(gdbext_dir, exe, core, workdir):
@@ -165,6 +166,70 @@ def lldb_thread_numbers_test(args, exe, core, workdir):
     return None
 
 
+# Runs inside lldb: two_signals launched again and again; at each first
+# stop, every thread's stop and the siginfo lldb gives for it as it is,
+# then what ruby_lldb._live_stop makes of the stop.
+LLDB_TWO_SIGNALS_SCRIPT = r'''
+import json, os, lldb, ruby_lldb
+debugger = lldb.debugger
+debugger.SetAsync(False)
+target = debugger.CreateTarget(os.environ["TWO_SIGNALS_EXE"])
+launches, hits = [], 0
+while len(launches) < int(os.environ["TWO_SIGNALS_LAUNCHES"]) and hits < 2:
+    error = lldb.SBError()
+    process = target.Launch(lldb.SBLaunchInfo([]), error)
+    threads = []
+    for t in process:
+        si = t.GetSiginfo()
+        signal = t.GetStopReasonDataAtIndex(0) if t.GetStopReason() == lldb.eStopReasonSignal else 0
+        raw = si.GetChildMemberWithName("si_signo").GetValueAsSigned() if si.IsValid() else None
+        threads.append({"tid": t.GetThreadID(), "signal": signal, "raw_signo": raw})
+    # the SIGSEGV thread shown another's siginfo: what the module must see past
+    hits += any(t["signal"] == 11 and t["raw_signo"] != 11 for t in threads)
+    stop = ruby_lldb._live_stop(process)
+    launches.append({"error": error.GetCString(), "threads": threads,
+                     "stop": list(stop[:4]) if stop else None})
+    process.Kill()
+with open(os.environ["GDBEXT_RESULT"], "w") as f:
+    json.dump({"launches": launches, "hits": hits}, f)
+'''
+
+
+def lldb_two_signals_test(args, workdir):
+    """A SIGSEGV another process sent to one thread while a SIGCHLD stops
+    another at the same stop: lldb 14 gives one thread's siginfo for both,
+    and ruby-bt must still find the SIGSEGV (signo, SI_USER, the thread)
+    at every launch. Launches until lldb gave the SIGSEGV thread the
+    SIGCHLD's siginfo twice (about one launch in four), at most 40; fails
+    when it never did: then nothing was tested."""
+    exe = os.path.join(workdir, "two_signals")
+    src = os.path.join(procs.ROOT, "fixtures", "native", "two_signals.c")
+    res = subprocess.run(["cc", "-g", "-O0", "-pthread", src, "-o", exe], stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True, timeout=120)
+    if res.returncode != 0:
+        return "building two_signals: %s" % res.stdout.strip()[-300:]
+    res, output, reason = run_lldb_script(
+        args, [], LLDB_TWO_SIGNALS_SCRIPT, workdir, "lldb-two-signals",
+        dict(TWO_SIGNALS_EXE=exe, TWO_SIGNALS_LAUNCHES="40"))
+    if reason:
+        return reason
+    for n, launch in enumerate(res["launches"]):
+        crashers = [t["tid"] for t in launch["threads"] if t["signal"] == signal.SIGSEGV]
+        if launch["error"] or len(crashers) != 1:
+            return "launch %d: no one thread stopped on SIGSEGV (%s): %s" % (
+                n, launch["error"], launch["threads"])
+        want = [signal.SIGSEGV, 0, crashers[0]]   # SI_USER: kill() from the child
+        got = launch["stop"]
+        if got is None or [got[0], got[1], got[3]] != want:
+            return "launch %d: the stop found is %s, not SIGSEGV (SI_USER) on tid %d; " \
+                "threads %s" % (n, got, crashers[0], launch["threads"])
+    if not res["hits"]:
+        return "in %d launches lldb never gave the SIGSEGV thread another's siginfo: " \
+        "nothing tested" % (
+            len(res["launches"]))
+    return None
+
+
 def unreadable_vm_test(rep, args, exe, core, workdir):
     """The VM pointer of a real core aimed at the zero page: every read
     path (the core reader, gdb's own reads) gives one line, in gdb and in
@@ -258,6 +323,8 @@ def bad_tests(rep, selected, args, workdir, some_ruby):
             rep.result("lldb/bad/thread-numbers",
                        lldb_thread_numbers_test(args, some_ruby[0], some_ruby[1], workdir)
                        if some_ruby else "needs a fixture Ruby")
+        if selected("lldb/bad/two-signals"):
+            rep.result("lldb/bad/two-signals", lldb_two_signals_test(args, workdir))
         if selected("gdbext/bad/usage"):
             run = run_gdb(g, [], twice("ruby-bt --bogus"), workdir, "bad5")
             reason = one_error(run, r"usage: ruby-bt")
