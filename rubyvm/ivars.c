@@ -308,20 +308,19 @@ static struct cs_error *shape_leaf_of(struct rv_session *s, uint64_t obj,
 	return NULL;
 }
 
-/* Whether obj, a T_OBJECT, has too complex a shape, and then the
+/* obj's shape walked to its leaf (*w, where a walk of its ivars starts)
+ * when it is a simple one; when too complex (*complex), *table: the
  * st_table of its ivars (ID to value). */
 static struct cs_error *complex_table(struct rv_session *s, uint64_t obj,
-				      uint64_t flags, bool *complex,
-				      uint64_t *ret)
+				      uint64_t flags, struct shape_walk *w,
+				      bool *complex, uint64_t *table)
 {
-	struct shape_walk w = {0};
 	uint64_t tbl = 0, fields = 0;
 	*complex = false;
-	struct cs_error *err = shape_leaf_of(s, obj, flags, &w, complex);
-	if (err || !*complex) {
-		*ret = w.sh.next_index; /* the fields its shape gives it */
+	*table = 0;
+	struct cs_error *err = shape_leaf_of(s, obj, flags, w, complex);
+	if (err || !*complex)
 		return err;
-	}
 	if (RV_HAS(s, shape_id_layout_mask)) {
 		/* in the fields object, an st_table in place */
 		if (!RV_HAS(s, robject_extended) ||
@@ -347,7 +346,7 @@ static struct cs_error *complex_table(struct rv_session *s, uint64_t obj,
 		return cs_error_create(CS_ERR_CORRUPT,
 				       "object 0x%llx has no ivar table",
 				       (unsigned long long)obj);
-	*ret = tbl;
+	*table = tbl;
 	return NULL;
 }
 
@@ -355,13 +354,14 @@ struct cs_error *rv_object_complex(struct rv_session *s, uint64_t obj,
 				   uint64_t flags, bool *complex,
 				   uint64_t *count)
 {
+	struct shape_walk w = {0};
 	uint64_t tbl = 0;
 	*count = 0;
-	struct cs_error *err = complex_table(s, obj, flags, complex, &tbl);
+	struct cs_error *err = complex_table(s, obj, flags, &w, complex, &tbl);
 	if (err)
 		return err;
 	if (!*complex) {
-		*count = tbl;
+		*count = w.sh.next_index; /* the fields its shape gives it */
 		return NULL;
 	}
 	if ((err = rv_read_member(s, tbl, RVL_st_num_entries, count)))
@@ -612,25 +612,33 @@ static struct cs_error *index_ids_alloc(uint64_t obj, struct index_ids *x)
 }
 
 /* 3.2+: every ivar shape from obj's up to the root names its index. */
+/* The ivar names of obj's fields, from a walk w at its shape's leaf up
+ * to the root. */
+static struct cs_error *shape_ids_from(struct rv_session *s, uint64_t obj,
+				       struct shape_walk *w,
+				       struct index_ids *x)
+{
+	bool done = false;
+	struct cs_error *err;
+	x->count = w->sh.next_index;
+	if ((err = index_ids_alloc(obj, x)) || !x->ids)
+		return err;
+	for (int depth = 0; !done; depth++) {
+		if (w->sh.type == (uint64_t)RV_VAL(s, shape_ivar) &&
+		    w->sh.next_index && w->sh.next_index <= x->count)
+			x->ids[w->sh.next_index - 1] = w->sh.edge_name;
+		if ((err = shape_up(s, w, depth, &done)))
+			return err;
+	}
+	return NULL;
+}
+
 static struct cs_error *shape_ids(struct rv_session *s, uint64_t obj,
 				  uint64_t flags, struct index_ids *x)
 {
 	struct shape_walk w = {0};
-	bool done = false;
 	struct cs_error *err = shape_leaf(s, obj, flags, &w);
-	if (err)
-		return err;
-	x->count = w.sh.next_index;
-	if ((err = index_ids_alloc(obj, x)) || !x->ids)
-		return err;
-	for (int depth = 0; !done; depth++) {
-		if (w.sh.type == (uint64_t)RV_VAL(s, shape_ivar) &&
-		    w.sh.next_index && w.sh.next_index <= x->count)
-			x->ids[w.sh.next_index - 1] = w.sh.edge_name;
-		if ((err = shape_up(s, &w, depth, &done)))
-			return err;
-	}
-	return NULL;
+	return err ? err : shape_ids_from(s, obj, &w, x);
 }
 
 static struct cs_error *table_entry_id(struct rv_session *s, uint64_t id,
@@ -686,17 +694,19 @@ struct cs_error *rv_object_ivars(struct rv_session *s, uint64_t obj,
 				 size_t max, size_t *n, uint64_t *total)
 {
 	struct index_ids x = {0};
+	struct shape_walk w = {0};
 	uint64_t slots = 0, tbl = 0;
-	bool embedded = false, complex = false;
+	bool embedded = false, complex = false, walked = false;
 	*n = 0;
 	*total = 0;
 	/* a T_OBJECT (by the flags given, obj's own) of too complex a
-	 * shape: its table's entries */
+	 * shape: its table's entries; of a simple one, its walk goes on
+	 * below */
 	if (RV_HAS(s, shape_size) && RV_HAS(s, t_mask) &&
 	    (flags & (uint64_t)RV_VAL(s, t_mask)) ==
 		    (uint64_t)RV_VAL(s, t_object)) {
 		struct cs_error *err =
-			complex_table(s, obj, flags, &complex, &tbl);
+			complex_table(s, obj, flags, &w, &complex, &tbl);
 		if (err)
 			return err;
 		if (complex) {
@@ -704,9 +714,12 @@ struct cs_error *rv_object_ivars(struct rv_session *s, uint64_t obj,
 			return rv_st_each_max(s, tbl, MAX_IVARS, table_ivar,
 					      &t);
 		}
+		walked = RV_HAS(s, shape_type);
 	}
 	struct cs_error *err = ivar_slots(s, obj, flags, &slots, &embedded);
-	if (!err && RV_HAS(s, shape_type))
+	if (!err && walked)
+		err = shape_ids_from(s, obj, &w, &x);
+	else if (!err && RV_HAS(s, shape_type))
 		err = shape_ids(s, obj, flags, &x);
 	else if (!err && RV_HAS(s, classext_iv_index_tbl))
 		err = table_ids(s, obj, embedded, &x);
