@@ -395,12 +395,16 @@ static char *rel_path(const struct cs_bundle *b, size_t i,
 	return r < 0 ? NULL : rel;
 }
 
+/* Where a compressed core entry is inflated, beside the core (see
+ * inflate_core), before it takes the core's place. */
+#define CORE_INFLATING "core.inflating"
+
 /* How many files and directories unpacking entry e may make at most. */
 static size_t components(const struct cs_bundle *b,
 			 const struct cs_bundle_entry *e)
 {
 	if (e->kind == CS_BUNDLE_CORE)
-		return 1;
+		return 2; /* and CORE_INFLATING */
 	if (!b->sysroot)
 		return e->kind == CS_BUNDLE_DEBUG ? 3 : 1;
 	/* a library's soname link too */
@@ -476,8 +480,9 @@ static struct cs_error *walk_dirs(struct cs_bundle *b, const char *rel,
 
 /* Make the file rel (plain components) under b->dir and the directories
  * before it (walk_dirs), recorded before it is made; an existing file is
- * never opened (O_EXCL, O_NOFOLLOW). *fd the file, open for writing; on
- * failure -1, *why and *where as walk_dirs says. */
+ * never opened (O_EXCL, O_NOFOLLOW). *fd the file, open for writing and
+ * reading (a compressed core is read back); on failure -1, *why and
+ * *where as walk_dirs says. */
 static struct cs_error *make_file(struct cs_bundle *b, const char *rel,
 				  mode_t dir_mode, mode_t mode, int *fd,
 				  int *why, char **where)
@@ -496,8 +501,7 @@ static struct cs_error *make_file(struct cs_bundle *b, const char *rel,
 	}
 	will_make(b, full);
 	*fd = openat(dfd, last,
-		     O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-		     mode);
+		     O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
 	if (*fd < 0) {
 		*why = errno;
 		*where = not_made(b);
@@ -586,11 +590,20 @@ static struct cs_error *link_sonames(struct cs_bundle *b)
 	return NULL;
 }
 
+/* How large a compressed core entry may inflate (inflate_core): to what
+ * the bound on all files leaves beside the others, and within the space
+ * free where they are unpacked once all of them are, the compressed core
+ * too (both are there while it inflates). */
+struct room {
+	uint64_t bound;
+	uint64_t free; /* UINT64_MAX: not known */
+};
+
 /* The index read and checked: kinds, lengths, where the data lies, no
- * entry twice, sizes within the bounds. */
+ * entry twice, sizes within the bounds; *room what they leave. */
 static struct cs_error *read_index(int fd, const char *path, uint64_t file_size,
 				   struct cs_bundle *b, uint64_t **off,
-				   uint64_t **len)
+				   uint64_t **len, struct room *room)
 {
 	uint8_t head[HEADER_SIZE];
 	if (file_size < HEADER_SIZE)
@@ -724,9 +737,16 @@ static struct cs_error *read_index(int fd, const char *path, uint64_t file_size,
 				       "%" PRIu64 " MiB",
 				       path, total >> 20,
 				       CS_BUNDLE_MAX_TOTAL >> 20);
+	const struct cs_bundle_entry *core = cs_bundle_core(b);
+	room->bound = CS_BUNDLE_MAX_TOTAL - (total - core->size);
+	room->free = UINT64_MAX;
 	struct statvfs vfs;
-	if (statvfs(b->dir, &vfs) == 0 &&
-	    total / vfs.f_frsize > (uint64_t)vfs.f_bavail)
+	bool have_vfs = statvfs(b->dir, &vfs) == 0;
+	if (have_vfs) {
+		uint64_t avail = (uint64_t)vfs.f_bavail * vfs.f_frsize;
+		room->free = avail > total ? avail - total : 0;
+	}
+	if (have_vfs && total / vfs.f_frsize > (uint64_t)vfs.f_bavail)
 		return cs_error_create(
 			CS_ERR_LIMIT,
 			"%s: its files take %" PRIu64 " MiB unpacked, more "
@@ -738,9 +758,132 @@ static struct cs_error *read_index(int fd, const char *path, uint64_t file_size,
 	return NULL;
 }
 
+/* The file rel of entry i could not be made (make_file's why and where,
+ * freed): on a file extracted before it, the bundle's fault. */
+static struct cs_error *not_created(struct cs_bundle *b, const char *path,
+				    size_t i, int why, char *where)
+{
+	const struct cs_bundle_entry *e = &b->entries[i];
+	struct cs_error *err;
+	if (b->sysroot && (why == EEXIST || why == ENOTDIR || why == ELOOP))
+		err = bad(path,
+			  "entry %zu (%s %s) lands on a file or directory "
+			  "extracted before it, %s",
+			  i, cs_bundle_kind_name(e->kind), e->path,
+			  where ? where : e->file);
+	else
+		err = cs_error_create(CS_ERR_OS, "%s: cannot create: %s",
+				      where ? where : e->file, strerror(why));
+	free(where);
+	return err;
+}
+
+/* A failure to inflate entry i that is this machine's (a full disk), not
+ * the bundle's: said so, err destroyed. */
+static struct cs_error *cannot_unpack(const struct cs_bundle *b,
+				      const char *path, size_t i,
+				      struct cs_error *err)
+{
+	struct cs_error *why = cs_error_create(
+		CS_ERR_OS, "%s: cannot unpack entry %zu into %s (%s)", path, i,
+		b->dir, err->message);
+	cs_error_destroy(err);
+	return why;
+}
+
+/* What to do about a compressed core entry that does not inflate: a
+ * bundle written now holds the core inflated, checked whole. */
+#define BUNDLE_AGAIN                                                      \
+	"the bundle is damaged; bundle the core again (corestack bundle " \
+	"-o FILE CORE)"
+
+/* The core entry i, unpacked into the file fd (its e->file), when it is
+ * a compressed core (told by its magic, as the core reader tells one):
+ * what bundles hold that were written before a compressed core was
+ * bundled inflated. It is inflated in its place, so that a debugger
+ * opens it extracted and the sizes are the core's, bounded by room; a
+ * stream that is corrupt or cut off is refused as the bundle's fault. */
+static struct cs_error *inflate_core(int fd, const char *path,
+				     struct cs_bundle *b, size_t i,
+				     const struct room *room)
+{
+	struct cs_bundle_entry *e = &b->entries[i];
+	uint8_t head[8];
+	ssize_t got = pread(fd, head, sizeof(head), 0);
+	const char *kind = got > 0 ? cs_compression_of(head, (size_t)got)
+				   : NULL;
+	if (!cs_compression_supported(kind))
+		return NULL;
+	char *tmp;
+	if (asprintf(&tmp, "%s/%s", b->dir, CORE_INFLATING) < 0)
+		return &cs_error_nomem;
+	int out, why;
+	char *where;
+	struct cs_error *err =
+		make_file(b, CORE_INFLATING, 0700, 0600, &out, &why, &where);
+	if (!err && out < 0)
+		err = not_created(b, path, i, why, where);
+	if (err) {
+		free(tmp);
+		return err;
+	}
+	uint64_t max = room->bound < room->free ? room->bound : room->free;
+	uint64_t written = 0;
+	int whole = 0;
+	err = cs_decompress_range(fd, e->file, kind, 0, e->size, out, max,
+				  &written, &whole);
+	if (close(out) != 0 && !err)
+		err = cs_error_create(CS_ERR_OS, "%s: cannot write: %s", tmp,
+				      strerror(errno));
+	if (!err && rename(tmp, e->file) != 0)
+		err = cs_error_create(CS_ERR_OS, "%s: cannot rename to %s: %s",
+				      tmp, e->file, strerror(errno));
+	else if (!err)
+		free(not_made(b)); /* it is the core now */
+	free(tmp);
+	if (err && err->code == CS_ERR_OS)
+		return cannot_unpack(b, path, i, err);
+	if (err && err->code == CS_ERR_LIMIT) {
+		bool by_free = room->free < room->bound;
+		cs_error_destroy(err);
+		return cs_error_create(
+			CS_ERR_LIMIT,
+			"%s: entry %zu (core %s), compressed (%s), inflates "
+			"to more than %" PRIu64 " MiB, %s",
+			path, i, e->path, kind, max >> 20,
+			!by_free ? "past the bound on a bundle's files"
+			: b->sysroot
+				? "more than is free where it is extracted; "
+				  "extract it where there is room"
+				: "more than is free in TMPDIR; set TMPDIR to "
+				  "a directory with room");
+	}
+	if (err) {
+		/* the decoder's words, after the file it names */
+		const char *what = err->message;
+		size_t n = strlen(e->file);
+		if (strncmp(what, e->file, n) == 0 &&
+		    strncmp(what + n, ": ", 2) == 0)
+			what += n + 2;
+		struct cs_error *said =
+			bad(path, "entry %zu (core %s): %s; " BUNDLE_AGAIN, i,
+			    e->path, what);
+		cs_error_destroy(err);
+		return said;
+	}
+	if (!whole)
+		return bad(path,
+			   "entry %zu (core %s), compressed (%s), is cut off "
+			   "after %" PRIu64 " inflated bytes; " BUNDLE_AGAIN,
+			   i, e->path, kind, written);
+	e->size = written;
+	return NULL;
+}
+
 static struct cs_error *unpack_entry(int fd, const char *path,
 				     struct cs_bundle *b, size_t i,
-				     uint64_t off, uint64_t len)
+				     uint64_t off, uint64_t len,
+				     const struct room *room)
 {
 	struct cs_bundle_entry *e = &b->entries[i];
 	char *rel = rel_path(b, i, e);
@@ -759,44 +902,29 @@ static struct cs_error *unpack_entry(int fd, const char *path,
 	free(rel);
 	if (err)
 		return err;
-	if (out < 0) {
-		if (b->sysroot &&
-		    (why == EEXIST || why == ENOTDIR || why == ELOOP))
-			err = bad(path,
-				  "entry %zu (%s %s) lands on a file or "
-				  "directory extracted before it, %s",
-				  i, cs_bundle_kind_name(e->kind), e->path,
-				  where ? where : e->file);
-		else
-			err = cs_error_create(CS_ERR_OS,
-					      "%s: cannot create: %s",
-					      where ? where : e->file,
-					      strerror(why));
-		free(where);
-		return err;
-	}
+	if (out < 0)
+		return not_created(b, path, i, why, where);
 	uint64_t written = 0;
 	err = cs_decompress_range(fd, path, "gzip", off, len, out, e->size,
-				  &written);
-	if (close(out) != 0 && !err)
-		err = cs_error_create(CS_ERR_OS, "%s: cannot write: %s",
-				      e->file, strerror(errno));
+				  &written, NULL);
 	if (err && err->code == CS_ERR_OS) {
 		/* this machine's fault (a full disk), not the bundle's */
-		struct cs_error *why = cs_error_create(
-			CS_ERR_OS, "%s: cannot unpack entry %zu into %s (%s)",
-			path, i, b->dir, err->message);
+		err = cannot_unpack(b, path, i, err);
+	} else if (err || written != e->size) {
 		cs_error_destroy(err);
-		return why;
+		err = bad(path,
+			  "entry %zu (%s %s) is corrupt: its data does not "
+			  "inflate to its %" PRIu64 " bytes",
+			  i, cs_bundle_kind_name(e->kind), e->path, e->size);
+	} else if (e->kind == CS_BUNDLE_CORE) {
+		err = inflate_core(out, path, b, i, room);
 	}
-	if (err || written != e->size) {
-		cs_error_destroy(err);
-		return bad(path,
-			   "entry %zu (%s %s) is corrupt: its data does not "
-			   "inflate to its %" PRIu64 " bytes",
-			   i, cs_bundle_kind_name(e->kind), e->path, e->size);
-	}
-	return NULL;
+	if (close(out) != 0 && !err)
+		err = cannot_unpack(b, path, i,
+				    cs_error_create(CS_ERR_OS,
+						    "%s: cannot write: %s",
+						    e->file, strerror(errno)));
+	return err;
 }
 
 static struct cs_error *unpack(const char *path, const char *dir, bool sysroot,
@@ -812,16 +940,18 @@ static struct cs_error *unpack(const char *path, const char *dir, bool sysroot,
 				       strerror(errno));
 	struct stat st;
 	uint64_t *off = NULL, *len = NULL;
+	struct room room = {0};
 	struct cs_error *err = NULL;
 	if (fstat(fd, &st) != 0)
 		err = cs_error_create(CS_ERR_OS, "%s: cannot stat: %s", path,
 				      strerror(errno));
 	else
-		err = read_index(fd, path, (uint64_t)st.st_size, b, &off, &len);
+		err = read_index(fd, path, (uint64_t)st.st_size, b, &off, &len,
+				 &room);
 	if (!err && (!off || !len))
 		err = &cs_error_nomem;
 	for (size_t i = 0; !err && i < b->n; i++)
-		err = unpack_entry(fd, path, b, i, off[i], len[i]);
+		err = unpack_entry(fd, path, b, i, off[i], len[i], &room);
 	if (!err && sysroot)
 		err = link_sonames(b);
 	size_t k = 0;

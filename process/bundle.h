@@ -19,6 +19,10 @@
  *            the build-id's bytes, then the path's (no NUL)
  *   data     per entry, the file as one gzip stream (RFC 1952)
  *
+ * Bundles written before a compressed core was bundled inflated hold it as
+ * given: the core entry's file is the compressed core (its size the
+ * compressed file's). The reader inflates it (cs_bundle_unpack).
+ *
  * The path is where the file was on the machine that wrote the bundle:
  * for the core, the core given; for the others, the path the core names
  * (the executable's, a library's), or for a debug file where it was
@@ -102,9 +106,11 @@ struct cs_bundle {
 /* Check the bundle at path and unpack every entry into dir, an empty
  * directory that only the caller can write: the core as "core", the
  * executable as "exe", library i as "lib-i", a debug file under
- * ".build-id/xx/yyyy.debug" by its build-id. A malformed bundle is
- * CS_ERR_FORMAT, one whose files would not fit CS_ERR_LIMIT, each with a
- * message naming path and what is wrong. Files already unpacked stay in
+ * ".build-id/xx/yyyy.debug" by its build-id; a core entry that is a
+ * compressed core (told by its magic) is inflated in its place, its size
+ * then the core's. A malformed bundle is CS_ERR_FORMAT (a compressed
+ * core that is corrupt or cut off too), one whose files would not fit
+ * CS_ERR_LIMIT, each with a message naming path and what is wrong. Files already unpacked stay in
  * dir on failure: cs_bundle_remove_files removes them, then
  * cs_bundle_free. */
 struct cs_error *cs_bundle_unpack(const char *path, const char *dir,

@@ -65,7 +65,21 @@ struct cs_inflate {
 	uint64_t left; /* compressed bytes still to read */
 	uint8_t *in, *out;
 	int eof;
+	/* the decoder was between streams when the input ended: not cut
+	 * off (lz4's legacy format has no end to tell) */
+	int ended;
 };
+
+/* After one call of a decoder: at a stream's end, or past it when the
+ * call took input or gave output; a call that did neither (asked for
+ * more with none to give) says nothing new. */
+static void cs_inflate_at(struct cs_inflate *z, int at_end, int progress)
+{
+	if (at_end)
+		z->ended = 1;
+	else if (progress)
+		z->ended = 0;
+}
 
 /* Next chunk of compressed input; *n == 0 at end of file. */
 static struct cs_error *cs_inflate_read(struct cs_inflate *z, size_t *n)
@@ -185,11 +199,15 @@ static struct cs_error *cs_inflate_zstd(struct cs_inflate *z)
 		while (!err && in.pos < in.size) {
 			ZSTD_outBuffer out = {z->out, CS_DECOMPRESS_OUT_CHUNK,
 					      0};
+			size_t before = in.pos;
 			size_t r = decompress(ds, &out, &in);
 			if (is_error(r))
 				err = cs_inflate_corrupt(z, error_name(r));
 			else
 				err = cs_inflate_write(z, out.pos);
+			if (!err)
+				cs_inflate_at(z, r == 0,
+					      in.pos > before || out.pos > 0);
 		}
 	}
 	/* Output zstd still holds after the input ended. */
@@ -197,9 +215,12 @@ static struct cs_error *cs_inflate_zstd(struct cs_inflate *z)
 		ZSTD_inBuffer in = {z->in, 0, 0};
 		ZSTD_outBuffer out = {z->out, CS_DECOMPRESS_OUT_CHUNK, 0};
 		size_t r = decompress(ds, &out, &in);
-		if (is_error(r))
+		if (is_error(r)) {
+			z->ended = 0;
 			break; /* cut off: keep what was inflated */
+		}
 		err = cs_inflate_write(z, out.pos);
+		cs_inflate_at(z, r == 0, out.pos > 0);
 		more = out.pos == out.size;
 	}
 	free_ds(ds);
@@ -229,6 +250,7 @@ static struct cs_error *cs_inflate_gzip(struct cs_inflate *z)
 			}
 			err = cs_inflate_write(z, CS_DECOMPRESS_OUT_CHUNK -
 							  s.avail_out);
+			cs_inflate_at(z, r == Z_STREAM_END, r != Z_BUF_ERROR);
 			/* gzip files may hold several members, one after
 			 * the other (what `cat a.gz b.gz` makes). */
 			if (!err && r == Z_STREAM_END && s.avail_in > 0)
@@ -261,6 +283,7 @@ static struct cs_error *cs_inflate_xz(struct cs_inflate *z)
 		r = lzma_code(&s, z->eof ? LZMA_FINISH : LZMA_RUN);
 		err = cs_inflate_write(z,
 				       CS_DECOMPRESS_OUT_CHUNK - s.avail_out);
+		z->ended = r == LZMA_STREAM_END;
 		if (r == LZMA_BUF_ERROR && z->eof)
 			break; /* cut off: keep what was inflated */
 		if (!err && r != LZMA_OK && r != LZMA_STREAM_END)
@@ -357,11 +380,14 @@ static struct cs_error *cs_inflate_lz4_legacy(struct cs_inflate *z,
 	struct cs_error *err = NULL;
 	if (!in || !out)
 		err = &cs_error_nomem;
+	z->ended = 1; /* unless a block is cut off */
 	for (;;) {
 		uint8_t head[4];
 		size_t got;
-		if (err || (err = take_bytes(r, head, 4, &got)) || got < 4)
+		if (err || (err = take_bytes(r, head, 4, &got)) || got < 4) {
+			z->ended = !err && got == 0;
 			break;
+		}
 		uint32_t size = le32(head);
 		if (size == LZ4_LEGACY_MAGIC)
 			continue; /* the next stream */
@@ -370,8 +396,10 @@ static struct cs_error *cs_inflate_lz4_legacy(struct cs_inflate *z,
 						    "than lz4 makes");
 			break;
 		}
-		if ((err = take_bytes(r, in, size, &got)) || got < size)
+		if ((err = take_bytes(r, in, size, &got)) || got < size) {
+			z->ended = 0;
 			break;
+		}
 		int n = block((const char *)in, (char *)out, (int)size,
 			      (int)LZ4_LEGACY_BLOCK);
 		if (n < 0) {
@@ -414,6 +442,7 @@ static struct cs_error *lz4_feed(struct cs_inflate *z, struct lz4_frames *f,
 			return cs_inflate_corrupt(z, "no progress");
 		pos += src;
 		err = cs_inflate_write(z, dst);
+		cs_inflate_at(z, r == 0, 1);
 	}
 	return err;
 }
@@ -460,9 +489,12 @@ static struct cs_error *cs_inflate_lz4(struct cs_inflate *z)
 		dst = CS_DECOMPRESS_OUT_CHUNK;
 		size_t ret =
 			f.decompress(f.dctx, z->out, &dst, z->in, &src, NULL);
-		if (f.is_error(ret))
+		if (f.is_error(ret)) {
+			z->ended = 0;
 			break;
+		}
 		err = cs_inflate_write(z, dst);
+		cs_inflate_at(z, ret == 0, dst > 0);
 	}
 	free_dctx(f.dctx);
 	return err;
@@ -519,6 +551,7 @@ static struct cs_error *cs_inflate_bzip2(struct cs_inflate *z)
 		do {
 			s.next_out = (char *)z->out;
 			s.avail_out = CS_DECOMPRESS_OUT_CHUNK;
+			unsigned before = s.avail_in;
 			int r = decompress(&s);
 			if (r == BZ_MEM_ERROR) {
 				err = &cs_error_nomem;
@@ -530,6 +563,10 @@ static struct cs_error *cs_inflate_bzip2(struct cs_inflate *z)
 			}
 			err = cs_inflate_write(z, CS_DECOMPRESS_OUT_CHUNK -
 							  s.avail_out);
+			cs_inflate_at(z, r == BZ_STREAM_END,
+				      s.avail_in < before ||
+					      s.avail_out <
+						      CS_DECOMPRESS_OUT_CHUNK);
 			if (!err && r == BZ_STREAM_END) {
 				/* another stream may follow (what `cat a.bz2
 				 * b.bz2` and pbzip2 make) */
@@ -628,7 +665,8 @@ struct cs_error *cs_decompress_core(int fd, const char *path, const char *kind,
 
 struct cs_error *cs_decompress_range(int fd, const char *path, const char *kind,
 				     uint64_t off, uint64_t len, int out_fd,
-				     uint64_t max_bytes, uint64_t *written)
+				     uint64_t max_bytes, uint64_t *written,
+				     int *whole)
 {
 	struct cs_inflate z = {
 		.in_fd = fd,
@@ -645,5 +683,7 @@ struct cs_error *cs_decompress_range(int fd, const char *path, const char *kind,
 				       strerror(errno));
 	struct cs_error *err = cs_inflate_run(&z);
 	*written = z.written;
+	if (whole)
+		*whole = z.ended;
 	return err;
 }

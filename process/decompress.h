@@ -29,9 +29,13 @@ struct cs_error *cs_decompress_core(int fd, const char *path, const char *kind,
  * into out_fd, written from its offset 0 with runs of zeros left as
  * holes, its size then the inflated size, *written. More than max_bytes
  * is CS_ERR_LIMIT, a corrupt stream CS_ERR_FORMAT; one cut off ends
- * early (the caller compares *written with what it expects). */
+ * early: *whole (when not NULL) is then 0, 1 when the input ended where
+ * a stream does (lz4's legacy format, which has no end, only when a
+ * block is cut off), and the caller may also compare *written with what
+ * it expects. */
 struct cs_error *cs_decompress_range(int fd, const char *path, const char *kind,
 				     uint64_t off, uint64_t len, int out_fd,
-				     uint64_t max_bytes, uint64_t *written);
+				     uint64_t max_bytes, uint64_t *written,
+				     int *whole);
 
 #endif

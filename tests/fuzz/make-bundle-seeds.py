@@ -3,9 +3,12 @@
 directory given: tiny synthetic bundles, not real cores, so that the
 corpus stays small. seed-full: a core, an executable, a library and a
 debug file; seed-core: the core alone; seed-empty-file: a library of
-0 bytes."""
+0 bytes; seed-core-xz, seed-core-gzip: the core alone, its entry the core
+compressed (as bundles written before a compressed core was bundled
+inflated hold it), which the reader inflates."""
 
 import gzip
+import lzma
 import os
 import struct
 import sys
@@ -37,6 +40,8 @@ def main(outdir):
                       (4, bid, b"/usr/lib/debug/.build-id/01/02.debug", b"\x7fELF dbg" * 4)],
         "seed-core": [(1, b"", b"core", core)],
         "seed-empty-file": [(1, b"", b"core", core), (3, b"", b"/lib/x.so", b"")],
+        "seed-core-xz": [(1, b"", b"core.xz", lzma.compress(core, preset=0))],
+        "seed-core-gzip": [(1, b"", b"core.gz", gzip.compress(core, mtime=0))],
     }
     for name, entries in seeds.items():
         with open(os.path.join(outdir, name), "wb") as f:

@@ -22,6 +22,21 @@ file, and corestack reads that file where none of those files exist.
                              and the threads of the plain core's bundle, exit 0,
                              process.core the compressed file's path; the bundle's core
                              entry is the inflated core, of the plain core's size
+    bundle/old-compressed-core
+                             a bundle as written before a compressed core was bundled
+                             inflated: the plain core's bundle with its core entry
+                             the core compressed with zstd (the entry's size the
+                             zstd file's); corestack --json on it gives the oracle's
+                             stacks and the plain core's bundle's threads, exit 0,
+                             nothing left in TMPDIR; --extract lays out DIR/core as
+                             the plain core, byte for byte, and the printed gdb
+                             command line reads it to the oracle's stacks
+    bundle/old-compressed-damaged
+                             that bundle with its zstd core cut in half, and with
+                             bytes flipped in its middle: corestack --json and
+                             --extract each exit 2, one line naming the bundle, that
+                             the core is cut off or corrupt and to bundle it again;
+                             nothing left in TMPDIR, the directory not left
     bundle/with-executable   a bundle and an EXECUTABLE: exit 64, one line naming the
                              bundle, nothing left in TMPDIR
     bundle/write-error       corestack bundle whose writes fail past 1 MiB (a file size
@@ -71,6 +86,8 @@ header and index as process/bundle.h lays them out. Bundles and cores are
 deleted once read.
 """
 
+import filecmp
+import gzip
 import os
 import re
 import shlex
@@ -89,7 +106,8 @@ from .scenarios import capture_all
 
 SCENARIO = "crash"
 SHARED = ("bundle/other-files-here", "bundle/missing-file", "bundle/output-exists",
-          "bundle/compressed-core", "bundle/with-executable", "bundle/signal",
+          "bundle/compressed-core", "bundle/old-compressed-core",
+          "bundle/old-compressed-damaged", "bundle/with-executable", "bundle/signal",
           "bundle/write-error", "bundle/core-unreadable")
 # bundle/compressed-core: (suffix, compressing command)
 COMPRESSED = (("zst", ["zstd", "-q", "-1", "-c"]), ("lz4", ["lz4", "-q", "-c"]))
@@ -131,23 +149,51 @@ def index_records(data):
     return out
 
 
+def rows_of(d):
+    """The entries of the bundle d: [offset of its record, kind, build-id,
+    path, size, its data (one gzip stream)] each, in the order of the data."""
+    rows, pos = [], 16
+    for _ in range(struct.unpack_from("<I", d, 12)[0]):
+        kind, idlen, plen, _, size, off, clen = struct.unpack_from("<BBHIQQQ", d, pos)
+        rows.append([pos, kind, bytes(d[pos + 32:pos + 32 + idlen]),
+                     bytes(d[pos + 32 + idlen:pos + 32 + idlen + plen]), size,
+                     bytes(d[off:off + clen])])
+        pos += 32 + idlen + plen
+    return rows
+
+
+def bundle_of(d, rows):
+    """The bundle of header d[:16] holding rows (as rows_of gives them): the
+    index, then each entry's data in turn, every offset where it lies."""
+    at = 16 + sum(32 + len(r[2]) + len(r[3]) for r in rows)
+    out = bytearray(d[:16])
+    for _, kind, bid, path, size, data in rows:
+        out += struct.pack("<BBHIQQQ", kind, len(bid), len(path), 0, size, at,
+                           len(data)) + bid + path
+        at += len(data)
+    for r in rows:
+        out += r[5]
+    return out
+
+
 def with_path(d, recs, at, path):
     """The bundle d with the path of the record at at replaced: the index
     rewritten, the data moved after it and every offset with it."""
-    n = len(recs)
-    rows, pos = [], 16
-    for i in range(n):
-        kind, idlen, plen, zero, size, off, clen = struct.unpack_from("<BBHIQQQ", d, pos)
-        bid = bytes(d[pos + 32:pos + 32 + idlen])
-        name = path if pos == at else bytes(d[pos + 32 + idlen:pos + 32 + idlen + plen])
-        rows.append([kind, bid, name, size, off, clen])
-        pos += 32 + idlen + plen
-    end = 16 + sum(32 + len(r[1]) + len(r[2]) for r in rows)
-    out = bytearray(d[:16])
-    for kind, bid, name, size, off, clen in rows:
-        out += struct.pack("<BBHIQQQ", kind, len(bid), len(name), 0, size,
-                           off - pos + end, clen) + bid + name
-    return out + d[pos:]
+    rows = rows_of(d)
+    for r in rows:
+        if r[0] == at:
+            r[3] = path
+    return bundle_of(d, rows)
+
+
+def with_core_file(d, data):
+    """The bundle d with its core entry's file data instead: what bundles
+    written before a compressed core was bundled inflated hold for one."""
+    rows = rows_of(d)
+    for r in rows:
+        if r[1] == 1:
+            r[4], r[5] = len(data), gzip.compress(data, compresslevel=1, mtime=0)
+    return bundle_of(d, rows)
 
 
 def damaged(data, how):
@@ -370,6 +416,7 @@ def run_ruby(ctx, ruby, prefix, base, wanted, shared, cs, timeout):
         rep.result("%s/bundle" % ruby, reason)
 
     extract_tests(ctx, ruby, cap, bundle, base, wanted, cs, timeout)
+    old_bundle_tests(ctx, cap, bundle, base, wanted, env, tmp)
 
     if "bundle/other-files-here" in wanted:
         # Files at the paths the core names, not the ones it mapped.
@@ -468,6 +515,111 @@ def run_ruby(ctx, ruby, prefix, base, wanted, shared, cs, timeout):
             rep.result(name, check_unusable(res, [path], (2,), pattern, compare.show(pattern),
                                             json_file=path) or leftovers(tmp))
     os.unlink(bundle)
+
+
+# --- bundles whose core entry is a compressed core -----------------------------
+
+def old_bundles(cap, bundle, base):
+    """The bundle rewritten as one written before a compressed core was
+    bundled inflated: its core entry the core compressed with zstd; and that
+    zstd core cut in half, and with bytes flipped in its middle -> {name:
+    path}."""
+    with open(cap.core, "rb") as f:
+        res = subprocess.run(["zstd", "-q", "-1", "-c"], stdin=f, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, timeout=600)
+    if res.returncode != 0:
+        raise procs.Failure("zstd failed: %s" % res.stderr[:200])
+    z = res.stdout
+    flipped = bytearray(z)
+    for i in range(len(z) // 2, len(z) // 2 + 16):
+        flipped[i] ^= 0x5a
+    with open(bundle, "rb") as f:
+        data = f.read()
+    out = {}
+    for name, core in (("whole", z), ("cut", z[:len(z) // 2]), ("corrupt", bytes(flipped))):
+        out[name] = os.path.join(base, "old-%s.bundle" % name)
+        with open(out[name], "wb") as f:
+            f.write(with_core_file(data, core))
+    return out
+
+
+def check_old_whole(ctx, cap, plain, path, base, env, tmp):
+    """The old bundle at path reads as the plain core's bundle, and
+    extracted, DIR/core is the plain core, which gdb reads."""
+    cs, timeout = ctx.args.corestack, ctx.args.timeout
+    res = procs.run_tool(env + [cs, "--json", path], timeout)
+    reason = check_bundled(res, cap, path) or leftovers(tmp)
+    if reason:
+        return reason
+    report, _ = compare.parse_report(res[1])
+    if report.get("threads") != plain.get("threads"):
+        return "its threads differ from the plain core's bundle's"
+    target = os.path.join(base, "old-extracted")
+    try:
+        res = procs.run_tool(["env", "CORESTACK_GDBEXT_DIR=" + ctx.args.gdbext, cs, "bundle",
+                              "--extract", "-o", target, path], timeout)
+        if res[0] != 0:
+            return "corestack bundle --extract: exit %s: %s" % (res[0], first_line(res[2]))
+        root = os.path.realpath(target)
+        core = os.path.join(root, "core")
+        if not os.path.isfile(core):
+            return "no core at %s" % core
+        if not filecmp.cmp(core, cap.core, shallow=False):
+            with open(core, "rb") as f:
+                head = f.read(4)
+            return "%s is not the plain core (it starts %r)" % (core, head)
+        return run_printed_gdb(printed_commands(res[1]).get("gdb"), root,
+                               ctx.args.gdbext, base, cap)
+    finally:
+        shutil.rmtree(target, ignore_errors=True)
+
+
+def check_old_damaged(ctx, paths, base, env, tmp):
+    """The old bundles whose zstd core is cut off or corrupt: refused, read
+    and extracted, with one line saying so and what to do."""
+    cs, timeout = ctx.args.corestack, ctx.args.timeout
+    says = {"cut": r"compressed \(zstd\), is cut off after \d+ inflated bytes",
+            "corrupt": r"zstd-compressed, but the stream is corrupt"}
+    target = os.path.join(base, "old-extract-here")
+    for name, pattern in says.items():
+        pattern += r".*bundle the core again"
+        path = paths[name]
+        res = procs.run_tool(env + [cs, "--json", path], timeout)
+        reason = check_unusable(res, [path], (2,), pattern, compare.show(pattern),
+                                json_file=path) or leftovers(tmp)
+        if not reason:
+            reason = extract_refused(cs, timeout, path, target, pattern, [path])
+        if not reason and os.path.exists(target):
+            reason = "the directory was left: %s" % compare.show(os.listdir(target))
+        shutil.rmtree(target, ignore_errors=True)
+        if reason:
+            return "%s: %s" % (name, reason)
+    return None
+
+
+def old_bundle_tests(ctx, cap, bundle, base, wanted, env, tmp):
+    rep = ctx.rep
+    mine = [n for n in ("bundle/old-compressed-core", "bundle/old-compressed-damaged")
+            if n in wanted]
+    if not mine:
+        return
+    paths = old_bundles(cap, bundle, base)
+    try:
+        if "bundle/old-compressed-core" in mine:
+            plain, reason = compare.parse_report(
+                procs.run_tool(env + [ctx.args.corestack, "--json", bundle],
+                               ctx.args.timeout)[1])
+            if reason:
+                reason = "the plain core's bundle: " + reason
+            else:
+                reason = check_old_whole(ctx, cap, plain, paths["whole"], base, env, tmp)
+            rep.result("bundle/old-compressed-core", reason)
+        if "bundle/old-compressed-damaged" in mine:
+            rep.result("bundle/old-compressed-damaged",
+                       check_old_damaged(ctx, paths, base, env, tmp))
+    finally:
+        for p in paths.values():
+            os.unlink(p)
 
 
 # --- corestack bundle --extract ---------------------------------------------------

@@ -1,12 +1,19 @@
 /* Bundles written and unpacked again (process/bundle.c): the files come
  * back byte for byte under the names the reader makes, the file map pairs
  * the paths the core names with them, what a duplicate or a bad -o is
- * refused with, and that nothing is left once removed. */
+ * refused with, and that nothing is left once removed. A bundle made as
+ * those written before a compressed core was bundled inflated (its core
+ * entry the compressed core) unpacks and extracts to the core itself;
+ * one whose compressed core is cut off or corrupt is refused. */
+#include <lzma.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <zlib.h>
 
 #include "process/bundle.h"
 #include "tests/unit/check.h"
@@ -46,6 +53,172 @@ static char *in_dir(const char *name)
 	if (asprintf(&p, "%s/%s", dir, name) < 0)
 		abort();
 	return p;
+}
+
+static uint8_t *read_whole(const char *path, size_t *n)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f || fseek(f, 0, SEEK_END) != 0)
+		abort();
+	*n = (size_t)ftell(f);
+	uint8_t *p = malloc(*n);
+	rewind(f);
+	if (!p || fread(p, 1, *n, f) != *n)
+		abort();
+	fclose(f);
+	return p;
+}
+
+/* s[0..n) as one gzip stream (malloc'd, *len its size). */
+static uint8_t *gzip_of(const uint8_t *s, size_t n, size_t *len)
+{
+	z_stream z = {0};
+	size_t cap = compressBound((uLong)n) + 64;
+	uint8_t *out = malloc(cap);
+	if (!out || deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8,
+				 Z_DEFAULT_STRATEGY) != Z_OK)
+		abort();
+	z.next_in = (uint8_t *)s;
+	z.avail_in = (uInt)n;
+	z.next_out = out;
+	z.avail_out = (uInt)cap;
+	if (deflate(&z, Z_FINISH) != Z_STREAM_END)
+		abort();
+	*len = z.total_out;
+	deflateEnd(&z);
+	return out;
+}
+
+/* ... as one xz stream. */
+static uint8_t *xz_of(const uint8_t *s, size_t n, size_t *len)
+{
+	size_t cap = n + n / 2 + 4096;
+	uint8_t *out = malloc(cap);
+	*len = 0;
+	if (!out || lzma_easy_buffer_encode(0, LZMA_CHECK_CRC64, NULL, s, n,
+					    out, len, cap) != LZMA_OK)
+		abort();
+	return out;
+}
+
+static void put_le(uint8_t *p, uint64_t v, int n)
+{
+	for (int i = 0; i < n; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+#define OLD_CORE_PATH "/var/crash/core.1.xz"
+
+/* The bundle at out as one written before compressed cores were bundled
+ * inflated: one entry, the core, whose file is z[0..n) (a compressed
+ * core, as given), made by hand as process/bundle.h lays it out. */
+static void write_old_bundle(const char *out, const uint8_t *z, size_t n)
+{
+	size_t glen, plen = strlen(OLD_CORE_PATH);
+	uint8_t *g = gzip_of(z, n, &glen);
+	uint8_t head[16 + 32] = "CSBUNDLE";
+	put_le(head + 8, 1, 4);
+	put_le(head + 12, 1, 4);
+	head[16] = CS_BUNDLE_CORE;
+	put_le(head + 18, plen, 2);
+	put_le(head + 24, n, 8);
+	put_le(head + 32, sizeof(head) + plen, 8);
+	put_le(head + 40, glen, 8);
+	FILE *f = fopen(out, "wb");
+	if (!f || fwrite(head, 1, sizeof(head), f) != sizeof(head) ||
+	    fwrite(OLD_CORE_PATH, 1, plen, f) != plen ||
+	    fwrite(g, 1, glen, f) != glen || fclose(f) != 0)
+		abort();
+	free(g);
+}
+
+/* Old bundles of the core, its bytes plain[0..n): whole, each unpacks
+ * and extracts to the core itself; cut off or corrupt, each is refused
+ * (CS_ERR_FORMAT, one line naming the bundle and what to do) and leaves
+ * nothing. */
+static void test_old_bundles(const char *core)
+{
+	size_t n, zn[2];
+	uint8_t *plain = read_whole(core, &n);
+	uint8_t *z[2] = {gzip_of(plain, n, &zn[0]), xz_of(plain, n, &zn[1])};
+	const char *kinds[2] = {"gzip", "xz"};
+	char *out = in_dir("old.bundle"), *unpack = in_dir("old-u"),
+	     *ext = in_dir("old-x"), *at_core = in_dir("old-x/core"),
+	     *tmp = in_dir("old-x/core.inflating");
+	struct cs_bundle b;
+	struct stat st;
+	for (int k = 0; k < 2; k++) {
+		write_old_bundle(out, z[k], zn[k]);
+		CHECK(mkdir(unpack, 0700) == 0, "mkdir");
+		struct cs_error *err = cs_bundle_unpack(out, unpack, &b);
+		CHECK(!err, "%s: unpack: %s", kinds[k],
+		      err ? err->message : "");
+		if (!err) {
+			CHECK(same_bytes(b.entries[0].file, core),
+			      "%s: unpacked, the core itself", kinds[k]);
+			CHECK(b.entries[0].size == n,
+			      "%s: the core's size, %zu, not %llu", kinds[k], n,
+			      (unsigned long long)b.entries[0].size);
+		}
+		cs_error_destroy(err);
+		cs_bundle_remove_files(&b);
+		cs_bundle_free(&b);
+		CHECK(stat(unpack, &st) != 0, "%s: nothing left", kinds[k]);
+
+		CHECK(mkdir(ext, 0700) == 0, "mkdir");
+		err = cs_bundle_extract(out, ext, false, &b);
+		CHECK(!err, "%s: extract: %s", kinds[k],
+		      err ? err->message : "");
+		CHECK(same_bytes(at_core, core) && stat(tmp, &st) != 0,
+		      "%s: extracted, DIR/core the core itself, nothing "
+		      "beside it",
+		      kinds[k]);
+		cs_error_destroy(err);
+		cs_bundle_remove_files(&b);
+		cs_bundle_free(&b);
+		CHECK(stat(ext, &st) != 0, "%s: nothing left extracted",
+		      kinds[k]);
+	}
+
+	/* the xz core cut off, then with bytes flipped in its middle */
+	static const char *const says[] = {"compressed (xz), is cut off",
+					   "the stream is corrupt"};
+	for (int how = 0; how < 2; how++) {
+		uint8_t *bad = malloc(zn[1]);
+		memcpy(bad, z[1], zn[1]);
+		for (size_t i = zn[1] / 2; how && i < zn[1] / 2 + 16; i++)
+			bad[i] ^= 0x5a;
+		write_old_bundle(out, bad, how ? zn[1] : zn[1] / 2);
+		free(bad);
+		for (int extract = 0; extract < 2; extract++) {
+			const char *d = extract ? ext : unpack;
+			CHECK(mkdir(d, 0700) == 0, "mkdir");
+			struct cs_error *err =
+				extract ? cs_bundle_extract(out, d, false, &b)
+					: cs_bundle_unpack(out, d, &b);
+			CHECK(err && err->code == CS_ERR_FORMAT &&
+				      strstr(err->message, out) &&
+				      strstr(err->message, says[how]) &&
+				      strstr(err->message,
+					     "bundle the core again") &&
+				      !strchr(err->message, '\n'),
+			      "%s: %s", says[how],
+			      err ? err->message : "accepted");
+			cs_error_destroy(err);
+			cs_bundle_remove_files(&b);
+			cs_bundle_free(&b);
+			CHECK(stat(d, &st) != 0, "%s: nothing left", says[how]);
+		}
+	}
+	unlink(out);
+	free(plain);
+	free(z[0]);
+	free(z[1]);
+	free(out);
+	free(unpack);
+	free(ext);
+	free(at_core);
+	free(tmp);
 }
 
 int main(void)
@@ -187,6 +360,8 @@ int main(void)
 	      "unreadable file: %s", err ? err->message : "written");
 	cs_error_destroy(err);
 	CHECK(stat(out, &st) != 0, "the partial bundle removed");
+
+	test_old_bundles(core);
 
 	unlink(core);
 	unlink(lib);

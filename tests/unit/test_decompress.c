@@ -9,7 +9,9 @@
  * no data"; one with bytes flipped (or a wrong lz4 content checksum) to
  * CS_ERR_FORMAT; past a bound to CS_ERR_LIMIT. cs_decompress_range reads
  * a stream between other bytes, as a bundle holds it, bounded the same
- * way. The tools are those .ci/install-deps installs. */
+ * way, and says whether it was whole: cut off, it is not (what a bundle
+ * holding a compressed core is refused by). The tools are those
+ * .ci/install-deps installs. */
 #include "process/decompress.h"
 #include "tests/unit/check.h"
 
@@ -214,6 +216,23 @@ static void test_variant(const struct variant *v)
 	      v->name, len, err ? err->message : "no error");
 	free(out);
 	cs_error_destroy(err);
+	/* ... whole as a range too: the second stream ends where one may */
+	write_all(path_of("two"), two, 2 * n);
+	int tfd = open(path_of("two"), O_RDONLY),
+	    ofd = open(path_of("two-out"), O_RDWR | O_CREAT | O_TRUNC, 0600);
+	uint64_t written = 0;
+	int whole = -1;
+	err = cs_decompress_range(tfd, path_of("two"), v->kind, 0, 2 * n, ofd,
+				  3 * (uint64_t)PAYLOAD_SIZE, &written, &whole);
+	CHECK(!err && written == 2 * (uint64_t)PAYLOAD_SIZE && whole == 1,
+	      "%s: two streams as a range: %llu bytes, whole %d (%s)", v->name,
+	      (unsigned long long)written, whole,
+	      err ? err->message : "no error");
+	cs_error_destroy(err);
+	close(tfd);
+	close(ofd);
+	unlink(path_of("two"));
+	unlink(path_of("two-out"));
 	free(two);
 
 	/* cut off: what inflated is kept, never more than the payload's
@@ -271,9 +290,10 @@ static void test_variant(const struct variant *v)
 		snprintf(name, sizeof(name), "range%d", bounded);
 		int ofd = open(path_of(name), O_RDWR | O_CREAT | O_TRUNC, 0600);
 		uint64_t written = 0;
+		int whole = -1;
 		err = cs_decompress_range(fd, path, v->kind, 100, n, ofd,
 					  PAYLOAD_SIZE - (uint64_t)bounded,
-					  &written);
+					  &written, &whole);
 		if (bounded) {
 			CHECK(err && err->code == CS_ERR_LIMIT,
 			      "%s: a range past its bound: %s", v->name,
@@ -286,11 +306,29 @@ static void test_variant(const struct variant *v)
 			      "%s: a range inflated to %llu bytes (%s)",
 			      v->name, (unsigned long long)written,
 			      err ? err->message : "no error");
+			CHECK(whole == 1, "%s: a whole range said cut off (%d)",
+			      v->name, whole);
 			free(out);
 		}
 		cs_error_destroy(err);
 		close(ofd);
 		unlink(path_of(name));
+	}
+	/* a range cut off, at a quarter, half and three quarters: told */
+	for (size_t k = 1; k <= 3; k++) {
+		int ofd =
+			open(path_of("cut"), O_RDWR | O_CREAT | O_TRUNC, 0600);
+		uint64_t written = 0;
+		int whole = -1;
+		err = cs_decompress_range(fd, path, v->kind, 100, n * k / 4,
+					  ofd, PAYLOAD_SIZE, &written, &whole);
+		CHECK(err ? err->code == CS_ERR_FORMAT : whole == 0,
+		      "%s: a range cut at %zu of %zu bytes: %s, whole %d",
+		      v->name, n * k / 4, n, err ? err->message : "no error",
+		      whole);
+		cs_error_destroy(err);
+		close(ofd);
+		unlink(path_of("cut"));
 	}
 	close(fd);
 	free(s);
