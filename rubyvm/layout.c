@@ -58,56 +58,6 @@ static const struct spec specs[RVL_COUNT] = {
 #define EXT_MEMBER(id, ext, type, path, unit) \
 	{SPEC_MEMBER, #id, type, path, unit, 0, ext, ext ".c"},
 #include "layout.def"
-#undef MEMBER
-#undef SIZE
-#undef ENUM
-#undef ENUMS
-#undef VAR
-#undef VAR_MEMBER
-#undef CONST
-#undef FUNC
-#undef TEXT
-#undef GC_MEMBER
-#undef GC_SIZE
-#undef GC_ENUM
-#undef GC_CONST
-#undef EXT_VAR
-#undef EXT_MEMBER
-};
-
-/* The item of each enum list */
-static const enum rv_item_id enums_items[RVE_COUNT] = {
-#define MEMBER(id, type, path, unit)
-#define SIZE(id, type, unit)
-#define ENUM(id, name, unit)
-#define ENUMS(id, name, unit) RVL_##id,
-#define VAR(id, name, unit)
-#define VAR_MEMBER(id, name, path, unit)
-#define CONST(id, name, unit)
-#define FUNC(id, name, unit)
-#define TEXT(id, text)
-#define GC_MEMBER MEMBER
-#define GC_SIZE SIZE
-#define GC_ENUM ENUM
-#define GC_CONST CONST
-#define EXT_VAR(id, ext, name, unit)
-#define EXT_MEMBER(id, ext, type, path, unit)
-#include "layout.def"
-#undef MEMBER
-#undef SIZE
-#undef ENUM
-#undef ENUMS
-#undef VAR
-#undef VAR_MEMBER
-#undef CONST
-#undef FUNC
-#undef TEXT
-#undef GC_MEMBER
-#undef GC_SIZE
-#undef GC_ENUM
-#undef GC_CONST
-#undef EXT_VAR
-#undef EXT_MEMBER
 };
 
 const char *rv_layout_item_name(enum rv_item_id id)
@@ -122,7 +72,12 @@ const char *rv_layout_item_subject(enum rv_item_id id)
 
 const char *rv_layout_enums_name(enum rv_enums_id id)
 {
-	return id < RVE_COUNT ? specs[enums_items[id]].id : "?";
+	/* the lists are numbered in the order of their ENUMS lines */
+	unsigned n = 0;
+	for (int i = 0; i < RVL_COUNT; i++)
+		if (specs[i].kind == SPEC_ENUMS && n++ == (unsigned)id)
+			return specs[i].id;
+	return "?";
 }
 
 int rv_enum_list_valid(const struct rv_enum_list *list)
@@ -366,9 +321,12 @@ static struct cs_error *resolve(struct dw_index *idx, const struct only *only,
 	memset(l, 0, sizeof(*l));
 	struct macro_units mu = {0};
 	struct cs_error *err = NULL;
+	/* the list of an ENUMS line: RVE_ ids go in the order of the lines */
+	int nenums = -1;
 	for (int i = 0; i < RVL_COUNT && !err; i++) {
 		struct spec own = specs[i];
 		const struct spec *s = &own;
+		nenums += own.kind == SPEC_ENUMS;
 		if (only &&
 		    (only->gc ? !own.gc : !rv_layout_item_of_ext(i, only->ext)))
 			continue;
@@ -436,10 +394,9 @@ static struct cs_error *resolve(struct dw_index *idx, const struct only *only,
 				it->source = RV_FROM_DWARF;
 			break;
 		case SPEC_ENUMS:
-			for (int k = 0; k < RVE_COUNT; k++)
-				if (enums_items[k] == (enum rv_item_id)i)
-					resolve_enums(idx, s, hints, scan,
-						      &l->enums[k], it);
+			if (nenums < RVE_COUNT)
+				resolve_enums(idx, s, hints, scan,
+					      &l->enums[nenums], it);
 			break;
 		case SPEC_VAR: {
 			int is_const;

@@ -28,57 +28,13 @@ enum rv_item_id {
 #define EXT_VAR(id, ext, name, unit) RVL_##id,
 #define EXT_MEMBER(id, ext, type, path, unit) RVL_##id,
 #include "layout.def"
-#undef MEMBER
-#undef SIZE
-#undef ENUM
-#undef ENUMS
-#undef VAR
-#undef VAR_MEMBER
-#undef CONST
-#undef FUNC
-#undef TEXT
-#undef GC_MEMBER
-#undef GC_SIZE
-#undef GC_ENUM
-#undef GC_CONST
-#undef EXT_VAR
-#undef EXT_MEMBER
 	RVL_COUNT
 };
 
 /* The enum types whose every enumerator the layout lists (ENUMS). */
 enum rv_enums_id {
-#define MEMBER(id, type, path, unit)
-#define SIZE(id, type, unit)
-#define ENUM(id, name, unit)
 #define ENUMS(id, name, unit) RVE_##id,
-#define VAR(id, name, unit)
-#define VAR_MEMBER(id, name, path, unit)
-#define CONST(id, name, unit)
-#define FUNC(id, name, unit)
-#define TEXT(id, text)
-#define GC_MEMBER MEMBER
-#define GC_SIZE SIZE
-#define GC_ENUM ENUM
-#define GC_CONST CONST
-#define EXT_VAR(id, ext, name, unit)
-#define EXT_MEMBER(id, ext, type, path, unit)
 #include "layout.def"
-#undef MEMBER
-#undef SIZE
-#undef ENUM
-#undef ENUMS
-#undef VAR
-#undef VAR_MEMBER
-#undef CONST
-#undef FUNC
-#undef TEXT
-#undef GC_MEMBER
-#undef GC_SIZE
-#undef GC_ENUM
-#undef GC_CONST
-#undef EXT_VAR
-#undef EXT_MEMBER
 	RVE_COUNT
 };
 
