@@ -323,6 +323,11 @@ static int print_layout(const char *path, const struct options *o)
 			printf(" bits %u+%u", it->bit_pos, it->bit_size);
 		putchar('\n');
 	}
+	for (int i = 0; i < RVE_COUNT; i++)
+		for (uint32_t k = 0; k < layout.enums[i].count; k++)
+			printf("%s:%s %lld\n", rv_layout_enums_name(i),
+			       layout.enums[i].e[k].name,
+			       (long long)layout.enums[i].e[k].value);
 	return EXIT_COMPLETE;
 }
 

@@ -1,6 +1,7 @@
 #include "index.h"
 
 #include "../util/fnv.h"
+#include "types.h"
 
 #include <dwarf.h>
 #include <stdlib.h>
@@ -227,24 +228,6 @@ void dw_index_destroy(struct dw_index *idx)
 	free(idx);
 }
 
-/* Enumerator values. A signed enum's negative values come as sdata (GCC
- * and clang alike); a fixed-size data form holds the value's unsigned
- * bytes (GCC writes 32768 as data2 0x8000 and 128 as data1 0x80, in a
- * signed enum too), so it is never sign-extended, as gdb reads it. Where
- * an unsigned enum's value comes as sdata, its bits are kept. */
-static int64_t enumerator_value(Dwarf_Attribute *attr)
-{
-	unsigned form = dwarf_whatform(attr);
-	if (form == DW_FORM_sdata || form == DW_FORM_implicit_const) {
-		Dwarf_Sword v = 0;
-		dwarf_formsdata(attr, &v);
-		return v;
-	}
-	Dwarf_Word u = 0;
-	dwarf_formudata(attr, &u);
-	return (int64_t)u;
-}
-
 static int add(struct table *t, const char *name, enum dw_name_kind kind,
 	       Dwarf_Off off, int64_t value)
 {
@@ -284,6 +267,11 @@ static struct cs_error *index_unit(struct dw_index *idx, struct unit *u)
 			break;
 		case DW_TAG_enumeration_type: {
 			Dwarf_Die e;
+			name = dwarf_diename(&die);
+			if (name && !dwarf_hasattr(&die, DW_AT_declaration) &&
+			    !add(&u->names, name, DW_NAME_ENUM,
+				 dwarf_dieoffset(&die), 0))
+				return &cs_error_nomem;
 			if (dwarf_child(&die, &e) != 0)
 				break;
 			do {
@@ -292,7 +280,7 @@ static struct cs_error *index_unit(struct dw_index *idx, struct unit *u)
 				    !dwarf_attr(&e, DW_AT_const_value, &attr))
 					continue;
 				if (!add(&u->names, name, DW_NAME_ENUMERATOR, 0,
-					 enumerator_value(&attr)))
+					 dw_enumerator_value(&attr)))
 					return &cs_error_nomem;
 			} while (dwarf_siblingof(&e, &e) == 0);
 			break;

@@ -23,6 +23,7 @@ enum dw_name_kind {
 	DW_NAME_VARIABLE,   /* variable with a location or a constant value */
 	DW_NAME_UNIT,       /* a compile unit, by file basename */
 	DW_NAME_FUNCTION,   /* a function defined (or inlined) in the unit */
+	DW_NAME_ENUM,       /* an enumeration type by its tag (enum NAME) */
 };
 
 struct dw_index;

@@ -220,3 +220,45 @@ struct cs_error *dw_type_member(Dwarf_Die *outer, const char *path,
 		}
 	}
 }
+
+/* Enumerator values. A signed enum's negative values come as sdata (GCC
+ * and clang alike); a fixed-size data form holds the value's unsigned
+ * bytes (GCC writes 32768 as data2 0x8000 and 128 as data1 0x80, in a
+ * signed enum too), so it is never sign-extended, as gdb reads it. Where
+ * an unsigned enum's value comes as sdata, its bits are kept. */
+int64_t dw_enumerator_value(Dwarf_Attribute *attr)
+{
+	unsigned form = dwarf_whatform(attr);
+	if (form == DW_FORM_sdata || form == DW_FORM_implicit_const) {
+		Dwarf_Sword v = 0;
+		dwarf_formsdata(attr, &v);
+		return v;
+	}
+	Dwarf_Word u = 0;
+	dwarf_formudata(attr, &u);
+	return (int64_t)u;
+}
+
+long dw_type_enumerators(Dwarf_Die *type, struct dw_enumerator *ret, size_t max)
+{
+	Dwarf_Die t, e;
+	if (!dw_type_strip(type, &t) ||
+	    dwarf_tag(&t) != DW_TAG_enumeration_type)
+		return -1;
+	long n = 0;
+	if (dwarf_child(&t, &e) != 0)
+		return 0;
+	do {
+		Dwarf_Attribute attr;
+		const char *name;
+		if (dwarf_tag(&e) != DW_TAG_enumerator ||
+		    !(name = dwarf_diename(&e)) ||
+		    !dwarf_attr(&e, DW_AT_const_value, &attr))
+			continue;
+		if ((size_t)n < max)
+			ret[n] = (struct dw_enumerator){
+				name, dw_enumerator_value(&attr)};
+		n++;
+	} while (dwarf_siblingof(&e, &e) == 0);
+	return n;
+}

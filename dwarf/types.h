@@ -31,4 +31,21 @@ struct cs_error *dw_type_size(Dwarf_Die *type, uint64_t *ret);
 struct cs_error *dw_type_member(Dwarf_Die *outer, const char *path,
 				struct dw_member *ret);
 
+/* The value of an enumerator's DW_AT_const_value. */
+int64_t dw_enumerator_value(Dwarf_Attribute *attr);
+
+struct dw_enumerator {
+	const char *name; /* in libdw's string sections: valid while the
+			   * module's DWARF is open */
+	int64_t value;
+};
+
+/* Every enumerator of an enumeration type (typedefs and qualifiers
+ * stripped), in the DWARF's order: the first max into ret. Returns how
+ * many the type has, more than max when some were left off; -1 when type
+ * is no enumeration. An enumerator without a name or a value is not
+ * counted. */
+long dw_type_enumerators(Dwarf_Die *type, struct dw_enumerator *ret,
+			 size_t max);
+
 #endif

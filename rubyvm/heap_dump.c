@@ -137,32 +137,24 @@ struct dump_walk {
 	bool nomem;
 };
 
-/* Every enumerator of enum imemo_type a Ruby may have. */
-static const enum rv_item_id imemo_items[] = {
-	RVL_imemo_env,        RVL_imemo_cref,           RVL_imemo_svar,
-	RVL_imemo_throw_data, RVL_imemo_ifunc,          RVL_imemo_memo,
-	RVL_imemo_ment,       RVL_imemo_iseq,           RVL_imemo_tmpbuf,
-	RVL_imemo_ast,        RVL_imemo_parser_strterm, RVL_imemo_callinfo,
-	RVL_imemo_callcache,  RVL_imemo_constcache,     RVL_imemo_cvar_entry,
-	RVL_imemo_fields,     RVL_imemo_subclasses,     RVL_imemo_cdhash,
-};
-
+/* Each imemo type's name from the Ruby's own enum imemo_type, every
+ * enumerator of it, so a type a later Ruby adds is named too. */
 static void imemo_names_init(struct dump_walk *w)
 {
 	struct rv_session *s = w->s;
-	if (!RV_HAS(s, imemo_mask) || !RV_HAS(s, fl_ushift) ||
-	    RV_VAL(s, imemo_mask) < 0 || RV_VAL(s, imemo_mask) >= 64)
+	const struct rv_enum_list *list = &s->layout.enums[RVE_imemo_types];
+	if (!RV_HAS(s, imemo_types) || !RV_HAS(s, imemo_mask) ||
+	    !RV_HAS(s, fl_ushift) || RV_VAL(s, imemo_mask) < 0 ||
+	    RV_VAL(s, imemo_mask) >= 64 || !rv_enum_list_valid(list))
 		return;
 	w->imemo_types = true;
-	for (size_t i = 0; i < sizeof(imemo_items) / sizeof(*imemo_items);
-	     i++) {
-		const struct rv_item *it = &s->layout.items[imemo_items[i]];
-		if (it->source == RV_MISSING || it->value < 0 ||
-		    it->value > RV_VAL(s, imemo_mask))
+	for (uint32_t k = 0; k < list->count; k++) {
+		const struct rv_enumerator *e = &list->e[k];
+		size_t prefix = strncmp(e->name, "imemo_", 6) == 0 ? 6 : 0;
+		if (e->value < 0 || e->value > RV_VAL(s, imemo_mask) ||
+		    w->imemo_names[e->value])
 			continue;
-		w->imemo_names[it->value] =
-			rv_layout_item_subject(imemo_items[i]) +
-			strlen("imemo_");
+		w->imemo_names[e->value] = e->name + prefix;
 	}
 }
 

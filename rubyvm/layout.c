@@ -11,6 +11,7 @@ enum spec_kind {
 	SPEC_MEMBER,
 	SPEC_SIZE,
 	SPEC_ENUM,
+	SPEC_ENUMS,
 	SPEC_VAR,
 	SPEC_VAR_MEMBER,
 	SPEC_CONST,
@@ -35,6 +36,8 @@ static const struct spec specs[RVL_COUNT] = {
 	{SPEC_MEMBER, #id, type, path, unit, 0, NULL, NULL},
 #define SIZE(id, type, unit) {SPEC_SIZE, #id, type, NULL, unit, 0, NULL, NULL},
 #define ENUM(id, name, unit) {SPEC_ENUM, #id, name, NULL, unit, 0, NULL, NULL},
+#define ENUMS(id, name, unit) \
+	{SPEC_ENUMS, #id, name, NULL, unit, 0, NULL, NULL},
 #define VAR(id, name, unit) {SPEC_VAR, #id, name, NULL, unit, 0, NULL, NULL},
 #define VAR_MEMBER(id, name, path, unit) \
 	{SPEC_VAR_MEMBER, #id, name, path, unit, 0, NULL, NULL},
@@ -55,20 +58,6 @@ static const struct spec specs[RVL_COUNT] = {
 #define EXT_MEMBER(id, ext, type, path, unit) \
 	{SPEC_MEMBER, #id, type, path, unit, 0, ext, ext ".c"},
 #include "layout.def"
-#undef MEMBER
-#undef SIZE
-#undef ENUM
-#undef VAR
-#undef VAR_MEMBER
-#undef CONST
-#undef FUNC
-#undef TEXT
-#undef GC_MEMBER
-#undef GC_SIZE
-#undef GC_ENUM
-#undef GC_CONST
-#undef EXT_VAR
-#undef EXT_MEMBER
 };
 
 const char *rv_layout_item_name(enum rv_item_id id)
@@ -79,6 +68,26 @@ const char *rv_layout_item_name(enum rv_item_id id)
 const char *rv_layout_item_subject(enum rv_item_id id)
 {
 	return id < RVL_COUNT ? specs[id].type : "?";
+}
+
+const char *rv_layout_enums_name(enum rv_enums_id id)
+{
+	/* the lists are numbered in the order of their ENUMS lines */
+	unsigned n = 0;
+	for (int i = 0; i < RVL_COUNT; i++)
+		if (specs[i].kind == SPEC_ENUMS && n++ == (unsigned)id)
+			return specs[i].id;
+	return "?";
+}
+
+int rv_enum_list_valid(const struct rv_enum_list *list)
+{
+	if (list->count > RV_ENUM_MAX)
+		return 0;
+	for (uint32_t k = 0; k < list->count; k++)
+		if (!memchr(list->e[k].name, '\0', RV_ENUM_NAME_MAX))
+			return 0;
+	return 1;
 }
 
 int rv_layout_item_is_gc(enum rv_item_id id)
@@ -270,6 +279,32 @@ static struct cs_error *resolve_const(struct dw_index *idx,
 	return NULL;
 }
 
+/* Every enumerator of the enum tag s->type into list; those past
+ * RV_ENUM_MAX and names too long to keep are left out. */
+static void resolve_enums(struct dw_index *idx, const struct spec *s,
+			  const char *const *hints, int scan,
+			  struct rv_enum_list *list, struct rv_item *it)
+{
+	Dwarf_Die die;
+	struct dw_enumerator all[RV_ENUM_MAX];
+	if (!dw_index_find(idx, DW_NAME_ENUM, s->type, hints, scan, &die, NULL))
+		return;
+	long n = dw_type_enumerators(&die, all, RV_ENUM_MAX);
+	if (n < 0)
+		return;
+	list->count = 0;
+	for (long k = 0; k < n && k < RV_ENUM_MAX; k++) {
+		size_t len = strnlen(all[k].name, RV_ENUM_NAME_MAX);
+		if (len >= RV_ENUM_NAME_MAX)
+			continue;
+		struct rv_enumerator *e = &list->e[list->count++];
+		e->value = all[k].value;
+		memcpy(e->name, all[k].name, len + 1);
+	}
+	it->value = list->count;
+	it->source = RV_FROM_DWARF;
+}
+
 /* Which items a module's layout holds: every one (libruby's), or only
  * the GC's of a GC library or one extension's of its module, each then
  * looked for in the unit given (NULL: no unit first) and else in every
@@ -286,9 +321,12 @@ static struct cs_error *resolve(struct dw_index *idx, const struct only *only,
 	memset(l, 0, sizeof(*l));
 	struct macro_units mu = {0};
 	struct cs_error *err = NULL;
+	/* the list of an ENUMS line: RVE_ ids go in the order of the lines */
+	int nenums = -1;
 	for (int i = 0; i < RVL_COUNT && !err; i++) {
 		struct spec own = specs[i];
 		const struct spec *s = &own;
+		nenums += own.kind == SPEC_ENUMS;
 		if (only &&
 		    (only->gc ? !own.gc : !rv_layout_item_of_ext(i, only->ext)))
 			continue;
@@ -354,6 +392,11 @@ static struct cs_error *resolve(struct dw_index *idx, const struct only *only,
 			if (dw_index_find(idx, DW_NAME_ENUMERATOR, s->type,
 					  hints, scan, NULL, &it->value))
 				it->source = RV_FROM_DWARF;
+			break;
+		case SPEC_ENUMS:
+			if (nenums < RVE_COUNT)
+				resolve_enums(idx, s, hints, scan,
+					      &l->enums[nenums], it);
 			break;
 		case SPEC_VAR: {
 			int is_const;
@@ -428,13 +471,14 @@ struct cs_error *rv_layout_resolve_ext(struct dw_index *idx, const char *ext,
  * layouts cached by an older corestack are resolved again. */
 #define RESOLVER_VERSION 4
 
-/* A fingerprint of layout.def, struct rv_item and the resolver, so a
- * cached layout written by another corestack build is never read as this
- * one's. */
+/* A fingerprint of layout.def, struct rv_item, the enum lists and the
+ * resolver, so a cached layout written by another corestack build is never
+ * read as this one's. */
 uint64_t rv_layout_spec_hash(void)
 {
 	uint64_t h = 14695981039346656037ULL;
 	h = (h ^ sizeof(struct rv_item)) * 1099511628211ULL;
+	h = (h ^ sizeof(struct rv_enum_list)) * 1099511628211ULL;
 	h = (h ^ RESOLVER_VERSION) * 1099511628211ULL;
 	for (int i = 0; i < RVL_COUNT; i++) {
 		const char *parts[] = {specs[i].id, specs[i].type,

@@ -15,6 +15,7 @@ enum rv_item_id {
 #define MEMBER(id, type, path, unit) RVL_##id,
 #define SIZE(id, type, unit) RVL_##id,
 #define ENUM(id, name, unit) RVL_##id,
+#define ENUMS(id, name, unit) RVL_##id,
 #define VAR(id, name, unit) RVL_##id,
 #define VAR_MEMBER(id, name, path, unit) RVL_##id,
 #define CONST(id, name, unit) RVL_##id,
@@ -27,21 +28,14 @@ enum rv_item_id {
 #define EXT_VAR(id, ext, name, unit) RVL_##id,
 #define EXT_MEMBER(id, ext, type, path, unit) RVL_##id,
 #include "layout.def"
-#undef MEMBER
-#undef SIZE
-#undef ENUM
-#undef VAR
-#undef VAR_MEMBER
-#undef CONST
-#undef FUNC
-#undef TEXT
-#undef GC_MEMBER
-#undef GC_SIZE
-#undef GC_ENUM
-#undef GC_CONST
-#undef EXT_VAR
-#undef EXT_MEMBER
 	RVL_COUNT
+};
+
+/* The enum types whose every enumerator the layout lists (ENUMS). */
+enum rv_enums_id {
+#define ENUMS(id, name, unit) RVE_##id,
+#include "layout.def"
+	RVE_COUNT
 };
 
 enum rv_item_source {
@@ -61,8 +55,24 @@ struct rv_item {
 	uint8_t source;   /* enum rv_item_source */
 };
 
+/* An enum's enumerators, bounded: the DWARF is input, and CRuby's enums
+ * the layout lists have a few dozen short names. An enumerator past
+ * RV_ENUM_MAX, or whose name is longer than RV_ENUM_NAME_MAX - 1, is left
+ * out. */
+#define RV_ENUM_MAX 64
+#define RV_ENUM_NAME_MAX 48
+struct rv_enumerator {
+	int64_t value;
+	char name[RV_ENUM_NAME_MAX]; /* NUL-terminated */
+};
+struct rv_enum_list {
+	uint32_t count;
+	struct rv_enumerator e[RV_ENUM_MAX];
+};
+
 struct rv_layout {
 	struct rv_item items[RVL_COUNT];
+	struct rv_enum_list enums[RVE_COUNT];
 	int has_macros;                 /* .debug_macro was present */
 	size_t units_read, units_total; /* compile units indexed; 0 if cached */
 };
@@ -92,6 +102,11 @@ int rv_layout_item_is_var(enum rv_item_id id);
 int rv_layout_item_of_ext(enum rv_item_id id, const char *ext);
 
 const char *rv_layout_item_name(enum rv_item_id id);
+/* The name of an enum list's id (its ENUMS line's, as its item's). */
+const char *rv_layout_enums_name(enum rv_enums_id id);
+/* Whether a list, as a cache file or other input gave it, is one this
+ * build can use: bounded, every name terminated. */
+int rv_enum_list_valid(const struct rv_enum_list *list);
 /* What an item names in the Ruby's DWARF: the struct, enumerator,
  * constant, variable or function ("ruby_current_vm_ptr" for vm_ptr). */
 const char *rv_layout_item_subject(enum rv_item_id id);

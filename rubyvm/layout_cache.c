@@ -2,8 +2,9 @@
  * tens of milliseconds, reading it back costs microseconds. Entries are
  * keyed by the module's build-id and stamped with the layout.def
  * fingerprint; anything that does not match exactly, or is short, is
- * ignored and rewritten. Writes go to a temporary file renamed into place,
- * so a reader never sees half an entry. */
+ * ignored and rewritten. An entry is the header, the items, then the
+ * enum lists (ENUMS), each checked on reading. Writes go to a temporary
+ * file renamed into place, so a reader never sees half an entry. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
@@ -85,12 +86,16 @@ static int load(const char *path, const struct dw_module *mod,
 		 got.build_id_len == want.build_id_len &&
 		 memcmp(got.build_id, want.build_id, DW_BUILD_ID_MAX) == 0 &&
 		 read(fd, l->items, sizeof(l->items)) ==
-			 (ssize_t)sizeof(l->items);
+			 (ssize_t)sizeof(l->items) &&
+		 read(fd, l->enums, sizeof(l->enums)) ==
+			 (ssize_t)sizeof(l->enums);
 	char extra;
 	ok = ok && read(fd, &extra, 1) == 0;
 	close(fd);
 	for (int i = 0; ok && i < RVL_COUNT; i++)
 		ok = l->items[i].source <= RV_FROM_ELF;
+	for (int i = 0; ok && i < RVE_COUNT; i++)
+		ok = rv_enum_list_valid(&l->enums[i]);
 	l->has_macros = (int)got.has_macros;
 	return ok;
 }
@@ -126,7 +131,9 @@ static void save(const char *path, const struct dw_module *mod,
 		header_for(mod, l->has_macros, &h);
 		int ok = write(fd, &h, sizeof(h)) == (ssize_t)sizeof(h) &&
 			 write(fd, l->items, sizeof(l->items)) ==
-				 (ssize_t)sizeof(l->items);
+				 (ssize_t)sizeof(l->items) &&
+			 write(fd, l->enums, sizeof(l->enums)) ==
+				 (ssize_t)sizeof(l->enums);
 		ok = close(fd) == 0 && ok;
 		if (!ok || rename(tmp, path) != 0)
 			unlink(tmp);

@@ -110,6 +110,28 @@ static size_t item_named(const uint8_t *name, size_t n)
 	return RVL_COUNT;
 }
 
+/* A record "LIST:ENUMERATOR" (an ENUMS list's name, one of its
+ * enumerators) appended to that list, as far as it has room. */
+static void enum_record(const uint8_t *name, size_t n, int64_t value,
+			struct rv_layout *layout)
+{
+	const uint8_t *colon = memchr(name, ':', n);
+	if (!colon)
+		return;
+	size_t len = (size_t)(colon - name), rest = n - len - 1;
+	for (size_t k = 0; k < RVE_COUNT; k++) {
+		const char *list = rv_layout_enums_name((enum rv_enums_id)k);
+		struct rv_enum_list *l = &layout->enums[k];
+		if (strlen(list) != len || memcmp(list, name, len) != 0 ||
+		    l->count >= RV_ENUM_MAX || rest >= RV_ENUM_NAME_MAX)
+			continue;
+		struct rv_enumerator *e = &l->e[l->count++];
+		memcpy(e->name, colon + 1, rest);
+		e->name[rest] = '\0';
+		e->value = value;
+	}
+}
+
 /* The header and items at data into layout and *bias; returns where the
  * regions start, or NULL when the input is not a seed. */
 static const uint8_t *parse_layout(const uint8_t *data, size_t size,
@@ -128,6 +150,9 @@ static const uint8_t *parse_layout(const uint8_t *data, size_t size,
 		    (size_t)(end - p) < 1u + p[0] + MODEL_SEED_ITEM)
 			return NULL;
 		size_t i = item_named(p + 1, p[0]);
+		if (i == RVL_COUNT)
+			enum_record(p + 1, p[0], (int64_t)get(p + 1 + p[0], 8),
+				    layout);
 		p += 1 + p[0];
 		if (i < RVL_COUNT) {
 			struct rv_item *it = &layout->items[i];

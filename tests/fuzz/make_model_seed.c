@@ -247,7 +247,10 @@ int main(int argc, char **argv)
 	}
 	fwrite(MODEL_SEED_MAGIC, 1, 8, f);
 	le(f, vm.load_bias, 8);
-	le(f, RVL_COUNT, 4);
+	uint64_t nenums = 0;
+	for (size_t k = 0; k < RVE_COUNT; k++)
+		nenums += layout->enums[k].count;
+	le(f, RVL_COUNT + nenums, 4);
 	le(f, (uint64_t)layout->has_macros, 4);
 	le(f, rv_layout_spec_hash(), 8);
 	for (size_t i = 0; i < RVL_COUNT; i++) {
@@ -261,6 +264,18 @@ int main(int argc, char **argv)
 		le(f, it->bit_size, 1);
 		le(f, it->source, 1);
 	}
+	for (size_t k = 0; k < RVE_COUNT; k++)
+		for (uint32_t j = 0; j < layout->enums[k].count; j++) {
+			const struct rv_enumerator *e = &layout->enums[k].e[j];
+			const char *list = rv_layout_enums_name(k);
+			le(f, strlen(list) + 1 + strlen(e->name), 1);
+			fprintf(f, "%s:%s", list, e->name);
+			le(f, (uint64_t)e->value, 8);
+			le(f, 0, 4);
+			le(f, 0, 2);
+			le(f, 0, 1);
+			le(f, RV_FROM_DWARF, 1);
+		}
 	uint64_t total = 0;
 	for (size_t i = 0; i < rec.n; i++) {
 		uint64_t len = rec.v[i].end - rec.v[i].start;

@@ -13,6 +13,10 @@
  *     uint8 name_len, name_len bytes of the item's name (layout.def id),
  *     then 16 bytes, struct rv_item in field order:
  *     int64 value, uint32 size, uint16 bit_pos, uint8 bit_size, uint8 source
+ *   an item named "LIST:ENUMERATOR" is an enumerator of the ENUMS list
+ *   LIST (struct rv_layout.enums), its value the enumerator's, appended in
+ *   the order of the records (one too long for a list, or past its room,
+ *   is left out)
  *   then regions until the end of the file:
  *     uint64 addr, uint32 len, len bytes of target memory at addr
  *     (a region whose header or bytes run past the end is dropped)

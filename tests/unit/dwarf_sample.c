@@ -6,6 +6,7 @@ struct sample_outer sample_global;
 static sample_typedef_t sample_static;
 int sample_anon_value = SAMPLE_ANON_A;
 enum sample_signed sample_enum_value = SAMPLE_NEG;
+enum imemo_type sample_imemo_value = imemo_added_later;
 
 int sample_use(int i)
 {

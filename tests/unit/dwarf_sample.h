@@ -15,6 +15,9 @@
 
 enum { SAMPLE_ANON_A = 0x55550001, SAMPLE_ANON_B = 0x7fff0001 };
 enum sample_signed { SAMPLE_NEG = -3, SAMPLE_POS = 7, SAMPLE_POS_BYTE = 128, SAMPLE_POS_SHORT = 32768 };
+/* CRuby's enum imemo_type in a later Ruby: one enumerator no layout.def
+ * line names, every one read all the same */
+enum imemo_type { imemo_env = 0, imemo_svar = 2, imemo_cdhash = 15, imemo_added_later = 16 };
 
 struct sample_node { struct sample_node *next, *prev; };
 

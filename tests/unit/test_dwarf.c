@@ -74,6 +74,52 @@ static void enumerator(const char *name, int64_t want)
 	      name, (long long)v, found, (long long)want);
 }
 
+/* Every enumerator of enum imemo_type, in order, and how a list too short
+ * for them is told. */
+static void enumerators(void)
+{
+	static const struct dw_enumerator want[] = {
+		{"imemo_env", imemo_env},
+		{"imemo_svar", imemo_svar},
+		{"imemo_cdhash", imemo_cdhash},
+		{"imemo_added_later", imemo_added_later},
+	};
+	const size_t nwant = sizeof(want) / sizeof(*want);
+	Dwarf_Die die;
+	struct dw_enumerator got[8];
+	CHECK(dw_index_find(idx, DW_NAME_ENUM, "imemo_type", NULL, 1, &die,
+			    NULL),
+	      "enum imemo_type not found");
+	long n = dw_type_enumerators(&die, got, 8);
+	CHECK(n == (long)nwant, "enum imemo_type: %ld enumerators, want %zu", n,
+	      nwant);
+	for (size_t k = 0; n == (long)nwant && k < nwant; k++)
+		CHECK(strcmp(got[k].name, want[k].name) == 0 &&
+			      got[k].value == want[k].value,
+		      "enumerator %zu: %s = %lld, want %s = %lld", k,
+		      got[k].name, (long long)got[k].value, want[k].name,
+		      (long long)want[k].value);
+	/* the first two kept, the count still says four */
+	memset(got, 0, sizeof(got));
+	n = dw_type_enumerators(&die, got, 2);
+	CHECK(n == (long)nwant && got[1].name &&
+		      strcmp(got[1].name, "imemo_svar") == 0 && !got[2].name,
+	      "enum imemo_type into 2: %ld", n);
+	/* negative values of a signed enum, and a struct is no enum */
+	CHECK(dw_index_find(idx, DW_NAME_ENUM, "sample_signed", NULL, 1, &die,
+			    NULL) &&
+		      dw_type_enumerators(&die, got, 8) == 4 &&
+		      got[0].value == SAMPLE_NEG,
+	      "enum sample_signed not read");
+	CHECK(dw_index_find(idx, DW_NAME_STRUCT, "sample_outer", NULL, 1, &die,
+			    NULL) &&
+		      dw_type_enumerators(&die, got, 8) == -1,
+	      "a struct read as an enum");
+	CHECK(!dw_index_find(idx, DW_NAME_ENUM, "sample_outer", NULL, 1, &die,
+			     NULL),
+	      "a struct found as an enum");
+}
+
 static void macro(const struct dw_macros *m, const char *name,
 		  const int64_t *args, size_t nargs, int64_t want)
 {
@@ -164,6 +210,7 @@ int main(int argc, char **argv)
 	/* positive values whose top bit of a data1/data2 form is set */
 	enumerator("SAMPLE_POS_BYTE", SAMPLE_POS_BYTE);
 	enumerator("SAMPLE_POS_SHORT", SAMPLE_POS_SHORT);
+	enumerators();
 
 	const char *hints[] = {"dwarf_sample.c", NULL};
 	CHECK(dw_index_find(idx, DW_NAME_VARIABLE, "sample_global", hints, 1,
