@@ -134,6 +134,10 @@ struct dump_walk {
 	 * SHAPE_CAPACITY_CHANGE: 3.3+), and the key of a too complex one */
 	bool object_embedded;
 	const char *complex_key;
+	/* object -> its fields object, from generic_fields_tbl_, read when
+	 * first needed (generic_fields_of) */
+	struct u64map generic;
+	bool generic_read, generic_ok;
 	bool nomem;
 };
 
@@ -597,18 +601,87 @@ static int gc_age(const struct gc_bits *g, uint64_t n)
 	return i < g->age_words ? (int)((g->age[i] >> shift) & 3) : -1;
 }
 
+/* Bounds the generic fields table read whole: it holds an entry for each
+ * object not a T_OBJECT given an ivar or an object id. */
+#define MAX_GENERIC_FIELDS (1u << 22)
+
+static struct cs_error *generic_entry(struct rv_session *s, uint64_t key,
+				      uint64_t record, void *ctx)
+{
+	(void)s;
+	struct dump_walk *w = ctx;
+	if (key && !u64map_put(&w->generic, key, (void *)(uintptr_t)record))
+		return &cs_error_nomem;
+	return NULL;
+}
+
+/* The fields object generic_fields_tbl_ gives obj, 0 when it gives none
+ * (obj holds its fields itself, or the table is not known); the table is
+ * read whole on the first call, and when it cannot be, that is one skip
+ * and every later call gives 0. */
+static uint64_t generic_fields_of(struct dump_walk *w, uint64_t obj)
+{
+	struct rv_session *s = w->s;
+	if (!w->generic_read) {
+		w->generic_read = true;
+		uint64_t tbl = 0;
+		struct cs_error *err = NULL;
+		if (!RV_HAS(s, var_generic_fields_tbl))
+			return 0;
+		if (!rv_try_var(s, RVL_var_generic_fields_tbl, 8, &tbl))
+			err = cs_error_create(CS_ERR_CORRUPT,
+					      "generic_fields_tbl_ unreadable");
+		else if (tbl)
+			err = rv_st_each_max(s, tbl, MAX_GENERIC_FIELDS,
+					     generic_entry, w);
+		if (err) {
+			note(w, err, obj);
+			return 0;
+		}
+		w->generic_ok = true;
+	}
+	int found = 0;
+	void *fields = w->generic_ok ? u64map_get(&w->generic, obj, &found)
+				     : NULL;
+	return found ? (uint64_t)(uintptr_t)fields : 0;
+}
+
 /* The object id an object whose shape has one keeps, which
  * rb_gc_object_metadata gives among its flags: read from a T_OBJECT's
- * fields; false (its flags left out) for other types, whose fields are
- * kept apart and not read, or when it cannot be read (a skip). */
+ * fields, or from the fields object the generic fields table gives an
+ * object of another type, read as a T_OBJECT's are; false (its flags left
+ * out) for one that holds its fields itself (a class, a typed T_DATA, a
+ * T_STRUCT: not read), or when it cannot be read (a skip). */
 static bool object_id_details(struct dump_walk *w, struct rv_dump_object *o,
 			      uint64_t type, uint64_t flags)
 {
 	struct rv_session *s = w->s;
 	uint64_t id = 0, fixnum = (uint64_t)RV_VAL(s, fixnum_flag);
-	if (type != w->t_object || !fixnum)
+	uint64_t holder = o->address, holder_flags = flags;
+	if (!fixnum)
 		return false;
-	struct cs_error *err = rv_object_id_field(s, o->address, flags, &id);
+	if (type != w->t_object) {
+		uint64_t fields_type = 0;
+		int64_t imemo = -1;
+		if (!(holder = generic_fields_of(w, o->address)))
+			return false;
+		struct cs_error *err =
+			rv_builtin_type(s, holder, &fields_type, &holder_flags);
+		if (!err && fields_type == w->t_imemo)
+			err = rv_imemo_type(s, holder, &imemo);
+		if (!err && (fields_type != w->t_imemo ||
+			     (RV_HAS(s, imemo_fields) &&
+			      imemo != RV_VAL(s, imemo_fields))))
+			err = cs_error_create(CS_ERR_CORRUPT,
+					      "its fields object 0x%llx is no "
+					      "imemo_fields",
+					      (unsigned long long)holder);
+		if (err) {
+			note(w, err, o->address);
+			return false;
+		}
+	}
+	struct cs_error *err = rv_object_id_field(s, holder, holder_flags, &id);
 	if (err) {
 		note(w, err, o->address);
 		return false;
@@ -1136,6 +1209,7 @@ struct cs_error *rv_heap_dump(struct rv_session *s,
 	for (size_t i = 0; i < MAX_ENCODINGS; i++)
 		free(w.enc.names[i]);
 	free(w.gc);
+	u64map_free(&w.generic, NULL);
 	st->pages = scan.pages;
 	st->skipped_pages = scan.skipped_pages;
 	st->skipped_slots = scan.skipped_slots;

@@ -77,8 +77,10 @@ process title (the fixture's comment says how). Then:
                             several encodings and coderanges, heap Floats,
                             classes with a superclass, a module, an object)
                             shape_id, encoding, coderange, broken, superclass,
-                            a Float's value, the GC flags and, for objects
-                            whose allocation trace_object_allocations
+                            a Float's value, the GC flags (4.0+: with the
+                            object id of T_OBJECTs and of a String and an
+                            Array, whose ids are in generic fields objects)
+                            and, for objects whose allocation trace_object_allocations
                             recorded (in a method, at top level) or did
                             not (made before it ran, or after it in a
                             freed traced object's slot), file, line,
@@ -690,11 +692,15 @@ def check_dump_fields(objects, record):
         return "the fixture's record: %d samples with an allocation recorded, %r traced, " \
             "%r reused" % (traced, record.get("traced"), record.get("reused"))
     # where Ruby's flags come from rb_gc_object_metadata (an age), the
-    # fixture's T_OBJECTs given an object id have it among them
+    # fixture's T_OBJECTs given an object id have it among them, and so
+    # do its String and Array, whose id is in a generic fields object
     flags = [s["expect"].get("flags") or {} for s in samples]
     if any("age" in f for f in flags) and \
-            sum(1 for f in flags if "object_id" in f) < 3:
-        return "the fixture's record: fewer than 3 samples with an object id"
+            (sum(1 for f in flags if "object_id" in f) < 5 or
+             sum(1 for s in samples if "object_id" in (s["expect"].get("flags") or {})
+                 and s.get("type") in ("STRING", "ARRAY")) < 2):
+        return "the fixture's record: fewer than 5 samples with an object id, or " \
+            "not a String and an Array among them"
     # where Ruby's dump was recorded (the key present, null or not), a
     # sample has each of these keys written; singleton where Ruby writes
     # a superclass (both from 3.1)
