@@ -649,9 +649,10 @@ static uint64_t generic_fields_of(struct dump_walk *w, uint64_t obj)
 /* The object id an object whose shape has one keeps, which
  * rb_gc_object_metadata gives among its flags: read from a T_OBJECT's
  * fields, or from the fields object the generic fields table gives an
- * object of another type, read as a T_OBJECT's are; false (its flags left
- * out) for one that holds its fields itself (a class, a typed T_DATA, a
- * T_STRUCT: not read), or when it cannot be read (a skip). */
+ * object of another type (else a T_DATA's own fields_obj), read as a
+ * T_OBJECT's are; false (its flags left out) for one that holds its
+ * fields otherwise (a T_STRUCT: not read), or when it cannot be read (a
+ * skip). */
 static bool object_id_details(struct dump_walk *w, struct rv_dump_object *o,
 			      uint64_t type, uint64_t flags)
 {
@@ -663,10 +664,18 @@ static bool object_id_details(struct dump_walk *w, struct rv_dump_object *o,
 	if (type != w->t_object) {
 		uint64_t fields_type = 0;
 		int64_t imemo = -1;
-		if (!(holder = generic_fields_of(w, o->address)))
+		struct cs_error *err = NULL;
+		holder = generic_fields_of(w, o->address);
+		if (!holder && type == w->t_data &&
+		    RV_HAS(s, typeddata_fields_obj) &&
+		    (err = rv_read_member(s, o->address,
+					  RVL_typeddata_fields_obj, &holder))) {
+			note(w, err, o->address);
 			return false;
-		struct cs_error *err =
-			rv_builtin_type(s, holder, &fields_type, &holder_flags);
+		}
+		if (!holder)
+			return false;
+		err = rv_builtin_type(s, holder, &fields_type, &holder_flags);
 		if (!err && fields_type == w->t_imemo)
 			err = rv_imemo_type(s, holder, &imemo);
 		if (!err && (fields_type != w->t_imemo ||

@@ -78,8 +78,9 @@ process title (the fixture's comment says how). Then:
                             classes with a superclass, a module, an object)
                             shape_id, encoding, coderange, broken, superclass,
                             a Float's value, the GC flags (4.0+: with the
-                            object id of T_OBJECTs and of a String and an
-                            Array, whose ids are in generic fields objects)
+                            object id of T_OBJECTs, of a String and an
+                            Array, whose ids are in generic fields objects,
+                            and of a Mutex, a T_DATA's own fields object)
                             and, for objects whose allocation trace_object_allocations
                             recorded (in a method, at top level) or did
                             not (made before it ran, or after it in a
