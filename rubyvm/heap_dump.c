@@ -109,7 +109,7 @@ struct dump_walk {
 	struct rv_object_sizer sizer;
 	uint64_t flags_off, klass_off, t_mask, freeze;
 	uint64_t t_string, t_array, t_hash, t_object, t_class, t_module, t_data,
-		t_file, t_imemo, t_node, t_float, t_iclass;
+		t_file, t_imemo, t_node, t_float, t_iclass, t_struct;
 	bool shapes;       /* shape_id written */
 	bool shape_offset; /* ... its offset bits only (4.0+) */
 	uint64_t shape_offset_mask;
@@ -646,13 +646,39 @@ static uint64_t generic_fields_of(struct dump_walk *w, uint64_t obj)
 	return found ? (uint64_t)(uintptr_t)fields : 0;
 }
 
+/* The fields object a T_DATA or T_STRUCT keeps itself (4.0+), 0 for
+ * another type or where the Ruby keeps none: a T_DATA's fields_obj; a
+ * Struct's own member, else the word after its embedded members or
+ * as.heap.fields_obj. */
+static struct cs_error *own_fields_obj(struct dump_walk *w, uint64_t obj,
+				       uint64_t type, uint64_t flags,
+				       uint64_t *ret)
+{
+	struct rv_session *s = w->s;
+	*ret = 0;
+	if (type == w->t_data && RV_HAS(s, typeddata_fields_obj))
+		return rv_read_member(s, obj, RVL_typeddata_fields_obj, ret);
+	if (type != w->t_struct)
+		return NULL;
+	if (RV_HAS(s, rstruct_fields_obj))
+		return rv_read_member(s, obj, RVL_rstruct_fields_obj, ret);
+	if (!RV_HAS(s, rstruct_heap_fields_obj))
+		return NULL;
+	uint64_t ptr = 0, len = 0;
+	struct cs_error *err = rv_struct_fields(s, obj, flags, &ptr, &len);
+	if (err)
+		return err;
+	if (ptr != obj + (uint64_t)RV_VAL(s, rstruct_ary)) /* not embedded */
+		return rv_read_member(s, obj, RVL_rstruct_heap_fields_obj, ret);
+	return rv_read_u64(s, ptr + len * 8, ret);
+}
+
 /* The object id an object whose shape has one keeps, which
  * rb_gc_object_metadata gives among its flags: read from a T_OBJECT's
  * fields, or from the fields object the generic fields table gives an
- * object of another type (else a T_DATA's own fields_obj), read as a
- * T_OBJECT's are; false (its flags left out) for one that holds its
- * fields otherwise (a T_STRUCT: not read), or when it cannot be read (a
- * skip). */
+ * object of another type (else a T_DATA's or T_STRUCT's own), read as a
+ * T_OBJECT's are; false (its flags left out) when it has none or it
+ * cannot be read (a skip). */
 static bool object_id_details(struct dump_walk *w, struct rv_dump_object *o,
 			      uint64_t type, uint64_t flags)
 {
@@ -666,10 +692,8 @@ static bool object_id_details(struct dump_walk *w, struct rv_dump_object *o,
 		int64_t imemo = -1;
 		struct cs_error *err = NULL;
 		holder = generic_fields_of(w, o->address);
-		if (!holder && type == w->t_data &&
-		    RV_HAS(s, typeddata_fields_obj) &&
-		    (err = rv_read_member(s, o->address,
-					  RVL_typeddata_fields_obj, &holder))) {
+		if (!holder && (err = own_fields_obj(w, o->address, type, flags,
+						     &holder))) {
 			note(w, err, o->address);
 			return false;
 		}
@@ -1159,6 +1183,7 @@ static bool dump_layout(struct dump_walk *w)
 	w->t_node = TYPE_OR_NONE(t_node);
 	w->t_float = TYPE_OR_NONE(t_float);
 	w->t_iclass = TYPE_OR_NONE(t_iclass);
+	w->t_struct = TYPE_OR_NONE(t_struct);
 #undef TYPE_OR_NONE
 	dump_versions(w);
 	return true;

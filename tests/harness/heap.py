@@ -80,7 +80,8 @@ process title (the fixture's comment says how). Then:
                             a Float's value, the GC flags (4.0+: with the
                             object id of T_OBJECTs, of a String and an
                             Array, whose ids are in generic fields objects,
-                            and of a Mutex, a T_DATA's own fields object)
+                            and of a Mutex and two Structs, which keep their
+                            own fields objects)
                             and, for objects whose allocation trace_object_allocations
                             recorded (in a method, at top level) or did
                             not (made before it ran, or after it in a
