@@ -20,13 +20,15 @@ gets is the oracle, as for a core (crash.py).
                              the text summary the same, and says the handler
                              is still running
     gdbext/RUBY/crash/MODE/live-gdb, lldb/RUBY/crash/MODE/live-lldb
-                             MODE: segv, null_call, raw_jump_data, abort,
-                             stack_overflow, killed, raw_fiber_segv (a memory
-                             access, a call to no code with and without Ruby's
-                             handler, an abort, a guard page, a signal another
-                             process sent, a memory access in a Fiber without
-                             the handler: the fiber's frames are those the
-                             program recorded in it). The
+                             MODE: segv, null_call, raw_jump_data, abort, bug,
+                             assert, heap_corruption, stack_overflow, killed,
+                             raw_fiber_segv (a memory access, a call to no code
+                             with and without Ruby's handler, an abort, rb_bug,
+                             a failed assert() and glibc's free(): invalid
+                             pointer with its message, a guard page, a signal
+                             another process sent, a memory access in a Fiber
+                             without the handler: the fiber's frames are those
+                             the program recorded in it). The
                              program run under gdb with the module loaded: at the
                              stop on the fatal signal (before any handler runs),
                              ruby-bt --json's crash summary is the one a core
@@ -55,9 +57,10 @@ import time
 from . import crash, gdbext_lldb, native, procs, variants
 
 MODES = ("segv", "null_call", "fiber_segv", "raise_off_thread")
-# one mode of each kind of crash, with Ruby's handler and without
-GDB_MODES = ("segv", "null_call", "raw_jump_data", "abort", "stack_overflow", "killed",
-             "raw_fiber_segv")
+# one mode of each kind of crash, with Ruby's handler and without; rb_bug,
+# a failed assert() and glibc's heap-corruption abort stop on their SIGABRT
+GDB_MODES = ("segv", "null_call", "raw_jump_data", "abort", "bug", "assert", "heap_corruption",
+             "stack_overflow", "killed", "raw_fiber_segv")
 # lldb -b ends its -o commands at a stop it calls a crash ("unknown crash
 # reason": the SIGSEGV another process sends); debugger_argv gives the
 # killed mode the same commands through -k. When the sender's SIGCHLD
