@@ -132,9 +132,11 @@ static struct cs_error *cs_inflate_write(struct cs_inflate *z, size_t n)
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w < 0)
+			/* to memory (a memfd) or, unpacking a bundle, a
+			 * file: the error says which ran out */
 			return cs_error_create(CS_ERR_OS,
-					       "%s: cannot hold the inflated "
-					       "core in memory: %s",
+					       "%s: cannot write the inflated "
+					       "core: %s",
 					       z->path, strerror(errno));
 		p += w;
 		n -= (size_t)w;
