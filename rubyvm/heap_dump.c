@@ -688,31 +688,18 @@ static bool object_id_details(struct dump_walk *w, struct rv_dump_object *o,
 	if (!fixnum)
 		return false;
 	if (type != w->t_object) {
-		uint64_t fields_type = 0;
-		int64_t imemo = -1;
 		struct cs_error *err = NULL;
 		holder = generic_fields_of(w, o->address);
-		if (!holder && (err = own_fields_obj(w, o->address, type, flags,
-						     &holder))) {
-			note(w, err, o->address);
-			return false;
-		}
 		if (!holder)
-			return false;
-		err = rv_builtin_type(s, holder, &fields_type, &holder_flags);
-		if (!err && fields_type == w->t_imemo)
-			err = rv_imemo_type(s, holder, &imemo);
-		if (!err && (fields_type != w->t_imemo ||
-			     (RV_HAS(s, imemo_fields) &&
-			      imemo != RV_VAL(s, imemo_fields))))
-			err = cs_error_create(CS_ERR_CORRUPT,
-					      "its fields object 0x%llx is no "
-					      "imemo_fields",
-					      (unsigned long long)holder);
-		if (err) {
+			err = own_fields_obj(w, o->address, type, flags,
+					     &holder);
+		if (!err && holder)
+			err = rv_fields_object(s, o->address, holder,
+					       &holder_flags);
+		if (err)
 			note(w, err, o->address);
+		if (err || !holder)
 			return false;
-		}
 	}
 	struct cs_error *err = rv_object_id_field(s, holder, holder_flags, &id);
 	if (err) {

@@ -523,32 +523,43 @@ struct cs_error *rv_object_id_field(struct rv_session *s, uint64_t obj,
 /* A class's ivars kept in its fields object (the classext's fields_obj),
  * which is read as a T_OBJECT is: its shape, its fields in itself or in
  * a buffer. */
+struct cs_error *rv_fields_object(struct rv_session *s, uint64_t owner,
+				  uint64_t fields, uint64_t *flags)
+{
+	uint64_t type = 0;
+	int64_t imemo = 0;
+	struct cs_error *err;
+	if (rv_special_const(s, fields) ||
+	    fields % (uint64_t)RV_VAL(s, value_size))
+		return cs_error_create(CS_ERR_CORRUPT,
+				       "object 0x%llx has fields object 0x%llx",
+				       (unsigned long long)owner,
+				       (unsigned long long)fields);
+	if ((err = rv_builtin_type(s, fields, &type, flags)) ||
+	    (err = rv_imemo_type(s, fields, &imemo)))
+		return err;
+	if ((RV_HAS(s, t_imemo) && type != (uint64_t)RV_VAL(s, t_imemo)) ||
+	    (RV_HAS(s, imemo_fields) && imemo != RV_VAL(s, imemo_fields)))
+		return cs_error_create(CS_ERR_CORRUPT,
+				       "fields object 0x%llx of object 0x%llx "
+				       "is no imemo_fields (imemo %lld)",
+				       (unsigned long long)fields,
+				       (unsigned long long)owner,
+				       (long long)imemo);
+	return NULL;
+}
+
 static struct cs_error *fields_obj_ivar(struct rv_session *s, uint64_t klass,
 					uint64_t ext, uint64_t id,
 					uint64_t *ret, bool *found)
 {
-	uint64_t fields = 0, type = 0, flags = 0;
-	int64_t imemo = 0;
+	uint64_t fields = 0, flags = 0;
 	struct cs_error *err =
 		rv_read_member(s, ext, RVL_classext_fields_obj, &fields);
 	if (err || !fields) /* no ivars yet */
 		return err;
-	if (rv_special_const(s, fields) ||
-	    fields % (uint64_t)RV_VAL(s, value_size))
-		return cs_error_create(CS_ERR_CORRUPT,
-				       "class 0x%llx has fields object 0x%llx",
-				       (unsigned long long)klass,
-				       (unsigned long long)fields);
-	if ((err = rv_builtin_type(s, fields, &type, &flags)) ||
-	    (err = rv_imemo_type(s, fields, &imemo)))
+	if ((err = rv_fields_object(s, klass, fields, &flags)))
 		return err;
-	if (RV_HAS(s, imemo_fields) && imemo != RV_VAL(s, imemo_fields))
-		return cs_error_create(CS_ERR_CORRUPT,
-				       "fields object 0x%llx of class 0x%llx "
-				       "is imemo %lld",
-				       (unsigned long long)fields,
-				       (unsigned long long)klass,
-				       (long long)imemo);
 	err = rv_object_ivar(s, fields, flags, id, ret, found);
 	if (!*found)
 		*ret = 0;

@@ -247,6 +247,11 @@ struct cs_error *rv_shape_id(struct rv_session *s, uint64_t obj, uint64_t flags,
 struct cs_error *rv_object_ivar(struct rv_session *s, uint64_t obj,
 				uint64_t flags, uint64_t id, uint64_t *ret,
 				bool *found);
+/* Whether fields, the fields object owner keeps (4.0+: a class's
+ * fields_obj, a generic fields table's entry), is an imemo_fields, which is
+ * read as a T_OBJECT is; *flags its flags. */
+struct cs_error *rv_fields_object(struct rv_session *s, uint64_t owner,
+				  uint64_t fields, uint64_t *flags);
 /* The object id obj, a T_OBJECT whose flags are flags and whose shape
  * has an object id (4.0+), keeps among its fields: the field its shape's
  * SHAPE_OBJ_ID transition added. */
