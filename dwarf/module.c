@@ -4,6 +4,7 @@
 #include "../util/open_regular.h"
 
 #include <dirent.h>
+#include <stdbool.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -662,6 +663,81 @@ struct cs_error *dw_module_object_symbol(struct dw_module *mod,
 					 const char *name, uint64_t *addr)
 {
 	return symbol(mod, name, 1, addr, NULL);
+}
+
+/* Whether sym, up to its first '.', is one of names. */
+static bool named_among(const char *sym, const char *const *names,
+			size_t nnames)
+{
+	size_t len = strcspn(sym, ".");
+	for (size_t i = 0; i < nnames; i++)
+		if (strlen(names[i]) == len && memcmp(sym, names[i], len) == 0)
+			return true;
+	return false;
+}
+
+/* Appends to *ranges the functions of elf's symbol tables of type type
+ * named among names. false: out of memory. */
+static bool collect_functions(Elf *elf, Elf64_Word type,
+			      const char *const *names, size_t nnames,
+			      struct dw_range **ranges, size_t *n, size_t *cap)
+{
+	Elf_Scn *scn = NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr shdr;
+		if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != type ||
+		    shdr.sh_entsize == 0)
+			continue;
+		Elf_Data *data = elf_getdata(scn, NULL);
+		size_t count = data ? shdr.sh_size / shdr.sh_entsize : 0;
+		for (size_t i = 0; i < count; i++) {
+			GElf_Sym sym;
+			const char *s;
+			if (!gelf_getsym(data, (int)i, &sym) ||
+			    GELF_ST_TYPE(sym.st_info) != STT_FUNC ||
+			    sym.st_shndx == SHN_UNDEF || sym.st_size == 0 ||
+			    !(s = elf_strptr(elf, shdr.sh_link, sym.st_name)) ||
+			    !named_among(s, names, nnames))
+				continue;
+			if (*n == *cap) {
+				size_t c = *cap ? *cap * 2 : 16;
+				struct dw_range *r =
+					realloc(*ranges, c * sizeof(*r));
+				if (!r)
+					return false;
+				*ranges = r;
+				*cap = c;
+			}
+			(*ranges)[(*n)++] = (struct dw_range){
+				sym.st_value, sym.st_value + sym.st_size};
+		}
+	}
+	return true;
+}
+
+struct cs_error *dw_module_function_ranges(struct dw_module *mod,
+					   const char *const *names,
+					   size_t nnames, struct dw_range **ret,
+					   size_t *nret)
+{
+	struct dw_range *ranges = NULL;
+	size_t n = 0, cap = 0;
+	bool ok = collect_functions(mod->elf, SHT_SYMTAB, names, nnames,
+				    &ranges, &n, &cap) &&
+		  (!mod->debug_elf || mod->debug_elf == mod->elf ||
+		   collect_functions(mod->debug_elf, SHT_SYMTAB, names, nnames,
+				     &ranges, &n, &cap)) &&
+		  collect_functions(mod->elf, SHT_DYNSYM, names, nnames,
+				    &ranges, &n, &cap);
+	if (!ok) {
+		free(ranges);
+		*ret = NULL;
+		*nret = 0;
+		return &cs_error_nomem;
+	}
+	*ret = ranges;
+	*nret = n;
+	return NULL;
 }
 
 int dw_module_has_string(struct dw_module *mod, const char *text)

@@ -64,6 +64,22 @@ struct cs_error *dw_module_symbol(struct dw_module *mod, const char *name,
 struct cs_error *dw_module_object_symbol(struct dw_module *mod,
 					 const char *name, uint64_t *addr);
 
+/* An address range [start, end) relative to the module's link-time
+ * addresses. */
+struct dw_range {
+	uint64_t start, end;
+};
+
+/* The ranges of the functions named names[0..nnames) (ELF symbols of
+ * type STT_FUNC with a size, from .symtab and .dynsym), a compiler's
+ * split-off parts of them included ("f.cold", "f.constprop.0" count as
+ * f). *ret (malloc'd, NULL when none) holds *nret ranges, in no order and
+ * possibly repeated; one pass over each symbol table. */
+struct cs_error *dw_module_function_ranges(struct dw_module *mod,
+					   const char *const *names,
+					   size_t nnames, struct dw_range **ret,
+					   size_t *nret);
+
 /* 1 if the module's read-only data (.rodata) holds text at the end of a
  * NUL-terminated string (linkers keep a string that ends another only
  * once), 0 if not (or no such section). Behaviour that shows only in the

@@ -225,6 +225,29 @@ int main(int argc, char **argv)
 	      "ELF symbol sample_global: %s", err ? err->message : "bad size");
 	cs_error_destroy(err);
 
+	/* a function's range by its name, once per symbol table that has
+	 * it; a name it lacks, or a variable's, gives none */
+	const char *fn_names[] = {"sample_use", "sample_absent",
+				  "sample_global"};
+	struct dw_range *ranges = NULL;
+	size_t nranges = 0;
+	err = dw_module_function_ranges(mod, fn_names, 3, &ranges, &nranges);
+	uint64_t use = 0, use_size = 0;
+	struct cs_error *use_err =
+		dw_module_symbol(mod, "sample_use", &use, &use_size);
+	CHECK(!err && !use_err && nranges >= 1, "sample_use's range: %s",
+	      err ? err->message : "not found");
+	for (size_t i = 0; i < nranges; i++)
+		CHECK(ranges[i].start == use &&
+			      ranges[i].end == use + use_size && use_size,
+		      "range %zu: 0x%llx-0x%llx, sample_use 0x%llx+%llu", i,
+		      (unsigned long long)ranges[i].start,
+		      (unsigned long long)ranges[i].end,
+		      (unsigned long long)use, (unsigned long long)use_size);
+	free(ranges);
+	cs_error_destroy(err);
+	cs_error_destroy(use_err);
+
 	struct dw_macros *m = NULL;
 	struct dw_macro_cache *cache = dw_macro_cache_create();
 	CHECK(cache != NULL, "no macro cache");
