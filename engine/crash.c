@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "../process/crash_signal.h"
+#include "bug_reporters.h"
 
 /* The frames of frames[i]'s pc: from the first frame with that pc (the
  * innermost inlined call) to the function holding them. */
@@ -93,6 +94,37 @@ bool cs_crash_in_handler(const struct cs_native_thread *nt,
 		   cs_crash_handler_signal(f.si.signo);
 	cs_error_destroy(err);
 	return yes;
+}
+
+/* The outermost frame of nt that runs a bug reporter, or nt->nframes. */
+static size_t outer_bug_reporter(const struct cs_native_thread *nt)
+{
+	for (size_t i = nt->nframes; i-- > 0;)
+		if (cs_is_bug_reporter(nt->frames[i].function))
+			return i;
+	return nt->nframes;
+}
+
+bool cs_crash_in_bug_report(const struct cs_native_thread *nt)
+{
+	return nt && outer_bug_reporter(nt) < nt->nframes;
+}
+
+/* c as a bug report being written on nt: in its outermost bug reporter,
+ * called from the frame past it. false: nt runs none. */
+static bool from_bug_report(struct cs_crash *c,
+			    const struct cs_native_thread *nt)
+{
+	size_t i = outer_bug_reporter(nt);
+	if (i == nt->nframes)
+		return false;
+	c->kind = CS_CRASH_BUG;
+	c->reporting_bug = true;
+	group_of(nt, i, &c->at, &c->at_function);
+	size_t next = (size_t)(c->at_function - nt->frames) + 1;
+	if (next < nt->nframes)
+		group_of(nt, next, &c->called_from, &c->called_from_function);
+	return true;
 }
 
 /* The original fault from the outermost signal frame on nt's stack:
@@ -230,6 +262,7 @@ const char *cs_crash_kind_name(enum cs_crash_kind kind)
 		[CS_CRASH_STACK_OVERFLOW] = "stack_overflow",
 		[CS_CRASH_FAULT] = "fault",
 		[CS_CRASH_SENT] = "sent",
+		[CS_CRASH_BUG] = "bug",
 	};
 	return names[kind];
 }
@@ -275,7 +308,14 @@ struct cs_error *cs_crash_find(const struct cs_siginfo *si, int64_t crash_tid,
 		return NULL;
 	}
 	bool not_believed = c->error != NULL;
-	if (!si) { /* only a believed signal frame tells a live crash */
+	/* no fatal signal: a believed signal frame or a bug reporter on the
+	 * stack tells a crash in progress */
+	if (!si && nt && from_bug_report(c, nt)) {
+		free(c->error); /* a signal frame not believed: not this */
+		c->error = NULL;
+		return NULL;
+	}
+	if (!si) {
 		cs_crash_free(c);
 		*ret = NULL;
 		return NULL;

@@ -32,9 +32,12 @@ enum cs_crash_kind {
 	CS_CRASH_FAULT,
 	/* The signal was sent by a process (abort, raise, kill). */
 	CS_CRASH_SENT,
+	/* No signal yet: Ruby is writing its bug report (rb_bug, a failed
+	 * assertion), after which it aborts. */
+	CS_CRASH_BUG,
 };
 /* "unknown", "memory_access", "execute", "stack_overflow", "fault",
- * "sent" */
+ * "sent", "bug" */
 const char *cs_crash_kind_name(enum cs_crash_kind kind);
 
 struct cs_crash {
@@ -52,7 +55,8 @@ struct cs_crash {
 	enum cs_crash_kind kind;
 	/* CS_CRASH_EXECUTE: the frame whose call left the return address
 	 * (the innermost inlined call at it, and the function holding
-	 * them); NULL: unknown. */
+	 * them); CS_CRASH_BUG: the caller of the outermost bug reporter;
+	 * NULL: unknown. */
 	const struct cs_native_frame *called_from, *called_from_function;
 	/* On a thread that runs no Ruby, a fault inside one module (libruby,
 	 * for a C API call Ruby cannot serve on a thread it does not know):
@@ -70,16 +74,20 @@ struct cs_crash {
 	 * what to install (one line); NULL otherwise. */
 	char *abort_message_error;
 	/* The frame of the faulting pc (or, for a sent signal, of the
-	 * call that sent it) with the inlined calls at it: first is the
-	 * innermost, function the one that holds them. NULL: unknown. */
+	 * call that sent it; for a bug report, of the outermost bug
+	 * reporter) with the inlined calls at it: first is the innermost,
+	 * function the one that holds them. NULL: unknown. */
 	const struct cs_native_frame *at, *at_function;
 	/* The core's own signal when a handler took the fault and then
 	 * signalled again (Ruby's handler re-raises or aborts): who sent
 	 * it, as above; NULL otherwise. */
 	const struct cs_siginfo *core_signal;
-	/* A live process still running the handler of the fault (no signal
-	 * of its own, no core): it has not ended yet. */
+	/* A process still running the handler of the fault (live, or a
+	 * core gcore took of it: no fatal signal of its own): it had not
+	 * ended yet. */
 	bool handler_running;
+	/* CS_CRASH_BUG: the report is still being written, as above. */
+	bool reporting_bug;
 	const struct cs_native_frame *resent_by;
 	/* The innermost Ruby frame of the thread, or NULL. */
 	const struct rv_frame *ruby;
@@ -94,9 +102,10 @@ struct cs_crash {
  * native stack (NULL: unknown), the target img (its regions; NULL:
  * unknown), memory and p's thread tids[] (-1 unknown; tid_errors[i],
  * when set, means Ruby thread i is not believed to be it). Pointers
- * borrow from their arguments. si NULL: a live process whose thread
- * crash_tid runs the handler of a fault (cs_crash_in_handler); *ret is
- * NULL when its signal frame is not believed after all. */
+ * borrow from their arguments. si NULL: a process whose thread crash_tid
+ * runs the handler of a fault (cs_crash_in_handler) or writes a bug
+ * report (cs_crash_in_bug_report); *ret is NULL when neither is believed
+ * after all. */
 struct cs_error *cs_crash_find(const struct cs_siginfo *si, int64_t crash_tid,
 			       const struct cs_thread *kt,
 			       const struct cs_native_thread *nt,
@@ -111,5 +120,9 @@ void cs_crash_free(struct cs_crash *c);
  * signal frame is believed and holds such a signal. */
 bool cs_crash_in_handler(const struct cs_native_thread *nt,
 			 const struct cs_memory *mem);
+/* Whether nt (the native stack of a thread of a process with no fatal
+ * signal) writes Ruby's bug report: it runs a bug reporter
+ * (bug_reporters.h). */
+bool cs_crash_in_bug_report(const struct cs_native_thread *nt);
 
 #endif

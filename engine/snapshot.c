@@ -12,6 +12,7 @@
 #include "../util/u64map.h"
 #include "../process/crash_signal.h"
 #include "abort_msg.h"
+#include "crash_scan.h"
 #include "engine.h"
 #include "jit_regions.h"
 #include "pthread_tid.h"
@@ -63,22 +64,30 @@ enum unwind_which {
 	UNWIND_MAY_HANDLE_CRASH,
 };
 
-/* Whether the stopped live thread kt blocks a signal whose handler
- * running means a crash (asked of the target: a core cannot tell). */
+/* Whether thread kt, of a target with no fatal signal, may be crashing:
+ * a live thread that blocks a signal whose handler running means a crash
+ * (asked of the target: a core cannot tell), or one whose stack top shows
+ * a bug report or a signal handler (crash_scan.h; scan NULL: not
+ * looked). */
 static bool thread_may_handle_crash(const struct cs_target *t,
-				    const struct cs_thread *kt)
+				    const struct cs_thread *kt,
+				    struct cs_crash_scan *scan,
+				    const struct cs_memory *mem)
 {
 	uint64_t mask;
-	return cs_target_thread_blocked(t, kt->tid, &mask) &&
-	       cs_mask_blocks_crash_signal(mask);
+	return (cs_target_thread_blocked(t, kt->tid, &mask) &&
+		cs_mask_blocks_crash_signal(mask)) ||
+	       (scan && cs_crash_scan_thread(scan, mem, kt));
 }
 
 static bool unwound(const struct cs_target *t, const struct cs_thread *kt,
-		    enum unwind_which which, int64_t crash_tid)
+		    enum unwind_which which, int64_t crash_tid,
+		    struct cs_crash_scan *scan, const struct cs_memory *mem)
 {
 	return which == UNWIND_ALL ||
-	       (which == UNWIND_CRASHED ? kt->tid == crash_tid
-					: thread_may_handle_crash(t, kt));
+	       (which == UNWIND_CRASHED
+			? kt->tid == crash_tid
+			: thread_may_handle_crash(t, kt, scan, mem));
 }
 
 /* The native stacks of the threads which names (crash_tid: the crashed
@@ -88,18 +97,23 @@ static bool unwound(const struct cs_target *t, const struct cs_thread *kt,
 static char *
 unwind_native(const struct cs_snapshot_options *o,
 	      const struct cs_engine_request *req, const struct cs_target *t,
-	      struct rv_session *session, struct cs_module_search *search,
-	      const struct rv_process *proc, enum unwind_which which,
-	      int64_t crash_tid, struct cs_native_stacks **ret)
+	      const struct cs_vm_module *vm, struct rv_session *session,
+	      struct cs_module_search *search, const struct rv_process *proc,
+	      enum unwind_which which, int64_t crash_tid,
+	      struct cs_native_stacks **ret)
 {
 	const struct cs_memory *mem = rv_session_memory(session);
 	const struct cs_thread **threads = cs_target_threads(t);
 	if (!threads)
 		return strdup("native stacks: out of memory");
+	struct cs_crash_scan *scan = which == UNWIND_MAY_HANDLE_CRASH
+					     ? cs_crash_scan_new(t, vm)
+					     : NULL;
 	size_t n = 0;
 	for (size_t i = 0; i < cs_target_thread_count(t); i++)
-		if (unwound(t, threads[i], which, crash_tid))
+		if (unwound(t, threads[i], which, crash_tid, scan, mem))
 			threads[n++] = threads[i];
+	cs_crash_scan_free(scan);
 	if (n == 0 && which == UNWIND_MAY_HANDLE_CRASH) {
 		free(threads);
 		return NULL;
@@ -398,25 +412,28 @@ struct cs_error *cs_engine_snapshot(struct cs_engine *e,
 	const struct cs_siginfo *si = cs_crash_signal(cs_target_siginfo(t));
 	int64_t crash_tid = si ? cs_target_crash_tid(t) : -1;
 	if (o->native) /* before a live process runs again */
-		s->native_warning = unwind_native(o, req, t, session, e->search,
-						  s->proc, UNWIND_ALL, -1,
-						  &s->native);
+		s->native_warning = unwind_native(o, req, t, &r->vm, session,
+						  e->search, s->proc,
+						  UNWIND_ALL, -1, &s->native);
 	else if (crash_tid >= 0) /* for the crash summary */
-		free(unwind_native(o, req, t, session, e->search, s->proc,
-				   UNWIND_CRASHED, crash_tid,
+		free(unwind_native(o, req, t, &r->vm, session, e->search,
+				   s->proc, UNWIND_CRASHED, crash_tid,
 				   &s->crash_native));
-	else if (!si) /* a live process in a fault's handler */
-		free(unwind_native(o, req, t, session, e->search, s->proc,
-				   UNWIND_MAY_HANDLE_CRASH, -1,
+	else if (!si) /* no fatal signal: a thread may be crashing */
+		free(unwind_native(o, req, t, &r->vm, session, e->search,
+				   s->proc, UNWIND_MAY_HANDLE_CRASH, -1,
 				   &s->crash_native));
-	/* A live process crashing: a thread runs a fault's handler (Ruby's
-	 * writes its crash report there, and may hang in it). It stays
-	 * stopped until the summary has read the handler's signal frame. */
+	/* A process crashing, with no fatal signal yet: a thread runs a
+	 * fault's handler (Ruby's writes its crash report there, and may hang
+	 * in it), or writes Ruby's bug report before it aborts. A live one
+	 * stays stopped until the summary has read the handler's signal
+	 * frame. */
 	bool crashing = false;
 	const struct cs_native_stacks *ns = s->native ? s->native
 						      : s->crash_native;
 	for (size_t i = 0; !si && ns && i < ns->nthreads && !crashing; i++)
-		if (cs_crash_in_handler(&ns->threads[i], mem)) {
+		if (cs_crash_in_handler(&ns->threads[i], mem) ||
+		    cs_crash_in_bug_report(&ns->threads[i])) {
 			crashing = true;
 			crash_tid = ns->threads[i].tid;
 		}

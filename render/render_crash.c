@@ -64,7 +64,9 @@ void cs_render_crash_text(FILE *out, const struct cs_report *r)
 	} else
 		fprintf(out, "tid %lld, which runs no Ruby", (long long)c->tid);
 	uint64_t addr = c->fault.si.addr;
-	if (c->sent) {
+	if (c->kind == CS_CRASH_BUG) {
+		fputs(", Ruby is writing a bug report, no signal yet", out);
+	} else if (c->sent) {
 		fputs(c->kind == CS_CRASH_SENT ? ", no fault: " : ", ", out);
 		signal_text(out, &c->fault.si);
 		if (c->fault.si.pid > 0 && c->fault.si.pid != r->pid)
@@ -99,6 +101,18 @@ void cs_render_crash_text(FILE *out, const struct cs_report *r)
 				(unsigned long long)c->called_from->pc);
 		} else {
 			fputs("called from an unknown caller\n", out);
+		}
+	} else if (c->kind == CS_CRASH_BUG) {
+		if (c->at) {
+			fputs("    in ", out);
+			where_text(out, c->at, c->at_function);
+			fputc('\n', out);
+		}
+		if (c->called_from) {
+			fputs("    called from ", out);
+			where_text(out, c->called_from,
+				   c->called_from_function);
+			fputc('\n', out);
 		}
 	} else if (c->at) {
 		fprintf(out, "    %s ", c->sent ? "sent from" : "faulted in");
@@ -157,10 +171,15 @@ void cs_render_crash_text(FILE *out, const struct cs_report *r)
 		}
 		fputc('\n', out);
 	}
+	/* a core gcore took of a crashing process: not ended then */
+	const char *until = r->core_path ? " when the core was taken"
+					 : ": the process has not ended";
 	if (c->handler_running)
-		fputs("    the handler is still running: the process has not "
-		      "ended\n",
-		      out);
+		fprintf(out, "    the handler %s still running%s\n",
+			r->core_path ? "was" : "is", until);
+	if (c->reporting_bug)
+		fprintf(out, "    the report %s still being written%s\n",
+			r->core_path ? "was" : "is", until);
 	if (c->error)
 		fprintf(out, "    <crash summary incomplete: %s>\n", c->error);
 }
@@ -252,10 +271,13 @@ void cs_render_crash_json(struct json *j, const struct cs_report *r,
 		json_null(j, "fiber");
 	if (c->kind == CS_CRASH_UNKNOWN)
 		json_null(j, "fault");
-	else
-		json_bool(j, "fault", !c->sent);
+	else /* a bug report has no signal yet, and no fault */
+		json_bool(j, "fault", !c->sent && c->kind != CS_CRASH_BUG);
 	json_string(j, "kind", cs_crash_kind_name(c->kind));
-	cs_render_signal_json(j, "signal", &c->fault.si);
+	if (c->kind == CS_CRASH_BUG)
+		json_null(j, "signal");
+	else
+		cs_render_signal_json(j, "signal", &c->fault.si);
 	json_bool(j, "from_signal_frame", c->from_signal_frame);
 	if (c->fault.si.pid > 0)
 		json_int(j, "sender_pid", c->fault.si.pid);
@@ -299,6 +321,7 @@ void cs_render_crash_json(struct json *j, const struct cs_report *r,
 		json_null(j, "core_signal");
 	where_json(j, "core_signal_sent_from", c->resent_by, c->resent_by);
 	json_bool(j, "handler_running", c->handler_running);
+	json_bool(j, "reporting_bug", c->reporting_bug);
 	json_string(j, "error", c->error);
 	json_end_object(j);
 }

@@ -319,6 +319,14 @@ static void native_stack(FILE *out, const struct cs_report *r, size_t i)
 		      out);
 }
 
+/* What the crashed thread's header says of it. */
+static const char *crash_mark(const struct cs_report *r)
+{
+	return r->crash && r->crash->kind == CS_CRASH_BUG
+		       ? ", writing a bug report"
+		       : ", received the signal";
+}
+
 static void native_only(FILE *out, const struct cs_report *r)
 {
 	for (size_t i = 0; r->native && i < r->native->nthreads; i++) {
@@ -326,7 +334,7 @@ static void native_only(FILE *out, const struct cs_report *r)
 		if (cs_report_is_ruby_tid(r, t->tid))
 			continue;
 		fprintf(out, "\nThread (tid %d) runs no Ruby%s\n", t->tid,
-			t->tid == r->crash_tid ? ", received the signal" : "");
+			t->tid == r->crash_tid ? crash_mark(r) : "");
 		if (t->error)
 			fprintf(out, "    <native unwind stopped: %s>\n",
 				t->error);
@@ -408,7 +416,7 @@ static void thread_line(FILE *out, const struct cs_report *r,
 	if (t->holds_gvl)
 		fputs(", holds the GVL", out);
 	if (r->crash_tid >= 0 && r->tids[i] == r->crash_tid)
-		fputs(", received the signal", out);
+		fputs(crash_mark(r), out);
 	thread_detail(out, r, i);
 	if (t->exception) {
 		fputs("; exception ", out);

@@ -5,7 +5,17 @@ handler blocks on the first line of its report, as a process whose report
 cannot be written does; the FIFO is read afterwards, and the report it
 gets is the oracle, as for a core (crash.py).
 
-    RUBY/crash/MODE/live     MODE: segv, null_call, fiber_segv,
+    RUBY/crash/MODE/live     MODE: segv, null_call, fiber_segv, nodefer_segv
+                             (a fault under the extension's own handler that
+                             blocks no signal, SA_NODEFER: seen only by the
+                             signal trampoline's address on the stack top;
+                             the oracle is the address and function the
+                             program faults at), bug (rb_bug, hung writing its
+                             report before any signal: the summary says Ruby is
+                             writing a bug report, in rb_bug, called from
+                             ct_bug at the line of its call, from the Ruby
+                             method Ruby's report names, whose [BUG] line is
+                             the program's),
                              raise_off_thread (rb_raise on a thread Ruby did not
                              create: Ruby's handler hangs on that thread, which
                              the summary names; where the Ruby raises in the GVL
@@ -19,6 +29,11 @@ gets is the oracle, as for a core (crash.py).
                              with no core signal and handler_running true;
                              the text summary the same, and says the handler
                              is still running
+    RUBY/crash/MODE/gcore    MODE: segv, nodefer_segv, bug: the same checks
+                             of a core gcore took of the hung process (no
+                             fatal signal, no blocked mask to go by), which
+                             says the handler was still running, or the report
+                             still being written, when the core was taken
     gdbext/RUBY/crash/MODE/live-gdb, lldb/RUBY/crash/MODE/live-lldb
                              MODE: segv, null_call, raw_jump_data, abort, bug,
                              assert, heap_corruption, stack_overflow, killed,
@@ -49,14 +64,17 @@ gets is the oracle, as for a core (crash.py).
 
 import json
 import os
+import re
 import select
 import shutil
 import subprocess
 import time
 
-from . import crash, gdbext_lldb, native, procs, variants
+from . import compare, crash, gdbext_lldb, native, procs, variants
 
-MODES = ("segv", "null_call", "fiber_segv", "raise_off_thread")
+MODES = ("segv", "null_call", "fiber_segv", "nodefer_segv", "bug", "raise_off_thread")
+# also read from a core gcore takes of the hung process
+GCORE_MODES = ("segv", "nodefer_segv", "bug")
 # one mode of each kind of crash, with Ruby's handler and without; rb_bug,
 # a failed assert() and glibc's heap-corruption abort stop on their SIGABRT
 GDB_MODES = ("segv", "null_call", "raw_jump_data", "abort", "bug", "assert", "heap_corruption",
@@ -72,6 +90,7 @@ GDB_TIMEOUT = 120
 
 def test_names(ruby):
     return ["%s/crash/%s/live" % (ruby, m) for m in MODES] + \
+        ["%s/crash/%s/gcore" % (ruby, m) for m in GCORE_MODES] + \
         ["gdbext/%s/crash/%s/live-gdb" % (ruby, m) for m in GDB_MODES] + \
         ["lldb/%s/crash/%s/live-lldb" % (ruby, m) for m in LLDB_MODES] + \
         ["%s/crash/live-no-crash" % ruby]
@@ -135,11 +154,13 @@ def start(ruby, exe, mode, ext, workdir, fifo):
                               variants.scenario_env(ruby))
 
 
-def run_live(cs, ruby, exe, mode, ext, workdir, timeout):
-    """(CrashRun, the JSON run, the text run) of mode read live while the
-    process hung in Ruby's handler; or, where it did not crash but
+def run_live(cs, ruby, exe, mode, ext, workdir, timeout, gcore=False):
+    """(CrashRun, the JSON run, the text run, the gcore runs) of mode read
+    live while the process hung in Ruby's handler (or its bug report),
+    the gcore runs (a CrashRun and its JSON and text runs of a core
+    gcore took then) None unless gcore; or, where it did not crash but
     parked after recording what it raised instead (rb_raise off Ruby's
-    threads on 2.7), (CrashRun with its runs, None, None)."""
+    threads on 2.7), (CrashRun with its runs, None, None, None)."""
     fifo = workdir + ".fifo"
     if os.path.lexists(fifo):
         os.unlink(fifo)
@@ -151,9 +172,18 @@ def run_live(cs, ruby, exe, mode, ext, workdir, timeout):
         run.wait_until(lambda: writing_to_pipe(run.pid) or os.path.exists(raised),
                        "hanging in its crash report", timeout)
         if os.path.exists(raised):
-            return crash.parked_run(run, mode, raised, cs, timeout), None, None
+            return crash.parked_run(run, mode, raised, cs, timeout), None, None, None
         res_json = procs.run_tool([cs, "--json", "--pid", str(run.pid)], timeout)
         res_text = procs.run_tool([cs, "--pid", str(run.pid)], timeout)
+        core_runs = None
+        if gcore:
+            core = procs.gcore(run.pid, os.path.join(os.path.dirname(workdir),
+                                                     mode + ".gcore"), timeout)
+            try:
+                core_runs = (procs.run_tool([cs, "--json", core, exe], timeout),
+                             procs.run_tool([cs, core, exe], timeout))
+            finally:
+                os.unlink(core)
         report = drain(fifo, run, timeout)
         with open(run.oracle_path) as f:
             oracle = json.load(f)
@@ -163,7 +193,63 @@ def run_live(cs, ruby, exe, mode, ext, workdir, timeout):
         os.unlink(fifo)
     cr = crash.CrashRun(mode, None, run.status, oracle, crash.RubyReport(told + report),
                         live=True)
-    return cr, res_json, res_text
+    gcore_run = None
+    if core_runs:
+        from_core = crash.CrashRun(mode, None, run.status, oracle, cr.report, live=True)
+        from_core.gcore = True
+        gcore_run = (from_core,) + core_runs
+    return cr, res_json, res_text, gcore_run
+
+
+def check_bug(cr, res_json, res_text):
+    """rb_bug hung writing its report, before any signal: the crash is a
+    bug report on the crashed thread, in rb_bug, called from ct_bug at
+    the line of its call, from the Ruby method Ruby's report names; the
+    text says so, and that the report is still being written (or was,
+    when gcore took the core)."""
+    report, t, reason = crash.crashed_thread(res_json)
+    if reason:
+        return reason
+    c = report.get("crash") or {}
+    want = {"tid": t.get("tid"), "thread_name": cr.oracle["thread_name"], "kind": "bug",
+            "fault": False, "signal": None, "from_signal_frame": False,
+            "reporting_bug": True, "handler_running": False, "core_signal": None,
+            "error": None}
+    got = {k: c.get(k) for k in want}
+    if got != want:
+        return "crash %s, expected %s" % (compare.show(got), compare.show(want))
+    at, cf = c.get("at") or {}, c.get("called_from") or {}
+    mod = at.get("module") or ""
+    if at.get("outer_function") != "rb_bug" or not (mod.startswith("libruby") or mod == "ruby"):
+        return "in %s, expected rb_bug in Ruby's module" % compare.show(at)
+    want = {"function": "ct_bug", "module": "crashtest.so", "line": crash.c_call_line("ct_bug")}
+    if {k: cf.get(k) for k in want} != want or \
+            not (cf.get("file") or "").endswith("crashtest.c"):
+        return "called from %s, expected %s in crashtest.c" % (compare.show(cf), want)
+    rf = c.get("ruby_frame") or {}
+    want = crash.plain_frames(crash.expected_frames(cr))[0]
+    if crash.plain_frames([[rf.get("label"), rf.get("path"), rf.get("lineno")]])[0] != want:
+        return "Ruby method %s, Ruby's %s" % (compare.show(rf), compare.show(want))
+    rc, out, err, reason = res_text
+    if reason or rc != 0:
+        return reason or "text run exit %d: %s" % (rc, err.strip()[:200])
+    head = out.split("\nThread ")[0]
+    wants = [r'\nCrash: thread \d+ "%s" \(tid %d\), Ruby is writing a bug report, no '
+             r"signal yet\n" % (re.escape(cr.oracle["thread_name"]), t["tid"]),
+             r"\n    in (libruby\S*|ruby): rb_bug at \S+\n",
+             r"\n    called from crashtest\.so: ct_bug at \S*crashtest\.c:%d\n"
+             % crash.c_call_line("ct_bug"),
+             r"\n    called from Ruby: ",
+             re.escape("\n    the report was still being written when the core was taken\n")
+             if cr.gcore else
+             re.escape("\n    the report is still being written: the process has not ended\n")]
+    for w in wants:
+        if not re.search(w, "\n" + head + "\n"):
+            return "the summary lacks %r: %s" % (w, compare.show(head))
+    if not re.search(r'\nThread \d+ "%s" \(tid %d\) [^\n]*, writing a bug report' % (
+            re.escape(cr.oracle["thread_name"]), t["tid"]), out):
+        return "the crashed thread's header does not say it writes a bug report"
+    return None
 
 
 def check_live(cr, res_json, res_text):
@@ -176,6 +262,9 @@ def check_live(cr, res_json, res_text):
         return next(filter(None, (check(cr, lambda *argv: runs[argv]) for check in (
             lambda cr, run: crash.check_capture(cr), crash.check_off_thread_stacks,
             crash.check_off_thread_fault, crash.check_off_thread_text))), None)
+    if cr.mode == "bug":
+        return crash.check_capture(cr) or crash.check_stacks(cr, res_json) or \
+            check_bug(cr, res_json, res_text)
     return (crash.check_capture(cr) or crash.check_stacks(cr, res_json)
             or crash.check_fault(cr, res_json) or crash.check_summary_text(cr, res_text))
 
@@ -316,15 +405,23 @@ def run_tests(ctx):
             continue
         for mode in MODES:
             n = "%s/crash/%s/live" % (ruby, mode)
-            if n not in names_here:
+            g = "%s/crash/%s/gcore" % (ruby, mode)
+            want_live = n in names_here
+            want_gcore = mode in GCORE_MODES and g in names_here
+            if not (want_live or want_gcore):
                 continue
             try:
-                cr, res_json, res_text = run_live(cs, ruby, exe, mode, ext,
-                                                  os.path.join(base, mode), timeout)
+                cr, res_json, res_text, gcore_run = run_live(
+                    cs, ruby, exe, mode, ext, os.path.join(base, mode), timeout, want_gcore)
             except (procs.Failure, OSError, ValueError) as exc:
-                rep.result(n, "setup: %s" % exc)
+                for name in (n,) * want_live + (g,) * want_gcore:
+                    rep.result(name, "setup: %s" % exc)
                 continue
-            rep.result(n, check_live(cr, res_json, res_text))
+            if want_live:
+                rep.result(n, check_live(cr, res_json, res_text))
+            if want_gcore:
+                rep.result(g, check_live(*gcore_run) if gcore_run else
+                           "no core taken: the process did not hang")
         for debugger, prefix in (("gdb", "gdbext"), ("lldb", "lldb")):
             for mode in GDB_MODES if debugger == "gdb" else LLDB_MODES:
                 n = "%s/%s/crash/%s/live-%s" % (prefix, ruby, mode, debugger)
