@@ -603,10 +603,13 @@ struct cs_error *dw_module_dwarf(struct dw_module *mod, Dwarf **ret)
 	return NULL;
 }
 
-/* objects_only: a data object's symbol (STT_OBJECT), not a function's of
- * the same name. */
-static int lookup_in_symtab(Elf *elf, Elf64_Word type, const char *name,
-			    int objects_only, uint64_t *addr, uint64_t *size)
+/* Calls visit(ctx, sym, name) on each defined symbol of elf's symbol
+ * tables of type type (SHT_SYMTAB, SHT_DYNSYM) until it returns nonzero;
+ * that value, or 0. */
+static int each_symbol(Elf *elf, Elf64_Word type,
+		       int (*visit)(void *ctx, const GElf_Sym *sym,
+				    const char *name),
+		       void *ctx)
 {
 	Elf_Scn *scn = NULL;
 	while ((scn = elf_nextscn(elf, scn))) {
@@ -615,27 +618,45 @@ static int lookup_in_symtab(Elf *elf, Elf64_Word type, const char *name,
 		    shdr.sh_entsize == 0)
 			continue;
 		Elf_Data *data = elf_getdata(scn, NULL);
-		if (!data)
-			continue;
-		size_t n = shdr.sh_size / shdr.sh_entsize;
+		size_t n = data ? shdr.sh_size / shdr.sh_entsize : 0;
 		for (size_t i = 0; i < n; i++) {
 			GElf_Sym sym;
-			if (!gelf_getsym(data, (int)i, &sym) ||
-			    sym.st_shndx == SHN_UNDEF ||
-			    (objects_only &&
-			     GELF_ST_TYPE(sym.st_info) != STT_OBJECT))
-				continue;
-			const char *s =
-				elf_strptr(elf, shdr.sh_link, sym.st_name);
-			if (s && strcmp(s, name) == 0) {
-				*addr = sym.st_value;
-				if (size)
-					*size = sym.st_size;
-				return 1;
-			}
+			const char *s;
+			int r;
+			if (gelf_getsym(data, (int)i, &sym) &&
+			    sym.st_shndx != SHN_UNDEF &&
+			    (s = elf_strptr(elf, shdr.sh_link, sym.st_name)) &&
+			    (r = visit(ctx, &sym, s)) != 0)
+				return r;
 		}
 	}
 	return 0;
+}
+
+struct named_symbol {
+	const char *name;
+	int objects_only; /* a data object's symbol (STT_OBJECT), not a
+			   * function's of the same name */
+	uint64_t *addr, *size;
+};
+
+static int is_named_symbol(void *ctx, const GElf_Sym *sym, const char *name)
+{
+	struct named_symbol *want = ctx;
+	if ((want->objects_only && GELF_ST_TYPE(sym->st_info) != STT_OBJECT) ||
+	    strcmp(name, want->name) != 0)
+		return 0;
+	*want->addr = sym->st_value;
+	if (want->size)
+		*want->size = sym->st_size;
+	return 1;
+}
+
+static int lookup_in_symtab(Elf *elf, Elf64_Word type, const char *name,
+			    int objects_only, uint64_t *addr, uint64_t *size)
+{
+	struct named_symbol want = {name, objects_only, addr, size};
+	return each_symbol(elf, type, is_named_symbol, &want);
 }
 
 static struct cs_error *symbol(struct dw_module *mod, const char *name,
@@ -676,43 +697,32 @@ static bool named_among(const char *sym, const char *const *names,
 	return false;
 }
 
-/* Appends to *ranges the functions of elf's symbol tables of type type
- * named among names. false: out of memory. */
-static bool collect_functions(Elf *elf, Elf64_Word type,
-			      const char *const *names, size_t nnames,
-			      struct dw_range **ranges, size_t *n, size_t *cap)
+/* The functions named among names, as each_symbol finds them. */
+struct function_ranges {
+	const char *const *names;
+	size_t nnames;
+	struct dw_range *ranges;
+	size_t n, cap;
+};
+
+/* -1: out of memory. */
+static int add_named_function(void *ctx, const GElf_Sym *sym, const char *name)
 {
-	Elf_Scn *scn = NULL;
-	while ((scn = elf_nextscn(elf, scn))) {
-		GElf_Shdr shdr;
-		if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != type ||
-		    shdr.sh_entsize == 0)
-			continue;
-		Elf_Data *data = elf_getdata(scn, NULL);
-		size_t count = data ? shdr.sh_size / shdr.sh_entsize : 0;
-		for (size_t i = 0; i < count; i++) {
-			GElf_Sym sym;
-			const char *s;
-			if (!gelf_getsym(data, (int)i, &sym) ||
-			    GELF_ST_TYPE(sym.st_info) != STT_FUNC ||
-			    sym.st_shndx == SHN_UNDEF || sym.st_size == 0 ||
-			    !(s = elf_strptr(elf, shdr.sh_link, sym.st_name)) ||
-			    !named_among(s, names, nnames))
-				continue;
-			if (*n == *cap) {
-				size_t c = *cap ? *cap * 2 : 16;
-				struct dw_range *r =
-					realloc(*ranges, c * sizeof(*r));
-				if (!r)
-					return false;
-				*ranges = r;
-				*cap = c;
-			}
-			(*ranges)[(*n)++] = (struct dw_range){
-				sym.st_value, sym.st_value + sym.st_size};
-		}
+	struct function_ranges *f = ctx;
+	if (GELF_ST_TYPE(sym->st_info) != STT_FUNC || sym->st_size == 0 ||
+	    !named_among(name, f->names, f->nnames))
+		return 0;
+	if (f->n == f->cap) {
+		size_t c = f->cap ? f->cap * 2 : 16;
+		struct dw_range *r = realloc(f->ranges, c * sizeof(*r));
+		if (!r)
+			return -1;
+		f->ranges = r;
+		f->cap = c;
 	}
-	return true;
+	f->ranges[f->n++] =
+		(struct dw_range){sym->st_value, sym->st_value + sym->st_size};
+	return 0;
 }
 
 struct cs_error *dw_module_function_ranges(struct dw_module *mod,
@@ -720,23 +730,20 @@ struct cs_error *dw_module_function_ranges(struct dw_module *mod,
 					   size_t nnames, struct dw_range **ret,
 					   size_t *nret)
 {
-	struct dw_range *ranges = NULL;
-	size_t n = 0, cap = 0;
-	bool ok = collect_functions(mod->elf, SHT_SYMTAB, names, nnames,
-				    &ranges, &n, &cap) &&
+	struct function_ranges f = {.names = names, .nnames = nnames};
+	bool ok = each_symbol(mod->elf, SHT_SYMTAB, add_named_function, &f) ==
+			  0 &&
 		  (!mod->debug_elf || mod->debug_elf == mod->elf ||
-		   collect_functions(mod->debug_elf, SHT_SYMTAB, names, nnames,
-				     &ranges, &n, &cap)) &&
-		  collect_functions(mod->elf, SHT_DYNSYM, names, nnames,
-				    &ranges, &n, &cap);
+		   each_symbol(mod->debug_elf, SHT_SYMTAB, add_named_function,
+			       &f) == 0) &&
+		  each_symbol(mod->elf, SHT_DYNSYM, add_named_function, &f) ==
+			  0;
+	*ret = ok ? f.ranges : NULL;
+	*nret = ok ? f.n : 0;
 	if (!ok) {
-		free(ranges);
-		*ret = NULL;
-		*nret = 0;
+		free(f.ranges);
 		return &cs_error_nomem;
 	}
-	*ret = ranges;
-	*nret = n;
 	return NULL;
 }
 

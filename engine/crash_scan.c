@@ -140,40 +140,21 @@ static bool trampoline(struct cs_crash_scan *s, const struct cs_memory *mem,
 	return yes;
 }
 
-/* How many bytes from sp can be read into s->window: the rest of its
- * region in one read where the target knows its regions, else page by
- * page up to the first that cannot. */
+/* How many bytes from sp were read into s->window: the rest of its
+ * region, up to CS_CRASH_SCAN_BYTES, in one read. A target that does not
+ * know its regions (a debugger's inferior) lists no threads either. */
 static size_t read_window(struct cs_crash_scan *s, const struct cs_memory *mem,
 			  uint64_t sp)
 {
 	struct cs_region r;
-	if (cs_target_knows_regions(s->target)) {
-		if (!cs_target_region_of(s->target, sp, &r) || !r.write)
-			return 0;
-		uint64_t len = r.end - sp < CS_CRASH_SCAN_BYTES
-				       ? r.end - sp
-				       : CS_CRASH_SCAN_BYTES;
-		struct cs_error *err =
-			cs_memory_read(mem, sp, s->window, (size_t)len);
-		bool ok = !err;
-		cs_error_destroy(err);
-		return ok ? (size_t)len : 0;
-	}
-	size_t got = 0;
-	while (got < CS_CRASH_SCAN_BYTES) {
-		uint64_t at = sp + got;
-		size_t len = 4096 - (size_t)(at & 4095);
-		if (len > CS_CRASH_SCAN_BYTES - got)
-			len = CS_CRASH_SCAN_BYTES - got;
-		struct cs_error *err =
-			cs_memory_read(mem, at, s->window + got, len);
-		if (err) {
-			cs_error_destroy(err);
-			break;
-		}
-		got += len;
-	}
-	return got;
+	if (!cs_target_region_of(s->target, sp, &r) || !r.write)
+		return 0;
+	uint64_t len = r.end - sp < CS_CRASH_SCAN_BYTES ? r.end - sp
+							: CS_CRASH_SCAN_BYTES;
+	struct cs_error *err = cs_memory_read(mem, sp, s->window, (size_t)len);
+	bool ok = !err;
+	cs_error_destroy(err);
+	return ok ? (size_t)len : 0;
 }
 
 bool cs_crash_scan_thread(struct cs_crash_scan *s, const struct cs_memory *mem,
