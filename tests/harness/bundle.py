@@ -37,6 +37,15 @@ file, and corestack reads that file where none of those files exist.
                              --extract each exit 2, one line naming the bundle, that
                              the core is cut off or corrupt and to bundle it again;
                              nothing left in TMPDIR, the directory not left
+    bundle/old-compressed-too-large
+                             that bundle read, and extracted, with TMPDIR (and
+                             the directory it is extracted into) on a tmpfs
+                             of a private mount namespace with room for every
+                             entry as stored and 16 MiB more, less than the
+                             inflated core: each exits 2, one line naming the
+                             bundle, that the core inflates to more than is
+                             free there and where to find room; nothing left
+                             on the tmpfs
     bundle/with-executable   a bundle and an EXECUTABLE: exit 64, one line naming the
                              bundle, nothing left in TMPDIR
     bundle/write-error       corestack bundle whose writes fail past 1 MiB (a file size
@@ -107,7 +116,8 @@ from .scenarios import capture_all
 SCENARIO = "crash"
 SHARED = ("bundle/other-files-here", "bundle/missing-file", "bundle/output-exists",
           "bundle/compressed-core", "bundle/old-compressed-core",
-          "bundle/old-compressed-damaged", "bundle/with-executable", "bundle/signal",
+          "bundle/old-compressed-damaged", "bundle/old-compressed-too-large",
+          "bundle/with-executable", "bundle/signal",
           "bundle/write-error", "bundle/core-unreadable")
 # bundle/compressed-core: (suffix, compressing command)
 COMPRESSED = (("zst", ["zstd", "-q", "-1", "-c"]), ("lz4", ["lz4", "-q", "-c"]))
@@ -597,10 +607,56 @@ def check_old_damaged(ctx, paths, base, env, tmp):
     return None
 
 
+# Room on the small TMPDIR beyond the entries as stored: less than any
+# fixture's inflated core.
+SMALL_TMP_MARGIN = 16 << 20
+
+# Mounts a tmpfs of $1 KiB on $2, runs the rest of the arguments there
+# and writes what is left on it into $3 (a private mount namespace: the
+# tmpfs is gone with the command).
+SMALL_TMP_SCRIPT = ('mount -t tmpfs -o size="$1"k tmpfs "$2" || exit 99; mnt=$2 left=$3; '
+                    'shift 3; "$@"; rc=$?; ls -A "$mnt" > "$left"; exit $rc')
+
+
+def check_old_too_large(ctx, cap, path, base):
+    """The old bundle at path, read and extracted where there is room for
+    its entries as stored but not for its core inflated: refused, in one
+    line that says so and where to find room, nothing left there."""
+    cs, timeout = ctx.args.corestack, ctx.args.timeout
+    with open(path, "rb") as f:
+        stored = sum(r[4] for r in rows_of(f.read()))
+    if os.path.getsize(cap.core) <= 2 * SMALL_TMP_MARGIN:
+        return "the core (%d bytes) is too small to outgrow the margin" % (
+            os.path.getsize(cap.core))
+    mnt, left = os.path.join(base, "small-tmp"), os.path.join(base, "small-tmp.left")
+    os.makedirs(mnt, exist_ok=True)
+    kib = (stored + SMALL_TMP_MARGIN) >> 10
+    says = {"read": (r"inflates to more than \d+ MiB, more than is free in TMPDIR; "
+                     r"set TMPDIR to a directory with room", [cs, "--json", path]),
+            "extract": (r"inflates to more than \d+ MiB, more than is free where it is "
+                        r"extracted; extract it where there is room",
+                        [cs, "bundle", "--extract", "-o", os.path.join(mnt, "x"), path])}
+    for name, (pattern, argv) in says.items():
+        res = procs.run_tool(["unshare", "-m", "sh", "-c", SMALL_TMP_SCRIPT, "sh", str(kib),
+                              mnt, left, "env", "TMPDIR=" + mnt] + argv, timeout)
+        if res[0] == 99:
+            return "%s: cannot mount a small tmpfs (unshare -m, as root): %s" % (
+                name, first_line(res[2]))
+        reason = check_unusable(res, [path], (2,), pattern, compare.show(pattern),
+                                json_file=path if name == "read" else None)
+        with open(left) as f:
+            there = f.read().split()
+        if not reason and there:
+            reason = "left on the small TMPDIR: %s" % ", ".join(there)
+        if reason:
+            return "%s: %s" % (name, reason)
+    return None
+
+
 def old_bundle_tests(ctx, cap, bundle, base, wanted, env, tmp):
     rep = ctx.rep
-    mine = [n for n in ("bundle/old-compressed-core", "bundle/old-compressed-damaged")
-            if n in wanted]
+    mine = [n for n in ("bundle/old-compressed-core", "bundle/old-compressed-damaged",
+                        "bundle/old-compressed-too-large") if n in wanted]
     if not mine:
         return
     paths = old_bundles(cap, bundle, base)
@@ -617,6 +673,9 @@ def old_bundle_tests(ctx, cap, bundle, base, wanted, env, tmp):
         if "bundle/old-compressed-damaged" in mine:
             rep.result("bundle/old-compressed-damaged",
                        check_old_damaged(ctx, paths, base, env, tmp))
+        if "bundle/old-compressed-too-large" in mine:
+            rep.result("bundle/old-compressed-too-large",
+                       check_old_too_large(ctx, cap, paths["whole"], base))
     finally:
         for p in paths.values():
             os.unlink(p)
