@@ -604,9 +604,10 @@ struct cs_error *dw_module_dwarf(struct dw_module *mod, Dwarf **ret)
 }
 
 /* Calls visit(ctx, sym, name) on each defined symbol of elf's symbol
- * tables of type type (SHT_SYMTAB, SHT_DYNSYM) until it returns nonzero;
- * that value, or 0. */
-static int each_symbol(Elf *elf, Elf64_Word type,
+ * tables of type type (SHT_SYMTAB, SHT_DYNSYM), of symbol type stt only
+ * unless it is -1 (the name is looked up only for those), until visit
+ * returns nonzero; that value, or 0. */
+static int each_symbol(Elf *elf, Elf64_Word type, int stt,
 		       int (*visit)(void *ctx, const GElf_Sym *sym,
 				    const char *name),
 		       void *ctx)
@@ -625,6 +626,7 @@ static int each_symbol(Elf *elf, Elf64_Word type,
 			int r;
 			if (gelf_getsym(data, (int)i, &sym) &&
 			    sym.st_shndx != SHN_UNDEF &&
+			    (stt < 0 || GELF_ST_TYPE(sym.st_info) == stt) &&
 			    (s = elf_strptr(elf, shdr.sh_link, sym.st_name)) &&
 			    (r = visit(ctx, &sym, s)) != 0)
 				return r;
@@ -633,18 +635,27 @@ static int each_symbol(Elf *elf, Elf64_Word type,
 	return 0;
 }
 
+/* Whether elf has a symbol table of type type. */
+static bool has_symbols(Elf *elf, Elf64_Word type)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr shdr;
+	while ((scn = elf_nextscn(elf, scn)))
+		if (gelf_getshdr(scn, &shdr) && shdr.sh_type == type &&
+		    shdr.sh_size)
+			return true;
+	return false;
+}
+
 struct named_symbol {
 	const char *name;
-	int objects_only; /* a data object's symbol (STT_OBJECT), not a
-			   * function's of the same name */
 	uint64_t *addr, *size;
 };
 
 static int is_named_symbol(void *ctx, const GElf_Sym *sym, const char *name)
 {
 	struct named_symbol *want = ctx;
-	if ((want->objects_only && GELF_ST_TYPE(sym->st_info) != STT_OBJECT) ||
-	    strcmp(name, want->name) != 0)
+	if (strcmp(name, want->name) != 0)
 		return 0;
 	*want->addr = sym->st_value;
 	if (want->size)
@@ -655,8 +666,9 @@ static int is_named_symbol(void *ctx, const GElf_Sym *sym, const char *name)
 static int lookup_in_symtab(Elf *elf, Elf64_Word type, const char *name,
 			    int objects_only, uint64_t *addr, uint64_t *size)
 {
-	struct named_symbol want = {name, objects_only, addr, size};
-	return each_symbol(elf, type, is_named_symbol, &want);
+	struct named_symbol want = {name, addr, size};
+	return each_symbol(elf, type, objects_only ? STT_OBJECT : -1,
+			   is_named_symbol, &want);
 }
 
 static struct cs_error *symbol(struct dw_module *mod, const char *name,
@@ -686,31 +698,34 @@ struct cs_error *dw_module_object_symbol(struct dw_module *mod,
 	return symbol(mod, name, 1, addr, NULL);
 }
 
-/* Whether sym, up to its first '.', is one of names. */
-static bool named_among(const char *sym, const char *const *names,
-			size_t nnames)
-{
-	size_t len = strcspn(sym, ".");
-	for (size_t i = 0; i < nnames; i++)
-		if (strlen(names[i]) == len && memcmp(sym, names[i], len) == 0)
-			return true;
-	return false;
-}
-
 /* The functions named among names, as each_symbol finds them. */
 struct function_ranges {
 	const char *const *names;
 	size_t nnames;
+	size_t longest;
 	struct dw_range *ranges;
 	size_t n, cap;
 };
+
+/* Whether sym, up to its first '.', is one of f's names. */
+static bool named_among(const struct function_ranges *f, const char *sym)
+{
+	size_t len = strcspn(sym, ".");
+	if (len > f->longest)
+		return false;
+	for (size_t i = 0; i < f->nnames; i++)
+		if (sym[0] == f->names[i][0] &&
+		    strncmp(sym, f->names[i], len) == 0 &&
+		    f->names[i][len] == '\0')
+			return true;
+	return false;
+}
 
 /* -1: out of memory. */
 static int add_named_function(void *ctx, const GElf_Sym *sym, const char *name)
 {
 	struct function_ranges *f = ctx;
-	if (GELF_ST_TYPE(sym->st_info) != STT_FUNC || sym->st_size == 0 ||
-	    !named_among(name, f->names, f->nnames))
+	if (sym->st_size == 0 || !named_among(f, name))
 		return 0;
 	if (f->n == f->cap) {
 		size_t c = f->cap ? f->cap * 2 : 16;
@@ -727,17 +742,27 @@ static int add_named_function(void *ctx, const GElf_Sym *sym, const char *name)
 
 struct cs_error *dw_module_function_ranges(struct dw_module *mod,
 					   const char *const *names,
-					   size_t nnames, struct dw_range **ret,
-					   size_t *nret)
+					   size_t nnames, bool exported_only,
+					   struct dw_range **ret, size_t *nret)
 {
 	struct function_ranges f = {.names = names, .nnames = nnames};
-	bool ok = each_symbol(mod->elf, SHT_SYMTAB, add_named_function, &f) ==
-			  0 &&
-		  (!mod->debug_elf || mod->debug_elf == mod->elf ||
-		   each_symbol(mod->debug_elf, SHT_SYMTAB, add_named_function,
+	for (size_t i = 0; i < nnames; i++)
+		if (strlen(names[i]) > f.longest)
+			f.longest = strlen(names[i]);
+	Elf *debug = mod->debug_elf && mod->debug_elf != mod->elf
+			     ? mod->debug_elf
+			     : NULL;
+	/* .dynsym holds a subset of .symtab: read only without one */
+	bool dynsym = exported_only ||
+		      !(has_symbols(mod->elf, SHT_SYMTAB) ||
+			(debug && has_symbols(debug, SHT_SYMTAB)));
+	bool ok = (dynsym || each_symbol(mod->elf, SHT_SYMTAB, STT_FUNC,
+					 add_named_function, &f) == 0) &&
+		  (dynsym || !debug ||
+		   each_symbol(debug, SHT_SYMTAB, STT_FUNC, add_named_function,
 			       &f) == 0) &&
-		  each_symbol(mod->elf, SHT_DYNSYM, add_named_function, &f) ==
-			  0;
+		  (!dynsym || each_symbol(mod->elf, SHT_DYNSYM, STT_FUNC,
+					  add_named_function, &f) == 0);
 	*ret = ok ? f.ranges : NULL;
 	*nret = ok ? f.n : 0;
 	if (!ok) {

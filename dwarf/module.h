@@ -7,6 +7,7 @@
 #ifndef CS_DWARF_MODULE_H
 #define CS_DWARF_MODULE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -71,14 +72,16 @@ struct dw_range {
 };
 
 /* The ranges of the functions named names[0..nnames) (ELF symbols of
- * type STT_FUNC with a size, from .symtab and .dynsym), a compiler's
- * split-off parts of them included ("f.cold", "f.constprop.0" count as
- * f). *ret (malloc'd, NULL when none) holds *nret ranges, in no order and
- * possibly repeated; one pass over each symbol table. */
+ * type STT_FUNC with a size), a compiler's split-off parts of them
+ * included ("f.cold", "f.constprop.0" count as f): with exported_only,
+ * those the module exports (.dynsym, a few thousand symbols), else every
+ * definition (.symtab, or .dynsym where neither the file nor its debug
+ * file has one). *ret (malloc'd, NULL when none) holds *nret ranges, in
+ * no order and possibly repeated; one pass over each table read. */
 struct cs_error *dw_module_function_ranges(struct dw_module *mod,
 					   const char *const *names,
-					   size_t nnames, struct dw_range **ret,
-					   size_t *nret);
+					   size_t nnames, bool exported_only,
+					   struct dw_range **ret, size_t *nret);
 
 /* 1 if the module's read-only data (.rodata) holds text at the end of a
  * NUL-terminated string (linkers keep a string that ends another only

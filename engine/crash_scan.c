@@ -67,13 +67,18 @@ struct cs_crash_scan *cs_crash_scan_new(const struct cs_target *t,
 		return NULL;
 	}
 	s->target = t;
-	/* a binary without the symbols leaves only the trampoline to see */
-	struct cs_error *err = vm && vm->vm
-				       ? dw_module_function_ranges(
-						 vm->vm, cs_bug_reporters,
-						 cs_nbug_reporters,
-						 &s->reporters, &s->nreporters)
-				       : NULL;
+	/* Every bug report passes through an exported reporter (rb_bug,
+	 * rb_assert_failure...; a fatal signal's report runs in a handler,
+	 * whose trampoline is seen): the few thousand exported symbols are
+	 * enough, unless the binary exports none of them. A binary without
+	 * the symbols leaves only the trampoline to see. */
+	struct cs_error *err = NULL;
+	for (int exported = 1;
+	     vm && vm->vm && !err && exported >= 0 && !s->nreporters;
+	     exported--)
+		err = dw_module_function_ranges(vm->vm, cs_bug_reporters,
+						cs_nbug_reporters, exported,
+						&s->reporters, &s->nreporters);
 	if (err) {
 		cs_error_destroy(err);
 		cs_crash_scan_free(s);

@@ -231,7 +231,8 @@ int main(int argc, char **argv)
 				  "sample_global"};
 	struct dw_range *ranges = NULL;
 	size_t nranges = 0;
-	err = dw_module_function_ranges(mod, fn_names, 3, &ranges, &nranges);
+	err = dw_module_function_ranges(mod, fn_names, 3, false, &ranges,
+					&nranges);
 	uint64_t use = 0, use_size = 0;
 	struct cs_error *use_err =
 		dw_module_symbol(mod, "sample_use", &use, &use_size);
@@ -244,6 +245,13 @@ int main(int argc, char **argv)
 		      (unsigned long long)ranges[i].start,
 		      (unsigned long long)ranges[i].end,
 		      (unsigned long long)use, (unsigned long long)use_size);
+	free(ranges);
+	cs_error_destroy(err);
+	/* sample_use is exported: found among the exported symbols too */
+	err = dw_module_function_ranges(mod, fn_names, 3, true, &ranges,
+					&nranges);
+	CHECK(!err && !use_err && nranges == 1 && ranges[0].start == use,
+	      "sample_use among the exported functions: %zu ranges", nranges);
 	free(ranges);
 	cs_error_destroy(err);
 	cs_error_destroy(use_err);
