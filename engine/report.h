@@ -45,8 +45,9 @@
  * process; 30: fibers in the wait-for graph (each fiber's "holds",
  * "deadlock", "stuck_behind", "stuck_behind_fiber", waiting_on's
  * "forever" and "waits_for"; a thread's "stuck_behind_fiber"; a held
- * mutex's "fiber"; a deadlock member's "fiber" and "fiber_object"). */
-#define CS_JSON_SCHEMA_MINOR 30
+ * mutex's "fiber"; a deadlock member's "fiber" and "fiber_object");
+ * 31: with --native, each thread's "native_tid". */
+#define CS_JSON_SCHEMA_MINOR 31
 
 struct cs_report {
 	const char *core_path; /* NULL for a live process */
