@@ -27,7 +27,8 @@ struct stacks {
 };
 
 /* Each Ruby thread's kernel thread (its tid, cross-checked as a report's
- * are), its stack pointer and registers: where the target has them. */
+ * are; or the one that runs its code on its stack, borrowed_stack.h), its
+ * stack pointer and registers: where the target has them. */
 static struct cs_error *machine_stacks(struct cs_engine *e, struct stacks *st)
 {
 	const struct rv_process *p = st->p;
@@ -53,7 +54,7 @@ static struct cs_error *machine_stacks(struct cs_engine *e, struct stacks *st)
 			continue;
 		for (size_t k = 0; k < n; k++) {
 			const struct cs_thread *t = natives[k];
-			if (t->tid != tids.tids[i])
+			if (t->tid != tids.native_tids[i])
 				continue;
 			struct rv_native_stack *m =
 				&st->machine[st->roots.nmachine++];

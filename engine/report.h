@@ -47,8 +47,9 @@
  * "forever" and "waits_for"; a thread's "stuck_behind_fiber"; a held
  * mutex's "fiber"; a deadlock member's "fiber" and "fiber_object");
  * 31: crash kind "bug" (its "signal" null) and "reporting_bug", a
- * crash in progress in a core gcore took. */
-#define CS_JSON_SCHEMA_MINOR 31
+ * crash in progress in a core gcore took; 32: with --native, each
+ * thread's "native_tid". */
+#define CS_JSON_SCHEMA_MINOR 32
 
 struct cs_report {
 	const char *core_path; /* NULL for a live process */
@@ -65,6 +66,9 @@ struct cs_report {
 	const int64_t *tids; /* per Ruby thread: kernel tid or -1 */
 	/* per Ruby thread: why its tid is not believed, or NULL; NULL: none */
 	char *const *tid_errors;
+	/* per Ruby thread: the kernel thread whose native stack holds its
+	 * frames (engine/borrowed_stack.h), or -1; NULL: each its own tid */
+	const int64_t *native_tids;
 	const char *const *warnings;
 	size_t nwarnings;
 	int complete;
@@ -88,8 +92,13 @@ struct cs_report {
 	const char *const *io_what;
 };
 
-/* Is tid the kernel thread of one of the Ruby threads? */
+/* Does kernel thread tid run one of the Ruby threads' code (its own, or
+ * one's whose machine stack it runs on)? The kernel thread of a Ruby
+ * thread whose code another runs runs none. */
 int cs_report_is_ruby_tid(const struct cs_report *r, int64_t tid);
+/* The kernel thread whose native stack holds Ruby thread i's frames: its
+ * own, or another that runs its code on its stack; -1 when unknown. */
+int64_t cs_report_native_tid(const struct cs_report *r, size_t i);
 /* Ruby thread i's native stack (--native): NULL when there is none or its
  * tid is not believed. */
 const struct cs_native_thread *cs_report_native_of(const struct cs_report *r,

@@ -204,12 +204,13 @@ static struct cs_error *merge_native(struct cs_snapshot *s, bool *ok)
 		return &cs_error_nomem;
 	for (size_t i = 0; i < p->nthreads; i++) {
 		/* Registers not believed to be this thread's: no stack of
-		 * theirs is merged into its. */
+		 * theirs is merged into its. The stack merged is the one
+		 * that runs its code (borrowed_stack.h). */
 		const struct cs_native_thread *nt =
 			s->tids.errors[i]
 				? NULL
 				: cs_native_thread_of(s->native,
-						      s->tids.tids[i]);
+						      s->tids.native_tids[i]);
 		struct cs_error *err =
 			cs_merge_stacks(&p->threads[i], nt, &s->merged[i]);
 		if (err)
@@ -302,7 +303,8 @@ static struct cs_error *read_blocked_calls(const struct cs_target *t,
 	return NULL;
 }
 
-/* Each Ruby thread's blocked call, by its believed tid. */
+/* Each Ruby thread's blocked call: that of the kernel thread that runs
+ * its code (its believed tid's, or one on its stack). */
 static struct cs_error *match_blocked_calls(struct cs_snapshot *s)
 {
 	if (!s->ncalls)
@@ -316,11 +318,10 @@ static struct cs_error *match_blocked_calls(struct cs_snapshot *s)
 	}
 	for (size_t i = 0; i < p->nthreads; i++) {
 		int found = 0;
-		uintptr_t k = s->tids.tids[i] > 0 && !s->tids.errors[i]
+		int64_t tid = s->tids.native_tids[i];
+		uintptr_t k = tid > 0 && !s->tids.errors[i]
 				      ? (uintptr_t)u64map_get(
-						&by_tid,
-						(uint64_t)s->tids.tids[i],
-						&found)
+						&by_tid, (uint64_t)tid, &found)
 				      : 0;
 		if (k && s->calls[k - 1].known)
 			s->blocked[i] = &s->calls[k - 1];
@@ -487,6 +488,7 @@ struct cs_error *cs_engine_snapshot(struct cs_engine *e,
 	rep->ruby = s->proc;
 	rep->tids = s->tids.tids;
 	rep->tid_errors = s->tids.errors;
+	rep->native_tids = s->tids.native_tids;
 	rep->complete = rv_process_complete(s->proc) && !s->truncation &&
 			files_ok && merged_ok && !s->native_warning &&
 			s->tids.ok;

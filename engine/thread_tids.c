@@ -16,6 +16,7 @@
 #include <stdlib.h>
 
 #include "../util/error.h"
+#include "borrowed_stack.h"
 #include "thread_tids.h"
 
 static void fail(struct cs_thread_tids *t, size_t i, const char *fmt, ...)
@@ -245,8 +246,9 @@ struct cs_error *cs_thread_tids_find(const struct rv_process *p,
 {
 	ret->tids = calloc(p->nthreads + 1, sizeof(*ret->tids));
 	ret->errors = calloc(p->nthreads + 1, sizeof(*ret->errors));
+	ret->native_tids = calloc(p->nthreads + 1, sizeof(*ret->native_tids));
 	ret->ok = true;
-	if (!ret->tids || !ret->errors) {
+	if (!ret->tids || !ret->errors || !ret->native_tids) {
 		cs_thread_tids_free(ret, 0);
 		return &cs_error_nomem;
 	}
@@ -281,6 +283,14 @@ struct cs_error *cs_thread_tids_find(const struct rv_process *p,
 				       crash_tid);
 	}
 	check_assignment(ret, p, pid);
+	/* the kernel thread whose native stack holds each one's frames */
+	for (size_t i = 0; i < p->nthreads; i++) {
+		ret->native_tids[i] = -1;
+		if (!ret->errors[i])
+			ret->native_tids[i] = cs_borrowed_stack_runner(
+				&p->threads[i], ret->tids[i], ret->tids,
+				p->nthreads, natives, n);
+	}
 	return NULL;
 }
 
@@ -290,6 +300,8 @@ void cs_thread_tids_free(struct cs_thread_tids *t, size_t nthreads)
 		free(t->errors[i]);
 	free(t->errors);
 	free(t->tids);
+	free(t->native_tids);
 	t->errors = NULL;
 	t->tids = NULL;
+	t->native_tids = NULL;
 }

@@ -13,7 +13,11 @@ struct cs_thread_tids {
 	int64_t *tids; /* per Ruby thread: kernel tid, or -1 when unknown */
 	char **errors; /* per Ruby thread: why its tid or its registers are
 			 * not believed, or NULL */
-	bool ok;       /* no error at all */
+	/* per Ruby thread: the kernel thread that runs its code, whose native
+	 * stack holds its frames: its own (tids), or one that jumped onto its
+	 * machine stack (borrowed_stack.h); -1 when unknown or not believed */
+	int64_t *native_tids;
+	bool ok; /* no error at all */
 };
 
 /* The tids of p's threads: Ruby's own (3.1+) or, where Ruby keeps only a

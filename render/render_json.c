@@ -206,13 +206,17 @@ static void native_frames(struct json *j, const char *key,
 	json_end_array(j);
 }
 
-/* Inside thread i's object: "native", "native_error", "merged",
- * "merge_error". */
+/* Inside thread i's object: "native_tid", "native", "native_error",
+ * "merged", "merge_error". */
 static void native_stack(struct json *j, const struct cs_report *r, size_t i)
 {
 	const struct rv_thread *t = &r->ruby->threads[i];
 	const struct cs_merged_stack *m = &r->merged[i];
 	const struct cs_native_thread *nt = cs_report_native_of(r, i);
+	if (nt)
+		json_int(j, "native_tid", nt->tid);
+	else
+		json_null(j, "native_tid");
 	native_frames(j, "native", nt);
 	json_string(j, "native_error", nt ? nt->error : NULL);
 	json_begin_array(j, "merged");

@@ -284,6 +284,11 @@ static void native_stack(FILE *out, const struct cs_report *r, size_t i)
 	const struct rv_thread *t = &r->ruby->threads[i];
 	const struct cs_merged_stack *m = &r->merged[i];
 	const struct cs_native_thread *nt = cs_report_native_of(r, i);
+	if (nt && nt->tid != r->tids[i])
+		fprintf(out,
+			"    <its code runs on tid %d, on this thread's "
+			"stack: that thread's native frames>\n",
+			nt->tid);
 	if (nt && nt->cut)
 		fprintf(out, "    <native unwind %s>\n", nt->error);
 	if (m->off_native) {

@@ -1372,32 +1372,43 @@ def check_raised_exception(cr):
 
 
 def check_raised_native(cr):
-    """--native: the main thread, whose stack is its own, merged; the
-    parked thread keeps every Ruby frame in order, whatever its stack
-    (its code runs on another thread's since the raise)."""
+    """--native: exit 0, every thread merged. The parked thread's code
+    runs on the thread that called rb_raise (on the Ruby thread's stack,
+    since the raise): its Ruby frames merged with that kernel thread's
+    native stack ("native_tid", the tid that thread told), every one in
+    order, under the tid Ruby started it on."""
     rc, out, err, reason = cr.runs[("--json", "--native")]
-    if reason or rc not in (0, 1):
+    if reason or rc != 0:
         return reason or "exit %d: %s" % (rc, err.strip()[:200])
     report, reason = compare.parse_report(out)
     if reason:
         return reason
+    unmerged = [(m.get("tid"), m.get("merge_error")) for m in report.get("threads", [])
+                if m.get("merge_error") or not m.get("merged")]
+    if unmerged:
+        return "threads not merged: %s" % compare.show(unmerged)
     t = [t for t in report.get("threads", []) if t.get("name") == cr.oracle["thread_name"]]
     if len(t) != 1:
         return "%d threads named %r" % (len(t), cr.oracle["thread_name"])
     t = t[0]
-    # exit 1 only for the stack it could not merge, which it says why
-    if rc == 1 and not (t.get("merge_error") or t.get("native_error")):
-        return "exit 1, but the parked thread says no merge or unwind error"
+    if t.get("tid") != cr.oracle["tid"] or t.get("native_tid") != cr.report.off_tid:
+        return "its tid %s, its native stack tid %s's; expected %s (Ruby's record), %s (the " \
+            "thread that called rb_raise)" % (t.get("tid"), t.get("native_tid"),
+                                              cr.oracle["tid"], cr.report.off_tid)
     main = [m for m in report.get("threads", []) if m.get("main")]
-    if not main or main[0].get("merge_error") or not main[0].get("merged"):
-        return "the main thread not merged: %s" % compare.show(
-            main[0].get("merge_error") if main else "no main thread")
+    if not main or main[0].get("native_tid") != main[0].get("tid"):
+        return "the main thread's native stack not its own: %s" % compare.show(
+            main and [main[0].get("tid"), main[0].get("native_tid")])
     _, plain, reason = raised_thread(cr)
     if reason:
         return reason
     if t.get("frames") != plain.get("frames"):
         return "its frames with --native %s, without %s" % (
             compare.show(t.get("frames")), compare.show(plain.get("frames")))
+    ruby = [m.get("frame") for m in t["merged"] if m.get("kind") != "native"]
+    if ruby != list(range(len(t["frames"]))):
+        return "its merged Ruby frames %s, expected every one of its %d frames in order" % (
+            ruby, len(t["frames"]))
     return None
 
 
