@@ -32,7 +32,10 @@ abort message) and what the program did.
                              (2.7), each check reads it live, parked after its
                              rescue, against what it recorded: capture, stacks,
                              fault (no crash), summary-text, exception, gc,
-                             native), null_call_copy (null_call so:
+                             native: live and on a core gcore takes of it, the
+                             parked thread's Ruby frames merged with the native
+                             stack of the thread that raised, which runs them on
+                             its stack), null_call_copy (null_call so:
                              the code before the return address it left is read
                              from the file found by the build-id, since the core
                              holds no text of the deleted copy). CHECK:
@@ -351,7 +354,8 @@ def told(run):
 def parked_run(run, mode, raised, cs, timeout):
     """A CrashRun of a process that did not crash but parked after it
     recorded what it raised instead: corestack --pid's runs of it, with
-    and without --json and --native."""
+    and without --json and --native, and --json --native on a core gcore
+    took of it (key ("gcore", "--json", "--native"))."""
     with open(run.oracle_path) as f:
         oracle = json.load(f)
     with open(raised) as f:
@@ -360,6 +364,12 @@ def parked_run(run, mode, raised, cs, timeout):
     cr.raised = got
     for argv in (("--json",), (), ("--json", "--native")):
         cr.runs[argv] = procs.run_tool([cs] + list(argv) + ["--pid", str(run.pid)], timeout)
+    core = procs.gcore(run.pid, os.path.join(run.workdir, "parked"), timeout)
+    try:
+        cr.runs[("gcore", "--json", "--native")] = procs.run_tool(
+            [cs, "--json", "--native", core], timeout)
+    finally:
+        os.unlink(core)
     cr.report = RubyReport(told(run))
     if run.poll():
         raise procs.Failure("crash.rb %s %s while read, parked after it raised %s" % (
@@ -1372,12 +1382,22 @@ def check_raised_exception(cr):
 
 
 def check_raised_native(cr):
-    """--native: exit 0, every thread merged. The parked thread's code
-    runs on the thread that called rb_raise (on the Ruby thread's stack,
-    since the raise): its Ruby frames merged with that kernel thread's
-    native stack ("native_tid", the tid that thread told), every one in
-    order, under the tid Ruby started it on."""
-    rc, out, err, reason = cr.runs[("--json", "--native")]
+    """--native, live and on a core gcore took: exit 0, every thread
+    merged. The parked thread's code runs on the thread that called
+    rb_raise (on the Ruby thread's stack, since the raise): its Ruby
+    frames merged with that kernel thread's native stack ("native_tid",
+    the tid that thread told), every one in order, under the tid Ruby
+    started it on."""
+    for key, what in ((("--json", "--native"), "live"),
+                      (("gcore", "--json", "--native"), "gcore")):
+        reason = check_raised_native_run(cr, cr.runs[key])
+        if reason:
+            return "%s: %s" % (what, reason)
+    return None
+
+
+def check_raised_native_run(cr, res):
+    rc, out, err, reason = res
     if reason or rc != 0:
         return reason or "exit %d: %s" % (rc, err.strip()[:200])
     report, reason = compare.parse_report(out)
