@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "../dwarf/module.h"
+#include "../process/crash_signal.h"
+#include "../process/signal_frame.h"
 #include "../util/u64map.h"
 #include "bug_reporters.h"
 
@@ -145,6 +147,19 @@ static bool trampoline(struct cs_crash_scan *s, const struct cs_memory *mem,
 	return yes;
 }
 
+/* Whether the signal frame the trampoline returns to at sp holds a
+ * signal whose handler running means a crash: a handler of another
+ * signal (Ruby's timer, SIGCHLD), or a frame left on the stack by one
+ * that returned long ago, is none. */
+static bool crash_signal_frame(const struct cs_memory *mem, uint64_t sp)
+{
+	struct cs_signal_frame f;
+	struct cs_error *err = cs_signal_frame_read(mem, sp, &f);
+	bool yes = !err && cs_crash_handler_signal(f.si.signo);
+	cs_error_destroy(err);
+	return yes;
+}
+
 /* How many bytes from sp were read into s->window: the rest of its
  * region, up to CS_CRASH_SCAN_BYTES, in one read. A target that does not
  * know its regions (a debugger's inferior) lists no threads either. */
@@ -172,7 +187,9 @@ bool cs_crash_scan_thread(struct cs_crash_scan *s, const struct cs_memory *mem,
 	for (size_t off = 0; off + 8 <= len; off += 8) {
 		uint64_t word;
 		memcpy(&word, s->window + off, 8);
-		if (in_reporter(s, word) || trampoline(s, mem, word))
+		if (in_reporter(s, word) ||
+		    (trampoline(s, mem, word) &&
+		     crash_signal_frame(mem, sp + off + 8)))
 			return true;
 	}
 	return false;

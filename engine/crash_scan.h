@@ -31,8 +31,10 @@ void cs_crash_scan_free(struct cs_crash_scan *s);
 
 /* Whether the CS_CRASH_SCAN_BYTES above kt's stack pointer (those that
  * can be read) hold a return address into one of Ruby's bug reporters,
- * or the return address the kernel leaves for a signal handler: the
- * signal trampoline (x86-64 Linux: the code of rt_sigreturn). */
+ * or the return address the kernel leaves for a signal handler (the
+ * signal trampoline, x86-64 Linux: the code of rt_sigreturn) followed by
+ * a signal frame of a signal whose handler means a crash
+ * (cs_crash_handler_signal). */
 bool cs_crash_scan_thread(struct cs_crash_scan *s, const struct cs_memory *mem,
 			  const struct cs_thread *kt);
 
