@@ -42,6 +42,8 @@ static struct cs_error *open_engine(const struct gx_source *src,
 		r.target.pid = src->pid;
 		r.target.stopped = src->stopped;
 		r.target.stop_signal = src->stop_signal;
+		r.target.threads = src->threads;
+		r.target.nthreads = src->nthreads;
 		r.page_cache = true;
 		break;
 	case GX_SOURCE_DEBUGGER:

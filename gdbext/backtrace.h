@@ -31,6 +31,10 @@ struct gx_source {
 	 * none */
 	const struct cs_thread *stopped;
 	const struct cs_siginfo *stop_signal;
+	/* GX_SOURCE_LIVE with no thread stopped at a fatal signal: every
+	 * thread's registers, the debugger's (nthreads); NULL: unknown */
+	const struct cs_thread *threads;
+	size_t nthreads;
 	const char *executable; /* the debugger's; NULL: as the target names it */
 	struct gx_inferior *debugger; /* GX_SOURCE_DEBUGGER */
 	/* Where to look for debug files (the debugger's own setting);

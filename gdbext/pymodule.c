@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "../process/crash_signal.h"
+#include "../process/target.h"
 #include "../profile/profile.h"
 #include "../profile/profile_format.h"
 #include "args.h"
@@ -212,18 +213,21 @@ struct py_source {
 	/* GX_SOURCE_LIVE: the thread stopped at a fatal signal, and it */
 	struct cs_thread stopped;
 	struct cs_siginfo stop_signal;
+	/* GX_SOURCE_LIVE without one: every thread's registers, or NULL */
+	struct cs_thread *threads;
 };
 
 static void source_free(struct py_source *ps)
 {
 	gx_inferior_free(&ps->dbg);
+	free(ps->threads);
 }
 
 /* What the loader says of the inferior, for every way of reading it. */
 struct py_facts {
 	struct gx_facts f;
 	const char *executable, *name, *advice, *sysroot, *search;
-	PyObject *read, *maps, *auxv, *sig, *hints, *stop;
+	PyObject *read, *maps, *auxv, *sig, *hints, *stop, *threads;
 	char **debug_dirs;
 };
 
@@ -235,19 +239,31 @@ struct py_facts {
  * sysroot and lib_search_path ("a:b": where a core's files are when not
  * at the paths it names, the debugger's settings); stop (a live process:
  * the thread the debugger holds stopped at a fatal signal, or a function
- * giving it, called only when the process is read directly). 0 with a
- * Python error set; pf is always safe to free. */
+ * giving it, called only when the process is read directly); threads (a
+ * live process with no such thread: every thread's registers, or a
+ * function giving them, called only then). 0 with a Python error set; pf
+ * is always safe to free. */
 static int facts_from(PyObject *kw, struct py_facts *pf)
 {
-	static char *names[] = {"is_core",      "core",
-				"pid",          "local",
-				"via_debugger", "executable",
-				"name",         "read",
-				"mappings",     "auxv",
-				"signal",       "hints",
-				"debug_dirs",   "debug_dir_advice",
-				"sysroot",      "lib_search_path",
-				"stop",         NULL};
+	static char *names[] = {"is_core",
+				"core",
+				"pid",
+				"local",
+				"via_debugger",
+				"executable",
+				"name",
+				"read",
+				"mappings",
+				"auxv",
+				"signal",
+				"hints",
+				"debug_dirs",
+				"debug_dir_advice",
+				"sysroot",
+				"lib_search_path",
+				"stop",
+				"threads",
+				NULL};
 	const char *dirs = NULL;
 	int is_core = 0, local = 0, via = 0;
 	PyObject *empty = PyTuple_New(0);
@@ -255,14 +271,14 @@ static int facts_from(PyObject *kw, struct py_facts *pf)
 	pf->f.pid = -1;
 	pf->name = "the debugger's inferior";
 	pf->read = pf->maps = pf->auxv = pf->sig = pf->hints = Py_None;
-	pf->stop = Py_None;
+	pf->stop = pf->threads = Py_None;
 	int ok = empty &&
 		 PyArg_ParseTupleAndKeywords(
-			 empty, kw, "|pzippzzOOOOOzzzzO", names, &is_core,
+			 empty, kw, "|pzippzzOOOOOzzzzOO", names, &is_core,
 			 &pf->f.core_path, &pf->f.pid, &local, &via,
 			 &pf->executable, &pf->name, &pf->read, &pf->maps,
 			 &pf->auxv, &pf->sig, &pf->hints, &dirs, &pf->advice,
-			 &pf->sysroot, &pf->search, &pf->stop);
+			 &pf->sysroot, &pf->search, &pf->stop, &pf->threads);
 	Py_XDECREF(empty);
 	pf->f.is_core = is_core;
 	pf->f.local = local;
@@ -327,6 +343,68 @@ out:
 	return ok;
 }
 
+/* t's 27 registers (user_regs_struct order) from the tuple regs, and
+ * the fields copied from them. 0 with a Python error set. */
+static int registers_from(PyObject *regs, struct cs_thread *t)
+{
+	size_t n = sizeof(t->regs) / sizeof(*t->regs);
+	if (!PyTuple_Check(regs) || PyTuple_Size(regs) != (Py_ssize_t)n) {
+		PyErr_SetString(PyExc_ValueError,
+				"registers are not a tuple of 27");
+		return 0;
+	}
+	for (size_t i = 0; i < n; i++) {
+		t->regs[i] = PyLong_AsUnsignedLongLongMask(
+			PyTuple_GetItem(regs, (Py_ssize_t)i));
+		if (PyErr_Occurred())
+			return 0;
+	}
+	t->rip = t->regs[CS_REG_RIP];
+	t->rsp = t->regs[CS_REG_RSP];
+	t->rbp = t->regs[CS_REG_RBP];
+	t->fs_base = t->regs[CS_REG_FS_BASE];
+	return 1;
+}
+
+/* Every thread's registers from threads: [(tid, registers)], or None.
+ * 0 with a Python error set. */
+static int all_registers(const struct py_facts *pf, struct py_source *ps)
+{
+	PyObject *list = value_of(pf->threads);
+	int ok = 0;
+	if (!list)
+		return 0;
+	if (list == Py_None) {
+		Py_DECREF(list);
+		return 1;
+	}
+	Py_ssize_t n = PyList_Check(list) ? PyList_Size(list) : -1;
+	if (n < 0 || (size_t)n > CS_TARGET_MAX_THREADS) {
+		PyErr_SetString(PyExc_ValueError,
+				"threads: not a list of (tid, registers)");
+		goto out;
+	}
+	if (!(ps->threads = calloc((size_t)n + 1, sizeof(*ps->threads)))) {
+		PyErr_NoMemory();
+		goto out;
+	}
+	for (Py_ssize_t i = 0; i < n; i++) {
+		int tid = 0;
+		PyObject *regs = NULL;
+		if (!PyArg_ParseTuple(PyList_GetItem(list, i), "iO", &tid,
+				      &regs) ||
+		    !registers_from(regs, &ps->threads[i]))
+			goto out;
+		ps->threads[i].tid = tid;
+	}
+	ps->src.threads = ps->threads;
+	ps->src.nthreads = (size_t)n;
+	ok = 1;
+out:
+	Py_DECREF(list);
+	return ok;
+}
+
 /* The thread a live inferior is stopped at a fatal signal on, from
  * stop: (signo, code, the first word of siginfo's union, tid, the 27
  * registers in user_regs_struct order), or None. 0 with a Python error
@@ -339,33 +417,17 @@ static int live_stop(const struct py_facts *pf, struct py_source *ps)
 		return 0;
 	if (stop == Py_None) {
 		Py_DECREF(stop);
-		return 1;
+		return all_registers(pf, ps);
 	}
 	int signo = 0, code = 0, tid = 0;
 	unsigned long long union_word = 0;
 	struct cs_thread *t = &ps->stopped;
 	if (!PyArg_ParseTuple(stop, "iiKiO", &signo, &code, &union_word, &tid,
-			      &regs))
+			      &regs) ||
+	    !registers_from(regs, t))
 		goto out;
-	if (!PyTuple_Check(regs) ||
-	    PyTuple_Size(regs) !=
-		    (Py_ssize_t)(sizeof(t->regs) / sizeof(*t->regs))) {
-		PyErr_SetString(PyExc_ValueError,
-				"stop: registers are not a tuple of 27");
-		goto out;
-	}
-	for (size_t i = 0; i < sizeof(t->regs) / sizeof(*t->regs); i++) {
-		t->regs[i] = PyLong_AsUnsignedLongLongMask(
-			PyTuple_GetItem(regs, (Py_ssize_t)i));
-		if (PyErr_Occurred())
-			goto out;
-	}
 	t->tid = tid;
 	t->cursig = signo;
-	t->rip = t->regs[CS_REG_RIP];
-	t->rsp = t->regs[CS_REG_RSP];
-	t->rbp = t->regs[CS_REG_RBP];
-	t->fs_base = t->regs[CS_REG_FS_BASE];
 	cs_siginfo_set(&ps->stop_signal, signo, 0, code, union_word);
 	ps->src.stopped = t;
 	ps->src.stop_signal = &ps->stop_signal;

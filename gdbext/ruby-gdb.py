@@ -95,29 +95,34 @@ def _auxv():
     return auxv
 
 
+def _each_thread(inf, what):
+    """[(tid, what())] with each thread of inf selected in turn, but those
+    for which gdb cannot tell; gdb's selected thread and frame restored."""
+    out = []
+    selected = gdb.selected_thread()
+    try:
+        frame = gdb.selected_frame()
+    except gdb.error:
+        frame = None
+    try:
+        for t in inf.threads():
+            try:
+                t.switch()
+                out.append((t.ptid[1], what()))
+            except (gdb.error, ValueError):
+                pass
+    finally:
+        if selected is not None:
+            selected.switch()
+        if frame is not None:
+            frame.select()
+    return out
+
+
 def _thread_hints(inf):
     """[(tid, fs_base)] of every thread, for Rubies that keep only a pthread_t."""
-    def hints():
-        out = []
-        selected = gdb.selected_thread()
-        try:
-            frame = gdb.selected_frame()
-        except gdb.error:
-            frame = None
-        try:
-            for t in inf.threads():
-                t.switch()
-                try:
-                    out.append((t.ptid[1], int(gdb.parse_and_eval("$fs_base")) & (2**64 - 1)))
-                except gdb.error:
-                    pass
-        finally:
-            if selected is not None:
-                selected.switch()
-            if frame is not None:
-                frame.select()
-        return out
-    return hints
+    return lambda: _each_thread(
+        inf, lambda: int(gdb.parse_and_eval("$fs_base")) & (2**64 - 1))
 
 
 def _core_signal(inf):
@@ -158,6 +163,20 @@ def _stop_signal_of(thread):
     return int(si["si_signo"]), int(si["si_code"]), word & (2**64 - 1)
 
 
+def _registers():
+    """The selected thread's 27 registers (user_regs_struct order), as its
+    newest frame has them."""
+    top = gdb.newest_frame()
+    return tuple(int(top.read_register(r)) & (2**64 - 1) for r in _corestack.USER_REGS)
+
+
+def _all_registers(inf):
+    """[(tid, registers)] of every thread, for a live process no thread of
+    which is stopped at a fatal signal: one may be crashing all the same,
+    with no signal yet (a fault's handler, or Ruby's bug report, hanging)."""
+    return _each_thread(inf, _registers)
+
+
 def _live_stop(inf):
     """A live process gdb holds stopped at a fatal signal (a fault, an
     abort, before it is delivered): (signo, code, union word, tid, the
@@ -171,9 +190,7 @@ def _live_stop(inf):
                 sig = _stop_signal_of(t)
                 if not _corestack.stops_on_crash(sig[0]):
                     continue
-                top = gdb.newest_frame()
-                regs = tuple(int(top.read_register(r)) & (2**64 - 1)
-                             for r in _corestack.USER_REGS)
+                regs = _registers()
             except (gdb.error, ValueError):
                 continue
             return sig + (t.ptid[1], regs)
@@ -229,6 +246,7 @@ def _facts(inf, via_debugger):
                 name="gdb inferior %d" % inf.num, read=read, mappings=_mappings, auxv=_auxv,
                 signal=(lambda: _core_signal(inf)) if is_core else None,
                 stop=(lambda: _live_stop(inf)) if ctype == "native" else None,
+                threads=(lambda: _all_registers(inf)) if ctype == "native" else None,
                 hints=_thread_hints(inf), debug_dirs=gdb.parameter("debug-file-directory"),
                 debug_dir_advice=DEBUG_DIR_ADVICE, sysroot=sysroot, lib_search_path=search)
 

@@ -174,14 +174,27 @@ def _fatal_stop(process, selected):
             continue
         code = si.GetChildMemberWithName("si_code").GetValueAsSigned()
         word = si.GetValueForExpressionPath("._sifields._sigfault.si_addr")
-        frame = thread.GetFrameAtIndex(0)
-        regs = []
-        for name in _corestack.USER_REGS:   # 0 for one lldb does not show
-            reg = frame.FindRegister(name) if frame.IsValid() else None
-            regs.append(reg.GetValueAsUnsigned() if reg is not None and reg.IsValid() else 0)
         return (signo, code, word.GetValueAsUnsigned() if word.IsValid() else 0,
-                thread.GetThreadID(), tuple(regs))
+                thread.GetThreadID(), _registers(thread))
     return None
+
+
+def _registers(thread):
+    """The thread's 27 registers (user_regs_struct order) as its newest
+    frame has them; 0 for one lldb does not show."""
+    frame = thread.GetFrameAtIndex(0)
+    regs = []
+    for name in _corestack.USER_REGS:
+        reg = frame.FindRegister(name) if frame.IsValid() else None
+        regs.append(reg.GetValueAsUnsigned() if reg is not None and reg.IsValid() else 0)
+    return tuple(regs)
+
+
+def _all_registers(process):
+    """[(tid, registers)] of every thread, for a live process no thread of
+    which is stopped at a fatal signal: one may be crashing all the same,
+    with no signal yet (a fault's handler, or Ruby's bug report, hanging)."""
+    return [(t.GetThreadID(), _registers(t)) for t in process]
 
 
 def _debug_dirs(debugger):
@@ -217,6 +230,7 @@ def _facts(debugger, target, process, via_debugger):
                 name="lldb process %d" % process.GetProcessID(), read=read,
                 mappings=lambda: _mappings(target), hints=_hints(process),
                 stop=(lambda: _live_stop(process)) if not is_core else None,
+                threads=(lambda: _all_registers(process)) if not is_core else None,
                 debug_dirs=_debug_dirs(debugger), debug_dir_advice=DEBUG_DIR_ADVICE,
                 sysroot=_sysroot(debugger))
 

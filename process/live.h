@@ -55,6 +55,13 @@ bool cs_live_thread_blocked(struct cs_live *live, int tid, uint64_t *mask);
  * out. */
 void cs_live_set_stopped(struct cs_live *live, const struct cs_thread *kt,
 			 const struct cs_siginfo *si);
+/* Not paused, no thread stopped at a fatal signal: the registers a
+ * debugger holds for threads (n of them, matched by tid), for the crash
+ * scan and the native unwind. The tables still say they carry none: a
+ * debugger may leave some out (lldb shows no orig_rax), and what goes by
+ * that (a blocked call's number and arguments) reads /proc instead. */
+void cs_live_set_registers(struct cs_live *live, const struct cs_thread *kts,
+			   size_t n);
 /* Resume (PTRACE_DETACH) every thread we stopped, re-delivering a signal a
  * thread was stopped with; reaps threads that died meanwhile. Safe on NULL,
  * safe twice, and after the target died. The cs_live stays usable for

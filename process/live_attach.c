@@ -379,6 +379,20 @@ struct cs_error *cs_live_pause(struct cs_live *live)
 	return NULL;
 }
 
+void cs_live_set_registers(struct cs_live *live, const struct cs_thread *kts,
+			   size_t n)
+{
+	for (size_t i = 0; i < live->tables.nthreads; i++) {
+		struct cs_thread *t = &live->tables.threads[i];
+		for (size_t k = 0; k < n; k++)
+			if (kts[k].tid == t->tid) {
+				*t = kts[k];
+				t->cursig = 0;
+				break;
+			}
+	}
+}
+
 void cs_live_set_stopped(struct cs_live *live, const struct cs_thread *kt,
 			 const struct cs_siginfo *si)
 {

@@ -141,6 +141,8 @@ static struct cs_error *open_target(const struct cs_target_request *req,
 		return err;
 	if (!req->pause && req->stopped && req->stop_signal)
 		cs_live_set_stopped(live, req->stopped, req->stop_signal);
+	else if (!req->pause && req->threads)
+		cs_live_set_registers(live, req->threads, req->nthreads);
 	if (!(*ret = malloc(sizeof(**ret)))) {
 		cs_live_close(live);
 		return &cs_error_nomem;

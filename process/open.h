@@ -25,6 +25,12 @@ struct cs_target_request {
 	 * the crash summary of a process stopped at its fault; NULL: none */
 	const struct cs_thread *stopped;
 	const struct cs_siginfo *stop_signal;
+	/* live, not paused, no thread stopped at a fatal signal: every
+	 * thread's registers as a debugger holds them (nthreads of them), so
+	 * that a crash in progress with no signal yet (a handler, a bug
+	 * report hanging) is seen; NULL: unknown */
+	const struct cs_thread *threads;
+	size_t nthreads;
 };
 
 /* A kind of target the CLI opens (process/open.c lists them): whether a

@@ -34,6 +34,13 @@ gets is the oracle, as for a core (crash.py).
                              fatal signal, no blocked mask to go by), which
                              says the handler was still running, or the report
                              still being written, when the core was taken
+    gdbext/RUBY/crash/MODE/attach-gdb, lldb/RUBY/crash/MODE/attach-lldb
+                             MODE: segv, nodefer_segv, bug: gdb -p and lldb -p
+                             attached to the hung process (stopped with
+                             SIGSTOP, no fatal signal; corestack is not its
+                             tracer and cannot ask the threads' masks): ruby-bt
+                             all --json held to the same checks of its crash
+                             summary, the threads' registers the debugger's
     gdbext/RUBY/crash/MODE/live-gdb, lldb/RUBY/crash/MODE/live-lldb
                              MODE: segv, null_call, raw_jump_data, abort, bug,
                              assert, heap_corruption, stack_overflow, killed,
@@ -88,9 +95,15 @@ LLDB_MODES = GDB_MODES
 GDB_TIMEOUT = 120
 
 
+def attach_names(ruby, mode):
+    return ["gdbext/%s/crash/%s/attach-gdb" % (ruby, mode),
+            "lldb/%s/crash/%s/attach-lldb" % (ruby, mode)]
+
+
 def test_names(ruby):
     return ["%s/crash/%s/live" % (ruby, m) for m in MODES] + \
         ["%s/crash/%s/gcore" % (ruby, m) for m in GCORE_MODES] + \
+        [n for m in GCORE_MODES for n in attach_names(ruby, m)] + \
         ["gdbext/%s/crash/%s/live-gdb" % (ruby, m) for m in GDB_MODES] + \
         ["lldb/%s/crash/%s/live-lldb" % (ruby, m) for m in LLDB_MODES] + \
         ["%s/crash/live-no-crash" % ruby]
@@ -154,13 +167,48 @@ def start(ruby, exe, mode, ext, workdir, fifo):
                               variants.scenario_env(ruby))
 
 
-def run_live(cs, ruby, exe, mode, ext, workdir, timeout, gcore=False):
-    """(CrashRun, the JSON run, the text run, the gcore runs) of mode read
-    live while the process hung in Ruby's handler (or its bug report),
-    the gcore runs (a CrashRun and its JSON and text runs of a core
-    gcore took then) None unless gcore; or, where it did not crash but
-    parked after recording what it raised instead (rb_raise off Ruby's
-    threads on 2.7), (CrashRun with its runs, None, None, None)."""
+def run_attached(debugger, gdbext, pid, workdir):
+    """ruby-bt all --json of the debugger attached to pid, then detached ->
+    a run's (exit, JSON text, stderr, None)."""
+    gdbext = os.path.abspath(gdbext)
+    out = os.path.join(workdir, "attach-%s.json" % debugger)
+    log = os.path.join(workdir, "attach-%s.out" % debugger)
+    cmd = "ruby-bt all --json --out " + out
+    if debugger == "gdb":
+        argv = ["gdb", "-nx", "-q", "-batch", "-p", str(pid), "-ex",
+                "source " + os.path.join(gdbext, "ruby-gdb.py"), "-ex", cmd, "-ex", "detach"]
+        env = procs.quiet_env(dict(CORESTACK_GDBEXT_DIR=gdbext))
+    else:
+        lldb = shutil.which("lldb-14") or shutil.which("lldb")
+        if not lldb:
+            raise procs.Failure("lldb-14 is not installed (.ci/install-deps)")
+        argv = [lldb, "-b", "-p", str(pid), "-o",
+                "command script import " + os.path.join(gdbext, "ruby_lldb.py"),
+                "-o", cmd, "-o", "process detach"]
+        env = gdbext_lldb.lldb_env(gdbext)
+    stdout, stderr = procs.run_debugger(argv, env, workdir, GDB_TIMEOUT, log, [out])
+    with open(log, "w") as f:
+        f.write(stdout + "\n" + stderr)
+    san = procs.sanitizer_report(stderr)
+    if san:
+        raise procs.Failure("sanitizer report: %s" % san)
+    if not os.path.exists(out):
+        raise procs.Failure("ruby-bt wrote no %s; %s said: %s" % (
+            os.path.basename(out), debugger, (stdout + stderr)[-600:]))
+    with open(out) as f:
+        return 0, f.read(), "", None
+
+
+def run_live(cs, ruby, exe, mode, ext, workdir, timeout, gcore=False, attach=()):
+    """(CrashRun, the JSON run, the text run, the gcore runs, the attached
+    runs) of mode read live while the process hung in Ruby's handler (or
+    its bug report), the gcore runs (a CrashRun and its JSON and text runs
+    of a core gcore took then) None unless gcore, the attached runs
+    {debugger: ruby-bt all --json of it attached then, or the Failure it
+    met} for each of attach (("gdb", gdbext), ...); or, where it did not
+    crash but parked after recording what it raised instead (rb_raise off
+    Ruby's threads on 2.7), (CrashRun with its runs, None, None, None,
+    {})."""
     fifo = workdir + ".fifo"
     if os.path.lexists(fifo):
         os.unlink(fifo)
@@ -172,7 +220,7 @@ def run_live(cs, ruby, exe, mode, ext, workdir, timeout, gcore=False):
         run.wait_until(lambda: writing_to_pipe(run.pid) or os.path.exists(raised),
                        "hanging in its crash report", timeout)
         if os.path.exists(raised):
-            return crash.parked_run(run, mode, raised, cs, timeout), None, None, None
+            return crash.parked_run(run, mode, raised, cs, timeout), None, None, None, {}
         res_json = procs.run_tool([cs, "--json", "--pid", str(run.pid)], timeout)
         res_text = procs.run_tool([cs, "--pid", str(run.pid)], timeout)
         core_runs = None
@@ -184,6 +232,12 @@ def run_live(cs, ruby, exe, mode, ext, workdir, timeout, gcore=False):
                              procs.run_tool([cs, core, exe], timeout))
             finally:
                 os.unlink(core)
+        attached = {}
+        for debugger, gdbext in attach:
+            try:
+                attached[debugger] = run_attached(debugger, gdbext, run.pid, workdir)
+            except (procs.Failure, OSError) as exc:
+                attached[debugger] = exc
         report = drain(fifo, run, timeout)
         with open(run.oracle_path) as f:
             oracle = json.load(f)
@@ -198,7 +252,7 @@ def run_live(cs, ruby, exe, mode, ext, workdir, timeout, gcore=False):
         from_core = crash.CrashRun(mode, None, run.status, oracle, cr.report, live=True)
         from_core.gcore = True
         gcore_run = (from_core,) + core_runs
-    return cr, res_json, res_text, gcore_run
+    return cr, res_json, res_text, gcore_run, attached
 
 
 def check_bug(cr, res_json, res_text):
@@ -230,6 +284,8 @@ def check_bug(cr, res_json, res_text):
     want = crash.plain_frames(crash.expected_frames(cr))[0]
     if crash.plain_frames([[rf.get("label"), rf.get("path"), rf.get("lineno")]])[0] != want:
         return "Ruby method %s, Ruby's %s" % (compare.show(rf), compare.show(want))
+    if res_text is None:
+        return None
     rc, out, err, reason = res_text
     if reason or rc != 0:
         return reason or "text run exit %d: %s" % (rc, err.strip()[:200])
@@ -266,7 +322,8 @@ def check_live(cr, res_json, res_text):
         return crash.check_capture(cr) or crash.check_stacks(cr, res_json) or \
             check_bug(cr, res_json, res_text)
     return (crash.check_capture(cr) or crash.check_stacks(cr, res_json)
-            or crash.check_fault(cr, res_json) or crash.check_summary_text(cr, res_text))
+            or crash.check_fault(cr, res_json)
+            or (crash.check_summary_text(cr, res_text) if res_text is not None else None))
 
 
 def debugger_argv(debugger, gdbext, exe, outs, mode=None):
@@ -408,15 +465,29 @@ def run_tests(ctx):
             g = "%s/crash/%s/gcore" % (ruby, mode)
             want_live = n in names_here
             want_gcore = mode in GCORE_MODES and g in names_here
-            if not (want_live or want_gcore):
+            attach_here = [a for a in attach_names(ruby, mode) if a in names_here] \
+                if mode in GCORE_MODES else []
+            if not (want_live or want_gcore or attach_here):
                 continue
+            gdbext = ctx.args.gdbext
+            if attach_here and not os.path.exists(os.path.join(gdbext, "_corestack.abi3.so")):
+                for a in attach_here:
+                    rep.result(a, "setup: no gdb module in %s (make gdbext)" % gdbext)
+                attach_here = []
+            attach = [(a.rsplit("-", 1)[1], gdbext) for a in attach_here]
             try:
-                cr, res_json, res_text, gcore_run = run_live(
-                    cs, ruby, exe, mode, ext, os.path.join(base, mode), timeout, want_gcore)
+                cr, res_json, res_text, gcore_run, attached = run_live(
+                    cs, ruby, exe, mode, ext, os.path.join(base, mode), timeout, want_gcore,
+                    attach)
             except (procs.Failure, OSError, ValueError) as exc:
-                for name in (n,) * want_live + (g,) * want_gcore:
+                for name in (n,) * want_live + (g,) * want_gcore + tuple(attach_here):
                     rep.result(name, "setup: %s" % exc)
                 continue
+            for a in attach_here:
+                got = attached.get(a.rsplit("-", 1)[1])
+                rep.result(a, "setup: %s" % got if isinstance(got, Exception) else
+                           "no attached run: the process did not hang" if got is None else
+                           check_live(cr, got, None))
             if want_live:
                 rep.result(n, check_live(cr, res_json, res_text))
             if want_gcore:
