@@ -167,8 +167,11 @@ def lldb_thread_numbers_test(args, exe, core, workdir):
 
 
 # Runs inside lldb: two_signals launched again and again; at each first
-# stop, every thread's stop and the siginfo lldb gives for it as it is,
-# then what ruby_lldb._live_stop makes of the stop.
+# stop, every thread's stop and the siginfo lldb gives for it as it is;
+# then lldb-server's current thread made the other one (Hg), as lldb
+# leaves it when that thread's signal was taken last, so that the SIGSEGV
+# thread's siginfo, read as lldb reads it, is the other thread's: what
+# ruby_lldb._live_stop makes of the stop then.
 LLDB_TWO_SIGNALS_SCRIPT = r'''
 import json, os, lldb, ruby_lldb
 debugger = lldb.debugger
@@ -184,8 +187,16 @@ while len(launches) < int(os.environ["TWO_SIGNALS_LAUNCHES"]) and hits < 2:
         signal = t.GetStopReasonDataAtIndex(0) if t.GetStopReason() == lldb.eStopReasonSignal else 0
         raw = si.GetChildMemberWithName("si_signo").GetValueAsSigned() if si.IsValid() else None
         threads.append({"tid": t.GetThreadID(), "signal": signal, "raw_signo": raw})
-    # the SIGSEGV thread shown another's siginfo: what the module must see past
-    hits += any(t["signal"] == 11 and t["raw_signo"] != 11 for t in threads)
+    segv = [t for t in process if t.GetStopReason() == lldb.eStopReasonSignal
+            and t.GetStopReasonDataAtIndex(0) == 11]
+    others = [t for t in process if not segv or t.GetThreadID() != segv[0].GetThreadID()]
+    if segv and others:
+        ruby_lldb._server_thread(process, others[0].GetThreadID())
+        si = segv[0].GetSiginfo()
+        # the SIGSEGV thread shown another's siginfo: what the module
+        # must see past
+        hits += (si.GetChildMemberWithName("si_signo").GetValueAsSigned()
+                 if si.IsValid() else None) != 11
     stop = ruby_lldb._live_stop(process)
     launches.append({"error": error.GetCString(), "threads": threads,
                      "stop": list(stop[:4]) if stop else None})
@@ -199,9 +210,11 @@ def lldb_two_signals_test(args, workdir):
     """A SIGSEGV another process sent to one thread while a SIGCHLD stops
     another at the same stop: lldb 14 gives one thread's siginfo for both,
     and ruby-bt must still find the SIGSEGV (signo, SI_USER, the thread)
-    at every launch. Launches until lldb gave the SIGSEGV thread the
-    SIGCHLD's siginfo twice (about one launch in four), at most 40; fails
-    when it never did: then nothing was tested."""
+    at every launch. lldb-server is made to have the other thread current
+    before the module reads the stop (as lldb leaves it in about one launch
+    in four on its own, in none on a loaded machine), so that lldb gives
+    the SIGSEGV thread the other's siginfo; launches until it did twice, at
+    most 40; fails when it never did: then nothing was tested."""
     exe = os.path.join(workdir, "two_signals")
     src = os.path.join(procs.ROOT, "fixtures", "native", "two_signals.c")
     res = subprocess.run(["cc", "-g", "-O0", "-pthread", src, "-o", exe], stdout=subprocess.PIPE,
