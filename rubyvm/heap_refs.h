@@ -26,6 +26,8 @@ enum rv_ref_kind {
 	RV_REF_LOCAL,      /* an environment's local, index in its iseq's
 			    * local table */
 	RV_REF_OUTER,      /* an environment's outer one */
+	RV_REF_FIELD,      /* an imemo's member, index the layout item
+			    * (enum rv_item_id) it was read by */
 };
 
 struct rv_ref {
@@ -51,11 +53,22 @@ struct cs_error *rv_object_refs(struct rv_session *s, uint64_t obj,
 				uint64_t flags, struct rv_refs *out,
 				bool *decoded);
 void rv_refs_free(struct rv_refs *r);
+/* Append v held as kind, index to out unless v is 0 or a special
+ * constant; false when out of memory. */
+bool rv_refs_add(struct rv_session *s, struct rv_refs *out, uint64_t v,
+		 enum rv_ref_kind kind, uint64_t index);
+
+/* heap_refs_imemo.c: what an imemo of obj marks, by its type (docs/heap.md
+ * "What keeps an object alive"); *decoded false for a type not decoded
+ * (an iseq, a tmpbuf, ...) or one whose layout this Ruby's DWARF lacks. */
+struct cs_error *rv_imemo_refs(struct rv_session *s, uint64_t obj,
+			       struct rv_refs *out, bool *decoded);
 
 /* How obj holds r, for people and JSON: kind "ivar" (name "@items"),
  * "element" (index), "key" or "value" (key: the entry's key shown as
  * inspect would, for a value), "default", "member" (index), "constant"
- * (name), "self", "env", "local" (name), "outer". */
+ * (name), "self", "env", "local" (name), "outer", "field" (an imemo's
+ * member, name its C name: "owner", "body.iseq.cref"). */
 struct rv_ref_label {
 	const char *kind;
 	char *name;    /* NULL when none or unknown */
