@@ -4,7 +4,8 @@
  * Array shows them, not its hidden root), a Hash's keys, values and
  * default, a Struct's members, a Proc's self and environment, an
  * environment's locals and outer one; an imemo's by its type
- * (heap_refs_imemo.c). What else an object marks (its class, a class's
+ * (heap_refs_imemo.c), a T_DATA's whose type marks declaratively
+ * (heap_refs_data.c). What else an object marks (its class, a class's
  * method table and superclass, a T_DATA's C mark function, an iseq) is
  * not followed: a path found is real, and one through an object of
  * another type is not looked for. */
@@ -275,6 +276,8 @@ struct cs_error *rv_object_refs(struct rv_session *s, uint64_t obj,
 			err = add_values(s, out, ptr, len, RV_REF_MEMBER);
 	} else if (RV_HAS(s, t_data) && type == (uint64_t)RV_VAL(s, t_data)) {
 		err = proc_refs(s, obj, out, decoded);
+		if (!err && !*decoded)
+			err = rv_decl_marked_refs(s, obj, flags, out, decoded);
 	} else if (RV_HAS(s, t_imemo) && type == (uint64_t)RV_VAL(s, t_imemo)) {
 		uint64_t iseq = 0, ep = 0;
 		if (env_of(s, obj, &iseq, &ep))
@@ -406,6 +409,8 @@ const char *rv_ref_kind_name(enum rv_ref_kind kind)
 		return "outer";
 	case RV_REF_FIELD:
 		return "field";
+	case RV_REF_DATA:
+		return "data";
 	}
 	return "?";
 }
@@ -437,6 +442,7 @@ struct cs_error *rv_ref_describe(struct rv_session *s, uint64_t obj,
 	case RV_REF_ELEMENT:
 	case RV_REF_MEMBER:
 	case RV_REF_HASH_KEY:
+	case RV_REF_DATA:
 		ret->index = (int64_t)r->index;
 		return NULL;
 	case RV_REF_LOCAL:

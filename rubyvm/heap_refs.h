@@ -28,6 +28,8 @@ enum rv_ref_kind {
 	RV_REF_OUTER,      /* an environment's outer one */
 	RV_REF_FIELD,      /* an imemo's member, index the layout item
 			    * (enum rv_item_id) it was read by */
+	RV_REF_DATA,       /* a T_DATA's VALUE its type's declarative
+			    * marking lists, index its offset in the data */
 };
 
 struct rv_ref {
@@ -63,12 +65,19 @@ bool rv_refs_add(struct rv_session *s, struct rv_refs *out, uint64_t v,
  * (an iseq, a tmpbuf, ...) or one whose layout this Ruby's DWARF lacks. */
 struct cs_error *rv_imemo_refs(struct rv_session *s, uint64_t obj,
 			       struct rv_refs *out, bool *decoded);
+/* heap_refs_data.c: the VALUEs a typed T_DATA whose type marks
+ * declaratively (RUBY_TYPED_DECL_MARKING) lists; *decoded false for any
+ * other T_DATA. */
+struct cs_error *rv_decl_marked_refs(struct rv_session *s, uint64_t obj,
+				     uint64_t flags, struct rv_refs *out,
+				     bool *decoded);
 
 /* How obj holds r, for people and JSON: kind "ivar" (name "@items"),
  * "element" (index), "key" or "value" (key: the entry's key shown as
  * inspect would, for a value), "default", "member" (index), "constant"
  * (name), "self", "env", "local" (name), "outer", "field" (an imemo's
- * member, name its C name: "owner", "body.iseq.cref"). */
+ * member, name its C name: "owner", "body.iseq.cref"), "data" (index the
+ * offset in a T_DATA's data). */
 struct rv_ref_label {
 	const char *kind;
 	char *name;    /* NULL when none or unknown */

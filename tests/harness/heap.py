@@ -44,7 +44,9 @@ process title (the fixture's comment says how). Then:
                             machine stack it left, a C global registered with
                             rb_gc_register_address, rb_gc_register_mark_object,
                             a finalizer, a Proc's captured local through its
-                            environment):
+                            environment, from 3.3 an Array's element the
+                            Array held only by an Enumerator's data: a
+                            declarative mark list's hop "data"):
                             exit 0, found, the root's kind, name and frame (a
                             thread's, or a fiber's), and every object on the
                             path with how the one before holds it (ivar name,
@@ -78,7 +80,8 @@ process title (the fixture's comment says how). Then:
                             decodes (ment, cref, svar, throw_data, ifunc,
                             memo, callcache, constcache, cvar_entry), at
                             least one of ment, cref, ifunc and svar compared
-                            (and of constcache from 3.1); the
+                            (and of constcache from 3.1), and from 3.3 of an
+                            Enumerator and a Dir (declarative marking); the
                             frozen probe String's value, bytesize and frozen;
                             for the fixture's FieldFixture objects (Strings of
                             several encodings and coderanges, heap Floats,
