@@ -3,9 +3,9 @@
  * constants and ivars, an Array's elements (a shared Array's as the
  * Array shows them, not its hidden root), a Hash's keys, values and
  * default, a Struct's members, a Proc's self and environment, an
- * environment's locals and outer one; an imemo's by its type
- * (heap_refs_imemo.c), a T_DATA's whose type marks declaratively
- * (heap_refs_data.c). What else an object marks (its class, a class's
+ * environment's locals and outer one, a fields object's owner and
+ * fields; another imemo's by its type (heap_refs_imemo.c), a T_DATA's
+ * whose type marks declaratively (heap_refs_data.c). What else an object marks (its class, a class's
  * method table and superclass, a T_DATA's C mark function, an iseq) is
  * not followed: a path found is real, and one through an object of
  * another type is not looked for. */
@@ -254,6 +254,38 @@ static struct cs_error *env_refs(struct rv_session *s, uint64_t iseq,
 	return err;
 }
 
+/* Whether obj is an imemo_fields (4.0+), whose fields are laid out as a
+ * T_OBJECT's by its own shape. */
+static bool fields_object(struct rv_session *s, uint64_t obj)
+{
+	int64_t imemo = -1;
+	return RV_HAS(s, imemo_fields) && RV_HAS(s, basic_klass) &&
+	       !rv_failed(rv_imemo_type(s, obj, &imemo)) &&
+	       imemo == RV_VAL(s, imemo_fields);
+}
+
+/* A fields object's owner, which the GC marks in its RBasic klass, and
+ * its fields, named as the owner's ivars. One of too complex a shape,
+ * whose fields are in a hash table, is not decoded. */
+static struct cs_error *fields_refs(struct rv_session *s, uint64_t fields,
+				    uint64_t flags, struct rv_refs *out,
+				    bool *decoded)
+{
+	uint64_t owner = 0;
+	bool complex = false;
+	struct cs_error *err = rv_shape_too_complex(s, fields, flags, &complex);
+	if (err || complex) {
+		*decoded = false;
+		return err;
+	}
+	err = rv_read_member(s, fields, RVL_basic_klass, &owner);
+	if (!err && !rv_refs_add(s, out, owner, RV_REF_FIELD, RVL_basic_klass))
+		err = &cs_error_nomem;
+	if (!err)
+		err = add_ivars(s, out, fields, flags, false);
+	return err;
+}
+
 struct cs_error *rv_object_refs(struct rv_session *s, uint64_t obj,
 				uint64_t flags, struct rv_refs *out,
 				bool *decoded)
@@ -282,6 +314,8 @@ struct cs_error *rv_object_refs(struct rv_session *s, uint64_t obj,
 		uint64_t iseq = 0, ep = 0;
 		if (env_of(s, obj, &iseq, &ep))
 			err = env_refs(s, iseq, ep, out);
+		else if (fields_object(s, obj))
+			err = fields_refs(s, obj, flags, out, decoded);
 		else
 			err = rv_imemo_refs(s, obj, out, decoded);
 	} else
@@ -425,8 +459,10 @@ struct cs_error *rv_ref_describe(struct rv_session *s, uint64_t obj,
 	ret->index = -1;
 	switch (r->kind) {
 	case RV_REF_IVAR:
+		/* a fields object's ivars are named as a T_OBJECT's */
 		return ivar_name(s, obj, flags,
-				 type != (uint64_t)RV_VAL(s, t_object),
+				 type == (uint64_t)RV_VAL(s, t_class) ||
+					 type == (uint64_t)RV_VAL(s, t_module),
 				 r->index, &ret->name);
 	case RV_REF_CONSTANT:
 		return rv_id_serial_name(s, r->index, &ret->name);

@@ -1,7 +1,8 @@
 /* What one heap object refers to, as the GC marks it, for the types whose
  * references the model decodes, and how each is held: an ivar, an
- * element, a Hash's key or value, a Struct member, a constant
- * (rubyvm/heap_refs.c; docs/heap.md "What keeps an object alive"). */
+ * element, a Hash's key or value, a Struct member, a constant, an imemo's
+ * member, a T_DATA's listed VALUE (rubyvm/heap_refs.c; docs/heap.md
+ * "What keeps an object alive"). */
 #ifndef CS_RUBYVM_HEAP_REFS_H
 #define CS_RUBYVM_HEAP_REFS_H
 
@@ -48,7 +49,9 @@ struct rv_refs {
  * and ivars, of an Array its elements, of a Hash its keys, values and
  * default, of a Struct its members, of a Proc of a Ruby block its self
  * and environment, of an environment its locals and the environment
- * around it; special constants left out. *decoded
+ * around it, of a fields object its owner and fields, of another imemo
+ * and a declaratively marked T_DATA what the GC marks; special
+ * constants left out. *decoded
  * false: obj's type is none of these (its references are not followed).
  * An error when they cannot be read (out keeps what was). */
 struct cs_error *rv_object_refs(struct rv_session *s, uint64_t obj,

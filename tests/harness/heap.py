@@ -78,9 +78,10 @@ process title (the fixture's comment says how). Then:
                             four hops from the fixture's methods and blocks
                             (HeapSize.values_from) whose imemo_type corestack
                             decodes (ment, cref, svar, throw_data, ifunc,
-                            memo, callcache, constcache, cvar_entry), at
-                            least one of ment, cref, ifunc and svar compared
-                            (and of constcache from 3.1), and from 3.3 of an
+                            memo, callcache, constcache, cvar_entry, fields),
+                            at least one of ment, cref, ifunc and svar
+                            compared (of constcache from 3.1, of fields, a
+                            String's ivars, from 4.0), and from 3.3 of an
                             Enumerator and a Dir (declarative marking); the
                             frozen probe String's value, bytesize and frozen;
                             for the fixture's FieldFixture objects (Strings of
@@ -640,7 +641,7 @@ def check_dump_unwritable(corestack, target_args, timeout):
 # The imemo types whose references corestack decodes (docs/heap.md), and
 # those the fixture reaches on every Ruby (from its methods and blocks).
 DECODED_IMEMOS = {"ment", "cref", "svar", "throw_data", "ifunc", "memo",
-                  "callcache", "constcache", "cvar_entry"}
+                  "callcache", "constcache", "cvar_entry", "fields"}
 REQUIRED_IMEMOS = {"ment", "cref", "ifunc", "svar"}
 
 
@@ -708,8 +709,11 @@ def check_dump_lines(lines, record):
             return "%s (%s): references %s, Ruby's GC marks %s" % (
                 sample["object"], line["type"], [hex(a) for a in got], [hex(a) for a in exp])
     required = set(REQUIRED_IMEMOS)
-    if tuple(int(p) for p in record["ruby_version"].split(".")[:2]) >= (3, 1):
+    version = tuple(int(p) for p in record["ruby_version"].split(".")[:2])
+    if version >= (3, 1):
         required.add("constcache")  # an imemo from 3.1
+    if version >= (4, 0):
+        required.add("fields")  # a String's ivars, in a fields object
     missing = sorted(required - compared)
     if missing:
         return "no sample imemo of type %s compared (compared: %s)" % (
