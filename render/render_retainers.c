@@ -86,7 +86,8 @@ static void root_text(FILE *out, const struct rv_root *r)
 		fprintf(out, ", fiber 0x%" PRIx64, r->fiber);
 }
 
-/* How the hop before holds this one: "@items", "[1]", "value of "k"". */
+/* How the hop before holds this one: "@items", "[1]", "value of "k"",
+ * "field owner" (an imemo's member), "data +16" (a T_DATA's). */
 static void via_text(FILE *out, const struct rv_ref_label *v)
 {
 	const char *kind = v->kind ? v->kind : "?";
@@ -98,6 +99,10 @@ static void via_text(FILE *out, const struct rv_ref_label *v)
 		fputs("captured env", out);
 	else if (!strcmp(kind, "outer"))
 		fputs("outer env", out);
+	else if (!strcmp(kind, "field"))
+		fprintf(out, "field %s", v->name ? v->name : "?");
+	else if (!strcmp(kind, "data"))
+		fprintf(out, "data +%" PRId64, v->index);
 	else if (v->name) /* an ivar */
 		fputs(v->name, out);
 	else if (!strcmp(kind, "value"))

@@ -31,6 +31,9 @@ static const struct {
 	{"MAX_POWER2_FOR_TABLES_WITHOUT_BINS", 4, 0}, /* st.c */
 	/* include/ruby/internal/core/rtypeddata.h: the type word's low bit */
 	{"TYPED_DATA_EMBEDDED", 1, 0},
+	/* include/ruby/internal/gc.h: SIZE_MAX, the end of a declarative
+	 * mark list (read only where RUBY_TYPED_DECL_MARKING is known) */
+	{"RUBY_REF_END", -1, 0},
 	/* internal/bignum.h: FL_USER1, FL_USER2, FL_USER3..5, FL_USHIFT+3 */
 	{"BIGNUM_SIGN_BIT", 0x2000, 0},
 	{"BIGNUM_EMBED_FLAG", 0x4000, 0},

@@ -2,10 +2,13 @@
  * types the model can decode: a T_OBJECT's ivars, a class's or module's
  * constants and ivars, an Array's elements (a shared Array's as the
  * Array shows them, not its hidden root), a Hash's keys, values and
- * default, a Struct's members. What else an object marks (its class,
- * a class's method table and superclass, a T_DATA's C mark function, an
- * imemo's fields) is not followed: a path found is real, and one
- * through an object of another type is not looked for. */
+ * default, a Struct's members, a Proc's self and environment, an
+ * environment's locals and outer one, a fields object's owner and
+ * fields; another imemo's by its type (heap_refs_imemo.c), a T_DATA's
+ * whose type marks declaratively (heap_refs_data.c). What else an object marks (its class, a class's
+ * method table and superclass, a T_DATA's C mark function, an iseq) is
+ * not followed: a path found is real, and one through an object of
+ * another type is not looked for. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,8 +19,8 @@
 /* The most ivars, elements, entries or members taken from one object. */
 #define MAX_REFS_PER_OBJECT 1048576
 
-static bool add(struct rv_session *s, struct rv_refs *out, uint64_t v,
-		enum rv_ref_kind kind, uint64_t index)
+bool rv_refs_add(struct rv_session *s, struct rv_refs *out, uint64_t v,
+		 enum rv_ref_kind kind, uint64_t index)
 {
 	if (!v || rv_special_const(s, v))
 		return true;
@@ -50,7 +53,7 @@ static struct cs_error *add_values(struct rv_session *s, struct rv_refs *out,
 		return &cs_error_nomem;
 	struct cs_error *err = rv_read(s, ptr, vals, count * sizeof(*vals));
 	for (uint64_t i = 0; !err && i < count; i++)
-		if (!add(s, out, vals[i], kind, i))
+		if (!rv_refs_add(s, out, vals[i], kind, i))
 			err = &cs_error_nomem;
 	free(vals);
 	return err;
@@ -82,7 +85,7 @@ static struct cs_error *add_ivars(struct rv_session *s, struct rv_refs *out,
 		v = heap;
 	}
 	for (size_t i = 0; !err && i < n; i++)
-		if (!add(s, out, v[i], RV_REF_IVAR, i))
+		if (!rv_refs_add(s, out, v[i], RV_REF_IVAR, i))
 			err = &cs_error_nomem;
 	free(heap);
 	free(heap_ids);
@@ -97,8 +100,9 @@ static struct cs_error *add_constant(struct rv_session *s, uint64_t serial,
 		rv_read_member(s, entry, RVL_const_entry_value, &value);
 	if (err)
 		return err;
-	return add(s, ctx, value, RV_REF_CONSTANT, serial) ? NULL
-							   : &cs_error_nomem;
+	return rv_refs_add(s, ctx, value, RV_REF_CONSTANT, serial)
+		       ? NULL
+		       : &cs_error_nomem;
 }
 
 static struct cs_error *class_refs(struct rv_session *s, uint64_t klass,
@@ -149,14 +153,14 @@ static struct cs_error *hash_refs(struct rv_session *s, uint64_t h,
 	else
 		err = rv_hash_entries(s, h, flags, keys, vals, size, &n, &size);
 	for (size_t i = 0; !err && i < n; i++)
-		if (!add(s, out, keys[i], RV_REF_HASH_KEY, i) ||
-		    !add(s, out, vals[i], RV_REF_HASH_VALUE, i))
+		if (!rv_refs_add(s, out, keys[i], RV_REF_HASH_KEY, i) ||
+		    !rv_refs_add(s, out, vals[i], RV_REF_HASH_VALUE, i))
 			err = &cs_error_nomem;
 	free(keys);
 	free(vals);
 	if (!err && RV_HAS(s, rhash_ifnone) &&
 	    !(err = rv_read_member(s, h, RVL_rhash_ifnone, &ifnone)) &&
-	    !add(s, out, ifnone, RV_REF_IFNONE, 0))
+	    !rv_refs_add(s, out, ifnone, RV_REF_IFNONE, 0))
 		err = &cs_error_nomem;
 	return err;
 }
@@ -203,8 +207,8 @@ static struct cs_error *proc_refs(struct rv_session *s, uint64_t obj,
 	    (err = rv_ep_slot(s, ep, RV_VAL(s, env_index_env), &env)))
 		return err;
 	*decoded = true;
-	if (!add(s, out, self, RV_REF_SELF, 0) ||
-	    !add(s, out, env, RV_REF_ENV, 0))
+	if (!rv_refs_add(s, out, self, RV_REF_SELF, 0) ||
+	    !rv_refs_add(s, out, env, RV_REF_ENV, 0))
 		return &cs_error_nomem;
 	return NULL;
 }
@@ -233,7 +237,7 @@ static struct cs_error *env_refs(struct rv_session *s, uint64_t iseq,
 	if (!err)
 		err = rv_scope_slots(s, iseq, info, ep, &ids, &n);
 	for (uint64_t i = 0; !err && ids && i < n; i++)
-		if (!add(s, out, ids[n + i], RV_REF_LOCAL, i))
+		if (!rv_refs_add(s, out, ids[n + i], RV_REF_LOCAL, i))
 			err = &cs_error_nomem;
 	free(ids);
 	if (!err)
@@ -245,8 +249,40 @@ static struct cs_error *env_refs(struct rv_session *s, uint64_t iseq,
 	prev &= (uint64_t)RV_VAL(s, guarded_ptr_mask);
 	if (prev &&
 	    !(err = rv_ep_slot(s, prev, RV_VAL(s, env_index_env), &outer)) &&
-	    !add(s, out, outer, RV_REF_OUTER, 0))
+	    !rv_refs_add(s, out, outer, RV_REF_OUTER, 0))
 		err = &cs_error_nomem;
+	return err;
+}
+
+/* Whether obj is an imemo_fields (4.0+), whose fields are laid out as a
+ * T_OBJECT's by its own shape. */
+static bool fields_object(struct rv_session *s, uint64_t obj)
+{
+	int64_t imemo = -1;
+	return RV_HAS(s, imemo_fields) && RV_HAS(s, basic_klass) &&
+	       !rv_failed(rv_imemo_type(s, obj, &imemo)) &&
+	       imemo == RV_VAL(s, imemo_fields);
+}
+
+/* A fields object's owner, which the GC marks in its RBasic klass, and
+ * its fields, named as the owner's ivars. One of too complex a shape,
+ * whose fields are in a hash table, is not decoded. */
+static struct cs_error *fields_refs(struct rv_session *s, uint64_t fields,
+				    uint64_t flags, struct rv_refs *out,
+				    bool *decoded)
+{
+	uint64_t owner = 0;
+	bool complex = false;
+	struct cs_error *err = rv_shape_too_complex(s, fields, flags, &complex);
+	if (err || complex) {
+		*decoded = false;
+		return err;
+	}
+	err = rv_read_member(s, fields, RVL_basic_klass, &owner);
+	if (!err && !rv_refs_add(s, out, owner, RV_REF_FIELD, RVL_basic_klass))
+		err = &cs_error_nomem;
+	if (!err)
+		err = add_ivars(s, out, fields, flags, false);
 	return err;
 }
 
@@ -272,12 +308,16 @@ struct cs_error *rv_object_refs(struct rv_session *s, uint64_t obj,
 			err = add_values(s, out, ptr, len, RV_REF_MEMBER);
 	} else if (RV_HAS(s, t_data) && type == (uint64_t)RV_VAL(s, t_data)) {
 		err = proc_refs(s, obj, out, decoded);
+		if (!err && !*decoded)
+			err = rv_decl_marked_refs(s, obj, flags, out, decoded);
 	} else if (RV_HAS(s, t_imemo) && type == (uint64_t)RV_VAL(s, t_imemo)) {
 		uint64_t iseq = 0, ep = 0;
 		if (env_of(s, obj, &iseq, &ep))
 			err = env_refs(s, iseq, ep, out);
+		else if (fields_object(s, obj))
+			err = fields_refs(s, obj, flags, out, decoded);
 		else
-			*decoded = false;
+			err = rv_imemo_refs(s, obj, out, decoded);
 	} else
 		*decoded = false;
 	return err;
@@ -401,6 +441,10 @@ const char *rv_ref_kind_name(enum rv_ref_kind kind)
 		return "local";
 	case RV_REF_OUTER:
 		return "outer";
+	case RV_REF_FIELD:
+		return "field";
+	case RV_REF_DATA:
+		return "data";
 	}
 	return "?";
 }
@@ -415,16 +459,26 @@ struct cs_error *rv_ref_describe(struct rv_session *s, uint64_t obj,
 	ret->index = -1;
 	switch (r->kind) {
 	case RV_REF_IVAR:
+		/* a fields object's ivars are named as a T_OBJECT's */
 		return ivar_name(s, obj, flags,
-				 type != (uint64_t)RV_VAL(s, t_object),
+				 type == (uint64_t)RV_VAL(s, t_class) ||
+					 type == (uint64_t)RV_VAL(s, t_module),
 				 r->index, &ret->name);
 	case RV_REF_CONSTANT:
 		return rv_id_serial_name(s, r->index, &ret->name);
 	case RV_REF_HASH_VALUE:
 		return entry_key(s, obj, flags, r->index, &ret->key);
+	case RV_REF_FIELD:
+		if (r->index >= RVL_COUNT)
+			return cs_error_create(CS_ERR_CORRUPT, "field %llu",
+					       (unsigned long long)r->index);
+		ret->name =
+			strdup(rv_layout_item_path((enum rv_item_id)r->index));
+		return ret->name ? NULL : &cs_error_nomem;
 	case RV_REF_ELEMENT:
 	case RV_REF_MEMBER:
 	case RV_REF_HASH_KEY:
+	case RV_REF_DATA:
 		ret->index = (int64_t)r->index;
 		return NULL;
 	case RV_REF_LOCAL:

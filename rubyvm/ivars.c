@@ -350,6 +350,13 @@ static struct cs_error *complex_table(struct rv_session *s, uint64_t obj,
 	return NULL;
 }
 
+struct cs_error *rv_shape_too_complex(struct rv_session *s, uint64_t obj,
+				      uint64_t flags, bool *complex)
+{
+	struct shape_walk w = {0};
+	return shape_leaf_of(s, obj, flags, &w, complex);
+}
+
 struct cs_error *rv_object_complex(struct rv_session *s, uint64_t obj,
 				   uint64_t flags, bool *complex,
 				   uint64_t *count)

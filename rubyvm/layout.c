@@ -65,6 +65,11 @@ const char *rv_layout_item_name(enum rv_item_id id)
 	return id < RVL_COUNT ? specs[id].id : "?";
 }
 
+const char *rv_layout_item_path(enum rv_item_id id)
+{
+	return id < RVL_COUNT && specs[id].path ? specs[id].path : "?";
+}
+
 const char *rv_layout_item_subject(enum rv_item_id id)
 {
 	return id < RVL_COUNT ? specs[id].type : "?";

@@ -102,6 +102,8 @@ int rv_layout_item_is_var(enum rv_item_id id);
 int rv_layout_item_of_ext(enum rv_item_id id, const char *ext);
 
 const char *rv_layout_item_name(enum rv_item_id id);
+/* A MEMBER item's member path ("body.iseq.cref"), "?" for other items. */
+const char *rv_layout_item_path(enum rv_item_id id);
 /* The name of an enum list's id (its ENUMS line's, as its item's). */
 const char *rv_layout_enums_name(enum rv_enums_id id);
 /* Whether a list, as a cache file or other input gave it, is one this

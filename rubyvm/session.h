@@ -267,6 +267,10 @@ struct cs_error *rv_object_id_field(struct rv_session *s, uint64_t obj,
 struct cs_error *rv_object_complex(struct rv_session *s, uint64_t obj,
 				   uint64_t flags, bool *complex,
 				   uint64_t *count);
+/* Whether the shape of obj (whose flags are flags: a T_OBJECT, a class, a
+ * fields object) is too complex, its fields then in a hash table. */
+struct cs_error *rv_shape_too_complex(struct rv_session *s, uint64_t obj,
+				      uint64_t flags, bool *complex);
 /* Whether a T_OBJECT keeps its fields in its slot, as its flags
  * (ROBJECT_EMBED, ROBJECT_HEAP clear in 4.0) or its shape id's layout bits
  * say. */

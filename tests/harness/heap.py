@@ -44,7 +44,9 @@ process title (the fixture's comment says how). Then:
                             machine stack it left, a C global registered with
                             rb_gc_register_address, rb_gc_register_mark_object,
                             a finalizer, a Proc's captured local through its
-                            environment):
+                            environment, from 3.3 an Array's element the
+                            Array held only by an Enumerator's data: a
+                            declarative mark list's hop "data"):
                             exit 0, found, the root's kind, name and frame (a
                             thread's, or a fiber's), and every object on the
                             path with how the one before holds it (ivar name,
@@ -72,6 +74,15 @@ process title (the fixture's comment says how). Then:
                             recorded paths their class and exactly the
                             references Ruby's own GC marks from them but their
                             class (rb_objspace_reachable_objects_from); the
+                            same of the imemos Ruby's GC reaches within
+                            four hops from the fixture's methods and blocks
+                            (HeapSize.values_from) whose imemo_type corestack
+                            decodes (ment, cref, svar, throw_data, ifunc,
+                            memo, callcache, constcache, cvar_entry, fields),
+                            at least one of ment, cref, ifunc and svar
+                            compared (of constcache from 3.1, of fields, a
+                            String's ivars, from 4.0), and from 3.3 of an
+                            Enumerator and a Dir (declarative marking); the
                             frozen probe String's value, bytesize and frozen;
                             for the fixture's FieldFixture objects (Strings of
                             several encodings and coderanges, heap Floats,
@@ -627,6 +638,13 @@ def check_dump_unwritable(corestack, target_args, timeout):
     return None
 
 
+# The imemo types whose references corestack decodes (docs/heap.md), and
+# those the fixture reaches on every Ruby (from its methods and blocks).
+DECODED_IMEMOS = {"ment", "cref", "svar", "throw_data", "ifunc", "memo",
+                  "callcache", "constcache", "cvar_entry", "fields"}
+REQUIRED_IMEMOS = {"ment", "cref", "ifunc", "svar"}
+
+
 def check_dump_lines(lines, record):
     roots = {}
     objects = {}
@@ -659,10 +677,24 @@ def check_dump_lines(lines, record):
         held = int(want["path"][0]["object"], 16)
         if held not in roots.get("machine_context", ()):
             return "the machine_context ROOT line lacks the C local's 0x%x" % held
+    compared = set()
     for sample in record["dump_samples"]:
         line = objects.get(int(sample["object"], 16))
         if line is None:
             return "no line for %s" % sample["object"]
+        if sample.get("internal"):
+            # an internal object the fixture reached: compared when it is
+            # an imemo of a type whose references corestack decodes
+            kind = line.get("imemo_type")
+            if line["type"] != "IMEMO" or kind not in DECODED_IMEMOS:
+                continue
+            compared.add(kind)
+            got = sorted({int(a, 16) for a in line.get("references", [])})
+            exp = sorted(int(a, 16) for a in sample["references"])
+            if got != exp:
+                return "%s (imemo %s): references %s, Ruby's GC marks %s" % (
+                    sample["object"], kind, [hex(a) for a in got], [hex(a) for a in exp])
+            continue
         if "value" in sample:
             if line.get("value") != sample["value"] or \
                     line.get("bytesize") != len(sample["value"]) or not line.get("frozen"):
@@ -676,6 +708,16 @@ def check_dump_lines(lines, record):
         if got != exp:
             return "%s (%s): references %s, Ruby's GC marks %s" % (
                 sample["object"], line["type"], [hex(a) for a in got], [hex(a) for a in exp])
+    required = set(REQUIRED_IMEMOS)
+    version = tuple(int(p) for p in record["ruby_version"].split(".")[:2])
+    if version >= (3, 1):
+        required.add("constcache")  # an imemo from 3.1
+    if version >= (4, 0):
+        required.add("fields")  # a String's ivars, in a fields object
+    missing = sorted(required - compared)
+    if missing:
+        return "no sample imemo of type %s compared (compared: %s)" % (
+            ", ".join(missing), ", ".join(sorted(compared)))
     return check_dump_fields(objects, record)
 
 
